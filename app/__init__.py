@@ -1,0 +1,7 @@
+"""Funnel Explorer's Gradio UI: thin callbacks over the engine."""
+
+from __future__ import annotations
+
+from app.ui import build_app
+
+__all__ = ["build_app"]

@@ -1,0 +1,124 @@
+"""Fingerprinted, atomically written, verified caches under the data directory.
+
+A cache entry is a folder `<data_dir>/cache/<kind>/<fingerprint>/`. The fingerprint is a
+sha256 of the entry's key (corpus fingerprint, builder config, format version). It is built
+in a temporary folder beside it, `manifest.json` is written last (file sizes and sha256s),
+and the folder is renamed into place, so a crash never leaves a half-written entry under
+the real name. On load the manifest is checked against the files; a stale or damaged entry
+is logged as a warning, deleted and rebuilt, never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from engine.paths import data_dir
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+MANIFEST = "manifest.json"
+
+
+class CacheInvalid(Exception):
+    """A cache entry failed verification; the message says why."""
+
+
+def fingerprint(key: Any) -> str:
+    """sha256 of the canonical JSON of `key`."""
+    blob = json.dumps(key, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def entry_dir(kind: str, key: Any) -> Path:
+    """Where the cache entry of `kind` for `key` lives (may not exist yet)."""
+    return data_dir() / "cache" / kind / fingerprint(key)[:24]
+
+
+def load_or_build(kind: str, key: Any, build: Callable[[Path], None],
+                  load: Callable[[Path], T]) -> T:
+    """Load the verified cache entry for `key`, building it first if missing or invalid.
+
+    Args:
+        kind: cache family, e.g. "bm25" or "clusters"; one folder per kind.
+        key: JSON-serialisable description of every input the entry depends on.
+        build: writes the entry's files into the folder it is given.
+        load: reads an entry folder; any exception it raises marks the entry damaged.
+    """
+    final = entry_dir(kind, key)
+    if final.exists():
+        try:
+            verify(final, key)
+            return load(final)
+        except Exception as err:  # noqa: BLE001 - any failure means: do not trust it
+            logger.warning("Cache %s is stale or damaged (%s); rebuilding it.", final, err)
+            shutil.rmtree(final, ignore_errors=True)
+    _build_atomically(final, key, build)
+    return load(final)
+
+
+def verify(folder: Path, key: Any) -> None:
+    """Raise CacheInvalid unless `folder` holds a complete entry for `key`."""
+    manifest_path = folder / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise CacheInvalid(f"unreadable manifest: {err}") from None
+    if manifest.get("fingerprint") != fingerprint(key):
+        raise CacheInvalid("fingerprint does not match its inputs")
+    for name, meta in manifest.get("files", {}).items():
+        path = folder / name
+        if not path.is_file() or path.stat().st_size != meta["size"]:
+            raise CacheInvalid(f"{name} is missing or has the wrong size")
+        if _sha256(path) != meta["sha256"]:
+            raise CacheInvalid(f"{name} fails its checksum")
+
+
+def _build_atomically(final: Path, key: Any, build: Callable[[Path], None]) -> None:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".tmp-{final.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        started = time.perf_counter()
+        build(tmp)
+        files = {
+            p.relative_to(tmp).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
+            for p in sorted(tmp.rglob("*")) if p.is_file()
+        }
+        manifest = {"fingerprint": fingerprint(key), "key": key, "files": files,
+                    "build_seconds": round(time.perf_counter() - started, 3),
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        write_json_atomic(tmp / MANIFEST, manifest)
+        try:
+            os.replace(tmp, final)
+        except OSError:  # another process finished the same entry first: keep theirs
+            verify(final, key)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON to `path` through a temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(obj, handle, ensure_ascii=False, default=str)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,127 @@
+"""Command line: `python -m engine corpus-stats | search | formats`.
+
+The CLI is the one part of the engine that writes to stdout (results) and stderr (errors);
+everything else logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+from dataclasses import asdict
+
+from engine.chunking import Chunker
+from engine.cluster import ALGORITHMS
+from engine.errors import EngineError
+from engine.units import GRANULARITIES, UnitConfig
+
+logger = logging.getLogger("engine")
+
+
+def _out(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m engine",
+                                     description="Funnel Explorer retrieval engine.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    stats = sub.add_parser("corpus-stats", help="documents, tokens, links, clusters")
+    stats.add_argument("--corpus", default="wiki", help="wiki | pooled | PATH (default wiki)")
+    stats.add_argument("--S", type=int, nargs="+", default=[2048, 4096], dest="sizes",
+                       help="cluster budgets in tokens (default 2048 4096)")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+
+    search = sub.add_parser("search", help="BM25 search at one granularity")
+    search.add_argument("query")
+    search.add_argument("--granularity", choices=GRANULARITIES, default="documents")
+    search.add_argument("-k", type=int, default=10, help="results to show (default 10)")
+    search.add_argument("--corpus", default="wiki", help="wiki | pooled | PATH (default wiki)")
+    search.add_argument("--algorithm", choices=ALGORITHMS, default="funnelrag",
+                        help="cluster algorithm (clusters only)")
+    search.add_argument("--S", type=int, default=4096, dest="cluster_tokens",
+                        help="cluster budget in tokens (clusters only, default 4096)")
+    search.add_argument("--max-tokens", type=int, default=100,
+                        help="passage size in tokens (passages only, default 100)")
+
+    sub.add_parser("formats", help="list the dataset and corpus formats understood")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        return {"corpus-stats": _stats, "search": _search, "formats": _formats}[args.command](args)
+    except EngineError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+
+
+def _formats(args: argparse.Namespace) -> int:
+    from engine.loaders import FORMATS
+
+    for name, layout in FORMATS.items():
+        _out(f"{name:18} {layout}")
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    from engine.bm25 import bm25_index
+    from engine.corpus import load_corpus
+    from engine.errors import ConfigError
+
+    if not args.query.strip():
+        raise ConfigError("The query is empty. Give a question, e.g. "
+                          "python -m engine search \"Who painted Guernica?\"")
+    config = UnitConfig(args.granularity, Chunker(args.max_tokens),
+                        args.algorithm, args.cluster_tokens)
+    index = bm25_index(load_corpus(args.corpus), config)
+    results = index.search(args.query, args.k)
+    if not results:
+        _out("no results: no query word occurs in the corpus")
+    for cand in results:
+        _out(f"{cand.rank:>3}  {cand.score:7.3f}  {cand.unit.title}")
+        _out(f"     {snippet(cand.unit.text, args.query)}")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from engine.corpus import load_corpus
+    from engine.stats import corpus_stats
+
+    stats = corpus_stats(load_corpus(args.corpus), tuple(args.sizes))
+    if args.json:
+        _out(json.dumps(asdict(stats)))
+        return 0
+    _out(f"corpus      {stats.name}")
+    _out(f"documents   {stats.documents:,}")
+    _out(f"tokens      {stats.tokens:,}  (words and punctuation; see engine/text.py)")
+    _out("sources     " + ", ".join(f"{k} {v:,}" for k, v in stats.sources.items()))
+    _out("link edges  " + ", ".join(f"{k} {v:,}" for k, v in stats.edges.items())
+         + f"  ({stats.isolated_documents:,} documents without links)")
+    _out("")
+    labels = [label for label, _ in stats.clusterings[0].histogram] if stats.clusterings else []
+    _out(f"{'algorithm':10} {'S':>5} {'units':>7} {'single':>7} {'mean':>7} {'max':>6}  "
+         + " ".join(f"{x:>9}" for x in labels))
+    for c in stats.clusterings:
+        _out(f"{c.algorithm:10} {c.max_tokens:>5} {c.clusters:>7,} {c.singletons:>7,} "
+             f"{c.mean_tokens:>7.0f} {c.max_tokens_seen:>6}  "
+             + " ".join(f"{n:>9,}" for _, n in c.histogram))
+    return 0
+
+
+def snippet(text: str, query: str, width: int = 160) -> str:
+    """A one-line window of `text` around the first query word it contains."""
+    flat = " ".join(text.split())
+    words = [w for w in re.findall(r"\w{4,}", query.lower())]
+    hits = [m.start() for w in words for m in [re.search(rf"\b{re.escape(w)}", flat, re.I)] if m]
+    start = max(0, min(hits) - width // 4) if hits else 0
+    piece = flat[start:start + width]
+    return ("..." if start else "") + piece + ("..." if start + width < len(flat) else "")

@@ -1,0 +1,23 @@
+"""Where the engine keeps its caches and finds the shared QA data.
+
+Both locations come from environment variables so tests and benchmarks can redirect them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def data_dir() -> Path:
+    """The cache directory: `$FUNNEL_DATA_DIR`, default `<project>/data`."""
+    path = Path(os.environ.get("FUNNEL_DATA_DIR") or PROJECT_ROOT / "data")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def shared_data_dir() -> Path:
+    """The read-only QA data: `$FUNNEL_SHARED_DATA`, default `<project>/../shared/data`."""
+    return Path(os.environ.get("FUNNEL_SHARED_DATA") or PROJECT_ROOT.parent / "shared" / "data")

@@ -1,0 +1,113 @@
+"""The engine's records: small, immutable, JSON-friendly.
+
+Lineage is explicit: a passage knows its document and character span, a unit (cluster,
+document or passage as a retrieval unit) knows the documents it is made of.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+
+
+@dataclass(frozen=True)
+class Document:
+    """One corpus document. `id` is stable and never contains whitespace-only text."""
+
+    id: str
+    title: str
+    text: str
+    sources: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()  # hyperlink targets (ids or titles) given by the corpus itself
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A chunk of a document: `text == document.text[start:end]`, id `doc_id#n`."""
+
+    id: str
+    doc_id: str
+    n: int
+    start: int
+    end: int
+    text: str
+    n_tokens: int
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A retrieval unit at some granularity, with the documents it is made of."""
+
+    id: str
+    title: str
+    text: str
+    doc_ids: tuple[str, ...]
+    granularity: str  # "clusters" | "documents" | "passages"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A ranked retrieval result."""
+
+    unit: Unit
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True)
+class Question:
+    """A QA item: gold answers (aliases included) and gold supporting documents."""
+
+    id: str
+    text: str
+    answers: tuple[str, ...] = ()
+    supporting_titles: tuple[str, ...] = ()
+    supporting_paragraph_ids: tuple[str, ...] = ()  # the dataset's own paragraph ids
+    type: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Questions plus the documents a QA file ships with (may be empty, e.g. NQ-open)."""
+
+    name: str
+    format: str
+    questions: tuple[Question, ...]
+    documents: tuple[Document, ...]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """An ordered collection of documents with unique ids."""
+
+    name: str
+    documents: tuple[Document, ...] = field(repr=False)
+
+    def __post_init__(self) -> None:
+        if len(self.by_id) != len(self.documents):
+            seen: set[str] = set()
+            dup = next(d.id for d in self.documents if d.id in seen or seen.add(d.id))
+            raise ValueError(f"Corpus {self.name!r} has duplicate document id {dup!r}")
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    @cached_property
+    def by_id(self) -> dict[str, Document]:
+        return {doc.id: doc for doc in self.documents}
+
+    @cached_property
+    def index_of(self) -> dict[str, int]:
+        return {doc.id: i for i, doc in enumerate(self.documents)}
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 over every document's id, title, text and links, in order."""
+        digest = hashlib.sha256()
+        for doc in self.documents:
+            for part in (doc.id, doc.title, doc.text, "\x1f".join(doc.links)):
+                digest.update(part.encode("utf-8"))
+                digest.update(b"\x1e")
+        return digest.hexdigest()
