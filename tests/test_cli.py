@@ -1,0 +1,94 @@
+"""The CLI as a user runs it: `python -m engine ...` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import TINY_DOCS
+
+SEURAT = "Who painted A Sunday Afternoon on the Island of La Grande Jatte?"
+
+
+def run(*args: str, env_dir) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True,
+                          text=True, timeout=300, env={**_env(), "FUNNEL_DATA_DIR": str(env_dir)})
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
+
+
+@pytest.fixture
+def corpus_file(tmp_path):
+    path = tmp_path / "tiny.jsonl"
+    path.write_text("\n".join(json.dumps({"id": t, "title": t, "text": x}) for t, x in TINY_DOCS))
+    return path
+
+
+@pytest.mark.parametrize("granularity,expected", [("documents", "A Sunday Afternoon"),
+                                                  ("passages", "A Sunday Afternoon"),
+                                                  ("clusters", "more)")])
+def test_search_prints_rank_score_title_snippet(corpus_file, data_dir, granularity, expected):
+    result = run("search", SEURAT, "--granularity", granularity, "-k", "2", "--corpus",
+                 str(corpus_file), "--S", "128", env_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    first, snippet = result.stdout.splitlines()[:2]
+    rank, score, title = first.split(maxsplit=2)
+    assert rank == "1" and float(score) > 0 and expected in title
+    assert "Seurat" in snippet
+
+
+def test_corpus_stats_json(corpus_file, data_dir):
+    result = run("corpus-stats", "--corpus", str(corpus_file), "--S", "64", "128", "--json",
+                 env_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout.splitlines()[-1])
+    assert stats["documents"] == len(TINY_DOCS)
+    assert stats["edges"]["title_mention"] > 0 and stats["edges"]["hyperlink"] == 0
+    assert [(c["algorithm"], c["max_tokens"]) for c in stats["clusterings"]] == [
+        ("funnelrag", 64), ("funnelrag", 128), ("longrag", 64), ("longrag", 128)]
+    for c in stats["clusterings"]:
+        assert sum(n for _, n in c["histogram"]) == c["clusters"]
+
+
+def test_corpus_stats_table(corpus_file, data_dir):
+    result = run("corpus-stats", "--corpus", str(corpus_file), env_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    assert "documents   8" in result.stdout and "title_mention" in result.stdout
+    assert sum(line.startswith(("funnelrag", "longrag")) for line in result.stdout.splitlines()) == 4
+
+
+@pytest.mark.parametrize("args,message", [
+    (("search", "   "), "The query is empty"),
+    (("search", "x", "--corpus", "nowhere.jsonl"), "Unknown corpus 'nowhere.jsonl'"),
+    (("search", "x", "-k", "0"), "k=0 is out of range"),
+    (("search", "x", "--granularity", "clusters", "--S", "5"), "S (max cluster tokens)=5"),
+])
+def test_bad_input_exits_2_with_a_message(args, message, corpus_file, data_dir):
+    if "--corpus" not in args:
+        args = (*args, "--corpus", str(corpus_file))
+    result = run(*args, env_dir=data_dir)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_malformed_corpus_names_file_and_line(tmp_path, data_dir):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "title": "A", "text": "fine"}\n{"id": "b", "title": "B"}\n')
+    result = run("search", "x", "--corpus", str(bad), env_dir=data_dir)
+    assert result.returncode == 2
+    assert "bad.jsonl, line 2: field 'text': missing" in result.stderr
+
+
+@pytest.mark.slow
+def test_seurat_question_on_the_default_corpus(data_dir):
+    result = run("search", SEURAT, "--granularity", "documents", env_dir=data_dir)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].endswith(
+        "A Sunday Afternoon on the Island of La Grande Jatte")
