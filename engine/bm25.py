@@ -37,11 +37,15 @@ def _stemmer():
     return Stemmer.Stemmer("english")
 
 
-def tokenize(texts: list[str], show_progress: bool = False) -> list[list[str]]:
-    """Lower-cased, stopword-free, stemmed word lists (the index's analyser)."""
+def tokenize(texts: list[str], show_progress: bool = False, return_ids: bool = False):
+    """Lower-cased, stopword-free, stemmed words (the index's analyser).
+
+    With `return_ids` the result is bm25s' `Tokenized(ids, vocab)`, which holds one small
+    int per token instead of one string: the form used to build large indexes.
+    """
     import bm25s
 
-    return bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), return_ids=False,
+    return bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), return_ids=return_ids,
                           show_progress=show_progress)
 
 
@@ -79,8 +83,8 @@ def build_bm25(units: tuple[Unit, ...], folder: Path) -> None:
 
     retriever = bm25s.BM25()
     logger.info("BM25: indexing %d %s", len(units), units[0].granularity if units else "units")
-    retriever.index(tokenize([index_text(u) for u in units], show_progress=True),
-                    show_progress=True)
+    tokens = tokenize([index_text(u) for u in units], show_progress=True, return_ids=True)
+    retriever.index(tokens, show_progress=True)
     retriever.save(folder / "bm25", show_progress=False)
     (folder / "unit_ids.json").write_text(json.dumps([u.id for u in units]), encoding="utf-8")
 

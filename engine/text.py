@@ -55,7 +55,8 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for match in _BOUNDARY_RE.finditer(text):
-        if match.group().strip() and _is_abbreviation(text, match.start()):
+        paragraph_break = match.group().count("\n") >= 2
+        if not paragraph_break and _is_abbreviation(text, match.start()):
             continue
         end = match.start() + len(match.group().rstrip())
         spans.append((start, end))

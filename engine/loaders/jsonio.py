@@ -57,6 +57,7 @@ def iter_json_array(path: Path, text: str | None = None) -> Iterator[tuple[int, 
         yield lines.at(pos), item
         pos = _skip(text, end)
         if text[pos:pos + 1] == "]":
+            _expect_end(path, text, _skip(text, pos + 1), lines)
             return
         if text[pos:pos + 1] != ",":
             raise DataFormatError(path, "invalid JSON: expected ',' or ']' between items",
@@ -65,14 +66,25 @@ def iter_json_array(path: Path, text: str | None = None) -> Iterator[tuple[int, 
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line, object) for each non-blank line of a JSON Lines file."""
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+    """(line, object) for each non-blank line of a JSON Lines file.
+
+    Lines end at "\n" only: `str.splitlines` would also break at U+2028/U+2029/U+0085,
+    which JSON allows unescaped inside strings.
+    """
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        line = line.rstrip("\r")
         if not line.strip():
             continue
         try:
             yield number, json.loads(line)
         except json.JSONDecodeError as err:
             raise DataFormatError(path, f"invalid JSON: {err.msg}", line=number) from None
+
+
+def _expect_end(path: Path, text: str, pos: int, lines: _LineCounter) -> None:
+    if pos < len(text):
+        raise DataFormatError(path, "invalid JSON: extra data after the closing ']'",
+                              line=lines.at(pos))
 
 
 def _skip(text: str, pos: int) -> int:

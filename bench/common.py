@@ -1,0 +1,60 @@
+"""Helpers shared by the benchmark scripts: timing, memory, tables."""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+@contextmanager
+def timed(store: dict, name: str):
+    start = time.perf_counter()
+    yield
+    store[name] = round(time.perf_counter() - start, 3)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def latency_summary(seconds: Sequence[float]) -> dict[str, float]:
+    return {"median_ms": round(statistics.median(seconds) * 1000, 2),
+            "p95_ms": round(percentile(seconds, 0.95) * 1000, 2)}
+
+
+def run_child(script: Path, *args: str) -> dict:
+    """Run a bench script in a fresh interpreter (own peak memory); parse its last line."""
+    out = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                         check=False, cwd=ROOT)
+    if out.returncode != 0:
+        raise RuntimeError(f"{script.name} {' '.join(args)} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def save(name: str, payload: object) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2))
+    return path
