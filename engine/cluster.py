@@ -154,19 +154,22 @@ def closeness_in(graph: LinkGraph, source: int, nodes: set[int]) -> float:
     Wasserman-Faust form: (r / (N - 1)) * (r / total distance), where r nodes besides the
     source are reachable and N is the subgraph size; 0 when nothing is reachable.
     """
-    seen, frontier, depth, total = {source}, [source], 0, 0
-    while frontier:
+    neighbors = graph.neighbor_sets
+    remaining = set(nodes) - {source}
+    others = len(remaining)
+    frontier, depth, reached, total = [source], 0, 0, 0
+    while frontier and remaining:
         depth += 1
-        nxt = [int(v) for u in frontier for v in graph.neighbors(u)
-               if int(v) in nodes and int(v) not in seen]
-        nxt = list(dict.fromkeys(nxt))
-        seen.update(nxt)
-        total += depth * len(nxt)
-        frontier = nxt
-    reached = len(seen) - 1
+        found: set[int] = set()
+        for u in frontier:
+            found |= neighbors[u] & remaining  # CPython intersects from the smaller set
+        remaining -= found
+        reached += len(found)
+        total += depth * len(found)
+        frontier = list(found)
     if reached == 0:
         return 0.0
-    return (reached / len(nodes - {source})) * (reached / total)
+    return (reached / others) * (reached / total)
 
 
 def _closeness_key(graph: LinkGraph) -> MergeKey:

@@ -75,6 +75,13 @@ class LinkGraph:
         matrix.sort_indices()
         return matrix
 
+    @cached_property
+    def neighbor_sets(self) -> list[set[int]]:
+        """Each node's neighbours as a Python set, for fast set algebra in traversals."""
+        adj = self.adjacency
+        indices, indptr = adj.indices.tolist(), adj.indptr.tolist()
+        return [set(indices[a:b]) for a, b in zip(indptr, indptr[1:], strict=False)]
+
     def neighbors(self, i: int) -> np.ndarray:
         adj = self.adjacency
         return adj.indices[adj.indptr[i]:adj.indptr[i + 1]]
