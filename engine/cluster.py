@@ -180,8 +180,10 @@ def _closeness_key(graph: LinkGraph) -> MergeKey:
 
 def cluster_size_histogram(clustering: Clustering, sizes: Sequence[int],
                            edges: Sequence[int]) -> list[tuple[str, int]]:
-    """(label, count) of units by token size with bin `edges`, e.g. 0, 512, 1024, ..."""
+    """(label, count) of units by token size in right-closed bins: with edges 0, 512, 1024
+    the bins are 1-512, 513-1024 and >1024, so a unit of exactly S tokens counts as <= S."""
     totals = np.array([sum(sizes[d] for d in c) for c in clustering.clusters])
-    counts, _ = np.histogram(totals, bins=[*edges, np.inf])
-    labels = [f"{a}-{b}" for a, b in zip(edges, edges[1:], strict=False)] + [f">{edges[-1]}"]
+    bins = np.searchsorted(np.asarray(edges[1:]), totals, side="left")
+    counts = np.bincount(bins, minlength=len(edges))
+    labels = [f"{a + 1}-{b}" for a, b in zip(edges, edges[1:], strict=False)] + [f">{edges[-1]}"]
     return list(zip(labels, counts.tolist(), strict=True))

@@ -16,6 +16,7 @@ from engine.cluster import (
     Clustering,
     closeness_in,
     cluster_documents,
+    cluster_size_histogram,
     clustering,
     local_clustering_coefficients,
 )
@@ -125,3 +126,10 @@ def test_bad_names_and_budgets_are_rejected(tiny_corpus):
         clustering(tiny_corpus, "kmeans", 4096)
     with pytest.raises(ConfigError, match=re.escape("S (max cluster tokens)=10 is out of range")):
         clustering(tiny_corpus, "longrag", 10)
+
+
+def test_size_histogram_bins_are_right_closed():
+    found = Clustering("longrag", 512, ((0,), (1,), (2, 3), (4,)))
+    sizes = [256, 257, 256, 256, 900]  # units of 256, 257, 512, 900 tokens
+    assert cluster_size_histogram(found, sizes, (0, 256, 512)) == [
+        ("1-256", 1), ("257-512", 2), (">512", 1)]
