@@ -44,15 +44,18 @@ class Unit:
     text: str
     doc_ids: tuple[str, ...]
     granularity: str  # "clusters" | "documents" | "passages"
+    span: tuple[int, int] | None = None  # passages: character span in their document
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A ranked retrieval result."""
+    """A ranked retrieval result; `parents` are the coarser units it came from
+    (e.g. its cluster id, then its document id), coarse to fine."""
 
     unit: Unit
     score: float
     rank: int
+    parents: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

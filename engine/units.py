@@ -60,7 +60,8 @@ def passage_units(documents: tuple[Document, ...] | list[Document],
                   chunker: Chunker) -> tuple[Unit, ...]:
     """Every passage of `documents` as a unit titled by its document."""
     return tuple(
-        Unit(id=p.id, title=doc.title, text=p.text, doc_ids=(doc.id,), granularity="passages")
+        Unit(id=p.id, title=doc.title, text=p.text, doc_ids=(doc.id,), granularity="passages",
+             span=(p.start, p.end))
         for doc in documents for p in chunker.split(doc)
     )
 

@@ -84,7 +84,7 @@ def _read_json(path: Path) -> Dataset:
             rec = Record(path, line, item, "title-text")
             docs.append((rec.text("title"), rec.text("text")))
         return Dataset(path.stem, "title-text", (),
-                       tuple(qa.paragraphs_to_documents(docs, qa._source(path))))
+                       tuple(qa.paragraphs_to_documents(docs, qa.source_name(path))))
     raise DataFormatError(path, f"unrecognised JSON item with keys {sorted(keys)}",
                           line=items[0][0], fix=_FIX)
 
@@ -97,7 +97,7 @@ def _read_squad(path: Path) -> Dataset:
         if question is not None:
             questions.append(question)
     return Dataset(path.stem, "squad", tuple(questions),
-                   tuple(qa.paragraphs_to_documents(paragraphs, qa._source(path))))
+                   tuple(qa.paragraphs_to_documents(paragraphs, qa.source_name(path))))
 
 
 def _from_items(path: Path, fmt: str, items, parse) -> Dataset:
@@ -108,7 +108,7 @@ def _from_items(path: Path, fmt: str, items, parse) -> Dataset:
         questions.append(question)
         paragraphs.extend(found)
     return Dataset(path.stem, fmt, tuple(questions),
-                   tuple(qa.paragraphs_to_documents(paragraphs, qa._source(path))))
+                   tuple(qa.paragraphs_to_documents(paragraphs, qa.source_name(path))))
 
 
 def _corpus_only(path: Path, documents: list[Document]) -> Dataset:

@@ -24,7 +24,7 @@ from engine.types import Document, Question
 Paragraph = tuple[str, str]  # (title, text)
 
 
-def _source(path: Path) -> str:
+def source_name(path: Path) -> str:
     return f"{path.parent.name}/{path.name}"
 
 
@@ -60,7 +60,7 @@ def parse_hotpotqa_contexts(rec: Record) -> tuple[Question, list[Paragraph]]:
         answers=tuple(answers),
         supporting_titles=_unique(c["title"] for c in supporting),
         supporting_paragraph_ids=tuple(str(c.get("id", "")) for c in supporting),
-        type=_yes_no_or(answers, "span"), source=_source(rec.path),
+        type=_yes_no_or(answers, "span"), source=source_name(rec.path),
     )
     return question, [(c["title"], c["paragraph_text"]) for c in contexts]
 
@@ -83,7 +83,7 @@ def parse_hotpotqa(rec: Record) -> tuple[Question, list[Paragraph]]:
         id=str(rec.get("_id", (str, int))), text=rec.text("question"), answers=(answer,),
         supporting_titles=_unique(f[0] for f in facts),
         supporting_paragraph_ids=tuple(f"{f[0]}:{f[1]}" for f in facts if len(f) > 1),
-        type=str(rec.get("type", str, "")), source=_source(rec.path),
+        type=str(rec.get("type", str, "")), source=source_name(rec.path),
     )
     return question, paragraphs
 
@@ -101,7 +101,7 @@ def parse_musique(rec: Record) -> tuple[Question, list[Paragraph]]:
         answers=(rec.text("answer"), *_strings(rec, "answer_aliases")),
         supporting_titles=_unique(p["title"] for p in supporting),
         supporting_paragraph_ids=tuple(str(p.get("idx", "")) for p in supporting),
-        type=qid.split("__")[0] if "__" in qid else "multi-hop", source=_source(rec.path),
+        type=qid.split("__")[0] if "__" in qid else "multi-hop", source=source_name(rec.path),
     )
     return question, [(p["title"], p["paragraph_text"]) for p in paragraphs]
 
@@ -114,7 +114,7 @@ def parse_nq_open(rec: Record, number: int) -> tuple[Question, list[Paragraph]]:
     if not answers:
         raise rec.error("needs at least one answer string", field="answer")
     question = Question(id=str(rec.obj.get("id", f"nq-{number}")), text=rec.text("question"),
-                        answers=answers, type="open", source=_source(rec.path))
+                        answers=answers, type="open", source=source_name(rec.path))
     return question, []
 
 
@@ -139,7 +139,7 @@ def parse_squad(path: Path, root: object) -> Iterator[tuple[Question | None, lis
                 yield Question(
                     id=str(q.get("id", (str, int))), text=q.text("question"), answers=answers,
                     supporting_titles=(title,), supporting_paragraph_ids=(f"{title}:{p_index}",),
-                    type="unanswerable" if impossible else "span", source=_source(path),
+                    type="unanswerable" if impossible else "span", source=source_name(path),
                 ), []
 
 

@@ -1,0 +1,1 @@
+"""Funnel stages: each takes the query and the previous stage's candidates."""

@@ -1,0 +1,42 @@
+"""The stage interface: one required method, `run`.
+
+A stage takes the query and the previous stage's candidates (empty for a first-stage
+retriever, which searches its own index) and returns at most `k` ranked candidates. The
+pipeline, not the stage, times each call. A stage may leave notes for the trace (attention
+summaries, classifier decisions) in `extras` of the returned `StageOutput`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from engine.types import Candidate
+
+
+@dataclass(frozen=True)
+class StageOutput:
+    """What a stage returns: ranked candidates plus JSON-friendly extras for the trace."""
+
+    candidates: tuple[Candidate, ...]
+    extras: dict = field(default_factory=dict)
+
+
+class Stage(ABC):
+    """A ranking step of a funnel."""
+
+    name: str = "stage"
+    granularity: str = "documents"  # of the candidates it returns
+
+    @abstractmethod
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        """Rank (or retrieve) and return at most `k` candidates, best first."""
+
+
+def rerank(candidates: Sequence[Candidate], scores: Sequence[float],
+           k: int) -> tuple[Candidate, ...]:
+    """`candidates` re-sorted by `scores` (stable for ties), cut to `k`, ranks renumbered."""
+    order = sorted(range(len(candidates)), key=lambda i: -scores[i])[:k]
+    return tuple(replace(candidates[i], score=float(scores[i]), rank=rank)
+                 for rank, i in enumerate(order, start=1))
