@@ -1,17 +1,29 @@
-"""Answer normalisation and recall measures (SQuAD conventions).
+"""Answer normalisation, answer metrics and retrieval measures (SQuAD conventions).
 
 `normalize_answer` lower-cases, drops punctuation and the articles a/an/the, and folds
 whitespace, as the SQuAD evaluation script does. Answer recall at k (AR@k, LongRAG) asks
 whether any normalised gold answer occurs in the normalised concatenation of the top-k
 units; like LongRAG, only questions with span answers count (yes/no are reported apart).
+
+Shortcuts taken on purpose:
+- Punctuation is `string.punctuation`, i.e. ASCII only, exactly as in SQuAD: unicode
+  dashes and curly quotes survive ("Jean–Paul" stays one token "jean–paul", while
+  "Jean-Paul" becomes "jeanpaul"). Punctuation goes before articles, so "The-End" ->
+  "theend". We keep this so numbers stay comparable with published SQuAD-style scores.
+- EM and F1 follow the official SQuAD v2.0 script: gold answers that normalise to ""
+  are dropped, and when none is left the only correct prediction is the empty string.
+  The containment metrics (accuracy, refined EM, AR@k) simply ignore such answers.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import string
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from engine.errors import ConfigError
 from engine.types import Question
 
 _ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
@@ -41,3 +53,149 @@ def support_recall(doc_ids: Iterable[str], gold_titles: Sequence[str]) -> float:
         return 0.0
     found = set(doc_ids)
     return sum(t in found for t in gold_titles) / len(gold_titles)
+
+
+# --- answer metrics (reader output vs gold answers) ---------------------------------------
+
+
+def _squad_golds(answers: Sequence[str]) -> list[str]:
+    # SQuAD v2.0 get_raw_scores: drop golds that normalise to "", fall back to [""].
+    return [n for a in answers if (n := normalize_answer(a))] or [""]
+
+
+def _token_f1(pred: list[str], gold: list[str]) -> float:
+    if not pred or not gold:  # SQuAD v2.0 compute_f1: 1 if both are empty, else 0
+        return float(pred == gold)
+    same = sum((Counter(pred) & Counter(gold)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def exact_match(prediction: str, answers: Sequence[str]) -> float:
+    """SQuAD EM: 1.0 if normalize_answer(prediction) equals a normalised gold alias.
+
+    Max over aliases, as in the official SQuAD v2.0 script (`compute_exact`); with no
+    non-empty gold, only an empty prediction scores 1.0.
+    """
+    pred = normalize_answer(prediction)
+    return float(any(pred == gold for gold in _squad_golds(answers)))
+
+
+def f1_score(prediction: str, answers: Sequence[str]) -> float:
+    """SQuAD token F1, max over gold aliases (official SQuAD v2.0 `compute_f1`).
+
+    Tokens are normalize_answer(...).split(); overlap is the multiset (Counter)
+    intersection; F1 = 2PR / (P + R). If either token list is empty, F1 is 1.0 when
+    both are empty and 0.0 otherwise.
+    """
+    pred = normalize_answer(prediction).split()
+    return max(_token_f1(pred, gold.split()) for gold in _squad_golds(answers))
+
+
+def accuracy(prediction: str, answers: Sequence[str]) -> float:
+    """Accuracy for long readers: 1.0 if a gold answer occurs inside the prediction.
+
+    Same matching as `answer_in`: normalised gold inside the normalised prediction on
+    word boundaries (cf. the "substring match" on the long answer in LongRAG's
+    eval/eval_qa.py, which tokenises differently). Golds that normalise to "" never match.
+    """
+    return float(answer_in([prediction], answers))
+
+
+def refined_exact_match(prediction: str, answers: Sequence[str]) -> float:
+    """LongRAG-style refined EM: EM, or the gold inside a prediction that stays short.
+
+    LongRAG (Jiang et al., 2024, arXiv:2406.15319) notes that plain EM is too strict for
+    generated answers. Our exact rule: 1.0 if `exact_match` is 1.0, or if some gold answer
+    with n normalised tokens occurs inside the normalised prediction on word boundaries
+    and the prediction has at most max(2 * n, n + 5) normalised tokens; else 0.0. The
+    length bound is Funnel Explorer's own choice, not a formula from the paper. For golds
+    that do not normalise to "", EM <= refined EM <= accuracy.
+    """
+    if exact_match(prediction, answers):
+        return 1.0
+    pred = normalize_answer(prediction)
+    size = len(pred.split())
+    for answer in answers:
+        gold = normalize_answer(answer)
+        n = len(gold.split())
+        if gold and f" {gold} " in f" {pred} " and size <= max(2 * n, n + 5):
+            return 1.0
+    return 0.0
+
+
+# --- retrieval measures (ranked units vs gold) ---------------------------------------------
+
+
+def _check_k(k: int) -> None:
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k!r}: ranks start at 1.")
+
+
+def answer_recall_at(texts_by_rank: Sequence[str], answers: Sequence[str],
+                     ks: Iterable[int]) -> dict[int, bool]:
+    """AR@k for each k: `answer_in` over the texts of the top-k units (LongRAG).
+
+    Args:
+        texts_by_rank: unit texts, best first.
+        answers: gold answer aliases.
+        ks: cut-offs; a k beyond the list means "all units".
+
+    Returns:
+        {k: whether a gold answer occurs in the concatenation of units 1..k}.
+
+    Raises:
+        ConfigError: if some k < 1.
+    """
+    ks = list(ks)
+    for k in ks:  # validate all before computing any
+        _check_k(k)
+    return {k: answer_in(texts_by_rank[:k], answers) for k in ks}
+
+
+def _top_docs(doc_ids_by_rank: Sequence[Sequence[str]], k: int) -> set[str]:
+    _check_k(k)
+    return {doc for unit in doc_ids_by_rank[:k] for doc in unit}
+
+
+def gold_document_recall(doc_ids_by_rank: Sequence[Sequence[str]],
+                         gold_titles: Sequence[str], k: int) -> float:
+    """Share of distinct gold documents among the documents of the top-k units.
+
+    Args:
+        doc_ids_by_rank: per unit (best first), the documents it is made of (a passage
+            has one, a grouped unit several).
+        gold_titles: gold supporting documents (HotpotQA titles, MuSiQue paragraphs).
+        k: how many units count.
+
+    Returns:
+        |gold ∩ docs of units 1..k| / |gold|, 0.0 when there is no gold.
+
+    Raises:
+        ConfigError: if k < 1.
+    """
+    return support_recall(_top_docs(doc_ids_by_rank, k), list(dict.fromkeys(gold_titles)))
+
+
+def all_gold_at(doc_ids_by_rank: Sequence[Sequence[str]], gold_titles: Sequence[str],
+                k: int) -> bool:
+    """True if every gold document is among the documents of the top-k units.
+
+    False when there is no gold, as `gold_document_recall` gives 0.0; ConfigError if k < 1.
+    """
+    docs = _top_docs(doc_ids_by_rank, k)
+    return bool(gold_titles) and set(gold_titles) <= docs
+
+
+def contextual_integrity(source_titles: Sequence[str]) -> float:
+    """Contextual-integrity entropy of the top-k passages (FunnelRAG, arXiv:2410.10293, C.3).
+
+    Shannon entropy, natural log, of the distribution of source document titles:
+    H = -sum_d p_d ln p_d with p_d = share of passages from document d. It is 0.0 when
+    all passages come from one document (or there are none) and ln(n) when n passages
+    come from n different documents. Lower means more contextually integral.
+    """
+    n = len(source_titles)
+    return sum((c / n * math.log(n / c) for c in Counter(source_titles).values()), 0.0)

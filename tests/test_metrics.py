@@ -1,8 +1,25 @@
 from __future__ import annotations
 
+import math
+import re
+
 import pytest
 
-from engine.metrics import answer_in, has_span_answer, normalize_answer, support_recall
+from engine.errors import ConfigError
+from engine.metrics import (
+    accuracy,
+    all_gold_at,
+    answer_in,
+    answer_recall_at,
+    contextual_integrity,
+    exact_match,
+    f1_score,
+    gold_document_recall,
+    has_span_answer,
+    normalize_answer,
+    refined_exact_match,
+    support_recall,
+)
 from engine.types import Question
 
 
@@ -10,8 +27,18 @@ from engine.types import Question
     ("The Eiffel Tower!", "eiffel tower"),
     ("  an   apple, a pear ", "apple pear"),
     ("Theatre", "theatre"),               # "the" only as a whole word
+    ("Anthem", "anthem"),                 # "an" only as a whole word
+    ("THE A AN", ""),                     # articles only -> empty
     ("U.S.A.", "usa"),
+    ("a.k.a.", "aka"),                    # punctuation goes first, so "a" is no article
+    ("The-End", "theend"),                # ... and "the" glued to "end" survives
     ("3,677 seated", "3677 seated"),
+    ("Jean-Paul", "jeanpaul"),            # ASCII hyphen removed, words glued (SQuAD)
+    ("Jean–Paul", "jean–paul"),           # unicode en dash is NOT punctuation here
+    ("Paris's", "pariss"),
+    ("Paris’s", "paris’s"),               # curly apostrophe survives
+    ("“Paris”", "“paris”"),               # curly quotes survive
+    ("Ångström", "ångström"),
 ])
 def test_normalize_answer(raw, expected):
     assert normalize_answer(raw) == expected
@@ -34,3 +61,162 @@ def test_support_recall():
     assert support_recall(["A", "C"], ["A", "B"]) == 0.5
     assert support_recall(["A", "B"], ["A", "B"]) == 1.0
     assert support_recall(["A"], []) == 0.0
+
+
+# --- answer metrics -----------------------------------------------------------------------
+
+RAMBLING = (  # 40 normalised tokens, "Paris" among them
+    "Well, I think that when you consider everything about European capitals and history, "
+    "plus culture, food, art, museums, fashion, and politics, you would probably conclude it "
+    "is Paris, although some people might argue otherwise for reasons I cannot recall now."
+)
+
+
+def test_rambling_answer_has_forty_tokens():
+    assert len(normalize_answer(RAMBLING).split()) == 40
+
+
+@pytest.mark.parametrize("prediction,em,f1,refined,acc", [
+    ("Paris", 1.0, 1.0, 1.0, 1.0),
+    ("paris.", 1.0, 1.0, 1.0, 1.0),
+    ("The city of Paris, France", 0.0, 0.4, 1.0, 1.0),  # "city of paris france": P=1/4, R=1
+    ("Paris is the capital", 0.0, 0.5, 1.0, 1.0),       # "paris is capital": P=1/3, R=1
+    (RAMBLING, 0.0, 2 / 41, 0.0, 1.0),                  # P=1/40, R=1 -> 2/41; too long
+    ("Parisian cafes", 0.0, 0.0, 0.0, 0.0),             # not on a word boundary
+    ("London", 0.0, 0.0, 0.0, 0.0),
+    ("", 0.0, 0.0, 0.0, 0.0),                           # empty prediction
+    ("“Paris”", 0.0, 0.0, 0.0, 0.0),                    # curly quotes are kept: no match
+])
+def test_em_f1_refined_accuracy_on_same_predictions(prediction, em, f1, refined, acc):
+    answers = ["Paris"]
+    assert exact_match(prediction, answers) == em
+    assert f1_score(prediction, answers) == pytest.approx(f1)
+    assert refined_exact_match(prediction, answers) == refined
+    assert accuracy(prediction, answers) == acc
+    assert exact_match(prediction, answers) <= refined <= acc  # refined EM sits between
+
+
+def test_max_over_gold_aliases():
+    aliases = ["Paris", "City of Light"]
+    assert exact_match("the City of Light", aliases) == 1.0
+    assert exact_match("the City of Light", aliases[::-1]) == 1.0
+    # vs "city of light": P=3/4, R=1 -> 6/7; vs "paris": 0
+    assert f1_score("City of Light district", aliases) == pytest.approx(6 / 7)
+    assert f1_score("Paris, City of Light", aliases) == pytest.approx(6 / 7)  # P=3/4 again
+    assert exact_match("Lyon", aliases) == 0.0
+
+
+def test_f1_counts_repeated_tokens_once_per_occurrence():
+    assert f1_score("Paris Paris", ["Paris"]) == pytest.approx(2 / 3)      # P=1/2, R=1
+    assert f1_score("New York", ["New York New York"]) == pytest.approx(2 / 3)  # P=1, R=1/2
+
+
+def test_golds_empty_after_normalisation_follow_squad_v2():
+    # No usable gold -> the only correct answer is "" (SQuAD v2.0 unanswerable rule).
+    for answers in ([], ["the"], ["", "An"]):
+        assert exact_match("", answers) == 1.0
+        assert f1_score("", answers) == 1.0
+        assert f1_score("Paris", answers) == 0.0
+        assert refined_exact_match("", answers) == 1.0   # via EM
+        assert accuracy("", answers) == 0.0             # containment ignores empty golds
+    assert exact_match("Paris", ["", "Paris"]) == 1.0   # empty alias is dropped, not fatal
+
+
+@pytest.mark.parametrize("prediction,em,f1,refined,acc", [
+    ("Yes.", 1.0, 1.0, 1.0, 1.0),
+    ("Yes, they are both American.", 0.0, 1 / 3, 1.0, 1.0),  # 5 tokens: P=1/5, R=1
+    ("No", 0.0, 0.0, 0.0, 0.0),
+    ("yes and no", 0.0, 0.5, 1.0, 1.0),                      # contains "yes": lenient
+])
+def test_yes_no_answers(prediction, em, f1, refined, acc):
+    assert exact_match(prediction, ["yes"]) == em
+    assert f1_score(prediction, ["yes"]) == pytest.approx(f1)
+    assert refined_exact_match(prediction, ["yes"]) == refined
+    assert accuracy(prediction, ["yes"]) == acc
+
+
+@pytest.mark.parametrize("gold,limit", [
+    ("Paris", 6),                          # n=1: max(2, 6)
+    ("United States of America", 9),       # n=4: max(8, 9)
+    ("one two three four five six", 12),   # n=6: max(12, 11)
+])
+def test_refined_em_length_bound(gold, limit):
+    filler = ["word"] * 20
+    n = len(normalize_answer(gold).split())
+    at_limit = " ".join([gold, *filler[: limit - n]])
+    over = " ".join([gold, *filler[: limit - n + 1]])
+    assert len(normalize_answer(at_limit).split()) == limit
+    assert refined_exact_match(at_limit, [gold]) == 1.0
+    assert refined_exact_match(over, [gold]) == 0.0
+    assert accuracy(over, [gold]) == 1.0
+
+
+def test_refined_em_uses_the_length_of_the_matching_alias():
+    answers = ["Paris", "one two three four five six"]
+    pred = "Paris " + "word " * 10  # 11 tokens: contains "paris" (limit 6) only
+    assert refined_exact_match(pred, answers) == 0.0
+    pred = "one two three four five six " + "word " * 6  # 12 tokens, limit 12
+    assert refined_exact_match(pred, answers) == 1.0
+
+
+# --- retrieval measures -------------------------------------------------------------------
+
+def test_answer_recall_at_k_over_ranks():
+    texts = ["Berlin is big.", "Rome, too.", "Paris, France.", "Paris again."]
+    assert answer_recall_at(texts, ["paris"], [1, 2, 3, 10]) == {
+        1: False, 2: False, 3: True, 10: True}
+    assert answer_recall_at(texts, ["Rome", "Paris"], (1, 2)) == {1: False, 2: True}
+    # Units are joined before matching, so a gold may span a unit boundary.
+    assert answer_recall_at(texts, ["big rome"], [1, 2]) == {1: False, 2: True}
+    assert answer_recall_at([], ["paris"], [5]) == {5: False}
+
+
+def test_k_below_one_is_rejected():
+    with pytest.raises(ConfigError, match=re.escape("k must be >= 1, got 0")):
+        answer_recall_at(["Paris"], ["paris"], [1, 0])
+    with pytest.raises(ConfigError, match=re.escape("k must be >= 1, got -1")):
+        gold_document_recall([["A"]], ["A"], -1)
+    with pytest.raises(ConfigError, match=re.escape("k must be >= 1, got 0")):
+        all_gold_at([["A"]], ["A"], 0)
+
+
+RANKED_DOCS = [["A"], ["C", "B"], ["D"]]  # unit 2 is a group of two documents
+
+
+@pytest.mark.parametrize("k,recall,all_gold", [
+    (1, 0.5, False),
+    (2, 1.0, True),
+    (3, 1.0, True),
+    (99, 1.0, True),
+])
+def test_gold_document_recall_and_all_gold_at(k, recall, all_gold):
+    assert gold_document_recall(RANKED_DOCS, ["A", "B"], k) == recall
+    assert all_gold_at(RANKED_DOCS, ["A", "B"], k) is all_gold
+
+
+def test_gold_document_recall_edge_cases():
+    assert gold_document_recall(RANKED_DOCS, ["A", "A", "B"], 1) == 0.5  # gold deduplicated
+    assert gold_document_recall(RANKED_DOCS, ["X", "Y", "Z", "D"], 3) == 0.25
+    assert gold_document_recall(RANKED_DOCS, [], 3) == 0.0
+    assert all_gold_at(RANKED_DOCS, [], 3) is False
+    assert gold_document_recall([], ["A"], 5) == 0.0
+    assert all_gold_at([["A"], ["A"]], ["A"], 2) is True
+
+
+@pytest.mark.parametrize("titles,entropy", [
+    (["A", "A", "B", "B"], math.log(2)),
+    (["A", "A", "A"], 0.0),
+    (["A", "B", "C"], math.log(3)),
+    (["B", "A", "C"], math.log(3)),                                  # order-free
+    (["A", "A", "A", "B"], 0.75 * math.log(4 / 3) + 0.25 * math.log(4)),
+    (["A"], 0.0),
+    ([], 0.0),
+])
+def test_contextual_integrity_entropy(titles, entropy):
+    assert contextual_integrity(titles) == pytest.approx(entropy)
+
+
+def test_contextual_integrity_single_document_is_exactly_zero():
+    value = contextual_integrity(["A"] * 5)
+    assert value == 0.0 and math.copysign(1.0, value) == 1.0  # not -0.0
+    assert isinstance(contextual_integrity([]), float)

@@ -1,0 +1,200 @@
+"""The paradigms, each a small class over stages, and the registry that builds them by name.
+
+- `funnel` (FunnelRAG): BM25 over clusters (K) -> documents of those clusters pre-ranked by
+  a cross-encoder (N) -> later chunking into passages -> FiD attention post-ranking (H),
+  answer decoded over the H passages.
+- `flat`: dense retrieval over early-chunked passages (M) -> cross-encoder rerank (k) ->
+  the same reader answers over the k passages.
+
+Defaults are scaled to the pooled corpus (23k documents) and recorded in bench/README.md.
+Every config is a frozen dataclass that round-trips through JSON, so a saved run records
+the exact funnel.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from engine.chunking import Chunker
+from engine.errors import ConfigError, check_choice, check_range
+from engine.fid import FiDReader, ReaderConfig
+from engine.metrics import answer_recall_at, exact_match, f1_score, gold_document_recall
+from engine.pipeline import chunk_documents, expand_to_documents, run_stage
+from engine.trace import RunTrace, StageResult, gold_flags
+from engine.types import Corpus, Question
+from engine.units import UnitConfig
+
+MAX_QUESTION_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class FunnelConfig:
+    cluster_algorithm: str = "longrag"
+    cluster_tokens: int = 2048  # S
+    K: int = 10  # clusters from BM25
+    N: int = 8  # documents kept by the pre-ranker
+    H: int = 4  # passages kept by the post-ranker
+    passage_tokens: int = 100
+    preranker: str = "trained"
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+
+    def __post_init__(self) -> None:
+        check_range("K", self.K, 1, 200)
+        check_range("N", self.N, 1, 200)
+        check_range("H", self.H, 1, 50)
+        UnitConfig("clusters", cluster_algorithm=self.cluster_algorithm,
+                   cluster_tokens=self.cluster_tokens)
+        Chunker(self.passage_tokens)
+
+
+@dataclass(frozen=True)
+class FlatConfig:
+    M: int = 50  # passages from dense retrieval
+    k: int = 4  # passages kept by the reranker and read
+    passage_tokens: int = 100
+    bi_encoder: str = "minilm"
+    reranker: str = "trained"
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+
+    def __post_init__(self) -> None:
+        check_range("M", self.M, 1, 1000)
+        check_range("k", self.k, 1, min(self.M, 50))
+        Chunker(self.passage_tokens)
+
+
+class Paradigm(ABC):
+    """A retrieval funnel that turns a question into a RunTrace."""
+
+    name: str
+    config: Any
+
+    def __init__(self, corpus: Corpus, config: Any) -> None:
+        self.corpus, self.config = corpus, config
+
+    def run(self, question: str | Question) -> RunTrace:
+        """Run the funnel; with a Question, gold flags and metrics are filled in too."""
+        gold = question if isinstance(question, Question) else None
+        text = check_question(gold.text if gold else question)
+        stages, answer, tokens, reader_seconds = self._run(text)
+        trace = RunTrace(question=text, paradigm=self.name, config=asdict(self.config),
+                         stages=stages, answer=answer, reader_input_tokens=tokens,
+                         reader_seconds=reader_seconds, llm_calls=1 if answer else 0)
+        return annotate(trace, gold) if gold else trace
+
+    @abstractmethod
+    def _run(self, question: str) -> tuple[tuple[StageResult, ...], str, int, float]:
+        """(stages, answer, reader input tokens, answer seconds)."""
+
+
+class FunnelParadigm(Paradigm):
+    name = "funnel"
+
+    def _run(self, question: str):
+        from engine.bm25 import bm25_index
+        from engine.stages.rerank import CrossEncoderReranker
+        from engine.stages.retrievers import BM25Retriever
+
+        cfg = self.config
+        clusters = bm25_index(self.corpus, UnitConfig(
+            "clusters", cluster_algorithm=cfg.cluster_algorithm,
+            cluster_tokens=cfg.cluster_tokens))
+        first = run_stage(BM25Retriever(clusters), question, (), cfg.K)
+        documents = expand_to_documents(self.corpus, first.candidates)
+        pre = run_stage(CrossEncoderReranker(cfg.preranker), question, documents, cfg.N)
+        passages = chunk_documents(self.corpus, pre.candidates, Chunker(cfg.passage_tokens))
+        post = run_stage(_post_ranker(cfg.reader), question, passages, cfg.H)
+        answer_seconds = post.extras.get("answer_seconds", 0.0)
+        post = replace(post, seconds=max(0.0, post.seconds - answer_seconds))
+        return ((first, pre, post), post.extras.get("answer", ""),
+                post.extras.get("input_tokens", 0), answer_seconds)
+
+
+class FlatParadigm(Paradigm):
+    name = "flat"
+
+    def _run(self, question: str):
+        from engine.dense import dense_index
+        from engine.stages.rerank import CrossEncoderReranker
+        from engine.stages.retrievers import DenseRetriever
+
+        cfg = self.config
+        passages = UnitConfig("passages", chunker=Chunker(cfg.passage_tokens))
+        index = dense_index(self.corpus, passages, model=cfg.bi_encoder)
+        first = run_stage(DenseRetriever(index), question, (), cfg.M)
+        ranked = run_stage(CrossEncoderReranker(cfg.reranker, name="reranker"), question,
+                           first.candidates, cfg.k)
+        out = _reader(cfg.reader).read(question, [(c.unit.title, c.unit.text)
+                                                  for c in ranked.candidates])
+        seconds = out.encode_seconds + out.score_seconds + out.answer_seconds
+        return (first, ranked), out.answer, out.input_tokens, seconds
+
+
+def _reader(config: ReaderConfig) -> FiDReader:
+    return _READERS.setdefault(config, FiDReader(config))
+
+
+def _post_ranker(config: ReaderConfig):
+    from engine.stages.postrank import FiDPostRanker
+
+    return FiDPostRanker(_reader(config))
+
+
+_READERS: dict[ReaderConfig, FiDReader] = {}
+
+PARADIGMS: dict[str, tuple[type[Paradigm], type]] = {
+    "funnel": (FunnelParadigm, FunnelConfig),
+    "flat": (FlatParadigm, FlatConfig),
+}
+
+
+def make_paradigm(name: str, corpus: Corpus, config: dict | None = None) -> Paradigm:
+    """Build paradigm `name` over `corpus` from a JSON-style config dict (defaults if None)."""
+    check_choice("paradigm", name, PARADIGMS)
+    cls, config_cls = PARADIGMS[name]
+    return cls(corpus, config_from_dict(config_cls, config or {}))
+
+
+def config_from_dict(config_cls: type, values: dict) -> Any:
+    """A config dataclass from a dict; unknown keys are refused with the valid ones listed."""
+    valid = {f.name for f in fields(config_cls)}
+    unknown = sorted(set(values) - valid)
+    if unknown:
+        raise ConfigError(f"Unknown option(s) {', '.join(unknown)} for {config_cls.__name__}. "
+                          f"Valid options: {', '.join(sorted(valid))}.")
+    values = dict(values)
+    if isinstance(values.get("reader"), dict):
+        values["reader"] = config_from_dict(ReaderConfig, values["reader"])
+    try:
+        return config_cls(**values)
+    except TypeError as err:
+        raise ConfigError(f"Bad option value for {config_cls.__name__}: {err}") from None
+
+
+def check_question(text: str) -> str:
+    """The question, stripped; empty or oversized questions are refused."""
+    text = (text or "").strip()
+    if not text:
+        raise ConfigError("The question is empty. Type a question, e.g. "
+                          "'Who painted A Sunday Afternoon on the Island of La Grande Jatte?'.")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise ConfigError(f"The question has {len(text):,} characters; the limit is "
+                          f"{MAX_QUESTION_CHARS:,}. Shorten it.")
+    return text
+
+
+def annotate(trace: RunTrace, gold: Question) -> RunTrace:
+    """Gold flags per stage and the metrics of a run whose gold is known."""
+    flags = tuple(gold_flags(stage, gold) for stage in trace.stages)
+    final = trace.stages[-1].candidates
+    recall = answer_recall_at([c.unit.text for c in final], gold.answers, (1, 2, 3, 4))
+    metrics = {f"AR@{k}": float(hit) for k, hit in recall.items()}
+    for stage in trace.stages:
+        docs = [c.unit.doc_ids for c in stage.candidates]
+        metrics[f"gold_doc_recall@{stage.name}"] = gold_document_recall(
+            docs, gold.supporting_titles, len(docs)) if gold.supporting_titles else 0.0
+    if trace.answer:
+        metrics["EM"] = exact_match(trace.answer, gold.answers)
+        metrics["F1"] = f1_score(trace.answer, gold.answers)
+    return replace(trace, gold=gold, gold_flags=flags, metrics=metrics)

@@ -1,0 +1,121 @@
+"""The run trace every paradigm returns: immutable, JSON round-trippable.
+
+A trace records the question, the paradigm and its exact config, every stage's ranked
+candidates with scores, ranks, lineage and seconds, what the reader was sent and answered,
+and, when gold is known, which candidates hold it and the metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from engine.metrics import answer_in
+from engine.types import Candidate, Question, Unit
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """One stage's output as the pipeline saw it."""
+
+    name: str
+    granularity: str
+    n_in: int
+    candidates: tuple[Candidate, ...]
+    seconds: float
+    extras: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GoldFlags:
+    """Per candidate of one stage: does it hold a gold answer / a gold supporting doc."""
+
+    answer: tuple[bool, ...]
+    support: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class RunTrace:
+    question: str
+    paradigm: str
+    config: dict
+    stages: tuple[StageResult, ...]
+    answer: str = ""
+    reader_input_tokens: int = 0
+    reader_seconds: float = 0.0
+    llm_calls: int = 0
+    gold: Question | None = None
+    gold_flags: tuple[GoldFlags, ...] = ()
+    metrics: dict = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        """Wall time of all stages plus answer generation."""
+        return sum(s.seconds for s in self.stages) + self.reader_seconds
+
+    def stage(self, name: str) -> StageResult:
+        for result in self.stages:
+            if result.name == name:
+                return result
+        raise KeyError(f"no stage {name!r}; stages: {[s.name for s in self.stages]}")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunTrace:
+        return from_dict(json.loads(text))
+
+
+def gold_flags(stage: StageResult, gold: Question) -> GoldFlags:
+    """Which of a stage's candidates hold a gold answer or a gold supporting document."""
+    titles = set(gold.supporting_titles)
+    return GoldFlags(
+        answer=tuple(answer_in([c.unit.text], gold.answers) for c in stage.candidates),
+        support=tuple(bool(titles.intersection(c.unit.doc_ids)) for c in stage.candidates),
+    )
+
+
+def gold_lost_at(trace: RunTrace) -> str | None:
+    """The first stage whose candidates no longer hold a gold answer that an earlier stage
+    had (None if it survived to the end, or was never retrieved)."""
+    held = False
+    for stage, flags in zip(trace.stages, trace.gold_flags, strict=False):
+        if any(flags.answer):
+            held = True
+        elif held:
+            return stage.name
+    return None
+
+
+# --- reconstruction from JSON -------------------------------------------------------------
+
+
+def _candidate(d: dict[str, Any]) -> Candidate:
+    unit = dict(d["unit"])
+    unit["doc_ids"] = tuple(unit["doc_ids"])
+    unit["span"] = tuple(unit["span"]) if unit.get("span") is not None else None
+    return Candidate(unit=Unit(**unit), score=d["score"], rank=d["rank"],
+                     parents=tuple(d.get("parents", ())))
+
+
+def from_dict(d: dict[str, Any]) -> RunTrace:
+    """Rebuild a RunTrace from `asdict` output (tuples restored)."""
+    stages = tuple(
+        StageResult(name=s["name"], granularity=s["granularity"], n_in=s["n_in"],
+                    candidates=tuple(_candidate(c) for c in s["candidates"]),
+                    seconds=s["seconds"], extras=s.get("extras", {}))
+        for s in d["stages"]
+    )
+    gold = d.get("gold")
+    if gold is not None:
+        gold = Question(**{k: tuple(v) if isinstance(v, list) else v for k, v in gold.items()})
+    flags = tuple(GoldFlags(tuple(f["answer"]), tuple(f["support"]))
+                  for f in d.get("gold_flags", ()))
+    return RunTrace(
+        question=d["question"], paradigm=d["paradigm"], config=d["config"], stages=stages,
+        answer=d.get("answer", ""), reader_input_tokens=d.get("reader_input_tokens", 0),
+        reader_seconds=d.get("reader_seconds", 0.0), llm_calls=d.get("llm_calls", 0),
+        gold=gold, gold_flags=flags, metrics=d.get("metrics", {}),
+    )

@@ -1,0 +1,125 @@
+"""Trace records, pipeline plumbing and paradigm configs, with fake deterministic stages."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+import pytest
+
+from engine.chunking import Chunker
+from engine.errors import ConfigError
+from engine.fid import ReaderConfig
+from engine.paradigms import (
+    FlatConfig,
+    FunnelConfig,
+    annotate,
+    check_question,
+    config_from_dict,
+    make_paradigm,
+)
+from engine.pipeline import chunk_documents, expand_to_documents, run_stage
+from engine.stages.base import Stage, StageOutput, rerank
+from engine.trace import RunTrace, gold_lost_at
+from engine.types import Candidate, Question, Unit
+
+
+class WordOverlapRanker(Stage):
+    """Scores a candidate by how many query words its text contains."""
+
+    granularity = "documents"
+
+    def __init__(self, name: str = "overlap") -> None:
+        self.name = name
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        words = set(query.lower().split())
+        scores = [len(words & set(c.unit.text.lower().split())) for c in candidates]
+        return StageOutput(rerank(candidates, scores, k), {"note": "fake"})
+
+
+def clusters(tiny_corpus) -> tuple[Candidate, ...]:
+    groups = [("Danube", "Budapest", "Vienna"), ("Georges Seurat", "A Sunday Afternoon")]
+    return tuple(Candidate(Unit(f"c{i}", g[0], "", g, "clusters"), 10.0 - i, i + 1)
+                 for i, g in enumerate(groups))
+
+
+def test_expansion_and_later_chunking_keep_lineage(tiny_corpus):
+    docs = expand_to_documents(tiny_corpus, clusters(tiny_corpus))
+    assert [d.unit.id for d in docs] == ["Danube", "Budapest", "Vienna", "Georges Seurat",
+                                         "A Sunday Afternoon"]
+    assert docs[0].parents == ("c0",) and docs[3].parents == ("c1",)
+    assert [d.rank for d in docs] == [1, 2, 3, 4, 5]
+    passages = chunk_documents(tiny_corpus, docs[:2], Chunker(8))
+    assert passages[0].unit.id == "Danube#0" and passages[0].parents == ("c0", "Danube")
+    doc = tiny_corpus.by_id["Budapest"]
+    for p in passages:
+        if p.unit.doc_ids == ("Budapest",):
+            start, end = p.unit.span
+            assert doc.text[start:end] == p.unit.text
+
+
+def test_run_stage_times_and_records(tiny_corpus):
+    docs = expand_to_documents(tiny_corpus, clusters(tiny_corpus))
+    result = run_stage(WordOverlapRanker(), "the capital of hungary", docs, 2)
+    assert result.name == "overlap" and result.n_in == 5 and result.seconds >= 0
+    assert result.candidates[0].unit.id == "Budapest"
+    assert [c.rank for c in result.candidates] == [1, 2]
+    assert result.extras == {"note": "fake"}
+
+
+def _trace(tiny_corpus) -> RunTrace:
+    docs = expand_to_documents(tiny_corpus, clusters(tiny_corpus))
+    first = run_stage(WordOverlapRanker(), "seurat painting", docs, 5)
+    second = run_stage(WordOverlapRanker("rivers"), "river capital", first.candidates, 2)
+    trace = RunTrace(question="Who painted A Sunday Afternoon?", paradigm="fake",
+                     config={"K": 5}, stages=(first, second), answer="Georges Seurat",
+                     reader_input_tokens=42)
+    gold = Question("q1", "Who painted A Sunday Afternoon?", answers=("Georges Seurat",),
+                    supporting_titles=("A Sunday Afternoon",))
+    return annotate(trace, gold)
+
+
+def test_gold_flags_metrics_and_where_gold_was_lost(tiny_corpus):
+    trace = _trace(tiny_corpus)
+    first, second = trace.gold_flags
+    assert any(first.answer) and any(first.support)
+    assert not any(second.answer)  # the river stage dropped both Seurat documents
+    assert gold_lost_at(trace) == "rivers"
+    assert trace.metrics["EM"] == 1.0 and trace.metrics["F1"] == 1.0
+    assert trace.metrics["AR@1"] == 0.0
+
+
+def test_trace_round_trips_through_json(tiny_corpus):
+    trace = _trace(tiny_corpus)
+    again = RunTrace.from_json(trace.to_json())
+    assert again == trace
+    assert json.loads(again.to_json()) == json.loads(trace.to_json())
+
+
+def test_configs_round_trip_and_refuse_bad_values():
+    config = FunnelConfig(K=5, reader=ReaderConfig(lr=2, aggregation="last6"))
+    from dataclasses import asdict
+
+    assert config_from_dict(FunnelConfig, json.loads(json.dumps(asdict(config)))) == config
+    with pytest.raises(ConfigError, match=re.escape("Unknown option(s) Q for FunnelConfig. "
+                                                    "Valid options: ")):
+        config_from_dict(FunnelConfig, {"Q": 1})
+    with pytest.raises(ConfigError, match=re.escape("K=0 is out of range; allowed: 1 to 200")):
+        FunnelConfig(K=0)
+    with pytest.raises(ConfigError, match=re.escape("k=80 is out of range")):
+        FlatConfig(M=100, k=80)
+    with pytest.raises(ConfigError, match="Unknown aggregation scheme 'sum'"):
+        config_from_dict(FlatConfig, {"reader": {"aggregation": "sum"}})
+
+
+def test_unknown_paradigm_and_bad_questions(tiny_corpus):
+    with pytest.raises(ConfigError, match=re.escape("Unknown paradigm 'graph'. Choose from: "
+                                                    "flat, funnel.")):
+        make_paradigm("graph", tiny_corpus)
+    with pytest.raises(ConfigError, match="The question is empty"):
+        check_question("   \n")
+    with pytest.raises(ConfigError, match="the limit is 2,000"):
+        check_question("why " * 1000)
+    assert check_question("  Who?  ") == "Who?"
