@@ -19,7 +19,7 @@ import numpy as np
 from engine.cache import load_or_build
 from engine.errors import check_range
 from engine.types import Candidate, Corpus, Unit
-from engine.units import UnitConfig, build_units, index_text
+from engine.units import UnitConfig, build_units, index_text, units_fingerprint
 
 if TYPE_CHECKING:
     import bm25s
@@ -103,6 +103,7 @@ def load_bm25(units: tuple[Unit, ...], folder: Path, mmap: bool = False) -> BM25
 def bm25_index(corpus: Corpus, config: UnitConfig = UnitConfig()) -> BM25Index:
     """The cached BM25 index of `corpus` at `config.granularity` (built on first use)."""
     units = build_units(corpus, config)
-    key = {"corpus": corpus.fingerprint, "units": config.key(), "version": BM25_VERSION}
+    key = {"corpus": corpus.fingerprint, "units": config.key(),
+           "unit_texts": units_fingerprint(units), "version": BM25_VERSION}
     return load_or_build("bm25", key, lambda folder: build_bm25(units, folder),
                          lambda folder: load_bm25(units, folder))

@@ -6,6 +6,7 @@ indexes store only their scores and unit ids and rebuild the unit texts on load.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 
 from engine.chunking import Chunker
@@ -77,6 +78,17 @@ def cluster_units(corpus: Corpus, found: Clustering) -> tuple[Unit, ...]:
             doc_ids=tuple(d.id for d in docs), granularity="clusters",
         ))
     return tuple(units)
+
+
+def units_fingerprint(units: tuple[Unit, ...]) -> str:
+    """sha256 over every unit's id, documents and text: part of every index's cache key, so
+    a change in chunking or clustering can never reuse an index built over other units."""
+    digest = hashlib.sha256()
+    for unit in units:
+        for part in (unit.id, "\x1f".join(unit.doc_ids), unit.text):
+            digest.update(part.encode("utf-8"))
+            digest.update(b"\x1e")
+    return digest.hexdigest()
 
 
 def index_text(unit: Unit) -> str:

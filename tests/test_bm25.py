@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -61,3 +62,19 @@ def test_wiki_answers_the_seurat_question():
     top = index.search("Who painted A Sunday Afternoon on the Island of La Grande Jatte?", 5)
     assert top[0].unit.title == "A Sunday Afternoon on the Island of La Grande Jatte"
     assert "Georges Seurat" in top[0].unit.text
+
+
+def test_index_key_follows_the_unit_texts(tiny_corpus, data_dir, monkeypatch):
+    """Changing how units are made (here: the chunker's output) must not reuse an index."""
+    import engine.units
+
+    config = UnitConfig("passages", chunker=Chunker(max_tokens=10))
+    bm25_index(tiny_corpus, config)
+    original = engine.units.passage_units
+
+    def shouted(documents, chunker):
+        return tuple(replace(u, text=u.text.upper()) for u in original(documents, chunker))
+
+    monkeypatch.setattr(engine.units, "passage_units", shouted)
+    bm25_index(tiny_corpus, config)
+    assert len(list((data_dir / "cache" / "bm25").iterdir())) == 2
