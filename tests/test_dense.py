@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import json
+import logging
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from engine import dense
+from engine.dense import dense_index, load_dense, model_identity
+from engine.errors import ConfigError, ResourceMissingError
+from engine.paths import PROJECT_ROOT
+from engine.units import UnitConfig, build_units
+
+RIVER_QUESTION = "Which river flows through Budapest?"
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The packaged MiniLM, loaded once per session (load_bi_encoder caches it)."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("faiss")
+    try:
+        return dense.load_bi_encoder("minilm")
+    except ResourceMissingError as err:
+        pytest.skip(str(err))
+
+
+def _entries(data_dir):
+    return sorted((data_dir / "cache" / "dense").iterdir())
+
+
+def test_river_question_ranks_a_danube_passage_first(tiny_corpus, minilm):
+    results = dense_index(tiny_corpus).search(RIVER_QUESTION, 3)
+    top = results[0].unit
+    assert top.granularity == "passages" and top.doc_ids[0] in {"Danube", "Budapest"}
+    assert "Danube" in top.text and "Budapest" in top.text
+    assert [c.rank for c in results] == [1, 2, 3]
+
+
+def test_scores_are_cosines_best_first_and_k_is_clamped(tiny_corpus, minilm):
+    index = dense_index(tiny_corpus)
+    results = index.search("French painter", 100)
+    assert len(results) == len(index.units) == len(build_units(tiny_corpus,
+                                                               UnitConfig("passages")))
+    scores = [c.score for c in results]
+    assert all(-1 - 1e-5 <= s <= 1 + 1e-5 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert [c.rank for c in results] == list(range(1, len(results) + 1))
+    vectors = index.encode_queries(["French painter", RIVER_QUESTION])
+    assert vectors.shape == (2, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+
+
+def test_cache_is_reused_and_keyed_by_units_not_batch_size(tiny_corpus, minilm, data_dir,
+                                                           monkeypatch):
+    first = dense_index(tiny_corpus).search(RIVER_QUESTION, 3)
+
+    def no_rebuild(*args, **kwargs):
+        raise AssertionError("the cached index should have been loaded, not rebuilt")
+
+    with monkeypatch.context() as patched:  # not monkeypatch.undo(): keep FUNNEL_DATA_DIR
+        patched.setattr(dense, "build_dense", no_rebuild)
+        again = dense_index(tiny_corpus, batch_size=4).search(RIVER_QUESTION, 3)
+    assert [(c.unit.id, c.score) for c in again] == [(c.unit.id, c.score) for c in first]
+    assert len(_entries(data_dir)) == 1
+    dense_index(tiny_corpus, UnitConfig("documents"))
+    assert len(_entries(data_dir)) == 2
+
+
+def test_a_damaged_faiss_file_is_rebuilt_with_a_warning(tiny_corpus, minilm, data_dir,
+                                                        monkeypatch, caplog):
+    dense_index(tiny_corpus)
+    (folder,) = _entries(data_dir)
+    (folder / dense.INDEX_FILE).write_bytes(b"not a faiss index")
+    builds = []
+    real_build = dense.build_dense
+
+    def counted_build(*args, **kwargs):
+        builds.append(1)
+        real_build(*args, **kwargs)
+
+    monkeypatch.setattr(dense, "build_dense", counted_build)
+    with caplog.at_level(logging.WARNING, logger="engine.cache"):
+        results = dense_index(tiny_corpus).search(RIVER_QUESTION, 1)
+    assert "stale or damaged" in caplog.text and dense.INDEX_FILE in caplog.text
+    assert builds == [1]
+    assert results[0].unit.doc_ids[0] in {"Danube", "Budapest"}
+
+
+def test_load_checks_the_unit_ids(tiny_corpus, minilm, data_dir):
+    index = dense_index(tiny_corpus)
+    (folder,) = _entries(data_dir)
+    with pytest.raises(ValueError, match="unit ids do not match"):
+        load_dense(index.units[:-1], folder)
+
+
+def test_k_out_of_range_is_refused(tiny_corpus, minilm):
+    index = dense_index(tiny_corpus)
+    with pytest.raises(ConfigError, match=re.escape("k=0 is out of range; allowed: 1 to 10000.")):
+        index.search(RIVER_QUESTION, 0)
+    with pytest.raises(ConfigError, match=re.escape("k=10001 is out of range")):
+        index.search(RIVER_QUESTION, 10_001)
+
+
+def test_model_identity_names_alias_or_path_and_config(tmp_path, monkeypatch):
+    alias = model_identity("minilm")
+    assert alias["alias"] == "minilm" and len(alias["config_sha256"]) == 64
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 8}))
+    monkeypatch.chdir(tmp_path)
+    by_path = model_identity(".")
+    assert by_path["path"] == str(tmp_path.resolve()) and len(by_path["config_sha256"]) == 64
+    (tmp_path / "bare").mkdir()
+    assert model_identity(str(tmp_path / "bare"))["config_sha256"] is None
+
+
+def test_importing_the_engine_does_not_import_torch_or_faiss():
+    code = ("import sys, engine, engine.dense, engine.stages.retrievers; "
+            "print(sorted({'torch', 'faiss', 'sentence_transformers'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=PROJECT_ROOT)
+    assert out.stdout.strip() == "[]"
