@@ -123,8 +123,8 @@ class FlatParadigm(Paradigm):
         passages = UnitConfig("passages", chunker=Chunker(cfg.passage_tokens))
         index = dense_index(self.corpus, passages, model=cfg.bi_encoder)
         first = run_stage(DenseRetriever(index), question, (), cfg.M)
-        ranked = run_stage(CrossEncoderReranker(cfg.reranker, name="reranker"), question,
-                           first.candidates, cfg.k)
+        reranker = CrossEncoderReranker(cfg.reranker, name="reranker", granularity="passages")
+        ranked = run_stage(reranker, question, first.candidates, cfg.k)
         out = _reader(cfg.reader).read(question, [(c.unit.title, c.unit.text)
                                                   for c in ranked.candidates])
         seconds = out.encode_seconds + out.score_seconds + out.answer_seconds

@@ -1,0 +1,112 @@
+"""Cross-encoder re-ranking: FunnelRAG's pre-ranker (and the flat paradigm's reranker).
+
+Each candidate is scored as the pair (query, "title\\ntext") by a sentence-transformers
+`CrossEncoder` with one output logit; candidates are re-sorted by that logit (no sigmoid, so
+confident scores do not tie). The model is loaded on the first `run`, once per process.
+
+`model` is "trained" (the pre-ranker `python -m engine train preranker` caches; it is never
+trained at query time), an alias of engine.models, a local folder or a hub id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from engine.errors import ConfigError, ResourceMissingError, check_choice, check_range
+from engine.stages.base import Stage, StageOutput, rerank
+from engine.types import Candidate
+from engine.units import GRANULARITIES
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder
+
+TRAIN_COMMAND = "python -m engine train preranker"
+
+
+def model_location(model: str) -> str:
+    """Where to load `model` from: the cached trained pre-ranker, an alias's folder, or as is.
+
+    Raises:
+        ResourceMissingError: for "trained" when no trained pre-ranker is cached.
+    """
+    if model != "trained":
+        from engine.models import resolve
+
+        return resolve(model)
+    from engine.paths import data_dir
+    from engine.train import cached_preranker_path
+
+    folder = cached_preranker_path()
+    if folder is None:
+        raise ResourceMissingError(
+            f"No trained pre-ranker in {data_dir() / 'cache' / 'preranker'}. Train it once "
+            f"(about 15 minutes on 2 CPU cores) with: {TRAIN_COMMAND}"
+        )
+    return str(folder)
+
+
+@lru_cache(maxsize=4)
+def load_cross_encoder(location: str, max_length: int = 256) -> CrossEncoder:
+    """A one-logit CrossEncoder on the CPU, loaded once per (location, max_length)."""
+    from sentence_transformers import CrossEncoder
+
+    from engine.models import _from_pretrained
+
+    return _from_pretrained(CrossEncoder, location, num_labels=1, max_length=max_length,
+                            device="cpu", local_files_only=True)
+
+
+class CrossEncoderReranker(Stage):
+    """Re-rank incoming candidates by a cross-encoder's score of (query, title + text)."""
+
+    def __init__(self, model: str = "trained", *, batch_size: int = 32, max_length: int = 256,
+                 granularity: str = "documents", name: str = "preranker") -> None:
+        """
+        Args:
+            model: "trained", an alias (e.g. "minilm"), a local folder or a hub id.
+            batch_size: pairs per forward pass.
+            max_length: tokens per (query, text) pair; longer texts are truncated.
+            granularity: of the candidates it receives, and so of those it returns.
+            name: the stage's name in traces ("preranker" in FunnelRAG, "rerank" in flat).
+        """
+        check_range("batch_size", batch_size, 1, 4096)
+        check_range("max_length", max_length, 16, 8192)
+        self.model = model
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.granularity = check_choice("granularity", granularity, GRANULARITIES)
+        self.name = name
+        self._location: str | None = None
+
+    def config(self) -> dict:
+        """The stage's settings, JSON-friendly (for the run trace)."""
+        return {"model": self.model, "batch_size": self.batch_size,
+                "max_length": self.max_length, "granularity": self.granularity}
+
+    def _model(self) -> CrossEncoder:
+        if self._location is None:
+            self._location = model_location(self.model)
+        return load_cross_encoder(self._location, self.max_length)
+
+    def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
+        """The cross-encoder's logit for each candidate, in input order."""
+        from engine.train import score_pairs
+
+        if not candidates:
+            return []
+        pairs = [(query, f"{c.unit.title}\n{c.unit.text}") for c in candidates]
+        return score_pairs(self._model(), pairs, self.batch_size)
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        """The top-`k` of `candidates` by cross-encoder score, ranks renumbered from 1."""
+        check_range("k", k, 1, 1_000_000)
+        wrong = {c.unit.granularity for c in candidates} - {self.granularity}
+        if wrong:
+            raise ConfigError(
+                f"{type(self).__name__}(granularity={self.granularity!r}) got "
+                f"{', '.join(sorted(wrong))} candidates; construct it with "
+                f"granularity={sorted(wrong)[0]!r}."
+            )
+        return StageOutput(rerank(candidates, self.scores(query, candidates), k))

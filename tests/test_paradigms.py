@@ -1,0 +1,141 @@
+"""Funnel and flat end to end with the real packaged models on the tiny corpus.
+
+The pre-ranker here is the MiniLM encoder under a fresh (seeded) scoring head: these tests
+check the plumbing (stages, lineage, trace, reader, CLI), not ranking quality, which the
+benchmarks measure.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from engine.paradigms import make_paradigm
+from engine.trace import RunTrace
+from engine.types import Question
+from tests.conftest import TINY_DOCS
+
+pytestmark = pytest.mark.slow
+
+QUESTION = Question("q1", "Which river flows through Budapest?", answers=("Danube",),
+                    supporting_titles=("Budapest",))
+FUNNEL = {"cluster_tokens": 128, "K": 2, "N": 2, "H": 2, "preranker": "minilm",
+          "reader": {"max_answer_tokens": 8}}
+FLAT = {"M": 4, "k": 2, "reranker": "minilm", "reader": {"max_answer_tokens": 8}}
+
+
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory):
+    """One data directory for model caches, so SmolLM2 is converted once per session."""
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture
+def shared_models(models_dir, monkeypatch):
+    monkeypatch.setenv("FUNNEL_DATA_DIR", str(models_dir))
+    torch.manual_seed(0)
+    return models_dir
+
+
+def test_funnel_end_to_end(tiny_corpus, shared_models):
+    trace = make_paradigm("funnel", tiny_corpus, FUNNEL).run(QUESTION)
+    first, pre, post = trace.stages
+    assert [s.name for s in trace.stages] == ["bm25", "preranker", "postranker"]
+    assert [s.granularity for s in trace.stages] == ["clusters", "documents", "passages"]
+    assert len(first.candidates) <= 2 and len(pre.candidates) <= 2
+    assert 1 <= len(post.candidates) <= 2
+    kept_docs = {c.unit.id for c in pre.candidates}
+    for passage in post.candidates:  # lineage: cluster -> document -> passage
+        cluster_id, doc_id = passage.parents
+        assert doc_id in kept_docs and doc_id == passage.unit.doc_ids[0]
+        assert any(c.unit.id == cluster_id for c in first.candidates)
+    extras = post.extras
+    n_read = len(extras["attention_passages"])
+    assert len(extras["attention"]) == n_read and len(extras["attention"][0]) == 30  # layers
+    assert len(extras["attention"][0][0]) == 9  # heads
+    assert len(extras["top_tokens"]) == n_read
+    assert trace.answer and trace.reader_input_tokens > 0
+    assert {"AR@1", "AR@4", "EM", "F1"} <= set(trace.metrics)
+    assert [len(f.answer) for f in trace.gold_flags] == [len(s.candidates) for s in trace.stages]
+    assert RunTrace.from_json(trace.to_json()) == trace
+
+
+def test_flat_end_to_end(tiny_corpus, shared_models):
+    trace = make_paradigm("flat", tiny_corpus, FLAT).run(QUESTION)
+    assert [s.name for s in trace.stages] == ["dense", "reranker"]
+    dense, reranked = trace.stages
+    assert len(dense.candidates) == 4 and len(reranked.candidates) == 2
+    assert {c.unit.id for c in reranked.candidates} <= {c.unit.id for c in dense.candidates}
+    assert trace.answer and trace.reader_input_tokens > 0
+    assert trace.config["M"] == 4 and trace.config["reader"]["max_answer_tokens"] == 8
+
+
+def _cli(args: list[str], data_dir) -> subprocess.CompletedProcess:
+    import os
+
+    env = {**os.environ, "FUNNEL_DATA_DIR": str(data_dir)}
+    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True,
+                          text=True, timeout=900, env=env)
+
+
+@pytest.fixture
+def tiny_files(tmp_path):
+    corpus = tmp_path / "tiny.jsonl"
+    corpus.write_text("\n".join(json.dumps({"id": t, "title": t, "text": x})
+                                for t, x in TINY_DOCS))
+    qa = tmp_path / "qa.jsonl"
+    rows = [{"question_id": "q1", "question_text": QUESTION.text,
+             "answers_objects": [{"spans": ["Danube"]}],
+             "contexts": [{"id": "0", "title": "Budapest", "is_supporting": True,
+                           "paragraph_text": "Budapest is the capital of Hungary."}]},
+            {"question_id": "q2", "question_text": "Who devised pointillism?",
+             "answers_objects": [{"spans": ["Georges Seurat"]}],
+             "contexts": [{"id": "0", "title": "Pointillism", "is_supporting": True,
+                           "paragraph_text": "Pointillism is a painting technique."}]}]
+    qa.write_text("\n".join(json.dumps(r) for r in rows))
+    return corpus, qa
+
+
+def test_cli_ask_prints_every_stage(tiny_files, models_dir):
+    corpus, _ = tiny_files
+    result = _cli(["ask", QUESTION.text, "--corpus", str(corpus), "--config",
+                   json.dumps(FUNNEL)], models_dir)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    for stage in ("stage 1  bm25 (clusters)", "stage 2  preranker (documents)",
+                  "stage 3  postranker (passages)", "answer:"):
+        assert stage in out
+
+
+def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path):
+    corpus, qa = tiny_files
+    rows = tmp_path / "rows.jsonl"
+    result = _cli(["eval", "--dataset", str(qa), "--paradigm", "funnel,flat", "--corpus",
+                   str(corpus), "--config", json.dumps({"funnel": FUNNEL, "flat": FLAT}),
+                   "--out", str(rows), "--json"], models_dir)
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(summary) == {"funnel", "flat"}
+    for name in ("funnel", "flat"):
+        assert summary[name]["questions"] == 2 and "AR@1" in summary[name]
+        assert summary[name]["reader_tokens"] > 0
+    lines = [json.loads(line) for line in rows.read_text().splitlines()]
+    assert [(r["question_id"], r["paradigm"]) for r in lines] == [
+        ("q1", "funnel"), ("q1", "flat"), ("q2", "funnel"), ("q2", "flat")]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["ask", "  "], "The question is empty"),
+    (["ask", "x", "--paradigm", "graph"], "Unknown paradigm 'graph'. Choose from: flat, funnel."),
+    (["ask", "x", "--config", '{"K": 0}'], "K=0 is out of range; allowed: 1 to 200"),
+    (["ask", "x", "--config", "{oops"], "--config is not valid JSON"),
+])
+def test_cli_ask_bad_input(args, message, tiny_files, data_dir):
+    corpus, _ = tiny_files
+    result = _cli([*args, "--corpus", str(corpus)], data_dir)
+    assert result.returncode == 2 and message in result.stderr
+    assert "Traceback" not in result.stderr

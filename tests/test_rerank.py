@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from engine.errors import ConfigError, ResourceMissingError
+from engine.stages.base import Stage, StageOutput
+from engine.stages.rerank import CrossEncoderReranker, load_cross_encoder, model_location
+from engine.types import Candidate
+from engine.units import document_unit
+
+QUERIES = ("Which river flows through Budapest?", "pointillism painter", "zzzyx qwerty")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread: on a shared 2-core machine two threads spin and run much slower."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def minilm_reranker() -> CrossEncoderReranker:
+    """The untrained MiniLM cross-encoder: random head, but a real model for the contract."""
+    pytest.importorskip("sentence_transformers")
+    from engine.resources import minilm_path
+
+    try:
+        minilm_path()
+    except ResourceMissingError as err:
+        pytest.skip(str(err))
+    return CrossEncoderReranker("minilm", max_length=64, batch_size=4)
+
+
+def _candidates(corpus) -> tuple[Candidate, ...]:
+    return tuple(Candidate(unit=document_unit(d), score=0.0, rank=i, parents=("c0",))
+                 for i, d in enumerate(corpus.documents, start=1))
+
+
+def test_reranker_stage_contract(minilm_reranker, tiny_corpus):
+    stage = minilm_reranker
+    assert isinstance(stage, Stage) and stage.name == "preranker"
+    assert stage.granularity == "documents"
+    candidates = _candidates(tiny_corpus)
+    for query in QUERIES:
+        for k in (1, 3, 100):
+            output = stage.run(query, candidates, k)
+            assert isinstance(output, StageOutput)
+            found = output.candidates
+            assert len(found) == min(k, len(candidates))
+            assert all(a.score >= b.score for a, b in zip(found, found[1:], strict=False))
+            assert [c.rank for c in found] == list(range(1, len(found) + 1))
+            assert {c.unit for c in found} <= {c.unit for c in candidates}
+            assert all(c.parents == ("c0",) for c in found)
+    assert stage.run(QUERIES[0], (), 5).candidates == ()
+
+
+def test_reranker_scores_are_stable_and_the_model_loads_once(minilm_reranker, tiny_corpus):
+    candidates = _candidates(tiny_corpus)
+    first = minilm_reranker.scores(QUERIES[0], candidates)
+    other = CrossEncoderReranker("minilm", max_length=64, batch_size=4)
+    again = other.scores(QUERIES[0], candidates)
+    assert first == again  # same cached model object, same scores
+    assert load_cross_encoder.cache_info().currsize >= 1
+
+
+def test_trained_model_missing_says_how_to_train(tiny_corpus):
+    stage = CrossEncoderReranker()  # "trained" by default; nothing is cached in this data dir
+    with pytest.raises(ResourceMissingError) as err:
+        stage.run("Which river flows through Budapest?", _candidates(tiny_corpus), 3)
+    assert "No trained pre-ranker in " in str(err.value)
+    assert str(err.value).endswith("Train it once (about 15 minutes on 2 CPU cores) with: "
+                                   "python -m engine train preranker")
+
+
+def test_trained_model_resolves_to_the_cached_folder(monkeypatch, tmp_path):
+    import engine.train
+
+    monkeypatch.setattr(engine.train, "cached_preranker_path", lambda config=None: tmp_path)
+    assert model_location("trained") == str(tmp_path)
+
+
+def test_unreachable_hub_id_names_the_offline_choices(tiny_corpus):
+    pytest.importorskip("sentence_transformers")
+    stage = CrossEncoderReranker("no-such-org/no-such-cross-encoder")
+    with pytest.raises(ResourceMissingError,
+                       match=re.escape("Cannot load model 'no-such-org/no-such-cross-encoder'")):
+        stage.run("query", _candidates(tiny_corpus), 3)
+
+
+def test_reranker_rejects_other_granularities_and_bad_settings(tiny_corpus):
+    stage = CrossEncoderReranker("minilm", granularity="passages")
+    with pytest.raises(ConfigError, match=re.escape(
+            "CrossEncoderReranker(granularity='passages') got documents candidates; "
+            "construct it with granularity='documents'.")):
+        stage.run("query", _candidates(tiny_corpus), 3)
+    with pytest.raises(ConfigError, match=re.escape("Unknown granularity 'sentences'")):
+        CrossEncoderReranker(granularity="sentences")
+    with pytest.raises(ConfigError, match=re.escape("batch_size=0 is out of range")):
+        CrossEncoderReranker(batch_size=0)
