@@ -35,3 +35,17 @@ def tiny_corpus() -> Corpus:
     """Eight short documents: a painting cluster, a river cluster and a loner."""
     return Corpus("tiny", tuple(Document(id=t, title=t, text=x, sources=("test",))
                                 for t, x in TINY_DOCS))
+
+
+def torch_single_thread():
+    """One torch thread for a test: on a shared 2-core machine two threads spin and run
+    10-30x slower. Modules opt in with `pytest.fixture(autouse=True)(torch_single_thread)`."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -9,22 +9,12 @@ from engine.stages.base import Stage, StageOutput
 from engine.stages.rerank import CrossEncoderReranker, load_cross_encoder, model_location
 from engine.types import Candidate
 from engine.units import document_unit
+from tests.conftest import torch_single_thread
 
 QUERIES = ("Which river flows through Budapest?", "pointillism painter", "zzzyx qwerty")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: on a shared 2-core machine two threads spin and run much slower."""
-    try:
-        import torch
-    except ImportError:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+one_thread = pytest.fixture(autouse=True)(torch_single_thread)
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from engine.train import (
     training_report,
 )
 from engine.types import Corpus, Document
+from tests.conftest import torch_single_thread
 
 # --- tiny training files in the shared-data layout ----------------------------------------
 
@@ -60,18 +61,7 @@ QUICK = TrainConfig(epochs=3, batch_size=2, learning_rate=1e-4, max_length=64,
                     use_ict=False, max_negatives=1)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: on a shared 2-core machine two threads spin and run 10-30x slower."""
-    try:
-        import torch
-    except ImportError:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+one_thread = pytest.fixture(autouse=True)(torch_single_thread)
 
 
 @pytest.fixture
