@@ -27,7 +27,7 @@ machine, `--threads 1`): validation recall@4 supervised 0.335, supervised + ICT 
 MiniLM bi-encoder 0.752. So far the trained pre-ranker does NOT beat the bi-encoder's order:
 a cross-encoder head on a bi-encoder checkpoint needs far more steps than this budget.
 
-FunnelRAG's local-to-global distillation (its Sec. 3.2) is here as pure functions
+FunnelRAG's local-to-global distillation (its Sec. 3.2) lives in engine/distill.py as pure functions
 (`document_scores_from_passages`, `l2g_pairs`, `bpr_loss`) for when reader scores exist.
 """
 
@@ -39,7 +39,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -458,38 +458,3 @@ def _build(folder: Path, config: TrainConfig) -> None:
     best[2].save(str(folder))
     write_json_atomic(folder / REPORT, report)
     logger.info("kept %s; trained in %.0f s", best[1], report["seconds"])
-
-
-# --- local-to-global distillation (FunnelRAG Sec. 3.2) ------------------------------------
-
-
-def document_scores_from_passages(passage_scores: Mapping[str, Sequence[float]],
-                                  a: float = 0.5) -> dict[str, float]:
-    """Document score = a * max + (1 - a) * mean of its passages' post-ranking scores.
-
-    Documents without passages are left out. Raises ConfigError unless 0 <= a <= 1.
-    """
-    if not 0.0 <= a <= 1.0:
-        raise ConfigError(f"a={a!r} is out of range; allowed: 0 to 1.")
-    return {doc: a * max(s) + (1 - a) * sum(s) / len(s)
-            for doc, s in passage_scores.items() if len(s)}
-
-
-def l2g_pairs(doc_scores: Mapping[str, float], top_k: int,
-              gold_doc_ids: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """(positives, negatives): the top-`top_k` documents by score plus every gold document
-    among the scored ones are positives; the rest are negatives. Both lists are best first
-    (ties keep the input order)."""
-    ranked = sorted(doc_scores, key=lambda d: -doc_scores[d])
-    positive = set(ranked[:max(0, top_k)]) | (set(gold_doc_ids) & set(doc_scores))
-    return ([d for d in ranked if d in positive], [d for d in ranked if d not in positive])
-
-
-def bpr_loss(pos_scores: torch.Tensor, neg_scores: torch.Tensor) -> torch.Tensor:
-    """Pairwise BPR loss: mean of -log(sigmoid(pos - neg)) over aligned (or broadcast) pairs.
-
-    Computed as softplus(neg - pos), which equals -log(sigmoid(pos - neg)) without overflow.
-    """
-    import torch
-
-    return torch.nn.functional.softplus(neg_scores - pos_scores).mean()

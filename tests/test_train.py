@@ -6,16 +6,14 @@ import re
 
 import pytest
 
+from engine.distill import bpr_loss, document_scores_from_passages, l2g_pairs
 from engine.errors import ConfigError
 from engine.train import (
     Pair,
     TrainConfig,
-    bpr_loss,
     cached_preranker_path,
-    document_scores_from_passages,
     fit_cross_encoder,
     inverse_cloze_pairs,
-    l2g_pairs,
     listwise_loss,
     load_question_groups,
     query_batches,
