@@ -10,10 +10,10 @@ from functools import lru_cache
 
 import gradio as gr
 
-from engine import ConfigError, EngineError, UnitConfig, bm25_index, load_corpus
+from engine import EngineError, UnitConfig, bm25_index, load_corpus
+from engine.paradigms import check_question
 from engine.units import GRANULARITIES
 
-MAX_QUERY_CHARS = 2_000
 COLUMNS = ["rank", "score", "title", "text"]
 
 
@@ -24,13 +24,8 @@ def _corpus(name: str):
 
 def search(corpus_name: str, query: str, granularity: str, k: int) -> list[list]:
     """Rows (rank, score, title, text) of the BM25 top-k; raises gr.Error on bad input."""
-    query = (query or "").strip()
     try:
-        if not query:
-            raise ConfigError("Type a question first: the query is empty.")
-        if len(query) > MAX_QUERY_CHARS:
-            raise ConfigError(f"The query has {len(query):,} characters; the limit is "
-                              f"{MAX_QUERY_CHARS:,}. Shorten it.")
+        query = check_question(query)
         index = bm25_index(_corpus(corpus_name), UnitConfig(granularity))
         results = index.search(query, int(k))
     except EngineError as err:

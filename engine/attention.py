@@ -62,3 +62,9 @@ def summary(attn: np.ndarray, lr: int = 4) -> np.ndarray:
     if attn.shape[-1] == 0:
         return np.zeros(attn.shape[:2], dtype=np.float32)
     return attn[:, :, representative_tokens(attn, lr)].mean(axis=-1)
+
+
+def best_indexes(scores: list[float], top: int | None) -> tuple[int, ...]:
+    """Indexes of the `top` highest scores (all when None), in their original order."""
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    return tuple(sorted(order[: top or len(scores)]))

@@ -56,10 +56,14 @@ class BM25Index:
     units: tuple[Unit, ...]
     retriever: bm25s.BM25
 
+    def _known_tokens(self, query: str) -> list[str]:
+        """The query's analysed words that occur in the index (bm25s drops the others)."""
+        return [t for t in tokenize([query])[0] if t in self.retriever.vocab_dict]
+
     def search(self, query: str, k: int = 10) -> list[Candidate]:
         """Top-`k` units for `query` with a positive score, best first."""
         check_range("k", k, 1, MAX_K)
-        tokens = [t for t in tokenize([query])[0] if t in self.retriever.vocab_dict]
+        tokens = self._known_tokens(query)
         if not tokens or not self.units:
             return []
         k = min(k, len(self.units))
@@ -71,7 +75,7 @@ class BM25Index:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every unit for `query` (zeros when no query word is known)."""
-        tokens = [t for t in tokenize([query])[0] if t in self.retriever.vocab_dict]
+        tokens = self._known_tokens(query)
         if not tokens:
             return np.zeros(len(self.units), dtype=np.float32)
         return self.retriever.get_scores(tokens)

@@ -97,8 +97,7 @@ class FiDReader:
             cfg = self.config
             scores = [attention.passage_score(a, cfg.aggregation, cfg.lr) for a in attn]
             scored = time.perf_counter()
-            order = sorted(range(len(passages)), key=lambda i: -scores[i])
-            chosen = tuple(sorted(order[: answer_top or len(passages)]))
+            chosen = attention.best_indexes(scores, answer_top)
             answer_ids = self._generate(blocks, chosen)
             done = time.perf_counter()
         return ReaderOutput(

@@ -48,8 +48,7 @@ class Seq2SeqFiDReader:
             cfg = self.config
             scores = [attention.passage_score(a, cfg.aggregation, cfg.lr) for a in attn]
             scored = time.perf_counter()
-            order = sorted(range(len(passages)), key=lambda i: -scores[i])
-            chosen = tuple(sorted(order[: answer_top or len(passages)]))
+            chosen = attention.best_indexes(scores, answer_top)
             out = self._generate(states, mask, chosen, cfg.max_answer_tokens)
             answer_ids = out.sequences[0, 1:].tolist()  # drop the decoder start token
             done = time.perf_counter()
