@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cached_property
 from typing import Any
 
 from engine.chunking import Chunker
@@ -93,16 +94,22 @@ class Paradigm(ABC):
 class FunnelParadigm(Paradigm):
     name = "funnel"
 
-    def _run(self, question: str):
+    @cached_property
+    def clusters(self):
+        """The cluster BM25 index, loaded (and verified) once per paradigm, not per question."""
         from engine.bm25 import bm25_index
+
+        cfg = self.config
+        return bm25_index(self.corpus, UnitConfig(
+            "clusters", cluster_algorithm=cfg.cluster_algorithm,
+            cluster_tokens=cfg.cluster_tokens))
+
+    def _run(self, question: str):
         from engine.stages.rerank import CrossEncoderReranker
         from engine.stages.retrievers import BM25Retriever
 
         cfg = self.config
-        clusters = bm25_index(self.corpus, UnitConfig(
-            "clusters", cluster_algorithm=cfg.cluster_algorithm,
-            cluster_tokens=cfg.cluster_tokens))
-        first = run_stage(BM25Retriever(clusters), question, (), cfg.K)
+        first = run_stage(BM25Retriever(self.clusters), question, (), cfg.K)
         documents = expand_to_documents(self.corpus, first.candidates)
         pre = run_stage(CrossEncoderReranker(cfg.preranker), question, documents, cfg.N)
         passages = chunk_documents(self.corpus, pre.candidates, Chunker(cfg.passage_tokens))
@@ -116,15 +123,21 @@ class FunnelParadigm(Paradigm):
 class FlatParadigm(Paradigm):
     name = "flat"
 
-    def _run(self, question: str):
+    @cached_property
+    def index(self):
+        """The dense passage index, loaded (and verified) once per paradigm."""
         from engine.dense import dense_index
+
+        cfg = self.config
+        passages = UnitConfig("passages", chunker=Chunker(cfg.passage_tokens))
+        return dense_index(self.corpus, passages, model=cfg.bi_encoder)
+
+    def _run(self, question: str):
         from engine.stages.rerank import CrossEncoderReranker
         from engine.stages.retrievers import DenseRetriever
 
         cfg = self.config
-        passages = UnitConfig("passages", chunker=Chunker(cfg.passage_tokens))
-        index = dense_index(self.corpus, passages, model=cfg.bi_encoder)
-        first = run_stage(DenseRetriever(index), question, (), cfg.M)
+        first = run_stage(DenseRetriever(self.index), question, (), cfg.M)
         reranker = CrossEncoderReranker(cfg.reranker, name="reranker", granularity="passages")
         ranked = run_stage(reranker, question, first.candidates, cfg.k)
         out = _reader(cfg.reader).read(question, [(c.unit.title, c.unit.text)
