@@ -17,17 +17,17 @@ from engine.units import GRANULARITIES
 COLUMNS = ["rank", "score", "title", "text"]
 
 
-@lru_cache(maxsize=1)
-def _corpus(name: str):
-    return load_corpus(name)
+@lru_cache(maxsize=8)
+def _index(corpus_name: str, granularity: str):
+    """Loaded (and verified) once per corpus and granularity, not on every search."""
+    return bm25_index(load_corpus(corpus_name), UnitConfig(granularity))
 
 
 def search(corpus_name: str, query: str, granularity: str, k: int) -> list[list]:
     """Rows (rank, score, title, text) of the BM25 top-k; raises gr.Error on bad input."""
     try:
         query = check_question(query)
-        index = bm25_index(_corpus(corpus_name), UnitConfig(granularity))
-        results = index.search(query, int(k))
+        results = _index(corpus_name, granularity).search(query, int(k))
     except EngineError as err:
         raise gr.Error(str(err)) from None
     return [[c.rank, round(c.score, 3), c.unit.title, c.unit.text[:400]] for c in results]
