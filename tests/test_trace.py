@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 
 import pytest
 
@@ -14,35 +13,13 @@ from engine.fid import ReaderConfig
 from engine.paradigms import (
     FlatConfig,
     FunnelConfig,
-    annotate,
     check_question,
     config_from_dict,
     make_paradigm,
 )
 from engine.pipeline import chunk_documents, expand_to_documents, run_stage
-from engine.stages.base import Stage, StageOutput, rerank
 from engine.trace import RunTrace, gold_lost_at
-from engine.types import Candidate, Question, Unit
-
-
-class WordOverlapRanker(Stage):
-    """Scores a candidate by how many query words its text contains."""
-
-    granularity = "documents"
-
-    def __init__(self, name: str = "overlap") -> None:
-        self.name = name
-
-    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
-        words = set(query.lower().split())
-        scores = [len(words & set(c.unit.text.lower().split())) for c in candidates]
-        return StageOutput(rerank(candidates, scores, k), {"note": "fake"})
-
-
-def clusters(tiny_corpus) -> tuple[Candidate, ...]:
-    groups = [("Danube", "Budapest", "Vienna"), ("Georges Seurat", "A Sunday Afternoon")]
-    return tuple(Candidate(Unit(f"c{i}", g[0], "", g, "clusters"), 10.0 - i, i + 1)
-                 for i, g in enumerate(groups))
+from tests.fakes import WordOverlapRanker, clusters, sample_trace
 
 
 def test_expansion_and_later_chunking_keep_lineage(tiny_corpus):
@@ -69,20 +46,8 @@ def test_run_stage_times_and_records(tiny_corpus):
     assert result.extras == {"note": "fake"}
 
 
-def _trace(tiny_corpus) -> RunTrace:
-    docs = expand_to_documents(tiny_corpus, clusters(tiny_corpus))
-    first = run_stage(WordOverlapRanker(), "seurat painting", docs, 5)
-    second = run_stage(WordOverlapRanker("rivers"), "river capital", first.candidates, 2)
-    trace = RunTrace(question="Who painted A Sunday Afternoon?", paradigm="fake",
-                     config={"K": 5}, stages=(first, second), answer="Georges Seurat",
-                     reader_input_tokens=42)
-    gold = Question("q1", "Who painted A Sunday Afternoon?", answers=("Georges Seurat",),
-                    supporting_titles=("A Sunday Afternoon",))
-    return annotate(trace, gold)
-
-
 def test_gold_flags_metrics_and_where_gold_was_lost(tiny_corpus):
-    trace = _trace(tiny_corpus)
+    trace = sample_trace(tiny_corpus)
     first, second = trace.gold_flags
     assert any(first.answer) and any(first.support)
     assert not any(second.answer)  # the river stage dropped both Seurat documents
@@ -92,7 +57,7 @@ def test_gold_flags_metrics_and_where_gold_was_lost(tiny_corpus):
 
 
 def test_trace_round_trips_through_json(tiny_corpus):
-    trace = _trace(tiny_corpus)
+    trace = sample_trace(tiny_corpus)
     again = RunTrace.from_json(trace.to_json())
     assert again == trace
     assert json.loads(again.to_json()) == json.loads(trace.to_json())

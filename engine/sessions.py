@@ -1,0 +1,235 @@
+"""Saved runs in DuckDB: save, list, reopen exactly, delete, export.
+
+One DuckDB file (default `<data dir>/sessions.duckdb`) holds every saved run with its name,
+notes and the full run trace as JSON, so a run reopens without recomputing anything. The
+schema changes only through `MIGRATIONS`, each applied once, in order, inside a transaction
+and recorded in `schema_migrations`; every statement takes its values as parameters.
+
+Durability: each save is one transaction (DuckDB writes its WAL before it commits), so a
+crash or kill during a save loses that save at most, never an earlier one. A file DuckDB
+cannot open is never overwritten or deleted: the error names it and the way out.
+
+The store is shared by the app's worker threads: one connection, one lock.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.errors import ConfigError, EngineError
+from engine.trace import RunTrace
+
+if TYPE_CHECKING:
+    pass
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_FILE = "sessions.duckdb"
+MAX_NAME_CHARS = 200
+MAX_NOTES_CHARS = 20_000
+
+# (version, description, statements). Append only: a released migration never changes.
+MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+    (1, "runs table", (
+        "CREATE SEQUENCE run_ids START 1",
+        """CREATE TABLE runs (
+               id BIGINT PRIMARY KEY DEFAULT nextval('run_ids'),
+               name VARCHAR NOT NULL,
+               notes VARCHAR NOT NULL DEFAULT '',
+               question VARCHAR NOT NULL,
+               paradigm VARCHAR NOT NULL,
+               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
+               trace JSON NOT NULL)""",
+    )),
+    (2, "headline metrics and reader budget beside the trace, for listing and comparing", (
+        "ALTER TABLE runs ADD COLUMN metrics JSON",
+        "ALTER TABLE runs ADD COLUMN reader_tokens INTEGER",
+        "ALTER TABLE runs ADD COLUMN seconds DOUBLE",
+    )),
+)
+EXPORT_COLUMNS = ("id", "name", "notes", "created", "paradigm", "question", "answer",
+                  "reader_tokens", "seconds", "metrics")
+
+
+class SessionStoreError(EngineError):
+    """The sessions database cannot be opened or used."""
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """One row of the runs list (the trace itself stays in the database until loaded)."""
+
+    id: int
+    name: str
+    notes: str
+    created: str
+    paradigm: str
+    question: str
+    answer: str
+    reader_tokens: int
+    seconds: float
+    metrics: dict
+
+
+class SessionStore:
+    """Saved runs in one DuckDB file."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        import duckdb
+
+        if path is None:
+            from engine.paths import data_dir
+
+            path = data_dir() / DEFAULT_FILE
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._con = duckdb.connect(str(self.path))
+        except duckdb.Error as err:
+            raise SessionStoreError(
+                f"Cannot open the sessions database {self.path}: {err}. It was left "
+                "untouched. Move it aside (saved runs stay in it) or set FUNNEL_DATA_DIR "
+                "to another folder, then restart.") from None
+        self._migrate()
+
+    # --- schema ---------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self._lock:
+            self._con.execute("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                              "version INTEGER PRIMARY KEY, description VARCHAR NOT NULL, "
+                              "applied TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)")
+            done = {v for (v,) in self._con.execute(
+                "SELECT version FROM schema_migrations").fetchall()}
+            for version, description, statements in MIGRATIONS:
+                if version in done:
+                    continue
+                self._con.execute("BEGIN TRANSACTION")
+                try:
+                    for statement in statements:
+                        self._con.execute(statement)
+                    self._con.execute("INSERT INTO schema_migrations (version, description) "
+                                      "VALUES (?, ?)", [version, description])
+                    self._con.execute("COMMIT")
+                except Exception:
+                    self._con.execute("ROLLBACK")
+                    raise
+                logger.info("sessions: applied migration %d (%s)", version, description)
+
+    def schema_version(self) -> int:
+        with self._lock:
+            (version,) = self._con.execute(
+                "SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+        return int(version)
+
+    # --- runs -----------------------------------------------------------------------------
+
+    def save(self, trace: RunTrace, name: str = "", notes: str = "") -> int:
+        """Store `trace` under `name` (default: the question) and return its id."""
+        name = (name or "").strip() or trace.question[:80]
+        if len(name) > MAX_NAME_CHARS:
+            raise ConfigError(f"The run name has {len(name)} characters; the limit is "
+                              f"{MAX_NAME_CHARS}. Shorten it.")
+        if len(notes or "") > MAX_NOTES_CHARS:
+            raise ConfigError(f"The notes have {len(notes):,} characters; the limit is "
+                              f"{MAX_NOTES_CHARS:,}. Shorten them.")
+        seconds = sum(s.seconds for s in trace.stages) + trace.reader_seconds
+        with self._lock:
+            (run_id,) = self._con.execute(
+                "INSERT INTO runs (name, notes, question, paradigm, trace, metrics, "
+                "reader_tokens, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                [name, notes or "", trace.question, trace.paradigm, trace.to_json(),
+                 json.dumps(trace.metrics), trace.reader_input_tokens, seconds]).fetchone()
+        logger.info("sessions: saved run %d (%s)", run_id, name)
+        return int(run_id)
+
+    def list(self) -> list[SavedRun]:
+        """Every saved run, newest first."""
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT id, name, notes, strftime(created, '%Y-%m-%d %H:%M:%S'), paradigm, "
+                "question, json_extract_string(trace, '$.answer'), "
+                "coalesce(reader_tokens, 0), coalesce(seconds, 0), coalesce(metrics, '{}') "
+                "FROM runs ORDER BY id DESC").fetchall()
+        return [SavedRun(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6] or "", int(r[7]),
+                         float(r[8]), json.loads(r[9])) for r in rows]
+
+    def load(self, run_id: int) -> RunTrace:
+        """The saved trace of run `run_id`, exactly as it was saved."""
+        with self._lock:
+            row = self._con.execute("SELECT trace FROM runs WHERE id = ?",
+                                    [self._id(run_id)]).fetchone()
+        if row is None:
+            raise ConfigError(f"No saved run with id {run_id}. "
+                              f"Saved ids: {self._ids_hint()}.")
+        return RunTrace.from_json(row[0])
+
+    def delete(self, run_id: int) -> None:
+        """Remove run `run_id`; an unknown id is an error (nothing else is touched)."""
+        run_id = self._id(run_id)
+        with self._lock:
+            deleted = self._con.execute("DELETE FROM runs WHERE id = ? RETURNING id",
+                                        [run_id]).fetchall()
+        if not deleted:
+            raise ConfigError(f"No saved run with id {run_id}. "
+                              f"Saved ids: {self._ids_hint()}.")
+
+    # --- export ---------------------------------------------------------------------------
+
+    def export_jsonl(self, ids: list[int] | None = None) -> str:
+        """One JSON object per run (its listing fields plus the full trace), newest first."""
+        lines = []
+        for run in self._selected(ids):
+            record = {k: getattr(run, k) for k in EXPORT_COLUMNS}
+            record["trace"] = json.loads(self.load(run.id).to_json())
+            lines.append(json.dumps(record, ensure_ascii=False))
+        return "".join(line + "\n" for line in lines)
+
+    def export_csv(self, ids: list[int] | None = None) -> str:
+        """One CSV row per run: listing fields, metrics as JSON (no traces)."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(EXPORT_COLUMNS)
+        for run in self._selected(ids):
+            writer.writerow([json.dumps(run.metrics) if k == "metrics" else getattr(run, k)
+                             for k in EXPORT_COLUMNS])
+        return buffer.getvalue()
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _selected(self, ids: list[int] | None) -> list[SavedRun]:
+        runs = self.list()
+        if ids is None:
+            return runs
+        wanted = {self._id(i) for i in ids}
+        missing = wanted - {r.id for r in runs}
+        if missing:
+            raise ConfigError(f"No saved run with id {sorted(missing)[0]}. "
+                              f"Saved ids: {self._ids_hint()}.")
+        return [r for r in runs if r.id in wanted]
+
+    def _ids_hint(self) -> str:
+        with self._lock:
+            ids = [i for (i,) in self._con.execute(
+                "SELECT id FROM runs ORDER BY id DESC LIMIT 20").fetchall()]
+        return ", ".join(map(str, ids)) or "none yet"
+
+    @staticmethod
+    def _id(run_id: object) -> int:
+        try:
+            return int(run_id)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise ConfigError(f"Run id {run_id!r} is not a number; pick one from the "
+                              "Sessions list.") from None

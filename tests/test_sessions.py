@@ -1,0 +1,160 @@
+"""Saved runs in a real DuckDB file: round trip, listing, delete, export, migrations, and
+what survives a killed writer or a damaged file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from engine.errors import ConfigError
+from engine.sessions import MIGRATIONS, SessionStore, SessionStoreError
+from engine.trace import RunTrace
+from tests.fakes import sample_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture()
+def store(tmp_path):
+    s = SessionStore(tmp_path / "sessions.duckdb")
+    yield s
+    s.close()
+
+
+def test_saved_run_reopens_exactly_and_lists_newest_first(store, tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    first = store.save(trace, "seurat", "drops gold at the river stage")
+    second = store.save(trace)
+    assert store.load(first) == trace
+    runs = store.list()
+    assert [r.id for r in runs] == [second, first]
+    assert runs[1].name == "seurat" and runs[1].notes == "drops gold at the river stage"
+    assert runs[0].name == trace.question  # no name given: the question names it
+    assert runs[1].answer == "Georges Seurat" and runs[1].reader_tokens == 42
+    assert runs[1].metrics == trace.metrics
+
+
+def test_values_are_parameters_not_sql(store, tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    name = "x'); DROP TABLE runs; --"
+    run_id = store.save(trace, name, notes="<script>alert(1)</script>")
+    assert store.list()[0].name == name
+    assert store.load(run_id) == trace
+
+
+def test_delete_and_unknown_ids(store, tiny_corpus):
+    keep = store.save(sample_trace(tiny_corpus), "keep")
+    gone = store.save(sample_trace(tiny_corpus), "gone")
+    store.delete(gone)
+    assert [r.id for r in store.list()] == [keep]
+    with pytest.raises(ConfigError, match=rf"No saved run with id {gone}.*Saved ids: {keep}"):
+        store.load(gone)
+    with pytest.raises(ConfigError, match="No saved run"):
+        store.delete(gone)
+    with pytest.raises(ConfigError, match="'abc' is not a number"):
+        store.load("abc")
+    assert [r.id for r in store.list()] == [keep]
+
+
+def test_oversized_name_is_refused_and_nothing_is_saved(store, tiny_corpus):
+    with pytest.raises(ConfigError, match="limit is 200"):
+        store.save(sample_trace(tiny_corpus), "n" * 201)
+    assert store.list() == []
+
+
+def test_exports_hold_every_selected_run(store, tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    a = store.save(trace, "a, with comma")
+    b = store.save(trace, "b")
+    lines = store.export_jsonl().splitlines()
+    assert [json.loads(x)["id"] for x in lines] == [b, a]
+    assert RunTrace.from_json(json.dumps(json.loads(lines[1])["trace"])) == trace
+    rows = list(csv.DictReader(io.StringIO(store.export_csv([a]))))
+    assert len(rows) == 1 and rows[0]["name"] == "a, with comma"
+    assert json.loads(rows[0]["metrics"]) == trace.metrics
+    with pytest.raises(ConfigError, match="No saved run with id 999"):
+        store.export_csv([999])
+
+
+def test_migrations_apply_once_and_upgrade_an_old_file(tmp_path, tiny_corpus):
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))  # a file made by the first schema version only
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, "
+                "description VARCHAR NOT NULL, applied TIMESTAMPTZ NOT NULL "
+                "DEFAULT current_timestamp)")
+    for statement in MIGRATIONS[0][2]:
+        con.execute(statement)
+    con.execute("INSERT INTO schema_migrations (version, description) VALUES (1, 'runs')")
+    trace = sample_trace(tiny_corpus)
+    con.execute("INSERT INTO runs (name, question, paradigm, trace) VALUES (?, ?, ?, ?)",
+                ["old", trace.question, trace.paradigm, trace.to_json()])
+    con.close()
+    store = SessionStore(path)
+    assert store.schema_version() == MIGRATIONS[-1][0]
+    (old,) = store.list()
+    assert old.name == "old" and store.load(old.id) == trace
+    assert old.metrics == {} and old.reader_tokens == 0  # columns added later stay empty
+    store.close()
+    again = SessionStore(path)  # reopening applies nothing twice
+    assert again.schema_version() == MIGRATIONS[-1][0] and len(again.list()) == 1
+    again.close()
+
+
+def test_a_damaged_file_is_reported_and_left_untouched(tmp_path):
+    path = tmp_path / "sessions.duckdb"
+    path.write_bytes(b"this is not a duckdb database" * 100)
+    before = path.read_bytes()
+    expected = r"sessions\.duckdb.*left untouched.*FUNNEL_DATA_DIR"
+    with pytest.raises(SessionStoreError, match=expected):
+        SessionStore(path)
+    assert path.read_bytes() == before
+
+
+WRITER = """
+import sys
+from engine.sessions import SessionStore
+from engine.trace import RunTrace
+store = SessionStore(sys.argv[1])
+trace = RunTrace.from_json(sys.stdin.read())
+i = 0
+while True:
+    store.save(trace, f"run {i}")
+    i += 1
+    if i == 5:
+        print("ready", flush=True)
+"""
+
+
+def test_killing_a_writer_mid_save_loses_nothing_saved_before(tmp_path, tiny_corpus):
+    path = tmp_path / "sessions.duckdb"
+    trace = sample_trace(tiny_corpus)
+    store = SessionStore(path)
+    kept = store.save(trace, "saved before")
+    store.close()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], cwd=ROOT,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    writer.stdin.write(trace.to_json())
+    writer.stdin.close()
+    assert writer.stdout.readline().strip() == "ready"
+    time.sleep(0.2)  # saving continuously: the kill lands inside or between saves
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    store = SessionStore(path)
+    runs = store.list()
+    assert store.load(kept) == trace
+    names = [r.name for r in reversed(runs)]
+    assert names[0] == "saved before" and len(names) >= 6
+    assert names[1:] == [f"run {i}" for i in range(len(names) - 1)]  # no torn rows
+    assert all(store.load(r.id) == trace for r in runs[:3])
+    store.close()
