@@ -104,14 +104,19 @@ class FunnelParadigm(Paradigm):
             "clusters", cluster_algorithm=cfg.cluster_algorithm,
             cluster_tokens=cfg.cluster_tokens))
 
+    @cached_property
+    def preranker(self):
+        from engine.stages.rerank import make_reranker
+
+        return make_reranker(self.config.preranker)
+
     def _run(self, question: str):
-        from engine.stages.rerank import CrossEncoderReranker
         from engine.stages.retrievers import BM25Retriever
 
         cfg = self.config
         first = run_stage(BM25Retriever(self.clusters), question, (), cfg.K)
         documents = expand_to_documents(self.corpus, first.candidates)
-        pre = run_stage(CrossEncoderReranker(cfg.preranker), question, documents, cfg.N)
+        pre = run_stage(self.preranker, question, documents, cfg.N)
         passages = chunk_documents(self.corpus, pre.candidates, Chunker(cfg.passage_tokens))
         post = run_stage(_post_ranker(cfg.reader), question, passages, cfg.H)
         answer_seconds = post.extras.get("answer_seconds", 0.0)
@@ -132,14 +137,18 @@ class FlatParadigm(Paradigm):
         passages = UnitConfig("passages", chunker=Chunker(cfg.passage_tokens))
         return dense_index(self.corpus, passages, model=cfg.bi_encoder)
 
+    @cached_property
+    def reranker(self):
+        from engine.stages.rerank import make_reranker
+
+        return make_reranker(self.config.reranker, name="reranker", granularity="passages")
+
     def _run(self, question: str):
-        from engine.stages.rerank import CrossEncoderReranker
         from engine.stages.retrievers import DenseRetriever
 
         cfg = self.config
         first = run_stage(DenseRetriever(self.index), question, (), cfg.M)
-        reranker = CrossEncoderReranker(cfg.reranker, name="reranker", granularity="passages")
-        ranked = run_stage(reranker, question, first.candidates, cfg.k)
+        ranked = run_stage(self.reranker, question, first.candidates, cfg.k)
         out = _reader(cfg.reader).read(question, [(c.unit.title, c.unit.text)
                                                   for c in ranked.candidates])
         seconds = out.encode_seconds + out.score_seconds + out.answer_seconds

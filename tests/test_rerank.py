@@ -96,3 +96,20 @@ def test_reranker_rejects_other_granularities_and_bad_settings(tiny_corpus):
         CrossEncoderReranker(granularity="sentences")
     with pytest.raises(ConfigError, match=re.escape("batch_size=0 is out of range")):
         CrossEncoderReranker(batch_size=0)
+
+
+def test_bi_encoder_reranker_orders_by_meaning_and_encodes_each_unit_once(minilm_reranker,
+                                                                           tiny_corpus):
+    from engine.stages.rerank import BiEncoderReranker, make_reranker
+
+    stage = make_reranker("bi-encoder")
+    assert isinstance(stage, BiEncoderReranker) and stage.name == "preranker"
+    candidates = _candidates(tiny_corpus)
+    ranked = stage.run("Which painter used pointillism?", candidates, 8).candidates
+    art = {"Georges Seurat", "A Sunday Afternoon", "Pointillism", "Paul Signac"}
+    assert {c.unit.id for c in ranked[:4]} == art
+    assert len(stage._vectors) == len(candidates)
+    river = stage.run(QUERIES[0], candidates, 1).candidates
+    assert river[0].unit.id in {"Danube", "Budapest"}
+    assert len(stage._vectors) == len(candidates)  # nothing encoded twice
+    assert isinstance(make_reranker("minilm"), CrossEncoderReranker)

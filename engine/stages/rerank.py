@@ -110,3 +110,53 @@ class CrossEncoderReranker(Stage):
                 f"granularity={sorted(wrong)[0]!r}."
             )
         return StageOutput(rerank(candidates, self.scores(query, candidates), k))
+
+
+BI_ENCODER = "bi-encoder"
+
+
+class BiEncoderReranker(Stage):
+    """Re-rank incoming candidates by the cosine of bi-encoder embeddings of the query and
+    of each candidate's "title\\ntext" (the "bi-encoder order" baseline of the pre-ranker
+    benchmark). Candidate vectors are kept per unit, so a document seen by an earlier
+    question is not encoded again."""
+
+    def __init__(self, model: str = "minilm", *, granularity: str = "documents",
+                 name: str = "preranker", max_cached: int = 200_000) -> None:
+        self.model = model
+        self.granularity = check_choice("granularity", granularity, GRANULARITIES)
+        self.name = name
+        self.max_cached = max_cached
+        self._vectors: dict[tuple[str, str], object] = {}
+
+    def config(self) -> dict:
+        return {"model": self.model, "kind": BI_ENCODER, "granularity": self.granularity}
+
+    def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
+        from engine.dense import encode
+        from engine.units import index_text
+
+        if not candidates:
+            return []
+        keys = [(c.unit.id, c.unit.text) for c in candidates]
+        missing = [i for i, key in enumerate(keys) if key not in self._vectors]
+        if missing:
+            if len(self._vectors) + len(missing) > self.max_cached:
+                self._vectors.clear()
+            vectors = encode([index_text(candidates[i].unit) for i in missing], self.model)
+            self._vectors.update(zip((keys[i] for i in missing), vectors, strict=True))
+        q = encode([query], self.model, queries=True)[0]
+        return [float(self._vectors[key] @ q) for key in keys]
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        check_range("k", k, 1, 1_000_000)
+        return StageOutput(rerank(candidates, self.scores(query, candidates), k))
+
+
+def make_reranker(model: str, *, granularity: str = "documents",
+                  name: str = "preranker") -> Stage:
+    """The re-ranking stage for `model`: "bi-encoder" (MiniLM cosine) or a cross-encoder
+    ("trained", an alias, a local folder or a hub id)."""
+    if model == BI_ENCODER:
+        return BiEncoderReranker(granularity=granularity, name=name)
+    return CrossEncoderReranker(model, granularity=granularity, name=name)
