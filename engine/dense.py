@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +46,8 @@ MAX_K = 10_000
 # noise of each other across runs. Not in the cache key: it changes speed, not the vectors.
 DEFAULT_BATCH_SIZE = 64
 INDEX_FILE = "faiss.index"
+PROGRESS_SLICE = 1024  # units encoded between two progress reports
+Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -107,15 +110,26 @@ def _config_sha256(folder: Path) -> str | None:
 
 
 def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
-                batch_size: int = DEFAULT_BATCH_SIZE) -> None:
-    """Embed `units` and save a flat inner-product index plus their ids into `folder`."""
+                batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None = None) -> None:
+    """Embed `units` and save a flat inner-product index plus their ids into `folder`.
+
+    `progress(done, total)` is called after every slice of `PROGRESS_SLICE` units.
+    """
     import faiss
 
     granularity = units[0].granularity if units else "units"
     logger.info("Dense: encoding %d %s with %s (batch size %d)", len(units), granularity,
                 model, batch_size)
     started = time.perf_counter()
-    vectors = encode([index_text(u) for u in units], model, batch_size, show_progress=True)
+    texts = [index_text(u) for u in units]
+    if progress is None:
+        vectors = encode(texts, model, batch_size, show_progress=True)
+    else:
+        parts = []
+        for start in range(0, len(texts), PROGRESS_SLICE):
+            parts.append(encode(texts[start:start + PROGRESS_SLICE], model, batch_size))
+            progress(min(start + PROGRESS_SLICE, len(texts)), len(texts))
+        vectors = np.concatenate(parts) if parts else encode([], model)
     seconds = time.perf_counter() - started
     logger.info("Dense: encoded %d %s in %.1f s (%.1f/s)", len(units), granularity, seconds,
                 len(units) / seconds if seconds else 0.0)
@@ -139,7 +153,8 @@ def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm") -> 
 
 
 def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
-                model: str = "minilm", batch_size: int = DEFAULT_BATCH_SIZE) -> DenseIndex:
+                model: str = "minilm", batch_size: int = DEFAULT_BATCH_SIZE,
+                progress: Progress | None = None) -> DenseIndex:
     """The cached dense index of `corpus` at `config.granularity` (built on first use).
 
     Args:
@@ -147,6 +162,7 @@ def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
         config: which units to embed; early-chunked passages by default.
         model: a bi-encoder alias ("minilm"), local path or hub id.
         batch_size: encoding batch size when building (speed only; not in the cache key).
+        progress: called as `progress(done, total)` while building (not when loading).
 
     Raises:
         ResourceMissingError: the model cannot be found or loaded.
@@ -156,5 +172,5 @@ def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
            "unit_texts": units_fingerprint(units), "model": model_identity(model),
            "version": DENSE_VERSION}
     return load_or_build("dense", key,
-                         lambda folder: build_dense(units, folder, model, batch_size),
+                         lambda folder: build_dense(units, folder, model, batch_size, progress),
                          lambda folder: load_dense(units, folder, model))

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 import subprocess
 import sys
 
@@ -123,3 +124,16 @@ def test_importing_the_engine_does_not_import_torch_or_faiss():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=PROJECT_ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_progress_is_reported_in_slices_and_gives_the_same_vectors(tiny_corpus, minilm,
+                                                                   data_dir, monkeypatch):
+    plain = dense_index(tiny_corpus).search(RIVER_QUESTION, 5)
+    shutil.rmtree(data_dir / "cache" / "dense")
+    monkeypatch.setattr(dense, "PROGRESS_SLICE", 3)
+    calls = []
+    again = dense_index(tiny_corpus, progress=lambda done, total: calls.append((done, total)))
+    total = len(again.units)
+    assert calls[-1] == (total, total) and len(calls) == -(-total // 3)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    assert [c.unit.id for c in again.search(RIVER_QUESTION, 5)] == [c.unit.id for c in plain]
