@@ -14,6 +14,7 @@ the exact funnel.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
@@ -78,17 +79,30 @@ class Paradigm(ABC):
 
     def run(self, question: str | Question) -> RunTrace:
         """Run the funnel; with a Question, gold flags and metrics are filled in too."""
+        *_, trace = self.stream(question)
+        return trace
+
+    def stream(self, question: str | Question) -> Iterator[RunTrace]:
+        """Yield the trace after every stage (answer empty), then the finished trace."""
         gold = question if isinstance(question, Question) else None
         text = check_question(gold.text if gold else question)
-        stages, answer, tokens, reader_seconds = self._run(text)
+        stages: list[StageResult] = []
+        for step in self._steps(text):
+            if isinstance(step, StageResult):
+                stages.append(step)
+                partial = RunTrace(question=text, paradigm=self.name,
+                                   config=asdict(self.config), stages=tuple(stages))
+                yield annotate(partial, gold) if gold else partial
+        answer, tokens, reader_seconds = step
         trace = RunTrace(question=text, paradigm=self.name, config=asdict(self.config),
-                         stages=stages, answer=answer, reader_input_tokens=tokens,
+                         stages=tuple(stages), answer=answer, reader_input_tokens=tokens,
                          reader_seconds=reader_seconds, llm_calls=1 if answer else 0)
-        return annotate(trace, gold) if gold else trace
+        yield annotate(trace, gold) if gold else trace
 
     @abstractmethod
-    def _run(self, question: str) -> tuple[tuple[StageResult, ...], str, int, float]:
-        """(stages, answer, reader input tokens, answer seconds)."""
+    def _steps(self, question: str) -> Iterator[StageResult | tuple[str, int, float]]:
+        """Yield each StageResult as it finishes, then (answer, reader input tokens,
+        answer seconds)."""
 
 
 class FunnelParadigm(Paradigm):
@@ -110,19 +124,20 @@ class FunnelParadigm(Paradigm):
 
         return make_reranker(self.config.preranker)
 
-    def _run(self, question: str):
+    def _steps(self, question: str):
         from engine.stages.retrievers import BM25Retriever
 
         cfg = self.config
         first = run_stage(BM25Retriever(self.clusters), question, (), cfg.K)
+        yield first
         documents = expand_to_documents(self.corpus, first.candidates)
         pre = run_stage(self.preranker, question, documents, cfg.N)
+        yield pre
         passages = chunk_documents(self.corpus, pre.candidates, Chunker(cfg.passage_tokens))
         post = run_stage(_post_ranker(cfg.reader), question, passages, cfg.H)
         answer_seconds = post.extras.get("answer_seconds", 0.0)
-        post = replace(post, seconds=max(0.0, post.seconds - answer_seconds))
-        return ((first, pre, post), post.extras.get("answer", ""),
-                post.extras.get("input_tokens", 0), answer_seconds)
+        yield replace(post, seconds=max(0.0, post.seconds - answer_seconds))
+        yield post.extras.get("answer", ""), post.extras.get("input_tokens", 0), answer_seconds
 
 
 class FlatParadigm(Paradigm):
@@ -143,16 +158,18 @@ class FlatParadigm(Paradigm):
 
         return make_reranker(self.config.reranker, name="reranker", granularity="passages")
 
-    def _run(self, question: str):
+    def _steps(self, question: str):
         from engine.stages.retrievers import DenseRetriever
 
         cfg = self.config
         first = run_stage(DenseRetriever(self.index), question, (), cfg.M)
+        yield first
         ranked = run_stage(self.reranker, question, first.candidates, cfg.k)
+        yield ranked
         out = _reader(cfg.reader).read(question, [(c.unit.title, c.unit.text)
                                                   for c in ranked.candidates])
-        seconds = out.encode_seconds + out.score_seconds + out.answer_seconds
-        return (first, ranked), out.answer, out.input_tokens, seconds
+        yield out.answer, out.input_tokens, out.encode_seconds + out.score_seconds \
+            + out.answer_seconds
 
 
 def _reader(config: ReaderConfig) -> FiDReader:
