@@ -58,6 +58,9 @@ class ReaderOutput:
     encode_seconds: float  # block encoding
     score_seconds: float  # the first-token attention pass over all blocks
     answer_seconds: float  # greedy decoding over the chosen blocks
+    # per passage, the raw first-token attention [layer, head, passage token]: any scheme or
+    # lr can be re-scored from it without reading again (bench/postrank_gain.py)
+    token_attention: tuple[np.ndarray, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ class FiDReader:
             encode_seconds=encoded - start,
             score_seconds=scored - encoded,
             answer_seconds=done - scored,
+            token_attention=tuple(attn),
         )
 
     # --- encoding -------------------------------------------------------------------------

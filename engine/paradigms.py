@@ -39,7 +39,9 @@ class FunnelConfig:
     N: int = 8  # documents kept by the pre-ranker
     H: int = 4  # passages kept by the post-ranker
     passage_tokens: int = 100
-    preranker: str = "trained"
+    # the bi-encoder, not the trained cross-encoder: on dev500 it keeps far more gold
+    # documents (bench/preranker_recall.py; the cross-encoder's failure is in bench/README.md)
+    preranker: str = "bi-encoder"
     # mean_tokens, not eq3: on HotpotQA *train* paragraphs it finds the supporting ones best
     # (recall@2 0.40 vs eq3 0.23, random 0.18; bench/fid_scoring.py, bench/README.md).
     reader: ReaderConfig = field(default_factory=lambda: ReaderConfig(aggregation="mean_tokens"))
@@ -59,7 +61,10 @@ class FlatConfig:
     k: int = 4  # passages kept by the reranker and read
     passage_tokens: int = 100
     bi_encoder: str = "minilm"
-    reranker: str = "trained"
+    # "bi-encoder" re-scores with the model that retrieved: the order stays the dense one.
+    # A cross-encoder (a folder, hub id or "trained") is what the paradigm is built for, but
+    # none available offline beats that order (bench/README.md)
+    reranker: str = "bi-encoder"
     reader: ReaderConfig = field(default_factory=ReaderConfig)
 
     def __post_init__(self) -> None:
