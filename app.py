@@ -1,4 +1,5 @@
-"""Start Funnel Explorer: `python app.py [--host H] [--port P] [--corpus NAME]`."""
+"""Start Funnel Explorer: `python app.py [--host H] [--port P] [--corpus NAME] [--share]
+[--auth USER:PASSWORD]`; each flag also reads an environment variable (see --help)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,31 @@ import argparse
 import logging
 import os
 
-from app import build_app
+from app import build_app, serve
+from engine.readiness import Preparation
+from engine.service import Explorer
+from engine.sessions import SessionStore
 
 
 def main() -> None:
+    env = os.environ.get
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--host", default=os.environ.get("FUNNEL_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("FUNNEL_PORT", 7860)))
-    parser.add_argument("--corpus", default=os.environ.get("FUNNEL_CORPUS", "wiki"))
+    parser.add_argument("--host", default=env("FUNNEL_HOST", "127.0.0.1"), help="FUNNEL_HOST")
+    parser.add_argument("--port", type=int, default=int(env("FUNNEL_PORT", 7860)),
+                        help="FUNNEL_PORT")
+    parser.add_argument("--corpus", default=env("FUNNEL_CORPUS", "wiki"),
+                        help="wiki, pooled or a corpus file/folder (FUNNEL_CORPUS)")
+    parser.add_argument("--share", action="store_true", default=env("FUNNEL_SHARE") == "1",
+                        help="a public Gradio link (FUNNEL_SHARE=1); needs internet")
+    parser.add_argument("--auth", default=env("FUNNEL_AUTH", ""),
+                        help="basic auth as USER:PASSWORD (FUNNEL_AUTH)")
     args = parser.parse_args()
+    if args.auth and ":" not in args.auth:
+        parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    build_app(args.corpus).launch(server_name=args.host, server_port=args.port)
+    explorer = Explorer(Preparation(args.corpus).start(), SessionStore())
+    serve(build_app(explorer), server_name=args.host, server_port=args.port, share=args.share,
+          auth=tuple(args.auth.split(":", 1)) if args.auth else None)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from app.ui import build_app
+from app.ui import build_app, serve
 
-__all__ = ["build_app"]
+__all__ = ["build_app", "serve"]

@@ -1,52 +1,94 @@
-"""The Gradio app. Callbacks read widgets, call the engine, return tables; no ranking here.
+"""The Gradio app: a status line, three tabs and the named API endpoints, over an Explorer.
 
-This first version offers BM25 search at each granularity over one corpus; the funnel,
-comparison and session tabs build on it.
+Callbacks read widgets, call the engine (engine.service.Explorer) and turn what it returns
+into HTML and plotly figures; no ranking happens here.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+import json
+import logging
 
 import gradio as gr
 
-from engine import EngineError, UnitConfig, bm25_index, load_corpus
-from engine.paradigms import check_question
-from engine.units import GRANULARITIES
+from app.formatting import CSS, esc
+from app.tabs import compare, explore, sessions
+from engine.errors import EngineError
+from engine.service import Explorer
+from engine.trace import RunTrace
 
-COLUMNS = ["rank", "score", "title", "text"]
+logger = logging.getLogger(__name__)
 
-
-@lru_cache(maxsize=8)
-def _index(corpus_name: str, granularity: str):
-    """Loaded (and verified) once per corpus and granularity, not on every search."""
-    return bm25_index(load_corpus(corpus_name), UnitConfig(granularity))
+STATUS_SECONDS = 2.0
 
 
-def search(corpus_name: str, query: str, granularity: str, k: int) -> list[list]:
-    """Rows (rank, score, title, text) of the BM25 top-k; raises gr.Error on bad input."""
-    try:
-        query = check_question(query)
-        results = _index(corpus_name, granularity).search(query, int(k))
-    except EngineError as err:
-        raise gr.Error(str(err)) from None
-    return [[c.rank, round(c.score, 3), c.unit.title, c.unit.text[:400]] for c in results]
+def status_html(explorer: Explorer) -> str:
+    prep = explorer.preparation
+    lines = "".join(f"<li>{esc(line)}</li>" for line in explorer.status())
+    ready = [p for p in ("funnel", "flat") if not prep.missing(p)]
+    head = (f"Corpus <b>{esc(prep.corpus_spec)}</b>. Ready: "
+            f"{esc(', '.join(ready)) if ready else 'nothing yet (preparing…)'}")
+    return (f"<details class='fe-status' {'open' if not prep.ready() else ''}>"
+            f"<summary>{head}</summary><ul>{lines}</ul></details>")
 
 
-def build_app(corpus_name: str = "wiki") -> gr.Blocks:
-    """The app over corpus `corpus_name`."""
+def build_app(explorer: Explorer) -> gr.Blocks:
+    """The whole app over `explorer` (launch it with `serve`)."""
     with gr.Blocks(title="Funnel Explorer") as demo:
-        gr.Markdown(f"# Funnel Explorer\nBM25 search over the **{corpus_name}** corpus.")
-        with gr.Row():
-            query = gr.Textbox(label="Question", scale=4,
-                               placeholder="Who painted A Sunday Afternoon on the Island of "
-                                           "La Grande Jatte?")
-            granularity = gr.Dropdown(list(GRANULARITIES), value="documents",
-                                      label="Granularity")
-            k = gr.Slider(1, 50, value=10, step=1, label="k")
-        button = gr.Button("Search", variant="primary")
-        table = gr.Dataframe(headers=COLUMNS, label="Results", wrap=True)
-        name = gr.State(corpus_name)
-        for trigger in (button.click, query.submit):
-            trigger(search, [name, query, granularity, k], table, api_name="search")
+        gr.Markdown("# Funnel Explorer\nWatch a question pass through a retrieval funnel: "
+                    "clusters → documents → passages → answer.")
+        status = gr.HTML(status_html(explorer), elem_id="fe-status")
+        timer = gr.Timer(STATUS_SECONDS)
+        timer.tick(lambda: status_html(explorer), None, status, api_visibility="private")
+        with gr.Tabs():
+            with gr.Tab("Explore", id="explore"):
+                shared = explore.build(explorer)
+            with gr.Tab("Compare", id="compare"):
+                compare.build(explorer, shared["gold_state"])
+            with gr.Tab("Sessions", id="sessions") as sessions_tab:
+                listing = sessions.build(explorer)
+        sessions_tab.select(listing["refresh"], None, listing["table"], api_visibility="private")
+        _api(explorer)
     return demo
+
+
+def _api(explorer: Explorer) -> None:
+    """Named endpoints for gradio_client: run, save_run, list_runs, load_run."""
+
+    def run(question: str, paradigm: str = "funnel", config_json: str = "") -> str:
+        """Run `question` through `paradigm` (config as JSON); returns the trace JSON."""
+        try:
+            return explorer.run(question, paradigm, config_json).to_json()
+        except EngineError as err:
+            raise gr.Error(str(err)) from None
+
+    def save_run(trace_json: str, name: str = "", notes: str = "") -> int:
+        """Save a trace (as returned by `run`); returns the new run id."""
+        try:
+            trace = RunTrace.from_json(trace_json)
+        except (ValueError, TypeError, KeyError) as err:
+            raise gr.Error(f"trace_json is not a run trace ({err}); pass what `run` "
+                           "returned.") from None
+        try:
+            return explorer.store.save(trace, name, notes)
+        except EngineError as err:
+            raise gr.Error(str(err)) from None
+
+    def list_runs() -> str:
+        """Saved runs, newest first, as a JSON list of {id, name, paradigm, question, ...}."""
+        return json.dumps([vars(r) for r in explorer.store.list()])
+
+    def load_run(run_id: int) -> str:
+        """The saved trace JSON of run `run_id`, exactly as saved."""
+        try:
+            return explorer.store.load(run_id).to_json()
+        except EngineError as err:
+            raise gr.Error(str(err)) from None
+
+    for fn in (run, save_run, list_runs, load_run):
+        gr.api(fn, api_name=fn.__name__)
+
+
+def serve(demo: gr.Blocks, **launch_kwargs):
+    """Launch with the app's stylesheet (Gradio 6 takes css at launch)."""
+    return demo.queue(default_concurrency_limit=2).launch(css=CSS, **launch_kwargs)

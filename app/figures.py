@@ -1,0 +1,148 @@
+"""Plotly figures of run traces: pure `RunTrace -> go.Figure` functions.
+
+Every figure function is wrapped in `failsafe`: an exception becomes a small figure that
+says what went wrong, so one bad figure never breaks the page or its callback.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import logging
+from collections.abc import Callable, Sequence
+
+import plotly.graph_objects as go
+
+from engine.trace import RunTrace
+
+logger = logging.getLogger(__name__)
+
+HEIGHT = 320
+GOLD = "#d4a017"
+STAGE = "#4c78a8"
+
+
+def text_figure(message: str) -> go.Figure:
+    """A blank figure holding one short message."""
+    fig = go.Figure()
+    fig.add_annotation(text=html.escape(message), showarrow=False, x=0.5, y=0.5,
+                       xref="paper", yref="paper", font={"size": 14})
+    fig.update_layout(xaxis={"visible": False}, yaxis={"visible": False}, height=HEIGHT)
+    return fig
+
+
+def failsafe(make: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
+    @functools.wraps(make)
+    def wrapper(*args, **kwargs) -> go.Figure:
+        try:
+            return make(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - a figure must never break the page
+            logger.exception("figure %s failed", make.__name__)
+            return text_figure(f"{make.__name__} could not be drawn: {err}")
+    return wrapper
+
+
+def _gold_counts(trace: RunTrace) -> list[int]:
+    """Per stage: candidates holding a gold answer or a gold supporting document."""
+    if not trace.gold_flags:
+        return []
+    return [sum(a or s for a, s in zip(f.answer, f.support, strict=False))
+            for f in trace.gold_flags]
+
+
+@failsafe
+def funnel_figure(trace: RunTrace) -> go.Figure:
+    """Candidates into and out of every stage, and how many of those out hold gold."""
+    if not trace.stages:
+        return text_figure("No stages ran.")
+    labels = [f"{s.name} ({s.granularity})" for s in trace.stages]
+    fig = go.Figure()
+    fig.add_bar(y=labels, x=[s.n_in for s in trace.stages], name="candidates in",
+                orientation="h", marker_color="#c7d4e8")
+    fig.add_bar(y=labels, x=[len(s.candidates) for s in trace.stages], name="kept",
+                orientation="h", marker_color=STAGE)
+    gold = _gold_counts(trace)
+    if gold:
+        fig.add_bar(y=labels, x=gold, name="kept, holding gold", orientation="h",
+                    marker_color=GOLD)
+    fig.update_layout(barmode="group", height=HEIGHT, title="Funnel: candidates per stage",
+                      yaxis={"autorange": "reversed"}, xaxis={"type": "log",
+                                                              "title": "candidates (log)"},
+                      legend={"orientation": "h", "y": -0.25}, margin={"l": 10, "r": 10})
+    return fig
+
+
+@failsafe
+def waterfall_figure(trace: RunTrace) -> go.Figure:
+    """Seconds per stage, then answer decoding, adding up to the total."""
+    names = [s.name for s in trace.stages] + ["answer"]
+    seconds = [s.seconds for s in trace.stages] + [trace.reader_seconds]
+    fig = go.Figure(go.Waterfall(
+        x=[*names, "total"], y=[*seconds, 0.0], measure=["relative"] * len(names) + ["total"],
+        text=[f"{s:.2f} s" for s in seconds] + [f"{sum(seconds):.2f} s"],
+        textposition="outside", connector={"line": {"color": "#999"}}))
+    fig.update_layout(title="Where the time went", yaxis={"title": "seconds"}, height=HEIGHT,
+                      showlegend=False, margin={"l": 10, "r": 10})
+    return fig
+
+
+def attention_extras(trace: RunTrace) -> dict | None:
+    """The post-ranker's attention summary if this run has one."""
+    for stage in trace.stages:
+        if "attention" in stage.extras and stage.extras["attention"]:
+            return stage.extras
+    return None
+
+
+@failsafe
+def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
+    """Reader attention (first decoded token) per passage x layer or head; hover shows the
+    passage's representative tokens."""
+    import numpy as np
+
+    extras = attention_extras(trace)
+    if extras is None:
+        return text_figure("This run has no reader attention (only the funnel's FiD "
+                           "post-ranker records it).")
+    attn = np.asarray(extras["attention"], dtype=float)  # [passage, layer, head]
+    axis = {"layers": 2, "heads": 1}[by]
+    cells = attn.mean(axis=axis)
+    passages = extras.get("attention_passages") or [str(i) for i in range(len(cells))]
+    tokens = extras.get("top_tokens") or [[] for _ in passages]
+    kept = set(extras.get("answered_from") or ())
+    labels = [f"{'* ' if p in kept else ''}{html.escape(_short(p))}" for p in passages]
+    hover = [[f"{html.escape(p)}<br>{by[:-1]} {j}<br>tokens: {html.escape(' | '.join(t))}"
+              for j in range(cells.shape[1])] for p, t in zip(passages, tokens, strict=False)]
+    fig = go.Figure(go.Heatmap(z=cells, y=labels, text=hover, colorscale="Viridis",
+                               hovertemplate="%{text}<br>attention %{z:.4f}<extra></extra>",
+                               colorbar={"title": "attention"}))
+    fig.update_layout(title=f"Reader attention per passage x {by[:-1]} (* = answered from)",
+                      xaxis={"title": by[:-1]}, yaxis={"autorange": "reversed"},
+                      height=max(HEIGHT, 28 * len(labels) + 120), margin={"l": 10, "r": 10})
+    return fig
+
+
+@failsafe
+def compare_figure(traces: Sequence[RunTrace]) -> go.Figure:
+    """Seconds per stage of several runs side by side (stacked per run)."""
+    if not traces:
+        return text_figure("Nothing to compare yet.")
+    fig = go.Figure()
+    names = [f"{t.paradigm} #{i + 1}" if [x.paradigm for x in traces].count(t.paradigm) > 1
+             else t.paradigm for i, t in enumerate(traces)]
+    stages = list(dict.fromkeys(s.name for t in traces for s in t.stages))
+    for stage in [*stages, "answer"]:
+        fig.add_bar(x=names, y=[_stage_seconds(t, stage) for t in traces], name=stage)
+    fig.update_layout(barmode="stack", title="Seconds per stage", height=HEIGHT,
+                      yaxis={"title": "seconds"}, margin={"l": 10, "r": 10})
+    return fig
+
+
+def _stage_seconds(trace: RunTrace, name: str) -> float:
+    if name == "answer":
+        return trace.reader_seconds
+    return sum(s.seconds for s in trace.stages if s.name == name)
+
+
+def _short(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

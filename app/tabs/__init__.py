@@ -1,0 +1,1 @@
+"""One module per tab; each exposes `build(explorer)` inside an open gr.Blocks."""

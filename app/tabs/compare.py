@@ -1,0 +1,59 @@
+"""Compare: one question through several paradigms side by side."""
+
+from __future__ import annotations
+
+import logging
+
+import gradio as gr
+
+from app import figures
+from app.formatting import compare_table, error_box, esc, final_passages, gold_banner
+from app.params import config_json, param_widgets
+from app.tabs.explore import EXAMPLE, clip_question
+from engine.errors import EngineError
+from engine.paradigms import PARADIGMS
+from engine.service import Explorer
+
+logger = logging.getLogger(__name__)
+
+
+def build(explorer: Explorer, gold_state: gr.State) -> None:
+    """The Compare tab; a question picked from a dataset on Explore brings its gold."""
+    with gr.Row():
+        question = gr.Textbox(label="Question", value=EXAMPLE, scale=4)
+        chosen = gr.CheckboxGroup(list(PARADIGMS), value=list(PARADIGMS), label="Paradigms",
+                                  scale=1)
+    params = param_widgets()
+    go = gr.Button("Compare", variant="primary")
+    notice = gr.HTML()
+    table = gr.HTML(elem_id="fe-compare-table")
+    timing = gr.Plot(label="Seconds per stage", elem_id="fe-compare-timing")
+    finals = gr.HTML(elem_id="fe-compare-finals")
+
+    def compare(text, gold, names, *widgets):
+        text, cut = clip_question(text)
+        target = gold if gold is not None and gold.text == text else text
+        if len(names or []) < 1:
+            return error_box("Pick at least one paradigm."), "", None, ""
+        traces, errors = [], []
+        for name in names:
+            try:
+                traces.append(explorer.run(target, name, config_json(name, *widgets)))
+            except EngineError as err:
+                errors.append(f"{name}: {err}")
+            except Exception as err:  # noqa: BLE001 - the page must stay usable
+                logger.exception("compare run failed")
+                errors.append(f"{name}: the run failed: {err}")
+        messages = ([cut] if cut else []) + errors
+        notice_html = "".join(error_box(m) for m in messages)
+        if not traces:
+            return notice_html, "", None, ""
+        columns = "".join(
+            f"<div style='flex:1; min-width:280px'><h4>{esc(t.paradigm)}</h4>"
+            f"{gold_banner(t)}{final_passages(t)}</div>" for t in traces)
+        return (notice_html, compare_table(traces), figures.compare_figure(traces),
+                f"<div style='display:flex; gap:16px'>{columns}</div>")
+
+    for trigger in (go.click, question.submit):
+        trigger(compare, [question, gold_state, chosen, *params.inputs()],
+                [notice, table, timing, finals], api_visibility="private")

@@ -1,0 +1,106 @@
+"""Sessions: saved runs listed, reopened exactly from their stored trace, compared, deleted,
+exported."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import gradio as gr
+
+from app import figures
+from app.formatting import compare_table, error_box
+from app.tabs.explore import trace_views
+from engine.errors import EngineError
+from engine.service import Explorer
+
+COLUMNS = ["id", "name", "paradigm", "question", "answer", "EM", "F1", "reader tokens",
+           "seconds", "saved", "notes"]
+
+
+def rows(explorer: Explorer) -> list[list]:
+    out = []
+    for r in explorer.store.list():
+        m = r.metrics
+        out.append([r.id, r.name, r.paradigm, r.question, r.answer,
+                    m.get("EM", ""), round(m["F1"], 2) if "F1" in m else "", r.reader_tokens,
+                    round(r.seconds, 2), r.created, r.notes])
+    return out
+
+
+def parse_ids(text: str) -> list[int]:
+    """Run ids from text like "3" or "3, 5"; a clear error for anything else."""
+    parts = [p for p in str(text or "").replace(",", " ").split() if p]
+    if not parts:
+        raise EngineError("Type a run id from the list (or two, like 3, 5, to compare).")
+    try:
+        return [int(p) for p in parts]
+    except ValueError:
+        raise EngineError(f"Run ids are numbers from the list; got {text!r}.") from None
+
+
+def build(explorer: Explorer) -> dict:
+    refresh = gr.Button("Refresh list")
+    table = gr.Dataframe(headers=COLUMNS, value=lambda: rows(explorer), wrap=True,
+                         interactive=False, label="Saved runs", elem_id="fe-sessions-table")
+    with gr.Row():
+        ids = gr.Textbox(label="Run id(s)", placeholder="3   or   3, 5", scale=2,
+                         elem_id="fe-session-ids")
+        open_ = gr.Button("Open", variant="primary", scale=1, elem_id="fe-open")
+        compare = gr.Button("Compare two", scale=1)
+        delete = gr.Button("Delete", variant="stop", scale=1)
+    with gr.Row():
+        export_jsonl = gr.Button("Export JSONL")
+        export_csv = gr.Button("Export CSV")
+        download = gr.File(label="Export", interactive=False)
+    message = gr.HTML(elem_id="fe-session-message")
+    banner = gr.HTML()
+    answer = gr.HTML(elem_id="fe-session-answer")
+    with gr.Row():
+        funnel_plot = gr.Plot(label="Funnel")
+        waterfall_plot = gr.Plot(label="Timing")
+    heatmap = gr.Plot(label="Reader attention")
+    tables = gr.HTML(elem_id="fe-session-tables")
+
+    def open_run(text):
+        try:
+            (run_id,) = parse_ids(text)[:1]
+            trace = explorer.store.load(run_id)
+        except EngineError as err:
+            return (error_box(str(err)), "", "", None, None, None, "")
+        return (f"<div class='fe-kept'>Run {run_id}, reopened from its saved trace.</div>",
+                *trace_views(trace))
+
+    def compare_runs(text):
+        try:
+            chosen = parse_ids(text)
+            if len(chosen) < 2:
+                raise EngineError("Give two run ids to compare, like 3, 5.")
+            traces = [explorer.store.load(i) for i in chosen]
+        except EngineError as err:
+            return (error_box(str(err)), "", "", None, None, None, "")
+        return ("", "", compare_table(traces), figures.compare_figure(traces), None, None, "")
+
+    def delete_run(text):
+        try:
+            for run_id in parse_ids(text):
+                explorer.store.delete(run_id)
+        except EngineError as err:
+            return error_box(str(err)), rows(explorer)
+        return f"<div class='fe-kept'>Deleted {text}.</div>", rows(explorer)
+
+    def export(kind):
+        text = explorer.store.export_jsonl() if kind == "jsonl" else explorer.store.export_csv()
+        folder = Path(tempfile.mkdtemp(prefix="funnel-export-"))
+        path = folder / f"funnel_runs.{kind}"
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    views = [message, banner, answer, funnel_plot, waterfall_plot, heatmap, tables]
+    refresh.click(lambda: rows(explorer), None, table, api_visibility="private")
+    open_.click(open_run, ids, views, api_visibility="private")
+    compare.click(compare_runs, ids, views, api_visibility="private")
+    delete.click(delete_run, ids, [message, table], api_visibility="private")
+    export_jsonl.click(lambda: export("jsonl"), None, download, api_visibility="private")
+    export_csv.click(lambda: export("csv"), None, download, api_visibility="private")
+    return {"table": table, "refresh": lambda: rows(explorer)}

@@ -1,0 +1,121 @@
+"""The engine as the app sees it: one object that runs paradigms, lists datasets and saves runs.
+
+`Explorer` ties together the background `Preparation` of one corpus, a paradigm per
+(name, config) built once and reused, the QA datasets found in the shared data folder, and
+the `SessionStore`. It holds no UI code; the Gradio callbacks only convert what it returns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from functools import lru_cache
+
+from engine.errors import ConfigError, EngineError
+from engine.paradigms import PARADIGMS, Paradigm, check_question, make_paradigm
+from engine.readiness import Preparation
+from engine.sessions import SessionStore
+from engine.trace import RunTrace
+from engine.types import Dataset, Question
+
+logger = logging.getLogger(__name__)
+
+# QA files of the shared data folder offered in the question picker (path -> label).
+DATASETS = {
+    "hotpotqa/dev500_contexts.jsonl": "HotpotQA dev500",
+    "hotpotqa/train100.json": "HotpotQA train100",
+    "musique/train100.json": "MuSiQue train100",
+    "squad/small_v2.json": "SQuAD v2 (small)",
+    "nq_open/dev.jsonl": "NQ-open dev",
+}
+MAX_CONFIG_CHARS = 10_000
+
+
+class NotReady(EngineError):
+    """A paradigm's models or indexes are still being prepared."""
+
+
+class Explorer:
+    """Runs questions through paradigms over one prepared corpus; saves and reloads runs."""
+
+    def __init__(self, preparation: Preparation, store: SessionStore) -> None:
+        self.preparation = preparation
+        self.store = store
+        self._paradigms: dict[tuple[str, str], Paradigm] = {}
+        self._lock = threading.Lock()
+
+    # --- running --------------------------------------------------------------------------
+
+    def paradigm(self, name: str, config_json: str = "") -> Paradigm:
+        """The paradigm `name` with a JSON config (defaults when empty), built once."""
+        if name not in PARADIGMS:
+            make_paradigm(name, None)  # raises the ConfigError listing the choices
+        config = parse_config(config_json)
+        waiting = self.preparation.missing(name)
+        if waiting:
+            raise NotReady(f"'{name}' is not ready yet; waiting for: "
+                           + "; ".join(t.describe() for t in waiting))
+        key = (name, json.dumps(config, sort_keys=True))
+        with self._lock:
+            if key not in self._paradigms:
+                self._paradigms[key] = make_paradigm(name, self.preparation.corpus, config)
+            return self._paradigms[key]
+
+    def stream(self, question: str | Question, name: str,
+               config_json: str = "") -> Iterator[RunTrace]:
+        """The run's trace after every stage, then the finished trace."""
+        if isinstance(question, str):
+            question = check_question(question)
+        return self.paradigm(name, config_json).stream(question)
+
+    def run(self, question: str | Question, name: str, config_json: str = "") -> RunTrace:
+        *_, trace = self.stream(question, name, config_json)
+        return trace
+
+    def status(self) -> list[str]:
+        return self.preparation.status_lines()
+
+    # --- datasets -------------------------------------------------------------------------
+
+    def datasets(self) -> dict[str, str]:
+        """{relative path: label} of the QA files present in the shared data folder."""
+        from engine.paths import shared_data_dir
+
+        root = shared_data_dir()
+        return {path: label for path, label in DATASETS.items() if (root / path).exists()}
+
+    def questions(self, dataset: str, limit: int = 300) -> tuple[Question, ...]:
+        """The first `limit` questions of a listed dataset."""
+        if dataset not in DATASETS:
+            raise ConfigError(f"Unknown dataset {dataset!r}. Choose one of: "
+                              f"{', '.join(DATASETS)}.")
+        return _dataset(dataset).questions[:limit]
+
+
+def parse_config(config_json: str) -> dict:
+    """A paradigm config from JSON text ('' or whitespace means the defaults)."""
+    text = (config_json or "").strip()
+    if not text:
+        return {}
+    if len(text) > MAX_CONFIG_CHARS:
+        raise ConfigError(f"The config is {len(text):,} characters; the limit is "
+                          f"{MAX_CONFIG_CHARS:,}.")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"The config is not valid JSON ({err.msg} at line {err.lineno}, "
+                          f"column {err.colno}). Example: {{\"K\": 10, \"N\": 8}}.") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"The config must be a JSON object such as {{\"K\": 10}}, "
+                          f"not {type(config).__name__}.")
+    return config
+
+
+@lru_cache(maxsize=8)
+def _dataset(path: str) -> Dataset:
+    from engine.loaders import read_dataset
+    from engine.paths import shared_data_dir
+
+    return read_dataset(shared_data_dir() / path)

@@ -1,0 +1,135 @@
+"""The UI's pure parts: figures and HTML from a small trace, escaping, the failsafe, the
+question cut and the config JSON built from the widgets."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from app import figures
+from app.formatting import answer_box, compare_table, gold_banner, highlight, stage_table
+from app.params import config_json
+from app.tabs.explore import clip_question
+from app.tabs.sessions import parse_ids
+from engine.errors import EngineError
+from engine.paradigms import MAX_QUESTION_CHARS, FlatConfig, FunnelConfig, config_from_dict
+from engine.trace import StageResult
+from engine.types import Candidate, Unit
+from tests.fakes import sample_trace
+
+
+def test_funnel_figure_counts_in_kept_and_gold(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    fig = figures.funnel_figure(trace)
+    names = [bar.name for bar in fig.data]
+    assert names == ["candidates in", "kept", "kept, holding gold"]
+    assert list(fig.data[0].x) == [s.n_in for s in trace.stages]
+    assert list(fig.data[1].x) == [len(s.candidates) for s in trace.stages]
+    assert list(fig.data[2].x)[-1] == 0  # the river stage kept no gold
+
+
+def test_waterfall_adds_up_to_the_total(tiny_corpus):
+    trace = replace(sample_trace(tiny_corpus), reader_seconds=0.5)
+    (bars,) = figures.waterfall_figure(trace).data
+    assert list(bars.x) == ["overlap", "rivers", "answer", "total"]
+    assert list(bars.measure)[-1] == "total"
+    assert bars.text[-1] == f"{sum(s.seconds for s in trace.stages) + 0.5:.2f} s"
+
+
+def _with_attention(trace):
+    attn = np.arange(2 * 3 * 2, dtype=float).reshape(2, 3, 2)  # passage, layer, head
+    extras = {"attention": attn.tolist(), "attention_passages": ["p<1>", "p2"],
+              "top_tokens": [["Seur", "<b>"], ["Dan"]], "answered_from": ["p2"]}
+    last = replace(trace.stages[-1], extras=extras)
+    return replace(trace, stages=(*trace.stages[:-1], last)), attn
+
+
+def test_heatmap_by_layers_or_heads_with_escaped_hover(tiny_corpus):
+    trace, attn = _with_attention(sample_trace(tiny_corpus))
+    (layers,) = figures.heatmap_figure(trace, "layers").data
+    assert np.allclose(np.asarray(layers.z), attn.mean(axis=2))
+    assert list(layers.y) == ["p&lt;1&gt;", "* p2"]  # markup shown as text; * = answered
+    assert "&lt;b&gt;" in layers.text[0][0] and "<b>" not in layers.text[0][0]
+    (heads,) = figures.heatmap_figure(trace, "heads").data
+    assert np.asarray(heads.z).shape == (2, 2)
+
+
+def test_heatmap_without_attention_says_so(tiny_corpus):
+    fig = figures.heatmap_figure(sample_trace(tiny_corpus))
+    assert "no reader attention" in fig.layout.annotations[0].text
+
+
+def test_a_failing_figure_becomes_a_message():
+    fig = figures.funnel_figure(None)
+    assert not fig.data and "funnel_figure could not be drawn" in fig.layout.annotations[0].text
+
+
+def test_corpus_markup_is_shown_as_text(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    evil = Unit("x", "<img src=x onerror=alert(1)>", "<script>alert('Seurat')</script>",
+                ("x",), "documents")
+    stage = StageResult("evil", "documents", 1, (Candidate(evil, 1.0, 1),), 0.0)
+    trace = replace(trace, stages=(stage,), gold_flags=())
+    html = stage_table(trace, 0)
+    assert "<script>" not in html and "<img" not in html
+    assert "&lt;script&gt;" in html and "&lt;img" in html
+
+
+def test_highlight_marks_gold_and_query_words_without_breaking_markup():
+    out = highlight("Georges Seurat painted A Sunday <b>Afternoon</b>",
+                    "Who painted Sunday Afternoon?", ["Georges Seurat"])
+    assert '<mark class="gold">Georges Seurat</mark>' in out
+    assert "<mark>painted</mark>" in out and "<mark>Sunday</mark>" in out
+    assert "&lt;b&gt;<mark>Afternoon</mark>&lt;/b&gt;" in out
+    assert "<mark>Who</mark>" not in out  # stopword
+
+
+def test_clusters_expand_to_members_and_documents_to_passages(tiny_corpus):
+    from engine.chunking import Chunker
+    from engine.pipeline import chunk_documents, expand_to_documents
+
+    cluster = Candidate(Unit("c0", "Danube", "", ("Danube", "Budapest"), "clusters"), 2.0, 1)
+    docs = expand_to_documents(tiny_corpus, (cluster,))
+    passages = chunk_documents(tiny_corpus, docs[:1], Chunker(8))
+    stages = (StageResult("bm25", "clusters", 9, (cluster,), 0.0),
+              StageResult("pre", "documents", 2, docs[:1], 0.0),
+              StageResult("post", "passages", len(passages), passages[:1], 0.0))
+    trace = replace(sample_trace(tiny_corpus), stages=stages, gold_flags=())
+    clusters_html = stage_table(trace, 0)
+    assert "<b>Danube</b> (kept)" in clusters_html and "<li>Budapest</li>" in clusters_html
+    assert "Danube#0 (rank 1)" in stage_table(trace, 1)
+
+
+def test_gold_banner_answer_box_and_compare_table(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    assert "lost at stage <b>rivers</b>" in gold_banner(trace)
+    assert "EM 1" in answer_box(trace) and "42 tokens" in answer_box(trace)
+    assert gold_banner(replace(trace, gold=None)) == ""
+    table = compare_table([trace, replace(trace, paradigm="other")])
+    assert "<th>fake</th><th>other</th>" in table and "AR@1" in table
+
+
+def test_long_questions_are_cut_with_a_notice():
+    text, notice = clip_question("x" * 10_000)
+    assert len(text) == MAX_QUESTION_CHARS and "10,000 characters" in notice
+    assert clip_question("  short  ") == ("short", "")
+
+
+def test_widget_values_make_configs_the_engine_accepts():
+    funnel = json.loads(config_json("funnel", 5, 4, 2, "funnelrag", 1024, 8, "eq3", 50, 4))
+    cfg = config_from_dict(FunnelConfig, funnel)
+    assert (cfg.K, cfg.N, cfg.H, cfg.cluster_tokens, cfg.reader.lr) == (5, 4, 2, 1024, 8)
+    flat = config_from_dict(FlatConfig, json.loads(config_json("flat", 5, 4, 2, "longrag",
+                                                               2048, 4, "eq3", 30, 3)))
+    assert (flat.M, flat.k) == (30, 3)
+
+
+def test_run_ids_are_parsed_or_refused_clearly():
+    assert parse_ids("3, 5") == [3, 5] and parse_ids(" 7 ") == [7]
+    with pytest.raises(EngineError, match="got 'a; drop'"):
+        parse_ids("a; drop")
+    with pytest.raises(EngineError, match="Type a run id"):
+        parse_ids("")
