@@ -1,0 +1,136 @@
+"""Background preparation and the app-facing Explorer, with fake tasks and a fake paradigm."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import pytest
+
+from engine import paradigms, readiness
+from engine.errors import ConfigError
+from engine.paradigms import Paradigm
+from engine.readiness import Preparation, Task
+from engine.service import Explorer, NotReady, parse_config
+from engine.sessions import SessionStore
+from engine.trace import RunTrace
+from tests.fakes import WordOverlapRanker
+
+
+def fake_preparation(tiny_corpus, actions: dict) -> Preparation:
+    prep = Preparation("tiny", dense=False)
+    prep.tasks = {name: Task(name, f"task {name}", action) for name, action in actions.items()}
+    return prep
+
+
+def test_tasks_run_in_order_report_progress_and_a_failure_stays_local(tiny_corpus):
+    seen = []
+
+    def counting(progress):
+        for i in range(1, 4):
+            progress(i, 3)
+        seen.append("clusters")
+
+    def broken(progress):
+        raise OSError("disk full")
+
+    prep = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus,
+                                          "clusters": counting, "reader": broken,
+                                          "preranker": lambda p: seen.append("preranker")})
+    prep.run()
+    states = {n: t.state for n, t in prep.tasks.items()}
+    assert states == {"corpus": "ready", "clusters": "ready", "reader": "failed",
+                      "preranker": "ready"}
+    assert seen == ["clusters", "preranker"]
+    assert (prep.tasks["clusters"].done, prep.tasks["clusters"].total) == (3, 3)
+    assert "FAILED - disk full" in prep.tasks["reader"].describe()
+    assert [t.name for t in prep.missing("funnel")] == ["reader"]
+    assert not prep.ready() and prep.corpus is tiny_corpus
+
+
+def test_without_a_corpus_nothing_else_is_attempted(tiny_corpus):
+    called = []
+    prep = fake_preparation(tiny_corpus, {
+        "corpus": lambda p: (_ for _ in ()).throw(ValueError("bad file")),
+        "clusters": lambda p: called.append(1)})
+    prep.run()
+    assert prep.tasks["clusters"].error == "the corpus did not load" and not called
+
+
+def test_background_thread_shows_running_progress_then_ready(tiny_corpus):
+    gate = threading.Event()
+
+    def slow(progress):
+        progress(5, 20)
+        gate.wait(10)
+
+    prep = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus, "dense": slow})
+    prep.start()
+    for _ in range(200):
+        if prep.tasks["dense"].state == "running" and prep.tasks["dense"].done == 5:
+            break
+        threading.Event().wait(0.01)
+    assert "building 5/20 (25%)" in prep.tasks["dense"].describe()
+    assert [t.name for t in prep.missing("flat")] == ["dense"]
+    gate.set()
+    assert prep.wait(10) and prep.ready()
+
+
+class EchoParadigm(Paradigm):
+    name = "echo"
+
+    def _steps(self, question):
+        from engine.pipeline import expand_to_documents, run_stage
+        from tests.fakes import clusters
+
+        docs = expand_to_documents(self.corpus, clusters(self.corpus))
+        yield run_stage(WordOverlapRanker(), question, docs, self.config.k)
+        yield "Georges Seurat", 7, 0.0
+
+
+@dataclass(frozen=True)
+class EchoConfig:
+    k: int = 2
+
+
+@pytest.fixture
+def explorer(tiny_corpus, tmp_path, monkeypatch):
+    monkeypatch.setitem(paradigms.PARADIGMS, "echo", (EchoParadigm, EchoConfig))
+    monkeypatch.setitem(readiness.NEEDS, "echo", ("corpus",))
+    prep = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus}).run()
+    store = SessionStore(tmp_path / "s.duckdb")
+    yield Explorer(prep, store)
+    store.close()
+
+
+def test_explorer_runs_streams_and_reuses_paradigms(explorer):
+    traces = list(explorer.stream("seurat painting", "echo", '{"k": 1}'))
+    assert [len(t.stages) for t in traces] == [1, 1] and traces[-1].answer == "Georges Seurat"
+    assert len(traces[-1].stages[0].candidates) == 1
+    assert explorer.paradigm("echo", '{"k": 1}') is explorer.paradigm("echo", ' {"k":1} ')
+    trace = explorer.run("seurat painting", "echo")
+    run_id = explorer.store.save(trace)
+    assert explorer.store.load(run_id) == trace and isinstance(trace, RunTrace)
+
+
+def test_explorer_refuses_bad_input_clearly(explorer):
+    with pytest.raises(ConfigError, match="Unknown paradigm 'nope'.*echo"):
+        explorer.run("q", "nope")
+    with pytest.raises(ConfigError, match="question is empty"):
+        explorer.run("   ", "echo")
+    with pytest.raises(ConfigError, match="Unknown option.*K.*Valid options: k"):
+        explorer.run("q", "echo", '{"K": 3}')
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        parse_config("{K: 3")
+    with pytest.raises(ConfigError, match="must be a JSON object"):
+        parse_config("[1, 2]")
+    with pytest.raises(ConfigError, match="Unknown dataset 'x.json'"):
+        explorer.questions("x.json")
+
+
+def test_a_paradigm_waiting_for_preparation_says_for_what(explorer, tiny_corpus):
+    explorer.preparation.tasks["dense"] = Task("dense", "dense index", lambda p: None,
+                                               state="running", done=10, total=40)
+    with pytest.raises(NotReady, match=r"'flat' is not ready yet; waiting for: .*"
+                                       r"dense index: building 10/40 \(25%\)"):
+        explorer.run("q", "flat")
