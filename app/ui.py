@@ -53,7 +53,7 @@ def build_app(explorer: Explorer) -> gr.Blocks:
 
 
 def _api(explorer: Explorer) -> None:
-    """Named endpoints for gradio_client: run, save_run, list_runs, load_run."""
+    """Named endpoints for gradio_client: run, save_run, list_runs, load_run, status."""
 
     def run(question: str, paradigm: str = "funnel", config_json: str = "") -> str:
         """Run `question` through `paradigm` (config as JSON); returns the trace JSON."""
@@ -85,7 +85,13 @@ def _api(explorer: Explorer) -> None:
         except EngineError as err:
             raise gr.Error(str(err)) from None
 
-    for fn in (run, save_run, list_runs, load_run):
+    def status() -> str:
+        """Preparation progress: {"ready": {paradigm: bool}, "tasks": [line, ...]}."""
+        prep = explorer.preparation
+        return json.dumps({"ready": {p: not prep.missing(p) for p in ("funnel", "flat")},
+                           "tasks": explorer.status()})
+
+    for fn in (run, save_run, list_runs, load_run, status):
         gr.api(fn, api_name=fn.__name__)
 
 

@@ -50,10 +50,10 @@ def build(explorer: Explorer) -> dict:
     gold_info = gr.Markdown()
     with gr.Row():
         question = gr.Textbox(label="Question", value=EXAMPLE, scale=4, lines=1,
-                              max_length=4 * MAX_QUESTION_CHARS)
+                              max_length=4 * MAX_QUESTION_CHARS, elem_id="fe-question")
         paradigm = gr.Radio(list(PARADIGMS), value="funnel", label="Paradigm", scale=1)
     params = param_widgets()
-    run = gr.Button("Run", variant="primary")
+    run = gr.Button("Run", variant="primary", elem_id="fe-run")
     notice = gr.HTML(elem_id="fe-notice")
     banner = gr.HTML(elem_id="fe-banner")
     answer = gr.HTML(elem_id="fe-answer")
@@ -64,9 +64,9 @@ def build(explorer: Explorer) -> dict:
     heatmap = gr.Plot(label="Reader attention", elem_id="fe-heatmap")
     tables = gr.HTML(elem_id="fe-tables")
     with gr.Row():
-        save_name = gr.Textbox(label="Run name", scale=2)
+        save_name = gr.Textbox(label="Run name", scale=2, elem_id="fe-save-name")
         save_notes = gr.Textbox(label="Notes", scale=3)
-        save = gr.Button("Save run", scale=1)
+        save = gr.Button("Save run", scale=1, elem_id="fe-save")
     saved = gr.HTML(elem_id="fe-saved")
 
     def load_dataset(path):

@@ -1,0 +1,179 @@
+"""The app as a user meets it: `python app.py` in its own process over a tiny corpus, real
+packaged models, driven through the real Gradio client and a real headless Chromium.
+
+The browser test needs Debian's chromium and the playwright package (`.ci/run` installs
+both); it is skipped, saying so, where either is missing. Screenshots go to
+FUNNEL_ARTIFACTS (default: <repo>/test-artifacts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+QUESTION = "Who painted A Sunday Afternoon on the Island of La Grande Jatte?"
+EVIL = "<img src=x onerror=\"document.title='pwned'\"> Seurat trap"
+DOCS = [
+    ("Georges Seurat", "Georges Seurat was a French painter who devised pointillism. He "
+     "painted A Sunday Afternoon on the Island of La Grande Jatte from 1884 to 1886."),
+    ("A Sunday Afternoon", "A Sunday Afternoon on the Island of La Grande Jatte is the best "
+     "known painting by Georges Seurat."),
+    ("Pointillism", "Pointillism is a technique of painting small dots of colour."),
+    ("Danube", "The Danube is a river that flows through Vienna and Budapest."),
+    ("Budapest", "Budapest is the capital of Hungary, on the Danube."),
+    ("Trap", f"{EVIL}. A Sunday Afternoon painter quiz."),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def live_app(tmp_path_factory):
+    """(url, client) of a running app whose funnel and flat are both ready."""
+    from gradio_client import Client
+
+    root = tmp_path_factory.mktemp("live")
+    corpus = root / "tiny.jsonl"
+    corpus.write_text("\n".join(json.dumps({"id": t, "title": t, "text": x}) for t, x in DOCS))
+    port = _free_port()
+    env = {**os.environ, "FUNNEL_DATA_DIR": str(root / "data"), "FUNNEL_PORT": str(port),
+           "FUNNEL_CORPUS": str(corpus), "OMP_NUM_THREADS": "1"}
+    log = (root / "app.log").open("w")
+    server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log,
+                              stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        client = _wait_for(lambda: Client(url, verbose=False), 180, server, root)
+        _wait_for(lambda: _ready(client), 900, server, root)
+        yield url, client
+    finally:
+        server.terminate()
+        server.wait(30)
+        log.close()
+
+
+def _ready(client) -> bool:
+    status = json.loads(client.predict(api_name="/status"))
+    if not all(status["ready"].values()):
+        raise RuntimeError("; ".join(status["tasks"]))
+    return True
+
+
+def _wait_for(probe, seconds, server, root):
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return probe()
+        except Exception as err:  # noqa: BLE001 - retried until the deadline
+            if server.poll() is not None or time.monotonic() > deadline:
+                tail = (root / "app.log").read_text()[-3000:]
+                pytest.fail(f"app not ready ({err}); log tail:\n{tail}")
+            time.sleep(1)
+
+
+def test_api_runs_saves_lists_and_reloads_exactly(live_app):
+    _, client = live_app
+    trace = json.loads(client.predict(QUESTION, "funnel", '{"K": 2, "N": 3, "H": 2}',
+                                      api_name="/run"))
+    assert [s["name"] for s in trace["stages"]] == ["bm25", "preranker", "postranker"]
+    assert trace["answer"] and trace["config"]["N"] == 3
+    flat = json.loads(client.predict(QUESTION, "flat", "", api_name="/run"))
+    assert [s["name"] for s in flat["stages"]] == ["dense", "reranker"]
+    run_id = client.predict(json.dumps(trace), "api run", "<b>notes</b>", api_name="/save_run")
+    listed = json.loads(client.predict(api_name="/list_runs"))
+    assert listed[0]["id"] == run_id and listed[0]["notes"] == "<b>notes</b>"
+    assert json.loads(client.predict(run_id, api_name="/load_run")) == trace
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("   ", "funnel", ""), "question is empty"),
+    ((QUESTION, "sparse", ""), "Unknown paradigm 'sparse'. Valid choices: funnel, flat"),
+    ((QUESTION, "funnel", '{"K": 0}'), "K"),
+    ((QUESTION, "funnel", "{oops"), "not valid JSON"),
+    (("x" * 10_000, "funnel", ""), "limit is 2,000"),
+])
+def test_api_bad_input_gets_a_clear_error(live_app, args, message):
+    from gradio_client.exceptions import AppError
+
+    _, client = live_app
+    with pytest.raises(AppError, match=message):
+        client.predict(*args, api_name="/run")
+    with pytest.raises(AppError, match="No saved run with id 99999"):
+        client.predict(99999, api_name="/load_run")
+
+
+def test_browser_explore_save_and_reopen(live_app):
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="pip install playwright (browser tests)")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium missing: apt-get install -y chromium")
+    url, _ = live_app
+    artifacts = Path(os.environ.get("FUNNEL_ARTIFACTS", ROOT / "test-artifacts"))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.goto(url)
+        title = page.title()
+        page.locator("#fe-question textarea").fill("Which painting is the Seurat trap quiz?")
+        page.locator("#fe-run").click()
+        tables = page.locator("#fe-tables table.fe-table")
+        tables.nth(2).wait_for(timeout=180_000)  # clusters, documents, passages
+        page.locator("#fe-heatmap .js-plotly-plot").wait_for(timeout=60_000)
+        page.locator("#fe-answer .fe-answer-box").wait_for(timeout=60_000)
+        assert tables.count() == 3
+        # corpus markup is text, not markup: the trap document's tag shows, never runs
+        assert page.title() == title
+        assert "<img src=x" in page.locator("#fe-tables").inner_text()
+        page.screenshot(path=str(artifacts / "explore.png"), full_page=True)
+        page.locator("#fe-save-name textarea").fill("browser run")
+        page.locator("#fe-save").click()
+        saved = page.locator("#fe-saved")
+        saved.get_by_text("Saved as run").wait_for(timeout=30_000)
+        run_id = saved.inner_text().split("run")[-1].strip(" .")
+        page.get_by_role("tab", name="Sessions").click()
+        page.locator("#fe-sessions-table").get_by_text("browser run").wait_for(timeout=30_000)
+        page.locator("#fe-session-ids textarea").fill(run_id)
+        page.locator("#fe-open").click()
+        page.locator("#fe-session-tables table.fe-table").nth(2).wait_for(timeout=30_000)
+        assert f"Run {run_id}, reopened" in page.locator("#fe-session-message").inner_text()
+        page.screenshot(path=str(artifacts / "sessions.png"), full_page=True)
+        browser.close()
+
+
+def test_browser_empty_question_gets_a_message(live_app):
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="pip install playwright (browser tests)")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium missing: apt-get install -y chromium")
+    url, _ = live_app
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page()
+        page.goto(url)
+        page.locator("#fe-question textarea").fill("   ")
+        page.locator("#fe-run").click()
+        notice = page.locator("#fe-notice .fe-error")
+        notice.wait_for(timeout=30_000)
+        assert "The question is empty" in notice.inner_text()
+        assert "Traceback" not in page.content()
+        browser.close()
