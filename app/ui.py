@@ -39,7 +39,9 @@ def build_app(explorer: Explorer) -> gr.Blocks:
                     "clusters → documents → passages → answer.")
         status = gr.HTML(status_html(explorer), elem_id="fe-status")
         timer = gr.Timer(STATUS_SECONDS)
-        timer.tick(lambda: status_html(explorer), None, status, api_visibility="private")
+        timer.tick(lambda: (status_html(explorer),
+                            gr.Timer(active=not explorer.preparation.ready())),
+                   None, [status, timer], api_visibility="private")
         with gr.Tabs():
             with gr.Tab("Explore", id="explore"):
                 shared = explore.build(explorer)
