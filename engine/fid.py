@@ -15,6 +15,7 @@ ends); attention is `eager` throughout because the scoring step needs the weight
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,17 @@ from engine import attention
 from engine.errors import check_range
 
 SYSTEM_PROMPT = "Answer the question from the context in a few words."
+
+
+_PREAMBLE_RE = re.compile(r"^\s*(?:(?:so,?\s+)?the\s+(?:final\s+|short\s+)?answer\s+is\s*:?"
+                          r"|answer\s*:)\s*", re.IGNORECASE)
+
+
+def short_answer(text: str) -> str:
+    """The answer a reader gave, without a leading "The answer is:"/"Answer:", and its first
+    non-empty line only (the small reader tends to repeat itself after a line break)."""
+    text = _PREAMBLE_RE.sub("", text.strip(), count=1)
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
 @dataclass(frozen=True)
@@ -104,7 +116,7 @@ class FiDReader:
             answer_ids = self._generate(blocks, chosen)
             done = time.perf_counter()
         return ReaderOutput(
-            answer=self.tokenizer.decode(answer_ids, skip_special_tokens=True).strip(),
+            answer=short_answer(self.tokenizer.decode(answer_ids, skip_special_tokens=True)),
             scores=tuple(scores),
             attention=np.stack([attention.summary(a, cfg.lr) for a in attn]),
             top_tokens=tuple(self._top_tokens(blocks, i, a) for i, a in enumerate(attn)),
@@ -187,7 +199,12 @@ class FiDReader:
         return [rows[:, :, i, a:b] for i, (a, b) in enumerate(blocks.spans)]
 
     def _generate(self, blocks: _Blocks, chosen: Sequence[int]) -> list[int]:
-        """Greedy answer over the chosen blocks' fused cache."""
+        """Greedy answer over the chosen blocks' fused cache.
+
+        SmolLM2 over fused blocks likes to open with "The answer is:" and then stop, so the
+        end token is refused until `short_answer` of the text so far is non-empty, and
+        decoding stops at the first line break after some content.
+        """
         import torch
 
         cache = self._fused_cache(blocks, chosen)
@@ -197,8 +214,12 @@ class FiDReader:
             out = self._step(cache, mask, new_ids, position)
             mask = torch.cat([mask, mask.new_ones(1, len(new_ids))], dim=1)
             position += len(new_ids)
-            token = int(out.logits[0, -1].argmax())
-            if token == self.eos_id:
+            logits = out.logits[0, -1]
+            said = short_answer(self.tokenizer.decode(answer, skip_special_tokens=True))
+            if not said:
+                logits[self.eos_id] = float("-inf")
+            token = int(logits.argmax())
+            if token == self.eos_id or (said and "\n" in self.tokenizer.decode([token])):
                 break
             answer.append(token)
             new_ids = [token]

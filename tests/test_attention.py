@@ -61,3 +61,19 @@ def test_empty_passages_and_bad_names():
     with pytest.raises(ConfigError, match="lr=0 is out of range"):
         passage_score(ATTN, "eq3", 0)
     assert len(SCHEMES) == 6
+
+
+@pytest.mark.parametrize(("said", "answer"), [
+    ("The answer is: Terry Richardson.\n\nThe answer is: Terry Richardson.", "Terry Richardson."),
+    ("The answer is:\nAladin", "Aladin"),
+    ("Answer: 1986", "1986"),
+    ("the final answer is 3,677 seated", "3,677 seated"),
+    ("Answers to the Sphinx", "Answers to the Sphinx"),  # a title, not a preamble
+    ("Washington, D.C.", "Washington, D.C."),
+    ("The answer is:", ""),
+    ("  \n Danube \n more", "Danube"),
+])
+def test_short_answer_strips_preamble_and_keeps_the_first_line(said, answer):
+    from engine.fid import short_answer
+
+    assert short_answer(said) == answer
