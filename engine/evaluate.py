@@ -25,12 +25,22 @@ logger = logging.getLogger(__name__)
 
 
 def eval_corpus(dataset: Dataset, spec: str = "pooled") -> Corpus:
-    """Corpus `spec` plus the dataset's own documents (merged by id)."""
+    """Corpus `spec` plus the dataset's own documents (merged by id).
+
+    When the corpus already holds every one of them (dev500 inside the pooled corpus), it is
+    returned unchanged, so its cached indexes are reused instead of rebuilt.
+    """
     base = load_corpus(spec)
-    if not dataset.documents:
+    extra = [d for d in dataset.documents if not _holds(base, d)]
+    if not extra:
         return base
     return Corpus(f"{base.name}+{dataset.name}",
-                  tuple(merge_documents([*base.documents, *dataset.documents])))
+                  tuple(merge_documents([*base.documents, *extra])))
+
+
+def _holds(corpus: Corpus, doc) -> bool:
+    kept = corpus.by_id.get(doc.id)
+    return kept is not None and " ".join(doc.text.split()) in " ".join(kept.text.split())
 
 
 def row(trace: RunTrace) -> dict:
