@@ -109,7 +109,7 @@ def build(explorer: Explorer) -> dict:
             return None
         return figures.heatmap_figure(RunTrace.from_json(trace_json), heat)
 
-    def save_run(trace_json, name, notes):
+    def save_current(trace_json, name, notes):
         if not trace_json:
             return error_box("Run a question first; there is nothing to save yet.")
         try:
@@ -127,5 +127,5 @@ def build(explorer: Explorer) -> dict:
     for trigger in (run.click, question.submit):
         trigger(ask, inputs, outputs, api_visibility="private")
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, api_visibility="private")
-    save.click(save_run, [trace_state, save_name, save_notes], saved, api_visibility="private")
+    save.click(save_current, [trace_state, save_name, save_notes], saved, api_visibility="private")
     return {"trace_state": trace_state, "gold_state": gold_state, "question": question}
