@@ -14,10 +14,15 @@ from engine.units import document_unit, passage_units
 
 
 def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) -> StageResult:
-    """Run `stage` and wrap its output with its name, input size and wall time."""
+    """Run `stage` and wrap its output with its name, input size and wall time.
+
+    The input size of a first-stage retriever (no candidates in) is the number of units its
+    index searched, so a funnel's first bar shows the whole haystack.
+    """
     start = time.perf_counter()
     out = stage.run(query, candidates, k)
-    return StageResult(name=stage.name, granularity=stage.granularity, n_in=len(candidates),
+    n_in = len(candidates) or len(getattr(getattr(stage, "index", None), "units", ()))
+    return StageResult(name=stage.name, granularity=stage.granularity, n_in=n_in,
                        candidates=out.candidates, seconds=time.perf_counter() - start,
                        extras=out.extras)
 

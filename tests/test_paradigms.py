@@ -42,12 +42,15 @@ def shared_models(models_dir, monkeypatch):
 
 
 def test_funnel_end_to_end(tiny_corpus, shared_models):
-    partial = list(make_paradigm("funnel", tiny_corpus, FUNNEL).stream(QUESTION))
+    funnel = make_paradigm("funnel", tiny_corpus, FUNNEL)
+    partial = list(funnel.stream(QUESTION))
     assert [len(t.stages) for t in partial] == [1, 2, 3, 3]  # a trace per stage, then done
     assert [t.answer for t in partial[:3]] == ["", "", ""]
     trace = partial[-1]
     assert partial[1].stages == trace.stages[:2] and partial[0].gold_flags
     first, pre, post = trace.stages
+    assert first.n_in == len(funnel.clusters.units) > 0  # the haystack the first stage searched
+    assert pre.n_in == len({d for c in first.candidates for d in c.unit.doc_ids})
     assert [s.name for s in trace.stages] == ["bm25", "preranker", "postranker"]
     assert [s.granularity for s in trace.stages] == ["clusters", "documents", "passages"]
     assert len(first.candidates) <= 2 and len(pre.candidates) <= 2
