@@ -118,62 +118,60 @@ def test_api_bad_input_gets_a_clear_error(live_app, args, message):
         client.predict(99999, api_name="/load_run")
 
 
-def test_browser_explore_save_and_reopen(live_app):
+@pytest.fixture
+def browser():
+    """Headless Debian chromium (no sandbox as root; no background calls on a closed net)."""
     sync_api = pytest.importorskip("playwright.sync_api",
                                    reason="pip install playwright (browser tests)")
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian chromium missing: apt-get install -y chromium")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        yield launched
+        launched.close()
+
+
+def test_browser_explore_save_and_reopen(live_app, browser):
     url, _ = live_app
     artifacts = Path(os.environ.get("FUNNEL_ARTIFACTS", ROOT / "test-artifacts"))
     artifacts.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1800})
-        page.goto(url)
-        page.locator("#fe-question textarea").fill("Which painting is the Seurat trap quiz?")
-        page.locator("#fe-run").click()
-        tables = page.locator("#fe-tables table.fe-table")
-        tables.nth(2).wait_for(timeout=180_000)  # clusters, documents, passages
-        page.locator("#fe-heatmap .js-plotly-plot").wait_for(timeout=60_000)
-        page.locator("#fe-answer .fe-answer-box").wait_for(timeout=60_000)
-        assert tables.count() == 3
-        # corpus markup is text, not markup: the trap document's tag shows, never runs
-        assert page.title() == "Funnel Explorer"  # the onerror handler never ran
-        assert "<img src=x" in page.locator("#fe-tables").inner_text()
-        page.screenshot(path=str(artifacts / "explore.png"), full_page=True)
-        page.locator("#fe-save-name textarea").fill("browser run")
-        page.locator("#fe-save").click()
-        saved = page.locator("#fe-saved")
-        saved.get_by_text("Saved as run").wait_for(timeout=30_000)
-        run_id = saved.inner_text().split("run")[-1].strip(" .")
-        page.get_by_role("tab", name="Sessions").click()
-        listed = page.locator("#fe-sessions-table").get_by_text("browser run")
-        listed.filter(visible=True).first.wait_for(timeout=30_000)
-        page.locator("#fe-session-ids textarea").fill(run_id)
-        page.locator("#fe-open").click()
-        page.locator("#fe-session-tables table.fe-table").nth(2).wait_for(timeout=30_000)
-        assert f"Run {run_id}, reopened" in page.locator("#fe-session-message").inner_text()
-        page.screenshot(path=str(artifacts / "sessions.png"), full_page=True)
-        browser.close()
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.goto(url)
+    page.locator("#fe-question textarea").fill("Which painting is the Seurat trap quiz?")
+    page.locator("#fe-run").click()
+    tables = page.locator("#fe-tables table.fe-table")
+    tables.nth(2).wait_for(timeout=180_000)  # clusters, documents, passages
+    page.locator("#fe-heatmap .js-plotly-plot").wait_for(timeout=60_000)
+    page.locator("#fe-answer .fe-answer-box").wait_for(timeout=60_000)
+    assert tables.count() == 3
+    # corpus markup is text, not markup: the trap document's tag shows, never runs
+    assert page.title() == "Funnel Explorer"  # the onerror handler never ran
+    assert "<img src=x" in page.locator("#fe-tables").inner_text()
+    page.screenshot(path=str(artifacts / "explore.png"), full_page=True)
+    page.locator("#fe-save-name textarea").fill("browser run")
+    page.locator("#fe-save").click()
+    saved = page.locator("#fe-saved")
+    saved.get_by_text("Saved as run").wait_for(timeout=30_000)
+    run_id = saved.inner_text().split("run")[-1].strip(" .")
+    page.get_by_role("tab", name="Sessions").click()
+    listed = page.locator("#fe-sessions-table").get_by_text("browser run")
+    listed.filter(visible=True).first.wait_for(timeout=30_000)
+    page.locator("#fe-session-ids textarea").fill(run_id)
+    page.locator("#fe-open").click()
+    page.locator("#fe-session-tables table.fe-table").nth(2).wait_for(timeout=30_000)
+    assert f"Run {run_id}, reopened" in page.locator("#fe-session-message").inner_text()
+    page.screenshot(path=str(artifacts / "sessions.png"), full_page=True)
 
 
-def test_browser_empty_question_gets_a_message(live_app):
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="pip install playwright (browser tests)")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium missing: apt-get install -y chromium")
+def test_browser_empty_question_gets_a_message(live_app, browser):
     url, _ = live_app
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        page = browser.new_page()
-        page.goto(url)
-        page.locator("#fe-question textarea").fill("   ")
-        page.locator("#fe-run").click()
-        notice = page.locator("#fe-notice .fe-error")
-        notice.wait_for(timeout=30_000)
-        assert "The question is empty" in notice.inner_text()
-        assert "Traceback" not in page.content()
-        browser.close()
+    page = browser.new_page()
+    page.goto(url)
+    page.locator("#fe-question textarea").fill("   ")
+    page.locator("#fe-run").click()
+    notice = page.locator("#fe-notice .fe-error")
+    notice.wait_for(timeout=30_000)
+    assert "The question is empty" in notice.inner_text()
+    assert "Traceback" not in page.content()
