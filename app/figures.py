@@ -102,8 +102,8 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
 
     extras = attention_extras(trace)
     if extras is None:
-        return text_figure("This run has no reader attention (only the funnel's FiD "
-                           "post-ranker records it).")
+        return text_figure("This run has no reader attention yet (it comes with the "
+                           "reader's stage).")
     attn = np.asarray(extras["attention"], dtype=float)  # [passage, layer, head]
     axis = {"layers": 2, "heads": 1}[by]
     cells = attn.mean(axis=axis)

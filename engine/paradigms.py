@@ -164,15 +164,18 @@ class FlatParadigm(Paradigm):
         return make_reranker(self.config.reranker, name="reranker", granularity="passages")
 
     def _steps(self, question: str):
+        from engine.stages.postrank import reader_extras
         from engine.stages.retrievers import DenseRetriever
 
         cfg = self.config
         first = run_stage(DenseRetriever(self.index), question, (), cfg.M)
         yield first
         ranked = run_stage(self.reranker, question, first.candidates, cfg.k)
-        yield ranked
         out = _reader(cfg.reader).read(question, [(c.unit.title, c.unit.text)
                                                   for c in ranked.candidates])
+        # the reader's attention over the k passages it read, for the same heatmap as funnel
+        reading = reader_extras(ranked.candidates, out)
+        yield replace(ranked, extras={**ranked.extras, **reading})
         yield out.answer, out.input_tokens, out.encode_seconds + out.score_seconds \
             + out.answer_seconds
 

@@ -59,7 +59,7 @@ def test_heatmap_by_layers_or_heads_with_escaped_hover(tiny_corpus):
 
 def test_heatmap_without_attention_says_so(tiny_corpus):
     fig = figures.heatmap_figure(sample_trace(tiny_corpus))
-    assert "no reader attention" in fig.layout.annotations[0].text
+    assert "no reader attention yet" in fig.layout.annotations[0].text
 
 
 def test_a_failing_figure_becomes_a_message():

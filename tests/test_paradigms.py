@@ -77,6 +77,9 @@ def test_flat_end_to_end(tiny_corpus, shared_models):
     dense, reranked = trace.stages
     assert len(dense.candidates) == 4 and len(reranked.candidates) == 2
     assert {c.unit.id for c in reranked.candidates} <= {c.unit.id for c in dense.candidates}
+    read = reranked.extras  # the reader's attention over the k passages it answered from
+    assert read["attention_passages"] == [c.unit.id for c in reranked.candidates]
+    assert len(read["attention"]) == 2 and read["answer"] == trace.answer
     assert trace.answer and trace.reader_input_tokens > 0
     assert trace.config["M"] == 4 and trace.config["reader"]["max_answer_tokens"] == 8
 

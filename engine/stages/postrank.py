@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.fid import FiDReader
+from engine.fid import FiDReader, ReaderOutput
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.types import Candidate
 
@@ -28,14 +28,20 @@ class FiDPostRanker(Stage):
             return StageOutput((), {"answer": "", "input_tokens": 0, "answer_seconds": 0.0})
         out = self.reader.read(query, [(c.unit.title, c.unit.text) for c in candidates],
                                answer_top=k)
-        return StageOutput(rerank(candidates, out.scores, k), {
-            "answer": out.answer,
-            "answered_from": [candidates[i].unit.id for i in out.answered_from],
-            "attention": out.attention.round(6).tolist(),
-            "attention_passages": [c.unit.id for c in candidates],
-            "top_tokens": [list(t) for t in out.top_tokens],
-            "input_tokens": out.input_tokens,
-            "answer_tokens": out.answer_tokens,
-            "encode_seconds": round(out.encode_seconds, 4),
-            "answer_seconds": round(out.answer_seconds, 4),
-        })
+        return StageOutput(rerank(candidates, out.scores, k), reader_extras(candidates, out))
+
+
+def reader_extras(candidates: Sequence[Candidate], out: ReaderOutput) -> dict:
+    """What a trace keeps of one reading: the answer, the attention heatmap cells
+    ([passage, layer, head]) with each passage's representative tokens, tokens and timings."""
+    return {
+        "answer": out.answer,
+        "answered_from": [candidates[i].unit.id for i in out.answered_from],
+        "attention": out.attention.round(6).tolist(),
+        "attention_passages": [c.unit.id for c in candidates],
+        "top_tokens": [list(t) for t in out.top_tokens],
+        "input_tokens": out.input_tokens,
+        "answer_tokens": out.answer_tokens,
+        "encode_seconds": round(out.encode_seconds, 4),
+        "answer_seconds": round(out.answer_seconds, 4),
+    }
