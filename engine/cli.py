@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
 from dataclasses import asdict
 
@@ -17,6 +16,7 @@ from engine import cli_run
 from engine.chunking import Chunker
 from engine.cluster import ALGORITHMS
 from engine.errors import EngineError
+from engine.text import snippet
 from engine.units import GRANULARITIES, UnitConfig
 
 logger = logging.getLogger("engine")
@@ -170,13 +170,3 @@ def _stats(args: argparse.Namespace) -> int:
              f"{c.mean_tokens:>7.0f} {c.max_tokens_seen:>6}  "
              + " ".join(f"{n:>9,}" for _, n in c.histogram))
     return 0
-
-
-def snippet(text: str, query: str, width: int = 160) -> str:
-    """A one-line window of `text` around the first query word it contains."""
-    flat = " ".join(text.split())
-    words = [w for w in re.findall(r"\w{4,}", query.lower())]
-    hits = [m.start() for w in words for m in [re.search(rf"\b{re.escape(w)}", flat, re.I)] if m]
-    start = max(0, min(hits) - width // 4) if hits else 0
-    piece = flat[start:start + width]
-    return ("..." if start else "") + piece + ("..." if start + width < len(flat) else "")

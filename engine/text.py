@@ -15,6 +15,7 @@ always at blank lines.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 WORD_RE = re.compile(r"\w+")
@@ -71,3 +72,41 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
+
+
+# --- snippets ---------------------------------------------------------------------------------
+
+_SNIPPET_STOP = frozenset(
+    "the and for was who what which when where how are did does with from that this his her "
+    "its their one two also into than then has had have were been being not but they them "
+    "she him you your our out all any can".split())
+
+
+def query_terms(query: str) -> set[str]:
+    """The lower-cased words of `query` worth finding in a text (3+ letters, no stopwords)."""
+    return {w for w in WORD_RE.findall(query.lower()) if len(w) > 2} - _SNIPPET_STOP
+
+
+def snippet(text: str, query: str = "", width: int = 160, phrases: tuple[str, ...] = ()) -> str:
+    """A one-line window of at most `width` characters of `text`, placed where the query's
+    words (and any `phrases`, e.g. gold answers) occur most densely: a query-biased summary,
+    so a long cluster shows the part that matched, not its first document. '…' marks cuts.
+    """
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    patterns = [rf"\b{re.escape(w)}" for w in query_terms(query)]
+    patterns += [re.escape(p) for p in phrases if p.strip()]
+    hits = sorted(m.start() for p in patterns for m in re.finditer(p, flat, re.IGNORECASE))
+    start = 0
+    if hits:
+        lead = width // 6  # a little context before the first hit of the window
+        # the hit that opens the window holding the most hits
+        i = max(range(len(hits)), key=lambda i: bisect_left(hits, hits[i] + width - lead) - i)
+        start = max(0, hits[i] - lead)
+        start = flat.rfind(" ", 0, start) + 1 if start else 0  # whole words only
+    end = start + width - 2
+    if end < len(flat):
+        end = max(flat.rfind(" ", start, end), start + width // 2)
+    piece = flat[start:end].strip()
+    return ("… " if start else "") + piece + (" …" if end < len(flat) else "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.text import count_tokens, split_sentences, token_spans
+from engine.text import count_tokens, snippet, split_sentences, token_spans
 
 
 def sentences(text: str) -> list[str]:
@@ -201,3 +201,23 @@ def test_spans_index_back_into_a_mixed_text() -> None:
 def test_sentence_tokens_add_up_to_the_text_tokens() -> None:
     text = "One, two. Three four!\n\nfive six (seven) 8.9 nine? Ten"
     assert sum(count_tokens(text[s:e]) for s, e in split_sentences(text)) == count_tokens(text)
+
+
+LONG = ("Dada was an art movement of the avant-garde. " * 8
+        + "A Sunday Afternoon on the Island of La Grande Jatte was painted by Georges Seurat. "
+        + "Filler about other things entirely. " * 8)
+
+
+def test_snippet_shows_where_the_query_words_are_densest():
+    out = snippet(LONG, "Who painted A Sunday Afternoon on the Island?", width=120)
+    assert "Sunday Afternoon on the Island of La Grande Jatte" in out
+    assert out.startswith("… ") and out.endswith(" …") and len(out) <= 120 + 4
+    assert not out[2].isspace() and out.split()[1] in LONG.split()  # cut at word boundaries
+
+
+def test_snippet_without_matches_starts_at_the_beginning_and_short_text_is_whole():
+    assert snippet(LONG, "zebra", width=60).startswith("Dada was an art movement")
+    assert snippet(LONG, "", width=60).endswith(" …")
+    assert snippet("  Two   words ", "words") == "Two words"
+    # a gold answer counts as well as the query's own words
+    assert "Georges Seurat" in snippet(LONG, "painter", width=80, phrases=("Georges Seurat",))
