@@ -10,13 +10,11 @@ import html
 import re
 from collections.abc import Sequence
 
+from engine.text import query_terms, snippet
 from engine.trace import GoldFlags, RunTrace, StageResult, gold_lost_at
 from engine.types import Candidate
 
 SNIPPET_CHARS = 320
-_WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]{2,}")
-_STOP = frozenset("the and for was who what which when where how are did does with from "
-                  "that this his her its their one two also into than then".split())
 
 
 def esc(text: object) -> str:
@@ -29,7 +27,7 @@ def highlight(text: str, query: str, answers: Sequence[str] = ()) -> str:
     for answer in sorted({a for a in answers if a.strip()}, key=len, reverse=True):
         out = re.sub(rf"(?i)(?<![\w>]){re.escape(esc(answer))}(?!\w)",
                      lambda m: f'<mark class="gold">{m.group(0)}</mark>', out)
-    words = {w.lower() for w in _WORD_RE.findall(query)} - _STOP
+    words = query_terms(query)
     if words:
         pattern = "|".join(re.escape(esc(w)) for w in sorted(words, key=len, reverse=True))
         # only outside tags: a word inside <mark class="gold"> markup must not be touched
@@ -38,9 +36,10 @@ def highlight(text: str, query: str, answers: Sequence[str] = ()) -> str:
     return out
 
 
-def snippet(text: str, width: int = SNIPPET_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1].rsplit(" ", 1)[0] + " …"
+def excerpt(text: str, query: str, answers: Sequence[str] = (),
+            width: int = SNIPPET_CHARS) -> str:
+    """The query-biased snippet of `text`, escaped and highlighted."""
+    return highlight(snippet(text, query, width, tuple(answers)), query, answers)
 
 
 def _flag(flags: GoldFlags | None, i: int) -> str:
@@ -64,9 +63,9 @@ def stage_table(trace: RunTrace, index: int) -> str:
     later = trace.stages[index + 1:]
     rows = []
     for i, cand in enumerate(stage.candidates):
-        body = highlight(snippet(cand.unit.text), trace.question, answers) \
+        body = excerpt(cand.unit.text, trace.question, answers) \
             if cand.unit.text else esc(", ".join(cand.unit.doc_ids))
-        children = _children(cand, stage, later)
+        children = _children(cand, stage, later, trace.question, answers)
         if children:
             body = f"<details><summary>{body}</summary>{children}</details>"
         rows.append(f"<tr><td>{cand.rank}</td><td>{cand.score:.4f}</td>"
@@ -79,7 +78,8 @@ def stage_table(trace: RunTrace, index: int) -> str:
             "</tbody></table>")
 
 
-def _children(cand: Candidate, stage: StageResult, later: Sequence[StageResult]) -> str:
+def _children(cand: Candidate, stage: StageResult, later: Sequence[StageResult], query: str,
+              answers: Sequence[str]) -> str:
     """The members of a cluster (kept ones marked) or the passages a document became."""
     if stage.granularity == "clusters":
         kept = {c.unit.id for s in later for c in s.candidates if cand.unit.id in c.parents}
@@ -91,8 +91,8 @@ def _children(cand: Candidate, stage: StageResult, later: Sequence[StageResult])
     if stage.granularity == "documents":
         passages = [c for s in later for c in s.candidates if cand.unit.id in c.parents]
         if passages:
-            items = [f"<li>{esc(c.unit.id)} (rank {c.rank}): {esc(snippet(c.unit.text, 160))}"
-                     "</li>" for c in passages]
+            items = [f"<li>{esc(c.unit.id)} (rank {c.rank}): "
+                     f"{excerpt(c.unit.text, query, answers, 160)}</li>" for c in passages]
             return f"<ul class='fe-children'>{''.join(items)}</ul>"
     return ""
 
@@ -129,26 +129,50 @@ def error_box(message: str) -> str:
 
 
 def compare_table(traces: Sequence[RunTrace]) -> str:
-    """Paradigms side by side: reader budget, seconds, AR and gold-document recall."""
-    keys = sorted({k for t in traces for k in t.metrics if k.startswith(("AR@", "gold_doc"))})
+    """Runs side by side: the reader budget, the answer and its scores, then every cut
+    (stage) with what it kept, its seconds, and whether the gold answer and the gold
+    documents are still in."""
+    def final(key: str) -> list[str]:
+        return [f"{t.metrics[key]:.0f}" if key in t.metrics else "" for t in traces]
+
     rows = [("reader tokens", [f"{t.reader_input_tokens:,}" for t in traces]),
-            ("seconds", [f"{sum(s.seconds for s in t.stages) + t.reader_seconds:.2f}"
-                         for t in traces]),
-            ("answer", [esc(t.answer) for t in traces])]
-    rows += [(k, [f"{t.metrics[k]:.2f}" if k in t.metrics else "" for t in traces])
-             for k in keys]
-    rows += [("EM / F1", [f"{t.metrics['EM']:.0f} / {t.metrics['F1']:.2f}"
-                          if "EM" in t.metrics else "" for t in traces])]
+            ("seconds", [f"{t.seconds:.2f}" for t in traces]),
+            ("answer", [esc(t.answer) for t in traces]),
+            ("EM / F1", [f"{t.metrics['EM']:.0f} / {t.metrics['F1']:.2f}"
+                         if "EM" in t.metrics else "" for t in traces])]
+    rows += [(f"AR@{k} (final passages)", final(f"AR@{k}")) for k in (1, 2, 3, 4)
+             if any(f"AR@{k}" in t.metrics for t in traces)]
+    depth = max((len(t.stages) for t in traces), default=0)
+    rows += [(f"cut {i + 1}", [_cut(t, i) for t in traces]) for i in range(depth)]
     head = "".join(f"<th>{esc(t.paradigm)}</th>" for t in traces)
     body = "".join(f"<tr><td>{esc(name)}</td>{''.join(f'<td>{v}</td>' for v in values)}</tr>"
                    for name, values in rows)
-    return f"<table class='fe-table'><thead><tr><th></th>{head}</tr></thead>{body}</table>"
+    return (f"<table class='fe-table fe-compare'><thead><tr><th></th>{head}</tr></thead>"
+            f"{body}</table>")
+
+
+def _cut(trace: RunTrace, index: int) -> str:
+    """One stage of a run as a compare cell: kept of in, seconds, gold still in."""
+    if index >= len(trace.stages):
+        return ""
+    s = trace.stages[index]
+    cell = (f"<b>{esc(s.name)}</b>: {len(s.candidates)} of {s.n_in:,} {esc(s.granularity)}, "
+            f"{s.seconds:.2f} s")
+    m = trace.metrics
+    if f"AR@{s.name}" in m:
+        held = m[f"AR@{s.name}"] > 0
+        cell += (f"<br><span class='{'fe-yes' if held else 'fe-no'}'>gold answer "
+                 f"{'in' if held else 'out'}</span>")
+    if trace.gold is not None and trace.gold.supporting_titles \
+            and f"gold_doc_recall@{s.name}" in m:
+        cell += f" · gold documents {m[f'gold_doc_recall@{s.name}']:.2f}"
+    return cell
 
 
 def final_passages(trace: RunTrace) -> str:
     answers = trace.gold.answers if trace.gold else ()
     items = [f"<li><b>{esc(c.unit.title)}</b>: "
-             f"{highlight(snippet(c.unit.text), trace.question, answers)}</li>"
+             f"{excerpt(c.unit.text, trace.question, answers)}</li>"
              for c in (trace.stages[-1].candidates if trace.stages else ())]
     return f"<ol class='fe-final'>{''.join(items)}</ol>"
 
@@ -166,4 +190,5 @@ mark.gold { background: #f6c343; font-weight: bold; }
 .fe-kept { background: #e3f4e1; border-left: 4px solid #5cb85c; padding: 6px 10px; }
 .fe-error { background: #fff4e5; border-left: 4px solid #f0ad4e; padding: 6px 10px; }
 .fe-answer-box { font-size: 1.05em; padding: 6px 0; }
+.fe-yes { color: #2e7d32; font-weight: bold; } .fe-no { color: #c62828; font-weight: bold; }
 """

@@ -239,7 +239,10 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
     final = trace.stages[-1].candidates
     recall = answer_recall_at([c.unit.text for c in final], gold.answers, (1, 2, 3, 4))
     metrics = {f"AR@{k}": float(hit) for k, hit in recall.items()}
-    for stage in trace.stages:
+    for stage, stage_flags in zip(trace.stages, flags, strict=True):
+        # at every cut: does anything the stage kept still hold the answer, and how many
+        # of the gold documents survive
+        metrics[f"AR@{stage.name}"] = float(any(stage_flags.answer))
         docs = [c.unit.doc_ids for c in stage.candidates]
         metrics[f"gold_doc_recall@{stage.name}"] = gold_document_recall(
             docs, gold.supporting_titles, len(docs)) if gold.supporting_titles else 0.0

@@ -112,6 +112,18 @@ def test_gold_banner_answer_box_and_compare_table(tiny_corpus):
     assert "<th>fake</th><th>other</th>" in table and "AR@1" in table
 
 
+def test_compare_table_shows_every_cut_with_gold_in_or_out(tiny_corpus):
+    trace = sample_trace(tiny_corpus)  # "overlap" keeps Seurat's documents, "rivers" drops them
+    assert (trace.metrics["AR@overlap"], trace.metrics["AR@rivers"]) == (1.0, 0.0)
+    short = replace(trace, paradigm="short", stages=trace.stages[:1],
+                    gold_flags=trace.gold_flags[:1])
+    table = compare_table([trace, short])
+    cut1, cut2 = (row.split("</tr>")[0] for row in table.split("<td>cut ")[1:])
+    assert cut1.count("gold answer in") == 2 and "gold documents 1.00" in cut1
+    assert "<b>rivers</b>: 2 of 5 documents" in cut2 and "gold answer out" in cut2
+    assert cut2.endswith("<td></td>")  # the one-stage run has no second cut
+
+
 def test_long_questions_are_cut_with_a_notice():
     text, notice = clip_question("x" * 10_000)
     assert len(text) == MAX_QUESTION_CHARS and "10,000 characters" in notice
