@@ -44,9 +44,9 @@ def build_app(explorer: Explorer) -> gr.Blocks:
                    None, [status, timer], api_visibility="private")
         with gr.Tabs():
             with gr.Tab("Explore", id="explore"):
-                shared = explore.build(explorer)
+                explore.build(explorer)
             with gr.Tab("Compare", id="compare"):
-                compare.build(explorer, shared["gold_state"])
+                compare.build(explorer)
             with gr.Tab("Sessions", id="sessions") as sessions_tab:
                 listing = sessions.build(explorer)
         sessions_tab.select(listing["refresh"], None, listing["table"], api_visibility="private")

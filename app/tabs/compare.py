@@ -9,7 +9,8 @@ import gradio as gr
 from app import figures
 from app.formatting import compare_table, error_box, esc, final_passages, gold_banner
 from app.params import config_json, param_widgets
-from app.tabs.explore import EXAMPLE, clip_question
+from app.tabs.explore import clip_question
+from app.tabs.picker import question_picker, target
 from engine.errors import EngineError
 from engine.paradigms import PARADIGMS
 from engine.service import Explorer
@@ -17,28 +18,28 @@ from engine.service import Explorer
 logger = logging.getLogger(__name__)
 
 
-def build(explorer: Explorer, gold_state: gr.State) -> None:
-    """The Compare tab; a question picked from a dataset on Explore brings its gold."""
-    with gr.Row():
-        question = gr.Textbox(label="Question", value=EXAMPLE, scale=4)
-        chosen = gr.CheckboxGroup(list(PARADIGMS), value=list(PARADIGMS), label="Paradigms",
-                                  scale=1)
+def build(explorer: Explorer) -> None:
+    """The Compare tab: its own question box and dataset picker (a picked question brings
+    its gold, so every cut shows whether the gold answer and documents are still in)."""
+    picker = question_picker(explorer, "fe-compare", lambda: gr.CheckboxGroup(
+        list(PARADIGMS), value=list(PARADIGMS), label="Paradigms", scale=1,
+        elem_id="fe-compare-paradigms"))
+    question, chosen = picker.question, picker.beside
     params = param_widgets()
-    go = gr.Button("Compare", variant="primary")
-    notice = gr.HTML()
+    go = gr.Button("Compare", variant="primary", elem_id="fe-compare-run")
+    notice = gr.HTML(elem_id="fe-compare-notice")
     table = gr.HTML(elem_id="fe-compare-table")
     timing = gr.Plot(label="Seconds per stage", elem_id="fe-compare-timing")
     finals = gr.HTML(elem_id="fe-compare-finals")
 
     def compare(text, gold, names, *widgets):
         text, cut = clip_question(text)
-        target = gold if gold is not None and gold.text == text else text
         if len(names or []) < 1:
             return error_box("Pick at least one paradigm."), "", None, ""
         traces, errors = [], []
         for name in names:
             try:
-                traces.append(explorer.run(target, name, config_json(name, *widgets)))
+                traces.append(explorer.run(target(text, gold), name, config_json(name, *widgets)))
             except EngineError as err:
                 errors.append(f"{name}: {err}")
             except Exception as err:  # noqa: BLE001 - the page must stay usable
@@ -55,5 +56,5 @@ def build(explorer: Explorer, gold_state: gr.State) -> None:
                 f"<div style='display:flex; gap:16px'>{columns}</div>")
 
     for trigger in (go.click, question.submit):
-        trigger(compare, [question, gold_state, chosen, *params.inputs()],
+        trigger(compare, [question, picker.gold, chosen, *params.inputs()],
                 [notice, table, timing, finals], api_visibility="private")

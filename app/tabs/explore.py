@@ -7,8 +7,9 @@ import logging
 import gradio as gr
 
 from app import figures
-from app.formatting import answer_box, error_box, esc, gold_banner, stage_table
+from app.formatting import answer_box, error_box, gold_banner, stage_table
 from app.params import config_json, param_widgets
+from app.tabs.picker import question_picker, target
 from engine.errors import EngineError
 from engine.paradigms import MAX_QUESTION_CHARS, PARADIGMS
 from engine.service import Explorer
@@ -16,8 +17,6 @@ from engine.trace import RunTrace
 from engine.types import Question
 
 logger = logging.getLogger(__name__)
-
-EXAMPLE = "Who painted A Sunday Afternoon on the Island of La Grande Jatte?"
 
 
 def trace_views(trace: RunTrace, heat_by: str = "layers") -> tuple:
@@ -40,18 +39,10 @@ def clip_question(text: str) -> tuple[str, str]:
 
 def build(explorer: Explorer) -> dict:
     """The Explore tab's widgets and events; returns the components other tabs use."""
-    datasets = explorer.datasets()
-    gold_state = gr.State(None)  # the picked dataset Question, if any
+    picker = question_picker(explorer, "fe", lambda: gr.Radio(
+        list(PARADIGMS), value="funnel", label="Paradigm", scale=1, elem_id="fe-paradigm"))
+    question, paradigm = picker.question, picker.beside
     trace_state = gr.State("")  # the last finished run, as trace JSON
-    with gr.Row():
-        dataset = gr.Dropdown([(label, path) for path, label in datasets.items()],
-                              value=None, label="Dataset (optional)", scale=1)
-        picked = gr.Dropdown([], label="Question from the dataset", scale=3)
-    gold_info = gr.Markdown()
-    with gr.Row():
-        question = gr.Textbox(label="Question", value=EXAMPLE, scale=4, lines=1,
-                              max_length=4 * MAX_QUESTION_CHARS, elem_id="fe-question")
-        paradigm = gr.Radio(list(PARADIGMS), value="funnel", label="Paradigm", scale=1)
     params = param_widgets()
     run = gr.Button("Run", variant="primary", elem_id="fe-run")
     notice = gr.HTML(elem_id="fe-notice")
@@ -69,33 +60,13 @@ def build(explorer: Explorer) -> dict:
         save = gr.Button("Save run", scale=1, elem_id="fe-save")
     saved = gr.HTML(elem_id="fe-saved")
 
-    def load_dataset(path):
-        if not path:
-            return gr.update(choices=[], value=None)
-        try:
-            qs = explorer.questions(path)
-        except EngineError as err:
-            raise gr.Error(str(err)) from None
-        return gr.update(choices=[(f"{q.id}: {q.text[:90]}", q.id) for q in qs], value=None)
-
-    def pick(path, qid):
-        if not path or not qid:
-            return gr.update(), None, ""
-        q = next((q for q in explorer.questions(path) if q.id == qid), None)
-        if q is None:
-            return gr.update(), None, ""
-        info = (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
-                f"**Supporting titles:** {esc(' | '.join(q.supporting_titles)) or '(none)'}")
-        return q.text, q, info
-
     def ask(text, gold: Question | None, name, heat, *widgets):
         text, cut = clip_question(text)
         notice_html = error_box(cut) if cut else ""
-        target = gold if gold is not None and gold.text == text else text
         empty = ("", "", None, None, None, "")
         try:
             config = config_json(name, *widgets)
-            for trace in explorer.stream(target, name, config):
+            for trace in explorer.stream(target(text, gold), name, config):
                 yield (notice_html, *trace_views(trace, heat), "")
             yield (notice_html, *trace_views(trace, heat), trace.to_json())
         except EngineError as err:
@@ -118,14 +89,11 @@ def build(explorer: Explorer) -> dict:
             return error_box(str(err))
         return f"<div class='fe-kept'>Saved as run {run_id}.</div>"
 
-    dataset.change(load_dataset, dataset, picked, api_visibility="private")
-    picked.change(pick, [dataset, picked], [question, gold_state, gold_info],
-                  api_visibility="private")
     outputs = [notice, banner, answer, funnel_plot, waterfall_plot, heatmap, tables,
                trace_state]
-    inputs = [question, gold_state, paradigm, heat_by, *params.inputs()]
+    inputs = [question, picker.gold, paradigm, heat_by, *params.inputs()]
     for trigger in (run.click, question.submit):
         trigger(ask, inputs, outputs, api_visibility="private")
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, api_visibility="private")
     save.click(save_current, [trace_state, save_name, save_notes], saved, api_visibility="private")
-    return {"trace_state": trace_state, "gold_state": gold_state, "question": question}
+    return {"trace_state": trace_state, "question": question}

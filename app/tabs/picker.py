@@ -1,0 +1,76 @@
+"""The question box with its optional dataset picker, shared by the Explore and Compare tabs.
+
+Picking a dataset question fills the box and keeps the Question (gold answers, supporting
+titles) in a gr.State, so the run is scored; editing the text afterwards drops the gold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gradio as gr
+
+from app.formatting import esc
+from engine.errors import EngineError
+from engine.paradigms import MAX_QUESTION_CHARS
+from engine.service import Explorer
+from engine.types import Question
+
+EXAMPLE = "Who painted A Sunday Afternoon on the Island of La Grande Jatte?"
+
+
+@dataclass
+class QuestionPicker:
+    question: gr.Textbox
+    gold: gr.State  # the picked dataset Question, or None
+    beside: gr.Component | None  # what `beside` built to the right of the question
+
+
+def gold_markdown(q: Question) -> str:
+    return (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
+            f"**Supporting titles:** {esc(' | '.join(q.supporting_titles)) or '(none)'}")
+
+
+def question_picker(explorer: Explorer, prefix: str,
+                    beside: Callable[[], gr.Component] | None = None) -> QuestionPicker:
+    """Dataset and question dropdowns, the gold shown, and the question textbox with what
+    `beside` builds to its right; element ids start with `prefix` (#fe-question)."""
+    datasets = explorer.datasets()
+    gold = gr.State(None)
+    with gr.Row():
+        dataset = gr.Dropdown([(label, path) for path, label in datasets.items()],
+                              value=None, label="Dataset (optional)", scale=1,
+                              elem_id=f"{prefix}-dataset")
+        picked = gr.Dropdown([], label="Question from the dataset", scale=3,
+                             elem_id=f"{prefix}-picked")
+    gold_info = gr.Markdown(elem_id=f"{prefix}-gold")
+    with gr.Row():
+        question = gr.Textbox(label="Question", value=EXAMPLE, scale=4, lines=1,
+                              max_length=4 * MAX_QUESTION_CHARS, elem_id=f"{prefix}-question")
+        extra = beside() if beside else None
+
+    def load_dataset(path):
+        if not path:
+            return gr.update(choices=[], value=None)
+        try:
+            qs = explorer.questions(path)
+        except EngineError as err:
+            raise gr.Error(str(err)) from None
+        return gr.update(choices=[(f"{q.id}: {q.text[:90]}", q.id) for q in qs], value=None)
+
+    def pick(path, qid):
+        q = next((q for q in explorer.questions(path) if q.id == qid), None) \
+            if path and qid else None
+        if q is None:
+            return gr.update(), None, ""
+        return q.text, q, gold_markdown(q)
+
+    dataset.change(load_dataset, dataset, picked, api_visibility="private")
+    picked.change(pick, [dataset, picked], [question, gold, gold_info], api_visibility="private")
+    return QuestionPicker(question, gold, extra)
+
+
+def target(text: str, gold: Question | None) -> str | Question:
+    """What to run: the picked Question while the box still holds its text, else the text."""
+    return gold if gold is not None and gold.text == text else text
