@@ -40,6 +40,18 @@ def short_answer(text: str) -> str:
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
+LOOP_NGRAM = 3
+
+
+def repeats_tail(tokens: Sequence[int], n: int = LOOP_NGRAM) -> bool:
+    """Whether the last `n` tokens already occurred, in order, earlier in `tokens`: greedy
+    decoding by a small reader that starts repeating itself never stops on its own."""
+    if len(tokens) < 2 * n:
+        return False
+    tail = list(tokens[-n:])
+    return any(list(tokens[i:i + n]) == tail for i in range(len(tokens) - 2 * n + 1))
+
+
 @dataclass(frozen=True)
 class ReaderConfig:
     """How the reader scores passages and answers."""
@@ -202,8 +214,9 @@ class FiDReader:
         """Greedy answer over the chosen blocks' fused cache.
 
         SmolLM2 over fused blocks likes to open with "The answer is:" and then stop, so the
-        end token is refused until `short_answer` of the text so far is non-empty, and
-        decoding stops at the first line break after some content.
+        end token is refused until `short_answer` of the text so far is non-empty; decoding
+        stops at the first line break after some content, and when the answer starts to
+        loop (its last 3 tokens repeat earlier ones, which are then dropped).
         """
         import torch
 
@@ -222,6 +235,9 @@ class FiDReader:
             if token == self.eos_id or (said and "\n" in self.tokenizer.decode([token])):
                 break
             answer.append(token)
+            if repeats_tail(answer):  # "2014S/S/S/S...": a loop, not an answer
+                del answer[-LOOP_NGRAM:]
+                break
             new_ids = [token]
         return answer
 

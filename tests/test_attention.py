@@ -77,3 +77,17 @@ def test_short_answer_strips_preamble_and_keeps_the_first_line(said, answer):
     from engine.fid import short_answer
 
     assert short_answer(said) == answer
+
+
+@pytest.mark.parametrize(("tokens", "loops"), [
+    ([7, 1, 2, 1, 2, 1, 2], False),  # the tail overlaps its only earlier copy
+    ([7, 1, 2, 1, 2, 1, 2, 1], True),  # 2 1 2 ... 1 2 1: "S/S/S/S" keeps going
+    ([5, 6, 7, 8, 5, 6, 7], True),
+    ([5, 6, 7, 8, 9, 6, 7], False),
+    ([1, 1, 1, 1, 1], False),  # too short to tell
+    ([1, 1, 1, 1, 1, 1], True),
+])
+def test_a_looping_answer_is_detected(tokens, loops):
+    from engine.fid import repeats_tail
+
+    assert repeats_tail(tokens) is loops
