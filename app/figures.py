@@ -57,18 +57,18 @@ def funnel_figure(trace: RunTrace) -> go.Figure:
         return text_figure("No stages ran.")
     labels = [f"{s.name} ({s.granularity})" for s in trace.stages]
     fig = go.Figure()
-    fig.add_bar(y=labels, x=[s.n_in for s in trace.stages], name="candidates in",
-                orientation="h", marker_color="#c7d4e8")
-    fig.add_bar(y=labels, x=[len(s.candidates) for s in trace.stages], name="kept",
-                orientation="h", marker_color=STAGE)
+    series = [("candidates in", [s.n_in for s in trace.stages], "#c7d4e8"),
+              ("kept", [len(s.candidates) for s in trace.stages], STAGE)]
     gold = _gold_counts(trace)
     if gold:
-        fig.add_bar(y=labels, x=gold, name="kept, holding gold", orientation="h",
-                    marker_color=GOLD)
+        series.append(("kept, holding gold", gold, GOLD))
+    for name, counts, color in series:
+        fig.add_bar(y=labels, x=counts, name=name, orientation="h", marker_color=color,
+                    text=[f"{n:,}" for n in counts], textposition="outside", cliponaxis=False)
     fig.update_layout(barmode="group", height=HEIGHT, title="Funnel: candidates per stage",
-                      yaxis={"autorange": "reversed"}, xaxis={"type": "log",
-                                                              "title": "candidates (log)"},
-                      legend={"orientation": "h", "y": -0.25}, margin={"l": 10, "r": 10})
+                      yaxis={"autorange": "reversed"},
+                      xaxis={"type": "log", "dtick": 1, "title": "candidates (log scale)"},
+                      legend={"orientation": "h", "y": -0.25}, margin={"l": 10, "r": 30})
     return fig
 
 

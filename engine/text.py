@@ -79,7 +79,7 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
 _SNIPPET_STOP = frozenset(
     "the and for was who what which when where how are did does with from that this his her "
     "its their one two also into than then has had have were been being not but they them "
-    "she him you your our out all any can".split())
+    "she him you your our out all any can through about after over".split())
 
 
 def query_terms(query: str) -> set[str]:
