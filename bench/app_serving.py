@@ -1,0 +1,253 @@
+"""The app as users meet it: start-up, one Explore run per paradigm, memory, concurrent users.
+
+Starts `python app.py` as its own process (as the README does) and measures, in one run:
+- cold start: seconds from launch to the first served page, on a fresh (empty) data
+  directory and on the warm one, and how long each paradigm then takes to become ready;
+- one Explore run end to end, per paradigm: the `/run` API over HTTP through
+  `gradio_client` (engine + trace JSON) plus drawing that trace's Explore views (figures
+  and stage tables) in this process; medians over `--questions` HotpotQA dev500 questions;
+- the server's resident memory when ready, after the first run of each paradigm and after
+  `--memory-runs` runs;
+- `--users` concurrent `gradio_client` users asking `--per-user` questions each (paradigms
+  alternating): errors, median and 95th-percentile latency, next to the same mix asked by
+  one user in the same run.
+
+    python bench/app_serving.py                      # wiki corpus, data/ as the warm cache
+    python bench/app_serving.py --skip-fresh --questions 5 --memory-runs 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import ROOT, latency_summary, markdown_table, save  # noqa: E402
+
+PARADIGMS = ("funnel", "flat")
+
+
+# --- the server ------------------------------------------------------------------------------
+
+class Server:
+    """`python app.py` in its own process on a free port, with its log in a file."""
+
+    def __init__(self, corpus: str, data_dir: Path, log: Path) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/"
+        env = {**os.environ, "FUNNEL_DATA_DIR": str(data_dir), "FUNNEL_PORT": str(self.port),
+               "FUNNEL_CORPUS": corpus}
+        self.log = log.open("w")
+        self.started = time.perf_counter()
+        self.process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
+                                        stdout=self.log, stderr=subprocess.STDOUT)
+
+    def seconds_to_first_page(self, limit: float = 300) -> float:
+        while time.perf_counter() - self.started < limit:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"app.py exited; see {self.log.name}")
+            try:
+                with urllib.request.urlopen(self.url, timeout=5) as page:
+                    if page.status == 200 and b"Funnel Explorer" in page.read():
+                        return time.perf_counter() - self.started
+            except OSError:
+                time.sleep(0.1)
+        raise TimeoutError(f"no page after {limit} s; see {self.log.name}")
+
+    def seconds_to_ready(self, client, paradigms=PARADIGMS, limit: float = 3600) -> dict:
+        """Seconds from launch until each paradigm is ready (None past `limit`)."""
+        ready: dict[str, float | None] = dict.fromkeys(paradigms)
+        while time.perf_counter() - self.started < limit:
+            status = json.loads(client.predict(api_name="/status"))
+            for name in paradigms:
+                if ready[name] is None and status["ready"][name]:
+                    ready[name] = round(time.perf_counter() - self.started, 1)
+            if all(v is not None for v in ready.values()):
+                break
+            if any("FAILED" in line for line in status["tasks"]):
+                raise RuntimeError("; ".join(status["tasks"]))
+            time.sleep(0.5)
+        return ready
+
+    def rss_mb(self) -> float:
+        import psutil
+
+        return psutil.Process(self.process.pid).memory_info().rss / 2**20
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+        self.log.close()
+
+
+def client_for(server: Server):
+    from gradio_client import Client
+
+    return Client(server.url, verbose=False)
+
+
+# --- the measurements ------------------------------------------------------------------------
+
+def start_up(corpus: str, data_dir: Path, logs: Path, label: str, wait_ready: bool) -> dict:
+    server = Server(corpus, data_dir, logs / f"start-{label}.log")
+    try:
+        first_page = server.seconds_to_first_page()
+        row = {"first page s": round(first_page, 2)}
+        if wait_ready:
+            ready = server.seconds_to_ready(client_for(server))
+            row.update({f"{p} ready s": v for p, v in ready.items()})
+        return row
+    finally:
+        server.stop()
+
+
+def ask(client, question: str, paradigm: str) -> tuple[float, str]:
+    start = time.perf_counter()
+    trace_json = client.predict(question, paradigm, "", api_name="/run")
+    return time.perf_counter() - start, trace_json
+
+
+def explore_runs(client, questions: list[str]) -> tuple[dict, list[str]]:
+    """Per paradigm: API seconds and drawing seconds of every question."""
+    from app.tabs.explore import trace_views
+    from engine.trace import RunTrace
+
+    per: dict[str, dict[str, list[float]]] = {}
+    traces = []
+    for paradigm in PARADIGMS:
+        api, draw = [], []
+        for question in questions:
+            seconds, trace_json = ask(client, question, paradigm)
+            start = time.perf_counter()
+            trace_views(RunTrace.from_json(trace_json))
+            draw.append(time.perf_counter() - start)
+            api.append(seconds)
+            traces.append(trace_json)
+        per[paradigm] = {"api": api, "draw": draw}
+    return per, traces
+
+
+def concurrent_users(server: Server, questions: list[str], users: int,
+                     per_user: int) -> dict:
+    """`users` clients at once, each asking `per_user` questions (paradigms alternating)."""
+    def user(u: int) -> tuple[list[float], list[str]]:
+        client, seconds, errors = client_for(server), [], []
+        for i in range(per_user):
+            question = questions[(u * per_user + i) % len(questions)]
+            try:
+                seconds.append(ask(client, question, PARADIGMS[i % 2])[0])
+            except Exception as err:  # noqa: BLE001 - counted, not fatal
+                errors.append(f"user {u}, question {i}: {err}")
+        return seconds, errors
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(users) as pool:
+        results = list(pool.map(user, range(users)))
+    wall = time.perf_counter() - start
+    seconds = [s for r, _ in results for s in r]
+    errors = [e for _, r in results for e in r]
+    return {"requests": users * per_user, "errors": len(errors), "error_samples": errors[:3],
+            "wall_s": round(wall, 1), **latency_summary(seconds)}
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default="wiki")
+    parser.add_argument("--data-dir", type=Path, default=ROOT / "data",
+                        help="the warm cache directory (built first if empty)")
+    parser.add_argument("--questions", type=int, default=20)
+    parser.add_argument("--memory-runs", type=int, default=50)
+    parser.add_argument("--users", type=int, default=4)
+    parser.add_argument("--per-user", type=int, default=10)
+    parser.add_argument("--skip-fresh", action="store_true",
+                        help="skip the start on a fresh data directory")
+    parser.add_argument("--fresh-ready", action="store_true",
+                        help="on the fresh directory, also wait until every paradigm is ready "
+                             "(builds the dense index from nothing)")
+    args = parser.parse_args()
+
+    from engine.loaders import read_dataset
+    from engine.paths import shared_data_dir
+
+    dataset = read_dataset(shared_data_dir() / "hotpotqa/dev500_contexts.jsonl")
+    questions = [q.text for q in dataset.questions[:max(args.questions, args.per_user * 2)]]
+    logs = Path(tempfile.mkdtemp(prefix="bench-app-"))
+    result: dict = {"corpus": args.corpus, "logs": str(logs)}
+
+    if not args.skip_fresh:
+        with tempfile.TemporaryDirectory(prefix="bench-fresh-") as fresh:
+            result["start fresh"] = start_up(args.corpus, Path(fresh), logs, "fresh",
+                                             args.fresh_ready)
+        print("start, fresh data dir:", result["start fresh"], flush=True)
+
+    server = Server(args.corpus, args.data_dir, logs / "warm.log")
+    try:
+        result["start warm"] = {"first page s": round(server.seconds_to_first_page(), 2)}
+        client = client_for(server)
+        result["start warm"].update(
+            {f"{p} ready s": v for p, v in server.seconds_to_ready(client).items()})
+        print("start, warm data dir:", result["start warm"], flush=True)
+        memory = {"ready": server.rss_mb()}
+        for paradigm in PARADIGMS:  # warm-up: first run loads the paradigm's models
+            ask(client, questions[0], paradigm)
+        memory["after 1 run per paradigm"] = server.rss_mb()
+
+        per, _ = explore_runs(client, questions[:args.questions])
+        runs = 2 + 2 * args.questions
+        rows = []
+        for paradigm, t in per.items():
+            api, draw = statistics.median(t["api"]), statistics.median(t["draw"])
+            total = [a + d for a, d in zip(t["api"], t["draw"], strict=True)]
+            rows.append([paradigm, f"{api:.2f}", f"{draw * 1000:.0f}",
+                         f"{statistics.median(total):.2f}",
+                         f"{latency_summary(total)['p95_ms'] / 1000:.2f}"])
+        result["explore"] = {p: {k: [round(x, 4) for x in v] for k, v in t.items()}
+                             for p, t in per.items()}
+        print(markdown_table(["paradigm", "API s (median)", "drawing ms (median)",
+                              "end to end s (median)", "end to end s (p95)"], rows), flush=True)
+
+        memory[f"after {runs} runs"] = server.rss_mb()
+        for i in range(runs, args.memory_runs):
+            ask(client, questions[i % len(questions)], PARADIGMS[i % 2])
+        runs = max(runs, args.memory_runs)
+        memory[f"after {runs} runs"] = server.rss_mb()
+        result["memory MiB"] = {k: round(v, 1) for k, v in memory.items()}
+        print(markdown_table(["when", "resident MiB"],
+                             [[k, f"{v:,.0f}"] for k, v in memory.items()]), flush=True)
+
+        single = concurrent_users(server, questions, 1, args.per_user * 2)
+        many = concurrent_users(server, questions, args.users, args.per_user)
+        result["users"] = {"1": single, str(args.users): many}
+        print(markdown_table(
+            ["users", "requests", "errors", "median s", "p95 s", "wall s", "requests/min"],
+            [[n, r["requests"], r["errors"], f"{r['median_ms'] / 1000:.2f}",
+              f"{r['p95_ms'] / 1000:.2f}", r["wall_s"], f"{60 * r['requests'] / r['wall_s']:.1f}"]
+             for n, r in result["users"].items()]), flush=True)
+        rate = {n: r["requests"] / r["wall_s"] for n, r in result["users"].items()}
+        print(f"{args.users} users / 1 user: median latency "
+              f"{many['median_ms'] / single['median_ms']:.2f}x, throughput "
+              f"{rate[str(args.users)] / rate['1']:.2f}x")
+        if many["errors"]:
+            print("errors:", many["error_samples"])
+    finally:
+        server.stop()
+    print("saved", save("app_serving", result))
+
+
+if __name__ == "__main__":
+    main()
