@@ -24,6 +24,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 QUESTION = "Who painted A Sunday Afternoon on the Island of La Grande Jatte?"
+ARTIFACTS = Path(os.environ.get("FUNNEL_ARTIFACTS", ROOT / "test-artifacts"))
 EVIL = "<img src=x onerror=\"document.title='pwned'\"> Seurat trap"
 DOCS = [
     ("Georges Seurat", "Georges Seurat was a French painter who devised pointillism. He "
@@ -121,6 +122,7 @@ def test_api_bad_input_gets_a_clear_error(live_app, args, message):
 @pytest.fixture
 def browser():
     """Headless Debian chromium (no sandbox as root; no background calls on a closed net)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     sync_api = pytest.importorskip("playwright.sync_api",
                                    reason="pip install playwright (browser tests)")
     if not Path(CHROMIUM).exists():
@@ -135,8 +137,6 @@ def browser():
 
 def test_browser_explore_save_and_reopen(live_app, browser):
     url, _ = live_app
-    artifacts = Path(os.environ.get("FUNNEL_ARTIFACTS", ROOT / "test-artifacts"))
-    artifacts.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1800})
     page.goto(url)
     page.locator("#fe-question textarea").fill("Which painting is the Seurat trap quiz?")
@@ -149,7 +149,7 @@ def test_browser_explore_save_and_reopen(live_app, browser):
     # corpus markup is text, not markup: the trap document's tag shows, never runs
     assert page.title() == "Funnel Explorer"  # the onerror handler never ran
     assert "<img src=x" in page.locator("#fe-tables").inner_text()
-    page.screenshot(path=str(artifacts / "explore.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
     page.locator("#fe-save-name textarea").fill("browser run")
     page.locator("#fe-save").click()
     saved = page.locator("#fe-saved")
@@ -162,7 +162,27 @@ def test_browser_explore_save_and_reopen(live_app, browser):
     page.locator("#fe-open").click()
     page.locator("#fe-session-tables table.fe-table").nth(2).wait_for(timeout=30_000)
     assert f"Run {run_id}, reopened" in page.locator("#fe-session-message").inner_text()
-    page.screenshot(path=str(artifacts / "sessions.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "sessions.png"), full_page=True)
+
+
+def test_browser_compare_funnel_with_flat(live_app, browser):
+    url, _ = live_app
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(url)
+    page.get_by_role("tab", name="Compare").click()
+    page.locator("#fe-compare-question textarea").fill(QUESTION)
+    page.locator("#fe-compare-run").click()
+    table = page.locator("#fe-compare-table table.fe-compare")
+    table.wait_for(timeout=180_000)
+    headers = table.locator("thead th").all_inner_texts()
+    assert headers == ["", "funnel", "flat"]
+    text = table.inner_text()
+    for row in ("reader tokens", "cut 1", "cut 2", "cut 3"):
+        assert row in text
+    assert "bm25: " in text and "dense: " in text  # each paradigm's own first cut
+    assert page.locator("#fe-compare-finals ol.fe-final").count() == 2
+    page.locator("#fe-compare-timing .js-plotly-plot").wait_for(timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
 
 
 def test_browser_empty_question_gets_a_message(live_app, browser):
