@@ -13,7 +13,7 @@ from app import figures
 from app.formatting import answer_box, compare_table, gold_banner, highlight, stage_table
 from app.params import config_json
 from app.tabs.explore import clip_question
-from app.tabs.sessions import parse_ids
+from app.tabs.sessions import parse_ids, pick_id
 from engine.errors import EngineError
 from engine.paradigms import MAX_QUESTION_CHARS, FlatConfig, FunnelConfig, config_from_dict
 from engine.trace import StageResult
@@ -145,3 +145,11 @@ def test_run_ids_are_parsed_or_refused_clearly():
         parse_ids("a; drop")
     with pytest.raises(EngineError, match="Type a run id"):
         parse_ids("")
+
+
+def test_clicking_runs_picks_one_then_a_pair_then_starts_again():
+    assert pick_id("", 3) == "3"
+    assert pick_id("3", 5) == "3, 5"
+    assert pick_id("3, 5", 7) == "7"
+    assert pick_id("3", 3) == "3"  # the same run twice is no pair
+    assert pick_id("oops", 4) == "4"

@@ -136,6 +136,8 @@ def browser():
 
 
 def test_browser_explore_save_and_reopen(live_app, browser):
+    from playwright.sync_api import expect
+
     url, _ = live_app
     page = browser.new_page(viewport={"width": 1400, "height": 1800})
     page.goto(url)
@@ -158,7 +160,8 @@ def test_browser_explore_save_and_reopen(live_app, browser):
     page.get_by_role("tab", name="Sessions").click()
     listed = page.locator("#fe-sessions-table").get_by_text("browser run")
     listed.filter(visible=True).first.wait_for(timeout=30_000)
-    page.locator("#fe-session-ids textarea").fill(run_id)
+    listed.filter(visible=True).first.click()  # a click on the row picks its id
+    expect(page.locator("#fe-session-ids textarea")).to_have_value(run_id, timeout=10_000)
     page.locator("#fe-open").click()
     page.locator("#fe-session-tables table.fe-table").nth(2).wait_for(timeout=30_000)
     assert f"Run {run_id}, reopened" in page.locator("#fe-session-message").inner_text()

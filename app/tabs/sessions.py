@@ -39,20 +39,38 @@ def parse_ids(text: str) -> list[int]:
         raise EngineError(f"Run ids are numbers from the list; got {text!r}.") from None
 
 
+def pick_id(current: str, run_id: object) -> str:
+    """The id box after clicking run `run_id` in the list: one id becomes a pair to compare
+    ("3" + 5 -> "3, 5"); anything else starts again with the clicked id."""
+    try:
+        before = parse_ids(current)
+    except EngineError:
+        before = []
+    if len(before) == 1 and before[0] != int(run_id):
+        return f"{before[0]}, {run_id}"
+    return str(run_id)
+
+
 def build(explorer: Explorer) -> dict:
-    refresh = gr.Button("Refresh list")
+    with gr.Row():
+        gr.Markdown("Click a run to pick it; click a second one to pick a pair to compare.")
+        refresh = gr.Button("Refresh list", size="sm", scale=0)
     table = gr.Dataframe(headers=COLUMNS, value=lambda: rows(explorer), wrap=True,
-                         interactive=False, label="Saved runs", elem_id="fe-sessions-table")
+                         interactive=False, label="Saved runs", elem_id="fe-sessions-table",
+                         max_height=420, column_widths=[
+                             "4%", "11%", "7%", "26%", "14%", "4%", "4%", "6%", "6%", "8%",
+                             "10%"])
     with gr.Row():
         ids = gr.Textbox(label="Run id(s)", placeholder="3   or   3, 5", scale=2,
                          elem_id="fe-session-ids")
         open_ = gr.Button("Open", variant="primary", scale=1, elem_id="fe-open")
-        compare = gr.Button("Compare two", scale=1)
+        compare = gr.Button("Compare two", scale=1, elem_id="fe-compare-two")
         delete = gr.Button("Delete", variant="stop", scale=1)
-    with gr.Row():
-        export_jsonl = gr.Button("Export JSONL")
-        export_csv = gr.Button("Export CSV")
-        download = gr.File(label="Export", interactive=False)
+    with gr.Accordion("Export all saved runs", open=False):
+        with gr.Row():
+            export_jsonl = gr.Button("Export JSONL")
+            export_csv = gr.Button("Export CSV")
+            download = gr.File(label="Export", interactive=False, height=90)
     message = gr.HTML(elem_id="fe-session-message")
     banner = gr.HTML()
     answer = gr.HTML(elem_id="fe-session-answer")
@@ -97,7 +115,11 @@ def build(explorer: Explorer) -> dict:
         return str(path)
 
     views = [message, banner, answer, funnel_plot, waterfall_plot, heatmap, tables]
+    def select_row(current, evt: gr.SelectData):
+        return pick_id(current, evt.row_value[0]) if evt.row_value else current
+
     refresh.click(lambda: rows(explorer), None, table, api_visibility="private")
+    table.select(select_row, ids, ids, api_visibility="private")
     open_.click(open_run, ids, views, api_visibility="private")
     compare.click(compare_runs, ids, views, api_visibility="private")
     delete.click(delete_run, ids, [message, table], api_visibility="private")
