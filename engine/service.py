@@ -93,6 +93,14 @@ class Explorer:
                               f"{', '.join(DATASETS)}.")
         return _dataset(dataset).questions[:limit]
 
+    def supporting_in_corpus(self, question: Question) -> tuple[int, int]:
+        """(how many of the question's supporting documents the corpus holds, how many it
+        has); (0, n) too while the corpus is still loading."""
+        corpus = self.preparation.corpus
+        titles = question.supporting_titles
+        held = sum(t in corpus.by_id for t in titles) if corpus is not None else 0
+        return held, len(titles)
+
 
 def parse_config(config_json: str) -> dict:
     """A paradigm config from JSON text ('' or whitespace means the defaults)."""

@@ -153,3 +153,14 @@ def test_clicking_runs_picks_one_then_a_pair_then_starts_again():
     assert pick_id("3, 5", 7) == "7"
     assert pick_id("3", 3) == "3"  # the same run twice is no pair
     assert pick_id("oops", 4) == "4"
+
+
+def test_picked_gold_is_escaped_and_missing_evidence_points_to_the_pooled_corpus():
+    from app.tabs.picker import gold_markdown
+    from engine.types import Question
+
+    q = Question("q", "Who?", ("<b>Seurat</b>",), supporting_titles=("A", "B"))
+    shown = gold_markdown(q, 1, 2)
+    assert "&lt;b&gt;Seurat&lt;/b&gt;" in shown and "<b>" not in shown
+    assert "holds 1 of its 2 supporting documents" in shown and "--corpus pooled" in shown
+    assert "--corpus pooled" not in gold_markdown(q, 2, 2)

@@ -134,3 +134,13 @@ def test_a_paradigm_waiting_for_preparation_says_for_what(explorer, tiny_corpus)
     with pytest.raises(NotReady, match=r"'flat' is not ready yet; waiting for: .*"
                                        r"dense index: building 10/40 \(25%\)"):
         explorer.run("q", "flat")
+
+
+def test_explorer_counts_a_questions_supporting_documents_in_its_corpus(explorer):
+    from engine.types import Question
+
+    q = Question("q", "Who painted it?", ("Georges Seurat",),
+                 supporting_titles=("Georges Seurat", "Not In This Corpus"))
+    assert explorer.supporting_in_corpus(q) == (1, 2)
+    loading = Explorer(Preparation("tiny", dense=False), explorer.store)  # no corpus yet
+    assert loading.supporting_in_corpus(q) == (0, 2)

@@ -27,9 +27,15 @@ class QuestionPicker:
     beside: gr.Component | None  # what `beside` built to the right of the question
 
 
-def gold_markdown(q: Question) -> str:
-    return (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
+def gold_markdown(q: Question, held: int, total: int) -> str:
+    """The picked question's gold, and a hint when the corpus lacks its evidence."""
+    text = (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
             f"**Supporting titles:** {esc(' | '.join(q.supporting_titles)) or '(none)'}")
+    if held < total:
+        text += (f"  \n*This corpus holds {held} of its {total} supporting documents, so "
+                 "gold-document recall cannot reach 1. Start the app with `--corpus pooled` "
+                 "to search every dataset's paragraphs too.*")
+    return text
 
 
 def question_picker(explorer: Explorer, prefix: str,
@@ -64,7 +70,7 @@ def question_picker(explorer: Explorer, prefix: str,
             if path and qid else None
         if q is None:
             return gr.update(), None, ""
-        return q.text, q, gold_markdown(q)
+        return q.text, q, gold_markdown(q, *explorer.supporting_in_corpus(q))
 
     dataset.change(load_dataset, dataset, picked, api_visibility="private")
     picked.change(pick, [dataset, picked], [question, gold, gold_info], api_visibility="private")
