@@ -81,8 +81,9 @@ def waterfall_figure(trace: RunTrace) -> go.Figure:
         x=[*names, "total"], y=[*seconds, 0.0], measure=["relative"] * len(names) + ["total"],
         text=[f"{s:.2f} s" for s in seconds] + [f"{sum(seconds):.2f} s"],
         textposition="outside", connector={"line": {"color": "#999"}}))
-    fig.update_layout(title="Where the time went", yaxis={"title": "seconds"}, height=HEIGHT,
-                      showlegend=False, margin={"l": 10, "r": 10})
+    top = max(sum(seconds), 1e-3) * 1.15  # room for the labels above the bars
+    fig.update_layout(title="Where the time went", height=HEIGHT, showlegend=False,
+                      yaxis={"title": "seconds", "range": [0, top]}, margin={"l": 10, "r": 10})
     return fig
 
 
