@@ -39,7 +39,8 @@ def build(explorer: Explorer) -> None:
         traces, errors = [], []
         for name in names:
             try:
-                traces.append(explorer.run(target(text, gold), name, config_json(name, *widgets)))
+                config = config_json(name, *widgets)
+                traces.append(explorer.run(target(text, gold), name, config))
             except EngineError as err:
                 errors.append(f"{name}: {err}")
             except Exception as err:  # noqa: BLE001 - the page must stay usable

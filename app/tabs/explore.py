@@ -37,8 +37,8 @@ def clip_question(text: str) -> tuple[str, str]:
             f"{MAX_QUESTION_CHARS:,} were used.")
 
 
-def build(explorer: Explorer) -> dict:
-    """The Explore tab's widgets and events; returns the components other tabs use."""
+def build(explorer: Explorer) -> None:
+    """The Explore tab's widgets and events."""
     picker = question_picker(explorer, "fe", lambda: gr.Radio(
         list(PARADIGMS), value="funnel", label="Paradigm", scale=1, elem_id="fe-paradigm"))
     question, paradigm = picker.question, picker.beside
@@ -96,4 +96,3 @@ def build(explorer: Explorer) -> dict:
         trigger(ask, inputs, outputs, api_visibility="private")
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, api_visibility="private")
     save.click(save_current, [trace_state, save_name, save_notes], saved, api_visibility="private")
-    return {"trace_state": trace_state, "question": question}
