@@ -198,3 +198,16 @@ def test_browser_empty_question_gets_a_message(live_app, browser):
     notice.wait_for(timeout=30_000)
     assert "The question is empty" in notice.inner_text()
     assert "Traceback" not in page.content()
+
+
+def test_browser_a_huge_question_is_cut_with_a_notice_and_still_runs(live_app, browser):
+    url, _ = live_app
+    page = browser.new_page()
+    page.goto(url)
+    page.locator("#fe-question textarea").fill(("Seurat painting " * 700)[:9_999] + "?")
+    page.locator("#fe-run").click()
+    notice = page.locator("#fe-notice .fe-error")
+    notice.wait_for(timeout=30_000)
+    assert "The question had 10,000 characters; only the first 2,000 were used." \
+        in notice.inner_text()
+    page.locator("#fe-answer .fe-answer-box").wait_for(timeout=180_000)

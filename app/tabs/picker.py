@@ -17,6 +17,7 @@ from engine.paradigms import MAX_QUESTION_CHARS
 from engine.service import Explorer
 from engine.types import Question
 
+PASTE_LIMIT = 25 * MAX_QUESTION_CHARS
 EXAMPLE = "Who painted A Sunday Afternoon on the Island of La Grande Jatte?"
 
 
@@ -53,7 +54,9 @@ def question_picker(explorer: Explorer, prefix: str,
     gold_info = gr.Markdown(elem_id=f"{prefix}-gold")
     with gr.Row():
         question = gr.Textbox(label="Question", value=EXAMPLE, scale=4, lines=1,
-                              max_length=4 * MAX_QUESTION_CHARS, elem_id=f"{prefix}-question")
+                              # the browser cuts silently at max_length; the run cuts to
+                              # MAX_QUESTION_CHARS and says so, naming the length pasted
+                              max_length=PASTE_LIMIT, elem_id=f"{prefix}-question")
         extra = beside() if beside else None
 
     def load_dataset(path):
