@@ -1,5 +1,6 @@
 """Start Funnel Explorer: `python app.py [--host H] [--port P] [--corpus NAME] [--share]
-[--auth USER:PASSWORD]`; each flag also reads an environment variable (see --help)."""
+[--auth USER:PASSWORD] [--sessions FILE]`; each flag also reads an environment variable
+(see --help)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,14 @@ def main() -> None:
                         help="a public Gradio link (FUNNEL_SHARE=1); needs internet")
     parser.add_argument("--auth", default=env("FUNNEL_AUTH", ""),
                         help="basic auth as USER:PASSWORD (FUNNEL_AUTH)")
+    parser.add_argument("--sessions", default=env("FUNNEL_SESSIONS") or None,
+                        help="the DuckDB file of saved runs (FUNNEL_SESSIONS; default "
+                             "sessions.duckdb in the data directory)")
     args = parser.parse_args()
     if args.auth and ":" not in args.auth:
         parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    explorer = Explorer(Preparation(args.corpus).start(), SessionStore())
+    explorer = Explorer(Preparation(args.corpus).start(), SessionStore(args.sessions))
     serve(build_app(explorer), server_name=args.host, server_port=args.port, share=args.share,
           auth=tuple(args.auth.split(":", 1)) if args.auth else None)
 

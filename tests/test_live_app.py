@@ -45,7 +45,13 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def live_app(tmp_path_factory):
+def sessions_file(tmp_path_factory) -> Path:
+    """Where the live app keeps saved runs (--sessions, outside its data directory)."""
+    return tmp_path_factory.mktemp("elsewhere") / "runs.duckdb"
+
+
+@pytest.fixture(scope="module")
+def live_app(tmp_path_factory, sessions_file):
     """(url, client) of a running app whose funnel and flat are both ready."""
     from gradio_client import Client
 
@@ -54,7 +60,8 @@ def live_app(tmp_path_factory):
     corpus.write_text("\n".join(json.dumps({"id": t, "title": t, "text": x}) for t, x in DOCS))
     port = _free_port()
     env = {**os.environ, "FUNNEL_DATA_DIR": str(root / "data"), "FUNNEL_PORT": str(port),
-           "FUNNEL_CORPUS": str(corpus), "OMP_NUM_THREADS": "1"}
+           "FUNNEL_CORPUS": str(corpus), "FUNNEL_SESSIONS": str(sessions_file),
+           "OMP_NUM_THREADS": "1"}
     log = (root / "app.log").open("w")
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log,
                               stderr=subprocess.STDOUT)
@@ -88,7 +95,7 @@ def _wait_for(probe, seconds, server, root):
             time.sleep(1)
 
 
-def test_api_runs_saves_lists_and_reloads_exactly(live_app):
+def test_api_runs_saves_lists_and_reloads_exactly(live_app, sessions_file):
     _, client = live_app
     trace = json.loads(client.predict(QUESTION, "funnel", '{"K": 2, "N": 3, "H": 2}',
                                       api_name="/run"))
@@ -100,6 +107,7 @@ def test_api_runs_saves_lists_and_reloads_exactly(live_app):
     listed = json.loads(client.predict(api_name="/list_runs"))
     assert listed[0]["id"] == run_id and listed[0]["notes"] == "<b>notes</b>"
     assert json.loads(client.predict(run_id, api_name="/load_run")) == trace
+    assert sessions_file.exists()  # saved where --sessions / FUNNEL_SESSIONS said
 
 
 @pytest.mark.parametrize(("args", "message"), [
