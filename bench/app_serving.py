@@ -9,8 +9,10 @@ Starts `python app.py` as its own process (as the README does) and measures, in 
 - the server's resident memory when ready, after the first run of each paradigm and after
   `--memory-runs` runs;
 - `--users` concurrent `gradio_client` users asking `--per-user` questions each (paradigms
-  alternating): errors, median and 95th-percentile latency, next to the same mix asked by
-  one user in the same run.
+  alternating), saving each run and reloading it: errors, median and 95th-percentile
+  latency, next to the same mix asked by one user in the same run.
+
+Saved runs go to a DuckDB file beside the logs, never into the data directory's own.
 
     python bench/app_serving.py                      # wiki corpus, data/ as the warm cache
     python bench/app_serving.py --skip-fresh --questions 5 --memory-runs 10
@@ -43,13 +45,15 @@ PARADIGMS = ("funnel", "flat")
 class Server:
     """`python app.py` in its own process on a free port, with its log in a file."""
 
-    def __init__(self, corpus: str, data_dir: Path, log: Path) -> None:
+    def __init__(self, corpus: str, data_dir: Path, log: Path,
+                 sessions: Path | None = None) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/"
         env = {**os.environ, "FUNNEL_DATA_DIR": str(data_dir), "FUNNEL_PORT": str(self.port),
-               "FUNNEL_CORPUS": corpus}
+               "FUNNEL_CORPUS": corpus, "FUNNEL_SESSIONS": str(sessions or log.with_suffix(
+                   ".duckdb"))}
         self.log = log.open("w")
         self.started = time.perf_counter()
         self.process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
@@ -142,13 +146,20 @@ def explore_runs(client, questions: list[str]) -> tuple[dict, list[str]]:
 
 def concurrent_users(server: Server, questions: list[str], users: int,
                      per_user: int) -> dict:
-    """`users` clients at once, each asking `per_user` questions (paradigms alternating)."""
+    """`users` clients at once, each asking `per_user` questions (paradigms alternating) and
+    saving every run, then reloading it: a reloaded trace that differs counts as an error.
+    Latency is the question's alone."""
     def user(u: int) -> tuple[list[float], list[str]]:
         client, seconds, errors = client_for(server), [], []
         for i in range(per_user):
             question = questions[(u * per_user + i) % len(questions)]
             try:
-                seconds.append(ask(client, question, PARADIGMS[i % 2])[0])
+                took, trace_json = ask(client, question, PARADIGMS[i % 2])
+                seconds.append(took)
+                run_id = client.predict(trace_json, f"user {u}", "", api_name="/save_run")
+                if json.loads(client.predict(run_id, api_name="/load_run")) \
+                        != json.loads(trace_json):
+                    errors.append(f"user {u}, question {i}: run {run_id} reloaded changed")
             except Exception as err:  # noqa: BLE001 - counted, not fatal
                 errors.append(f"user {u}, question {i}: {err}")
         return seconds, errors

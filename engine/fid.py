@@ -30,11 +30,11 @@ SYSTEM_PROMPT = "Answer the question from the context in a few words."
 
 
 _PREAMBLE_RE = re.compile(r"^\s*(?:(?:so,?\s+)?the\s+(?:final\s+|short\s+)?answer\s+is\s*:?"
-                          r"|answer\s*:)\s*", re.IGNORECASE)
+                          r"|answer\s*:|a\s*:)\s*", re.IGNORECASE)
 
 
 def short_answer(text: str) -> str:
-    """The answer a reader gave, without a leading "The answer is:"/"Answer:", and its first
+    """The answer a reader gave, without a leading "The answer is:"/"Answer:"/"A:", and its first
     non-empty line only (the small reader tends to repeat itself after a line break)."""
     text = _PREAMBLE_RE.sub("", text.strip(), count=1)
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")

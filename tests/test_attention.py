@@ -67,6 +67,9 @@ def test_empty_passages_and_bad_names():
     ("The answer is: Terry Richardson.\n\nThe answer is: Terry Richardson.", "Terry Richardson."),
     ("The answer is:\nAladin", "Aladin"),
     ("Answer: 1986", "1986"),
+    ("A:\nAnimorphs", "Animorphs"),  # the Q:/A: habit
+    ("a: 1986", "1986"),
+    ("A Sunday Afternoon", "A Sunday Afternoon"),
     ("the final answer is 3,677 seated", "3,677 seated"),
     ("Answers to the Sphinx", "Answers to the Sphinx"),  # a title, not a preamble
     ("Washington, D.C.", "Washington, D.C."),
