@@ -34,9 +34,12 @@ _PREAMBLE_RE = re.compile(r"^\s*(?:(?:so,?\s+)?the\s+(?:final\s+|short\s+)?answe
 
 
 def short_answer(text: str) -> str:
-    """The answer a reader gave, without a leading "The answer is:"/"Answer:"/"A:", and its first
-    non-empty line only (the small reader tends to repeat itself after a line break)."""
-    text = _PREAMBLE_RE.sub("", text.strip(), count=1)
+    """The answer a reader gave, without its leading "The answer is:", "Answer:" or "A:"
+    (however many: "The answer is:\nA:"), and its first non-empty line only (the small
+    reader tends to repeat itself after a line break)."""
+    text = text.strip()
+    while (bare := _PREAMBLE_RE.sub("", text, count=1)) != text:
+        text = bare
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 

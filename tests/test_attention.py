@@ -68,6 +68,8 @@ def test_empty_passages_and_bad_names():
     ("The answer is:\nAladin", "Aladin"),
     ("Answer: 1986", "1986"),
     ("A:\nAnimorphs", "Animorphs"),  # the Q:/A: habit
+    ("The answer is:\nA: Animorphs", "Animorphs"),
+    ("The answer is:\nA:", ""),
     ("a: 1986", "1986"),
     ("A Sunday Afternoon", "A Sunday Afternoon"),
     ("the final answer is 3,677 seated", "3,677 seated"),
