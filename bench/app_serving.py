@@ -196,7 +196,10 @@ def main() -> None:
     from engine.paths import shared_data_dir
 
     dataset = read_dataset(shared_data_dir() / "hotpotqa/dev500_contexts.jsonl")
-    questions = [q.text for q in dataset.questions[:max(args.questions, args.per_user * 2)]]
+    # distinct questions for every run up to --memory-runs: repeated ones would hide memory
+    # that grows with new questions (e.g. the pre-ranker's per-document embedding memo)
+    questions = [q.text for q in dataset.questions[:max(args.questions, args.per_user * 2,
+                                                        args.memory_runs)]]
     logs = Path(tempfile.mkdtemp(prefix="bench-app-"))
     result: dict = {"corpus": args.corpus, "logs": str(logs)}
 
@@ -234,9 +237,9 @@ def main() -> None:
 
         memory[f"after {runs} runs"] = server.rss_mb()
         for i in range(runs, args.memory_runs):
-            ask(client, questions[i % len(questions)], PARADIGMS[i % 2])
-        runs = max(runs, args.memory_runs)
-        memory[f"after {runs} runs"] = server.rss_mb()
+            ask(client, questions[(i // 2) % len(questions)], PARADIGMS[i % 2])
+            if (i + 1) % 25 == 0 or i + 1 == args.memory_runs:  # a leak shows as a slope
+                memory[f"after {i + 1} runs"] = server.rss_mb()
         result["memory MiB"] = {k: round(v, 1) for k, v in memory.items()}
         print(markdown_table(["when", "resident MiB"],
                              [[k, f"{v:,.0f}"] for k, v in memory.items()]), flush=True)
