@@ -114,10 +114,10 @@ def build(explorer: Explorer) -> dict:
         path.write_text(text, encoding="utf-8")
         return str(path)
 
-    views = [message, banner, answer, funnel_plot, waterfall_plot, heatmap, tables]
     def select_row(current, evt: gr.SelectData):
         return pick_id(current, evt.row_value[0]) if evt.row_value else current
 
+    views = [message, banner, answer, funnel_plot, waterfall_plot, heatmap, tables]
     refresh.click(lambda: rows(explorer), None, table, api_visibility="private")
     table.select(select_row, ids, ids, api_visibility="private")
     open_.click(open_run, ids, views, api_visibility="private")
