@@ -160,20 +160,40 @@ def test_browser_explore_save_and_reopen(live_app, browser):
     assert page.title() == "Funnel Explorer"  # the onerror handler never ran
     assert "<img src=x" in page.locator("#fe-tables").inner_text()
     page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
-    page.locator("#fe-save-name textarea").fill("browser run")
-    page.locator("#fe-save").click()
-    saved = page.locator("#fe-saved")
-    saved.get_by_text("Saved as run").wait_for(timeout=30_000)
-    run_id = saved.inner_text().split("run")[-1].strip(" .")
+    run_id, twin_id = (_save(page, name) for name in ("browser run", "browser twin"))
     page.get_by_role("tab", name="Sessions").click()
-    listed = page.locator("#fe-sessions-table").get_by_text("browser run")
-    listed.filter(visible=True).first.wait_for(timeout=30_000)
-    listed.filter(visible=True).first.click()  # a click on the row picks its id
-    expect(page.locator("#fe-session-ids textarea")).to_have_value(run_id, timeout=10_000)
+    ids = page.locator("#fe-session-ids textarea")
+    _row(page, "browser run").click()  # a click on the row picks its id
+    expect(ids).to_have_value(run_id, timeout=10_000)
     page.locator("#fe-open").click()
     page.locator("#fe-session-tables table.fe-table").nth(2).wait_for(timeout=30_000)
     assert f"Run {run_id}, reopened" in page.locator("#fe-session-message").inner_text()
     page.screenshot(path=str(ARTIFACTS / "sessions.png"), full_page=True)
+    _row(page, "browser twin").click()  # a second click makes a pair
+    expect(ids).to_have_value(f"{run_id}, {twin_id}", timeout=10_000)
+    page.locator("#fe-compare-two").click()
+    pair = page.locator("#fe-session-answer table.fe-compare")
+    pair.wait_for(timeout=30_000)
+    assert pair.locator("thead th").all_inner_texts() == ["", "funnel", "funnel"]
+    assert "cut 3" in pair.inner_text()
+
+
+def _save(page, name: str) -> str:
+    """Save the Explore tab's run as `name`; returns its run id."""
+    page.locator("#fe-save-name textarea").fill(name)
+    before = page.locator("#fe-saved").inner_text()
+    page.locator("#fe-save").click()
+    saved = page.locator("#fe-saved").get_by_text("Saved as run")
+    saved.wait_for(timeout=30_000)
+    page.wait_for_function("b => document.querySelector('#fe-saved').innerText !== b", arg=before)
+    return saved.inner_text().split("run")[-1].strip(" .")
+
+
+def _row(page, name: str):
+    """The visible cell holding exactly `name` in the Sessions list."""
+    cell = page.locator("#fe-sessions-table").get_by_text(name, exact=True)
+    cell.filter(visible=True).first.wait_for(timeout=30_000)
+    return cell.filter(visible=True).first
 
 
 def test_browser_compare_funnel_with_flat(live_app, browser):
