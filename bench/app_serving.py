@@ -45,15 +45,13 @@ PARADIGMS = ("funnel", "flat")
 class Server:
     """`python app.py` in its own process on a free port, with its log in a file."""
 
-    def __init__(self, corpus: str, data_dir: Path, log: Path,
-                 sessions: Path | None = None) -> None:
+    def __init__(self, corpus: str, data_dir: Path, log: Path) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/"
         env = {**os.environ, "FUNNEL_DATA_DIR": str(data_dir), "FUNNEL_PORT": str(self.port),
-               "FUNNEL_CORPUS": corpus, "FUNNEL_SESSIONS": str(sessions or log.with_suffix(
-                   ".duckdb"))}
+               "FUNNEL_CORPUS": corpus, "FUNNEL_SESSIONS": str(log.with_suffix(".duckdb"))}
         self.log = log.open("w")
         self.started = time.perf_counter()
         self.process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
@@ -124,13 +122,12 @@ def ask(client, question: str, paradigm: str) -> tuple[float, str]:
     return time.perf_counter() - start, trace_json
 
 
-def explore_runs(client, questions: list[str]) -> tuple[dict, list[str]]:
+def explore_runs(client, questions: list[str]) -> dict[str, dict[str, list[float]]]:
     """Per paradigm: API seconds and drawing seconds of every question."""
     from app.tabs.explore import trace_views
     from engine.trace import RunTrace
 
     per: dict[str, dict[str, list[float]]] = {}
-    traces = []
     for paradigm in PARADIGMS:
         api, draw = [], []
         for question in questions:
@@ -139,9 +136,8 @@ def explore_runs(client, questions: list[str]) -> tuple[dict, list[str]]:
             trace_views(RunTrace.from_json(trace_json))
             draw.append(time.perf_counter() - start)
             api.append(seconds)
-            traces.append(trace_json)
         per[paradigm] = {"api": api, "draw": draw}
-    return per, traces
+    return per
 
 
 def concurrent_users(server: Server, questions: list[str], users: int,
@@ -221,7 +217,7 @@ def main() -> None:
             ask(client, questions[0], paradigm)
         memory["after 1 run per paradigm"] = server.rss_mb()
 
-        per, _ = explore_runs(client, questions[:args.questions])
+        per = explore_runs(client, questions[:args.questions])
         runs = 2 + 2 * args.questions
         rows = []
         for paradigm, t in per.items():
