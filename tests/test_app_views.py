@@ -12,7 +12,7 @@ import pytest
 from app import figures
 from app.formatting import answer_box, compare_table, gold_banner, highlight, stage_table
 from app.params import config_json
-from app.tabs.explore import clip_question
+from app.tabs.picker import clip_question
 from app.tabs.sessions import parse_ids, pick_id
 from engine.errors import EngineError
 from engine.paradigms import MAX_QUESTION_CHARS, FlatConfig, FunnelConfig, config_from_dict

@@ -9,8 +9,7 @@ import gradio as gr
 from app import figures
 from app.formatting import compare_table, error_box, esc, final_passages, gold_banner
 from app.params import config_json, param_widgets
-from app.tabs.explore import clip_question
-from app.tabs.picker import question_picker, target
+from app.tabs.picker import clip_question, question_picker, target
 from engine.errors import EngineError
 from engine.paradigms import PARADIGMS
 from engine.service import Explorer

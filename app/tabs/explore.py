@@ -9,9 +9,9 @@ import gradio as gr
 from app import figures
 from app.formatting import answer_box, error_box, gold_banner, stage_table
 from app.params import config_json, param_widgets
-from app.tabs.picker import question_picker, target
+from app.tabs.picker import clip_question, question_picker, target
 from engine.errors import EngineError
-from engine.paradigms import MAX_QUESTION_CHARS, PARADIGMS
+from engine.paradigms import PARADIGMS
 from engine.service import Explorer
 from engine.trace import RunTrace
 from engine.types import Question
@@ -25,16 +25,6 @@ def trace_views(trace: RunTrace, heat_by: str = "layers") -> tuple:
     return (gold_banner(trace), answer_box(trace) if trace.answer else "",
             figures.funnel_figure(trace), figures.waterfall_figure(trace),
             figures.heatmap_figure(trace, heat_by), tables)
-
-
-def clip_question(text: str) -> tuple[str, str]:
-    """(question, notice): an over-long question is cut to the limit with a notice."""
-    text = (text or "").strip()
-    if len(text) <= MAX_QUESTION_CHARS:
-        return text, ""
-    return (text[:MAX_QUESTION_CHARS],
-            f"The question had {len(text):,} characters; only the first "
-            f"{MAX_QUESTION_CHARS:,} were used.")
 
 
 def build(explorer: Explorer) -> None:

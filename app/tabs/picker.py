@@ -83,3 +83,13 @@ def question_picker(explorer: Explorer, prefix: str,
 def target(text: str, gold: Question | None) -> str | Question:
     """What to run: the picked Question while the box still holds its text, else the text."""
     return gold if gold is not None and gold.text == text else text
+
+
+def clip_question(text: str) -> tuple[str, str]:
+    """(question, notice): an over-long question is cut to the limit with a notice."""
+    text = (text or "").strip()
+    if len(text) <= MAX_QUESTION_CHARS:
+        return text, ""
+    return (text[:MAX_QUESTION_CHARS],
+            f"The question had {len(text):,} characters; only the first "
+            f"{MAX_QUESTION_CHARS:,} were used.")
