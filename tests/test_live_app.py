@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -181,12 +182,15 @@ def test_browser_explore_save_and_reopen(live_app, browser):
 def _save(page, name: str) -> str:
     """Save the Explore tab's run as `name`; returns its run id."""
     page.locator("#fe-save-name textarea").fill(name)
-    before = page.locator("#fe-saved").inner_text()
+    earlier = re.findall(r"Saved as run (\d+)\.", page.locator("#fe-saved").inner_text())
     page.locator("#fe-save").click()
-    saved = page.locator("#fe-saved").get_by_text("Saved as run")
-    saved.wait_for(timeout=30_000)
-    page.wait_for_function("b => document.querySelector('#fe-saved').innerText !== b", arg=before)
-    return saved.inner_text().split("run")[-1].strip(" .")
+    # wait for a new "Saved as run N." (while saving, Gradio's progress text shows there too)
+    saved = page.wait_for_function(
+        """old => { const m = document.querySelector('#fe-saved').innerText
+                      .match(/Saved as run (\\d+)\\./);
+                    return m && m[1] !== old && m[1]; }""", arg=earlier[-1] if earlier else "",
+        timeout=30_000)
+    return saved.json_value()
 
 
 def _row(page, name: str):
