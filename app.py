@@ -9,9 +9,9 @@ import logging
 import os
 
 from app import build_app, serve
-from engine.readiness import Preparation
-from engine.service import Explorer
-from engine.sessions import SessionStore
+from engine.service.explorer import Explorer
+from engine.service.readiness import Preparation
+from engine.store.sessions import SessionStore
 
 
 def main() -> None:

@@ -75,8 +75,8 @@ def funnel_figure(trace: RunTrace) -> go.Figure:
 @failsafe
 def waterfall_figure(trace: RunTrace) -> go.Figure:
     """Seconds per stage, then answer decoding, adding up to the total."""
-    names = [s.name for s in trace.stages] + ["answer"]
-    seconds = [s.seconds for s in trace.stages] + [trace.reader_seconds]
+    names = [s.name for s in trace.stages] + [step.purpose for step in trace.llm_steps]
+    seconds = [s.seconds for s in trace.stages] + [step.seconds for step in trace.llm_steps]
     fig = go.Figure(go.Waterfall(
         x=[*names, "total"], y=[*seconds, 0.0], measure=["relative"] * len(names) + ["total"],
         text=[f"{s:.2f} s" for s in seconds] + [f"{sum(seconds):.2f} s"],
@@ -88,10 +88,11 @@ def waterfall_figure(trace: RunTrace) -> go.Figure:
 
 
 def attention_extras(trace: RunTrace) -> dict | None:
-    """The post-ranker's attention summary if this run has one."""
-    for stage in trace.stages:
-        if "attention" in stage.extras and stage.extras["attention"]:
-            return stage.extras
+    """The reader attention of this run: a post-ranking stage's (over every passage it
+    scored) first, else the answer step's (over the passages it read)."""
+    for extras in [*(s.extras for s in trace.stages), *(c.extras for c in trace.llm_steps)]:
+        if extras.get("attention"):
+            return extras
     return None
 
 
@@ -104,7 +105,7 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     extras = attention_extras(trace)
     if extras is None:
         return text_figure("This run has no reader attention yet (it comes with the "
-                           "reader's stage).")
+                           "reader's step; a remote endpoint gives none).")
     attn = np.asarray(extras["attention"], dtype=float)  # [passage, layer, head]
     axis = {"layers": 2, "heads": 1}[by]
     cells = attn.mean(axis=axis)
@@ -131,18 +132,19 @@ def compare_figure(traces: Sequence[RunTrace]) -> go.Figure:
     fig = go.Figure()
     names = [f"{t.paradigm} #{i + 1}" if [x.paradigm for x in traces].count(t.paradigm) > 1
              else t.paradigm for i, t in enumerate(traces)]
-    stages = list(dict.fromkeys(s.name for t in traces for s in t.stages))
-    for stage in [*stages, "answer"]:
-        fig.add_bar(x=names, y=[_stage_seconds(t, stage) for t in traces], name=stage)
+    steps = list(dict.fromkeys([*(s.name for t in traces for s in t.stages),
+                                *(f"LLM: {c.purpose}" for t in traces for c in t.llm_steps)]))
+    for step in steps:
+        fig.add_bar(x=names, y=[_step_seconds(t, step) for t in traces], name=step)
     fig.update_layout(barmode="stack", title="Seconds per stage", height=HEIGHT,
                       yaxis={"title": "seconds"}, margin={"l": 10, "r": 10})
     return fig
 
 
-def _stage_seconds(trace: RunTrace, name: str) -> float:
-    if name == "answer":
-        return trace.reader_seconds
-    return sum(s.seconds for s in trace.stages if s.name == name)
+def _step_seconds(trace: RunTrace, name: str) -> float:
+    """Seconds of the stages called `name`, or of the LLM calls named "LLM: <purpose>"."""
+    return sum(s.seconds for s in trace.stages if s.name == name) + sum(
+        c.seconds for c in trace.llm_steps if f"LLM: {c.purpose}" == name)
 
 
 def _short(text: str, width: int = 40) -> str:

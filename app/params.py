@@ -1,68 +1,91 @@
-"""Stage-parameter widgets shared by the Explore and Compare tabs, and their config JSON."""
+"""Parameter panels built from the paradigms' declared options, and their config JSON.
+
+Every registered paradigm gets one panel; its widgets come from its config's fields
+(engine.config.param: type, range, choices, help), so a new paradigm or option needs no UI
+code. Widget values go back to the engine as the paradigm's JSON config.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gradio as gr
 
-from engine.attention import SCHEMES
-from engine.cluster import ALGORITHMS
-from engine.paradigms import FlatConfig, FunnelConfig
+from engine.config import Option
+from engine.paradigms.registry import PARADIGMS
 
-FUNNEL, FLAT = FunnelConfig(), FlatConfig()
+SLIDER_MAX = 200  # wider int ranges get a number box instead of an unusable slider
 
 
 @dataclass
-class ParamWidgets:
-    """The widgets of one parameter panel, in the order `config_json` takes them."""
+class ParamPanels:
+    """One accordion of widgets per paradigm; `inputs()` lists every widget in order."""
 
-    K: gr.Slider
-    N: gr.Slider
-    H: gr.Slider
-    algorithm: gr.Dropdown
-    S: gr.Dropdown
-    lr: gr.Slider
-    aggregation: gr.Dropdown
-    M: gr.Slider
-    k: gr.Slider
+    groups: dict[str, gr.Accordion] = field(default_factory=dict)
+    widgets: list[tuple[str, str, gr.Component]] = field(default_factory=list)
 
-    def inputs(self) -> list:
-        return [self.K, self.N, self.H, self.algorithm, self.S, self.lr, self.aggregation,
-                self.M, self.k]
+    def inputs(self) -> list[gr.Component]:
+        return [w for _, _, w in self.widgets]
+
+    def keys(self) -> list[tuple[str, str]]:
+        """(paradigm, dotted option name) of every widget, in `inputs()` order."""
+        return [(p, n) for p, n, _ in self.widgets]
 
 
-def param_widgets() -> ParamWidgets:
-    """The parameter accordion (defaults = the engine's defaults)."""
-    with gr.Accordion("Stage parameters", open=False):
-        with gr.Row():
-            K = gr.Slider(1, 50, value=FUNNEL.K, step=1, label="K: clusters from BM25 (funnel)")
-            N = gr.Slider(1, 50, value=FUNNEL.N, step=1, label="N: documents pre-ranked (funnel)")
-            H = gr.Slider(1, 20, value=FUNNEL.H, step=1, label="H: passages post-ranked (funnel)")
-        with gr.Row():
-            algorithm = gr.Dropdown(list(ALGORITHMS), value=FUNNEL.cluster_algorithm,
-                                    label="cluster algorithm")
-            S = gr.Dropdown([512, 1024, 2048, 4096], value=FUNNEL.cluster_tokens,
-                            label="S: cluster size (tokens)")
-            lr = gr.Slider(1, 64, value=FUNNEL.reader.lr, step=1,
-                           label="lr: representative tokens")
-            aggregation = gr.Dropdown(list(SCHEMES), value=FUNNEL.reader.aggregation,
-                                      label="attention aggregation")
-        with gr.Row():
-            M = gr.Slider(4, 200, value=FLAT.M, step=1, label="M: passages from dense (flat)")
-            k = gr.Slider(1, 20, value=FLAT.k, step=1, label="k: passages read (flat)")
-    return ParamWidgets(K, N, H, algorithm, S, lr, aggregation, M, k)
+def widget(option: Option, elem_id: str) -> gr.Component:
+    """The input widget for one declared option."""
+    label, info = option.name, option.help
+    if option.choices:
+        return gr.Dropdown(list(option.choices), value=option.default, label=label, info=info,
+                           elem_id=elem_id)
+    if option.type is bool:
+        return gr.Checkbox(value=option.default, label=label, info=info, elem_id=elem_id)
+    if option.type in (int, float) and option.low is not None and option.high is not None \
+            and option.high - option.low <= SLIDER_MAX:
+        step = 1 if option.type is int else (option.high - option.low) / 100
+        return gr.Slider(option.low, option.high, value=option.default, step=step, label=label,
+                         info=info, elem_id=elem_id)
+    if option.type in (int, float):
+        return gr.Number(value=option.default, label=label, info=info, elem_id=elem_id,
+                         precision=0 if option.type is int else None,
+                         minimum=option.low, maximum=option.high)
+    return gr.Textbox(value=option.default, label=label, info=info, elem_id=elem_id)
 
 
-def config_json(paradigm: str, K, N, H, algorithm, S, lr, aggregation, M, k) -> str:
-    """The JSON config of `paradigm` from the widget values (only its own options)."""
-    if paradigm == "funnel":
-        config = {"K": int(K), "N": int(N), "H": int(H), "cluster_algorithm": algorithm,
-                  "cluster_tokens": int(S),
-                  "reader": {"lr": int(lr), "aggregation": aggregation}}
-    elif paradigm == "flat":
-        config = {"M": int(M), "k": int(k), "reader": {"lr": int(lr)}}
-    else:
-        config = {}
+def param_panels(prefix: str, visible: set[str] | None = None) -> ParamPanels:
+    """An accordion of options per registered paradigm (only `visible` ones shown)."""
+    panels = ParamPanels()
+    for name, spec in PARADIGMS.items():
+        shown = visible is None or name in visible
+        with gr.Accordion(f"{spec.label}: options", open=False, visible=shown,
+                          elem_id=f"{prefix}-params-{name}") as group:
+            for option in spec.options():
+                panels.widgets.append((name, option.name, widget(
+                    option, f"{prefix}-{name}-{option.name.replace('.', '-')}")))
+        panels.groups[name] = group
+    return panels
+
+
+def config_json(paradigm: str, keys: list[tuple[str, str]], values: list) -> str:
+    """The JSON config of `paradigm` from the widget values (only its own options; ints
+    from sliders and number boxes stay ints)."""
+    options = {o.name: o for o in PARADIGMS[paradigm].options()}
+    config: dict = {}
+    for (owner, name), value in zip(keys, values, strict=True):
+        if owner != paradigm or name not in options:
+            continue
+        if options[name].type is int and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        *path, last = name.split(".")
+        node = config
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
     return json.dumps(config)
+
+
+def show_panels(panels: ParamPanels, chosen: str | list[str]) -> list:
+    """Visibility updates: the chosen paradigms' panels shown, the others hidden."""
+    chosen = {chosen} if isinstance(chosen, str) else set(chosen or ())
+    return [gr.update(visible=name in chosen) for name in panels.groups]

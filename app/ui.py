@@ -1,6 +1,6 @@
 """The Gradio app: a status line, three tabs and the named API endpoints, over an Explorer.
 
-Callbacks read widgets, call the engine (engine.service.Explorer) and turn what it returns
+Callbacks read widgets, call the engine (engine.service.explorer.Explorer) and turn what it returns
 into HTML and plotly figures; no ranking happens here.
 """
 
@@ -11,10 +11,12 @@ import logging
 
 import gradio as gr
 
+from app.errors import refused
 from app.formatting import CSS, esc
 from app.tabs import compare, explore, sessions
 from engine.errors import EngineError
-from engine.service import Explorer
+from engine.paradigms.registry import DEFAULT, PARADIGMS
+from engine.service.explorer import Explorer
 from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
@@ -25,7 +27,7 @@ STATUS_SECONDS = 2.0
 def status_html(explorer: Explorer) -> str:
     prep = explorer.preparation
     lines = "".join(f"<li>{esc(line)}</li>" for line in explorer.status())
-    ready = [p for p in ("funnel", "flat") if not prep.missing(p)]
+    ready = [p for p in PARADIGMS if not prep.missing(p)]
     head = (f"Corpus <b>{esc(prep.corpus_spec)}</b>. Ready: "
             f"{esc(', '.join(ready)) if ready else 'nothing yet (preparing…)'}")
     return (f"<details class='fe-status' {'open' if not prep.ready() else ''}>"
@@ -57,24 +59,24 @@ def build_app(explorer: Explorer) -> gr.Blocks:
 def _api(explorer: Explorer) -> None:
     """Named endpoints for gradio_client: run, save_run, list_runs, load_run, status."""
 
-    def run(question: str, paradigm: str = "funnel", config_json: str = "") -> str:
+    def run(question: str, paradigm: str = DEFAULT, config_json: str = "") -> str:
         """Run `question` through `paradigm` (config as JSON); returns the trace JSON."""
         try:
             return explorer.run(question, paradigm, config_json).to_json()
         except EngineError as err:
-            raise gr.Error(str(err)) from None
+            raise refused(err) from None
 
     def save_run(trace_json: str, name: str = "", notes: str = "") -> int:
         """Save a trace (as returned by `run`); returns the new run id."""
         try:
             trace = RunTrace.from_json(trace_json)
         except (ValueError, TypeError, KeyError) as err:
-            raise gr.Error(f"trace_json is not a run trace ({err}); pass what `run` "
-                           "returned.") from None
+            raise refused(f"trace_json is not a run trace ({err}); pass what `run` "
+                          "returned.") from None
         try:
             return explorer.store.save(trace, name, notes)
         except EngineError as err:
-            raise gr.Error(str(err)) from None
+            raise refused(err) from None
 
     def list_runs() -> str:
         """Saved runs, newest first, as a JSON list of {id, name, paradigm, question, ...}."""
@@ -85,12 +87,12 @@ def _api(explorer: Explorer) -> None:
         try:
             return explorer.store.load(run_id).to_json()
         except EngineError as err:
-            raise gr.Error(str(err)) from None
+            raise refused(err) from None
 
     def status() -> str:
         """Preparation progress: {"ready": {paradigm: bool}, "tasks": [line, ...]}."""
         prep = explorer.preparation
-        return json.dumps({"ready": {p: not prep.missing(p) for p in ("funnel", "flat")},
+        return json.dumps({"ready": {p: not prep.missing(p) for p in PARADIGMS},
                            "tasks": explorer.status()})
 
     for fn in (run, save_run, list_runs, load_run, status):

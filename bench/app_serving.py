@@ -36,8 +36,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import ROOT, latency_summary, markdown_table, save  # noqa: E402
+from engine.paradigms.registry import names  # noqa: E402
 
-PARADIGMS = ("funnel", "flat")
+PARADIGMS = tuple(names())
 
 
 # --- the server ------------------------------------------------------------------------------
@@ -150,7 +151,7 @@ def concurrent_users(server: Server, questions: list[str], users: int,
         for i in range(per_user):
             question = questions[(u * per_user + i) % len(questions)]
             try:
-                took, trace_json = ask(client, question, PARADIGMS[i % 2])
+                took, trace_json = ask(client, question, PARADIGMS[i % len(PARADIGMS)])
                 seconds.append(took)
                 run_id = client.predict(trace_json, f"user {u}", "", api_name="/save_run")
                 if json.loads(client.predict(run_id, api_name="/load_run")) \
@@ -188,7 +189,7 @@ def main() -> None:
                              "(builds the dense index from nothing)")
     args = parser.parse_args()
 
-    from engine.loaders import read_dataset
+    from engine.data.loaders import read_dataset
     from engine.paths import shared_data_dir
 
     dataset = read_dataset(shared_data_dir() / "hotpotqa/dev500_contexts.jsonl")
@@ -233,7 +234,7 @@ def main() -> None:
 
         memory[f"after {runs} runs"] = server.rss_mb()
         for i in range(runs, args.memory_runs):
-            ask(client, questions[(i // 2) % len(questions)], PARADIGMS[i % 2])
+            ask(client, questions[(i // 2) % len(questions)], PARADIGMS[i % len(PARADIGMS)])
             if (i + 1) % 25 == 0 or i + 1 == args.memory_runs:  # a leak shows as a slope
                 memory[f"after {i + 1} runs"] = server.rss_mb()
         result["memory MiB"] = {k: round(v, 1) for k, v in memory.items()}

@@ -35,13 +35,13 @@ def _corpus(spec: str):
         from bench.synthetic import synthetic_corpus
 
         return synthetic_corpus(int(spec.split(":")[1]))
-    from engine.corpus import load_corpus
+    from engine.data.corpus import load_corpus
 
     return load_corpus(spec)
 
 
 def _unit_config(granularity: str):
-    from engine.units import UnitConfig
+    from engine.units.build import UnitConfig
 
     return UnitConfig(granularity, cluster_algorithm="longrag", cluster_tokens=4096)
 
@@ -59,20 +59,20 @@ def child(step: str, spec: str) -> dict:
     if step == "load":
         out["seconds"] = round(load_seconds, 3)
     elif step == "graph":
-        from engine.graph import build_link_graph
+        from engine.units.graph import build_link_graph
 
         out["edges"] = sum(build_link_graph(corpus).edge_counts().values())
     elif step in ("funnelrag", "longrag"):
-        from engine.cluster import cluster_documents, doc_tokens
-        from engine.graph import link_graph
+        from engine.units.cluster import cluster_documents, doc_tokens
+        from engine.units.graph import link_graph
 
         graph, sizes = link_graph(corpus), [doc_tokens(d) for d in corpus.documents]
         before_mb = psutil.Process().memory_info().rss / 2**20
         start = time.perf_counter()
         out["units"] = len(cluster_documents(sizes, graph, step, 4096).clusters)
     elif step.startswith("bm25-"):
-        from engine.bm25 import build_bm25
-        from engine.units import build_units
+        from engine.index.bm25 import build_bm25
+        from engine.units.build import build_units
 
         units = build_units(corpus, _unit_config(step[5:]))
         before_mb = psutil.Process().memory_info().rss / 2**20
@@ -100,10 +100,10 @@ def _index_folder(spec: str, granularity: str) -> Path:
 
 
 def _query_latency(corpus, spec: str) -> dict:
-    from engine.bm25 import load_bm25
-    from engine.loaders import read_dataset
+    from engine.data.loaders import read_dataset
+    from engine.index.bm25 import load_bm25
     from engine.paths import shared_data_dir
-    from engine.units import build_units
+    from engine.units.build import build_units
 
     questions = read_dataset(shared_data_dir() / "hotpotqa" / "dev500_contexts.jsonl").questions
     result = {}

@@ -1,8 +1,8 @@
-"""Bi-encoder throughput by batch size, to choose engine.dense.DEFAULT_BATCH_SIZE.
+"""Bi-encoder throughput by batch size, to choose engine.index.dense.DEFAULT_BATCH_SIZE.
 
 A fixed random sample of pooled-corpus passages (early chunking, UnitConfig("passages"))
-is encoded exactly as the dense index encodes units (engine.dense.encode over
-engine.units.index_text) at each batch size, in one process, after one warm-up batch.
+is encoded exactly as the dense index encodes units (engine.index.dense.encode over
+engine.units.build.index_text) at each batch size, in one process, after one warm-up batch.
 The sample and model are the same for every batch size. When other work shares the cores
 the absolute figures drop and the load can drift during a run, so the sizes are measured in
 rounds of alternating order (small to large, then large to small: a linear drift in load
@@ -27,11 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import markdown_table, peak_rss_mb, save  # noqa: E402
-from engine.corpus import load_corpus  # noqa: E402
-from engine.dense import encode  # noqa: E402
-from engine.models import load_bi_encoder  # noqa: E402
+from engine.data.corpus import load_corpus  # noqa: E402
+from engine.index.dense import encode  # noqa: E402
+from engine.models.loading import load_bi_encoder  # noqa: E402
 from engine.text import count_tokens  # noqa: E402
-from engine.units import UnitConfig, build_units, index_text  # noqa: E402
+from engine.units.build import UnitConfig, build_units, index_text  # noqa: E402
 
 SEED = 0
 logger = logging.getLogger("bench.dense_throughput")

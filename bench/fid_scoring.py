@@ -2,7 +2,7 @@
 
 On HotpotQA train100 questions (never dev500), each question's own 10 paragraphs (2
 supporting, 8 distractors) are read by the FiD reader in one pass, and every aggregation
-scheme of engine.attention ranks them. Reported: recall@2 of the supporting paragraphs
+scheme of engine.readers.attention ranks them. Reported: recall@2 of the supporting paragraphs
 per scheme, against two baselines read off the same passages: random order and "longest
 first" (a length-bias check), plus reader seconds per question.
 
@@ -38,7 +38,8 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from engine.fid import FiDReader
+    from engine.readers.fid import FiDReader
+    from engine.readers.reader import ReaderConfig
 
     torch.set_grad_enabled(False)
     reader = FiDReader()
@@ -51,7 +52,7 @@ def main() -> None:
         passages = [(t, "".join(s).strip()) for t, s in item["context"]]
         gold = {i for i, (t, _) in enumerate(passages) if t in supporting}
         start = time.perf_counter()
-        blocks = reader._encode(item["question"], passages)
+        blocks = reader._encode(item["question"], passages, ReaderConfig().max_passage_tokens)
         attn = reader._first_token_attention(blocks)
         seconds.append(time.perf_counter() - start)
         for scheme in attention.SCHEMES:

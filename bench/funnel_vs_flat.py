@@ -30,10 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import markdown_table, save  # noqa: E402
-from engine.corpus import load_corpus  # noqa: E402
-from engine.evaluate import row, summarise  # noqa: E402
-from engine.loaders import read_dataset  # noqa: E402
-from engine.paradigms import make_paradigm  # noqa: E402
+from engine.data.corpus import load_corpus  # noqa: E402
+from engine.data.loaders import read_dataset  # noqa: E402
+from engine.eval.evaluate import row, summarise  # noqa: E402
+from engine.paradigms.base import make_paradigm  # noqa: E402
 from engine.paths import data_dir, shared_data_dir  # noqa: E402
 
 # (label, paradigm, config): "flat+ce" is flat with the trained cross-encoder re-ranker,

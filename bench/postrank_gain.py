@@ -24,12 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import markdown_table, save  # noqa: E402
 from engine import attention  # noqa: E402
-from engine.chunking import Chunker  # noqa: E402
-from engine.corpus import load_corpus  # noqa: E402
+from engine.data.corpus import load_corpus  # noqa: E402
 from engine.metrics import answer_recall_at, has_span_answer  # noqa: E402
 from engine.paths import data_dir  # noqa: E402
-from engine.pipeline import chunk_documents  # noqa: E402
+from engine.stages.expand import chunk_documents  # noqa: E402
 from engine.trace import RunTrace  # noqa: E402
+from engine.units.chunking import Chunker  # noqa: E402
 
 KS = (1, 2, 3, 4)
 
@@ -66,7 +66,8 @@ def main() -> None:
     import torch
     from tqdm.auto import tqdm
 
-    from engine.fid import FiDReader
+    from engine.readers.fid import FiDReader
+    from engine.readers.reader import ReaderConfig
 
     torch.set_grad_enabled(False)
     corpus = load_corpus("pooled")
@@ -80,7 +81,7 @@ def main() -> None:
         passages_per_question.append(len(passages))
         texts = [c.unit.text for c in passages]
         out = reader.read(trace.question, [(c.unit.title, c.unit.text) for c in passages],
-                          answer_top=1)
+                          ReaderConfig(), answer=False)
         ranked = {"pre-ranker order": list(range(len(texts)))}
         for name, scores in orders(out.token_attention, args.lr).items():
             ranked[name] = sorted(range(len(texts)), key=lambda i, s=scores: -s[i])

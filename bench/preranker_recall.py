@@ -28,13 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import markdown_table, save  # noqa: E402
-from engine.bm25 import bm25_index  # noqa: E402
-from engine.corpus import load_corpus  # noqa: E402
-from engine.loaders import read_dataset  # noqa: E402
+from engine.data.corpus import load_corpus  # noqa: E402
+from engine.data.loaders import read_dataset  # noqa: E402
+from engine.index.bm25 import bm25_index  # noqa: E402
 from engine.metrics import all_gold_at, gold_document_recall  # noqa: E402
 from engine.paths import shared_data_dir  # noqa: E402
 from engine.types import Candidate  # noqa: E402
-from engine.units import UnitConfig, document_unit  # noqa: E402
+from engine.units.build import UnitConfig, document_unit  # noqa: E402
 
 RANKERS = ("bm25", "bi-encoder", "cross-encoder")
 KS = (4, 8)
@@ -59,7 +59,7 @@ def bm25_ranker(corpus):
 
 
 def bi_encoder_ranker(corpus, pools):
-    from engine.models import load_bi_encoder
+    from engine.models.loading import load_bi_encoder
 
     model = load_bi_encoder("minilm")
     ids = sorted({d for pool in pools for d in pool})
@@ -79,7 +79,8 @@ def bi_encoder_ranker(corpus, pools):
 
 
 def cross_encoder_ranker(corpus, max_length: int, batch_size: int):
-    from engine.stages.rerank import CrossEncoderReranker, model_location
+    from engine.models.cross_encoder import model_location
+    from engine.stages.rerank import CrossEncoderReranker
 
     stage = CrossEncoderReranker("trained", max_length=max_length, batch_size=batch_size)
     setup = {"model": model_location("trained"), "max_length": max_length}

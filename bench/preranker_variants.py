@@ -32,8 +32,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import save  # noqa: E402
-from engine.models import load_bi_encoder, resolve  # noqa: E402
-from engine.train import _mean_recall, load_question_groups, split_questions  # noqa: E402
+from engine.models.loading import load_bi_encoder, resolve  # noqa: E402
+from engine.train.data import load_question_groups, split_questions  # noqa: E402
+from engine.train.preranker import _mean_recall  # noqa: E402
 
 
 def joint_scorer(path: str):

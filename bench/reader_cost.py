@@ -28,19 +28,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--questions", type=int, default=5)
     args = parser.parse_args()
-    from engine.fid import FiDReader
+    from engine.readers.fid import FiDReader
+    from engine.readers.reader import ReaderConfig
 
-    reader = FiDReader()
+    reader, config = FiDReader(), ReaderConfig()
     data = json.loads((shared_data_dir() / "hotpotqa" / "train100.json").read_text())
     pool = [(t, "".join(s).strip()) for item in data for t, s in item["context"]]
-    reader.read(data[0]["question"], pool[:2])  # warm-up
+    reader.read(data[0]["question"], pool[:2], config)  # warm-up
     report, rows = {}, []
     for n in SIZES:
         runs = []
         for q in range(args.questions):
             item = data[q + 1]
             passages = pool[q * 16: q * 16 + n]
-            out = reader.read(item["question"], passages)
+            out = reader.read(item["question"], passages, config)
             runs.append(out)
         enc = statistics.median(o.input_tokens / o.encode_seconds for o in runs)
         dec = statistics.median(max(o.answer_tokens, 1) / o.answer_seconds for o in runs)

@@ -24,14 +24,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import markdown_table, save  # noqa: E402
-from engine.bm25 import bm25_index  # noqa: E402
-from engine.chunking import Chunker  # noqa: E402
-from engine.corpus import load_corpus  # noqa: E402
-from engine.loaders import read_dataset  # noqa: E402
+from engine.data.corpus import load_corpus  # noqa: E402
+from engine.data.loaders import read_dataset  # noqa: E402
+from engine.index.bm25 import bm25_index  # noqa: E402
 from engine.metrics import answer_in, has_span_answer  # noqa: E402
 from engine.paths import shared_data_dir  # noqa: E402
 from engine.text import count_tokens  # noqa: E402
-from engine.units import UnitConfig  # noqa: E402
+from engine.units.build import UnitConfig  # noqa: E402
+from engine.units.chunking import Chunker  # noqa: E402
 
 KS = (1, 2, 5, 20, 80)
 CONFIGS = {

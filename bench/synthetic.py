@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.corpus import load_corpus
+from engine.data.corpus import load_corpus
 from engine.text import split_sentences
 from engine.types import Corpus, Document
 

@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import markdown_table, save  # noqa: E402
-from engine.corpus import load_corpus  # noqa: E402
-from engine.resources import minilm_path, smollm2_gguf_path  # noqa: E402
+from engine.data.corpus import load_corpus  # noqa: E402
+from engine.models.packaged import minilm_path, smollm2_gguf_path  # noqa: E402
 from engine.text import count_tokens  # noqa: E402
 
 

@@ -6,13 +6,13 @@ inside the functions that use them, so `import engine` stays fast.
 
 from __future__ import annotations
 
-from engine.bm25 import BM25Index, bm25_index
-from engine.chunking import Chunker
-from engine.corpus import load_corpus
+from engine.data.corpus import load_corpus
+from engine.data.loaders import read_dataset
 from engine.errors import ConfigError, DataFormatError, EngineError, ResourceMissingError
-from engine.loaders import read_dataset
+from engine.index.bm25 import BM25Index, bm25_index
 from engine.types import Candidate, Corpus, Dataset, Document, Passage, Question, Unit
-from engine.units import UnitConfig
+from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
 
 __all__ = [
     "BM25Index", "Candidate", "Chunker", "ConfigError", "Corpus", "DataFormatError",

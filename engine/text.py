@@ -38,6 +38,14 @@ def token_spans(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in TOKEN_RE.finditer(text)]
 
 
+def clip_tokens(text: str, max_tokens: int) -> str:
+    """`text` up to the end of its `max_tokens`-th token (all of it when shorter)."""
+    for n, match in enumerate(TOKEN_RE.finditer(text), start=1):
+        if n == max_tokens:
+            return text[: match.end()]
+    return text
+
+
 def _is_abbreviation(text: str, dot: int) -> bool:
     """True if the `.` at position `dot` ends an abbreviation or an initial, not a sentence."""
     if text[dot] != ".":

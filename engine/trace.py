@@ -1,8 +1,10 @@
 """The run trace every paradigm returns: immutable, JSON round-trippable.
 
-A trace records the question, the paradigm and its exact config, every stage's ranked
-candidates with scores, ranks, lineage and seconds, what the reader was sent and answered,
-and, when gold is known, which candidates hold it and the metrics.
+A trace records the question, the corpus, the paradigm and its exact config, every stage's
+ranked candidates with scores, ranks, lineage and seconds, every LLM call (its purpose, the
+prompt's and the output's tokens, what it said, its seconds), the answer and, when gold is
+known, which candidates hold it and the metrics. Reader tokens, reader seconds and the
+number of LLM calls are counted from the LLM steps, never set by hand.
 """
 
 from __future__ import annotations
@@ -28,6 +30,25 @@ class StageResult:
 
 
 @dataclass(frozen=True)
+class LLMStep:
+    """One call to a generator: what it was for, what it read and said, and its cost.
+
+    `answer` is the short answer extracted from `output` when `purpose` is "answer"; the
+    run's answer is that of its last answer step.
+    """
+
+    purpose: str  # "answer", "long answer", "hyde", ...
+    model: str
+    prompt: str  # the prompt as sent (FiD: one block's layout, the passages elided)
+    output: str
+    prompt_tokens: int
+    output_tokens: int
+    seconds: float
+    answer: str = ""
+    extras: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class GoldFlags:
     """Per candidate of one stage: does it hold a gold answer / a gold supporting doc."""
 
@@ -41,17 +62,29 @@ class RunTrace:
     paradigm: str
     config: dict
     stages: tuple[StageResult, ...]
+    llm_steps: tuple[LLMStep, ...] = ()
     answer: str = ""
-    reader_input_tokens: int = 0
-    reader_seconds: float = 0.0
-    llm_calls: int = 0
+    corpus: dict = field(default_factory=dict)  # {"name", "fingerprint", "documents"}
     gold: Question | None = None
     gold_flags: tuple[GoldFlags, ...] = ()
     metrics: dict = field(default_factory=dict)
 
     @property
+    def llm_calls(self) -> int:
+        return len(self.llm_steps)
+
+    @property
+    def reader_input_tokens(self) -> int:
+        """Prompt tokens of every LLM call of the run."""
+        return sum(step.prompt_tokens for step in self.llm_steps)
+
+    @property
+    def reader_seconds(self) -> float:
+        return sum(step.seconds for step in self.llm_steps)
+
+    @property
     def seconds(self) -> float:
-        """Wall time of all stages plus answer generation."""
+        """Wall time of all stages plus every LLM call."""
         return sum(s.seconds for s in self.stages) + self.reader_seconds
 
     def stage(self, name: str) -> StageResult:
@@ -60,8 +93,14 @@ class RunTrace:
                 return result
         raise KeyError(f"no stage {name!r}; stages: {[s.name for s in self.stages]}")
 
+    def to_dict(self) -> dict[str, Any]:
+        """`asdict` plus the counted totals (for readers of the JSON; ignored on load)."""
+        return {**asdict(self), "llm_calls": self.llm_calls,
+                "reader_input_tokens": self.reader_input_tokens,
+                "reader_seconds": self.reader_seconds}
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False)
+        return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> RunTrace:
@@ -113,9 +152,21 @@ def from_dict(d: dict[str, Any]) -> RunTrace:
         gold = Question(**{k: tuple(v) if isinstance(v, list) else v for k, v in gold.items()})
     flags = tuple(GoldFlags(tuple(f["answer"]), tuple(f["support"]))
                   for f in d.get("gold_flags", ()))
+    if "llm_steps" in d:
+        steps = tuple(LLMStep(**step) for step in d["llm_steps"])
+    else:
+        steps = _legacy_steps(d)
     return RunTrace(
         question=d["question"], paradigm=d["paradigm"], config=d["config"], stages=stages,
-        answer=d.get("answer", ""), reader_input_tokens=d.get("reader_input_tokens", 0),
-        reader_seconds=d.get("reader_seconds", 0.0), llm_calls=d.get("llm_calls", 0),
+        llm_steps=steps, answer=d.get("answer", ""), corpus=d.get("corpus", {}),
         gold=gold, gold_flags=flags, metrics=d.get("metrics", {}),
     )
+
+
+def _legacy_steps(d: dict[str, Any]) -> tuple[LLMStep, ...]:
+    """Traces saved before LLM steps existed kept only totals: one answer step holds them."""
+    if not d.get("llm_calls") and not d.get("answer"):
+        return ()
+    return (LLMStep(purpose="answer", model="", prompt="", output=d.get("answer", ""),
+                    prompt_tokens=d.get("reader_input_tokens", 0), output_tokens=0,
+                    seconds=d.get("reader_seconds", 0.0), answer=d.get("answer", "")),)

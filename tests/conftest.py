@@ -31,6 +31,17 @@ TINY_DOCS = (
 
 
 @pytest.fixture
+def echo():
+    """The toy paradigm 'echo' registered for one test (one registry line, as a real one)."""
+    from engine.paradigms import registry
+    from tests.fakes import ECHO
+
+    registry.register(ECHO)
+    yield ECHO
+    registry.unregister(ECHO.name)
+
+
+@pytest.fixture
 def tiny_corpus() -> Corpus:
     """Eight short documents: a painting cluster, a river cluster and a loner."""
     return Corpus("tiny", tuple(Document(id=t, title=t, text=x, sources=("test",))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from engine.paradigms import annotate
-from engine.pipeline import expand_to_documents, run_stage
-from engine.stages.base import Stage, StageOutput, rerank
-from engine.trace import RunTrace
+from engine.config import param
+from engine.paradigms.base import Paradigm, ParadigmSpec, annotate
+from engine.stages.base import Stage, StageOutput, rerank, run_stage
+from engine.stages.expand import expand_to_documents
+from engine.trace import LLMStep, RunTrace
 from engine.types import Candidate, Question, Unit
 
 
@@ -31,13 +33,46 @@ def clusters(tiny_corpus) -> tuple[Candidate, ...]:
                  for i, g in enumerate(groups))
 
 
+def answer_step(seconds: float = 0.0, prompt_tokens: int = 42) -> LLMStep:
+    return LLMStep(purpose="answer", model="fake", prompt="Context: ...", output=" Georges Seurat",
+                   prompt_tokens=prompt_tokens, output_tokens=3, seconds=seconds,
+                   answer="Georges Seurat")
+
+
 def sample_trace(tiny_corpus) -> RunTrace:
     docs = expand_to_documents(tiny_corpus, clusters(tiny_corpus))
     first = run_stage(WordOverlapRanker(), "seurat painting", docs, 5)
     second = run_stage(WordOverlapRanker("rivers"), "river capital", first.candidates, 2)
     trace = RunTrace(question="Who painted A Sunday Afternoon?", paradigm="fake",
                      config={"K": 5}, stages=(first, second), answer="Georges Seurat",
-                     reader_input_tokens=42)
+                     llm_steps=(answer_step(),))
     gold = Question("q1", "Who painted A Sunday Afternoon?", answers=("Georges Seurat",),
                     supporting_titles=("A Sunday Afternoon",))
     return annotate(trace, gold)
+
+
+# --- a toy paradigm, registered the way a real one is ---------------------------------------
+
+
+@dataclass(frozen=True)
+class EchoConfig:
+    k: int = param(2, "k: documents kept by the overlap ranker", low=1, high=8)
+    voice: str = param("plain", "how the answer is said", choices=("plain", "loud"))
+
+
+class EchoParadigm(Paradigm):
+    """Expands two fixed clusters, keeps the k documents sharing most query words, and
+    'answers' with one fake LLM step."""
+
+    name = "echo"
+
+    def steps(self, question):
+        docs = expand_to_documents(self.corpus, clusters(self.corpus))
+        yield run_stage(WordOverlapRanker(), question, docs, self.config.k)
+        said = "Georges Seurat" if self.config.voice == "plain" else "GEORGES SEURAT"
+        yield LLMStep(purpose="answer", model="echo", prompt=question, output=said,
+                      prompt_tokens=7, output_tokens=2, seconds=0.0, answer=said)
+
+
+ECHO = ParadigmSpec(name="echo", label="Echo (a toy)", description="a test paradigm",
+                    config=EchoConfig, paradigm=EchoParadigm)

@@ -14,11 +14,15 @@ from app.formatting import answer_box, compare_table, gold_banner, highlight, st
 from app.params import config_json
 from app.tabs.picker import clip_question
 from app.tabs.sessions import parse_ids, pick_id
+from engine.config import config_from_dict
 from engine.errors import EngineError
-from engine.paradigms import MAX_QUESTION_CHARS, FlatConfig, FunnelConfig, config_from_dict
+from engine.paradigms.base import MAX_QUESTION_CHARS
+from engine.paradigms.flat import FlatConfig
+from engine.paradigms.funnel import FunnelConfig
+from engine.paradigms.registry import PARADIGMS
 from engine.trace import StageResult
 from engine.types import Candidate, Unit
-from tests.fakes import sample_trace
+from tests.fakes import answer_step, sample_trace
 
 
 def test_funnel_figure_counts_in_kept_and_gold(tiny_corpus):
@@ -32,7 +36,7 @@ def test_funnel_figure_counts_in_kept_and_gold(tiny_corpus):
 
 
 def test_waterfall_adds_up_to_the_total(tiny_corpus):
-    trace = replace(sample_trace(tiny_corpus), reader_seconds=0.5)
+    trace = replace(sample_trace(tiny_corpus), llm_steps=(answer_step(seconds=0.5),))
     (bars,) = figures.waterfall_figure(trace).data
     assert list(bars.x) == ["overlap", "rivers", "answer", "total"]
     assert list(bars.measure)[-1] == "total"
@@ -88,8 +92,8 @@ def test_highlight_marks_gold_and_query_words_without_breaking_markup():
 
 
 def test_clusters_expand_to_members_and_documents_to_passages(tiny_corpus):
-    from engine.chunking import Chunker
-    from engine.pipeline import chunk_documents, expand_to_documents
+    from engine.stages.expand import chunk_documents, expand_to_documents
+    from engine.units.chunking import Chunker
 
     cluster = Candidate(Unit("c0", "Danube", "", ("Danube", "Budapest"), "clusters"), 2.0, 1)
     docs = expand_to_documents(tiny_corpus, (cluster,))
@@ -131,11 +135,19 @@ def test_long_questions_are_cut_with_a_notice():
 
 
 def test_widget_values_make_configs_the_engine_accepts():
-    funnel = json.loads(config_json("funnel", 5, 4, 2, "funnelrag", 1024, 8, "eq3", 50, 4))
+    """Widget values as Gradio sends them (sliders give floats) for both panels."""
+    keys = [(p, o.name) for p in ("funnel", "flat") for o in PARADIGMS[p].options()]
+    chosen = {("funnel", "K"): 5.0, ("funnel", "N"): 4, ("funnel", "H"): 2.0,
+              ("funnel", "cluster_algorithm"): "funnelrag", ("funnel", "cluster_tokens"): 1024,
+              ("funnel", "reader.lr"): 8.0, ("flat", "M"): 30.0, ("flat", "k"): 3}
+    defaults = {(p, o.name): o.default for p in ("funnel", "flat")
+                for o in PARADIGMS[p].options()}
+    values = [chosen.get(key, defaults[key]) for key in keys]
+    funnel = json.loads(config_json("funnel", keys, values))
     cfg = config_from_dict(FunnelConfig, funnel)
     assert (cfg.K, cfg.N, cfg.H, cfg.cluster_tokens, cfg.reader.lr) == (5, 4, 2, 1024, 8)
-    flat = config_from_dict(FlatConfig, json.loads(config_json("flat", 5, 4, 2, "longrag",
-                                                               2048, 4, "eq3", 30, 3)))
+    assert "M" not in funnel and isinstance(funnel["K"], int)
+    flat = config_from_dict(FlatConfig, json.loads(config_json("flat", keys, values)))
     assert (flat.M, flat.k) == (30, 3)
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.attention import SCHEMES, passage_score, representative_tokens, summary
 from engine.errors import ConfigError
+from engine.readers.attention import SCHEMES, passage_score, representative_tokens, summary
 
 ATTN = np.array([
     [[0.4, 0.0, 0.2],    # layer 0, head 0
@@ -79,7 +79,7 @@ def test_empty_passages_and_bad_names():
     ("  \n Danube \n more", "Danube"),
 ])
 def test_short_answer_strips_preamble_and_keeps_the_first_line(said, answer):
-    from engine.fid import short_answer
+    from engine.readers.answers import short_answer
 
     assert short_answer(said) == answer
 
@@ -93,6 +93,6 @@ def test_short_answer_strips_preamble_and_keeps_the_first_line(said, answer):
     ([1, 1, 1, 1, 1, 1], True),
 ])
 def test_a_looping_answer_is_detected(tokens, loops):
-    from engine.fid import repeats_tail
+    from engine.readers.answers import repeats_tail
 
     assert repeats_tail(tokens) is loops

@@ -5,10 +5,10 @@ from dataclasses import replace
 
 import pytest
 
-from engine.bm25 import bm25_index
-from engine.chunking import Chunker
 from engine.errors import ConfigError
-from engine.units import UnitConfig
+from engine.index.bm25 import bm25_index
+from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
 
 
 def test_documents_rank_by_bm25(tiny_corpus):
@@ -56,7 +56,7 @@ def test_cache_is_keyed_by_granularity_and_reused(tiny_corpus, data_dir):
 
 @pytest.mark.slow
 def test_wiki_answers_the_seurat_question():
-    from engine.corpus import load_corpus
+    from engine.data.corpus import load_corpus
 
     index = bm25_index(load_corpus("wiki"), UnitConfig("documents"))
     top = index.search("Who painted A Sunday Afternoon on the Island of La Grande Jatte?", 5)
@@ -66,15 +66,15 @@ def test_wiki_answers_the_seurat_question():
 
 def test_index_key_follows_the_unit_texts(tiny_corpus, data_dir, monkeypatch):
     """Changing how units are made (here: the chunker's output) must not reuse an index."""
-    import engine.units
+    import engine.units.build
 
     config = UnitConfig("passages", chunker=Chunker(max_tokens=10))
     bm25_index(tiny_corpus, config)
-    original = engine.units.passage_units
+    original = engine.units.build.passage_units
 
     def shouted(documents, chunker):
         return tuple(replace(u, text=u.text.upper()) for u in original(documents, chunker))
 
-    monkeypatch.setattr(engine.units, "passage_units", shouted)
+    monkeypatch.setattr(engine.units.build, "passage_units", shouted)
     bm25_index(tiny_corpus, config)
     assert len(list((data_dir / "cache" / "bm25").iterdir())) == 2

@@ -5,9 +5,9 @@ import logging
 
 import pytest
 
-from engine.bm25 import bm25_index
 from engine.cache import entry_dir, load_or_build
-from engine.units import UnitConfig
+from engine.index.bm25 import bm25_index
+from engine.units.build import UnitConfig
 
 KEY = {"corpus": "abc", "version": 1}
 

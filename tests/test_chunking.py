@@ -1,4 +1,4 @@
-"""engine.chunking.Chunker: passage invariants, sentence packing, cutting and overlap."""
+"""engine.units.chunking.Chunker: passage invariants, sentence packing, cutting and overlap."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from engine.chunking import Chunker
-from engine.corpus import read_wiki_summaries
+from engine.data.corpus import read_wiki_summaries
 from engine.errors import ConfigError
 from engine.text import TOKEN_RE, count_tokens, split_sentences, token_spans
 from engine.types import Document, Passage
+from engine.units.chunking import Chunker
 
 # Five tokens each ("w w w w ." ), so packing is easy to predict.
 S1 = "One two three four."

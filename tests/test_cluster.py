@@ -12,7 +12,8 @@ import re
 import numpy as np
 import pytest
 
-from engine.cluster import (
+from engine.errors import ConfigError
+from engine.units.cluster import (
     Clustering,
     closeness_in,
     cluster_documents,
@@ -20,8 +21,7 @@ from engine.cluster import (
     clustering,
     local_clustering_coefficients,
 )
-from engine.errors import ConfigError
-from engine.graph import LinkGraph
+from engine.units.graph import LinkGraph
 
 
 def graph(n: int, edges: list[tuple[int, int]]) -> LinkGraph:

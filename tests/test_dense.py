@@ -10,11 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from engine import dense
-from engine.dense import dense_index, load_dense, model_identity
 from engine.errors import ConfigError, ResourceMissingError
+from engine.index import dense
+from engine.index.dense import dense_index, load_dense, model_identity
 from engine.paths import PROJECT_ROOT
-from engine.units import UnitConfig, build_units
+from engine.units.build import UnitConfig, build_units
 
 RIVER_QUESTION = "Which river flows through Budapest?"
 
@@ -119,7 +119,7 @@ def test_model_identity_names_alias_or_path_and_config(tmp_path, monkeypatch):
 
 
 def test_importing_the_engine_does_not_import_torch_or_faiss():
-    code = ("import sys, engine, engine.dense, engine.stages.retrievers; "
+    code = ("import sys, engine, engine.index.dense, engine.stages.retrieve; "
             "print(sorted({'torch', 'faiss', 'sentence_transformers'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=PROJECT_ROOT)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from engine.evaluate import eval_corpus
-from engine.loaders import read_dataset
+from engine.data.loaders import read_dataset
+from engine.eval.evaluate import eval_corpus
 
 
 def _qa(path, paragraphs):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine.fid import ReaderConfig
-from engine.fid_seq2seq import Seq2SeqFiDReader
+from engine.readers.fid_seq2seq import Seq2SeqFiDReader
+from engine.readers.reader import ReaderConfig
 
 PASSAGES = [("Danube", "The Danube flows through Budapest."),
             ("Vienna", "Vienna is the capital of Austria, on the Danube river."),
@@ -24,12 +24,14 @@ def reader() -> Seq2SeqFiDReader:
                       num_decoder_layers=2, num_heads=4, decoder_start_token_id=0,
                       pad_token_id=0, eos_token_id=1)
     model = T5ForConditionalGeneration(config)
-    return Seq2SeqFiDReader(ReaderConfig(model="tiny-t5", max_answer_tokens=5,
-                                         aggregation="mean_tokens"), tokenizer, model)
+    return Seq2SeqFiDReader("tiny-t5", tokenizer, model)
+
+
+CONFIG = ReaderConfig(model="tiny-t5", max_answer_tokens=5, aggregation="mean_tokens")
 
 
 def test_scores_attention_and_answer_shapes(reader):
-    out = reader.read("Which river flows through Budapest?", PASSAGES, answer_top=2)
+    out = reader.read("Which river flows through Budapest?", PASSAGES, CONFIG, answer_top=2)
     assert len(out.scores) == 3 and all(s > 0 for s in out.scores)
     assert out.attention.shape == (3, 2, 4)  # passages x decoder layers x heads
     assert len(out.answered_from) == 2
@@ -50,6 +52,6 @@ def test_attention_mass_over_all_blocks_is_at_most_one(reader):
 
 
 def test_deterministic(reader):
-    a = reader.read("Who painted with dots?", PASSAGES)
-    b = reader.read("Who painted with dots?", PASSAGES)
+    a = reader.read("Who painted with dots?", PASSAGES, CONFIG)
+    b = reader.read("Who painted with dots?", PASSAGES, CONFIG)
     assert a.scores == b.scores and a.answer == b.answer

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.graph import LinkConfig, build_link_graph, link_graph, title_surface
 from engine.types import Corpus, Document
+from engine.units.graph import LinkConfig, build_link_graph, link_graph, title_surface
 
 
 def _edges(corpus: Corpus, config: LinkConfig = LinkConfig()) -> set[tuple[str, str, str]]:

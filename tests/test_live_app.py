@@ -20,10 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from engine.paradigms.registry import PARADIGMS
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHOICES = ", ".join(sorted(PARADIGMS))
 QUESTION = "Who painted A Sunday Afternoon on the Island of La Grande Jatte?"
 ARTIFACTS = Path(os.environ.get("FUNNEL_ARTIFACTS", ROOT / "test-artifacts"))
 EVIL = "<img src=x onerror=\"document.title='pwned'\"> Seurat trap"
@@ -113,7 +116,7 @@ def test_api_runs_saves_lists_and_reloads_exactly(live_app, sessions_file):
 
 @pytest.mark.parametrize(("args", "message"), [
     (("   ", "funnel", ""), "question is empty"),
-    ((QUESTION, "sparse", ""), "Unknown paradigm 'sparse'. Choose from: flat, funnel"),
+    ((QUESTION, "sparse", ""), f"Unknown paradigm 'sparse'. Choose from: {CHOICES}"),
     ((QUESTION, "funnel", '{"K": 0}'), "K"),
     ((QUESTION, "funnel", "{oops"), "not valid JSON"),
     (("x" * 10_000, "funnel", ""), "limit is 2,000"),

@@ -1,4 +1,4 @@
-"""engine.loaders.read_dataset on tiny fixture files of every format, malformed input, and
+"""engine.data.loaders.read_dataset on tiny fixture files of every format, malformed input, and
 the real QA files in the shared data directory."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.corpus import load_corpus
+from engine.data.corpus import load_corpus
+from engine.data.loaders import FORMATS, read_dataset
 from engine.errors import ConfigError, DataFormatError
-from engine.loaders import FORMATS, read_dataset
 from engine.paths import shared_data_dir
 from engine.types import Corpus, Dataset, Question
 

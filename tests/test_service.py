@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 import pytest
 
-from engine import paradigms, readiness
 from engine.errors import ConfigError
-from engine.paradigms import Paradigm
-from engine.readiness import Preparation, Task
-from engine.service import Explorer, NotReady, parse_config
-from engine.sessions import SessionStore
+from engine.service.explorer import Explorer, NotReady, parse_config
+from engine.service.readiness import Preparation, Task
+from engine.store.sessions import SessionStore
 from engine.trace import RunTrace
-from tests.fakes import WordOverlapRanker
 
 
 def fake_preparation(tiny_corpus, actions: dict) -> Preparation:
     prep = Preparation("tiny", dense=False)
     prep.tasks = {name: Task(name, f"task {name}", action) for name, action in actions.items()}
+    prep.needs = {"funnel": ("corpus", "clusters", "reader", "preranker"),
+                  "flat": ("corpus", "reader", "reranker", "dense")}
     return prep
 
 
@@ -76,27 +74,8 @@ def test_background_thread_shows_running_progress_then_ready(tiny_corpus):
     assert prep.wait(10) and prep.ready()
 
 
-class EchoParadigm(Paradigm):
-    name = "echo"
-
-    def _steps(self, question):
-        from engine.pipeline import expand_to_documents, run_stage
-        from tests.fakes import clusters
-
-        docs = expand_to_documents(self.corpus, clusters(self.corpus))
-        yield run_stage(WordOverlapRanker(), question, docs, self.config.k)
-        yield "Georges Seurat", 7, 0.0
-
-
-@dataclass(frozen=True)
-class EchoConfig:
-    k: int = 2
-
-
 @pytest.fixture
-def explorer(tiny_corpus, tmp_path, monkeypatch):
-    monkeypatch.setitem(paradigms.PARADIGMS, "echo", (EchoParadigm, EchoConfig))
-    monkeypatch.setitem(readiness.NEEDS, "echo", ("corpus",))
+def explorer(tiny_corpus, tmp_path, echo):
     prep = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus}).run()
     store = SessionStore(tmp_path / "s.duckdb")
     yield Explorer(prep, store)
@@ -107,7 +86,8 @@ def test_explorer_runs_streams_and_reuses_paradigms(explorer):
     traces = list(explorer.stream("seurat painting", "echo", '{"k": 1}'))
     assert [len(t.stages) for t in traces] == [1, 1] and traces[-1].answer == "Georges Seurat"
     assert len(traces[-1].stages[0].candidates) == 1
-    assert explorer.paradigm("echo", '{"k": 1}') is explorer.paradigm("echo", ' {"k":1} ')
+    assert explorer.paradigm("echo", '{"k": 1}').config == \
+        explorer.paradigm("echo", ' {"k":1} ').config
     trace = explorer.run("seurat painting", "echo")
     run_id = explorer.store.save(trace)
     assert explorer.store.load(run_id) == trace and isinstance(trace, RunTrace)

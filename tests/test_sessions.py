@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from engine.errors import ConfigError
-from engine.sessions import MIGRATIONS, SessionStore, SessionStoreError
+from engine.store.sessions import MIGRATIONS, SessionStore, SessionStoreError
 from engine.trace import RunTrace
 from tests.fakes import sample_trace
 
@@ -122,7 +122,7 @@ def test_a_damaged_file_is_reported_and_left_untouched(tmp_path):
 
 WRITER = """
 import sys
-from engine.sessions import SessionStore
+from engine.store.sessions import SessionStore
 from engine.trace import RunTrace
 store = SessionStore(sys.argv[1])
 trace = RunTrace.from_json(sys.stdin.read())

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from engine.bm25 import bm25_index
 from engine.errors import ResourceMissingError
+from engine.index.bm25 import bm25_index
 from engine.stages.base import Stage, StageOutput, rerank
-from engine.stages.retrievers import BM25Retriever, DenseRetriever
+from engine.stages.retrieve import BM25Retriever, DenseRetriever
 from engine.types import Candidate, Unit
-from engine.units import UnitConfig
+from engine.units.build import UnitConfig
 
 QUERIES = ("Which river flows through Budapest?", "pointillism painter",
            "capital of Austria", "zzzyx qwerty")
@@ -20,7 +20,7 @@ def _bm25(corpus) -> BM25Retriever:
 def _dense(corpus) -> DenseRetriever:
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("faiss")
-    from engine.dense import dense_index
+    from engine.index.dense import dense_index
 
     try:
         return DenseRetriever(dense_index(corpus, UnitConfig("passages")))

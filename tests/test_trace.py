@@ -7,18 +7,17 @@ import re
 
 import pytest
 
-from engine.chunking import Chunker
+from engine.config import config_from_dict
 from engine.errors import ConfigError
-from engine.fid import ReaderConfig
-from engine.paradigms import (
-    FlatConfig,
-    FunnelConfig,
-    check_question,
-    config_from_dict,
-    make_paradigm,
-)
-from engine.pipeline import chunk_documents, expand_to_documents, run_stage
+from engine.paradigms.base import check_question
+from engine.paradigms.flat import FlatConfig
+from engine.paradigms.funnel import FunnelConfig
+from engine.paradigms.registry import PARADIGMS, make_paradigm
+from engine.readers.reader import ReaderConfig
+from engine.stages.base import run_stage
+from engine.stages.expand import chunk_documents, expand_to_documents
 from engine.trace import RunTrace, gold_lost_at
+from engine.units.chunking import Chunker
 from tests.fakes import WordOverlapRanker, clusters, sample_trace
 
 
@@ -81,7 +80,7 @@ def test_configs_round_trip_and_refuse_bad_values():
 
 def test_unknown_paradigm_and_bad_questions(tiny_corpus):
     with pytest.raises(ConfigError, match=re.escape("Unknown paradigm 'graph'. Choose from: "
-                                                    "flat, funnel.")):
+                                                    f"{', '.join(sorted(PARADIGMS))}.")):
         make_paradigm("graph", tiny_corpus)
     with pytest.raises(ConfigError, match="The question is empty"):
         check_question("   \n")

@@ -6,23 +6,20 @@ import re
 
 import pytest
 
-from engine.distill import bpr_loss, document_scores_from_passages, l2g_pairs
 from engine.errors import ConfigError
-from engine.train import (
+from engine.models.cross_encoder import score_pairs
+from engine.models.trained import TrainConfig, cached_preranker_path, training_report
+from engine.train.data import (
     Pair,
-    TrainConfig,
-    cached_preranker_path,
-    fit_cross_encoder,
     inverse_cloze_pairs,
-    listwise_loss,
     load_question_groups,
-    query_batches,
-    score_pairs,
     split_questions,
     supervised_pairs,
-    train_preranker,
-    training_report,
 )
+from engine.train.distill import bpr_loss, document_scores_from_passages, l2g_pairs
+from engine.train.loop import fit_cross_encoder, query_batches
+from engine.train.losses import listwise_loss
+from engine.train.preranker import train_preranker
 from engine.types import Corpus, Document
 from tests.conftest import torch_single_thread
 
@@ -75,7 +72,7 @@ def shared(tmp_path, monkeypatch):
 def _minilm():
     pytest.importorskip("sentence_transformers")
     from engine.errors import ResourceMissingError
-    from engine.resources import minilm_path
+    from engine.models.packaged import minilm_path
 
     try:
         minilm_path()
@@ -142,7 +139,7 @@ def test_train_config_round_trips_json():
 
 def test_training_is_seeded_and_separates_positives():
     _minilm()
-    from engine.train import new_cross_encoder, seed_everything
+    from engine.train.loop import new_cross_encoder, seed_everything
 
     pairs = [(p.query, p.text) for p in EASY_PAIRS]
     positive = [p.label == 1 for p in EASY_PAIRS]
@@ -162,7 +159,7 @@ def test_training_is_seeded_and_separates_positives():
 
 def test_trained_preranker_is_cached_and_reused(shared, monkeypatch):
     _minilm()
-    import engine.train
+    import engine.train.preranker
 
     assert cached_preranker_path(QUICK) is None
     folder = train_preranker(QUICK)
@@ -174,7 +171,7 @@ def test_trained_preranker_is_cached_and_reused(shared, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("trained again")
 
-    monkeypatch.setattr(engine.train, "_build", no_training)
+    monkeypatch.setattr(engine.train.preranker, "_build", no_training)
     assert train_preranker(QUICK) == folder
     assert cached_preranker_path(TrainConfig(seed=14, use_ict=False)) is None
 
@@ -244,7 +241,7 @@ def test_bpr_loss_is_mean_negative_log_sigmoid_of_the_gap():
 
 def test_cli_trains_then_reports_the_cached_model(shared, capsys):
     _minilm()
-    from engine.cli import main
+    from engine.cli.main import main
 
     assert main(["train", "preranker", "--no-ict", "--seed", "5"]) == 0
     first = capsys.readouterr().out
@@ -257,7 +254,7 @@ def test_cli_trains_then_reports_the_cached_model(shared, capsys):
 
 
 def test_cli_without_training_data_exits_2(tmp_path, monkeypatch, capsys):
-    from engine.cli import main
+    from engine.cli.main import main
 
     monkeypatch.setenv("FUNNEL_SHARED_DATA", str(tmp_path / "nowhere"))
     assert main(["train", "preranker", "--no-ict"]) == 2

@@ -8,11 +8,11 @@ import gradio as gr
 
 from app import figures
 from app.formatting import compare_table, error_box, esc, final_passages, gold_banner
-from app.params import config_json, param_widgets
+from app.params import config_json, param_panels, show_panels
 from app.tabs.picker import clip_question, question_picker, target
 from engine.errors import EngineError
-from engine.paradigms import PARADIGMS
-from engine.service import Explorer
+from engine.paradigms.registry import PARADIGMS
+from engine.service.explorer import Explorer
 
 logger = logging.getLogger(__name__)
 
@@ -21,10 +21,10 @@ def build(explorer: Explorer) -> None:
     """The Compare tab: its own question box and dataset picker (a picked question brings
     its gold, so every cut shows whether the gold answer and documents are still in)."""
     picker = question_picker(explorer, "fe-compare", lambda: gr.CheckboxGroup(
-        list(PARADIGMS), value=list(PARADIGMS), label="Paradigms", scale=1,
-        elem_id="fe-compare-paradigms"))
+        [(spec.label, name) for name, spec in PARADIGMS.items()], value=list(PARADIGMS),
+        label="Paradigms", scale=1, elem_id="fe-compare-paradigms"))
     question, chosen = picker.question, picker.beside
-    params = param_widgets()
+    params = param_panels("fe-compare")
     go = gr.Button("Compare", variant="primary", elem_id="fe-compare-run")
     notice = gr.HTML(elem_id="fe-compare-notice")
     table = gr.HTML(elem_id="fe-compare-table")
@@ -38,9 +38,10 @@ def build(explorer: Explorer) -> None:
         traces, errors = [], []
         for name in names:
             try:
-                config = config_json(name, *widgets)
+                config = config_json(name, params.keys(), list(widgets))
                 traces.append(explorer.run(target(text, gold), name, config))
             except EngineError as err:
+                logger.info("refused: %s: %s", name, " ".join(str(err).split()))
                 errors.append(f"{name}: {err}")
             except Exception as err:  # noqa: BLE001 - the page must stay usable
                 logger.exception("compare run failed")
@@ -55,6 +56,8 @@ def build(explorer: Explorer) -> None:
         return (notice_html, compare_table(traces), figures.compare_figure(traces),
                 f"<div style='display:flex; gap:16px'>{columns}</div>")
 
+    chosen.change(lambda names: show_panels(params, names), chosen,
+                  list(params.groups.values()), api_visibility="private")
     for trigger in (go.click, question.submit):
         trigger(compare, [question, picker.gold, chosen, *params.inputs()],
                 [notice, table, timing, finals], api_visibility="private")

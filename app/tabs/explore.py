@@ -7,12 +7,13 @@ import logging
 import gradio as gr
 
 from app import figures
+from app.errors import refused_box
 from app.formatting import answer_box, error_box, gold_banner, stage_table
-from app.params import config_json, param_widgets
+from app.params import config_json, param_panels, show_panels
 from app.tabs.picker import clip_question, question_picker, target
 from engine.errors import EngineError
-from engine.paradigms import PARADIGMS
-from engine.service import Explorer
+from engine.paradigms.registry import PARADIGMS
+from engine.service.explorer import Explorer
 from engine.trace import RunTrace
 from engine.types import Question
 
@@ -29,11 +30,13 @@ def trace_views(trace: RunTrace, heat_by: str = "layers") -> tuple:
 
 def build(explorer: Explorer) -> None:
     """The Explore tab's widgets and events."""
+    first = next(iter(PARADIGMS))
     picker = question_picker(explorer, "fe", lambda: gr.Radio(
-        list(PARADIGMS), value="funnel", label="Paradigm", scale=1, elem_id="fe-paradigm"))
+        [(spec.label, name) for name, spec in PARADIGMS.items()], value=first,
+        label="Paradigm", scale=1, elem_id="fe-paradigm"))
     question, paradigm = picker.question, picker.beside
     trace_state = gr.State("")  # the last finished run, as trace JSON
-    params = param_widgets()
+    params = param_panels("fe", {first})
     run = gr.Button("Run", variant="primary", elem_id="fe-run")
     notice = gr.HTML(elem_id="fe-notice")
     banner = gr.HTML(elem_id="fe-banner")
@@ -55,12 +58,12 @@ def build(explorer: Explorer) -> None:
         notice_html = error_box(cut) if cut else ""
         empty = ("", "", None, None, None, "")
         try:
-            config = config_json(name, *widgets)
+            config = config_json(name, params.keys(), list(widgets))
             for trace in explorer.stream(target(text, gold), name, config):
                 yield (notice_html, *trace_views(trace, heat), "")
             yield (notice_html, *trace_views(trace, heat), trace.to_json())
         except EngineError as err:
-            yield (error_box(str(err)), *empty, "")
+            yield (refused_box(err), *empty, "")
         except Exception as err:  # noqa: BLE001 - the page must stay usable
             logger.exception("run failed")
             yield (error_box(f"The run failed: {err}"), *empty, "")
@@ -76,7 +79,7 @@ def build(explorer: Explorer) -> None:
         try:
             run_id = explorer.store.save(RunTrace.from_json(trace_json), name, notes)
         except EngineError as err:
-            return error_box(str(err))
+            return refused_box(err)
         return f"<div class='fe-kept'>Saved as run {run_id}.</div>"
 
     outputs = [notice, banner, answer, funnel_plot, waterfall_plot, heatmap, tables,
@@ -84,5 +87,7 @@ def build(explorer: Explorer) -> None:
     inputs = [question, picker.gold, paradigm, heat_by, *params.inputs()]
     for trigger in (run.click, question.submit):
         trigger(ask, inputs, outputs, api_visibility="private")
+    paradigm.change(lambda name: show_panels(params, name), paradigm,
+                    list(params.groups.values()), api_visibility="private")
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, api_visibility="private")
     save.click(save_current, [trace_state, save_name, save_notes], saved, api_visibility="private")

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from app.errors import refused
 from app.formatting import esc
 from engine.errors import EngineError
-from engine.paradigms import MAX_QUESTION_CHARS
-from engine.service import Explorer
+from engine.paradigms.base import MAX_QUESTION_CHARS
+from engine.service.explorer import Explorer
 from engine.types import Question
 
 PASTE_LIMIT = 25 * MAX_QUESTION_CHARS
@@ -65,7 +66,7 @@ def question_picker(explorer: Explorer, prefix: str,
         try:
             qs = explorer.questions(path)
         except EngineError as err:
-            raise gr.Error(str(err)) from None
+            raise refused(err) from None
         return gr.update(choices=[(f"{q.id}: {q.text[:90]}", q.id) for q in qs], value=None)
 
     def pick(path, qid):

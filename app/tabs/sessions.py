@@ -9,10 +9,11 @@ from pathlib import Path
 import gradio as gr
 
 from app import figures
-from app.formatting import compare_table, error_box
+from app.errors import refused_box
+from app.formatting import compare_table
 from app.tabs.explore import trace_views
 from engine.errors import EngineError
-from engine.service import Explorer
+from engine.service.explorer import Explorer
 
 COLUMNS = ["id", "name", "paradigm", "question", "answer", "EM", "F1", "reader tokens",
            "seconds", "saved", "notes"]
@@ -85,7 +86,7 @@ def build(explorer: Explorer) -> dict:
             (run_id,) = parse_ids(text)[:1]
             trace = explorer.store.load(run_id)
         except EngineError as err:
-            return (error_box(str(err)), "", "", None, None, None, "")
+            return (refused_box(err), "", "", None, None, None, "")
         return (f"<div class='fe-kept'>Run {run_id}, reopened from its saved trace.</div>",
                 *trace_views(trace))
 
@@ -96,7 +97,7 @@ def build(explorer: Explorer) -> dict:
                 raise EngineError("Give two run ids to compare, like 3, 5.")
             traces = [explorer.store.load(i) for i in chosen]
         except EngineError as err:
-            return (error_box(str(err)), "", "", None, None, None, "")
+            return (refused_box(err), "", "", None, None, None, "")
         return ("", "", compare_table(traces), figures.compare_figure(traces), None, None, "")
 
     def delete_run(text):
@@ -104,7 +105,7 @@ def build(explorer: Explorer) -> dict:
             for run_id in parse_ids(text):
                 explorer.store.delete(run_id)
         except EngineError as err:
-            return error_box(str(err)), rows(explorer)
+            return refused_box(err), rows(explorer)
         return f"<div class='fe-kept'>Deleted {text}.</div>", rows(explorer)
 
     def export(kind):

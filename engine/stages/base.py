@@ -8,10 +8,12 @@ summaries, classifier decisions) in `extras` of the returned `StageOutput`.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from engine.trace import StageResult
 from engine.types import Candidate
 
 
@@ -40,3 +42,17 @@ def rerank(candidates: Sequence[Candidate], scores: Sequence[float],
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])[:k]
     return tuple(replace(candidates[i], score=float(scores[i]), rank=rank)
                  for rank, i in enumerate(order, start=1))
+
+
+def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) -> StageResult:
+    """Run `stage` and wrap its output with its name, input size and wall time.
+
+    The input size of a first-stage retriever (no candidates in) is the number of units its
+    index searched, so a funnel's first bar shows the whole haystack.
+    """
+    start = time.perf_counter()
+    out = stage.run(query, candidates, k)
+    n_in = len(candidates) or len(getattr(getattr(stage, "index", None), "units", ()))
+    return StageResult(name=stage.name, granularity=stage.granularity, n_in=n_in,
+                       candidates=out.candidates, seconds=time.perf_counter() - start,
+                       extras=out.extras)

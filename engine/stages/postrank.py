@@ -1,47 +1,45 @@
-"""FunnelRAG post-ranking: the FiD reader's attention ranks passages, then it answers."""
+"""FunnelRAG post-ranking: the FiD reader's attention ranks passages (no answer here: the
+paradigm's reader answers in its own LLM step)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from engine.fid import FiDReader, ReaderOutput
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.types import Candidate
 
+if TYPE_CHECKING:
+    from engine.readers.reader import ReaderConfig
+
 
 class FiDPostRanker(Stage):
-    """Scores every candidate passage by the reader's first-token attention (Eq. 3), keeps
-    the top `k` and decodes the answer over them, reusing the encoded blocks.
+    """Scores every candidate passage by the reader's first-token attention (Eq. 3 or
+    another scheme of the config) and keeps the top `k`.
 
-    `extras` carries the answer, the attention heatmap cells ([passage, layer, head]),
-    each passage's representative tokens, reader token counts and timings.
+    `extras` carries the attention heatmap cells ([passage, layer, head]), each passage's
+    representative tokens, the tokens the reader read and its encoding seconds.
     """
 
     name = "postranker"
     granularity = "passages"
 
-    def __init__(self, reader: FiDReader) -> None:
-        self.reader = reader
+    def __init__(self, config: ReaderConfig) -> None:
+        self.config = config
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        from engine.readers.fid import shared_fid_reader
+        from engine.readers.reader import attention_extras
+
         if not candidates:
-            return StageOutput((), {"answer": "", "input_tokens": 0, "answer_seconds": 0.0})
-        out = self.reader.read(query, [(c.unit.title, c.unit.text) for c in candidates],
-                               answer_top=k)
-        return StageOutput(rerank(candidates, out.scores, k), reader_extras(candidates, out))
-
-
-def reader_extras(candidates: Sequence[Candidate], out: ReaderOutput) -> dict:
-    """What a trace keeps of one reading: the answer, the attention heatmap cells
-    ([passage, layer, head]) with each passage's representative tokens, tokens and timings."""
-    return {
-        "answer": out.answer,
-        "answered_from": [candidates[i].unit.id for i in out.answered_from],
-        "attention": out.attention.round(6).tolist(),
-        "attention_passages": [c.unit.id for c in candidates],
-        "top_tokens": [list(t) for t in out.top_tokens],
-        "input_tokens": out.input_tokens,
-        "answer_tokens": out.answer_tokens,
-        "encode_seconds": round(out.encode_seconds, 4),
-        "answer_seconds": round(out.answer_seconds, 4),
-    }
+            return StageOutput((), {"input_tokens": 0})
+        reader = shared_fid_reader(self.config.model)
+        out = reader.read(query, [(c.unit.title, c.unit.text) for c in candidates],
+                          self.config, answer=False)
+        kept = rerank(candidates, out.scores, k)
+        extras = attention_extras(candidates, out.token_attention, out.top_tokens,
+                                  self.config.lr, ())
+        extras["answered_from"] = [c.unit.id for c in kept]
+        extras |= {"input_tokens": out.input_tokens,
+                   "encode_seconds": round(out.encode_seconds, 4)}
+        return StageOutput(kept, extras)

@@ -5,7 +5,7 @@ Each candidate is scored as the pair (query, "title\\ntext") by a sentence-trans
 confident scores do not tie). The model is loaded on the first `run`, once per process.
 
 `model` is "trained" (the pre-ranker `python -m engine train preranker` caches; it is never
-trained at query time), an alias of engine.models, a local folder or a hub id.
+trained at query time), an alias of engine.models.loading, a local folder or a hub id.
 """
 
 from __future__ import annotations
@@ -14,50 +14,14 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from engine.errors import ConfigError, ResourceMissingError, check_choice, check_range
+from engine.errors import ConfigError, check_choice, check_range
+from engine.models.cross_encoder import load_cross_encoder, model_location, score_pairs
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.types import Candidate
-from engine.units import GRANULARITIES
+from engine.units.build import GRANULARITIES
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
-
-TRAIN_COMMAND = "python -m engine train preranker"
-
-
-def model_location(model: str) -> str:
-    """Where to load `model` from: the cached trained pre-ranker, an alias's folder, or as is.
-
-    Raises:
-        ResourceMissingError: for "trained" when no trained pre-ranker is cached.
-    """
-    if model != "trained":
-        from engine.models import resolve
-
-        return resolve(model)
-    from engine.paths import data_dir
-    from engine.train import cached_preranker_path
-
-    folder = cached_preranker_path()
-    if folder is None:
-        raise ResourceMissingError(
-            f"No trained pre-ranker in {data_dir() / 'cache' / 'preranker'}. Train it once "
-            f"(about 15 minutes on 2 CPU cores) with: {TRAIN_COMMAND}"
-        )
-    return str(folder)
-
-
-@lru_cache(maxsize=4)
-def load_cross_encoder(location: str, max_length: int = 256) -> CrossEncoder:
-    """A one-logit CrossEncoder on the CPU, loaded once per (location, max_length)."""
-    from sentence_transformers import CrossEncoder
-
-    from engine.models import _from_pretrained
-
-    return _from_pretrained(CrossEncoder, location, num_labels=1, max_length=max_length,
-                            device="cpu", local_files_only=True)
-
-
 class CrossEncoderReranker(Stage):
     """Re-rank incoming candidates by a cross-encoder's score of (query, title + text)."""
 
@@ -92,8 +56,6 @@ class CrossEncoderReranker(Stage):
 
     def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
         """The cross-encoder's logit for each candidate, in input order."""
-        from engine.train import score_pairs
-
         if not candidates:
             return []
         pairs = [(query, f"{c.unit.title}\n{c.unit.text}") for c in candidates]
@@ -133,8 +95,8 @@ class BiEncoderReranker(Stage):
         return {"model": self.model, "kind": BI_ENCODER, "granularity": self.granularity}
 
     def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
-        from engine.dense import encode
-        from engine.units import index_text
+        from engine.index.dense import encode
+        from engine.units.build import index_text
 
         if not candidates:
             return []
@@ -160,3 +122,11 @@ def make_reranker(model: str, *, granularity: str = "documents",
     if model == BI_ENCODER:
         return BiEncoderReranker(granularity=granularity, name=name)
     return CrossEncoderReranker(model, granularity=granularity, name=name)
+
+
+@lru_cache(maxsize=16)
+def shared_reranker(model: str, *, granularity: str = "documents",
+                    name: str = "preranker") -> Stage:
+    """`make_reranker`, one per (model, granularity, name) for the whole process, so the
+    candidate vectors a bi-encoder re-ranker keeps serve every paradigm and config."""
+    return make_reranker(model, granularity=granularity, name=name)

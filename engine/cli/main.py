@@ -1,0 +1,168 @@
+"""Command line: `python -m engine corpus-stats | search | formats | train | ask | eval`.
+
+The CLI is the one part of the engine that writes to stdout (results) and stderr (errors);
+everything else logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import asdict
+
+from engine.cli import run as cli_run
+from engine.errors import EngineError
+from engine.text import snippet
+from engine.units.build import GRANULARITIES, UnitConfig
+from engine.units.chunking import Chunker
+from engine.units.cluster import ALGORITHMS
+
+logger = logging.getLogger("engine")
+
+
+def _out(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m engine",
+                                     description="Funnel Explorer retrieval engine.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    stats = sub.add_parser("corpus-stats", help="documents, tokens, links, clusters")
+    stats.add_argument("--corpus", default="wiki", help="wiki | pooled | PATH (default wiki)")
+    stats.add_argument("--S", type=int, nargs="+", default=[2048, 4096], dest="sizes",
+                       help="cluster budgets in tokens (default 2048 4096)")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+
+    search = sub.add_parser("search", help="BM25 search at one granularity")
+    search.add_argument("query")
+    search.add_argument("--granularity", choices=GRANULARITIES, default="documents")
+    search.add_argument("-k", type=int, default=10, help="results to show (default 10)")
+    search.add_argument("--corpus", default="wiki", help="wiki | pooled | PATH (default wiki)")
+    search.add_argument("--algorithm", choices=ALGORITHMS, default="funnelrag",
+                        help="cluster algorithm (clusters only)")
+    search.add_argument("--S", type=int, default=4096, dest="cluster_tokens",
+                        help="cluster budget in tokens (clusters only, default 4096)")
+    search.add_argument("--max-tokens", type=int, default=100,
+                        help="passage size in tokens (passages only, default 100)")
+
+    sub.add_parser("formats", help="list the dataset and corpus formats understood")
+    cli_run.add_parsers(sub)
+
+    train = sub.add_parser("train", help="train a model (cached; reports it if already done)")
+    train.add_argument("what", choices=["preranker"], help="the model to train")
+    train.add_argument("--epochs", type=int, default=None, help="passes over the pairs")
+    train.add_argument("--seed", type=int, default=None, help="random seed (default 13)")
+    train.add_argument("--no-ict", action="store_true",
+                       help="supervised pairs only (no inverse-cloze variant)")
+    train.add_argument("--threads", type=int, default=None,
+                       help="torch CPU threads (default: torch's choice; 1 on a busy machine)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        commands = {"corpus-stats": _stats, "search": _search, "formats": _formats,
+                    "train": _train, "ask": cli_run.ask, "eval": cli_run.evaluate}
+        return commands[args.command](args)
+    except EngineError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+
+
+def _formats(args: argparse.Namespace) -> int:
+    from engine.data.loaders import FORMATS
+
+    for name, layout in FORMATS.items():
+        _out(f"{name:18} {layout}")
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    import time
+    from dataclasses import replace
+
+    from engine.errors import check_range
+    from engine.models.trained import TrainConfig, cached_preranker_path, training_report
+    from engine.train.preranker import train_preranker
+
+    config = TrainConfig()
+    if args.epochs is not None:
+        config = replace(config, epochs=int(check_range("epochs", args.epochs, 1, 100)))
+    if args.seed is not None:
+        config = replace(config, seed=args.seed)
+    if args.no_ict:
+        config = replace(config, use_ict=False)
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(int(check_range("threads", args.threads, 1, 256)))
+    cached = cached_preranker_path(config) is not None
+    started = time.perf_counter()
+    folder = train_preranker(config)
+    report = training_report(folder)
+    _out(f"pre-ranker  {folder}")
+    _out(f"status      {'cached (trained earlier)' if cached else 'trained now'}; training took "
+         f"{report['seconds']:.0f} s" + ("" if cached else
+                                          f", {time.perf_counter() - started:.0f} s in all"))
+    _out(f"questions   {report['train_questions']} train, {report['validation_questions']} "
+         "held out (validation)")
+    _out("validation  gold-document recall@4, re-ranking each held-out question's paragraphs:")
+    for name, variant in report["variants"].items():
+        mark = "  <- kept" if name == report["kept"] else ""
+        _out(f"  {name:16} {variant['recall@4']:.3f}  ({variant['pairs']:,} pairs, "
+             f"{variant['seconds']:.0f} s){mark}")
+    _out(f"  {'bi-encoder':16} {report['bi_encoder_recall@4']:.3f}  (MiniLM cosine, baseline)")
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    from engine.data.corpus import load_corpus
+    from engine.errors import ConfigError
+    from engine.index.bm25 import bm25_index
+
+    if not args.query.strip():
+        raise ConfigError("The query is empty. Give a question, e.g. "
+                          "python -m engine search \"Who painted Guernica?\"")
+    config = UnitConfig(args.granularity, Chunker(args.max_tokens),
+                        args.algorithm, args.cluster_tokens)
+    index = bm25_index(load_corpus(args.corpus), config)
+    results = index.search(args.query, args.k)
+    if not results:
+        _out("no results: no query word occurs in the corpus")
+    for cand in results:
+        _out(f"{cand.rank:>3}  {cand.score:7.3f}  {cand.unit.title}")
+        _out(f"     {snippet(cand.unit.text, args.query)}")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from engine.data.corpus import load_corpus
+    from engine.units.stats import corpus_stats
+
+    stats = corpus_stats(load_corpus(args.corpus), tuple(args.sizes))
+    if args.json:
+        _out(json.dumps(asdict(stats)))
+        return 0
+    _out(f"corpus      {stats.name}")
+    _out(f"documents   {stats.documents:,}")
+    _out(f"tokens      {stats.tokens:,}  (words and punctuation; see engine/text.py)")
+    _out("sources     " + ", ".join(f"{k} {v:,}" for k, v in stats.sources.items()))
+    _out("link edges  " + ", ".join(f"{k} {v:,}" for k, v in stats.edges.items())
+         + f"  ({stats.isolated_documents:,} documents without links)")
+    _out("")
+    labels = [label for label, _ in stats.clusterings[0].histogram] if stats.clusterings else []
+    _out(f"{'algorithm':10} {'S':>5} {'units':>7} {'single':>7} {'mean':>7} {'max':>6}  "
+         + " ".join(f"{x:>9}" for x in labels))
+    for c in stats.clusterings:
+        _out(f"{c.algorithm:10} {c.max_tokens:>5} {c.clusters:>7,} {c.singletons:>7,} "
+             f"{c.mean_tokens:>7.0f} {c.max_tokens_seen:>6}  "
+             + " ".join(f"{n:>9,}" for _, n in c.histogram))
+    return 0

@@ -1,0 +1,127 @@
+"""`ask` and `eval` commands: one question through a paradigm, or a QA file through several.
+
+Output goes to stdout (this is the CLI); engine modules only log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from engine.paradigms.registry import DEFAULT, names
+from engine.trace import RunTrace, gold_lost_at
+
+TABLE_METRICS = ("AR@1", "AR@2", "AR@3", "AR@4", "EM", "F1")
+
+
+def _out(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    ask = sub.add_parser("ask", help="run one question and print every stage")
+    ask.add_argument("question")
+    ask.add_argument("--paradigm", default=DEFAULT,
+                     help=f"{' | '.join(names())} (default {DEFAULT})")
+    ask.add_argument("--corpus", default="wiki", help="wiki | pooled | PATH (default wiki)")
+    ask.add_argument("--config", default="{}", help="paradigm options as JSON, e.g. '{\"K\": 5}'")
+    ask.add_argument("--show", type=int, default=5, help="candidates shown per stage")
+
+    ev = sub.add_parser("eval", help="run paradigms over a QA file and summarise")
+    ev.add_argument("--dataset", required=True, help="a QA file (or a name under shared data)")
+    ev.add_argument("--paradigm", default=",".join(names()),
+                    help=f"comma-separated, of: {', '.join(names())} (default: all)")
+    ev.add_argument("--corpus", default="pooled", help="haystack; the file's paragraphs are added")
+    ev.add_argument("--limit", type=int, default=None, help="first N questions only")
+    ev.add_argument("--config", default="{}",
+                    help='JSON of options per paradigm, e.g. {"funnel": {"K": 5}}')
+    ev.add_argument("--out", default=None, help="JSONL of per-question rows (default: data/eval/)")
+    ev.add_argument("--json", action="store_true", help="print the summary as JSON last")
+
+
+def ask(args: argparse.Namespace) -> int:
+    from engine.data.corpus import load_corpus
+    from engine.paradigms.registry import make_paradigm
+
+    paradigm = make_paradigm(args.paradigm, load_corpus(args.corpus), _json_arg(args.config))
+    print_trace(paradigm.run(args.question), args.show)
+    return 0
+
+
+def print_trace(trace: RunTrace, show: int = 5) -> None:
+    _out(f"{trace.paradigm}: {trace.question}")
+    for n, stage in enumerate(trace.stages, start=1):
+        _out(f"\nstage {n}  {stage.name} ({stage.granularity})  {len(stage.candidates)} of "
+             f"{stage.n_in or 'index'}  {stage.seconds:.3f} s")
+        flags = trace.gold_flags[n - 1] if trace.gold_flags else None
+        for i, cand in enumerate(stage.candidates[:show]):
+            mark = " [answer]" if flags and flags.answer[i] else ""
+            mark += " [gold doc]" if flags and flags.support[i] else ""
+            _out(f"  {cand.rank:>3} {cand.score:9.4f}  {cand.unit.title[:70]}{mark}")
+    lost = gold_lost_at(trace) if trace.gold_flags else None
+    if lost:
+        _out(f"\ngold answer lost at stage {lost}")
+    for step in trace.llm_steps:
+        _out(f"\nLLM call ({step.purpose}, {step.model})  {step.prompt_tokens:,} prompt tokens, "
+             f"{step.output_tokens} out  {step.seconds:.3f} s")
+        _out(f"  said: {step.output.strip()[:200]}")
+    _out(f"\nanswer: {trace.answer}")
+    _out(f"reader input tokens {trace.reader_input_tokens:,}; LLM calls {trace.llm_calls}; "
+         f"reader {trace.reader_seconds:.2f} s; total {trace.seconds:.2f} s")
+    if trace.metrics:
+        _out("metrics: " + ", ".join(f"{k} {v:.3f}" for k, v in trace.metrics.items()))
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    from engine.eval.evaluate import run_eval, summarise
+    from engine.paths import data_dir, shared_data_dir
+
+    dataset = Path(args.dataset)
+    if not dataset.exists() and (shared_data_dir() / args.dataset).exists():
+        dataset = shared_data_dir() / args.dataset
+    paradigms = [p.strip() for p in args.paradigm.split(",") if p.strip()]
+    out = Path(args.out) if args.out else data_dir() / "eval" / (
+        f"{dataset.stem}-{'-'.join(paradigms)}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with open(out, "w", encoding="utf-8") as handle:
+        for row in run_eval(dataset, paradigms, args.corpus, args.limit, _json_arg(args.config),
+                            progress=lambda i, n: sys.stderr.write(f"\r{i}/{n} questions")):
+            rows.append(row)
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    sys.stderr.write("\n")
+    summary = summarise(rows)
+    print_summary(summary)
+    _out(f"\nrows: {out}")
+    if args.json:
+        _out(json.dumps(summary))
+    return 0
+
+
+def print_summary(summary: dict[str, dict[str, float]]) -> None:
+    stage_keys = sorted({k for s in summary.values() for k in s if k.startswith("seconds_")})
+    recall_keys = sorted({k for s in summary.values() for k in s if k.startswith("gold_doc")})
+    headers = ["paradigm", "n", *TABLE_METRICS, *recall_keys, *stage_keys, "reader_tokens"]
+    _out("| " + " | ".join(headers) + " |")
+    _out("|" + "---|" * len(headers))
+    for name, s in summary.items():
+        cells = [name, f"{s['questions']:.0f}"]
+        cells += [f"{s[k]:.3f}" if k in s else "-" for k in (*TABLE_METRICS, *recall_keys)]
+        cells += [f"{s[k]:.3f}" if k in s else "-" for k in stage_keys]
+        cells.append(f"{s['reader_tokens']:.0f}")
+        _out("| " + " | ".join(cells) + " |")
+
+
+def _json_arg(text: str) -> dict:
+    from engine.errors import ConfigError
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"--config is not valid JSON ({err.msg}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"--config must be a JSON object, got {text!r}")
+    return value

@@ -1,0 +1,129 @@
+"""Declared options: one place says an option's type, range, choices and help text.
+
+A paradigm's (or reader's) config is a frozen dataclass whose fields are made with `param`:
+
+    K: int = param(10, "clusters from BM25", low=1, high=200)
+
+From that declaration alone the engine checks values (`check_config`, called from
+`__post_init__`), reads them from JSON (`config_from_dict`, which names the field, the value
+and the expected type when one is wrong) and the app builds its parameter panels
+(`describe`). Nested configs (a paradigm's `reader`) are fields whose type is itself such a
+dataclass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import ConfigError
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One declared option, as the UI and the checks see it."""
+
+    name: str  # dotted for nested options: "reader.lr"
+    type: type
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[Any, ...] = ()
+
+
+def param(default: Any, help: str, *, low: float | None = None, high: float | None = None,
+          choices: Sequence[Any] = ()) -> Any:
+    """A dataclass field with its help text, range (inclusive) and choices."""
+    meta = {"help": help, "low": low, "high": high, "choices": tuple(choices)}
+    if dataclasses.is_dataclass(default):
+        return field(default_factory=lambda: default, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def is_config(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def describe(cls: type, prefix: str = "") -> list[Option]:
+    """Every option of config class `cls`, nested configs flattened with dotted names."""
+    types = _field_types(cls)
+    out: list[Option] = []
+    for f in dataclasses.fields(cls):
+        tp = types[f.name]
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        if is_config(tp):
+            out += describe(tp, f"{prefix}{f.name}.")
+            continue
+        meta = f.metadata
+        out.append(Option(f"{prefix}{f.name}", tp, default, meta.get("help", ""),
+                          meta.get("low"), meta.get("high"), meta.get("choices", ())))
+    return out
+
+
+def check_config(config: Any) -> None:
+    """Raise ConfigError for the first field whose value has the wrong type, is out of its
+    range or is not one of its choices. Call it from `__post_init__`."""
+    types = _field_types(type(config))
+    for f in dataclasses.fields(config):
+        value, tp, meta = getattr(config, f.name), types[f.name], f.metadata
+        if is_config(tp):
+            if not isinstance(value, tp):
+                raise ConfigError(f"Option {f.name!r} must be an object of "
+                                  f"{tp.__name__} options, got {value!r}.")
+            continue
+        _check_type(f.name, value, tp)
+        low, high = meta.get("low"), meta.get("high")
+        if low is not None and high is not None and not low <= value <= high:
+            raise ConfigError(f"{f.name}={value!r} is out of range; allowed: {low} to {high}.")
+        choices = meta.get("choices") or ()
+        if choices and value not in choices:
+            raise ConfigError(f"Unknown {f.name} {value!r}. Choose from: "
+                              f"{', '.join(map(str, choices))}.")
+
+
+def _check_type(name: str, value: Any, tp: type) -> None:
+    ok = isinstance(value, tp) and not (tp in (int, float) and isinstance(value, bool))
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    if not ok:
+        raise ConfigError(f"Option {name!r} must be {_TYPE_NAMES.get(tp, tp.__name__)}, got "
+                          f"{value!r} ({type(value).__name__}).")
+
+
+def config_from_dict(cls: type, values: dict) -> Any:
+    """A config of class `cls` from a JSON-style dict; unknown keys are refused with the valid
+    ones listed, nested configs are read from nested dicts, ints are accepted for floats."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"{cls.__name__} options must be a JSON object, got {values!r}.")
+    types = _field_types(cls)
+    valid = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - valid)
+    if unknown:
+        raise ConfigError(f"Unknown option(s) {', '.join(unknown)} for {cls.__name__}. "
+                          f"Valid options: {', '.join(sorted(valid))}.")
+    kwargs = {}
+    for name, value in values.items():
+        tp = types[name]
+        if is_config(tp):
+            value = config_from_dict(tp, value) if isinstance(value, dict) else value
+        elif tp is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        kwargs[name] = value
+    config = cls(**kwargs)
+    check_config(config)  # also for a config class that does not check itself
+    return config
+
+
+def config_to_dict(config: Any) -> dict:
+    """The JSON-style dict of a config (round-trips through `config_from_dict`)."""
+    return dataclasses.asdict(config)

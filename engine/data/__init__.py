@@ -1,0 +1,1 @@
+"""Corpora and QA datasets: loading files of every supported format, the named corpora."""

@@ -1,0 +1,115 @@
+"""Named corpora: the packaged Wikipedia summaries, the pooled corpus, or a path.
+
+- `wiki`: 10,033 English Wikipedia lead summaries (default; works on a fresh machine).
+- `pooled`: `wiki` plus every paragraph of the QA files in the shared data directory, so
+  dataset questions are answered from a real haystack rather than their own paragraphs.
+  Documents are keyed by title; paragraphs sharing a title are merged.
+- any path `read_dataset` understands: that file's or folder's documents.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from engine.data.loaders import read_dataset
+from engine.data.loaders.jsonio import load_json
+from engine.errors import ConfigError, DataFormatError
+from engine.models.packaged import wiki_summaries_path
+from engine.paths import shared_data_dir
+from engine.types import Corpus, Document
+
+logger = logging.getLogger(__name__)
+
+NAMED_CORPORA = ("wiki", "pooled")
+
+# QA files of ../shared/data whose paragraphs join the pooled corpus (NQ-open has none).
+POOLED_FILES = (
+    "hotpotqa/dev500_contexts.jsonl",
+    "hotpotqa/train100.json",
+    "musique/train100.json",
+    "musique/corpus.json",
+    "2wikimultihopqa/corpus.json",
+    "squad/small_v2.json",
+)
+
+_SPACE_RE = re.compile(r"\s+")
+
+
+def load_corpus(spec: str = "wiki") -> Corpus:
+    """The corpus named by `spec`: "wiki", "pooled" or a path to a dataset/corpus file."""
+    if spec == "wiki":
+        return Corpus("wiki", tuple(read_wiki_summaries()))
+    if spec == "pooled":
+        return pooled_corpus()
+    path = Path(spec)
+    if not path.exists():
+        raise ConfigError(f"Unknown corpus {spec!r}: not one of {', '.join(NAMED_CORPORA)} and "
+                          "no such file or folder. Give a named corpus or an existing path.")
+    dataset = read_dataset(path)
+    return Corpus(path.stem, tuple(merge_documents(dataset.documents)))
+
+
+def read_wiki_summaries(path: Path | None = None) -> list[Document]:
+    """Documents from the packaged summaries file: id = title, text = the lead extract."""
+    path = path or wiki_summaries_path()
+    data = load_json(path)
+    if not isinstance(data, dict):
+        raise DataFormatError(path, "expected a JSON object keyed by title")
+    documents = []
+    for key, item in data.items():
+        if not isinstance(item, dict) or not isinstance(item.get("extract"), str):
+            raise DataFormatError(path, "missing or not a string", field=f"{key}.extract")
+        title = str(item.get("title") or key).strip()
+        if item["extract"].strip():
+            documents.append(Document(id=title, title=title, text=item["extract"].strip(),
+                                      sources=("wiki",)))
+    return documents
+
+
+def pooled_corpus(data_root: Path | None = None) -> Corpus:
+    """Wikipedia summaries plus every paragraph of the shared QA files, merged by title."""
+    data_root = data_root or shared_data_dir()
+    documents = read_wiki_summaries()
+    for name in POOLED_FILES:
+        path = data_root / name
+        if not path.exists():
+            logger.warning("pooled corpus: %s not found, skipped", path)
+            continue
+        documents.extend(read_dataset(path).documents)
+    return Corpus("pooled", tuple(merge_documents(documents)))
+
+
+def merge_documents(documents: Iterable[Document]) -> list[Document]:
+    """One document per id, in first-seen order; distinct texts of an id are joined.
+
+    A text equal to, or contained in, one already kept (whitespace-normalised) is dropped,
+    so the same paragraph shipped by two datasets appears once; sources and links are
+    unioned so each document remembers every file it came from.
+    """
+    merged: dict[str, list[Document]] = {}
+    for doc in documents:
+        merged.setdefault(doc.id, []).append(doc)
+    return [_merge_group(group) for group in merged.values()]
+
+
+def _merge_group(group: list[Document]) -> Document:
+    if len(group) == 1:
+        return group[0]
+    texts: list[str] = []
+    normal: list[str] = []
+    for doc in sorted(group, key=lambda d: -len(d.text)):  # longest first: containment
+        key = _SPACE_RE.sub(" ", doc.text).strip()
+        if not any(key in kept for kept in normal):
+            texts.append(doc.text.strip())
+            normal.append(key)
+    order = {id(doc): i for i, doc in enumerate(group)}  # restore first-seen order
+    texts.sort(key=lambda t: min(order[id(d)] for d in group if d.text.strip() == t))
+    first = group[0]
+    return Document(
+        id=first.id, title=first.title, text="\n\n".join(texts),
+        sources=tuple(dict.fromkeys(s for d in group for s in d.sources)),
+        links=tuple(dict.fromkeys(link for d in group for link in d.links)),
+    )

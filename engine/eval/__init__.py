@@ -1,0 +1,1 @@
+"""Evaluating paradigms over QA datasets."""

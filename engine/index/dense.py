@@ -1,0 +1,176 @@
+"""Dense retrieval: bi-encoder embeddings of the units of one granularity in faiss, cached.
+
+Units (normally early-chunked passages) are embedded from `engine.units.build.index_text` (title
+plus text), L2-normalised to float32 and held in a faiss `IndexFlatIP`, so inner product is
+cosine similarity. The cache holds the faiss index and the unit ids; unit texts are rebuilt
+from the corpus.
+
+Shortcuts taken on purpose:
+- exact search (flat index): 10^5 passages x 384 dims is ~150 MB and a brute-force scan;
+  IVF/PQ indexes on disk are the growth path for millions of units.
+- the model's identity in the cache key is its alias or resolved path plus the sha256 of
+  its config.json, not a hash of the weights (fast, but weights retrained in place under an
+  unchanged config.json would not invalidate the cache: bump DENSE_VERSION or move them).
+- units longer than the model's max_seq_length (256 word pieces for MiniLM) are truncated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.cache import load_or_build
+from engine.errors import check_range
+from engine.models.loading import ALIASES, load_bi_encoder, resolve
+from engine.types import Candidate, Corpus, Unit
+from engine.units.build import UnitConfig, build_units, index_text, units_fingerprint
+
+if TYPE_CHECKING:
+    import faiss
+
+logger = logging.getLogger(__name__)
+
+DENSE_VERSION = 1
+MAX_K = 10_000
+# bench/dense_throughput.py (bench/results/dense_throughput.json): 2,000 pooled passages,
+# MiniLM, 2 cores shared with other jobs (load 4-7): batch size 64 encoded 23.3 passages/s,
+# 8 / 16 / 32 / 128 reached 0.35 / 0.54 / 0.79 / 0.84 of that. 64 and 128 were within
+# noise of each other across runs. Not in the cache key: it changes speed, not the vectors.
+DEFAULT_BATCH_SIZE = 64
+INDEX_FILE = "faiss.index"
+PROGRESS_SLICE = 1024  # units encoded between two progress reports
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class DenseIndex:
+    """A searchable dense index aligned with `units`; `model` encodes the queries."""
+
+    units: tuple[Unit, ...]
+    index: faiss.Index
+    model: str = "minilm"
+
+    def encode_queries(self, queries: list[str]) -> np.ndarray:
+        """Unit-length float32 query embeddings, shape (len(queries), dim)."""
+        return encode(queries, self.model, queries=True)
+
+    def search(self, query: str, k: int = 10) -> list[Candidate]:
+        """Top-`k` units for `query` by cosine similarity, best first."""
+        check_range("k", k, 1, MAX_K)
+        if not self.units:
+            return []
+        k = min(k, len(self.units))
+        scores, ids = self.index.search(self.encode_queries([query]), k)
+        return [Candidate(unit=self.units[int(i)], score=float(s), rank=rank)
+                for rank, (i, s) in enumerate(zip(ids[0], scores[0], strict=True), start=1)
+                if i >= 0]
+
+
+def encode(texts: list[str], model: str = "minilm", batch_size: int = DEFAULT_BATCH_SIZE, *,
+           queries: bool = False, show_progress: bool = False) -> np.ndarray:
+    """Embeddings of `texts` by the bi-encoder `model`, L2-normalised, float32, C-ordered.
+
+    `queries` picks the model's query prompt instead of its document prompt (MiniLM has
+    neither, so both give the same vectors for it).
+    """
+    encoder = load_bi_encoder(model)
+    if not texts:
+        return np.zeros((0, encoder.get_embedding_dimension()), dtype=np.float32)
+    method = encoder.encode_query if queries else encoder.encode_document
+    vectors = method(texts, batch_size=batch_size, show_progress_bar=show_progress,
+                     normalize_embeddings=True, convert_to_numpy=True)
+    return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def model_identity(model: str) -> dict:
+    """What names `model`'s weights in a cache key: alias or path, plus config.json sha256."""
+    if model in ALIASES:
+        return {"alias": model, "config_sha256": _config_sha256(Path(resolve(model)))}
+    path = Path(model).expanduser()
+    if path.exists():
+        path = path.resolve()
+        return {"path": str(path), "config_sha256": _config_sha256(path)}
+    return {"hub_id": model}
+
+
+def _config_sha256(folder: Path) -> str | None:
+    config = folder / "config.json"
+    return hashlib.sha256(config.read_bytes()).hexdigest() if config.is_file() else None
+
+
+# --- building, loading, caching ---------------------------------------------------------
+
+
+def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
+                batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None = None) -> None:
+    """Embed `units` and save a flat inner-product index plus their ids into `folder`.
+
+    `progress(done, total)` is called after every slice of `PROGRESS_SLICE` units.
+    """
+    import faiss
+
+    granularity = units[0].granularity if units else "units"
+    logger.info("Dense: encoding %d %s with %s (batch size %d)", len(units), granularity,
+                model, batch_size)
+    started = time.perf_counter()
+    texts = [index_text(u) for u in units]
+    if progress is None:
+        vectors = encode(texts, model, batch_size, show_progress=True)
+    else:
+        parts = []
+        for start in range(0, len(texts), PROGRESS_SLICE):
+            parts.append(encode(texts[start:start + PROGRESS_SLICE], model, batch_size))
+            progress(min(start + PROGRESS_SLICE, len(texts)), len(texts))
+        vectors = np.concatenate(parts) if parts else encode([], model)
+    seconds = time.perf_counter() - started
+    logger.info("Dense: encoded %d %s in %.1f s (%.1f/s)", len(units), granularity, seconds,
+                len(units) / seconds if seconds else 0.0)
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(vectors)
+    faiss.write_index(index, str(folder / INDEX_FILE))
+    (folder / "unit_ids.json").write_text(json.dumps([u.id for u in units]), encoding="utf-8")
+
+
+def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm") -> DenseIndex:
+    """Load a saved index, checking that it was built over exactly `units`."""
+    import faiss
+
+    ids = json.loads((folder / "unit_ids.json").read_text(encoding="utf-8"))
+    if ids != [u.id for u in units]:
+        raise ValueError("index unit ids do not match the corpus units")
+    index = faiss.read_index(str(folder / INDEX_FILE))
+    if index.ntotal != len(units):
+        raise ValueError(f"index holds {index.ntotal} vectors for {len(units)} units")
+    return DenseIndex(units, index, model)
+
+
+def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
+                model: str = "minilm", batch_size: int = DEFAULT_BATCH_SIZE,
+                progress: Progress | None = None) -> DenseIndex:
+    """The cached dense index of `corpus` at `config.granularity` (built on first use).
+
+    Args:
+        corpus: the documents to index.
+        config: which units to embed; early-chunked passages by default.
+        model: a bi-encoder alias ("minilm"), local path or hub id.
+        batch_size: encoding batch size when building (speed only; not in the cache key).
+        progress: called as `progress(done, total)` while building (not when loading).
+
+    Raises:
+        ResourceMissingError: the model cannot be found or loaded.
+    """
+    units = build_units(corpus, config)
+    key = {"corpus": corpus.fingerprint, "units": config.key(),
+           "unit_texts": units_fingerprint(units), "model": model_identity(model),
+           "version": DENSE_VERSION}
+    return load_or_build("dense", key,
+                         lambda folder: build_dense(units, folder, model, batch_size, progress),
+                         lambda folder: load_dense(units, folder, model))

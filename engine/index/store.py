@@ -1,0 +1,89 @@
+"""One loaded index per fingerprint for the whole process.
+
+Every paradigm, the app, `eval` and the CLI ask this store for their indexes, so changing a
+stage parameter (K, N, H, M, k) never loads, verifies or holds a second copy of an index:
+only what the index is built from (the corpus fingerprint, the unit config, the encoder)
+names it. Two threads asking for the same missing index wait for one build.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.index.bm25 import BM25Index
+    from engine.index.dense import DenseIndex
+    from engine.types import Corpus
+    from engine.units.build import UnitConfig
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+
+class IndexStore:
+    """Loaded indexes keyed by what they are built from."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[tuple, Any] = {}
+        self._locks: dict[tuple, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def bm25(self, corpus: Corpus, config: UnitConfig) -> BM25Index:
+        """The BM25 index of `corpus` at `config`'s units (built or loaded once)."""
+        from engine.index.bm25 import bm25_index
+
+        return self._get(("bm25", corpus.fingerprint, _key(config)),
+                         lambda: bm25_index(corpus, config))
+
+    def dense(self, corpus: Corpus, config: UnitConfig, model: str = "minilm",
+              progress: Progress | None = None) -> DenseIndex:
+        """The dense index of `corpus` at `config`'s units with encoder `model`."""
+        from engine.index.dense import dense_index
+
+        return self._get(("dense", corpus.fingerprint, _key(config), model),
+                         lambda: dense_index(corpus, config, model=model, progress=progress))
+
+    def has(self, kind: str, corpus: Corpus, config: UnitConfig, *extra: str) -> bool:
+        """Whether that index is loaded already (nothing is built or loaded)."""
+        return (kind, corpus.fingerprint, _key(config), *extra) in self._indexes
+
+    def __len__(self) -> int:
+        return len(self._indexes)
+
+    def clear(self) -> None:
+        with self._guard:
+            self._indexes.clear()
+            self._locks.clear()
+
+    def _get(self, key: tuple, load: Callable[[], Any]) -> Any:
+        found = self._indexes.get(key)
+        if found is not None:
+            return found
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:  # one build per key; the others wait and then find it loaded
+            if key not in self._indexes:
+                logger.info("loading %s index %s", key[0], key[2])
+                self._indexes[key] = load()
+        return self._indexes[key]
+
+
+def _key(config: UnitConfig) -> str:
+    """The unit config, and the cache folder the index is loaded from (a test or a second
+    data directory must not be handed an index another one built)."""
+    from engine.paths import data_dir
+
+    return json.dumps({"units": config.key(), "data_dir": str(data_dir())}, sort_keys=True)
+
+
+_STORE = IndexStore()
+
+
+def shared_indexes() -> IndexStore:
+    """The process-wide index store."""
+    return _STORE

@@ -1,0 +1,1 @@
+"""Model loading: packaged offline resources, aliases, GGUF conversion, trained artifacts."""

@@ -1,0 +1,72 @@
+"""Model loading: packaged aliases, any local path or hub id, and the cached GGUF conversion.
+
+Aliases name the offline models this machine has:
+- `minilm`: the packaged all-MiniLM-L6-v2 (bi-encoder, and the base of trained classifiers)
+- `smollm2`: SmolLM2-135M-Instruct, dequantised once from the packaged GGUF file into a
+  cached safetensors folder (transformers reads GGUF in ~20 s and ~2 GB; the cached copy
+  loads in well under a second)
+Anything else is passed to `from_pretrained` as a path or hub id; with no hub reachable a
+hub id fails, and the error says which aliases work offline.
+
+Models are process-global (loaded once, `lru_cache`); heavy imports happen inside.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import ResourceMissingError
+from engine.models.packaged import minilm_path
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+logger = logging.getLogger(__name__)
+
+ALIASES = ("minilm", "smollm2")
+
+
+def resolve(name_or_path: str) -> str:
+    """A loadable location for an alias, a local path or a hub id (returned unchanged)."""
+    if name_or_path == "minilm":
+        return str(minilm_path())
+    if name_or_path == "smollm2":
+        from engine.models.gguf import smollm2_dir
+
+        return str(smollm2_dir())
+    return name_or_path
+
+
+def from_pretrained(loader: Any, location: str, **kwargs: Any) -> Any:
+    try:
+        return loader(location, **kwargs)
+    except OSError as err:
+        raise ResourceMissingError(
+            f"Cannot load model {location!r}: {err}. No model hub is reachable here; use an "
+            f"alias ({', '.join(ALIASES)}) or a local folder."
+        ) from None
+
+
+@lru_cache(maxsize=4)
+def load_bi_encoder(name: str = "minilm") -> SentenceTransformer:
+    """A sentence-transformers bi-encoder on the CPU."""
+    from sentence_transformers import SentenceTransformer
+
+    return from_pretrained(SentenceTransformer, resolve(name), device="cpu",
+                            local_files_only=True)
+
+
+@lru_cache(maxsize=2)
+def load_causal_lm(name: str = "smollm2") -> tuple[Any, Any]:
+    """(tokenizer, model) of a decoder-only LM with eager attention (weights are needed)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    location = resolve(name)
+    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location,
+                                 local_files_only=True)
+    model = from_pretrained(AutoModelForCausalLM.from_pretrained, location,
+                             attn_implementation="eager", local_files_only=True)
+    model.eval()
+    return tokenizer, model

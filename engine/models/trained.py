@@ -1,0 +1,94 @@
+"""What identifies a model trained here, and where its cached folder is.
+
+Training (engine/train) writes a model into the cache under `cache_key(config)`; query-time
+code finds it through this module and never imports the training code. A trained model is
+named by its config, the sha256 of every data file it was trained on and a format version,
+so new data or a new recipe can never be mistaken for the old model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from engine.cache import entry_dir, verify
+from engine.errors import ConfigError, DataFormatError, check_choice
+from engine.paths import shared_data_dir
+
+PRERANKER_VERSION = 1
+TRAIN_FILES = ("hotpotqa/train100.json", "musique/train100.json")
+REPORT = "training_report.json"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that decides the trained pre-ranker (its cache key, with the data)."""
+
+    seed: int = 13
+    epochs: int = 1
+    batch_size: int = 16
+    learning_rate: float = 1e-4
+    max_length: int = 256
+    max_negatives: int = 2  # per training question (seeded sample of its distractors)
+    use_ict: bool = True  # also try supervised + inverse cloze, keep the better variant
+    ict_pairs: int = 100  # ICT queries; each gives one positive and one negative pair
+    validation_fraction: float = 0.2
+    loss: str = "listwise"  # or "bce" (pointwise binary cross-entropy)
+    base_model: str = "minilm"
+
+    def __post_init__(self) -> None:
+        check_choice("loss", self.loss, ("listwise", "bce"))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> TrainConfig:
+        data = json.loads(text)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"Unknown TrainConfig field(s) {unknown}. Known: {sorted(known)}.")
+        return cls(**data)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def cache_key(config: TrainConfig) -> dict:
+    """Config + sha256 of every data file the training reads + format version."""
+    from engine.data.corpus import POOLED_FILES
+    from engine.models.packaged import wiki_summaries_path
+
+    root = shared_data_dir()
+    names = set(TRAIN_FILES) | (set(POOLED_FILES) if config.use_ict else set())
+    data = {name: _sha256(root / name) for name in sorted(names) if (root / name).exists()}
+    missing = [name for name in TRAIN_FILES if name not in data]
+    if missing:
+        raise DataFormatError(root / missing[0], "training file not found",
+                              fix="set FUNNEL_SHARED_DATA to the shared data folder")
+    if config.use_ict:
+        data["wiki"] = _sha256(wiki_summaries_path())
+    return {"config": asdict(config), "data": data, "version": PRERANKER_VERSION}
+
+
+def cached_preranker_path(config: TrainConfig | None = None) -> Path | None:
+    """The verified cached pre-ranker for `config`, or None (never trains)."""
+    try:
+        key = cache_key(config or TrainConfig())
+    except (DataFormatError, OSError):  # without its training data it cannot be identified
+        return None
+    folder = entry_dir("preranker", key)
+    try:
+        verify(folder, key)
+    except Exception:  # noqa: BLE001 - missing or damaged both mean: not available
+        return None
+    return folder
+
+
+def training_report(folder: Path) -> dict:
+    """The validation figures and timings saved beside a trained pre-ranker."""
+    return json.loads((folder / REPORT).read_text(encoding="utf-8"))

@@ -1,0 +1,1 @@
+"""Retrieval paradigms: each a module over stages, declared once in the registry."""

@@ -1,0 +1,135 @@
+"""What every paradigm shares: steps in, a RunTrace out.
+
+A paradigm is a generator of steps: each `StageResult` (a ranking stage, timed by
+`run_stage`) and each `LLMStep` (a generator call: an answer, a long answer, a HyDE
+pseudo-document) is yielded as it finishes. `Paradigm.stream` turns the steps into a
+trace after every step; the run's answer is that of its last "answer" step, and reader
+tokens and LLM calls are counted from the steps. With a `Question`, gold flags and metrics
+are filled in too.
+
+What a paradigm needs prepared (indexes, models) is declared as `Need`s, so the app can
+prepare them in the background and say what a paradigm still waits for.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, replace
+from typing import Any, ClassVar
+
+from engine.config import Option, describe
+from engine.errors import ConfigError
+from engine.metrics import answer_recall_at, exact_match, f1_score, gold_document_recall
+from engine.trace import LLMStep, RunTrace, StageResult, gold_flags
+from engine.types import Corpus, Question
+
+MAX_QUESTION_CHARS = 2_000
+
+Step = StageResult | LLMStep
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Need:
+    """Something a paradigm needs before its first question: prepared once per process.
+
+    `key` names it across paradigms (two paradigms needing the same index share one task);
+    `prepare(corpus, progress)` builds or loads it; `slow` ones are prepared last.
+    """
+
+    key: str
+    label: str
+    prepare: Callable[[Corpus, Progress], Any]
+    slow: bool = False
+
+
+class Paradigm(ABC):
+    """A retrieval paradigm over one corpus with one config."""
+
+    name: ClassVar[str]
+
+    def __init__(self, corpus: Corpus, config: Any) -> None:
+        self.corpus, self.config = corpus, config
+
+    @classmethod
+    def needs(cls, config: Any) -> tuple[Need, ...]:
+        """What this paradigm needs prepared to run with `config`."""
+        return ()
+
+    @abstractmethod
+    def steps(self, question: str) -> Iterator[Step]:
+        """Yield every stage result and LLM call as it finishes."""
+
+    def run(self, question: str | Question) -> RunTrace:
+        """Run the paradigm; with a Question, gold flags and metrics are filled in too."""
+        *_, trace = self.stream(question)
+        return trace
+
+    def stream(self, question: str | Question) -> Iterator[RunTrace]:
+        """Yield the trace after every step; the last one is the finished run."""
+        gold = question if isinstance(question, Question) else None
+        text = check_question(gold.text if gold else question)
+        corpus = {"name": self.corpus.name, "fingerprint": self.corpus.fingerprint,
+                  "documents": len(self.corpus)}
+        trace = RunTrace(question=text, paradigm=self.name, config=asdict(self.config),
+                         stages=(), corpus=corpus)
+        for step in self.steps(text):
+            if isinstance(step, StageResult):
+                trace = replace(trace, stages=(*trace.stages, step))
+            else:
+                trace = replace(trace, llm_steps=(*trace.llm_steps, step))
+                if step.purpose == "answer":
+                    trace = replace(trace, answer=step.answer)
+            yield annotate(trace, gold) if gold else trace
+
+
+@dataclass(frozen=True)
+class ParadigmSpec:
+    """A paradigm as the rest of the engine and the app see it."""
+
+    name: str
+    label: str
+    description: str
+    config: type  # a frozen dataclass of `engine.config.param` fields
+    paradigm: type[Paradigm]
+
+    def options(self) -> list[Option]:
+        return describe(self.config)
+
+    def needs(self, config: object | None = None) -> tuple[Need, ...]:
+        """What the paradigm needs prepared with `config` (its defaults when None)."""
+        return self.paradigm.needs(config if config is not None else self.config())
+
+
+def check_question(text: str) -> str:
+    """The question, stripped; empty or oversized questions are refused."""
+    text = (text or "").strip()
+    if not text:
+        raise ConfigError("The question is empty. Type a question, e.g. "
+                          "'Who painted A Sunday Afternoon on the Island of La Grande Jatte?'.")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise ConfigError(f"The question has {len(text):,} characters; the limit is "
+                          f"{MAX_QUESTION_CHARS:,}. Shorten it.")
+    return text
+
+
+def annotate(trace: RunTrace, gold: Question) -> RunTrace:
+    """Gold flags per stage and the metrics of a run whose gold is known."""
+    flags = tuple(gold_flags(stage, gold) for stage in trace.stages)
+    metrics: dict[str, float] = {}
+    if trace.stages:
+        final = trace.stages[-1].candidates
+        recall = answer_recall_at([c.unit.text for c in final], gold.answers, (1, 2, 3, 4))
+        metrics = {f"AR@{k}": float(hit) for k, hit in recall.items()}
+    for stage, stage_flags in zip(trace.stages, flags, strict=True):
+        # at every cut: does anything the stage kept still hold the answer, and how many
+        # of the gold documents survive
+        metrics[f"AR@{stage.name}"] = float(any(stage_flags.answer))
+        docs = [c.unit.doc_ids for c in stage.candidates]
+        metrics[f"gold_doc_recall@{stage.name}"] = gold_document_recall(
+            docs, gold.supporting_titles, len(docs)) if gold.supporting_titles else 0.0
+    if trace.answer:
+        metrics["EM"] = exact_match(trace.answer, gold.answers)
+        metrics["F1"] = f1_score(trace.answer, gold.answers)
+    return replace(trace, gold=gold, gold_flags=flags, metrics=metrics)

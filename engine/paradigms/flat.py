@@ -1,0 +1,70 @@
+"""Flat retrieval, the baseline of FunnelRAG and LongRAG: one granularity, one big index.
+
+Passages chunked up front ("early chunking") -> dense bi-encoder top-M over all of them ->
+re-ranking to k -> the reader answers over the k passages (one LLM step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.config import check_config, param
+from engine.errors import ConfigError
+from engine.index.store import shared_indexes
+from engine.paradigms.base import Need, Paradigm, ParadigmSpec
+from engine.paradigms.needs import dense_need, ranker_need, reader_need
+from engine.readers.reader import ReaderConfig, answer
+from engine.stages.base import run_stage
+from engine.stages.rerank import shared_reranker
+from engine.stages.retrieve import DenseRetriever
+from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
+
+
+@dataclass(frozen=True)
+class FlatConfig:
+    M: int = param(50, "M: passages from dense retrieval", low=1, high=1000)
+    k: int = param(4, "k: passages kept by the re-ranker and read", low=1, high=50)
+    passage_tokens: int = param(100, "passage size in tokens (early chunking)", low=16,
+                                high=1000)
+    bi_encoder: str = param("minilm", "dense encoder: an alias, a folder or a hub id")
+    # "bi-encoder" re-scores with the model that retrieved: the order stays the dense one.
+    # A cross-encoder (a folder, hub id or "trained") is what the paradigm is built for, but
+    # none available offline beats that order (bench/README.md)
+    reranker: str = param("bi-encoder", "re-ranker: bi-encoder (keeps the dense order), "
+                          "trained, or a cross-encoder folder or hub id")
+    reader: ReaderConfig = param(ReaderConfig(), "the reader")
+
+    def __post_init__(self) -> None:
+        check_config(self)
+        if self.k > self.M:
+            raise ConfigError(f"k={self.k} is more than M={self.M}: the re-ranker cannot keep "
+                              "more passages than retrieval found. Lower k or raise M.")
+
+    def passages(self) -> UnitConfig:
+        return UnitConfig("passages", chunker=Chunker(self.passage_tokens))
+
+
+class FlatParadigm(Paradigm):
+    name = "flat"
+
+    @classmethod
+    def needs(cls, config: FlatConfig) -> tuple[Need, ...]:
+        return (reader_need(config.reader.model, config.reader.endpoint),
+                ranker_need(config.reranker), dense_need(config.passages(), config.bi_encoder))
+
+    def steps(self, question: str):
+        cfg = self.config
+        index = shared_indexes().dense(self.corpus, cfg.passages(), cfg.bi_encoder)
+        first = run_stage(DenseRetriever(index), question, (), cfg.M)
+        yield first
+        ranked = run_stage(shared_reranker(cfg.reranker, granularity="passages",
+                                           name="reranker"), question, first.candidates, cfg.k)
+        yield ranked
+        yield answer(question, ranked.candidates, cfg.reader)
+
+
+SPEC = ParadigmSpec(
+    name="flat", label="Flat (dense top-k passages)",
+    description="Dense retrieval over early-chunked passages, re-ranking, then the reader.",
+    config=FlatConfig, paradigm=FlatParadigm)

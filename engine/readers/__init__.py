@@ -1,0 +1,1 @@
+"""Readers and generators: prompts, answer extraction, FiD attention reading, LLM backends."""

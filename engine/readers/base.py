@@ -1,0 +1,62 @@
+"""The generator interface: a prompt in; text, token counts and seconds out.
+
+A prompt is either plain text (a completion prompt) or a tuple of chat messages; a
+generator that only knows one of the two renders the other (an in-process model applies its
+chat template, an HTTP endpoint picks /completions or /chat/completions). Prompt templates
+live in engine/readers/prompts.py; readers combine a template with a generator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+Prompt = str | tuple[Message, ...]
+
+
+def prompt_text(prompt: Prompt) -> str:
+    """A prompt as one readable string (chat messages as "role: content" lines)."""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(f"[{m.role}] {m.content}" for m in prompt)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What one generator call produced.
+
+    `attention`, when asked for with `spans`, is per span `[layer, head, token]`: the
+    attention the first generated token paid to the prompt tokens inside that span.
+    """
+
+    text: str
+    prompt_tokens: int
+    output_tokens: int
+    seconds: float
+    attention: tuple[np.ndarray, ...] = field(default=(), repr=False)
+    span_tokens: tuple[tuple[str, ...], ...] = ()  # the tokens of each span, for display
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Anything that turns a prompt into text."""
+
+    name: str
+
+    def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
+                 spans: tuple[tuple[int, int], ...] = ()) -> Generation:
+        """Greedy continuation of `prompt`, cut before the first `stop` string.
+
+        `spans` are character spans of a plain-text prompt whose attention is wanted (a
+        generator that cannot see attention returns none).
+        """
+        ...

@@ -1,0 +1,231 @@
+"""Generators: an in-process Hugging Face causal LM, and an OpenAI-compatible HTTP endpoint.
+
+`make_generator(model, endpoint)` picks one: with an `endpoint` (a base URL such as
+http://127.0.0.1:8000/v1) the model name is sent to that server, with the key from
+`$FUNNEL_API_KEY` or `$OPENAI_API_KEY`; otherwise `model` is an alias ("smollm2"), a local
+folder or a hub id loaded in this process. In-process generators are shared: one per model
+for the whole process (`shared_generator`).
+
+Shortcuts taken on purpose: greedy decoding only (answers must be reproducible); stop strings
+are matched on the decoded text after every token (simple and exact, a few microseconds).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from engine.errors import ConfigError, EngineError
+from engine.readers.answers import LOOP_NGRAM, repeats_tail
+from engine.readers.base import Generation, Message, Prompt
+
+logger = logging.getLogger(__name__)
+
+API_KEY_VARIABLES = ("FUNNEL_API_KEY", "OPENAI_API_KEY")
+
+
+class GeneratorError(EngineError):
+    """A generator could not produce text (an endpoint that fails or answers nonsense)."""
+
+
+def cut_at_stop(text: str, stop: tuple[str, ...]) -> tuple[str, bool]:
+    """`text` up to the first stop string, and whether one was found."""
+    hits = [text.index(s) for s in stop if s and s in text]
+    return (text[: min(hits)], True) if hits else (text, False)
+
+
+class HFGenerator:
+    """Greedy generation with a causal LM loaded in this process (eager attention, so the
+    first generated token's attention over parts of the prompt can be returned)."""
+
+    def __init__(self, model: str = "smollm2", tokenizer: Any = None, lm: Any = None) -> None:
+        if lm is None:
+            from engine.models.loading import load_causal_lm
+
+            tokenizer, lm = load_causal_lm(model)
+        self.name, self.tokenizer, self.model = model, tokenizer, lm
+        self.eos_ids = {i for i in (tokenizer.eos_token_id,
+                                    tokenizer.convert_tokens_to_ids("<|im_end|>")
+                                    if "<|im_end|>" in tokenizer.get_vocab() else None)
+                        if i is not None}
+
+    def render(self, prompt: Prompt) -> str:
+        """Chat messages through the tokenizer's chat template; text as it is."""
+        if isinstance(prompt, str):
+            return prompt
+        if not getattr(self.tokenizer, "chat_template", None):
+            return "\n\n".join(m.content for m in prompt) + "\n"
+        return self.tokenizer.apply_chat_template(
+            [{"role": m.role, "content": m.content} for m in prompt],
+            tokenize=False, add_generation_prompt=True)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
+                 spans: tuple[tuple[int, int], ...] = ()) -> Generation:
+        import torch
+
+        start = time.perf_counter()
+        text = self.render(prompt)
+        encoded = self.tokenizer(text, add_special_tokens=False,
+                                 return_offsets_mapping=bool(spans))
+        ids = encoded["input_ids"]
+        if not ids:
+            raise ConfigError("The prompt is empty; there is nothing to continue.")
+        with torch.inference_mode():
+            logits, cache, attention = self._prefill(ids, want_attention=bool(spans))
+            out_ids = self._decode(logits, cache, len(ids), max_new_tokens, stop)
+        said, _ = cut_at_stop(self.tokenizer.decode(out_ids, skip_special_tokens=True), stop)
+        span_attention, span_tokens = (), ()
+        if spans and attention is not None:
+            token_sets = [_tokens_in(encoded["offset_mapping"], a, b) for a, b in spans]
+            span_attention = tuple(attention[:, :, idx] for idx in token_sets)
+            span_tokens = tuple(tuple(self.tokenizer.decode([ids[i]]) for i in idx)
+                                for idx in token_sets)
+        return Generation(said, len(ids), len(out_ids), time.perf_counter() - start,
+                          span_attention, span_tokens)
+
+    # --- decoding -------------------------------------------------------------------------
+
+    def _forward(self, ids: list[int], position: int, cache: Any, attentions: bool = False):
+        import torch
+
+        return self.model(input_ids=torch.tensor([ids]),
+                          position_ids=torch.arange(position, position + len(ids))[None],
+                          past_key_values=cache, use_cache=True, output_attentions=attentions)
+
+    def _prefill(self, ids: list[int], want_attention: bool):
+        """Logits after the prompt, its cache, and (if wanted) the last prompt token's
+        attention `[layer, head, prompt token]`: all but the last token run without
+        attention weights (a full [L x L] map per layer would cost hundreds of MB)."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        if len(ids) > 1:
+            self._forward(ids[:-1], 0, cache)
+        out = self._forward(ids[-1:], len(ids) - 1, cache, attentions=want_attention)
+        attention = None
+        if want_attention and out.attentions:
+            attention = np.stack([a[0, :, -1, :].float().numpy() for a in out.attentions])
+        return out.logits[0, -1], cache, attention
+
+    def _decode(self, logits, cache, position: int, max_new_tokens: int,
+                stop: tuple[str, ...]) -> list[int]:
+        out: list[int] = []
+        for step in range(max_new_tokens):
+            if step == 0:  # say something: an empty answer is never the best one
+                for eos in self.eos_ids:
+                    logits[eos] = float("-inf")
+            token = int(logits.argmax())
+            if token in self.eos_ids:
+                break
+            out.append(token)
+            if repeats_tail(out):  # "2014S/S/S/S...": a loop, not an answer
+                del out[-LOOP_NGRAM:]
+                break
+            if stop and cut_at_stop(self.tokenizer.decode(out), stop)[1]:
+                break
+            logits = self._forward([token], position, cache).logits[0, -1]
+            position += 1
+        return out
+
+
+def _tokens_in(offsets: list[tuple[int, int]], start: int, end: int) -> list[int]:
+    return [i for i, (a, b) in enumerate(offsets) if a >= start and b <= end and b > a]
+
+
+class OpenAIGenerator:
+    """An OpenAI-compatible server: /completions for text prompts, /chat/completions for
+    chat prompts; temperature 0. Token counts come from the server's `usage`."""
+
+    def __init__(self, model: str, base_url: str, api_key: str | None = None,
+                 timeout: float = 120.0) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"endpoint {base_url!r} is not an http(s) URL; give the server's "
+                              "base URL, e.g. http://127.0.0.1:8000/v1.")
+        self.name, self.base_url, self.timeout = model, base_url.rstrip("/"), timeout
+        self.api_key = api_key if api_key is not None else next(
+            (os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), "")
+
+    def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
+                 spans: tuple[tuple[int, int], ...] = ()) -> Generation:
+        start = time.perf_counter()
+        body: dict[str, Any] = {"model": self.name, "max_tokens": max_new_tokens,
+                                "temperature": 0}
+        if stop:
+            body["stop"] = list(stop)[:4]  # the API takes at most four
+        if isinstance(prompt, str):
+            path, body["prompt"] = "/completions", prompt
+        else:
+            path = "/chat/completions"
+            body["messages"] = [{"role": m.role, "content": m.content} for m in prompt]
+        reply = self._post(path, body)
+        try:
+            choice = reply["choices"][0]
+            text = choice["text"] if path == "/completions" else choice["message"]["content"]
+            usage = reply.get("usage") or {}
+        except (KeyError, IndexError, TypeError) as err:
+            raise GeneratorError(f"{self.base_url}{path} answered without choices[0] "
+                                 f"({err!r}); is it an OpenAI-compatible server?") from None
+        text, _ = cut_at_stop(text or "", stop)
+        return Generation(text, int(usage.get("prompt_tokens", 0)),
+                          int(usage.get("completion_tokens", 0)), time.perf_counter() - start)
+
+    def _post(self, path: str, body: dict) -> dict:
+        request = urllib.request.Request(
+            self.base_url + path, data=json.dumps(body).encode("utf-8"), method="POST",
+            headers={"Content-Type": "application/json",
+                     **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read().decode("utf-8"))
+        except urllib.error.HTTPError as err:
+            detail = err.read().decode("utf-8", "replace")[:300]
+            raise GeneratorError(f"{self.base_url}{path} answered HTTP {err.code}: {detail}. "
+                                 f"Check the model name {self.name!r} and the key in "
+                                 f"{' or '.join(API_KEY_VARIABLES)}.") from None
+        except (urllib.error.URLError, TimeoutError, OSError) as err:
+            raise GeneratorError(f"Cannot reach the endpoint {self.base_url}: {err}. Is the "
+                                 "server running, and is the base URL right?") from None
+        except ValueError as err:
+            raise GeneratorError(f"{self.base_url}{path} did not answer JSON ({err}).") from None
+
+
+_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=4)
+def _shared_hf(model: str) -> HFGenerator:
+    return HFGenerator(model)
+
+
+def shared_generator(model: str = "smollm2", endpoint: str = "") -> HFGenerator | OpenAIGenerator:
+    """The generator for `model`: one in-process model per name for the whole process, or a
+    client of the OpenAI-compatible server at `endpoint`."""
+    if endpoint:
+        return OpenAIGenerator(model, endpoint)
+    with _LOCK:  # two threads asking at once must not load the model twice
+        return _shared_hf(model)
+
+
+def loaded_generators() -> int:
+    """How many in-process generators are loaded (for the memory checks)."""
+    return _shared_hf.cache_info().currsize
+
+
+def as_messages(system: str, turns: list[tuple[str, str]], question: str) -> tuple[Message, ...]:
+    """A chat prompt: a system line, worked (user, assistant) turns, then the question."""
+    messages = [Message("system", system)] if system else []
+    for user, assistant in turns:
+        messages += [Message("user", user), Message("assistant", assistant)]
+    return (*messages, Message("user", question))

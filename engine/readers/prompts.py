@@ -1,0 +1,116 @@
+"""Every prompt the readers send, in one place: answer templates and the FiD block layout.
+
+Answer templates (chosen by `ReaderConfig.prompt`), measured on the *training* questions
+with their gold paragraphs (bench/reader_prompts.py; figures in bench/README.md):
+- `fewshot` (default): a plain completion prompt with worked examples, then the passages and
+  the question; generation stops at the first line break. A small instruct model copies the
+  examples' short answers instead of chatting.
+- `plain`: the same without the worked examples.
+- `chat`: the model's chat template, a system instruction and the passages with the question
+  as the user turn (what an instruct model is tuned for, and what a remote chat endpoint
+  takes).
+- `chat-fewshot`: the chat template with the worked examples as earlier turns.
+
+The FiD block layout follows the model family: chat-formatted blocks for models with a
+ChatML template (SmolLM2), plain "Context/Question/Answer" blocks for any other model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.readers.base import Message, Prompt
+
+SYSTEM = "Answer the question from the context in a few words."
+
+# Worked examples: made up for the prompt, from no dataset (so nothing leaks into
+# evaluation); one bridge question and one yes/no comparison, as in HotpotQA.
+EXAMPLES: tuple[tuple[str, str, str], ...] = (
+    ("Lake Ohrid: Lake Ohrid straddles the mountainous border between North Macedonia and "
+     "Albania. It is one of the oldest lakes in Europe.",
+     "Which two countries border Lake Ohrid?", "North Macedonia and Albania"),
+    ("Mount Kazbek: Mount Kazbek is a dormant stratovolcano in Georgia, 5,054 m high.\n"
+     "Mount Elbrus: Mount Elbrus is a dormant volcano in Russia, 5,642 m high.",
+     "Are Mount Kazbek and Mount Elbrus both volcanoes?", "yes"),
+)
+
+
+@dataclass(frozen=True)
+class BuiltPrompt:
+    """A prompt and, for plain-text prompts, the character span of every passage in it."""
+
+    prompt: Prompt
+    spans: tuple[tuple[int, int], ...]
+    stop: tuple[str, ...]
+
+
+def _context(passages: Sequence[tuple[str, str]], offset: int) -> tuple[str, list]:
+    """Passages as "Title: text" lines, and each text's span counted from `offset`."""
+    parts, spans, at = [], [], offset
+    for title, text in passages:
+        head = f"{title}: "
+        spans.append((at + len(head), at + len(head) + len(text)))
+        parts.append(head + text)
+        at += len(head) + len(text) + 1  # the joining newline
+    return "\n".join(parts), spans
+
+
+def _completion(question: str, passages: Sequence[tuple[str, str]],
+                examples: Sequence[tuple[str, str, str]]) -> BuiltPrompt:
+    shots = "".join(f"Context:\n{c}\n\nQuestion: {q}\nAnswer: {a}\n\n###\n\n"
+                    for c, q, a in examples)
+    head = shots + "Context:\n"
+    context, spans = _context(passages, len(head))
+    return BuiltPrompt(f"{head}{context}\n\nQuestion: {question}\nAnswer:", tuple(spans),
+                       ("\n",))
+
+
+def _chat(question: str, passages: Sequence[tuple[str, str]],
+          examples: Sequence[tuple[str, str, str]]) -> BuiltPrompt:
+    messages = [Message("system", SYSTEM)]
+    for c, q, a in examples:
+        messages += [Message("user", f"Context:\n{c}\n\nQuestion: {q}"), Message("assistant", a)]
+    context, _ = _context(passages, 0)
+    messages.append(Message("user", f"Context:\n{context}\n\nQuestion: {question}"))
+    return BuiltPrompt(tuple(messages), (), ("\n",))
+
+
+TEMPLATES = {
+    "fewshot": lambda q, p: _completion(q, p, EXAMPLES),
+    "plain": lambda q, p: _completion(q, p, ()),
+    "chat": lambda q, p: _chat(q, p, ()),
+    "chat-fewshot": lambda q, p: _chat(q, p, EXAMPLES),
+}
+
+
+def answer_prompt(template: str, question: str,
+                  passages: Sequence[tuple[str, str]]) -> BuiltPrompt:
+    """The answer prompt of `template` over (title, text) passages."""
+    return TEMPLATES[template](question, passages)
+
+
+# --- FiD blocks ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FiDLayout:
+    """One FiD block is head(title) + passage + tail(question); `end` follows the fused
+    blocks and prompts the answer."""
+
+    head: str
+    tail: str
+    end: str
+
+
+CHATML = FiDLayout(
+    head=f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\nContext: {{title}}: ",
+    tail="\nQuestion: {question}",
+    end="<|im_end|>\n<|im_start|>assistant\n",
+)
+PLAIN = FiDLayout(head="Context: {title}: ", tail="\nQuestion: {question}", end="\nAnswer:")
+
+
+def fid_layout(tokenizer) -> FiDLayout:
+    """ChatML blocks for tokenizers that know `<|im_start|>`, plain blocks otherwise."""
+    return CHATML if "<|im_start|>" in tokenizer.get_vocab() else PLAIN

@@ -1,0 +1,106 @@
+"""The reader every paradigm answers with: a prompt template over a generator, one LLM step.
+
+`answer(question, passages, config)` builds the prompt (engine/readers/prompts.py), calls the
+generator (in-process model or OpenAI-compatible endpoint), extracts the short answer and
+returns the call as an `LLMStep` for the trace. With an in-process model the step also
+carries the first answer token's attention over each passage (the Explore heatmap).
+`prompt="fid"` answers FiD-style instead: each passage encoded on its own, the blocks fused,
+the answer decoded over all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.config import check_config, param
+from engine.errors import check_choice
+from engine.readers import attention
+from engine.readers.answers import short_answer
+from engine.readers.base import prompt_text
+from engine.readers.prompts import TEMPLATES, answer_prompt
+from engine.text import clip_tokens
+from engine.trace import LLMStep
+from engine.types import Candidate
+
+PROMPTS = (*TEMPLATES, "fid")
+
+
+@dataclass(frozen=True)
+class ReaderConfig:
+    """Which model reads, how it is prompted, and how its attention scores passages."""
+
+    model: str = param("smollm2", "reader model: an alias, a local folder or a hub id (with "
+                       "an endpoint: the model name the server knows)")
+    endpoint: str = param("", "base URL of an OpenAI-compatible server, e.g. "
+                          "http://127.0.0.1:8000/v1; empty: run the model in this process")
+    prompt: str = param("fewshot", "answer prompt template (fid: fused blocks)",
+                        choices=PROMPTS)
+    aggregation: str = param("eq3", "attention scheme that scores passages (FunnelRAG Table 7)",
+                             choices=attention.SCHEMES)
+    lr: int = param(4, "representative tokens per passage (Eq. 3)", low=1, high=64)
+    max_passage_tokens: int = param(192, "tokens read per passage; longer ones are cut",
+                                    low=8, high=4096)
+    max_answer_tokens: int = param(24, "longest answer, in model tokens", low=1, high=512)
+
+    def __post_init__(self) -> None:
+        check_choice("aggregation scheme", self.aggregation, attention.SCHEMES)
+        check_config(self)
+
+
+def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
+           purpose: str = "answer") -> LLMStep:
+    """The reader's answer over `passages` (in the order given), as one LLM step."""
+    pairs = [(c.unit.title, c.unit.text) for c in passages]
+    if config.prompt == "fid":
+        return _fid_answer(question, passages, pairs, config, purpose)
+    from engine.readers.generators import shared_generator
+
+    generator = shared_generator(config.model, config.endpoint)
+    pairs = [(title, clip_tokens(text, config.max_passage_tokens)) for title, text in pairs]
+    built = answer_prompt(config.prompt, question, pairs)
+    out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,
+                             stop=built.stop, spans=built.spans)
+    extras = {}
+    if out.attention:
+        top = [[tokens[i] for i in attention.representative_tokens(attn, config.lr)]
+               if attn.shape[-1] else [] for attn, tokens in zip(out.attention, out.span_tokens,
+                                                                   strict=True)]
+        extras = attention_extras(passages, out.attention, top, config.lr,
+                                  range(len(passages)))
+    return LLMStep(purpose=purpose, model=generator.name, prompt=prompt_text(built.prompt),
+                   output=out.text, prompt_tokens=out.prompt_tokens,
+                   output_tokens=out.output_tokens, seconds=out.seconds,
+                   answer=short_answer(out.text), extras=extras)
+
+
+def _fid_answer(question: str, passages: Sequence[Candidate], pairs: list[tuple[str, str]],
+                config: ReaderConfig, purpose: str) -> LLMStep:
+    from engine.readers.fid import shared_fid_reader
+
+    reader = shared_fid_reader(config.model)
+    out = reader.read(question, pairs, config)
+    extras = attention_extras(passages, tuple(out.token_attention), out.top_tokens, config.lr,
+                              out.answered_from)
+    layout = reader.layout
+    return LLMStep(purpose=purpose, model=reader.name,
+                   prompt=f"{len(pairs)} fused blocks of: " + layout.head.format(title="<title>")
+                   + "<passage>" + layout.tail.format(question=question) + layout.end,
+                   output=out.answer, prompt_tokens=out.input_tokens,
+                   output_tokens=out.answer_tokens,
+                   seconds=out.encode_seconds + out.score_seconds + out.answer_seconds,
+                   answer=out.answer, extras=extras)
+
+
+def attention_extras(passages: Sequence[Candidate], token_attention: Sequence[np.ndarray],
+                     top_tokens: Sequence[Sequence[str]], lr: int,
+                     answered_from: Sequence[int]) -> dict:
+    """What a trace keeps of the reader's attention: heatmap cells [passage, layer, head]
+    over each passage's `lr` most attended tokens, and those tokens."""
+    cells = np.stack([attention.summary(a, lr) for a in token_attention])
+    return {"attention": cells.round(6).tolist(),
+            "attention_passages": [c.unit.id for c in passages],
+            "top_tokens": [[t.strip() for t in tokens] for tokens in top_tokens],
+            "answered_from": [passages[i].unit.id for i in answered_from]}

@@ -1,0 +1,154 @@
+"""Background preparation: build or load, in order, everything the paradigms need.
+
+The app starts serving at once and calls `Preparation.start()`; one background thread then
+loads the corpus and everything the registered paradigms declare they need (`Need`s: the
+cluster index, the reader converted once from GGUF, the re-rankers, the dense passage
+index), each through its fingerprinted cache and into the process-wide stores, so a second
+start only verifies and loads. A need two paradigms share is one task. One thread, in
+sequence: on two cores, parallel builds would only slow each other down. Slow needs (dense
+indexes) go last.
+
+`missing(paradigm)` says what a paradigm still waits for and how far along that is, so the
+UI can show it instead of failing. Nothing here imports torch until a task runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import check_choice
+from engine.paradigms.base import Need
+from engine.paradigms.registry import PARADIGMS
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Task:
+    """One preparation step and its live state (written by the worker thread only)."""
+
+    name: str
+    label: str
+    action: Callable[[Progress], Any]
+    state: str = "waiting"  # waiting | running | ready | failed
+    done: int = 0
+    total: int = 0
+    error: str = ""
+    started: float | None = None
+    seconds: float = 0.0
+    result: Any = field(default=None, repr=False)
+    slow: bool = False
+
+    def describe(self) -> str:
+        """One human line: what it is and how far along."""
+        if self.state == "running":
+            elapsed = time.monotonic() - (self.started or time.monotonic())
+            part = f" {self.done:,}/{self.total:,} ({self.done / self.total:.0%})" \
+                if self.total else ""
+            return f"{self.label}: building{part}, {elapsed:.0f} s so far"
+        if self.state == "ready":
+            return f"{self.label}: ready ({self.seconds:.1f} s)"
+        if self.state == "failed":
+            return f"{self.label}: FAILED - {self.error}"
+        return f"{self.label}: waiting for its turn"
+
+
+class Preparation:
+    """Prepares one corpus for the paradigms in a background thread."""
+
+    def __init__(self, corpus_spec: str, *, dense: bool = True) -> None:
+        """Prepare corpus `corpus_spec` for every registered paradigm's default config;
+        `dense=False` leaves the slow builds out (they then happen on first use)."""
+        self.corpus_spec = corpus_spec
+        self._thread: threading.Thread | None = None
+        self.tasks: dict[str, Task] = {"corpus": Task("corpus", f"corpus '{corpus_spec}'",
+                                                      self._load_corpus)}
+        self.needs: dict[str, tuple[str, ...]] = {}  # paradigm -> its task names
+        for name, spec in PARADIGMS.items():
+            keys = []
+            for need in spec.needs():
+                if need.slow and not dense:
+                    continue
+                keys.append(need.key)
+                self.tasks.setdefault(need.key, Task(need.key, need.label,
+                                                     self._preparer(need), slow=need.slow))
+            self.needs[name] = ("corpus", *keys)
+        # fast first: on two cores one build at a time, and the slowest last
+        self.tasks = dict(sorted(self.tasks.items(), key=lambda item: item[1].slow))
+
+    def _preparer(self, need: Need) -> Callable[[Progress], Any]:
+        return lambda progress: need.prepare(self.corpus, progress)
+
+    @property
+    def corpus(self):
+        task = self.tasks["corpus"]
+        return task.result if task.state == "ready" else None
+
+    def _load_corpus(self, progress: Progress):
+        from engine.data.corpus import load_corpus
+
+        return load_corpus(self.corpus_spec)
+
+    # --- running --------------------------------------------------------------------------
+
+    def start(self) -> Preparation:
+        """Start the background thread (once); returns self."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="preparation",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def run(self) -> Preparation:
+        """Prepare everything in this thread (for the CLI and tests)."""
+        self._work()
+        return self
+
+    def _work(self) -> None:
+        for task in self.tasks.values():
+            if task.name != "corpus" and self.corpus is None:
+                task.state, task.error = "failed", "the corpus did not load"
+                continue
+            task.state, task.started = "running", time.monotonic()
+
+            def progress(done: int, total: int, task: Task = task) -> None:
+                task.done, task.total = done, total
+
+            try:
+                task.result = task.action(progress)
+            except Exception as err:  # noqa: BLE001 - shown to the user, the app keeps going
+                logger.exception("preparing %s failed", task.label)
+                task.state, task.error = "failed", str(err)
+            else:
+                task.state = "ready"
+            task.seconds = time.monotonic() - task.started
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the background thread ends; True if it did."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
+
+    # --- questions the UI asks ------------------------------------------------------------
+
+    def missing(self, paradigm: str) -> list[Task]:
+        """The tasks `paradigm` still waits for (empty: it can run). A paradigm registered
+        after this preparation was planned waits only for the corpus."""
+        check_choice("paradigm", paradigm, PARADIGMS)
+        return [self.tasks[n] for n in self.needs.get(paradigm, ("corpus",))
+                if n in self.tasks and self.tasks[n].state != "ready"]
+
+    def status_lines(self) -> list[str]:
+        return [task.describe() for task in self.tasks.values()]
+
+    def ready(self) -> bool:
+        return all(t.state == "ready" for t in self.tasks.values())
+

@@ -1,0 +1,1 @@
+"""Saved runs in DuckDB."""

@@ -1,0 +1,1 @@
+"""Training the models the engine needs (query-time code never imports this package)."""

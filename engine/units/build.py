@@ -1,0 +1,96 @@
+"""Retrieval units at each granularity: clusters, documents, passages.
+
+Units are derived deterministically from a corpus (plus the chunker or the clustering), so
+indexes store only their scores and unit ids and rebuild the unit texts on load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+
+from engine.errors import check_choice
+from engine.types import Corpus, Document, Unit
+from engine.units.chunking import Chunker
+from engine.units.cluster import Clustering, clustering
+from engine.units.graph import LinkConfig
+
+GRANULARITIES = ("clusters", "documents", "passages")
+
+
+@dataclass(frozen=True)
+class UnitConfig:
+    """Everything that decides what the units of a granularity are."""
+
+    granularity: str = "documents"
+    chunker: Chunker = Chunker()
+    cluster_algorithm: str = "funnelrag"
+    cluster_tokens: int = 4096
+    links: LinkConfig = LinkConfig()
+
+    def __post_init__(self) -> None:
+        check_choice("granularity", self.granularity, GRANULARITIES)
+
+    def key(self) -> dict:
+        """The part of the config that matters for this granularity (a cache key)."""
+        if self.granularity == "passages":
+            return {"granularity": "passages", "max_tokens": self.chunker.max_tokens,
+                    "overlap": self.chunker.overlap}
+        if self.granularity == "clusters":
+            return {"granularity": "clusters", "algorithm": self.cluster_algorithm,
+                    "max_tokens": self.cluster_tokens, "links": asdict(self.links)}
+        return {"granularity": "documents"}
+
+
+def build_units(corpus: Corpus, config: UnitConfig) -> tuple[Unit, ...]:
+    """The units of `corpus` at `config.granularity`, in a stable order."""
+    if config.granularity == "documents":
+        return tuple(document_unit(doc) for doc in corpus.documents)
+    if config.granularity == "passages":
+        return passage_units(corpus.documents, config.chunker)
+    found = clustering(corpus, config.cluster_algorithm, config.cluster_tokens, config.links)
+    return cluster_units(corpus, found)
+
+
+def document_unit(doc: Document) -> Unit:
+    return Unit(id=doc.id, title=doc.title, text=doc.text, doc_ids=(doc.id,),
+                granularity="documents")
+
+
+def passage_units(documents: tuple[Document, ...] | list[Document],
+                  chunker: Chunker) -> tuple[Unit, ...]:
+    """Every passage of `documents` as a unit titled by its document."""
+    return tuple(
+        Unit(id=p.id, title=doc.title, text=p.text, doc_ids=(doc.id,), granularity="passages",
+             span=(p.start, p.end))
+        for doc in documents for p in chunker.split(doc)
+    )
+
+
+def cluster_units(corpus: Corpus, found: Clustering) -> tuple[Unit, ...]:
+    units = []
+    for k, members in enumerate(found.clusters):
+        docs = [corpus.documents[i] for i in members]
+        title = docs[0].title + (f" (+{len(docs) - 1} more)" if len(docs) > 1 else "")
+        units.append(Unit(
+            id=f"{found.algorithm}-{found.max_tokens}:{k}", title=title,
+            text="\n\n".join(f"{d.title}\n{d.text}" for d in docs),
+            doc_ids=tuple(d.id for d in docs), granularity="clusters",
+        ))
+    return tuple(units)
+
+
+def units_fingerprint(units: tuple[Unit, ...]) -> str:
+    """sha256 over every unit's id, documents and text: part of every index's cache key, so
+    a change in chunking or clustering can never reuse an index built over other units."""
+    digest = hashlib.sha256()
+    for unit in units:
+        for part in (unit.id, "\x1f".join(unit.doc_ids), unit.text):
+            digest.update(part.encode("utf-8"))
+            digest.update(b"\x1e")
+    return digest.hexdigest()
+
+
+def index_text(unit: Unit) -> str:
+    """What a lexical index sees: cluster texts carry their titles, others get theirs."""
+    return unit.text if unit.granularity == "clusters" else f"{unit.title}\n{unit.text}"
