@@ -128,10 +128,11 @@ def error_box(message: str) -> str:
     return f"<div class='fe-error'>{esc(message)}</div>"
 
 
-def compare_table(traces: Sequence[RunTrace]) -> str:
+def compare_table(traces: Sequence[RunTrace], heads: Sequence[str] = ()) -> str:
     """Runs side by side: the reader budget, the answer and its scores, then every cut
     (stage) with what it kept, its seconds, and whether the gold answer and the gold
-    documents are still in."""
+    documents are still in. `heads` are the columns' (already escaped) headings; the
+    paradigm names by default."""
     def final(key: str) -> list[str]:
         return [f"{t.metrics[key]:.0f}" if key in t.metrics else "" for t in traces]
 
@@ -144,7 +145,8 @@ def compare_table(traces: Sequence[RunTrace]) -> str:
              if any(f"AR@{k}" in t.metrics for t in traces)]
     depth = max((len(t.stages) for t in traces), default=0)
     rows += [(f"cut {i + 1}", [_cut(t, i) for t in traces]) for i in range(depth)]
-    head = "".join(f"<th>{esc(t.paradigm)}</th>" for t in traces)
+    head = "".join(f"<th>{h}</th>" for h in heads) if heads else \
+        "".join(f"<th>{esc(t.paradigm)}</th>" for t in traces)
     body = "".join(f"<tr><td>{esc(name)}</td>{''.join(f'<td>{v}</td>' for v in values)}</tr>"
                    for name, values in rows)
     return (f"<table class='fe-table fe-compare'><thead><tr><th></th>{head}</tr></thead>"

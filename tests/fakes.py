@@ -45,7 +45,9 @@ def sample_trace(tiny_corpus) -> RunTrace:
     second = run_stage(WordOverlapRanker("rivers"), "river capital", first.candidates, 2)
     trace = RunTrace(question="Who painted A Sunday Afternoon?", paradigm="fake",
                      config={"K": 5}, stages=(first, second), answer="Georges Seurat",
-                     llm_steps=(answer_step(),))
+                     llm_steps=(answer_step(),),
+                     corpus={"name": tiny_corpus.name, "fingerprint": tiny_corpus.fingerprint,
+                             "documents": len(tiny_corpus)})
     gold = Question("q1", "Who painted A Sunday Afternoon?", answers=("Georges Seurat",),
                     supporting_titles=("A Sunday Afternoon",))
     return annotate(trace, gold)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from app import figures
-from app.formatting import answer_box, compare_table, gold_banner, highlight, stage_table
+from app.formatting import answer_box, compare_table, esc, gold_banner, highlight, stage_table
 from app.params import config_json
 from app.tabs.picker import clip_question
 from app.tabs.sessions import parse_ids, pick_id
@@ -176,3 +176,20 @@ def test_picked_gold_is_escaped_and_missing_evidence_points_to_the_pooled_corpus
     assert "&lt;b&gt;Seurat&lt;/b&gt;" in shown and "<b>" not in shown
     assert "holds 1 of its 2 supporting documents" in shown and "--corpus pooled" in shown
     assert "--corpus pooled" not in gold_markdown(q, 2, 2)
+
+
+def test_compared_saved_runs_are_headed_by_id_name_question_paradigm_and_corpus(tiny_corpus):
+    from app.tabs.sessions import run_heading
+    from engine.store.sessions import SavedRun
+
+    trace = sample_trace(tiny_corpus)
+    run = SavedRun(7, "<b>mine</b>", "", "2026-11-23", trace.paradigm, trace.question,
+                   trace.answer, 42, 1.0, {})
+    head = run_heading(run, trace)
+    assert head.startswith("run 7: &lt;b&gt;mine&lt;/b&gt;")
+    assert esc(trace.question) in head and f"{trace.paradigm} · tiny" in head
+    assert tiny_corpus.fingerprint[:10] in head
+    table = compare_table([trace, trace], [head, run_heading(replace(run, id=8), trace)])
+    assert "<th>run 7: " in table and "<th>run 8: " in table
+    old = replace(trace, corpus={})  # saved before corpora were recorded
+    assert "corpus not recorded" in run_heading(run, old)

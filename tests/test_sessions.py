@@ -42,6 +42,7 @@ def test_saved_run_reopens_exactly_and_lists_newest_first(store, tiny_corpus):
     assert runs[0].name == trace.question  # no name given: the question names it
     assert runs[1].answer == "Georges Seurat" and runs[1].reader_tokens == 42
     assert runs[1].metrics == trace.metrics
+    assert (runs[1].corpus, runs[1].corpus_fingerprint) == ("tiny", tiny_corpus.fingerprint)
 
 
 def test_values_are_parameters_not_sql(store, tiny_corpus):
@@ -104,6 +105,7 @@ def test_migrations_apply_once_and_upgrade_an_old_file(tmp_path, tiny_corpus):
     (old,) = store.list()
     assert old.name == "old" and store.load(old.id) == trace
     assert old.metrics == {} and old.reader_tokens == 0  # columns added later stay empty
+    assert old.corpus == "" and old.corpus_fingerprint == ""
     store.close()
     again = SessionStore(path)  # reopening applies nothing twice
     assert again.schema_version() == MIGRATIONS[-1][0] and len(again.list()) == 1

@@ -62,6 +62,35 @@ def test_trace_round_trips_through_json(tiny_corpus):
     assert json.loads(again.to_json()) == json.loads(trace.to_json())
 
 
+def test_a_trace_saved_before_llm_steps_loads_with_its_totals(tiny_corpus):
+    """Traces saved by earlier versions kept reader totals, not steps: they still open, and
+    their totals survive as one answer step."""
+    old = json.loads(sample_trace(tiny_corpus).to_json())
+    for key in ("llm_steps", "corpus"):
+        del old[key]
+    old |= {"reader_input_tokens": 310, "reader_seconds": 0.75, "llm_calls": 1}
+    trace = RunTrace.from_json(json.dumps(old))
+    (step,) = trace.llm_steps
+    assert (step.purpose, step.prompt_tokens, step.answer) == ("answer", 310, "Georges Seurat")
+    assert (trace.reader_input_tokens, trace.reader_seconds, trace.llm_calls) == (310, 0.75, 1)
+    assert trace.corpus == {}
+
+
+def test_totals_are_counted_from_the_llm_steps(tiny_corpus):
+    from dataclasses import replace
+
+    from tests.fakes import answer_step
+
+    trace = sample_trace(tiny_corpus)
+    two = replace(trace, llm_steps=(replace(answer_step(0.25, 100), purpose="long answer"),
+                                    answer_step(0.5, 30)))
+    assert (two.llm_calls, two.reader_input_tokens, two.reader_seconds) == (2, 130, 0.75)
+    assert two.seconds == sum(s.seconds for s in trace.stages) + 0.75
+    data = json.loads(two.to_json())
+    assert (data["llm_calls"], data["reader_input_tokens"]) == (2, 130)
+    assert RunTrace.from_json(two.to_json()) == two
+
+
 def test_configs_round_trip_and_refuse_bad_values():
     config = FunnelConfig(K=5, reader=ReaderConfig(lr=2, aggregation="last6"))
     from dataclasses import asdict

@@ -10,20 +10,22 @@ import gradio as gr
 
 from app import figures
 from app.errors import refused_box
-from app.formatting import compare_table
+from app.formatting import compare_table, esc
 from app.tabs.explore import trace_views
 from engine.errors import EngineError
 from engine.service.explorer import Explorer
+from engine.store.sessions import SavedRun
+from engine.trace import RunTrace
 
-COLUMNS = ["id", "name", "paradigm", "question", "answer", "EM", "F1", "reader tokens",
-           "seconds", "saved", "notes"]
+COLUMNS = ["id", "name", "paradigm", "corpus", "question", "answer", "EM", "F1",
+           "reader tokens", "seconds", "saved", "notes"]
 
 
 def rows(explorer: Explorer) -> list[list]:
     out = []
     for r in explorer.store.list():
         m = r.metrics
-        out.append([r.id, r.name, r.paradigm, r.question, r.answer,
+        out.append([r.id, r.name, r.paradigm, r.corpus, r.question, r.answer,
                     m.get("EM", ""), round(m["F1"], 2) if "F1" in m else "", r.reader_tokens,
                     round(r.seconds, 2), r.created, r.notes])
     return out
@@ -52,6 +54,15 @@ def pick_id(current: str, run_id: object) -> str:
     return str(run_id)
 
 
+def run_heading(run: SavedRun, trace: RunTrace) -> str:
+    """A compared run's column head: id, name, question, paradigm and corpus, escaped."""
+    corpus = trace.corpus.get("name") or run.corpus or "corpus not recorded"
+    fingerprint = trace.corpus.get("fingerprint") or run.corpus_fingerprint
+    short = f" <small>{esc(fingerprint[:10])}</small>" if fingerprint else ""
+    return (f"run {run.id}: {esc(run.name)}<br><small>{esc(run.question)}</small><br>"
+            f"{esc(trace.paradigm)} · {esc(corpus)}{short}")
+
+
 def build(explorer: Explorer) -> dict:
     with gr.Row():
         gr.Markdown("Click a run to pick it; click a second one to pick a pair to compare.")
@@ -59,8 +70,8 @@ def build(explorer: Explorer) -> dict:
     table = gr.Dataframe(headers=COLUMNS, value=lambda: rows(explorer), wrap=True,
                          interactive=False, label="Saved runs", elem_id="fe-sessions-table",
                          max_height=420, column_widths=[
-                             "4%", "11%", "7%", "26%", "14%", "4%", "4%", "6%", "6%", "8%",
-                             "10%"])
+                             "4%", "10%", "6%", "6%", "24%", "13%", "4%", "4%", "6%", "5%",
+                             "8%", "10%"])
     with gr.Row():
         ids = gr.Textbox(label="Run id(s)", placeholder="3   or   3, 5", scale=2,
                          elem_id="fe-session-ids")
@@ -98,7 +109,10 @@ def build(explorer: Explorer) -> dict:
             traces = [explorer.store.load(i) for i in chosen]
         except EngineError as err:
             return (refused_box(err), "", "", None, None, None, "")
-        return ("", "", compare_table(traces), figures.compare_figure(traces), None, None, "")
+        saved = {r.id: r for r in explorer.store.list()}
+        heads = [run_heading(saved[i], t) for i, t in zip(chosen, traces, strict=True)]
+        return ("", "", compare_table(traces, heads), figures.compare_figure(traces), None,
+                None, "")
 
     def delete_run(text):
         try:

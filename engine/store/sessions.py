@@ -53,9 +53,13 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         "ALTER TABLE runs ADD COLUMN reader_tokens INTEGER",
         "ALTER TABLE runs ADD COLUMN seconds DOUBLE",
     )),
+    (3, "the corpus a run searched (name and fingerprint)", (
+        "ALTER TABLE runs ADD COLUMN corpus VARCHAR",
+        "ALTER TABLE runs ADD COLUMN corpus_fingerprint VARCHAR",
+    )),
 )
-EXPORT_COLUMNS = ("id", "name", "notes", "created", "paradigm", "question", "answer",
-                  "reader_tokens", "seconds", "metrics")
+EXPORT_COLUMNS = ("id", "name", "notes", "created", "paradigm", "corpus", "corpus_fingerprint",
+                  "question", "answer", "reader_tokens", "seconds", "metrics")
 
 
 class SessionStoreError(EngineError):
@@ -76,6 +80,8 @@ class SavedRun:
     reader_tokens: int
     seconds: float
     metrics: dict
+    corpus: str = ""  # runs saved before corpora were recorded have none
+    corpus_fingerprint: str = ""
 
 
 class SessionStore:
@@ -141,13 +147,14 @@ class SessionStore:
         if len(notes or "") > MAX_NOTES_CHARS:
             raise ConfigError(f"The notes have {len(notes):,} characters; the limit is "
                               f"{MAX_NOTES_CHARS:,}. Shorten them.")
-        seconds = sum(s.seconds for s in trace.stages) + trace.reader_seconds
         with self._lock:
             (run_id,) = self._con.execute(
                 "INSERT INTO runs (name, notes, question, paradigm, trace, metrics, "
-                "reader_tokens, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                "reader_tokens, seconds, corpus, corpus_fingerprint) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 [name, notes or "", trace.question, trace.paradigm, trace.to_json(),
-                 json.dumps(trace.metrics), trace.reader_input_tokens, seconds]).fetchone()
+                 json.dumps(trace.metrics), trace.reader_input_tokens, trace.seconds,
+                 trace.corpus.get("name", ""), trace.corpus.get("fingerprint", "")]).fetchone()
         logger.info("sessions: saved run %d (%s)", run_id, name)
         return int(run_id)
 
@@ -157,10 +164,11 @@ class SessionStore:
             rows = self._con.execute(
                 "SELECT id, name, notes, strftime(created, '%Y-%m-%d %H:%M:%S'), paradigm, "
                 "question, json_extract_string(trace, '$.answer'), "
-                "coalesce(reader_tokens, 0), coalesce(seconds, 0), coalesce(metrics, '{}') "
+                "coalesce(reader_tokens, 0), coalesce(seconds, 0), coalesce(metrics, '{}'), "
+                "coalesce(corpus, ''), coalesce(corpus_fingerprint, '') "
                 "FROM runs ORDER BY id DESC").fetchall()
         return [SavedRun(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6] or "", int(r[7]),
-                         float(r[8]), json.loads(r[9])) for r in rows]
+                         float(r[8]), json.loads(r[9]), r[10], r[11]) for r in rows]
 
     def load(self, run_id: int) -> RunTrace:
         """The saved trace of run `run_id`, exactly as it was saved."""
