@@ -10,6 +10,16 @@ from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
+# QA files of the shared data whose paragraphs join the pooled corpus (NQ-open has none).
+POOLED_FILES = (
+    "hotpotqa/dev500_contexts.jsonl",
+    "hotpotqa/train100.json",
+    "musique/train100.json",
+    "musique/corpus.json",
+    "2wikimultihopqa/corpus.json",
+    "squad/small_v2.json",
+)
+
 
 def data_dir() -> Path:
     """The cache directory: `$FUNNEL_DATA_DIR`, default `<project>/data`."""

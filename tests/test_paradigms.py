@@ -90,6 +90,31 @@ def test_flat_end_to_end(tiny_corpus, shared_models):
     assert trace.config["M"] == 4 and trace.config["reader"]["max_answer_tokens"] == 8
 
 
+def test_new_stage_parameters_load_nothing_again(tiny_corpus, shared_models):
+    """One loaded index per fingerprint, one reader and one re-ranker per model: changing
+    K, N, H, M or k (or the prompt) reuses them all."""
+    from engine.models.cross_encoder import load_cross_encoder
+    from engine.readers.fid import loaded_fid_readers
+    from engine.readers.generators import loaded_generators
+
+    def loaded():
+        return (len(shared_indexes()), loaded_generators(), loaded_fid_readers(),
+                load_cross_encoder.cache_info().currsize)
+
+    funnel = make_paradigm("funnel", tiny_corpus, FUNNEL)
+    funnel.run(QUESTION)
+    make_paradigm("flat", tiny_corpus, FLAT).run(QUESTION)
+    before = loaded()
+    index = shared_indexes().bm25(tiny_corpus, funnel.config.clusters())
+    for K, N, H in ((1, 1, 1), (3, 3, 3)):
+        make_paradigm("funnel", tiny_corpus, {**FUNNEL, "K": K, "N": N, "H": H}).run(QUESTION)
+    for M, k, prompt in ((3, 1, "plain"), (5, 3, "chat")):
+        config = {**FLAT, "M": M, "k": k, "reader": {"max_answer_tokens": 4, "prompt": prompt}}
+        make_paradigm("flat", tiny_corpus, config).run(QUESTION)
+    assert loaded() == before
+    assert shared_indexes().bm25(tiny_corpus, funnel.config.clusters()) is index
+
+
 def _cli(args: list[str], data_dir) -> subprocess.CompletedProcess:
     import os
 

@@ -5,8 +5,7 @@ import re
 import pytest
 
 from engine.errors import ConfigError, ResourceMissingError
-from engine.models.cross_encoder import load_cross_encoder, model_location
-from engine.stages.base import Stage, StageOutput
+from engine.models.cross_encoder import model_location
 from engine.stages.rerank import CrossEncoderReranker
 from engine.types import Candidate
 from engine.units.build import document_unit
@@ -34,33 +33,6 @@ def minilm_reranker() -> CrossEncoderReranker:
 def _candidates(corpus) -> tuple[Candidate, ...]:
     return tuple(Candidate(unit=document_unit(d), score=0.0, rank=i, parents=("c0",))
                  for i, d in enumerate(corpus.documents, start=1))
-
-
-def test_reranker_stage_contract(minilm_reranker, tiny_corpus):
-    stage = minilm_reranker
-    assert isinstance(stage, Stage) and stage.name == "preranker"
-    assert stage.granularity == "documents"
-    candidates = _candidates(tiny_corpus)
-    for query in QUERIES:
-        for k in (1, 3, 100):
-            output = stage.run(query, candidates, k)
-            assert isinstance(output, StageOutput)
-            found = output.candidates
-            assert len(found) == min(k, len(candidates))
-            assert all(a.score >= b.score for a, b in zip(found, found[1:], strict=False))
-            assert [c.rank for c in found] == list(range(1, len(found) + 1))
-            assert {c.unit for c in found} <= {c.unit for c in candidates}
-            assert all(c.parents == ("c0",) for c in found)
-    assert stage.run(QUERIES[0], (), 5).candidates == ()
-
-
-def test_reranker_scores_are_stable_and_the_model_loads_once(minilm_reranker, tiny_corpus):
-    candidates = _candidates(tiny_corpus)
-    first = minilm_reranker.scores(QUERIES[0], candidates)
-    other = CrossEncoderReranker("minilm", max_length=64, batch_size=4)
-    again = other.scores(QUERIES[0], candidates)
-    assert first == again  # same cached model object, same scores
-    assert load_cross_encoder.cache_info().currsize >= 1
 
 
 def test_trained_model_missing_says_how_to_train(tiny_corpus):

@@ -1,3 +1,5 @@
+"""One contract for every stage, and the re-sorting helper they share."""
+
 from __future__ import annotations
 
 import pytest
@@ -5,9 +7,12 @@ import pytest
 from engine.errors import ResourceMissingError
 from engine.index.bm25 import bm25_index
 from engine.stages.base import Stage, StageOutput, rerank
+from engine.stages.postrank import FiDPostRanker
+from engine.stages.rerank import BiEncoderReranker, CrossEncoderReranker
 from engine.stages.retrieve import BM25Retriever, DenseRetriever
 from engine.types import Candidate, Unit
-from engine.units.build import UnitConfig
+from engine.units.build import UnitConfig, document_unit, passage_units
+from engine.units.chunking import Chunker
 
 QUERIES = ("Which river flows through Budapest?", "pointillism painter",
            "capital of Austria", "zzzyx qwerty")
@@ -33,23 +38,83 @@ def _unit(name: str) -> Unit:
                 granularity="documents")
 
 
-@pytest.mark.parametrize("make", [_bm25, _dense], ids=["bm25", "dense"])
-def test_retriever_contract(make, tiny_corpus):
-    stage = make(tiny_corpus)
-    assert isinstance(stage, Stage) and stage.name in {"bm25", "dense"}
-    units = set(stage.index.units)
+def _documents(corpus) -> tuple[Candidate, ...]:
+    return tuple(Candidate(unit=document_unit(d), score=0.0, rank=i, parents=("c0",))
+                 for i, d in enumerate(corpus.documents, start=1))
+
+
+def _passages(corpus) -> tuple[Candidate, ...]:
+    units = passage_units(corpus.documents, Chunker(12))
+    return tuple(Candidate(unit=u, score=0.0, rank=i, parents=("c0", u.doc_ids[0]))
+                 for i, u in enumerate(units, start=1))
+
+
+def _cross_encoder(corpus) -> CrossEncoderReranker:
+    pytest.importorskip("sentence_transformers")
+    return CrossEncoderReranker("minilm", max_length=64, batch_size=4)
+
+
+def _bi_encoder(corpus) -> BiEncoderReranker:
+    pytest.importorskip("sentence_transformers")
+    return BiEncoderReranker()
+
+
+def _post_ranker(corpus, tiny_causal_lm) -> FiDPostRanker:
+    from engine.readers.fid import FiDReader
+    from engine.readers.reader import ReaderConfig
+
+    tokenizer, model = tiny_causal_lm
+    return FiDPostRanker(ReaderConfig(model="tiny"), reader=FiDReader("tiny", tokenizer, model))
+
+
+# every Stage class of the engine, how to make one and what it ranks (None: its own index)
+STAGES = {BM25Retriever: (_bm25, None), DenseRetriever: (_dense, None),
+          CrossEncoderReranker: (_cross_encoder, _documents),
+          BiEncoderReranker: (_bi_encoder, _documents),
+          FiDPostRanker: (_post_ranker, _passages)}
+
+
+def _concrete(cls: type) -> set[type]:
+    found = set()
+    for sub in cls.__subclasses__():
+        if sub.__module__.startswith("engine.") and not sub.__name__.startswith("_"):
+            found.add(sub)
+        found |= _concrete(sub)
+    return found
+
+
+def test_the_contract_covers_every_stage_class():
+    import engine.stages.postrank  # noqa: F401 - every stage module loaded
+    import engine.stages.rerank  # noqa: F401
+
+    assert _concrete(Stage) == set(STAGES)
+
+
+@pytest.mark.parametrize("cls", list(STAGES), ids=lambda c: c.__name__)
+def test_stage_contract(cls, tiny_corpus, request):
+    make, inputs = STAGES[cls]
+    stage = make(tiny_corpus, request.getfixturevalue("tiny_causal_lm")) \
+        if cls is FiDPostRanker else make(tiny_corpus)
+    assert isinstance(stage, cls) and stage.name
+    given = inputs(tiny_corpus) if inputs else ()
+    pool = {c.unit for c in given} or set(stage.index.units)
     decoy = (Candidate(unit=_unit("not in the index"), score=9.0, rank=1),)
     for query in QUERIES:
         for k in (1, 3, 100):
-            output = stage.run(query, (), k)
+            output = stage.run(query, given, k)
             assert isinstance(output, StageOutput)
             found = output.candidates
-            assert len(found) <= k
+            assert len(found) <= k and (not given or len(found) == min(k, len(given)))
             assert all(a.score >= b.score for a, b in zip(found, found[1:], strict=False))
             assert [c.rank for c in found] == list(range(1, len(found) + 1))
-            assert all(c.unit in units and c.unit.granularity == stage.granularity
+            assert all(c.unit in pool and c.unit.granularity == stage.granularity
                        for c in found)
-            assert stage.run(query, decoy, k).candidates == found  # input is ignored
+            if given:  # a re-ranker keeps each candidate's lineage
+                parents = {c.unit.id: c.parents for c in given}
+                assert all(c.parents == parents[c.unit.id] for c in found)
+            else:  # a first-stage retriever searches its index, whatever comes in
+                assert stage.run(query, decoy, k).candidates == found
+    assert given == () or stage.run(QUERIES[0], (), 5).candidates == ()
 
 
 def test_rerank_sorts_stably_renumbers_and_cuts():

@@ -18,22 +18,13 @@ from engine.data.loaders import read_dataset
 from engine.data.loaders.jsonio import load_json
 from engine.errors import ConfigError, DataFormatError
 from engine.models.packaged import wiki_summaries_path
-from engine.paths import shared_data_dir
+from engine.paths import POOLED_FILES, shared_data_dir
 from engine.types import Corpus, Document
 
 logger = logging.getLogger(__name__)
 
 NAMED_CORPORA = ("wiki", "pooled")
 
-# QA files of ../shared/data whose paragraphs join the pooled corpus (NQ-open has none).
-POOLED_FILES = (
-    "hotpotqa/dev500_contexts.jsonl",
-    "hotpotqa/train100.json",
-    "musique/train100.json",
-    "musique/corpus.json",
-    "2wikimultihopqa/corpus.json",
-    "squad/small_v2.json",
-)
 
 _SPACE_RE = re.compile(r"\s+")
 

@@ -60,8 +60,8 @@ def _sha256(path: Path) -> str:
 
 def cache_key(config: TrainConfig) -> dict:
     """Config + sha256 of every data file the training reads + format version."""
-    from engine.data.corpus import POOLED_FILES
     from engine.models.packaged import wiki_summaries_path
+    from engine.paths import POOLED_FILES
 
     root = shared_data_dir()
     names = set(TRAIN_FILES) | (set(POOLED_FILES) if config.use_ict else set())

@@ -224,3 +224,8 @@ def shared_fid_reader(model: str = "smollm2") -> FiDReader:
     """One FiD reader per model for the whole process (it shares the loaded model)."""
     with _LOCK:
         return _shared(model)
+
+
+def loaded_fid_readers() -> int:
+    """How many FiD readers are loaded (for the memory checks)."""
+    return _shared.cache_info().currsize

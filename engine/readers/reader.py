@@ -19,7 +19,7 @@ from engine.config import check_config, param
 from engine.errors import check_choice
 from engine.readers import attention
 from engine.readers.answers import short_answer
-from engine.readers.base import prompt_text
+from engine.readers.base import Generator, prompt_text
 from engine.readers.prompts import TEMPLATES, answer_prompt
 from engine.text import clip_tokens
 from engine.trace import LLMStep
@@ -51,14 +51,18 @@ class ReaderConfig:
 
 
 def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
-           purpose: str = "answer") -> LLMStep:
-    """The reader's answer over `passages` (in the order given), as one LLM step."""
+           purpose: str = "answer", generator: Generator | None = None) -> LLMStep:
+    """The reader's answer over `passages` (in the order given), as one LLM step.
+
+    `generator` defaults to the shared one for `config.model` (and `config.endpoint`).
+    """
     pairs = [(c.unit.title, c.unit.text) for c in passages]
     if config.prompt == "fid":
         return _fid_answer(question, passages, pairs, config, purpose)
-    from engine.readers.generators import shared_generator
+    if generator is None:
+        from engine.readers.generators import shared_generator
 
-    generator = shared_generator(config.model, config.endpoint)
+        generator = shared_generator(config.model, config.endpoint)
     pairs = [(title, clip_tokens(text, config.max_passage_tokens)) for title, text in pairs]
     built = answer_prompt(config.prompt, question, pairs)
     out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,

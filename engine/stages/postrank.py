@@ -10,6 +10,7 @@ from engine.stages.base import Stage, StageOutput, rerank
 from engine.types import Candidate
 
 if TYPE_CHECKING:
+    from engine.readers.fid import FiDReader
     from engine.readers.reader import ReaderConfig
 
 
@@ -24,8 +25,9 @@ class FiDPostRanker(Stage):
     name = "postranker"
     granularity = "passages"
 
-    def __init__(self, config: ReaderConfig) -> None:
-        self.config = config
+    def __init__(self, config: ReaderConfig, reader: FiDReader | None = None) -> None:
+        """`reader` defaults to the process's shared FiD reader for `config.model`."""
+        self.config, self._reader = config, reader
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         from engine.readers.fid import shared_fid_reader
@@ -33,7 +35,7 @@ class FiDPostRanker(Stage):
 
         if not candidates:
             return StageOutput((), {"input_tokens": 0})
-        reader = shared_fid_reader(self.config.model)
+        reader = self._reader or shared_fid_reader(self.config.model)
         out = reader.read(query, [(c.unit.title, c.unit.text) for c in candidates],
                           self.config, answer=False)
         kept = rerank(candidates, out.scores, k)

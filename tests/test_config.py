@@ -1,0 +1,72 @@
+"""Declared options: types, ranges and choices checked from the declaration, nested configs,
+and the messages a user gets for a wrong value."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+
+from engine.config import check_config, config_from_dict, config_to_dict, describe, param
+from engine.errors import ConfigError
+from engine.paradigms.flat import FlatConfig
+from engine.paradigms.funnel import FunnelConfig
+
+
+@dataclass(frozen=True)
+class Inner:
+    lr: int = param(4, "representative tokens", low=1, high=64)
+    alpha: float = param(0.3, "weight", low=0.0, high=1.0)
+
+
+@dataclass(frozen=True)
+class Outer:
+    K: int = param(10, "clusters", low=1, high=200)
+    name: str = param("bm25", "retriever", choices=("bm25", "dense"))
+    exact: bool = param(False, "exact search")
+    inner: Inner = param(Inner(), "nested options")
+
+    def __post_init__(self) -> None:
+        check_config(self)
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"K": "ten"}, "Option 'K' must be an integer, got 'ten' (str)."),
+    ({"K": 2.5}, "Option 'K' must be an integer, got 2.5 (float)."),
+    ({"K": True}, "Option 'K' must be an integer, got True (bool)."),
+    ({"K": 0}, "K=0 is out of range; allowed: 1 to 200."),
+    ({"name": "sparse"}, "Unknown name 'sparse'. Choose from: bm25, dense."),
+    ({"exact": "yes"}, "Option 'exact' must be true or false, got 'yes' (str)."),
+    ({"inner": {"lr": "x"}}, "Option 'lr' must be an integer, got 'x' (str)."),
+    ({"inner": {"alpha": 1.5}}, "alpha=1.5 is out of range; allowed: 0.0 to 1.0."),
+    ({"inner": 3}, "Option 'inner' must be an object of Inner options, got 3."),
+    ({"Q": 1}, "Unknown option(s) Q for Outer. Valid options: K, exact, inner, name."),
+])
+def test_wrong_values_name_the_field_the_value_and_what_is_expected(values, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        config_from_dict(Outer, values)
+
+
+def test_json_numbers_and_nesting_are_read_as_declared():
+    config = config_from_dict(Outer, {"K": 20, "inner": {"alpha": 1}})
+    assert config == Outer(K=20, inner=Inner(alpha=1.0))
+    assert isinstance(config.inner.alpha, float)
+    assert config_from_dict(Outer, config_to_dict(config)) == config
+
+
+def test_describe_flattens_nested_options_with_their_limits():
+    options = {o.name: o for o in describe(Outer)}
+    assert list(options) == ["K", "name", "exact", "inner.lr", "inner.alpha"]
+    assert (options["K"].low, options["K"].high, options["K"].default) == (1, 200, 10)
+    assert options["name"].choices == ("bm25", "dense") and options["exact"].type is bool
+    assert options["inner.lr"].help == "representative tokens"
+
+
+def test_paradigm_configs_check_their_cross_field_rules():
+    with pytest.raises(ConfigError, match="k=5 is more than M=3"):
+        FlatConfig(M=3, k=5)
+    with pytest.raises(ConfigError, match="leave reader.endpoint empty"):
+        config_from_dict(FunnelConfig, {"reader": {"endpoint": "http://127.0.0.1:1/v1"}})
+    with pytest.raises(ConfigError, match="Unknown prompt 'poem'"):
+        config_from_dict(FlatConfig, {"reader": {"prompt": "poem"}})

@@ -1,0 +1,197 @@
+"""Generators and readers on a tiny randomly initialised causal LM built in the test, and the
+OpenAI-compatible client against a small fake server started on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from engine.readers.base import Message
+from engine.readers.generators import GeneratorError, HFGenerator, OpenAIGenerator, cut_at_stop
+from engine.readers.prompts import answer_prompt
+from engine.readers.reader import ReaderConfig, answer
+from engine.types import Candidate
+from engine.units.build import document_unit
+from tests.conftest import torch_single_thread
+
+one_thread = pytest.fixture(autouse=True)(torch_single_thread)
+
+PASSAGES = [("Danube", "The Danube is a river that flows through Budapest and Vienna."),
+            ("Vienna", "Vienna is the capital of Austria, on the Danube."),
+            ("Photosynthesis", "Photosynthesis lets plants turn light into chemical energy.")]
+
+
+@pytest.fixture(scope="module")
+def generator(tiny_causal_lm) -> HFGenerator:
+    tokenizer, model = tiny_causal_lm
+    return HFGenerator("tiny", tokenizer, model)
+
+
+def test_stop_strings_cut_at_the_first_one():
+    assert cut_at_stop("Budapest\nQuestion: x", ("\n",)) == ("Budapest", True)
+    assert cut_at_stop("a. b\n", ("\n", ".")) == ("a", True)
+    assert cut_at_stop("no stop here", ("\n",)) == ("no stop here", False)
+
+
+def test_hf_generator_counts_tokens_and_keeps_to_its_budget(generator):
+    prompt = answer_prompt("plain", "Which river flows through Budapest?", PASSAGES)
+    out = generator.generate(prompt.prompt, max_new_tokens=5)
+    assert out.prompt_tokens == len(generator.tokenizer(prompt.prompt)["input_ids"])
+    assert 1 <= out.output_tokens <= 5 and out.seconds > 0
+    again = generator.generate(prompt.prompt, max_new_tokens=5)
+    assert again.text == out.text  # greedy: the same prompt gives the same text
+
+
+def test_span_attention_covers_each_passage_and_sums_to_at_most_one(generator):
+    built = answer_prompt("fewshot", "Which river flows through Budapest?", PASSAGES)
+    for (start, end), (_, text) in zip(built.spans, PASSAGES, strict=True):
+        assert built.prompt[start:end] == text  # spans point at the passages' texts
+    out = generator.generate(built.prompt, max_new_tokens=2, spans=built.spans)
+    assert len(out.attention) == 3
+    for attn, tokens, (_, text) in zip(out.attention, out.span_tokens, PASSAGES, strict=True):
+        assert attn.shape[:2] == (2, 4) and attn.shape[2] == len(tokens) > 0
+        assert "".join(tokens).strip() == text  # exactly the passage's tokens
+    total = sum(a.sum(axis=-1) for a in out.attention)  # one softmax per layer and head
+    assert np.all(total <= 1.0 + 1e-5) and np.all(total > 0)
+
+
+def test_chat_prompts_go_through_the_chat_template(generator):
+    generator.tokenizer.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+        "{% endfor %}<|im_start|>assistant\n")
+    try:
+        chat = (Message("system", "Answer briefly."), Message("user", "Which river?"))
+        rendered = generator.render(chat)
+        assert rendered.startswith("<|im_start|>system\nAnswer briefly.<|im_end|>")
+        assert rendered.rstrip().endswith("<|im_start|>assistant")
+        assert generator.generate(chat, max_new_tokens=2).prompt_tokens == \
+            len(generator.tokenizer(rendered)["input_ids"])
+    finally:
+        generator.tokenizer.chat_template = None
+
+
+def test_reader_answer_is_one_llm_step_with_attention(generator, tiny_corpus):
+    passages = [Candidate(document_unit(d), 1.0, i) for i, d in
+                enumerate(tiny_corpus.documents[4:7], start=1)]
+    config = ReaderConfig(model="tiny", max_answer_tokens=4)
+    step = answer("Which river flows through Budapest?", passages, config, generator=generator)
+    assert step.purpose == "answer" and step.model == "tiny"
+    assert step.prompt.endswith("Question: Which river flows through Budapest?\nAnswer:")
+    assert "Danube: The Danube is a river" in step.prompt
+    assert step.prompt_tokens == len(generator.tokenizer(step.prompt)["input_ids"])
+    assert step.output_tokens <= 4 and "\n" not in step.answer
+    extras = step.extras
+    assert extras["attention_passages"] == [c.unit.id for c in passages]
+    assert np.asarray(extras["attention"]).shape == (3, 2, 4)
+    assert all(len(t) <= config.lr for t in extras["top_tokens"])
+
+
+# --- FiD with a decoder-only model ----------------------------------------------------------
+
+
+def test_fid_reader_scores_every_block_and_answers_from_the_best(tiny_causal_lm):
+    from engine.readers.fid import FiDReader
+
+    tokenizer, model = tiny_causal_lm
+    reader = FiDReader("tiny", tokenizer, model)
+    config = ReaderConfig(model="tiny", max_answer_tokens=3, aggregation="mean_tokens")
+    out = reader.read("Which river flows through Budapest?", PASSAGES, config, answer_top=2)
+    assert len(out.scores) == 3 and all(s > 0 for s in out.scores)
+    assert out.attention.shape == (3, 2, 4)  # passages x layers x heads
+    top_two = sorted(np.argsort(-np.array(out.scores))[:2].tolist())
+    assert list(out.answered_from) == top_two and out.answer_tokens <= 3
+    # the first token's attention is one softmax over all fused blocks: at most 1 in all
+    total = sum(a.sum(axis=-1) for a in out.token_attention)
+    assert np.all(total <= 1.0 + 1e-5)
+    again = reader.read("Which river flows through Budapest?", PASSAGES, config, answer_top=2)
+    assert again.scores == out.scores and again.answer == out.answer
+    scored = reader.read("Which river flows through Budapest?", PASSAGES, config, answer=False)
+    assert scored.scores == out.scores and scored.answer_tokens == 0
+
+
+# --- an OpenAI-compatible endpoint ------------------------------------------------------------
+
+
+class FakeOpenAI(BaseHTTPRequestHandler):
+    """Answers /v1/completions and /v1/chat/completions; 401 without the right key."""
+
+    requests: list[tuple[str, dict, str]] = []
+
+    def do_POST(self):  # noqa: N802 - the http.server API
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeOpenAI.requests.append((self.path, body, self.headers.get("Authorization", "")))
+        if self.headers.get("Authorization") != "Bearer sekret":
+            return self._send(401, {"error": {"message": "bad key"}})
+        usage = {"prompt_tokens": 11, "completion_tokens": 2}
+        if self.path == "/v1/completions":
+            return self._send(200, {"choices": [{"text": " Danube\nQuestion: more"}],
+                                    "usage": usage})
+        if self.path == "/v1/chat/completions":
+            return self._send(200, {"choices": [{"message": {"content": "The Danube"}}],
+                                    "usage": usage})
+        return self._send(404, {"error": "no such path"})
+
+    def _send(self, status: int, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_server(monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    FakeOpenAI.requests = []
+    monkeypatch.setenv("FUNNEL_API_KEY", "sekret")
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_openai_generator_completion_and_chat(fake_server):
+    gen = OpenAIGenerator("tiny-remote", fake_server)
+    out = gen.generate("Context: ...\nAnswer:", max_new_tokens=8, stop=("\n",))
+    assert out.text == " Danube" and (out.prompt_tokens, out.output_tokens) == (11, 2)
+    path, body, auth = FakeOpenAI.requests[-1]
+    assert path == "/v1/completions" and auth == "Bearer sekret"
+    assert body == {"model": "tiny-remote", "prompt": "Context: ...\nAnswer:",
+                    "max_tokens": 8, "temperature": 0, "stop": ["\n"]}
+    chat = gen.generate((Message("user", "Which river?"),))
+    assert chat.text == "The Danube" and FakeOpenAI.requests[-1][0] == "/v1/chat/completions"
+    assert FakeOpenAI.requests[-1][1]["messages"] == [{"role": "user", "content": "Which river?"}]
+
+
+def test_openai_generator_errors_name_the_cause(fake_server, monkeypatch):
+    monkeypatch.setenv("FUNNEL_API_KEY", "wrong")
+    with pytest.raises(GeneratorError, match="answered HTTP 401.*bad key.*FUNNEL_API_KEY"):
+        OpenAIGenerator("m", fake_server).generate("x")
+    with pytest.raises(GeneratorError, match="Cannot reach the endpoint http://127.0.0.1:9/v1"):
+        OpenAIGenerator("m", "http://127.0.0.1:9/v1", timeout=2).generate("x")
+    from engine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="'localhost:8000' is not an http"):
+        OpenAIGenerator("m", "localhost:8000")
+
+
+def test_flat_answers_through_an_endpoint(fake_server, tiny_corpus):
+    pytest.importorskip("faiss")
+    from engine.paradigms.registry import make_paradigm
+
+    config = {"M": 4, "k": 2, "reader": {"model": "tiny-remote", "endpoint": fake_server}}
+    trace = make_paradigm("flat", tiny_corpus, config).run("Which river flows through Budapest?")
+    (step,) = trace.llm_steps
+    assert trace.answer == "Danube" and step.model == "tiny-remote"
+    assert trace.reader_input_tokens == 11 and step.extras == {}  # no attention remotely
+    sent = FakeOpenAI.requests[-1][1]["prompt"]
+    assert sent.endswith("Question: Which river flows through Budapest?\nAnswer:")

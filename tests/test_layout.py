@@ -1,0 +1,68 @@
+"""The engine's layers: no module imports from a layer above its own, query-time code never
+imports the training package, and no heavy library is imported at module level."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ENGINE = Path(__file__).resolve().parent.parent / "engine"
+
+# Lowest first. The core modules (engine/*.py) sit below every package; models (packaged
+# resources and loading) below data, whose named corpora come from packaged files.
+LAYERS = ("core", "models", "data", "units", "index", "readers", "stages", "train",
+          "paradigms", "eval", "store", "service", "cli")
+QUERY_TIME = ("models", "index", "readers", "stages", "paradigms", "eval", "service")
+HEAVY = ("torch", "transformers", "sentence_transformers", "faiss", "bm25s", "duckdb",
+         "gradio")
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] in LAYERS:
+        return parts[1]
+    return "core"
+
+
+def _modules():
+    for path in sorted(ENGINE.rglob("*.py")):
+        rel = path.relative_to(ENGINE.parent).with_suffix("")
+        name = ".".join(p for p in rel.parts if p != "__init__")
+        if name in ("engine", "engine.__main__"):  # the package's facade and entry point
+            continue
+        yield name, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _imports(tree: ast.Module):
+    """(module imported, at module level?) for every import in the file."""
+    top = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module, id(node) in top
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, id(node) in top
+
+
+def test_no_module_imports_from_a_higher_layer():
+    wrong = []
+    for name, tree in _modules():
+        mine = LAYERS.index(_layer(name))
+        for imported, _ in _imports(tree):
+            if imported.startswith("engine.") and LAYERS.index(_layer(imported)) > mine:
+                wrong.append(f"{name} imports {imported}")
+    assert wrong == []
+
+
+def test_query_time_code_never_imports_training():
+    wrong = [f"{name} imports {imported}" for name, tree in _modules()
+             if _layer(name) in QUERY_TIME
+             for imported, _ in _imports(tree) if imported.startswith("engine.train")]
+    assert wrong == []
+
+
+def test_heavy_libraries_are_imported_where_they_are_used():
+    wrong = [f"{name} imports {imported} at module level" for name, tree in _modules()
+             for imported, top in _imports(tree)
+             if top and imported.split(".")[0] in HEAVY]
+    assert wrong == []
