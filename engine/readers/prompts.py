@@ -25,14 +25,20 @@ from engine.readers.base import Message, Prompt
 SYSTEM = "Answer the question from the context in a few words."
 
 # Worked examples: made up for the prompt, from no dataset (so nothing leaks into
-# evaluation); one bridge question and one yes/no comparison, as in HotpotQA.
+# evaluation): a bridge question, a comparison and a yes/no question, as in HotpotQA.
 EXAMPLES: tuple[tuple[str, str, str], ...] = (
-    ("Lake Ohrid: Lake Ohrid straddles the mountainous border between North Macedonia and "
-     "Albania. It is one of the oldest lakes in Europe.",
-     "Which two countries border Lake Ohrid?", "North Macedonia and Albania"),
-    ("Mount Kazbek: Mount Kazbek is a dormant stratovolcano in Georgia, 5,054 m high.\n"
-     "Mount Elbrus: Mount Elbrus is a dormant volcano in Russia, 5,642 m high.",
-     "Are Mount Kazbek and Mount Elbrus both volcanoes?", "yes"),
+    ("Marta Velin: Marta Velin (1871-1932) was a painter known for her coastal landscapes. "
+     "She studied at the Harlow Institute of Art.\n"
+     "Harlow Institute of Art: The Harlow Institute of Art is an art school in the city of "
+     "Brenmoor, founded in 1802.",
+     "In which city is the art school where Marta Velin studied?", "Brenmoor"),
+    ("Ostra River: The Ostra River is a 310 km long river that flows through the Kellan "
+     "Valley.\n"
+     "Vell River: The Vell River is a 145 km long river in the north of Dalmark.",
+     "Which river is longer, the Ostra River or the Vell River?", "Ostra River"),
+    ("Pelle Arnsen: Pelle Arnsen (born 1950) is a Norwegian composer of film music.\n"
+     "Ida Brook: Ida Brook (born 1962) is a Canadian novelist and poet.",
+     "Are Pelle Arnsen and Ida Brook both composers?", "no"),
 )
 
 
@@ -58,8 +64,7 @@ def _context(passages: Sequence[tuple[str, str]], offset: int) -> tuple[str, lis
 
 def _completion(question: str, passages: Sequence[tuple[str, str]],
                 examples: Sequence[tuple[str, str, str]]) -> BuiltPrompt:
-    shots = "".join(f"Context:\n{c}\n\nQuestion: {q}\nAnswer: {a}\n\n###\n\n"
-                    for c, q, a in examples)
+    shots = "".join(f"Context:\n{c}\n\nQuestion: {q}\nAnswer: {a}\n\n" for c, q, a in examples)
     head = shots + "Context:\n"
     context, spans = _context(passages, len(head))
     return BuiltPrompt(f"{head}{context}\n\nQuestion: {question}\nAnswer:", tuple(spans),
@@ -70,9 +75,9 @@ def _chat(question: str, passages: Sequence[tuple[str, str]],
           examples: Sequence[tuple[str, str, str]]) -> BuiltPrompt:
     messages = [Message("system", SYSTEM)]
     for c, q, a in examples:
-        messages += [Message("user", f"Context:\n{c}\n\nQuestion: {q}"), Message("assistant", a)]
+        messages += [Message("user", f"Context: {c}\nQuestion: {q}"), Message("assistant", a)]
     context, _ = _context(passages, 0)
-    messages.append(Message("user", f"Context:\n{context}\n\nQuestion: {question}"))
+    messages.append(Message("user", f"Context: {context}\nQuestion: {question}"))
     return BuiltPrompt(tuple(messages), (), ("\n",))
 
 
