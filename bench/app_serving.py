@@ -46,7 +46,8 @@ PARADIGMS = tuple(names())
 class Server:
     """`python app.py` in its own process on a free port, with its log in a file."""
 
-    def __init__(self, corpus: str, data_dir: Path, log: Path) -> None:
+    def __init__(self, corpus: str, data_dir: Path, log: Path, root: Path = ROOT) -> None:
+        """`root`: the checkout whose app.py runs (another one to compare versions)."""
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
@@ -55,7 +56,7 @@ class Server:
                "FUNNEL_CORPUS": corpus, "FUNNEL_SESSIONS": str(log.with_suffix(".duckdb"))}
         self.log = log.open("w")
         self.started = time.perf_counter()
-        self.process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
+        self.process = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env,
                                         stdout=self.log, stderr=subprocess.STDOUT)
 
     def seconds_to_first_page(self, limit: float = 300) -> float:

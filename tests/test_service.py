@@ -124,3 +124,18 @@ def test_explorer_counts_a_questions_supporting_documents_in_its_corpus(explorer
     assert explorer.supporting_in_corpus(q) == (1, 2)
     loading = Explorer(Preparation("tiny", dense=False), explorer.store)  # no corpus yet
     assert loading.supporting_in_corpus(q) == (0, 2)
+
+
+def test_the_plan_is_what_the_registered_paradigms_need_shared_needs_once(echo):
+    from engine.paradigms.registry import PARADIGMS
+
+    prep = Preparation("wiki")
+    labels = [t.label for t in prep.tasks.values()]
+    assert labels[0] == "corpus 'wiki'" and labels[-1].startswith("dense index (minilm")
+    assert sum(label.startswith("reader smollm2") for label in labels) == 1  # funnel + flat
+    for name, found in PARADIGMS.items():
+        assert prep.needs[name] == ("corpus", *(need.key for need in found.needs()))
+    assert prep.needs["echo"] == ("corpus",)
+    quick = Preparation("wiki", dense=False)
+    assert not any(task.slow for task in quick.tasks.values())
+    assert all(key in quick.tasks for key in quick.needs["funnel"])
