@@ -77,7 +77,7 @@ def test_chat_prompts_go_through_the_chat_template(generator):
 def test_reader_answer_is_one_llm_step_with_attention(generator, tiny_corpus):
     passages = [Candidate(document_unit(d), 1.0, i) for i, d in
                 enumerate(tiny_corpus.documents[4:7], start=1)]
-    config = ReaderConfig(model="tiny", max_answer_tokens=4)
+    config = ReaderConfig(model="tiny", max_answer_tokens=4, packing="forward")
     step = answer("Which river flows through Budapest?", passages, config, generator=generator)
     assert step.purpose == "answer" and step.model == "tiny"
     assert step.prompt.endswith("Question: Which river flows through Budapest?\nAnswer:")
@@ -195,3 +195,48 @@ def test_flat_answers_through_an_endpoint(fake_server, tiny_corpus):
     assert trace.reader_input_tokens == 11 and step.extras == {}  # no attention remotely
     sent = FakeOpenAI.requests[-1][1]["prompt"]
     assert sent.endswith("Question: Which river flows through Budapest?\nAnswer:")
+
+
+@pytest.mark.parametrize(("packing", "order"), [("forward", [0, 1, 2, 3, 4]),
+                                                ("reverse", [4, 3, 2, 1, 0]),
+                                                ("sides", [0, 2, 4, 3, 1])])
+def test_repacking_puts_the_best_passages_where_asked(packing, order):
+    from engine.readers.reader import repack
+
+    assert repack(5, packing) == order
+    assert sorted(repack(4, packing)) == [0, 1, 2, 3] and repack(0, packing) == []
+
+
+@pytest.mark.parametrize(("question", "yes_no"), [
+    ("Are Pelle Arnsen and Ida Brook both composers?", True),
+    ("did the Danube flood in 2013?", True),
+    ("Who painted the Mona Lisa?", False),
+    ("Which river is longer, the Ostra or the Vell?", False),
+    ("Isabella of Castile was born where?", False),  # "Is" only as a whole word
+])
+def test_yes_no_questions_are_told_apart(question, yes_no):
+    from engine.readers.answers import is_yes_no_question
+
+    assert is_yes_no_question(question) is yes_no
+
+
+def test_a_banned_first_word_is_never_said_first(generator):
+    prompt = answer_prompt("plain", "Which river flows through Budapest?", PASSAGES).prompt
+    free = generator.generate(prompt, max_new_tokens=3)
+    first = generator.tokenizer.decode(generator.tokenizer.encode(free.text)[:1]).strip()
+    assert first, "the tiny model said nothing to ban"
+    banned = generator.generate(prompt, max_new_tokens=3, ban_first=(first,))
+    assert banned.text != free.text  # the greedy first token was refused
+    assert not banned.text.startswith(free.text[: len(first) + 1])
+
+
+def test_the_reader_reads_passages_in_its_packing_order(generator, tiny_corpus):
+    passages = [Candidate(document_unit(d), 1.0, i) for i, d in
+                enumerate(tiny_corpus.documents[4:7], start=1)]
+    titles = [c.unit.title for c in passages]
+    step = answer("Which river flows through Budapest?", passages,
+                  ReaderConfig(model="tiny", max_answer_tokens=2, packing="reverse"),
+                  generator=generator)
+    context = step.prompt.rsplit("Context:\n", 1)[1]
+    assert [line.split(":")[0] for line in context.splitlines()[:3]] == titles[::-1]
+    assert step.extras["attention_passages"] == [c.unit.id for c in passages[::-1]]

@@ -19,6 +19,16 @@ def short_answer(text: str) -> str:
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
+_YES_NO_RE = re.compile(r"^\s*(are|is|was|were|do|does|did|can|could|has|have|had|will|"
+                        r"would|should|shall|may|might|must)\b", re.IGNORECASE)
+YES_NO = ("yes", "no")
+
+
+def is_yes_no_question(question: str) -> bool:
+    """Whether the question asks for yes or no ("Are both ...?", "Did ...?")."""
+    return bool(_YES_NO_RE.match(question))
+
+
 LOOP_NGRAM = 3
 
 

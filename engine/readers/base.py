@@ -53,10 +53,12 @@ class Generator(Protocol):
     name: str
 
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
-                 spans: tuple[tuple[int, int], ...] = ()) -> Generation:
+                 spans: tuple[tuple[int, int], ...] = (),
+                 ban_first: tuple[str, ...] = ()) -> Generation:
         """Greedy continuation of `prompt`, cut before the first `stop` string.
 
         `spans` are character spans of a plain-text prompt whose attention is wanted (a
-        generator that cannot see attention returns none).
+        generator that cannot see attention returns none); `ban_first` are words the first
+        generated token may not start (where the generator can refuse tokens).
         """
         ...

@@ -72,7 +72,8 @@ class HFGenerator:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
-                 spans: tuple[tuple[int, int], ...] = ()) -> Generation:
+                 spans: tuple[tuple[int, int], ...] = (),
+                 ban_first: tuple[str, ...] = ()) -> Generation:
         import torch
 
         start = time.perf_counter()
@@ -84,7 +85,8 @@ class HFGenerator:
             raise ConfigError("The prompt is empty; there is nothing to continue.")
         with torch.inference_mode():
             logits, cache, attention = self._prefill(ids, want_attention=bool(spans))
-            out_ids = self._decode(logits, cache, len(ids), max_new_tokens, stop)
+            out_ids = self._decode(logits, cache, len(ids), max_new_tokens, stop,
+                                   self._first_token_ids(ban_first))
         said, _ = cut_at_stop(self.tokenizer.decode(out_ids, skip_special_tokens=True), stop)
         span_attention, span_tokens = (), ()
         if spans and attention is not None:
@@ -119,13 +121,23 @@ class HFGenerator:
             attention = np.stack([a[0, :, -1, :].float().numpy() for a in out.attentions])
         return out.logits[0, -1], cache, attention
 
+    def _first_token_ids(self, words: tuple[str, ...]) -> set[int]:
+        """Token ids that open any of `words` (as written, capitalised, after a space)."""
+        ids = set()
+        for word in words:
+            for form in (word, word.capitalize(), " " + word, " " + word.capitalize()):
+                encoded = self.tokenizer.encode(form, add_special_tokens=False)
+                if encoded:
+                    ids.add(encoded[0])
+        return ids
+
     def _decode(self, logits, cache, position: int, max_new_tokens: int,
-                stop: tuple[str, ...]) -> list[int]:
+                stop: tuple[str, ...], banned_first: set[int]) -> list[int]:
         out: list[int] = []
         for step in range(max_new_tokens):
             if step == 0:  # say something: an empty answer is never the best one
-                for eos in self.eos_ids:
-                    logits[eos] = float("-inf")
+                for token in self.eos_ids | banned_first:
+                    logits[token] = float("-inf")
             token = int(logits.argmax())
             if token in self.eos_ids:
                 break
@@ -158,7 +170,9 @@ class OpenAIGenerator:
             (os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), "")
 
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
-                 spans: tuple[tuple[int, int], ...] = ()) -> Generation:
+                 spans: tuple[tuple[int, int], ...] = (),
+                 ban_first: tuple[str, ...] = ()) -> Generation:
+        """`spans` and `ban_first` are not supported by the API and are ignored."""
         start = time.perf_counter()
         body: dict[str, Any] = {"model": self.name, "max_tokens": max_new_tokens,
                                 "temperature": 0}

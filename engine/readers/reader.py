@@ -18,7 +18,7 @@ import numpy as np
 from engine.config import check_config, param
 from engine.errors import check_choice
 from engine.readers import attention
-from engine.readers.answers import short_answer
+from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
 from engine.readers.base import Generator, prompt_text
 from engine.readers.prompts import TEMPLATES, answer_prompt
 from engine.text import clip_tokens
@@ -26,6 +26,7 @@ from engine.trace import LLMStep
 from engine.types import Candidate
 
 PROMPTS = (*TEMPLATES, "fid")
+PACKINGS = ("forward", "reverse", "sides")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class ReaderConfig:
                           "http://127.0.0.1:8000/v1; empty: run the model in this process")
     prompt: str = param("fewshot", "answer prompt template (fid: fused blocks)",
                         choices=PROMPTS)
+    packing: str = param("reverse", "passage order in the prompt: forward (best first), "
+                         "reverse (best last, next to the question), sides (best at both "
+                         "ends)", choices=PACKINGS)
     aggregation: str = param("eq3", "attention scheme that scores passages (FunnelRAG Table 7)",
                              choices=attention.SCHEMES)
     lr: int = param(4, "representative tokens per passage (Eq. 3)", low=1, high=64)
@@ -63,10 +67,14 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
         from engine.readers.generators import shared_generator
 
         generator = shared_generator(config.model, config.endpoint)
-    pairs = [(title, clip_tokens(text, config.max_passage_tokens)) for title, text in pairs]
+    order = repack(len(passages), config.packing)
+    passages = [passages[i] for i in order]
+    pairs = [(pairs[i][0], clip_tokens(pairs[i][1], config.max_passage_tokens)) for i in order]
     built = answer_prompt(config.prompt, question, pairs)
+    # a small reader copies the worked examples' "no" into questions that are not yes/no
+    banned = () if is_yes_no_question(question) else YES_NO
     out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,
-                             stop=built.stop, spans=built.spans)
+                             stop=built.stop, spans=built.spans, ban_first=banned)
     extras = {}
     if out.attention:
         top = [[tokens[i] for i in attention.representative_tokens(attn, config.lr)]
@@ -78,6 +86,21 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
                    output=out.text, prompt_tokens=out.prompt_tokens,
                    output_tokens=out.output_tokens, seconds=out.seconds,
                    answer=short_answer(out.text), extras=extras)
+
+
+def repack(n: int, packing: str) -> list[int]:
+    """The order in which `n` ranked passages (best first) go into the prompt.
+
+    forward: best first; reverse: best last, next to the question (a small reader leans on
+    what it read last); sides: the best at both ends, the weakest in the middle
+    ("lost in the middle"), as in the best-practices paper's repacking.
+    """
+    if packing == "forward":
+        return list(range(n))
+    if packing == "reverse":
+        return list(range(n))[::-1]
+    front, back = list(range(0, n, 2)), list(range(1, n, 2))
+    return front + back[::-1]
 
 
 def _fid_answer(question: str, passages: Sequence[Candidate], pairs: list[tuple[str, str]],
