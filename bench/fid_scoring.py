@@ -22,8 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import markdown_table, save  # noqa: E402
-from engine import attention  # noqa: E402
 from engine.paths import shared_data_dir  # noqa: E402
+from engine.readers import attention  # noqa: E402
 
 
 def recall_at_2(scores, gold: set[int]) -> float:

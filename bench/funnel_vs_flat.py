@@ -1,7 +1,7 @@
 """FunnelRAG against flat retrieval with re-ranking, side by side on the pooled corpus.
 
 For each of the first N HotpotQA dev500 questions both paradigms run back to back with their
-default configs (engine/paradigms.py), so the machine's state is the same for both:
+default configs (engine/paradigms/), so the machine's state is the same for both:
 
   funnel  BM25 over LongRAG clusters (K) -> pre-ranker over their documents (N)
           -> later chunking -> FiD attention post-ranking (H) -> answer over the H passages
@@ -33,7 +33,7 @@ from bench.common import markdown_table, save  # noqa: E402
 from engine.data.corpus import load_corpus  # noqa: E402
 from engine.data.loaders import read_dataset  # noqa: E402
 from engine.eval.evaluate import row, summarise  # noqa: E402
-from engine.paradigms.base import make_paradigm  # noqa: E402
+from engine.paradigms.registry import make_paradigm  # noqa: E402
 from engine.paths import data_dir, shared_data_dir  # noqa: E402
 
 # (label, paradigm, config): "flat+ce" is flat with the trained cross-encoder re-ranker,

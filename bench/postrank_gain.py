@@ -23,10 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import markdown_table, save  # noqa: E402
-from engine import attention  # noqa: E402
 from engine.data.corpus import load_corpus  # noqa: E402
 from engine.metrics import answer_recall_at, has_span_answer  # noqa: E402
 from engine.paths import data_dir  # noqa: E402
+from engine.readers import attention  # noqa: E402
 from engine.stages.expand import chunk_documents  # noqa: E402
 from engine.trace import RunTrace  # noqa: E402
 from engine.units.chunking import Chunker  # noqa: E402

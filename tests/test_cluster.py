@@ -1,6 +1,6 @@
 """Clustering on small hand-built graphs whose clusters were worked out by hand.
 
-The walk-throughs in the docstrings follow engine/cluster.py's rules: a visited document
+The walk-throughs in the docstrings follow engine/units/cluster.py's rules: a visited document
 opens a unit and absorbs the units of its already-visited neighbours, in the algorithm's
 merge order, while the total stays <= S.
 """
