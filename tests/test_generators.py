@@ -240,3 +240,21 @@ def test_the_reader_reads_passages_in_its_packing_order(generator, tiny_corpus):
     context = step.prompt.rsplit("Context:\n", 1)[1]
     assert [line.split(":")[0] for line in context.splitlines()[:3]] == titles[::-1]
     assert step.extras["attention_passages"] == [c.unit.id for c in passages[::-1]]
+
+
+def test_any_causal_lm_folder_loads_as_a_generator(tiny_causal_lm, tmp_path):
+    """The real loading path (engine.models.loading) on a model saved to a folder, as a user
+    with their own checkpoint would give it; a hub id that cannot be reached says so."""
+    from engine.errors import ResourceMissingError
+    from engine.readers.generators import shared_generator
+
+    tokenizer, model = tiny_causal_lm
+    model.save_pretrained(tmp_path / "tiny-llama")
+    tokenizer.save_pretrained(tmp_path / "tiny-llama")
+    loaded = shared_generator(str(tmp_path / "tiny-llama"))
+    assert loaded is shared_generator(str(tmp_path / "tiny-llama"))  # one per model
+    prompt = answer_prompt("plain", "Which river flows through Budapest?", PASSAGES).prompt
+    direct = HFGenerator("tiny", tokenizer, model).generate(prompt, max_new_tokens=3)
+    assert loaded.generate(prompt, max_new_tokens=3).text == direct.text
+    with pytest.raises(ResourceMissingError, match="No model hub is reachable here"):
+        shared_generator("no-such-org/no-such-model")
