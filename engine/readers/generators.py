@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -87,7 +87,8 @@ class HFGenerator:
             logits, cache, attention = self._prefill(ids, want_attention=bool(spans))
             out_ids = self._decode(logits, cache, len(ids), max_new_tokens, stop,
                                    self._first_token_ids(ban_first))
-        said, _ = cut_at_stop(self.tokenizer.decode(out_ids, skip_special_tokens=True), stop)
+        said, _ = cut_at_stop(self.tokenizer.decode(out_ids, skip_special_tokens=True).lstrip(),
+                              stop)
         span_attention, span_tokens = (), ()
         if spans and attention is not None:
             token_sets = [_tokens_in(encoded["offset_mapping"], a, b) for a, b in spans]
@@ -131,12 +132,24 @@ class HFGenerator:
                     ids.add(encoded[0])
         return ids
 
+    @cached_property
+    def _line_break_ids(self) -> frozenset[int]:
+        """Tokens that are only white space with a line break in it."""
+        vocab = self.tokenizer.get_vocab().values()
+        return frozenset(i for i in vocab if "\n" in (text := self.tokenizer.decode([i]))
+                         and not text.strip())
+
     def _decode(self, logits, cache, position: int, max_new_tokens: int,
                 stop: tuple[str, ...], banned_first: set[int]) -> list[int]:
+        """Greedy tokens. Until something visible is said, the end token, line breaks and
+        `banned_first` are refused (an empty answer is never the best one; a bare space may
+        open a number, so it stays allowed); stop strings count from the first visible
+        character on; a looping tail ends it."""
         out: list[int] = []
-        for step in range(max_new_tokens):
-            if step == 0:  # say something: an empty answer is never the best one
-                for token in self.eos_ids | banned_first:
+        said = ""
+        for _ in range(max_new_tokens):
+            if not said.strip():
+                for token in self.eos_ids | banned_first | self._line_break_ids:
                     logits[token] = float("-inf")
             token = int(logits.argmax())
             if token in self.eos_ids:
@@ -145,7 +158,8 @@ class HFGenerator:
             if repeats_tail(out):  # "2014S/S/S/S...": a loop, not an answer
                 del out[-LOOP_NGRAM:]
                 break
-            if stop and cut_at_stop(self.tokenizer.decode(out), stop)[1]:
+            said = self.tokenizer.decode(out)
+            if stop and cut_at_stop(said.lstrip(), stop)[1]:
                 break
             logits = self._forward([token], position, cache).logits[0, -1]
             position += 1
