@@ -37,7 +37,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--corpus", default="pooled", help="haystack; the file's paragraphs are added")
     ev.add_argument("--limit", type=int, default=None, help="first N questions only")
     ev.add_argument("--config", default="{}",
-                    help='JSON of options per paradigm, e.g. {"funnel": {"K": 5}}')
+                    help='JSON of options per paradigm name, e.g. {"NAME": {"K": 5}}')
     ev.add_argument("--out", default=None, help="JSONL of per-question rows (default: data/eval/)")
     ev.add_argument("--json", action="store_true", help="print the summary as JSON last")
 

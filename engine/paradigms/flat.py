@@ -65,6 +65,6 @@ class FlatParadigm(Paradigm):
 
 
 SPEC = ParadigmSpec(
-    name="flat", label="Flat (dense top-k passages)",
+    name=FlatParadigm.name, label="Flat (dense top-k passages)",
     description="Dense retrieval over early-chunked passages, re-ranking, then the reader.",
     config=FlatConfig, paradigm=FlatParadigm)

@@ -80,7 +80,7 @@ class FunnelParadigm(Paradigm):
 
 
 SPEC = ParadigmSpec(
-    name="funnel", label="FunnelRAG (clusters → documents → passages)",
+    name=FunnelParadigm.name, label="FunnelRAG (clusters → documents → passages)",
     description="BM25 over clusters, documents pre-ranked, later chunking, FiD attention "
                 "post-ranking, then the reader.",
     config=FunnelConfig, paradigm=FunnelParadigm)

@@ -1,11 +1,11 @@
 """The reader every paradigm answers with: a prompt template over a generator, one LLM step.
 
-`answer(question, passages, config)` builds the prompt (engine/readers/prompts.py), calls the
-generator (in-process model or OpenAI-compatible endpoint), extracts the short answer and
-returns the call as an `LLMStep` for the trace. With an in-process model the step also
-carries the first answer token's attention over each passage (the Explore heatmap).
-`prompt="fid"` answers FiD-style instead: each passage encoded on its own, the blocks fused,
-the answer decoded over all of them.
+`answer(question, passages, config)` packs the ranked passages (forward, reverse or sides),
+builds the prompt (engine/readers/prompts.py), calls the generator (in-process model or
+OpenAI-compatible endpoint), extracts the short answer and returns the call as an `LLMStep`
+for the trace. With an in-process model the step also carries the first answer token's
+attention over each passage (the Explore heatmap). `prompt="fid"` answers FiD-style
+instead: each passage encoded on its own, the blocks fused, the answer decoded over all.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ class ReaderConfig:
 
 def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
            purpose: str = "answer", generator: Generator | None = None) -> LLMStep:
-    """The reader's answer over `passages` (in the order given), as one LLM step.
+    """The reader's answer over `passages` (ranked, best first), as one LLM step.
 
+    The passages enter the prompt in `config.packing` order (FiD blocks have no order);
     `generator` defaults to the shared one for `config.model` (and `config.endpoint`).
     """
     pairs = [(c.unit.title, c.unit.text) for c in passages]
