@@ -178,7 +178,10 @@ def test_browser_explore_save_and_reopen(live_app, browser):
     page.locator("#fe-compare-two").click()
     pair = page.locator("#fe-session-answer table.fe-compare")
     pair.wait_for(timeout=30_000)
-    assert pair.locator("thead th").all_inner_texts() == ["", "funnel", "funnel"]
+    heads = pair.locator("thead th").all_inner_texts()
+    assert heads[0] == "" and len(heads) == 3  # each run headed by id, name, question, corpus
+    assert heads[1].startswith(f"run {run_id}: browser run") and "funnel · tiny" in heads[1]
+    assert heads[2].startswith(f"run {twin_id}: browser twin") and "Seurat" in heads[2]
     assert "cut 3" in pair.inner_text()
 
 

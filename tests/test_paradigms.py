@@ -84,7 +84,8 @@ def test_flat_end_to_end(tiny_corpus, shared_models):
     assert {c.unit.id for c in reranked.candidates} <= {c.unit.id for c in dense.candidates}
     (step,) = trace.llm_steps
     read = step.extras  # the reader's attention over the k passages it answered from
-    assert read["attention_passages"] == [c.unit.id for c in reranked.candidates]
+    # in the order the reader read them: reverse packing puts the best passage last
+    assert read["attention_passages"] == [c.unit.id for c in reranked.candidates][::-1]
     assert len(read["attention"]) == 2 and step.answer == trace.answer
     assert trace.answer and trace.reader_input_tokens > 0
     assert trace.config["M"] == 4 and trace.config["reader"]["max_answer_tokens"] == 8
