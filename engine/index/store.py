@@ -48,17 +48,8 @@ class IndexStore:
         return self._get(("dense", corpus.fingerprint, _key(config), model),
                          lambda: dense_index(corpus, config, model=model, progress=progress))
 
-    def has(self, kind: str, corpus: Corpus, config: UnitConfig, *extra: str) -> bool:
-        """Whether that index is loaded already (nothing is built or loaded)."""
-        return (kind, corpus.fingerprint, _key(config), *extra) in self._indexes
-
     def __len__(self) -> int:
         return len(self._indexes)
-
-    def clear(self) -> None:
-        with self._guard:
-            self._indexes.clear()
-            self._locks.clear()
 
     def _get(self, key: tuple, load: Callable[[], Any]) -> Any:
         found = self._indexes.get(key)

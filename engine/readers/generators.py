@@ -26,7 +26,7 @@ import numpy as np
 
 from engine.errors import ConfigError, EngineError
 from engine.readers.answers import LOOP_NGRAM, repeats_tail
-from engine.readers.base import Generation, Message, Prompt
+from engine.readers.base import Generation, Prompt
 
 logger = logging.getLogger(__name__)
 
@@ -67,9 +67,6 @@ class HFGenerator:
         return self.tokenizer.apply_chat_template(
             [{"role": m.role, "content": m.content} for m in prompt],
             tokenize=False, add_generation_prompt=True)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
                  spans: tuple[tuple[int, int], ...] = (),
@@ -250,10 +247,3 @@ def loaded_generators() -> int:
     """How many in-process generators are loaded (for the memory checks)."""
     return _shared_hf.cache_info().currsize
 
-
-def as_messages(system: str, turns: list[tuple[str, str]], question: str) -> tuple[Message, ...]:
-    """A chat prompt: a system line, worked (user, assistant) turns, then the question."""
-    messages = [Message("system", system)] if system else []
-    for user, assistant in turns:
-        messages += [Message("user", user), Message("assistant", assistant)]
-    return (*messages, Message("user", question))
