@@ -47,9 +47,12 @@ def widget(option: Option, elem_id: str) -> gr.Component:
         return gr.Slider(option.low, option.high, value=option.default, step=step, label=label,
                          info=info, elem_id=elem_id)
     if option.type in (int, float):
+        # no minimum/maximum here: Gradio's own check fails every output at once; the
+        # engine's check names the field and its range in the notice instead
+        if option.low is not None and option.high is not None:
+            info = f"{info} ({option.low:g} to {option.high:g})"
         return gr.Number(value=option.default, label=label, info=info, elem_id=elem_id,
-                         precision=0 if option.type is int else None,
-                         minimum=option.low, maximum=option.high)
+                         precision=0 if option.type is int else None)
     return gr.Textbox(value=option.default, label=label, info=info, elem_id=elem_id)
 
 

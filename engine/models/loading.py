@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ResourceMissingError
@@ -40,12 +41,19 @@ def resolve(name_or_path: str) -> str:
 
 
 def from_pretrained(loader: Any, location: str, **kwargs: Any) -> Any:
+    """`loader(location, **kwargs)`; a model that cannot be found gets an error naming it
+    and what loads offline (the library's own message, about hub connections, is logged)."""
     try:
         return loader(location, **kwargs)
     except OSError as err:
+        logger.debug("loading %r failed: %s", location, err)
+        if Path(location).exists():
+            reason = f"the folder cannot be read as this kind of model ({err})"
+        else:
+            reason = "it is neither an alias nor a local folder, and no model hub is reachable"
         raise ResourceMissingError(
-            f"Cannot load model {location!r}: {err}. No model hub is reachable here; use an "
-            f"alias ({', '.join(ALIASES)}) or a local folder."
+            f"Cannot load model {location!r}: {reason}. Use an alias "
+            f"({', '.join(ALIASES)}) or a local model folder."
         ) from None
 
 
