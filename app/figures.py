@@ -149,3 +149,42 @@ def _step_seconds(trace: RunTrace, name: str) -> float:
 
 def _short(text: str, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def precision_recall(scores: Sequence[Sequence[float]]) -> tuple[list[float], list[float]]:
+    """(recall, precision) points of "P >= t" over every threshold t in `scores`, a list of
+    [probability, label] pairs, from the strictest threshold to the loosest."""
+    ranked = sorted(scores, key=lambda s: -s[0])
+    positives = sum(int(y) for _, y in ranked)
+    recall, precision, hits = [], [], 0
+    for n, (_, y) in enumerate(ranked, start=1):
+        hits += int(y)
+        recall.append(hits / positives if positives else 0.0)
+        precision.append(hits / n)
+    return recall, precision
+
+
+@failsafe
+def precision_recall_figure(status: dict) -> go.Figure:
+    """Held-out precision/recall of the retrain's versions before and after (else the two
+    newest), each with its chosen threshold marked."""
+    by_id = {v["id"]: v for v in status["versions"]}
+    job = status["retrain"]
+    shown = [by_id[i] for i in (job.get("before"), job.get("after")) if i in by_id] \
+        or status["versions"][-2:]
+    if not shown:
+        return text_figure("No classifier trained yet.")
+    fig = go.Figure()
+    for version in shown:
+        scores = version.get("heldout_scores") or []
+        recall, precision = precision_recall(scores)
+        fig.add_trace(go.Scatter(x=recall, y=precision, mode="lines",
+                                 name=f"{version['id'][:8]} ({version['labels']} labels)"))
+        m = version["heldout"]
+        fig.add_trace(go.Scatter(x=[m.get("recall", 0)], y=[m.get("precision", 0)],
+                                 mode="markers", marker={"size": 10}, showlegend=False,
+                                 hovertext=f"threshold {version['threshold']:.3f}"))
+    fig.update_layout(title="Held-out pairs: precision against recall (dot: the threshold)",
+                      xaxis_title="recall", yaxis_title="precision", height=HEIGHT,
+                      xaxis={"range": [0, 1.02]}, yaxis={"range": [0, 1.02]})
+    return fig

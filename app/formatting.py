@@ -61,6 +61,9 @@ def stage_table(trace: RunTrace, index: int) -> str:
     flags = trace.gold_flags[index] if index < len(trace.gold_flags) else None
     answers = trace.gold.answers if trace.gold else ()
     later = trace.stages[index + 1:]
+    # documents found through another document (DR-RAG's q + d) name it under their title
+    earlier = {c.unit.id: c.unit.title for s in trace.stages[:index]
+               if s.granularity == "documents" for c in s.candidates}
     rows = []
     for i, cand in enumerate(stage.candidates):
         body = excerpt(cand.unit.text, trace.question, answers) \
@@ -68,14 +71,55 @@ def stage_table(trace: RunTrace, index: int) -> str:
         children = _children(cand, stage, later, trace.question, answers)
         if children:
             body = f"<details><summary>{body}</summary>{children}</details>"
+        title = esc(cand.unit.title)
+        if stage.granularity == "documents" and cand.parents and cand.parents[-1] in earlier:
+            title += f"<br><small>found with q + {esc(earlier[cand.parents[-1]])}</small>"
         rows.append(f"<tr><td>{cand.rank}</td><td>{cand.score:.4f}</td>"
-                    f"<td>{esc(cand.unit.title)}</td><td>{body}</td>"
+                    f"<td>{title}</td><td>{body}</td>"
                     f"<td>{_flag(flags, i)}</td></tr>")
+    read = " · sent to the reader" if index == len(trace.stages) - 1 and trace.llm_steps else ""
     head = (f"<div class='fe-stage'><b>{esc(stage.name)}</b> ({esc(stage.granularity)}): "
-            f"{stage.n_in:,} in, {len(stage.candidates)} kept, {stage.seconds:.2f} s</div>")
+            f"{stage.n_in:,} in, {len(stage.candidates)} kept, {stage.seconds:.2f} s"
+            f"{read}</div>")
     return (f"{head}<table class='fe-table'><thead><tr><th>rank</th><th>score</th>"
             f"<th>title</th><th>text</th><th>gold</th></tr></thead><tbody>{''.join(rows)}"
-            "</tbody></table>")
+            "</tbody></table>" + decisions_table(trace, index))
+
+
+def decisions_table(trace: RunTrace, index: int) -> str:
+    """The selection classifier's calls of stage `index` (empty if it made none): both
+    documents (text expandable), P, the threshold, kept or dropped, and whether both are
+    gold supporting documents when the gold is known."""
+    calls = trace.stages[index].extras.get("classifier", ())
+    if not calls:
+        return ""
+    texts = {c.unit.id: c.unit.text for s in trace.stages for c in s.candidates}
+    gold = set(trace.gold.supporting_titles) if trace.gold else None
+    answers = trace.gold.answers if trace.gold else ()
+
+    def document(doc_id: str, title: str) -> str:
+        text = texts.get(doc_id, "")
+        return (f"<details><summary>{esc(title)}</summary>"
+                f"{highlight(text, trace.question, answers)}</details>" if text else esc(title))
+
+    rows = []
+    for n, call in enumerate(calls, start=1):
+        decision = ("<span class='fe-badge fe-kept-badge'>kept</span>" if call["kept"]
+                    else "<span class='fe-badge fe-dropped'>dropped</span>")
+        both = "" if gold is None else (
+            "<span class='fe-badge fe-support'>both gold</span>"
+            if call["d1_title"] in gold and call["d2_title"] in gold else "no")
+        rows.append(f"<tr><td>{n}</td><td>{document(call['d1'], call['d1_title'])}</td>"
+                    f"<td>{document(call['d2'], call['d2_title'])}</td>"
+                    f"<td>{call['probability']:.3f}</td><td>{call['threshold']:.3f}</td>"
+                    f"<td>{decision}</td><td>{both}</td></tr>")
+    fallback = trace.stages[index].extras.get("fallback")
+    note = f" ({esc(fallback)})" if fallback else ""
+    return (f"<div class='fe-stage'>classifier C(q, d1, d2) calls of "
+            f"<b>{esc(trace.stages[index].name)}</b>: {len(calls)}{note}</div>"
+            "<table class='fe-table fe-decisions'><thead><tr><th>#</th><th>d1</th><th>d2</th>"
+            "<th>P</th><th>threshold</th><th>decision</th><th>gold</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
 
 
 def _children(cand: Candidate, stage: StageResult, later: Sequence[StageResult], query: str,
@@ -188,6 +232,7 @@ mark { background: #fff3b0; padding: 0 1px; }
 mark.gold { background: #f6c343; font-weight: bold; }
 .fe-badge { border-radius: 4px; padding: 0 4px; font-size: 0.8em; color: white; }
 .fe-answer { background: #b8860b; } .fe-support { background: #4c78a8; }
+.fe-kept-badge { background: #2e7d32; } .fe-dropped { background: #9e9e9e; }
 .fe-lost { background: #fde2e1; border-left: 4px solid #d9534f; padding: 6px 10px; }
 .fe-kept { background: #e3f4e1; border-left: 4px solid #5cb85c; padding: 6px 10px; }
 .fe-error { background: #fff4e5; border-left: 4px solid #f0ad4e; padding: 6px 10px; }

@@ -1,4 +1,4 @@
-"""The Gradio app: a status line, three tabs and the named API endpoints, over an Explorer.
+"""The Gradio app: a status line, four tabs and the named API endpoints, over an Explorer.
 
 Callbacks read widgets, call the engine (engine.service.explorer.Explorer) and turn what it returns
 into HTML and plotly figures; no ranking happens here.
@@ -13,7 +13,7 @@ import gradio as gr
 
 from app.errors import refused
 from app.formatting import CSS, esc
-from app.tabs import compare, explore, sessions
+from app.tabs import annotate, compare, explore, sessions
 from engine.errors import EngineError
 from engine.paradigms.registry import DEFAULT, PARADIGMS
 from engine.service.explorer import Explorer
@@ -51,8 +51,13 @@ def build_app(explorer: Explorer) -> gr.Blocks:
                 compare.build(explorer)
             with gr.Tab("Sessions", id="sessions") as sessions_tab:
                 listing = sessions.build(explorer)
+            with gr.Tab("Annotate", id="annotate") as annotate_tab:
+                labelling = annotate.build(explorer)
         sessions_tab.select(listing["refresh"], None, listing["table"], api_visibility="private")
+        annotate_tab.select(labelling["refresh"], None, labelling["outputs"],
+                            api_visibility="private")
         _api(explorer)
+        _annotation_api(explorer)
     return demo
 
 
@@ -99,6 +104,64 @@ def _api(explorer: Explorer) -> None:
         gr.api(fn, api_name=fn.__name__)
 
 
+def _annotation_api(explorer: Explorer) -> None:
+    """Named endpoints for labelling and retraining the selection classifier."""
+    annotation = explorer.annotation
+
+    def annotate_label(question: str, d1_id: str, d2_id: str, label: int,
+                       annotator: str = "", question_id: str = "") -> str:
+        """Store label 1 or 0 for documents (d1, d2) of `question`; returns the stored label."""
+        try:
+            stored = annotation.label(question, d1_id, d2_id, label, annotator=annotator,
+                                      question_id=question_id)
+        except EngineError as err:
+            raise refused(err) from None
+        return json.dumps({**stored.record(), "id": stored.id})
+
+    def list_labels() -> str:
+        """Every stored label, newest first, as a JSON list (what an export holds, with ids)."""
+        return json.dumps([{**x.record(), "id": x.id} for x in annotation.labels.list()])
+
+    def annotate_pairs(trace_json: str) -> str:
+        """The classifier's judged pairs of a drrag trace (as `run` returns), in labelling
+        order, as a JSON list."""
+        try:
+            trace = RunTrace.from_json(trace_json)
+            return json.dumps([vars(p) for p in annotation.pairs(trace)])
+        except (ValueError, TypeError, KeyError) as err:
+            raise refused(f"trace_json is not a run trace ({err}); pass what `run` "
+                          "returned.") from None
+        except EngineError as err:
+            raise refused(err) from None
+
+    def retrain() -> str:
+        """Start retraining on the training pairs plus the labels; returns classifier_status."""
+        return _status_json(annotation.retrain())
+
+    def classifier_status() -> str:
+        """The active version, every version's held-out figures, the retrain's progress."""
+        return _status_json(annotation.status())
+
+    def activate_classifier(version: str) -> str:
+        """Make `version` (an id from classifier_status) the active classifier."""
+        try:
+            return _status_json(annotation.activate(version))
+        except EngineError as err:
+            raise refused(err) from None
+
+    for fn in (annotate_label, list_labels, annotate_pairs, retrain, classifier_status,
+               activate_classifier):
+        gr.api(fn, api_name=fn.__name__)
+
+
+def _status_json(status: dict) -> str:
+    versions = [{k: v for k, v in version.items() if k != "heldout_scores"}
+                for version in status["versions"]]
+    return json.dumps({**status, "versions": versions})
+
+
 def serve(demo: gr.Blocks, **launch_kwargs):
-    """Launch with the app's stylesheet (Gradio 6 takes css at launch)."""
-    return demo.queue(default_concurrency_limit=2).launch(css=CSS, **launch_kwargs)
+    """Launch with the app's stylesheet and the Annotate keys (Gradio 6 takes both at
+    launch)."""
+    return demo.queue(default_concurrency_limit=2).launch(css=CSS, js=annotate.KEYS_JS,
+                                                          **launch_kwargs)

@@ -30,6 +30,22 @@ TINY_DOCS = (
 )
 
 
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory):
+    """One data directory for model caches, so SmolLM2 is converted once per session."""
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture
+def shared_models(models_dir, monkeypatch):
+    """The session's model cache as the data directory (seeded torch)."""
+    import torch
+
+    monkeypatch.setenv("FUNNEL_DATA_DIR", str(models_dir))
+    torch.manual_seed(0)
+    return models_dir
+
+
 @pytest.fixture
 def echo():
     """The toy paradigm 'echo' registered for one test (one registry line, as a real one)."""
@@ -87,3 +103,24 @@ def tiny_causal_lm():
     model = LlamaForCausalLM(config)
     model.set_attn_implementation("eager")
     return tokenizer, model.eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_classifier_base(tmp_path_factory):
+    """A folder holding a randomly initialised 2-layer BERT sequence classifier (hidden 32)
+    with the packaged MiniLM's tokenizer: the classifier's training and loading logic runs
+    on it in seconds. Seeded."""
+    torch = pytest.importorskip("torch")
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from engine.models.packaged import minilm_path
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_path()), local_files_only=True)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, intermediate_size=64,
+                        num_hidden_layers=2, num_attention_heads=2, num_labels=2,
+                        max_position_embeddings=512)
+    BertForSequenceClassification(config).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    return folder

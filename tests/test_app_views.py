@@ -193,3 +193,49 @@ def test_compared_saved_runs_are_headed_by_id_name_question_paradigm_and_corpus(
     assert "<th>run 7: " in table and "<th>run 8: " in table
     old = replace(trace, corpus={})  # saved before corpora were recorded
     assert "corpus not recorded" in run_heading(run, old)
+
+
+def test_classifier_decisions_are_shown_escaped_with_gold_marks(tiny_corpus):
+    from app.formatting import decisions_table
+    from engine.types import Question
+    from engine.units.build import document_unit
+
+    docs = {d.id: d for d in tiny_corpus.documents}
+    static = Candidate(document_unit(docs["Budapest"]), 0.9, 1)
+    found = Candidate(document_unit(docs["Danube"]), 0.5, 2, parents=("Budapest",))
+    evil = Candidate(Unit("x", "<b>Evil</b>", "<script>x</script>", ("x",), "documents"),
+                     0.1, 3, parents=("Budapest",))
+    calls = [{"d1": "Budapest", "d1_title": "Budapest", "d2": "Danube", "d2_title": "Danube",
+              "probability": 0.91, "threshold": 0.42, "kept": True},
+             {"d1": "Budapest", "d1_title": "Budapest", "d2": "x", "d2_title": "<b>Evil</b>",
+              "probability": 0.1, "threshold": 0.42, "kept": False}]
+    stages = (StageResult("dense", "documents", 8, (static,), 0.01),
+              StageResult("qdc", "documents", 1, (static, found, evil), 0.02),
+              StageResult("cfs", "documents", 3, (static, found), 0.03,
+                          extras={"classifier": calls}))
+    trace = replace(sample_trace(tiny_corpus), stages=stages, gold_flags=(),
+                    gold=Question("q", "Which river?", ("Danube",), ("Budapest", "Danube")),
+                    llm_steps=(answer_step(),))
+    html = decisions_table(trace, 2)
+    assert html.count("<tr>") == 3 and "0.910" in html and "0.420" in html
+    assert "fe-kept-badge'>kept" in html and "fe-dropped'>dropped" in html
+    assert html.count("both gold") == 1  # only Budapest + Danube are both supporting
+    assert "<script>" not in html and "&lt;b&gt;Evil&lt;/b&gt;" in html
+    assert decisions_table(trace, 0) == ""  # a stage without classifier calls
+    qdc = stage_table(trace, 1)
+    assert qdc.count("found with q + Budapest") == 2  # QDC documents name their static one
+    assert "sent to the reader" in stage_table(trace, 2)
+    assert "sent to the reader" not in qdc
+
+
+def test_precision_recall_points_and_figure():
+    recall, precision = figures.precision_recall([[0.9, 1], [0.8, 0], [0.7, 1], [0.1, 0]])
+    assert recall == [0.5, 0.5, 1.0, 1.0]
+    assert precision == [1.0, 0.5, 2 / 3, 0.5]
+    version = {"id": "abc", "labels": 3, "threshold": 0.5,
+               "heldout": {"recall": 0.5, "precision": 1.0},
+               "heldout_scores": [[0.9, 1], [0.2, 0]]}
+    fig = figures.precision_recall_figure({"versions": [version], "retrain": {}})
+    assert len(fig.data) == 2 and "3 labels" in fig.data[0].name
+    empty = figures.precision_recall_figure({"versions": [], "retrain": {}})
+    assert "No classifier" in empty.layout.annotations[0].text

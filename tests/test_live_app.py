@@ -54,12 +54,29 @@ def sessions_file(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("elsewhere") / "runs.duckdb"
 
 
+def _seed_classifier(data: Path, base: Path) -> None:
+    """A trained selection classifier (a tiny BERT, 1 epoch) in the app's data directory,
+    so drrag is ready in seconds instead of minutes of MiniLM training."""
+    from engine.train.classifier import ClassifierConfig, train_classifier
+
+    before = os.environ.get("FUNNEL_DATA_DIR")
+    os.environ["FUNNEL_DATA_DIR"] = str(data)
+    try:
+        train_classifier(ClassifierConfig(base_model=str(base), epochs=1, max_length=64))
+    finally:
+        if before is None:
+            os.environ.pop("FUNNEL_DATA_DIR")
+        else:
+            os.environ["FUNNEL_DATA_DIR"] = before
+
+
 @pytest.fixture(scope="module")
-def live_app(tmp_path_factory, sessions_file):
-    """(url, client) of a running app whose funnel and flat are both ready."""
+def live_app(tmp_path_factory, sessions_file, tiny_classifier_base):
+    """(url, client) of a running app whose paradigms are all ready."""
     from gradio_client import Client
 
     root = tmp_path_factory.mktemp("live")
+    _seed_classifier(root / "data", tiny_classifier_base)
     corpus = root / "tiny.jsonl"
     corpus.write_text("\n".join(json.dumps({"id": t, "title": t, "text": x}) for t, x in DOCS))
     port = _free_port()
@@ -129,6 +146,48 @@ def test_api_bad_input_gets_a_clear_error(live_app, args, message):
         client.predict(*args, api_name="/run")
     with pytest.raises(AppError, match="No saved run with id 99999"):
         client.predict(99999, api_name="/load_run")
+
+
+def test_api_drrag_run_label_list_retrain_and_switch_back(live_app):
+    from gradio_client.exceptions import AppError
+
+    _, client = live_app
+    trace = json.loads(client.predict(QUESTION, "drrag", '{"selection": "cis", "k": 3}',
+                                      api_name="/run"))
+    assert [s["name"] for s in trace["stages"]] == ["dense", "qdc", "cis"]
+    calls = trace["stages"][-1]["extras"]["classifier"]
+    assert len(calls) == 3 and all({"probability", "threshold", "kept"} <= set(c) for c in calls)
+    assert trace["llm_calls"] == 1
+    pairs = json.loads(client.predict(json.dumps(trace), api_name="/annotate_pairs"))
+    assert {(p["d1_id"], p["d2_id"]) for p in pairs} == {(c["d1"], c["d2"]) for c in calls}
+    first = pairs[0]
+    stored = json.loads(client.predict(trace["question"], first["d1_id"], first["d2_id"], 1,
+                                       "api tester", api_name="/annotate_label"))
+    assert stored["label"] == 1 and stored["d1_text"] == first["d1_text"]
+    listed = json.loads(client.predict(api_name="/list_labels"))
+    assert any(x["id"] == stored["id"] and x["annotator"] == "api tester" for x in listed)
+    with pytest.raises(AppError, match="d2_id='Nile' is not a document"):
+        client.predict(QUESTION, "Danube", "Nile", 1, api_name="/annotate_label")
+    with pytest.raises(AppError, match="label=7"):
+        client.predict(QUESTION, "Danube", "Budapest", 7, api_name="/annotate_label")
+
+    before = json.loads(client.predict(api_name="/classifier_status"))
+    assert before["active"] and before["labels"] >= 1
+    json.loads(client.predict(api_name="/retrain"))
+    deadline = time.monotonic() + 300
+    while True:
+        status = json.loads(client.predict(api_name="/classifier_status"))
+        if status["retrain"]["state"] != "running" or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    job = status["retrain"]
+    assert job["state"] == "done" and job["before"] == before["active"]
+    assert status["active"] == job["after"] != before["active"]
+    assert {v["id"] for v in status["versions"]} >= {job["before"], job["after"]}
+    back = json.loads(client.predict(job["before"], api_name="/activate_classifier"))
+    assert back["active"] == job["before"]
+    with pytest.raises(AppError, match="Unknown classifier version 'v0'"):
+        client.predict("v0", api_name="/activate_classifier")
 
 
 @pytest.fixture
@@ -206,7 +265,7 @@ def _row(page, name: str):
     return cell.filter(visible=True).first
 
 
-def test_browser_compare_funnel_with_flat(live_app, browser):
+def test_browser_compare_every_paradigm(live_app, browser):
     url, _ = live_app
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     page.goto(url)
@@ -216,12 +275,12 @@ def test_browser_compare_funnel_with_flat(live_app, browser):
     table = page.locator("#fe-compare-table table.fe-compare")
     table.wait_for(timeout=180_000)
     headers = table.locator("thead th").all_inner_texts()
-    assert headers == ["", "funnel", "flat"]
+    assert headers == ["", *PARADIGMS]  # every paradigm is ticked at first
     text = table.inner_text()
     for row in ("reader tokens", "cut 1", "cut 2", "cut 3"):
         assert row in text
     assert "bm25: " in text and "dense: " in text  # each paradigm's own first cut
-    assert page.locator("#fe-compare-finals ol.fe-final").count() == 2
+    assert page.locator("#fe-compare-finals ol.fe-final").count() == len(PARADIGMS)
     page.locator("#fe-compare-timing .js-plotly-plot").wait_for(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
 
@@ -249,3 +308,48 @@ def test_browser_a_huge_question_is_cut_with_a_notice_and_still_runs(live_app, b
     assert "The question had 10,000 characters; only the first 2,000 were used." \
         in notice.inner_text()
     page.locator("#fe-answer .fe-answer-box").wait_for(timeout=180_000)
+
+
+def test_browser_drrag_decisions_then_annotate_a_pair_that_survives_a_reload(live_app,
+                                                                              browser):
+    url, _ = live_app
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(url)
+    page.locator("#fe-paradigm").get_by_label(re.compile("DR-RAG")).check()
+    page.locator("#fe-question textarea").fill(QUESTION)
+    page.locator("#fe-run").click()
+    decisions = page.locator("#fe-tables table.fe-decisions")
+    decisions.wait_for(timeout=180_000)
+    assert decisions.locator("tbody tr").count() >= 1
+    assert re.search(r"kept|dropped", decisions.inner_text())
+    page.locator("#fe-answer .fe-answer-box").wait_for(timeout=120_000)
+    assert "sent to the reader" in page.locator("#fe-tables").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "drrag-decisions.png"), full_page=True)
+
+    page.get_by_role("tab", name="Annotate").click()
+    question = "Which river flows through Budapest and Vienna?"
+    page.locator("#fe-annotate-question textarea").fill(question)
+    page.locator("#fe-annotator textarea").fill("browser tester")
+    page.locator("#fe-annotate-run").click()
+    card = page.locator("#fe-annotate-card .fe-card")
+    card.wait_for(timeout=180_000)
+    assert "Pair 1 of" in card.inner_text()
+    page.locator("body").click(position={"x": 5, "y": 5})  # focus off the text boxes
+    page.keyboard.press("y")  # the keyboard shortcut labels the pair positive
+    page.wait_for_function("document.querySelector('#fe-annotate-card') && "
+                           "document.querySelector('#fe-annotate-card').innerText"
+                           ".includes('Pair 2 of') || document.querySelector("
+                           "'#fe-annotate-card').innerText.includes('Every pair')",
+                           timeout=30_000)
+    listed = page.locator("#fe-labels-table")
+    assert question in listed.inner_text() and "browser tester" in listed.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "annotate.png"), full_page=True)
+
+    page.reload()
+    page.get_by_role("tab", name="Annotate").click()
+    page.wait_for_function(f"document.querySelector('#fe-labels-table') && document."
+                           f"querySelector('#fe-labels-table').innerText.includes({question!r})",
+                           timeout=30_000)
+    row = page.locator("#fe-labels-table tr", has_text=question).first
+    assert "positive" in row.inner_text() and "browser tester" in row.inner_text()
+

@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from engine.index.store import shared_indexes
 from engine.paradigms.registry import PARADIGMS, make_paradigm
@@ -27,19 +26,6 @@ QUESTION = Question("q1", "Which river flows through Budapest?", answers=("Danub
 FUNNEL = {"cluster_tokens": 128, "K": 2, "N": 2, "H": 2, "preranker": "minilm",
           "reader": {"max_answer_tokens": 8}}
 FLAT = {"M": 4, "k": 2, "reranker": "minilm", "reader": {"max_answer_tokens": 8}}
-
-
-@pytest.fixture(scope="session")
-def models_dir(tmp_path_factory):
-    """One data directory for model caches, so SmolLM2 is converted once per session."""
-    return tmp_path_factory.mktemp("models")
-
-
-@pytest.fixture
-def shared_models(models_dir, monkeypatch):
-    monkeypatch.setenv("FUNNEL_DATA_DIR", str(models_dir))
-    torch.manual_seed(0)
-    return models_dir
 
 
 def test_funnel_end_to_end(tiny_corpus, shared_models):
@@ -153,21 +139,32 @@ def test_cli_ask_prints_every_stage(tiny_files, models_dir):
         assert stage in out
 
 
-def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path):
+def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
+                                               tiny_classifier_base):
     corpus, qa = tiny_files
     rows = tmp_path / "rows.jsonl"
-    result = _cli(["eval", "--dataset", str(qa), "--paradigm", "funnel,flat", "--corpus",
-                   str(corpus), "--config", json.dumps({"funnel": FUNNEL, "flat": FLAT}),
+    drrag = {"k": 3, "k1": 1, "k2": 2, "classifier": str(tiny_classifier_base),
+             "reader": {"max_answer_tokens": 8}}
+    result = _cli(["eval", "--dataset", str(qa), "--paradigm", "funnel,flat,drrag", "--corpus",
+                   str(corpus), "--config", json.dumps({"funnel": FUNNEL, "flat": FLAT,
+                                                        "drrag": drrag}),
                    "--out", str(rows), "--json"], models_dir)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert set(summary) == {"funnel", "flat"}
-    for name in ("funnel", "flat"):
+    assert set(summary) == {"funnel", "flat", "drrag"}
+    for name in ("funnel", "flat", "drrag"):
         assert summary[name]["questions"] == 2 and "AR@1" in summary[name]
-        assert summary[name]["reader_tokens"] > 0
+        assert summary[name]["reader_tokens"] > 0 and "EM" in summary[name]
+    assert set(summary["flat"]) <= set(summary["drrag"]) | {"seconds_dense",
+                                                              "seconds_reranker",
+                                                              "gold_doc_recall@reranker",
+                                                              "AR@reranker"}
+    assert 1 <= summary["drrag"]["docs_to_reader"] <= 3  # k, at most
+    assert 1 <= summary["flat"]["docs_to_reader"] <= 2  # k passages: at most k documents
     lines = [json.loads(line) for line in rows.read_text().splitlines()]
     assert [(r["question_id"], r["paradigm"]) for r in lines] == [
-        ("q1", "funnel"), ("q1", "flat"), ("q2", "funnel"), ("q2", "flat")]
+        ("q1", "funnel"), ("q1", "flat"), ("q1", "drrag"),
+        ("q2", "funnel"), ("q2", "flat"), ("q2", "drrag")]
 
 
 @pytest.mark.parametrize("args,message", [

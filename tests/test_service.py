@@ -131,11 +131,31 @@ def test_the_plan_is_what_the_registered_paradigms_need_shared_needs_once(echo):
 
     prep = Preparation("wiki")
     labels = [t.label for t in prep.tasks.values()]
-    assert labels[0] == "corpus 'wiki'" and labels[-1].startswith("dense index (minilm")
-    assert sum(label.startswith("reader smollm2") for label in labels) == 1  # funnel + flat
+    assert labels[0] == "corpus 'wiki'"
+    # the slow ones last: the dense index (flat and drrag share it), then training
+    assert labels[-2].startswith("dense index (minilm")
+    assert labels[-1] == "selection classifier 'trained'"
+    assert sum(label.startswith("reader smollm2") for label in labels) == 1  # shared
+    assert sum(label.startswith("dense index") for label in labels) == 1
     for name, found in PARADIGMS.items():
         assert prep.needs[name] == ("corpus", *(need.key for need in found.needs()))
     assert prep.needs["echo"] == ("corpus",)
     quick = Preparation("wiki", dense=False)
     assert not any(task.slow for task in quick.tasks.values())
     assert all(key in quick.tasks for key in quick.needs["funnel"])
+
+
+def test_a_missing_trained_model_is_trained_by_its_trainer_before_loading(tiny_corpus,
+                                                                          monkeypatch):
+    from engine.paradigms.base import Need
+    from engine.service import readiness
+
+    calls = []
+    monkeypatch.setitem(readiness.TRAINERS, "toy", lambda progress: calls.append("train"))
+    need = Need("toy model", "toy model", lambda corpus, progress: calls.append("load"),
+                slow=True, trained_by="toy")
+    prep = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus,
+                                          "toy model": readiness.Preparation._preparer(
+                                              Preparation("tiny", dense=False), need)})
+    prep.run()
+    assert calls == ["train", "load"]

@@ -9,7 +9,8 @@ from engine.index.bm25 import bm25_index
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.stages.postrank import FiDPostRanker
 from engine.stages.rerank import BiEncoderReranker, CrossEncoderReranker
-from engine.stages.retrieve import BM25Retriever, DenseRetriever
+from engine.stages.retrieve import BM25Retriever, DenseRetriever, DocumentRetriever
+from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
 from engine.types import Candidate, Unit
 from engine.units.build import UnitConfig, document_unit, passage_units
 from engine.units.chunking import Chunker
@@ -68,7 +69,13 @@ def _post_ranker(corpus, tiny_causal_lm) -> FiDPostRanker:
 
 
 # every Stage class of the engine, how to make one and what it ranks (None: its own index)
+def _documents_of_passages(corpus) -> DocumentRetriever:
+    return DocumentRetriever(bm25_index(corpus, UnitConfig("passages", chunker=Chunker(12))),
+                             corpus)
+
+
 STAGES = {BM25Retriever: (_bm25, None), DenseRetriever: (_dense, None),
+          DocumentRetriever: (_documents_of_passages, None),
           CrossEncoderReranker: (_cross_encoder, _documents),
           BiEncoderReranker: (_bi_encoder, _documents),
           FiDPostRanker: (_post_ranker, _passages)}
@@ -87,7 +94,7 @@ def test_the_contract_covers_every_stage_class():
     import engine.stages.postrank  # noqa: F401 - every stage module loaded
     import engine.stages.rerank  # noqa: F401
 
-    assert _concrete(Stage) == set(STAGES)
+    assert _concrete(Stage) == set(STAGES) | set(SELECTIONS)
 
 
 @pytest.mark.parametrize("cls", list(STAGES), ids=lambda c: c.__name__)
@@ -97,7 +104,9 @@ def test_stage_contract(cls, tiny_corpus, request):
         if cls is FiDPostRanker else make(tiny_corpus)
     assert isinstance(stage, cls) and stage.name
     given = inputs(tiny_corpus) if inputs else ()
-    pool = {c.unit for c in given} or set(stage.index.units)
+    pool = {c.unit for c in given} or (
+        {document_unit(d) for d in tiny_corpus.documents} if cls is DocumentRetriever
+        else set(stage.index.units))
     decoy = (Candidate(unit=_unit("not in the index"), score=9.0, rank=1),)
     for query in QUERIES:
         for k in (1, 3, 100):
@@ -130,3 +139,64 @@ def test_rerank_sorts_stably_renumbers_and_cuts():
     assert rerank(candidates, [0.0, 0.0, 0.0, 0.0], k=10) == tuple(
         Candidate(unit=c.unit, score=0.0, rank=c.rank, parents=c.parents) for c in candidates)
     assert rerank((), [], k=5) == ()
+
+
+# DR-RAG's stages add documents (QDC) or keep a subset (the classifier's selections): they do
+# not re-sort, so they share a contract of their own
+
+
+class HashClassifier:
+    """A fixed, arbitrary probability per (query, pair): both decisions occur."""
+
+    threshold = 0.5
+
+    def probabilities(self, query, pairs):
+        import hashlib
+
+        return [int(hashlib.sha256(f"{query}|{a}|{b}".encode()).hexdigest()[:4], 16) / 65535
+                for a, b in pairs]
+
+
+def _statics_and_dynamics(corpus) -> tuple[Candidate, ...]:
+    statics = tuple(Candidate(document_unit(d), 1.0, i) for i, d in
+                    enumerate(corpus.documents[:3], start=1))
+    dynamics = tuple(Candidate(document_unit(d), 0.5, 3 + i, parents=(statics[i % 3].unit.id,))
+                     for i, d in enumerate(corpus.documents[3:]))
+    return statics + dynamics
+
+
+SELECTIONS = {
+    QueryDocumentConcatenation: lambda corpus: QueryDocumentConcatenation(
+        DocumentRetriever(bm25_index(corpus, UnitConfig("documents")), corpus), 2),
+    ForwardSelection: lambda corpus: ForwardSelection(HashClassifier(), 0.5),
+    InverseSelection: lambda corpus: InverseSelection(HashClassifier(), 0.5),
+}
+
+
+@pytest.mark.parametrize("cls", list(SELECTIONS), ids=lambda c: c.__name__)
+def test_selection_stage_contract(cls, tiny_corpus):
+    stage = SELECTIONS[cls](tiny_corpus)
+    assert isinstance(stage, cls) and stage.name and stage.granularity == "documents"
+    given = _statics_and_dynamics(tiny_corpus)
+    if cls is QueryDocumentConcatenation:
+        given = given[:2]  # it starts from static documents only
+    for query in QUERIES:
+        for k in (1, 3, 100):
+            found = stage.run(query, given, k).candidates
+            ids = [c.unit.id for c in found]
+            assert 1 <= len(found) <= k and len(ids) == len(set(ids))
+            assert [c.rank for c in found] == list(range(1, len(found) + 1))
+            assert all(c.unit.granularity == "documents" for c in found)
+            inputs = {c.unit.id: c for c in given}
+            if cls is QueryDocumentConcatenation:  # the statics first, then what they found
+                assert ids[:len(given)] == list(inputs)[:len(ids)]
+                assert all(c.parents[0] in inputs for c in found[len(given):])
+            else:  # a subset of the input, in its order, lineage kept
+                assert all(c.unit == inputs[c.unit.id].unit
+                           and c.parents == inputs[c.unit.id].parents for c in found)
+                order = list(inputs)
+                assert [order.index(i) for i in ids] == sorted(order.index(i) for i in ids)
+                calls = stage.run(query, given, k).extras["classifier"]
+                assert calls and all({"d1", "d2", "probability", "threshold", "kept"} <= set(c)
+                                     for c in calls)
+

@@ -13,6 +13,7 @@ import sys
 from dataclasses import asdict
 
 from engine.cli import run as cli_run
+from engine.cli import train as cli_train
 from engine.errors import EngineError
 from engine.text import snippet
 from engine.units.build import GRANULARITIES, UnitConfig
@@ -53,14 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("formats", help="list the dataset and corpus formats understood")
     cli_run.add_parsers(sub)
 
-    train = sub.add_parser("train", help="train a model (cached; reports it if already done)")
-    train.add_argument("what", choices=["preranker"], help="the model to train")
-    train.add_argument("--epochs", type=int, default=None, help="passes over the pairs")
-    train.add_argument("--seed", type=int, default=None, help="random seed (default 13)")
-    train.add_argument("--no-ict", action="store_true",
-                       help="supervised pairs only (no inverse-cloze variant)")
-    train.add_argument("--threads", type=int, default=None,
-                       help="torch CPU threads (default: torch's choice; 1 on a busy machine)")
+    cli_train.add_parser(sub)
     return parser
 
 
@@ -70,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         commands = {"corpus-stats": _stats, "search": _search, "formats": _formats,
-                    "train": _train, "ask": cli_run.ask, "eval": cli_run.evaluate}
+                    "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate}
         return commands[args.command](args)
     except EngineError as err:
         sys.stderr.write(f"error: {err}\n")
@@ -82,44 +76,6 @@ def _formats(args: argparse.Namespace) -> int:
 
     for name, layout in FORMATS.items():
         _out(f"{name:18} {layout}")
-    return 0
-
-
-def _train(args: argparse.Namespace) -> int:
-    import time
-    from dataclasses import replace
-
-    from engine.errors import check_range
-    from engine.models.trained import TrainConfig, cached_preranker_path, training_report
-    from engine.train.preranker import train_preranker
-
-    config = TrainConfig()
-    if args.epochs is not None:
-        config = replace(config, epochs=int(check_range("epochs", args.epochs, 1, 100)))
-    if args.seed is not None:
-        config = replace(config, seed=args.seed)
-    if args.no_ict:
-        config = replace(config, use_ict=False)
-    if args.threads is not None:
-        import torch
-
-        torch.set_num_threads(int(check_range("threads", args.threads, 1, 256)))
-    cached = cached_preranker_path(config) is not None
-    started = time.perf_counter()
-    folder = train_preranker(config)
-    report = training_report(folder)
-    _out(f"pre-ranker  {folder}")
-    _out(f"status      {'cached (trained earlier)' if cached else 'trained now'}; training took "
-         f"{report['seconds']:.0f} s" + ("" if cached else
-                                          f", {time.perf_counter() - started:.0f} s in all"))
-    _out(f"questions   {report['train_questions']} train, {report['validation_questions']} "
-         "held out (validation)")
-    _out("validation  gold-document recall@4, re-ranking each held-out question's paragraphs:")
-    for name, variant in report["variants"].items():
-        mark = "  <- kept" if name == report["kept"] else ""
-        _out(f"  {name:16} {variant['recall@4']:.3f}  ({variant['pairs']:,} pairs, "
-             f"{variant['seconds']:.0f} s){mark}")
-    _out(f"  {'bi-encoder':16} {report['bi_encoder_recall@4']:.3f}  (MiniLM cosine, baseline)")
     return 0
 
 

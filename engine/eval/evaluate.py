@@ -3,7 +3,8 @@
 The corpus defaults to the pooled corpus plus the file's own paragraphs, so a question is
 answered from a real haystack. Each (question, paradigm) gives one row; the summary per
 paradigm holds the paper-style means (AR@1..4, gold-document recall per stage, EM, F1),
-seconds per stage, median total seconds and reader tokens per question.
+seconds per stage, median total seconds, reader tokens and documents sent to the reader per
+question.
 """
 
 from __future__ import annotations
@@ -56,7 +57,15 @@ def row(trace: RunTrace) -> dict:
         "seconds": step_seconds(trace),
         "reader_tokens": trace.reader_input_tokens,
         "llm_calls": trace.llm_calls,
+        "docs_to_reader": docs_to_reader(trace),
     }
+
+
+def docs_to_reader(trace: RunTrace) -> int:
+    """How many distinct documents the final stage sent to the reader."""
+    if not trace.stages:
+        return 0
+    return len({d for c in trace.stages[-1].candidates for d in c.unit.doc_ids})
 
 
 def step_seconds(trace: RunTrace) -> dict[str, float]:
@@ -102,5 +111,7 @@ def summarise(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
         out["seconds_total_median"] = round(statistics.median(
             sum(r["seconds"].values()) for r in mine), 4)
         out["reader_tokens"] = round(statistics.fmean(r["reader_tokens"] for r in mine), 1)
+        out["docs_to_reader"] = round(statistics.fmean(r.get("docs_to_reader", 0)
+                                                       for r in mine), 2)
         summary[name] = out
     return summary

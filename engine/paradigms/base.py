@@ -35,13 +35,16 @@ class Need:
     """Something a paradigm needs before its first question: prepared once per process.
 
     `key` names it across paradigms (two paradigms needing the same index share one task);
-    `prepare(corpus, progress)` builds or loads it; `slow` ones are prepared last.
+    `prepare(corpus, progress)` builds or loads it; `slow` ones are prepared last. A model
+    trained here names its trainer in `trained_by` (run by the service if the model is
+    missing: query-time code never imports training).
     """
 
     key: str
     label: str
     prepare: Callable[[Corpus, Progress], Any]
     slow: bool = False
+    trained_by: str = ""
 
 
 class Paradigm(ABC):

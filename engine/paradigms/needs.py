@@ -68,3 +68,16 @@ def ranker_need(model: str) -> Need:
         return load_cross_encoder(model_location(model))
 
     return Need(f"ranker {model}", f"re-ranker '{model}'", prepare)
+
+
+def classifier_need(model: str) -> Need:
+    """The selection classifier, loaded once; "trained" is trained first if no version
+    exists yet (a few minutes, in the background, by the "classifier" trainer)."""
+    def prepare(corpus: Corpus, progress: Progress):
+        from engine.models.selection import shared_classifier
+
+        return shared_classifier(model)
+
+    trained = model == "trained"
+    return Need(f"classifier {model}", f"selection classifier '{model}'", prepare,
+                slow=trained, trained_by="classifier" if trained else "")

@@ -16,6 +16,7 @@ from functools import lru_cache
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.base import Paradigm, check_question
 from engine.paradigms.registry import make_paradigm, parse_config, spec
+from engine.service.annotation import Annotation
 from engine.service.readiness import Preparation
 from engine.store.sessions import SessionStore
 from engine.trace import RunTrace
@@ -43,6 +44,7 @@ class Explorer:
     def __init__(self, preparation: Preparation, store: SessionStore) -> None:
         self.preparation = preparation
         self.store = store
+        self.annotation = Annotation(lambda: self.preparation.corpus, store)
 
     # --- running --------------------------------------------------------------------------
 

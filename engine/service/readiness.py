@@ -3,10 +3,11 @@
 The app starts serving at once and calls `Preparation.start()`; one background thread then
 loads the corpus and everything the registered paradigms declare they need (`Need`s: the
 cluster index, the reader converted once from GGUF, the re-rankers, the dense passage
-index), each through its fingerprinted cache and into the process-wide stores, so a second
-start only verifies and loads. A need two paradigms share is one task. One thread, in
-sequence: on two cores, parallel builds would only slow each other down. Slow needs (dense
-indexes) go last.
+index, the selection classifier, trained here on a first start), each through its
+fingerprinted cache and into the process-wide stores, so a second start only verifies and
+loads. A need two paradigms share is one task. One thread, in sequence: on two cores,
+parallel builds would only slow each other down. Slow needs (dense indexes, training) go
+last.
 
 `missing(paradigm)` says what a paradigm still waits for and how far along that is, so the
 UI can show it instead of failing. Nothing here imports torch until a task runs.
@@ -60,6 +61,19 @@ class Task:
         return f"{self.label}: waiting for its turn"
 
 
+def _train_classifier_if_missing(progress: Progress) -> None:
+    from engine.models.selection import active_version
+
+    if active_version() is None:
+        from engine.train.classifier import train_classifier
+
+        train_classifier(progress=progress)
+
+
+# what a Need's `trained_by` names: trains the model only when no trained one is cached
+TRAINERS: dict[str, Callable[[Progress], None]] = {"classifier": _train_classifier_if_missing}
+
+
 class Preparation:
     """Prepares one corpus for the paradigms in a background thread."""
 
@@ -84,7 +98,12 @@ class Preparation:
         self.tasks = dict(sorted(self.tasks.items(), key=lambda item: item[1].slow))
 
     def _preparer(self, need: Need) -> Callable[[Progress], Any]:
-        return lambda progress: need.prepare(self.corpus, progress)
+        def action(progress: Progress) -> Any:
+            if need.trained_by:
+                TRAINERS[need.trained_by](progress)
+            return need.prepare(self.corpus, progress)
+
+        return action
 
     @property
     def corpus(self):

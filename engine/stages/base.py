@@ -47,12 +47,12 @@ def rerank(candidates: Sequence[Candidate], scores: Sequence[float],
 def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) -> StageResult:
     """Run `stage` and wrap its output with its name, input size and wall time.
 
-    The input size of a first-stage retriever (no candidates in) is the number of units its
-    index searched, so a funnel's first bar shows the whole haystack.
+    The input size of a first-stage retriever (no candidates in) is its `haystack`, the
+    number of units it searched, so a funnel's first bar shows the whole haystack.
     """
     start = time.perf_counter()
     out = stage.run(query, candidates, k)
-    n_in = len(candidates) or len(getattr(getattr(stage, "index", None), "units", ()))
+    n_in = len(candidates) or getattr(stage, "haystack", 0)
     return StageResult(name=stage.name, granularity=stage.granularity, n_in=n_in,
                        candidates=out.candidates, seconds=time.perf_counter() - start,
                        extras=out.extras)

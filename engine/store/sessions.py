@@ -57,6 +57,25 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         "ALTER TABLE runs ADD COLUMN corpus VARCHAR",
         "ALTER TABLE runs ADD COLUMN corpus_fingerprint VARCHAR",
     )),
+    (4, "selection-classifier labels (engine/store/labels.py)", (
+        "CREATE SEQUENCE label_ids START 1",
+        """CREATE TABLE labels (
+               id BIGINT PRIMARY KEY DEFAULT nextval('label_ids'),
+               question VARCHAR NOT NULL,
+               question_id VARCHAR NOT NULL DEFAULT '',
+               d1_id VARCHAR NOT NULL,
+               d1_title VARCHAR NOT NULL,
+               d1_text VARCHAR NOT NULL,
+               d2_id VARCHAR NOT NULL,
+               d2_title VARCHAR NOT NULL,
+               d2_text VARCHAR NOT NULL,
+               texts_fingerprint VARCHAR NOT NULL,
+               label INTEGER NOT NULL CHECK (label IN (0, 1)),
+               source VARCHAR NOT NULL,
+               annotator VARCHAR NOT NULL DEFAULT '',
+               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
+               UNIQUE (question, d1_id, d2_id))""",
+    )),
 )
 EXPORT_COLUMNS = ("id", "name", "notes", "created", "paradigm", "corpus", "corpus_fingerprint",
                   "question", "answer", "reader_tokens", "seconds", "metrics")
@@ -210,6 +229,24 @@ class SessionStore:
             writer.writerow([json.dumps(run.metrics) if k == "metrics" else getattr(run, k)
                              for k in EXPORT_COLUMNS])
         return buffer.getvalue()
+
+    def execute(self, sql: str, params: list | None = None) -> list[tuple]:
+        """Rows of one parameterised statement, under the store's lock (for the other
+        tables of this file, e.g. labels)."""
+        with self._lock:
+            return self._con.execute(sql, params or []).fetchall()
+
+    def transaction(self, statements: list[tuple[str, list]]) -> None:
+        """Parameterised statements applied all or none."""
+        with self._lock:
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                for sql, params in statements:
+                    self._con.execute(sql, params)
+                self._con.execute("COMMIT")
+            except Exception:
+                self._con.execute("ROLLBACK")
+                raise
 
     def close(self) -> None:
         with self._lock:

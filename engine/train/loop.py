@@ -98,16 +98,24 @@ def fit_cross_encoder(pairs: Sequence[Pair], config: TrainConfig,
                           disable=not progress):
             logits = _logits(model, [(p.query, p.text) for p in batch])
             loss = loss_fn(logits, batch)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
-            total += loss.item()
+            total += optimizer_step(loss, params, optimizer, schedule)
         logger.info("epoch %d/%d: mean loss %.4f over %d batches", epoch, config.epochs,
                     total / max(1, len(epoch_batches)), len(epoch_batches))
     model.eval()
     return model
+
+
+def optimizer_step(loss: torch.Tensor, params: list, optimizer, schedule) -> float:
+    """Backward, clip the gradient norm to 1, step the optimizer and the schedule; the
+    loss as a float."""
+    import torch
+
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    schedule.step()
+    optimizer.zero_grad()
+    return loss.item()
 
 
 def _logits(model: CrossEncoder, pairs: list[tuple[str, str]]) -> torch.Tensor:

@@ -1,0 +1,190 @@
+"""DR-RAG's selection classifier C(q, d1, d2) at query time: which model, loading it once,
+probabilities for pairs.
+
+C reads the question and two documents in one input, `[CLS] q [SEP] d1 [SEP] d2 [SEP]`,
+and says whether the two together are evidence for the question (DR-RAG's labels:
+C(q, d*, d*) positive, C(q, d*, d-) and C(q, d-, d-) negative). Each document is cut to
+its share of the token budget before the pair is joined, so the second document is never
+truncated away.
+
+"trained" names the active classifier version. `python -m engine train classifier` caches
+the base version (trained on the training files only); retraining with annotated labels
+adds versions beside it and makes the new one active; `set_active` switches back. Any
+Hugging Face sequence-classifier folder or hub id loads too (two labels: softmax; one
+logit: sigmoid).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from engine.cache import MANIFEST, write_json_atomic
+from engine.errors import ResourceMissingError
+from engine.paths import data_dir
+
+logger = logging.getLogger(__name__)
+
+TRAIN_COMMAND = "python -m engine train classifier"
+KIND = "classifier"  # cache family of trained versions
+REPORT = "selection.json"  # threshold and held-out metrics, written by training
+QUERY_TOKENS = 48  # the question's share of the budget; the rest is split between documents
+
+
+@dataclass(frozen=True)
+class PairClassifier:
+    """A loaded selection classifier with the threshold its training chose."""
+
+    location: str
+    tokenizer: Any
+    model: Any
+    threshold: float = 0.5
+    max_length: int = 256
+
+    def probabilities(self, query: str, pairs: Sequence[tuple[str, str]],
+                      batch_size: int = 32) -> list[float]:
+        """P(the two documents together answer `query`) for each (d1, d2) text pair."""
+        import torch
+
+        out: list[float] = []
+        for start in range(0, len(pairs), batch_size):
+            batch = pairs[start:start + batch_size]
+            inputs = encode_pairs(self.tokenizer, query, batch, self.max_length)
+            with torch.inference_mode():
+                logits = self.model(**inputs).logits.float()
+            probs = (torch.sigmoid(logits[:, 0]) if logits.shape[1] == 1
+                     else torch.softmax(logits, dim=-1)[:, 1])
+            out += [float(p) for p in probs]
+        return out
+
+
+def _cut(tokenizer: Any, texts: Sequence[str], budgets: Sequence[int]) -> list[str]:
+    """Each text cut at the character where its `budget`-th token ends."""
+    enc = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
+    cut = []
+    for text, offsets, budget in zip(texts, enc["offset_mapping"], budgets, strict=True):
+        cut.append(text if len(offsets) <= budget else text[:offsets[budget - 1][1]])
+    return cut
+
+
+def _token_counts(tokenizer: Any, texts: Sequence[str]) -> list[int]:
+    return [len(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+
+def encode_pairs(tokenizer: Any, query: str, pairs: Sequence[tuple[str, str]],
+                 max_length: int) -> Any:
+    """Model inputs for `[CLS] q [SEP] d1 [SEP] d2 [SEP]`, both documents kept: the query
+    gets at most `QUERY_TOKENS`, and a short document leaves its unused share to the other."""
+    sep = f" {tokenizer.sep_token} " if tokenizer.sep_token else "\n\n"
+    (query,) = _cut(tokenizer, [query], [QUERY_TOKENS])
+    room = max_length - _token_counts(tokenizer, [query])[0] - 4  # [CLS] and three [SEP]s
+    firsts, seconds = [p[0] for p in pairs], [p[1] for p in pairs]
+    n1, n2 = _token_counts(tokenizer, firsts), _token_counts(tokenizer, seconds)
+    b1 = [max(1, min(a, max(room // 2, room - b))) for a, b in zip(n1, n2, strict=True)]
+    b2 = [max(1, room - b) for b in b1]
+    joined = [f"{a}{sep}{b}" for a, b in zip(_cut(tokenizer, firsts, b1),
+                                             _cut(tokenizer, seconds, b2), strict=True)]
+    return tokenizer([query] * len(pairs), joined, truncation="only_second",
+                     max_length=max_length, padding=True, return_tensors="pt")
+
+
+# --- versions and the active one ---------------------------------------------------------
+
+
+def versions_dir() -> Path:
+    return data_dir() / "cache" / KIND
+
+
+def _active_file() -> Path:
+    return data_dir() / "classifier-active.json"
+
+
+def versions() -> list[dict]:
+    """Every trained version (oldest first): id, created, threshold, labels, held-out
+    metrics and [probability, label] scores, and whether it is the active one."""
+    active = active_version()
+    found = []
+    for folder in sorted(versions_dir().glob("*")):
+        report_path = folder / REPORT
+        if folder.name.startswith(".") or not (folder / MANIFEST).is_file() \
+                or not report_path.is_file():
+            continue
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        found.append({"id": folder.name, "created": report.get("created", ""),
+                      "threshold": report.get("threshold"), "labels": report.get("labels", 0),
+                      "labels_set_aside": report.get("labels_set_aside", 0),
+                      "heldout": report.get("heldout", {}),
+                      "heldout_scores": report.get("heldout_scores", []),
+                      "active": folder.name == active})
+    return sorted(found, key=lambda v: v["created"])
+
+
+def active_version() -> str | None:
+    """The id of the version "trained" means: the one last made active, else the newest."""
+    path = _active_file()
+    if path.is_file():
+        chosen = json.loads(path.read_text(encoding="utf-8")).get("id")
+        if chosen and (versions_dir() / chosen / REPORT).is_file():
+            return chosen
+        logger.warning("Active classifier %r is gone; using the newest version.", chosen)
+    folders = [f for f in versions_dir().glob("*") if (f / REPORT).is_file()
+               and not f.name.startswith(".")]
+    newest = max(folders, key=lambda f: f.stat().st_mtime, default=None)
+    return newest.name if newest else None
+
+
+def set_active(version: str) -> None:
+    """Make `version` (an id from `versions()`) the one "trained" loads."""
+    known = [v["id"] for v in versions()]
+    if version not in known:
+        from engine.errors import ConfigError
+
+        raise ConfigError(f"Unknown classifier version {version!r}. Known: "
+                          f"{', '.join(known) or 'none (train one with ' + TRAIN_COMMAND + ')'}.")
+    write_json_atomic(_active_file(), {"id": version})
+
+
+def classifier_location(model: str) -> str:
+    """Where `model` loads from: "trained" is the active version; aliases and paths as is.
+
+    Raises:
+        ResourceMissingError: for "trained" when no version is trained yet.
+    """
+    if model != "trained":
+        from engine.models.loading import resolve
+
+        return resolve(model)
+    version = active_version()
+    if version is None:
+        raise ResourceMissingError(
+            f"No trained selection classifier in {versions_dir()}. Train it once (a few "
+            f"minutes on 2 CPU cores) with: {TRAIN_COMMAND}")
+    return str(versions_dir() / version)
+
+
+@lru_cache(maxsize=4)
+def load_classifier(location: str, max_length: int = 256) -> PairClassifier:
+    """A sequence classifier on the CPU with its trained threshold, loaded once."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from engine.models.loading import from_pretrained
+
+    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, local_files_only=True)
+    model = from_pretrained(AutoModelForSequenceClassification.from_pretrained, location,
+                            local_files_only=True)
+    model.eval()
+    report = Path(location) / REPORT
+    threshold = 0.5
+    if report.is_file():
+        threshold = float(json.loads(report.read_text(encoding="utf-8"))["threshold"])
+    return PairClassifier(location, tokenizer, model, threshold, max_length)
+
+
+def shared_classifier(model: str = "trained") -> PairClassifier:
+    """The classifier `model` names, loaded once per location (so a switch takes effect)."""
+    return load_classifier(classifier_location(model))

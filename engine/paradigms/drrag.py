@@ -1,0 +1,112 @@
+"""DR-RAG (Hei et al.): static-relevant documents, then dynamic-relevant ones, one LLM call.
+
+Similarity matching (SM: dense, or BM25) finds k1 static-relevant documents; query-document
+concatenation (QDC) retrieves, with `q + d` for each of them, documents the question alone
+ranks low; the selection classifier C(q, d1, d2) then keeps what the reader sees:
+- "sm": the top-k documents by similarity alone (the paper's baseline rows);
+- "qdc": the k1 static documents and their QDC documents, round-robin, cut to k;
+- "cis": the same k documents, minus those no pair with another makes positive;
+- "cfs": each static document plus the first of its k2 QDC documents that C accepts.
+The reader answers over the documents kept, in one call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.config import check_config, param
+from engine.errors import ConfigError
+from engine.index.store import shared_indexes
+from engine.paradigms.base import Need, Paradigm, ParadigmSpec
+from engine.paradigms.needs import bm25_need, classifier_need, dense_need, reader_need
+from engine.readers.reader import ReaderConfig, answer
+from engine.stages.base import run_stage
+from engine.stages.retrieve import DocumentRetriever
+from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
+from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
+
+SELECTIONS = ("sm", "qdc", "cis", "cfs")
+
+
+@dataclass(frozen=True)
+class DRRAGConfig:
+    retriever: str = param("dense", "similarity matching: dense (best passage per document) "
+                           "or bm25 (over documents)", choices=("dense", "bm25"))
+    selection: str = param("cfs", "sm: top-k alone; qdc: + query-document concatenation; "
+                           "cis / cfs: + the classifier's inverse / forward selection",
+                           choices=SELECTIONS)
+    k: int = param(4, "k: documents sent to the reader, at most", low=1, high=20)
+    k1: int = param(2, "k1: static-relevant documents from similarity matching", low=1,
+                    high=20)
+    k2: int = param(3, "k2: documents each q + d retrieves (QDC)", low=1, high=20)
+    classifier: str = param("trained", "selection classifier: trained (the active version), "
+                            "or a sequence-classifier folder or hub id")
+    threshold: float = param(0.0, "keep a pair when P >= threshold; 0 uses the threshold "
+                             "chosen when the classifier was trained", low=0.0, high=1.0)
+    passage_tokens: int = param(100, "passage size of the dense index (shared with flat)",
+                                low=16, high=1000)
+    bi_encoder: str = param("minilm", "dense encoder: an alias, a folder or a hub id")
+    reader: ReaderConfig = param(ReaderConfig(), "the reader")
+
+    def __post_init__(self) -> None:
+        check_config(self)
+        if self.selection != "sm" and self.k1 > self.k:
+            raise ConfigError(f"k1={self.k1} is more than k={self.k}: the static documents "
+                              "alone would not fit. Lower k1 or raise k.")
+
+    def units(self) -> UnitConfig:
+        if self.retriever == "bm25":
+            return UnitConfig("documents")
+        return UnitConfig("passages", chunker=Chunker(self.passage_tokens))
+
+    def uses_classifier(self) -> bool:
+        return self.selection in ("cis", "cfs")
+
+
+class DRRAGParadigm(Paradigm):
+    name = "drrag"
+
+    @classmethod
+    def needs(cls, config: DRRAGConfig) -> tuple[Need, ...]:
+        index = (bm25_need(config.units()) if config.retriever == "bm25"
+                 else dense_need(config.units(), config.bi_encoder))
+        needs = [reader_need(config.reader.model, config.reader.endpoint)]
+        if config.uses_classifier():
+            needs.append(classifier_need(config.classifier))
+        return (*needs, index)
+
+    def steps(self, question: str):
+        cfg = self.config
+        store = shared_indexes()
+        index = (store.bm25(self.corpus, cfg.units()) if cfg.retriever == "bm25"
+                 else store.dense(self.corpus, cfg.units(), cfg.bi_encoder))
+        retriever = DocumentRetriever(index, self.corpus, name=cfg.retriever)
+        if cfg.selection == "sm":
+            final = run_stage(retriever, question, (), cfg.k)
+            yield final
+        else:
+            static = run_stage(retriever, question, (), cfg.k1)
+            yield static
+            qdc = QueryDocumentConcatenation(retriever, cfg.k2)
+            # cfs walks every QDC document; qdc and cis take the first k
+            final = run_stage(qdc, question, static.candidates,
+                              cfg.k1 * (1 + cfg.k2) if cfg.selection == "cfs" else cfg.k)
+            yield final
+            if cfg.uses_classifier():
+                from engine.models.selection import shared_classifier
+
+                classifier = shared_classifier(cfg.classifier)
+                threshold = cfg.threshold or classifier.threshold
+                stage = (ForwardSelection if cfg.selection == "cfs" else InverseSelection)(
+                    classifier, threshold)
+                final = run_stage(stage, question, final.candidates, cfg.k)
+                yield final
+        yield answer(question, final.candidates, cfg.reader)
+
+
+SPEC = ParadigmSpec(
+    name=DRRAGParadigm.name, label="DR-RAG (static + dynamic documents, classifier)",
+    description="Similarity matching, query-document concatenation, the selection "
+                "classifier's forward or inverse selection, then one reader call.",
+    config=DRRAGConfig, paradigm=DRRAGParadigm)

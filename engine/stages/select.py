@@ -1,0 +1,119 @@
+"""DR-RAG's second retrieval and its selection (Hei et al.).
+
+- `QueryDocumentConcatenation` (QDC): each static-relevant document d found by similarity
+  matching is appended to the query, and `q + d` retrieves dynamic-relevant documents, the
+  ones the question alone ranks low (the second hop). A document found that way records d
+  as its parent.
+- `ForwardSelection` (CFS): for each static document, walk its QDC documents in order and
+  keep the first that the classifier C(q, d_static, d) calls positive.
+- `InverseSelection` (CIS): score every pair of the candidates with C and drop each
+  document that no pair containing it makes positive (if none is left, the best one stays).
+
+Both selections record every classifier call in `extras["classifier"]`: the two documents,
+the probability, the threshold and the decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from itertools import combinations
+from typing import TYPE_CHECKING
+
+from engine.stages.base import Stage, StageOutput
+from engine.types import Candidate
+
+if TYPE_CHECKING:
+    from engine.models.selection import PairClassifier
+    from engine.stages.retrieve import DocumentRetriever
+
+
+def _renumber(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
+    return tuple(replace(c, rank=rank) for rank, c in enumerate(candidates, start=1))
+
+
+def is_static(candidate: Candidate) -> bool:
+    """Found by the question alone (QDC documents carry their static document as parent)."""
+    return not candidate.parents
+
+
+class QueryDocumentConcatenation(Stage):
+    """Static documents followed by their dynamic ones, round-robin, cut to `k`."""
+
+    name = "qdc"
+    granularity = "documents"
+
+    def __init__(self, retriever: DocumentRetriever, per_document: int) -> None:
+        """`per_document` (k2): new documents retrieved with each `q + d`."""
+        self.retriever, self.per_document = retriever, per_document
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        seen = frozenset(c.unit.id for c in candidates)
+        found: list[tuple[Candidate, ...]] = []
+        for static in candidates:
+            hits = self.retriever.search(f"{query} {static.unit.text}", self.per_document,
+                                         exclude=seen, parents=(static.unit.id,))
+            seen |= {c.unit.id for c in hits}
+            found.append(hits)
+        # round-robin: every static document's best dynamic one before any second one
+        dynamic = [hits[i] for i in range(self.per_document) for hits in found if i < len(hits)]
+        return StageOutput(_renumber([*candidates, *dynamic][:k]))
+
+
+def _call(first: Candidate, second: Candidate, probability: float, threshold: float) -> dict:
+    return {"d1": first.unit.id, "d1_title": first.unit.title, "d2": second.unit.id,
+            "d2_title": second.unit.title, "probability": round(probability, 4),
+            "threshold": threshold, "kept": probability >= threshold}
+
+
+def _text(candidate: Candidate) -> str:
+    return f"{candidate.unit.title}\n{candidate.unit.text}"
+
+
+class ForwardSelection(Stage):
+    """CFS: each static document keeps the first of its QDC documents that C accepts."""
+
+    name = "cfs"
+    granularity = "documents"
+
+    def __init__(self, classifier: PairClassifier, threshold: float) -> None:
+        self.classifier, self.threshold = classifier, threshold
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        statics = [c for c in candidates if is_static(c)]
+        kept, calls = list(statics), []
+        for static in statics:
+            walk = [c for c in candidates if c.parents[-1:] == (static.unit.id,)]
+            if not walk:
+                continue
+            # one batch per walk (cheaper than a call per pair); only the calls up to the
+            # first accepted one are recorded, as a forward walk asks no further
+            probs = self.classifier.probabilities(
+                query, [(_text(static), _text(c)) for c in walk])
+            for candidate, p in zip(walk, probs, strict=True):
+                calls.append(_call(static, candidate, p, self.threshold))
+                if p >= self.threshold:
+                    kept.append(candidate)
+                    break
+        return StageOutput(_renumber(kept[:k]), {"classifier": calls})
+
+
+class InverseSelection(Stage):
+    """CIS: score every pair of the candidates; drop documents in no accepted pair."""
+
+    name = "cis"
+    granularity = "documents"
+
+    def __init__(self, classifier: PairClassifier, threshold: float) -> None:
+        self.classifier, self.threshold = classifier, threshold
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        pairs = list(combinations(candidates, 2))  # in rank order: the better one first
+        probs = self.classifier.probabilities(query, [(_text(a), _text(b)) for a, b in pairs])
+        calls = [_call(a, b, p, self.threshold) for (a, b), p in zip(pairs, probs, strict=True)]
+        accepted = {c[key] for c in calls if c["kept"] for key in ("d1", "d2")}
+        kept = [c for c in candidates if c.unit.id in accepted]
+        extras: dict = {"classifier": calls}
+        if not kept and candidates:  # the reader always gets the best document
+            kept, extras["fallback"] = [candidates[0]], "no pair accepted: kept the top one"
+        return StageOutput(_renumber(kept[:k]), extras)

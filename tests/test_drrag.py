@@ -1,0 +1,266 @@
+"""DR-RAG: query-document concatenation, the two selections, the classifier's input, its
+training data, threshold and versions, and the paradigm end to end.
+
+Selection logic runs against a scripted classifier (which pairs it accepts is the test's
+input); the classifier's own code trains and loads a tiny random BERT; the paradigm end to
+end uses the real packaged MiniLM index and SmolLM2 reader on the tiny corpus.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine.index.bm25 import bm25_index
+from engine.stages.base import run_stage
+from engine.stages.retrieve import DocumentRetriever
+from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
+from engine.types import Candidate, Question
+from engine.units.build import UnitConfig, document_unit
+from tests.conftest import torch_single_thread
+
+single_thread = pytest.fixture(autouse=True)(torch_single_thread)
+
+
+class ScriptedClassifier:
+    """Accepts exactly the (title1, title2) pairs it is given; records what it was asked."""
+
+    threshold = 0.5
+
+    def __init__(self, accept: set[tuple[str, str]]) -> None:
+        self.accept, self.asked = accept, []
+
+    def probabilities(self, query, pairs):
+        titles = [(a.split("\n")[0], b.split("\n")[0]) for a, b in pairs]
+        self.asked += titles
+        return [0.9 if t in self.accept else 0.1 for t in titles]
+
+
+def _docs(corpus, *titles, parent=None):
+    return tuple(Candidate(document_unit(corpus.by_id[t]), 1.0, i,
+                           parents=(parent,) if parent else ())
+                 for i, t in enumerate(titles, start=1))
+
+
+def test_document_retriever_collapses_passages_to_documents(tiny_corpus):
+    from engine.units.chunking import Chunker
+
+    index = bm25_index(tiny_corpus, UnitConfig("passages", chunker=Chunker(8)))
+    stage = DocumentRetriever(index, tiny_corpus)
+    result = run_stage(stage, "Seurat painter pointillism", (), 3)
+    ids = [c.unit.id for c in result.candidates]
+    assert len(ids) == len(set(ids)) == 3  # several passages of a document: one document
+    assert all(c.unit.granularity == "documents"
+               and c.unit.text == tiny_corpus.by_id[c.unit.id].text for c in result.candidates)
+    assert result.n_in == len(tiny_corpus)  # the haystack is documents, not passages
+    scores = [c.score for c in result.candidates]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_qdc_finds_the_second_hop_with_the_static_document(tiny_corpus):
+    index = bm25_index(tiny_corpus, UnitConfig("documents"))
+    retriever = DocumentRetriever(index, tiny_corpus)
+    question = "Which country has the capital Vienna?"
+    static = run_stage(retriever, question, (), 1).candidates
+    assert [c.unit.id for c in static] == ["Vienna"]
+    out = run_stage(QueryDocumentConcatenation(retriever, per_document=2), question, static, 3)
+    ids = [c.unit.id for c in out.candidates]
+    assert ids[0] == "Vienna" and "Danube" in ids  # found through "... on the Danube."
+    assert len(ids) == len(set(ids)) == 3
+    assert [c.parents for c in out.candidates] == [(), ("Vienna",), ("Vienna",)]
+    assert [c.rank for c in out.candidates] == [1, 2, 3]
+
+
+def test_qdc_interleaves_each_static_documents_best_first(tiny_corpus):
+    index = bm25_index(tiny_corpus, UnitConfig("documents"))
+    retriever = DocumentRetriever(index, tiny_corpus)
+    static = _docs(tiny_corpus, "Budapest", "Georges Seurat")
+    out = QueryDocumentConcatenation(retriever, per_document=2).run("q", static, 4)
+    parents = [c.parents for c in out.candidates]
+    assert parents == [(), (), ("Budapest",), ("Georges Seurat",)]  # round-robin, cut to 4
+
+
+def test_forward_selection_keeps_each_static_documents_first_accepted(tiny_corpus):
+    static = _docs(tiny_corpus, "Budapest", "Georges Seurat")
+    dynamic = (_docs(tiny_corpus, "Vienna", "Danube", parent="Budapest")
+               + _docs(tiny_corpus, "Paul Signac", "Pointillism", parent="Georges Seurat"))
+    classifier = ScriptedClassifier({("Budapest", "Danube"), ("Georges Seurat", "Paul Signac"),
+                                     ("Georges Seurat", "Pointillism")})
+    out = ForwardSelection(classifier, 0.5).run("q", static + dynamic, 10)
+    assert [c.unit.id for c in out.candidates] == ["Budapest", "Georges Seurat", "Danube",
+                                                   "Paul Signac"]
+    calls = [(c["d1"], c["d2"], c["kept"]) for c in out.extras["classifier"]]
+    # the walk stops at the first accepted document: Pointillism is never recorded
+    assert calls == [("Budapest", "Vienna", False), ("Budapest", "Danube", True),
+                     ("Georges Seurat", "Paul Signac", True)]
+    assert all(c["threshold"] == 0.5 and 0 <= c["probability"] <= 1
+               for c in out.extras["classifier"])
+
+
+def test_forward_selection_with_nothing_accepted_sends_the_static_documents(tiny_corpus):
+    static = _docs(tiny_corpus, "Budapest")
+    dynamic = _docs(tiny_corpus, "Vienna", "Danube", parent="Budapest")
+    out = ForwardSelection(ScriptedClassifier(set()), 0.5).run("q", static + dynamic, 4)
+    assert [c.unit.id for c in out.candidates] == ["Budapest"]
+    assert len(out.extras["classifier"]) == 2 and not any(
+        c["kept"] for c in out.extras["classifier"])
+
+
+def test_inverse_selection_drops_documents_in_no_accepted_pair(tiny_corpus):
+    candidates = _docs(tiny_corpus, "Budapest", "Photosynthesis", "Danube", "Vienna")
+    classifier = ScriptedClassifier({("Budapest", "Danube"), ("Danube", "Vienna")})
+    out = InverseSelection(classifier, 0.5).run("q", candidates, 4)
+    assert [c.unit.id for c in out.candidates] == ["Budapest", "Danube", "Vienna"]
+    assert [c.rank for c in out.candidates] == [1, 2, 3]
+    assert len(out.extras["classifier"]) == 6  # every pair of four, better-ranked first
+    assert classifier.asked[0] == ("Budapest", "Photosynthesis")
+    lonely = InverseSelection(ScriptedClassifier(set()), 0.5).run("q", candidates, 4)
+    assert [c.unit.id for c in lonely.candidates] == ["Budapest"]  # the reader gets one
+    assert "fallback" in lonely.extras
+
+
+# --- the classifier ----------------------------------------------------------------------
+
+
+def test_pair_input_keeps_both_documents_when_they_are_long():
+    from transformers import AutoTokenizer
+
+    from engine.models.packaged import minilm_path
+    from engine.models.selection import encode_pairs
+
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_path()))
+    first = "alpha " * 400 + "ENDONE"
+    second = "omega " * 400 + "ENDTWO"
+    inputs = encode_pairs(tokenizer, "which one?", [(first, second), ("short", second)], 64)
+    assert inputs["input_ids"].shape == (2, 64)
+    long_pair, short_pair = (tokenizer.decode(ids) for ids in inputs["input_ids"])
+    assert long_pair.count("alpha") > 20 and long_pair.count("omega") > 20  # both kept
+    assert short_pair.count("omega") > long_pair.count("omega")  # unused room goes to d2
+    assert long_pair.count("[SEP]") == 3
+
+
+def test_training_pairs_follow_the_paper_and_are_balanced():
+    from engine.train.classifier import question_pairs
+    from engine.train.data import QuestionGroup
+
+    paragraphs = tuple((t, f"{t}\ntext of {t}", t in ("A", "B", "C"))
+                       for t in "ABCDEFGH")
+    group = QuestionGroup("q1", "a question", paragraphs, ("A", "B", "C"))
+    pairs = question_pairs(group, random.Random(0))
+    positives = [(p.first[0], p.second[0]) for p in pairs if p.label == 1]
+    negatives = [(p.first[0], p.second[0]) for p in pairs if p.label == 0]
+    assert sorted(positives) == sorted((a, b) for a in "ABC" for b in "ABC" if a != b)
+    assert len(negatives) == len(positives) == 6  # 1:1
+    gold = set("ABC")
+    mixed = [n for n in negatives if len(gold & set(n)) == 1]
+    assert len(mixed) == 3 and len(negatives) - len(mixed) == 3  # half with one gold
+    assert not any(set(n) <= gold for n in negatives)
+    again = question_pairs(group, random.Random(0))
+    assert again == pairs  # seeded
+
+
+def test_threshold_is_the_best_f1_on_held_out_pairs():
+    from engine.train.classifier import choose_threshold, pair_metrics
+
+    probs = [0.9, 0.8, 0.7, 0.4, 0.3, 0.2]
+    labels = [1, 1, 0, 1, 0, 0]
+    m = pair_metrics(probs, labels, 0.5)
+    assert (m["accuracy"], m["precision"], m["recall"]) == (round(4 / 6, 4), round(2 / 3, 4),
+                                                            round(2 / 3, 4))
+    best = choose_threshold(probs, labels)
+    assert pair_metrics(probs, labels, best)["f1"] >= max(
+        pair_metrics(probs, labels, t)["f1"] for t in (0.1, 0.25, 0.35, 0.5, 0.75, 0.85))
+
+
+@pytest.fixture
+def tiny_config(tiny_classifier_base):
+    from engine.train.classifier import ClassifierConfig
+
+    return ClassifierConfig(base_model=str(tiny_classifier_base), epochs=1, max_length=64)
+
+
+def test_train_retrain_and_switch_back(tiny_config, data_dir):
+    from engine.models.selection import (
+        active_version,
+        classifier_location,
+        set_active,
+        shared_classifier,
+        versions,
+    )
+    from engine.train.classifier import PairExample, train_classifier, training_report
+    from engine.train.data import DEV_SOURCE
+
+    steps = []
+    base = train_classifier(tiny_config, progress=lambda done, total: steps.append(total))
+    report = training_report(base)
+    assert steps and report["train_pairs"] > 500 and report["labels"] == 0
+    assert 0 < report["threshold"] < 1
+    assert set(report["heldout"]) == {"accuracy", "precision", "recall", "f1", "pairs"}
+    assert len(report["heldout_scores"]) == report["heldout"]["pairs"] > 50
+    assert active_version() == base.name and classifier_location("trained") == str(base)
+    probs = shared_classifier().probabilities("q?", [("a\nb", "c\nd")] * 2)
+    assert len(probs) == 2 and probs[0] == probs[1] and 0 < probs[0] < 1
+
+    from engine.data.loaders import read_dataset
+    from engine.paths import shared_data_dir
+
+    dev_question = read_dataset(shared_data_dir() / DEV_SOURCE).questions[0].text
+    labels = [PairExample("Who is new here?", "A\nx", "B\ny", 1, "human"),
+              PairExample(dev_question, "A\nx", "B\ny", 1, "human")]
+    again = train_classifier(tiny_config, labels=labels)
+    assert again != base and active_version() == again.name
+    report = training_report(again)
+    assert (report["labels"], report["labels_set_aside"]) == (1, 1)  # dev500: never trained on
+    assert [v["id"] for v in versions()] == [base.name, again.name]
+    set_active(base.name)  # the previous version stays and can be made active again
+    assert active_version() == base.name
+    with pytest.raises(Exception, match="Unknown classifier version 'nope'"):
+        set_active("nope")
+
+
+def test_untrained_classifier_names_the_command(data_dir):
+    from engine.errors import ResourceMissingError
+    from engine.models.selection import classifier_location
+
+    with pytest.raises(ResourceMissingError, match="python -m engine train classifier"):
+        classifier_location("trained")
+
+
+@pytest.mark.slow
+def test_drrag_end_to_end_with_any_sequence_classifier_folder(tiny_corpus, tiny_classifier_base,
+                                                              shared_models):
+    from engine.paradigms.registry import make_paradigm
+
+    question = Question("q", "Which country has the capital Vienna?", answers=("Austria",),
+                        supporting_titles=("Vienna", "Danube"))
+    config = {"retriever": "bm25", "selection": "cis", "k": 3, "k1": 1, "k2": 2,
+              "classifier": str(tiny_classifier_base), "threshold": 0.01,
+              "reader": {"max_answer_tokens": 6}}
+    trace = make_paradigm("drrag", tiny_corpus, config).run(question)
+    assert [s.name for s in trace.stages] == ["bm25", "qdc", "cis"]
+    bm25, qdc, cis = trace.stages
+    assert [c.unit.id for c in bm25.candidates] == ["Vienna"]
+    assert len(qdc.candidates) == 3 and qdc.candidates[1].parents == ("Vienna",)
+    calls = cis.extras["classifier"]
+    assert len(calls) == 3 and all(c["threshold"] == 0.01 for c in calls)
+    assert all(c["kept"] == (c["probability"] >= 0.01) for c in calls)
+    (step,) = trace.llm_steps  # exactly one LLM call
+    assert step.purpose == "answer" and trace.llm_calls == 1
+    assert trace.metrics["gold_doc_recall@qdc"] == 1.0
+    sm = make_paradigm("drrag", tiny_corpus, {**config, "selection": "sm"}).run(question)
+    assert [s.name for s in sm.stages] == ["bm25"] and len(sm.stages[0].candidates) == 3
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"selection": "magic"}, "Unknown selection 'magic'"),
+    ({"k": 2, "k1": 3}, "k1=3 is more than k=2"),
+    ({"threshold": 1.5}, "threshold=1.5 is out of range"),
+    ({"k2": "three"}, "k2"),
+])
+def test_drrag_config_errors_name_the_value(values, message):
+    from engine.errors import ConfigError
+    from engine.paradigms.registry import make_config
+
+    with pytest.raises(ConfigError, match=message):
+        make_config("drrag", values)
