@@ -86,11 +86,8 @@ class ForwardSelection(Stage):
             walk = [c for c in candidates if c.parents[-1:] == (static.unit.id,)]
             if not walk:
                 continue
-            # one batch per walk (cheaper than a call per pair); only the calls up to the
-            # first accepted one are recorded, as a forward walk asks no further
-            probs = self.classifier.probabilities(
-                query, [(_text(static), _text(c)) for c in walk])
-            for candidate, p in zip(walk, probs, strict=True):
+            for candidate in walk:  # one call at a time: the walk stops at the first yes
+                (p,) = self.classifier.probabilities(query, [(_text(static), _text(candidate))])
                 calls.append(_call(static, candidate, p, self.threshold))
                 if p >= self.threshold:
                     kept.append(candidate)

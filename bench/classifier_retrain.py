@@ -1,0 +1,88 @@
+"""The selection classifier's held-out figures before and after a retrain with 50 labels.
+
+The labels are made the way the Annotate tab offers pairs: drrag (inverse selection, k=4,
+the pooled corpus) runs on training questions that are not held out; each judged pair is
+labelled from the dataset's supporting flags (source "gold", as a careful annotator would
+label it), disagreements with the classifier first, until 50 labels. They go through the
+labels store and `Annotation.retrain`, exactly as the app's Retrain button does. Held-out
+pairs (20% of the training questions) are the same before and after. The previous version
+is made active again afterwards unless --keep.
+
+    python bench/classifier_retrain.py [--labels 50] [--threads 2] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import markdown_table, save  # noqa: E402
+from engine.data.corpus import load_corpus  # noqa: E402
+from engine.paradigms.registry import make_paradigm  # noqa: E402
+from engine.service.annotation import Annotation  # noqa: E402
+from engine.store.sessions import SessionStore  # noqa: E402
+from engine.train.classifier import ClassifierConfig, train_classifier  # noqa: E402
+from engine.train.data import load_question_groups, split_questions  # noqa: E402
+from engine.types import Question  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--labels", type=int, default=50)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--keep", action="store_true", help="leave the new version active")
+    args = parser.parse_args()
+    import torch
+
+    from engine.models.selection import set_active
+
+    torch.set_num_threads(args.threads)
+    logging.basicConfig(level=logging.WARNING)
+    config = ClassifierConfig()
+    base = train_classifier(config)  # cached: the base version, made active
+    corpus = load_corpus("pooled")
+    store = SessionStore(Path(tempfile.mkdtemp()) / "labels.duckdb")
+    annotation = Annotation(lambda: corpus, store)
+    drrag = make_paradigm("drrag", corpus, {"selection": "cis", "k": 4, "k1": 2})
+    train, _ = split_questions(load_question_groups(), config.holdout_fraction, config.seed)
+    made = 0
+    for group in train:
+        if made >= args.labels:
+            break
+        trace = drrag.run(Question(group.id, group.query, supporting_titles=group.gold_titles))
+        for pair in annotation.pairs(trace):
+            if made >= args.labels:
+                break
+            annotation.label(trace.question, pair.d1_id, pair.d2_id, pair.gold,
+                             question_id=group.id, source="gold", annotator="bench")
+            made += 1
+    positives = sum(x.label for x in annotation.labels.list())
+    status = annotation.retrain(wait=True)
+    job = status["retrain"]
+    by_id = {v["id"]: v for v in status["versions"]}
+    before, after = by_id[base.name], by_id[job["after"]]
+    if not args.keep:
+        set_active(base.name)
+    rows = []
+    for name, version in (("before", before), ("after", after)):
+        m = version["heldout"]
+        rows.append([name, version["id"][:12], version["labels"], version["threshold"],
+                     m["accuracy"], m["precision"], m["recall"], m["f1"], m["pairs"]])
+    report = {"labels": made, "positive_labels": positives, "retrain_seconds": job["seconds"],
+              "before": {k: before[k] for k in ("id", "threshold", "heldout", "labels")},
+              "after": {k: after[k] for k in ("id", "threshold", "heldout", "labels")}}
+    save("classifier_retrain", report)
+    print(f"{made} labels ({positives} positive) from drrag runs on training questions; "
+          f"retrain {job['seconds']:.0f} s\n")
+    print(markdown_table(["", "version", "labels", "threshold", "accuracy", "precision",
+                          "recall", "F1", "held-out pairs"], rows))
+
+
+if __name__ == "__main__":
+    main()
