@@ -264,3 +264,12 @@ def test_drrag_config_errors_name_the_value(values, message):
 
     with pytest.raises(ConfigError, match=message):
         make_config("drrag", values)
+
+
+def test_qdc_reports_the_corpus_it_searched_as_its_input(tiny_corpus):
+    index = bm25_index(tiny_corpus, UnitConfig("documents"))
+    retriever = DocumentRetriever(index, tiny_corpus)
+    static = run_stage(retriever, "capital Vienna", (), 1)
+    qdc = run_stage(QueryDocumentConcatenation(retriever, 2), "capital Vienna",
+                    static.candidates, 3)
+    assert qdc.n_in == len(tiny_corpus) and len(qdc.candidates) == 3

@@ -24,6 +24,7 @@ from app.errors import refused_box
 from app.formatting import error_box, esc
 from app.tabs.picker import clip_question, question_picker, target
 from engine.errors import EngineError
+from engine.paradigms.drrag import DRRAGParadigm
 from engine.service.annotation import JudgedPair
 from engine.service.explorer import Explorer
 from engine.trace import RunTrace
@@ -108,8 +109,8 @@ def classifier_html(status: dict) -> str:
     job = status["retrain"]
     lines = []
     if job["state"] == "running":
-        part = f" {job['done']}/{job['total']} steps" if job["total"] else ""
-        lines.append(f"<div class='fe-error'>Retraining on {job['labels']} labels:{part}, "
+        part = f": {job['done']}/{job['total']} steps" if job["total"] else ""
+        lines.append(f"<div class='fe-error'>Retraining on {job['labels']} labels{part}, "
                      f"{job['seconds']:.0f} s so far…</div>")
     elif job["state"] == "failed":
         lines.append(error_box(f"The retrain failed: {job['error']}"))
@@ -187,7 +188,8 @@ def build(explorer: Explorer) -> dict:
         text, cut = clip_question(text)
         config = {"selection": how, "k": int(k_value), "k1": max(1, int(k_value) // 2)}
         try:
-            trace: RunTrace = explorer.run(target(text, gold), "drrag", json.dumps(config))
+            trace: RunTrace = explorer.run(target(text, gold), DRRAGParadigm.name,
+                                           json.dumps(config))
             pairs = [asdict(p) for p in explorer.annotation.pairs(trace)]
         except EngineError as err:
             return refused_box(err), [], 0, ["", ""], "", ""

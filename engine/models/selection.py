@@ -65,7 +65,8 @@ class PairClassifier:
 
 def _cut(tokenizer: Any, texts: Sequence[str], budgets: Sequence[int]) -> list[str]:
     """Each text cut at the character where its `budget`-th token ends."""
-    enc = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
+    enc = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True,
+                    verbose=False)  # long texts are expected: they are cut here
     cut = []
     for text, offsets, budget in zip(texts, enc["offset_mapping"], budgets, strict=True):
         cut.append(text if len(offsets) <= budget else text[:offsets[budget - 1][1]])
@@ -73,7 +74,8 @@ def _cut(tokenizer: Any, texts: Sequence[str], budgets: Sequence[int]) -> list[s
 
 
 def _token_counts(tokenizer: Any, texts: Sequence[str]) -> list[int]:
-    return [len(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+    ids = tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
+    return [len(x) for x in ids]
 
 
 def encode_pairs(tokenizer: Any, query: str, pairs: Sequence[tuple[str, str]],

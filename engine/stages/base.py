@@ -47,12 +47,13 @@ def rerank(candidates: Sequence[Candidate], scores: Sequence[float],
 def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) -> StageResult:
     """Run `stage` and wrap its output with its name, input size and wall time.
 
-    The input size of a first-stage retriever (no candidates in) is its `haystack`, the
-    number of units it searched, so a funnel's first bar shows the whole haystack.
+    A stage that searches an index (a first-stage retriever, DR-RAG's q + d retrieval)
+    reports its `haystack`, the number of units it searched, as its input size, so its bar
+    shows the whole haystack; any other stage reports the candidates it was given.
     """
     start = time.perf_counter()
     out = stage.run(query, candidates, k)
-    n_in = len(candidates) or getattr(stage, "haystack", 0)
+    n_in = getattr(stage, "haystack", 0) or len(candidates)
     return StageResult(name=stage.name, granularity=stage.granularity, n_in=n_in,
                        candidates=out.candidates, seconds=time.perf_counter() - start,
                        extras=out.extras)

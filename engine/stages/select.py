@@ -47,6 +47,11 @@ class QueryDocumentConcatenation(Stage):
         """`per_document` (k2): new documents retrieved with each `q + d`."""
         self.retriever, self.per_document = retriever, per_document
 
+    @property
+    def haystack(self) -> int:
+        """It searches the whole corpus again (with `q + d`)."""
+        return self.retriever.haystack
+
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         seen = frozenset(c.unit.id for c in candidates)
         found: list[tuple[Candidate, ...]] = []
