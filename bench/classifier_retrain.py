@@ -73,14 +73,15 @@ def main() -> None:
     for name, version in (("before", before), ("after", after)):
         m = version["heldout"]
         rows.append([name, version["id"][:12], version["labels"], version["threshold"],
-                     m["accuracy"], m["precision"], m["recall"], m["f1"], m["pairs"]])
+                     version["heldout_auc"], m["accuracy"], m["precision"], m["recall"], m["f1"],
+                     m["pairs"]])
+    keys = ("id", "threshold", "heldout_auc", "heldout", "labels")
     report = {"labels": made, "positive_labels": positives, "retrain_seconds": job["seconds"],
-              "before": {k: before[k] for k in ("id", "threshold", "heldout", "labels")},
-              "after": {k: after[k] for k in ("id", "threshold", "heldout", "labels")}}
+              "before": {k: before[k] for k in keys}, "after": {k: after[k] for k in keys}}
     save("classifier_retrain", report)
     print(f"{made} labels ({positives} positive) from drrag runs on training questions; "
           f"retrain {job['seconds']:.0f} s\n")
-    print(markdown_table(["", "version", "labels", "threshold", "accuracy", "precision",
+    print(markdown_table(["", "version", "labels", "threshold", "AUC", "accuracy", "precision",
                           "recall", "F1", "held-out pairs"], rows))
 
 

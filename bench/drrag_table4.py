@@ -1,7 +1,9 @@
 """DR-RAG's Table 4 on this machine: supporting-document recall and documents sent to the
 reader for BM25, SM, QDC, CIS and CFS at k in {3, 4, 6}, then EM/F1 with the reader.
 
-Pooled corpus, the first N HotpotQA dev500 questions (each has two supporting documents).
+Pooled corpus, the first N HotpotQA dev500 questions (each has two supporting documents);
+`--dataset hotpotqa/train100.json` runs the training questions instead (defaults are chosen
+there, never on dev500).
 Each method is the `drrag` paradigm with one config (engine/paradigms/drrag.py):
 
   BM25  similarity matching with BM25 over documents, top k
@@ -9,15 +11,19 @@ Each method is the `drrag` paradigm with one config (engine/paradigms/drrag.py):
   QDC   k1 = ceil(k/2) static documents, then q + d retrieval (k2 = 3 per document), cut to k
   CIS   QDC's k documents, minus those no pair makes positive (the selection classifier)
   CFS   the k1 static documents, each with the first of its QDC documents C accepts
+  QDC-BM25, CIS-BM25, CFS-BM25   the same with BM25 similarity matching (static documents
+        and q + d retrieval both BM25 over documents)
 
 Retrieval (every method, every k) stops before the reader: "any" is the share of questions
 with at least one supporting document sent, "both" with both, "sent" the mean number of
 documents sent. Seconds are the mean retrieval seconds per question; classifier
 milliseconds per pair are the selection stage's seconds over its calls. EM/F1 then run the
-reader (one LLM call) for every method at `--answer-k` (default 4). One warm-up question per
-method is not counted.
+reader (one LLM call) for every method at `--answer-k` (default 4), the reader asked once per
+distinct question and document list (greedy decoding: the same list gets the same answer,
+so QDC and a CFS that accepts every first candidate share their calls). One warm-up question
+per method is not counted.
 
-    python bench/drrag_table4.py [--limit 200] [--threads 2] [--answer-k 4]
+    python bench/drrag_table4.py [--limit 200] [--threads 2] [--answer-k 4] [--dataset FILE]
 """
 
 from __future__ import annotations
@@ -38,9 +44,11 @@ from engine.data.loaders import read_dataset  # noqa: E402
 from engine.metrics import exact_match, f1_score  # noqa: E402
 from engine.paradigms.registry import make_paradigm  # noqa: E402
 from engine.paths import shared_data_dir  # noqa: E402
-from engine.trace import StageResult  # noqa: E402
+from engine.readers.reader import answer  # noqa: E402
+from engine.trace import LLMStep, StageResult  # noqa: E402
 
-METHODS = ("BM25", "SM", "QDC", "CIS", "CFS")
+DEV = "hotpotqa/dev500_contexts.jsonl"
+METHODS = ("BM25", "SM", "QDC", "CIS", "CFS", "QDC-BM25", "CIS-BM25", "CFS-BM25")
 KS = (3, 4, 6)
 
 
@@ -48,7 +56,9 @@ def config(method: str, k: int) -> dict:
     if method in ("BM25", "SM"):
         return {"retriever": "bm25" if method == "BM25" else "dense", "selection": "sm",
                 "k": k}
-    return {"selection": method.lower(), "k": k, "k1": math.ceil(k / 2), "k2": 3}
+    selection, _, retriever = method.lower().partition("-")
+    return {"retriever": retriever or "dense", "selection": selection, "k": k,
+            "k1": math.ceil(k / 2), "k2": 3}
 
 
 STAGES = {"sm": 1, "qdc": 2, "cis": 3, "cfs": 3}  # stages before the reader's call
@@ -66,7 +76,8 @@ def retrieve(paradigm, question: str) -> list[StageResult]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--limit", type=int, default=200, help="first N dev500 questions")
+    parser.add_argument("--limit", type=int, default=200, help="first N questions")
+    parser.add_argument("--dataset", default=DEV, help="QA file under the shared data folder")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--answer-k", type=int, default=4, help="k of the EM/F1 runs")
     parser.add_argument("--no-answers", action="store_true", help="retrieval only")
@@ -82,8 +93,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("pooled")
-    questions = read_dataset(shared_data_dir() / "hotpotqa" / "dev500_contexts.jsonl"
-                             ).questions[:args.limit]
+    questions = read_dataset(shared_data_dir() / args.dataset).questions[:args.limit]
     runs = {(m, k): make_paradigm("drrag", corpus, config(m, k)) for k in KS
             for m in args.methods}
     for paradigm in runs.values():  # warm-up: indexes and models loaded, not counted
@@ -109,27 +119,34 @@ def main() -> None:
             "seconds": round(statistics.fmean(seconds), 3),
             "classifier_ms_per_pair": round(statistics.fmean(pair_ms), 1) if pair_ms else None}
     answers = {}
+    said: dict[tuple, LLMStep] = {}  # (question, document ids in order) -> the reader's step
     if not args.no_answers:
         for method in tqdm(args.methods, desc="answers"):
             paradigm = runs.get((method, args.answer_k)) or make_paradigm(
                 "drrag", corpus, config(method, args.answer_k))
-            em, f1, read = [], [], []
+            em, f1, read, calls = [], [], [], 0
             for q in questions:
-                trace = paradigm.run(q)
-                em.append(exact_match(trace.answer, q.answers))
-                f1.append(f1_score(trace.answer, q.answers))
-                read.append(trace.reader_seconds)
+                final = retrieve(paradigm, q.text)[-1].candidates
+                key = (q.id, tuple(c.unit.id for c in final))
+                if key not in said:
+                    said[key] = answer(q.text, final, paradigm.config.reader)
+                    calls += 1
+                em.append(exact_match(said[key].answer, q.answers))
+                f1.append(f1_score(said[key].answer, q.answers))
+                read.append(said[key].seconds)
             answers[f"{method} k={args.answer_k}"] = {
                 "EM": round(statistics.fmean(em), 3), "F1": round(statistics.fmean(f1), 3),
-                "reader_seconds": round(statistics.fmean(read), 2)}
+                "reader_seconds": round(statistics.fmean(read), 2), "new_calls": calls}
     classifier = shared_classifier()
-    report = {"questions": len(questions), "corpus": f"pooled ({len(corpus):,} documents)",
+    report = {"dataset": args.dataset, "questions": len(questions),
+              "corpus": f"pooled ({len(corpus):,} documents)",
               "threads": args.threads, "classifier": active_version(),
               "threshold": classifier.threshold, "table": table, "answers": answers}
-    suffix = ("_answers" if args.answers_only else "") + (
+    source = "" if args.dataset == DEV else "_" + "_".join(Path(args.dataset).with_suffix("").parts)
+    suffix = source + ("_answers" if args.answers_only else "") + (
         "" if args.methods == list(METHODS) else "_" + "_".join(args.methods))
     save(args.out + suffix, report)
-    print(f"{report['corpus']}, HotpotQA dev500 first {report['questions']} questions, "
+    print(f"{report['corpus']}, {args.dataset} first {report['questions']} questions, "
           f"{args.threads} torch threads, classifier {report['classifier']} (threshold "
           f"{report['threshold']:.3f})\n")
     if table:
@@ -139,8 +156,8 @@ def main() -> None:
                               for name, r in table.items()]))
     if answers:
         print()
-        print(markdown_table(["method", "EM", "F1", "reader s"],
-                             [[name, r["EM"], r["F1"], r["reader_seconds"]]
+        print(markdown_table(["method", "EM", "F1", "reader s", "new reader calls"],
+                             [[name, r["EM"], r["F1"], r["reader_seconds"], r["new_calls"]]
                               for name, r in answers.items()]))
 
 

@@ -127,5 +127,10 @@ def test_retrain_adds_a_version_reports_both_and_can_switch_back(tiny_corpus, tm
     assert status["active"] == job["after"]
     by_id = {v["id"]: v for v in status["versions"]}
     assert by_id[job["after"]]["labels"] == 1 and by_id[base.name]["labels"] == 0
+    from engine.models.selection import versions_dir
+    from engine.train.classifier import training_report
+
+    after = training_report(versions_dir() / job["after"])
+    assert after["config"] == training_report(base)["config"]  # the recipe it improved on
     assert set(by_id[base.name]["heldout"]) >= {"accuracy", "precision", "recall"}
     assert annotation.activate(base.name)["active"] == base.name

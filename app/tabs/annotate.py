@@ -125,7 +125,8 @@ def classifier_html(status: dict) -> str:
         aside = f" ({v['labels_set_aside']} set aside)" if v.get("labels_set_aside") else ""
         rows.append(f"<tr><td>{esc(v['id'])}{mark}</td><td>{esc(v['created'])}</td>"
                     f"<td>{v['labels']}{aside}</td><td>{v['threshold']:.3f}</td>"
-                    f"<td>{m.get('accuracy', 0):.3f}</td><td>{m.get('precision', 0):.3f}</td>"
+                    f"<td>{_auc(v)}</td><td>{m.get('accuracy', 0):.3f}</td>"
+                    f"<td>{m.get('precision', 0):.3f}</td>"
                     f"<td>{m.get('recall', 0):.3f}</td><td>{m.get('pairs', 0)}</td></tr>")
     if not rows:
         lines.append("<div>No classifier is trained yet: the app trains one in the "
@@ -135,8 +136,14 @@ def classifier_html(status: dict) -> str:
                  "stays clean.</small>")
     return ("".join(lines) + "<table class='fe-table' id='fe-versions-table'><thead><tr>"
             "<th>version</th><th>trained</th><th>labels</th><th>threshold</th>"
-            "<th>accuracy</th><th>precision</th><th>recall</th><th>held-out pairs</th></tr>"
+            "<th>AUC</th><th>accuracy</th><th>precision</th><th>recall</th>"
+            "<th>held-out pairs</th></tr>"
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _auc(version: dict) -> str:
+    auc = version.get("heldout_auc")
+    return "" if auc is None else f"{auc:.3f}"
 
 
 def _version_choices(status: dict) -> gr.Dropdown:

@@ -8,7 +8,8 @@ its share of the token budget before the pair is joined, so the second document 
 truncated away.
 
 "trained" names the active classifier version. `python -m engine train classifier` caches
-the base version (trained on the training files only); retraining with annotated labels
+the base version (trained on the training files only; the model is
+engine/models/pair_model.py); retraining with annotated labels
 adds versions beside it and makes the new one active; `set_active` switches back. Any
 Hugging Face sequence-classifier folder or hub id loads too (two labels: softmax; one
 logit: sigmoid).
@@ -121,6 +122,7 @@ def versions() -> list[dict]:
                       "threshold": report.get("threshold"), "labels": report.get("labels", 0),
                       "labels_set_aside": report.get("labels_set_aside", 0),
                       "heldout": report.get("heldout", {}),
+                      "heldout_auc": report.get("heldout_auc"),
                       "heldout_scores": report.get("heldout_scores", []),
                       "active": folder.name == active})
     return sorted(found, key=lambda v: v["created"])
@@ -175,7 +177,9 @@ def load_classifier(location: str, max_length: int = 256) -> PairClassifier:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from engine.models.loading import from_pretrained
+    from engine.models.pair_model import model_classes
 
+    model_classes()  # registers the trained versions' model type with the Auto classes
     tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, local_files_only=True)
     model = from_pretrained(AutoModelForSequenceClassification.from_pretrained, location,
                             local_files_only=True)

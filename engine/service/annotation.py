@@ -176,13 +176,17 @@ class Annotation:
 
 
 def _recipe(version: str):
-    """The training config of `version` (a retrain keeps the recipe it improves on)."""
+    """The training config of `version` (a retrain keeps the recipe it improves on), or
+    None for a version of an older model design (its recipe does not fit this one)."""
     if not version:
         return None
     from engine.models.selection import REPORT, versions_dir
-    from engine.train.classifier import ClassifierConfig, training_report
+    from engine.train.classifier import CLASSIFIER_VERSION, ClassifierConfig, training_report
 
     folder = versions_dir() / version
     if not (folder / REPORT).is_file():
         return None
-    return ClassifierConfig(**training_report(folder)["config"])
+    report = training_report(folder)
+    if report.get("version") != CLASSIFIER_VERSION:
+        return None
+    return ClassifierConfig(**report["config"])

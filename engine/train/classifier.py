@@ -3,9 +3,14 @@
 Data, as the paper builds it, from the training files only (never dev500): for each
 question, C(q, d*, d*) over ordered pairs of its distinct supporting paragraphs is positive;
 negatives C(q, d*, d-) (either order) and C(q, d-, d-), half each, sampled 1:1 with the
-positives, seeded. A seeded 20% of the questions is held out (the same split the
-pre-ranker uses): their pairs choose the threshold (best F1) and give the reported
-accuracy, precision and recall.
+positives, seeded; every epoch draws its own negatives. A seeded 20% of the questions is
+held out (the same split the pre-ranker uses): their pairs choose the threshold (best
+accuracy: the pairs are balanced, and best F1 there means accepting nearly every pair) and
+give the reported AUC, accuracy, precision and recall.
+
+The model is engine/models/pair_model.py: MiniLM over `[CLS] q [SEP] d1 [SEP] d2 [SEP]`
+with a head over the three segments' mean-vector cosines. Its head is first fitted on the
+frozen encoder (a logistic regression), then encoder and head are fine-tuned together.
 
 Retraining adds annotated labels (engine/store/labels.py) to the training pairs. Labels on
 held-out or dev500 questions are set aside, so the held-out figures stay comparable
@@ -36,7 +41,7 @@ from engine.train.loop import optimizer_step, seed_everything
 
 logger = logging.getLogger(__name__)
 
-CLASSIFIER_VERSION = 1
+CLASSIFIER_VERSION = 2  # 2: the segment-cosine head (1: BERT's [CLS] pooler head)
 Progress = Callable[[int, int], None]
 
 
@@ -47,7 +52,8 @@ class ClassifierConfig:
     seed: int = 13
     epochs: int = 3
     batch_size: int = 16
-    learning_rate: float = 5e-5
+    learning_rate: float = 3e-5  # the encoder's
+    head_learning_rate: float = 1e-3
     max_length: int = 256
     holdout_fraction: float = 0.2
     base_model: str = "minilm"
@@ -100,9 +106,20 @@ def pair_metrics(probs: Sequence[float], labels: Sequence[int], threshold: float
 
 
 def choose_threshold(probs: Sequence[float], labels: Sequence[int]) -> float:
-    """The threshold with the best F1 on these pairs (ties: the one nearest 0.5)."""
+    """The threshold with the best accuracy on these pairs (ties: the one nearest 0.5)."""
     candidates = sorted({round(p, 4) for p in probs} | {0.5})
-    return max(candidates, key=lambda t: (pair_metrics(probs, labels, t)["f1"], -abs(t - 0.5)))
+    return max(candidates, key=lambda t: (pair_metrics(probs, labels, t)["accuracy"],
+                                          -abs(t - 0.5)))
+
+
+def roc_auc(probs: Sequence[float], labels: Sequence[int]) -> float:
+    """P(a positive pair scores above a negative one), ties counting half."""
+    positives = [p for p, y in zip(probs, labels, strict=True) if y == 1]
+    negatives = [p for p, y in zip(probs, labels, strict=True) if y == 0]
+    if not positives or not negatives:
+        return 0.5
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return round(wins / (len(positives) * len(negatives)), 4)
 
 
 # --- training -----------------------------------------------------------------------------
@@ -157,11 +174,14 @@ def _build(folder: Path, config: ClassifierConfig, labels: Sequence[PairExample]
     train_groups, held_out = split_questions(load_question_groups(), config.holdout_fraction,
                                              config.seed)
     extra, set_aside = usable_labels(labels, held_out)
-    pairs = dataset_pairs(train_groups, config.seed) + extra
+    # fresh negatives every epoch (1:1 within each), the annotated labels in every one
+    epoch_pairs = [dataset_pairs(train_groups, config.seed + epoch) + extra
+                   for epoch in range(max(1, config.epochs))]
+    pairs = epoch_pairs[0]
     heldout_pairs = dataset_pairs(held_out, config.seed + 1)
-    logger.info("training the selection classifier on %d pairs (%d annotated), %d held out",
-                len(pairs), len(extra), len(heldout_pairs))
-    tokenizer, model = fit_classifier(pairs, config, progress)
+    logger.info("training the selection classifier on %d pairs an epoch (%d annotated), "
+                "%d held out", len(pairs), len(extra), len(heldout_pairs))
+    tokenizer, model = fit_classifier(epoch_pairs, config, progress)
     model.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
     # not through the process-wide cache: `folder` is a temporary build folder
@@ -174,9 +194,11 @@ def _build(folder: Path, config: ClassifierConfig, labels: Sequence[PairExample]
     threshold = choose_threshold(probs, truth)
     report = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "config": asdict(config),
+        "version": CLASSIFIER_VERSION,
         "threshold": threshold, "labels": len(extra), "labels_set_aside": set_aside,
         "train_questions": len(train_groups), "heldout_questions": len(held_out),
-        "train_pairs": len(pairs), "heldout": pair_metrics(probs, truth, threshold),
+        "train_pairs": len(pairs), "heldout_auc": roc_auc(probs, truth),
+        "heldout": pair_metrics(probs, truth, threshold),
         "heldout_at_0.5": pair_metrics(probs, truth, 0.5),
         "heldout_scores": [[round(p, 4), y] for p, y in zip(probs, truth, strict=True)],
         "seconds": round(time.perf_counter() - started, 1)}
@@ -185,56 +207,106 @@ def _build(folder: Path, config: ClassifierConfig, labels: Sequence[PairExample]
                 report["seconds"])
 
 
-def fit_classifier(pairs: Sequence[PairExample], config: ClassifierConfig,
+def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: ClassifierConfig,
                    progress: Progress | None = None):
-    """(tokenizer, model): a two-label sequence classifier from `config.base_model`, trained
-    with cross-entropy on `pairs` (seeded; word embeddings frozen, as for the pre-ranker)."""
+    """(tokenizer, model): the segment-cosine pair classifier (engine/models/pair_model.py)
+    from `config.base_model`, seeded. First its three-weight head is fitted on the frozen
+    encoder's cosines (logistic regression over the first epoch's pairs), so fine-tuning
+    starts from a calibrated bi-encoder view; then `config.epochs` passes fine-tune the
+    encoder (word embeddings frozen, as for the pre-ranker) and the head with binary
+    cross-entropy, epoch e on `epoch_pairs[e]`."""
     import torch
-    from transformers import (
-        AutoModelForSequenceClassification,
-        AutoTokenizer,
-        get_linear_schedule_with_warmup,
-    )
+    from transformers import AutoConfig, AutoTokenizer, get_linear_schedule_with_warmup
 
     from engine.models.loading import from_pretrained, resolve
-    from engine.models.selection import encode_pairs
+    from engine.models.pair_model import model_classes
 
-    seed_everything(config.seed)  # before the model: the new head's weights are random
+    seed_everything(config.seed)
     location = resolve(config.base_model)
     tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, local_files_only=True)
-    model = from_pretrained(AutoModelForSequenceClassification.from_pretrained, location,
-                            num_labels=2, local_files_only=True)
-    model.get_input_embeddings().weight.requires_grad_(False)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=0.01)
+    config_class, model_class = model_classes()
+    base = from_pretrained(AutoConfig.from_pretrained, location, local_files_only=True)
+    model_config = config_class(**{**base.to_dict(), "sep_token_id": tokenizer.sep_token_id})
+    model = from_pretrained(model_class.from_pretrained, location, config=model_config,
+                            local_files_only=True)
+    model.start_from_cosines()
+    tune = config.epochs * math.ceil(len(epoch_pairs[0]) / config.batch_size)
+    feature_batches = math.ceil(len(epoch_pairs[0]) / FEATURE_BATCH)
+    steps = feature_batches + tune
+    _fit_head(model, tokenizer, epoch_pairs[0], config.max_length,
+              lambda done: progress and progress(done, steps))
+    model.bert.get_input_embeddings().weight.requires_grad_(False)
+    groups = [{"params": [p for p in model.bert.parameters() if p.requires_grad],
+               "lr": config.learning_rate},
+              {"params": list(model.head.parameters()), "lr": config.head_learning_rate}]
+    params = [p for group in groups for p in group["params"]]
+    optimizer = torch.optim.AdamW(groups, weight_decay=0.01)
+    schedule = get_linear_schedule_with_warmup(optimizer, math.ceil(0.1 * tune), max(1, tune))
     rng = random.Random(config.seed)
-    per_epoch = math.ceil(len(pairs) / config.batch_size)
-    steps = per_epoch * config.epochs
-    schedule = get_linear_schedule_with_warmup(optimizer, math.ceil(0.1 * steps), steps)
-    model.train()
-    done = 0
-    for epoch in range(1, config.epochs + 1):
-        order = list(pairs)
+    done = feature_batches
+    for epoch in range(config.epochs):
+        model.train()
+        order = list(epoch_pairs[epoch % len(epoch_pairs)])
         rng.shuffle(order)
         total = 0.0
         for start in range(0, len(order), config.batch_size):
             batch = order[start:start + config.batch_size]
-            inputs = _batch_inputs(tokenizer, batch, config.max_length, encode_pairs)
+            inputs = _batch_inputs(tokenizer, batch, config.max_length)
             loss = model(**inputs, labels=torch.tensor([x.label for x in batch])).loss
             total += optimizer_step(loss, params, optimizer, schedule)
             done += 1
             if progress:
-                progress(done, steps)
-        logger.info("epoch %d/%d: mean loss %.4f", epoch, config.epochs, total / per_epoch)
+                progress(min(done, steps), steps)
+        logger.info("epoch %d/%d: mean loss %.4f", epoch + 1, config.epochs,
+                    total / max(1, math.ceil(len(order) / config.batch_size)))
     model.eval()
     return tokenizer, model
 
 
-def _batch_inputs(tokenizer, batch: Sequence[PairExample], max_length: int, encode):
+FEATURE_BATCH = 32
+
+
+def _fit_head(model, tokenizer, pairs: Sequence[PairExample], max_length: int,
+              progress: Callable[[int], None]) -> None:
+    """The head as a logistic regression over the frozen encoder's segment cosines."""
+    import torch
+
+    from engine.models.pair_model import segment_cosines
+
+    model.eval()
+    features = []
+    with torch.inference_mode():
+        for done, start in enumerate(range(0, len(pairs), FEATURE_BATCH), start=1):
+            inputs = _batch_inputs(tokenizer, pairs[start:start + FEATURE_BATCH], max_length)
+            hidden = model.bert(**inputs).last_hidden_state
+            features.append(segment_cosines(hidden, inputs["input_ids"],
+                                            inputs["attention_mask"], tokenizer.sep_token_id))
+            progress(done)
+    x = torch.cat(features)
+    y = torch.tensor([float(p.label) for p in pairs])
+    optimizer = torch.optim.LBFGS(model.head.parameters(), max_iter=200)
+
+    def loss():
+        optimizer.zero_grad()
+        value = torch.nn.functional.binary_cross_entropy_with_logits(
+            model.head(x).squeeze(-1), y)
+        value.backward()
+        return value
+
+    optimizer.step(loss)
+    logger.info("head fitted on %d pairs: weights %s, bias %.2f, loss %.4f", len(pairs),
+                [round(w, 2) for w in model.head.weight[0].tolist()],
+                model.head.bias.item(), loss().item())
+
+
+def _batch_inputs(tokenizer, batch: Sequence[PairExample], max_length: int):
     """One padded batch; pairs of different questions are encoded question by question."""
     import torch
 
-    parts = [encode(tokenizer, x.query, [(x.first, x.second)], max_length) for x in batch]
+    from engine.models.selection import encode_pairs
+
+    parts = [encode_pairs(tokenizer, x.query, [(x.first, x.second)], max_length)
+             for x in batch]
     width = max(p["input_ids"].shape[1] for p in parts)
     pad = tokenizer.pad_token_id or 0
     out = {}
