@@ -132,7 +132,7 @@ def test_the_plan_is_what_the_registered_paradigms_need_shared_needs_once(echo):
     prep = Preparation("wiki")
     labels = [t.label for t in prep.tasks.values()]
     assert labels[0] == "corpus 'wiki'"
-    # the slow ones last: the dense index (flat and drrag share it), then training
+    # the slow ones last: the dense index (flat's), then training
     assert labels[-2].startswith("dense index (minilm")
     assert labels[-1] == "selection classifier 'trained'"
     assert sum(label.startswith("reader smollm2") for label in labels) == 1  # shared

@@ -104,5 +104,8 @@ def _classifier(args: argparse.Namespace) -> int:
         m = report[key]
         _out(f"{name:11} accuracy {m['accuracy']:.3f}  precision {m['precision']:.3f}  "
              f"recall {m['recall']:.3f}  F1 {m['f1']:.3f}")
-    _out(f"threshold   {report['threshold']:.3f} (best F1 on the held-out pairs)")
+    _out(f"threshold   {report['threshold']:.3f} (best accuracy on the held-out pairs)")
+    if report.get("heldout_auc") is not None:
+        _out(f"AUC         {report['heldout_auc']:.3f} (held out: P(a positive pair scores "
+             "above a negative one))")
     return 0
