@@ -83,6 +83,8 @@ def main() -> None:
     parser.add_argument("--no-answers", action="store_true", help="retrieval only")
     parser.add_argument("--answers-only", action="store_true", help="EM/F1 only")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--answer-methods", nargs="+", choices=METHODS,
+                        help="methods of the EM/F1 runs (default: --methods)")
     parser.add_argument("--out", default="drrag_table4", help="bench/results/OUT.json")
     args = parser.parse_args()
     import torch
@@ -118,10 +120,26 @@ def main() -> None:
             "sent": round(statistics.fmean(sent), 2),
             "seconds": round(statistics.fmean(seconds), 3),
             "classifier_ms_per_pair": round(statistics.fmean(pair_ms), 1) if pair_ms else None}
-    answers = {}
+    source = "" if args.dataset == DEV else "_" + "_".join(Path(args.dataset).with_suffix("").parts)
+    suffix = source + ("_answers" if args.answers_only else "") + (
+        "" if args.methods == list(METHODS) else "_" + "_".join(args.methods))
+    report = {"dataset": args.dataset, "questions": len(questions),
+              "corpus": f"pooled ({len(corpus):,} documents)", "threads": args.threads,
+              "classifier": active_version(), "threshold": shared_classifier().threshold,
+              "table": table, "answers": {}}
+    save(args.out + suffix, report)  # the retrieval table is kept if the EM/F1 runs stop
+    print(f"{report['corpus']}, {args.dataset} first {report['questions']} questions, "
+          f"{args.threads} torch threads, classifier {report['classifier']} (threshold "
+          f"{report['threshold']:.3f})\n")
+    if table:
+        print(markdown_table(["method", "any", "both", "sent", "s/question", "ms/pair"],
+                             [[name, r["any"], r["both"], r["sent"], r["seconds"],
+                               r["classifier_ms_per_pair"] or ""]
+                              for name, r in table.items()]), flush=True)
+    answers = report["answers"]
     said: dict[tuple, LLMStep] = {}  # (question, document ids in order) -> the reader's step
     if not args.no_answers:
-        for method in tqdm(args.methods, desc="answers"):
+        for method in tqdm(args.answer_methods or args.methods, desc="answers"):
             paradigm = runs.get((method, args.answer_k)) or make_paradigm(
                 "drrag", corpus, config(method, args.answer_k))
             em, f1, read, calls = [], [], [], 0
@@ -137,23 +155,7 @@ def main() -> None:
             answers[f"{method} k={args.answer_k}"] = {
                 "EM": round(statistics.fmean(em), 3), "F1": round(statistics.fmean(f1), 3),
                 "reader_seconds": round(statistics.fmean(read), 2), "new_calls": calls}
-    classifier = shared_classifier()
-    report = {"dataset": args.dataset, "questions": len(questions),
-              "corpus": f"pooled ({len(corpus):,} documents)",
-              "threads": args.threads, "classifier": active_version(),
-              "threshold": classifier.threshold, "table": table, "answers": answers}
-    source = "" if args.dataset == DEV else "_" + "_".join(Path(args.dataset).with_suffix("").parts)
-    suffix = source + ("_answers" if args.answers_only else "") + (
-        "" if args.methods == list(METHODS) else "_" + "_".join(args.methods))
-    save(args.out + suffix, report)
-    print(f"{report['corpus']}, {args.dataset} first {report['questions']} questions, "
-          f"{args.threads} torch threads, classifier {report['classifier']} (threshold "
-          f"{report['threshold']:.3f})\n")
-    if table:
-        print(markdown_table(["method", "any", "both", "sent", "s/question", "ms/pair"],
-                             [[name, r["any"], r["both"], r["sent"], r["seconds"],
-                               r["classifier_ms_per_pair"] or ""]
-                              for name, r in table.items()]))
+            save(args.out + suffix, report)
     if answers:
         print()
         print(markdown_table(["method", "EM", "F1", "reader s", "new reader calls"],

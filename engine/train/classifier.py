@@ -216,32 +216,27 @@ def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classif
     encoder (word embeddings frozen, as for the pre-ranker) and the head with binary
     cross-entropy, epoch e on `epoch_pairs[e]`."""
     import torch
-    from transformers import AutoConfig, AutoTokenizer, get_linear_schedule_with_warmup
+    from transformers import get_linear_schedule_with_warmup
 
-    from engine.models.loading import from_pretrained, resolve
-    from engine.models.pair_model import model_classes
-
-    seed_everything(config.seed)
-    location = resolve(config.base_model)
-    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, local_files_only=True)
-    config_class, model_class = model_classes()
-    base = from_pretrained(AutoConfig.from_pretrained, location, local_files_only=True)
-    model_config = config_class(**{**base.to_dict(), "sep_token_id": tokenizer.sep_token_id})
-    model = from_pretrained(model_class.from_pretrained, location, config=model_config,
-                            local_files_only=True)
-    model.start_from_cosines()
-    tune = config.epochs * math.ceil(len(epoch_pairs[0]) / config.batch_size)
+    seed_everything(config.seed)  # before the model: the new head's weights are random
+    tokenizer, model = _new_pair_model(config.base_model)
+    per_epoch = math.ceil(len(epoch_pairs[0]) / config.batch_size)
     feature_batches = math.ceil(len(epoch_pairs[0]) / FEATURE_BATCH)
-    steps = feature_batches + tune
-    _fit_head(model, tokenizer, epoch_pairs[0], config.max_length,
-              lambda done: progress and progress(done, steps))
+    steps = feature_batches + config.epochs * per_epoch
+
+    def report(done: int) -> None:
+        if progress:
+            progress(min(done, steps), steps)
+
+    _fit_head(model, tokenizer, epoch_pairs[0], config.max_length, report)
     model.bert.get_input_embeddings().weight.requires_grad_(False)
     groups = [{"params": [p for p in model.bert.parameters() if p.requires_grad],
                "lr": config.learning_rate},
               {"params": list(model.head.parameters()), "lr": config.head_learning_rate}]
     params = [p for group in groups for p in group["params"]]
     optimizer = torch.optim.AdamW(groups, weight_decay=0.01)
-    schedule = get_linear_schedule_with_warmup(optimizer, math.ceil(0.1 * tune), max(1, tune))
+    tune = max(1, config.epochs * per_epoch)
+    schedule = get_linear_schedule_with_warmup(optimizer, math.ceil(0.1 * tune), tune)
     rng = random.Random(config.seed)
     done = feature_batches
     for epoch in range(config.epochs):
@@ -255,11 +250,29 @@ def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classif
             loss = model(**inputs, labels=torch.tensor([x.label for x in batch])).loss
             total += optimizer_step(loss, params, optimizer, schedule)
             done += 1
-            if progress:
-                progress(min(done, steps), steps)
+            report(done)
         logger.info("epoch %d/%d: mean loss %.4f", epoch + 1, config.epochs,
                     total / max(1, math.ceil(len(order) / config.batch_size)))
     model.eval()
+    return tokenizer, model
+
+
+def _new_pair_model(base_model: str):
+    """(tokenizer, model): the pair classifier's encoder from `base_model` (alias, folder
+    or hub id), its head set to "both documents match the question"."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from engine.models.loading import from_pretrained, resolve
+    from engine.models.pair_model import model_classes
+
+    location = resolve(base_model)
+    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, local_files_only=True)
+    config_class, model_class = model_classes()
+    base = from_pretrained(AutoConfig.from_pretrained, location, local_files_only=True)
+    config = config_class(**{**base.to_dict(), "sep_token_id": tokenizer.sep_token_id})
+    model = from_pretrained(model_class.from_pretrained, location, config=config,
+                            local_files_only=True)
+    model.start_from_cosines()
     return tokenizer, model
 
 
