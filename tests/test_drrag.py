@@ -9,6 +9,7 @@ end uses the real packaged MiniLM index and SmolLM2 reader on the tiny corpus.
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -264,6 +265,17 @@ def test_train_retrain_and_switch_back(tiny_config, data_dir):
     assert active_version() == base.name
     with pytest.raises(Exception, match="Unknown classifier version 'nope'"):
         set_active("nope")
+
+
+def test_an_unknown_classifier_names_what_loads(data_dir):
+    from engine.errors import ResourceMissingError
+    from engine.models.selection import shared_classifier
+
+    with pytest.raises(ResourceMissingError, match=re.escape(
+            "Cannot load model 'no-such-classifier': it is neither an alias nor a local "
+            "folder, and no model hub is reachable. Use an alias (trained: the active "
+            "version) or a local model folder.")):
+        shared_classifier("no-such-classifier")
 
 
 def test_untrained_classifier_names_the_command(data_dir):

@@ -40,9 +40,11 @@ def resolve(name_or_path: str) -> str:
     return name_or_path
 
 
-def from_pretrained(loader: Any, location: str, **kwargs: Any) -> Any:
+def from_pretrained(loader: Any, location: str, *, aliases: tuple[str, ...] = ALIASES,
+                    **kwargs: Any) -> Any:
     """`loader(location, **kwargs)`; a model that cannot be found gets an error naming it
-    and what loads offline (the library's own message, about hub connections, is logged)."""
+    and the `aliases` that load offline (the library's own message, about hub
+    connections, is logged)."""
     try:
         return loader(location, **kwargs)
     except OSError as err:
@@ -53,7 +55,7 @@ def from_pretrained(loader: Any, location: str, **kwargs: Any) -> Any:
             reason = "it is neither an alias nor a local folder, and no model hub is reachable"
         raise ResourceMissingError(
             f"Cannot load model {location!r}: {reason}. Use an alias "
-            f"({', '.join(ALIASES)}) or a local model folder."
+            f"({', '.join(aliases)}) or a local model folder."
         ) from None
 
 

@@ -180,9 +180,11 @@ def load_classifier(location: str, max_length: int = 256) -> PairClassifier:
     from engine.models.pair_model import model_classes
 
     model_classes()  # registers the trained versions' model type with the Auto classes
-    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, local_files_only=True)
+    aliases = ("trained: the active version",)
+    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, aliases=aliases,
+                                local_files_only=True)
     model = from_pretrained(AutoModelForSequenceClassification.from_pretrained, location,
-                            local_files_only=True)
+                            aliases=aliases, local_files_only=True)
     model.eval()
     report = Path(location) / REPORT
     threshold = 0.5
