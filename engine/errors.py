@@ -33,6 +33,10 @@ class ResourceMissingError(EngineError, FileNotFoundError):
     """A packaged model or data file is not installed; the message says what to install."""
 
 
+class TrainingError(EngineError, RuntimeError):
+    """Training produced no usable model (it diverged); nothing was saved."""
+
+
 def check_choice(kind: str, value: str, choices: object) -> str:
     """Return `value` if it is one of `choices`, else raise ConfigError listing them."""
     valid = sorted(choices)  # type: ignore[arg-type]

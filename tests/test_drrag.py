@@ -278,6 +278,20 @@ def test_an_unknown_classifier_names_what_loads(data_dir):
         shared_classifier("no-such-classifier")
 
 
+def test_a_diverged_classifier_is_refused_not_saved(tiny_classifier_base):
+    torch = pytest.importorskip("torch")
+    from engine.errors import TrainingError
+    from engine.train.classifier import _check_finite, _new_pair_model
+
+    _, model = _new_pair_model(str(tiny_classifier_base))
+    _check_finite(model)  # a fresh model passes
+    with torch.no_grad():
+        model.head.bias.fill_(float("nan"))
+    with pytest.raises(TrainingError, match="Nothing was saved; the active version is "
+                                            "unchanged"):
+        _check_finite(model)
+
+
 def test_untrained_classifier_names_the_command(data_dir):
     from engine.errors import ResourceMissingError
     from engine.models.selection import classifier_location

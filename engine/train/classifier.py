@@ -33,6 +33,7 @@ from itertools import groupby, permutations
 from pathlib import Path
 
 from engine.cache import fingerprint, load_or_build, write_json_atomic
+from engine.errors import TrainingError
 from engine.models.selection import KIND, REPORT, load_classifier, set_active
 from engine.models.trained import TRAIN_FILES
 from engine.paths import shared_data_dir
@@ -182,6 +183,7 @@ def _build(folder: Path, config: ClassifierConfig, labels: Sequence[PairExample]
     logger.info("training the selection classifier on %d pairs an epoch (%d annotated), "
                 "%d held out", len(pairs), len(extra), len(heldout_pairs))
     tokenizer, model = fit_classifier(epoch_pairs, config, progress)
+    _check_finite(model)
     model.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
     # not through the process-wide cache: `folder` is a temporary build folder
@@ -279,6 +281,16 @@ def _new_pair_model(base_model: str):
 FEATURE_BATCH = 32
 
 
+def _check_finite(model) -> None:
+    """Refuse to save a model whose training diverged (its probabilities would be NaN)."""
+    import torch
+
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        raise TrainingError("Training diverged: the classifier's weights are not finite. "
+                            "Nothing was saved; the active version is unchanged. Retry with "
+                            "a lower learning_rate.")
+
+
 def _fit_head(model, tokenizer, pairs: Sequence[PairExample], max_length: int,
               progress: Callable[[int], None]) -> None:
     """The head as a logistic regression over the frozen encoder's segment cosines."""
@@ -297,7 +309,9 @@ def _fit_head(model, tokenizer, pairs: Sequence[PairExample], max_length: int,
             progress(done)
     x = torch.cat(features)
     y = torch.tensor([float(p.label) for p in pairs])
-    optimizer = torch.optim.LBFGS(model.head.parameters(), max_iter=200)
+    # a line search: plain LBFGS steps (lr 1) diverged to NaN on one retrain's pairs
+    optimizer = torch.optim.LBFGS(model.head.parameters(), max_iter=200,
+                                  line_search_fn="strong_wolfe")
 
     def loss():
         optimizer.zero_grad()
@@ -307,6 +321,9 @@ def _fit_head(model, tokenizer, pairs: Sequence[PairExample], max_length: int,
         return value
 
     optimizer.step(loss)
+    if not all(bool(torch.isfinite(p).all()) for p in model.head.parameters()):
+        logger.warning("the head's fit did not converge; starting from the cosines instead")
+        model.start_from_cosines()
     logger.info("head fitted on %d pairs: weights %s, bias %.2f, loss %.4f", len(pairs),
                 [round(w, 2) for w in model.head.weight[0].tolist()],
                 model.head.bias.item(), loss().item())
