@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 CLASSIFIER_VERSION = 2  # 2: the segment-cosine head (1: BERT's [CLS] pooler head)
 Progress = Callable[[int, int], None]
+FEATURE_BATCH = 32  # pairs per forward pass when the head is fitted on frozen features
 
 
 @dataclass(frozen=True)
@@ -278,14 +279,15 @@ def _new_pair_model(base_model: str):
     return tokenizer, model
 
 
-FEATURE_BATCH = 32
+def _finite(parameters) -> bool:
+    import torch
+
+    return all(bool(torch.isfinite(p).all()) for p in parameters)
 
 
 def _check_finite(model) -> None:
     """Refuse to save a model whose training diverged (its probabilities would be NaN)."""
-    import torch
-
-    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+    if not _finite(model.parameters()):
         raise TrainingError("Training diverged: the classifier's weights are not finite. "
                             "Nothing was saved; the active version is unchanged. Retry with "
                             "a lower learning_rate.")
@@ -313,20 +315,25 @@ def _fit_head(model, tokenizer, pairs: Sequence[PairExample], max_length: int,
     optimizer = torch.optim.LBFGS(model.head.parameters(), max_iter=200,
                                   line_search_fn="strong_wolfe")
 
-    def loss():
-        optimizer.zero_grad()
-        value = torch.nn.functional.binary_cross_entropy_with_logits(
+    def head_loss():
+        return torch.nn.functional.binary_cross_entropy_with_logits(
             model.head(x).squeeze(-1), y)
+
+    def step():
+        optimizer.zero_grad()
+        value = head_loss()
         value.backward()
         return value
 
-    optimizer.step(loss)
-    if not all(bool(torch.isfinite(p).all()) for p in model.head.parameters()):
+    optimizer.step(step)
+    if not _finite(model.head.parameters()):
         logger.warning("the head's fit did not converge; starting from the cosines instead")
         model.start_from_cosines()
+    with torch.no_grad():
+        final = head_loss().item()
     logger.info("head fitted on %d pairs: weights %s, bias %.2f, loss %.4f", len(pairs),
                 [round(w, 2) for w in model.head.weight[0].tolist()],
-                model.head.bias.item(), loss().item())
+                model.head.bias.item(), final)
 
 
 def _batch_inputs(tokenizer, batch: Sequence[PairExample], max_length: int):
