@@ -160,15 +160,13 @@ def test_segment_cosines_average_each_segment_between_its_separators():
 def test_pair_model_starts_as_the_bi_encoders_view_and_loads_as_a_sequence_classifier(
         tiny_classifier_base, tmp_path):
     torch = pytest.importorskip("torch")
-    from transformers import AutoConfig, AutoModelForSequenceClassification
+    from transformers import AutoModelForSequenceClassification
 
     from engine.models.pair_model import INITIAL_SCALE, model_classes, segment_cosines
+    from engine.train.classifier import _new_pair_model
 
-    config_class, model_class = model_classes()
-    base = AutoConfig.from_pretrained(str(tiny_classifier_base))
-    model = model_class.from_pretrained(
-        str(tiny_classifier_base), config=config_class(**{**base.to_dict(), "sep_token_id": 102}))
-    model.start_from_cosines()
+    _, model_class = model_classes()
+    _, model = _new_pair_model(str(tiny_classifier_base))  # MiniLM's tokenizer: [SEP] is 102
     model.eval()
     ids = torch.tensor([[101, 2054, 102, 3000, 3001, 102, 4000, 102]])
     mask = torch.ones_like(ids)
