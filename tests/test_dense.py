@@ -130,6 +130,7 @@ def test_progress_is_reported_in_slices_and_gives_the_same_vectors(tiny_corpus, 
                                                                    data_dir, monkeypatch):
     plain = dense_index(tiny_corpus).search(RIVER_QUESTION, 5)
     shutil.rmtree(data_dir / "cache" / "dense")
+    shutil.rmtree(data_dir / "cache" / "vectors")  # else nothing is left to encode
     monkeypatch.setattr(dense, "PROGRESS_SLICE", 3)
     calls = []
     again = dense_index(tiny_corpus, progress=lambda done, total: calls.append((done, total)))
@@ -137,3 +138,31 @@ def test_progress_is_reported_in_slices_and_gives_the_same_vectors(tiny_corpus, 
     assert calls[-1] == (total, total) and len(calls) == -(-total // 3)
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
     assert [c.unit.id for c in again.search(RIVER_QUESTION, 5)] == [c.unit.id for c in plain]
+
+
+def test_a_grown_corpus_encodes_only_its_new_passages(tiny_corpus, minilm, monkeypatch):
+    from engine.types import Corpus, Document
+
+    before = dense_index(tiny_corpus)
+    grown = Corpus("grown", (*tiny_corpus.documents,
+                             Document("Rhine", "Rhine", "The Rhine flows through Basel.")))
+    encoded = []
+    real = dense.encode
+    monkeypatch.setattr(dense, "encode", lambda texts, *a, **k: encoded.append(texts) or
+                        real(texts, *a, **k))
+    after = dense_index(grown)
+    assert encoded == [["Rhine\nThe Rhine flows through Basel."]]
+    assert len(after.units) == len(before.units) + 1
+    assert np.allclose(after.vectors[:len(before.units)], before.vectors, atol=1e-6)
+    assert after.search("Which river flows through Basel?", 1)[0].unit.doc_ids == ("Rhine",)
+
+
+def test_bf16_vectors_are_unit_length_close_to_fp32_and_cached_apart(tiny_corpus, minilm,
+                                                                     data_dir):
+    fp32 = dense_index(tiny_corpus)
+    bf16 = dense_index(tiny_corpus, precision="bf16")
+    assert bf16.precision == "bf16" and len(_entries(data_dir)) == 2
+    assert np.allclose(np.linalg.norm(bf16.vectors, axis=1), 1, atol=1e-5)
+    cosines = (fp32.vectors * bf16.vectors).sum(axis=1)
+    assert cosines.min() > 0.99 and not np.array_equal(fp32.vectors, bf16.vectors)
+    assert bf16.search(RIVER_QUESTION, 1)[0].unit.doc_ids[0] in {"Danube", "Budapest"}

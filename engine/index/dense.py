@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ import numpy as np
 
 from engine.cache import load_or_build
 from engine.errors import check_range
+from engine.index.vectors import VectorStore
 from engine.models.loading import ALIASES, load_bi_encoder, resolve
 from engine.types import Candidate, Corpus, Unit
 from engine.units.build import UnitConfig, build_units, index_text, units_fingerprint
@@ -45,6 +47,7 @@ MAX_K = 10_000
 # 8 / 16 / 32 / 128 reached 0.35 / 0.54 / 0.79 / 0.84 of that. 64 and 128 were within
 # noise of each other across runs. Not in the cache key: it changes speed, not the vectors.
 DEFAULT_BATCH_SIZE = 64
+DEFAULT_PRECISION = "fp32"
 INDEX_FILE = "faiss.index"
 PROGRESS_SLICE = 1024  # units encoded between two progress reports
 Progress = Callable[[int, int], None]
@@ -57,10 +60,24 @@ class DenseIndex:
     units: tuple[Unit, ...]
     index: faiss.Index
     model: str = "minilm"
+    precision: str = "fp32"
+
+    @cached_property
+    def vectors(self) -> np.ndarray:
+        """The stored unit vectors, a row per unit (read-only, float32, unit length)."""
+        matrix = self.index.reconstruct_n(0, self.index.ntotal) if self.units else (
+            np.zeros((0, self.index.d), dtype=np.float32))
+        matrix.setflags(write=False)
+        return matrix
+
+    @cached_property
+    def row_of(self) -> dict[str, int]:
+        """Each unit id's row in `vectors`."""
+        return {unit.id: row for row, unit in enumerate(self.units)}
 
     def encode_queries(self, queries: list[str]) -> np.ndarray:
         """Unit-length float32 query embeddings, shape (len(queries), dim)."""
-        return encode(queries, self.model, queries=True)
+        return encode(queries, self.model, queries=True, precision=self.precision)
 
     def search(self, query: str, k: int = 10) -> list[Candidate]:
         """Top-`k` units for `query` by cosine similarity, best first."""
@@ -75,19 +92,22 @@ class DenseIndex:
 
 
 def encode(texts: list[str], model: str = "minilm", batch_size: int = DEFAULT_BATCH_SIZE, *,
-           queries: bool = False, show_progress: bool = False) -> np.ndarray:
+           queries: bool = False, show_progress: bool = False,
+           precision: str = DEFAULT_PRECISION) -> np.ndarray:
     """Embeddings of `texts` by the bi-encoder `model`, L2-normalised, float32, C-ordered.
 
     `queries` picks the model's query prompt instead of its document prompt (MiniLM has
-    neither, so both give the same vectors for it).
+    neither, so both give the same vectors for it). `precision` is the weights' ("bf16"
+    encodes in bfloat16); vectors are normalised in float32 either way.
     """
-    encoder = load_bi_encoder(model)
+    encoder = load_bi_encoder(model, precision)
     if not texts:
         return np.zeros((0, encoder.get_embedding_dimension()), dtype=np.float32)
     method = encoder.encode_query if queries else encoder.encode_document
-    vectors = method(texts, batch_size=batch_size, show_progress_bar=show_progress,
-                     normalize_embeddings=True, convert_to_numpy=True)
-    return np.ascontiguousarray(vectors, dtype=np.float32)
+    vectors = np.asarray(method(texts, batch_size=batch_size, show_progress_bar=show_progress,
+                                convert_to_numpy=True), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return np.ascontiguousarray(vectors)
 
 
 def model_identity(model: str) -> dict:
@@ -101,6 +121,11 @@ def model_identity(model: str) -> dict:
     return {"hub_id": model}
 
 
+def encoder_identity(model: str, precision: str) -> dict:
+    """What names an encoder's vectors: its weights (`model_identity`) and precision."""
+    return {**model_identity(model), "precision": precision}
+
+
 def _config_sha256(folder: Path) -> str | None:
     config = folder / "config.json"
     return hashlib.sha256(config.read_bytes()).hexdigest() if config.is_file() else None
@@ -110,36 +135,36 @@ def _config_sha256(folder: Path) -> str | None:
 
 
 def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
-                batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None = None) -> None:
+                batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None = None,
+                precision: str = DEFAULT_PRECISION) -> None:
     """Embed `units` and save a flat inner-product index plus their ids into `folder`.
 
-    `progress(done, total)` is called after every slice of `PROGRESS_SLICE` units.
+    Vectors come from the content-addressed store (engine.index.vectors): only texts no
+    earlier build encoded are encoded. `progress(done, total)` is called after every slice
+    of `PROGRESS_SLICE` texts encoded.
     """
     import faiss
 
     granularity = units[0].granularity if units else "units"
-    logger.info("Dense: encoding %d %s with %s (batch size %d)", len(units), granularity,
-                model, batch_size)
+    logger.info("Dense: %d %s with %s (%s, batch size %d)", len(units), granularity, model,
+                precision, batch_size)
     started = time.perf_counter()
-    texts = [index_text(u) for u in units]
-    if progress is None:
-        vectors = encode(texts, model, batch_size, show_progress=True)
-    else:
-        parts = []
-        for start in range(0, len(texts), PROGRESS_SLICE):
-            parts.append(encode(texts[start:start + PROGRESS_SLICE], model, batch_size))
-            progress(min(start + PROGRESS_SLICE, len(texts)), len(texts))
-        vectors = np.concatenate(parts) if parts else encode([], model)
+    store = VectorStore(encoder_identity(model, precision))
+    vectors = store.encode([index_text(u) for u in units],
+                           lambda texts: encode(texts, model, batch_size, precision=precision),
+                           slice_size=PROGRESS_SLICE, progress=progress)
+    if not units:
+        vectors = encode([], model, precision=precision)
     seconds = time.perf_counter() - started
-    logger.info("Dense: encoded %d %s in %.1f s (%.1f/s)", len(units), granularity, seconds,
-                len(units) / seconds if seconds else 0.0)
+    logger.info("Dense: vectors of %d %s in %.1f s", len(units), granularity, seconds)
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(vectors)
     faiss.write_index(index, str(folder / INDEX_FILE))
     (folder / "unit_ids.json").write_text(json.dumps([u.id for u in units]), encoding="utf-8")
 
 
-def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm") -> DenseIndex:
+def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
+               precision: str = DEFAULT_PRECISION) -> DenseIndex:
     """Load a saved index, checking that it was built over exactly `units`."""
     import faiss
 
@@ -149,12 +174,13 @@ def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm") -> 
     index = faiss.read_index(str(folder / INDEX_FILE))
     if index.ntotal != len(units):
         raise ValueError(f"index holds {index.ntotal} vectors for {len(units)} units")
-    return DenseIndex(units, index, model)
+    return DenseIndex(units, index, model, precision)
 
 
 def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
                 model: str = "minilm", batch_size: int = DEFAULT_BATCH_SIZE,
-                progress: Progress | None = None) -> DenseIndex:
+                progress: Progress | None = None,
+                precision: str = DEFAULT_PRECISION) -> DenseIndex:
     """The cached dense index of `corpus` at `config.granularity` (built on first use).
 
     Args:
@@ -163,14 +189,16 @@ def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
         model: a bi-encoder alias ("minilm"), local path or hub id.
         batch_size: encoding batch size when building (speed only; not in the cache key).
         progress: called as `progress(done, total)` while building (not when loading).
+        precision: of the encoder's weights while encoding ("fp32" or "bf16").
 
     Raises:
         ResourceMissingError: the model cannot be found or loaded.
     """
     units = build_units(corpus, config)
     key = {"corpus": corpus.fingerprint, "units": config.key(),
-           "unit_texts": units_fingerprint(units), "model": model_identity(model),
-           "version": DENSE_VERSION}
-    return load_or_build("dense", key,
-                         lambda folder: build_dense(units, folder, model, batch_size, progress),
-                         lambda folder: load_dense(units, folder, model))
+           "unit_texts": units_fingerprint(units),
+           "model": encoder_identity(model, precision), "version": DENSE_VERSION}
+    return load_or_build(
+        "dense", key,
+        lambda folder: build_dense(units, folder, model, batch_size, progress, precision),
+        lambda folder: load_dense(units, folder, model, precision))

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import ResourceMissingError
+from engine.errors import ResourceMissingError, check_choice
 from engine.models.packaged import minilm_path
 
 if TYPE_CHECKING:
@@ -59,13 +59,20 @@ def from_pretrained(loader: Any, location: str, *, aliases: tuple[str, ...] = AL
         ) from None
 
 
+PRECISIONS = ("fp32", "bf16")
+
+
 @lru_cache(maxsize=4)
-def load_bi_encoder(name: str = "minilm") -> SentenceTransformer:
-    """A sentence-transformers bi-encoder on the CPU."""
+def load_bi_encoder(name: str = "minilm", precision: str = "fp32") -> SentenceTransformer:
+    """A sentence-transformers bi-encoder on the CPU, its weights in `precision` ("bf16"
+    runs on this CPU's AMX / avx512_bf16 units)."""
+    import torch
     from sentence_transformers import SentenceTransformer
 
-    return from_pretrained(SentenceTransformer, resolve(name), device="cpu",
+    check_choice("precision", precision, PRECISIONS)
+    model = from_pretrained(SentenceTransformer, resolve(name), device="cpu",
                             local_files_only=True)
+    return model.to(torch.bfloat16) if precision == "bf16" else model
 
 
 @lru_cache(maxsize=2)
