@@ -120,7 +120,7 @@ def test_api_runs_saves_lists_and_reloads_exactly(live_app, sessions_file):
     _, client = live_app
     trace = json.loads(client.predict(QUESTION, "funnel", '{"K": 2, "N": 3, "H": 2}',
                                       api_name="/run"))
-    assert [s["name"] for s in trace["stages"]] == ["bm25", "preranker", "postranker"]
+    assert [s["name"] for s in trace["stages"]] == ["clusters", "preranker", "postranker"]
     assert trace["answer"] and trace["config"]["N"] == 3
     flat = json.loads(client.predict(QUESTION, "flat", "", api_name="/run"))
     assert [s["name"] for s in flat["stages"]] == ["dense", "reranker"]

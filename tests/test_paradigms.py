@@ -36,10 +36,14 @@ def test_funnel_end_to_end(tiny_corpus, shared_models):
     trace = partial[-1]
     assert partial[1].stages == trace.stages[:2] and partial[0].gold_flags
     first, pre, post = trace.stages
-    clusters = shared_indexes().bm25(tiny_corpus, funnel.config.clusters())
+    clusters = shared_indexes().clusters(tiny_corpus, funnel.config.clusters())
     assert first.n_in == len(clusters.units) > 0  # the haystack the first stage searched
+    # the best cluster is titled by its best-matching members, and lists them first
+    best = first.candidates[0].unit
+    assert best.title.split(",")[0] in {"Danube", "Budapest"}
+    assert best.doc_ids[0] in {"Danube", "Budapest"}
     assert pre.n_in == len({d for c in first.candidates for d in c.unit.doc_ids})
-    assert [s.name for s in trace.stages] == ["bm25", "preranker", "postranker"]
+    assert [s.name for s in trace.stages] == ["clusters", "preranker", "postranker"]
     assert [s.granularity for s in trace.stages] == ["clusters", "documents", "passages"]
     assert len(first.candidates) <= 2 and len(pre.candidates) <= 2
     assert 1 <= len(post.candidates) <= 2
@@ -92,14 +96,14 @@ def test_new_stage_parameters_load_nothing_again(tiny_corpus, shared_models):
     funnel.run(QUESTION)
     make_paradigm("flat", tiny_corpus, FLAT).run(QUESTION)
     before = loaded()
-    index = shared_indexes().bm25(tiny_corpus, funnel.config.clusters())
+    index = shared_indexes().clusters(tiny_corpus, funnel.config.clusters())
     for K, N, H in ((1, 1, 1), (3, 3, 3)):
         make_paradigm("funnel", tiny_corpus, {**FUNNEL, "K": K, "N": N, "H": H}).run(QUESTION)
     for M, k, prompt in ((3, 1, "plain"), (5, 3, "chat")):
         config = {**FLAT, "M": M, "k": k, "reader": {"max_answer_tokens": 4, "prompt": prompt}}
         make_paradigm("flat", tiny_corpus, config).run(QUESTION)
     assert loaded() == before
-    assert shared_indexes().bm25(tiny_corpus, funnel.config.clusters()) is index
+    assert shared_indexes().clusters(tiny_corpus, funnel.config.clusters()) is index
 
 
 def _cli(args: list[str], data_dir) -> subprocess.CompletedProcess:
@@ -134,7 +138,7 @@ def test_cli_ask_prints_every_stage(tiny_files, models_dir):
                    json.dumps(FUNNEL)], models_dir)
     assert result.returncode == 0, result.stderr[-2000:]
     out = result.stdout
-    for stage in ("stage 1  bm25 (clusters)", "stage 2  preranker (documents)",
+    for stage in ("stage 1  clusters (clusters)", "stage 2  preranker (documents)",
                   "stage 3  postranker (passages)", "answer:"):
         assert stage in out
 

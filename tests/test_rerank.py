@@ -72,18 +72,42 @@ def test_reranker_rejects_other_granularities_and_bad_settings(tiny_corpus):
         CrossEncoderReranker(batch_size=0)
 
 
-def test_bi_encoder_reranker_orders_by_meaning_and_encodes_each_unit_once(minilm_reranker,
-                                                                           tiny_corpus):
-    from engine.stages.rerank import BiEncoderReranker, make_reranker
+def test_stored_scores_rank_by_meaning_and_encode_only_the_query(minilm_reranker,
+                                                                   tiny_corpus, monkeypatch):
+    from engine.index import dense
+    from engine.stages.rerank import StoredScoreReranker, make_reranker
+    from engine.units.build import UnitConfig
+    from engine.units.chunking import Chunker
 
-    stage = make_reranker("bi-encoder")
-    assert isinstance(stage, BiEncoderReranker) and stage.name == "preranker"
+    passages = UnitConfig("passages", chunker=Chunker(12))
+    stage = make_reranker("bi-encoder", tiny_corpus, passages)
+    assert isinstance(stage, StoredScoreReranker) and stage.name == "preranker"
+    assert "stored passage vectors" in stage.config()["kind"]
+    stage.run(QUERIES[0], _candidates(tiny_corpus), 1)  # the index is built here, once
+    encoded = []
+    real = dense.encode
+    monkeypatch.setattr(dense, "encode", lambda texts, *a, **k: encoded.append(texts) or
+                        real(texts, *a, **k))
     candidates = _candidates(tiny_corpus)
     ranked = stage.run("Which painter used pointillism?", candidates, 8).candidates
     art = {"Georges Seurat", "A Sunday Afternoon", "Pointillism", "Paul Signac"}
     assert {c.unit.id for c in ranked[:4]} == art
-    assert len(stage._vectors) == len(candidates)
-    river = stage.run(QUERIES[0], candidates, 1).candidates
-    assert river[0].unit.id in {"Danube", "Budapest"}
-    assert len(stage._vectors) == len(candidates)  # nothing encoded twice
-    assert isinstance(make_reranker("minilm"), CrossEncoderReranker)
+    assert stage.run(QUERIES[0], candidates, 1).candidates[0].unit.id in {"Danube", "Budapest"}
+    # only queries are encoded, and the river question's scores were kept from its first run
+    assert encoded == [["Which painter used pointillism?"]]
+    # over passages: each passage's own stored vector, so the dense order is kept
+    index = dense.dense_index(tiny_corpus, passages)
+    found = index.search(QUERIES[0], 6)
+    again = make_reranker("bi-encoder", tiny_corpus, passages, granularity="passages",
+                          name="reranker").run(QUERIES[0], found, 6).candidates
+    assert [c.unit.id for c in again] == [c.unit.id for c in found]
+    assert [c.score for c in again] == pytest.approx([c.score for c in found], abs=1e-5)
+    assert isinstance(make_reranker("minilm", tiny_corpus, passages), CrossEncoderReranker)
+
+
+def test_stored_scores_that_cannot_rank_passages_are_refused(tiny_corpus):
+    from engine.stages.rerank import make_reranker
+    from engine.units.build import UnitConfig
+
+    with pytest.raises(ConfigError, match="Re-ranker 'bm25' scores documents"):
+        make_reranker("bm25", tiny_corpus, UnitConfig("passages"), granularity="passages")

@@ -8,8 +8,13 @@ from engine.errors import ResourceMissingError
 from engine.index.bm25 import bm25_index
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.stages.postrank import FiDPostRanker
-from engine.stages.rerank import BiEncoderReranker, CrossEncoderReranker
-from engine.stages.retrieve import BM25Retriever, DenseRetriever, DocumentRetriever
+from engine.stages.rerank import CrossEncoderReranker, StoredScoreReranker, make_reranker
+from engine.stages.retrieve import (
+    BM25Retriever,
+    ClusterRetriever,
+    DenseRetriever,
+    DocumentRetriever,
+)
 from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
 from engine.types import Candidate, Unit
 from engine.units.build import UnitConfig, document_unit, passage_units
@@ -55,9 +60,19 @@ def _cross_encoder(corpus) -> CrossEncoderReranker:
     return CrossEncoderReranker("minilm", max_length=64, batch_size=4)
 
 
-def _bi_encoder(corpus) -> BiEncoderReranker:
+def _stored(corpus) -> StoredScoreReranker:
     pytest.importorskip("sentence_transformers")
-    return BiEncoderReranker()
+    pytest.importorskip("faiss")
+    return make_reranker("hybrid", corpus, UnitConfig("passages", chunker=Chunker(12)))
+
+
+def _clusters(corpus) -> ClusterRetriever:
+    from engine.index.store import shared_indexes
+
+    store = shared_indexes()
+    config = UnitConfig("clusters", cluster_algorithm="longrag", cluster_tokens=64)
+    documents = store.documents(corpus, "bm25", 0.5, UnitConfig("passages"))
+    return ClusterRetriever(*store.clusters(corpus, config), corpus, documents)
 
 
 def _post_ranker(corpus, tiny_causal_lm) -> FiDPostRanker:
@@ -76,8 +91,9 @@ def _documents_of_passages(corpus) -> DocumentRetriever:
 
 STAGES = {BM25Retriever: (_bm25, None), DenseRetriever: (_dense, None),
           DocumentRetriever: (_documents_of_passages, None),
+          ClusterRetriever: (_clusters, None),
           CrossEncoderReranker: (_cross_encoder, _documents),
-          BiEncoderReranker: (_bi_encoder, _documents),
+          StoredScoreReranker: (_stored, _documents),
           FiDPostRanker: (_post_ranker, _passages)}
 
 
@@ -106,7 +122,8 @@ def test_stage_contract(cls, tiny_corpus, request):
     given = inputs(tiny_corpus) if inputs else ()
     pool = {c.unit for c in given} or (
         {document_unit(d) for d in tiny_corpus.documents} if cls is DocumentRetriever
-        else set(stage.index.units))
+        else set(stage.clusters) if cls is ClusterRetriever else set(stage.index.units))
+    pool_ids = {u.id: u for u in pool}
     decoy = (Candidate(unit=_unit("not in the index"), score=9.0, rank=1),)
     for query in QUERIES:
         for k in (1, 3, 100):
@@ -116,8 +133,11 @@ def test_stage_contract(cls, tiny_corpus, request):
             assert len(found) <= k and (not given or len(found) == min(k, len(given)))
             assert all(a.score >= b.score for a, b in zip(found, found[1:], strict=False))
             assert [c.rank for c in found] == list(range(1, len(found) + 1))
-            assert all(c.unit in pool and c.unit.granularity == stage.granularity
+            # a cluster comes titled by its best-matching members, its documents best first
+            assert all(c.unit.id in pool_ids and c.unit.granularity == stage.granularity
+                       and set(c.unit.doc_ids) == set(pool_ids[c.unit.id].doc_ids)
                        for c in found)
+            assert cls is ClusterRetriever or all(c.unit in pool for c in found)
             if given:  # a re-ranker keeps each candidate's lineage
                 parents = {c.unit.id: c.parents for c in given}
                 assert all(c.parents == parents[c.unit.id] for c in found)

@@ -12,17 +12,27 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from engine.index.bm25 import BM25Index
     from engine.index.dense import DenseIndex
-    from engine.types import Corpus
+    from engine.index.documents import DocumentScorer
+    from engine.types import Corpus, Unit
     from engine.units.build import UnitConfig
 
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
+
+
+class Clusters(NamedTuple):
+    """Cluster units and, for each document (corpus order), its cluster's position."""
+
+    units: tuple[Unit, ...]
+    assignment: np.ndarray
 
 
 class IndexStore:
@@ -47,6 +57,36 @@ class IndexStore:
 
         return self._get(("dense", corpus.fingerprint, _key(config), model),
                          lambda: dense_index(corpus, config, model=model, progress=progress))
+
+    def clusters(self, corpus: Corpus, config: UnitConfig) -> Clusters:
+        """`corpus`'s cluster units at `config` and each document's cluster position."""
+        import numpy as np
+
+        from engine.units.build import build_units
+
+        def load() -> Clusters:
+            units = build_units(corpus, config)
+            assignment = np.empty(len(corpus), dtype=np.int64)
+            for position, unit in enumerate(units):
+                assignment[[corpus.index_of[d] for d in unit.doc_ids]] = position
+            return Clusters(units, assignment)
+
+        return self._get(("clusters", corpus.fingerprint, _key(config)), load)
+
+    def documents(self, corpus: Corpus, how: str, weight: float, passages: UnitConfig,
+                  model: str = "minilm") -> DocumentScorer:
+        """Every document's score for a query from the indexes above: BM25 over documents
+        and/or the dense index over `passages` (engine.index.documents)."""
+        from engine.index.documents import DocumentScorer
+        from engine.units.build import UnitConfig
+
+        def load() -> DocumentScorer:
+            bm25 = self.bm25(corpus, UnitConfig("documents")) if how != "dense" else None
+            dense = self.dense(corpus, passages, model) if how != "bm25" else None
+            return DocumentScorer(corpus, bm25, dense, how, weight)
+
+        return self._get(("documents", corpus.fingerprint, _key(passages), model, how, weight),
+                         load)
 
     def __len__(self) -> int:
         return len(self._indexes)

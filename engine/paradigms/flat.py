@@ -15,7 +15,7 @@ from engine.paradigms.base import Need, Paradigm, ParadigmSpec
 from engine.paradigms.needs import dense_need, ranker_need, reader_need
 from engine.readers.reader import ReaderConfig, answer
 from engine.stages.base import run_stage
-from engine.stages.rerank import shared_reranker
+from engine.stages.rerank import BI_ENCODER, make_reranker
 from engine.stages.retrieve import DenseRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
@@ -28,11 +28,12 @@ class FlatConfig:
     passage_tokens: int = param(100, "passage size in tokens (early chunking)", low=16,
                                 high=1000)
     bi_encoder: str = param("minilm", "dense encoder: an alias, a folder or a hub id")
-    # "bi-encoder" re-scores with the model that retrieved: the order stays the dense one.
-    # A cross-encoder (a folder, hub id or "trained") is what the paradigm is built for, but
-    # none available offline beats that order (bench/README.md)
-    reranker: str = param("bi-encoder", "re-ranker: bi-encoder (keeps the dense order), "
-                          "trained, or a cross-encoder folder or hub id")
+    # "bi-encoder" reads the stored vectors of the model that retrieved: the order stays
+    # the dense one, in milliseconds. A cross-encoder (a folder, hub id or "trained") is
+    # what the paradigm is built for, but none available offline beats that order
+    # (bench/README.md)
+    reranker: str = param("bi-encoder", "re-ranker: bi-encoder (stored vectors: keeps the "
+                          "dense order), trained, or a cross-encoder folder or hub id")
     reader: ReaderConfig = param(ReaderConfig(), "the reader")
 
     def __post_init__(self) -> None:
@@ -50,16 +51,19 @@ class FlatParadigm(Paradigm):
 
     @classmethod
     def needs(cls, config: FlatConfig) -> tuple[Need, ...]:
-        return (reader_need(config.reader.model, config.reader.endpoint),
-                ranker_need(config.reranker), dense_need(config.passages(), config.bi_encoder))
+        ranker = () if config.reranker == BI_ENCODER else (ranker_need(config.reranker),)
+        return (reader_need(config.reader.model, config.reader.endpoint), *ranker,
+                dense_need(config.passages(), config.bi_encoder))
 
     def steps(self, question: str):
         cfg = self.config
         index = shared_indexes().dense(self.corpus, cfg.passages(), cfg.bi_encoder)
         first = run_stage(DenseRetriever(index), question, (), cfg.M)
         yield first
-        ranked = run_stage(shared_reranker(cfg.reranker, granularity="passages",
-                                           name="reranker"), question, first.candidates, cfg.k)
+        ranker = make_reranker(cfg.reranker, self.corpus, cfg.passages(),
+                               bi_encoder=cfg.bi_encoder, granularity="passages",
+                               name="reranker")
+        ranked = run_stage(ranker, question, first.candidates, cfg.k)
         yield ranked
         yield answer(question, ranked.candidates, cfg.reader)
 

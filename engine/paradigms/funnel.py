@@ -13,15 +13,16 @@ from dataclasses import dataclass
 
 from engine.config import check_config, param
 from engine.errors import ConfigError
+from engine.index.documents import SCORERS
 from engine.index.store import shared_indexes
 from engine.paradigms.base import Need, Paradigm, ParadigmSpec
-from engine.paradigms.needs import bm25_need, ranker_need, reader_need
+from engine.paradigms.needs import bm25_need, dense_need, ranker_need, reader_need
 from engine.readers.reader import ReaderConfig, answer
 from engine.stages.base import run_stage
 from engine.stages.expand import chunk_documents, expand_to_documents
 from engine.stages.postrank import FiDPostRanker
-from engine.stages.rerank import shared_reranker
-from engine.stages.retrieve import BM25Retriever
+from engine.stages.rerank import BI_ENCODER, HYBRID_WEIGHT, STORED, make_reranker
+from engine.stages.retrieve import ClusterRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
 from engine.units.cluster import ALGORITHMS
@@ -32,15 +33,27 @@ class FunnelConfig:
     cluster_algorithm: str = param("longrag", "how documents are grouped into clusters",
                                    choices=ALGORITHMS)
     cluster_tokens: int = param(2048, "S: largest cluster, in tokens", low=64, high=65536)
-    K: int = param(10, "K: clusters kept by BM25", low=1, high=200)
+    # hybrid: on the training questions it finds the clusters holding both supporting
+    # documents far more often than BM25 over cluster texts (bench/first_stage.py)
+    cluster_scores: str = param("hybrid", "how clusters are ranked: by their best member "
+                                "document's hybrid (BM25 + dense), dense or bm25 score, or "
+                                "text (BM25 over each cluster's whole text, the paper's)",
+                                choices=(*SCORERS, "text"))
+    hybrid_weight: float = param(HYBRID_WEIGHT, "dense weight of the hybrid document score",
+                                 low=0.0, high=1.0)
+    K: int = param(10, "K: clusters kept by the first stage", low=1, high=200)
     N: int = param(8, "N: documents kept by the pre-ranker", low=1, high=200)
     H: int = param(4, "H: passages kept by the post-ranker and read", low=1, high=50)
     passage_tokens: int = param(100, "passage size in tokens (later chunking)", low=16,
                                 high=1000)
-    # the bi-encoder, not the trained cross-encoder: on dev500 it keeps far more gold
-    # documents (bench/preranker_recall.py; the cross-encoder's failure is in bench/README.md)
-    preranker: str = param("bi-encoder", "pre-ranker: bi-encoder, trained (the cross-encoder "
-                           "trained here), or a cross-encoder folder or hub id")
+    # stored scores, not the trained cross-encoder: on dev500 the bi-encoder keeps far more
+    # gold documents (bench/preranker_recall.py), hybrid more still on the training
+    # questions (bench/first_stage.py)
+    preranker: str = param("hybrid", "pre-ranker: hybrid (BM25 + stored passage vectors), "
+                           "bi-encoder (stored passage vectors), bm25, trained (the "
+                           "cross-encoder trained here), or a cross-encoder folder or hub id")
+    index_passage_tokens: int = param(100, "passage size of the dense index the document "
+                                      "scores read (shared with flat)", low=16, high=1000)
     # mean_tokens, not eq3: on HotpotQA *train* paragraphs it finds the supporting ones best
     # (recall@2 0.40 vs eq3 0.23, random 0.18; bench/fid_scoring.py, bench/README.md).
     reader: ReaderConfig = param(ReaderConfig(aggregation="mean_tokens"), "the reader")
@@ -56,22 +69,48 @@ class FunnelConfig:
         return UnitConfig("clusters", cluster_algorithm=self.cluster_algorithm,
                           cluster_tokens=self.cluster_tokens)
 
+    def indexed_passages(self) -> UnitConfig:
+        return UnitConfig("passages", chunker=Chunker(self.index_passage_tokens))
+
+    def document_scores(self) -> set[str]:
+        """The document scorers the first stage and the pre-ranker read."""
+        wanted = {"bm25" if self.cluster_scores == "text" else self.cluster_scores}
+        if self.preranker in STORED:
+            wanted.add("dense" if self.preranker == BI_ENCODER else self.preranker)
+        return wanted
+
 
 class FunnelParadigm(Paradigm):
     name = "funnel"
 
     @classmethod
     def needs(cls, config: FunnelConfig) -> tuple[Need, ...]:
-        return (bm25_need(config.clusters()), reader_need(config.reader.model),
-                ranker_need(config.preranker))
+        scores = config.document_scores()
+        needs = [reader_need(config.reader.model)]
+        if config.cluster_scores == "text":
+            needs.append(bm25_need(config.clusters()))
+        if scores - {"dense"}:
+            needs.append(bm25_need(UnitConfig("documents")))
+        if config.preranker not in STORED:
+            needs.append(ranker_need(config.preranker))
+        if scores - {"bm25"}:
+            needs.append(dense_need(config.indexed_passages(), "minilm"))
+        return tuple(needs)
 
     def steps(self, question: str):
         cfg = self.config
-        index = shared_indexes().bm25(self.corpus, cfg.clusters())
-        first = run_stage(BM25Retriever(index), question, (), cfg.K)
+        store = shared_indexes()
+        how = "bm25" if cfg.cluster_scores == "text" else cfg.cluster_scores
+        documents = store.documents(self.corpus, how, cfg.hybrid_weight, cfg.indexed_passages())
+        text = store.bm25(self.corpus, cfg.clusters()) if cfg.cluster_scores == "text" else None
+        clusters = store.clusters(self.corpus, cfg.clusters())
+        first = run_stage(ClusterRetriever(*clusters, self.corpus, documents, text), question,
+                          (), cfg.K)
         yield first
-        documents = expand_to_documents(self.corpus, first.candidates)
-        pre = run_stage(shared_reranker(cfg.preranker), question, documents, cfg.N)
+        members = expand_to_documents(self.corpus, first.candidates)
+        ranker = make_reranker(cfg.preranker, self.corpus, cfg.indexed_passages(),
+                               hybrid_weight=cfg.hybrid_weight)
+        pre = run_stage(ranker, question, members, cfg.N)
         yield pre
         passages = chunk_documents(self.corpus, pre.candidates, Chunker(cfg.passage_tokens))
         post = run_stage(FiDPostRanker(cfg.reader), question, passages, cfg.H)

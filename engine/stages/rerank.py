@@ -1,11 +1,16 @@
-"""Cross-encoder re-ranking: FunnelRAG's pre-ranker (and the flat paradigm's reranker).
+"""Re-ranking: FunnelRAG's pre-ranker and the flat paradigm's re-ranker.
 
-Each candidate is scored as the pair (query, "title\\ntext") by a sentence-transformers
-`CrossEncoder` with one output logit; candidates are re-sorted by that logit (no sigmoid, so
-confident scores do not tie). The model is loaded on the first `run`, once per process.
+Two kinds, named honestly in traces and the UI:
 
-`model` is "trained" (the pre-ranker `python -m engine train preranker` caches; it is never
-trained at query time), an alias of engine.models.loading, a local folder or a hub id.
+- stored scores (`StoredScoreReranker`): "bi-encoder" (the dense passage index's stored
+  vectors; a document as its best passage), "bm25" (BM25 over documents) or "hybrid" (the
+  two, weighted). Nothing is encoded per query but the query: milliseconds.
+- a cross-encoder (`CrossEncoderReranker`): each candidate scored as the pair (query,
+  "title\ntext") by a sentence-transformers `CrossEncoder` with one output logit, re-sorted
+  by that logit (no sigmoid, so confident scores do not tie); loaded on the first `run`,
+  once per process. `model` is "trained" (the pre-ranker `python -m engine train
+  preranker` caches; never trained at query time), an alias of engine.models.loading, a
+  local folder or a hub id.
 """
 
 from __future__ import annotations
@@ -17,11 +22,17 @@ from typing import TYPE_CHECKING
 from engine.errors import ConfigError, check_choice, check_range
 from engine.models.cross_encoder import load_cross_encoder, model_location, score_pairs
 from engine.stages.base import Stage, StageOutput, rerank
-from engine.types import Candidate
-from engine.units.build import GRANULARITIES
+from engine.types import Candidate, Corpus
+from engine.units.build import GRANULARITIES, UnitConfig
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
+
+    from engine.index.documents import DocumentScorer
+
+# the dense part of the "hybrid" document score, chosen on the training questions
+# (bench/first_stage.py, bench/README.md)
+HYBRID_WEIGHT = 0.7
 class CrossEncoderReranker(Stage):
     """Re-rank incoming candidates by a cross-encoder's score of (query, title + text)."""
 
@@ -74,59 +85,84 @@ class CrossEncoderReranker(Stage):
         return StageOutput(rerank(candidates, self.scores(query, candidates), k))
 
 
+STORED = ("bi-encoder", "bm25", "hybrid")  # re-rankers that read scores from built indexes
 BI_ENCODER = "bi-encoder"
 
 
-class BiEncoderReranker(Stage):
-    """Re-rank incoming candidates by the cosine of bi-encoder embeddings of the query and
-    of each candidate's "title\\ntext" (the "bi-encoder order" baseline of the pre-ranker
-    benchmark). Candidate vectors are kept per unit, so a document seen by an earlier
-    question is not encoded again."""
+class StoredScoreReranker(Stage):
+    """Re-rank by scores read from indexes already built: nothing is encoded at query time
+    but the query.
 
-    def __init__(self, model: str = "minilm", *, granularity: str = "documents",
-                 name: str = "preranker", max_cached: int = 200_000) -> None:
-        self.model = model
+    Documents score by `engine.index.documents`: the stored dense passage vectors (a
+    document as its best passage: "bi-encoder"), BM25 over documents, or their hybrid.
+    Passages score by their own stored vector (the bi-encoder that retrieved them, so the
+    dense order is kept).
+    """
+
+    def __init__(self, documents: DocumentScorer, *, granularity: str = "documents",
+                 name: str = "preranker") -> None:
+        self.documents = documents
         self.granularity = check_choice("granularity", granularity, GRANULARITIES)
         self.name = name
-        self.max_cached = max_cached
-        self._vectors: dict[tuple[str, str], object] = {}
+        if granularity == "passages" and documents.dense is None:
+            raise ConfigError("Re-ranking passages by stored vectors needs the dense passage "
+                              "index; use the 'bi-encoder' document scores.")
+        if granularity == "clusters":
+            raise ConfigError("Stored scores re-rank documents or passages, not clusters.")
+
+    @property
+    def kind(self) -> str:
+        if self.granularity == "passages":
+            return "bi-encoder (stored passage vectors: the dense order)"
+        return {"dense": "bi-encoder (stored passage vectors, best passage per document)",
+                "bm25": "BM25 document score",
+                "hybrid": f"hybrid: BM25 + stored vectors (dense weight "
+                          f"{self.documents.weight})"}[self.documents.how]
 
     def config(self) -> dict:
-        return {"model": self.model, "kind": BI_ENCODER, "granularity": self.granularity}
+        return {"kind": self.kind, "granularity": self.granularity}
 
     def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
-        from engine.index.dense import encode
-        from engine.units.build import index_text
-
         if not candidates:
             return []
-        keys = [(c.unit.id, c.unit.text) for c in candidates]
-        missing = [i for i, key in enumerate(keys) if key not in self._vectors]
-        if missing:
-            if len(self._vectors) + len(missing) > self.max_cached:
-                self._vectors.clear()
-            vectors = encode([index_text(candidates[i].unit) for i in missing], self.model)
-            self._vectors.update(zip((keys[i] for i in missing), vectors, strict=True))
-        q = encode([query], self.model, queries=True)[0]
-        return [float(self._vectors[key] @ q) for key in keys]
+        if self.granularity == "passages":
+            dense = self.documents.dense
+            q = dense.encode_queries([query])[0]
+            return [float(dense.vectors[dense.row_of[c.unit.id]] @ q) for c in candidates]
+        scores, index_of = self.documents.scores(query), self.documents.corpus.index_of
+        return [float(scores[index_of[c.unit.id]]) for c in candidates]
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         check_range("k", k, 1, 1_000_000)
         return StageOutput(rerank(candidates, self.scores(query, candidates), k))
 
 
-def make_reranker(model: str, *, granularity: str = "documents",
-                  name: str = "preranker") -> Stage:
-    """The re-ranking stage for `model`: "bi-encoder" (MiniLM cosine) or a cross-encoder
-    ("trained", an alias, a local folder or a hub id)."""
-    if model == BI_ENCODER:
-        return BiEncoderReranker(granularity=granularity, name=name)
-    return CrossEncoderReranker(model, granularity=granularity, name=name)
+def make_reranker(model: str, corpus: Corpus, passages: UnitConfig, *,
+                  bi_encoder: str = "minilm", granularity: str = "documents",
+                  name: str = "preranker", hybrid_weight: float = HYBRID_WEIGHT) -> Stage:
+    """The re-ranking stage `model` names over `corpus`.
+
+    "bi-encoder", "bm25" and "hybrid" read stored scores (the dense index of `bi_encoder`
+    over `passages`, BM25 over documents: built once, shared with the other paradigms);
+    anything else is a
+    cross-encoder ("trained", an alias, a local folder or a hub id), loaded once per
+    process.
+    """
+    if model in STORED:
+        from engine.index.store import shared_indexes
+
+        if granularity == "passages" and model != BI_ENCODER:
+            raise ConfigError(f"Re-ranker {model!r} scores documents; passages re-rank by "
+                              f"'{BI_ENCODER}' (their stored vectors) or a cross-encoder.")
+        how = "dense" if model == BI_ENCODER else model
+        documents = shared_indexes().documents(corpus, how, hybrid_weight, passages,
+                                               bi_encoder)
+        return StoredScoreReranker(documents, granularity=granularity, name=name)
+    return shared_cross_encoder(model, granularity=granularity, name=name)
 
 
 @lru_cache(maxsize=16)
-def shared_reranker(model: str, *, granularity: str = "documents",
-                    name: str = "preranker") -> Stage:
-    """`make_reranker`, one per (model, granularity, name) for the whole process, so the
-    candidate vectors a bi-encoder re-ranker keeps serve every paradigm and config."""
-    return make_reranker(model, granularity=granularity, name=name)
+def shared_cross_encoder(model: str, *, granularity: str = "documents",
+                         name: str = "preranker") -> CrossEncoderReranker:
+    """One `CrossEncoderReranker` per (model, granularity, name) for the whole process."""
+    return CrossEncoderReranker(model, granularity=granularity, name=name)

@@ -7,11 +7,16 @@ several funnels can share one index.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+import numpy as np
+
+from engine.errors import check_range
 from engine.index.bm25 import BM25Index
 from engine.index.dense import MAX_K, DenseIndex
+from engine.index.documents import DocumentScorer, group_max
 from engine.stages.base import Stage, StageOutput
-from engine.types import Candidate, Corpus
+from engine.types import Candidate, Corpus, Unit
 from engine.units.build import document_unit
 
 
@@ -89,3 +94,77 @@ class DocumentRetriever(Stage):
         return tuple(Candidate(document_unit(self.corpus.by_id[doc_id]), score, rank,
                                parents=parents)
                      for rank, (doc_id, score) in enumerate(ranked, start=1))
+
+
+class ClusterRetriever(Stage):
+    """Clusters ranked by their best member document: FunnelRAG's first stage, scored
+    through the documents.
+
+    Every document is scored (BM25, the stored dense passage vectors, or their hybrid:
+    engine.index.documents) and a cluster scores as its best member, so a cluster holding
+    an obviously matching document is found however long the rest of it is. With
+    `text_index` (BM25 over the clusters' whole texts, the paper's first stage) that index
+    ranks the clusters instead. Either way each kept cluster is labelled by its members
+    that match best, and its documents are listed best first.
+    """
+
+    name = "clusters"
+    granularity = "clusters"
+
+    def __init__(self, clusters: Sequence[Unit], assignment: np.ndarray, corpus: Corpus,
+                 documents: DocumentScorer, text_index: BM25Index | None = None,
+                 label_members: int = 2) -> None:
+        """
+        Args:
+            clusters: the cluster units.
+            assignment: for each document of `corpus` (corpus order), its cluster's position
+                in `clusters`.
+            corpus: the documents the clusters group.
+            documents: every document's score for a query.
+            text_index: BM25 over the clusters' texts, to rank clusters by instead.
+            label_members: how many best-matching members title a cluster.
+        """
+        self.clusters, self._assignment, self.corpus = clusters, assignment, corpus
+        self.documents, self.text_index, self.label_members = (documents, text_index,
+                                                               label_members)
+
+    @property
+    def haystack(self) -> int:
+        """How many clusters a search looks through."""
+        return len(self.clusters)
+
+    def config(self) -> dict:
+        """The stage's settings, JSON-friendly (for the run trace)."""
+        ranked_by = ("bm25 over cluster texts" if self.text_index is not None
+                     else f"best member ({self.documents.how} document score)")
+        return {"ranked_by": ranked_by, "document_scores": self.documents.how,
+                "hybrid_weight": self.documents.weight if self.documents.how == "hybrid"
+                else None}
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        """The `k` best clusters for `query`; `candidates` are ignored."""
+        check_range("k", k, 1, MAX_K)
+        documents = self.documents.scores(query)
+        if self.text_index is not None:
+            scores = np.zeros(len(self.clusters), dtype=np.float32)
+            for hit in self.text_index.search(query, k):
+                scores[self._position(hit.unit)] = hit.score
+        else:
+            scores = group_max(documents, self._assignment, len(self.clusters))
+        kept = [int(i) for i in np.argsort(-scores, kind="stable")[:k]
+                if np.isfinite(scores[i]) and scores[i] > 0]
+        return StageOutput(tuple(
+            Candidate(self._labelled(self.clusters[c], documents), float(scores[c]), rank)
+            for rank, c in enumerate(kept, start=1)))
+
+    def _position(self, cluster: Unit) -> int:
+        return int(self._assignment[self.corpus.index_of[cluster.doc_ids[0]]])
+
+    def _labelled(self, cluster: Unit, documents: np.ndarray) -> Unit:
+        """`cluster` with its documents best first, titled by the best-matching ones."""
+        index_of = self.corpus.index_of
+        members = sorted(cluster.doc_ids, key=lambda d: -documents[index_of[d]])
+        shown = [self.corpus.by_id[d].title for d in members[:self.label_members]]
+        more = len(members) - len(shown)
+        title = ", ".join(shown) + (f" (+{more} more)" if more else "")
+        return replace(cluster, title=title, doc_ids=tuple(members))

@@ -1,0 +1,125 @@
+"""Every document's score for a query, from indexes already built: no encoding per query
+beyond the query itself.
+
+- lexical: BM25 over whole documents (`engine.index.bm25`, the index drrag searches);
+- dense: the passage vectors the flat paradigm's dense index stores, a document scoring as
+  its best passage (MaxP), so documents need no index of their own;
+- hybrid: a weighted sum of the two, BM25 first scaled by its best score for the query so
+  both lie in [0, 1] for the documents that matter.
+
+A group of documents (a cluster) scores as its best member, or the sum of its best two.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.errors import ConfigError, check_choice, check_range
+
+if TYPE_CHECKING:
+    from engine.index.bm25 import BM25Index
+    from engine.index.dense import DenseIndex
+    from engine.types import Corpus
+
+SCORERS = ("bm25", "dense", "hybrid")
+RECENT_QUERIES = 8
+
+
+def group_max(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """out[g] = max of `values[i]` over i with groups[i] == g (-inf for an empty group)."""
+    out = np.full(n_groups, -np.inf, dtype=np.float32)
+    np.maximum.at(out, groups, values)
+    return out
+
+
+def group_top2(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """out[g] = the sum of the two largest `values` of group g (its max if it has one
+    member; a negative second value adds nothing)."""
+    order = np.lexsort((-values, groups))  # by group, best first within a group
+    g, v = groups[order], values[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if g.size else g
+    out = np.full(n_groups, -np.inf, dtype=np.float32)
+    out[g[starts]] = v[starts]
+    seconds = starts[starts + 1 < g.size]
+    seconds = seconds[g[seconds + 1] == g[seconds]]
+    out[g[seconds]] += np.maximum(v[seconds + 1], 0.0)
+    return out
+
+
+class DocumentScorer:
+    """Scores of every document of a corpus (corpus order) for a query.
+
+    The last few queries' scores are kept, so two stages asking for the same query's
+    scores (clusters, then their documents) compute them once.
+    """
+
+    def __init__(self, corpus: Corpus, bm25: BM25Index | None = None,
+                 dense: DenseIndex | None = None, how: str = "hybrid",
+                 weight: float = 0.5) -> None:
+        """
+        Args:
+            corpus: the documents scored.
+            bm25: a BM25 index over `corpus`'s documents (for "bm25" and "hybrid").
+            dense: a dense index over `corpus`'s passages (for "dense" and "hybrid").
+            how: "bm25", "dense" or "hybrid".
+            weight: the dense part of "hybrid" (0: BM25 only, 1: dense only).
+        """
+        check_choice("document scorer", how, SCORERS)
+        check_range("weight", weight, 0.0, 1.0)
+        if how in ("bm25", "hybrid") and bm25 is None:
+            raise ConfigError(f"The {how!r} document scorer needs a BM25 index over "
+                              "documents; pass bm25=...")
+        if how in ("dense", "hybrid") and dense is None:
+            raise ConfigError(f"The {how!r} document scorer needs a dense passage index; "
+                              "pass dense=...")
+        self.corpus, self.bm25, self.dense, self.how, self.weight = (corpus, bm25, dense, how,
+                                                                     weight)
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @cached_property
+    def _passage_documents(self) -> np.ndarray:
+        """Each dense row's document, as a position in the corpus."""
+        index_of = self.corpus.index_of
+        return np.fromiter((index_of[u.doc_ids[0]] for u in self.dense.units), dtype=np.int64,
+                           count=len(self.dense.units))
+
+    def lexical(self, query: str) -> np.ndarray:
+        """BM25 score of every document."""
+        return np.asarray(self.bm25.scores(query), dtype=np.float32)
+
+    def semantic(self, query: str) -> np.ndarray:
+        """Cosine of every document's best passage to the query (-inf for a document with
+        no passage)."""
+        q = self.dense.encode_queries([query])[0]
+        return group_max(self.dense.vectors @ q, self._passage_documents, len(self.corpus))
+
+    def scores(self, query: str) -> np.ndarray:
+        """Every document's score by `how`, float32, corpus order (read-only)."""
+        with self._lock:
+            if query in self._recent:
+                self._recent.move_to_end(query)
+                return self._recent[query]
+        found = self._score(query)
+        found.setflags(write=False)
+        with self._lock:
+            self._recent[query] = found
+            while len(self._recent) > RECENT_QUERIES:
+                self._recent.popitem(last=False)
+        return found
+
+    def _score(self, query: str) -> np.ndarray:
+        if self.how == "bm25":
+            return self.lexical(query)
+        if self.how == "dense":
+            return self.semantic(query)
+        lexical = self.lexical(query)
+        top = float(lexical.max()) if lexical.size else 0.0
+        lexical = lexical / top if top > 0 else lexical
+        dense = np.maximum(self.semantic(query), 0.0)  # a passage-less document: 0
+        return ((1.0 - self.weight) * lexical + self.weight * dense).astype(np.float32)

@@ -1,0 +1,109 @@
+"""The content-addressed vector store and per-document scores from stored vectors."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from engine.index.documents import DocumentScorer, group_max, group_top2
+from engine.index.vectors import VectorStore
+from tests.conftest import torch_single_thread
+
+torch_one_thread = pytest.fixture(autouse=True)(torch_single_thread)
+
+
+class CountingEncoder:
+    """A deterministic fake encoder that records every text it is asked to encode."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.seen += texts
+        return np.array([[len(t), sum(map(ord, t)) % 97, 1.0] for t in texts],
+                        dtype=np.float32)
+
+
+def test_only_texts_never_seen_are_encoded(data_dir):
+    encoder = CountingEncoder()
+    store = VectorStore({"alias": "fake"})
+    first = store.encode(["alpha", "beta", "alpha"], encoder)
+    assert encoder.seen == ["alpha", "beta"]  # a repeated text is encoded once
+    assert np.array_equal(first[0], first[2])
+    again = store.encode(["gamma", "beta", "alpha"], encoder)
+    assert encoder.seen == ["alpha", "beta", "gamma"]
+    assert np.array_equal(again[1:], first[[1, 0]])
+    assert np.array_equal(again[0], encoder(["gamma"])[0])
+
+
+def test_encoders_do_not_share_vectors(data_dir):
+    encoder = CountingEncoder()
+    VectorStore({"alias": "fake", "precision": "fp32"}).encode(["alpha"], encoder)
+    VectorStore({"alias": "fake", "precision": "bf16"}).encode(["alpha"], encoder)
+    assert encoder.seen == ["alpha", "alpha"]
+
+
+def test_a_damaged_shard_is_deleted_and_its_texts_encoded_again(data_dir, caplog):
+    encoder = CountingEncoder()
+    store = VectorStore({"alias": "fake"})
+    want = store.encode(["alpha", "beta"], encoder)
+    (shard,) = store.folder.iterdir()
+    (shard / "vectors.npy").write_bytes(b"damaged")
+    with caplog.at_level(logging.WARNING, logger="engine.index.vectors"):
+        got = store.encode(["alpha", "beta"], encoder)
+    assert "damaged" in caplog.text and shard.name in caplog.text
+    assert encoder.seen == ["alpha", "beta", "alpha", "beta"]
+    assert np.array_equal(got, want)
+    assert len(list(store.folder.iterdir())) == 1
+
+
+def test_progress_counts_only_the_texts_encoded(data_dir):
+    store = VectorStore({"alias": "fake"})
+    store.encode(["a", "b"], CountingEncoder())
+    calls = []
+    store.encode(["a", "b", "c", "d", "e"], CountingEncoder(), slice_size=2,
+                 progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(2, 3), (3, 3)]
+
+
+def test_group_max_and_top2():
+    values = np.array([1, 5, 3, 2, -1, 4], dtype=np.float32)
+    groups = np.array([0, 0, 0, 1, 1, 3])
+    assert group_max(values, groups, 4).tolist() == [5, 2, -np.inf, 4]
+    # a negative runner-up adds nothing; a lone member scores as itself
+    assert group_top2(values, groups, 4).tolist() == [8, 2, -np.inf, 4]
+
+
+def test_a_document_scores_as_its_best_passage(tiny_corpus):
+    pytest.importorskip("faiss")
+    from engine.index.bm25 import bm25_index
+    from engine.index.dense import dense_index
+    from engine.units.build import UnitConfig
+    from engine.units.chunking import Chunker
+
+    dense = dense_index(tiny_corpus, UnitConfig("passages", chunker=Chunker(12)))
+    assert len(dense.units) > len(tiny_corpus)  # some documents hold several passages
+    query = "Which river flows through Budapest?"
+    scores = DocumentScorer(tiny_corpus, dense=dense, how="dense").semantic(query)
+    q = dense.encode_queries([query])[0]
+    for position, doc in enumerate(tiny_corpus.documents):
+        rows = [dense.row_of[u.id] for u in dense.units if u.doc_ids == (doc.id,)]
+        assert scores[position] == pytest.approx(max(dense.vectors[rows] @ q), abs=1e-6)
+    assert tiny_corpus.documents[int(np.argmax(scores))].id in {"Danube", "Budapest"}
+    lexical = bm25_index(tiny_corpus)
+    hybrid = DocumentScorer(tiny_corpus, lexical, dense, "hybrid", 0.5).scores(query)
+    assert hybrid.shape == (len(tiny_corpus),) and hybrid.max() <= 1.0 + 1e-6
+    assert tiny_corpus.documents[int(np.argmax(hybrid))].id in {"Danube", "Budapest"}
+
+
+def test_a_scorer_without_its_index_is_refused(tiny_corpus):
+    from engine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="needs a dense passage index"):
+        DocumentScorer(tiny_corpus, how="dense")
+    with pytest.raises(ConfigError, match="needs a BM25 index"):
+        DocumentScorer(tiny_corpus, how="hybrid")
+    with pytest.raises(ConfigError, match="weight"):
+        DocumentScorer(tiny_corpus, how="bm25", bm25=object(), weight=2.0)
