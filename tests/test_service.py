@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import threading
+import time
 
 import pytest
 
@@ -53,6 +55,15 @@ def test_without_a_corpus_nothing_else_is_attempted(tiny_corpus):
         "clusters": lambda p: called.append(1)})
     prep.run()
     assert prep.tasks["clusters"].error == "the corpus did not load" and not called
+
+
+def test_a_running_build_shows_its_rate_and_time_left():
+    task = Task("dense", "dense index", lambda progress: None, state="running", done=5,
+                total=20, started=time.monotonic() - 10)  # 5 of 20 in ten seconds
+    assert re.fullmatch(r"dense index: building 5/20 \(25%\), 0\.5/s, about 3\d s left, "
+                        r"1\d s so far", task.describe())
+    task.done, task.total, task.started = 1_000, 15_000, time.monotonic() - 20
+    assert "1,000/15,000 (7%), 50/s, about 5 min left" in task.describe()
 
 
 def test_background_thread_shows_running_progress_then_ready(tiny_corpus):

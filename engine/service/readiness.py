@@ -51,14 +51,27 @@ class Task:
         """One human line: what it is and how far along."""
         if self.state == "running":
             elapsed = time.monotonic() - (self.started or time.monotonic())
-            part = f" {self.done:,}/{self.total:,} ({self.done / self.total:.0%})" \
-                if self.total else ""
+            part = ""
+            if self.total:
+                part = f" {self.done:,}/{self.total:,} ({self.done / self.total:.0%})"
+                if self.done and elapsed > 0:
+                    rate = self.done / elapsed
+                    part += (f", {rate:,.{0 if rate >= 10 else 1}f}/s, about "
+                             f"{_duration((self.total - self.done) / rate)} left")
             return f"{self.label}: building{part}, {elapsed:.0f} s so far"
         if self.state == "ready":
             return f"{self.label}: ready ({self.seconds:.1f} s)"
         if self.state == "failed":
             return f"{self.label}: FAILED - {self.error}"
         return f"{self.label}: waiting for its turn"
+
+
+def _duration(seconds: float) -> str:
+    """'40 s', '3 min', '1 h 5 min': how long, as a person would say it."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
 def _train_classifier_if_missing(progress: Progress) -> None:
