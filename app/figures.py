@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 
 HEIGHT = 320
 GOLD = "#d4a017"
+SUPPORT = "#54a24b"
 STAGE = "#4c78a8"
 
 
@@ -42,26 +43,30 @@ def failsafe(make: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
     return wrapper
 
 
-def _gold_counts(trace: RunTrace) -> list[int]:
-    """Per stage: candidates holding a gold answer or a gold supporting document."""
+def _gold_counts(trace: RunTrace) -> dict[str, list[int]]:
+    """Per stage: candidates holding the gold answer, and holding a gold supporting
+    document (two different things: a candidate can hold either without the other)."""
     if not trace.gold_flags:
-        return []
-    return [sum(a or s for a, s in zip(f.answer, f.support, strict=False))
-            for f in trace.gold_flags]
+        return {}
+    counts = {"kept, holding the answer": [sum(f.answer) for f in trace.gold_flags]}
+    if trace.gold and trace.gold.supporting_titles:
+        counts["kept, holding a supporting document"] = [sum(f.support)
+                                                         for f in trace.gold_flags]
+    return counts
 
 
 @failsafe
 def funnel_figure(trace: RunTrace) -> go.Figure:
-    """Candidates into and out of every stage, and how many of those out hold gold."""
+    """Candidates into and out of every stage, and how many of those out hold the gold
+    answer or a gold supporting document."""
     if not trace.stages:
         return text_figure("No stages ran.")
     labels = [f"{s.name} ({s.granularity})" for s in trace.stages]
     fig = go.Figure()
     series = [("candidates in", [s.n_in for s in trace.stages], "#c7d4e8"),
               ("kept", [len(s.candidates) for s in trace.stages], STAGE)]
-    gold = _gold_counts(trace)
-    if gold:
-        series.append(("kept, holding gold", gold, GOLD))
+    colours = {"kept, holding the answer": GOLD, "kept, holding a supporting document": SUPPORT}
+    series += [(name, counts, colours[name]) for name, counts in _gold_counts(trace).items()]
     for name, counts, color in series:
         fig.add_bar(y=labels, x=counts, name=name, orientation="h", marker_color=color,
                     text=[f"{n:,}" for n in counts], textposition="outside", cliponaxis=False)

@@ -29,10 +29,17 @@ def test_funnel_figure_counts_in_kept_and_gold(tiny_corpus):
     trace = sample_trace(tiny_corpus)
     fig = figures.funnel_figure(trace)
     names = [bar.name for bar in fig.data]
-    assert names == ["candidates in", "kept", "kept, holding gold"]
+    assert names == ["candidates in", "kept", "kept, holding the answer",
+                     "kept, holding a supporting document"]
     assert list(fig.data[0].x) == [s.n_in for s in trace.stages]
     assert list(fig.data[1].x) == [len(s.candidates) for s in trace.stages]
-    assert list(fig.data[2].x)[-1] == 0  # the river stage kept no gold
+    answer, support = (list(bar.x) for bar in fig.data[2:])
+    # "Georges Seurat" is written in several kept documents, one of them the supporting
+    # one: the two counts differ, so one "holding gold" bar adding them up would mislead
+    first = trace.stages[0].candidates
+    assert answer[0] == sum("Georges Seurat" in c.unit.text for c in first) > 1
+    assert support[0] == sum(c.unit.id == "A Sunday Afternoon" for c in first) == 1
+    assert answer[-1] == support[-1] == 0  # the river stage kept no gold
 
 
 def test_waterfall_adds_up_to_the_total(tiny_corpus):
