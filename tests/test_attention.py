@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 from engine.errors import ConfigError
-from engine.readers.attention import passage_score, representative_tokens, summary
+from engine.readers.attention import (
+    content_tokens,
+    passage_score,
+    representative_tokens,
+    summary,
+)
 
 ATTN = np.array([
     [[0.4, 0.0, 0.2],    # layer 0, head 0
@@ -23,6 +28,14 @@ ATTN = np.array([
 def test_representative_tokens_are_the_most_attended():
     assert representative_tokens(ATTN, 2).tolist() == [0, 2]
     assert representative_tokens(ATTN, 10).tolist() == [0, 2, 1]  # lr capped at length
+
+
+def test_shown_tokens_skip_stop_words_punctuation_and_space():
+    words = [" the", " Danube", ",", " flows", "\n", " Budapest", " of"]
+    attn = np.array([[[0.30, 0.10, 0.25, 0.02, 0.20, 0.05, 0.08]]])  # most attended: "the"
+    assert content_tokens(words.__getitem__, attn, 2) == ["Danube", "Budapest"]
+    assert content_tokens(words.__getitem__, attn, 9) == ["Danube", "Budapest", "flows"]
+    assert content_tokens(words.__getitem__, attn[:, :, :0], 2) == []
 
 
 @pytest.mark.parametrize("scheme,lr,expected", [

@@ -16,6 +16,9 @@ so attention sinks do not count). Schemes, named as in FunnelRAG's Table 7:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import lru_cache
+
 import numpy as np
 
 from engine.errors import check_choice, check_range
@@ -30,6 +33,29 @@ def representative_tokens(attn: np.ndarray, lr: int) -> np.ndarray:
     lr = min(lr, per_token.shape[0])
     top = np.argpartition(-per_token, lr - 1)[:lr]
     return top[np.argsort(-per_token[top], kind="stable")]
+
+
+def content_tokens(token: Callable[[int], str], attn: np.ndarray, lr: int) -> list[str]:
+    """The `lr` most attended tokens of a passage that carry meaning, most attended first:
+    stop words, punctuation and white space are skipped. `token(i)` is the text of the
+    passage's i-th token. What the heatmap shows; scores are unchanged."""
+    if attn.shape[-1] == 0:
+        return []
+    shown = []
+    for i in np.argsort(-attn.mean(axis=(0, 1)), kind="stable"):
+        word = token(int(i)).strip()
+        if any(ch.isalnum() for ch in word) and word.lower() not in _stopwords():
+            shown.append(word)
+            if len(shown) == lr:
+                break
+    return shown
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+    return frozenset(STOPWORDS_EN_PLUS)
 
 
 def passage_score(attn: np.ndarray, scheme: str = "eq3", lr: int = 4) -> float:

@@ -208,8 +208,8 @@ class FiDReader:
     def _top_tokens(self, blocks: _Blocks, i: int, attn: np.ndarray,
                     lr: int) -> tuple[str, ...]:
         start, _ = blocks.spans[i]
-        top = attention.representative_tokens(attn, lr) if attn.shape[-1] else []
-        return tuple(self.tokenizer.decode([int(blocks.ids[i, start + j])]).strip() for j in top)
+        return tuple(attention.content_tokens(
+            lambda j: self.tokenizer.decode([int(blocks.ids[i, start + j])]), attn, lr))
 
 
 _LOCK = threading.Lock()

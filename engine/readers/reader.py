@@ -78,9 +78,8 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
                              stop=built.stop, spans=built.spans, ban_first=banned)
     extras = {}
     if out.attention:
-        top = [[tokens[i] for i in attention.representative_tokens(attn, config.lr)]
-               if attn.shape[-1] else [] for attn, tokens in zip(out.attention, out.span_tokens,
-                                                                   strict=True)]
+        top = [attention.content_tokens(tokens.__getitem__, attn, config.lr)
+               for attn, tokens in zip(out.attention, out.span_tokens, strict=True)]
         extras = attention_extras(passages, out.attention, top, config.lr,
                                   range(len(passages)))
     return LLMStep(purpose=purpose, model=generator.name, prompt=prompt_text(built.prompt),
