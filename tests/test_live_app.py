@@ -272,8 +272,14 @@ def test_browser_compare_every_paradigm(live_app, browser):
     page.get_by_role("tab", name="Compare").click()
     page.locator("#fe-compare-question textarea").fill(QUESTION)
     page.locator("#fe-compare-run").click()
+    # each paradigm's column is shown as it finishes, while the next one runs
+    page.locator("#fe-compare-notice").get_by_text(re.compile(r"Running \w+ \(\d of")).wait_for(
+        timeout=60_000)
+    page.wait_for_function(
+        "n => document.querySelectorAll('#fe-compare-table table.fe-compare thead th')"
+        ".length === n && !document.querySelector('#fe-compare-notice').innerText"
+        ".includes('Running')", arg=len(PARADIGMS) + 1, timeout=300_000)
     table = page.locator("#fe-compare-table table.fe-compare")
-    table.wait_for(timeout=180_000)
     headers = table.locator("thead th").all_inner_texts()
     assert headers == ["", *PARADIGMS]  # every paradigm is ticked at first
     text = table.inner_text()

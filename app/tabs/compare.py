@@ -17,6 +17,21 @@ from engine.service.explorer import Explorer
 logger = logging.getLogger(__name__)
 
 
+def view(traces, errors, cut, running: str):
+    """(notice, table, timing figure, final passages) for the runs finished so far."""
+    messages = ([cut] if cut else []) + errors
+    notice_html = "".join(error_box(m) for m in messages)
+    if running:
+        notice_html += f"<div class='fe-stage'>{esc(running)}</div>"
+    if not traces:
+        return notice_html, "", None, ""
+    columns = "".join(
+        f"<div style='flex:1; min-width:280px'><h4>{esc(t.paradigm)}</h4>"
+        f"{gold_banner(t)}{final_passages(t)}</div>" for t in traces)
+    return (notice_html, compare_table(traces), figures.compare_figure(traces),
+            f"<div style='display:flex; gap:16px'>{columns}</div>")
+
+
 def build(explorer: Explorer) -> None:
     """The Compare tab: its own question box and dataset picker (a picked question brings
     its gold, so every cut shows whether the gold answer and documents are still in)."""
@@ -32,11 +47,14 @@ def build(explorer: Explorer) -> None:
     finals = gr.HTML(elem_id="fe-compare-finals")
 
     def compare(text, gold, names, *widgets):
+        """Runs the paradigms one after another, showing each column as it finishes."""
         text, cut = clip_question(text)
         if len(names or []) < 1:
-            return error_box("Pick at least one paradigm."), "", None, ""
+            yield error_box("Pick at least one paradigm."), "", None, ""
+            return
         traces, errors = [], []
-        for name in names:
+        for at, name in enumerate(names, start=1):
+            yield view(traces, errors, cut, f"Running {name} ({at} of {len(names)})…")
             try:
                 config = config_json(name, params.keys(), list(widgets))
                 traces.append(explorer.run(target(text, gold), name, config))
@@ -46,15 +64,7 @@ def build(explorer: Explorer) -> None:
             except Exception as err:  # noqa: BLE001 - the page must stay usable
                 logger.exception("compare run failed")
                 errors.append(f"{name}: the run failed: {err}")
-        messages = ([cut] if cut else []) + errors
-        notice_html = "".join(error_box(m) for m in messages)
-        if not traces:
-            return notice_html, "", None, ""
-        columns = "".join(
-            f"<div style='flex:1; min-width:280px'><h4>{esc(t.paradigm)}</h4>"
-            f"{gold_banner(t)}{final_passages(t)}</div>" for t in traces)
-        return (notice_html, compare_table(traces), figures.compare_figure(traces),
-                f"<div style='display:flex; gap:16px'>{columns}</div>")
+        yield view(traces, errors, cut, "")
 
     chosen.change(lambda names: show_panels(params, names), chosen,
                   list(params.groups.values()), api_visibility="private")
