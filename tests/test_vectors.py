@@ -45,6 +45,26 @@ def test_encoders_do_not_share_vectors(data_dir):
     assert encoder.seen == ["alpha", "alpha"]
 
 
+def test_an_interrupted_build_keeps_its_finished_shards(data_dir):
+    texts = [f"passage {i}" for i in range(7)]
+    calls = []
+
+    def fails_on_the_fourth_slice(batch: list[str]) -> np.ndarray:
+        calls.append(batch)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return CountingEncoder()(batch)
+
+    store = VectorStore({"alias": "fake"})
+    with pytest.raises(KeyboardInterrupt):
+        store.encode(texts, fails_on_the_fourth_slice, slice_size=2, shard_size=4)
+    assert len(list(store.folder.iterdir())) == 1  # slices 1-2 made a shard, slice 3 was lost
+    encoder = CountingEncoder()
+    resumed = store.encode(texts, encoder, slice_size=2, shard_size=4)
+    assert encoder.seen == texts[4:]
+    assert np.array_equal(resumed, CountingEncoder()(texts))
+
+
 def test_a_damaged_shard_is_deleted_and_its_texts_encoded_again(data_dir, caplog):
     encoder = CountingEncoder()
     store = VectorStore({"alias": "fake"})

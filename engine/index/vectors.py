@@ -3,8 +3,9 @@
 Each encoder (its identity and precision) has a folder of shards under
 `<data_dir>/cache/vectors/<encoder>/`; a shard is an ordinary fingerprinted cache entry
 (engine.cache: written atomically, verified on load) holding the sha256 keys of the texts
-it encoded and their vectors. `encode_cached` looks every text up in the shards, encodes
-only the missing ones and writes them as one new shard. So a corpus that adds a QA file's
+it encoded and their vectors. `VectorStore.encode` looks every text up in the shards, encodes
+only the missing ones and writes them as new shards of at most SHARD_TEXTS texts (an
+interrupted build keeps what it finished). So a corpus that adds a QA file's
 paragraphs to an indexed corpus encodes just those paragraphs, and a damaged shard is
 deleted and its texts encoded again.
 """
@@ -27,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 VECTORS_VERSION = 1
 KEY_BYTES = 16  # of a text's sha256: collisions are out of reach at any corpus size
+SHARD_TEXTS = 8192  # texts a shard holds at most: a minute or two of encoding here
 Progress = Callable[[int, int], None]
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -67,13 +69,15 @@ class VectorStore:
         return shards
 
     def encode(self, texts: Sequence[str], encode: Encode, *, slice_size: int = 1024,
-               progress: Progress | None = None) -> np.ndarray:
+               shard_size: int = SHARD_TEXTS, progress: Progress | None = None) -> np.ndarray:
         """Vectors of `texts` (float32, a row each), encoding only texts never seen.
 
         Args:
             texts: what to embed.
             encode: the encoder, `list[str] -> (n, dim) float32`.
             slice_size: texts encoded between two progress reports.
+            shard_size: texts encoded between two shards written, so an interrupted build
+                resumes from its last shard instead of from nothing.
             progress: called as `progress(done, total)` over the texts to encode.
         """
         keys = text_keys(texts)
@@ -87,15 +91,18 @@ class VectorStore:
         if missing:
             first = {k: i for i, k in reversed(list(enumerate(keys.tolist())))}
             todo = [texts[first[k]] for k in missing]
-            parts = []
+            written, parts = 0, []
             for start in range(0, len(todo), slice_size):
                 parts.append(np.asarray(encode(todo[start:start + slice_size]),
                                         dtype=np.float32))
+                done = min(start + slice_size, len(todo))
+                if done - written >= shard_size or done == len(todo):
+                    made = np.concatenate(parts)
+                    self._write(np.array(missing[written:done], dtype=keys.dtype), made)
+                    found.update(zip(missing[written:done], made, strict=True))
+                    written, parts = done, []
                 if progress:
-                    progress(min(start + slice_size, len(todo)), len(todo))
-            made = np.concatenate(parts)
-            self._write(np.array(missing, dtype=keys.dtype), made)
-            found.update(zip(missing, made, strict=True))
+                    progress(done, len(todo))
         if not len(texts):
             return np.zeros((0, 0), dtype=np.float32)
         return np.ascontiguousarray(np.stack([found[k] for k in keys.tolist()]),
