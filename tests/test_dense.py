@@ -159,7 +159,7 @@ def test_a_grown_corpus_encodes_only_its_new_passages(tiny_corpus, minilm, monke
 
 def test_bf16_vectors_are_unit_length_close_to_fp32_and_cached_apart(tiny_corpus, minilm,
                                                                      data_dir):
-    fp32 = dense_index(tiny_corpus)
+    fp32 = dense_index(tiny_corpus, precision="fp32")
     bf16 = dense_index(tiny_corpus, precision="bf16")
     assert bf16.precision == "bf16" and len(_entries(data_dir)) == 2
     assert np.allclose(np.linalg.norm(bf16.vectors, axis=1), 1, atol=1e-5)

@@ -245,16 +245,23 @@ def test_the_reader_reads_passages_in_its_packing_order(generator, tiny_corpus):
 def test_any_causal_lm_folder_loads_as_a_generator(tiny_causal_lm, tmp_path):
     """The real loading path (engine.models.loading) on a model saved to a folder, as a user
     with their own checkpoint would give it; a hub id that cannot be reached says so."""
+    import torch
+
     from engine.errors import ResourceMissingError
     from engine.readers.generators import shared_generator
 
     tokenizer, model = tiny_causal_lm
     model.save_pretrained(tmp_path / "tiny-llama")
     tokenizer.save_pretrained(tmp_path / "tiny-llama")
-    loaded = shared_generator(str(tmp_path / "tiny-llama"))
-    assert loaded is shared_generator(str(tmp_path / "tiny-llama"))  # one per model
+    folder = str(tmp_path / "tiny-llama")
+    loaded = shared_generator(folder, precision="fp32")
+    assert loaded is shared_generator(folder, precision="fp32")  # one per model and precision
     prompt = answer_prompt("plain", "Which river flows through Budapest?", PASSAGES).prompt
     direct = HFGenerator("tiny", tokenizer, model).generate(prompt, max_new_tokens=3)
     assert loaded.generate(prompt, max_new_tokens=3).text == direct.text
+    bf16 = shared_generator(folder, precision="bf16")
+    assert bf16 is not loaded and next(bf16.model.parameters()).dtype == torch.bfloat16
+    said = bf16.generate(prompt, max_new_tokens=3)
+    assert said.prompt_tokens == direct.prompt_tokens and 0 < said.output_tokens <= 3
     with pytest.raises(ResourceMissingError, match="neither an alias nor a local folder"):
         shared_generator("no-such-org/no-such-model")

@@ -111,3 +111,18 @@ def test_missing_file_inside_an_installed_package_says_reinstall(
 def test_resource_missing_error_is_a_file_not_found_error() -> None:
     assert issubclass(ResourceMissingError, FileNotFoundError)
     assert issubclass(ResourceMissingError, EngineError)
+
+
+def test_auto_precision_is_bf16_only_where_the_cpu_has_native_bf16_units() -> None:
+    from engine.errors import ConfigError
+    from engine.models.loading import cpu_flags, resolve_precision
+
+    assert resolve_precision("auto", frozenset({"avx2", "avx512f", "avx512_bf16"})) == "bf16"
+    assert resolve_precision("auto", frozenset({"avx2", "amx_bf16", "amx_tile"})) == "bf16"
+    assert resolve_precision("auto", frozenset({"avx2", "avx512f"})) == "fp32"
+    assert resolve_precision("fp32", frozenset({"avx512_bf16"})) == "fp32"
+    assert resolve_precision("bf16", frozenset()) == "bf16"
+    assert resolve_precision("auto") == ("bf16" if "avx512_bf16" in cpu_flags()
+                                         or "amx_bf16" in cpu_flags() else "fp32")
+    with pytest.raises(ConfigError, match="'fp16'"):
+        resolve_precision("fp16")

@@ -31,7 +31,7 @@ import numpy as np
 from engine.cache import load_or_build
 from engine.errors import check_range
 from engine.index.vectors import VectorStore
-from engine.models.loading import ALIASES, load_bi_encoder, resolve
+from engine.models.loading import ALIASES, load_bi_encoder, resolve, resolve_precision
 from engine.types import Candidate, Corpus, Unit
 from engine.units.build import UnitConfig, build_units, index_text, units_fingerprint
 
@@ -47,7 +47,9 @@ MAX_K = 10_000
 # 8 / 16 / 32 / 128 reached 0.35 / 0.54 / 0.79 / 0.84 of that. 64 and 128 were within
 # noise of each other across runs. Not in the cache key: it changes speed, not the vectors.
 DEFAULT_BATCH_SIZE = 64
-DEFAULT_PRECISION = "fp32"
+# bf16 where the CPU multiplies it natively, fp32 elsewhere (engine.models.loading
+# `resolve_precision`): bench/dense_precision.py, figures in bench/README.md.
+DEFAULT_PRECISION = "auto"
 INDEX_FILE = "faiss.index"
 PROGRESS_SLICE = 1024  # units encoded between two progress reports
 Progress = Callable[[int, int], None]
@@ -100,7 +102,7 @@ def encode(texts: list[str], model: str = "minilm", batch_size: int = DEFAULT_BA
     neither, so both give the same vectors for it). `precision` is the weights' ("bf16"
     encodes in bfloat16); vectors are normalised in float32 either way.
     """
-    encoder = load_bi_encoder(model, precision)
+    encoder = load_bi_encoder(model, precision)  # resolves "auto"
     if not texts:
         return np.zeros((0, encoder.get_embedding_dimension()), dtype=np.float32)
     method = encoder.encode_query if queries else encoder.encode_document
@@ -122,8 +124,9 @@ def model_identity(model: str) -> dict:
 
 
 def encoder_identity(model: str, precision: str) -> dict:
-    """What names an encoder's vectors: its weights (`model_identity`) and precision."""
-    return {**model_identity(model), "precision": precision}
+    """What names an encoder's vectors: its weights (`model_identity`) and the precision
+    they were encoded in ("auto" resolved)."""
+    return {**model_identity(model), "precision": resolve_precision(precision)}
 
 
 def _config_sha256(folder: Path) -> str | None:
@@ -189,11 +192,13 @@ def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
         model: a bi-encoder alias ("minilm"), local path or hub id.
         batch_size: encoding batch size when building (speed only; not in the cache key).
         progress: called as `progress(done, total)` while building (not when loading).
-        precision: of the encoder's weights while encoding ("fp32" or "bf16").
+        precision: of the encoder's weights while encoding ("fp32", "bf16", or "auto":
+            bf16 where the CPU has native bf16 units).
 
     Raises:
         ResourceMissingError: the model cannot be found or loaded.
     """
+    precision = resolve_precision(precision)
     units = build_units(corpus, config)
     key = {"corpus": corpus.fingerprint, "units": config.key(),
            "unit_texts": units_fingerprint(units),

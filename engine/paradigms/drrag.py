@@ -73,7 +73,7 @@ class DRRAGParadigm(Paradigm):
     def needs(cls, config: DRRAGConfig) -> tuple[Need, ...]:
         index = (bm25_need(config.units()) if config.retriever == "bm25"
                  else dense_need(config.units(), config.bi_encoder))
-        needs = [reader_need(config.reader.model, config.reader.endpoint)]
+        needs = [reader_need(config.reader)]
         if config.uses_classifier():
             needs.append(classifier_need(config.classifier))
         return (*needs, index)

@@ -52,7 +52,7 @@ class FlatParadigm(Paradigm):
     @classmethod
     def needs(cls, config: FlatConfig) -> tuple[Need, ...]:
         ranker = () if config.reranker == BI_ENCODER else (ranker_need(config.reranker),)
-        return (reader_need(config.reader.model, config.reader.endpoint), *ranker,
+        return (reader_need(config.reader), *ranker,
                 dense_need(config.passages(), config.bi_encoder))
 
     def steps(self, question: str):

@@ -86,7 +86,7 @@ class FunnelParadigm(Paradigm):
     @classmethod
     def needs(cls, config: FunnelConfig) -> tuple[Need, ...]:
         scores = config.document_scores()
-        needs = [reader_need(config.reader.model)]
+        needs = [reader_need(config.reader)]
         if config.cluster_scores == "text":
             needs.append(bm25_need(config.clusters()))
         if scores - {"dense"}:

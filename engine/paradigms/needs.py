@@ -7,10 +7,14 @@ preparation task, and preparing it loads it into the process-wide store the para
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from engine.paradigms.base import Need, Progress
 from engine.types import Corpus
 from engine.units.build import UnitConfig
+
+if TYPE_CHECKING:
+    from engine.readers.reader import ReaderConfig
 
 
 def _describe(units: UnitConfig) -> str:
@@ -42,16 +46,18 @@ def dense_need(units: UnitConfig, model: str) -> Need:
                 f"dense index ({model}, {_describe(units)})", prepare, slow=True)
 
 
-def reader_need(model: str, endpoint: str = "") -> Need:
-    """The reader model, loaded once (converted from GGUF on a first start); nothing to
-    load for a remote endpoint."""
+def reader_need(reader: ReaderConfig) -> Need:
+    """The reader's model in its precision, loaded once (converted from GGUF on a first
+    start); nothing to load for a remote endpoint."""
+    model, endpoint, precision = reader.model, reader.endpoint, reader.precision
+
     def prepare(corpus: Corpus, progress: Progress):
         from engine.readers.generators import shared_generator
 
-        return shared_generator(model, endpoint)
+        return shared_generator(model, endpoint, precision)
 
     where = f" at {endpoint}" if endpoint else ""
-    return Need(f"reader {model} {endpoint}", f"reader {model}{where}", prepare)
+    return Need(f"reader {model} {endpoint} {precision}", f"reader {model}{where}", prepare)
 
 
 def ranker_need(model: str) -> Need:

@@ -62,11 +62,12 @@ class _Blocks:
 class FiDReader:
     """FiD over a Hugging Face causal LM (default: the packaged SmolLM2)."""
 
-    def __init__(self, model: str = "smollm2", tokenizer: Any = None, lm: Any = None) -> None:
+    def __init__(self, model: str = "smollm2", tokenizer: Any = None, lm: Any = None,
+                 precision: str = "auto") -> None:
         if lm is None:
             from engine.models.loading import load_causal_lm
 
-            tokenizer, lm = load_causal_lm(model)
+            tokenizer, lm = load_causal_lm(model, precision)
         self.name, self.tokenizer, self.model = model, tokenizer, lm
         self.layout = fid_layout(tokenizer)
         self.eos_id = tokenizer.convert_tokens_to_ids("<|im_end|>") \
@@ -216,14 +217,17 @@ _LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=4)
-def _shared(model: str) -> FiDReader:
-    return FiDReader(model)
+def _shared(model: str, precision: str) -> FiDReader:
+    return FiDReader(model, precision=precision)
 
 
-def shared_fid_reader(model: str = "smollm2") -> FiDReader:
-    """One FiD reader per model for the whole process (it shares the loaded model)."""
+def shared_fid_reader(model: str = "smollm2", precision: str = "auto") -> FiDReader:
+    """One FiD reader per model and precision for the whole process (it shares the loaded
+    model)."""
+    from engine.models.loading import resolve_precision
+
     with _LOCK:
-        return _shared(model)
+        return _shared(model, resolve_precision(precision))
 
 
 def loaded_fid_readers() -> int:

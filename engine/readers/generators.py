@@ -47,11 +47,12 @@ class HFGenerator:
     """Greedy generation with a causal LM loaded in this process (eager attention, so the
     first generated token's attention over parts of the prompt can be returned)."""
 
-    def __init__(self, model: str = "smollm2", tokenizer: Any = None, lm: Any = None) -> None:
+    def __init__(self, model: str = "smollm2", tokenizer: Any = None, lm: Any = None,
+                 precision: str = "auto") -> None:
         if lm is None:
             from engine.models.loading import load_causal_lm
 
-            tokenizer, lm = load_causal_lm(model)
+            tokenizer, lm = load_causal_lm(model, precision)
         self.name, self.tokenizer, self.model = model, tokenizer, lm
         self.eos_ids = {i for i in (tokenizer.eos_token_id,
                                     tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -230,17 +231,21 @@ _LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=4)
-def _shared_hf(model: str) -> HFGenerator:
-    return HFGenerator(model)
+def _shared_hf(model: str, precision: str) -> HFGenerator:
+    return HFGenerator(model, precision=precision)
 
 
-def shared_generator(model: str = "smollm2", endpoint: str = "") -> HFGenerator | OpenAIGenerator:
-    """The generator for `model`: one in-process model per name for the whole process, or a
-    client of the OpenAI-compatible server at `endpoint`."""
+def shared_generator(model: str = "smollm2", endpoint: str = "",
+                     precision: str = "auto") -> HFGenerator | OpenAIGenerator:
+    """The generator for `model`: one in-process model per name and precision for the whole
+    process, or a client of the OpenAI-compatible server at `endpoint` (`precision` is the
+    server's business there)."""
     if endpoint:
         return OpenAIGenerator(model, endpoint)
+    from engine.models.loading import resolve_precision
+
     with _LOCK:  # two threads asking at once must not load the model twice
-        return _shared_hf(model)
+        return _shared_hf(model, resolve_precision(precision))
 
 
 def loaded_generators() -> int:

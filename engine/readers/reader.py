@@ -17,6 +17,7 @@ import numpy as np
 
 from engine.config import check_config, param
 from engine.errors import check_choice
+from engine.models.loading import PRECISION_CHOICES
 from engine.readers import attention
 from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
 from engine.readers.base import Generator, prompt_text
@@ -48,6 +49,8 @@ class ReaderConfig:
     max_passage_tokens: int = param(192, "tokens read per passage; longer ones are cut",
                                     low=8, high=4096)
     max_answer_tokens: int = param(24, "longest answer, in model tokens", low=1, high=512)
+    precision: str = param("auto", "weights of an in-process model: fp32, bf16, or auto (bf16 "
+                           "where the CPU has native bf16 units)", choices=PRECISION_CHOICES)
 
     def __post_init__(self) -> None:
         check_choice("aggregation scheme", self.aggregation, attention.SCHEMES)
@@ -67,7 +70,7 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     if generator is None:
         from engine.readers.generators import shared_generator
 
-        generator = shared_generator(config.model, config.endpoint)
+        generator = shared_generator(config.model, config.endpoint, config.precision)
     order = repack(len(passages), config.packing)
     passages = [passages[i] for i in order]
     pairs = [(pairs[i][0], clip_tokens(pairs[i][1], config.max_passage_tokens)) for i in order]
@@ -107,7 +110,7 @@ def _fid_answer(question: str, passages: Sequence[Candidate], pairs: list[tuple[
                 config: ReaderConfig, purpose: str) -> LLMStep:
     from engine.readers.fid import shared_fid_reader
 
-    reader = shared_fid_reader(config.model)
+    reader = shared_fid_reader(config.model, config.precision)
     out = reader.read(question, pairs, config)
     extras = attention_extras(passages, tuple(out.token_attention), out.top_tokens, config.lr,
                               out.answered_from)
