@@ -78,9 +78,10 @@ def stage_table(trace: RunTrace, index: int) -> str:
                     f"<td>{title}</td><td>{body}</td>"
                     f"<td>{_flag(flags, i)}</td></tr>")
     read = " · sent to the reader" if index == len(trace.stages) - 1 and trace.llm_steps else ""
+    note = f"<br><small>{esc(stage.extras['note'])}</small>" if stage.extras.get("note") else ""
     head = (f"<div class='fe-stage'><b>{esc(stage.name)}</b> ({esc(stage.granularity)}): "
             f"{stage.n_in:,} in, {len(stage.candidates)} kept, {stage.seconds:.2f} s"
-            f"{read}</div>")
+            f"{read}{note}</div>")
     return (f"{head}<table class='fe-table'><thead><tr><th>rank</th><th>score</th>"
             f"<th>title</th><th>text</th><th>gold</th></tr></thead><tbody>{''.join(rows)}"
             "</tbody></table>" + decisions_table(trace, index))

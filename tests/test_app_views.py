@@ -89,6 +89,15 @@ def test_corpus_markup_is_shown_as_text(tiny_corpus):
     assert "&lt;script&gt;" in html and "&lt;img" in html
 
 
+def test_a_stage_note_says_how_its_scores_were_made(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    post = replace(trace.stages[-1], extras={"note": "score: rank fusion <0.5 x attention>"})
+    trace = replace(trace, stages=(*trace.stages[:-1], post))
+    html = stage_table(trace, len(trace.stages) - 1)
+    assert "<small>score: rank fusion &lt;0.5 x attention&gt;</small>" in html
+    assert "rank fusion" not in stage_table(trace, 0)
+
+
 def test_highlight_marks_gold_and_query_words_without_breaking_markup():
     out = highlight("Georges Seurat painted A Sunday <b>Afternoon</b>",
                     "Who painted Sunday Afternoon?", ["Georges Seurat"])

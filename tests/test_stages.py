@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import ResourceMissingError
+from engine.errors import ConfigError, ResourceMissingError
 from engine.index.bm25 import bm25_index
 from engine.stages.base import Stage, StageOutput, rerank
-from engine.stages.postrank import FiDPostRanker
+from engine.stages.postrank import FiDPostRanker, fused_scores
 from engine.stages.rerank import CrossEncoderReranker, StoredScoreReranker, make_reranker
 from engine.stages.retrieve import (
     BM25Retriever,
@@ -159,6 +159,44 @@ def test_rerank_sorts_stably_renumbers_and_cuts():
     assert rerank(candidates, [0.0, 0.0, 0.0, 0.0], k=10) == tuple(
         Candidate(unit=c.unit, score=0.0, rank=c.rank, parents=c.parents) for c in candidates)
     assert rerank((), [], k=5) == ()
+
+
+def test_post_ranking_fuses_attention_ranks_with_the_input_order():
+    attention = [0.1, 0.4, 0.3, 0.2]  # attention order: 1, 2, 3, 0
+    by = lambda w: sorted(range(4), key=lambda i: -fused_scores(attention, w)[i])  # noqa: E731
+    assert by(1.0) == [1, 2, 3, 0]
+    assert by(0.0) == [0, 1, 2, 3]
+    assert by(0.5) == [1, 0, 2, 3]  # 1 is second in input, first in attention: it leads
+    assert fused_scores([0.2, 0.2], 1.0) == [1.0, 0.5]  # an attention tie keeps input order
+    assert fused_scores([], 0.5) == []
+
+
+def test_a_post_ranker_with_no_attention_weight_keeps_the_order_and_skips_the_reader(
+        tiny_corpus):
+    from engine.readers.reader import ReaderConfig
+
+    class NoReader:
+        def read(self, *args, **kwargs):
+            raise AssertionError("the reader must not run at attention weight 0")
+
+    given = _passages(tiny_corpus)
+    out = FiDPostRanker(ReaderConfig(model="tiny"), NoReader(), attention_weight=0.0).run(
+        "Which river flows through Budapest?", given, 3)
+    assert [c.unit.id for c in out.candidates] == [c.unit.id for c in given[:3]]
+    assert out.extras["attention_weight"] == 0.0 and "skipped" in out.extras["note"]
+    with pytest.raises(ConfigError, match="attention_weight=1.5"):
+        FiDPostRanker(ReaderConfig(model="tiny"), NoReader(), attention_weight=1.5)
+
+
+def test_post_ranking_with_attention_reads_once_and_records_raw_scores(tiny_corpus,
+                                                                       tiny_causal_lm):
+    given = _passages(tiny_corpus)
+    ranker = _post_ranker(tiny_corpus, tiny_causal_lm)
+    pure = ranker.run("Which river flows through Budapest?", given, len(given))
+    raw = pure.extras["attention_scores"]
+    assert len(raw) == len(given) and pure.extras["attention_weight"] == 1.0
+    assert [c.unit.id for c in pure.candidates] == [
+        given[i].unit.id for i in sorted(range(len(raw)), key=lambda i: -raw[i])]
 
 
 # DR-RAG's stages add documents (QDC) or keep a subset (the classifier's selections): they do

@@ -44,6 +44,10 @@ class FunnelConfig:
     K: int = param(10, "K: clusters kept by the first stage", low=1, high=200)
     N: int = param(8, "N: documents kept by the pre-ranker", low=1, high=200)
     H: int = param(4, "H: passages kept by the post-ranker and read", low=1, high=50)
+    attention_weight: float = param(1.0, "post-ranking: weight of the reader's attention "
+                                    "order against the pre-ranker's (1: attention only, "
+                                    "FunnelRAG's; 0: the pre-ranker's order, no reader pass)",
+                                    low=0.0, high=1.0)
     passage_tokens: int = param(100, "passage size in tokens (later chunking)", low=16,
                                 high=1000)
     # stored scores, not the trained cross-encoder: on dev500 the bi-encoder keeps far more
@@ -113,7 +117,8 @@ class FunnelParadigm(Paradigm):
         pre = run_stage(ranker, question, members, cfg.N)
         yield pre
         passages = chunk_documents(self.corpus, pre.candidates, Chunker(cfg.passage_tokens))
-        post = run_stage(FiDPostRanker(cfg.reader), question, passages, cfg.H)
+        post = run_stage(FiDPostRanker(cfg.reader, attention_weight=cfg.attention_weight),
+                         question, passages, cfg.H)
         yield post
         yield answer(question, post.candidates, cfg.reader)
 

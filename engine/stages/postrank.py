@@ -1,11 +1,24 @@
-"""FunnelRAG post-ranking: the FiD reader's attention ranks passages (no answer here: the
-paradigm's reader answers in its own LLM step)."""
+"""FunnelRAG post-ranking: the FiD reader's attention ranks passages, fused with the order
+the pre-ranker handed over (no answer here: the paradigm's reader answers in its own LLM
+step).
+
+A small reader's attention alone orders passages worse than the pre-ranker did
+(bench/README.md, "Does FiD post-ranking beat the pre-ranker's order?"), so the score is a
+linear rank fusion: with n passages, a passage's score is
+
+    w * (1 - attention_rank / n) + (1 - w) * (1 - input_rank / n)      (ranks from 0)
+
+`w = 1` is FunnelRAG's pure attention order, `w = 0` keeps the pre-ranker's order and skips
+the reader's pass. Ranks, not raw scores, are fused: attention scores are tiny and their
+scale differs between questions, passage counts and aggregation schemes.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from engine.errors import check_range
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.types import Candidate
 
@@ -14,20 +27,58 @@ if TYPE_CHECKING:
     from engine.readers.reader import ReaderConfig
 
 
+def fused_scores(attention: Sequence[float], weight: float,
+                 prior: Sequence[float] | None = None) -> list[float]:
+    """Rank fusion of attention scores with a prior order, attention weighted `weight`.
+
+    The prior is the input order, or the order of `prior` scores when given; ties keep the
+    input order.
+    """
+    n = len(attention)
+    attention_rank = _ranks(attention)
+    prior_rank = _ranks(prior) if prior is not None else list(range(n))
+    return [weight * (1 - attention_rank[i] / n) + (1 - weight) * (1 - prior_rank[i] / n)
+            for i in range(n)]
+
+
+def _ranks(scores: Sequence[float]) -> list[int]:
+    """Each item's rank (0 = best) by descending score, ties in input order."""
+    ranks = [0] * len(scores)
+    for rank, i in enumerate(sorted(range(len(scores)), key=lambda i: -scores[i])):
+        ranks[i] = rank
+    return ranks
+
+
 class FiDPostRanker(Stage):
     """Scores every candidate passage by the reader's first-token attention (Eq. 3 or
-    another scheme of the config) and keeps the top `k`.
+    another scheme of the config) fused with its input rank, and keeps the top `k`.
 
     `extras` carries the attention heatmap cells ([passage, layer, head]), each passage's
-    representative tokens, the tokens the reader read and its encoding seconds.
+    representative tokens and raw attention score, the tokens the reader read and its
+    encoding seconds.
     """
 
     name = "postranker"
     granularity = "passages"
 
-    def __init__(self, config: ReaderConfig, reader: FiDReader | None = None) -> None:
-        """`reader` defaults to the process's shared FiD reader for `config.model`."""
-        self.config, self._reader = config, reader
+    def __init__(self, config: ReaderConfig, reader: FiDReader | None = None,
+                 attention_weight: float = 1.0) -> None:
+        """`reader` defaults to the process's shared FiD reader for `config.model` (in
+        `config.precision`); `attention_weight` is w above."""
+        check_range("attention_weight", attention_weight, 0.0, 1.0)
+        self.config, self._reader, self.attention_weight = config, reader, attention_weight
+
+    def _settings(self) -> dict:
+        w = self.attention_weight
+        if w == 0:
+            note = "attention weight 0: the pre-ranker's order is kept, the reader's pass skipped"
+        elif w == 1:
+            note = f"score: the reader's attention ({self.config.aggregation}) alone"
+        else:
+            note = (f"score: rank fusion, {w:g} x the reader's attention "
+                    f"({self.config.aggregation}) + {1 - w:g} x the pre-ranker's order")
+        return {"attention_weight": w, "aggregation": self.config.aggregation,
+                "lr": self.config.lr, "note": note}
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         from engine.readers.fid import shared_fid_reader
@@ -35,13 +86,18 @@ class FiDPostRanker(Stage):
 
         if not candidates:
             return StageOutput((), {"input_tokens": 0})
-        reader = self._reader or shared_fid_reader(self.config.model)
+        if self.attention_weight == 0:
+            kept = rerank(candidates, fused_scores([0.0] * len(candidates), 0.0), k)
+            return StageOutput(kept, {"input_tokens": 0, **self._settings()})
+        reader = self._reader or shared_fid_reader(self.config.model, self.config.precision)
         out = reader.read(query, [(c.unit.title, c.unit.text) for c in candidates],
                           self.config, answer=False)
-        kept = rerank(candidates, out.scores, k)
+        kept = rerank(candidates, fused_scores(out.scores, self.attention_weight), k)
         extras = attention_extras(candidates, out.token_attention, out.top_tokens,
                                   self.config.lr, ())
         extras["answered_from"] = [c.unit.id for c in kept]
         extras |= {"input_tokens": out.input_tokens,
-                   "encode_seconds": round(out.encode_seconds, 4)}
+                   "encode_seconds": round(out.encode_seconds, 4),
+                   "attention_scores": [round(s, 8) for s in out.scores],
+                   **self._settings()}
         return StageOutput(kept, extras)
