@@ -66,6 +66,25 @@ def test_funnel_end_to_end(tiny_corpus, shared_models):
     assert RunTrace.from_json(trace.to_json()) == trace
 
 
+def test_funnel_post_ranks_by_stored_passage_cosines_without_a_reader_pass(tiny_corpus,
+                                                                          shared_models):
+    from engine.stages.expand import chunk_documents
+    from engine.units.chunking import Chunker
+
+    funnel = make_paradigm("funnel", tiny_corpus, {**FUNNEL, "H": 3, "attention_weight": 0.0,
+                                                   "postrank_prior": "passage"})
+    steps = funnel.steps(QUESTION.text)
+    _, pre, post = next(steps), next(steps), next(steps)
+    steps.close()
+    dense = shared_indexes().dense(tiny_corpus, funnel.config.indexed_passages(), "minilm")
+    q = dense.encode_queries([QUESTION.text])[0]
+    given = chunk_documents(tiny_corpus, pre.candidates, Chunker(100))
+    cosine = {c.unit.id: float(dense.vectors[dense.row_of[c.unit.id]] @ q) for c in given}
+    best = sorted(cosine, key=lambda i: -cosine[i])[:3]
+    assert [c.unit.id for c in post.candidates] == best
+    assert "stored dense cosine" in post.extras["note"] and "attention" not in post.extras
+
+
 def test_flat_end_to_end(tiny_corpus, shared_models):
     trace = make_paradigm("flat", tiny_corpus, FLAT).run(QUESTION)
     assert [s.name for s in trace.stages] == ["dense", "reranker"]

@@ -20,12 +20,14 @@ from engine.paradigms.needs import bm25_need, dense_need, ranker_need, reader_ne
 from engine.readers.reader import ReaderConfig, answer
 from engine.stages.base import run_stage
 from engine.stages.expand import chunk_documents, expand_to_documents
-from engine.stages.postrank import FiDPostRanker
+from engine.stages.postrank import FiDPostRanker, fused_scores
 from engine.stages.rerank import BI_ENCODER, HYBRID_WEIGHT, STORED, make_reranker
 from engine.stages.retrieve import ClusterRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
 from engine.units.cluster import ALGORITHMS
+
+POSTRANK_PRIORS = ("preranker", "passage", "both")
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,13 @@ class FunnelConfig:
     N: int = param(8, "N: documents kept by the pre-ranker", low=1, high=200)
     H: int = param(4, "H: passages kept by the post-ranker and read", low=1, high=50)
     attention_weight: float = param(1.0, "post-ranking: weight of the reader's attention "
-                                    "order against the pre-ranker's (1: attention only, "
-                                    "FunnelRAG's; 0: the pre-ranker's order, no reader pass)",
+                                    "order against the prior order (1: attention only, "
+                                    "FunnelRAG's; 0: the prior alone, no reader pass)",
                                     low=0.0, high=1.0)
+    postrank_prior: str = param("preranker", "post-ranking's prior order: preranker "
+                                "(documents by pre-ranker rank, passages in document order), "
+                                "passage (each passage's stored dense cosine), or both fused",
+                                choices=POSTRANK_PRIORS)
     passage_tokens: int = param(100, "passage size in tokens (later chunking)", low=16,
                                 high=1000)
     # stored scores, not the trained cross-encoder: on dev500 the bi-encoder keeps far more
@@ -68,6 +74,14 @@ class FunnelConfig:
             raise ConfigError("The funnel's post-ranker reads the reader's attention, which "
                               "a remote endpoint cannot give; leave reader.endpoint empty "
                               "(use an endpoint with the flat paradigm).")
+        if self.postrank_prior != "preranker" and \
+                self.passage_tokens != self.index_passage_tokens:
+            raise ConfigError(
+                f"postrank_prior={self.postrank_prior!r} reads the stored vectors of the "
+                f"dense index's passages, which later chunking only reproduces when "
+                f"passage_tokens ({self.passage_tokens}) equals index_passage_tokens "
+                f"({self.index_passage_tokens}); make them equal or use "
+                f"postrank_prior='preranker'.")
 
     def clusters(self) -> UnitConfig:
         return UnitConfig("clusters", cluster_algorithm=self.cluster_algorithm,
@@ -97,7 +111,7 @@ class FunnelParadigm(Paradigm):
             needs.append(bm25_need(UnitConfig("documents")))
         if config.preranker not in STORED:
             needs.append(ranker_need(config.preranker))
-        if scores - {"bm25"}:
+        if scores - {"bm25"} or config.postrank_prior != "preranker":
             needs.append(dense_need(config.indexed_passages(), "minilm"))
         return tuple(needs)
 
@@ -117,10 +131,22 @@ class FunnelParadigm(Paradigm):
         pre = run_stage(ranker, question, members, cfg.N)
         yield pre
         passages = chunk_documents(self.corpus, pre.candidates, Chunker(cfg.passage_tokens))
-        post = run_stage(FiDPostRanker(cfg.reader, attention_weight=cfg.attention_weight),
-                         question, passages, cfg.H)
+        post = run_stage(FiDPostRanker(cfg.reader, attention_weight=cfg.attention_weight,
+                                       **self._prior()), question, passages, cfg.H)
         yield post
         yield answer(question, post.candidates, cfg.reader)
+
+    def _prior(self) -> dict:
+        """The post-ranker's prior order (its `prior` and `prior_name` arguments)."""
+        how = self.config.postrank_prior
+        if how == "preranker":
+            return {}
+        cosine = make_reranker(BI_ENCODER, self.corpus, self.config.indexed_passages(),
+                               granularity="passages", name="passage prior").scores
+        if how == "passage":
+            return {"prior": cosine, "prior_name": "each passage's stored dense cosine"}
+        return {"prior": lambda query, passages: fused_scores(cosine(query, passages), 0.5),
+                "prior_name": "the pre-ranker's order and passage cosines, fused"}
 
 
 SPEC = ParadigmSpec(

@@ -15,7 +15,7 @@ scale differs between questions, passage counts and aggregation schemes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from engine.errors import check_range
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from engine.readers.fid import FiDReader
     from engine.readers.reader import ReaderConfig
 
+Prior = Callable[[str, Sequence[Candidate]], Sequence[float]]  # (query, passages) -> scores
 
 def fused_scores(attention: Sequence[float], weight: float,
                  prior: Sequence[float] | None = None) -> list[float]:
@@ -62,21 +63,25 @@ class FiDPostRanker(Stage):
     granularity = "passages"
 
     def __init__(self, config: ReaderConfig, reader: FiDReader | None = None,
-                 attention_weight: float = 1.0) -> None:
+                 attention_weight: float = 1.0, prior: Prior | None = None,
+                 prior_name: str = "the pre-ranker's order") -> None:
         """`reader` defaults to the process's shared FiD reader for `config.model` (in
-        `config.precision`); `attention_weight` is w above."""
+        `config.precision`); `attention_weight` is w above; `prior` scores the passages
+        whose order attention is fused with (None: the order they arrive in), and
+        `prior_name` says what it is in the trace."""
         check_range("attention_weight", attention_weight, 0.0, 1.0)
         self.config, self._reader, self.attention_weight = config, reader, attention_weight
+        self.prior, self.prior_name = prior, prior_name
 
     def _settings(self) -> dict:
-        w = self.attention_weight
+        w, prior = self.attention_weight, self.prior_name
         if w == 0:
-            note = "attention weight 0: the pre-ranker's order is kept, the reader's pass skipped"
+            note = f"attention weight 0: ranked by {prior}, the reader's pass skipped"
         elif w == 1:
             note = f"score: the reader's attention ({self.config.aggregation}) alone"
         else:
             note = (f"score: rank fusion, {w:g} x the reader's attention "
-                    f"({self.config.aggregation}) + {1 - w:g} x the pre-ranker's order")
+                    f"({self.config.aggregation}) + {1 - w:g} x {prior}")
         return {"attention_weight": w, "aggregation": self.config.aggregation,
                 "lr": self.config.lr, "note": note}
 
@@ -86,13 +91,14 @@ class FiDPostRanker(Stage):
 
         if not candidates:
             return StageOutput((), {"input_tokens": 0})
+        prior = self.prior(query, candidates) if self.prior else None
         if self.attention_weight == 0:
-            kept = rerank(candidates, fused_scores([0.0] * len(candidates), 0.0), k)
+            kept = rerank(candidates, fused_scores([0.0] * len(candidates), 0.0, prior), k)
             return StageOutput(kept, {"input_tokens": 0, **self._settings()})
         reader = self._reader or shared_fid_reader(self.config.model, self.config.precision)
         out = reader.read(query, [(c.unit.title, c.unit.text) for c in candidates],
                           self.config, answer=False)
-        kept = rerank(candidates, fused_scores(out.scores, self.attention_weight), k)
+        kept = rerank(candidates, fused_scores(out.scores, self.attention_weight, prior), k)
         extras = attention_extras(candidates, out.token_attention, out.top_tokens,
                                   self.config.lr, ())
         extras["answered_from"] = [c.unit.id for c in kept]
