@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 QUESTION = Question("q1", "Which river flows through Budapest?", answers=("Danube",),
                     supporting_titles=("Budapest",))
 FUNNEL = {"cluster_tokens": 128, "K": 2, "N": 2, "H": 2, "preranker": "minilm",
-          "reader": {"max_answer_tokens": 8}}
+          "attention_weight": 0.5, "reader": {"max_answer_tokens": 8}}
 FLAT = {"M": 4, "k": 2, "reranker": "minilm", "reader": {"max_answer_tokens": 8}}
 
 
