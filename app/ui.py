@@ -136,7 +136,10 @@ def _annotation_api(explorer: Explorer) -> None:
 
     def retrain() -> str:
         """Start retraining on the training pairs plus the labels; returns classifier_status."""
-        return _status_json(annotation.retrain())
+        try:
+            return _status_json(annotation.retrain())
+        except EngineError as err:
+            raise refused(err) from None
 
     def classifier_status() -> str:
         """The active version, every version's held-out figures, the retrain's progress."""

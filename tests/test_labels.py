@@ -112,6 +112,20 @@ def test_labelling_checks_ids_and_values(tiny_corpus, tmp_path):
     assert annotation.labels.count() == 1
 
 
+def test_a_retrain_with_no_label_that_can_train_is_refused(tiny_corpus, tmp_path):
+    from engine.train.classifier import ClassifierConfig, held_out_questions
+
+    annotation = Annotation(lambda: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
+    with pytest.raises(ConfigError, match="no labels to retrain on"):
+        annotation.retrain()
+    held_out = held_out_questions(ClassifierConfig())[0].query
+    annotation.label(held_out, "Budapest", "Danube", 1)
+    with pytest.raises(ConfigError, match="None of the 1 stored labels can train"):
+        annotation.retrain()
+    assert annotation.status()["retrain"]["state"] != "running"
+    assert annotation.labels.count() == 1  # nothing lost
+
+
 def test_retrain_adds_a_version_reports_both_and_can_switch_back(tiny_corpus, tmp_path,
                                                                   tiny_classifier_base):
     from engine.train.classifier import ClassifierConfig, train_classifier

@@ -251,7 +251,12 @@ def build(explorer: Explorer) -> dict:
                 figures.precision_recall_figure(status), gr.Timer(active=running))
 
     def start_retrain():
-        explorer.annotation.retrain()
+        try:
+            explorer.annotation.retrain()
+        except EngineError as err:
+            status = explorer.annotation.status()
+            return (refused_box(err) + classifier_html(status), gr.skip(), gr.skip(),
+                    gr.skip())
         return refresh()
 
     def make_active(version):

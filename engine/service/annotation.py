@@ -142,10 +142,16 @@ class Annotation:
 
     def retrain(self, wait: bool = False) -> dict:
         """Start retraining on the training pairs plus every stored label (once at a
-        time); returns the status. `wait` blocks until it ends (CLI and tests)."""
+        time); returns the status. `wait` blocks until it ends (CLI and tests).
+
+        Raises:
+            ConfigError: no stored label can train (none at all, or all on held-out or
+                dev500 questions): the retrain would only make the active model again.
+        """
         with self._lock:
             if self.job.state == "running":
                 return self.status()
+            self._check_usable_labels()
             self.job = RetrainJob(state="running", started=time.monotonic())
             self.job.thread = threading.Thread(target=self._retrain, args=(self.job,),
                                                name="retrain", daemon=True)
@@ -153,6 +159,24 @@ class Annotation:
         if wait:
             self.job.thread.join()
         return self.status()
+
+    def _check_usable_labels(self) -> None:
+        from engine.models.selection import active_version
+        from engine.store.labels import training_examples
+        from engine.train.classifier import ClassifierConfig, held_out_questions, usable_labels
+
+        labels = self.labels.list()
+        if not labels:
+            raise ConfigError("There are no labels to retrain on yet: find pairs and label "
+                              "some (y / n), then retrain.")
+        config = _recipe(active_version() or "") or ClassifierConfig()
+        usable, set_aside = usable_labels(training_examples(labels), held_out_questions(config))
+        if not usable:
+            raise ConfigError(
+                f"None of the {set_aside} stored labels can train: all are on held-out "
+                "training questions or HotpotQA dev500 questions, which are set aside so the "
+                "held-out figures stay comparable. Label pairs of other questions (typed "
+                "questions count), then retrain.")
 
     def _retrain(self, job: RetrainJob) -> None:
         from engine.models.selection import active_version

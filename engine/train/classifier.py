@@ -157,6 +157,11 @@ def usable_labels(labels: Sequence[PairExample], held_out: Sequence[QuestionGrou
     return kept, len(labels) - len(kept)
 
 
+def held_out_questions(config: ClassifierConfig) -> list[QuestionGroup]:
+    """The training questions `config` holds apart (they choose the threshold)."""
+    return split_questions(load_question_groups(), config.holdout_fraction, config.seed)[1]
+
+
 def train_classifier(config: ClassifierConfig | None = None,
                      labels: Sequence[PairExample] = (), progress: Progress | None = None,
                      activate: bool = True) -> Path:
