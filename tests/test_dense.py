@@ -157,6 +157,22 @@ def test_a_grown_corpus_encodes_only_its_new_passages(tiny_corpus, minilm, monke
     assert after.search("Which river flows through Basel?", 1)[0].unit.doc_ids == ("Rhine",)
 
 
+def test_stages_asking_the_same_question_encode_it_once(tiny_corpus, minilm, monkeypatch):
+    expected = [c.unit.id for c in dense_index(tiny_corpus).search(RIVER_QUESTION, 3)]
+    index = dense_index(tiny_corpus)
+    first = index.encode_queries([RIVER_QUESTION])
+    encoded = []
+    real = dense.encode
+    monkeypatch.setattr(dense, "encode", lambda texts, *a, **k: encoded.append(texts) or
+                        real(texts, *a, **k))
+    again = index.encode_queries([RIVER_QUESTION])
+    assert encoded == [] and np.array_equal(again, first) and again.shape == (1, 384)
+    assert [c.unit.id for c in index.search(RIVER_QUESTION, 3)] == expected
+    both = index.encode_queries(["Who painted it?", RIVER_QUESTION])
+    assert encoded == [["Who painted it?"]] and np.array_equal(both[1], first[0])
+    assert index.encode_queries([]).shape == (0, 384)
+
+
 def test_bf16_vectors_are_unit_length_close_to_fp32_and_cached_apart(tiny_corpus, minilm,
                                                                      data_dir):
     fp32 = dense_index(tiny_corpus, precision="fp32")

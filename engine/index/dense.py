@@ -30,6 +30,7 @@ import numpy as np
 
 from engine.cache import load_or_build
 from engine.errors import check_range
+from engine.index.recent import Recent
 from engine.index.vectors import VectorStore
 from engine.models.loading import ALIASES, load_bi_encoder, resolve, resolve_precision
 from engine.types import Candidate, Corpus, Unit
@@ -77,9 +78,23 @@ class DenseIndex:
         """Each unit id's row in `vectors`."""
         return {unit.id: row for row, unit in enumerate(self.units)}
 
+    @cached_property
+    def _recent(self) -> Recent[np.ndarray]:
+        return Recent()
+
     def encode_queries(self, queries: list[str]) -> np.ndarray:
-        """Unit-length float32 query embeddings, shape (len(queries), dim)."""
-        return encode(queries, self.model, queries=True, precision=self.precision)
+        """Unit-length float32 query embeddings, shape (len(queries), dim). The last few
+        queries' vectors are kept: the stages of one run that read this index (first stage,
+        re-ranker, post-ranking prior) encode the question once."""
+        if not queries:
+            return encode([], self.model, queries=True, precision=self.precision)
+        return np.stack([self._recent.get(q, lambda q=q: self._encode_one(q))
+                         for q in queries])
+
+    def _encode_one(self, query: str) -> np.ndarray:
+        vector = encode([query], self.model, queries=True, precision=self.precision)[0]
+        vector.setflags(write=False)
+        return vector
 
     def search(self, query: str, k: int = 10) -> list[Candidate]:
         """Top-`k` units for `query` by cosine similarity, best first."""

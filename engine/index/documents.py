@@ -12,14 +12,13 @@ A group of documents (a cluster) scores as its best member, or the sum of its be
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.errors import ConfigError, check_choice, check_range
+from engine.index.recent import Recent
 
 if TYPE_CHECKING:
     from engine.index.bm25 import BM25Index
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
     from engine.types import Corpus
 
 SCORERS = ("bm25", "dense", "hybrid")
-RECENT_QUERIES = 8
 
 
 def group_max(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
@@ -79,8 +77,7 @@ class DocumentScorer:
                               "pass dense=...")
         self.corpus, self.bm25, self.dense, self.how, self.weight = (corpus, bm25, dense, how,
                                                                      weight)
-        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self._recent: Recent[np.ndarray] = Recent()
 
     @cached_property
     def _passage_documents(self) -> np.ndarray:
@@ -101,17 +98,7 @@ class DocumentScorer:
 
     def scores(self, query: str) -> np.ndarray:
         """Every document's score by `how`, float32, corpus order (read-only)."""
-        with self._lock:
-            if query in self._recent:
-                self._recent.move_to_end(query)
-                return self._recent[query]
-        found = self._score(query)
-        found.setflags(write=False)
-        with self._lock:
-            self._recent[query] = found
-            while len(self._recent) > RECENT_QUERIES:
-                self._recent.popitem(last=False)
-        return found
+        return self._recent.get(query, lambda: _read_only(self._score(query)))
 
     def _score(self, query: str) -> np.ndarray:
         if self.how == "bm25":
@@ -123,3 +110,8 @@ class DocumentScorer:
         lexical = lexical / top if top > 0 else lexical
         dense = np.maximum(self.semantic(query), 0.0)  # a passage-less document: 0
         return ((1.0 - self.weight) * lexical + self.weight * dense).astype(np.float32)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
