@@ -160,17 +160,22 @@ class Annotation:
             self.job.thread.join()
         return self.status()
 
+    def _training_input(self, version: str) -> tuple:
+        """(config, labelled pairs) of a retrain that improves on `version`."""
+        from engine.store.labels import training_examples
+        from engine.train.classifier import ClassifierConfig
+
+        return _recipe(version) or ClassifierConfig(), training_examples(self.labels.list())
+
     def _check_usable_labels(self) -> None:
         from engine.models.selection import active_version
-        from engine.store.labels import training_examples
-        from engine.train.classifier import ClassifierConfig, held_out_questions, usable_labels
+        from engine.train.classifier import held_out_questions, usable_labels
 
-        labels = self.labels.list()
-        if not labels:
+        config, examples = self._training_input(active_version() or "")
+        if not examples:
             raise ConfigError("There are no labels to retrain on yet: find pairs and label "
                               "some (y / n), then retrain.")
-        config = _recipe(active_version() or "") or ClassifierConfig()
-        usable, set_aside = usable_labels(training_examples(labels), held_out_questions(config))
+        usable, set_aside = usable_labels(examples, held_out_questions(config))
         if not usable:
             raise ConfigError(
                 f"None of the {set_aside} stored labels can train: all are on held-out "
@@ -180,18 +185,16 @@ class Annotation:
 
     def _retrain(self, job: RetrainJob) -> None:
         from engine.models.selection import active_version
-        from engine.store.labels import training_examples
-        from engine.train.classifier import ClassifierConfig, train_classifier
+        from engine.train.classifier import train_classifier
 
         def progress(done: int, total: int) -> None:
             job.done, job.total = done, total
 
         try:
             job.before = active_version() or ""
-            config = _recipe(job.before) or ClassifierConfig()
-            labels = self.labels.list()
-            job.labels = len(labels)
-            folder = train_classifier(config, training_examples(labels), progress)
+            config, examples = self._training_input(job.before)
+            job.labels = len(examples)
+            folder = train_classifier(config, examples, progress)
             job.after, job.state = folder.name, "done"
         except Exception as err:  # noqa: BLE001 - shown in the Annotate tab
             logger.exception("retraining the classifier failed")

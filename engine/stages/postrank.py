@@ -1,14 +1,14 @@
-"""FunnelRAG post-ranking: the FiD reader's attention ranks passages, fused with the order
-the pre-ranker handed over (no answer here: the paradigm's reader answers in its own LLM
-step).
+"""FunnelRAG post-ranking: the FiD reader's attention ranks passages, fused with a prior
+order (no answer here: the paradigm's reader answers in its own LLM step).
 
 A small reader's attention alone orders passages worse than the pre-ranker did
-(bench/README.md, "Does FiD post-ranking beat the pre-ranker's order?"), so the score is a
-linear rank fusion: with n passages, a passage's score is
+(bench/README.md, "The post-ranker"), so the score is a linear rank fusion: with n
+passages, a passage's score is
 
-    w * (1 - attention_rank / n) + (1 - w) * (1 - input_rank / n)      (ranks from 0)
+    w * (1 - attention_rank / n) + (1 - w) * (1 - prior_rank / n)      (ranks from 0)
 
-`w = 1` is FunnelRAG's pure attention order, `w = 0` keeps the pre-ranker's order and skips
+The prior is the order the passages arrive in (the pre-ranker's) unless a `prior` scorer is
+given. `w = 1` is FunnelRAG's pure attention order, `w = 0` keeps the prior order and skips
 the reader's pass. Ranks, not raw scores, are fused: attention scores are tiny and their
 scale differs between questions, passage counts and aggregation schemes.
 """
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from engine.readers.reader import ReaderConfig
 
 Prior = Callable[[str, Sequence[Candidate]], Sequence[float]]  # (query, passages) -> scores
+
 
 def fused_scores(attention: Sequence[float], weight: float,
                  prior: Sequence[float] | None = None) -> list[float]:
@@ -52,7 +53,7 @@ def _ranks(scores: Sequence[float]) -> list[int]:
 
 class FiDPostRanker(Stage):
     """Scores every candidate passage by the reader's first-token attention (Eq. 3 or
-    another scheme of the config) fused with its input rank, and keeps the top `k`.
+    another scheme of the config) fused with a prior rank, and keeps the top `k`.
 
     `extras` carries the attention heatmap cells ([passage, layer, head]), each passage's
     representative tokens and raw attention score, the tokens the reader read and its
