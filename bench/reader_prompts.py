@@ -13,6 +13,8 @@ train`) and *reported* on HotpotQA dev500 (`--split dev`); dev500 never decides 
     python bench/reader_prompts.py --split train --context gold
     python bench/reader_prompts.py --split train --context ranked --templates fewshot
     python bench/reader_prompts.py --split dev --context gold --templates fewshot,chat
+    python bench/reader_prompts.py --split train --context ranked --templates fewshot \
+        --packings reverse --examples 3 4   # the worked examples: the first 3, then all 4
 
 Prints one row per (template, dataset): EM, F1, mean prompt tokens, seconds per question
 and prefill speed; saves every answer under bench/results/.
@@ -32,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import markdown_table, save  # noqa: E402
 from engine.metrics import exact_match, f1_score  # noqa: E402
 from engine.paths import shared_data_dir  # noqa: E402
-from engine.readers.prompts import TEMPLATES  # noqa: E402
+from engine.readers import prompts  # noqa: E402
+from engine.readers.prompts import EXAMPLES, TEMPLATES  # noqa: E402
 from engine.readers.reader import ReaderConfig, answer  # noqa: E402
 from engine.types import Candidate, Document  # noqa: E402
 from engine.units.build import document_unit  # noqa: E402
@@ -121,6 +124,9 @@ def main() -> None:
                         help="passage orders tried with --context ranked")
     parser.add_argument("-k", type=int, default=4, help="paragraphs read with --context ranked")
     parser.add_argument("--limit", type=int, default=None, help="first N questions")
+    parser.add_argument("--examples", type=int, nargs="+", default=[len(EXAMPLES)],
+                        help="worked examples in the few-shot templates: each count given "
+                             "runs with the first N of engine/readers/prompts.py's")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (2 threads on 2 busy cores run 10x slower)")
     args = parser.parse_args()
@@ -139,16 +145,19 @@ def main() -> None:
     read(items[0], "plain", "forward", contexts[0])  # warm-up: load the reader once
     for template in args.templates.split(","):
         for packing in packings:
-            started = time.perf_counter()
-            mine = [read(item, template, packing, ctx)
-                    for item, ctx in zip(items, contexts, strict=True)]
-            rows += mine
-            for dataset in [*dict.fromkeys(r["dataset"] for r in mine), "all"]:
-                part = [r for r in mine if dataset in ("all", r["dataset"])]
-                table.append({"template": template, "packing": packing, "dataset": dataset,
-                              **summary(part)})
-            print(f"{template} {packing}: {len(mine)} questions in "
-                  f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
+            for examples in args.examples:
+                prompts.EXAMPLES = EXAMPLES[:examples]  # what the templates read
+                started = time.perf_counter()
+                mine = [{**read(item, template, packing, ctx), "examples": examples}
+                        for item, ctx in zip(items, contexts, strict=True)]
+                rows += mine
+                for dataset in [*dict.fromkeys(r["dataset"] for r in mine), "all"]:
+                    part = [r for r in mine if dataset in ("all", r["dataset"])]
+                    table.append({"template": template, "packing": packing,
+                                  "examples": examples, "dataset": dataset, **summary(part)})
+                print(f"{template} {packing} {examples} examples: {len(mine)} questions in "
+                      f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
+    prompts.EXAMPLES = EXAMPLES
     print(markdown_table(list(table[0]), [list(row.values()) for row in table]))
     save(f"reader_prompts_{args.split}_{args.context}", {"summary": table, "rows": rows})
 

@@ -25,7 +25,12 @@ from engine.readers.base import Message, Prompt
 SYSTEM = "Answer the question from the context in a few words."
 
 # Worked examples: made up for the prompt, from no dataset (so nothing leaks into
-# evaluation): a bridge question, a comparison and a yes/no question, as in HotpotQA.
+# evaluation): a bridge question, a comparison and a yes/no question, as in HotpotQA, and a
+# "who wrote" question whose passage names another work last. Without that fourth example
+# the small reader answered "Who wrote War and Peace?" with "Anna Karenina", the last title
+# in the article; with it, on the 200 training questions, EM/F1 0.205/0.279 vs 0.190/0.266
+# over gold paragraphs and 0.100/0.159 vs 0.100/0.162 over the top-4 ranked ones (equal
+# within noise, ~80 more prompt tokens; bench/README.md, "The reader's prompt").
 EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("Marta Velin: Marta Velin (1871-1932) was a painter known for her coastal landscapes. "
      "She studied at the Harlow Institute of Art.\n"
@@ -39,6 +44,10 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("Pelle Arnsen: Pelle Arnsen (born 1950) is a Norwegian composer of film music.\n"
      "Ida Brook: Ida Brook (born 1962) is a Canadian novelist and poet.",
      "Are Pelle Arnsen and Ida Brook both composers?", "no"),
+    ("Harbour Lights: Harbour Lights is a 1931 novel by the Scottish author Elspeth Carrow. "
+     "Set in a fishing town, it was followed by her second novel, The Grey Shore.\n"
+     "Kellan Valley: The Kellan Valley is a valley in the north of Dalmark.",
+     "Who wrote Harbour Lights?", "Elspeth Carrow"),
 )
 
 
