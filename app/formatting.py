@@ -68,6 +68,10 @@ def stage_table(trace: RunTrace, index: int) -> str:
     for i, cand in enumerate(stage.candidates):
         body = excerpt(cand.unit.text, trace.question, answers) \
             if cand.unit.text else esc(", ".join(cand.unit.doc_ids))
+        chunk = stage.extras.get("best_chunks", {}).get(cand.unit.id)
+        if chunk:  # the chunk that won the unit's MaxP score
+            body += (f"<br><small>best chunk {esc(chunk['id'])} (cosine {chunk['cosine']:.4f}):"
+                     f" {excerpt(chunk['text'], trace.question, answers, 200)}</small>")
         children = _children(cand, stage, later, trace.question, answers)
         if children:
             body = f"<details><summary>{body}</summary>{children}</details>"
@@ -140,6 +144,27 @@ def _children(cand: Candidate, stage: StageResult, later: Sequence[StageResult],
                      f"{excerpt(c.unit.text, query, answers, 160)}</li>" for c in passages]
             return f"<ul class='fe-children'>{''.join(items)}</ul>"
     return ""
+
+
+def llm_steps_table(trace: RunTrace) -> str:
+    """Every LLM call of a run: what for, tokens in and out, seconds, what it said, and the
+    prompt as sent (collapsed)."""
+    if not trace.llm_steps:
+        return ""
+    rows = []
+    for n, step in enumerate(trace.llm_steps, start=1):
+        said = esc(step.output.strip() or "(nothing)")
+        if step.answer and step.answer != step.output.strip():
+            said += f"<br><small>short answer: {esc(step.answer)}</small>"
+        rows.append(f"<tr><td>{n}</td><td>{esc(step.purpose)}</td><td>{esc(step.model)}</td>"
+                    f"<td>{step.prompt_tokens:,}</td><td>{step.output_tokens:,}</td>"
+                    f"<td>{step.seconds:.2f}</td><td>{said}<details><summary>prompt"
+                    f"</summary><pre class='fe-prompt'>{esc(step.prompt)}</pre></details>"
+                    "</td></tr>")
+    return ("<div class='fe-stage'><b>LLM calls</b></div><table class='fe-table fe-llm'>"
+            "<thead><tr><th>#</th><th>purpose</th><th>model</th><th>tokens in</th>"
+            "<th>tokens out</th><th>s</th><th>said</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
 
 
 def gold_banner(trace: RunTrace) -> str:
@@ -238,5 +263,6 @@ mark.gold { background: #f6c343; font-weight: bold; }
 .fe-kept { background: #e3f4e1; border-left: 4px solid #5cb85c; padding: 6px 10px; }
 .fe-error { background: #fff4e5; border-left: 4px solid #f0ad4e; padding: 6px 10px; }
 .fe-answer-box { font-size: 1.05em; padding: 6px 0; }
+.fe-prompt { white-space: pre-wrap; max-height: 300px; overflow-y: auto; font-size: 0.85em; }
 .fe-yes { color: #2e7d32; font-weight: bold; } .fe-no { color: #c62828; font-weight: bold; }
 """

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 from app import figures
-from app.formatting import answer_box, compare_table, esc, gold_banner, highlight, stage_table
+from app.formatting import (
+    answer_box,
+    compare_table,
+    esc,
+    gold_banner,
+    highlight,
+    llm_steps_table,
+    stage_table,
+)
 from app.params import config_json
 from app.tabs.picker import clip_question
 from app.tabs.sessions import parse_ids, pick_id
@@ -96,6 +104,32 @@ def test_a_stage_note_says_how_its_scores_were_made(tiny_corpus):
     html = stage_table(trace, len(trace.stages) - 1)
     assert "<small>score: rank fusion &lt;0.5 x attention&gt;</small>" in html
     assert "rank fusion" not in stage_table(trace, 0)
+
+
+def test_every_llm_call_is_listed_with_its_prompt_escaped(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    long = replace(answer_step(1.5, 900), purpose="long answer", answer="",
+                   prompt="Context: <b>War</b> & Peace", output=" It is <i>Tolstoy</i>'s.")
+    trace = replace(trace, llm_steps=(long, answer_step(0.2, 120)))
+    html = llm_steps_table(trace)
+    assert html.count("<tr><td>") == 2
+    assert "long answer" in html and "900" in html and "1.50" in html
+    assert "&lt;b&gt;War&lt;/b&gt; &amp; Peace" in html and "<b>War" not in html
+    assert "&lt;i&gt;Tolstoy&lt;/i&gt;" in html
+    assert llm_steps_table(replace(trace, llm_steps=())) == ""
+
+
+def test_a_units_best_chunk_is_shown_under_it(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    first = trace.stages[0]
+    unit = first.candidates[0].unit
+    chunk = {"id": f"{unit.doc_ids[0]}#0", "title": "t", "text": "He devised <pointillism>.",
+             "cosine": 0.61234}
+    trace = replace(trace, stages=(replace(first, extras={"best_chunks": {unit.id: chunk}}),
+                                   *trace.stages[1:]))
+    html = stage_table(trace, 0)
+    assert f"best chunk {unit.doc_ids[0]}#0 (cosine 0.6123)" in html
+    assert "&lt;pointillism&gt;" in html and html.count("best chunk") == 1
 
 
 def test_highlight_marks_gold_and_query_words_without_breaking_markup():

@@ -218,7 +218,9 @@ def test_browser_explore_save_and_reopen(live_app, browser):
     tables.nth(2).wait_for(timeout=180_000)  # clusters, documents, passages
     page.locator("#fe-heatmap .js-plotly-plot").wait_for(timeout=60_000)
     page.locator("#fe-answer .fe-answer-box").wait_for(timeout=60_000)
-    assert tables.count() == 3
+    assert page.locator("#fe-tables table.fe-table:not(.fe-llm)").count() == 3
+    llm = page.locator("#fe-tables table.fe-llm")  # the reader's call, its prompt collapsed
+    assert llm.count() == 1 and "answer" in llm.inner_text()
     # corpus markup is text, not markup: the trap document's tag shows, never runs
     assert page.title() == "Funnel Explorer"  # the onerror handler never ran
     assert "<img src=x" in page.locator("#fe-tables").inner_text()

@@ -168,14 +168,18 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
     rows = tmp_path / "rows.jsonl"
     drrag = {"k": 3, "k1": 1, "k2": 2, "classifier": str(tiny_classifier_base),
              "reader": {"max_answer_tokens": 8}}
-    result = _cli(["eval", "--dataset", str(qa), "--paradigm", "funnel,flat,drrag", "--corpus",
-                   str(corpus), "--config", json.dumps({"funnel": FUNNEL, "flat": FLAT,
-                                                        "drrag": drrag}),
+    longrag = {"unit_tokens": 128, "k": 2, "long_answer_tokens": 16,
+               "reader": {"max_answer_tokens": 8}}
+    result = _cli(["eval", "--dataset", str(qa), "--paradigm", "funnel,flat,longrag,drrag",
+                   "--corpus", str(corpus), "--config",
+                   json.dumps({"funnel": FUNNEL, "flat": FLAT, "longrag": longrag,
+                               "drrag": drrag}),
                    "--out", str(rows), "--json"], models_dir)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert set(summary) == {"funnel", "flat", "drrag"}
-    for name in ("funnel", "flat", "drrag"):
+    assert set(summary) == {"funnel", "flat", "longrag", "drrag"}
+    assert summary["longrag"]["llm_calls"] == 2  # the long answer, then the short one
+    for name in ("funnel", "flat", "longrag", "drrag"):
         assert summary[name]["questions"] == 2 and "AR@1" in summary[name]
         assert summary[name]["reader_tokens"] > 0 and "EM" in summary[name]
     flat_stages = {f"{metric}@{stage}" for metric in ("AR", "gold_doc_recall")
@@ -185,8 +189,7 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
     assert 1 <= summary["flat"]["docs_to_reader"] <= 2  # k passages: at most k documents
     lines = [json.loads(line) for line in rows.read_text().splitlines()]
     assert [(r["question_id"], r["paradigm"]) for r in lines] == [
-        ("q1", "funnel"), ("q1", "flat"), ("q1", "drrag"),
-        ("q2", "funnel"), ("q2", "flat"), ("q2", "drrag")]
+        (q, name) for q in ("q1", "q2") for name in ("funnel", "flat", "longrag", "drrag")]
 
 
 @pytest.mark.parametrize("args,message", [

@@ -47,7 +47,7 @@ def test_the_cli_runs_it_and_lists_it_in_errors(echo, corpus_file, capsys):
     assert out.startswith(f"echo: {QUESTION}") and "answer: Georges Seurat" in out
     assert "LLM call (answer, echo)" in out and "3 of 5" in out
     assert main(["ask", QUESTION, "--paradigm", "nope", "--corpus", str(corpus_file)]) == 2
-    assert "Choose from: drrag, echo, flat, funnel." in capsys.readouterr().err
+    assert "Choose from: drrag, echo, flat, funnel, longrag." in capsys.readouterr().err
     assert main(["ask", QUESTION, "--paradigm", "echo", "--corpus", str(corpus_file),
                  "--config", '{"k": "three"}']) == 2
     assert "Option 'k' must be an integer, got 'three' (str)" in capsys.readouterr().err

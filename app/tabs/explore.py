@@ -8,7 +8,7 @@ import gradio as gr
 
 from app import figures
 from app.errors import refused_box
-from app.formatting import answer_box, error_box, gold_banner, stage_table
+from app.formatting import answer_box, error_box, gold_banner, llm_steps_table, stage_table
 from app.params import config_json, param_panels, show_panels
 from app.tabs.picker import clip_question, question_picker, target
 from engine.errors import EngineError
@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 def trace_views(trace: RunTrace, heat_by: str = "layers") -> tuple:
     """(banner, answer, funnel, waterfall, heatmap, tables) of a (partial) trace."""
     tables = "".join(stage_table(trace, i) for i in range(len(trace.stages)))
+    tables += llm_steps_table(trace)
     return (gold_banner(trace), answer_box(trace) if trace.answer else "",
             figures.funnel_figure(trace), figures.waterfall_figure(trace),
             figures.heatmap_figure(trace, heat_by), tables)

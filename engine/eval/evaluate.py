@@ -111,6 +111,7 @@ def summarise(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
         out["seconds_total_median"] = round(statistics.median(
             sum(r["seconds"].values()) for r in mine), 4)
         out["reader_tokens"] = round(statistics.fmean(r["reader_tokens"] for r in mine), 1)
+        out["llm_calls"] = round(statistics.fmean(r.get("llm_calls", 0) for r in mine), 2)
         out["docs_to_reader"] = round(statistics.fmean(r.get("docs_to_reader", 0)
                                                        for r in mine), 2)
         summary[name] = out

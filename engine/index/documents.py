@@ -12,6 +12,7 @@ A group of documents (a cluster) scores as its best member, or the sum of its be
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,27 @@ class DocumentScorer:
         index_of = self.corpus.index_of
         return np.fromiter((index_of[u.doc_ids[0]] for u in self.dense.units), dtype=np.int64,
                            count=len(self.dense.units))
+
+    @cached_property
+    def _rows_of_document(self) -> list[np.ndarray]:
+        """Each document's dense rows (corpus order; empty for a passage-less document)."""
+        owners = self._passage_documents
+        order = np.argsort(owners, kind="stable")
+        bounds = np.searchsorted(owners[order], np.arange(len(self.corpus) + 1))
+        return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    def best_passage(self, query: str, doc_ids: Sequence[str]) -> tuple[int, float] | None:
+        """The dense row of the passage of `doc_ids` closest to `query` and its cosine (the
+        chunk that wins a MaxP score), or None without dense vectors or passages."""
+        if self.dense is None:
+            return None
+        rows = [self._rows_of_document[self.corpus.index_of[d]] for d in doc_ids]
+        rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        if not rows.size:
+            return None
+        cosines = self.dense.vectors[rows] @ self.dense.encode_queries([query])[0]
+        best = int(cosines.argmax())
+        return int(rows[best]), float(cosines[best])
 
     def lexical(self, query: str) -> np.ndarray:
         """BM25 score of every document."""

@@ -20,7 +20,13 @@ from typing import Any, ClassVar
 
 from engine.config import Option, describe
 from engine.errors import ConfigError
-from engine.metrics import answer_recall_at, exact_match, f1_score, gold_document_recall
+from engine.metrics import (
+    answer_recall_at,
+    exact_match,
+    f1_score,
+    gold_document_recall,
+    refined_exact_match,
+)
 from engine.trace import LLMStep, RunTrace, StageResult, gold_flags
 from engine.types import Corpus, Question
 
@@ -135,4 +141,5 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
     if trace.answer:
         metrics["EM"] = exact_match(trace.answer, gold.answers)
         metrics["F1"] = f1_score(trace.answer, gold.answers)
+        metrics["refined_EM"] = refined_exact_match(trace.answer, gold.answers)
     return replace(trace, gold=gold, gold_flags=flags, metrics=metrics)

@@ -72,11 +72,12 @@ def _context(passages: Sequence[tuple[str, str]], offset: int) -> tuple[str, lis
 
 
 def _completion(question: str, passages: Sequence[tuple[str, str]],
-                examples: Sequence[tuple[str, str, str]]) -> BuiltPrompt:
-    shots = "".join(f"Context:\n{c}\n\nQuestion: {q}\nAnswer: {a}\n\n" for c, q, a in examples)
+                examples: Sequence[tuple[str, str, str]], answer: str = "Answer:") -> BuiltPrompt:
+    shots = "".join(f"Context:\n{c}\n\nQuestion: {q}\n{answer} {a}\n\n"
+                    for c, q, a in examples)
     head = shots + "Context:\n"
     context, spans = _context(passages, len(head))
-    return BuiltPrompt(f"{head}{context}\n\nQuestion: {question}\nAnswer:", tuple(spans),
+    return BuiltPrompt(f"{head}{context}\n\nQuestion: {question}\n{answer}", tuple(spans),
                        ("\n",))
 
 
@@ -100,8 +101,38 @@ TEMPLATES = {
 
 def answer_prompt(template: str, question: str,
                   passages: Sequence[tuple[str, str]]) -> BuiltPrompt:
-    """The answer prompt of `template` over (title, text) passages."""
+    """The answer prompt of `template` (or `LONG_ANSWER`) over (title, text) passages."""
+    if template == LONG_ANSWER:
+        return _completion(question, passages, _long_examples(), answer="Long answer:")
     return TEMPLATES[template](question, passages)
+
+
+# --- LongRAG's two turns --------------------------------------------------------------------
+# LongRAG's long reader (Jiang et al.; their utils/gpt_inference.py) first answers over the
+# whole context in a sentence, then a second call, which sees only the question and that long
+# answer, extracts the short answer with worked examples. Here both turns are completion
+# prompts over the same made-up examples as the short-answer templates.
+
+LONG_ANSWER = "long-answer"  # answer_prompt's template of the first turn
+LONG_ANSWERS = (
+    "Marta Velin studied at the Harlow Institute of Art, an art school in the city of "
+    "Brenmoor.",
+    "The Ostra River is 310 km long and the Vell River 145 km, so the Ostra River is longer.",
+    "No: Pelle Arnsen is a composer, but Ida Brook is a novelist and poet.",
+    "Harbour Lights was written by the Scottish author Elspeth Carrow.",
+)
+
+
+def _long_examples() -> list[tuple[str, str, str]]:
+    return [(c, q, long) for (c, q, _), long in zip(EXAMPLES, LONG_ANSWERS, strict=True)]
+
+
+def extract_prompt(question: str, long_answer: str) -> BuiltPrompt:
+    """The second turn: the short answer taken from the first turn's long answer."""
+    shots = "".join(f"Question: {q}\nLong answer: {long}\nShort answer: {short}\n\n"
+                    for (_, q, short), long in zip(EXAMPLES, LONG_ANSWERS, strict=True))
+    return BuiltPrompt(f"{shots}Question: {question}\nLong answer: {long_answer.strip()}\n"
+                       "Short answer:", (), ("\n",))
 
 
 # --- FiD blocks ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from engine.models.loading import PRECISION_CHOICES
 from engine.readers import attention
 from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
 from engine.readers.base import Generator, prompt_text
-from engine.readers.prompts import TEMPLATES, answer_prompt
+from engine.readers.prompts import TEMPLATES, answer_prompt, extract_prompt
 from engine.text import clip_tokens
 from engine.trace import LLMStep
 from engine.types import Candidate
@@ -58,11 +58,14 @@ class ReaderConfig:
 
 
 def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
-           purpose: str = "answer", generator: Generator | None = None) -> LLMStep:
+           purpose: str = "answer", generator: Generator | None = None, *,
+           template: str | None = None, max_new_tokens: int | None = None) -> LLMStep:
     """The reader's answer over `passages` (ranked, best first), as one LLM step.
 
     The passages enter the prompt in `config.packing` order (FiD blocks have no order);
     `generator` defaults to the shared one for `config.model` (and `config.endpoint`).
+    `template` and `max_new_tokens` override the config's prompt and answer length (LongRAG's
+    long-answer turn); a step whose purpose is not "answer" carries no short answer.
     """
     pairs = [(c.unit.title, c.unit.text) for c in passages]
     if config.prompt == "fid":
@@ -74,10 +77,11 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     order = repack(len(passages), config.packing)
     passages = [passages[i] for i in order]
     pairs = [(pairs[i][0], clip_tokens(pairs[i][1], config.max_passage_tokens)) for i in order]
-    built = answer_prompt(config.prompt, question, pairs)
+    built = answer_prompt(template or config.prompt, question, pairs)
     # a small reader copies the worked examples' "no" into questions that are not yes/no
     banned = () if is_yes_no_question(question) else YES_NO
-    out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,
+    out = generator.generate(built.prompt,
+                             max_new_tokens=max_new_tokens or config.max_answer_tokens,
                              stop=built.stop, spans=built.spans, ban_first=banned)
     extras = {}
     if out.attention:
@@ -88,7 +92,25 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     return LLMStep(purpose=purpose, model=generator.name, prompt=prompt_text(built.prompt),
                    output=out.text, prompt_tokens=out.prompt_tokens,
                    output_tokens=out.output_tokens, seconds=out.seconds,
-                   answer=short_answer(out.text), extras=extras)
+                   answer=short_answer(out.text) if purpose == "answer" else "",
+                   extras=extras)
+
+
+def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
+                   generator: Generator | None = None) -> LLMStep:
+    """LongRAG's second turn: the short answer from the question and the long answer only."""
+    if generator is None:
+        from engine.readers.generators import shared_generator
+
+        generator = shared_generator(config.model, config.endpoint, config.precision)
+    built = extract_prompt(question, long_answer.output)
+    banned = () if is_yes_no_question(question) else YES_NO
+    out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,
+                             stop=built.stop, ban_first=banned)
+    return LLMStep(purpose="answer", model=generator.name, prompt=prompt_text(built.prompt),
+                   output=out.text, prompt_tokens=out.prompt_tokens,
+                   output_tokens=out.output_tokens, seconds=out.seconds,
+                   answer=short_answer(out.text))
 
 
 def repack(n: int, packing: str) -> list[int]:

@@ -1,10 +1,14 @@
-"""The two granularity changes between stages: clusters -> documents (expansion) and
-documents -> passages (later chunking). Both keep lineage in `Candidate.parents`."""
+"""The granularity changes between stages: clusters -> documents (expansion, and LongRAG's
+reader context under a token cap) and documents -> passages (later chunking). All keep
+lineage in `Candidate.parents`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+from engine.stages.base import Stage, StageOutput
+from engine.text import clip_tokens, count_tokens
 from engine.types import Candidate, Corpus
 from engine.units.build import document_unit, passage_units
 from engine.units.chunking import Chunker
@@ -33,3 +37,46 @@ def chunk_documents(corpus: Corpus, documents: Sequence[Candidate],
             out.append(Candidate(unit, doc.score, len(out) + 1,
                                  parents=(*doc.parents, doc.unit.id)))
     return tuple(out)
+
+
+# the fewest tokens worth reading of a document cut by a context cap
+MIN_CLIPPED_TOKENS = 32
+
+
+class ReaderContext(Stage):
+    """The documents of the ranked units, best unit and best member first, until the
+    reader's token cap: the last one that fits only in part is cut, later ones dropped."""
+
+    name = "context"
+    granularity = "documents"
+
+    def __init__(self, corpus: Corpus, max_tokens: int,
+                 min_clipped: int = MIN_CLIPPED_TOKENS) -> None:
+        """`min_clipped`: the fewest tokens worth reading of a document cut by the cap."""
+        self.corpus, self.max_tokens, self.min_clipped = corpus, max_tokens, min_clipped
+
+    def config(self) -> dict:
+        return {"max_tokens": self.max_tokens}
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        """The documents of `candidates` (ranked units) that fit the cap; `k` is unused."""
+        out, used, cut = [], 0, []
+        for unit in candidates:
+            for doc_id in unit.unit.doc_ids:
+                doc = document_unit(self.corpus.by_id[doc_id])
+                size = count_tokens(doc.title) + count_tokens(doc.text)
+                left = self.max_tokens - used
+                if size > left:
+                    if left < self.min_clipped:
+                        break
+                    doc = replace(doc, text=clip_tokens(doc.text, left))
+                    cut.append(doc.id)
+                    size = left
+                used += size
+                out.append(Candidate(doc, unit.score, len(out) + 1,
+                                     parents=(*unit.parents, unit.unit.id)))
+            if used >= self.max_tokens - self.min_clipped:
+                break
+        note = (f"{used:,} of {self.max_tokens:,} context tokens"
+                + (f"; cut to fit: {', '.join(cut)}" if cut else ""))
+        return StageOutput(tuple(out), extras={"note": note, "tokens": used})

@@ -168,3 +168,32 @@ class ClusterRetriever(Stage):
         more = len(members) - len(shown)
         title = ", ".join(shown) + (f" (+{more} more)" if more else "")
         return replace(cluster, title=title, doc_ids=tuple(members))
+
+
+class LongUnitRetriever(ClusterRetriever):
+    """LongRAG's long retriever: units of grouped documents ranked by MaxP.
+
+    A unit scores as its best chunk (LongRAG approximates sim(q, unit) by the max over the
+    unit's chunks): with dense document scores, the best stored passage vector of any of its
+    documents, so the passage index the other paradigms share serves it with no index of its
+    own. BM25 over the units' whole texts (`text_index`) or the hybrid document score are
+    options. The chunk that won each kept unit is kept in the stage's extras.
+    """
+
+    name = "units"
+
+    def config(self) -> dict:
+        return {**super().config(), "chunks": "the dense index's stored passages"}
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        """The `k` best units for `query`, with each one's winning chunk."""
+        out = super().run(query, candidates, k)
+        chunks = {}
+        for cand in out.candidates:
+            found = self.documents.best_passage(query, cand.unit.doc_ids)
+            if found is not None:
+                row, cosine = found
+                chunk = self.documents.dense.units[row]
+                chunks[cand.unit.id] = {"id": chunk.id, "title": chunk.title,
+                                        "text": chunk.text, "cosine": round(cosine, 4)}
+        return StageOutput(out.candidates, extras={"best_chunks": chunks})

@@ -1,0 +1,107 @@
+"""LongRAG (Jiang et al.): a long retriever over long units and a long reader.
+
+Documents grouped into units of up to S tokens (LongRAG's grouping over the link graph) ->
+the top k units by MaxP, each unit scoring as its best chunk (the stored passage vectors) ->
+their documents, best first, fill the reader's context up to a token cap -> the long reader
+answers in two turns: a long answer over the whole context, then the short answer extracted
+from it (two LLM steps).
+
+Defaults keep an Explore run on 2 cores within about 10 s; they are recorded with their
+measurements in bench/README.md ("LongRAG").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.config import check_config, param
+from engine.index.documents import SCORERS
+from engine.index.store import shared_indexes
+from engine.paradigms.base import Need, Paradigm, ParadigmSpec
+from engine.paradigms.needs import bm25_need, dense_need, reader_need
+from engine.readers.prompts import LONG_ANSWER
+from engine.readers.reader import ReaderConfig, answer, extract_answer
+from engine.stages.base import run_stage
+from engine.stages.expand import ReaderContext
+from engine.stages.rerank import HYBRID_WEIGHT
+from engine.stages.retrieve import LongUnitRetriever
+from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
+
+
+@dataclass(frozen=True)
+class LongRAGConfig:
+    unit_tokens: int = param(2048, "S: largest unit, in tokens (LongRAG's grouping of linked "
+                             "documents)", low=64, high=65536)
+    unit_scores: str = param("dense", "how units are ranked: dense (MaxP: the unit's best "
+                             "stored passage vector, LongRAG's), hybrid (BM25 + dense, best "
+                             "member), bm25 (best member) or text (BM25 over whole units)",
+                             choices=(*SCORERS, "text"))
+    hybrid_weight: float = param(HYBRID_WEIGHT, "dense weight of the hybrid document score",
+                                 low=0.0, high=1.0)
+    k: int = param(4, "k: units read", low=1, high=8)
+    context_tokens: int = param(2000, "the reader's context cap, in tokens: the units' "
+                                "documents are read best first until it is reached",
+                                low=64, high=32768)
+    turns: int = param(2, "reader turns: 2 (a long answer, then the short answer extracted "
+                       "from it: LongRAG's) or 1 (the short answer at once)", low=1, high=2)
+    long_answer_tokens: int = param(48, "longest long answer (first turn), in model tokens",
+                                    low=8, high=512)
+    index_passage_tokens: int = param(100, "MaxP chunk size: the passages of the dense index "
+                                      "(shared with flat)", low=16, high=1000)
+    reader: ReaderConfig = param(ReaderConfig(max_passage_tokens=4096), "the long reader")
+
+    def __post_init__(self) -> None:
+        check_config(self)
+
+    def units(self) -> UnitConfig:
+        return UnitConfig("clusters", cluster_algorithm="longrag",
+                          cluster_tokens=self.unit_tokens)
+
+    def indexed_passages(self) -> UnitConfig:
+        return UnitConfig("passages", chunker=Chunker(self.index_passage_tokens))
+
+
+class LongRAGParadigm(Paradigm):
+    name = "longrag"
+
+    @classmethod
+    def needs(cls, config: LongRAGConfig) -> tuple[Need, ...]:
+        needs = [reader_need(config.reader)]
+        if config.unit_scores == "text":
+            needs.append(bm25_need(config.units()))
+        if config.unit_scores in ("bm25", "hybrid", "text"):
+            needs.append(bm25_need(UnitConfig("documents")))
+        if config.unit_scores in ("dense", "hybrid"):
+            needs.append(dense_need(config.indexed_passages(), "minilm"))
+        return tuple(needs)
+
+    def steps(self, question: str):
+        cfg = self.config
+        store = shared_indexes()
+        # BM25 over whole units ranks them; the documents' BM25 scores order their members
+        how = "bm25" if cfg.unit_scores == "text" else cfg.unit_scores
+        documents = store.documents(self.corpus, how, cfg.hybrid_weight,
+                                    cfg.indexed_passages())
+        text = store.bm25(self.corpus, cfg.units()) if cfg.unit_scores == "text" else None
+        units = store.clusters(self.corpus, cfg.units())
+        found = run_stage(LongUnitRetriever(*units, self.corpus, documents, text), question,
+                          (), cfg.k)
+        yield found
+        context = run_stage(ReaderContext(self.corpus, cfg.context_tokens), question,
+                            found.candidates, cfg.k)
+        yield context
+        if cfg.turns == 1:
+            yield answer(question, context.candidates, cfg.reader)
+            return
+        long = answer(question, context.candidates, cfg.reader, purpose="long answer",
+                      template=LONG_ANSWER, max_new_tokens=cfg.long_answer_tokens)
+        yield long
+        yield extract_answer(question, long, cfg.reader)
+
+
+SPEC = ParadigmSpec(
+    name=LongRAGParadigm.name, label="LongRAG (long units → long reader)",
+    description="Documents grouped into long units, MaxP retrieval of the top k units, and a "
+                "long reader answering in two turns (long answer, then short answer).",
+    config=LongRAGConfig, paradigm=LongRAGParadigm)
