@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import plotly.graph_objects as go
 
+from engine.stages.classify import QUERY
 from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
@@ -59,21 +60,28 @@ def _gold_counts(trace: RunTrace) -> dict[str, list[int]]:
 def funnel_figure(trace: RunTrace) -> go.Figure:
     """Candidates into and out of every stage, and how many of those out hold the gold
     answer or a gold supporting document."""
-    if not trace.stages:
-        return text_figure("No stages ran.")
-    labels = [f"{s.name} ({s.granularity})" for s in trace.stages]
+    ranking = [i for i, s in enumerate(trace.stages) if s.granularity != QUERY]
+    if not ranking:
+        return text_figure("No retrieval stage ran." if trace.stages else "No stages ran.")
+    stages = [trace.stages[i] for i in ranking]
+    labels = [f"{s.name} ({s.granularity})" for s in stages]
     fig = go.Figure()
-    series = [("candidates in", [s.n_in for s in trace.stages], "#c7d4e8"),
-              ("kept", [len(s.candidates) for s in trace.stages], STAGE)]
+    series = [("candidates in", [s.n_in for s in stages], "#c7d4e8"),
+              ("kept", [len(s.candidates) for s in stages], STAGE)]
     colours = {"kept, holding the answer": GOLD, "kept, holding a supporting document": SUPPORT}
-    series += [(name, counts, colours[name]) for name, counts in _gold_counts(trace).items()]
+    series += [(name, [counts[i] for i in ranking], colours[name])
+               for name, counts in _gold_counts(trace).items()]
     for name, counts, color in series:
         fig.add_bar(y=labels, x=counts, name=name, orientation="h", marker_color=color,
                     text=[f"{n:,}" for n in counts], textposition="outside", cliponaxis=False)
-    fig.update_layout(barmode="group", height=HEIGHT, title="Funnel: candidates per stage",
+    title = "Funnel: candidates per stage" + (
+        "" if trace.gold else "<br><sub>gold bars come with a dataset question</sub>")
+    fig.update_layout(barmode="group", height=HEIGHT, title=title,
                       yaxis={"autorange": "reversed"},
                       xaxis={"type": "log", "dtick": 1, "title": "candidates (log scale)"},
-                      legend={"orientation": "h", "y": -0.25}, margin={"l": 10, "r": 30})
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02,
+                              "xanchor": "left", "x": 0},
+                      title_y=0.98, margin={"l": 10, "r": 30, "t": 90})
     return fig
 
 
@@ -117,13 +125,19 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     passages = extras.get("attention_passages") or [str(i) for i in range(len(cells))]
     tokens = extras.get("top_tokens") or [[] for _ in passages]
     kept = set(extras.get("answered_from") or ())
+    if kept >= set(passages):  # the answer read them all: a star would mark nothing
+        kept = set()
     labels = [f"{'* ' if p in kept else ''}{html.escape(_short(p))}" for p in passages]
     hover = [[f"{html.escape(p)}<br>{by[:-1]} {j}<br>tokens: {html.escape(' | '.join(t))}"
               for j in range(cells.shape[1])] for p, t in zip(passages, tokens, strict=False)]
     fig = go.Figure(go.Heatmap(z=cells, y=labels, text=hover, colorscale="Viridis",
                                hovertemplate="%{text}<br>attention %{z:.4f}<extra></extra>",
                                colorbar={"title": "attention"}))
-    fig.update_layout(title=f"Reader attention per passage x {by[:-1]} (* = answered from)",
+    source = ("the post-ranker's reader pass" if any(x is extras for x in
+                                                     (s.extras for s in trace.stages))
+              else "the reader, at the answer's first token")
+    star = " (* = answered from)" if kept else ""
+    fig.update_layout(title=f"Attention per passage x {by[:-1]}: {source}{star}",
                       xaxis={"title": by[:-1]}, yaxis={"autorange": "reversed"},
                       height=max(HEIGHT, 28 * len(labels) + 120), margin={"l": 10, "r": 10})
     return fig

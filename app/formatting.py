@@ -10,6 +10,7 @@ import html
 import re
 from collections.abc import Sequence
 
+from engine.stages.classify import QUERY
 from engine.text import query_terms, snippet
 from engine.trace import GoldFlags, RunTrace, StageResult, gold_lost_at
 from engine.types import Candidate
@@ -58,6 +59,9 @@ def stage_table(trace: RunTrace, index: int) -> str:
     """One stage's candidates as an HTML table; clusters and documents expand to what the
     later stages kept of them."""
     stage = trace.stages[index]
+    if stage.granularity == QUERY:  # a decision about the query: no candidates to list
+        return (f"<div class='fe-stage'><b>{esc(stage.name)}</b> (query), "
+                f"{stage.seconds:.2f} s: {esc(stage.extras.get('note', ''))}</div>")
     flags = trace.gold_flags[index] if index < len(trace.gold_flags) else None
     answers = trace.gold.answers if trace.gold else ()
     later = trace.stages[index + 1:]

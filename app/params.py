@@ -44,6 +44,8 @@ def widget(option: Option, elem_id: str) -> gr.Component:
     if option.type in (int, float) and option.low is not None and option.high is not None \
             and option.high - option.low <= SLIDER_MAX:
         step = 1 if option.type is int else (option.high - option.low) / 100
+        # the slider's box clamps a typed value to the range: say the range up front
+        info = f"{info} ({option.low:g} to {option.high:g})"
         return gr.Slider(option.low, option.high, value=option.default, step=step, label=label,
                          info=info, elem_id=elem_id)
     if option.type in (int, float):

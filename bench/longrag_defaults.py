@@ -90,7 +90,7 @@ def units_part(corpus, questions, sizes, ks) -> dict:
                     "tokens": round(statistics.fmean(h["tokens"] for h in rows))}
                 for k, rows in hits.items()}
     print(markdown_table(["units", *(f"k={k}: AR / both / tokens" for k in ks)],
-                         [[name, *(f"{c['AR']:.3f} / {c['both']:.3f} / {c['tokens']:,}"
+                         [[name, *(f"{c['AR']:.3f} / {c['both gold']:.3f} / {c['tokens']:,}"
                                    for c in cells.values())]
                           for name, cells in report.items()]))
     return report

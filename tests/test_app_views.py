@@ -289,3 +289,15 @@ def test_precision_recall_points_and_figure():
     assert len(fig.data) == 2 and "3 labels" in fig.data[0].name
     empty = figures.precision_recall_figure({"versions": [], "retrain": {}})
     assert "No classifier" in empty.layout.annotations[0].text
+
+
+def test_equal_reader_budget_caps_every_paradigms_reader():
+    from app.tabs.compare import with_budget
+
+    for name in PARADIGMS:
+        capped = json.loads(with_budget(config_json(name, [], []), 500))
+        assert capped["reader"]["max_context_tokens"] == 500
+        config = config_from_dict(PARADIGMS[name].config, capped)  # the engine accepts it
+        assert config.reader.max_context_tokens == 500
+    kept = json.loads(with_budget('{"K": 3, "reader": {"lr": 2}}', 64))
+    assert kept == {"K": 3, "reader": {"lr": 2, "max_context_tokens": 64}}

@@ -59,6 +59,25 @@ def test_span_attention_covers_each_passage_and_sums_to_at_most_one(generator):
     assert np.all(total <= 1.0 + 1e-5) and np.all(total > 0)
 
 
+def test_fused_attention_reads_the_prompt_and_the_model_is_left_eager(generator):
+    """The prompt is read with SDPA but for its last token; the logits match an all-eager
+    forward pass, and the shared model is eager again afterwards (the FiD reader reads
+    attention weights from it)."""
+    import torch
+
+    built = answer_prompt("fewshot", "Which river flows through Budapest?", PASSAGES)
+    ids = generator.tokenizer(built.prompt, add_special_tokens=False)["input_ids"]
+    with torch.inference_mode():
+        logits, _, attention = generator._prefill(ids, want_attention=True)
+        assert generator.model.config._attn_implementation == "sdpa"  # decoding goes fused
+        generator._attention("eager")
+        eager = generator.model(input_ids=torch.tensor([ids])).logits[0, -1]
+    assert attention is not None and attention.shape[:2] == (2, 4)
+    assert torch.allclose(logits.float(), eager.float(), atol=1e-4)
+    generator.generate(built.prompt, max_new_tokens=2, spans=built.spans)
+    assert generator.model.config._attn_implementation == "eager"
+
+
 def test_chat_prompts_go_through_the_chat_template(generator):
     generator.tokenizer.chat_template = (
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
@@ -265,3 +284,19 @@ def test_any_causal_lm_folder_loads_as_a_generator(tiny_causal_lm, tmp_path):
     assert said.prompt_tokens == direct.prompt_tokens and 0 < said.output_tokens <= 3
     with pytest.raises(ResourceMissingError, match="neither an alias nor a local folder"):
         shared_generator("no-such-org/no-such-model")
+
+
+def test_a_context_budget_keeps_the_best_passages_and_cuts_the_last(tiny_corpus):
+    from engine.readers.reader import within_budget
+    from engine.text import count_tokens
+    from engine.units.build import document_unit
+
+    docs = [Candidate(document_unit(d), 1.0, i) for i, d in
+            enumerate(tiny_corpus.documents[:3], start=1)]
+    sizes = [count_tokens(c.unit.title) + count_tokens(c.unit.text) for c in docs]
+    assert within_budget(docs, 0) == docs  # no cap
+    kept = within_budget(docs, sizes[0] + 5)
+    assert [c.unit.id for c in kept] == [docs[0].unit.id, docs[1].unit.id]
+    assert kept[0] == docs[0] and docs[1].unit.text.startswith(kept[1].unit.text)
+    assert count_tokens(kept[1].unit.title) + count_tokens(kept[1].unit.text) == 5
+    assert within_budget(docs, sum(sizes)) == docs

@@ -85,6 +85,7 @@ def test_longrag_end_to_end(tiny_corpus, shared_models):
         rows = [r for r, u in enumerate(dense.units) if u.doc_ids[0] in cand.unit.doc_ids]
         assert cand.score == pytest.approx(float(np.max(dense.vectors[rows] @ q)), abs=1e-4)
     assert {c.parents[-1] for c in context.candidates} <= {u.unit.id for u in units.candidates}
+    assert context.n_in == len({d for u in units.candidates for d in u.unit.doc_ids})
     long, short = trace.llm_steps  # two turns: a long answer, then the short one from it
     assert [long.purpose, short.purpose] == ["long answer", "answer"]
     assert long.output and long.answer == "" and long.extras["attention"]

@@ -170,16 +170,18 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
              "reader": {"max_answer_tokens": 8}}
     longrag = {"unit_tokens": 128, "k": 2, "long_answer_tokens": 16,
                "reader": {"max_answer_tokens": 8}}
-    result = _cli(["eval", "--dataset", str(qa), "--paradigm", "funnel,flat,longrag,drrag",
+    best = {"classify": False, "M": 6, "k": 2, "reader": {"max_answer_tokens": 8}}
+    names = ("funnel", "flat", "longrag", "drrag", "best")
+    result = _cli(["eval", "--dataset", str(qa), "--paradigm", ",".join(names),
                    "--corpus", str(corpus), "--config",
                    json.dumps({"funnel": FUNNEL, "flat": FLAT, "longrag": longrag,
-                               "drrag": drrag}),
+                               "drrag": drrag, "best": best}),
                    "--out", str(rows), "--json"], models_dir)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert set(summary) == {"funnel", "flat", "longrag", "drrag"}
+    assert set(summary) == set(names)
     assert summary["longrag"]["llm_calls"] == 2  # the long answer, then the short one
-    for name in ("funnel", "flat", "longrag", "drrag"):
+    for name in names:
         assert summary[name]["questions"] == 2 and "AR@1" in summary[name]
         assert summary[name]["reader_tokens"] > 0 and "EM" in summary[name]
     flat_stages = {f"{metric}@{stage}" for metric in ("AR", "gold_doc_recall")
@@ -189,7 +191,7 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
     assert 1 <= summary["flat"]["docs_to_reader"] <= 2  # k passages: at most k documents
     lines = [json.loads(line) for line in rows.read_text().splitlines()]
     assert [(r["question_id"], r["paradigm"]) for r in lines] == [
-        (q, name) for q in ("q1", "q2") for name in ("funnel", "flat", "longrag", "drrag")]
+        (q, name) for q in ("q1", "q2") for name in names]
 
 
 @pytest.mark.parametrize("args,message", [

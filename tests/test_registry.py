@@ -47,7 +47,7 @@ def test_the_cli_runs_it_and_lists_it_in_errors(echo, corpus_file, capsys):
     assert out.startswith(f"echo: {QUESTION}") and "answer: Georges Seurat" in out
     assert "LLM call (answer, echo)" in out and "3 of 5" in out
     assert main(["ask", QUESTION, "--paradigm", "nope", "--corpus", str(corpus_file)]) == 2
-    assert "Choose from: drrag, echo, flat, funnel, longrag." in capsys.readouterr().err
+    assert "Choose from: best, drrag, echo, flat, funnel, longrag." in capsys.readouterr().err
     assert main(["ask", QUESTION, "--paradigm", "echo", "--corpus", str(corpus_file),
                  "--config", '{"k": "three"}']) == 2
     assert "Option 'k' must be an integer, got 'three' (str)" in capsys.readouterr().err
@@ -124,7 +124,7 @@ def test_the_ui_offers_it_with_panels_generated_from_its_config(echo):
                if c.get("props", {}).get("elem_id")}
     k, voice = by_elem["fe-echo-k"], by_elem["fe-echo-voice"]
     assert k["type"] == "slider" and (k["props"]["minimum"], k["props"]["maximum"]) == (1, 8)
-    assert k["props"]["info"] == "k: documents kept by the overlap ranker"
+    assert k["props"]["info"] == "k: documents kept by the overlap ranker (1 to 8)"
     assert voice["type"] == "dropdown"
     assert [c[1] for c in voice["props"]["choices"]] == ["plain", "loud"]
     assert "fe-compare-echo-k" in by_elem  # the Compare tab gets a panel too

@@ -15,6 +15,7 @@ from engine.stages.retrieve import (
     ClusterRetriever,
     DenseRetriever,
     DocumentRetriever,
+    HybridRetriever,
     LongUnitRetriever,
 )
 from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
@@ -102,7 +103,18 @@ def _long_units(corpus) -> LongUnitRetriever:
     return LongUnitRetriever(*store.clusters(corpus, config), corpus, documents)
 
 
+def _hybrid(corpus) -> HybridRetriever:
+    pytest.importorskip("faiss")
+    from engine.index.store import shared_indexes
+
+    passages = UnitConfig("passages", chunker=Chunker(12))
+    store = shared_indexes()
+    return HybridRetriever(store.bm25(corpus, passages), store.dense(corpus, passages),
+                           alpha=0.3, depth=20)
+
+
 STAGES = {BM25Retriever: (_bm25, None), DenseRetriever: (_dense, None),
+          HybridRetriever: (_hybrid, None),
           DocumentRetriever: (_documents_of_passages, None),
           ClusterRetriever: (_clusters, None), LongUnitRetriever: (_long_units, None),
           CrossEncoderReranker: (_cross_encoder, _documents),
@@ -120,12 +132,19 @@ def _concrete(cls: type) -> set[type]:
 
 
 def test_the_contract_covers_every_stage_class():
-    import engine.stages.postrank  # noqa: F401 - every stage module loaded
+    import engine.stages.classify  # noqa: F401 - every stage module loaded
+    import engine.stages.postrank  # noqa: F401
     import engine.stages.rerank  # noqa: F401
+    import engine.stages.summarise  # noqa: F401
 
-    # ReaderContext turns units into their documents under a token cap: not a ranking, so
-    # outside this contract (tests/test_longrag.py tests it)
-    assert _concrete(Stage) == set(STAGES) | set(SELECTIONS) | {ReaderContext}
+    # not rankings, so outside this contract: ReaderContext turns units into their
+    # documents under a token cap (tests/test_longrag.py), ExtractiveSummariser cuts
+    # passages to their best sentences and QueryClassification decides about the query
+    # (tests/test_best.py)
+
+    assert _concrete(Stage) == set(STAGES) | set(SELECTIONS) | {
+        ReaderContext, engine.stages.summarise.ExtractiveSummariser,
+        engine.stages.classify.QueryClassification}
 
 
 @pytest.mark.parametrize("cls", list(STAGES), ids=lambda c: c.__name__)
@@ -138,7 +157,7 @@ def test_stage_contract(cls, tiny_corpus, request):
     pool = {c.unit for c in given} or (
         {document_unit(d) for d in tiny_corpus.documents} if cls is DocumentRetriever
         else set(stage.clusters) if isinstance(stage, ClusterRetriever)
-        else set(stage.index.units))
+        else set(stage.dense.units) if cls is HybridRetriever else set(stage.index.units))
     pool_ids = {u.id: u for u in pool}
     decoy = (Candidate(unit=_unit("not in the index"), score=9.0, rank=1),)
     for query in QUERIES:

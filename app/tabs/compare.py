@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import gradio as gr
@@ -17,6 +18,21 @@ from engine.service.explorer import Explorer
 logger = logging.getLogger(__name__)
 
 
+DEFAULT_BUDGET, MIN_BUDGET, MAX_BUDGET = 600, 32, 100_000
+
+
+def with_budget(config: str, tokens: int) -> str:
+    """A paradigm's JSON config with its reader's input capped at `tokens`."""
+    values = json.loads(config or "{}")
+    values.setdefault("reader", {})["max_context_tokens"] = tokens
+    return json.dumps(values)
+
+
+def _label(name: str) -> str:
+    """A paradigm's label as the checkboxes show it (its name if no longer registered)."""
+    return PARADIGMS[name].label if name in PARADIGMS else name
+
+
 def view(traces, errors, cut, running: str):
     """(notice, table, timing figure, final passages) for the runs finished so far."""
     messages = ([cut] if cut else []) + errors
@@ -26,9 +42,10 @@ def view(traces, errors, cut, running: str):
     if not traces:
         return notice_html, "", None, ""
     columns = "".join(
-        f"<div style='flex:1; min-width:280px'><h4>{esc(t.paradigm)}</h4>"
+        f"<div style='flex:1; min-width:280px'><h4>{esc(_label(t.paradigm))}</h4>"
         f"{gold_banner(t)}{final_passages(t)}</div>" for t in traces)
-    return (notice_html, compare_table(traces), figures.compare_figure(traces),
+    heads = [esc(_label(t.paradigm)) for t in traces]
+    return (notice_html, compare_table(traces, heads), figures.compare_figure(traces),
             f"<div style='display:flex; gap:16px'>{columns}</div>")
 
 
@@ -39,6 +56,13 @@ def build(explorer: Explorer) -> None:
         [(spec.label, name) for name, spec in PARADIGMS.items()], value=list(PARADIGMS),
         label="Paradigms", scale=1, elem_id="fe-compare-paradigms"))
     question, chosen = picker.question, picker.beside
+    with gr.Row():
+        equal = gr.Checkbox(False, label="Equal reader budget", elem_id="fe-compare-equal",
+                            info="cap every paradigm's reader input at the same number of "
+                                 "tokens (its best passages first)")
+        budget = gr.Number(DEFAULT_BUDGET, label="Reader tokens", precision=0,
+                           elem_id="fe-compare-budget",
+                           info=f"{MIN_BUDGET:,} to {MAX_BUDGET:,}")
     params = param_panels("fe-compare")
     go = gr.Button("Compare", variant="primary", elem_id="fe-compare-run")
     notice = gr.HTML(elem_id="fe-compare-notice")
@@ -46,17 +70,24 @@ def build(explorer: Explorer) -> None:
     timing = gr.Plot(label="Seconds per stage", elem_id="fe-compare-timing")
     finals = gr.HTML(elem_id="fe-compare-finals")
 
-    def compare(text, gold, names, *widgets):
+    def compare(text, gold, names, equal_budget, tokens, *widgets):
         """Runs the paradigms one after another, showing each column as it finishes."""
         text, cut = clip_question(text)
         if len(names or []) < 1:
             yield error_box("Pick at least one paradigm."), "", None, ""
+            return
+        if equal_budget and not (tokens and MIN_BUDGET <= tokens <= MAX_BUDGET):
+            yield (error_box(f"Reader tokens {tokens} is out of range: give {MIN_BUDGET:,} "
+                             f"to {MAX_BUDGET:,}, or untick the equal reader budget."),
+                   gr.skip(), gr.skip(), gr.skip())
             return
         traces, errors = [], []
         for at, name in enumerate(names, start=1):
             yield view(traces, errors, cut, f"Running {name} ({at} of {len(names)})…")
             try:
                 config = config_json(name, params.keys(), list(widgets))
+                if equal_budget:
+                    config = with_budget(config, int(tokens))
                 traces.append(explorer.run(target(text, gold), name, config))
             except EngineError as err:
                 logger.info("refused: %s: %s", name, " ".join(str(err).split()))
@@ -69,5 +100,5 @@ def build(explorer: Explorer) -> None:
     chosen.change(lambda names: show_panels(params, names), chosen,
                   list(params.groups.values()), api_visibility="private")
     for trigger in (go.click, question.submit):
-        trigger(compare, [question, picker.gold, chosen, *params.inputs()],
+        trigger(compare, [question, picker.gold, chosen, equal, budget, *params.inputs()],
                 [notice, table, timing, finals], api_visibility="private")

@@ -57,17 +57,18 @@ def build(explorer: Explorer) -> None:
     def ask(text, gold: Question | None, name, heat, *widgets):
         text, cut = clip_question(text)
         notice_html = error_box(cut) if cut else ""
-        empty = ("", "", None, None, None, "")
+        # a refused or failed run leaves the last run's results on the page
+        kept = (gr.skip(),) * 7
         try:
             config = config_json(name, params.keys(), list(widgets))
             for trace in explorer.stream(target(text, gold), name, config):
                 yield (notice_html, *trace_views(trace, heat), "")
             yield (notice_html, *trace_views(trace, heat), trace.to_json())
         except EngineError as err:
-            yield (refused_box(err), *empty, "")
+            yield (refused_box(err), *kept)
         except Exception as err:  # noqa: BLE001 - the page must stay usable
             logger.exception("run failed")
-            yield (error_box(f"The run failed: {err}"), *empty, "")
+            yield (error_box(f"The run failed: {err}"), *kept)
 
     def redraw_heatmap(trace_json, heat):
         if not trace_json:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+import weakref
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,6 +109,39 @@ def _bi_encoder(name: str, precision: str) -> SentenceTransformer:
     model = from_pretrained(SentenceTransformer, resolve(name), device="cpu",
                             local_files_only=True)
     return model.to(torch.bfloat16) if precision == "bf16" else model
+
+
+def load_sequence_classifier(location: str, trained_alias: str,
+                             report: str = "training_report.json") -> tuple[Any, Any, float]:
+    """(tokenizer, model, threshold) of a sequence classifier folder or hub id, on the CPU
+    in eval mode; the threshold comes from the training report beside a model trained here
+    (0.5 otherwise). `trained_alias` names what "trained" means in error messages."""
+    import json
+
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    aliases = (f"trained: {trained_alias}",)
+    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, aliases=aliases,
+                                local_files_only=True)
+    model = from_pretrained(AutoModelForSequenceClassification.from_pretrained, location,
+                            aliases=aliases, local_files_only=True)
+    model.eval()
+    path = Path(location) / report
+    threshold = float(json.loads(path.read_text(encoding="utf-8"))["threshold"]) \
+        if path.is_file() else 0.5
+    return tokenizer, model, threshold
+
+
+_MODEL_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def model_lock(model: Any) -> threading.Lock:
+    """The lock of one loaded model: readers that share it (the answering generator, the
+    FiD reader) hold it while they run, since the generator switches the model's attention
+    implementation and back."""
+    with _LOCKS_GUARD:
+        return _MODEL_LOCKS.setdefault(model, threading.Lock())
 
 
 def load_causal_lm(name: str = "smollm2", precision: str = "auto") -> tuple[Any, Any]:

@@ -174,22 +174,12 @@ def classifier_location(model: str) -> str:
 @lru_cache(maxsize=4)
 def load_classifier(location: str, max_length: int = 256) -> PairClassifier:
     """A sequence classifier on the CPU with its trained threshold, loaded once."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    from engine.models.loading import from_pretrained
+    from engine.models.loading import load_sequence_classifier
     from engine.models.pair_model import model_classes
 
     model_classes()  # registers the trained versions' model type with the Auto classes
-    aliases = ("trained: the active version",)
-    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, aliases=aliases,
-                                local_files_only=True)
-    model = from_pretrained(AutoModelForSequenceClassification.from_pretrained, location,
-                            aliases=aliases, local_files_only=True)
-    model.eval()
-    report = Path(location) / REPORT
-    threshold = 0.5
-    if report.is_file():
-        threshold = float(json.loads(report.read_text(encoding="utf-8"))["threshold"])
+    tokenizer, model, threshold = load_sequence_classifier(location, "the active version",
+                                                           REPORT)
     return PairClassifier(location, tokenizer, model, threshold, max_length)
 
 

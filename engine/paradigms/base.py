@@ -27,6 +27,7 @@ from engine.metrics import (
     gold_document_recall,
     refined_exact_match,
 )
+from engine.stages.classify import QUERY
 from engine.trace import LLMStep, RunTrace, StageResult, gold_flags
 from engine.types import Corpus, Question
 
@@ -128,10 +129,15 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
     flags = tuple(gold_flags(stage, gold) for stage in trace.stages)
     metrics: dict[str, float] = {}
     if trace.stages:
-        final = trace.stages[-1].candidates
+        # what the reader read: the last ranking stage's units (none when a query
+        # classification skipped retrieval)
+        ranking = [s for s in trace.stages if s.granularity != QUERY]
+        final = ranking[-1].candidates if ranking else ()
         recall = answer_recall_at([c.unit.text for c in final], gold.answers, (1, 2, 3, 4))
         metrics = {f"AR@{k}": float(hit) for k, hit in recall.items()}
     for stage, stage_flags in zip(trace.stages, flags, strict=True):
+        if stage.granularity == QUERY:
+            continue
         # at every cut: does anything the stage kept still hold the answer, and how many
         # of the gold documents survive
         metrics[f"AR@{stage.name}"] = float(any(stage_flags.answer))

@@ -31,7 +31,9 @@ from engine.units.chunking import Chunker
 
 @dataclass(frozen=True)
 class LongRAGConfig:
-    unit_tokens: int = param(2048, "S: largest unit, in tokens (LongRAG's grouping of linked "
+    # 1024: at the ~3k tokens a 2-core run reads, k=4 units of S=1024 hold the answer most
+    # often on the training questions (0.738; S=2048, k=2: 0.639; bench/README.md)
+    unit_tokens: int = param(1024, "S: largest unit, in tokens (LongRAG's grouping of linked "
                              "documents)", low=64, high=65536)
     unit_scores: str = param("dense", "how units are ranked: dense (MaxP: the unit's best "
                              "stored passage vector, LongRAG's), hybrid (BM25 + dense, best "
@@ -40,9 +42,12 @@ class LongRAGConfig:
     hybrid_weight: float = param(HYBRID_WEIGHT, "dense weight of the hybrid document score",
                                  low=0.0, high=1.0)
     k: int = param(4, "k: units read", low=1, high=8)
+    # 2000: a 7.3 s median run on the training questions (3000: 10.4 s; bench/README.md)
     context_tokens: int = param(2000, "the reader's context cap, in tokens: the units' "
                                 "documents are read best first until it is reached",
                                 low=64, high=32768)
+    # 2, LongRAG's: on 30 training questions one turn answered as well for less (EM 0.222
+    # vs 0.172, within noise at this size), reported in bench/README.md
     turns: int = param(2, "reader turns: 2 (a long answer, then the short answer extracted "
                        "from it: LongRAG's) or 1 (the short answer at once)", low=1, high=2)
     long_answer_tokens: int = param(48, "longest long answer (first turn), in model tokens",
@@ -88,8 +93,8 @@ class LongRAGParadigm(Paradigm):
         found = run_stage(LongUnitRetriever(*units, self.corpus, documents, text), question,
                           (), cfg.k)
         yield found
-        context = run_stage(ReaderContext(self.corpus, cfg.context_tokens), question,
-                            found.candidates, cfg.k)
+        context = run_stage(ReaderContext(self.corpus, cfg.context_tokens, documents=documents),
+                            question, found.candidates, cfg.k)
         yield context
         if cfg.turns == 1:
             yield answer(question, context.candidates, cfg.reader)

@@ -87,3 +87,16 @@ def classifier_need(model: str) -> Need:
     trained = model == "trained"
     return Need(f"classifier {model}", f"selection classifier '{model}'", prepare,
                 slow=trained, trained_by="classifier" if trained else "")
+
+
+def query_classifier_need(model: str) -> Need:
+    """The query classifier, loaded once; "trained" is trained first if missing (about a
+    minute, in the background, by the "query-classifier" trainer)."""
+    def prepare(corpus: Corpus, progress: Progress):
+        from engine.models.query_classifier import shared_query_classifier
+
+        return shared_query_classifier(model)
+
+    trained = model == "trained"
+    return Need(f"query classifier {model}", f"query classifier '{model}'", prepare,
+                slow=trained, trained_by="query-classifier" if trained else "")

@@ -11,11 +11,11 @@ import json
 
 from engine.config import config_from_dict
 from engine.errors import ConfigError, check_choice
-from engine.paradigms import drrag, flat, funnel, longrag
+from engine.paradigms import best, drrag, flat, funnel, longrag
 from engine.paradigms.base import Paradigm, ParadigmSpec
 from engine.types import Corpus
 
-_BUILTIN = (funnel.SPEC, flat.SPEC, longrag.SPEC, drrag.SPEC)
+_BUILTIN = (funnel.SPEC, flat.SPEC, longrag.SPEC, drrag.SPEC, best.SPEC)
 PARADIGMS: dict[str, ParadigmSpec] = {spec.name: spec for spec in _BUILTIN}
 DEFAULT = _BUILTIN[0].name  # what the CLI and the API run when no paradigm is named
 

@@ -81,8 +81,10 @@ class FiDReader:
         `answer_top` best (all passages when None) reusing their encoded blocks."""
         import torch
 
+        from engine.models.loading import model_lock
+
         cfg = config
-        with torch.inference_mode():
+        with model_lock(self.model), torch.inference_mode():
             start = time.perf_counter()
             blocks = self._encode(question, passages, cfg.max_passage_tokens)
             encoded = time.perf_counter()

@@ -159,3 +159,25 @@ PLAIN = FiDLayout(head="Context: {title}: ", tail="\nQuestion: {question}", end=
 def fid_layout(tokenizer) -> FiDLayout:
     """ChatML blocks for tokenizers that know `<|im_start|>`, plain blocks otherwise."""
     return CHATML if "<|im_start|>" in tokenizer.get_vocab() else PLAIN
+
+
+# --- HyDE ---------------------------------------------------------------------------------
+# HyDE (Gao et al.) asks the generator for a passage that would answer the question and
+# searches with it; the best-practices pipeline concatenates it with the question. The
+# worked examples are the short-answer templates' made-up passages.
+
+HYDE_HEAD = "Write a short encyclopedia passage that answers the question.\n\n"
+HYDE_EXAMPLES = (
+    ("In which city is the art school where Marta Velin studied?",
+     "Marta Velin (1871-1932) was a painter who studied at the Harlow Institute of Art, an "
+     "art school in the city of Brenmoor."),
+    ("Who wrote Harbour Lights?",
+     "Harbour Lights is a 1931 novel by the Scottish author Elspeth Carrow, set in a fishing "
+     "town."),
+)
+
+
+def hyde_prompt(question: str) -> BuiltPrompt:
+    """A completion prompt for a one-paragraph pseudo-document; it stops at a line break."""
+    shots = "".join(f"Question: {q}\nPassage: {p}\n\n" for q, p in HYDE_EXAMPLES)
+    return BuiltPrompt(f"{HYDE_HEAD}{shots}Question: {question}\nPassage:", (), ("\n",))

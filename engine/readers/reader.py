@@ -11,7 +11,7 @@ instead: each passage encoded on its own, the blocks fused, the answer decoded o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,8 +21,8 @@ from engine.models.loading import PRECISION_CHOICES
 from engine.readers import attention
 from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
 from engine.readers.base import Generator, prompt_text
-from engine.readers.prompts import TEMPLATES, answer_prompt, extract_prompt
-from engine.text import clip_tokens
+from engine.readers.prompts import TEMPLATES, answer_prompt, extract_prompt, hyde_prompt
+from engine.text import clip_tokens, count_tokens
 from engine.trace import LLMStep
 from engine.types import Candidate
 
@@ -49,6 +49,10 @@ class ReaderConfig:
     max_passage_tokens: int = param(192, "tokens read per passage; longer ones are cut",
                                     low=8, high=4096)
     max_answer_tokens: int = param(24, "longest answer, in model tokens", low=1, high=512)
+    max_context_tokens: int = param(0, "tokens read over all passages, best first (the last "
+                                    "one read is cut, later ones dropped); 0: no cap. "
+                                    "Compare's equal reader budget sets it", low=0,
+                                    high=100_000)
     precision: str = param("auto", "weights of an in-process model: fp32, bf16, or auto (bf16 "
                            "where the CPU has native bf16 units)", choices=PRECISION_CHOICES)
 
@@ -67,6 +71,7 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     `template` and `max_new_tokens` override the config's prompt and answer length (LongRAG's
     long-answer turn); a step whose purpose is not "answer" carries no short answer.
     """
+    passages = within_budget(passages, config.max_context_tokens)
     pairs = [(c.unit.title, c.unit.text) for c in passages]
     if config.prompt == "fid":
         return _fid_answer(question, passages, pairs, config, purpose)
@@ -111,6 +116,39 @@ def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
                    output=out.text, prompt_tokens=out.prompt_tokens,
                    output_tokens=out.output_tokens, seconds=out.seconds,
                    answer=short_answer(out.text))
+
+
+def hyde(question: str, config: ReaderConfig, max_new_tokens: int = 64,
+         generator: Generator | None = None) -> LLMStep:
+    """HyDE: a pseudo-document that would answer `question`, written by the generator."""
+    if generator is None:
+        from engine.readers.generators import shared_generator
+
+        generator = shared_generator(config.model, config.endpoint, config.precision)
+    built = hyde_prompt(question)
+    out = generator.generate(built.prompt, max_new_tokens=max_new_tokens, stop=built.stop)
+    return LLMStep(purpose="hyde", model=generator.name, prompt=prompt_text(built.prompt),
+                   output=out.text, prompt_tokens=out.prompt_tokens,
+                   output_tokens=out.output_tokens, seconds=out.seconds)
+
+
+def within_budget(passages: Sequence[Candidate], max_tokens: int) -> list[Candidate]:
+    """The ranked passages, best first, whose titles and texts fit `max_tokens` (0: all):
+    the last one that fits only in part is cut, the ones after it are dropped."""
+    if not max_tokens:
+        return list(passages)
+    out, left = [], max_tokens
+    for cand in passages:
+        size = count_tokens(cand.unit.title) + count_tokens(cand.unit.text)
+        if size > left:
+            room = left - count_tokens(cand.unit.title)
+            if room > 0:
+                out.append(replace(cand, unit=replace(cand.unit,
+                                                      text=clip_tokens(cand.unit.text, room))))
+            break
+        out.append(cand)
+        left -= size
+    return out
 
 
 def repack(n: int, packing: str) -> list[int]:

@@ -83,8 +83,19 @@ def _train_classifier_if_missing(progress: Progress) -> None:
         train_classifier(progress=progress)
 
 
+def _train_query_classifier_if_missing(progress: Progress) -> None:
+    from engine.models.query_classifier import cached_query_classifier
+
+    if cached_query_classifier() is None:
+        from engine.train.query_classifier import train_query_classifier
+
+        train_query_classifier()
+
+
 # what a Need's `trained_by` names: trains the model only when no trained one is cached
-TRAINERS: dict[str, Callable[[Progress], None]] = {"classifier": _train_classifier_if_missing}
+TRAINERS: dict[str, Callable[[Progress], None]] = {
+    "classifier": _train_classifier_if_missing,
+    "query-classifier": _train_query_classifier_if_missing}
 
 
 class Preparation:

@@ -23,6 +23,7 @@ class StageOutput:
 
     candidates: tuple[Candidate, ...]
     extras: dict = field(default_factory=dict)
+    n_in: int | None = None  # how many units it looked at, when not the candidates given
 
 
 class Stage(ABC):
@@ -49,11 +50,14 @@ def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int)
 
     A stage that searches an index (a first-stage retriever, DR-RAG's q + d retrieval)
     reports its `haystack`, the number of units it searched, as its input size, so its bar
-    shows the whole haystack; any other stage reports the candidates it was given.
+    shows the whole haystack; a stage that changes granularity may report its own count
+    (`StageOutput.n_in`: LongRAG's context counts the documents of the units it was given);
+    any other stage reports the candidates it was given.
     """
     start = time.perf_counter()
     out = stage.run(query, candidates, k)
-    n_in = getattr(stage, "haystack", 0) or len(candidates)
+    n_in = out.n_in if out.n_in is not None else (getattr(stage, "haystack", 0)
+                                                   or len(candidates))
     return StageResult(name=stage.name, granularity=stage.granularity, n_in=n_in,
                        candidates=out.candidates, seconds=time.perf_counter() - start,
                        extras=out.extras)

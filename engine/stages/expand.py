@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from engine.stages.base import Stage, StageOutput
 from engine.text import clip_tokens, count_tokens
 from engine.types import Candidate, Corpus
 from engine.units.build import document_unit, passage_units
 from engine.units.chunking import Chunker
+
+if TYPE_CHECKING:
+    from engine.index.documents import DocumentScorer
 
 
 def expand_to_documents(corpus: Corpus, clusters: Sequence[Candidate]) -> tuple[Candidate, ...]:
@@ -45,15 +49,25 @@ MIN_CLIPPED_TOKENS = 32
 
 class ReaderContext(Stage):
     """The documents of the ranked units, best unit and best member first, until the
-    reader's token cap: the last one that fits only in part is cut, later ones dropped."""
+    reader's token cap: the last one that fits only in part is cut, later ones dropped.
+    Each document shows its own score for the query when a scorer is given (its unit's
+    otherwise), so the order inside a unit can be read off the table."""
 
     name = "context"
     granularity = "documents"
 
     def __init__(self, corpus: Corpus, max_tokens: int,
-                 min_clipped: int = MIN_CLIPPED_TOKENS) -> None:
-        """`min_clipped`: the fewest tokens worth reading of a document cut by the cap."""
+                 min_clipped: int = MIN_CLIPPED_TOKENS,
+                 documents: DocumentScorer | None = None) -> None:
+        """
+        Args:
+            corpus: the documents the units are made of.
+            max_tokens: the cap.
+            min_clipped: the fewest tokens worth reading of a document cut by the cap.
+            documents: each document's own score for the query (else it keeps its unit's).
+        """
         self.corpus, self.max_tokens, self.min_clipped = corpus, max_tokens, min_clipped
+        self.documents = documents
 
     def config(self) -> dict:
         return {"max_tokens": self.max_tokens}
@@ -61,6 +75,7 @@ class ReaderContext(Stage):
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         """The documents of `candidates` (ranked units) that fit the cap; `k` is unused."""
         out, used, cut = [], 0, []
+        own = self.documents.scores(query) if self.documents is not None else None
         for unit in candidates:
             for doc_id in unit.unit.doc_ids:
                 doc = document_unit(self.corpus.by_id[doc_id])
@@ -73,10 +88,13 @@ class ReaderContext(Stage):
                     cut.append(doc.id)
                     size = left
                 used += size
-                out.append(Candidate(doc, unit.score, len(out) + 1,
+                score = float(own[self.corpus.index_of[doc_id]]) if own is not None \
+                    else unit.score
+                out.append(Candidate(doc, score, len(out) + 1,
                                      parents=(*unit.parents, unit.unit.id)))
             if used >= self.max_tokens - self.min_clipped:
                 break
         note = (f"{used:,} of {self.max_tokens:,} context tokens"
                 + (f"; cut to fit: {', '.join(cut)}" if cut else ""))
-        return StageOutput(tuple(out), extras={"note": note, "tokens": used})
+        members = len({d for unit in candidates for d in unit.unit.doc_ids})
+        return StageOutput(tuple(out), extras={"note": note, "tokens": used}, n_in=members)

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from engine.errors import check_range
+from engine.errors import ConfigError, check_choice, check_range
 from engine.index.bm25 import BM25Index
 from engine.index.dense import MAX_K, DenseIndex
 from engine.index.documents import DocumentScorer, group_max
@@ -161,13 +161,15 @@ class ClusterRetriever(Stage):
         return int(self._assignment[self.corpus.index_of[cluster.doc_ids[0]]])
 
     def _labelled(self, cluster: Unit, documents: np.ndarray) -> Unit:
-        """`cluster` with its documents best first, titled by the best-matching ones."""
-        index_of = self.corpus.index_of
+        """`cluster` with its documents best first (in its text too, so its snippet comes
+        from the members that matched), titled by the best-matching ones."""
+        index_of, by_id = self.corpus.index_of, self.corpus.by_id
         members = sorted(cluster.doc_ids, key=lambda d: -documents[index_of[d]])
-        shown = [self.corpus.by_id[d].title for d in members[:self.label_members]]
+        shown = [by_id[d].title for d in members[:self.label_members]]
         more = len(members) - len(shown)
         title = ", ".join(shown) + (f" (+{more} more)" if more else "")
-        return replace(cluster, title=title, doc_ids=tuple(members))
+        text = "\n\n".join(f"{by_id[d].title}\n{by_id[d].text}" for d in members)
+        return replace(cluster, title=title, text=text, doc_ids=tuple(members))
 
 
 class LongUnitRetriever(ClusterRetriever):
@@ -197,3 +199,76 @@ class LongUnitRetriever(ClusterRetriever):
                 chunks[cand.unit.id] = {"id": chunk.id, "title": chunk.title,
                                         "text": chunk.text, "cosine": round(cosine, 4)}
         return StageOutput(out.candidates, extras={"best_chunks": chunks})
+
+
+def min_max(scores: Sequence[float]) -> list[float]:
+    """Scores scaled to [0, 1] by their list's min and max (all 1.0 if they are equal)."""
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    return [1.0 if high == low else (s - low) / (high - low) for s in scores]
+
+
+def fuse_hybrid(lexical: Sequence[Candidate], dense: Sequence[Candidate], alpha: float,
+                k: int) -> tuple[Candidate, ...]:
+    """The best-practices paper's hybrid search: alpha x BM25 + dense over min-max
+    normalised scores, on the union of both lists. A unit missing from one list gets that
+    list's minimum (0 after normalising), as pyserini's hybrid search does."""
+    scores: dict[str, list[float]] = {}
+    units: dict[str, Unit] = {}
+    for column, hits in enumerate((lexical, dense)):
+        for hit, scaled in zip(hits, min_max([h.score for h in hits]), strict=True):
+            units.setdefault(hit.unit.id, hit.unit)
+            scores.setdefault(hit.unit.id, [0.0, 0.0])[column] = scaled
+    fused = sorted(((alpha * lex + den, uid) for uid, (lex, den) in scores.items()),
+                   key=lambda pair: -pair[0])  # stable: BM25's order breaks ties
+    return tuple(Candidate(units[uid], score, rank)
+                 for rank, (score, uid) in enumerate(fused[:k], start=1))
+
+
+SEARCHES = ("hybrid", "bm25", "dense")
+
+
+class HybridRetriever(Stage):
+    """Search over passages as the best-practices pipeline does: `hybrid` fuses BM25's and
+    the dense index's top `depth` by `fuse_hybrid`; `bm25` and `dense` are either list
+    alone (its ablation rows). The dense side may search with another text than the
+    question (HyDE's pseudo-document with the question); BM25 always reads the question."""
+
+    granularity = "passages"
+
+    def __init__(self, bm25: BM25Index | None, dense: DenseIndex | None, alpha: float = 0.3,
+                 depth: int = 50, dense_query: str = "", search: str = "hybrid") -> None:
+        self.search = check_choice("search", search, SEARCHES)
+        check_range("alpha", alpha, 0.0, 10.0)
+        check_range("depth", depth, 1, MAX_K)
+        if search != "dense" and bm25 is None or search != "bm25" and dense is None:
+            raise ConfigError(f"The {search!r} search needs "
+                              f"{'a BM25 and a dense' if search == 'hybrid' else 'its'} "
+                              "passage index.")
+        self.bm25, self.dense, self.alpha, self.depth = bm25, dense, alpha, depth
+        self.dense_query = dense_query
+        self.name = search
+
+    @property
+    def haystack(self) -> int:
+        return len((self.dense or self.bm25).units)
+
+    def config(self) -> dict:
+        return {"search": self.search, "alpha": self.alpha, "depth": self.depth,
+                "dense_query": "HyDE pseudo-document + question" if self.dense_query
+                else "the question"}
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        """The `k` best passages for `query`; `candidates` are ignored."""
+        check_range("k", k, 1, MAX_K)
+        dense_query = self.dense_query or query
+        if self.search == "bm25":
+            return StageOutput(tuple(self.bm25.search(query, k)))
+        if self.search == "dense":
+            return StageOutput(tuple(self.dense.search(dense_query, k)))
+        lexical = self.bm25.search(query, self.depth)
+        dense = self.dense.search(dense_query, self.depth)
+        return StageOutput(fuse_hybrid(lexical, dense, self.alpha, k), extras={
+            "note": f"score = {self.alpha} x BM25 + dense, each min-max scaled over its top "
+                    f"{self.depth}; {len(lexical)} BM25 and {len(dense)} dense hits"})

@@ -1,0 +1,80 @@
+"""All five paradigms on the same dev500 questions: one paper-style table.
+
+For each of the first N HotpotQA dev500 questions every paradigm runs back to back with its
+default config (or `--config`), on the pooled corpus, so the machine's state is the same for
+all. Printed per paradigm: AR@1..4 of what the reader read, EM, F1, refined EM, reader
+tokens, LLM calls and seconds per question (median, and the mean of each stage). Traces go
+to data/bench/paradigms_traces.jsonl.
+
+    python bench/paradigms_table.py [--limit 200] [--paradigms flat funnel longrag drrag best]
+        [--config '{"best": {"hyde": true}}'] [--threads 2] [--out paradigms_table]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import markdown_table, save  # noqa: E402
+from engine.data.corpus import load_corpus  # noqa: E402
+from engine.data.loaders import read_dataset  # noqa: E402
+from engine.eval.evaluate import row, summarise  # noqa: E402
+from engine.paradigms.registry import make_paradigm, names  # noqa: E402
+from engine.paths import data_dir, shared_data_dir  # noqa: E402
+
+COLUMNS = ("AR@1", "AR@2", "AR@3", "AR@4", "EM", "F1", "refined_EM", "reader_tokens",
+           "llm_calls", "seconds_total_median")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=200, help="first N dev500 questions")
+    parser.add_argument("--paradigms", nargs="+", default=names(), choices=names())
+    parser.add_argument("--config", default="{}", help="JSON: {paradigm: {option: value}}")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--out", default="paradigms_table", help="bench/results/OUT.json")
+    args = parser.parse_args()
+    import torch
+    from tqdm.auto import tqdm
+
+    torch.set_num_threads(args.threads)
+    logging.basicConfig(level=logging.WARNING)
+    configs = json.loads(args.config)
+    corpus = load_corpus("pooled")  # holds every dev500 paragraph already
+    questions = read_dataset(shared_data_dir() / "hotpotqa" / "dev500_contexts.jsonl").questions
+    paradigms = {name: make_paradigm(name, corpus, configs.get(name)) for name in args.paradigms}
+    for paradigm in paradigms.values():  # warm-up: indexes and models loaded; not counted
+        paradigm.run(questions[-1].text)
+    traces_path = data_dir() / "bench" / "paradigms_traces.jsonl"
+    traces_path.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with traces_path.open("w", encoding="utf-8") as traces:
+        for question in tqdm(questions[: args.limit], desc="questions"):
+            for paradigm in paradigms.values():
+                trace = paradigm.run(question)
+                rows.append(row(trace))
+                traces.write(trace.to_json() + "\n")
+    summary = summarise(rows)
+    print(f"pooled ({len(corpus):,} documents), HotpotQA dev500 first {args.limit} questions, "
+          f"{args.threads} torch threads\n")
+    print(markdown_table(["paradigm", *COLUMNS],
+                         [[name, *(summary[name].get(c, "") for c in COLUMNS)]
+                          for name in summary]))
+    stages = sorted({k for s in summary.values() for k in s if k.startswith("seconds_")
+                     and k != "seconds_total_median"})
+    print()
+    print(markdown_table(["paradigm", *stages], [[name, *(summary[name].get(k, "")
+                                                           for k in stages)]
+                                                  for name in summary]))
+    save(args.out, {"questions": args.limit, "configs": configs, "summary": summary,
+                    "traces": str(traces_path)})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""The query classifier of the best-practices pipeline: does a request need retrieval?
+
+A MiniLM sequence classifier fine-tuned here (`python -m engine train query-classifier`;
+engine/train/query_classifier.py) or any Hugging Face sequence-classifier folder or id whose
+label 1 means "needs retrieval". Loaded once per location; query-time code never imports
+the training code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from engine.cache import entry_dir, verify
+from engine.errors import DataFormatError, ResourceMissingError
+from engine.paths import shared_data_dir
+
+TRAIN_COMMAND = "python -m engine train query-classifier"
+REPORT = "training_report.json"
+KIND = "query-classifier"
+VERSION = 1
+KNOWLEDGE_FILES = ("hotpotqa/train100.json", "musique/train100.json", "squad/small_v2.json")
+
+
+@dataclass(frozen=True)
+class QueryClassifierConfig:
+    """Everything that decides the trained query classifier (its cache key, with the data)."""
+
+    seed: int = 13
+    epochs: int = 3
+    batch_size: int = 16
+    learning_rate: float = 5e-5
+    max_length: int = 128
+    base_model: str = "minilm"
+
+
+def cache_key(config: QueryClassifierConfig) -> dict:
+    """Config + sha256 of the data files the labelled set is made from + format version."""
+    from engine.models.packaged import wiki_summaries_path
+
+    root = shared_data_dir()
+    data = {}
+    for name in KNOWLEDGE_FILES:
+        if not (root / name).is_file():
+            raise DataFormatError(root / name, "training file not found",
+                                  fix="set FUNNEL_SHARED_DATA to the shared data folder")
+        data[name] = hashlib.sha256((root / name).read_bytes()).hexdigest()
+    data["wiki"] = hashlib.sha256(wiki_summaries_path().read_bytes()).hexdigest()
+    return {"config": asdict(config), "data": data, "version": VERSION}
+
+
+def cached_query_classifier(config: QueryClassifierConfig | None = None) -> Path | None:
+    """The verified cached classifier for `config`, or None (never trains)."""
+    try:
+        key = cache_key(config or QueryClassifierConfig())
+    except (DataFormatError, OSError):
+        return None
+    folder = entry_dir(KIND, key)
+    try:
+        verify(folder, key)
+    except Exception:  # noqa: BLE001 - missing or damaged both mean: not available
+        return None
+    return folder
+
+
+class QueryClassifier:
+    """P(needs retrieval) of a request, and the threshold the decision uses."""
+
+    def __init__(self, name: str, tokenizer: Any, model: Any, threshold: float = 0.5) -> None:
+        self.name, self.tokenizer, self.model, self.threshold = name, tokenizer, model, threshold
+
+    def probabilities(self, texts: list[str]) -> list[float]:
+        import torch
+
+        if not texts:
+            return []
+        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=128,
+                               return_tensors="pt")
+        with torch.inference_mode():
+            logits = self.model(**batch).logits
+        return torch.softmax(logits.float(), dim=-1)[:, 1].tolist()
+
+    def needs_retrieval(self, text: str) -> tuple[bool, float]:
+        """(decision, probability) for one request."""
+        p = self.probabilities([text])[0]
+        return p >= self.threshold, p
+
+
+def query_classifier_location(model: str) -> str:
+    """"trained": the cached classifier trained here; aliases and paths as they are."""
+    if model != "trained":
+        from engine.models.loading import resolve
+
+        return resolve(model)
+    folder = cached_query_classifier()
+    if folder is None:
+        raise ResourceMissingError(
+            f"No trained query classifier yet. Train it once (about a minute on 2 CPU "
+            f"cores) with: {TRAIN_COMMAND}")
+    return str(folder)
+
+
+@lru_cache(maxsize=4)
+def load_query_classifier(location: str) -> QueryClassifier:
+    from engine.models.loading import load_sequence_classifier
+
+    tokenizer, model, threshold = load_sequence_classifier(location, "the classifier trained "
+                                                           "here", REPORT)
+    return QueryClassifier(location, tokenizer, model, threshold)
+
+
+def shared_query_classifier(model: str = "trained") -> QueryClassifier:
+    return load_query_classifier(query_classifier_location(model))

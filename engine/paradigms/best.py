@@ -1,0 +1,132 @@
+"""The best-practices pipeline (Wang et al., "Searching for Best Practices in
+Retrieval-Augmented Generation"): each module switchable, each its own stage or LLM step.
+
+query classification (is retrieval needed?) -> HyDE pseudo-document (optional, an LLM
+step) -> hybrid search: alpha x BM25 + dense on min-max normalised scores -> re-ranking
+(optional) -> extractive summarisation (optional) -> repacking (the reader's packing) ->
+the generator. A request the classifier sends past retrieval is answered without context,
+and the trace says so.
+
+Defaults follow the paper where it is explicit (alpha 0.3, reverse repacking) and are
+recorded with their measurements in bench/README.md ("best practices").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.config import check_config, param
+from engine.errors import ConfigError
+from engine.index.store import shared_indexes
+from engine.paradigms.base import Need, Paradigm, ParadigmSpec
+from engine.paradigms.needs import (
+    bm25_need,
+    dense_need,
+    query_classifier_need,
+    ranker_need,
+    reader_need,
+)
+from engine.readers.reader import ReaderConfig, answer, hyde
+from engine.stages.base import run_stage
+from engine.stages.classify import QueryClassification
+from engine.stages.rerank import BI_ENCODER, make_reranker
+from engine.stages.retrieve import SEARCHES, HybridRetriever
+from engine.stages.summarise import ExtractiveSummariser
+from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
+
+NO_RERANK = "none"
+
+
+@dataclass(frozen=True)
+class BestConfig:
+    classify: bool = param(True, "query classification: skip retrieval for requests that "
+                           "need none")
+    classifier: str = param("trained", "query classifier: trained (here), or a "
+                            "sequence-classifier folder or hub id (label 1: needs retrieval)")
+    hyde: bool = param(False, "HyDE: search the dense index with a generated pseudo-document "
+                       "plus the question (one more LLM call)")
+    search: str = param("hybrid", "retrieval: hybrid (alpha x BM25 + dense), bm25 or dense",
+                        choices=SEARCHES)
+    alpha: float = param(0.3, "hybrid search: weight of the min-max scaled BM25 score",
+                         low=0.0, high=10.0)
+    M: int = param(50, "M: passages retrieved (each list's depth in hybrid search)", low=1,
+                   high=1000)
+    reranker: str = param(NO_RERANK, "re-ranker: none, bi-encoder (stored vectors), trained, "
+                          "or a cross-encoder folder or hub id")
+    k: int = param(4, "k: passages handed to summarisation and the reader", low=1, high=50)
+    summarise: bool = param(True, "extractive summarisation: keep the sentences closest to "
+                            "the question")
+    summary_tokens: int = param(200, "summarisation budget, in tokens", low=16, high=4096)
+    passage_tokens: int = param(100, "passage size in tokens (shared with flat)", low=16,
+                                high=1000)
+    reader: ReaderConfig = param(ReaderConfig(), "the generator (its packing is the "
+                                 "repacking module)")
+
+    def __post_init__(self) -> None:
+        check_config(self)
+        if self.k > self.M:
+            raise ConfigError(f"k={self.k} is more than M={self.M}: the pipeline cannot keep "
+                              "more passages than retrieval found. Lower k or raise M.")
+
+    def passages(self) -> UnitConfig:
+        return UnitConfig("passages", chunker=Chunker(self.passage_tokens))
+
+
+class BestParadigm(Paradigm):
+    name = "best"
+
+    @classmethod
+    def needs(cls, config: BestConfig) -> tuple[Need, ...]:
+        needs = [reader_need(config.reader)]
+        if config.classify:
+            needs.append(query_classifier_need(config.classifier))
+        if config.search != "dense":
+            needs.append(bm25_need(config.passages()))
+        if config.reranker not in (NO_RERANK, BI_ENCODER):
+            needs.append(ranker_need(config.reranker))
+        if config.search != "bm25" or config.reranker == BI_ENCODER or config.summarise:
+            needs.append(dense_need(config.passages(), "minilm"))
+        return tuple(needs)
+
+    def steps(self, question: str):
+        cfg = self.config
+        if cfg.classify:
+            from engine.models.query_classifier import shared_query_classifier
+
+            routed = run_stage(QueryClassification(shared_query_classifier(cfg.classifier)),
+                               question, (), 1)
+            yield routed
+            if not routed.extras["retrieve"]:
+                yield answer(question, (), cfg.reader)
+                return
+        dense_query = ""
+        if cfg.hyde:
+            pseudo = hyde(question, cfg.reader)
+            yield pseudo
+            dense_query = f"{question} {pseudo.output.strip()}"
+        store = shared_indexes()
+        bm25 = store.bm25(self.corpus, cfg.passages()) if cfg.search != "dense" else None
+        dense = store.dense(self.corpus, cfg.passages()) if cfg.search != "bm25" else None
+        rerank = cfg.reranker != NO_RERANK
+        found = run_stage(HybridRetriever(bm25, dense, cfg.alpha, cfg.M, dense_query,
+                                          cfg.search), question, (), cfg.M if rerank else cfg.k)
+        yield found
+        kept = found
+        if rerank:
+            ranker = make_reranker(cfg.reranker, self.corpus, cfg.passages(),
+                                   granularity="passages", name="reranker")
+            kept = run_stage(ranker, question, found.candidates, cfg.k)
+            yield kept
+        if cfg.summarise:
+            kept = run_stage(ExtractiveSummariser(cfg.summary_tokens), question,
+                             kept.candidates, cfg.k)
+            yield kept
+        yield answer(question, kept.candidates, cfg.reader)
+
+
+SPEC = ParadigmSpec(
+    name=BestParadigm.name, label="Best practices (classify → hybrid → summarise)",
+    description="Query classification, hybrid search (optionally with HyDE), optional "
+                "re-ranking, extractive summarisation, repacking and the generator.",
+    config=BestConfig, paradigm=BestParadigm)
