@@ -66,6 +66,17 @@ def load_or_build(kind: str, key: Any, build: Callable[[Path], None],
     return load(final)
 
 
+def existing_entry(kind: str, key: Any) -> Path | None:
+    """The verified cache entry of `kind` for `key`, or None when it is missing or damaged
+    (never builds)."""
+    folder = entry_dir(kind, key)
+    try:
+        verify(folder, key)
+    except Exception:  # noqa: BLE001 - missing or damaged both mean: not available
+        return None
+    return folder
+
+
 def verify(folder: Path, key: Any) -> None:
     """Raise CacheInvalid unless `folder` holds a complete entry for `key`."""
     manifest_path = folder / MANIFEST

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.cache import entry_dir, verify
+from engine.cache import existing_entry
 from engine.errors import DataFormatError, ResourceMissingError
 from engine.paths import shared_data_dir
 
@@ -56,14 +56,9 @@ def cached_query_classifier(config: QueryClassifierConfig | None = None) -> Path
     """The verified cached classifier for `config`, or None (never trains)."""
     try:
         key = cache_key(config or QueryClassifierConfig())
-    except (DataFormatError, OSError):
+    except (DataFormatError, OSError):  # without its training data it cannot be identified
         return None
-    folder = entry_dir(KIND, key)
-    try:
-        verify(folder, key)
-    except Exception:  # noqa: BLE001 - missing or damaged both mean: not available
-        return None
-    return folder
+    return existing_entry(KIND, key)
 
 
 class QueryClassifier:

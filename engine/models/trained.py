@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from engine.cache import entry_dir, verify
+from engine.cache import existing_entry
 from engine.errors import ConfigError, DataFormatError, check_choice
 from engine.paths import shared_data_dir
 
@@ -81,12 +81,7 @@ def cached_preranker_path(config: TrainConfig | None = None) -> Path | None:
         key = cache_key(config or TrainConfig())
     except (DataFormatError, OSError):  # without its training data it cannot be identified
         return None
-    folder = entry_dir("preranker", key)
-    try:
-        verify(folder, key)
-    except Exception:  # noqa: BLE001 - missing or damaged both mean: not available
-        return None
-    return folder
+    return existing_entry("preranker", key)
 
 
 def training_report(folder: Path) -> dict:
