@@ -11,7 +11,7 @@ instead: each passage encoded on its own, the blocks fused, the answer decoded o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,9 +20,16 @@ from engine.errors import check_choice
 from engine.models.loading import PRECISION_CHOICES
 from engine.readers import attention
 from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
-from engine.readers.base import Generator, prompt_text
-from engine.readers.prompts import TEMPLATES, answer_prompt, extract_prompt, hyde_prompt
-from engine.text import clip_tokens, count_tokens
+from engine.readers.base import Generation, Generator, prompt_text
+from engine.readers.prompts import (
+    TEMPLATES,
+    BuiltPrompt,
+    answer_prompt,
+    extract_prompt,
+    hyde_prompt,
+)
+from engine.stages.expand import within_budget
+from engine.text import clip_tokens
 from engine.trace import LLMStep
 from engine.types import Candidate
 
@@ -75,80 +82,63 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     pairs = [(c.unit.title, c.unit.text) for c in passages]
     if config.prompt == "fid":
         return _fid_answer(question, passages, pairs, config, purpose)
-    if generator is None:
-        from engine.readers.generators import shared_generator
-
-        generator = shared_generator(config.model, config.endpoint, config.precision)
+    generator = generator or _shared(config)
     order = repack(len(passages), config.packing)
     passages = [passages[i] for i in order]
     pairs = [(pairs[i][0], clip_tokens(pairs[i][1], config.max_passage_tokens)) for i in order]
     built = answer_prompt(template or config.prompt, question, pairs)
-    # a small reader copies the worked examples' "no" into questions that are not yes/no
-    banned = () if is_yes_no_question(question) else YES_NO
     out = generator.generate(built.prompt,
                              max_new_tokens=max_new_tokens or config.max_answer_tokens,
-                             stop=built.stop, spans=built.spans, ban_first=banned)
+                             stop=built.stop, spans=built.spans, ban_first=_banned(question))
     extras = {}
     if out.attention:
         top = [attention.content_tokens(tokens.__getitem__, attn, config.lr)
                for attn, tokens in zip(out.attention, out.span_tokens, strict=True)]
         extras = attention_extras(passages, out.attention, top, config.lr,
                                   range(len(passages)))
+    return _step(purpose, generator, built, out, extras=extras,
+                 answer=short_answer(out.text) if purpose == "answer" else "")
+
+
+def _shared(config: ReaderConfig) -> Generator:
+    """The process-wide generator of `config`'s model (or endpoint) and precision."""
+    from engine.readers.generators import shared_generator
+
+    return shared_generator(config.model, config.endpoint, config.precision)
+
+
+def _banned(question: str) -> tuple[str, ...]:
+    """Words an answer may not open with: a small reader copies the worked examples' "no"
+    into questions that are not yes/no questions."""
+    return () if is_yes_no_question(question) else YES_NO
+
+
+def _step(purpose: str, generator: Generator, built: BuiltPrompt, out: Generation,
+          answer: str = "", extras: dict | None = None) -> LLMStep:
+    """One generator call as the trace records it."""
     return LLMStep(purpose=purpose, model=generator.name, prompt=prompt_text(built.prompt),
                    output=out.text, prompt_tokens=out.prompt_tokens,
-                   output_tokens=out.output_tokens, seconds=out.seconds,
-                   answer=short_answer(out.text) if purpose == "answer" else "",
-                   extras=extras)
+                   output_tokens=out.output_tokens, seconds=out.seconds, answer=answer,
+                   extras=extras or {})
 
 
 def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
                    generator: Generator | None = None) -> LLMStep:
     """LongRAG's second turn: the short answer from the question and the long answer only."""
-    if generator is None:
-        from engine.readers.generators import shared_generator
-
-        generator = shared_generator(config.model, config.endpoint, config.precision)
+    generator = generator or _shared(config)
     built = extract_prompt(question, long_answer.output)
-    banned = () if is_yes_no_question(question) else YES_NO
     out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,
-                             stop=built.stop, ban_first=banned)
-    return LLMStep(purpose="answer", model=generator.name, prompt=prompt_text(built.prompt),
-                   output=out.text, prompt_tokens=out.prompt_tokens,
-                   output_tokens=out.output_tokens, seconds=out.seconds,
-                   answer=short_answer(out.text))
+                             stop=built.stop, ban_first=_banned(question))
+    return _step("answer", generator, built, out, answer=short_answer(out.text))
 
 
 def hyde(question: str, config: ReaderConfig, max_new_tokens: int = 64,
          generator: Generator | None = None) -> LLMStep:
     """HyDE: a pseudo-document that would answer `question`, written by the generator."""
-    if generator is None:
-        from engine.readers.generators import shared_generator
-
-        generator = shared_generator(config.model, config.endpoint, config.precision)
+    generator = generator or _shared(config)
     built = hyde_prompt(question)
     out = generator.generate(built.prompt, max_new_tokens=max_new_tokens, stop=built.stop)
-    return LLMStep(purpose="hyde", model=generator.name, prompt=prompt_text(built.prompt),
-                   output=out.text, prompt_tokens=out.prompt_tokens,
-                   output_tokens=out.output_tokens, seconds=out.seconds)
-
-
-def within_budget(passages: Sequence[Candidate], max_tokens: int) -> list[Candidate]:
-    """The ranked passages, best first, whose titles and texts fit `max_tokens` (0: all):
-    the last one that fits only in part is cut, the ones after it are dropped."""
-    if not max_tokens:
-        return list(passages)
-    out, left = [], max_tokens
-    for cand in passages:
-        size = count_tokens(cand.unit.title) + count_tokens(cand.unit.text)
-        if size > left:
-            room = left - count_tokens(cand.unit.title)
-            if room > 0:
-                out.append(replace(cand, unit=replace(cand.unit,
-                                                      text=clip_tokens(cand.unit.text, room))))
-            break
-        out.append(cand)
-        left -= size
-    return out
+    return _step("hyde", generator, built, out)
 
 
 def repack(n: int, packing: str) -> list[int]:

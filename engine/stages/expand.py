@@ -43,13 +43,36 @@ def chunk_documents(corpus: Corpus, documents: Sequence[Candidate],
     return tuple(out)
 
 
+def within_budget(candidates: Sequence[Candidate], max_tokens: int,
+                  min_clipped: int = 1) -> list[Candidate]:
+    """The ranked candidates, best first, whose titles and texts fit `max_tokens` (0: all):
+    the first one that does not fit is cut to the room left, if at least `min_clipped` of
+    its text tokens fit, and nothing after it is read."""
+    if not max_tokens:
+        return list(candidates)
+    out, left = [], max_tokens
+    for cand in candidates:
+        title = count_tokens(cand.unit.title)
+        size = title + count_tokens(cand.unit.text)
+        if size > left:
+            room = left - title
+            if room >= min_clipped:
+                out.append(replace(cand, unit=replace(cand.unit,
+                                                      text=clip_tokens(cand.unit.text, room))))
+            break
+        out.append(cand)
+        left -= size
+    return out
+
+
 # the fewest tokens worth reading of a document cut by a context cap
 MIN_CLIPPED_TOKENS = 32
 
 
 class ReaderContext(Stage):
     """The documents of the ranked units, best unit and best member first, until the
-    reader's token cap: the last one that fits only in part is cut, later ones dropped.
+    reader's token cap (`within_budget`): the first that does not fit is cut to the room
+    left, if at least `min_clipped` tokens of its text fit, and later ones are dropped.
     Each document shows its own score for the query when a scorer is given (its unit's
     otherwise), so the order inside a unit can be read off the table."""
 
@@ -74,27 +97,18 @@ class ReaderContext(Stage):
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         """The documents of `candidates` (ranked units) that fit the cap; `k` is unused."""
-        out, used, cut = [], 0, []
         own = self.documents.scores(query) if self.documents is not None else None
-        for unit in candidates:
-            for doc_id in unit.unit.doc_ids:
-                doc = document_unit(self.corpus.by_id[doc_id])
-                size = count_tokens(doc.title) + count_tokens(doc.text)
-                left = self.max_tokens - used
-                if size > left:
-                    if left < self.min_clipped:
-                        break
-                    doc = replace(doc, text=clip_tokens(doc.text, left))
-                    cut.append(doc.id)
-                    size = left
-                used += size
-                score = float(own[self.corpus.index_of[doc_id]]) if own is not None \
-                    else unit.score
-                out.append(Candidate(doc, score, len(out) + 1,
-                                     parents=(*unit.parents, unit.unit.id)))
-            if used >= self.max_tokens - self.min_clipped:
-                break
+        documents = [
+            Candidate(document_unit(self.corpus.by_id[doc_id]),
+                      float(own[self.corpus.index_of[doc_id]]) if own is not None
+                      else unit.score, 0, parents=(*unit.parents, unit.unit.id))
+            for unit in candidates for doc_id in unit.unit.doc_ids]
+        read = within_budget(documents, self.max_tokens, self.min_clipped)
+        out = tuple(replace(c, rank=rank) for rank, c in enumerate(read, start=1))
+        used = sum(count_tokens(c.unit.title) + count_tokens(c.unit.text) for c in out)
+        cut = [c.unit.id for c, whole in zip(out, documents, strict=False)
+               if c.unit.text != whole.unit.text]
         note = (f"{used:,} of {self.max_tokens:,} context tokens"
                 + (f"; cut to fit: {', '.join(cut)}" if cut else ""))
         members = len({d for unit in candidates for d in unit.unit.doc_ids})
-        return StageOutput(tuple(out), extras={"note": note, "tokens": used}, n_in=members)
+        return StageOutput(out, extras={"note": note, "tokens": used}, n_in=members)
