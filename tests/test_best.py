@@ -154,3 +154,20 @@ def test_query_classifier_trains_reports_and_is_cached(tiny_classifier_base, sha
     assert cached_query_classifier(config) == folder == train_query_classifier(config)
     p = load_query_classifier(str(folder)).probabilities(["What is 2 plus 2?", "Hi!"])
     assert len(p) == 2 and all(0.0 <= x <= 1.0 for x in p)
+
+
+def test_needs_follow_the_modules_switched_on():
+    from engine.paradigms.registry import spec
+
+    def needs(values):
+        return [n.label for n in spec("best").needs(make_config("best", values))]
+
+    default = needs({})
+    assert any(label.startswith("dense index") for label in default)
+    assert any(label.startswith("BM25 over") for label in default)
+    assert "query classifier 'trained'" in default
+    # BM25 search with summarisation: the sentences are encoded, no dense index is built
+    lexical = needs({"search": "bm25", "classify": False})
+    assert not any(label.startswith("dense index") for label in lexical)
+    assert not any(label.startswith("query classifier") for label in lexical)
+    assert not any(label.startswith("BM25") for label in needs({"search": "dense"}))

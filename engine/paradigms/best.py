@@ -85,7 +85,8 @@ class BestParadigm(Paradigm):
             needs.append(bm25_need(config.passages()))
         if config.reranker not in (NO_RERANK, BI_ENCODER):
             needs.append(ranker_need(config.reranker))
-        if config.search != "bm25" or config.reranker == BI_ENCODER or config.summarise:
+        # summarisation encodes its sentences with the bi-encoder: no index of its own
+        if config.search != "bm25" or config.reranker == BI_ENCODER:
             needs.append(dense_need(config.passages(), "minilm"))
         return tuple(needs)
 
