@@ -11,7 +11,7 @@ instead: each passage encoded on its own, the blocks fused, the answer decoded o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -28,8 +28,7 @@ from engine.readers.prompts import (
     extract_prompt,
     hyde_prompt,
 )
-from engine.stages.expand import within_budget
-from engine.text import clip_tokens
+from engine.text import clip_tokens, count_tokens
 from engine.trace import LLMStep
 from engine.types import Candidate
 
@@ -139,6 +138,28 @@ def hyde(question: str, config: ReaderConfig, max_new_tokens: int = 64,
     built = hyde_prompt(question)
     out = generator.generate(built.prompt, max_new_tokens=max_new_tokens, stop=built.stop)
     return _step("hyde", generator, built, out)
+
+
+def within_budget(candidates: Sequence[Candidate], max_tokens: int,
+                  min_clipped: int = 1) -> list[Candidate]:
+    """The ranked candidates, best first, whose titles and texts fit `max_tokens` (0: all):
+    the first one that does not fit is cut to the room left, if at least `min_clipped` of
+    its text tokens fit, and nothing after it is read."""
+    if not max_tokens:
+        return list(candidates)
+    out, left = [], max_tokens
+    for cand in candidates:
+        title = count_tokens(cand.unit.title)
+        size = title + count_tokens(cand.unit.text)
+        if size > left:
+            room = left - title
+            if room >= min_clipped:
+                out.append(replace(cand, unit=replace(cand.unit,
+                                                      text=clip_tokens(cand.unit.text, room))))
+            break
+        out.append(cand)
+        left -= size
+    return out
 
 
 def repack(n: int, packing: str) -> list[int]:

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from engine.readers.reader import within_budget
 from engine.stages.base import Stage, StageOutput
-from engine.text import clip_tokens, count_tokens
+from engine.text import count_tokens
 from engine.types import Candidate, Corpus
 from engine.units.build import document_unit, passage_units
 from engine.units.chunking import Chunker
@@ -41,28 +42,6 @@ def chunk_documents(corpus: Corpus, documents: Sequence[Candidate],
             out.append(Candidate(unit, doc.score, len(out) + 1,
                                  parents=(*doc.parents, doc.unit.id)))
     return tuple(out)
-
-
-def within_budget(candidates: Sequence[Candidate], max_tokens: int,
-                  min_clipped: int = 1) -> list[Candidate]:
-    """The ranked candidates, best first, whose titles and texts fit `max_tokens` (0: all):
-    the first one that does not fit is cut to the room left, if at least `min_clipped` of
-    its text tokens fit, and nothing after it is read."""
-    if not max_tokens:
-        return list(candidates)
-    out, left = [], max_tokens
-    for cand in candidates:
-        title = count_tokens(cand.unit.title)
-        size = title + count_tokens(cand.unit.text)
-        if size > left:
-            room = left - title
-            if room >= min_clipped:
-                out.append(replace(cand, unit=replace(cand.unit,
-                                                      text=clip_tokens(cand.unit.text, room))))
-            break
-        out.append(cand)
-        left -= size
-    return out
 
 
 # the fewest tokens worth reading of a document cut by a context cap
