@@ -4,6 +4,8 @@
 whitespace, as the SQuAD evaluation script does. Answer recall at k (AR@k, LongRAG) asks
 whether any normalised gold answer occurs in the normalised concatenation of the top-k
 units; like LongRAG, only questions with span answers count (yes/no are reported apart).
+Containment splits words at punctuation instead of deleting it (`answer_words`), as DPR's
+`has_answer` tokeniser does, which LongRAG's evaluation uses: "City-based" holds "City".
 
 Shortcuts taken on purpose:
 - Punctuation is `string.punctuation`, i.e. ASCII only, exactly as in SQuAD: unicode
@@ -28,6 +30,7 @@ from engine.types import Question
 
 _ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
+_PUNCT_TO_SPACE = str.maketrans(string.punctuation, " " * len(string.punctuation))
 
 
 def normalize_answer(text: str) -> str:
@@ -41,10 +44,18 @@ def has_span_answer(question: Question) -> bool:
     return any(normalize_answer(a) not in ("", "yes", "no") for a in question.answers)
 
 
+def answer_words(text: str) -> str:
+    """Containment normalisation: as `normalize_answer`, except that punctuation separates
+    words ("Jean-Paul" -> "jean paul", "3,677" -> "3 677") rather than gluing them."""
+    text = text.lower().translate(_PUNCT_TO_SPACE)
+    return " ".join(_ARTICLES_RE.sub(" ", text).split())
+
+
 def answer_in(texts: Iterable[str], answers: Sequence[str]) -> bool:
-    """Whether any normalised answer occurs, on word boundaries, in the joined texts."""
-    haystack = f" {normalize_answer(' '.join(texts))} "
-    return any(f" {norm} " in haystack for a in answers if (norm := normalize_answer(a)))
+    """Whether any answer occurs, as whole words, in the joined texts (`answer_words` on
+    both sides)."""
+    haystack = f" {answer_words(' '.join(texts))} "
+    return any(f" {norm} " in haystack for a in answers if (norm := answer_words(a)))
 
 
 def support_recall(doc_ids: Iterable[str], gold_titles: Sequence[str]) -> float:

@@ -46,6 +46,9 @@ def test_normalize_answer(raw, expected):
 
 def test_answer_in_matches_whole_normalised_words():
     assert answer_in(["It seats 3,677 people."], ["3,677"])
+    assert not answer_in(["It seats 3,677 people."], ["3,67"])
+    assert answer_in(["A City-based team."], ["city"])  # a hyphen separates words (DPR)
+    assert answer_in(["Jean-Paul Sartre wrote it."], ["Jean Paul Sartre"])
     assert answer_in(["Painted by", "Georges Seurat."], ["georges seurat"])  # across units
     assert not answer_in(["In 19990 it rained."], ["1999"])
     assert not answer_in(["Anything"], ["", "the"])  # empty after normalisation
