@@ -33,9 +33,15 @@ class ParamPanels:
         return [(p, n) for p, n, _ in self.widgets]
 
 
+def label_of(name: str) -> str:
+    """A dotted option name as a widget label: "reader.max_new_tokens" reads "reader: max
+    new tokens"; the papers' one-letter symbols (K, N, H, M) stay as they are."""
+    return ": ".join(part.replace("_", " ") for part in name.split("."))
+
+
 def widget(option: Option, elem_id: str) -> gr.Component:
     """The input widget for one declared option."""
-    label, info = option.name, option.help
+    label, info = label_of(option.name), option.help
     if option.choices:
         return gr.Dropdown(list(option.choices), value=option.default, label=label, info=info,
                            elem_id=elem_id)

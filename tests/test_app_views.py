@@ -19,7 +19,7 @@ from app.formatting import (
     llm_steps_table,
     stage_table,
 )
-from app.params import config_json
+from app.params import config_json, label_of
 from app.tabs.picker import clip_question
 from app.tabs.sessions import parse_ids, pick_id
 from engine.config import config_from_dict
@@ -301,3 +301,17 @@ def test_equal_reader_budget_caps_every_paradigms_reader():
         assert config.reader.max_context_tokens == 500
     kept = json.loads(with_budget('{"K": 3, "reader": {"lr": 2}}', 64))
     assert kept == {"K": 3, "reader": {"lr": 2, "max_context_tokens": 64}}
+
+
+def test_option_labels_read_as_words_not_keys():
+    assert label_of("reader.max_new_tokens") == "reader: max new tokens"
+    assert label_of("K") == "K"
+    labels = [label_of(o.name) for spec in PARADIGMS.values() for o in spec.options()]
+    assert labels and not any("_" in label or "." in label for label in labels)
+
+
+def test_the_picker_marks_how_much_gold_evidence_the_corpus_holds():
+    from app.tabs.picker import HELD, NONE, PART, UNKNOWN, evidence_mark
+
+    assert [evidence_mark(2, 2), evidence_mark(1, 2), evidence_mark(0, 2),
+            evidence_mark(0, 0)] == [HELD, PART, NONE, UNKNOWN]

@@ -29,6 +29,17 @@ class QuestionPicker:
     beside: gr.Component | None  # what `beside` built to the right of the question
 
 
+HELD, PART, NONE, UNKNOWN = "●", "◐", "○", "·"
+
+
+def evidence_mark(held: int, total: int) -> str:
+    """How much of a question's gold evidence the corpus holds, as one symbol (UNKNOWN when
+    the dataset names no supporting documents)."""
+    if not total:
+        return UNKNOWN
+    return HELD if held == total else PART if held else NONE
+
+
 def gold_markdown(q: Question, held: int, total: int) -> str:
     """The picked question's gold, and a hint when the corpus lacks its evidence."""
     text = (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
@@ -67,7 +78,12 @@ def question_picker(explorer: Explorer, prefix: str,
             qs = explorer.questions(path)
         except EngineError as err:
             raise refused(err) from None
-        return gr.update(choices=[(f"{q.id}: {q.text[:90]}", q.id) for q in qs], value=None)
+        marked = [(evidence_mark(*explorer.supporting_in_corpus(q)), q) for q in qs]
+        whole = sum(mark == HELD for mark, _ in marked)
+        return gr.update(choices=[(f"{mark} {q.id}: {q.text[:90]}", q.id) for mark, q in marked],
+                         value=None, info=f"{HELD} this corpus holds every supporting document "
+                                          f"({whole} of {len(qs)}), {PART} some, {NONE} none, "
+                                          f"{UNKNOWN} not named by the dataset")
 
     def pick(path, qid):
         q = next((q for q in explorer.questions(path) if q.id == qid), None) \
