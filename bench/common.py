@@ -47,6 +47,55 @@ def run_child(script: Path, *args: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+TRAIN_FILES = ("hotpotqa/train100.json", "musique/train100.json")
+
+
+def training_questions(limit: int = 0) -> list:
+    """HotpotQA and MuSiQue train100 questions (the first `limit` of each): defaults are
+    chosen on these, never on dev500."""
+    from engine.data.loaders import read_dataset
+    from engine.paths import shared_data_dir
+
+    out = []
+    for name in TRAIN_FILES:
+        found = read_dataset(shared_data_dir() / name).questions
+        out += found[:limit] if limit else found
+    return out
+
+
+def dev500_questions(limit: int = 0) -> list:
+    """The first `limit` HotpotQA dev500 questions (all when 0): what is reported."""
+    from engine.data.loaders import read_dataset
+    from engine.paths import shared_data_dir
+
+    found = read_dataset(shared_data_dir() / "hotpotqa" / "dev500_contexts.jsonl").questions
+    return found[:limit] if limit else found
+
+
+def run_side_by_side(paradigms: dict, questions: Sequence, traces_name: str) -> list[dict]:
+    """Every question through every paradigm ({label: Paradigm}) back to back, so the
+    machine's state is the same for all; one warm-up run each first (indexes and models
+    loaded), not counted. Returns the eval rows, labelled; traces go to
+    data/bench/TRACES_NAME.jsonl."""
+    from tqdm.auto import tqdm
+
+    from engine.eval.evaluate import row
+    from engine.paths import data_dir
+
+    for paradigm in paradigms.values():
+        paradigm.run(questions[-1].text)
+    traces_path = data_dir() / "bench" / f"{traces_name}.jsonl"
+    traces_path.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with traces_path.open("w", encoding="utf-8") as traces:
+        for question in tqdm(questions, desc="questions"):
+            for label, paradigm in paradigms.items():
+                trace = paradigm.run(question)
+                rows.append({**row(trace), "paradigm": label})
+                traces.write(trace.to_json() + "\n")
+    return rows
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]

@@ -29,12 +29,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import markdown_table, save  # noqa: E402
+from bench.common import dev500_questions, markdown_table, run_side_by_side, save  # noqa: E402
 from engine.data.corpus import load_corpus  # noqa: E402
-from engine.data.loaders import read_dataset  # noqa: E402
-from engine.eval.evaluate import row, summarise  # noqa: E402
+from engine.eval.evaluate import summarise  # noqa: E402
 from engine.paradigms.registry import make_paradigm  # noqa: E402
-from engine.paths import data_dir, shared_data_dir  # noqa: E402
+from engine.paths import data_dir  # noqa: E402
 
 # (label, paradigm, config): "flat+ce" is flat with the trained cross-encoder re-ranker,
 # the paper's kind of flat baseline, run for its cost (its quality is in bench/README.md).
@@ -56,26 +55,14 @@ def main() -> None:
                         choices=[v[0] for v in VARIANTS])
     args = parser.parse_args()
     import torch
-    from tqdm.auto import tqdm
 
     if args.threads:
         torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("pooled")  # holds every dev500 paragraph already
-    questions = read_dataset(shared_data_dir() / "hotpotqa" / "dev500_contexts.jsonl").questions
     paradigms = {label: make_paradigm(name, corpus, config)
                  for label, name, config in VARIANTS if label in args.variants}
-    for paradigm in paradigms.values():  # warm-up: indexes, models loaded; not counted
-        paradigm.run(questions[-1].text)
-    traces_path = data_dir() / "bench" / "funnel_vs_flat_traces.jsonl"
-    traces_path.parent.mkdir(parents=True, exist_ok=True)
-    rows = []
-    with traces_path.open("w", encoding="utf-8") as traces:
-        for question in tqdm(questions[: args.limit], desc="questions"):
-            for label, paradigm in paradigms.items():
-                trace = paradigm.run(question)
-                rows.append({**row(trace), "paradigm": label})
-                traces.write(trace.to_json() + "\n")
+    rows = run_side_by_side(paradigms, dev500_questions(args.limit), "funnel_vs_flat_traces")
     summary = summarise(rows)
     for name in paradigms:
         mine = [r for r in rows if r["paradigm"] == name]
@@ -87,7 +74,8 @@ def main() -> None:
     report = {"questions": args.limit, "corpus": f"pooled ({len(corpus):,} documents)",
               "threads": torch.get_num_threads(),
               "configs": {label: asdict(p.config) for label, p in paradigms.items()},
-              "summary": summary, "ratios": ratios, "traces": str(traces_path)}
+              "summary": summary, "ratios": ratios,
+              "traces": str(data_dir() / "bench" / "funnel_vs_flat_traces.jsonl")}
     save(args.out, report)
     print_report(report)
 

@@ -32,27 +32,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import markdown_table, save  # noqa: E402
+from bench.common import markdown_table, save, training_questions  # noqa: E402
 from engine.data.corpus import load_corpus  # noqa: E402
-from engine.data.loaders import read_dataset  # noqa: E402
 from engine.index.documents import group_max  # noqa: E402
 from engine.index.store import shared_indexes  # noqa: E402
 from engine.metrics import answer_in, has_span_answer  # noqa: E402
-from engine.paths import shared_data_dir  # noqa: E402
 from engine.text import count_tokens  # noqa: E402
 from engine.units.build import UnitConfig  # noqa: E402
 from engine.units.chunking import Chunker  # noqa: E402
 
-TRAIN_FILES = ("hotpotqa/train100.json", "musique/train100.json")
 PASSAGES = UnitConfig("passages", chunker=Chunker(100))
-
-
-def training_questions(limit: int) -> list:
-    out = []
-    for name in TRAIN_FILES:
-        found = read_dataset(shared_data_dir() / name).questions
-        out += found[:limit] if limit else found
-    return out
 
 
 def units_part(corpus, questions, sizes, ks) -> dict:

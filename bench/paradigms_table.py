@@ -20,12 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import markdown_table, save  # noqa: E402
+from bench.common import dev500_questions, markdown_table, run_side_by_side, save  # noqa: E402
 from engine.data.corpus import load_corpus  # noqa: E402
-from engine.data.loaders import read_dataset  # noqa: E402
-from engine.eval.evaluate import row, summarise  # noqa: E402
+from engine.eval.evaluate import summarise  # noqa: E402
 from engine.paradigms.registry import make_paradigm, names  # noqa: E402
-from engine.paths import data_dir, shared_data_dir  # noqa: E402
+from engine.paths import data_dir  # noqa: E402
 
 COLUMNS = ("AR@1", "AR@2", "AR@3", "AR@4", "EM", "F1", "refined_EM", "reader_tokens",
            "llm_calls", "seconds_total_median")
@@ -41,25 +40,13 @@ def main() -> None:
     parser.add_argument("--out", default="paradigms_table", help="bench/results/OUT.json")
     args = parser.parse_args()
     import torch
-    from tqdm.auto import tqdm
 
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
     configs = json.loads(args.config)
     corpus = load_corpus("pooled")  # holds every dev500 paragraph already
-    questions = read_dataset(shared_data_dir() / "hotpotqa" / "dev500_contexts.jsonl").questions
     paradigms = {name: make_paradigm(name, corpus, configs.get(name)) for name in args.paradigms}
-    for paradigm in paradigms.values():  # warm-up: indexes and models loaded; not counted
-        paradigm.run(questions[-1].text)
-    traces_path = data_dir() / "bench" / "paradigms_traces.jsonl"
-    traces_path.parent.mkdir(parents=True, exist_ok=True)
-    rows = []
-    with traces_path.open("w", encoding="utf-8") as traces:
-        for question in tqdm(questions[: args.limit], desc="questions"):
-            for paradigm in paradigms.values():
-                trace = paradigm.run(question)
-                rows.append(row(trace))
-                traces.write(trace.to_json() + "\n")
+    rows = run_side_by_side(paradigms, dev500_questions(args.limit), "paradigms_traces")
     summary = summarise(rows)
     print(f"pooled ({len(corpus):,} documents), HotpotQA dev500 first {args.limit} questions, "
           f"{args.threads} torch threads\n")
@@ -73,7 +60,7 @@ def main() -> None:
                                                            for k in stages)]
                                                   for name in summary]))
     save(args.out, {"questions": args.limit, "configs": configs, "summary": summary,
-                    "traces": str(traces_path)})
+                    "traces": str(data_dir() / "bench" / "paradigms_traces.jsonl")})
 
 
 if __name__ == "__main__":
