@@ -8,7 +8,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -72,11 +72,12 @@ def dev500_questions(limit: int = 0) -> list:
     return found[:limit] if limit else found
 
 
-def run_side_by_side(paradigms: dict, questions: Sequence, traces_name: str) -> list[dict]:
+def run_side_by_side(paradigms: dict, questions: Sequence, traces_name: str,
+                     measure: Callable | None = None) -> list[dict]:
     """Every question through every paradigm ({label: Paradigm}) back to back, so the
     machine's state is the same for all; one warm-up run each first (indexes and models
-    loaded), not counted. Returns the eval rows, labelled; traces go to
-    data/bench/TRACES_NAME.jsonl."""
+    loaded), not counted. Returns the eval rows, labelled, with `measure(trace)`'s extra
+    metrics joined to each row's; traces go to data/bench/TRACES_NAME.jsonl."""
     from tqdm.auto import tqdm
 
     from engine.eval.evaluate import row
@@ -91,7 +92,10 @@ def run_side_by_side(paradigms: dict, questions: Sequence, traces_name: str) -> 
         for question in tqdm(questions, desc="questions"):
             for label, paradigm in paradigms.items():
                 trace = paradigm.run(question)
-                rows.append({**row(trace), "paradigm": label})
+                found = row(trace)
+                if measure is not None:
+                    found["metrics"] = {**found["metrics"], **measure(trace)}
+                rows.append({**found, "paradigm": label})
                 traces.write(trace.to_json() + "\n")
     return rows
 

@@ -99,9 +99,10 @@ def test_summariser_keeps_the_closest_sentences_within_budget(shared_models):
 @pytest.mark.slow
 def test_best_end_to_end_without_and_with_hyde(tiny_corpus, shared_models):
     trace = make_paradigm("best", tiny_corpus, BEST).run(QUESTION)
-    assert [s.name for s in trace.stages] == ["hybrid", "summary"]
-    found, summary = trace.stages
-    assert len(found.candidates) == 2 and "x BM25 + dense" in found.extras["note"]
+    assert [s.name for s in trace.stages] == ["hybrid", "reranker", "summary"]
+    found, reranked, summary = trace.stages
+    assert len(found.candidates) == 6 and "x BM25 + dense" in found.extras["note"]
+    assert len(reranked.candidates) == 2
     assert summary.extras["tokens_after"] <= 20 < summary.extras["tokens_before"]
     assert [s.purpose for s in trace.llm_steps] == ["answer"] and trace.answer
     assert "AR@summary" in trace.metrics and "EM" in trace.metrics
@@ -133,7 +134,7 @@ def test_query_classification_can_skip_retrieval(tiny_corpus, shared_models,
     (always / "training_report.json").write_text(json.dumps({"threshold": 0.0}))
     trace = make_paradigm("best", tiny_corpus, {**BEST, "classify": True,
                                                 "classifier": str(always)}).run(QUESTION)
-    assert [s.name for s in trace.stages] == ["classify", "hybrid", "summary"]
+    assert [s.name for s in trace.stages] == ["classify", "hybrid", "reranker", "summary"]
 
 
 @pytest.mark.slow
@@ -167,7 +168,7 @@ def test_needs_follow_the_modules_switched_on():
     assert any(label.startswith("BM25 over") for label in default)
     assert "query classifier 'trained'" in default
     # BM25 search with summarisation: the sentences are encoded, no dense index is built
-    lexical = needs({"search": "bm25", "classify": False})
+    lexical = needs({"search": "bm25", "classify": False, "reranker": "none"})
     assert not any(label.startswith("dense index") for label in lexical)
     assert not any(label.startswith("query classifier") for label in lexical)
     assert not any(label.startswith("BM25") for label in needs({"search": "dense"}))

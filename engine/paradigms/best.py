@@ -7,8 +7,9 @@ step) -> hybrid search: alpha x BM25 + dense on min-max normalised scores -> re-
 the generator. A request the classifier sends past retrieval is answered without context,
 and the trace says so.
 
-Defaults follow the paper where it is explicit (alpha 0.3, reverse repacking) and are
-recorded with their measurements in bench/README.md ("best practices").
+Defaults follow the paper where it is explicit (alpha 0.3, reverse repacking); the
+re-ranker (the bi-encoder's stored vectors) and the 200-token summary were chosen on the
+training questions (bench/best_ablation.py --part defaults; figures in bench/README.md).
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ class BestConfig:
                          low=0.0, high=10.0)
     M: int = param(50, "M: passages retrieved (each list's depth in hybrid search)", low=1,
                    high=1000)
-    reranker: str = param(NO_RERANK, "re-ranker: none, bi-encoder (stored vectors), trained, "
-                          "or a cross-encoder folder or hub id")
+    reranker: str = param(BI_ENCODER, "re-ranker of the M passages found: none, bi-encoder "
+                          "(stored vectors), trained, or a cross-encoder folder or hub id")
     k: int = param(4, "k: passages handed to summarisation and the reader", low=1, high=50)
     summarise: bool = param(True, "extractive summarisation: keep the sentences closest to "
                             "the question")

@@ -1,0 +1,136 @@
+"""The best-practices pipeline module by module, in the shape of the paper's ablation.
+
+Each variant is the `best` paradigm with one module changed from its defaults, run side by
+side with the others on the pooled corpus (one warm-up run each, not counted). Two parts:
+
+  defaults  on the training questions (HotpotQA + MuSiQue train100): the choices the paper
+            leaves to us, the re-ranker and the summarisation budget
+  modules   on HotpotQA dev500 (reported, never chosen on): BM25, dense, hybrid at alpha
+            0.1 / 0.3 / 0.5, HyDE, re-ranking off, the three repacking orders (reverse is
+            the default), summarisation off
+
+Printed per variant: answer recall and gold-document recall of the search stage's top 4
+(before any re-ranking), AR@4 of what the reader read (after summarisation: the answer
+must survive in a kept sentence), EM, F1, reader tokens, LLM calls, seconds of search and
+summarisation (mean) and of the whole run (median).
+
+    python bench/best_ablation.py --part defaults [--limit 50]
+    python bench/best_ablation.py --part modules [--limit 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (  # noqa: E402
+    dev500_questions,
+    markdown_table,
+    run_side_by_side,
+    save,
+    training_questions,
+)
+from engine.data.corpus import load_corpus  # noqa: E402
+from engine.eval.evaluate import summarise  # noqa: E402
+from engine.metrics import answer_in, has_span_answer, support_recall  # noqa: E402
+from engine.paradigms.registry import make_paradigm  # noqa: E402
+
+# {part: {label: config changes from best's defaults}}
+VARIANTS = {
+    "defaults": {
+        "no re-ranking": {"reranker": "none"},
+        "re-rank: bi-encoder": {"reranker": "bi-encoder"},
+        "re-rank: trained cross-encoder": {"reranker": "trained"},
+        "summary 100 tokens": {"summary_tokens": 100},
+        "summary 400 tokens": {"summary_tokens": 400},
+        "no summarisation": {"summarise": False},
+    },
+    "modules": {
+        "BM25": {"search": "bm25"},
+        "dense": {"search": "dense"},
+        "hybrid alpha 0.1": {"alpha": 0.1},
+        "hybrid alpha 0.3 (default)": {"alpha": 0.3},
+        "hybrid alpha 0.5": {"alpha": 0.5},
+        "hybrid 0.3 + HyDE": {"hyde": True},
+        "no re-ranking": {"reranker": "none"},
+        "repack forward": {"reader": {"packing": "forward"}},
+        "repack sides": {"reader": {"packing": "sides"}},
+        "no summarisation": {"summarise": False},
+    },
+}
+SEARCH_STAGES = ("hybrid", "bm25", "dense")
+TOP = 4
+
+
+def search_at_top(trace) -> dict[str, float]:
+    """Answer recall and gold-document recall of the search stage's first TOP passages."""
+    stage = next(s for s in trace.stages if s.name in SEARCH_STAGES)
+    top = stage.candidates[:TOP]
+    out = {"search_gold_doc_recall": support_recall(
+        [d for c in top for d in c.unit.doc_ids], trace.gold.supporting_titles)}
+    if has_span_answer(trace.gold):
+        out["AR@search"] = float(answer_in([c.unit.text for c in top], trace.gold.answers))
+    return out
+
+
+def table(summary: dict) -> str:
+    lines = []
+    for label, s in summary.items():
+        stage = next(n for n in SEARCH_STAGES if f"seconds_{n}" in s)
+        summary_seconds = s.get("seconds_summary", 0.0)
+        lines.append([label, f"{s['AR@search']:.3f} / {s['search_gold_doc_recall']:.3f}",
+                      f"{s['AR@4']:.3f}", f"{s['EM']:.3f}", f"{s['F1']:.3f}",
+                      f"{s['reader_tokens']:.0f}", s["llm_calls"],
+                      f"{1000 * s[f'seconds_{stage}']:.0f}", f"{1000 * summary_seconds:.0f}",
+                      f"{s['seconds_total_median']:.2f}"])
+    return markdown_table(["variant", f"search@{TOP} AR / gold-doc recall", "AR@4 read", "EM", "F1",
+                           "reader tokens", "LLM calls", "search ms", "summary ms",
+                           "s / question"], lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=tuple(VARIANTS), required=True)
+    parser.add_argument("--limit", type=int, default=0,
+                        help="defaults: first N of each training file (0: all 200); "
+                             "modules: first N dev500 questions (0: 200)")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    logging.basicConfig(level=logging.WARNING)
+    corpus = load_corpus("pooled")  # holds every training and dev500 paragraph
+    if args.part == "defaults":
+        questions, where = training_questions(args.limit), "HotpotQA + MuSiQue train100"
+    else:
+        questions, where = dev500_questions(args.limit or 200), "HotpotQA dev500"
+    paradigms = {label: make_paradigm("best", corpus, config)
+                 for label, config in VARIANTS[args.part].items()}
+    rows = run_side_by_side(paradigms, questions, f"best_{args.part}_traces", search_at_top)
+    summary = summarise(rows)
+    print(f"pooled ({len(corpus):,} documents), {where}: {len(questions)} questions, "
+          f"{args.threads} torch threads\n")
+    print(table(summary))
+    save(f"best_{args.part}", {"questions": len(questions), "where": where,
+                               "variants": VARIANTS[args.part], "summary": summary,
+                               "em_stderr": _em_stderr(rows)})
+
+
+def _em_stderr(rows: list[dict]) -> dict[str, float]:
+    """Standard error of EM per variant: how far apart two rows must be to mean anything."""
+    out = {}
+    for label in dict.fromkeys(r["paradigm"] for r in rows):
+        em = [r["metrics"]["EM"] for r in rows if r["paradigm"] == label]
+        out[label] = round(statistics.stdev(em) / len(em) ** 0.5, 4) if len(em) > 1 else 0.0
+    return out
+
+
+if __name__ == "__main__":
+    main()
