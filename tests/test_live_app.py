@@ -362,3 +362,49 @@ def test_browser_drrag_decisions_then_annotate_a_pair_that_survives_a_reload(liv
     row = page.locator("#fe-labels-table tr", has_text=question).first
     assert "positive" in row.inner_text() and "browser tester" in row.inner_text()
 
+
+
+def test_browser_longrag_shows_units_winning_chunks_and_both_reader_turns(live_app, browser):
+    url, _ = live_app
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(url)
+    page.locator("#fe-paradigm").get_by_label(re.compile("LongRAG")).check()
+    page.locator("#fe-question textarea").fill(QUESTION)
+    page.locator("#fe-run").click()
+    page.locator("#fe-answer .fe-answer-box").wait_for(timeout=180_000)
+    tables = page.locator("#fe-tables")
+    text = tables.inner_text()
+    assert re.search(r"units \(clusters\): \d+ in, \d+ kept", text)
+    assert "best chunk" in text and "cosine" in text  # the chunk that won each unit's MaxP
+    assert re.search(r"context \(documents\).*\n.*of 2,000 context tokens", text)
+    calls = tables.locator("table.fe-llm tbody tr")
+    assert calls.count() == 2  # the long answer, then the short answer extracted from it
+    assert "long answer" in calls.nth(0).inner_text() and "answer" in calls.nth(1).inner_text()
+    assert "Seurat" in page.locator("#fe-answer").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "longrag.png"), full_page=True)
+
+
+def test_browser_best_shows_each_module_and_skips_retrieval_for_a_request(live_app, browser):
+    url, _ = live_app
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(url)
+    page.locator("#fe-paradigm").get_by_label(re.compile("Best practices")).check()
+    page.locator("#fe-question textarea").fill(QUESTION)
+    page.locator("#fe-run").click()
+    page.locator("#fe-answer .fe-answer-box").wait_for(timeout=180_000)
+    text = page.locator("#fe-tables").inner_text()
+    assert re.search(r"classify \(query\).*: retrieve", text)
+    assert re.search(r"hybrid \(passages\): \d+ in", text)
+    assert re.search(r"summary \(passages\).*\n.*sentences kept", text)
+    page.screenshot(path=str(ARTIFACTS / "best.png"), full_page=True)
+
+    page.locator("#fe-question textarea").fill("Translate 'good morning' into French.")
+    page.locator("#fe-run").click()
+    page.wait_for_function("document.querySelector('#fe-tables').innerText"
+                           ".includes('answer without retrieval') && "
+                           "document.querySelector('#fe-tables table.fe-llm')",
+                           timeout=120_000)  # the stages show first, then the answer
+    tables = page.locator("#fe-tables")
+    assert tables.locator("table.fe-table:not(.fe-llm)").count() == 0  # nothing retrieved
+    assert tables.locator("table.fe-llm tbody tr").count() == 1  # the generator alone
+    page.screenshot(path=str(ARTIFACTS / "best-no-retrieval.png"), full_page=True)
