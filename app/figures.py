@@ -116,6 +116,9 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     import numpy as np
 
     extras = attention_extras(trace)
+    if extras is None and trace.llm_steps and not any(s.candidates for s in trace.stages):
+        return text_figure("The reader read no passages, so there is no attention over them "
+                           "(no stage retrieved anything for this run).")
     if extras is None:
         return text_figure("This run has no reader attention yet (it comes with the "
                            "reader's step; a remote endpoint gives none).")

@@ -85,7 +85,11 @@ def stage_table(trace: RunTrace, index: int) -> str:
         rows.append(f"<tr><td>{cand.rank}</td><td>{cand.score:.4f}</td>"
                     f"<td>{title}</td><td>{body}</td>"
                     f"<td>{_flag(flags, i)}</td></tr>")
-    read = " · sent to the reader" if index == len(trace.stages) - 1 and trace.llm_steps else ""
+    read = ""
+    if index == len(trace.stages) - 1 and trace.llm_steps:
+        read = " · sent to the reader"
+        if (n := read_by_reader(trace)) is not None and n < len(stage.candidates):
+            read += f", which read the first {n} within its token cap"
     note = f"<br><small>{esc(stage.extras['note'])}</small>" if stage.extras.get("note") else ""
     head = (f"<div class='fe-stage'><b>{esc(stage.name)}</b> ({esc(stage.granularity)}): "
             f"{stage.n_in:,} in, {len(stage.candidates)} kept, {stage.seconds:.2f} s"
@@ -232,6 +236,11 @@ def _cut(trace: RunTrace, index: int) -> str:
     if index >= len(trace.stages):
         return ""
     s = trace.stages[index]
+    if s.granularity == QUERY:  # a decision about the query, not a cut
+        verdict = "retrieve" if s.extras.get("retrieve", True) else "no retrieval"
+        p = s.extras.get("probability")
+        return (f"<b>{esc(s.name)}</b>: {verdict}" + (f" (P {p:.3f})" if p is not None else "")
+                + f", {s.seconds:.2f} s")
     cell = (f"<b>{esc(s.name)}</b>: {len(s.candidates)} of {s.n_in:,} {esc(s.granularity)}, "
             f"{s.seconds:.2f} s")
     m = trace.metrics
@@ -245,12 +254,23 @@ def _cut(trace: RunTrace, index: int) -> str:
     return cell
 
 
+def read_by_reader(trace: RunTrace) -> int | None:
+    """How many of the last stage's candidates the reader read under a token cap (the
+    first ones: the cap keeps the best first), or None when no cap applied."""
+    return next((s.extras["read"] for s in trace.llm_steps if "read" in s.extras), None)
+
+
 def final_passages(trace: RunTrace) -> str:
+    """What the reader read, best first; a note counts what a token cap left unread."""
     answers = trace.gold.answers if trace.gold else ()
+    sent = trace.stages[-1].candidates if trace.stages else ()
+    n = read_by_reader(trace)
+    read = sent if n is None else sent[:n]
     items = [f"<li><b>{esc(c.unit.title)}</b>: "
-             f"{excerpt(c.unit.text, trace.question, answers)}</li>"
-             for c in (trace.stages[-1].candidates if trace.stages else ())]
-    return f"<ol class='fe-final'>{''.join(items)}</ol>"
+             f"{excerpt(c.unit.text, trace.question, answers)}</li>" for c in read]
+    unread = (f"<small>{len(sent) - len(read)} more not read: over the token cap</small>"
+              if len(read) < len(sent) else "")
+    return f"<ol class='fe-final'>{''.join(items)}</ol>{unread}"
 
 
 CSS = """

@@ -14,6 +14,7 @@ from app.formatting import (
     answer_box,
     compare_table,
     esc,
+    final_passages,
     gold_banner,
     highlight,
     llm_steps_table,
@@ -79,6 +80,9 @@ def test_heatmap_by_layers_or_heads_with_escaped_hover(tiny_corpus):
 def test_heatmap_without_attention_says_so(tiny_corpus):
     fig = figures.heatmap_figure(sample_trace(tiny_corpus))
     assert "no reader attention yet" in fig.layout.annotations[0].text
+    # a request answered without retrieval: nothing was read, and the figure says so
+    skipped = replace(sample_trace(tiny_corpus), stages=())
+    assert "read no passages" in figures.heatmap_figure(skipped).layout.annotations[0].text
 
 
 def test_a_failing_figure_becomes_a_message():
@@ -176,6 +180,12 @@ def test_compare_table_shows_every_cut_with_gold_in_or_out(tiny_corpus):
     assert cut1.count("gold answer in") == 2 and "gold documents 1.00" in cut1
     assert "<b>rivers</b>: 2 of 5 documents" in cut2 and "gold answer out" in cut2
     assert cut2.endswith("<td></td>")  # the one-stage run has no second cut
+
+    routed = StageResult("classify", "query", 1, (), 0.01,
+                         extras={"retrieve": False, "probability": 0.003})
+    skipped = replace(trace, paradigm="best", stages=(routed,), gold_flags=())
+    cell = compare_table([skipped]).split("<td>cut 1</td>")[1]
+    assert "<b>classify</b>: no retrieval (P 0.003)" in cell and " of " not in cell
 
 
 def test_long_questions_are_cut_with_a_notice():
@@ -315,3 +325,14 @@ def test_the_picker_marks_how_much_gold_evidence_the_corpus_holds():
 
     assert [evidence_mark(2, 2), evidence_mark(1, 2), evidence_mark(0, 2),
             evidence_mark(0, 0)] == [HELD, PART, NONE, UNKNOWN]
+
+
+def test_a_token_cap_shows_what_the_reader_read_and_what_it_left(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    sent = trace.stages[-1].candidates
+    assert len(sent) == 2 and "not read" not in final_passages(trace)
+    step = replace(trace.llm_steps[0], extras={"read": 1, "offered": 2})
+    capped = replace(trace, llm_steps=(step,))
+    html = final_passages(capped)
+    assert html.count("<li>") == 1 and "1 more not read" in html
+    assert "read the first 1 within its token cap" in stage_table(capped, 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -107,6 +108,12 @@ def test_reader_answer_is_one_llm_step_with_attention(generator, tiny_corpus):
     assert extras["attention_passages"] == [c.unit.id for c in passages]
     assert np.asarray(extras["attention"]).shape == (3, 2, 4)
     assert all(len(t) <= config.lr for t in extras["top_tokens"])
+    assert "read" not in extras  # no cap, nothing to count
+
+    capped = replace(config, max_context_tokens=20)  # the first passage and part of the second
+    step = answer("Which river flows through Budapest?", passages, capped, generator=generator)
+    assert step.extras["offered"] == 3 and step.extras["read"] == 2
+    assert step.extras["attention_passages"] == [c.unit.id for c in passages[:2]]
 
 
 # --- FiD with a decoder-only model ----------------------------------------------------------

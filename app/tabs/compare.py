@@ -58,8 +58,9 @@ def build(explorer: Explorer) -> None:
     question, chosen = picker.question, picker.beside
     with gr.Row():
         equal = gr.Checkbox(False, label="Equal reader budget", elem_id="fe-compare-equal",
-                            info="cap every paradigm's reader input at the same number of "
-                                 "tokens (its best passages first)")
+                            info="cap the passages every paradigm's reader reads at the "
+                                 "same number of tokens, best first (the prompt's "
+                                 "instructions and worked examples come on top)")
         budget = gr.Number(DEFAULT_BUDGET, label="Reader tokens", precision=0,
                            elem_id="fe-compare-budget",
                            info=f"{MIN_BUDGET:,} to {MAX_BUDGET:,}")

@@ -77,10 +77,14 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     `template` and `max_new_tokens` override the config's prompt and answer length (LongRAG's
     long-answer turn); a step whose purpose is not "answer" carries no short answer.
     """
+    offered = len(passages)
     passages = within_budget(passages, config.max_context_tokens)
+    # under a token cap the step says how many of the passages offered it read
+    capped = {"read": len(passages), "offered": offered} if config.max_context_tokens else {}
     pairs = [(c.unit.title, c.unit.text) for c in passages]
     if config.prompt == "fid":
-        return _fid_answer(question, passages, pairs, config, purpose)
+        step = _fid_answer(question, passages, pairs, config, purpose)
+        return replace(step, extras={**step.extras, **capped})
     generator = generator or _shared(config)
     order = repack(len(passages), config.packing)
     passages = [passages[i] for i in order]
@@ -95,7 +99,7 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
                for attn, tokens in zip(out.attention, out.span_tokens, strict=True)]
         extras = attention_extras(passages, out.attention, top, config.lr,
                                   range(len(passages)))
-    return _step(purpose, generator, built, out, extras=extras,
+    return _step(purpose, generator, built, out, extras={**extras, **capped},
                  answer=short_answer(out.text) if purpose == "answer" else "")
 
 
