@@ -321,17 +321,10 @@ def test_browser_a_huge_question_is_cut_with_a_notice_and_still_runs(live_app, b
 
 def test_browser_drrag_decisions_then_annotate_a_pair_that_survives_a_reload(live_app,
                                                                               browser):
-    url, _ = live_app
-    page = browser.new_page(viewport={"width": 1400, "height": 1400})
-    page.goto(url)
-    page.locator("#fe-paradigm").get_by_label(re.compile("DR-RAG")).check()
-    page.locator("#fe-question textarea").fill(QUESTION)
-    page.locator("#fe-run").click()
+    page = _explore(browser, live_app[0], "DR-RAG", QUESTION)
     decisions = page.locator("#fe-tables table.fe-decisions")
-    decisions.wait_for(timeout=180_000)
     assert decisions.locator("tbody tr").count() >= 1
     assert re.search(r"kept|dropped", decisions.inner_text())
-    page.locator("#fe-answer .fe-answer-box").wait_for(timeout=120_000)
     assert "sent to the reader" in page.locator("#fe-tables").inner_text()
     page.screenshot(path=str(ARTIFACTS / "drrag-decisions.png"), full_page=True)
 
@@ -363,15 +356,20 @@ def test_browser_drrag_decisions_then_annotate_a_pair_that_survives_a_reload(liv
     assert "positive" in row.inner_text() and "browser tester" in row.inner_text()
 
 
-
-def test_browser_longrag_shows_units_winning_chunks_and_both_reader_turns(live_app, browser):
-    url, _ = live_app
+def _explore(browser, url: str, paradigm: str, question: str):
+    """A new page that ran `question` through the paradigm whose label matches `paradigm`
+    in the Explore tab, its answer shown."""
     page = browser.new_page(viewport={"width": 1400, "height": 1600})
     page.goto(url)
-    page.locator("#fe-paradigm").get_by_label(re.compile("LongRAG")).check()
-    page.locator("#fe-question textarea").fill(QUESTION)
+    page.locator("#fe-paradigm").get_by_label(re.compile(paradigm)).check()
+    page.locator("#fe-question textarea").fill(question)
     page.locator("#fe-run").click()
     page.locator("#fe-answer .fe-answer-box").wait_for(timeout=180_000)
+    return page
+
+
+def test_browser_longrag_shows_units_winning_chunks_and_both_reader_turns(live_app, browser):
+    page = _explore(browser, live_app[0], "LongRAG", QUESTION)
     tables = page.locator("#fe-tables")
     text = tables.inner_text()
     assert re.search(r"units \(clusters\): \d+ in, \d+ kept", text)
@@ -385,13 +383,7 @@ def test_browser_longrag_shows_units_winning_chunks_and_both_reader_turns(live_a
 
 
 def test_browser_best_shows_each_module_and_skips_retrieval_for_a_request(live_app, browser):
-    url, _ = live_app
-    page = browser.new_page(viewport={"width": 1400, "height": 1600})
-    page.goto(url)
-    page.locator("#fe-paradigm").get_by_label(re.compile("Best practices")).check()
-    page.locator("#fe-question textarea").fill(QUESTION)
-    page.locator("#fe-run").click()
-    page.locator("#fe-answer .fe-answer-box").wait_for(timeout=180_000)
+    page = _explore(browser, live_app[0], "Best practices", QUESTION)
     text = page.locator("#fe-tables").inner_text()
     assert re.search(r"classify \(query\).*: retrieve", text)
     assert re.search(r"hybrid \(passages\): \d+ in", text)
