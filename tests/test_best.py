@@ -146,14 +146,16 @@ def test_query_classifier_trains_reports_and_is_cached(tiny_classifier_base, sha
     )
     from engine.train.query_classifier import train_query_classifier
 
-    config = QueryClassifierConfig(epochs=1, base_model=str(tiny_classifier_base))
+    config = QueryClassifierConfig(epochs=1, max_length=48, base_model=str(tiny_classifier_base))
     assert cached_query_classifier(config) is None
     folder = train_query_classifier(config)
     report = json.loads((folder / "training_report.json").read_text())
     assert report["heldout_examples"] > 100 and 0.0 <= report["heldout_accuracy"] <= 1.0
     assert set(report["heldout_accuracy_by_kind"]) >= set(TEMPLATES)
     assert cached_query_classifier(config) == folder == train_query_classifier(config)
-    p = load_query_classifier(str(folder)).probabilities(["What is 2 plus 2?", "Hi!"])
+    loaded = load_query_classifier(str(folder))
+    assert loaded.max_length == 48  # it reads requests at the length it was trained at
+    p = loaded.probabilities(["What is 2 plus 2?", "Hi!"])
     assert len(p) == 2 and all(0.0 <= x <= 1.0 for x in p)
 
 

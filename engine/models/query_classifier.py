@@ -9,6 +9,7 @@ the training code.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -64,16 +65,18 @@ def cached_query_classifier(config: QueryClassifierConfig | None = None) -> Path
 class QueryClassifier:
     """P(needs retrieval) of a request, and the threshold the decision uses."""
 
-    def __init__(self, name: str, tokenizer: Any, model: Any, threshold: float = 0.5) -> None:
+    def __init__(self, name: str, tokenizer: Any, model: Any, threshold: float = 0.5,
+                 max_length: int = QueryClassifierConfig.max_length) -> None:
         self.name, self.tokenizer, self.model, self.threshold = name, tokenizer, model, threshold
+        self.max_length = max_length  # the length it was trained at
 
     def probabilities(self, texts: list[str]) -> list[float]:
         import torch
 
         if not texts:
             return []
-        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=128,
-                               return_tensors="pt")
+        batch = self.tokenizer(texts, padding=True, truncation=True,
+                               max_length=self.max_length, return_tensors="pt")
         with torch.inference_mode():
             logits = self.model(**batch).logits
         return torch.softmax(logits.float(), dim=-1)[:, 1].tolist()
@@ -104,7 +107,11 @@ def load_query_classifier(location: str) -> QueryClassifier:
 
     tokenizer, model, threshold = load_sequence_classifier(location, "the classifier trained "
                                                            "here", REPORT)
-    return QueryClassifier(location, tokenizer, model, threshold)
+    report = Path(location) / REPORT  # a classifier trained here says its training length
+    trained = json.loads(report.read_text(encoding="utf-8")).get("config", {}) \
+        if report.is_file() else {}
+    return QueryClassifier(location, tokenizer, model, threshold,
+                           trained.get("max_length", QueryClassifierConfig.max_length))
 
 
 def shared_query_classifier(model: str = "trained") -> QueryClassifier:

@@ -20,9 +20,9 @@ from engine.models.query_classifier import (
     KIND,
     REPORT,
     VERSION,
+    QueryClassifier,
     QueryClassifierConfig,
     cache_key,
-    load_query_classifier,
 )
 from engine.train.loop import seed_everything
 from engine.train.query_data import (
@@ -60,7 +60,8 @@ def _build(folder: Path, config: QueryClassifierConfig) -> None:
     tokenizer, model = _fit(train, config)
     model.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
-    classifier = load_query_classifier.__wrapped__(str(folder))
+    classifier = QueryClassifier(str(folder), tokenizer, model.eval(),
+                                 max_length=config.max_length)
     probs = classifier.probabilities([e.text for e in held])
     right = [(p >= 0.5) == bool(e.label) for p, e in zip(probs, held, strict=True)]
     kinds = {e.kind for e in held}
