@@ -96,7 +96,31 @@ def stage_table(trace: RunTrace, index: int) -> str:
             f"{read}{note}</div>")
     return (f"{head}<table class='fe-table'><thead><tr><th>rank</th><th>score</th>"
             f"<th>title</th><th>text</th><th>gold</th></tr></thead><tbody>{''.join(rows)}"
-            "</tbody></table>" + decisions_table(trace, index))
+            "</tbody></table>" + decisions_table(trace, index) + sentences_table(trace, index))
+
+
+def sentences_table(trace: RunTrace, index: int) -> str:
+    """Summarisation's view of stage `index` (empty if it summarised nothing): every
+    sentence of the passages it read, best cosine to the question first, kept or dropped.
+    Collapsed: a handful of passages hold dozens of sentences."""
+    sentences = trace.stages[index].extras.get("sentences", ())
+    if not sentences:
+        return ""
+    answers = trace.gold.answers if trace.gold else ()
+    rows = []
+    for n, item in enumerate(sorted(sentences, key=lambda x: -x["cosine"]), start=1):
+        decision = ("<span class='fe-badge fe-kept-badge'>kept</span>" if item["kept"]
+                    else "<span class='fe-badge fe-dropped'>dropped</span>")
+        rows.append(f"<tr><td>{n}</td><td>{item['cosine']:.4f}</td>"
+                    f"<td>{esc(item['passage'])}</td>"
+                    f"<td>{highlight(item['text'], trace.question, answers)}</td>"
+                    f"<td>{decision}</td></tr>")
+    kept = sum(item["kept"] for item in sentences)
+    return (f"<details class='fe-sentences'><summary>the {len(sentences)} sentences "
+            f"<b>{esc(trace.stages[index].name)}</b> weighed: {kept} kept</summary>"
+            "<table class='fe-table fe-sentences'><thead><tr><th>#</th><th>cosine</th>"
+            "<th>passage</th><th>sentence</th><th>decision</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></details>")
 
 
 def decisions_table(trace: RunTrace, index: int) -> str:

@@ -336,3 +336,16 @@ def test_a_token_cap_shows_what_the_reader_read_and_what_it_left(tiny_corpus):
     html = final_passages(capped)
     assert html.count("<li>") == 1 and "1 more not read" in html
     assert "read the first 1 within its token cap" in stage_table(capped, 1)
+
+
+def test_summarisation_lists_every_sentence_weighed_best_first(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    assert "fe-sentences" not in stage_table(trace, 1)  # no summarisation, no list
+    sentences = [{"passage": "p1", "text": "Dots make <it>.", "cosine": 0.2, "kept": False},
+                 {"passage": "p2", "text": "The Danube flows.", "cosine": 0.7, "kept": True}]
+    last = replace(trace.stages[1], extras={"sentences": sentences})
+    html = stage_table(replace(trace, stages=(trace.stages[0], last)), 1)
+    listed = html.split("fe-sentences")[-1]
+    assert "the 2 sentences" in html and "1 kept" in html
+    assert listed.index("The Danube") < listed.index("make &lt;it&gt;")  # best first
+    assert listed.count("fe-kept-badge") == 1 and listed.count("fe-dropped") == 1
