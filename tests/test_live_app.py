@@ -131,8 +131,25 @@ def test_api_runs_saves_lists_and_reloads_exactly(live_app, sessions_file):
     assert sessions_file.exists()  # saved where --sessions / FUNNEL_SESSIONS said
 
 
+def test_api_longrag_and_best_run_with_their_options_and_save_like_the_others(live_app):
+    _, client = live_app
+    longrag = json.loads(client.predict(QUESTION, "longrag", '{"k": 2, "turns": 1}',
+                                        api_name="/run"))
+    assert [s["name"] for s in longrag["stages"]] == ["units", "context"]
+    assert longrag["llm_calls"] == 1 and longrag["config"]["k"] == 2
+    best = json.loads(client.predict(QUESTION, "best", '{"hyde": true, "summary_tokens": 50}',
+                                     api_name="/run"))
+    assert [s["name"] for s in best["stages"]] == ["classify", "hybrid", "reranker", "summary"]
+    assert [step["purpose"] for step in best["llm_steps"]] == ["hyde", "answer"]
+    for trace in (longrag, best):
+        run_id = client.predict(json.dumps(trace), trace["paradigm"], "", api_name="/save_run")
+        assert json.loads(client.predict(run_id, api_name="/load_run")) == trace
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("   ", "funnel", ""), "question is empty"),
+    ((QUESTION, "longrag", '{"k": 9}'), "k"),
+    ((QUESTION, "best", '{"search": "splade"}'), "search"),
     ((QUESTION, "sparse", ""), f"Unknown paradigm 'sparse'. Choose from: {CHOICES}"),
     ((QUESTION, "funnel", '{"K": 0}'), "K"),
     ((QUESTION, "funnel", "{oops"), "not valid JSON"),
