@@ -72,6 +72,9 @@ def dev500_questions(limit: int = 0) -> list:
     return found[:limit] if limit else found
 
 
+WARM_UP = "Which river flows through Budapest?"
+
+
 def run_side_by_side(paradigms: dict, questions: Sequence, traces_name: str,
                      measure: Callable | None = None) -> list[dict]:
     """Every question through every paradigm ({label: Paradigm}) back to back, so the
@@ -83,8 +86,8 @@ def run_side_by_side(paradigms: dict, questions: Sequence, traces_name: str,
     from engine.eval.evaluate import row
     from engine.paths import data_dir
 
-    for paradigm in paradigms.values():
-        paradigm.run(questions[-1].text)
+    for paradigm in paradigms.values():  # a question outside every measured set
+        paradigm.run(WARM_UP)
     traces_path = data_dir() / "bench" / f"{traces_name}.jsonl"
     traces_path.parent.mkdir(parents=True, exist_ok=True)
     rows = []

@@ -14,10 +14,11 @@ occurs in the units' text; span answers only, as in LongRAG), gold-document reca
 of the two supporting documents inside) and the tokens read. At an equal budget of B
 tokens: the ranked units fill B tokens best first and the first that does not fit is cut,
 as the reader's `max_context_tokens` does; a long unit is read as its documents, best
-first by the same ranking (dense MaxP or BM25 per document), as the longrag paradigm's
-context stage reads them.
+first by their own score (dense MaxP, or BM25 over the whole document), as the longrag
+paradigm's context stage reads them (`--unit-order`: in the order they were grouped), and
+a document cut to fit counts only if at least 32 of its tokens fit, as there.
 
-    python bench/longrag_table1.py [--limit 500]
+    python bench/longrag_table1.py [--limit 500] [--unit-order]
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from engine.index.documents import group_max  # noqa: E402
 from engine.index.store import shared_indexes  # noqa: E402
 from engine.metrics import answer_in, has_span_answer, support_recall  # noqa: E402
 from engine.readers.reader import within_budget  # noqa: E402
+from engine.stages.expand import MIN_CLIPPED_TOKENS  # noqa: E402
 from engine.text import count_tokens  # noqa: E402
 from engine.types import Candidate  # noqa: E402
 from engine.units.build import UnitConfig, document_unit  # noqa: E402
@@ -58,13 +60,16 @@ class Granularity:
         self.dense_scores, self.members = dense_scores, members
         self.tokens = np.array([count_tokens(u.title) + count_tokens(u.text) for u in units])
 
-    def read_as(self, unit, how: str, query: str) -> list:
-        """What a reader reads of `unit`: itself, or a long unit's documents best first."""
+    def read_as(self, unit, how: str, query: str, unit_order: bool = False) -> list:
+        """What a reader reads of `unit`: itself, or a long unit's documents best first (or
+        in unit order)."""
         if self.members is None:
             return [unit]
         corpus, scorers = self.members
-        scores = scorers[how].scores(query)
-        ranked = sorted(unit.doc_ids, key=lambda d: -scores[corpus.index_of[d]])
+        ranked = unit.doc_ids
+        if not unit_order:
+            scores = scorers[how].scores(query)
+            ranked = sorted(ranked, key=lambda d: -scores[corpus.index_of[d]])
         return [document_unit(corpus.by_id[d]) for d in ranked]
 
     def ranked(self, how: str, query: str) -> np.ndarray:
@@ -98,7 +103,7 @@ def granularities(corpus, sizes) -> list[Granularity]:
     return out
 
 
-def measure(g: Granularity, how: str, questions) -> dict:
+def measure(g: Granularity, how: str, questions, unit_order: bool = False) -> dict:
     at_k = {k: {"AR": [], "recall": [], "tokens": []} for k in KS}
     at_budget = {b: {"AR": [], "recall": [], "units": []} for b in BUDGETS}
     for q in questions:
@@ -112,9 +117,10 @@ def measure(g: Granularity, how: str, questions) -> dict:
                 [d for u in chosen for d in u.doc_ids], q.supporting_titles))
             at_k[k]["tokens"].append(int(g.tokens[top[:k]].sum()))
         pieces = [Candidate(piece, 0.0, 0) for i in top
-                  for piece in g.read_as(g.units[i], how, q.text)]
+                  for piece in g.read_as(g.units[i], how, q.text, unit_order)]
+        least = 1 if g.members is None else MIN_CLIPPED_TOKENS  # as the reader / the context
         for budget in BUDGETS:
-            read = within_budget(pieces, budget)
+            read = within_budget(pieces, budget, least)
             if span:
                 at_budget[budget]["AR"].append(answer_in([c.unit.text for c in read],
                                                          q.answers))
@@ -134,6 +140,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=500, help="first N dev500 questions")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096])
+    parser.add_argument("--unit-order", action="store_true",
+                        help="read a long unit's documents in unit order, not best first")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     args = parser.parse_args()
     import torch
@@ -145,7 +153,7 @@ def main() -> None:
     report = {}
     for g in granularities(corpus, args.sizes):
         for how in ("dense", "BM25"):
-            report[f"{g.name}, {how}"] = measure(g, how, questions)
+            report[f"{g.name}, {how}"] = measure(g, how, questions, args.unit_order)
     spans = sum(has_span_answer(q) for q in questions)
     print(f"pooled ({len(corpus):,} documents), HotpotQA dev500: {len(questions)} questions "
           f"({spans} with span answers)\n")
@@ -159,8 +167,8 @@ def main() -> None:
         [name, *(f"{c['AR']:.3f} / {c['recall']:.3f} / {c['units']:.1f}"
                  for c in r["at_budget"].values())]
         for name, r in report.items()]))
-    save("longrag_table1", {"questions": len(questions), "span_questions": spans,
-                            "report": report})
+    save("longrag_table1" + ("_unit_order" if args.unit_order else ""),
+         {"questions": len(questions), "span_questions": spans, "report": report})
 
 
 if __name__ == "__main__":

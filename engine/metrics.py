@@ -108,11 +108,14 @@ def f1_score(prediction: str, answers: Sequence[str]) -> float:
 def accuracy(prediction: str, answers: Sequence[str]) -> float:
     """Accuracy for long readers: 1.0 if a gold answer occurs inside the prediction.
 
-    Same matching as `answer_in`: normalised gold inside the normalised prediction on
-    word boundaries (cf. the "substring match" on the long answer in LongRAG's
-    eval/eval_qa.py, which tokenises differently). Golds that normalise to "" never match.
+    Same matching as `answer_in`: the gold's words inside the prediction's, on word
+    boundaries (cf. the "substring match" on the long answer in LongRAG's eval/eval_qa.py);
+    an exact match counts too, so accuracy >= EM even where the two normalisations differ
+    ("3677" against "3,677"). Golds that normalise to "" never match.
     """
-    return float(answer_in([prediction], answers))
+    real = [a for a in answers if normalize_answer(a)]
+    return float(bool(real) and (answer_in([prediction], real)
+                                 or bool(exact_match(prediction, real))))
 
 
 def refined_exact_match(prediction: str, answers: Sequence[str]) -> float:
@@ -127,10 +130,10 @@ def refined_exact_match(prediction: str, answers: Sequence[str]) -> float:
     """
     if exact_match(prediction, answers):
         return 1.0
-    pred = normalize_answer(prediction)
+    pred = answer_words(prediction)  # containment as in `answer_in`
     size = len(pred.split())
     for answer in answers:
-        gold = normalize_answer(answer)
+        gold = answer_words(answer)
         n = len(gold.split())
         if gold and f" {gold} " in f" {pred} " and size <= max(2 * n, n + 5):
             return 1.0

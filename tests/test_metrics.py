@@ -49,6 +49,15 @@ def test_answer_in_matches_whole_normalised_words():
     assert not answer_in(["It seats 3,677 people."], ["3,67"])
     assert answer_in(["A City-based team."], ["city"])  # a hyphen separates words (DPR)
     assert answer_in(["Jean-Paul Sartre wrote it."], ["Jean Paul Sartre"])
+
+
+def test_containment_and_exact_match_agree_where_normalisations_differ():
+    # SQuAD's EM glues "3,677" into "3677"; containment splits it: accuracy >= EM still
+    assert exact_match("3677", ["3,677"]) == accuracy("3677", ["3,677"]) == 1.0
+    assert refined_exact_match("3677", ["3,677"]) == 1.0
+    # a hyphen next to the gold: contained, and short enough for refined EM
+    assert refined_exact_match("The City-based team", ["City"]) == 1.0
+    assert accuracy("", ["", "the"]) == 0.0  # no real gold: nothing matches
     assert answer_in(["Painted by", "Georges Seurat."], ["georges seurat"])  # across units
     assert not answer_in(["In 19990 it rained."], ["1999"])
     assert not answer_in(["Anything"], ["", "the"])  # empty after normalisation

@@ -73,11 +73,15 @@ def question_picker(explorer: Explorer, prefix: str,
 
     def load_dataset(path):
         if not path:
-            return gr.update(choices=[], value=None)
+            return gr.update(choices=[], value=None, info=None)
         try:
             qs = explorer.questions(path)
         except EngineError as err:
             raise refused(err) from None
+        if explorer.preparation.corpus is None:  # nothing to look the evidence up in yet
+            return gr.update(choices=[(f"{q.id}: {q.text[:90]}", q.id) for q in qs],
+                             value=None, info="the corpus is still loading: pick the dataset "
+                                              "again to see which questions it can answer")
         marked = [(evidence_mark(*explorer.supporting_in_corpus(q)), q) for q in qs]
         whole = sum(mark == HELD for mark, _ in marked)
         return gr.update(choices=[(f"{mark} {q.id}: {q.text[:90]}", q.id) for mark, q in marked],
