@@ -42,9 +42,10 @@ class Need:
     """Something a paradigm needs before its first question: prepared once per process.
 
     `key` names it across paradigms (two paradigms needing the same index share one task);
-    `prepare(corpus, progress)` builds or loads it; `slow` ones are prepared last. A model
-    trained here names its trainer in `trained_by` (run by the service if the model is
-    missing: query-time code never imports training).
+    `prepare(corpus, progress)` builds or loads it; `slow` ones are prepared last, the
+    quicker `train_seconds` first. A model trained here names its trainer in `trained_by`
+    (run by the service if the model is missing: query-time code never imports training)
+    and roughly how long that takes on 2 cores in `train_seconds`.
     """
 
     key: str
@@ -52,6 +53,7 @@ class Need:
     prepare: Callable[[Corpus, Progress], Any]
     slow: bool = False
     trained_by: str = ""
+    train_seconds: float = 0.0
 
 
 class Paradigm(ABC):

@@ -86,7 +86,8 @@ def classifier_need(model: str) -> Need:
 
     trained = model == "trained"
     return Need(f"classifier {model}", f"selection classifier '{model}'", prepare,
-                slow=trained, trained_by="classifier" if trained else "")
+                slow=trained, trained_by="classifier" if trained else "",
+                train_seconds=600.0 if trained else 0.0)
 
 
 def query_classifier_need(model: str) -> Need:
@@ -99,4 +100,5 @@ def query_classifier_need(model: str) -> Need:
 
     trained = model == "trained"
     return Need(f"query classifier {model}", f"query classifier '{model}'", prepare,
-                slow=trained, trained_by="query-classifier" if trained else "")
+                slow=trained, trained_by="query-classifier" if trained else "",
+                train_seconds=60.0 if trained else 0.0)

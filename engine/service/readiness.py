@@ -46,6 +46,7 @@ class Task:
     seconds: float = 0.0
     result: Any = field(default=None, repr=False)
     slow: bool = False
+    train_seconds: float = 0.0
 
     def describe(self) -> str:
         """One human line: what it is and how far along."""
@@ -116,10 +117,13 @@ class Preparation:
                     continue
                 keys.append(need.key)
                 self.tasks.setdefault(need.key, Task(need.key, need.label,
-                                                     self._preparer(need), slow=need.slow))
+                                                     self._preparer(need), slow=need.slow,
+                                                     train_seconds=need.train_seconds))
             self.needs[name] = ("corpus", *keys)
-        # fast first: on two cores one build at a time, and the slowest last
-        self.tasks = dict(sorted(self.tasks.items(), key=lambda item: item[1].slow))
+        # fast first: on two cores one build at a time, and the slowest last (a minute of
+        # training for best's query classifier before ten for DR-RAG's selection classifier)
+        self.tasks = dict(sorted(self.tasks.items(),
+                                 key=lambda item: (item[1].slow, item[1].train_seconds)))
 
     def _preparer(self, need: Need) -> Callable[[Progress], Any]:
         def action(progress: Progress) -> Any:
