@@ -88,8 +88,8 @@ def stage_table(trace: RunTrace, index: int) -> str:
     read = ""
     if index == len(trace.stages) - 1 and trace.llm_steps:
         read = " · sent to the reader"
-        if (n := read_by_reader(trace)) is not None and n < len(stage.candidates):
-            read += f", which read the first {n} within its token cap"
+        if len(trace.read) < len(stage.candidates):
+            read += f", which read the first {len(trace.read)} within its token cap"
     note = f"<br><small>{esc(stage.extras['note'])}</small>" if stage.extras.get("note") else ""
     head = (f"<div class='fe-stage'><b>{esc(stage.name)}</b> ({esc(stage.granularity)}): "
             f"{stage.n_in:,} in, {len(stage.candidates)} kept, {stage.seconds:.2f} s"
@@ -278,18 +278,10 @@ def _cut(trace: RunTrace, index: int) -> str:
     return cell
 
 
-def read_by_reader(trace: RunTrace) -> int | None:
-    """How many of the last stage's candidates the reader read under a token cap (the
-    first ones: the cap keeps the best first), or None when no cap applied."""
-    return next((s.extras["read"] for s in trace.llm_steps if "read" in s.extras), None)
-
-
 def final_passages(trace: RunTrace) -> str:
     """What the reader read, best first; a note counts what a token cap left unread."""
     answers = trace.gold.answers if trace.gold else ()
-    sent = trace.stages[-1].candidates if trace.stages else ()
-    n = read_by_reader(trace)
-    read = sent if n is None else sent[:n]
+    sent, read = (trace.stages[-1].candidates if trace.stages else ()), trace.read
     items = [f"<li><b>{esc(c.unit.title)}</b>: "
              f"{excerpt(c.unit.text, trace.question, answers)}</li>" for c in read]
     unread = (f"<small>{len(sent) - len(read)} more not read: over the token cap</small>"

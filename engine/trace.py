@@ -83,6 +83,15 @@ class RunTrace:
         return sum(step.seconds for step in self.llm_steps)
 
     @property
+    def read(self) -> tuple[Candidate, ...]:
+        """What the reader read: the last stage's candidates, only the first ones when a
+        token cap stopped it (its answer step counts them; the cap keeps the best first)."""
+        sent = self.stages[-1].candidates if self.stages else ()
+        n = next((step.extras["read"] for step in self.llm_steps if "read" in step.extras),
+                 None)
+        return sent if n is None else sent[:n]
+
+    @property
     def seconds(self) -> float:
         """Wall time of all stages plus every LLM call."""
         return sum(s.seconds for s in self.stages) + self.reader_seconds
