@@ -1,0 +1,100 @@
+"""Runs leave the app in the formats the RAG evaluation tools read.
+
+Each run (a RunTrace) becomes one record; what the reader read (`RunTrace.read`, a token
+cap's cut included) is the retrieved context, its answer the response, the gold answers
+the reference. Formats, as the tools document them (field names checked in
+tests/test_exports.py):
+
+  ragas       EvaluationDataset JSONL, one SingleTurnSample per line: user_input,
+              retrieved_contexts (strings), retrieved_context_ids, response, reference
+              (`EvaluationDataset.from_jsonl`); ragas drops keys it does not know
+  ragchecker  one JSON object {"results": [...]}, each with query_id, query, gt_answer,
+              response and retrieved_context [{doc_id, text}] (`RAGResults.from_json`,
+              `ragchecker-cli --input_path`)
+  flashrag    a JSON array like FlashRAG's intermediate_data.json: id, question,
+              golden_answers, metadata and output {retrieval_result [{id, contents:
+              "title\\ntext"}], prompt, pred, metric_score} (`Dataset(config, data=...)`)
+
+Runs of several paradigms share a question id, so ids then carry the paradigm
+("drrag/5a8b57f2"). RAGChecker needs a gold answer for every query: a run without one is
+refused by name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+from engine.errors import ConfigError
+from engine.trace import RunTrace
+
+FORMATS = ("ragas", "ragchecker", "flashrag")
+SUFFIXES = {"ragas": "jsonl", "ragchecker": "json", "flashrag": "json"}
+
+
+def export(traces: Sequence[RunTrace], fmt: str) -> str:
+    """The text of a `fmt` file holding `traces` (see the module docstring)."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"Unknown export format {fmt!r}. Choose from: {', '.join(FORMATS)}.")
+    if not traces:
+        raise ConfigError("Nothing to export: no runs were given.")
+    records = [_RECORDS[fmt](trace, run_id) for trace, run_id in zip(traces, _ids(traces),
+                                                                      strict=True)]
+    if fmt == "ragas":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if fmt == "ragchecker":
+        return json.dumps({"results": records}, ensure_ascii=False, indent=1)
+    return json.dumps(records, ensure_ascii=False, indent=1)
+
+
+def ragas_sample(trace: RunTrace, run_id: str) -> dict:
+    read = trace.read
+    sample = {"user_input": trace.question,
+              "retrieved_contexts": [c.unit.text for c in read],
+              "retrieved_context_ids": [c.unit.id for c in read],
+              "response": trace.answer}
+    if trace.gold is not None and trace.gold.answers:
+        sample["reference"] = trace.gold.answers[0]
+    return sample
+
+
+def ragchecker_result(trace: RunTrace, run_id: str) -> dict:
+    if trace.gold is None or not trace.gold.answers:
+        raise ConfigError(f"RAGChecker needs a gold answer for every query, and run "
+                          f"{run_id!r} ({trace.question[:60]!r}) has none. Export runs of "
+                          "dataset questions, or pick the ragas or flashrag format.")
+    return {"query_id": run_id, "query": trace.question, "gt_answer": trace.gold.answers[0],
+            "response": trace.answer,
+            "retrieved_context": [{"doc_id": c.unit.id, "text": c.unit.text}
+                                  for c in trace.read]}
+
+
+def flashrag_item(trace: RunTrace, run_id: str) -> dict:
+    gold = trace.gold
+    answers = [step for step in trace.llm_steps if step.purpose == "answer"]
+    scores = {name: trace.metrics[key] for name, key in (("em", "EM"), ("f1", "F1"))
+              if key in trace.metrics}
+    return {"id": run_id, "question": trace.question,
+            "golden_answers": list(gold.answers) if gold else [],
+            "metadata": {"paradigm": trace.paradigm, "config": trace.config,
+                         "supporting_titles": list(gold.supporting_titles) if gold else []},
+            "output": {"retrieval_result": [{"id": c.unit.id,
+                                             "contents": f"{c.unit.title}\n{c.unit.text}"}
+                                            for c in trace.read],
+                       "prompt": answers[-1].prompt if answers else "",
+                       "pred": trace.answer, "metric_score": scores}}
+
+
+_RECORDS: dict[str, Callable[[RunTrace, str], dict]] = {
+    "ragas": ragas_sample, "ragchecker": ragchecker_result, "flashrag": flashrag_item}
+
+
+def _ids(traces: Sequence[RunTrace]) -> list[str]:
+    """Each run's id: its gold question id (else its position), with the paradigm in front
+    when the runs mix paradigms."""
+    mixed = len({t.paradigm for t in traces}) > 1
+    ids = []
+    for n, trace in enumerate(traces):
+        own = trace.gold.id if trace.gold is not None and trace.gold.id else str(n)
+        ids.append(f"{trace.paradigm}/{own}" if mixed else own)
+    return ids
