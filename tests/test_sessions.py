@@ -87,6 +87,22 @@ def test_exports_hold_every_selected_run(store, tiny_corpus):
         store.export_csv([999])
 
 
+def test_saved_runs_export_to_the_rag_evaluation_tools(store, tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    a = store.save(trace, "a")
+    store.save(trace, "b")
+    assert store.export("jsonl", [a]) == store.export_jsonl([a])
+    assert len(store.export("ragas").splitlines()) == 2  # every saved run
+    (result,) = json.loads(store.export("ragchecker", [a]))["results"]
+    assert result["query"] == trace.question and result["gt_answer"] == "Georges Seurat"
+    (item,) = json.loads(store.export("flashrag", [a]))
+    assert item["output"]["pred"] == trace.answer
+    with pytest.raises(ConfigError, match="Unknown export format 'xml'"):
+        store.export("xml")
+    with pytest.raises(ConfigError, match="No saved run with id 999"):
+        store.export("ragas", [999])
+
+
 def test_migrations_apply_once_and_upgrade_an_old_file(tmp_path, tiny_corpus):
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))  # a file made by the first schema version only

@@ -13,10 +13,14 @@ from app.errors import refused_box
 from app.formatting import compare_table, esc
 from app.tabs.explore import trace_views
 from engine.errors import EngineError
+from engine.eval.exports import SUFFIXES
 from engine.service.explorer import Explorer
 from engine.store.sessions import SavedRun
 from engine.trace import RunTrace
 
+EXPORTS = {"jsonl": "JSONL (full traces)", "csv": "CSV (metrics)",
+           "ragas": "ragas evaluation dataset (JSONL)", "ragchecker": "RAGChecker input (JSON)",
+           "flashrag": "FlashRAG items (JSON)"}
 COLUMNS = ["id", "name", "paradigm", "corpus", "question", "answer", "EM", "F1",
            "reader tokens", "seconds", "saved", "notes"]
 
@@ -78,11 +82,15 @@ def build(explorer: Explorer) -> dict:
         open_ = gr.Button("Open", variant="primary", scale=1, elem_id="fe-open")
         compare = gr.Button("Compare two", scale=1, elem_id="fe-compare-two")
         delete = gr.Button("Delete", variant="stop", scale=1)
-    with gr.Accordion("Export all saved runs", open=False):
+    with gr.Accordion("Export saved runs", open=False):
         with gr.Row():
-            export_jsonl = gr.Button("Export JSONL")
-            export_csv = gr.Button("Export CSV")
-            download = gr.File(label="Export", interactive=False, height=90)
+            fmt = gr.Dropdown([(label, kind) for kind, label in EXPORTS.items()],
+                              value="jsonl", label="Format",
+                              info="the runs whose ids are typed above, or every saved run",
+                              elem_id="fe-export-format")
+            export_button = gr.Button("Export", elem_id="fe-export")
+            download = gr.File(label="Export", interactive=False, height=90,
+                               elem_id="fe-export-file")
     message = gr.HTML(elem_id="fe-session-message")
     banner = gr.HTML()
     answer = gr.HTML(elem_id="fe-session-answer")
@@ -122,12 +130,18 @@ def build(explorer: Explorer) -> dict:
             return refused_box(err), rows(explorer)
         return f"<div class='fe-kept'>Deleted {text}.</div>", rows(explorer)
 
-    def export(kind):
-        text = explorer.store.export_jsonl() if kind == "jsonl" else explorer.store.export_csv()
+    def export(kind, text):
+        try:
+            chosen = parse_ids(text) if str(text or "").strip() else None
+            body = explorer.store.export(kind, chosen)
+        except EngineError as err:
+            return None, refused_box(err)
         folder = Path(tempfile.mkdtemp(prefix="funnel-export-"))
-        path = folder / f"funnel_runs.{kind}"
-        path.write_text(text, encoding="utf-8")
-        return str(path)
+        path = folder / f"funnel_runs_{kind}.{SUFFIXES.get(kind, kind)}"
+        path.write_text(body, encoding="utf-8")
+        which = f"runs {text.strip()}" if chosen else "every saved run"
+        return str(path), (f"<div class='fe-kept'>Exported {esc(which)} as "
+                           f"{esc(EXPORTS[kind])}.</div>")
 
     def select_row(current, evt: gr.SelectData):
         return pick_id(current, evt.row_value[0]) if evt.row_value else current
@@ -138,6 +152,5 @@ def build(explorer: Explorer) -> dict:
     open_.click(open_run, ids, views, api_visibility="private")
     compare.click(compare_runs, ids, views, api_visibility="private")
     delete.click(delete_run, ids, [message, table], api_visibility="private")
-    export_jsonl.click(lambda: export("jsonl"), None, download, api_visibility="private")
-    export_csv.click(lambda: export("csv"), None, download, api_visibility="private")
+    export_button.click(export, [fmt, ids], [download, message], api_visibility="private")
     return {"table": table, "refresh": lambda: rows(explorer)}

@@ -220,6 +220,18 @@ class SessionStore:
             lines.append(json.dumps(record, ensure_ascii=False))
         return "".join(line + "\n" for line in lines)
 
+    def export(self, fmt: str, ids: list[int] | None = None) -> str:
+        """Runs `ids` (every saved run when None), newest first, as `fmt`: "jsonl" (full
+        traces), "csv" (listing and metrics) or a RAG evaluation tool's input
+        (engine.eval.exports: ragas, ragchecker, flashrag)."""
+        if fmt == "jsonl":
+            return self.export_jsonl(ids)
+        if fmt == "csv":
+            return self.export_csv(ids)
+        from engine.eval.exports import export
+
+        return export([self.load(run.id) for run in self._selected(ids)], fmt)
+
     def export_csv(self, ids: list[int] | None = None) -> str:
         """One CSV row per run: listing fields, metrics as JSON (no traces)."""
         buffer = io.StringIO()
