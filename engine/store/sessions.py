@@ -21,13 +21,9 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from engine.errors import ConfigError, EngineError
 from engine.trace import RunTrace
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +71,33 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                annotator VARCHAR NOT NULL DEFAULT '',
                created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
                UNIQUE (question, d1_id, d2_id))""",
+    )),
+    (5, "evaluations: a dataset through paradigms, every run stored (engine/store/"
+        "evaluations.py)", (
+        "CREATE SEQUENCE evaluation_ids START 1",
+        """CREATE TABLE evaluations (
+               id BIGINT PRIMARY KEY DEFAULT nextval('evaluation_ids'),
+               name VARCHAR NOT NULL,
+               dataset VARCHAR NOT NULL,
+               questions INTEGER NOT NULL,
+               paradigms JSON NOT NULL,
+               configs JSON NOT NULL,
+               corpus VARCHAR NOT NULL,
+               corpus_fingerprint VARCHAR NOT NULL,
+               code_version VARCHAR NOT NULL,
+               state VARCHAR NOT NULL,
+               summary JSON,
+               error VARCHAR NOT NULL DEFAULT '',
+               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
+               finished TIMESTAMPTZ)""",
+        """CREATE TABLE evaluation_runs (
+               evaluation_id BIGINT NOT NULL,
+               position INTEGER NOT NULL,
+               paradigm VARCHAR NOT NULL,
+               question_id VARCHAR NOT NULL,
+               row JSON NOT NULL,
+               trace JSON NOT NULL,
+               PRIMARY KEY (evaluation_id, position, paradigm))""",
     )),
 )
 EXPORT_COLUMNS = ("id", "name", "notes", "created", "paradigm", "corpus", "corpus_fingerprint",
