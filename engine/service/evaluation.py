@@ -1,0 +1,144 @@
+"""An evaluation running in the background: a QA file's questions through paradigms, each
+question's runs stored as they finish, with progress, running means and cancellation.
+
+The app starts one with `EvaluationJob(...).start()` and polls `status()`; the command
+line's `eval` runs the same loop in the foreground. The corpus is the one the caller
+prepared: building an index is never a side effect of starting an evaluation.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from engine.errors import ConfigError
+from engine.eval.evaluate import row, summarise
+from engine.paradigms.registry import make_paradigm
+from engine.store.evaluations import EvaluationStore
+from engine.types import Corpus, Question
+
+logger = logging.getLogger(__name__)
+
+MAX_QUESTIONS = 5_000
+
+
+@dataclass(frozen=True)
+class EvaluationRequest:
+    """What to evaluate: a dataset's questions (the first `limit`, or a `sample` of them
+    drawn with `seed`), through `paradigms` with their `configs`."""
+
+    dataset: str  # the dataset's name as listed (or the file it came from)
+    questions: tuple[Question, ...]
+    paradigms: tuple[str, ...]
+    configs: dict = field(default_factory=dict)  # {paradigm: config dict}
+    limit: int = 0  # 0: every question
+    sample: int = 0  # > 0: a seeded random sample of this many, in file order
+    seed: int = 0
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.paradigms:
+            raise ConfigError("Pick at least one paradigm to evaluate.")
+        if not self.questions:
+            raise ConfigError(f"The dataset {self.dataset!r} holds no questions.")
+        for name, value in (("limit", self.limit), ("sample", self.sample)):
+            if not 0 <= value <= MAX_QUESTIONS:
+                raise ConfigError(f"{name}={value} is out of range; allowed: 0 (every "
+                                  f"question) to {MAX_QUESTIONS:,}.")
+        if self.limit and self.sample:
+            raise ConfigError("Give a question limit or a sample size, not both.")
+
+    def chosen(self) -> list[tuple[int, Question]]:
+        """(position in the file, question) of every question to run, in file order."""
+        indexed = list(enumerate(self.questions))
+        if self.sample:
+            picked = random.Random(self.seed).sample(indexed, min(self.sample, len(indexed)))
+            return sorted(picked, key=lambda pair: pair[0])
+        return indexed[: self.limit] if self.limit else indexed
+
+
+class EvaluationJob:
+    """One evaluation: `start()` runs it in a thread, `status()` reports, `cancel()` stops
+    it after the question in flight (what is stored stays)."""
+
+    def __init__(self, evaluations: EvaluationStore, corpus: Corpus,
+                 request: EvaluationRequest) -> None:
+        # the paradigms are built first: a bad name or config is refused before anything
+        # is stored
+        self.paradigms = [make_paradigm(name, corpus, request.configs.get(name))
+                          for name in request.paradigms]
+        self.evaluations, self.corpus, self.request = evaluations, corpus, request
+        self.questions = request.chosen()
+        self.id = evaluations.create(
+            dataset=request.dataset, questions=len(self.questions),
+            paradigms=request.paradigms,
+            configs={p.name: asdict(p.config) for p in self.paradigms},
+            corpus=corpus.name, corpus_fingerprint=corpus.fingerprint,
+            code_version=code_version(), name=request.name)
+        self.rows: list[dict] = []
+        self.state, self.error, self.done = "running", "", 0
+        self._started = time.monotonic()
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> EvaluationJob:
+        self._thread = threading.Thread(target=self.run, name=f"evaluation-{self.id}",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def run(self) -> None:
+        """Every chosen question through every paradigm, in the calling thread."""
+        try:
+            for position, question in self.questions:
+                if self._cancel.is_set():
+                    break
+                traces = [paradigm.run(question) for paradigm in self.paradigms]
+                found = [row(trace) for trace in traces]
+                self.evaluations.add(self.id, position, traces, found)
+                self.rows.extend(found)
+                self.done += 1
+            self.state = "cancelled" if self._cancel.is_set() else "done"
+        except Exception as err:  # noqa: BLE001 - stored and shown; what is stored stays
+            logger.exception("evaluation %d failed", self.id)
+            self.state, self.error = "failed", f"{type(err).__name__}: {err}"
+        self.evaluations.finish(self.id, self.state, summarise(self.rows), self.error)
+        logger.info("evaluation %d %s: %d of %d questions", self.id, self.state, self.done,
+                    len(self.questions))
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def status(self) -> dict:
+        """Questions done, seconds so far and left (at the pace so far), running means."""
+        elapsed = time.monotonic() - self._started
+        total = len(self.questions)
+        left = elapsed / self.done * (total - self.done) if self.done else None
+        return {"id": self.id, "state": self.state, "done": self.done, "total": total,
+                "seconds": round(elapsed, 1),
+                "seconds_left": round(left, 1) if left is not None else None,
+                "error": self.error, "means": summarise(self.rows) if self.rows else {}}
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """The git commit the code runs from ("+dirty" with local changes), or "unknown"."""
+    root = Path(__file__).resolve().parent.parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
+                                capture_output=True, text=True, timeout=5, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")

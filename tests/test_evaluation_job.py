@@ -1,0 +1,96 @@
+"""An evaluation job over the toy 'echo' paradigm and a real DuckDB file: every question's
+runs stored as it finishes, running means, a seeded sample, cancel, a failure kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.errors import ConfigError
+from engine.service.evaluation import EvaluationJob, EvaluationRequest, code_version
+from engine.store.evaluations import EvaluationStore
+from engine.store.sessions import SessionStore
+from engine.types import Question
+
+QUESTIONS = tuple(Question(f"q{i}", text, answers=(answer,), supporting_titles=(title,))
+                  for i, (text, answer, title) in enumerate([
+                      ("Who painted A Sunday Afternoon?", "Georges Seurat", "Georges Seurat"),
+                      ("Which river flows through Budapest?", "Danube", "Danube"),
+                      ("Who devised pointillism?", "Georges Seurat", "Pointillism")]))
+
+
+@pytest.fixture()
+def evaluations(tmp_path):
+    store = SessionStore(tmp_path / "sessions.duckdb")
+    yield EvaluationStore(store)
+    store.close()
+
+
+def _request(**changes):
+    values = {"dataset": "toy", "questions": QUESTIONS, "paradigms": ("echo",),
+              "configs": {"echo": {"k": 1}}}
+    return EvaluationRequest(**{**values, **changes})
+
+
+def test_a_job_stores_every_question_and_its_summary(evaluations, tiny_corpus, echo):
+    job = EvaluationJob(evaluations, tiny_corpus, _request(name="toy run")).start()
+    job.wait(60)
+    status = job.status()
+    assert (status["state"], status["done"], status["total"]) == ("done", 3, 3)
+    assert status["seconds_left"] == 0 and status["means"]["echo"]["questions"] == 3
+    stored = evaluations.get(job.id)
+    assert (stored.state, stored.done, stored.name) == ("done", 3, "toy run")
+    assert stored.configs == {"echo": {"k": 1, "voice": "plain"}}
+    assert stored.corpus_fingerprint == tiny_corpus.fingerprint
+    assert stored.code_version == code_version() != ""
+    assert stored.summary["echo"]["EM"] == pytest.approx(2 / 3, abs=1e-4)  # "Georges Seurat" twice
+    assert [r["question_id"] for r in evaluations.rows(job.id)] == ["q0", "q1", "q2"]
+    assert evaluations.trace(job.id, 1, "echo").question == QUESTIONS[1].text
+
+
+def test_a_seeded_sample_is_reproducible_and_in_file_order():
+    one, two = (_request(sample=2, seed=7).chosen() for _ in range(2))
+    assert one == two and len(one) == 2 and one[0][0] < one[1][0]
+    assert [p for p, _ in _request(limit=2).chosen()] == [0, 1]
+
+
+def test_cancel_stops_after_the_question_in_flight(evaluations, tiny_corpus, echo):
+    job = EvaluationJob(evaluations, tiny_corpus, _request())
+    job.cancel()  # before it starts: nothing runs, the evaluation is kept as cancelled
+    job.run()
+    assert job.status()["state"] == "cancelled" and evaluations.get(job.id).done == 0
+
+
+def test_a_failing_paradigm_fails_the_job_and_keeps_what_was_stored(evaluations, tiny_corpus,
+                                                                    echo, monkeypatch):
+    job = EvaluationJob(evaluations, tiny_corpus, _request())
+    real = job.paradigms[0].run
+    calls = []
+
+    def flaky(question):
+        calls.append(question)
+        if len(calls) == 2:
+            raise RuntimeError("the reader ran out of memory")
+        return real(question)
+
+    monkeypatch.setattr(job.paradigms[0], "run", flaky)
+    job.run()
+    stored = evaluations.get(job.id)
+    assert (stored.state, stored.done) == ("failed", 1)
+    assert "RuntimeError: the reader ran out of memory" in stored.error
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"paradigms": ()}, "at least one paradigm"),
+    ({"questions": ()}, "holds no questions"),
+    ({"limit": -1}, "limit=-1 is out of range"),
+    ({"limit": 2, "sample": 2}, "not both"),
+])
+def test_bad_requests_are_named(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        _request(**changes)
+
+
+def test_a_bad_config_is_refused_before_anything_is_stored(evaluations, tiny_corpus, echo):
+    with pytest.raises(ConfigError, match="k=9 is out of range"):
+        EvaluationJob(evaluations, tiny_corpus, _request(configs={"echo": {"k": 9}}))
+    assert evaluations.list() == []
