@@ -31,3 +31,18 @@ def test_a_corpus_already_holding_the_paragraphs_is_reused_unchanged(tmp_path):
                         str(corpus_file))
     assert len(grown) == 3 and grown.by_id["Vienna"].text == "Vienna is in Austria."
     assert grown.fingerprint != base.fingerprint
+
+
+def test_summary_gives_each_stage_mean_median_and_p95_and_skips_missing_stages():
+    from engine.eval.evaluate import percentile, summarise
+
+    rows = [{"paradigm": "best", "span_answer": True, "metrics": {"EM": 1.0},
+             "seconds": {"hybrid": s, "answer": 1.0}, "reader_tokens": 10}
+            for s in (0.1, 0.2, 0.3, 0.4)]
+    rows.append({"paradigm": "best", "span_answer": True, "metrics": {"EM": 0.0},
+                 "seconds": {"answer": 2.0}, "reader_tokens": 5})  # routed past retrieval
+    summary = summarise(rows)["best"]
+    assert summary["seconds_hybrid"] == 0.25 and summary["seconds_hybrid_median"] == 0.25
+    assert summary["seconds_hybrid_p95"] == 0.4 and summary["seconds_answer_p95"] == 2.0
+    assert summary["questions"] == 5 and summary["EM"] == 0.8
+    assert percentile([3, 1, 2], 0.5) == 2 and percentile([5], 0.95) == 5

@@ -10,6 +10,7 @@ question.
 from __future__ import annotations
 
 import logging
+import math
 import statistics
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -94,6 +95,12 @@ def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "
             progress(i, len(questions))
 
 
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank `q` quantile of `values` (the smallest value at or above it)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
 def summarise(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
     """{paradigm: {metric: mean}} with AR over span-answer questions only (as LongRAG)."""
     summary: dict[str, dict[str, float]] = {}
@@ -107,7 +114,10 @@ def summarise(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
             if values:
                 out[key] = round(statistics.fmean(values), 4)
         for stage in dict.fromkeys(s for r in mine for s in r["seconds"]):
-            out[f"seconds_{stage}"] = round(statistics.fmean(r["seconds"][stage] for r in mine), 4)
+            times = [r["seconds"][stage] for r in mine if stage in r["seconds"]]
+            out[f"seconds_{stage}"] = round(statistics.fmean(times), 4)
+            out[f"seconds_{stage}_median"] = round(statistics.median(times), 4)
+            out[f"seconds_{stage}_p95"] = round(percentile(times, 0.95), 4)
         out["seconds_total_median"] = round(statistics.median(
             sum(r["seconds"].values()) for r in mine), 4)
         out["reader_tokens"] = round(statistics.fmean(r["reader_tokens"] for r in mine), 1)
