@@ -129,7 +129,7 @@ def _em_stderr(rows: list[dict]) -> dict[str, float]:
     """Standard error of EM per variant: how far apart two rows must be to mean anything."""
     out = {}
     for label in dict.fromkeys(r["paradigm"] for r in rows):
-        em = [r["metrics"]["EM"] for r in rows if r["paradigm"] == label]
+        em = [r["metrics"].get("EM", 0.0) for r in rows if r["paradigm"] == label]
         out[label] = round(statistics.stdev(em) / len(em) ** 0.5, 4) if len(em) > 1 else 0.0
     return out
 

@@ -116,3 +116,18 @@ def test_unknown_paradigm_and_bad_questions(tiny_corpus):
     with pytest.raises(ConfigError, match="the limit is 2,000"):
         check_question("why " * 1000)
     assert check_question("  Who?  ") == "Who?"
+
+
+def test_an_empty_answer_scores_zero_and_a_run_not_yet_answered_scores_nothing(tiny_corpus):
+    from dataclasses import replace
+
+    from engine.paradigms.base import annotate
+    from tests.fakes import answer_step, sample_trace
+
+    trace = sample_trace(tiny_corpus)
+    silent = replace(answer_step(), output="", answer="")
+    scored = annotate(replace(trace, answer="", llm_steps=(silent,)), trace.gold)
+    assert (scored.metrics["EM"], scored.metrics["F1"], scored.metrics["refined_EM"]) == (
+        0.0, 0.0, 0.0)  # counted as a miss, not left out of the means
+    streaming = annotate(replace(trace, answer="", llm_steps=()), trace.gold)
+    assert "EM" not in streaming.metrics and "AR@4" in streaming.metrics

@@ -146,7 +146,7 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
         docs = [c.unit.doc_ids for c in stage.candidates]
         metrics[f"gold_doc_recall@{stage.name}"] = gold_document_recall(
             docs, gold.supporting_titles, len(docs)) if gold.supporting_titles else 0.0
-    if trace.answer:
+    if any(step.purpose == "answer" for step in trace.llm_steps):  # answered, even if empty
         metrics["EM"] = exact_match(trace.answer, gold.answers)
         metrics["F1"] = f1_score(trace.answer, gold.answers)
         metrics["refined_EM"] = refined_exact_match(trace.answer, gold.answers)
