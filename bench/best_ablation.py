@@ -16,6 +16,7 @@ summarisation (mean) and of the whole run (median).
 
     python bench/best_ablation.py --part defaults [--limit 50]
     python bench/best_ablation.py --part modules [--limit 200]
+    python bench/best_ablation.py --part modules --from-traces   # re-score a finished run
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from bench.common import (  # noqa: E402
     training_questions,
 )
 from engine.data.corpus import load_corpus  # noqa: E402
-from engine.eval.evaluate import summarise  # noqa: E402
+from engine.eval.evaluate import row, summarise  # noqa: E402
 from engine.metrics import answer_in, has_span_answer, support_recall  # noqa: E402
 from engine.paradigms.registry import make_paradigm  # noqa: E402
 
@@ -103,7 +104,18 @@ def main() -> None:
                         help="defaults: first N of each training file (0: all 200); "
                              "modules: first N dev500 questions (0: 200)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--from-traces", action="store_true",
+                        help="re-score the traces of the last run of this part (current "
+                             "metrics) instead of running anything")
     args = parser.parse_args()
+    if args.from_traces:
+        rows = rescored(args.part)
+        summary = summarise(rows)
+        print(table(summary))
+        save(f"best_{args.part}", {"questions": len(rows) // len(VARIANTS[args.part]),
+                                   "variants": VARIANTS[args.part], "summary": summary,
+                                   "em_stderr": _em_stderr(rows), "rescored": True})
+        return
     import torch
 
     torch.set_num_threads(args.threads)
@@ -123,6 +135,25 @@ def main() -> None:
     save(f"best_{args.part}", {"questions": len(questions), "where": where,
                                "variants": VARIANTS[args.part], "summary": summary,
                                "em_stderr": _em_stderr(rows)})
+
+
+def rescored(part: str) -> list[dict]:
+    """The eval rows of data/bench/best_PART_traces.jsonl, scored again by the current
+    metrics; each trace's variant is its place in the run's cycle through VARIANTS."""
+    from engine.paradigms.base import annotate
+    from engine.paths import data_dir
+    from engine.trace import RunTrace
+
+    labels = list(VARIANTS[part])
+    rows = []
+    with (data_dir() / "bench" / f"best_{part}_traces.jsonl").open(encoding="utf-8") as lines:
+        for n, line in enumerate(lines):
+            trace = RunTrace.from_json(line)
+            trace = annotate(trace, trace.gold) if trace.gold is not None else trace
+            found = row(trace)
+            found["metrics"] = {**found["metrics"], **search_at_top(trace)}
+            rows.append({**found, "paradigm": labels[n % len(labels)]})
+    return rows
 
 
 def _em_stderr(rows: list[dict]) -> dict[str, float]:
