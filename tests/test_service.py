@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -170,3 +171,36 @@ def test_a_missing_trained_model_is_trained_by_its_trainer_before_loading(tiny_c
                                               Preparation("tiny", dense=False), need)})
     prep.run()
     assert calls == ["train", "load"]
+
+
+def _qa_file(path, n=3):
+    rows = [{"question_id": f"q{i}", "question_text": "Who painted A Sunday Afternoon?",
+             "answers_objects": [{"spans": ["Georges Seurat"]}],
+             "contexts": [{"id": "0", "title": "Georges Seurat", "is_supporting": True,
+                           "paragraph_text": "Georges Seurat was a French painter."}]}
+            for i in range(n)]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    return str(path)
+
+
+def test_an_evaluation_runs_in_the_background_one_at_a_time(explorer, tmp_path):
+    qa = _qa_file(tmp_path / "qa.jsonl")
+    evaluation_id = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, limit=2)
+    explorer._jobs[evaluation_id].wait(30)
+    status = explorer.evaluation_status(evaluation_id)
+    assert (status["state"], status["done"], status["total"]) == ("done", 2, 2)
+    assert status["means"]["echo"]["EM"] == 1.0
+    stored = explorer.evaluations.get(evaluation_id)
+    assert stored.corpus == "tiny" and stored.dataset == qa
+
+    job = explorer._jobs[evaluation_id]
+    job.state = "running"  # as if still running: a second one is refused, naming the first
+    with pytest.raises(ConfigError, match=f"Evaluation {evaluation_id} is still running"):
+        explorer.evaluate(qa, ["echo"])
+    job.state = "done"
+    with pytest.raises(ConfigError, match="Unknown dataset 'nowhere.jsonl'"):
+        explorer.evaluate("nowhere.jsonl", ["echo"])
+    with pytest.raises(ConfigError, match="Unknown paradigm 'nope'"):
+        explorer.evaluate(qa, ["nope"])
+    with pytest.raises(ConfigError, match="not running here"):
+        explorer.cancel_evaluation(evaluation_id)

@@ -10,6 +10,7 @@ only convert what it returns.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from functools import lru_cache
 
@@ -17,7 +18,9 @@ from engine.errors import ConfigError, EngineError
 from engine.paradigms.base import Paradigm, check_question
 from engine.paradigms.registry import make_paradigm, parse_config, spec
 from engine.service.annotation import Annotation
+from engine.service.evaluation import EvaluationJob, EvaluationRequest
 from engine.service.readiness import Preparation
+from engine.store.evaluations import EvaluationStore
 from engine.store.sessions import SessionStore
 from engine.trace import RunTrace
 from engine.types import Dataset, Question
@@ -45,18 +48,26 @@ class Explorer:
         self.preparation = preparation
         self.store = store
         self.annotation = Annotation(lambda: self.preparation.corpus, store)
+        self.evaluations = EvaluationStore(store)
+        self.evaluations.mark_interrupted()  # left running by a process that died
+        self._jobs: dict[int, EvaluationJob] = {}
+        self._jobs_lock = threading.Lock()
 
     # --- running --------------------------------------------------------------------------
 
     def paradigm(self, name: str, config_json: str = "") -> Paradigm:
         """The paradigm `name` with a JSON config (defaults when empty)."""
-        spec(name)  # an unknown name: the ConfigError listing the registered ones
+        spec(name)  # an unknown name before a bad config
         config = parse_config(config_json)
+        self._check_ready(name)
+        return make_paradigm(name, self.preparation.corpus, config)
+
+    def _check_ready(self, name: str) -> None:
+        spec(name)  # an unknown name: the ConfigError listing the registered ones
         waiting = self.preparation.missing(name)
         if waiting:
             raise NotReady(f"'{name}' is not ready yet; waiting for: "
                            + "; ".join(t.describe() for t in waiting))
-        return make_paradigm(name, self.preparation.corpus, config)
 
     def stream(self, question: str | Question, name: str,
                config_json: str = "") -> Iterator[RunTrace]:
@@ -88,6 +99,19 @@ class Explorer:
                               f"{', '.join(DATASETS)}.")
         return _dataset(dataset).questions[:limit]
 
+    def dataset_questions(self, dataset: str) -> tuple[Question, ...]:
+        """Every question of a listed dataset, or of a QA file at path `dataset` (an upload)."""
+        if dataset in DATASETS:
+            return _dataset(dataset).questions
+        from pathlib import Path
+
+        from engine.data.loaders import read_dataset
+
+        if not Path(dataset).is_file():
+            raise ConfigError(f"Unknown dataset {dataset!r}: pick one of "
+                              f"{', '.join(DATASETS)}, or give a QA file.")
+        return read_dataset(dataset).questions
+
     def supporting_in_corpus(self, question: Question) -> tuple[int, int]:
         """(how many of the question's supporting documents the corpus holds, how many it
         has); (0, n) too while the corpus is still loading."""
@@ -95,6 +119,48 @@ class Explorer:
         titles = question.supporting_titles
         held = sum(t in corpus.by_id for t in titles) if corpus is not None else 0
         return held, len(titles)
+
+
+    # --- evaluations ----------------------------------------------------------------------
+
+    def evaluate(self, dataset: str, paradigms: list[str], configs: dict | None = None, *,
+                 limit: int = 0, sample: int = 0, seed: int = 0, name: str = "") -> int:
+        """Start evaluating `dataset` (a listed one, or a QA file) through `paradigms` over
+        the prepared corpus, in the background; returns the evaluation's id. One runs at a
+        time (two would share the same two cores); nothing is ever built for it."""
+        with self._jobs_lock:
+            running = [job for job in self._jobs.values() if job.state == "running"]
+            if running:
+                job = running[0]
+                raise ConfigError(f"Evaluation {job.id} is still running ({job.done} of "
+                                  f"{len(job.questions)} questions); wait for it or cancel "
+                                  "it first.")
+            for paradigm in paradigms:
+                self._check_ready(paradigm)
+            label = DATASETS.get(dataset, dataset)
+            request = EvaluationRequest(label, self.dataset_questions(dataset),
+                                        tuple(paradigms), dict(configs or {}), limit, sample,
+                                        seed, name)
+            job = EvaluationJob(self.evaluations, self.preparation.corpus, request).start()
+            self._jobs[job.id] = job
+        return job.id
+
+    def evaluation_status(self, evaluation_id: int) -> dict:
+        """A running evaluation's live status, or a stored one's as it ended."""
+        job = self._jobs.get(int(evaluation_id))
+        if job is not None:
+            return job.status()
+        stored = self.evaluations.get(evaluation_id)
+        return {"id": stored.id, "state": stored.state, "done": stored.done,
+                "total": stored.questions, "seconds": None, "seconds_left": None,
+                "error": stored.error, "means": stored.summary}
+
+    def cancel_evaluation(self, evaluation_id: int) -> None:
+        job = self._jobs.get(int(evaluation_id))
+        if job is None or job.state != "running":
+            raise ConfigError(f"Evaluation {evaluation_id} is not running here; nothing to "
+                              "cancel.")
+        job.cancel()
 
 
 @lru_cache(maxsize=8)
