@@ -1,0 +1,128 @@
+"""What the Evaluate tab shows of an evaluation: the paper-style table, two stored
+evaluations side by side with per-metric differences, the per-question rows, and its
+plots (recall@k, recall against latency). HTML and plotly only; numbers come from
+engine.eval.evaluate.summarise."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from app.figures import failsafe, text_figure
+from app.formatting import esc
+
+KS = (1, 2, 3, 4)
+HEAD = ("questions", *(f"AR@{k}" for k in KS))
+ANSWER = ("EM", "F1", "refined_EM", "reader_tokens", "llm_calls", "docs_to_reader",
+          "seconds_total_median")
+LABELS = {"questions": "questions", "refined_EM": "refined EM", "reader_tokens": "reader tokens",
+          "llm_calls": "LLM calls", "docs_to_reader": "documents read",
+          "seconds_total_median": "seconds per question (median)"}
+ROW_COLUMNS = ["#", "question id", "paradigm", "question", "answer", "EM", "F1", "AR@4",
+               "seconds"]
+
+
+def metric_order(summary: dict[str, dict]) -> list[str]:
+    """The table's rows: AR@1..4, gold-document recall and answer recall at every cut,
+    the answer metrics and costs, then each stage's median and p95 seconds."""
+    keys = list(dict.fromkeys(k for s in summary.values() for k in s))
+    cuts = [k for k in keys if k.startswith(("gold_doc_recall@", "AR@")) and k not in HEAD]
+    stages = [k for k in keys if k.startswith("seconds_") and k.endswith(("_median", "_p95"))
+              and k != "seconds_total_median"]
+    return [*(k for k in HEAD if k in keys), *cuts, *(k for k in ANSWER if k in keys), *stages]
+
+
+def label(key: str) -> str:
+    if key in LABELS:
+        return LABELS[key]
+    if key.startswith("gold_doc_recall@"):
+        return f"gold-document recall at {key.split('@', 1)[1]}"
+    if key.startswith("AR@") and key not in HEAD:
+        return f"answer recall at {key.split('@', 1)[1]}"
+    if key.startswith("seconds_"):
+        stage, _, which = key[len("seconds_"):].rpartition("_")
+        return f"{stage} seconds ({which})"
+    return key
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.0f}"
+    return esc(str(value)) if value is not None else ""
+
+
+def paper_table(summary: dict[str, dict]) -> str:
+    """One column per paradigm, one row per metric (see `metric_order`)."""
+    if not summary:
+        return ""
+    names = list(summary)
+    head = "".join(f"<th>{esc(n)}</th>" for n in names)
+    rows = "".join(f"<tr><td>{esc(label(k))}</td>"
+                   + "".join(f"<td>{_cell(summary[n].get(k))}</td>" for n in names) + "</tr>"
+                   for k in metric_order(summary))
+    return (f"<table class='fe-table fe-eval'><thead><tr><th></th>{head}</tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+def difference_table(a_name: str, a: dict[str, dict], b_name: str,
+                     b: dict[str, dict]) -> str:
+    """Two evaluations' summaries per paradigm they share: each metric, and b - a."""
+    shared = [p for p in a if p in b]
+    if not shared:
+        return ("<div class='fe-error'>These evaluations share no paradigm: nothing to "
+                "compare metric by metric.</div>")
+    parts = []
+    for paradigm in shared:
+        rows = []
+        for key in metric_order({"a": a[paradigm], "b": b[paradigm]}):
+            x, y = a[paradigm].get(key), b[paradigm].get(key)
+            diff = (f"{y - x:+,.3f}" if isinstance(x, int | float)
+                    and isinstance(y, int | float) else "")
+            rows.append(f"<tr><td>{esc(label(key))}</td><td>{_cell(x)}</td><td>{_cell(y)}</td>"
+                        f"<td>{diff}</td></tr>")
+        parts.append(f"<div class='fe-stage'><b>{esc(paradigm)}</b></div>"
+                     f"<table class='fe-table fe-eval-diff'><thead><tr><th></th>"
+                     f"<th>{esc(a_name)}</th><th>{esc(b_name)}</th><th>difference</th></tr>"
+                     f"</thead><tbody>{''.join(rows)}</tbody></table>")
+    return "".join(parts)
+
+
+def question_rows(rows: list[dict]) -> list[list]:
+    """The per-question table: one line per question and paradigm."""
+    out = []
+    for r in rows:
+        m = r.get("metrics", {})
+        out.append([r.get("position", ""), r.get("question_id", ""), r["paradigm"],
+                    r["question"], r["answer"], m.get("EM", ""),
+                    round(m["F1"], 3) if "F1" in m else "", m.get("AR@4", ""),
+                    round(sum(r.get("seconds", {}).values()), 2)])
+    return out
+
+
+@failsafe
+def recall_at_k_figure(summary: dict[str, dict]) -> go.Figure:
+    """AR@1..4 per paradigm, as lines."""
+    if not summary:
+        return text_figure("No evaluation yet.")
+    fig = go.Figure([go.Scatter(x=list(KS), y=[s.get(f"AR@{k}") for k in KS],
+                                mode="lines+markers", name=name)
+                     for name, s in summary.items()])
+    fig.update_layout(title="Answer recall of what the reader read, at k",
+                      xaxis_title="k", yaxis_title="AR@k", yaxis_range=[0, 1],
+                      xaxis={"tickvals": list(KS)}, height=340,
+                      margin={"l": 50, "r": 20, "t": 50, "b": 40})
+    return fig
+
+
+@failsafe
+def recall_latency_figure(summary: dict[str, dict]) -> go.Figure:
+    """Each paradigm as a point: median seconds per question against AR@4."""
+    if not summary:
+        return text_figure("No evaluation yet.")
+    fig = go.Figure([go.Scatter(x=[s.get("seconds_total_median")], y=[s.get("AR@4")],
+                                mode="markers+text", text=[name], textposition="top center",
+                                name=name, marker={"size": 12})
+                     for name, s in summary.items()])
+    fig.update_layout(title="Recall against latency", xaxis_title="seconds per question "
+                      "(median)", yaxis_title="AR@4", yaxis_range=[0, 1], showlegend=False,
+                      height=340, margin={"l": 50, "r": 20, "t": 50, "b": 40})
+    return fig

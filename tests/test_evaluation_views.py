@@ -1,0 +1,57 @@
+"""The Evaluate tab's table, differences, per-question rows and plots, from summaries."""
+
+from __future__ import annotations
+
+from app.evaluation_views import (
+    difference_table,
+    metric_order,
+    paper_table,
+    question_rows,
+    recall_at_k_figure,
+    recall_latency_figure,
+)
+
+SUMMARY = {
+    "flat": {"questions": 2, "AR@1": 0.5, "AR@2": 0.5, "AR@3": 1.0, "AR@4": 1.0,
+             "AR@dense": 1.0, "gold_doc_recall@dense": 0.75, "EM": 0.5, "F1": 0.6,
+             "seconds_dense_median": 0.01, "seconds_dense_p95": 0.02,
+             "seconds_total_median": 1.2, "reader_tokens": 700.0, "llm_calls": 1.0},
+    "<b>best</b>": {"questions": 2, "AR@1": 0.0, "AR@4": 0.5, "EM": 0.0, "F1": 0.1,
+                    "seconds_total_median": 1.1, "reader_tokens": 600.0},
+}
+
+
+def test_the_paper_table_orders_recall_cuts_answers_then_stage_times():
+    order = metric_order(SUMMARY)
+    assert order[:5] == ["questions", "AR@1", "AR@2", "AR@3", "AR@4"]
+    assert order.index("gold_doc_recall@dense") < order.index("EM") < order.index(
+        "seconds_dense_median")
+    html = paper_table(SUMMARY)
+    assert "<th>&lt;b&gt;best&lt;/b&gt;</th>" in html  # names are text, never markup
+    assert "gold-document recall at dense" in html and "dense seconds (p95)" in html
+    assert "<td>reader tokens</td><td>700</td><td>600</td>" in html  # big numbers whole
+    assert "<td>EM</td><td>0.500</td><td>0.000</td>" in html
+    assert paper_table({}) == ""
+
+
+def test_two_evaluations_differ_metric_by_metric_on_shared_paradigms():
+    later = {"flat": {**SUMMARY["flat"], "EM": 0.75}}
+    html = difference_table("eval 1", SUMMARY, "eval 2", later)
+    assert "<th>eval 1</th><th>eval 2</th><th>difference</th>" in html
+    assert "<td>EM</td><td>0.500</td><td>0.750</td><td>+0.250</td>" in html
+    assert "best" not in html  # only the shared paradigm
+    assert "share no paradigm" in difference_table("a", SUMMARY, "b", {"x": {}})
+
+
+def test_question_rows_and_plots():
+    rows = question_rows([{"position": 3, "question_id": "q3", "paradigm": "flat",
+                           "question": "Q?", "answer": "A", "metrics": {"EM": 1.0, "F1": 1.0,
+                                                                          "AR@4": 1.0},
+                           "seconds": {"dense": 0.25, "answer": 1.0}}])
+    assert rows == [[3, "q3", "flat", "Q?", "A", 1.0, 1.0, 1.0, 1.25]]
+    lines = recall_at_k_figure(SUMMARY)
+    assert [t.name for t in lines.data] == ["flat", "<b>best</b>"]
+    assert list(lines.data[0].y) == [0.5, 0.5, 1.0, 1.0]
+    points = recall_latency_figure(SUMMARY)
+    assert (points.data[0].x[0], points.data[0].y[0]) == (1.2, 1.0)
+    assert "No evaluation yet" in recall_at_k_figure({}).layout.annotations[0].text
