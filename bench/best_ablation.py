@@ -32,12 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (  # noqa: E402
     dev500_questions,
     markdown_table,
+    rows_from_traces,
     run_side_by_side,
     save,
     training_questions,
 )
 from engine.data.corpus import load_corpus  # noqa: E402
-from engine.eval.evaluate import row, summarise  # noqa: E402
+from engine.eval.evaluate import summarise  # noqa: E402
 from engine.metrics import answer_in, has_span_answer, support_recall  # noqa: E402
 from engine.paradigms.registry import make_paradigm  # noqa: E402
 
@@ -138,21 +139,10 @@ def main() -> None:
 
 
 def rescored(part: str) -> list[dict]:
-    """The eval rows of data/bench/best_PART_traces.jsonl, scored again by the current
-    metrics; each trace's variant is its place in the run's cycle through VARIANTS."""
-    from engine.paradigms.base import annotate
-    from engine.paths import data_dir
-    from engine.trace import RunTrace
-
-    labels = list(VARIANTS[part])
-    rows = []
-    with (data_dir() / "bench" / f"best_{part}_traces.jsonl").open(encoding="utf-8") as lines:
-        for n, line in enumerate(lines):
-            trace = RunTrace.from_json(line)
-            trace = annotate(trace, trace.gold) if trace.gold is not None else trace
-            found = row(trace)
-            found["metrics"] = {**found["metrics"], **search_at_top(trace)}
-            rows.append({**found, "paradigm": labels[n % len(labels)]})
+    """The rows of this part's last run, scored again (bench.common.rows_from_traces)."""
+    rows = rows_from_traces(f"best_{part}_traces", list(VARIANTS[part]))
+    for r in rows:
+        r["metrics"] = {**r["metrics"], **search_at_top(r.pop("trace"))}
     return rows
 
 

@@ -103,6 +103,25 @@ def run_side_by_side(paradigms: dict, questions: Sequence, traces_name: str,
     return rows
 
 
+def rows_from_traces(traces_name: str, labels: Sequence[str] = ()) -> list[dict]:
+    """The eval rows of data/bench/TRACES_NAME.jsonl (a run_side_by_side run), scored again
+    by the current metrics. `labels`: the run's labels in the order it cycled through them
+    (each trace's own paradigm name when empty)."""
+    from engine.eval.evaluate import row
+    from engine.paradigms.base import annotate
+    from engine.paths import data_dir
+    from engine.trace import RunTrace
+
+    rows = []
+    with (data_dir() / "bench" / f"{traces_name}.jsonl").open(encoding="utf-8") as lines:
+        for n, line in enumerate(lines):
+            trace = RunTrace.from_json(line)
+            trace = annotate(trace, trace.gold) if trace.gold is not None else trace
+            rows.append({**row(trace), "trace": trace,
+                         "paradigm": labels[n % len(labels)] if labels else trace.paradigm})
+    return rows
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]

@@ -20,7 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import dev500_questions, markdown_table, run_side_by_side, save  # noqa: E402
+from bench.common import (  # noqa: E402
+    dev500_questions,
+    markdown_table,
+    rows_from_traces,
+    run_side_by_side,
+    save,
+)
 from engine.data.corpus import load_corpus  # noqa: E402
 from engine.eval.evaluate import summarise  # noqa: E402
 from engine.paradigms.registry import make_paradigm, names  # noqa: E402
@@ -38,17 +44,25 @@ def main() -> None:
     parser.add_argument("--config", default="{}", help="JSON: {paradigm: {option: value}}")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--out", default="paradigms_table", help="bench/results/OUT.json")
+    parser.add_argument("--from-traces", action="store_true",
+                        help="re-score the last run's traces (current metrics); run nothing")
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
     configs = json.loads(args.config)
-    corpus = load_corpus("pooled")  # holds every dev500 paragraph already
-    paradigms = {name: make_paradigm(name, corpus, configs.get(name)) for name in args.paradigms}
-    rows = run_side_by_side(paradigms, dev500_questions(args.limit), "paradigms_traces")
+    if args.from_traces:
+        rows = [{k: v for k, v in r.items() if k != "trace"}
+                for r in rows_from_traces("paradigms_traces")]
+        args.limit = len(rows) // len({r["paradigm"] for r in rows})
+    else:
+        corpus = load_corpus("pooled")  # holds every dev500 paragraph already
+        paradigms = {name: make_paradigm(name, corpus, configs.get(name))
+                     for name in args.paradigms}
+        rows = run_side_by_side(paradigms, dev500_questions(args.limit), "paradigms_traces")
     summary = summarise(rows)
-    print(f"pooled ({len(corpus):,} documents), HotpotQA dev500 first {args.limit} questions, "
+    print(f"pooled corpus, HotpotQA dev500 first {args.limit} questions, "
           f"{args.threads} torch threads\n")
     print(markdown_table(["paradigm", *COLUMNS],
                          [[name, *(summary[name].get(c, "") for c in COLUMNS)]
