@@ -185,7 +185,9 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
         assert summary[name]["questions"] == 2 and "AR@1" in summary[name]
         assert summary[name]["reader_tokens"] > 0 and "EM" in summary[name]
     flat_stages = {f"{metric}@{stage}" for metric in ("AR", "gold_doc_recall")
-                   for stage in ("dense", "reranker")} | {"seconds_dense", "seconds_reranker"}
+                   for stage in ("dense", "reranker")} | {
+        f"seconds_{stage}{suffix}" for stage in ("dense", "reranker")
+        for suffix in ("", "_median", "_p95")}
     assert set(summary["flat"]) - flat_stages <= set(summary["drrag"])  # all but its stages
     assert 1 <= summary["drrag"]["docs_to_reader"] <= 3  # k, at most
     assert 1 <= summary["flat"]["docs_to_reader"] <= 2  # k passages: at most k documents
