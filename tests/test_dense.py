@@ -13,8 +13,10 @@ import pytest
 from engine.errors import ConfigError, ResourceMissingError
 from engine.index import dense
 from engine.index.dense import dense_index, load_dense, model_identity
+from engine.models.loading import resolve_precision
 from engine.paths import PROJECT_ROOT
-from engine.units.build import UnitConfig, build_units
+from engine.text import count_tokens
+from engine.units.build import UnitConfig, build_units, index_text
 
 RIVER_QUESTION = "Which river flows through Budapest?"
 
@@ -182,3 +184,16 @@ def test_bf16_vectors_are_unit_length_close_to_fp32_and_cached_apart(tiny_corpus
     cosines = (fp32.vectors * bf16.vectors).sum(axis=1)
     assert cosines.min() > 0.99 and not np.array_equal(fp32.vectors, bf16.vectors)
     assert bf16.search(RIVER_QUESTION, 1)[0].unit.doc_ids[0] in {"Danube", "Budapest"}
+
+
+def test_build_seconds_counts_only_what_a_build_would_encode(tiny_corpus, minilm, data_dir):
+    shutil.rmtree(data_dir / "cache" / "dense", ignore_errors=True)
+    shutil.rmtree(data_dir / "cache" / "vectors", ignore_errors=True)
+    documents = UnitConfig("documents")
+    tokens = sum(count_tokens(index_text(u)) for u in build_units(tiny_corpus, documents))
+    rate = dense.ENCODE_TOKENS_PER_SECOND[resolve_precision(dense.DEFAULT_PRECISION)]
+    assert dense.build_seconds(tiny_corpus, documents) == pytest.approx(tokens / rate)
+    dense_index(tiny_corpus, documents)
+    assert dense.build_seconds(tiny_corpus, documents) == 0.0  # cached: a load
+    shutil.rmtree(data_dir / "cache" / "dense")
+    assert dense.build_seconds(tiny_corpus, documents) == 0.0  # its vectors are all stored

@@ -38,6 +38,13 @@ def test_only_texts_never_seen_are_encoded(data_dir):
     assert np.array_equal(again[0], encoder(["gamma"])[0])
 
 
+def test_missing_names_the_first_of_each_text_never_encoded(data_dir):
+    store = VectorStore({"alias": "fake-missing"})
+    assert store.missing(["alpha", "beta", "alpha"]) == [0, 1]
+    store.encode(["beta"], CountingEncoder())
+    assert store.missing(["alpha", "beta", "gamma", "alpha"]) == [0, 2]
+
+
 def test_encoders_do_not_share_vectors(data_dir):
     encoder = CountingEncoder()
     VectorStore({"alias": "fake", "precision": "fp32"}).encode(["alpha"], encoder)

@@ -68,6 +68,17 @@ class VectorStore:
                 shutil.rmtree(entry, ignore_errors=True)
         return shards
 
+    def missing(self, texts: Sequence[str]) -> list[int]:
+        """Positions of the texts never encoded (the first of each repeated text)."""
+        keys = text_keys(texts)
+        seen = np.zeros(len(keys), dtype=bool)
+        for shard_keys, _ in self._shards():
+            seen |= np.isin(keys, shard_keys)
+        first: dict[bytes, int] = {}
+        for position in np.flatnonzero(~seen).tolist():
+            first.setdefault(keys[position].tobytes(), position)
+        return list(first.values())
+
     def encode(self, texts: Sequence[str], encode: Encode, *, slice_size: int = 1024,
                shard_size: int = SHARD_TEXTS, progress: Progress | None = None) -> np.ndarray:
         """Vectors of `texts` (float32, a row each), encoding only texts never seen.

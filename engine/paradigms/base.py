@@ -45,7 +45,9 @@ class Need:
     `prepare(corpus, progress)` builds or loads it; `slow` ones are prepared last, the
     quicker `train_seconds` first. A model trained here names its trainer in `trained_by`
     (run by the service if the model is missing: query-time code never imports training)
-    and roughly how long that takes on 2 cores in `train_seconds`.
+    and roughly how long that takes on 2 cores in `train_seconds`. A slow need that may
+    already be cached says how long preparing it would take here with `build_seconds(corpus)`
+    (0: only a load), so nobody starts a long build without being told.
     """
 
     key: str
@@ -54,6 +56,13 @@ class Need:
     slow: bool = False
     trained_by: str = ""
     train_seconds: float = 0.0
+    build_seconds: Callable[[Corpus], float] | None = None
+
+    def seconds_to_prepare(self, corpus: Corpus) -> float:
+        """About how long preparing it takes here: 0 for a load or a quick build."""
+        if self.build_seconds is not None:
+            return self.build_seconds(corpus)
+        return self.train_seconds if self.slow else 0.0
 
 
 class Paradigm(ABC):

@@ -42,8 +42,14 @@ def dense_need(units: UnitConfig, model: str) -> Need:
     def prepare(corpus: Corpus, progress: Progress):
         return shared_indexes().dense(corpus, units, model, progress=progress)
 
+    def build_seconds(corpus: Corpus) -> float:
+        from engine.index.dense import build_seconds
+
+        return build_seconds(corpus, units, model)
+
     return Need(f"dense {model} {json.dumps(units.key(), sort_keys=True)}",
-                f"dense index ({model}, {_describe(units)})", prepare, slow=True)
+                f"dense index ({model}, {_describe(units)})", prepare, slow=True,
+                build_seconds=build_seconds)
 
 
 def reader_need(reader: ReaderConfig) -> Need:

@@ -58,7 +58,7 @@ class Task:
                 if self.done and elapsed > 0:
                     rate = self.done / elapsed
                     part += (f", {rate:,.{0 if rate >= 10 else 1}f}/s, about "
-                             f"{_duration((self.total - self.done) / rate)} left")
+                             f"{duration((self.total - self.done) / rate)} left")
             return f"{self.label}: building{part}, {elapsed:.0f} s so far"
         if self.state == "ready":
             return f"{self.label}: ready ({self.seconds:.1f} s)"
@@ -67,7 +67,7 @@ class Task:
         return f"{self.label}: waiting for its turn"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     """'40 s', '3 min', '1 h 5 min': how long, as a person would say it."""
     if seconds < 90:
         return f"{seconds:.0f} s"
@@ -192,6 +192,13 @@ class Preparation:
         check_choice("paradigm", paradigm, PARADIGMS)
         return [self.tasks[n] for n in self.needs.get(paradigm, ("corpus",))
                 if n in self.tasks and self.tasks[n].state != "ready"]
+
+    def unprepared(self, paradigm: str, config: object) -> list[Need]:
+        """What `paradigm` needs with `config` that this preparation has not made ready:
+        a config other than the defaults may need another index (built on first use)."""
+        needs = PARADIGMS[paradigm].needs(config)
+        return [need for need in needs
+                if need.key not in self.tasks or self.tasks[need.key].state != "ready"]
 
     def status_lines(self) -> list[str]:
         return [task.describe() for task in self.tasks.values()]
