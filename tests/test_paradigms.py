@@ -26,6 +26,9 @@ QUESTION = Question("q1", "Which river flows through Budapest?", answers=("Danub
 FUNNEL = {"cluster_tokens": 128, "K": 2, "N": 2, "H": 2, "preranker": "minilm",
           "attention_weight": 0.5, "reader": {"max_answer_tokens": 8}}
 FLAT = {"M": 4, "k": 2, "reranker": "minilm", "reader": {"max_answer_tokens": 8}}
+# deterministic in any process: bi-encoder re-ranking instead of a freshly initialised head
+STEADY = {"funnel": {**FUNNEL, "preranker": "bi-encoder"},
+          "flat": {**FLAT, "reranker": "bi-encoder"}}
 
 
 def test_funnel_end_to_end(tiny_corpus, shared_models):
@@ -194,6 +197,51 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
     lines = [json.loads(line) for line in rows.read_text().splitlines()]
     assert [(r["question_id"], r["paradigm"]) for r in lines] == [
         (q, name) for q in ("q1", "q2") for name in names]
+
+
+def test_cli_eval_on_a_local_ray_cluster_of_two_workers_matches_one_process(
+        tiny_files, models_dir, tmp_path):
+    pytest.importorskip("ray")
+    corpus, qa = tiny_files
+    args = ["eval", "--dataset", str(qa), "--paradigm", "funnel,flat", "--corpus", str(corpus),
+            "--config", json.dumps(STEADY), "--json"]
+    runs = {}
+    for name, extra in (("one", []), ("ray", ["--ray", "local", "--workers", "2"])):
+        result = _cli([*args, "--out", str(tmp_path / f"{name}.jsonl"), *extra], models_dir)
+        assert result.returncode == 0, result.stderr[-2000:]
+        summary = json.loads(result.stdout.strip().splitlines()[-1])
+        rows = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text()
+                .splitlines()]
+        runs[name] = ({p: {k: v for k, v in s.items() if not k.startswith("seconds")}
+                       for p, s in summary.items()},
+                      [(r["question_id"], r["paradigm"], r["answer"]) for r in rows])
+    assert runs["ray"] == runs["one"]  # the same answers, recall and costs; only timings differ
+    assert [q for q, _, _ in runs["one"][1]] == ["q1", "q1", "q2", "q2"]
+
+
+def test_an_evaluation_job_asks_its_questions_on_ray_and_stores_the_same_runs(
+        tiny_files, shared_models, tmp_path):
+    pytest.importorskip("ray")
+    from engine.data.corpus import load_corpus
+    from engine.data.loaders import read_dataset
+    from engine.service.evaluation import EvaluationJob, EvaluationRequest
+    from engine.store.evaluations import EvaluationStore
+    from engine.store.sessions import SessionStore
+
+    corpus_file, qa = tiny_files
+    corpus, questions = load_corpus(str(corpus_file)), read_dataset(qa).questions
+    store = SessionStore(tmp_path / "sessions.duckdb")
+    evaluations = EvaluationStore(store)
+    request = EvaluationRequest("qa", questions, ("flat",), STEADY, ray="local", workers=1)
+    job = EvaluationJob(evaluations, corpus, request, corpus_spec=str(corpus_file))
+    job.run()
+    assert (job.state, job.done) == ("done", 2), job.error
+    here = make_paradigm("flat", corpus, STEADY["flat"])
+    for position, question in enumerate(questions):
+        stored = evaluations.trace(job.id, position, "flat")
+        assert stored.answer == here.run(question).answer
+        assert stored.corpus["fingerprint"] == corpus.fingerprint
+    store.close()
 
 
 @pytest.mark.parametrize("args,message", [

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from engine.errors import ConfigError
-from engine.service.explorer import Explorer, NotReady, parse_config
+from engine.service.explorer import BuildNeeded, Explorer, NotReady, parse_config
 from engine.service.readiness import Preparation, Task
 from engine.store.sessions import SessionStore
 from engine.trace import RunTrace
@@ -204,3 +204,28 @@ def test_an_evaluation_runs_in_the_background_one_at_a_time(explorer, tmp_path):
         explorer.evaluate(qa, ["nope"])
     with pytest.raises(ConfigError, match="not running here"):
         explorer.cancel_evaluation(evaluation_id)
+
+
+def test_a_long_build_waits_for_a_confirmation_and_is_prepared_before_the_first_question(
+        explorer, tmp_path, monkeypatch):
+    from engine.paradigms.base import Need
+    from tests.fakes import EchoParadigm
+
+    built = []
+
+    def needs(cls, config):  # k > 1 needs an index that takes 15 minutes to build
+        return (Need(f"echo index {config.k}", f"echo index (k={config.k})",
+                     lambda corpus, progress: built.append(config.k), slow=True,
+                     build_seconds=lambda corpus: 900.0 if config.k > 1 else 5.0),)
+
+    monkeypatch.setattr(EchoParadigm, "needs", classmethod(needs))
+    qa = _qa_file(tmp_path / "qa.jsonl")
+    with pytest.raises(BuildNeeded, match=r"echo index \(k=3\): about 15 min on this machine"):
+        explorer.evaluate(qa, ["echo"], {"echo": {"k": 3}}, limit=1)
+    assert built == [] and explorer.evaluations.list() == []  # nothing built, nothing stored
+    quick = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, limit=1)  # 5 s: no question
+    explorer._jobs[quick].wait(30)
+    assert built == [1]
+    confirmed = explorer.evaluate(qa, ["echo"], {"echo": {"k": 3}}, limit=1, build=True)
+    explorer._jobs[confirmed].wait(30)
+    assert built == [1, 3] and explorer.evaluation_status(confirmed)["state"] == "done"

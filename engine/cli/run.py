@@ -40,6 +40,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help='JSON of options per paradigm name, e.g. {"NAME": {"K": 5}}')
     ev.add_argument("--out", default=None, help="JSONL of per-question rows (default: data/eval/)")
     ev.add_argument("--json", action="store_true", help="print the summary as JSON last")
+    ev.add_argument("--ray", default="", metavar="ADDRESS",
+                    help="run the questions as Ray tasks on the cluster at ADDRESS, or on "
+                         "'local' workers started here (they share only the data directory)")
+    ev.add_argument("--workers", type=int, default=2,
+                    help="with --ray local: how many one-CPU workers (default 2)")
 
 
 def ask(args: argparse.Namespace) -> int:
@@ -89,7 +94,8 @@ def evaluate(args: argparse.Namespace) -> int:
     rows = []
     with open(out, "w", encoding="utf-8") as handle:
         for row in run_eval(dataset, paradigms, args.corpus, args.limit, _json_arg(args.config),
-                            progress=lambda i, n: sys.stderr.write(f"\r{i}/{n} questions")):
+                            progress=lambda i, n: sys.stderr.write(f"\r{i}/{n} questions"),
+                            ray=args.ray, workers=args.workers):
             rows.append(row)
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     sys.stderr.write("\n")

@@ -79,18 +79,28 @@ def step_seconds(trace: RunTrace) -> dict[str, float]:
 
 def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "pooled",
              limit: int | None = None, configs: dict[str, dict] | None = None,
-             progress: Callable[[int, int], None] | None = None) -> Iterator[dict]:
-    """Yield one row per (question, paradigm), questions in file order."""
+             progress: Callable[[int, int], None] | None = None, ray: str = "",
+             workers: int = 2) -> Iterator[dict]:
+    """Yield one row per (question, paradigm), questions in file order; with a `ray`
+    address ("local": `workers` workers here) the questions run as Ray tasks
+    (engine.eval.on_ray)."""
     dataset = read_dataset(dataset_path)
     if not dataset.questions:
         raise ConfigError(f"{dataset_path} holds no questions (format {dataset.format!r}); "
                           "give a QA file such as hotpotqa/dev500_contexts.jsonl.")
     questions = dataset.questions[:limit] if limit else dataset.questions
+    configs = configs or {}
     haystack = eval_corpus(dataset, corpus)
-    built = [make_paradigm(name, haystack, (configs or {}).get(name)) for name in paradigms]
-    for i, question in enumerate(questions, start=1):
-        for paradigm in built:
-            yield row(paradigm.run(question))
+    built = [make_paradigm(name, haystack, configs.get(name)) for name in paradigms]
+    if ray:
+        from engine.eval.on_ray import Haystack, run_on_ray
+
+        where = Haystack.of(corpus, haystack, str(dataset_path))
+        answered = run_on_ray(ray, where, paradigms, configs, questions, workers)
+    else:
+        answered = ([paradigm.run(question) for paradigm in built] for question in questions)
+    for i, traces in enumerate(answered, start=1):
+        yield from (row(trace) for trace in traces)
         if progress:
             progress(i, len(questions))
 

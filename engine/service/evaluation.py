@@ -13,14 +13,17 @@ import random
 import subprocess
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from engine.errors import ConfigError
 from engine.eval.evaluate import row, summarise
+from engine.paradigms.base import Need
 from engine.paradigms.registry import make_paradigm
 from engine.store.evaluations import EvaluationStore
+from engine.trace import RunTrace
 from engine.types import Corpus, Question
 
 logger = logging.getLogger(__name__)
@@ -41,6 +44,8 @@ class EvaluationRequest:
     sample: int = 0  # > 0: a seeded random sample of this many, in file order
     seed: int = 0
     name: str = ""
+    ray: str = ""  # a Ray address, or "local": the questions run as Ray tasks
+    workers: int = 2  # with ray="local"
 
     def __post_init__(self) -> None:
         if not self.paradigms:
@@ -68,7 +73,11 @@ class EvaluationJob:
     it after the question in flight (what is stored stays)."""
 
     def __init__(self, evaluations: EvaluationStore, corpus: Corpus,
-                 request: EvaluationRequest) -> None:
+                 request: EvaluationRequest, prepare: Sequence[Need] = (),
+                 corpus_spec: str = "") -> None:
+        """`prepare`: what the configs need that the caller has not prepared, prepared
+        (built or loaded) before the first question. `corpus_spec`: what Ray workers load
+        `corpus` from (a request with a Ray address needs it)."""
         # the paradigms are built first: a bad name or config is refused before anything
         # is stored
         self.paradigms = [make_paradigm(name, corpus, request.configs.get(name))
@@ -81,9 +90,11 @@ class EvaluationJob:
             configs={p.name: asdict(p.config) for p in self.paradigms},
             corpus=corpus.name, corpus_fingerprint=corpus.fingerprint,
             code_version=code_version(), name=request.name)
+        self.prepare, self.corpus_spec = list(prepare), corpus_spec
         self.rows: list[dict] = []
         self.state, self.error, self.done = "running", "", 0
-        self._started = time.monotonic()
+        self.phase = ""  # what is being prepared before the first question
+        self._started = self._asking = time.monotonic()  # the job; its first question
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -96,10 +107,17 @@ class EvaluationJob:
     def run(self) -> None:
         """Every chosen question through every paradigm, in the calling thread."""
         try:
-            for position, question in self.questions:
+            for need in self.prepare:
                 if self._cancel.is_set():
                     break
-                traces = [paradigm.run(question) for paradigm in self.paradigms]
+                self.phase = f"preparing {need.label}"
+
+                def progress(done: int, total: int, label: str = need.label) -> None:
+                    self.phase = f"preparing {label}: {done:,} of {total:,}"
+
+                need.prepare(self.corpus, progress)
+            self.phase, self._asking = "", time.monotonic()
+            for (position, _), traces in zip(self.questions, self._answers(), strict=False):
                 found = [row(trace) for trace in traces]
                 self.evaluations.add(self.id, position, traces, found)
                 self.rows.extend(found)
@@ -112,6 +130,22 @@ class EvaluationJob:
         logger.info("evaluation %d %s: %d of %d questions", self.id, self.state, self.done,
                     len(self.questions))
 
+    def _answers(self) -> Iterator[list[RunTrace]]:
+        """Each chosen question's traces, in order, here or as Ray tasks; none after a
+        cancel."""
+        questions = [question for _, question in self.questions]
+        if self.request.ray:
+            from engine.eval.on_ray import Haystack, run_on_ray
+
+            yield from run_on_ray(self.request.ray, Haystack.of(self.corpus_spec, self.corpus),
+                                  self.request.paradigms, self.request.configs, questions,
+                                  self.request.workers, cancelled=self._cancel.is_set)
+            return
+        for question in questions:
+            if self._cancel.is_set():
+                return
+            yield [paradigm.run(question) for paradigm in self.paradigms]
+
     def cancel(self) -> None:
         self._cancel.set()
 
@@ -123,8 +157,10 @@ class EvaluationJob:
         """Questions done, seconds so far and left (at the pace so far), running means."""
         elapsed = time.monotonic() - self._started
         total = len(self.questions)
-        left = elapsed / self.done * (total - self.done) if self.done else None
-        return {"id": self.id, "state": self.state, "done": self.done, "total": total,
+        pace = (time.monotonic() - self._asking) / self.done if self.done else None
+        left = pace * (total - self.done) if pace is not None else None
+        return {"id": self.id, "state": self.state, "phase": self.phase,
+                "done": self.done, "total": total,
                 "seconds": round(elapsed, 1),
                 "seconds_left": round(left, 1) if left is not None else None,
                 "error": self.error, "means": summarise(self.rows) if self.rows else {}}

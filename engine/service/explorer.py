@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from engine.errors import ConfigError, EngineError
-from engine.paradigms.base import Paradigm, check_question
+from engine.paradigms.base import Need, Paradigm, check_question
 from engine.paradigms.registry import make_paradigm, parse_config, spec
 from engine.service.annotation import Annotation
 from engine.service.evaluation import EvaluationJob, EvaluationRequest
-from engine.service.readiness import Preparation
+from engine.service.readiness import Preparation, duration
 from engine.store.evaluations import EvaluationStore
 from engine.store.sessions import SessionStore
 from engine.trace import RunTrace
@@ -37,8 +37,24 @@ DATASETS = {
 }
 
 
+# preparing what an evaluation's configs need for longer than this waits for a confirmation
+LONG_BUILD_SECONDS = 60.0
+
+
 class NotReady(EngineError):
     """A paradigm's models or indexes are still being prepared."""
+
+
+class BuildNeeded(EngineError):
+    """An evaluation's configs need a long build the user has not confirmed."""
+
+    def __init__(self, builds: list[tuple[str, float]]) -> None:
+        self.builds = builds
+        what = "; ".join(f"{label}: about {duration(seconds)} on this machine"
+                         for label, seconds in builds)
+        super().__init__(f"These configs need what is not built yet - {what}. Confirm to "
+                         "build it before the first question (the app stays usable), or "
+                         "keep the options the app prepared.")
 
 
 class Explorer:
@@ -124,10 +140,18 @@ class Explorer:
     # --- evaluations ----------------------------------------------------------------------
 
     def evaluate(self, dataset: str, paradigms: list[str], configs: dict | None = None, *,
-                 limit: int = 0, sample: int = 0, seed: int = 0, name: str = "") -> int:
+                 limit: int = 0, sample: int = 0, seed: int = 0, name: str = "",
+                 build: bool = False, ray: str = "") -> int:
         """Start evaluating `dataset` (a listed one, or a QA file) through `paradigms` over
         the prepared corpus, in the background; returns the evaluation's id. One runs at a
-        time (two would share the same two cores); nothing is ever built for it."""
+        time (two would share the same two cores).
+
+        A config may need an index the app has not prepared (another passage size, say).
+        Quick ones are prepared when the evaluation starts; one that takes longer than
+        LONG_BUILD_SECONDS here is refused with `BuildNeeded` (which one, how long) unless
+        `build` confirms it. With a `ray` address ("local": two workers on this machine)
+        the questions run as Ray tasks (engine.eval.on_ray).
+        """
         with self._jobs_lock:
             running = [job for job in self._jobs.values() if job.state == "running"]
             if running:
@@ -140,10 +164,26 @@ class Explorer:
             label = DATASETS.get(dataset, dataset)
             request = EvaluationRequest(label, self.dataset_questions(dataset),
                                         tuple(paradigms), dict(configs or {}), limit, sample,
-                                        seed, name)
-            job = EvaluationJob(self.evaluations, self.preparation.corpus, request).start()
+                                        seed, name, ray=(ray or "").strip())
+            corpus = self.preparation.corpus
+            pending = self._unprepared(corpus, request)
+            long = [(need.label, seconds) for need in pending
+                    if (seconds := need.seconds_to_prepare(corpus)) >= LONG_BUILD_SECONDS]
+            if long and not build:
+                raise BuildNeeded(long)
+            job = EvaluationJob(self.evaluations, corpus, request, prepare=pending,
+                                corpus_spec=self.preparation.corpus_spec).start()
             self._jobs[job.id] = job
         return job.id
+
+    def _unprepared(self, corpus, request: EvaluationRequest) -> list[Need]:
+        """What the request's configs need that the app has not prepared, each once."""
+        pending: dict[str, Need] = {}
+        for name in request.paradigms:
+            config = make_paradigm(name, corpus, request.configs.get(name)).config
+            for need in self.preparation.unprepared(name, config):
+                pending.setdefault(need.key, need)
+        return list(pending.values())
 
     def evaluation_status(self, evaluation_id: int) -> dict:
         """A running evaluation's live status, or a stored one's as it ended."""
@@ -151,7 +191,7 @@ class Explorer:
         if job is not None:
             return job.status()
         stored = self.evaluations.get(evaluation_id)
-        return {"id": stored.id, "state": stored.state, "done": stored.done,
+        return {"id": stored.id, "state": stored.state, "phase": "", "done": stored.done,
                 "total": stored.questions, "seconds": None, "seconds_left": None,
                 "error": stored.error, "means": stored.summary}
 
