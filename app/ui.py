@@ -1,4 +1,4 @@
-"""The Gradio app: a status line, four tabs and the named API endpoints, over an Explorer.
+"""The Gradio app: a status line, five tabs and the named API endpoints, over an Explorer.
 
 Callbacks read widgets, call the engine (engine.service.explorer.Explorer) and turn what it returns
 into HTML and plotly figures; no ranking happens here.
@@ -13,9 +13,9 @@ import gradio as gr
 
 from app.errors import refused
 from app.formatting import CSS, esc
-from app.tabs import annotate, compare, explore, sessions
+from app.tabs import annotate, compare, evaluate, explore, sessions
 from engine.errors import EngineError
-from engine.paradigms.registry import DEFAULT, PARADIGMS
+from engine.paradigms.registry import DEFAULT, PARADIGMS, parse_config
 from engine.service.explorer import Explorer
 from engine.trace import RunTrace
 
@@ -44,20 +44,25 @@ def build_app(explorer: Explorer) -> gr.Blocks:
         timer.tick(lambda: (status_html(explorer),
                             gr.Timer(active=not explorer.preparation.ready())),
                    None, [status, timer], api_visibility="private")
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Explore", id="explore"):
-                explore.build(explorer)
+                exploring = explore.build(explorer)
             with gr.Tab("Compare", id="compare"):
                 compare.build(explorer)
             with gr.Tab("Sessions", id="sessions") as sessions_tab:
                 listing = sessions.build(explorer)
             with gr.Tab("Annotate", id="annotate") as annotate_tab:
                 labelling = annotate.build(explorer)
+            with gr.Tab("Evaluate", id="evaluate") as evaluate_tab:
+                evaluations = evaluate.build(explorer, exploring, tabs)
         sessions_tab.select(listing["refresh"], None, listing["table"], api_visibility="private")
         annotate_tab.select(labelling["refresh"], None, labelling["outputs"],
                             api_visibility="private")
+        evaluate_tab.select(evaluations["refresh"], None, evaluations["table"],
+                            api_visibility="private")
         _api(explorer)
         _annotation_api(explorer)
+        _evaluation_api(explorer)
     return demo
 
 
@@ -154,6 +159,61 @@ def _annotation_api(explorer: Explorer) -> None:
 
     for fn in (annotate_label, list_labels, annotate_pairs, retrain, classifier_status,
                activate_classifier):
+        gr.api(fn, api_name=fn.__name__)
+
+
+def _evaluation_api(explorer: Explorer) -> None:
+    """Named endpoints for evaluations: start, follow, list, load, export."""
+
+    def evaluate(dataset: str, paradigms: str, configs_json: str = "", limit: int = 0,
+                 sample: int = 0, seed: int = 0, name: str = "", build: bool = False,
+                 ray: str = "") -> int:
+        """Start evaluating `dataset` (a listed path such as hotpotqa/dev500_contexts.jsonl,
+        or a QA file on the server) through comma-separated `paradigms`, with per-paradigm
+        configs as JSON ({"funnel": {"K": 5}}); the first `limit` questions or a seeded
+        `sample` (0: every question). A config that needs a long index build is refused
+        with what and how long, unless `build` is true. With a `ray` address ("local":
+        two workers here) the questions run as Ray tasks. Returns the evaluation id."""
+        try:
+            configs = parse_config(configs_json)
+            names = [p.strip() for p in str(paradigms or "").split(",") if p.strip()]
+            return explorer.evaluate(dataset, names, configs, limit=int(limit),
+                                     sample=int(sample), seed=int(seed), name=name,
+                                     build=bool(build), ray=ray or "")
+        except EngineError as err:
+            raise refused(err) from None
+
+    def evaluation_status(evaluation_id: int) -> str:
+        """{id, state, done, total, seconds, seconds_left, error, means} as JSON."""
+        try:
+            return json.dumps(explorer.evaluation_status(evaluation_id))
+        except EngineError as err:
+            raise refused(err) from None
+
+    def list_evaluations() -> str:
+        """Stored evaluations, newest first, as a JSON list."""
+        return json.dumps([vars(e) for e in explorer.evaluations.list()])
+
+    def load_evaluation(evaluation_id: int) -> str:
+        """A stored evaluation: its description, summary and per-question rows, as JSON."""
+        try:
+            stored = explorer.evaluations.get(evaluation_id)
+            return json.dumps({**vars(stored),
+                               "rows": explorer.evaluations.rows(evaluation_id)})
+        except EngineError as err:
+            raise refused(err) from None
+
+    def export_evaluation(evaluation_id: int, fmt: str = "ragas") -> str:
+        """Every run of an evaluation as ragas JSONL, RAGChecker JSON or FlashRAG JSON."""
+        from engine.eval.exports import export
+
+        try:
+            return export(explorer.evaluations.traces(evaluation_id), fmt)
+        except EngineError as err:
+            raise refused(err) from None
+
+    for fn in (evaluate, evaluation_status, list_evaluations, load_evaluation,
+               export_evaluation):
         gr.api(fn, api_name=fn.__name__)
 
 

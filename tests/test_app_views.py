@@ -217,6 +217,10 @@ def test_run_ids_are_parsed_or_refused_clearly():
         parse_ids("a; drop")
     with pytest.raises(EngineError, match="Type a run id"):
         parse_ids("")
+    with pytest.raises(EngineError, match="Type an evaluation id"):
+        parse_ids(" ", "evaluation")
+    with pytest.raises(EngineError, match="Evaluation ids are numbers"):
+        parse_ids("x", "evaluation")
 
 
 def test_clicking_runs_picks_one_then_a_pair_then_starts_again():

@@ -146,6 +146,44 @@ def test_api_longrag_and_best_run_with_their_options_and_save_like_the_others(li
         assert json.loads(client.predict(run_id, api_name="/load_run")) == trace
 
 
+def test_api_evaluates_a_qa_file_stores_reopens_and_exports_it(live_app, tmp_path):
+    from gradio_client.exceptions import AppError
+
+    _, client = live_app
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("\n".join(json.dumps({
+        "question_id": f"q{i}", "question_text": question,
+        "answers_objects": [{"spans": [answer]}],
+        "contexts": [{"id": "0", "title": title, "is_supporting": True,
+                      "paragraph_text": "A paragraph the corpus does not need."}]})
+        for i, (question, answer, title) in enumerate([
+            (QUESTION, "Georges Seurat", "Georges Seurat"),
+            ("Which river flows through Budapest?", "Danube", "Danube")])))
+    evaluation_id = client.predict(str(qa), "flat,best", '{"best": {"summary_tokens": 50}}',
+                                   0, 0, 0, "api evaluation", api_name="/evaluate")
+    deadline = time.monotonic() + 300
+    while True:
+        status = json.loads(client.predict(evaluation_id, api_name="/evaluation_status"))
+        if status["state"] != "running" or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert (status["state"], status["done"], status["total"]) == ("done", 2, 2)
+    assert set(status["means"]) == {"flat", "best"}
+    listed = json.loads(client.predict(api_name="/list_evaluations"))
+    assert listed[0]["id"] == evaluation_id and listed[0]["name"] == "api evaluation"
+    loaded = json.loads(client.predict(evaluation_id, api_name="/load_evaluation"))
+    assert [(r["position"], r["paradigm"]) for r in loaded["rows"]] == [
+        (0, "best"), (0, "flat"), (1, "best"), (1, "flat")]
+    assert loaded["configs"]["best"]["summary_tokens"] == 50
+    results = json.loads(client.predict(evaluation_id, "ragchecker",
+                                        api_name="/export_evaluation"))["results"]
+    assert {r["query_id"] for r in results} == {"best/q0", "flat/q0", "best/q1", "flat/q1"}
+    with pytest.raises(AppError, match="No evaluation with id 99999"):
+        client.predict(99999, api_name="/load_evaluation")
+    with pytest.raises(AppError, match="Unknown paradigm 'sparse'"):
+        client.predict(str(qa), "sparse", "", 0, 0, 0, "", api_name="/evaluate")
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("   ", "funnel", ""), "question is empty"),
     ((QUESTION, "longrag", '{"k": 9}'), "k=9 is out of range"),
@@ -418,3 +456,33 @@ def test_browser_best_shows_each_module_and_skips_retrieval_for_a_request(live_a
     assert tables.locator("table.fe-table:not(.fe-llm)").count() == 0  # nothing retrieved
     assert tables.locator("table.fe-llm tbody tr").count() == 1  # the generator alone
     page.screenshot(path=str(ARTIFACTS / "best-no-retrieval.png"), full_page=True)
+
+
+def test_browser_evaluates_five_questions_and_opens_a_run_in_explore(live_app, browser):
+    url, _ = live_app
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.goto(url)
+    page.get_by_role("tab", name="Evaluate").click()
+    page.locator("#fe-eval-limit input").fill("5")
+    page.locator("#fe-eval-paradigms").get_by_label(re.compile("FunnelRAG")).uncheck()
+    page.locator("#fe-eval-name textarea").fill("browser evaluation")
+    page.locator("#fe-eval-start").click()
+    page.wait_for_function("document.querySelector('#fe-eval-progress').innerText"
+                           ".includes('done, 5 of 5 questions')", timeout=300_000)
+    table = page.locator("#fe-eval-table table.fe-eval")
+    assert "AR@1" in table.inner_text() and "EM" in table.inner_text()
+    page.locator("#fe-eval-recall .js-plotly-plot").wait_for(timeout=30_000)
+    page.locator("#fe-eval-latency .js-plotly-plot").wait_for(timeout=30_000)
+    rows = page.locator("#fe-eval-rows [role=row].virtual-row")  # Gradio 6's virtual grid
+    assert rows.count() == 5
+    assert "browser evaluation" in page.locator("#fe-eval-list").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "evaluate.png"), full_page=True)
+    cell = page.locator("#fe-eval-rows [data-testid=cell-1-3]")  # question 1's text
+    question = cell.inner_text().strip()
+    cell.click()
+    page.wait_for_function("document.querySelector('#fe-notice').innerText"
+                           ".includes('question 1, through flat')", timeout=30_000)
+    assert page.get_by_role("tab", name="Explore").get_attribute("aria-selected") == "true"
+    assert page.locator("#fe-question textarea").input_value() == question
+    page.locator("#fe-tables table.fe-table").first.wait_for(timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "evaluate-run.png"), full_page=True)

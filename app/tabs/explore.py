@@ -29,8 +29,9 @@ def trace_views(trace: RunTrace, heat_by: str = "layers") -> tuple:
             figures.heatmap_figure(trace, heat_by), tables)
 
 
-def build(explorer: Explorer) -> None:
-    """The Explore tab's widgets and events."""
+def build(explorer: Explorer) -> dict:
+    """The Explore tab's widgets and events; returns what other tabs show a run in:
+    `question`, `paradigm` and `outputs` (notice, the trace views, the trace JSON)."""
     first = next(iter(PARADIGMS))
     picker = question_picker(explorer, "fe", lambda: gr.Radio(
         [(spec.label, name) for name, spec in PARADIGMS.items()], value=first,
@@ -93,3 +94,4 @@ def build(explorer: Explorer) -> None:
                     list(params.groups.values()), api_visibility="private")
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, api_visibility="private")
     save.click(save_current, [trace_state, save_name, save_notes], saved, api_visibility="private")
+    return {"question": question, "paradigm": paradigm, "outputs": outputs}

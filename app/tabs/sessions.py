@@ -35,15 +35,19 @@ def rows(explorer: Explorer) -> list[list]:
     return out
 
 
-def parse_ids(text: str) -> list[int]:
-    """Run ids from text like "3" or "3, 5"; a clear error for anything else."""
+def parse_ids(text: str, what: str = "run") -> list[int]:
+    """Ids (of runs, or `what`) from text like "3" or "3, 5"; a clear error for anything
+    else."""
     parts = [p for p in str(text or "").replace(",", " ").split() if p]
     if not parts:
-        raise EngineError("Type a run id from the list (or two, like 3, 5, to compare).")
+        article = "an" if what[:1] in "aeiou" else "a"
+        raise EngineError(f"Type {article} {what} id from the list (or two, like 3, 5, to "
+                          "compare).")
     try:
         return [int(p) for p in parts]
     except ValueError:
-        raise EngineError(f"Run ids are numbers from the list; got {text!r}.") from None
+        raise EngineError(f"{what.capitalize()} ids are numbers from the list; got "
+                          f"{text!r}.") from None
 
 
 def pick_id(current: str, run_id: object) -> str:
