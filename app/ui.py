@@ -204,7 +204,7 @@ def _evaluation_api(explorer: Explorer) -> None:
             raise refused(err) from None
 
     def export_evaluation(evaluation_id: int, fmt: str = "ragas") -> str:
-        """Every run of an evaluation as ragas JSONL, RAGChecker JSON or FlashRAG JSON."""
+        """Every run of an evaluation as ragas JSONL, RAGChecker JSON or FlashRAG JSONL."""
         from engine.eval.exports import export
 
         try:

@@ -55,7 +55,7 @@ def test_ragchecker_refuses_a_run_without_gold(traces):
 
 
 def test_flashrag_items_carry_output_with_retrieval_result(traces):
-    items = json.loads(export(traces, "flashrag"))
+    items = [json.loads(line) for line in export(traces, "flashrag").splitlines()]
     assert isinstance(items, list) and len(items) == 2
     item = items[0]
     assert {"id", "question", "golden_answers", "metadata", "output"} <= set(item)

@@ -477,6 +477,38 @@ def test_browser_evaluates_five_questions_and_opens_a_run_in_explore(live_app, b
     assert rows.count() == 5
     assert "browser evaluation" in page.locator("#fe-eval-list").inner_text()
     page.screenshot(path=str(ARTIFACTS / "evaluate.png"), full_page=True)
+    first = int(re.search(r"Evaluation (\d+): done",
+                          page.locator("#fe-eval-progress").inner_text()).group(1))
+
+    # a second, sampled evaluation; then the two compared, the first reopened and exported
+    page.locator("#fe-eval-limit input").fill("0")
+    page.locator("#fe-eval-sample input").fill("2")
+    page.locator("#fe-eval-seed input").fill("3")
+    page.locator("#fe-eval-name textarea").fill("sampled")
+    page.locator("#fe-eval-start").click()
+    page.wait_for_function("document.querySelector('#fe-eval-progress').innerText"
+                           ".includes('done, 2 of 2 questions')", timeout=300_000)
+    page.locator("#fe-eval-ids textarea").fill(f"{first}, {first + 1}")
+    page.locator("#fe-eval-compare").click()
+    diff = page.locator("#fe-eval-table table.fe-eval-diff")
+    diff.wait_for(timeout=30_000)
+    assert "difference" in diff.inner_text() and "sampled" in diff.inner_text()
+    page.locator("#fe-eval-ids textarea").fill(str(first))
+    page.locator("#fe-eval-open").click()
+    page.wait_for_function("document.querySelector('#fe-eval-progress').innerText"
+                           f".includes('Evaluation {first}: done, 5 of 5')", timeout=30_000)
+    page.locator("#fe-eval-format").click()
+    page.get_by_role("option", name="flashrag").click()
+    page.locator("#fe-eval-export").click()
+    page.wait_for_function("document.querySelector('#fe-eval-message').innerText"
+                           f".includes('Exported evaluation {first} as flashrag')",
+                           timeout=30_000)
+    assert page.locator("#fe-eval-file").get_by_text(
+        f"evaluation_{first}_flashrag").count() >= 1
+    page.locator("#fe-eval-ids textarea").fill("seven")
+    page.locator("#fe-eval-open").click()
+    page.wait_for_function("document.querySelector('#fe-eval-progress').innerText"
+                           ".includes('Evaluation ids are numbers')", timeout=30_000)
     cell = page.locator("#fe-eval-rows [data-testid=cell-1-3]")  # question 1's text
     question = cell.inner_text().strip()
     cell.click()

@@ -95,7 +95,7 @@ def test_saved_runs_export_to_the_rag_evaluation_tools(store, tiny_corpus):
     assert len(store.export("ragas").splitlines()) == 2  # every saved run
     (result,) = json.loads(store.export("ragchecker", [a]))["results"]
     assert result["query"] == trace.question and result["gt_answer"] == "Georges Seurat"
-    (item,) = json.loads(store.export("flashrag", [a]))
+    (item,) = [json.loads(line) for line in store.export("flashrag", [a]).splitlines()]
     assert item["output"]["pred"] == trace.answer
     with pytest.raises(ConfigError, match="Unknown export format 'xml'"):
         store.export("xml")

@@ -20,7 +20,7 @@ from engine.trace import RunTrace
 
 EXPORTS = {"jsonl": "JSONL (full traces)", "csv": "CSV (metrics)",
            "ragas": "ragas evaluation dataset (JSONL)", "ragchecker": "RAGChecker input (JSON)",
-           "flashrag": "FlashRAG items (JSON)"}
+           "flashrag": "FlashRAG dataset (JSONL)"}
 COLUMNS = ["id", "name", "paradigm", "corpus", "question", "answer", "EM", "F1",
            "reader tokens", "seconds", "saved", "notes"]
 

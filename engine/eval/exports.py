@@ -11,9 +11,10 @@ tests/test_exports.py):
   ragchecker  one JSON object {"results": [...]}, each with query_id, query, gt_answer,
               response and retrieved_context [{doc_id, text}] (`RAGResults.from_json`,
               `ragchecker-cli --input_path`)
-  flashrag    a JSON array like FlashRAG's intermediate_data.json: id, question,
-              golden_answers, metadata and output {retrieval_result [{id, contents:
-              "title\\ntext"}], prompt, pred, metric_score} (`Dataset(config, data=...)`)
+  flashrag    FlashRAG's dataset JSONL, one item per line: id, question, golden_answers,
+              metadata, and the output its pipelines save ({retrieval_result [{id,
+              contents: "title\\ntext"}], prompt, pred, metric_score}); its `Dataset`
+              reads the lines back as `Item`s, output included
 
 Runs of several paradigms share a question id, so ids then carry the paradigm
 ("drrag/5a8b57f2"). RAGChecker needs a gold answer for every query: a run without one is
@@ -29,7 +30,7 @@ from engine.errors import ConfigError
 from engine.trace import RunTrace
 
 FORMATS = ("ragas", "ragchecker", "flashrag")
-SUFFIXES = {"ragas": "jsonl", "ragchecker": "json", "flashrag": "json"}
+SUFFIXES = {"ragas": "jsonl", "ragchecker": "json", "flashrag": "jsonl"}
 
 
 def export(traces: Sequence[RunTrace], fmt: str) -> str:
@@ -40,11 +41,9 @@ def export(traces: Sequence[RunTrace], fmt: str) -> str:
         raise ConfigError("Nothing to export: no runs were given.")
     records = [_RECORDS[fmt](trace, run_id) for trace, run_id in zip(traces, _ids(traces),
                                                                       strict=True)]
-    if fmt == "ragas":
-        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     if fmt == "ragchecker":
         return json.dumps({"results": records}, ensure_ascii=False, indent=1)
-    return json.dumps(records, ensure_ascii=False, indent=1)
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
 def ragas_sample(trace: RunTrace, run_id: str) -> dict:
