@@ -497,7 +497,7 @@ def test_browser_evaluates_five_questions_and_opens_a_run_in_explore(live_app, b
     page.locator("#fe-eval-open").click()
     page.wait_for_function("document.querySelector('#fe-eval-progress').innerText"
                            f".includes('Evaluation {first}: done, 5 of 5')", timeout=30_000)
-    page.locator("#fe-eval-format").click()
+    page.locator("#fe-eval-format input").click()
     page.get_by_role("option", name="flashrag").click()
     page.locator("#fe-eval-export").click()
     page.wait_for_function("document.querySelector('#fe-eval-message').innerText"

@@ -174,7 +174,7 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
             status = explorer.evaluation_status(evaluation_id)
             views = results(evaluation_id)
         except EngineError as err:
-            return (refused_box(err), None, gr.skip(), gr.skip(), gr.skip(), gr.skip())
+            return (refused_box(err), *(gr.skip(),) * 5)  # the followed one stays
         return (progress_html(status), evaluation_id, *views)
 
     def compare_two(text):
