@@ -97,10 +97,11 @@ def reader_part(corpus, questions, variants) -> dict:
         for question in questions:
             trace = paradigm.run(question)
             rows.append({**trace.metrics, "reader_tokens": trace.reader_input_tokens,
-                         "reader_seconds": trace.reader_seconds, "seconds": trace.seconds})
+                         "reader_seconds": trace.reader_seconds, "seconds": trace.seconds,
+                         "empty_answers": float(not trace.answer.strip())})
         report[text] = {key: round(statistics.fmean(r[key] for r in rows if key in r), 3)
                         for key in ("EM", "F1", "refined_EM", "AR@context", "reader_tokens",
-                                    "reader_seconds", "seconds")}
+                                    "reader_seconds", "seconds", "empty_answers")}
         report[text]["seconds_median"] = round(statistics.median(r["seconds"] for r in rows),
                                                2)
         print(text, report[text], file=sys.stderr, flush=True)
