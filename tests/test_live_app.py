@@ -493,6 +493,10 @@ def test_browser_evaluates_five_questions_and_opens_a_run_in_explore(live_app, b
     diff = page.locator("#fe-eval-table table.fe-eval-diff")
     diff.wait_for(timeout=30_000)
     assert "difference" in diff.inner_text() and "sampled" in diff.inner_text()
+    page.wait_for_function(  # the plots show both evaluations' curves
+        "document.querySelector('#fe-eval-recall').textContent"
+        f".includes('{first}: flat') && document.querySelector('#fe-eval-recall')"
+        f".textContent.includes('{first + 1}: flat')", timeout=30_000)
     page.locator("#fe-eval-ids textarea").fill(str(first))
     page.locator("#fe-eval-open").click()
     page.wait_for_function("document.querySelector('#fe-eval-progress').innerText"

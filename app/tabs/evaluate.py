@@ -184,9 +184,12 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
                 raise EngineError("Give two evaluation ids to compare, like 3, 5.")
             a, b = (explorer.evaluations.get(i) for i in chosen_ids[:2])
         except EngineError as err:
-            return refused_box(err)
-        return difference_table(f"{a.id}: {a.name}", a.summary, f"{b.id}: {b.name}",
-                                b.summary)
+            return refused_box(err), gr.skip(), gr.skip()
+        both = {f"{e.id}: {paradigm}": metrics for e in (a, b)
+                for paradigm, metrics in e.summary.items()}
+        return (difference_table(f"{a.id}: {a.name}", a.summary, f"{b.id}: {b.name}",
+                                 b.summary),
+                recall_at_k_figure(both), recall_latency_figure(both))
 
     def export_one(text, kind):
         try:
@@ -227,7 +230,8 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
     poll.tick(follow, current, [progress, poll, *views, stored], api_visibility="private")
     cancel.click(stop, current, message, api_visibility="private")
     reopen.click(open_one, ids, [progress, current, *views], api_visibility="private")
-    compare.click(compare_two, ids, table, api_visibility="private")
+    compare.click(compare_two, ids, [table, recall_plot, latency_plot],
+                  api_visibility="private")
     export.click(export_one, [ids, fmt], [download, message], api_visibility="private")
     per_question.select(open_run, current, [*exploring["outputs"], exploring["question"],
                                             exploring["paradigm"], tabs],
