@@ -12,14 +12,13 @@ measurements in bench/README.md ("LongRAG").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from engine.config import check_config, param
 from engine.index.documents import SCORERS
 from engine.index.store import shared_indexes
 from engine.paradigms.base import Need, Paradigm, ParadigmSpec
 from engine.paradigms.needs import bm25_need, dense_need, reader_need
-from engine.readers.answers import long_answer_text
 from engine.readers.prompts import LONG_ANSWER
 from engine.readers.reader import ReaderConfig, answer, extract_answer
 from engine.stages.base import run_stage
@@ -53,8 +52,6 @@ class LongRAGConfig:
                        "from it: LongRAG's) or 1 (the short answer at once)", low=1, high=2)
     long_answer_tokens: int = param(48, "longest long answer (first turn), in model tokens",
                                     low=8, high=512)
-    continue_lead_in: bool = param(True, "a long answer that is only a lead-in ('The answer "
-                                   "is:') continues on its next line")
     index_passage_tokens: int = param(100, "MaxP chunk size: the passages of the dense index "
                                       "(shared with flat)", low=16, high=1000)
     reader: ReaderConfig = param(ReaderConfig(max_passage_tokens=4096), "the long reader")
@@ -104,7 +101,6 @@ class LongRAGParadigm(Paradigm):
             return
         long = answer(question, context.candidates, cfg.reader, purpose="long answer",
                       template=LONG_ANSWER, max_new_tokens=cfg.long_answer_tokens)
-        long = replace(long, answer=long_answer_text(long.output, cfg.continue_lead_in))
         yield long
         yield extract_answer(question, long, cfg.reader)
 

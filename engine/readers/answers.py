@@ -19,18 +19,6 @@ def short_answer(text: str) -> str:
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
-def long_answer_text(output: str, continue_lead_in: bool = True) -> str:
-    """LongRAG's long answer: the reader's first non-empty line, and when that line is only
-    a lead-in ending in a colon ("The answer is:") the line after it too, as one line (a
-    bare lead-in leaves the second turn nothing to extract)."""
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-    if not lines:
-        return ""
-    if continue_lead_in and lines[0].endswith(":") and len(lines) > 1:
-        return f"{lines[0]} {lines[1]}"
-    return lines[0]
-
-
 _YES_NO_RE = re.compile(r"^\s*(are|is|was|were|do|does|did|can|could|has|have|had|will|"
                         r"would|should|shall|may|might|must)\b", re.IGNORECASE)
 YES_NO = ("yes", "no")

@@ -18,7 +18,7 @@ ChatML template (SmolLM2), plain "Context/Question/Answer" blocks for any other 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from engine.readers.base import Message, Prompt
 
@@ -103,8 +103,7 @@ def answer_prompt(template: str, question: str,
                   passages: Sequence[tuple[str, str]]) -> BuiltPrompt:
     """The answer prompt of `template` (or `LONG_ANSWER`) over (title, text) passages."""
     if template == LONG_ANSWER:
-        built = _completion(question, passages, _long_examples(), answer="Long answer:")
-        return replace(built, stop=LONG_STOP)
+        return _completion(question, passages, _long_examples(), answer="Long answer:")
     return TEMPLATES[template](question, passages)
 
 
@@ -115,10 +114,6 @@ def answer_prompt(template: str, question: str,
 # prompts over the same made-up examples as the short-answer templates.
 
 LONG_ANSWER = "long-answer"  # answer_prompt's template of the first turn
-# the first turn runs to the end of its block, not its first line break, so a lead-in line
-# ("The answer is:") is followed by the answer (readers.answers.long_answer_text); greedy
-# decoding writes the same first line either way
-LONG_STOP = ("\n\n", "\nQuestion:", "\nContext:")
 LONG_ANSWERS = (
     "Marta Velin studied at the Harlow Institute of Art, an art school in the city of "
     "Brenmoor.",

@@ -127,10 +127,9 @@ def _step(purpose: str, generator: Generator, built: BuiltPrompt, out: Generatio
 
 def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
                    generator: Generator | None = None) -> LLMStep:
-    """LongRAG's second turn: the short answer from the question and the long answer only
-    (the first turn's `answer`: its long answer as read, else its output)."""
+    """LongRAG's second turn: the short answer from the question and the long answer only."""
     generator = generator or _shared(config)
-    built = extract_prompt(question, long_answer.answer or long_answer.output)
+    built = extract_prompt(question, long_answer.output)
     out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,
                              stop=built.stop, ban_first=_banned(question))
     return _step("answer", generator, built, out, answer=short_answer(out.text))
