@@ -4,10 +4,11 @@ For each of the first N HotpotQA dev500 questions every paradigm runs back to ba
 default config (or `--config`), on the pooled corpus, so the machine's state is the same for
 all. Printed per paradigm: AR@1..4 of what the reader read, EM, F1, refined EM, reader
 tokens, LLM calls and seconds per question (median, and the mean of each stage). Traces go
-to data/bench/paradigms_traces.jsonl.
+to data/bench/TRACES.jsonl (default paradigms_traces); `--ids` runs chosen questions only.
 
     python bench/paradigms_table.py [--limit 200] [--paradigms flat funnel longrag drrag best]
         [--config '{"best": {"hyde": true}}'] [--threads 2] [--out paradigms_table]
+        [--ids ID ...] [--traces NAME]
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ def main() -> None:
     parser.add_argument("--config", default="{}", help="JSON: {paradigm: {option: value}}")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--out", default="paradigms_table", help="bench/results/OUT.json")
+    parser.add_argument("--ids", nargs="+", default=(),
+                        help="only these dev500 question ids (instead of the first --limit)")
+    parser.add_argument("--traces", default="paradigms_traces",
+                        help="data/bench/TRACES.jsonl the runs are written to (or re-scored)")
     parser.add_argument("--from-traces", action="store_true",
                         help="re-score the last run's traces (current metrics); run nothing")
     args = parser.parse_args()
@@ -54,15 +59,20 @@ def main() -> None:
     configs = json.loads(args.config)
     if args.from_traces:
         rows = [{k: v for k, v in r.items() if k != "trace"}
-                for r in rows_from_traces("paradigms_traces")]
+                for r in rows_from_traces(args.traces)]
         args.limit = len(rows) // len({r["paradigm"] for r in rows})
     else:
         corpus = load_corpus("pooled")  # holds every dev500 paragraph already
         paradigms = {name: make_paradigm(name, corpus, configs.get(name))
                      for name in args.paradigms}
-        rows = run_side_by_side(paradigms, dev500_questions(args.limit), "paradigms_traces")
+        questions = dev500_questions(0 if args.ids else args.limit)
+        if args.ids:
+            questions = [q for q in questions if q.id in set(args.ids)]
+            args.limit = len(questions)
+        rows = run_side_by_side(paradigms, questions, args.traces)
     summary = summarise(rows)
-    print(f"pooled corpus, HotpotQA dev500 first {args.limit} questions, "
+    which = f"{args.limit} chosen" if args.ids else f"first {args.limit}"
+    print(f"pooled corpus, HotpotQA dev500 {which} questions, "
           f"{args.threads} torch threads\n")
     print(markdown_table(["paradigm", *COLUMNS],
                          [[name, *(summary[name].get(c, "") for c in COLUMNS)]
@@ -74,7 +84,8 @@ def main() -> None:
                                                            for k in stages)]
                                                   for name in summary]))
     save(args.out, {"questions": args.limit, "configs": configs, "summary": summary,
-                    "traces": str(data_dir() / "bench" / "paradigms_traces.jsonl")})
+                    "ids": list(args.ids),
+                    "traces": str(data_dir() / "bench" / f"{args.traces}.jsonl")})
 
 
 if __name__ == "__main__":
