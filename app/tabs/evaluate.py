@@ -13,7 +13,6 @@ or export. A config that needs a long index build says which and how long, and w
 from __future__ import annotations
 
 import json
-import logging
 import tempfile
 from pathlib import Path
 
@@ -34,10 +33,9 @@ from app.tabs.explore import trace_views
 from app.tabs.sessions import parse_ids, pick_id
 from engine.errors import EngineError
 from engine.eval.exports import FORMATS, SUFFIXES
+from engine.eval.exports import export as export_runs
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import BuildNeeded, Explorer
-
-logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 2.0
 LIST_COLUMNS = ["id", "name", "dataset", "paradigms", "questions", "state", "corpus",
@@ -123,13 +121,13 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
                        elem_id="fe-eval-file")
     message = gr.HTML(elem_id="fe-eval-message")
 
-    def results(evaluation_id):
-        """(table, recall plot, latency plot, per-question rows) of an evaluation."""
-        evaluation = explorer.evaluations.get(evaluation_id)
-        summary = explorer.evaluation_status(evaluation_id)["means"] or evaluation.summary
+    def results(status):
+        """(table, recall plot, latency plot, per-question rows) of an evaluation, from its
+        status: a running one's means so far, or a stored one's summary."""
+        summary = status["means"]
         return (paper_table(summary), recall_at_k_figure(summary),
                 recall_latency_figure(summary),
-                question_rows(explorer.evaluations.rows(evaluation_id)))
+                question_rows(explorer.evaluations.rows(status["id"])))
 
     def begin(build_first, path, uploaded, n, k, s, names, title, address, *widgets):
         source = (uploaded if isinstance(uploaded, str) else getattr(uploaded, "name", None)) \
@@ -157,7 +155,7 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
                 gr.skip(), gr.skip()
         status = explorer.evaluation_status(evaluation_id)
         running = status["state"] == "running"
-        views = results(evaluation_id)
+        views = results(status)
         return (progress_html(status), gr.Timer(active=running), *views, listing(explorer))
 
     def stop(evaluation_id):
@@ -172,7 +170,7 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
         try:
             (evaluation_id,) = parse_ids(text, "evaluation")[:1]
             status = explorer.evaluation_status(evaluation_id)
-            views = results(evaluation_id)
+            views = results(status)
         except EngineError as err:
             return (refused_box(err), *(gr.skip(),) * 5)  # the followed one stays
         return (progress_html(status), evaluation_id, *views)
@@ -194,9 +192,7 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
     def export_one(text, kind):
         try:
             (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-            from engine.eval.exports import export as write
-
-            body = write(explorer.evaluations.traces(evaluation_id), kind)
+            body = export_runs(explorer.evaluations.traces(evaluation_id), kind)
         except EngineError as err:
             return gr.File(visible=False), refused_box(err)
         folder = Path(tempfile.mkdtemp(prefix="funnel-evaluation-"))

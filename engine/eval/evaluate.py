@@ -13,15 +13,17 @@ import logging
 import math
 import statistics
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from engine.data.corpus import load_corpus, merge_documents
 from engine.data.loaders import read_dataset
 from engine.errors import ConfigError
 from engine.metrics import has_span_answer
+from engine.paradigms.base import Paradigm
 from engine.paradigms.registry import make_paradigm
 from engine.trace import RunTrace
-from engine.types import Corpus, Dataset
+from engine.types import Corpus, Dataset, Question
 
 logger = logging.getLogger(__name__)
 
@@ -89,20 +91,37 @@ def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "
         raise ConfigError(f"{dataset_path} holds no questions (format {dataset.format!r}); "
                           "give a QA file such as hotpotqa/dev500_contexts.jsonl.")
     questions = dataset.questions[:limit] if limit else dataset.questions
-    configs = configs or {}
     haystack = eval_corpus(dataset, corpus)
-    built = [make_paradigm(name, haystack, configs.get(name)) for name in paradigms]
-    if ray:
-        from engine.eval.on_ray import Haystack, run_on_ray
-
-        where = Haystack.of(corpus, haystack, str(dataset_path))
-        answered = run_on_ray(ray, where, paradigms, configs, questions, workers)
-    else:
-        answered = ([paradigm.run(question) for paradigm in built] for question in questions)
-    for i, traces in enumerate(answered, start=1):
+    built = [make_paradigm(name, haystack, (configs or {}).get(name)) for name in paradigms]
+    for i, traces in enumerate(answer_all(built, questions, ray=ray, workers=workers,
+                                          corpus_spec=corpus, dataset=str(dataset_path)),
+                               start=1):
         yield from (row(trace) for trace in traces)
         if progress:
             progress(i, len(questions))
+
+
+def answer_all(paradigms: Sequence[Paradigm], questions: Sequence[Question], *,
+               ray: str = "", workers: int = 2, corpus_spec: str = "", dataset: str = "",
+               cancelled: Callable[[], bool] = lambda: False) -> Iterator[list[RunTrace]]:
+    """Each question's traces (in `paradigms` order), in question order, answered here or,
+    with a `ray` address ("local": `workers` workers here), as Ray tasks whose workers load
+    the corpus from `corpus_spec` (plus `dataset`'s paragraphs, as `eval_corpus`) and the
+    paradigms from their configs (engine.eval.on_ray). `cancelled()` is asked between
+    questions: when it says so, nothing more is answered."""
+    if ray:
+        from engine.eval.on_ray import Haystack, run_on_ray
+
+        corpus = paradigms[0].corpus
+        yield from run_on_ray(ray, Haystack.of(corpus_spec, corpus, dataset),
+                              [p.name for p in paradigms],
+                              {p.name: asdict(p.config) for p in paradigms}, questions,
+                              workers, cancelled=cancelled)
+        return
+    for question in questions:
+        if cancelled():
+            return
+        yield [paradigm.run(question) for paradigm in paradigms]
 
 
 def percentile(values: Sequence[float], q: float) -> float:

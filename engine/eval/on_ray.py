@@ -105,10 +105,10 @@ def run_on_ray(address: str, haystack: Haystack, paradigms: Sequence[str], confi
                           "`pip install ray==2.60.0` or run without --ray.") from None
     if not address:
         raise ConfigError("Give a Ray address (host:port or ray://host:port) or 'local'.")
-    if address == LOCAL and not 1 <= workers <= (os.cpu_count() or 1) * 4:
-        raise ConfigError(f"workers={workers} is out of range; allowed: 1 to "
-                          f"{(os.cpu_count() or 1) * 4}.")
     local = address == LOCAL
+    most = (os.cpu_count() or 1) * 4
+    if local and not 1 <= workers <= most:
+        raise ConfigError(f"workers={workers} is out of range; allowed: 1 to {most}.")
     runtime_env = {"env_vars": worker_environment()}
     logger.info("Ray: %s, %d questions x %d paradigms", "a local cluster of "
                 f"{workers} workers" if local else address, len(questions), len(paradigms))

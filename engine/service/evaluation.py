@@ -1,9 +1,11 @@
 """An evaluation running in the background: a QA file's questions through paradigms, each
 question's runs stored as they finish, with progress, running means and cancellation.
 
-The app starts one with `EvaluationJob(...).start()` and polls `status()`; the command
-line's `eval` runs the same loop in the foreground. The corpus is the one the caller
-prepared: building an index is never a side effect of starting an evaluation.
+The app starts one with `EvaluationJob(...).start()` and polls `status()`; questions are
+answered by `engine.eval.evaluate.answer_all`, as the command line's `eval` answers them
+(here or as Ray tasks). The corpus is the one the caller prepared, and what the configs
+need beyond it is only what the caller passes as `prepare` (the app asks first before a
+long build).
 """
 
 from __future__ import annotations
@@ -13,17 +15,16 @@ import random
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from engine.errors import ConfigError
-from engine.eval.evaluate import row, summarise
+from engine.eval.evaluate import answer_all, row, summarise
 from engine.paradigms.base import Need
 from engine.paradigms.registry import make_paradigm
 from engine.store.evaluations import EvaluationStore
-from engine.trace import RunTrace
 from engine.types import Corpus, Question
 
 logger = logging.getLogger(__name__)
@@ -117,7 +118,10 @@ class EvaluationJob:
 
                 need.prepare(self.corpus, progress)
             self.phase, self._asking = "", time.monotonic()
-            for (position, _), traces in zip(self.questions, self._answers(), strict=False):
+            answered = answer_all(self.paradigms, [q for _, q in self.questions],
+                                  ray=self.request.ray, workers=self.request.workers,
+                                  corpus_spec=self.corpus_spec, cancelled=self._cancel.is_set)
+            for (position, _), traces in zip(self.questions, answered, strict=False):
                 found = [row(trace) for trace in traces]
                 self.evaluations.add(self.id, position, traces, found)
                 self.rows.extend(found)
@@ -129,22 +133,6 @@ class EvaluationJob:
         self.evaluations.finish(self.id, self.state, summarise(self.rows), self.error)
         logger.info("evaluation %d %s: %d of %d questions", self.id, self.state, self.done,
                     len(self.questions))
-
-    def _answers(self) -> Iterator[list[RunTrace]]:
-        """Each chosen question's traces, in order, here or as Ray tasks; none after a
-        cancel."""
-        questions = [question for _, question in self.questions]
-        if self.request.ray:
-            from engine.eval.on_ray import Haystack, run_on_ray
-
-            yield from run_on_ray(self.request.ray, Haystack.of(self.corpus_spec, self.corpus),
-                                  self.request.paradigms, self.request.configs, questions,
-                                  self.request.workers, cancelled=self._cancel.is_set)
-            return
-        for question in questions:
-            if self._cancel.is_set():
-                return
-            yield [paradigm.run(question) for paradigm in self.paradigms]
 
     def cancel(self) -> None:
         self._cancel.set()
