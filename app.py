@@ -1,42 +1,7 @@
-"""Start Funnel Explorer: `python app.py [--host H] [--port P] [--corpus NAME] [--share]
-[--auth USER:PASSWORD] [--sessions FILE]`; each flag also reads an environment variable
-(see --help)."""
+"""Start Funnel Explorer: `python app.py --help` (the same as the installed `funnel-explorer`;
+the code is app/main.py)."""
 
-from __future__ import annotations
-
-import argparse
-import logging
-import os
-
-from app import build_app, serve
-from engine.service.explorer import Explorer
-from engine.service.readiness import Preparation
-from engine.store.sessions import SessionStore
-
-
-def main() -> None:
-    env = os.environ.get
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--host", default=env("FUNNEL_HOST", "127.0.0.1"), help="FUNNEL_HOST")
-    parser.add_argument("--port", type=int, default=int(env("FUNNEL_PORT", 7860)),
-                        help="FUNNEL_PORT")
-    parser.add_argument("--corpus", default=env("FUNNEL_CORPUS", "wiki"),
-                        help="wiki, pooled or a corpus file/folder (FUNNEL_CORPUS)")
-    parser.add_argument("--share", action="store_true", default=env("FUNNEL_SHARE") == "1",
-                        help="a public Gradio link (FUNNEL_SHARE=1); needs internet")
-    parser.add_argument("--auth", default=env("FUNNEL_AUTH", ""),
-                        help="basic auth as USER:PASSWORD (FUNNEL_AUTH)")
-    parser.add_argument("--sessions", default=env("FUNNEL_SESSIONS") or None,
-                        help="the DuckDB file of saved runs (FUNNEL_SESSIONS; default "
-                             "sessions.duckdb in the data directory)")
-    args = parser.parse_args()
-    if args.auth and ":" not in args.auth:
-        parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    explorer = Explorer(Preparation(args.corpus).start(), SessionStore(args.sessions))
-    serve(build_app(explorer), server_name=args.host, server_port=args.port, share=args.share,
-          auth=tuple(args.auth.split(":", 1)) if args.auth else None)
-
+from app.main import main
 
 if __name__ == "__main__":
     main()

@@ -14,8 +14,8 @@ Starts `python app.py` as its own process (as the README does) and measures, in 
 
 Saved runs go to a DuckDB file beside the logs, never into the data directory's own.
 
-    python bench/app_serving.py                      # wiki corpus, data/ as the warm cache
-    python bench/app_serving.py --skip-fresh --questions 5 --memory-runs 10
+    python -m bench.app_serving                      # wiki corpus, data/ as the warm cache
+    python -m bench.app_serving --skip-fresh --questions 5 --memory-runs 10
 """
 
 from __future__ import annotations
@@ -33,10 +33,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import ROOT, latency_summary, markdown_table, save  # noqa: E402
-from engine.paradigms.registry import names  # noqa: E402
+from bench.common import ROOT, latency_summary, markdown_table, save
+from engine.paradigms.registry import names
 
 PARADIGMS = tuple(names())
 

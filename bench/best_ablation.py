@@ -14,9 +14,9 @@ Printed per variant: answer recall and gold-document recall of the search stage'
 must survive in a kept sentence), EM, F1, reader tokens, LLM calls, seconds of search and
 summarisation (mean) and of the whole run (median).
 
-    python bench/best_ablation.py --part defaults [--limit 50]
-    python bench/best_ablation.py --part modules [--limit 200]
-    python bench/best_ablation.py --part modules --from-traces   # re-score a finished run
+    python -m bench.best_ablation --part defaults [--limit 50]
+    python -m bench.best_ablation --part modules [--limit 200]
+    python -m bench.best_ablation --part modules --from-traces   # re-score a finished run
 """
 
 from __future__ import annotations
@@ -24,12 +24,8 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import (  # noqa: E402
+from bench.common import (
     dev500_questions,
     markdown_table,
     rows_from_traces,
@@ -37,10 +33,10 @@ from bench.common import (  # noqa: E402
     save,
     training_questions,
 )
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.eval.evaluate import summarise  # noqa: E402
-from engine.metrics import answer_in, has_span_answer, support_recall  # noqa: E402
-from engine.paradigms.registry import make_paradigm  # noqa: E402
+from engine.data.corpus import load_corpus
+from engine.eval.evaluate import summarise
+from engine.metrics import answer_in, has_span_answer, support_recall
+from engine.paradigms.registry import make_paradigm
 
 # {part: {label: config changes from best's defaults}}
 VARIANTS = {

@@ -9,7 +9,7 @@ sentences) every step runs in a fresh interpreter, so its peak resident memory i
   query     median / p95 latency of 200 HotpotQA dev500 questions per granularity, k=10
 Figures are printed as a table with ratios to the first corpus.
 
-    python bench/build_cost.py [--corpora wiki pooled synthetic:100000 synthetic:1000000]
+    python -m bench.build_cost [--corpora wiki pooled synthetic:100000 synthetic:1000000]
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import latency_summary, markdown_table, peak_rss_mb, run_child, save  # noqa: E402
+from bench.common import latency_summary, markdown_table, peak_rss_mb, run_child, save
 
 STEPS = ("load", "graph", "funnelrag", "longrag", "bm25-clusters", "bm25-documents",
          "bm25-passages", "query")

@@ -8,27 +8,24 @@ labels store and `Annotation.retrain`, exactly as the app's Retrain button does.
 pairs (20% of the training questions) are the same before and after. The previous version
 is made active again afterwards unless --keep.
 
-    python bench/classifier_retrain.py [--labels 50] [--threads 2] [--keep]
+    python -m bench.classifier_retrain [--labels 50] [--threads 2] [--keep]
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.paradigms.registry import make_paradigm  # noqa: E402
-from engine.service.annotation import Annotation  # noqa: E402
-from engine.store.sessions import SessionStore  # noqa: E402
-from engine.train.classifier import ClassifierConfig, train_classifier  # noqa: E402
-from engine.train.data import load_question_groups, split_questions  # noqa: E402
-from engine.types import Question  # noqa: E402
+from bench.common import markdown_table, save
+from engine.data.corpus import load_corpus
+from engine.paradigms.registry import make_paradigm
+from engine.service.annotation import Annotation
+from engine.store.sessions import SessionStore
+from engine.train.classifier import ClassifierConfig, train_classifier
+from engine.train.data import load_question_groups, split_questions
+from engine.types import Question
 
 
 def main() -> None:

@@ -7,22 +7,19 @@ funnel; M, k for flat; the reader's lr for both). The server's resident memory i
 every run. Before this project's shared stores, each new config built a new paradigm with
 its own index and reader; now memory must stay flat.
 
-    python bench/config_memory.py --roots . /tmp/before --corpus wiki --data-dir data
+    python -m bench.config_memory --roots . /tmp/before --corpus wiki --data-dir data
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.app_serving import Server, client_for  # noqa: E402
-from bench.common import markdown_table, save  # noqa: E402
+from bench.app_serving import Server, client_for
+from bench.common import markdown_table, save
 
 QUESTIONS = ("Who wrote War and Peace?", "Which river flows through Budapest?",
              "Who painted the Mona Lisa?", "What is the capital of Austria?")

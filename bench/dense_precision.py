@@ -11,7 +11,7 @@
    the top-4 lists are identical. Training questions (where the default is chosen) and the
    first 200 dev500 questions (reported).
 
-    python bench/dense_precision.py [--sample 600] [--rounds 2] [--threads 2] [--skip-retrieval]
+    python -m bench.dense_precision [--sample 600] [--rounds 2] [--threads 2] [--skip-retrieval]
 """
 
 from __future__ import annotations
@@ -20,24 +20,20 @@ import argparse
 import logging
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bench.common import markdown_table, save  # noqa: E402
-from bench.dense_throughput import sample_texts  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.data.loaders import read_dataset  # noqa: E402
-from engine.index.dense import dense_index, encode  # noqa: E402
-from engine.metrics import answer_recall_at, has_span_answer, support_recall  # noqa: E402
-from engine.models.loading import PRECISIONS, load_bi_encoder  # noqa: E402
-from engine.paths import shared_data_dir  # noqa: E402
-from engine.units.build import UnitConfig  # noqa: E402
-from engine.units.chunking import Chunker  # noqa: E402
+from bench.common import markdown_table, save
+from bench.dense_throughput import sample_texts
+from engine.data.corpus import load_corpus
+from engine.data.loaders import read_dataset
+from engine.index.dense import dense_index, encode
+from engine.metrics import answer_recall_at, has_span_answer, support_recall
+from engine.models.loading import PRECISIONS, load_bi_encoder
+from engine.paths import shared_data_dir
+from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
 
 QUESTION_SETS = {"train": (("hotpotqa/train100.json", 0), ("musique/train100.json", 0)),
                  "dev500": (("hotpotqa/dev500_contexts.jsonl", 200),)}

@@ -9,7 +9,7 @@ rounds of alternating order (small to large, then large to small: a linear drift
 then hits every size equally) and the mean rate per size is reported. The 1-minute load
 average is recorded before and after each measurement to show how busy the machine was.
 
-    python bench/dense_throughput.py [--sample 2000] [--batch-sizes 8 16 32 64 128]
+    python -m bench.dense_throughput [--sample 2000] [--batch-sizes 8 16 32 64 128]
                                      [--rounds 2]
 """
 
@@ -22,16 +22,13 @@ import random
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, peak_rss_mb, save  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.index.dense import encode  # noqa: E402
-from engine.models.loading import load_bi_encoder  # noqa: E402
-from engine.text import count_tokens  # noqa: E402
-from engine.units.build import UnitConfig, build_units, index_text  # noqa: E402
+from bench.common import markdown_table, peak_rss_mb, save
+from engine.data.corpus import load_corpus
+from engine.index.dense import encode
+from engine.models.loading import load_bi_encoder
+from engine.text import count_tokens
+from engine.units.build import UnitConfig, build_units, index_text
 
 SEED = 0
 logger = logging.getLogger("bench.dense_throughput")

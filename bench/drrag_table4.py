@@ -23,7 +23,7 @@ distinct question and document list (greedy decoding: the same list gets the sam
 so QDC and a CFS that accepts every first candidate share their calls). One warm-up question
 per method is not counted.
 
-    python bench/drrag_table4.py [--limit 200] [--threads 2] [--answer-k 4] [--dataset FILE]
+    python -m bench.drrag_table4 [--limit 200] [--threads 2] [--answer-k 4] [--dataset FILE]
 """
 
 from __future__ import annotations
@@ -32,20 +32,17 @@ import argparse
 import logging
 import math
 import statistics
-import sys
 from itertools import islice
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.data.loaders import read_dataset  # noqa: E402
-from engine.metrics import exact_match, f1_score  # noqa: E402
-from engine.paradigms.registry import make_paradigm  # noqa: E402
-from engine.paths import shared_data_dir  # noqa: E402
-from engine.readers.reader import answer  # noqa: E402
-from engine.trace import LLMStep, StageResult  # noqa: E402
+from bench.common import markdown_table, save
+from engine.data.corpus import load_corpus
+from engine.data.loaders import read_dataset
+from engine.metrics import exact_match, f1_score
+from engine.paradigms.registry import make_paradigm
+from engine.paths import shared_data_dir
+from engine.readers.reader import answer
+from engine.trace import LLMStep, StageResult
 
 DEV = "hotpotqa/dev500_contexts.jsonl"
 METHODS = ("BM25", "SM", "QDC", "CIS", "CFS", "QDC-BM25", "CIS-BM25", "CFS-BM25")

@@ -11,8 +11,8 @@
    file size. Then reopening it: the stored summary, the per-question rows, one trace, and
    the Evaluate tab's table, rows and plots built from them.
 
-    python bench/evaluation_cost.py --part ray [--limit 40] [--paradigms flat,funnel]
-    python bench/evaluation_cost.py --part store [--traces paradigms_traces]
+    python -m bench.evaluation_cost --part ray [--limit 40] [--paradigms flat,funnel]
+    python -m bench.evaluation_cost --part store [--traces paradigms_traces]
 """
 
 from __future__ import annotations
@@ -20,14 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import RESULTS, WARM_UP, dev500_questions  # noqa: E402
+from bench.common import RESULTS, WARM_UP, dev500_questions
 
 
 def part_ray(limit: int, paradigms: list[str]) -> dict:

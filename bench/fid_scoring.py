@@ -6,24 +6,20 @@ scheme of engine.readers.attention ranks them. Reported: recall@2 of the support
 per scheme, against two baselines read off the same passages: random order and "longest
 first" (a length-bias check), plus reader seconds per question.
 
-    python bench/fid_scoring.py [--questions 30] [--lr 4]
+    python -m bench.fid_scoring [--questions 30] [--lr 4]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save  # noqa: E402
-from engine.paths import shared_data_dir  # noqa: E402
-from engine.readers import attention  # noqa: E402
+from bench.common import markdown_table, save
+from engine.paths import shared_data_dir
+from engine.readers import attention
 
 
 def recall_at_2(scores, gold: set[int]) -> float:

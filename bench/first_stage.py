@@ -17,32 +17,28 @@ question. Questions: the training files (HotpotQA and MuSiQue train100) by defau
 the default is chosen; `--dataset hotpotqa/dev500_contexts.jsonl --limit 200` reports
 dev500.
 
-    python bench/first_stage.py [--dataset F ...] [--limit N] [--K 10] [--threads 2]
+    python -m bench.first_stage [--dataset F ...] [--limit N] [--K 10] [--threads 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bench.common import markdown_table, save  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.data.loaders import read_dataset  # noqa: E402
-from engine.index.documents import DocumentScorer, group_max, group_top2  # noqa: E402
-from engine.index.store import shared_indexes  # noqa: E402
-from engine.metrics import has_span_answer, normalize_answer  # noqa: E402
-from engine.paradigms.funnel import FunnelConfig  # noqa: E402
-from engine.paths import shared_data_dir  # noqa: E402
-from engine.units.build import UnitConfig, build_units, index_text  # noqa: E402
-from engine.units.chunking import Chunker  # noqa: E402
-from engine.units.cluster import clustering  # noqa: E402
+from bench.common import markdown_table, save
+from engine.data.corpus import load_corpus
+from engine.data.loaders import read_dataset
+from engine.index.documents import DocumentScorer, group_max, group_top2
+from engine.index.store import shared_indexes
+from engine.metrics import has_span_answer, normalize_answer
+from engine.paradigms.funnel import FunnelConfig
+from engine.paths import shared_data_dir
+from engine.units.build import UnitConfig, build_units, index_text
+from engine.units.chunking import Chunker
+from engine.units.cluster import clustering
 
 TRAIN_FILES = ("hotpotqa/train100.json", "musique/train100.json")
 BM25_GRID = ((1.5, 0.75), (1.2, 0.75), (1.5, 0.3), (1.5, 0.5), (1.5, 0.9), (3.0, 0.75),

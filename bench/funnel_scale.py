@@ -19,7 +19,7 @@ sentences are real) it times, per question:
                document scores the first stage computed (the engine keeps them per query)
   flat dense   for scale: flat's dense top-100 over the same passage vectors (faiss)
 
-    python bench/funnel_scale.py [--sizes 10000 100000 1000000] [--questions 200]
+    python -m bench.funnel_scale [--sizes 10000 100000 1000000] [--questions 200]
 """
 
 from __future__ import annotations
@@ -31,9 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import latency_summary, markdown_table, peak_rss_mb, run_child, save  # noqa: E402
+from bench.common import latency_summary, markdown_table, peak_rss_mb, run_child, save
 
 STAGES = ("first stage", "bm25", "dense", "rest", "pre-ranker", "flat dense")
 

@@ -15,7 +15,7 @@ AR@1..4 of the final passages, gold-document recall at every stage, EM, F1 and r
 tokens. One warm-up question per paradigm (model loading) is run first and not counted.
 Full run traces go to data/bench/funnel_vs_flat_traces.jsonl for bench/postrank_gain.py.
 
-    python bench/funnel_vs_flat.py [--limit 200] [--threads 2] [--out funnel_vs_flat]
+    python -m bench.funnel_vs_flat [--limit 200] [--threads 2] [--out funnel_vs_flat]
 """
 
 from __future__ import annotations
@@ -23,17 +23,13 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
-import sys
 from dataclasses import asdict
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import dev500_questions, markdown_table, run_side_by_side, save  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.eval.evaluate import summarise  # noqa: E402
-from engine.paradigms.registry import make_paradigm  # noqa: E402
-from engine.paths import data_dir  # noqa: E402
+from bench.common import dev500_questions, markdown_table, run_side_by_side, save
+from engine.data.corpus import load_corpus
+from engine.eval.evaluate import summarise
+from engine.paradigms.registry import make_paradigm
+from engine.paths import data_dir
 
 # (label, paradigm, config): "flat+ce" is flat with the trained cross-encoder re-ranker,
 # the paper's kind of flat baseline, run for its cost (its quality is in bench/README.md).

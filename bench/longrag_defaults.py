@@ -13,8 +13,8 @@ Three parts, on the pooled corpus (every training paragraph is in it):
 Questions: HotpotQA and MuSiQue train100 (`--limit` each); dev500 is reported by
 bench/paradigms_table.py, never chosen on.
 
-    python bench/longrag_defaults.py --parts units cost
-    python bench/longrag_defaults.py --parts reader --limit 30 \
+    python -m bench.longrag_defaults --parts units cost
+    python -m bench.longrag_defaults --parts reader --limit 30 \
         --variants '{}' '{"turns": 1}' '{"context_tokens": 1000}'
 """
 
@@ -26,20 +26,17 @@ import logging
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save, training_questions  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.index.documents import group_max  # noqa: E402
-from engine.index.store import shared_indexes  # noqa: E402
-from engine.metrics import answer_in, has_span_answer  # noqa: E402
-from engine.text import count_tokens  # noqa: E402
-from engine.units.build import UnitConfig  # noqa: E402
-from engine.units.chunking import Chunker  # noqa: E402
+from bench.common import markdown_table, save, training_questions
+from engine.data.corpus import load_corpus
+from engine.index.documents import group_max
+from engine.index.store import shared_indexes
+from engine.metrics import answer_in, has_span_answer
+from engine.text import count_tokens
+from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
 
 PASSAGES = UnitConfig("passages", chunker=Chunker(100))
 

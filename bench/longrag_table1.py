@@ -18,7 +18,7 @@ first by their own score (dense MaxP, or BM25 over the whole document), as the l
 paradigm's context stage reads them (`--unit-order`: in the order they were grouped), and
 a document cut to fit counts only if at least 32 of its tokens fit, as there.
 
-    python bench/longrag_table1.py [--limit 500] [--unit-order]
+    python -m bench.longrag_table1 [--limit 500] [--unit-order]
 """
 
 from __future__ import annotations
@@ -26,24 +26,20 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import dev500_questions, markdown_table, save  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.index.documents import group_max  # noqa: E402
-from engine.index.store import shared_indexes  # noqa: E402
-from engine.metrics import answer_in, has_span_answer, support_recall  # noqa: E402
-from engine.readers.reader import within_budget  # noqa: E402
-from engine.stages.expand import MIN_CLIPPED_TOKENS  # noqa: E402
-from engine.text import count_tokens  # noqa: E402
-from engine.types import Candidate  # noqa: E402
-from engine.units.build import UnitConfig, document_unit  # noqa: E402
-from engine.units.chunking import Chunker  # noqa: E402
+from bench.common import dev500_questions, markdown_table, save
+from engine.data.corpus import load_corpus
+from engine.index.documents import group_max
+from engine.index.store import shared_indexes
+from engine.metrics import answer_in, has_span_answer, support_recall
+from engine.readers.reader import within_budget
+from engine.stages.expand import MIN_CLIPPED_TOKENS
+from engine.text import count_tokens
+from engine.types import Candidate
+from engine.units.build import UnitConfig, document_unit
+from engine.units.chunking import Chunker
 
 KS = (1, 2, 4, 8)
 BUDGETS = (500, 1000, 2000, 4000)

@@ -6,7 +6,7 @@ all. Printed per paradigm: AR@1..4 of what the reader read, EM, F1, refined EM, 
 tokens, LLM calls and seconds per question (median, and the mean of each stage). Traces go
 to data/bench/TRACES.jsonl (default paradigms_traces); `--ids` runs chosen questions only.
 
-    python bench/paradigms_table.py [--limit 200] [--paradigms flat funnel longrag drrag best]
+    python -m bench.paradigms_table [--limit 200] [--paradigms flat funnel longrag drrag best]
         [--config '{"best": {"hyde": true}}'] [--threads 2] [--out paradigms_table]
         [--ids ID ...] [--traces NAME]
 """
@@ -16,22 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import (  # noqa: E402
+from bench.common import (
     dev500_questions,
     markdown_table,
     rows_from_traces,
     run_side_by_side,
     save,
 )
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.eval.evaluate import summarise  # noqa: E402
-from engine.paradigms.registry import make_paradigm, names  # noqa: E402
-from engine.paths import data_dir  # noqa: E402
+from engine.data.corpus import load_corpus
+from engine.eval.evaluate import summarise
+from engine.paradigms.registry import make_paradigm, names
+from engine.paths import data_dir
 
 COLUMNS = ("AR@1", "AR@2", "AR@3", "AR@4", "EM", "F1", "refined_EM", "reader_tokens",
            "llm_calls", "seconds_total_median")

@@ -13,7 +13,7 @@ the gold supporting documents among the top H passages.
 Training questions choose (`--split train`: HotpotQA + MuSiQue train100); `--split dev`
 reports the first `--limit` dev500 questions.
 
-    python bench/postrank_fusion.py [--split train] [--limit N] [--threads 2]
+    python -m bench.postrank_fusion [--split train] [--limit N] [--threads 2]
 """
 
 from __future__ import annotations
@@ -21,25 +21,21 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.data.loaders import read_dataset  # noqa: E402
-from engine.index.store import shared_indexes  # noqa: E402
-from engine.metrics import answer_recall_at, has_span_answer, support_recall  # noqa: E402
-from engine.models.loading import resolve_precision  # noqa: E402
-from engine.paradigms.registry import make_paradigm  # noqa: E402
-from engine.paths import shared_data_dir  # noqa: E402
-from engine.readers import attention  # noqa: E402
-from engine.readers.fid import shared_fid_reader  # noqa: E402
-from engine.stages.expand import chunk_documents  # noqa: E402
-from engine.stages.postrank import fused_scores  # noqa: E402
-from engine.units.chunking import Chunker  # noqa: E402
+from bench.common import markdown_table, save
+from engine.data.corpus import load_corpus
+from engine.data.loaders import read_dataset
+from engine.index.store import shared_indexes
+from engine.metrics import answer_recall_at, has_span_answer, support_recall
+from engine.models.loading import resolve_precision
+from engine.paradigms.registry import make_paradigm
+from engine.paths import shared_data_dir
+from engine.readers import attention
+from engine.readers.fid import shared_fid_reader
+from engine.stages.expand import chunk_documents
+from engine.stages.postrank import fused_scores
+from engine.units.chunking import Chunker
 
 FILES = {"train": ("hotpotqa/train100.json", "musique/train100.json"),
          "dev": ("hotpotqa/dev500_contexts.jsonl",)}

@@ -9,7 +9,7 @@ counts; FunnelRAG Fig. 5b). Each order is measured by AR@1..4 (a gold answer ins
 k passages). "pre-ranker order" is what the funnel would pass on without a post-ranker;
 "ceiling" is AR over all the passages (no order can exceed it).
 
-    python bench/postrank_gain.py [--limit 100] [--lr 1 2 4 8 16 32]
+    python -m bench.postrank_gain [--limit 100] [--lr 1 2 4 8 16 32]
 """
 
 from __future__ import annotations
@@ -17,19 +17,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.metrics import answer_recall_at, has_span_answer  # noqa: E402
-from engine.paths import data_dir  # noqa: E402
-from engine.readers import attention  # noqa: E402
-from engine.stages.expand import chunk_documents  # noqa: E402
-from engine.trace import RunTrace  # noqa: E402
-from engine.units.chunking import Chunker  # noqa: E402
+from bench.common import markdown_table, save
+from engine.data.corpus import load_corpus
+from engine.metrics import answer_recall_at, has_span_answer
+from engine.paths import data_dir
+from engine.readers import attention
+from engine.stages.expand import chunk_documents
+from engine.trace import RunTrace
+from engine.units.chunking import Chunker
 
 KS = (1, 2, 3, 4)
 

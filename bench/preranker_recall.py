@@ -12,7 +12,7 @@ and the table gives gold-document recall@4 and @8 (share of the supporting docum
 top 4 / 8), both-gold@8 and seconds per question. "ceiling" is the recall of the whole
 candidate pool: no ranker can do better.
 
-    python bench/preranker_recall.py [--limit N] [-K 10] [--rankers bm25 bi-encoder ...]
+    python -m bench.preranker_recall [--limit N] [-K 10] [--rankers bm25 bi-encoder ...]
                                      [--max-length 256] [--out preranker_recall]
 """
 
@@ -21,20 +21,16 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.data.loaders import read_dataset  # noqa: E402
-from engine.index.bm25 import bm25_index  # noqa: E402
-from engine.metrics import all_gold_at, gold_document_recall  # noqa: E402
-from engine.paths import shared_data_dir  # noqa: E402
-from engine.types import Candidate  # noqa: E402
-from engine.units.build import UnitConfig, document_unit  # noqa: E402
+from bench.common import markdown_table, save
+from engine.data.corpus import load_corpus
+from engine.data.loaders import read_dataset
+from engine.index.bm25 import bm25_index
+from engine.metrics import all_gold_at, gold_document_recall
+from engine.paths import shared_data_dir
+from engine.types import Candidate
+from engine.units.build import UnitConfig, document_unit
 
 RANKERS = ("bm25", "bi-encoder", "cross-encoder")
 KS = (4, 8)

@@ -15,8 +15,8 @@ of re-ranking each held-out question's own paragraphs (the bi-encoder scores 0.7
 Both train with the listwise loss (each positive against its question's sampled negatives),
 AdamW, linear warm-up/decay, word embeddings frozen, one thread.
 
-    python bench/preranker_variants.py joint [--epochs 2 --lr 3e-5 --negatives 8]
-    python bench/preranker_variants.py residual [--lr 5e-5 --head-lr 3e-3 --scale 20]
+    python -m bench.preranker_variants joint [--epochs 2 --lr 3e-5 --negatives 8]
+    python -m bench.preranker_variants residual [--lr 5e-5 --head-lr 3e-3 --scale 20]
 """
 
 from __future__ import annotations
@@ -25,16 +25,12 @@ import argparse
 import json
 import math
 import random
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import save  # noqa: E402
-from engine.models.loading import load_bi_encoder, resolve  # noqa: E402
-from engine.train.data import load_question_groups, split_questions  # noqa: E402
-from engine.train.preranker import _mean_recall  # noqa: E402
+from bench.common import save
+from engine.models.loading import load_bi_encoder, resolve
+from engine.train.data import load_question_groups, split_questions
+from engine.train.preranker import _mean_recall
 
 
 def joint_scorer(path: str):

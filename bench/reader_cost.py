@@ -5,7 +5,7 @@ SmolLM2 FiD reader encodes the blocks, scores them with the first-token attentio
 decodes up to 24 answer tokens over all of them; each setting runs 5 questions and the
 medians are printed. FiD's promise is that encoding cost grows linearly with the passages.
 
-    python bench/reader_cost.py [--questions 5]
+    python -m bench.reader_cost [--questions 5]
 """
 
 from __future__ import annotations
@@ -13,13 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save  # noqa: E402
-from engine.paths import shared_data_dir  # noqa: E402
+from bench.common import markdown_table, save
+from engine.paths import shared_data_dir
 
 SIZES = (2, 4, 8, 16)
 

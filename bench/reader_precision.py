@@ -12,7 +12,7 @@ read by both, in alternating order (a drift in load hits both alike):
 Training questions choose (`--split train`: HotpotQA + MuSiQue train100; post-ranking uses
 the HotpotQA ones); `--split dev` reports on the first dev500 questions.
 
-    python bench/reader_precision.py [--split train] [--limit N] [--threads 2]
+    python -m bench.reader_precision [--split train] [--limit N] [--threads 2]
 """
 
 from __future__ import annotations
@@ -20,22 +20,18 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save  # noqa: E402
-from bench.reader_prompts import dev_questions, train_questions  # noqa: E402
-from engine.metrics import exact_match, f1_score  # noqa: E402
-from engine.models.loading import PRECISIONS, load_causal_lm  # noqa: E402
-from engine.paradigms.funnel import FunnelConfig  # noqa: E402
-from engine.readers.fid import FiDReader  # noqa: E402
-from engine.readers.generators import HFGenerator  # noqa: E402
-from engine.readers.reader import ReaderConfig, answer  # noqa: E402
-from engine.types import Candidate, Document  # noqa: E402
-from engine.units.build import document_unit  # noqa: E402
+from bench.common import markdown_table, save
+from bench.reader_prompts import dev_questions, train_questions
+from engine.metrics import exact_match, f1_score
+from engine.models.loading import PRECISIONS, load_causal_lm
+from engine.paradigms.funnel import FunnelConfig
+from engine.readers.fid import FiDReader
+from engine.readers.generators import HFGenerator
+from engine.readers.reader import ReaderConfig, answer
+from engine.types import Candidate, Document
+from engine.units.build import document_unit
 
 
 def passages(paragraphs: list[tuple[str, str]]) -> list[Candidate]:

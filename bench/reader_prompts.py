@@ -10,10 +10,10 @@ answers each question from
 Choices are made on the training files (HotpotQA train100 + MuSiQue train100, `--split
 train`) and *reported* on HotpotQA dev500 (`--split dev`); dev500 never decides anything.
 
-    python bench/reader_prompts.py --split train --context gold
-    python bench/reader_prompts.py --split train --context ranked --templates fewshot
-    python bench/reader_prompts.py --split dev --context gold --templates fewshot,chat
-    python bench/reader_prompts.py --split train --context ranked --templates fewshot \
+    python -m bench.reader_prompts --split train --context gold
+    python -m bench.reader_prompts --split train --context ranked --templates fewshot
+    python -m bench.reader_prompts --split dev --context gold --templates fewshot,chat
+    python -m bench.reader_prompts --split train --context ranked --templates fewshot \
         --packings reverse --examples 3 4   # the worked examples: the first 3, then all 4
 
 Prints one row per (template, dataset): EM, F1, mean prompt tokens, seconds per question
@@ -27,18 +27,15 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save  # noqa: E402
-from engine.metrics import exact_match, f1_score  # noqa: E402
-from engine.paths import shared_data_dir  # noqa: E402
-from engine.readers import prompts  # noqa: E402
-from engine.readers.prompts import EXAMPLES, TEMPLATES  # noqa: E402
-from engine.readers.reader import ReaderConfig, answer  # noqa: E402
-from engine.types import Candidate, Document  # noqa: E402
-from engine.units.build import document_unit  # noqa: E402
+from bench.common import markdown_table, save
+from engine.metrics import exact_match, f1_score
+from engine.paths import shared_data_dir
+from engine.readers import prompts
+from engine.readers.prompts import EXAMPLES, TEMPLATES
+from engine.readers.reader import ReaderConfig, answer
+from engine.types import Candidate, Document
+from engine.units.build import document_unit
 
 
 def train_questions() -> list[dict]:

@@ -9,7 +9,7 @@ For HotpotQA dev500 questions, BM25 retrieves the top 80 units at each granulari
   tok@k mean tokens in the top-k units (what a reader would be sent),
 for k in 1, 2, 5, 20, 80.
 
-    python bench/recall_table.py [--limit N]
+    python -m bench.recall_table [--limit N]
 """
 
 from __future__ import annotations
@@ -17,21 +17,17 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.data.loaders import read_dataset  # noqa: E402
-from engine.index.bm25 import bm25_index  # noqa: E402
-from engine.metrics import answer_in, has_span_answer  # noqa: E402
-from engine.paths import shared_data_dir  # noqa: E402
-from engine.text import count_tokens  # noqa: E402
-from engine.units.build import UnitConfig  # noqa: E402
-from engine.units.chunking import Chunker  # noqa: E402
+from bench.common import markdown_table, save
+from engine.data.corpus import load_corpus
+from engine.data.loaders import read_dataset
+from engine.index.bm25 import bm25_index
+from engine.metrics import answer_in, has_span_answer
+from engine.paths import shared_data_dir
+from engine.text import count_tokens
+from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
 
 KS = (1, 2, 5, 20, 80)
 CONFIGS = {

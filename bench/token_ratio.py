@@ -4,22 +4,18 @@ Counts the tokens of the pooled corpus's documents (a fixed sample) both ways: w
 engine.text.count_tokens and with the SmolLM2 reader's and the MiniLM encoder's subword
 tokenizers, both loaded from the packaged files, and prints the ratios.
 
-    python bench/token_ratio.py [--sample 2000]
+    python -m bench.token_ratio [--sample 2000]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import markdown_table, save  # noqa: E402
-from engine.data.corpus import load_corpus  # noqa: E402
-from engine.models.packaged import minilm_path, smollm2_gguf_path  # noqa: E402
-from engine.text import count_tokens  # noqa: E402
+from bench.common import markdown_table, save
+from engine.data.corpus import load_corpus
+from engine.models.packaged import minilm_path, smollm2_gguf_path
+from engine.text import count_tokens
 
 
 def main() -> None:
