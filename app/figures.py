@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import plotly.graph_objects as go
 
+from engine.records import ReaderAttention
 from engine.stages.classify import QUERY
 from engine.trace import RunTrace
 
@@ -100,12 +101,16 @@ def waterfall_figure(trace: RunTrace) -> go.Figure:
     return fig
 
 
-def attention_extras(trace: RunTrace) -> dict | None:
-    """The reader attention of this run: a post-ranking stage's (over every passage it
-    scored) first, else the answer step's (over the passages it read)."""
-    for extras in [*(s.extras for s in trace.stages), *(c.extras for c in trace.llm_steps)]:
-        if extras.get("attention"):
-            return extras
+def reader_attention(trace: RunTrace) -> tuple[ReaderAttention, str] | None:
+    """The reader attention of this run and where it comes from: a post-ranking stage's
+    (over every passage it scored) first, else the answer step's (over the passages it
+    read)."""
+    for stage in trace.stages:
+        if stage.details.attention is not None:
+            return stage.details.attention, "the post-ranker's reader pass"
+    for step in trace.llm_steps:
+        if step.attention is not None:
+            return step.attention, "the reader, at the answer's first token"
     return None
 
 
@@ -115,19 +120,20 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     passage's representative tokens."""
     import numpy as np
 
-    extras = attention_extras(trace)
-    if extras is None and trace.llm_steps and not any(s.candidates for s in trace.stages):
+    found = reader_attention(trace)
+    if found is None and trace.llm_steps and not any(s.candidates for s in trace.stages):
         return text_figure("The reader read no passages, so there is no attention over them "
                            "(no stage retrieved anything for this run).")
-    if extras is None:
+    if found is None:
         return text_figure("This run has no reader attention yet (it comes with the "
                            "reader's step; a remote endpoint gives none).")
-    attn = np.asarray(extras["attention"], dtype=float)  # [passage, layer, head]
+    read, source = found
+    attn = np.asarray(read.cells, dtype=float)  # [passage, layer, head]
     axis = {"layers": 2, "heads": 1}[by]
     cells = attn.mean(axis=axis)
-    passages = extras.get("attention_passages") or [str(i) for i in range(len(cells))]
-    tokens = extras.get("top_tokens") or [[] for _ in passages]
-    kept = set(extras.get("answered_from") or ())
+    passages = read.passages or [str(i) for i in range(len(cells))]
+    tokens = read.top_tokens or [[] for _ in passages]
+    kept = set(read.answered_from)
     if kept >= set(passages):  # the answer read them all: a star would mark nothing
         kept = set()
     labels = [f"{'* ' if p in kept else ''}{html.escape(_short(p))}" for p in passages]
@@ -136,9 +142,6 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     fig = go.Figure(go.Heatmap(z=cells, y=labels, text=hover, colorscale="Viridis",
                                hovertemplate="%{text}<br>attention %{z:.4f}<extra></extra>",
                                colorbar={"title": "attention"}))
-    source = ("the post-ranker's reader pass" if any(x is extras for x in
-                                                     (s.extras for s in trace.stages))
-              else "the reader, at the answer's first token")
     star = " (* = answered from)" if kept else ""
     fig.update_layout(title=f"Attention per passage x {by[:-1]}: {source}{star}",
                       xaxis={"title": by[:-1]}, yaxis={"autorange": "reversed"},

@@ -61,7 +61,7 @@ def stage_table(trace: RunTrace, index: int) -> str:
     stage = trace.stages[index]
     if stage.granularity == QUERY:  # a decision about the query: no candidates to list
         return (f"<div class='fe-stage'><b>{esc(stage.name)}</b> (query), "
-                f"{stage.seconds:.2f} s: {esc(stage.extras.get('note', ''))}</div>")
+                f"{stage.seconds:.2f} s: {esc(stage.details.note)}</div>")
     flags = trace.gold_flags[index] if index < len(trace.gold_flags) else None
     answers = trace.gold.answers if trace.gold else ()
     later = trace.stages[index + 1:]
@@ -72,10 +72,10 @@ def stage_table(trace: RunTrace, index: int) -> str:
     for i, cand in enumerate(stage.candidates):
         body = excerpt(cand.unit.text, trace.question, answers) \
             if cand.unit.text else esc(", ".join(cand.unit.doc_ids))
-        chunk = stage.extras.get("best_chunks", {}).get(cand.unit.id)
+        chunk = stage.details.best_chunk(cand.unit.id)
         if chunk:  # the chunk that won the unit's MaxP score
-            body += (f"<br><small>best chunk {esc(chunk['id'])} (cosine {chunk['cosine']:.4f}):"
-                     f" {excerpt(chunk['text'], trace.question, answers, 200)}</small>")
+            body += (f"<br><small>best chunk {esc(chunk.id)} (cosine {chunk.cosine:.4f}):"
+                     f" {excerpt(chunk.text, trace.question, answers, 200)}</small>")
         children = _children(cand, stage, later, trace.question, answers)
         if children:
             body = f"<details><summary>{body}</summary>{children}</details>"
@@ -90,7 +90,7 @@ def stage_table(trace: RunTrace, index: int) -> str:
         read = " · sent to the reader"
         if len(trace.read) < len(stage.candidates):
             read += f", which read the first {len(trace.read)} within its token cap"
-    note = f"<br><small>{esc(stage.extras['note'])}</small>" if stage.extras.get("note") else ""
+    note = f"<br><small>{esc(stage.details.note)}</small>" if stage.details.note else ""
     head = (f"<div class='fe-stage'><b>{esc(stage.name)}</b> ({esc(stage.granularity)}): "
             f"{stage.n_in:,} in, {len(stage.candidates)} kept, {stage.seconds:.2f} s"
             f"{read}{note}</div>")
@@ -103,19 +103,19 @@ def sentences_table(trace: RunTrace, index: int) -> str:
     """Summarisation's view of stage `index` (empty if it summarised nothing): every
     sentence of the passages it read, best cosine to the question first, kept or dropped.
     Collapsed: a handful of passages hold dozens of sentences."""
-    sentences = trace.stages[index].extras.get("sentences", ())
+    sentences = trace.stages[index].details.sentences
     if not sentences:
         return ""
     answers = trace.gold.answers if trace.gold else ()
     rows = []
-    for n, item in enumerate(sorted(sentences, key=lambda x: -x["cosine"]), start=1):
-        decision = ("<span class='fe-badge fe-kept-badge'>kept</span>" if item["kept"]
+    for n, item in enumerate(sorted(sentences, key=lambda x: -x.cosine), start=1):
+        decision = ("<span class='fe-badge fe-kept-badge'>kept</span>" if item.kept
                     else "<span class='fe-badge fe-dropped'>dropped</span>")
-        rows.append(f"<tr><td>{n}</td><td>{item['cosine']:.4f}</td>"
-                    f"<td>{esc(item['passage'])}</td>"
-                    f"<td>{highlight(item['text'], trace.question, answers)}</td>"
+        rows.append(f"<tr><td>{n}</td><td>{item.cosine:.4f}</td>"
+                    f"<td>{esc(item.passage)}</td>"
+                    f"<td>{highlight(item.text, trace.question, answers)}</td>"
                     f"<td>{decision}</td></tr>")
-    kept = sum(item["kept"] for item in sentences)
+    kept = sum(item.kept for item in sentences)
     return (f"<details class='fe-sentences'><summary>the {len(sentences)} sentences "
             f"<b>{esc(trace.stages[index].name)}</b> weighed: {kept} kept</summary>"
             "<table class='fe-table fe-sentences'><thead><tr><th>#</th><th>cosine</th>"
@@ -127,7 +127,7 @@ def decisions_table(trace: RunTrace, index: int) -> str:
     """The selection classifier's calls of stage `index` (empty if it made none): both
     documents (text expandable), P, the threshold, kept or dropped, and whether both are
     gold supporting documents when the gold is known."""
-    calls = trace.stages[index].extras.get("classifier", ())
+    calls = trace.stages[index].details.calls
     if not calls:
         return ""
     texts = {c.unit.id: c.unit.text for s in trace.stages for c in s.candidates}
@@ -141,17 +141,17 @@ def decisions_table(trace: RunTrace, index: int) -> str:
 
     rows = []
     for n, call in enumerate(calls, start=1):
-        decision = ("<span class='fe-badge fe-kept-badge'>kept</span>" if call["kept"]
+        decision = ("<span class='fe-badge fe-kept-badge'>kept</span>" if call.kept
                     else "<span class='fe-badge fe-dropped'>dropped</span>")
         both = "" if gold is None else (
             "<span class='fe-badge fe-support'>both gold</span>"
-            if call["d1_title"] in gold and call["d2_title"] in gold else "no")
-        rows.append(f"<tr><td>{n}</td><td>{document(call['d1'], call['d1_title'])}</td>"
-                    f"<td>{document(call['d2'], call['d2_title'])}</td>"
-                    f"<td>{call['probability']:.3f}</td><td>{call['threshold']:.3f}</td>"
+            if call.d1_title in gold and call.d2_title in gold else "no")
+        rows.append(f"<tr><td>{n}</td><td>{document(call.d1, call.d1_title)}</td>"
+                    f"<td>{document(call.d2, call.d2_title)}</td>"
+                    f"<td>{call.probability:.3f}</td><td>{call.threshold:.3f}</td>"
                     f"<td>{decision}</td><td>{both}</td></tr>")
-    fallback = trace.stages[index].extras.get("fallback")
-    note = f" ({esc(fallback)})" if fallback else ""
+    note = f" ({esc(trace.stages[index].details.note)})" if trace.stages[index].details.note \
+        else ""
     return (f"<div class='fe-stage'>classifier C(q, d1, d2) calls of "
             f"<b>{esc(trace.stages[index].name)}</b>: {len(calls)}{note}</div>"
             "<table class='fe-table fe-decisions'><thead><tr><th>#</th><th>d1</th><th>d2</th>"
@@ -261,8 +261,9 @@ def _cut(trace: RunTrace, index: int) -> str:
         return ""
     s = trace.stages[index]
     if s.granularity == QUERY:  # a decision about the query, not a cut
-        verdict = "retrieve" if s.extras.get("retrieve", True) else "no retrieval"
-        p = s.extras.get("probability")
+        decision = s.details.decision
+        verdict = "retrieve" if decision is None or decision.retrieve else "no retrieval"
+        p = decision.probability if decision else None
         return (f"<b>{esc(s.name)}</b>: {verdict}" + (f" (P {p:.3f})" if p is not None else "")
                 + f", {s.seconds:.2f} s")
     cell = (f"<b>{esc(s.name)}</b>: {len(s.candidates)} of {s.n_in:,} {esc(s.granularity)}, "

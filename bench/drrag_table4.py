@@ -109,7 +109,7 @@ def main() -> None:
             both.append(found >= len(q.supporting_titles))
             sent.append(len(titles))
             seconds.append(sum(s.seconds for s in stages))
-            calls = stages[-1].extras.get("classifier", ())
+            calls = stages[-1].details.calls
             if calls:
                 pair_ms.append(1000 * stages[-1].seconds / len(calls))
         table[f"{method} k={k}"] = {

@@ -14,19 +14,32 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.metrics import answer_in
+from engine.records import (
+    NO_DETAILS,
+    ReadCount,
+    ReaderAttention,
+    StageDetails,
+    attention_from_dict,
+    attention_from_extras,
+    details_from_dict,
+    details_from_extras,
+    settings_from_extras,
+)
 from engine.types import Candidate, Question, Unit
 
 
 @dataclass(frozen=True)
 class StageResult:
-    """One stage's output as the pipeline saw it."""
+    """One stage's output as the pipeline saw it: its candidates, what it says about them
+    (`details`) and how it was set up (`settings`, the stage's own JSON-friendly dict)."""
 
     name: str
     granularity: str
     n_in: int
     candidates: tuple[Candidate, ...]
     seconds: float
-    extras: dict = field(default_factory=dict)
+    details: StageDetails = NO_DETAILS
+    settings: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -34,7 +47,9 @@ class LLMStep:
     """One call to a generator: what it was for, what it read and said, and its cost.
 
     `answer` is the short answer extracted from `output` when `purpose` is "answer"; the
-    run's answer is that of its last answer step.
+    run's answer is that of its last answer step. `attention` is the reader's over the
+    passages it read (in-process readers only); `capped` says how many of the passages
+    offered a token cap let it read.
     """
 
     purpose: str  # "answer", "long answer", "hyde", ...
@@ -45,7 +60,8 @@ class LLMStep:
     output_tokens: int
     seconds: float
     answer: str = ""
-    extras: dict = field(default_factory=dict)
+    attention: ReaderAttention | None = None
+    capped: ReadCount | None = None
 
 
 @dataclass(frozen=True)
@@ -87,8 +103,7 @@ class RunTrace:
         """What the reader read: the last stage's candidates, only the first ones when a
         token cap stopped it (its answer step counts them; the cap keeps the best first)."""
         sent = self.stages[-1].candidates if self.stages else ()
-        n = next((step.extras["read"] for step in self.llm_steps if "read" in step.extras),
-                 None)
+        n = next((step.capped.read for step in self.llm_steps if step.capped), None)
         return sent if n is None else sent[:n]
 
     @property
@@ -148,21 +163,40 @@ def _candidate(d: dict[str, Any]) -> Candidate:
                      parents=tuple(d.get("parents", ())))
 
 
+def _stage(s: dict[str, Any]) -> StageResult:
+    """A stage; one stored before typed records keeps what it said in `extras`."""
+    if "extras" in s:
+        details, settings = details_from_extras(s["extras"]), settings_from_extras(s["extras"])
+    else:
+        details, settings = details_from_dict(s.get("details", {})), s.get("settings", {})
+    return StageResult(name=s["name"], granularity=s["granularity"], n_in=s["n_in"],
+                       candidates=tuple(_candidate(c) for c in s["candidates"]),
+                       seconds=s["seconds"], details=details, settings=settings)
+
+
+def _llm_step(d: dict[str, Any]) -> LLMStep:
+    """An LLM step; one stored before typed records keeps attention and counts in `extras`."""
+    d = dict(d)
+    extras = d.pop("extras", None)
+    if extras is not None:
+        attention = attention_from_extras(extras)
+        capped = ReadCount(extras["read"], extras["offered"]) if "read" in extras else None
+    else:
+        attention = attention_from_dict(d["attention"]) if d.get("attention") else None
+        capped = ReadCount(**d["capped"]) if d.get("capped") else None
+    return LLMStep(**{**d, "attention": attention, "capped": capped})
+
+
 def from_dict(d: dict[str, Any]) -> RunTrace:
     """Rebuild a RunTrace from `asdict` output (tuples restored)."""
-    stages = tuple(
-        StageResult(name=s["name"], granularity=s["granularity"], n_in=s["n_in"],
-                    candidates=tuple(_candidate(c) for c in s["candidates"]),
-                    seconds=s["seconds"], extras=s.get("extras", {}))
-        for s in d["stages"]
-    )
+    stages = tuple(_stage(s) for s in d["stages"])
     gold = d.get("gold")
     if gold is not None:
         gold = Question(**{k: tuple(v) if isinstance(v, list) else v for k, v in gold.items()})
     flags = tuple(GoldFlags(tuple(f["answer"]), tuple(f["support"]))
                   for f in d.get("gold_flags", ()))
     if "llm_steps" in d:
-        steps = tuple(LLMStep(**step) for step in d["llm_steps"])
+        steps = tuple(_llm_step(step) for step in d["llm_steps"])
     else:
         steps = _legacy_steps(d)
     return RunTrace(

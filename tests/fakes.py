@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from engine.config import param
 from engine.paradigms.base import Paradigm, ParadigmSpec, annotate
+from engine.records import StageDetails
 from engine.stages.base import Stage, StageOutput, rerank, run_stage
 from engine.stages.expand import expand_to_documents
 from engine.trace import LLMStep, RunTrace
@@ -24,7 +25,7 @@ class WordOverlapRanker(Stage):
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         words = set(query.lower().split())
         scores = [len(words & set(c.unit.text.lower().split())) for c in candidates]
-        return StageOutput(rerank(candidates, scores, k), {"note": "fake"})
+        return StageOutput(rerank(candidates, scores, k), StageDetails(note="fake"))
 
 
 def clusters(tiny_corpus) -> tuple[Candidate, ...]:

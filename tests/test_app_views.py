@@ -29,6 +29,16 @@ from engine.paradigms.base import MAX_QUESTION_CHARS
 from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
 from engine.paradigms.registry import PARADIGMS
+from engine.records import (
+    BestChunk,
+    ClassifierCall,
+    QueryDecision,
+    ReadCount,
+    ReaderAttention,
+    StageDetails,
+    WeighedSentence,
+    deep_tuple,
+)
 from engine.trace import StageResult
 from engine.types import Candidate, Unit
 from tests.fakes import answer_step, sample_trace
@@ -61,9 +71,9 @@ def test_waterfall_adds_up_to_the_total(tiny_corpus):
 
 def _with_attention(trace):
     attn = np.arange(2 * 3 * 2, dtype=float).reshape(2, 3, 2)  # passage, layer, head
-    extras = {"attention": attn.tolist(), "attention_passages": ["p<1>", "p2"],
-              "top_tokens": [["Seur", "<b>"], ["Dan"]], "answered_from": ["p2"]}
-    last = replace(trace.stages[-1], extras=extras)
+    read = ReaderAttention(cells=deep_tuple(attn.tolist()), passages=("p<1>", "p2"),
+                           top_tokens=(("Seur", "<b>"), ("Dan",)), answered_from=("p2",))
+    last = replace(trace.stages[-1], details=StageDetails(attention=read))
     return replace(trace, stages=(*trace.stages[:-1], last)), attn
 
 
@@ -103,7 +113,8 @@ def test_corpus_markup_is_shown_as_text(tiny_corpus):
 
 def test_a_stage_note_says_how_its_scores_were_made(tiny_corpus):
     trace = sample_trace(tiny_corpus)
-    post = replace(trace.stages[-1], extras={"note": "score: rank fusion <0.5 x attention>"})
+    post = replace(trace.stages[-1],
+                   details=StageDetails(note="score: rank fusion <0.5 x attention>"))
     trace = replace(trace, stages=(*trace.stages[:-1], post))
     html = stage_table(trace, len(trace.stages) - 1)
     assert "<small>score: rank fusion &lt;0.5 x attention&gt;</small>" in html
@@ -127,9 +138,9 @@ def test_a_units_best_chunk_is_shown_under_it(tiny_corpus):
     trace = sample_trace(tiny_corpus)
     first = trace.stages[0]
     unit = first.candidates[0].unit
-    chunk = {"id": f"{unit.doc_ids[0]}#0", "title": "t", "text": "He devised <pointillism>.",
-             "cosine": 0.61234}
-    trace = replace(trace, stages=(replace(first, extras={"best_chunks": {unit.id: chunk}}),
+    chunk = BestChunk(unit.id, f"{unit.doc_ids[0]}#0", "t", "He devised <pointillism>.",
+                      0.61234)
+    trace = replace(trace, stages=(replace(first, details=StageDetails(best_chunks=(chunk,))),
                                    *trace.stages[1:]))
     html = stage_table(trace, 0)
     assert f"best chunk {unit.doc_ids[0]}#0 (cosine 0.6123)" in html
@@ -181,8 +192,8 @@ def test_compare_table_shows_every_cut_with_gold_in_or_out(tiny_corpus):
     assert "<b>rivers</b>: 2 of 5 documents" in cut2 and "gold answer out" in cut2
     assert cut2.endswith("<td></td>")  # the one-stage run has no second cut
 
-    routed = StageResult("classify", "query", 1, (), 0.01,
-                         extras={"retrieve": False, "probability": 0.003})
+    routed = StageResult("classify", "query", 1, (), 0.01, StageDetails(
+        decision=QueryDecision(retrieve=False, probability=0.003, threshold=0.5)))
     skipped = replace(trace, paradigm="best", stages=(routed,), gold_flags=())
     cell = compare_table([skipped]).split("<td>cut 1</td>")[1]
     assert "<b>classify</b>: no retrieval (P 0.003)" in cell and " of " not in cell
@@ -269,14 +280,12 @@ def test_classifier_decisions_are_shown_escaped_with_gold_marks(tiny_corpus):
     found = Candidate(document_unit(docs["Danube"]), 0.5, 2, parents=("Budapest",))
     evil = Candidate(Unit("x", "<b>Evil</b>", "<script>x</script>", ("x",), "documents"),
                      0.1, 3, parents=("Budapest",))
-    calls = [{"d1": "Budapest", "d1_title": "Budapest", "d2": "Danube", "d2_title": "Danube",
-              "probability": 0.91, "threshold": 0.42, "kept": True},
-             {"d1": "Budapest", "d1_title": "Budapest", "d2": "x", "d2_title": "<b>Evil</b>",
-              "probability": 0.1, "threshold": 0.42, "kept": False}]
+    calls = (ClassifierCall("Budapest", "Budapest", "Danube", "Danube", 0.91, 0.42, True),
+             ClassifierCall("Budapest", "Budapest", "x", "<b>Evil</b>", 0.1, 0.42, False))
     stages = (StageResult("dense", "documents", 8, (static,), 0.01),
               StageResult("qdc", "documents", 1, (static, found, evil), 0.02),
               StageResult("cfs", "documents", 3, (static, found), 0.03,
-                          extras={"classifier": calls}))
+                          StageDetails(calls=calls)))
     trace = replace(sample_trace(tiny_corpus), stages=stages, gold_flags=(),
                     gold=Question("q", "Which river?", ("Danube",), ("Budapest", "Danube")),
                     llm_steps=(answer_step(),))
@@ -335,7 +344,7 @@ def test_a_token_cap_shows_what_the_reader_read_and_what_it_left(tiny_corpus):
     trace = sample_trace(tiny_corpus)
     sent = trace.stages[-1].candidates
     assert len(sent) == 2 and "not read" not in final_passages(trace)
-    step = replace(trace.llm_steps[0], extras={"read": 1, "offered": 2})
+    step = replace(trace.llm_steps[0], capped=ReadCount(read=1, offered=2))
     capped = replace(trace, llm_steps=(step,))
     html = final_passages(capped)
     assert html.count("<li>") == 1 and "1 more not read" in html
@@ -345,9 +354,9 @@ def test_a_token_cap_shows_what_the_reader_read_and_what_it_left(tiny_corpus):
 def test_summarisation_lists_every_sentence_weighed_best_first(tiny_corpus):
     trace = sample_trace(tiny_corpus)
     assert "fe-sentences" not in stage_table(trace, 1)  # no summarisation, no list
-    sentences = [{"passage": "p1", "text": "Dots make <it>.", "cosine": 0.2, "kept": False},
-                 {"passage": "p2", "text": "The Danube flows.", "cosine": 0.7, "kept": True}]
-    last = replace(trace.stages[1], extras={"sentences": sentences})
+    sentences = (WeighedSentence("p1", "Dots make <it>.", 0.2, False),
+                 WeighedSentence("p2", "The Danube flows.", 0.7, True))
+    last = replace(trace.stages[1], details=StageDetails(sentences=sentences))
     html = stage_table(replace(trace, stages=(trace.stages[0], last)), 1)
     listed = html.split("fe-sentences")[-1]
     assert "the 2 sentences" in html and "1 kept" in html

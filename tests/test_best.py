@@ -87,13 +87,13 @@ def test_summariser_keeps_the_closest_sentences_within_budget(shared_models):
         Candidate(Unit("p2", "Paul Signac", "Paul Signac was a French painter.",
                        ("Paul Signac",), "passages"), 0.5, 2, ("Paul Signac",)))
     out = ExtractiveSummariser(max_tokens=12).run(QUESTION.text, passages, 2)
-    kept = [s for s in out.extras["sentences"] if s["kept"]]
-    assert "The Danube flows through Budapest." in [s["text"] for s in kept]
-    assert out.extras["tokens_after"] == sum(count_tokens(s["text"]) for s in kept) <= 12
+    kept = [s for s in out.details.sentences if s.kept]
+    assert "The Danube flows through Budapest." in [s.text for s in kept]
+    assert out.details.tokens == sum(count_tokens(s.text) for s in kept) <= 12
     assert [c.unit.id for c in out.candidates] == ["p1"]  # Signac kept nothing: dropped
     assert out.candidates[0].parents == ("Budapest",) and out.candidates[0].rank == 1
     assert "Danube flows through Budapest." in out.candidates[0].unit.text
-    assert len(out.extras["sentences"]) == 4
+    assert len(out.details.sentences) == 4
 
 
 @pytest.mark.slow
@@ -101,9 +101,9 @@ def test_best_end_to_end_without_and_with_hyde(tiny_corpus, shared_models):
     trace = make_paradigm("best", tiny_corpus, BEST).run(QUESTION)
     assert [s.name for s in trace.stages] == ["hybrid", "reranker", "summary"]
     found, reranked, summary = trace.stages
-    assert len(found.candidates) == 6 and "x BM25 + dense" in found.extras["note"]
+    assert len(found.candidates) == 6 and "x BM25 + dense" in found.details.note
     assert len(reranked.candidates) == 2
-    assert summary.extras["tokens_after"] <= 20 < summary.extras["tokens_before"]
+    assert summary.details.tokens <= 20 < summary.details.tokens_in
     assert [s.purpose for s in trace.llm_steps] == ["answer"] and trace.answer
     assert "AR@summary" in trace.metrics and "EM" in trace.metrics
 
@@ -112,7 +112,7 @@ def test_best_end_to_end_without_and_with_hyde(tiny_corpus, shared_models):
     assert [s.name for s in hyde.stages] == ["hybrid", "reranker"]
     pseudo, read = hyde.llm_steps
     assert pseudo.purpose == "hyde" and pseudo.output.strip() and read.purpose == "answer"
-    assert hyde.stages[0].extras and len(hyde.stages[1].candidates) == 2
+    assert hyde.stages[0].details.note and len(hyde.stages[1].candidates) == 2
 
 
 @pytest.mark.slow
@@ -125,7 +125,8 @@ def test_query_classification_can_skip_retrieval(tiny_corpus, shared_models,
                                                 "classifier": str(never)}).run(QUESTION)
     (routed,) = trace.stages
     assert routed.granularity == "query" and routed.candidates == ()
-    assert routed.extras["retrieve"] is False and "without retrieval" in routed.extras["note"]
+    assert routed.details.decision.retrieve is False
+    assert "without retrieval" in routed.details.note
     assert [s.purpose for s in trace.llm_steps] == ["answer"]
     assert trace.metrics["AR@4"] == 0.0 and "AR@classify" not in trace.metrics
 

@@ -91,12 +91,11 @@ def test_forward_selection_keeps_each_static_documents_first_accepted(tiny_corpu
     out = ForwardSelection(classifier, 0.5).run("q", static + dynamic, 10)
     assert [c.unit.id for c in out.candidates] == ["Budapest", "Georges Seurat", "Danube",
                                                    "Paul Signac"]
-    calls = [(c["d1"], c["d2"], c["kept"]) for c in out.extras["classifier"]]
+    calls = [(c.d1, c.d2, c.kept) for c in out.details.calls]
     # the walk stops at the first accepted document: Pointillism is never recorded
     assert calls == [("Budapest", "Vienna", False), ("Budapest", "Danube", True),
                      ("Georges Seurat", "Paul Signac", True)]
-    assert all(c["threshold"] == 0.5 and 0 <= c["probability"] <= 1
-               for c in out.extras["classifier"])
+    assert all(c.threshold == 0.5 and 0 <= c.probability <= 1 for c in out.details.calls)
 
 
 def test_forward_selection_with_nothing_accepted_sends_the_static_documents(tiny_corpus):
@@ -104,8 +103,7 @@ def test_forward_selection_with_nothing_accepted_sends_the_static_documents(tiny
     dynamic = _docs(tiny_corpus, "Vienna", "Danube", parent="Budapest")
     out = ForwardSelection(ScriptedClassifier(set()), 0.5).run("q", static + dynamic, 4)
     assert [c.unit.id for c in out.candidates] == ["Budapest"]
-    assert len(out.extras["classifier"]) == 2 and not any(
-        c["kept"] for c in out.extras["classifier"])
+    assert len(out.details.calls) == 2 and not any(c.kept for c in out.details.calls)
 
 
 def test_inverse_selection_drops_documents_in_no_accepted_pair(tiny_corpus):
@@ -114,11 +112,11 @@ def test_inverse_selection_drops_documents_in_no_accepted_pair(tiny_corpus):
     out = InverseSelection(classifier, 0.5).run("q", candidates, 4)
     assert [c.unit.id for c in out.candidates] == ["Budapest", "Danube", "Vienna"]
     assert [c.rank for c in out.candidates] == [1, 2, 3]
-    assert len(out.extras["classifier"]) == 6  # every pair of four, better-ranked first
+    assert len(out.details.calls) == 6  # every pair of four, better-ranked first
     assert classifier.asked[0] == ("Budapest", "Photosynthesis")
     lonely = InverseSelection(ScriptedClassifier(set()), 0.5).run("q", candidates, 4)
     assert [c.unit.id for c in lonely.candidates] == ["Budapest"]  # the reader gets one
-    assert "fallback" in lonely.extras
+    assert "no pair accepted" in lonely.details.note
 
 
 # --- the classifier ----------------------------------------------------------------------
@@ -313,9 +311,9 @@ def test_drrag_end_to_end_with_any_sequence_classifier_folder(tiny_corpus, tiny_
     bm25, qdc, cis = trace.stages
     assert [c.unit.id for c in bm25.candidates] == ["Vienna"]
     assert len(qdc.candidates) == 3 and qdc.candidates[1].parents == ("Vienna",)
-    calls = cis.extras["classifier"]
-    assert len(calls) == 3 and all(c["threshold"] == 0.01 for c in calls)
-    assert all(c["kept"] == (c["probability"] >= 0.01) for c in calls)
+    calls = cis.details.calls
+    assert len(calls) == 3 and all(c.threshold == 0.01 for c in calls)
+    assert all(c.kept == (c.probability >= 0.01) for c in calls)
     (step,) = trace.llm_steps  # exactly one LLM call
     assert step.purpose == "answer" and trace.llm_calls == 1
     assert trace.metrics["gold_doc_recall@qdc"] == 1.0

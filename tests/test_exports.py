@@ -10,6 +10,7 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.eval.exports import FORMATS, export
+from engine.records import ReadCount
 from tests.fakes import sample_trace
 
 
@@ -18,7 +19,7 @@ def traces(tiny_corpus):
     """Two paradigms' runs of one dataset question, the second under a token cap that let
     its reader read one passage of two."""
     first = sample_trace(tiny_corpus)
-    capped = replace(first.llm_steps[0], extras={"read": 1, "offered": 2})
+    capped = replace(first.llm_steps[0], capped=ReadCount(read=1, offered=2))
     second = replace(first, paradigm="other", llm_steps=(capped,))
     return [first, second]
 

@@ -15,6 +15,7 @@ from engine.readers.base import Message
 from engine.readers.generators import GeneratorError, HFGenerator, OpenAIGenerator, cut_at_stop
 from engine.readers.prompts import answer_prompt
 from engine.readers.reader import ReaderConfig, answer
+from engine.records import ReadCount
 from engine.types import Candidate
 from engine.units.build import document_unit
 from tests.conftest import torch_single_thread
@@ -104,16 +105,16 @@ def test_reader_answer_is_one_llm_step_with_attention(generator, tiny_corpus):
     assert "Danube: The Danube is a river" in step.prompt
     assert step.prompt_tokens == len(generator.tokenizer(step.prompt)["input_ids"])
     assert step.output_tokens <= 4 and "\n" not in step.answer
-    extras = step.extras
-    assert extras["attention_passages"] == [c.unit.id for c in passages]
-    assert np.asarray(extras["attention"]).shape == (3, 2, 4)
-    assert all(len(t) <= config.lr for t in extras["top_tokens"])
-    assert "read" not in extras  # no cap, nothing to count
+    read = step.attention
+    assert read.passages == tuple(c.unit.id for c in passages)
+    assert np.asarray(read.cells).shape == (3, 2, 4)
+    assert all(len(t) <= config.lr for t in read.top_tokens)
+    assert step.capped is None  # no cap, nothing to count
 
     capped = replace(config, max_context_tokens=20)  # the first passage and part of the second
     step = answer("Which river flows through Budapest?", passages, capped, generator=generator)
-    assert step.extras["offered"] == 3 and step.extras["read"] == 2
-    assert step.extras["attention_passages"] == [c.unit.id for c in passages[:2]]
+    assert step.capped == ReadCount(read=2, offered=3)
+    assert step.attention.passages == tuple(c.unit.id for c in passages[:2])
 
 
 # --- FiD with a decoder-only model ----------------------------------------------------------
@@ -218,7 +219,7 @@ def test_flat_answers_through_an_endpoint(fake_server, tiny_corpus):
     trace = make_paradigm("flat", tiny_corpus, config).run("Which river flows through Budapest?")
     (step,) = trace.llm_steps
     assert trace.answer == "Danube" and step.model == "tiny-remote"
-    assert trace.reader_input_tokens == 11 and step.extras == {}  # no attention remotely
+    assert trace.reader_input_tokens == 11 and step.attention is None  # no attention remotely
     sent = FakeOpenAI.requests[-1][1]["prompt"]
     assert sent.endswith("Question: Which river flows through Budapest?\nAnswer:")
 
@@ -265,7 +266,7 @@ def test_the_reader_reads_passages_in_its_packing_order(generator, tiny_corpus):
                   generator=generator)
     context = step.prompt.rsplit("Context:\n", 1)[1]
     assert [line.split(":")[0] for line in context.splitlines()[:3]] == titles[::-1]
-    assert step.extras["attention_passages"] == [c.unit.id for c in passages[::-1]]
+    assert step.attention.passages == tuple(c.unit.id for c in passages[::-1])
 
 
 def test_any_causal_lm_folder_loads_as_a_generator(tiny_causal_lm, tmp_path):

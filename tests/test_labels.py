@@ -8,6 +8,7 @@ import json
 import pytest
 
 from engine.errors import ConfigError, DataFormatError
+from engine.records import ClassifierCall, StageDetails
 from engine.service.annotation import Annotation, judged_pairs
 from engine.store.labels import Label, LabelStore
 from engine.store.sessions import SessionStore
@@ -71,13 +72,11 @@ def test_a_bad_labels_file_is_refused_whole_naming_file_line_and_field(tmp_path,
 
 
 def _trace(question: Question | None = None) -> RunTrace:
-    calls = [{"d1": "Budapest", "d2": "Vienna", "probability": 0.55, "threshold": 0.5,
-              "kept": True},
-             {"d1": "Budapest", "d2": "Danube", "probability": 0.2, "threshold": 0.5,
-              "kept": False},
-             {"d1": "Budapest", "d2": "Photosynthesis", "probability": 0.05,
-              "threshold": 0.5, "kept": False}]
-    stage = StageResult("cis", "documents", 3, (), 0.1, extras={"classifier": calls})
+    calls = (ClassifierCall("Budapest", "Budapest", "Vienna", "Vienna", 0.55, 0.5, True),
+             ClassifierCall("Budapest", "Budapest", "Danube", "Danube", 0.2, 0.5, False),
+             ClassifierCall("Budapest", "Budapest", "Photosynthesis", "Photosynthesis", 0.05,
+                            0.5, False))
+    stage = StageResult("cis", "documents", 3, (), 0.1, StageDetails(calls=calls))
     trace = RunTrace(question="Which river flows through Budapest?", paradigm="drrag",
                      config={}, stages=(stage,))
     return trace if question is None else RunTrace(**{**trace.__dict__, "gold": question})

@@ -36,7 +36,7 @@ def test_context_reads_units_best_member_first_until_the_cap(tiny_corpus):
     out = ReaderContext(tiny_corpus, whole + 100).run("q", units, 2)
     assert [c.unit.id for c in out.candidates] == members  # everything fits: unit order
     assert out.candidates[0].parents == (units[0].unit.id,)
-    assert out.extras["tokens"] == whole
+    assert out.details.tokens == whole
 
     first = _size(tiny_corpus, members[0])
     cap = first + 8  # the second document only in part
@@ -45,7 +45,7 @@ def test_context_reads_units_best_member_first_until_the_cap(tiny_corpus):
     cut = out.candidates[1].unit
     assert cut.text != tiny_corpus.by_id[members[1]].text
     assert tiny_corpus.by_id[members[1]].text.startswith(cut.text)
-    assert out.extras["tokens"] == cap and members[1] in out.extras["note"]
+    assert out.details.tokens == cap and members[1] in out.details.note
 
     # too little left to cut: the rest is dropped
     out = ReaderContext(tiny_corpus, first + 3, min_clipped=4).run("q", units, 2)
@@ -79,16 +79,16 @@ def test_longrag_end_to_end(tiny_corpus, shared_models):
     dense = shared_indexes().dense(tiny_corpus, longrag.config.indexed_passages(), "minilm")
     q = dense.encode_queries([QUESTION.text])[0]
     for cand in units.candidates:
-        chunk = units.extras["best_chunks"][cand.unit.id]
-        assert chunk["id"].split("#")[0] in cand.unit.doc_ids
-        assert chunk["cosine"] == pytest.approx(cand.score, abs=1e-4)
+        chunk = units.details.best_chunk(cand.unit.id)
+        assert chunk.id.split("#")[0] in cand.unit.doc_ids
+        assert chunk.cosine == pytest.approx(cand.score, abs=1e-4)
         rows = [r for r, u in enumerate(dense.units) if u.doc_ids[0] in cand.unit.doc_ids]
         assert cand.score == pytest.approx(float(np.max(dense.vectors[rows] @ q)), abs=1e-4)
     assert {c.parents[-1] for c in context.candidates} <= {u.unit.id for u in units.candidates}
     assert context.n_in == len({d for u in units.candidates for d in u.unit.doc_ids})
     long, short = trace.llm_steps  # two turns: a long answer, then the short one from it
     assert [long.purpose, short.purpose] == ["long answer", "answer"]
-    assert long.output and long.answer == "" and long.extras["attention"]
+    assert long.output and long.answer == "" and long.attention.cells
     assert long.output.strip() in short.prompt and "Context" not in short.prompt
     assert trace.answer == short.answer and trace.llm_calls == 2
     assert trace.reader_input_tokens == long.prompt_tokens + short.prompt_tokens

@@ -55,11 +55,11 @@ def test_funnel_end_to_end(tiny_corpus, shared_models):
         cluster_id, doc_id = passage.parents
         assert doc_id in kept_docs and doc_id == passage.unit.doc_ids[0]
         assert any(c.unit.id == cluster_id for c in first.candidates)
-    extras = post.extras
-    n_read = len(extras["attention_passages"])
-    assert len(extras["attention"]) == n_read and len(extras["attention"][0]) == 30  # layers
-    assert len(extras["attention"][0][0]) == 9  # heads
-    assert len(extras["top_tokens"]) == n_read
+    read = post.details.attention
+    n_read = len(read.passages)
+    assert len(read.cells) == n_read and len(read.cells[0]) == 30  # layers
+    assert len(read.cells[0][0]) == 9  # heads
+    assert len(read.top_tokens) == n_read
     assert trace.answer and trace.reader_input_tokens > 0
     (step,) = trace.llm_steps  # one LLM call: the answer over the H post-ranked passages
     assert step.purpose == "answer" and step.answer == trace.answer and trace.llm_calls == 1
@@ -85,7 +85,7 @@ def test_funnel_post_ranks_by_stored_passage_cosines_without_a_reader_pass(tiny_
     cosine = {c.unit.id: float(dense.vectors[dense.row_of[c.unit.id]] @ q) for c in given}
     best = sorted(cosine, key=lambda i: -cosine[i])[:3]
     assert [c.unit.id for c in post.candidates] == best
-    assert "stored dense cosine" in post.extras["note"] and "attention" not in post.extras
+    assert "stored dense cosine" in post.details.note and post.details.attention is None
 
 
 def test_flat_end_to_end(tiny_corpus, shared_models):
@@ -95,10 +95,10 @@ def test_flat_end_to_end(tiny_corpus, shared_models):
     assert len(dense.candidates) == 4 and len(reranked.candidates) == 2
     assert {c.unit.id for c in reranked.candidates} <= {c.unit.id for c in dense.candidates}
     (step,) = trace.llm_steps
-    read = step.extras  # the reader's attention over the k passages it answered from
+    read = step.attention  # the reader's attention over the k passages it answered from
     # in the order the reader read them: reverse packing puts the best passage last
-    assert read["attention_passages"] == [c.unit.id for c in reranked.candidates][::-1]
-    assert len(read["attention"]) == 2 and step.answer == trace.answer
+    assert read.passages == tuple(c.unit.id for c in reranked.candidates)[::-1]
+    assert len(read.cells) == 2 and step.answer == trace.answer
     assert trace.answer and trace.reader_input_tokens > 0
     assert trace.config["M"] == 4 and trace.config["reader"]["max_answer_tokens"] == 8
 

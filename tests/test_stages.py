@@ -6,6 +6,7 @@ import pytest
 
 from engine.errors import ConfigError, ResourceMissingError
 from engine.index.bm25 import bm25_index
+from engine.records import ClassifierCall
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.stages.expand import ReaderContext
 from engine.stages.postrank import FiDPostRanker, fused_scores
@@ -218,7 +219,7 @@ def test_a_post_ranker_with_no_attention_weight_keeps_the_order_and_skips_the_re
     out = FiDPostRanker(ReaderConfig(model="tiny"), NoReader(), attention_weight=0.0).run(
         "Which river flows through Budapest?", given, 3)
     assert [c.unit.id for c in out.candidates] == [c.unit.id for c in given[:3]]
-    assert out.extras["attention_weight"] == 0.0 and "skipped" in out.extras["note"]
+    assert "skipped" in out.details.note and out.details.attention is None
     with pytest.raises(ConfigError, match="attention_weight=1.5"):
         FiDPostRanker(ReaderConfig(model="tiny"), NoReader(), attention_weight=1.5)
 
@@ -228,8 +229,8 @@ def test_post_ranking_with_attention_reads_once_and_records_raw_scores(tiny_corp
     given = _passages(tiny_corpus)
     ranker = _post_ranker(tiny_corpus, tiny_causal_lm)
     pure = ranker.run("Which river flows through Budapest?", given, len(given))
-    raw = pure.extras["attention_scores"]
-    assert len(raw) == len(given) and pure.extras["attention_weight"] == 1.0
+    raw = pure.details.attention.scores
+    assert len(raw) == len(given) and ranker.settings()["attention_weight"] == 1.0
     assert [c.unit.id for c in pure.candidates] == [
         given[i].unit.id for i in sorted(range(len(raw)), key=lambda i: -raw[i])]
 
@@ -289,7 +290,6 @@ def test_selection_stage_contract(cls, tiny_corpus):
                            and c.parents == inputs[c.unit.id].parents for c in found)
                 order = list(inputs)
                 assert [order.index(i) for i in ids] == sorted(order.index(i) for i in ids)
-                calls = stage.run(query, given, k).extras["classifier"]
-                assert calls and all({"d1", "d2", "probability", "threshold", "kept"} <= set(c)
-                                     for c in calls)
+                calls = stage.run(query, given, k).details.calls
+                assert calls and all(isinstance(c, ClassifierCall) for c in calls)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -14,8 +16,18 @@ from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
 from engine.paradigms.registry import PARADIGMS, make_paradigm
 from engine.readers.reader import ReaderConfig
-from engine.stages.base import run_stage
+from engine.records import (
+    BestChunk,
+    ClassifierCall,
+    QueryDecision,
+    ReadCount,
+    ReaderAttention,
+    StageDetails,
+    WeighedSentence,
+)
+from engine.stages.base import Stage, run_stage
 from engine.stages.expand import chunk_documents, expand_to_documents
+from engine.text import count_tokens
 from engine.trace import RunTrace, gold_lost_at
 from engine.units.chunking import Chunker
 from tests.fakes import WordOverlapRanker, clusters, sample_trace
@@ -42,7 +54,7 @@ def test_run_stage_times_and_records(tiny_corpus):
     assert result.name == "overlap" and result.n_in == 5 and result.seconds >= 0
     assert result.candidates[0].unit.id == "Budapest"
     assert [c.rank for c in result.candidates] == [1, 2]
-    assert result.extras == {"note": "fake"}
+    assert result.details == StageDetails(note="fake")
 
 
 def test_gold_flags_metrics_and_where_gold_was_lost(tiny_corpus):
@@ -131,3 +143,70 @@ def test_an_empty_answer_scores_zero_and_a_run_not_yet_answered_scores_nothing(t
         0.0, 0.0, 0.0)  # counted as a miss, not left out of the means
     streaming = annotate(replace(trace, answer="", llm_steps=()), trace.gold)
     assert "EM" not in streaming.metrics and "AR@4" in streaming.metrics
+
+
+# --- typed records ---------------------------------------------------------------------------
+
+
+LEGACY = Path(__file__).parent / "data" / "legacy_trace.json"
+
+
+def test_a_trace_stored_before_typed_records_still_loads_every_record():
+    """tests/data/legacy_trace.json was written by the code before StageDetails existed
+    (every note in free-form `extras`): a query decision, DR-RAG's cfs and cis calls (cis
+    with its fallback), summarisation's sentences, LongRAG's best chunks and context tokens,
+    post-ranking attention with its settings, and an answer step's attention and read count."""
+    trace = RunTrace.from_json(LEGACY.read_text(encoding="utf-8"))
+    stage = {s.name: s for s in trace.stages}
+    decision = stage["classify"].details.decision
+    assert decision == QueryDecision(retrieve=True, probability=0.93, threshold=0.5)
+    assert "P(needs retrieval)" in stage["classify"].details.note
+    cfs, cis = stage["cfs"].details, stage["cis"].details
+    assert [(c.d1, c.d2, c.kept) for c in cfs.calls] == [
+        ("Georges Seurat", "A Sunday Afternoon", True), ("Pointillism", "Danube", True)]
+    assert all(isinstance(c, ClassifierCall) for c in cis.calls) and len(cis.calls) == 6
+    assert cis.note == "no pair accepted: kept the top one"
+    summary = stage["summary"].details
+    assert summary.sentences and all(isinstance(s, WeighedSentence) for s in summary.sentences)
+    assert summary.tokens == sum(count_tokens(s.text) for s in summary.sentences if s.kept)
+    assert summary.tokens_in > summary.tokens
+    chunk = stage["units"].details.best_chunk("u0")
+    assert chunk.id == "A Sunday Afternoon#0" and chunk.cosine == 0.6123
+    assert stage["context"].details.tokens == 23 and "23 of 30" in stage["context"].details.note
+    post = stage["postranker"]
+    assert post.settings == {"attention_weight": 0.5, "aggregation": "eq3", "lr": 2}
+    read = post.details.attention
+    assert len(read.cells) == len(read.passages) == len(post.candidates)
+    assert read.input_tokens == 55 and read.scores == (0.5,) * len(post.candidates)
+    (step,) = trace.llm_steps
+    assert step.capped == ReadCount(read=1, offered=len(post.candidates))
+    assert step.attention.answered_from == read.passages[:1]
+    assert trace.read == post.candidates[:1]
+    # saved again, it round-trips in the new form
+    again = RunTrace.from_json(trace.to_json())
+    assert again == trace and "extras" not in trace.to_json()
+
+
+def test_typed_records_round_trip_through_json(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    attention = ReaderAttention(cells=(((0.1, 0.2),), ((0.3, 0.4),)), passages=("a", "b"),
+                                top_tokens=(("x",), ()), answered_from=("b",), scores=(1.0, 2.0))
+    details = StageDetails(
+        note="n", tokens=3, tokens_in=9,
+        decision=QueryDecision(retrieve=False, probability=0.1, threshold=0.5),
+        calls=(ClassifierCall("a", "A", "b", "B", 0.7, 0.5, True),),
+        sentences=(WeighedSentence("a", "A sentence.", 0.4, True),),
+        best_chunks=(BestChunk("u", "a#0", "A", "text", 0.9),), attention=attention)
+    stage = replace(trace.stages[-1], details=details, settings={"budget": 3})
+    step = replace(trace.llm_steps[0], attention=attention, capped=ReadCount(1, 2))
+    trace = replace(trace, stages=(*trace.stages[:-1], stage), llm_steps=(step,))
+    assert RunTrace.from_json(trace.to_json()) == trace
+
+
+def test_run_stage_records_the_stage_settings_and_haystack(tiny_corpus):
+    from engine.stages.summarise import ExtractiveSummariser
+
+    assert Stage.settings(WordOverlapRanker()) == {} and WordOverlapRanker().haystack is None
+    result = run_stage(ExtractiveSummariser(max_tokens=7), "q", (), 1)
+    assert result.settings == {"max_tokens": 7, "sentence_scorer": "minilm"}
+    assert result.n_in == 0

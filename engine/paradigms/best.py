@@ -99,7 +99,7 @@ class BestParadigm(Paradigm):
             routed = run_stage(QueryClassification(shared_query_classifier(cfg.classifier)),
                                question, (), 1)
             yield routed
-            if not routed.extras["retrieve"]:
+            if not routed.details.decision.retrieve:
                 yield answer(question, (), cfg.reader)
                 return
         dense_query = ""

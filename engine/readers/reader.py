@@ -28,6 +28,7 @@ from engine.readers.prompts import (
     extract_prompt,
     hyde_prompt,
 )
+from engine.records import ReadCount, ReaderAttention, deep_tuple
 from engine.text import clip_tokens, count_tokens
 from engine.trace import LLMStep
 from engine.types import Candidate
@@ -80,11 +81,11 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     offered = len(passages)
     passages = within_budget(passages, config.max_context_tokens)
     # under a token cap the step says how many of the passages offered it read
-    capped = {"read": len(passages), "offered": offered} if config.max_context_tokens else {}
+    capped = ReadCount(len(passages), offered) if config.max_context_tokens else None
     pairs = [(c.unit.title, c.unit.text) for c in passages]
     if config.prompt == "fid":
         step = _fid_answer(question, passages, pairs, config, purpose)
-        return replace(step, extras={**step.extras, **capped})
+        return replace(step, capped=capped)
     generator = generator or _shared(config)
     order = repack(len(passages), config.packing)
     passages = [passages[i] for i in order]
@@ -93,13 +94,13 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     out = generator.generate(built.prompt,
                              max_new_tokens=max_new_tokens or config.max_answer_tokens,
                              stop=built.stop, spans=built.spans, ban_first=_banned(question))
-    extras = {}
+    attention_read = None
     if out.attention:
         top = [attention.content_tokens(tokens.__getitem__, attn, config.lr)
                for attn, tokens in zip(out.attention, out.span_tokens, strict=True)]
-        extras = attention_extras(passages, out.attention, top, config.lr,
-                                  range(len(passages)))
-    return _step(purpose, generator, built, out, extras={**extras, **capped},
+        attention_read = reader_attention(passages, out.attention, top, config.lr,
+                                          range(len(passages)))
+    return _step(purpose, generator, built, out, attention=attention_read, capped=capped,
                  answer=short_answer(out.text) if purpose == "answer" else "")
 
 
@@ -117,12 +118,13 @@ def _banned(question: str) -> tuple[str, ...]:
 
 
 def _step(purpose: str, generator: Generator, built: BuiltPrompt, out: Generation,
-          answer: str = "", extras: dict | None = None) -> LLMStep:
+          answer: str = "", attention: ReaderAttention | None = None,
+          capped: ReadCount | None = None) -> LLMStep:
     """One generator call as the trace records it."""
     return LLMStep(purpose=purpose, model=generator.name, prompt=prompt_text(built.prompt),
                    output=out.text, prompt_tokens=out.prompt_tokens,
                    output_tokens=out.output_tokens, seconds=out.seconds, answer=answer,
-                   extras=extras or {})
+                   attention=attention, capped=capped)
 
 
 def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
@@ -187,8 +189,8 @@ def _fid_answer(question: str, passages: Sequence[Candidate], pairs: list[tuple[
 
     reader = shared_fid_reader(config.model, config.precision)
     out = reader.read(question, pairs, config)
-    extras = attention_extras(passages, tuple(out.token_attention), out.top_tokens, config.lr,
-                              out.answered_from)
+    read = reader_attention(passages, tuple(out.token_attention), out.top_tokens, config.lr,
+                            out.answered_from)
     layout = reader.layout
     return LLMStep(purpose=purpose, model=reader.name,
                    prompt=f"{len(pairs)} fused blocks of: " + layout.head.format(title="<title>")
@@ -196,16 +198,17 @@ def _fid_answer(question: str, passages: Sequence[Candidate], pairs: list[tuple[
                    output=out.answer, prompt_tokens=out.input_tokens,
                    output_tokens=out.answer_tokens,
                    seconds=out.encode_seconds + out.score_seconds + out.answer_seconds,
-                   answer=out.answer, extras=extras)
+                   answer=out.answer, attention=read)
 
 
-def attention_extras(passages: Sequence[Candidate], token_attention: Sequence[np.ndarray],
+def reader_attention(passages: Sequence[Candidate], token_attention: Sequence[np.ndarray],
                      top_tokens: Sequence[Sequence[str]], lr: int,
-                     answered_from: Sequence[int]) -> dict:
+                     answered_from: Sequence[int]) -> ReaderAttention:
     """What a trace keeps of the reader's attention: heatmap cells [passage, layer, head]
     over each passage's `lr` most attended tokens, and those tokens."""
     cells = np.stack([attention.summary(a, lr) for a in token_attention])
-    return {"attention": cells.round(6).tolist(),
-            "attention_passages": [c.unit.id for c in passages],
-            "top_tokens": [[t.strip() for t in tokens] for tokens in top_tokens],
-            "answered_from": [passages[i].unit.id for i in answered_from]}
+    return ReaderAttention(
+        cells=deep_tuple(cells.round(6).tolist()),
+        passages=tuple(c.unit.id for c in passages),
+        top_tokens=tuple(tuple(t.strip() for t in tokens) for tokens in top_tokens),
+        answered_from=tuple(passages[i].unit.id for i in answered_from))

@@ -54,16 +54,16 @@ def judged_pairs(trace: RunTrace, corpus: Corpus, labels: list[Label] = ()) -> l
     gold = set(trace.gold.supporting_titles) if trace.gold else None
     pairs, seen = [], set()
     for stage in trace.stages:
-        for call in stage.extras.get("classifier", ()):
-            key = (call["d1"], call["d2"])
-            if key in seen or call["d1"] not in corpus.by_id or call["d2"] not in corpus.by_id:
+        for call in stage.details.calls:
+            key = (call.d1, call.d2)
+            if key in seen or call.d1 not in corpus.by_id or call.d2 not in corpus.by_id:
                 continue
             seen.add(key)
-            d1, d2 = corpus.by_id[call["d1"]], corpus.by_id[call["d2"]]
+            d1, d2 = corpus.by_id[call.d1], corpus.by_id[call.d2]
             truth = None if gold is None else int(d1.title in gold and d2.title in gold)
             pairs.append(JudgedPair(d1.id, d1.title, d1.text, d2.id, d2.title, d2.text,
-                                    call["probability"], call["threshold"], call["kept"],
-                                    truth, stored.get(key)))
+                                    call.probability, call.threshold, call.kept, truth,
+                                    stored.get(key)))
     return sorted(pairs, key=lambda p: (not p.disagrees, abs(p.probability - p.threshold)))
 
 

@@ -1,9 +1,12 @@
-"""The stage interface: one required method, `run`.
+"""The stage interface: one required method, `run`, and two hooks with defaults.
 
 A stage takes the query and the previous stage's candidates (empty for a first-stage
 retriever, which searches its own index) and returns at most `k` ranked candidates. The
-pipeline, not the stage, times each call. A stage may leave notes for the trace (attention
-summaries, classifier decisions) in `extras` of the returned `StageOutput`.
+pipeline (`run_stage`), not the stage, times each call and records it as a `StageResult`.
+What a stage says beyond its candidates (a note, classifier calls, weighed sentences,
+attention) goes in the typed `StageDetails` of the returned `StageOutput`; the hooks
+`haystack` (how many units a search looks through) and `settings()` (how the stage is set
+up) are read by the pipeline into the trace.
 """
 
 from __future__ import annotations
@@ -11,18 +14,19 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
+from engine.records import NO_DETAILS, StageDetails
 from engine.trace import StageResult
 from engine.types import Candidate
 
 
 @dataclass(frozen=True)
 class StageOutput:
-    """What a stage returns: ranked candidates plus JSON-friendly extras for the trace."""
+    """What a stage returns: ranked candidates and what it says about them."""
 
     candidates: tuple[Candidate, ...]
-    extras: dict = field(default_factory=dict)
+    details: StageDetails = NO_DETAILS
     n_in: int | None = None  # how many units it looked at, when not the candidates given
 
 
@@ -35,6 +39,18 @@ class Stage(ABC):
     @abstractmethod
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         """Rank (or retrieve) and return at most `k` candidates, best first."""
+
+    @property
+    def haystack(self) -> int | None:
+        """How many units the stage searches when it searches an index of its own (a
+        first-stage retriever, DR-RAG's q + d retrieval); None when it ranks the candidates
+        it is given."""
+        return None
+
+    def settings(self) -> dict:
+        """How the stage is set up, JSON-friendly, for the run trace (its model, budget,
+        weights); empty when its name and parameters say it all."""
+        return {}
 
 
 def rerank(candidates: Sequence[Candidate], scores: Sequence[float],
@@ -56,8 +72,9 @@ def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int)
     """
     start = time.perf_counter()
     out = stage.run(query, candidates, k)
-    n_in = out.n_in if out.n_in is not None else (getattr(stage, "haystack", 0)
-                                                   or len(candidates))
+    seconds = time.perf_counter() - start
+    n_in = out.n_in if out.n_in is not None else (
+        stage.haystack if stage.haystack is not None else len(candidates))
     return StageResult(name=stage.name, granularity=stage.granularity, n_in=n_in,
-                       candidates=out.candidates, seconds=time.perf_counter() - start,
-                       extras=out.extras)
+                       candidates=out.candidates, seconds=seconds, details=out.details,
+                       settings=stage.settings())

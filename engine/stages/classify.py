@@ -1,5 +1,5 @@
 """Query classification, the best-practices pipeline's first module: does the request need
-retrieval at all? A stage of granularity "query": it ranks nothing, and its extras hold the
+retrieval at all? A stage of granularity "query": it ranks nothing, and its details hold the
 decision, so a run that skips retrieval still records why."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from engine.records import QueryDecision, StageDetails
 from engine.stages.base import Stage, StageOutput
 from engine.types import Candidate
 
@@ -29,14 +30,13 @@ class QueryClassification(Stage):
     def haystack(self) -> int:
         return 1  # the query
 
-    def config(self) -> dict:
+    def settings(self) -> dict:
         return {"model": self.classifier.name, "threshold": self.classifier.threshold}
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         retrieve, p = self.classifier.needs_retrieval(query)
         verdict = "retrieve" if retrieve else "answer without retrieval"
-        return StageOutput((), extras={
-            "retrieve": retrieve, "probability": round(p, 4),
-            "threshold": self.classifier.threshold,
-            "note": f"P(needs retrieval) = {p:.3f} against threshold "
-                    f"{self.classifier.threshold:.2f}: {verdict}"})
+        threshold = self.classifier.threshold
+        return StageOutput((), StageDetails(
+            note=f"P(needs retrieval) = {p:.3f} against threshold {threshold:.2f}: {verdict}",
+            decision=QueryDecision(retrieve, round(p, 4), threshold)))

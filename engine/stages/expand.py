@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from engine.readers.reader import within_budget
+from engine.records import StageDetails
 from engine.stages.base import Stage, StageOutput
 from engine.text import count_tokens
 from engine.types import Candidate, Corpus
@@ -71,7 +72,7 @@ class ReaderContext(Stage):
         self.corpus, self.max_tokens, self.min_clipped = corpus, max_tokens, min_clipped
         self.documents = documents
 
-    def config(self) -> dict:
+    def settings(self) -> dict:
         return {"max_tokens": self.max_tokens}
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
@@ -90,4 +91,4 @@ class ReaderContext(Stage):
         note = (f"{used:,} of {self.max_tokens:,} context tokens"
                 + (f"; cut to fit: {', '.join(cut)}" if cut else ""))
         members = len({d for unit in candidates for d in unit.unit.doc_ids})
-        return StageOutput(out, extras={"note": note, "tokens": used}, n_in=members)
+        return StageOutput(out, StageDetails(note=note, tokens=used), n_in=members)

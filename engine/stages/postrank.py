@@ -16,9 +16,11 @@ scale differs between questions, passage counts and aggregation schemes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from engine.errors import check_range
+from engine.records import StageDetails
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.types import Candidate
 
@@ -55,9 +57,9 @@ class FiDPostRanker(Stage):
     """Scores every candidate passage by the reader's first-token attention (Eq. 3 or
     another scheme of the config) fused with a prior rank, and keeps the top `k`.
 
-    `extras` carries the attention heatmap cells ([passage, layer, head]), each passage's
-    representative tokens and raw attention score, the tokens the reader read and its
-    encoding seconds.
+    Its details carry the reader's attention (`ReaderAttention`: heatmap cells [passage,
+    layer, head], each passage's representative tokens and raw attention score, the tokens
+    the reader read and its encoding seconds) and a note on how it scored.
     """
 
     name = "postranker"
@@ -74,37 +76,38 @@ class FiDPostRanker(Stage):
         self.config, self._reader, self.attention_weight = config, reader, attention_weight
         self.prior, self.prior_name = prior, prior_name
 
-    def _settings(self) -> dict:
+    def settings(self) -> dict:
+        return {"attention_weight": self.attention_weight,
+                "aggregation": self.config.aggregation, "lr": self.config.lr,
+                "prior": self.prior_name}
+
+    def _note(self) -> str:
         w, prior = self.attention_weight, self.prior_name
         if w == 0:
-            note = f"attention weight 0: ranked by {prior}, the reader's pass skipped"
-        elif w == 1:
-            note = f"score: the reader's attention ({self.config.aggregation}) alone"
-        else:
-            note = (f"score: rank fusion, {w:g} x the reader's attention "
-                    f"({self.config.aggregation}) + {1 - w:g} x {prior}")
-        return {"attention_weight": w, "aggregation": self.config.aggregation,
-                "lr": self.config.lr, "note": note}
+            return f"attention weight 0: ranked by {prior}, the reader's pass skipped"
+        if w == 1:
+            return f"score: the reader's attention ({self.config.aggregation}) alone"
+        return (f"score: rank fusion, {w:g} x the reader's attention "
+                f"({self.config.aggregation}) + {1 - w:g} x {prior}")
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         from engine.readers.fid import shared_fid_reader
-        from engine.readers.reader import attention_extras
+        from engine.readers.reader import reader_attention
 
         if not candidates:
-            return StageOutput((), {"input_tokens": 0})
+            return StageOutput(())
         prior = self.prior(query, candidates) if self.prior else None
         if self.attention_weight == 0:
             kept = rerank(candidates, fused_scores([0.0] * len(candidates), 0.0, prior), k)
-            return StageOutput(kept, {"input_tokens": 0, **self._settings()})
+            return StageOutput(kept, StageDetails(note=self._note()))
         reader = self._reader or shared_fid_reader(self.config.model, self.config.precision)
         out = reader.read(query, [(c.unit.title, c.unit.text) for c in candidates],
                           self.config, answer=False)
         kept = rerank(candidates, fused_scores(out.scores, self.attention_weight, prior), k)
-        extras = attention_extras(candidates, out.token_attention, out.top_tokens,
-                                  self.config.lr, ())
-        extras["answered_from"] = [c.unit.id for c in kept]
-        extras |= {"input_tokens": out.input_tokens,
-                   "encode_seconds": round(out.encode_seconds, 4),
-                   "attention_scores": [round(s, 8) for s in out.scores],
-                   **self._settings()}
-        return StageOutput(kept, extras)
+        attention = replace(
+            reader_attention(candidates, out.token_attention, out.top_tokens, self.config.lr,
+                             ()),
+            answered_from=tuple(c.unit.id for c in kept),
+            scores=tuple(round(s, 8) for s in out.scores), input_tokens=out.input_tokens,
+            encode_seconds=round(out.encode_seconds, 4))
+        return StageOutput(kept, StageDetails(note=self._note(), attention=attention))

@@ -55,8 +55,7 @@ class CrossEncoderReranker(Stage):
         self.name = name
         self._location: str | None = None
 
-    def config(self) -> dict:
-        """The stage's settings, JSON-friendly (for the run trace)."""
+    def settings(self) -> dict:
         return {"model": self.model, "batch_size": self.batch_size,
                 "max_length": self.max_length, "granularity": self.granularity}
 
@@ -119,7 +118,7 @@ class StoredScoreReranker(Stage):
                 "hybrid": f"hybrid: BM25 + stored vectors (dense weight "
                           f"{self.documents.weight})"}[self.documents.how]
 
-    def config(self) -> dict:
+    def settings(self) -> dict:
         return {"kind": self.kind, "granularity": self.granularity}
 
     def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:

@@ -15,6 +15,7 @@ from engine.errors import ConfigError, check_choice, check_range
 from engine.index.bm25 import BM25Index
 from engine.index.dense import MAX_K, DenseIndex
 from engine.index.documents import DocumentScorer, group_max
+from engine.records import BestChunk, StageDetails
 from engine.stages.base import Stage, StageOutput
 from engine.types import Candidate, Corpus, Unit
 from engine.units.build import document_unit
@@ -133,8 +134,7 @@ class ClusterRetriever(Stage):
         """How many clusters a search looks through."""
         return len(self.clusters)
 
-    def config(self) -> dict:
-        """The stage's settings, JSON-friendly (for the run trace)."""
+    def settings(self) -> dict:
         ranked_by = ("bm25 over cluster texts" if self.text_index is not None
                      else f"best member ({self.documents.how} document score)")
         return {"ranked_by": ranked_by, "document_scores": self.documents.how,
@@ -179,26 +179,26 @@ class LongUnitRetriever(ClusterRetriever):
     unit's chunks): with dense document scores, the best stored passage vector of any of its
     documents, so the passage index the other paradigms share serves it with no index of its
     own. BM25 over the units' whole texts (`text_index`) or the hybrid document score are
-    options. The chunk that won each kept unit is kept in the stage's extras.
+    options. The chunk that won each kept unit is kept in the stage's details.
     """
 
     name = "units"
 
-    def config(self) -> dict:
-        return {**super().config(), "chunks": "the dense index's stored passages"}
+    def settings(self) -> dict:
+        return {**super().settings(), "chunks": "the dense index's stored passages"}
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         """The `k` best units for `query`, with each one's winning chunk."""
         out = super().run(query, candidates, k)
-        chunks = {}
+        chunks = []
         for cand in out.candidates:
             found = self.documents.best_passage(query, cand.unit.doc_ids)
             if found is not None:
                 row, cosine = found
                 chunk = self.documents.dense.units[row]
-                chunks[cand.unit.id] = {"id": chunk.id, "title": chunk.title,
-                                        "text": chunk.text, "cosine": round(cosine, 4)}
-        return StageOutput(out.candidates, extras={"best_chunks": chunks})
+                chunks.append(BestChunk(cand.unit.id, chunk.id, chunk.title, chunk.text,
+                                        round(cosine, 4)))
+        return StageOutput(out.candidates, StageDetails(best_chunks=tuple(chunks)))
 
 
 def min_max(scores: Sequence[float]) -> list[float]:
@@ -254,7 +254,7 @@ class HybridRetriever(Stage):
     def haystack(self) -> int:
         return len((self.dense or self.bm25).units)
 
-    def config(self) -> dict:
+    def settings(self) -> dict:
         return {"search": self.search, "alpha": self.alpha, "depth": self.depth,
                 "dense_query": "HyDE pseudo-document + question" if self.dense_query
                 else "the question"}
@@ -269,6 +269,6 @@ class HybridRetriever(Stage):
             return StageOutput(tuple(self.dense.search(dense_query, k)))
         lexical = self.bm25.search(query, self.depth)
         dense = self.dense.search(dense_query, self.depth)
-        return StageOutput(fuse_hybrid(lexical, dense, self.alpha, k), extras={
-            "note": f"score = {self.alpha} x BM25 + dense, each min-max scaled over its top "
-                    f"{self.depth}; {len(lexical)} BM25 and {len(dense)} dense hits"})
+        return StageOutput(fuse_hybrid(lexical, dense, self.alpha, k), StageDetails(
+            note=f"score = {self.alpha} x BM25 + dense, each min-max scaled over its top "
+                 f"{self.depth}; {len(lexical)} BM25 and {len(dense)} dense hits"))

@@ -9,8 +9,8 @@
 - `InverseSelection` (CIS): score every pair of the candidates with C and drop each
   document that no pair containing it makes positive (if none is left, the best one stays).
 
-Both selections record every classifier call in `extras["classifier"]`: the two documents,
-the probability, the threshold and the decision.
+Both selections record every classifier call (`ClassifierCall`: the two documents, the
+probability, the threshold and the decision) in their stage's details.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import replace
 from itertools import combinations
 from typing import TYPE_CHECKING
 
+from engine.records import ClassifierCall, StageDetails
 from engine.stages.base import Stage, StageOutput
 from engine.types import Candidate
 
@@ -65,10 +66,10 @@ class QueryDocumentConcatenation(Stage):
         return StageOutput(_renumber([*candidates, *dynamic][:k]))
 
 
-def _call(first: Candidate, second: Candidate, probability: float, threshold: float) -> dict:
-    return {"d1": first.unit.id, "d1_title": first.unit.title, "d2": second.unit.id,
-            "d2_title": second.unit.title, "probability": round(probability, 4),
-            "threshold": threshold, "kept": probability >= threshold}
+def _call(first: Candidate, second: Candidate, probability: float,
+          threshold: float) -> ClassifierCall:
+    return ClassifierCall(first.unit.id, first.unit.title, second.unit.id, second.unit.title,
+                          round(probability, 4), threshold, probability >= threshold)
 
 
 def _text(candidate: Candidate) -> str:
@@ -97,7 +98,7 @@ class ForwardSelection(Stage):
                 if p >= self.threshold:
                     kept.append(candidate)
                     break
-        return StageOutput(_renumber(kept[:k]), {"classifier": calls})
+        return StageOutput(_renumber(kept[:k]), StageDetails(calls=tuple(calls)))
 
 
 class InverseSelection(Stage):
@@ -113,9 +114,9 @@ class InverseSelection(Stage):
         pairs = list(combinations(candidates, 2))  # in rank order: the better one first
         probs = self.classifier.probabilities(query, [(_text(a), _text(b)) for a, b in pairs])
         calls = [_call(a, b, p, self.threshold) for (a, b), p in zip(pairs, probs, strict=True)]
-        accepted = {c[key] for c in calls if c["kept"] for key in ("d1", "d2")}
+        accepted = {doc for c in calls if c.kept for doc in (c.d1, c.d2)}
         kept = [c for c in candidates if c.unit.id in accepted]
-        extras: dict = {"classifier": calls}
+        note = ""
         if not kept and candidates:  # the reader always gets the best document
-            kept, extras["fallback"] = [candidates[0]], "no pair accepted: kept the top one"
-        return StageOutput(_renumber(kept[:k]), extras)
+            kept, note = [candidates[0]], "no pair accepted: kept the top one"
+        return StageOutput(_renumber(kept[:k]), StageDetails(note=note, calls=tuple(calls)))

@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from engine.errors import check_range
+from engine.records import StageDetails, WeighedSentence
 from engine.stages.base import Stage, StageOutput
 from engine.text import count_tokens, split_sentences
 from engine.types import Candidate
@@ -31,7 +32,7 @@ class ExtractiveSummariser(Stage):
         check_range("max_tokens", max_tokens, 1, 100_000)
         self.max_tokens, self.model, self.precision = max_tokens, model, precision
 
-    def config(self) -> dict:
+    def settings(self) -> dict:
         return {"max_tokens": self.max_tokens, "sentence_scorer": self.model}
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
@@ -59,10 +60,10 @@ class ExtractiveSummariser(Stage):
                 text = " ".join(texts[s] for s in mine)
                 out.append(replace(cand, unit=replace(cand.unit, text=text), rank=len(out) + 1))
         before = sum(count_tokens(c.unit.text) for c in candidates)
-        return StageOutput(tuple(out), extras={
-            "note": f"{len(kept)} of {len(sentences)} sentences kept: {used:,} of {before:,} "
-                    f"tokens (budget {self.max_tokens:,})",
-            "tokens_before": before, "tokens_after": used,
-            "sentences": [{"passage": candidates[i].unit.id, "text": texts[s],
-                           "cosine": round(float(cosines[s]), 4), "kept": s in kept}
-                          for s, (i, _, _) in enumerate(sentences)]})
+        return StageOutput(tuple(out), StageDetails(
+            note=f"{len(kept)} of {len(sentences)} sentences kept: {used:,} of {before:,} "
+                 f"tokens (budget {self.max_tokens:,})",
+            tokens=used, tokens_in=before,
+            sentences=tuple(WeighedSentence(candidates[i].unit.id, texts[s],
+                                            round(float(cosines[s]), 4), s in kept)
+                            for s, (i, _, _) in enumerate(sentences))))
