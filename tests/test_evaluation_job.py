@@ -3,6 +3,8 @@ runs stored as it finishes, running means, a seeded sample, cancel, a failure ke
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from engine.errors import ConfigError
@@ -43,6 +45,20 @@ def test_a_job_stores_every_question_and_its_summary(evaluations, tiny_corpus, e
     assert stored.corpus_fingerprint == tiny_corpus.fingerprint
     assert stored.code_version == code_version() != ""
     assert stored.summary["echo"]["EM"] == pytest.approx(2 / 3, abs=1e-4)  # "Georges Seurat" twice
+
+
+def test_a_finished_evaluation_reports_the_time_it_took_not_the_time_since(evaluations,
+                                                                          tiny_corpus, echo):
+    """Reopened minutes later, "5 of 5 questions in 54 s" must not become "in 248 s"."""
+    job = EvaluationJob(evaluations, tiny_corpus, _request()).start()
+    job.wait(60)
+    took = job.status()["seconds"]
+    time.sleep(1.2)
+    assert job.status()["seconds"] == took
+    stored = evaluations.get(job.id)
+    assert stored.seconds is not None and stored.seconds <= took + 1.0
+    time.sleep(1.2)
+    assert evaluations.get(job.id).seconds == stored.seconds
     assert [r["question_id"] for r in evaluations.rows(job.id)] == ["q0", "q1", "q2"]
     assert evaluations.trace(job.id, 1, "echo").question == QUESTIONS[1].text
 

@@ -96,6 +96,7 @@ class EvaluationJob:
         self.state, self.error, self.done = "running", "", 0
         self.phase = ""  # what is being prepared before the first question
         self._started = self._asking = time.monotonic()  # the job; its first question
+        self._ended: float | None = None
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -130,6 +131,7 @@ class EvaluationJob:
         except Exception as err:  # noqa: BLE001 - stored and shown; what is stored stays
             logger.exception("evaluation %d failed", self.id)
             self.state, self.error = "failed", f"{type(err).__name__}: {err}"
+        self._ended = time.monotonic()
         self.evaluations.finish(self.id, self.state, summarise(self.rows), self.error)
         logger.info("evaluation %d %s: %d of %d questions", self.id, self.state, self.done,
                     len(self.questions))
@@ -142,10 +144,12 @@ class EvaluationJob:
             self._thread.join(timeout)
 
     def status(self) -> dict:
-        """Questions done, seconds so far and left (at the pace so far), running means."""
-        elapsed = time.monotonic() - self._started
+        """Questions done, seconds so far (or in all, once it ended) and left (at the pace
+        so far), running means."""
+        now = self._ended if self._ended is not None else time.monotonic()
+        elapsed = now - self._started
         total = len(self.questions)
-        pace = (time.monotonic() - self._asking) / self.done if self.done else None
+        pace = (now - self._asking) / self.done if self.done else None
         left = pace * (total - self.done) if pace is not None else None
         return {"id": self.id, "state": self.state, "phase": self.phase,
                 "done": self.done, "total": total,

@@ -192,7 +192,7 @@ class Explorer:
             return job.status()
         stored = self.evaluations.get(evaluation_id)
         return {"id": stored.id, "state": stored.state, "phase": "", "done": stored.done,
-                "total": stored.questions, "seconds": None, "seconds_left": None,
+                "total": stored.questions, "seconds": stored.seconds, "seconds_left": None,
                 "error": stored.error, "means": stored.summary}
 
     def cancel_evaluation(self, evaluation_id: int) -> None:

@@ -45,6 +45,7 @@ class StoredEvaluation:
     error: str
     done: int  # questions stored so far
     created: str
+    seconds: float | None = None  # from start to finish; None while it runs
 
 
 class EvaluationStore:
@@ -145,8 +146,8 @@ class EvaluationStore:
     def _select() -> str:
         columns = ", ".join(f"e.{c}" for c in _COLUMNS)
         return (f"SELECT {columns}, (SELECT count(DISTINCT position) FROM evaluation_runs r "
-                "WHERE r.evaluation_id = e.id), strftime(e.created, '%Y-%m-%d %H:%M:%S') "
-                "FROM evaluations e")
+                "WHERE r.evaluation_id = e.id), strftime(e.created, '%Y-%m-%d %H:%M:%S'), "
+                "date_diff('millisecond', e.created, e.finished) / 1000.0 FROM evaluations e")
 
     @staticmethod
     def _evaluation(r: tuple) -> StoredEvaluation:
@@ -155,7 +156,7 @@ class EvaluationStore:
             paradigms=tuple(json.loads(r[4])), configs=json.loads(r[5]), corpus=r[6],
             corpus_fingerprint=r[7], code_version=r[8], state=r[9],
             summary=json.loads(r[10]) if r[10] else {}, error=r[11] or "", done=int(r[12]),
-            created=r[13])
+            created=r[13], seconds=None if r[14] is None else round(float(r[14]), 1))
 
     def _known(self, evaluation_id: int) -> int:
         evaluation_id = self._id(evaluation_id)
