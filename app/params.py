@@ -15,9 +15,6 @@ import gradio as gr
 from engine.config import Option
 from engine.paradigms.registry import PARADIGMS
 
-SLIDER_MAX = 200  # wider int ranges get a number box instead of an unusable slider
-
-
 @dataclass
 class ParamPanels:
     """One accordion of widgets per paradigm; `inputs()` lists every widget in order."""
@@ -47,16 +44,11 @@ def widget(option: Option, elem_id: str) -> gr.Component:
                            elem_id=elem_id)
     if option.type is bool:
         return gr.Checkbox(value=option.default, label=label, info=info, elem_id=elem_id)
-    if option.type in (int, float) and option.low is not None and option.high is not None \
-            and option.high - option.low <= SLIDER_MAX:
-        step = 1 if option.type is int else (option.high - option.low) / 100
-        # the slider's box clamps a typed value to the range: say the range up front
-        info = f"{info} ({option.low:g} to {option.high:g})"
-        return gr.Slider(option.low, option.high, value=option.default, step=step, label=label,
-                         info=info, elem_id=elem_id)
     if option.type in (int, float):
-        # no minimum/maximum here: Gradio's own check fails every output at once; the
-        # engine's check names the field and its range in the notice instead
+        # a number box with the range in its help, and no minimum/maximum: a slider's box
+        # clamps a typed value silently (K = -3 ran as K = 1) and Gradio's own check fails
+        # every output at once; the engine's check refuses the value by name and range
+        # ("K=-3 is out of range; allowed: 1 to 200"), as the API does
         if option.low is not None and option.high is not None:
             info = f"{info} ({option.low:g} to {option.high:g})"
         return gr.Number(value=option.default, label=label, info=info, elem_id=elem_id,

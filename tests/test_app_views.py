@@ -222,6 +222,19 @@ def test_widget_values_make_configs_the_engine_accepts():
     assert (flat.M, flat.k) == (30, 3)
 
 
+def test_an_out_of_range_number_typed_in_a_panel_is_refused_by_name_not_clamped():
+    """The panel's number box passes K = -3 on as typed; the engine names it and the range."""
+    from app.params import widget
+    from engine.config import describe
+
+    (k,) = [o for o in describe(FunnelConfig) if o.name == "K"]
+    box = widget(k, "fe-test-K")
+    assert box.minimum is None and box.maximum is None and "(1 to 200)" in box.info
+    keys = [("funnel", "K")]
+    with pytest.raises(EngineError, match=r"K=-3 is out of range; allowed: 1 to 200"):
+        config_from_dict(FunnelConfig, json.loads(config_json("funnel", keys, [-3])))
+
+
 def test_run_ids_are_parsed_or_refused_clearly():
     assert parse_ids("3, 5") == [3, 5] and parse_ids(" 7 ") == [7]
     with pytest.raises(EngineError, match="got 'a; drop'"):
