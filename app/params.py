@@ -15,6 +15,7 @@ import gradio as gr
 from engine.config import Option
 from engine.paradigms.registry import PARADIGMS
 
+
 @dataclass
 class ParamPanels:
     """One accordion of widgets per paradigm; `inputs()` lists every widget in order."""

@@ -235,6 +235,21 @@ def test_an_out_of_range_number_typed_in_a_panel_is_refused_by_name_not_clamped(
         config_from_dict(FunnelConfig, json.loads(config_json("funnel", keys, [-3])))
 
 
+def test_picker_lists_questions_by_their_text_cut_at_a_word():
+    from app.tabs.picker import question_label
+    from engine.types import Question
+
+    long = Question("5a8b57f25542995d1e6f1371", "Were Scott Derrickson and Ed Wood of the same "
+                    "nationality, and did either of them direct a film released in the year "
+                    "nineteen ninety-four?")
+    label = question_label(long, "●")
+    assert label.startswith("● Were Scott Derrickson") and "5a8b57f2" not in label
+    assert label.endswith("…") and len(label) <= 102
+    assert label[:-1] == label[:-1].rstrip() and long.text.startswith(label[2:-1])
+    assert long.text[len(label) - 3] in " ,"  # the cut falls between words
+    assert question_label(Question("q", "Who?")) == "Who?"
+
+
 def test_run_ids_are_parsed_or_refused_clearly():
     assert parse_ids("3, 5") == [3, 5] and parse_ids(" 7 ") == [7]
     with pytest.raises(EngineError, match="got 'a; drop'"):

@@ -40,6 +40,21 @@ def evidence_mark(held: int, total: int) -> str:
     return HELD if held == total else PART if held else NONE
 
 
+def shorten(text: str, width: int = 100) -> str:
+    """`text` cut at the last word boundary within `width` characters, with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text[:width - 1].rsplit(" ", 1)[0] if " " in text[:width - 1] else text[:width - 1]
+    return cut.rstrip(",;:") + "…"
+
+
+def question_label(q: Question, mark: str = "") -> str:
+    """A question as the picker lists it: its evidence mark and its text, shortened at a
+    word; the dataset's id (often a 24-character hex string) stays the option's value."""
+    return f"{mark} {shorten(q.text)}".strip()
+
+
 def gold_markdown(q: Question, held: int, total: int) -> str:
     """The picked question's gold, and a hint when the corpus lacks its evidence."""
     text = (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
@@ -79,12 +94,12 @@ def question_picker(explorer: Explorer, prefix: str,
         except EngineError as err:
             raise refused(err) from None
         if explorer.preparation.corpus is None:  # nothing to look the evidence up in yet
-            return gr.update(choices=[(f"{q.id}: {q.text[:90]}", q.id) for q in qs],
+            return gr.update(choices=[(question_label(q), q.id) for q in qs],
                              value=None, info="the corpus is still loading: pick the dataset "
                                               "again to see which questions it can answer")
         marked = [(evidence_mark(*explorer.supporting_in_corpus(q)), q) for q in qs]
         whole = sum(mark == HELD for mark, _ in marked)
-        return gr.update(choices=[(f"{mark} {q.id}: {q.text[:90]}", q.id) for mark, q in marked],
+        return gr.update(choices=[(question_label(q, mark), q.id) for mark, q in marked],
                          value=None, info=f"{HELD} this corpus holds every supporting document "
                                           f"({whole} of {len(qs)}), {PART} some, {NONE} none, "
                                           f"{UNKNOWN} not named by the dataset")
