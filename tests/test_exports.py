@@ -30,7 +30,8 @@ def test_ragas_is_jsonl_of_single_turn_samples(traces):
     assert len(samples) == 2
     for sample, trace in zip(samples, traces, strict=True):
         assert set(sample) == {"user_input", "retrieved_contexts", "retrieved_context_ids",
-                               "response", "reference"}
+                               "response", "reference", "run_id", "paradigm"}
+        assert sample["paradigm"] == trace.paradigm
         assert sample["user_input"] == trace.question and sample["response"] == trace.answer
         assert sample["reference"] == "Georges Seurat"
         assert all(isinstance(c, str) for c in sample["retrieved_contexts"])

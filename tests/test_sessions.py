@@ -82,7 +82,13 @@ def test_exports_hold_every_selected_run(store, tiny_corpus):
     assert RunTrace.from_json(json.dumps(json.loads(lines[1])["trace"])) == trace
     rows = list(csv.DictReader(io.StringIO(store.export_csv([a]))))
     assert len(rows) == 1 and rows[0]["name"] == "a, with comma"
-    assert json.loads(rows[0]["metrics"]) == trace.metrics
+    assert json.loads(rows[0]["metrics"]) == {k: round(v, 4) for k, v in trace.metrics.items()}
+    assert rows[0]["seconds"] == f"{trace.seconds:.3f}"  # not sixteen decimals
+    from dataclasses import replace
+
+    plain = store.save(replace(trace, gold=None, metrics={}), "no gold")
+    (row,) = csv.DictReader(io.StringIO(store.export_csv([plain])))
+    assert row["metrics"] == ""  # not an empty "{}"
     with pytest.raises(ConfigError, match="No saved run with id 999"):
         store.export_csv([999])
 

@@ -51,7 +51,9 @@ def ragas_sample(trace: RunTrace, run_id: str) -> dict:
     sample = {"user_input": trace.question,
               "retrieved_contexts": [c.unit.text for c in read],
               "retrieved_context_ids": [c.unit.id for c in read],
-              "response": trace.answer}
+              "response": trace.answer,
+              # which run it is: ragas reads the fields above and ignores these
+              "run_id": run_id, "paradigm": trace.paradigm}
     if trace.gold is not None and trace.gold.answers:
         sample["reference"] = trace.gold.answers[0]
     return sample

@@ -256,13 +256,13 @@ class SessionStore:
         return export([self.load(run.id) for run in self._selected(ids)], fmt)
 
     def export_csv(self, ids: list[int] | None = None) -> str:
-        """One CSV row per run: listing fields, metrics as JSON (no traces)."""
+        """One CSV row per run: listing fields, seconds to the millisecond, metrics as JSON
+        to four decimals (empty for a run without gold), no traces."""
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         writer.writerow(EXPORT_COLUMNS)
         for run in self._selected(ids):
-            writer.writerow([json.dumps(run.metrics) if k == "metrics" else getattr(run, k)
-                             for k in EXPORT_COLUMNS])
+            writer.writerow([_csv_cell(k, getattr(run, k)) for k in EXPORT_COLUMNS])
         return buffer.getvalue()
 
     def execute(self, sql: str, params: list | None = None) -> list[tuple]:
@@ -313,3 +313,12 @@ class SessionStore:
         except (TypeError, ValueError):
             raise ConfigError(f"Run id {run_id!r} is not a number; pick one from the "
                               "Sessions list.") from None
+
+
+def _csv_cell(column: str, value):
+    """A listing field as a spreadsheet reads it best."""
+    if column == "seconds":
+        return f"{value:.3f}"
+    if column == "metrics":
+        return json.dumps({k: round(v, 4) for k, v in value.items()}) if value else ""
+    return value
