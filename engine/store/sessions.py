@@ -2,8 +2,9 @@
 
 One DuckDB file (default `<data dir>/sessions.duckdb`) holds every saved run with its name,
 notes and the full run trace as JSON, so a run reopens without recomputing anything. The
-schema changes only through `MIGRATIONS`, each applied once, in order, inside a transaction
-and recorded in `schema_migrations`; every statement takes its values as parameters.
+schema changes only through `MIGRATIONS` (engine/store/schema.py), each applied once, in
+order, inside a transaction and recorded in `schema_migrations`; every statement takes its
+values as parameters.
 
 Durability: each save is one transaction (DuckDB writes its WAL before it commits), so a
 crash or kill during a save loses that save at most, never an earlier one. A file DuckDB
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import ConfigError, EngineError
+from engine.store.schema import MIGRATIONS
 from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
@@ -31,75 +33,6 @@ DEFAULT_FILE = "sessions.duckdb"
 MAX_NAME_CHARS = 200
 MAX_NOTES_CHARS = 20_000
 
-# (version, description, statements). Append only: a released migration never changes.
-MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
-    (1, "runs table", (
-        "CREATE SEQUENCE run_ids START 1",
-        """CREATE TABLE runs (
-               id BIGINT PRIMARY KEY DEFAULT nextval('run_ids'),
-               name VARCHAR NOT NULL,
-               notes VARCHAR NOT NULL DEFAULT '',
-               question VARCHAR NOT NULL,
-               paradigm VARCHAR NOT NULL,
-               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
-               trace JSON NOT NULL)""",
-    )),
-    (2, "headline metrics and reader budget beside the trace, for listing and comparing", (
-        "ALTER TABLE runs ADD COLUMN metrics JSON",
-        "ALTER TABLE runs ADD COLUMN reader_tokens INTEGER",
-        "ALTER TABLE runs ADD COLUMN seconds DOUBLE",
-    )),
-    (3, "the corpus a run searched (name and fingerprint)", (
-        "ALTER TABLE runs ADD COLUMN corpus VARCHAR",
-        "ALTER TABLE runs ADD COLUMN corpus_fingerprint VARCHAR",
-    )),
-    (4, "selection-classifier labels (engine/store/labels.py)", (
-        "CREATE SEQUENCE label_ids START 1",
-        """CREATE TABLE labels (
-               id BIGINT PRIMARY KEY DEFAULT nextval('label_ids'),
-               question VARCHAR NOT NULL,
-               question_id VARCHAR NOT NULL DEFAULT '',
-               d1_id VARCHAR NOT NULL,
-               d1_title VARCHAR NOT NULL,
-               d1_text VARCHAR NOT NULL,
-               d2_id VARCHAR NOT NULL,
-               d2_title VARCHAR NOT NULL,
-               d2_text VARCHAR NOT NULL,
-               texts_fingerprint VARCHAR NOT NULL,
-               label INTEGER NOT NULL CHECK (label IN (0, 1)),
-               source VARCHAR NOT NULL,
-               annotator VARCHAR NOT NULL DEFAULT '',
-               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
-               UNIQUE (question, d1_id, d2_id))""",
-    )),
-    (5, "evaluations: a dataset through paradigms, every run stored (engine/store/"
-        "evaluations.py)", (
-        "CREATE SEQUENCE evaluation_ids START 1",
-        """CREATE TABLE evaluations (
-               id BIGINT PRIMARY KEY DEFAULT nextval('evaluation_ids'),
-               name VARCHAR NOT NULL,
-               dataset VARCHAR NOT NULL,
-               questions INTEGER NOT NULL,
-               paradigms JSON NOT NULL,
-               configs JSON NOT NULL,
-               corpus VARCHAR NOT NULL,
-               corpus_fingerprint VARCHAR NOT NULL,
-               code_version VARCHAR NOT NULL,
-               state VARCHAR NOT NULL,
-               summary JSON,
-               error VARCHAR NOT NULL DEFAULT '',
-               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
-               finished TIMESTAMPTZ)""",
-        """CREATE TABLE evaluation_runs (
-               evaluation_id BIGINT NOT NULL,
-               position INTEGER NOT NULL,
-               paradigm VARCHAR NOT NULL,
-               question_id VARCHAR NOT NULL,
-               row JSON NOT NULL,
-               trace JSON NOT NULL,
-               PRIMARY KEY (evaluation_id, position, paradigm))""",
-    )),
-)
 EXPORT_COLUMNS = ("id", "name", "notes", "created", "paradigm", "corpus", "corpus_fingerprint",
                   "question", "answer", "reader_tokens", "seconds", "metrics")
 
