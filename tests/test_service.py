@@ -161,9 +161,12 @@ def test_a_missing_trained_model_is_trained_by_its_trainer_before_loading(tiny_c
                                                                           monkeypatch):
     from engine.paradigms.base import Need
     from engine.service import readiness
+    from engine.train import trainers
 
     calls = []
-    monkeypatch.setitem(readiness.TRAINERS, "toy", lambda progress: calls.append("train"))
+    toy = trainers.Trainer("toy", "a toy model", is_trained=lambda: False,
+                           train=lambda progress: calls.append("train"))
+    monkeypatch.setitem(trainers.TRAINERS, "toy", toy)
     need = Need("toy model", "toy model", lambda corpus, progress: calls.append("load"),
                 slow=True, trained_by="toy")
     prep = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus,

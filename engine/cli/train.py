@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 
 from engine.errors import check_range
+from engine.models.trained import PRERANKER, QUERY_CLASSIFIER, SELECTION_CLASSIFIER
 
 
 def _out(line: str = "") -> None:
@@ -32,8 +33,8 @@ def _overrides(config, args: argparse.Namespace):
 
 def add_parser(sub) -> None:
     train = sub.add_parser("train", help="train a model (cached; reports it if already done)")
-    train.add_argument("what", choices=["preranker", "classifier", "query-classifier"],
-                       help="the model to train")
+    train.add_argument("what", choices=[PRERANKER, SELECTION_CLASSIFIER, QUERY_CLASSIFIER],
+                       help="the model to train (engine/train/trainers.py lists them)")
     train.add_argument("--epochs", type=int, default=None, help="passes over the pairs")
     train.add_argument("--seed", type=int, default=None, help="random seed (default 13)")
     train.add_argument("--no-ict", action="store_true",
@@ -47,8 +48,8 @@ def train(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(int(check_range("threads", args.threads, 1, 256)))
-    return {"classifier": _classifier, "preranker": _preranker,
-            "query-classifier": _query_classifier}[args.what](args)
+    return {SELECTION_CLASSIFIER: _classifier, PRERANKER: _preranker,
+            QUERY_CLASSIFIER: _query_classifier}[args.what](args)
 
 
 def _preranker(args: argparse.Namespace) -> int:

@@ -17,11 +17,12 @@ from typing import Any
 
 from engine.cache import existing_entry
 from engine.errors import DataFormatError, ResourceMissingError
+from engine.models.trained import QUERY_CLASSIFIER
 from engine.paths import shared_data_dir
 
 TRAIN_COMMAND = "python -m engine train query-classifier"
 REPORT = "training_report.json"
-KIND = "query-classifier"
+KIND = QUERY_CLASSIFIER
 VERSION = 1
 KNOWLEDGE_FILES = ("hotpotqa/train100.json", "musique/train100.json", "squad/small_v2.json")
 

@@ -27,12 +27,13 @@ from typing import Any
 
 from engine.cache import MANIFEST, write_json_atomic
 from engine.errors import ResourceMissingError
+from engine.models.trained import SELECTION_CLASSIFIER
 from engine.paths import data_dir
 
 logger = logging.getLogger(__name__)
 
 TRAIN_COMMAND = "python -m engine train classifier"
-KIND = "classifier"  # cache family of trained versions
+KIND = SELECTION_CLASSIFIER  # cache family of trained versions
 REPORT = "selection.json"  # threshold and held-out metrics, written by training
 QUERY_TOKENS = 48  # the question's share of the budget; the rest is split between documents
 

@@ -17,6 +17,33 @@ from engine.cache import existing_entry
 from engine.errors import ConfigError, DataFormatError, check_choice
 from engine.paths import shared_data_dir
 
+# The models trained here, each named once: the cache family it is stored under, the
+# trainer `Need.trained_by` names, the key of the trainers table (engine/train/trainers.py)
+# and the argument of `python -m engine train`.
+PRERANKER = "preranker"
+SELECTION_CLASSIFIER = "classifier"
+QUERY_CLASSIFIER = "query-classifier"
+
+
+@dataclass(frozen=True)
+class TrainingTime:
+    """How long training a model took here, and under what conditions (2 CPU cores)."""
+
+    seconds: float
+    measured: str
+
+
+# measured figures (bench/README.md); a machine shared with other work takes longer
+TRAINING_TIMES = {
+    PRERANKER: TrainingTime(600.0, "1 epoch plus its inverse-cloze variant, idle machine"),
+    SELECTION_CLASSIFIER: TrainingTime(
+        786.0, "feature pass and 3 epochs on 888 pairs, 2 threads, idle machine; a "
+               "retrain with 50 labels took 1,013 s"),
+    QUERY_CLASSIFIER: TrainingTime(
+        60.0, "3 epochs on 611 examples, 2 threads, idle machine (59 s); 203 s while a "
+              "test suite shared the cores"),
+}
+
 PRERANKER_VERSION = 1
 TRAIN_FILES = ("hotpotqa/train100.json", "musique/train100.json")
 REPORT = "training_report.json"
@@ -81,7 +108,7 @@ def cached_preranker_path(config: TrainConfig | None = None) -> Path | None:
         key = cache_key(config or TrainConfig())
     except (DataFormatError, OSError):  # without its training data it cannot be identified
         return None
-    return existing_entry("preranker", key)
+    return existing_entry(PRERANKER, key)
 
 
 def training_report(folder: Path) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from engine.models.trained import QUERY_CLASSIFIER, SELECTION_CLASSIFIER, TRAINING_TIMES
 from engine.paradigms.base import Need, Progress
 from engine.types import Corpus
 from engine.units.build import UnitConfig
@@ -84,7 +85,7 @@ def ranker_need(model: str) -> Need:
 
 def classifier_need(model: str) -> Need:
     """The selection classifier, loaded once; "trained" is trained first if no version
-    exists yet (a few minutes, in the background, by the "classifier" trainer)."""
+    exists yet (in the background, by the trainers table's SELECTION_CLASSIFIER)."""
     def prepare(corpus: Corpus, progress: Progress):
         from engine.models.selection import shared_classifier
 
@@ -92,13 +93,13 @@ def classifier_need(model: str) -> Need:
 
     trained = model == "trained"
     return Need(f"classifier {model}", f"selection classifier '{model}'", prepare,
-                slow=trained, trained_by="classifier" if trained else "",
-                train_seconds=600.0 if trained else 0.0)
+                slow=trained, trained_by=SELECTION_CLASSIFIER if trained else "",
+                train_seconds=TRAINING_TIMES[SELECTION_CLASSIFIER].seconds if trained else 0.0)
 
 
 def query_classifier_need(model: str) -> Need:
     """The query classifier, loaded once; "trained" is trained first if missing (about a
-    minute, in the background, by the "query-classifier" trainer)."""
+    minute on an idle machine, in the background, by the trainers table's QUERY_CLASSIFIER)."""
     def prepare(corpus: Corpus, progress: Progress):
         from engine.models.query_classifier import shared_query_classifier
 
@@ -106,5 +107,5 @@ def query_classifier_need(model: str) -> Need:
 
     trained = model == "trained"
     return Need(f"query classifier {model}", f"query classifier '{model}'", prepare,
-                slow=trained, trained_by="query-classifier" if trained else "",
-                train_seconds=60.0 if trained else 0.0)
+                slow=trained, trained_by=QUERY_CLASSIFIER if trained else "",
+                train_seconds=TRAINING_TIMES[QUERY_CLASSIFIER].seconds if trained else 0.0)

@@ -75,30 +75,6 @@ def duration(seconds: float) -> str:
     return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
-def _train_classifier_if_missing(progress: Progress) -> None:
-    from engine.models.selection import active_version
-
-    if active_version() is None:
-        from engine.train.classifier import train_classifier
-
-        train_classifier(progress=progress)
-
-
-def _train_query_classifier_if_missing(progress: Progress) -> None:
-    from engine.models.query_classifier import cached_query_classifier
-
-    if cached_query_classifier() is None:
-        from engine.train.query_classifier import train_query_classifier
-
-        train_query_classifier()
-
-
-# what a Need's `trained_by` names: trains the model only when no trained one is cached
-TRAINERS: dict[str, Callable[[Progress], None]] = {
-    "classifier": _train_classifier_if_missing,
-    "query-classifier": _train_query_classifier_if_missing}
-
-
 class Preparation:
     """Prepares one corpus for the paradigms in a background thread."""
 
@@ -127,8 +103,10 @@ class Preparation:
 
     def _preparer(self, need: Need) -> Callable[[Progress], Any]:
         def action(progress: Progress) -> Any:
-            if need.trained_by:
-                TRAINERS[need.trained_by](progress)
+            if need.trained_by:  # the trainers table, engine/train/trainers.py
+                from engine.train.trainers import train_if_missing
+
+                train_if_missing(need.trained_by, progress)
             return need.prepare(self.corpus, progress)
 
         return action

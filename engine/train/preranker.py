@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from engine.cache import load_or_build, write_json_atomic
 from engine.metrics import gold_document_recall
 from engine.models.cross_encoder import score_pairs
-from engine.models.trained import REPORT, TrainConfig, cache_key
+from engine.models.trained import PRERANKER, REPORT, TrainConfig, cache_key
 from engine.train.data import (
     Pair,
     QuestionGroup,
@@ -111,7 +111,7 @@ def train_preranker(config: TrainConfig | None = None) -> Path:
         DataFormatError: if a training file is missing or unreadable.
     """
     config = config or TrainConfig()
-    return load_or_build("preranker", cache_key(config),
+    return load_or_build(PRERANKER, cache_key(config),
                          lambda folder: _build(folder, config), lambda folder: folder)
 
 
