@@ -279,15 +279,19 @@ def _cut(trace: RunTrace, index: int) -> str:
     return cell
 
 
-def final_passages(trace: RunTrace) -> str:
-    """What the reader read, best first; a note counts what a token cap left unread."""
+def final_passages(trace: RunTrace, shown: int = 4) -> str:
+    """What the reader read, best first: the first `shown`, the rest collapsed (LongRAG
+    reads 17-20 documents); a note counts what a token cap left unread."""
     answers = trace.gold.answers if trace.gold else ()
     sent, read = (trace.stages[-1].candidates if trace.stages else ()), trace.read
     items = [f"<li><b>{esc(c.unit.title)}</b>: "
              f"{excerpt(c.unit.text, trace.question, answers)}</li>" for c in read]
+    more = (f"<details><summary>{len(items) - shown} more read</summary><ol start="
+            f"'{shown + 1}' class='fe-final'>{''.join(items[shown:])}</ol></details>"
+            if len(items) > shown else "")
     unread = (f"<small>{len(sent) - len(read)} more not read: over the token cap</small>"
               if len(read) < len(sent) else "")
-    return f"<ol class='fe-final'>{''.join(items)}</ol>{unread}"
+    return f"<ol class='fe-final'>{''.join(items[:shown])}</ol>{more}{unread}"
 
 
 CSS = """

@@ -13,6 +13,25 @@ from engine.service.explorer import Explorer
 from engine.service.readiness import Preparation
 from engine.store.sessions import SessionStore
 
+# libraries whose INFO lines are about their own internals, not the app: faiss's loader
+# reports every optional instruction-set build it tries (a ModuleNotFoundError for AVX-512
+# on most CPUs), sentence-transformers announces each load and, at INFO, draws a tqdm bar
+# per encoding call into the log
+QUIET_LOGGERS = ("faiss.loader", "sentence_transformers")
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """The server log as an operator needs it: the app's and the engine's lines at `level`,
+    libraries' chatter at WARNING, and no progress bars: transformers' weight-loading bar
+    follows huggingface_hub's switch when transformers is imported, which happens later,
+    where a model is loaded)."""
+    from huggingface_hub.utils import disable_progress_bars
+
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
+    disable_progress_bars()
+
 
 def main() -> None:
     env = os.environ.get
@@ -32,7 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.auth and ":" not in args.auth:
         parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging()
     explorer = Explorer(Preparation(args.corpus).start(), SessionStore(args.sessions))
     serve(build_app(explorer), server_name=args.host, server_port=args.port, share=args.share,
           auth=tuple(args.auth.split(":", 1)) if args.auth else None)

@@ -379,6 +379,16 @@ def test_a_token_cap_shows_what_the_reader_read_and_what_it_left(tiny_corpus):
     assert "read the first 1 within its token cap" in stage_table(capped, 1)
 
 
+def test_final_passages_collapse_beyond_the_first_few(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    sent = trace.stages[-1].candidates
+    html = final_passages(trace, shown=1)
+    shown, collapsed = html.split("<details>")
+    assert shown.count("<li>") == 1 and collapsed.count("<li>") == len(sent) - 1
+    assert f"{len(sent) - 1} more read" in collapsed and "start='2'" in collapsed
+    assert "<details>" not in final_passages(trace, shown=len(sent))
+
+
 def test_summarisation_lists_every_sentence_weighed_best_first(tiny_corpus):
     trace = sample_trace(tiny_corpus)
     assert "fe-sentences" not in stage_table(trace, 1)  # no summarisation, no list
@@ -390,3 +400,17 @@ def test_summarisation_lists_every_sentence_weighed_best_first(tiny_corpus):
     assert "the 2 sentences" in html and "1 kept" in html
     assert listed.index("The Danube") < listed.index("make &lt;it&gt;")  # best first
     assert listed.count("fe-kept-badge") == 1 and listed.count("fe-dropped") == 1
+
+
+def test_the_server_log_keeps_library_chatter_and_progress_bars_out():
+    import logging
+
+    from app.main import QUIET_LOGGERS, configure_logging
+
+    configure_logging()
+    assert all(logging.getLogger(name).getEffectiveLevel() >= logging.WARNING
+               for name in QUIET_LOGGERS)
+    assert logging.getLogger("engine").getEffectiveLevel() <= logging.INFO
+    from transformers.utils import logging as transformers_logging
+
+    assert not transformers_logging.is_progress_bar_enabled()  # no bar per model load

@@ -210,7 +210,7 @@ def test_api_drrag_run_label_list_retrain_and_switch_back(live_app):
     trace = json.loads(client.predict(QUESTION, "drrag", '{"selection": "cis", "k": 3}',
                                       api_name="/run"))
     assert [s["name"] for s in trace["stages"]] == ["bm25", "qdc", "cis"]
-    calls = trace["stages"][-1]["extras"]["classifier"]
+    calls = trace["stages"][-1]["details"]["calls"]
     assert len(calls) == 3 and all({"probability", "threshold", "kept"} <= set(c) for c in calls)
     assert trace["llm_calls"] == 1
     pairs = json.loads(client.predict(json.dumps(trace), api_name="/annotate_pairs"))
