@@ -91,6 +91,8 @@ def stage_table(trace: RunTrace, index: int) -> str:
         if len(trace.read) < len(stage.candidates):
             read += f", which read the first {len(trace.read)} within its token cap"
     note = f"<br><small>{esc(stage.details.note)}</small>" if stage.details.note else ""
+    if stage.details.order:
+        note += f"<br><small>listed {esc(stage.details.order)}, not by score</small>"
     head = (f"<div class='fe-stage'><b>{esc(stage.name)}</b> ({esc(stage.granularity)}): "
             f"{stage.n_in:,} in, {len(stage.candidates)} kept, {stage.seconds:.2f} s"
             f"{read}{note}</div>")
@@ -306,6 +308,7 @@ mark.gold { background: #f6c343; font-weight: bold; }
 .fe-kept-badge { background: #2e7d32; } .fe-dropped { background: #9e9e9e; }
 .fe-lost { background: #fde2e1; border-left: 4px solid #d9534f; padding: 6px 10px; }
 .fe-kept { background: #e3f4e1; border-left: 4px solid #5cb85c; padding: 6px 10px; }
+.fe-progress { background: #e8f0fb; border-left: 4px solid #4c78a8; padding: 6px 10px; }
 .fe-error { background: #fff4e5; border-left: 4px solid #f0ad4e; padding: 6px 10px; }
 .fe-answer-box { font-size: 1.05em; padding: 6px 0; }
 .fe-prompt { white-space: pre-wrap; max-height: 300px; overflow-y: auto; font-size: 0.85em; }

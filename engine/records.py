@@ -78,6 +78,7 @@ class StageDetails:
     """What a stage says about its run beyond the candidates; every field optional."""
 
     note: str = ""  # one human line: how it scored, what a budget cut
+    order: str = ""  # how the candidates are listed, when not best score first
     tokens: int | None = None  # tokens of the text it kept, where it counts them
     tokens_in: int | None = None  # tokens of the text it was given (summarisation)
     decision: QueryDecision | None = None
@@ -113,7 +114,8 @@ def details_from_dict(d: dict) -> StageDetails:
     attention = d.get("attention")
     decision = d.get("decision")
     return StageDetails(
-        note=d.get("note", ""), tokens=d.get("tokens"), tokens_in=d.get("tokens_in"),
+        note=d.get("note", ""), order=d.get("order", ""), tokens=d.get("tokens"),
+        tokens_in=d.get("tokens_in"),
         decision=QueryDecision(**decision) if decision else None,
         calls=tuple(ClassifierCall(**c) for c in d.get("calls", ())),
         sentences=tuple(WeighedSentence(**s) for s in d.get("sentences", ())),

@@ -82,7 +82,7 @@ def test_stored_scores_rank_by_meaning_and_encode_only_the_query(minilm_reranker
     passages = UnitConfig("passages", chunker=Chunker(12))
     stage = make_reranker("bi-encoder", tiny_corpus, passages)
     assert isinstance(stage, StoredScoreReranker) and stage.name == "preranker"
-    assert "stored passage vectors" in stage.config()["kind"]
+    assert "stored passage vectors" in stage.settings()["kind"]
     stage.run(QUERIES[0], _candidates(tiny_corpus), 1)  # the index is built here, once
     encoded = []
     real = dense.encode

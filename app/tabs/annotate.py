@@ -27,6 +27,7 @@ from engine.errors import EngineError
 from engine.paradigms.drrag import DRRAGParadigm
 from engine.service.annotation import JudgedPair
 from engine.service.explorer import Explorer
+from engine.service.readiness import duration
 from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
@@ -104,19 +105,36 @@ def labels_table(explorer: Explorer, limit: int = 50) -> str:
             f"<th>when</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
+SET_ASIDE = ("*Labels on HotpotQA dev500 questions and on the training questions held out "
+             "for the classifier's figures are stored but set aside when retraining, so the "
+             "held-out figures stay comparable and evaluation stays clean: to teach the "
+             "classifier, label pairs of other questions (typed ones, or the other "
+             "datasets').*")
+
+
+def plural(n: int, noun: str) -> str:
+    """"1 label", "3 labels"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def classifier_html(status: dict) -> str:
     """The active version, every version's held-out figures, and the retrain's progress."""
     job = status["retrain"]
     lines = []
     if job["state"] == "running":
-        part = f": {job['done']}/{job['total']} steps" if job["total"] else ""
-        lines.append(f"<div class='fe-error'>Retraining on {job['labels']} labels{part}, "
-                     f"{job['seconds']:.0f} s so far…</div>")
+        part, left = "", ""
+        if job["total"]:
+            part = f": {job['done']:,}/{job['total']:,} steps"
+            if job["done"] and job["seconds"]:
+                rate = job["done"] / job["seconds"]
+                left = f", about {duration((job['total'] - job['done']) / rate)} left"
+        lines.append(f"<div class='fe-progress'>Retraining on {plural(job['labels'], 'label')}"
+                     f"{part}, {job['seconds']:.0f} s so far{left}…</div>")
     elif job["state"] == "failed":
         lines.append(error_box(f"The retrain failed: {job['error']}"))
     elif job["state"] == "done":
         lines.append(f"<div class='fe-kept'>Retrained in {job['seconds']:.0f} s on "
-                     f"{job['labels']} labels: version {esc(job['after'])} is now active "
+                     f"{plural(job['labels'], 'label')}: version {esc(job['after'])} is now active "
                      f"(before: {esc(job['before'] or 'none')}).</div>")
     rows = []
     for v in reversed(status["versions"]):
@@ -159,6 +177,7 @@ def build(explorer: Explorer) -> dict:
     picker = question_picker(explorer, "fe-annotate", lambda: gr.Radio(
         STRATEGIES, value="cis", label="Pairs from", scale=1, elem_id="fe-annotate-strategy"))
     question, strategy = picker.question, picker.beside
+    gr.Markdown(SET_ASIDE, elem_id="fe-annotate-set-aside")
     with gr.Row():
         k = gr.Slider(2, 8, value=4, step=1, label="k: documents whose pairs are judged")
         annotator = gr.Textbox(label="Your name (stored with each label)",

@@ -45,6 +45,8 @@ def chunk_documents(corpus: Corpus, documents: Sequence[Candidate],
     return tuple(out)
 
 
+CONTEXT_ORDER = "as the reader reads them: the best unit's documents first, best first"
+
 # the fewest tokens worth reading of a document cut by a context cap
 MIN_CLIPPED_TOKENS = 32
 
@@ -91,4 +93,5 @@ class ReaderContext(Stage):
         note = (f"{used:,} of {self.max_tokens:,} context tokens"
                 + (f"; cut to fit: {', '.join(cut)}" if cut else ""))
         members = len({d for unit in candidates for d in unit.unit.doc_ids})
-        return StageOutput(out, StageDetails(note=note, tokens=used), n_in=members)
+        return StageOutput(out, StageDetails(note=note, order=CONTEXT_ORDER, tokens=used),
+                           n_in=members)

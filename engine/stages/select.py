@@ -29,6 +29,13 @@ if TYPE_CHECKING:
     from engine.stages.retrieve import DocumentRetriever
 
 
+# how each stage lists what it keeps (scores come from different queries, so not by score)
+QDC_ORDER = ("the static documents first (scored by the question), then each one's q + d "
+             "documents round-robin (scored by their own q + d query)")
+CFS_ORDER = "the static documents, then each one's first q + d document the classifier kept"
+CIS_ORDER = "as the previous stage listed them"
+
+
 def _renumber(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
     return tuple(replace(c, rank=rank) for rank, c in enumerate(candidates, start=1))
 
@@ -63,7 +70,7 @@ class QueryDocumentConcatenation(Stage):
             found.append(hits)
         # round-robin: every static document's best dynamic one before any second one
         dynamic = [hits[i] for i in range(self.per_document) for hits in found if i < len(hits)]
-        return StageOutput(_renumber([*candidates, *dynamic][:k]))
+        return StageOutput(_renumber([*candidates, *dynamic][:k]), StageDetails(order=QDC_ORDER))
 
 
 def _call(first: Candidate, second: Candidate, probability: float,
@@ -98,7 +105,8 @@ class ForwardSelection(Stage):
                 if p >= self.threshold:
                     kept.append(candidate)
                     break
-        return StageOutput(_renumber(kept[:k]), StageDetails(calls=tuple(calls)))
+        return StageOutput(_renumber(kept[:k]), StageDetails(order=CFS_ORDER,
+                                                             calls=tuple(calls)))
 
 
 class InverseSelection(Stage):
@@ -119,4 +127,5 @@ class InverseSelection(Stage):
         note = ""
         if not kept and candidates:  # the reader always gets the best document
             kept, note = [candidates[0]], "no pair accepted: kept the top one"
-        return StageOutput(_renumber(kept[:k]), StageDetails(note=note, calls=tuple(calls)))
+        return StageOutput(_renumber(kept[:k]), StageDetails(note=note, order=CIS_ORDER,
+                                                             calls=tuple(calls)))
