@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 
 from app.ui import build_app, serve
 from engine.service.explorer import Explorer
@@ -31,6 +32,10 @@ def configure_logging(level: int = logging.INFO) -> None:
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
     disable_progress_bars()
+    if "transformers" in sys.modules:  # imported already: it read the switch back then
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
 
 
 def main() -> None:
