@@ -289,7 +289,7 @@ def final_passages(trace: RunTrace, shown: int = 4) -> str:
     items = [f"<li><b>{esc(c.unit.title)}</b>: "
              f"{excerpt(c.unit.text, trace.question, answers)}</li>" for c in read]
     more = (f"<details><summary>{len(items) - shown} more read</summary><ol start="
-            f"'{shown + 1}' class='fe-final'>{''.join(items[shown:])}</ol></details>"
+            f"'{shown + 1}' class='fe-final-more'>{''.join(items[shown:])}</ol></details>"
             if len(items) > shown else "")
     unread = (f"<small>{len(sent) - len(read)} more not read: over the token cap</small>"
               if len(read) < len(sent) else "")
@@ -308,6 +308,10 @@ mark.gold { background: #f6c343; font-weight: bold; }
 .fe-kept-badge { background: #2e7d32; } .fe-dropped { background: #9e9e9e; }
 .fe-lost { background: #fde2e1; border-left: 4px solid #d9534f; padding: 6px 10px; }
 .fe-kept { background: #e3f4e1; border-left: 4px solid #5cb85c; padding: 6px 10px; }
+/* Compare's final passages: as many columns as fit (five at 1,216 px), long words wrap */
+.fe-final-columns { display: grid; gap: 16px;
+  grid-template-columns: repeat(auto-fit, minmax(200px, 1fr)); }
+.fe-final-column { min-width: 0; overflow-wrap: anywhere; }
 .fe-progress { background: #e8f0fb; border-left: 4px solid #4c78a8; padding: 6px 10px; }
 .fe-error { background: #fff4e5; border-left: 4px solid #f0ad4e; padding: 6px 10px; }
 .fe-answer-box { font-size: 1.05em; padding: 6px 0; }

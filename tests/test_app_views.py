@@ -385,6 +385,7 @@ def test_final_passages_collapse_beyond_the_first_few(tiny_corpus):
     html = final_passages(trace, shown=1)
     shown, collapsed = html.split("<details>")
     assert shown.count("<li>") == 1 and collapsed.count("<li>") == len(sent) - 1
+    assert "fe-final-more" in collapsed
     assert f"{len(sent) - 1} more read" in collapsed and "start='2'" in collapsed
     assert "<details>" not in final_passages(trace, shown=len(sent))
 

@@ -345,6 +345,9 @@ def test_browser_compare_every_paradigm(live_app, browser):
         assert row in text
     assert "bm25: " in text and "dense: " in text  # each paradigm's own first cut
     assert page.locator("#fe-compare-finals ol.fe-final").count() == len(PARADIGMS)
+    # five columns of final passages fit a 1,400 px window (they ran 260 px off the page)
+    assert page.evaluate("() => { const e = document.querySelector('#fe-compare-finals');"
+                         " return e.scrollWidth <= e.clientWidth + 1; }")
     page.locator("#fe-compare-timing .js-plotly-plot").wait_for(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
 

@@ -42,11 +42,11 @@ def view(traces, errors, cut, running: str):
     if not traces:
         return notice_html, "", None, ""
     columns = "".join(
-        f"<div style='flex:1; min-width:280px'><h4>{esc(_label(t.paradigm))}</h4>"
+        f"<div class='fe-final-column'><h4>{esc(_label(t.paradigm))}</h4>"
         f"{gold_banner(t)}{final_passages(t)}</div>" for t in traces)
     heads = [esc(_label(t.paradigm)) for t in traces]
     return (notice_html, compare_table(traces, heads), figures.compare_figure(traces),
-            f"<div style='display:flex; gap:16px'>{columns}</div>")
+            f"<div class='fe-final-columns'>{columns}</div>")
 
 
 def build(explorer: Explorer) -> None:
