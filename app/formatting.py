@@ -294,27 +294,3 @@ def final_passages(trace: RunTrace, shown: int = 4) -> str:
     unread = (f"<small>{len(sent) - len(read)} more not read: over the token cap</small>"
               if len(read) < len(sent) else "")
     return f"<ol class='fe-final'>{''.join(items[:shown])}</ol>{more}{unread}"
-
-
-CSS = """
-.fe-table { border-collapse: collapse; width: 100%; font-size: 0.9em; }
-.fe-table th, .fe-table td { border-bottom: 1px solid #ddd; padding: 4px 6px;
-  vertical-align: top; text-align: left; }
-.fe-stage { margin: 10px 0 4px; }
-mark { background: #fff3b0; padding: 0 1px; }
-mark.gold { background: #f6c343; font-weight: bold; }
-.fe-badge { border-radius: 4px; padding: 0 4px; font-size: 0.8em; color: white; }
-.fe-answer { background: #b8860b; } .fe-support { background: #4c78a8; }
-.fe-kept-badge { background: #2e7d32; } .fe-dropped { background: #9e9e9e; }
-.fe-lost { background: #fde2e1; border-left: 4px solid #d9534f; padding: 6px 10px; }
-.fe-kept { background: #e3f4e1; border-left: 4px solid #5cb85c; padding: 6px 10px; }
-/* Compare's final passages: as many columns as fit (five at 1,216 px), long words wrap */
-.fe-final-columns { display: grid; gap: 16px;
-  grid-template-columns: repeat(auto-fit, minmax(200px, 1fr)); }
-.fe-final-column { min-width: 0; overflow-wrap: anywhere; }
-.fe-progress { background: #e8f0fb; border-left: 4px solid #4c78a8; padding: 6px 10px; }
-.fe-error { background: #fff4e5; border-left: 4px solid #f0ad4e; padding: 6px 10px; }
-.fe-answer-box { font-size: 1.05em; padding: 6px 0; }
-.fe-prompt { white-space: pre-wrap; max-height: 300px; overflow-y: auto; font-size: 0.85em; }
-.fe-yes { color: #2e7d32; font-weight: bold; } .fe-no { color: #c62828; font-weight: bold; }
-"""

@@ -12,7 +12,8 @@ import logging
 import gradio as gr
 
 from app.errors import refused
-from app.formatting import CSS, esc
+from app.formatting import esc
+from app.style import CSS
 from app.tabs import annotate, compare, evaluate, explore, sessions
 from engine.errors import EngineError
 from engine.paradigms.registry import DEFAULT, PARADIGMS, parse_config
