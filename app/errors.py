@@ -11,7 +11,7 @@ import logging
 
 import gradio as gr
 
-from app.formatting import error_box
+from app.views.formatting import error_box
 
 logger = logging.getLogger("app")
 

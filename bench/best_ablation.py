@@ -34,7 +34,7 @@ from bench.common import (
     training_questions,
 )
 from engine.data.corpus import load_corpus
-from engine.eval.evaluate import summarise
+from engine.eval.summary import summarise
 from engine.metrics import answer_in, has_span_answer, support_recall
 from engine.paradigms.registry import make_paradigm
 

@@ -23,8 +23,8 @@ from engine.data.corpus import load_corpus
 from engine.paradigms.registry import make_paradigm
 from engine.service.annotation import Annotation
 from engine.store.sessions import SessionStore
-from engine.train.classifier import ClassifierConfig, train_classifier
 from engine.train.data import load_question_groups, split_questions
+from engine.train.fit_selection_classifier import ClassifierConfig, train_classifier
 from engine.types import Question
 
 
@@ -37,7 +37,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from engine.models.selection import set_active
+    from engine.models.selection_classifier import set_active
 
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)

@@ -83,7 +83,7 @@ def run_side_by_side(paradigms: dict, questions: Sequence, traces_name: str,
     metrics joined to each row's; traces go to data/bench/TRACES_NAME.jsonl."""
     from tqdm.auto import tqdm
 
-    from engine.eval.evaluate import row
+    from engine.eval.summary import row
     from engine.paths import data_dir
 
     for paradigm in paradigms.values():  # a question outside every measured set
@@ -107,7 +107,7 @@ def rows_from_traces(traces_name: str, labels: Sequence[str] = ()) -> list[dict]
     """The eval rows of data/bench/TRACES_NAME.jsonl (a run_side_by_side run), scored again
     by the current metrics. `labels`: the run's labels in the order it cycled through them
     (each trace's own paradigm name when empty)."""
-    from engine.eval.evaluate import row
+    from engine.eval.summary import row
     from engine.paradigms.base import annotate
     from engine.paths import data_dir
     from engine.trace import RunTrace

@@ -87,7 +87,7 @@ def main() -> None:
     import torch
     from tqdm.auto import tqdm
 
-    from engine.models.selection import active_version, shared_classifier
+    from engine.models.selection_classifier import active_version, shared_classifier
 
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)

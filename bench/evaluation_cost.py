@@ -29,8 +29,9 @@ from bench.common import RESULTS, WARM_UP, dev500_questions
 
 def part_ray(limit: int, paradigms: list[str]) -> dict:
     from engine.data.loaders import read_dataset
-    from engine.eval.evaluate import eval_corpus, row, summarise
     from engine.eval.on_ray import Haystack, run_on_ray
+    from engine.eval.runner import eval_corpus
+    from engine.eval.summary import row, summarise
     from engine.paradigms.registry import make_paradigm
     from engine.paths import shared_data_dir
 
@@ -70,13 +71,13 @@ def part_ray(limit: int, paradigms: list[str]) -> dict:
 
 
 def part_store(traces_name: str) -> dict:
-    from app.evaluation_views import (
+    from app.views.evaluation import (
         paper_table,
         question_rows,
         recall_at_k_figure,
         recall_latency_figure,
     )
-    from engine.eval.evaluate import row, summarise
+    from engine.eval.summary import row, summarise
     from engine.paths import data_dir
     from engine.store.evaluations import EvaluationStore
     from engine.store.sessions import SessionStore

@@ -27,7 +27,7 @@ from dataclasses import asdict
 
 from bench.common import dev500_questions, markdown_table, run_side_by_side, save
 from engine.data.corpus import load_corpus
-from engine.eval.evaluate import summarise
+from engine.eval.summary import summarise
 from engine.paradigms.registry import make_paradigm
 from engine.paths import data_dir
 

@@ -32,7 +32,7 @@ import numpy as np
 from bench.common import markdown_table, save, training_questions
 from engine.data.corpus import load_corpus
 from engine.index.documents import group_max
-from engine.index.store import shared_indexes
+from engine.index.shared import shared_indexes
 from engine.metrics import answer_in, has_span_answer
 from engine.text import count_tokens
 from engine.units.build import UnitConfig

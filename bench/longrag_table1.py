@@ -32,7 +32,7 @@ import numpy as np
 from bench.common import dev500_questions, markdown_table, save
 from engine.data.corpus import load_corpus
 from engine.index.documents import group_max
-from engine.index.store import shared_indexes
+from engine.index.shared import shared_indexes
 from engine.metrics import answer_in, has_span_answer, support_recall
 from engine.readers.reader import within_budget
 from engine.stages.expand import MIN_CLIPPED_TOKENS

@@ -25,7 +25,7 @@ from bench.common import (
     save,
 )
 from engine.data.corpus import load_corpus
-from engine.eval.evaluate import summarise
+from engine.eval.summary import summarise
 from engine.paradigms.registry import make_paradigm, names
 from engine.paths import data_dir
 

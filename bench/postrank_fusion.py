@@ -26,7 +26,7 @@ import time
 from bench.common import markdown_table, save
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
-from engine.index.store import shared_indexes
+from engine.index.shared import shared_indexes
 from engine.metrics import answer_recall_at, has_span_answer, support_recall
 from engine.models.loading import resolve_precision
 from engine.paradigms.registry import make_paradigm

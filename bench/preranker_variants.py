@@ -30,7 +30,7 @@ import time
 from bench.common import save
 from engine.models.loading import load_bi_encoder, resolve
 from engine.train.data import load_question_groups, split_questions
-from engine.train.preranker import _mean_recall
+from engine.train.fit_preranker import _mean_recall
 
 
 def joint_scorer(path: str):

@@ -124,3 +124,21 @@ def tiny_classifier_base(tmp_path_factory):
     BertForSequenceClassification(config).save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
     return folder
+
+
+@pytest.fixture
+def prepared(tiny_corpus, tmp_path, echo):
+    """(the tiny corpus's finished preparation, a sessions store)."""
+    from engine.store.sessions import SessionStore
+    from tests.fakes import fake_preparation
+
+    store = SessionStore(tmp_path / "s.duckdb")
+    yield fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus}).run(), store
+    store.close()
+
+
+@pytest.fixture
+def explorer(prepared):
+    from engine.service.explorer import Explorer
+
+    return Explorer(*prepared)

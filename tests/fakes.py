@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.config import param
 from engine.paradigms.base import Paradigm, ParadigmSpec, annotate
 from engine.records import StageDetails
+from engine.service.readiness import Preparation, Task
 from engine.stages.base import Stage, StageOutput, rerank, run_stage
 from engine.stages.expand import expand_to_documents
 from engine.trace import LLMStep, RunTrace
@@ -79,3 +81,22 @@ class EchoParadigm(Paradigm):
 
 ECHO = ParadigmSpec(name="echo", label="Echo (a toy)", description="a test paradigm",
                     config=EchoConfig, paradigm=EchoParadigm)
+
+
+def fake_preparation(tiny_corpus, actions: dict) -> Preparation:
+    prep = Preparation("tiny", dense=False)
+    prep.tasks = {name: Task(name, f"task {name}", action) for name, action in actions.items()}
+    prep.needs = {"funnel": ("corpus", "clusters", "reader", "preranker"),
+                  "flat": ("corpus", "reader", "reranker", "dense")}
+    return prep
+
+
+def qa_file(path, n=3) -> str:
+    """A HotpotQA-contexts file of `n` questions whose answer the tiny corpus holds."""
+    rows = [{"question_id": f"q{i}", "question_text": "Who painted A Sunday Afternoon?",
+             "answers_objects": [{"spans": ["Georges Seurat"]}],
+             "contexts": [{"id": "0", "title": "Georges Seurat", "is_supporting": True,
+                           "paragraph_text": "Georges Seurat was a French painter."}]}
+            for i in range(n)]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    return str(path)

@@ -9,8 +9,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from app import figures
-from app.formatting import (
+from app.params import config_json, label_of
+from app.tabs.sessions import parse_ids, pick_id
+from app.views import figures
+from app.views.formatting import (
     answer_box,
     compare_table,
     esc,
@@ -20,12 +22,9 @@ from app.formatting import (
     llm_steps_table,
     stage_table,
 )
-from app.params import config_json, label_of
-from app.tabs.picker import clip_question
-from app.tabs.sessions import parse_ids, pick_id
 from engine.config import config_from_dict
 from engine.errors import EngineError
-from engine.paradigms.base import MAX_QUESTION_CHARS
+from engine.paradigms.base import MAX_QUESTION_CHARS, clip_question
 from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
 from engine.paradigms.registry import PARADIGMS
@@ -299,7 +298,7 @@ def test_compared_saved_runs_are_headed_by_id_name_question_paradigm_and_corpus(
 
 
 def test_classifier_decisions_are_shown_escaped_with_gold_marks(tiny_corpus):
-    from app.formatting import decisions_table
+    from app.views.formatting import decisions_table
     from engine.types import Question
     from engine.units.build import document_unit
 
@@ -418,7 +417,7 @@ def test_the_server_log_keeps_library_chatter_and_progress_bars_out():
 
 
 def test_retrain_progress_counts_labels_and_says_how_long_is_left():
-    from app.tabs.annotate import classifier_html
+    from app.views.annotation import classifier_html
 
     job = {"state": "running", "done": 30, "total": 120, "seconds": 60.0, "labels": 1,
            "error": "", "before": "", "after": ""}

@@ -145,7 +145,7 @@ def test_query_classifier_trains_reports_and_is_cached(tiny_classifier_base, sha
         cached_query_classifier,
         load_query_classifier,
     )
-    from engine.train.query_classifier import train_query_classifier
+    from engine.train.fit_query_classifier import train_query_classifier
 
     config = QueryClassifierConfig(epochs=1, max_length=48, base_model=str(tiny_classifier_base))
     assert cached_query_classifier(config) is None

@@ -126,7 +126,7 @@ def test_pair_input_keeps_both_documents_when_they_are_long():
     from transformers import AutoTokenizer
 
     from engine.models.packaged import minilm_path
-    from engine.models.selection import encode_pairs
+    from engine.models.selection_classifier import encode_pairs
 
     tokenizer = AutoTokenizer.from_pretrained(str(minilm_path()))
     first = "alpha " * 400 + "ENDONE"
@@ -161,7 +161,7 @@ def test_pair_model_starts_as_the_bi_encoders_view_and_loads_as_a_sequence_class
     from transformers import AutoModelForSequenceClassification
 
     from engine.models.pair_model import INITIAL_SCALE, model_classes, segment_cosines
-    from engine.train.classifier import _new_pair_model
+    from engine.train.fit_selection_classifier import _new_pair_model
 
     _, model_class = model_classes()
     _, model = _new_pair_model(str(tiny_classifier_base))  # MiniLM's tokenizer: [SEP] is 102
@@ -183,8 +183,8 @@ def test_pair_model_starts_as_the_bi_encoders_view_and_loads_as_a_sequence_class
 
 
 def test_training_pairs_follow_the_paper_and_are_balanced():
-    from engine.train.classifier import question_pairs
     from engine.train.data import QuestionGroup
+    from engine.train.selection_pairs import question_pairs
 
     paragraphs = tuple((t, f"{t}\ntext of {t}", t in ("A", "B", "C"))
                        for t in "ABCDEFGH")
@@ -203,7 +203,7 @@ def test_training_pairs_follow_the_paper_and_are_balanced():
 
 
 def test_threshold_is_the_best_accuracy_on_held_out_pairs():
-    from engine.train.classifier import choose_threshold, pair_metrics, roc_auc
+    from engine.train.selection_pairs import choose_threshold, pair_metrics, roc_auc
 
     probs = [0.9, 0.8, 0.7, 0.4, 0.3, 0.2]
     labels = [1, 1, 0, 1, 0, 0]
@@ -219,21 +219,22 @@ def test_threshold_is_the_best_accuracy_on_held_out_pairs():
 
 @pytest.fixture
 def tiny_config(tiny_classifier_base):
-    from engine.train.classifier import ClassifierConfig
+    from engine.train.fit_selection_classifier import ClassifierConfig
 
     return ClassifierConfig(base_model=str(tiny_classifier_base), epochs=1, max_length=64)
 
 
 def test_train_retrain_and_switch_back(tiny_config, data_dir):
-    from engine.models.selection import (
+    from engine.models.selection_classifier import (
         active_version,
         classifier_location,
         set_active,
         shared_classifier,
         versions,
     )
-    from engine.train.classifier import PairExample, train_classifier, training_report
     from engine.train.data import DEV_SOURCE
+    from engine.train.fit_selection_classifier import train_classifier, training_report
+    from engine.train.selection_pairs import PairExample
 
     steps = []
     base = train_classifier(tiny_config, progress=lambda done, total: steps.append(total))
@@ -265,7 +266,7 @@ def test_train_retrain_and_switch_back(tiny_config, data_dir):
 
 def test_an_unknown_classifier_names_what_loads(data_dir):
     from engine.errors import ResourceMissingError
-    from engine.models.selection import shared_classifier
+    from engine.models.selection_classifier import shared_classifier
 
     with pytest.raises(ResourceMissingError, match=re.escape(
             "Cannot load model 'no-such-classifier': it is neither an alias nor a local "
@@ -277,7 +278,7 @@ def test_an_unknown_classifier_names_what_loads(data_dir):
 def test_a_diverged_classifier_is_refused_not_saved(tiny_classifier_base):
     torch = pytest.importorskip("torch")
     from engine.errors import TrainingError
-    from engine.train.classifier import _check_finite, _new_pair_model
+    from engine.train.fit_selection_classifier import _check_finite, _new_pair_model
 
     _, model = _new_pair_model(str(tiny_classifier_base))
     _check_finite(model)  # a fresh model passes
@@ -290,7 +291,7 @@ def test_a_diverged_classifier_is_refused_not_saved(tiny_classifier_base):
 
 def test_untrained_classifier_names_the_command(data_dir):
     from engine.errors import ResourceMissingError
-    from engine.models.selection import classifier_location
+    from engine.models.selection_classifier import classifier_location
 
     with pytest.raises(ResourceMissingError, match="python -m engine train classifier"):
         classifier_location("trained")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from engine.data.loaders import read_dataset
-from engine.eval.evaluate import eval_corpus
+from engine.eval.runner import eval_corpus
 
 
 def _qa(path, paragraphs):
@@ -34,7 +34,7 @@ def test_a_corpus_already_holding_the_paragraphs_is_reused_unchanged(tmp_path):
 
 
 def test_summary_gives_each_stage_mean_median_and_p95_and_skips_missing_stages():
-    from engine.eval.evaluate import percentile, summarise
+    from engine.eval.summary import percentile, summarise
 
     rows = [{"paradigm": "best", "span_answer": True, "metrics": {"EM": 1.0},
              "seconds": {"hybrid": s, "answer": 1.0}, "reader_tokens": 10}

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from engine.errors import ConfigError
-from engine.service.evaluation import EvaluationJob, EvaluationRequest, code_version
+from engine.service.evaluation_jobs import EvaluationJob, EvaluationRequest, code_version
 from engine.store.evaluations import EvaluationStore
 from engine.store.sessions import SessionStore
 from engine.types import Question

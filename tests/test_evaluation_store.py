@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from engine.errors import ConfigError
-from engine.eval.evaluate import row
+from engine.eval.summary import row
 from engine.store.evaluations import EvaluationStore
 from engine.store.sessions import SessionStore
 from tests.fakes import sample_trace

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.evaluation_views import (
+from app.views.evaluation import (
     difference_table,
     metric_order,
     paper_table,

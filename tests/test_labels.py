@@ -112,7 +112,7 @@ def test_labelling_checks_ids_and_values(tiny_corpus, tmp_path):
 
 
 def test_a_retrain_with_no_label_that_can_train_is_refused(tiny_corpus, tmp_path):
-    from engine.train.classifier import ClassifierConfig, held_out_questions
+    from engine.train.fit_selection_classifier import ClassifierConfig, held_out_questions
 
     annotation = Annotation(lambda: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
     with pytest.raises(ConfigError, match="no labels to retrain on"):
@@ -127,7 +127,7 @@ def test_a_retrain_with_no_label_that_can_train_is_refused(tiny_corpus, tmp_path
 
 def test_retrain_adds_a_version_reports_both_and_can_switch_back(tiny_corpus, tmp_path,
                                                                   tiny_classifier_base):
-    from engine.train.classifier import ClassifierConfig, train_classifier
+    from engine.train.fit_selection_classifier import ClassifierConfig, train_classifier
 
     base = train_classifier(ClassifierConfig(base_model=str(tiny_classifier_base), epochs=1,
                                              max_length=64))
@@ -140,8 +140,8 @@ def test_retrain_adds_a_version_reports_both_and_can_switch_back(tiny_corpus, tm
     assert status["active"] == job["after"]
     by_id = {v["id"]: v for v in status["versions"]}
     assert by_id[job["after"]]["labels"] == 1 and by_id[base.name]["labels"] == 0
-    from engine.models.selection import versions_dir
-    from engine.train.classifier import training_report
+    from engine.models.selection_classifier import versions_dir
+    from engine.train.fit_selection_classifier import training_report
 
     after = training_report(versions_dir() / job["after"])
     assert after["config"] == training_report(base)["config"]  # the recipe it improved on

@@ -75,3 +75,19 @@ def test_heavy_libraries_are_imported_where_they_are_used():
              for imported, top in _imports(tree)
              if top and imported.split(".")[0] in HEAVY]
     assert wrong == []
+
+
+def test_the_app_talks_to_the_engine_through_explorer_methods_only():
+    """No `explorer.store.save(...)`: every attribute the app reads off an Explorer is one of
+    its public methods or properties, so its collaborators can change behind it."""
+    from engine.service.explorer import Explorer
+
+    public = {name for name in dir(Explorer) if not name.startswith("_")}
+    reached = []
+    for path in sorted((ENGINE.parent / "app").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id == "explorer" and node.attr not in public):
+                reached.append(f"{path.name}:{node.lineno} explorer.{node.attr}")
+    assert reached == []
+    assert {"save_run", "evaluation_rows", "judged_pairs", "ready"} <= public

@@ -57,7 +57,7 @@ def sessions_file(tmp_path_factory) -> Path:
 def _seed_classifier(data: Path, base: Path) -> None:
     """A trained selection classifier (a tiny BERT, 1 epoch) in the app's data directory,
     so drrag is ready in seconds instead of minutes of MiniLM training."""
-    from engine.train.classifier import ClassifierConfig, train_classifier
+    from engine.train.fit_selection_classifier import ClassifierConfig, train_classifier
 
     before = os.environ.get("FUNNEL_DATA_DIR")
     os.environ["FUNNEL_DATA_DIR"] = str(data)

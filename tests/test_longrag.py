@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engine.errors import ConfigError
-from engine.index.store import shared_indexes
+from engine.index.shared import shared_indexes
 from engine.paradigms.registry import make_config, make_paradigm
 from engine.readers.prompts import extract_prompt
 from engine.stages.expand import ReaderContext

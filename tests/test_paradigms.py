@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from engine.index.store import shared_indexes
+from engine.index.shared import shared_indexes
 from engine.paradigms.registry import PARADIGMS, make_paradigm
 from engine.trace import RunTrace
 from engine.types import Question
@@ -224,7 +224,7 @@ def test_an_evaluation_job_asks_its_questions_on_ray_and_stores_the_same_runs(
     pytest.importorskip("ray")
     from engine.data.corpus import load_corpus
     from engine.data.loaders import read_dataset
-    from engine.service.evaluation import EvaluationJob, EvaluationRequest
+    from engine.service.evaluation_jobs import EvaluationJob, EvaluationRequest
     from engine.store.evaluations import EvaluationStore
     from engine.store.sessions import SessionStore
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -12,16 +11,8 @@ import pytest
 from engine.errors import ConfigError
 from engine.service.explorer import BuildNeeded, Explorer, NotReady, parse_config
 from engine.service.readiness import Preparation, Task
-from engine.store.sessions import SessionStore
 from engine.trace import RunTrace
-
-
-def fake_preparation(tiny_corpus, actions: dict) -> Preparation:
-    prep = Preparation("tiny", dense=False)
-    prep.tasks = {name: Task(name, f"task {name}", action) for name, action in actions.items()}
-    prep.needs = {"funnel": ("corpus", "clusters", "reader", "preranker"),
-                  "flat": ("corpus", "reader", "reranker", "dense")}
-    return prep
+from tests.fakes import fake_preparation, qa_file
 
 
 def test_tasks_run_in_order_report_progress_and_a_failure_stays_local(tiny_corpus):
@@ -86,14 +77,6 @@ def test_background_thread_shows_running_progress_then_ready(tiny_corpus):
     assert prep.wait(10) and prep.ready()
 
 
-@pytest.fixture
-def explorer(tiny_corpus, tmp_path, echo):
-    prep = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus}).run()
-    store = SessionStore(tmp_path / "s.duckdb")
-    yield Explorer(prep, store)
-    store.close()
-
-
 def test_explorer_runs_streams_and_reuses_paradigms(explorer):
     traces = list(explorer.stream("seurat painting", "echo", '{"k": 1}'))
     assert [len(t.stages) for t in traces] == [1, 1] and traces[-1].answer == "Georges Seurat"
@@ -101,8 +84,8 @@ def test_explorer_runs_streams_and_reuses_paradigms(explorer):
     assert explorer.paradigm("echo", '{"k": 1}').config == \
         explorer.paradigm("echo", ' {"k":1} ').config
     trace = explorer.run("seurat painting", "echo")
-    run_id = explorer.store.save(trace)
-    assert explorer.store.load(run_id) == trace and isinstance(trace, RunTrace)
+    run_id = explorer.save_run(trace)
+    assert explorer.load_run(run_id) == trace and isinstance(trace, RunTrace)
 
 
 def test_explorer_refuses_bad_input_clearly(explorer):
@@ -120,21 +103,21 @@ def test_explorer_refuses_bad_input_clearly(explorer):
         explorer.questions("x.json")
 
 
-def test_a_paradigm_waiting_for_preparation_says_for_what(explorer, tiny_corpus):
-    explorer.preparation.tasks["dense"] = Task("dense", "dense index", lambda p: None,
-                                               state="running", done=10, total=40)
+def test_a_paradigm_waiting_for_preparation_says_for_what(prepared, explorer):
+    prepared[0].tasks["dense"] = Task("dense", "dense index", lambda p: None,
+                                       state="running", done=10, total=40)
     with pytest.raises(NotReady, match=r"'flat' is not ready yet; waiting for: .*"
                                        r"dense index: building 10/40 \(25%\)"):
         explorer.run("q", "flat")
 
 
-def test_explorer_counts_a_questions_supporting_documents_in_its_corpus(explorer):
+def test_explorer_counts_a_questions_supporting_documents_in_its_corpus(prepared, explorer):
     from engine.types import Question
 
     q = Question("q", "Who painted it?", ("Georges Seurat",),
                  supporting_titles=("Georges Seurat", "Not In This Corpus"))
     assert explorer.supporting_in_corpus(q) == (1, 2)
-    loading = Explorer(Preparation("tiny", dense=False), explorer.store)  # no corpus yet
+    loading = Explorer(Preparation("tiny", dense=False), prepared[1])  # no corpus yet
     assert loading.supporting_in_corpus(q) == (0, 2)
 
 
@@ -176,24 +159,14 @@ def test_a_missing_trained_model_is_trained_by_its_trainer_before_loading(tiny_c
     assert calls == ["train", "load"]
 
 
-def _qa_file(path, n=3):
-    rows = [{"question_id": f"q{i}", "question_text": "Who painted A Sunday Afternoon?",
-             "answers_objects": [{"spans": ["Georges Seurat"]}],
-             "contexts": [{"id": "0", "title": "Georges Seurat", "is_supporting": True,
-                           "paragraph_text": "Georges Seurat was a French painter."}]}
-            for i in range(n)]
-    path.write_text("\n".join(json.dumps(r) for r in rows))
-    return str(path)
-
-
 def test_an_evaluation_runs_in_the_background_one_at_a_time(explorer, tmp_path):
-    qa = _qa_file(tmp_path / "qa.jsonl")
+    qa = qa_file(tmp_path / "qa.jsonl")
     evaluation_id = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, limit=2)
     explorer._jobs[evaluation_id].wait(30)
     status = explorer.evaluation_status(evaluation_id)
     assert (status["state"], status["done"], status["total"]) == ("done", 2, 2)
     assert status["means"]["echo"]["EM"] == 1.0
-    stored = explorer.evaluations.get(evaluation_id)
+    stored = explorer.evaluation(evaluation_id)
     assert stored.corpus == "tiny" and stored.dataset == qa
 
     job = explorer._jobs[evaluation_id]
@@ -222,10 +195,10 @@ def test_a_long_build_waits_for_a_confirmation_and_is_prepared_before_the_first_
                      build_seconds=lambda corpus: 900.0 if config.k > 1 else 5.0),)
 
     monkeypatch.setattr(EchoParadigm, "needs", classmethod(needs))
-    qa = _qa_file(tmp_path / "qa.jsonl")
+    qa = qa_file(tmp_path / "qa.jsonl")
     with pytest.raises(BuildNeeded, match=r"echo index \(k=3\): about 15 min on this machine"):
         explorer.evaluate(qa, ["echo"], {"echo": {"k": 3}}, limit=1)
-    assert built == [] and explorer.evaluations.list() == []  # nothing built, nothing stored
+    assert built == [] and explorer.evaluations() == []  # nothing built, nothing stored
     quick = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, limit=1)  # 5 s: no question
     explorer._jobs[quick].wait(30)
     assert built == [1]

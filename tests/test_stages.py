@@ -71,7 +71,7 @@ def _stored(corpus) -> StoredScoreReranker:
 
 
 def _clusters(corpus) -> ClusterRetriever:
-    from engine.index.store import shared_indexes
+    from engine.index.shared import shared_indexes
 
     store = shared_indexes()
     config = UnitConfig("clusters", cluster_algorithm="longrag", cluster_tokens=64)
@@ -95,7 +95,7 @@ def _documents_of_passages(corpus) -> DocumentRetriever:
 
 def _long_units(corpus) -> LongUnitRetriever:
     pytest.importorskip("faiss")
-    from engine.index.store import shared_indexes
+    from engine.index.shared import shared_indexes
 
     store = shared_indexes()
     config = UnitConfig("clusters", cluster_algorithm="longrag", cluster_tokens=64)
@@ -106,7 +106,7 @@ def _long_units(corpus) -> LongUnitRetriever:
 
 def _hybrid(corpus) -> HybridRetriever:
     pytest.importorskip("faiss")
-    from engine.index.store import shared_indexes
+    from engine.index.shared import shared_indexes
 
     passages = UnitConfig("passages", chunker=Chunker(12))
     store = shared_indexes()

@@ -17,9 +17,9 @@ from engine.train.data import (
     supervised_pairs,
 )
 from engine.train.distill import bpr_loss, document_scores_from_passages, l2g_pairs
+from engine.train.fit_preranker import train_preranker
 from engine.train.loop import fit_cross_encoder, query_batches
 from engine.train.losses import listwise_loss
-from engine.train.preranker import train_preranker
 from engine.types import Corpus, Document
 from tests.conftest import torch_single_thread
 
@@ -159,7 +159,7 @@ def test_training_is_seeded_and_separates_positives():
 
 def test_trained_preranker_is_cached_and_reused(shared, monkeypatch):
     _minilm()
-    import engine.train.preranker
+    import engine.train.fit_preranker
 
     assert cached_preranker_path(QUICK) is None
     folder = train_preranker(QUICK)
@@ -171,7 +171,7 @@ def test_trained_preranker_is_cached_and_reused(shared, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("trained again")
 
-    monkeypatch.setattr(engine.train.preranker, "_build", no_training)
+    monkeypatch.setattr(engine.train.fit_preranker, "_build", no_training)
     assert train_preranker(QUICK) == folder
     assert cached_preranker_path(TrainConfig(seed=14, use_ict=False)) is None
 

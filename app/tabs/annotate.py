@@ -15,19 +15,20 @@ import json
 import logging
 import tempfile
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 import gradio as gr
 
-from app import figures
 from app.errors import refused_box
-from app.formatting import error_box, esc
-from app.tabs.picker import clip_question, question_picker, target
+from app.tabs.picker import question_picker, target
+from app.views import figures
+from app.views.annotation import classifier_html, labels_table, pair_card, pairs_table
+from app.views.formatting import error_box, esc
 from engine.errors import EngineError
+from engine.paradigms.base import clip_question
 from engine.paradigms.drrag import DRRAGParadigm
-from engine.service.annotation import JudgedPair
 from engine.service.explorer import Explorer
-from engine.service.readiness import duration
 from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
@@ -49,119 +50,11 @@ KEYS_JS = """
 """
 
 
-def _truth(value: int | None) -> str:
-    return {1: "positive", 0: "negative"}.get(value, "")
-
-
-def pair_card(question: str, pairs: list[dict], current: int) -> str:
-    """The pair being labelled, both documents in full."""
-    if not pairs:
-        return ""
-    if current >= len(pairs):
-        return ("<div class='fe-kept'>Every pair of this question is labelled or skipped. "
-                "Find pairs for another question, or retrain.</div>")
-    p = JudgedPair(**pairs[current])
-    facts = [f"P = {p.probability:.3f} (threshold {p.threshold:.3f}): "
-             f"{'kept' if p.kept else 'dropped'}"]
-    if p.gold is not None:
-        facts.append(f"gold: {_truth(p.gold)}")
-    if p.label is not None:
-        facts.append(f"your label: {_truth(p.label)}")
-    return (f"<div class='fe-card'><b>Pair {current + 1} of {len(pairs)}</b> · "
-            f"{esc(' · '.join(facts))}<br><b>Question:</b> {esc(question)}"
-            "<div style='display:flex; gap:16px'>"
-            f"<div style='flex:1'><b>d1: {esc(p.d1_title)}</b><br>{esc(p.d1_text)}</div>"
-            f"<div style='flex:1'><b>d2: {esc(p.d2_title)}</b><br>{esc(p.d2_text)}</div>"
-            "</div><small>Do the two documents together answer the question? "
-            "y = positive, n = negative, s = skip</small></div>")
-
-
-def pairs_table(pairs: list[dict], current: int) -> str:
-    rows = []
-    for n, raw in enumerate(pairs):
-        p = JudgedPair(**raw)
-        style = " style='background:#eef'" if n == current else ""
-        flag = " ⚠" if p.disagrees else ""
-        rows.append(f"<tr{style}><td>{n + 1}{flag}</td><td>{esc(p.d1_title)}</td>"
-                    f"<td>{esc(p.d2_title)}</td><td>{p.probability:.3f}</td>"
-                    f"<td>{'kept' if p.kept else 'dropped'}</td><td>{_truth(p.gold)}</td>"
-                    f"<td>{_truth(p.label)}</td></tr>")
-    return ("<table class='fe-table' id='fe-pairs-table'><thead><tr><th>#</th><th>d1</th>"
-            "<th>d2</th><th>P</th><th>classifier</th><th>gold</th><th>label</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table><small>⚠ the classifier disagrees with "
-            "the gold or your label</small>")
-
-
-def labels_table(explorer: Explorer, limit: int = 50) -> str:
-    labels = explorer.annotation.labels.list()
-    rows = "".join(
-        f"<tr><td>{x.id}</td><td>{esc(x.question)}</td><td>{esc(x.d1_title)}</td>"
-        f"<td>{esc(x.d2_title)}</td><td>{_truth(x.label)}</td><td>{esc(x.source)}</td>"
-        f"<td>{esc(x.annotator)}</td><td>{esc(x.created)}</td></tr>" for x in labels[:limit])
-    more = f" (the newest {limit} shown)" if len(labels) > limit else ""
-    return (f"<div class='fe-stage'><b>{len(labels)}</b> stored labels{more}</div>"
-            "<table class='fe-table' id='fe-labels-table'><thead><tr><th>id</th>"
-            "<th>question</th><th>d1</th><th>d2</th><th>label</th><th>source</th><th>by</th>"
-            f"<th>when</th></tr></thead><tbody>{rows}</tbody></table>")
-
-
 SET_ASIDE = ("*Labels on HotpotQA dev500 questions and on the training questions held out "
              "for the classifier's figures are stored but set aside when retraining, so the "
              "held-out figures stay comparable and evaluation stays clean: to teach the "
              "classifier, label pairs of other questions (typed ones, or the other "
              "datasets').*")
-
-
-def plural(n: int, noun: str) -> str:
-    """"1 label", "3 labels"."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-def classifier_html(status: dict) -> str:
-    """The active version, every version's held-out figures, and the retrain's progress."""
-    job = status["retrain"]
-    lines = []
-    if job["state"] == "running":
-        part, left = "", ""
-        if job["total"]:
-            part = f": {job['done']:,}/{job['total']:,} steps"
-            if job["done"] and job["seconds"]:
-                rate = job["done"] / job["seconds"]
-                left = f", about {duration((job['total'] - job['done']) / rate)} left"
-        lines.append(f"<div class='fe-progress'>Retraining on {plural(job['labels'], 'label')}"
-                     f"{part}, {job['seconds']:.0f} s so far{left}…</div>")
-    elif job["state"] == "failed":
-        lines.append(error_box(f"The retrain failed: {job['error']}"))
-    elif job["state"] == "done":
-        lines.append(f"<div class='fe-kept'>Retrained in {job['seconds']:.0f} s on "
-                     f"{plural(job['labels'], 'label')}: version {esc(job['after'])} is now active "
-                     f"(before: {esc(job['before'] or 'none')}).</div>")
-    rows = []
-    for v in reversed(status["versions"]):
-        m = v["heldout"]
-        mark = " <b>(active)</b>" if v["active"] else ""
-        aside = f" ({v['labels_set_aside']} set aside)" if v.get("labels_set_aside") else ""
-        rows.append(f"<tr><td>{esc(v['id'])}{mark}</td><td>{esc(v['created'])}</td>"
-                    f"<td>{v['labels']}{aside}</td><td>{v['threshold']:.3f}</td>"
-                    f"<td>{_auc(v)}</td><td>{m.get('accuracy', 0):.3f}</td>"
-                    f"<td>{m.get('precision', 0):.3f}</td>"
-                    f"<td>{m.get('recall', 0):.3f}</td><td>{m.get('pairs', 0)}</td></tr>")
-    if not rows:
-        lines.append("<div>No classifier is trained yet: the app trains one in the "
-                     "background on its first start, or press Retrain.</div>")
-    lines.append("<small>Labels on held-out or HotpotQA dev500 questions are kept but set "
-                 "aside when retraining, so held-out figures stay comparable and evaluation "
-                 "stays clean.</small>")
-    return ("".join(lines) + "<table class='fe-table' id='fe-versions-table'><thead><tr>"
-            "<th>version</th><th>trained</th><th>labels</th><th>threshold</th>"
-            "<th>AUC</th><th>accuracy</th><th>precision</th><th>recall</th>"
-            "<th>held-out pairs</th></tr>"
-            f"</thead><tbody>{''.join(rows)}</tbody></table>")
-
-
-def _auc(version: dict) -> str:
-    auc = version.get("heldout_auc")
-    return "" if auc is None else f"{auc:.3f}"
 
 
 def _version_choices(status: dict) -> gr.Dropdown:
@@ -192,14 +85,14 @@ def build(explorer: Explorer) -> dict:
         skip = gr.Button("Skip (s)", elem_id="fe-label-skip")
     table = gr.HTML(elem_id="fe-annotate-pairs")
     gr.Markdown("### Stored labels")
-    stored = gr.HTML(labels_table(explorer), elem_id="fe-labels")
+    stored = gr.HTML(labels_table(explorer.labels()), elem_id="fe-labels")
     with gr.Row():
         export = gr.Button("Export labels (JSONL)", elem_id="fe-labels-export")
         upload = gr.UploadButton("Import labels (JSONL)", file_types=[".jsonl", ".txt"],
                                  elem_id="fe-labels-import")
         download = gr.File(label="Exported labels", interactive=False, height=90)
     gr.Markdown("### The classifier")
-    status = explorer.annotation.status()
+    status = explorer.classifier_status()
     info = gr.HTML(classifier_html(status), elem_id="fe-classifier")
     with gr.Row():
         retrain = gr.Button("Retrain with the labels", variant="primary", elem_id="fe-retrain")
@@ -210,96 +103,104 @@ def build(explorer: Explorer) -> dict:
                      elem_id="fe-pr")
     poll = gr.Timer(POLL_SECONDS, active=False)
 
-    def find_pairs(text, gold, how, k_value):
-        text, cut = clip_question(text)
-        config = {"selection": how, "k": int(k_value), "k1": max(1, int(k_value) // 2)}
-        try:
-            trace: RunTrace = explorer.run(target(text, gold), DRRAGParadigm.name,
-                                           json.dumps(config))
-            pairs = [asdict(p) for p in explorer.annotation.pairs(trace)]
-        except EngineError as err:
-            return refused_box(err), [], 0, ["", ""], "", ""
-        except Exception as err:  # noqa: BLE001 - the page must stay usable
-            logger.exception("finding pairs failed")
-            return error_box(f"The run failed: {err}"), [], 0, ["", ""], "", ""
-        message = error_box(cut) if cut else ""
-        if not pairs:
-            message += error_box("The classifier judged no pair for this question (too few "
-                                 "documents found). Raise k or pick another question.")
-        qid = trace.gold.id if trace.gold else ""
-        return (message, pairs, 0, [trace.question, qid], pair_card(trace.question, pairs, 0),
-                pairs_table(pairs, 0))
-
-    def label(value, pairs, at, question_and_id, who):
-        question_text, qid = question_and_id
-        if not pairs or at >= len(pairs):
-            return (error_box("Find pairs first; there is no pair to label."), pairs, at,
-                    gr.skip(), gr.skip(), gr.skip())
-        if value is not None:
-            p = pairs[at]
-            try:
-                explorer.annotation.label(question_text, p["d1_id"], p["d2_id"], value,
-                                          question_id=qid, annotator=who or "")
-            except EngineError as err:
-                return refused_box(err), pairs, at, gr.skip(), gr.skip(), gr.skip()
-            pairs = [*pairs[:at], {**p, "label": value}, *pairs[at + 1:]]
-        at += 1
-        return ("", pairs, at, pair_card(question_text, pairs, at), pairs_table(pairs, at),
-                labels_table(explorer))
-
-    def export_labels():
-        folder = Path(tempfile.mkdtemp(prefix="fe-labels-"))
-        path = folder / "labels.jsonl"
-        path.write_text(explorer.annotation.labels.export_jsonl(), encoding="utf-8")
-        return str(path)
-
-    def import_labels(file):
-        path = Path(file if isinstance(file, str) else file.name)
-        try:
-            added, known = explorer.annotation.labels.import_jsonl(
-                path.read_text(encoding="utf-8"), path.name)
-        except (EngineError, UnicodeDecodeError) as err:
-            return refused_box(err), labels_table(explorer)
-        return (f"<div class='fe-kept'>Imported {added} labels from {esc(path.name)}; "
-                f"{known} were already stored.</div>", labels_table(explorer))
-
-    def refresh():
-        status = explorer.annotation.status()
-        running = status["retrain"]["state"] == "running"
-        return (classifier_html(status), _version_choices(status),
-                figures.precision_recall_figure(status), gr.Timer(active=running))
-
-    def start_retrain():
-        try:
-            explorer.annotation.retrain()
-        except EngineError as err:
-            status = explorer.annotation.status()
-            return (refused_box(err) + classifier_html(status), gr.skip(), gr.skip(),
-                    gr.skip())
-        return refresh()
-
-    def make_active(version):
-        try:
-            explorer.annotation.activate(version or "")
-        except EngineError as err:
-            status = explorer.annotation.status()
-            return (refused_box(err) + classifier_html(status), gr.skip(), gr.skip(),
-                    gr.skip())
-        return refresh()
-
     private = {"api_visibility": "private"}
     outputs = [notice, pairs_state, current, asked, card, table]
     for trigger in (find.click, question.submit):
-        trigger(find_pairs, [question, picker.gold, strategy, k], outputs, **private)
+        trigger(partial(find_pairs, explorer), [question, picker.gold, strategy, k], outputs,
+                **private)
     label_out = [notice, pairs_state, current, card, table, stored]
     for button, value in ((yes, 1), (no, 0), (skip, None)):
-        button.click(lambda p, a, q, w, v=value: label(v, p, a, q, w),
+        button.click(lambda p, a, q, w, v=value: label(explorer, v, p, a, q, w),
                      [pairs_state, current, asked, annotator], label_out, **private)
-    export.click(export_labels, None, download, **private)
-    upload.upload(import_labels, upload, [notice, stored], **private)
+    export.click(partial(export_labels, explorer), None, download, **private)
+    upload.upload(partial(import_labels, explorer), upload, [notice, stored], **private)
     classifier_outputs = [info, versions, curves, poll]
-    retrain.click(start_retrain, None, classifier_outputs, **private)
-    poll.tick(refresh, None, classifier_outputs, **private)
-    activate.click(make_active, versions, classifier_outputs, **private)
-    return {"refresh": lambda: (labels_table(explorer), *refresh()),
+    retrain.click(partial(start_retrain, explorer), None, classifier_outputs, **private)
+    poll.tick(partial(refresh, explorer), None, classifier_outputs, **private)
+    activate.click(partial(make_active, explorer), versions, classifier_outputs, **private)
+    return {"refresh": lambda: (labels_table(explorer.labels()), *refresh(explorer)),
             "outputs": [stored, *classifier_outputs]}
+
+
+# --- callbacks ----------------------------------------------------------------------------
+
+
+def find_pairs(explorer: Explorer, text, gold, how, k_value) -> tuple:
+    """Run drrag on the question: (notice, pairs, current, [question, id], card, table)."""
+    text, cut = clip_question(text)
+    config = {"selection": how, "k": int(k_value), "k1": max(1, int(k_value) // 2)}
+    try:
+        trace: RunTrace = explorer.run(target(text, gold), DRRAGParadigm.name,
+                                       json.dumps(config))
+        pairs = [asdict(p) for p in explorer.judged_pairs(trace)]
+    except EngineError as err:
+        return refused_box(err), [], 0, ["", ""], "", ""
+    except Exception as err:  # noqa: BLE001 - the page must stay usable
+        logger.exception("finding pairs failed")
+        return error_box(f"The run failed: {err}"), [], 0, ["", ""], "", ""
+    message = error_box(cut) if cut else ""
+    if not pairs:
+        message += error_box("The classifier judged no pair for this question (too few "
+                             "documents found). Raise k or pick another question.")
+    qid = trace.gold.id if trace.gold else ""
+    return (message, pairs, 0, [trace.question, qid], pair_card(trace.question, pairs, 0),
+            pairs_table(pairs, 0))
+
+def label(explorer: Explorer, value, pairs, at, question_and_id, who) -> tuple:
+    """Store `value` for the current pair (None: skip) and move on: (notice, pairs,
+    current, card, table, stored labels)."""
+    question_text, qid = question_and_id
+    if not pairs or at >= len(pairs):
+        return (error_box("Find pairs first; there is no pair to label."), pairs, at,
+                gr.skip(), gr.skip(), gr.skip())
+    if value is not None:
+        p = pairs[at]
+        try:
+            explorer.add_label(question_text, p["d1_id"], p["d2_id"], value,
+                           question_id=qid, annotator=who or "")
+        except EngineError as err:
+            return refused_box(err), pairs, at, gr.skip(), gr.skip(), gr.skip()
+        pairs = [*pairs[:at], {**p, "label": value}, *pairs[at + 1:]]
+    at += 1
+    return ("", pairs, at, pair_card(question_text, pairs, at), pairs_table(pairs, at),
+            labels_table(explorer.labels()))
+
+def export_labels(explorer: Explorer) -> str:
+    folder = Path(tempfile.mkdtemp(prefix="fe-labels-"))
+    path = folder / "labels.jsonl"
+    path.write_text(explorer.export_labels(), encoding="utf-8")
+    return str(path)
+
+def import_labels(explorer: Explorer, file) -> tuple:
+    path = Path(file if isinstance(file, str) else file.name)
+    try:
+        added, known = explorer.import_labels(path.read_text(encoding="utf-8"), path.name)
+    except (EngineError, UnicodeDecodeError) as err:
+        return refused_box(err), labels_table(explorer.labels())
+    return (f"<div class='fe-kept'>Imported {added} labels from {esc(path.name)}; "
+            f"{known} were already stored.</div>", labels_table(explorer.labels()))
+
+def refresh(explorer: Explorer) -> tuple:
+    """(classifier HTML, versions, precision-recall figure, poll timer)."""
+    status = explorer.classifier_status()
+    running = status["retrain"]["state"] == "running"
+    return (classifier_html(status), _version_choices(status),
+            figures.precision_recall_figure(status), gr.Timer(active=running))
+
+def start_retrain(explorer: Explorer) -> tuple:
+    try:
+        explorer.retrain_classifier()
+    except EngineError as err:
+        status = explorer.classifier_status()
+        return (refused_box(err) + classifier_html(status), gr.skip(), gr.skip(),
+                gr.skip())
+    return refresh(explorer)
+
+def make_active(explorer: Explorer, version) -> tuple:
+    try:
+        explorer.activate_classifier(version or "")
+    except EngineError as err:
+        status = explorer.classifier_status()
+        return (refused_box(err) + classifier_html(status), gr.skip(), gr.skip(),
+                gr.skip())
+    return refresh(explorer)

@@ -7,11 +7,12 @@ import logging
 
 import gradio as gr
 
-from app import figures
-from app.formatting import compare_table, error_box, esc, final_passages, gold_banner
 from app.params import config_json, param_panels, show_panels
-from app.tabs.picker import clip_question, question_picker, target
+from app.tabs.picker import question_picker, target
+from app.views import figures
+from app.views.formatting import compare_table, error_box, esc, final_passages, gold_banner
 from engine.errors import EngineError
+from engine.paradigms.base import clip_question
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import Explorer
 

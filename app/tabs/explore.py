@@ -6,12 +6,13 @@ import logging
 
 import gradio as gr
 
-from app import figures
 from app.errors import refused_box
-from app.formatting import answer_box, error_box, gold_banner, llm_steps_table, stage_table
 from app.params import config_json, param_panels, show_panels
-from app.tabs.picker import clip_question, question_picker, target
+from app.tabs.picker import question_picker, target
+from app.views import figures
+from app.views.formatting import answer_box, error_box, gold_banner, llm_steps_table, stage_table
 from engine.errors import EngineError
+from engine.paradigms.base import clip_question
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import Explorer
 from engine.trace import RunTrace
@@ -80,7 +81,7 @@ def build(explorer: Explorer) -> dict:
         if not trace_json:
             return error_box("Run a question first; there is nothing to save yet.")
         try:
-            run_id = explorer.store.save(RunTrace.from_json(trace_json), name, notes)
+            run_id = explorer.save_run(RunTrace.from_json(trace_json), name, notes)
         except EngineError as err:
             return refused_box(err)
         return f"<div class='fe-kept'>Saved as run {run_id}.</div>"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from app.errors import refused
-from app.formatting import esc
+from app.views.formatting import esc
 from engine.errors import EngineError
 from engine.paradigms.base import MAX_QUESTION_CHARS
 from engine.service.explorer import Explorer
@@ -93,7 +93,7 @@ def question_picker(explorer: Explorer, prefix: str,
             qs = explorer.questions(path)
         except EngineError as err:
             raise refused(err) from None
-        if explorer.preparation.corpus is None:  # nothing to look the evidence up in yet
+        if explorer.corpus is None:  # nothing to look the evidence up in yet
             return gr.update(choices=[(question_label(q), q.id) for q in qs],
                              value=None, info="the corpus is still loading: pick the dataset "
                                               "again to see which questions it can answer")
@@ -119,13 +119,3 @@ def question_picker(explorer: Explorer, prefix: str,
 def target(text: str, gold: Question | None) -> str | Question:
     """What to run: the picked Question while the box still holds its text, else the text."""
     return gold if gold is not None and gold.text == text else text
-
-
-def clip_question(text: str) -> tuple[str, str]:
-    """(question, notice): an over-long question is cut to the limit with a notice."""
-    text = (text or "").strip()
-    if len(text) <= MAX_QUESTION_CHARS:
-        return text, ""
-    return (text[:MAX_QUESTION_CHARS],
-            f"The question had {len(text):,} characters; only the first "
-            f"{MAX_QUESTION_CHARS:,} were used.")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import gradio as gr
 
-from app import figures
 from app.errors import refused_box
-from app.formatting import compare_table, esc
 from app.tabs.explore import trace_views
+from app.views import figures
+from app.views.formatting import compare_table, esc
 from engine.errors import EngineError
 from engine.eval.exports import SUFFIXES
 from engine.service.explorer import Explorer
@@ -27,7 +27,7 @@ COLUMNS = ["id", "name", "paradigm", "corpus", "question", "answer", "EM", "F1",
 
 def rows(explorer: Explorer) -> list[list]:
     out = []
-    for r in explorer.store.list():
+    for r in explorer.saved_runs():
         m = r.metrics
         out.append([r.id, r.name, r.paradigm, r.corpus, r.question, r.answer,
                     m.get("EM", ""), round(m["F1"], 2) if "F1" in m else "", r.reader_tokens,
@@ -107,7 +107,7 @@ def build(explorer: Explorer) -> dict:
     def open_run(text):
         try:
             (run_id,) = parse_ids(text)[:1]
-            trace = explorer.store.load(run_id)
+            trace = explorer.load_run(run_id)
         except EngineError as err:
             return (refused_box(err), "", "", None, None, None, "")
         return (f"<div class='fe-kept'>Run {run_id}, reopened from its saved trace.</div>",
@@ -118,10 +118,10 @@ def build(explorer: Explorer) -> dict:
             chosen = parse_ids(text)
             if len(chosen) < 2:
                 raise EngineError("Give two run ids to compare, like 3, 5.")
-            traces = [explorer.store.load(i) for i in chosen]
+            traces = [explorer.load_run(i) for i in chosen]
         except EngineError as err:
             return (refused_box(err), "", "", None, None, None, "")
-        saved = {r.id: r for r in explorer.store.list()}
+        saved = {r.id: r for r in explorer.saved_runs()}
         heads = [run_heading(saved[i], t) for i, t in zip(chosen, traces, strict=True)]
         return ("", "", compare_table(traces, heads), figures.compare_figure(traces), None,
                 None, "")
@@ -129,7 +129,7 @@ def build(explorer: Explorer) -> dict:
     def delete_run(text):
         try:
             for run_id in parse_ids(text):
-                explorer.store.delete(run_id)
+                explorer.delete_run(run_id)
         except EngineError as err:
             return refused_box(err), rows(explorer)
         return f"<div class='fe-kept'>Deleted {text}.</div>", rows(explorer)
@@ -137,7 +137,7 @@ def build(explorer: Explorer) -> dict:
     def export(kind, text):
         try:
             chosen = parse_ids(text) if str(text or "").strip() else None
-            body = explorer.store.export(kind, chosen)
+            body = explorer.export_runs(kind, chosen)
         except EngineError as err:
             return None, refused_box(err)
         folder = Path(tempfile.mkdtemp(prefix="funnel-export-"))

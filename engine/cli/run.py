@@ -81,7 +81,8 @@ def print_trace(trace: RunTrace, show: int = 5) -> None:
 
 
 def evaluate(args: argparse.Namespace) -> int:
-    from engine.eval.evaluate import run_eval, summarise
+    from engine.eval.runner import run_eval
+    from engine.eval.summary import summarise
     from engine.paths import data_dir, shared_data_dir
 
     dataset = Path(args.dataset)

@@ -54,7 +54,7 @@ def train(args: argparse.Namespace) -> int:
 
 def _preranker(args: argparse.Namespace) -> int:
     from engine.models.trained import TrainConfig, cached_preranker_path, training_report
-    from engine.train.preranker import train_preranker
+    from engine.train.fit_preranker import train_preranker
 
     config = _overrides(TrainConfig(), args)
     if args.no_ict:
@@ -81,7 +81,7 @@ def _classifier(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from engine.cache import entry_dir
-    from engine.train.classifier import (
+    from engine.train.fit_selection_classifier import (
         ClassifierConfig,
         cache_key,
         train_classifier,
@@ -121,7 +121,7 @@ def _query_classifier(args: argparse.Namespace) -> int:
         QueryClassifierConfig,
         cached_query_classifier,
     )
-    from engine.train.query_classifier import train_query_classifier
+    from engine.train.fit_query_classifier import train_query_classifier
 
     config = _overrides(QueryClassifierConfig(), args)
     cached = cached_query_classifier(config) is not None

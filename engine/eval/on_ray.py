@@ -55,7 +55,7 @@ class Haystack:
 
         if self.dataset:
             from engine.data.loaders import read_dataset
-            from engine.eval.evaluate import eval_corpus
+            from engine.eval.runner import eval_corpus
 
             corpus = eval_corpus(read_dataset(self.dataset), self.spec)
         else:

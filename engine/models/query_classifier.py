@@ -1,7 +1,7 @@
 """The query classifier of the best-practices pipeline: does a request need retrieval?
 
 A MiniLM sequence classifier fine-tuned here (`python -m engine train query-classifier`;
-engine/train/query_classifier.py) or any Hugging Face sequence-classifier folder or id whose
+engine/train/fit_query_classifier.py) or any Hugging Face sequence-classifier folder or id whose
 label 1 means "needs retrieval". Loaded once per location; query-time code never imports
 the training code.
 """

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from engine.config import check_config, param
 from engine.errors import ConfigError
-from engine.index.store import shared_indexes
+from engine.index.shared import shared_indexes
 from engine.paradigms.base import Need, Paradigm, ParadigmSpec
 from engine.paradigms.needs import (
     bm25_need,

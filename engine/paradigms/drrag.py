@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from engine.config import check_config, param
 from engine.errors import ConfigError
-from engine.index.store import shared_indexes
+from engine.index.shared import shared_indexes
 from engine.paradigms.base import Need, Paradigm, ParadigmSpec
 from engine.paradigms.needs import bm25_need, classifier_need, dense_need, reader_need
 from engine.readers.reader import ReaderConfig, answer
@@ -96,7 +96,7 @@ class DRRAGParadigm(Paradigm):
                               cfg.k1 * (1 + cfg.k2) if cfg.selection == "cfs" else cfg.k)
             yield final
             if cfg.uses_classifier():
-                from engine.models.selection import shared_classifier
+                from engine.models.selection_classifier import shared_classifier
 
                 classifier = shared_classifier(cfg.classifier)
                 threshold = cfg.threshold or classifier.threshold

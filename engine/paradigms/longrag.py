@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from engine.config import check_config, param
 from engine.index.documents import SCORERS
-from engine.index.store import shared_indexes
+from engine.index.shared import shared_indexes
 from engine.paradigms.base import Need, Paradigm, ParadigmSpec
 from engine.paradigms.needs import bm25_need, dense_need, reader_need
 from engine.readers.prompts import LONG_ANSWER

@@ -29,7 +29,7 @@ def _describe(units: UnitConfig) -> str:
 
 def bm25_need(units: UnitConfig) -> Need:
     """The BM25 index over `units`."""
-    from engine.index.store import shared_indexes
+    from engine.index.shared import shared_indexes
 
     return Need(f"bm25 {json.dumps(units.key(), sort_keys=True)}",
                 f"BM25 over {_describe(units)}",
@@ -38,7 +38,7 @@ def bm25_need(units: UnitConfig) -> Need:
 
 def dense_need(units: UnitConfig, model: str) -> Need:
     """The dense index over `units` with encoder `model` (the slowest build: last)."""
-    from engine.index.store import shared_indexes
+    from engine.index.shared import shared_indexes
 
     def prepare(corpus: Corpus, progress: Progress):
         return shared_indexes().dense(corpus, units, model, progress=progress)
@@ -87,7 +87,7 @@ def classifier_need(model: str) -> Need:
     """The selection classifier, loaded once; "trained" is trained first if no version
     exists yet (in the background, by the trainers table's SELECTION_CLASSIFIER)."""
     def prepare(corpus: Corpus, progress: Progress):
-        from engine.models.selection import shared_classifier
+        from engine.models.selection_classifier import shared_classifier
 
         return shared_classifier(model)
 

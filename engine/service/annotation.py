@@ -129,13 +129,13 @@ class Annotation:
     # --- the classifier ------------------------------------------------------------------
 
     def status(self) -> dict:
-        from engine.models.selection import active_version, versions
+        from engine.models.selection_classifier import active_version, versions
 
         return {"active": active_version(), "versions": versions(),
                 "labels": self.labels.count(), "retrain": self.job.describe()}
 
     def activate(self, version: str) -> dict:
-        from engine.models.selection import set_active
+        from engine.models.selection_classifier import set_active
 
         set_active(version)
         return self.status()
@@ -163,13 +163,14 @@ class Annotation:
     def _training_input(self, version: str) -> tuple:
         """(config, labelled pairs) of a retrain that improves on `version`."""
         from engine.store.labels import training_examples
-        from engine.train.classifier import ClassifierConfig
+        from engine.train.fit_selection_classifier import ClassifierConfig
 
         return _recipe(version) or ClassifierConfig(), training_examples(self.labels.list())
 
     def _check_usable_labels(self) -> None:
-        from engine.models.selection import active_version
-        from engine.train.classifier import held_out_questions, usable_labels
+        from engine.models.selection_classifier import active_version
+        from engine.train.fit_selection_classifier import held_out_questions
+        from engine.train.selection_pairs import usable_labels
 
         config, examples = self._training_input(active_version() or "")
         if not examples:
@@ -184,8 +185,8 @@ class Annotation:
                 "questions count), then retrain.")
 
     def _retrain(self, job: RetrainJob) -> None:
-        from engine.models.selection import active_version
-        from engine.train.classifier import train_classifier
+        from engine.models.selection_classifier import active_version
+        from engine.train.fit_selection_classifier import train_classifier
 
         def progress(done: int, total: int) -> None:
             job.done, job.total = done, total
@@ -207,8 +208,12 @@ def _recipe(version: str):
     None for a version of an older model design (its recipe does not fit this one)."""
     if not version:
         return None
-    from engine.models.selection import REPORT, versions_dir
-    from engine.train.classifier import CLASSIFIER_VERSION, ClassifierConfig, training_report
+    from engine.models.selection_classifier import REPORT, versions_dir
+    from engine.train.fit_selection_classifier import (
+        CLASSIFIER_VERSION,
+        ClassifierConfig,
+        training_report,
+    )
 
     folder = versions_dir() / version
     if not (folder / REPORT).is_file():

@@ -1,10 +1,11 @@
 """The engine as the app sees it: one object that runs paradigms, lists datasets and saves runs.
 
 `Explorer` ties together the background `Preparation` of one corpus, the paradigm registry,
-the QA datasets found in the shared data folder, and the `SessionStore`. A paradigm object
-is cheap (its indexes and models live in process-wide stores), so each run builds its own;
-no config ever loads a second copy of anything. It holds no UI code; the Gradio callbacks
-only convert what it returns.
+the QA datasets found in the shared data folder, the saved runs, the stored evaluations and
+the selection classifier's annotation. The app and the API call its methods only; its
+collaborators are private. A paradigm object is cheap (its indexes and models live in
+process-wide stores), so each run builds its own; no config ever loads a second copy of
+anything. It holds no UI code; the Gradio callbacks only convert what it returns.
 """
 
 from __future__ import annotations
@@ -12,30 +13,26 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from functools import lru_cache
 
 from engine.errors import ConfigError, EngineError
-from engine.paradigms.base import Need, Paradigm, check_question
+from engine.paradigms.base import Need, Paradigm
 from engine.paradigms.registry import make_paradigm, parse_config, spec
-from engine.service.annotation import Annotation
-from engine.service.evaluation import EvaluationJob, EvaluationRequest
+from engine.service.annotation import Annotation, JudgedPair
+from engine.service.datasets import (
+    dataset_label,
+    dataset_questions,
+    listed_datasets,
+    listed_questions,
+)
+from engine.service.evaluation_jobs import EvaluationJob, EvaluationRequest
 from engine.service.readiness import Preparation, duration
-from engine.store.evaluations import EvaluationStore
-from engine.store.sessions import SessionStore
+from engine.store.evaluations import EvaluationStore, StoredEvaluation
+from engine.store.labels import Label
+from engine.store.sessions import SavedRun, SessionStore
 from engine.trace import RunTrace
-from engine.types import Dataset, Question
+from engine.types import Corpus, Question
 
 logger = logging.getLogger(__name__)
-
-# QA files of the shared data folder offered in the question picker (path -> label).
-DATASETS = {
-    "hotpotqa/dev500_contexts.jsonl": "HotpotQA dev500",
-    "hotpotqa/train100.json": "HotpotQA train100",
-    "musique/train100.json": "MuSiQue train100",
-    "squad/small_v2.json": "SQuAD v2 (small)",
-    "nq_open/dev.jsonl": "NQ-open dev",
-}
-
 
 # preparing what an evaluation's configs need for longer than this waits for a confirmation
 LONG_BUILD_SECONDS = 60.0
@@ -61,11 +58,11 @@ class Explorer:
     """Runs questions through paradigms over one prepared corpus; saves and reloads runs."""
 
     def __init__(self, preparation: Preparation, store: SessionStore) -> None:
-        self.preparation = preparation
-        self.store = store
-        self.annotation = Annotation(lambda: self.preparation.corpus, store)
-        self.evaluations = EvaluationStore(store)
-        self.evaluations.mark_interrupted()  # left running by a process that died
+        self._preparation = preparation
+        self._runs = store
+        self._annotation = Annotation(lambda: self._preparation.corpus, store)
+        self._evaluations = EvaluationStore(store)
+        self._evaluations.mark_interrupted()  # left running by a process that died
         self._jobs: dict[int, EvaluationJob] = {}
         self._jobs_lock = threading.Lock()
 
@@ -76,72 +73,115 @@ class Explorer:
         spec(name)  # an unknown name before a bad config
         config = parse_config(config_json)
         self._check_ready(name)
-        return make_paradigm(name, self.preparation.corpus, config)
+        return make_paradigm(name, self._preparation.corpus, config)
 
     def _check_ready(self, name: str) -> None:
         spec(name)  # an unknown name: the ConfigError listing the registered ones
-        waiting = self.preparation.missing(name)
+        waiting = self._preparation.missing(name)
         if waiting:
             raise NotReady(f"'{name}' is not ready yet; waiting for: "
                            + "; ".join(t.describe() for t in waiting))
 
     def stream(self, question: str | Question, name: str,
                config_json: str = "") -> Iterator[RunTrace]:
-        """The run's trace after every stage, then the finished trace."""
-        if isinstance(question, str):
-            question = check_question(question)
+        """The run's trace after every stage, then the finished trace. The question is
+        checked where every run starts (engine.paradigms.base.check_question)."""
         return self.paradigm(name, config_json).stream(question)
 
     def run(self, question: str | Question, name: str, config_json: str = "") -> RunTrace:
         *_, trace = self.stream(question, name, config_json)
         return trace
 
+    # --- preparation ----------------------------------------------------------------------
+
+    @property
+    def corpus(self) -> Corpus | None:
+        """The prepared corpus; None while it is still loading."""
+        return self._preparation.corpus
+
+    @property
+    def corpus_spec(self) -> str:
+        return self._preparation.corpus_spec
+
     def status(self) -> list[str]:
-        return self.preparation.status_lines()
+        return self._preparation.status_lines()
+
+    def ready(self, name: str | None = None) -> bool:
+        """Whether paradigm `name` can answer now (None: whether everything is prepared)."""
+        return self._preparation.ready() if name is None else not self._preparation.missing(name)
 
     # --- datasets -------------------------------------------------------------------------
 
     def datasets(self) -> dict[str, str]:
         """{relative path: label} of the QA files present in the shared data folder."""
-        from engine.paths import shared_data_dir
-
-        root = shared_data_dir()
-        return {path: label for path, label in DATASETS.items() if (root / path).exists()}
+        return listed_datasets()
 
     def questions(self, dataset: str, limit: int = 300) -> tuple[Question, ...]:
         """The first `limit` questions of a listed dataset."""
-        if dataset not in DATASETS:
-            raise ConfigError(f"Unknown dataset {dataset!r}. Choose one of: "
-                              f"{', '.join(DATASETS)}.")
-        return _dataset(dataset).questions[:limit]
-
-    def dataset_questions(self, dataset: str) -> tuple[Question, ...]:
-        """Every question of a listed dataset, or of a QA file at path `dataset` (an upload)."""
-        if dataset in DATASETS:
-            return _dataset(dataset).questions
-        from pathlib import Path
-
-        from engine.data.loaders import read_dataset
-
-        if not Path(dataset).is_file():
-            raise ConfigError(f"Unknown dataset {dataset!r}: pick one of "
-                              f"{', '.join(DATASETS)}, or give a QA file.")
-        return read_dataset(dataset).questions
+        return listed_questions(dataset, limit)
 
     def supporting_in_corpus(self, question: Question) -> tuple[int, int]:
         """(how many of the question's supporting documents the corpus holds, how many it
         has); (0, n) too while the corpus is still loading."""
-        corpus = self.preparation.corpus
+        corpus = self._preparation.corpus
         titles = question.supporting_titles
         held = sum(t in corpus.by_id for t in titles) if corpus is not None else 0
         return held, len(titles)
 
+    # --- saved runs -----------------------------------------------------------------------
+
+    def save_run(self, trace: RunTrace, name: str = "", notes: str = "") -> int:
+        return self._runs.save(trace, name, notes)
+
+    def saved_runs(self) -> list[SavedRun]:
+        """Saved runs, newest first."""
+        return self._runs.list()
+
+    def load_run(self, run_id: int) -> RunTrace:
+        return self._runs.load(run_id)
+
+    def delete_run(self, run_id: int) -> None:
+        self._runs.delete(run_id)
+
+    def export_runs(self, fmt: str, run_ids: list[int] | None = None) -> str:
+        """Saved runs (all, or `run_ids`) as JSONL, CSV or an evaluation tool's format."""
+        return self._runs.export(fmt, run_ids)
+
+    # --- annotation -----------------------------------------------------------------------
+
+    def judged_pairs(self, trace: RunTrace) -> list[JudgedPair]:
+        """The selection classifier's judged pairs of a drrag trace, in labelling order."""
+        return self._annotation.pairs(trace)
+
+    def add_label(self, question: str, d1_id: str, d2_id: str, value: int, **who) -> Label:
+        return self._annotation.label(question, d1_id, d2_id, value, **who)
+
+    def labels(self) -> list[Label]:
+        """Every stored label, newest first."""
+        return self._annotation.labels.list()
+
+    def export_labels(self) -> str:
+        return self._annotation.labels.export_jsonl()
+
+    def import_labels(self, text: str, filename: str) -> tuple[int, int]:
+        """(labels added, labels already stored) from a labels JSONL export."""
+        return self._annotation.labels.import_jsonl(text, filename)
+
+    def classifier_status(self) -> dict:
+        """The active classifier version, every version's held-out figures, any retrain."""
+        return self._annotation.status()
+
+    def retrain_classifier(self) -> dict:
+        return self._annotation.retrain()
+
+    def activate_classifier(self, version: str) -> dict:
+        return self._annotation.activate(version)
 
     # --- evaluations ----------------------------------------------------------------------
 
     def evaluate(self, dataset: str, paradigms: list[str], configs: dict | None = None, *,
                  limit: int = 0, sample: int = 0, seed: int = 0, name: str = "",
-                 build: bool = False, ray: str = "") -> int:
+                 build: bool = False, ray: str = "", dataset_name: str = "") -> int:
         """Start evaluating `dataset` (a listed one, or a QA file) through `paradigms` over
         the prepared corpus, in the background; returns the evaluation's id. One runs at a
         time (two would share the same two cores).
@@ -150,7 +190,8 @@ class Explorer:
         Quick ones are prepared when the evaluation starts; one that takes longer than
         LONG_BUILD_SECONDS here is refused with `BuildNeeded` (which one, how long) unless
         `build` confirms it. With a `ray` address ("local": two workers on this machine)
-        the questions run as Ray tasks (engine.eval.on_ray).
+        the questions run as Ray tasks (engine.eval.on_ray). `dataset_name` names the
+        dataset in the stored evaluation (default: its label, or the file's path).
         """
         with self._jobs_lock:
             running = [job for job in self._jobs.values() if job.state == "running"]
@@ -161,18 +202,18 @@ class Explorer:
                                   "it first.")
             for paradigm in paradigms:
                 self._check_ready(paradigm)
-            label = DATASETS.get(dataset, dataset)
-            request = EvaluationRequest(label, self.dataset_questions(dataset),
+            request = EvaluationRequest(dataset_name or dataset_label(dataset),
+                                        dataset_questions(dataset),
                                         tuple(paradigms), dict(configs or {}), limit, sample,
                                         seed, name, ray=(ray or "").strip())
-            corpus = self.preparation.corpus
+            corpus = self._preparation.corpus
             pending = self._unprepared(corpus, request)
             long = [(need.label, seconds) for need in pending
                     if (seconds := need.seconds_to_prepare(corpus)) >= LONG_BUILD_SECONDS]
             if long and not build:
                 raise BuildNeeded(long)
-            job = EvaluationJob(self.evaluations, corpus, request, prepare=pending,
-                                corpus_spec=self.preparation.corpus_spec).start()
+            job = EvaluationJob(self._evaluations, corpus, request, prepare=pending,
+                                corpus_spec=self._preparation.corpus_spec).start()
             self._jobs[job.id] = job
         return job.id
 
@@ -181,7 +222,7 @@ class Explorer:
         pending: dict[str, Need] = {}
         for name in request.paradigms:
             config = make_paradigm(name, corpus, request.configs.get(name)).config
-            for need in self.preparation.unprepared(name, config):
+            for need in self._preparation.unprepared(name, config):
                 pending.setdefault(need.key, need)
         return list(pending.values())
 
@@ -190,7 +231,7 @@ class Explorer:
         job = self._jobs.get(int(evaluation_id))
         if job is not None:
             return job.status()
-        stored = self.evaluations.get(evaluation_id)
+        stored = self._evaluations.get(evaluation_id)
         return {"id": stored.id, "state": stored.state, "phase": "", "done": stored.done,
                 "total": stored.questions, "seconds": stored.seconds, "seconds_left": None,
                 "error": stored.error, "means": stored.summary}
@@ -202,10 +243,19 @@ class Explorer:
                               "cancel.")
         job.cancel()
 
+    def evaluations(self) -> list[StoredEvaluation]:
+        """Stored evaluations, newest first."""
+        return self._evaluations.list()
 
-@lru_cache(maxsize=8)
-def _dataset(path: str) -> Dataset:
-    from engine.data.loaders import read_dataset
-    from engine.paths import shared_data_dir
+    def evaluation(self, evaluation_id: int) -> StoredEvaluation:
+        return self._evaluations.get(evaluation_id)
 
-    return read_dataset(shared_data_dir() / path)
+    def evaluation_rows(self, evaluation_id: int) -> list[dict]:
+        """One row per (question, paradigm) of a stored evaluation (engine.eval.summary.row)."""
+        return self._evaluations.rows(evaluation_id)
+
+    def evaluation_trace(self, evaluation_id: int, position: int, paradigm: str) -> RunTrace:
+        return self._evaluations.trace(evaluation_id, position, paradigm)
+
+    def evaluation_traces(self, evaluation_id: int) -> list[RunTrace]:
+        return self._evaluations.traces(evaluation_id)

@@ -148,7 +148,7 @@ def make_reranker(model: str, corpus: Corpus, passages: UnitConfig, *,
     process.
     """
     if model in STORED:
-        from engine.index.store import shared_indexes
+        from engine.index.shared import shared_indexes
 
         if granularity == "passages" and model != BI_ENCODER:
             raise ConfigError(f"Re-ranker {model!r} scores documents; passages re-rank by "

@@ -25,7 +25,7 @@ from engine.stages.base import Stage, StageOutput
 from engine.types import Candidate
 
 if TYPE_CHECKING:
-    from engine.models.selection import PairClassifier
+    from engine.models.selection_classifier import PairClassifier
     from engine.stages.retrieve import DocumentRetriever
 
 

@@ -3,7 +3,7 @@
 An evaluation keeps what it was (dataset, questions, paradigms and their configs, the
 corpus and its fingerprint, the code version), how far it got (running, done, cancelled,
 failed, or interrupted when the process died mid-run) and, per question and paradigm, the
-eval row (engine.eval.evaluate.row) and the full trace, so any question's run reopens in
+eval row (engine.eval.summary.row) and the full trace, so any question's run reopens in
 Explore exactly. A question's runs are stored in one transaction as they finish: a crash
 loses at most the question in flight.
 """

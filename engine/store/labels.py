@@ -159,7 +159,7 @@ def parse_labels(text: str, filename: str = "labels.jsonl") -> list[Label]:
 
 def training_examples(labels: list[Label]) -> list:
     """The labels as classifier training pairs (texts as "title\\ntext")."""
-    from engine.train.classifier import PairExample
+    from engine.train.selection_pairs import PairExample
 
     return [PairExample(x.question, f"{x.d1_title}\n{x.d1_text}",
                         f"{x.d2_title}\n{x.d2_text}", x.label, x.source) for x in labels]

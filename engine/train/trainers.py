@@ -45,19 +45,19 @@ def _preranker_trained() -> bool:
 
 
 def _train_preranker(progress: Progress) -> Path:
-    from engine.train.preranker import train_preranker
+    from engine.train.fit_preranker import train_preranker
 
     return train_preranker()
 
 
 def _selection_classifier_trained() -> bool:
-    from engine.models.selection import active_version
+    from engine.models.selection_classifier import active_version
 
     return active_version() is not None
 
 
 def _train_selection_classifier(progress: Progress) -> Path:
-    from engine.train.classifier import train_classifier
+    from engine.train.fit_selection_classifier import train_classifier
 
     return train_classifier(progress=progress)
 
@@ -69,7 +69,7 @@ def _query_classifier_trained() -> bool:
 
 
 def _train_query_classifier(progress: Progress) -> Path:
-    from engine.train.query_classifier import train_query_classifier
+    from engine.train.fit_query_classifier import train_query_classifier
 
     return train_query_classifier()
 

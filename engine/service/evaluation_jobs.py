@@ -2,7 +2,7 @@
 question's runs stored as they finish, with progress, running means and cancellation.
 
 The app starts one with `EvaluationJob(...).start()` and polls `status()`; questions are
-answered by `engine.eval.evaluate.answer_all`, as the command line's `eval` answers them
+answered by `engine.eval.runner.answer_all`, as the command line's `eval` answers them
 (here or as Ray tasks). The corpus is the one the caller prepared, and what the configs
 need beyond it is only what the caller passes as `prepare` (the app asks first before a
 long build).
@@ -21,7 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from engine.errors import ConfigError
-from engine.eval.evaluate import answer_all, row, summarise
+from engine.eval.runner import answer_all
+from engine.eval.summary import row, summarise
 from engine.paradigms.base import Need
 from engine.paradigms.registry import make_paradigm
 from engine.store.evaluations import EvaluationStore

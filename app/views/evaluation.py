@@ -1,14 +1,14 @@
 """What the Evaluate tab shows of an evaluation: the paper-style table, two stored
 evaluations side by side with per-metric differences, the per-question rows, and its
 plots (recall@k, recall against latency). HTML and plotly only; numbers come from
-engine.eval.evaluate.summarise."""
+engine.eval.summary.summarise."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from app.figures import failsafe, text_figure
-from app.formatting import esc
+from app.views.figures import failsafe, text_figure
+from app.views.formatting import esc
 
 KS = (1, 2, 3, 4)
 HEAD = ("questions", *(f"AR@{k}" for k in KS))
@@ -126,3 +126,17 @@ def recall_latency_figure(summary: dict[str, dict]) -> go.Figure:
                       "(median)", yaxis_title="AR@4", yaxis_range=[0, 1], showlegend=False,
                       height=340, margin={"l": 50, "r": 20, "t": 50, "b": 40})
     return fig
+
+
+def progress_html(status: dict) -> str:
+    """Questions done, time so far and left, and the state, as one line."""
+    done, total = status["done"], status["total"]
+    phase = f" ({esc(status['phase'])})" if status.get("phase") else ""
+    left = status.get("seconds_left")
+    pace = f", about {left:,.0f} s left" if left is not None and status["state"] == "running" \
+        else ""
+    spent = f" in {status['seconds']:,.0f} s" if status.get("seconds") is not None else ""
+    error = f": {esc(status['error'])}" if status.get("error") else ""
+    kind = "fe-error" if status["state"] == "failed" else "fe-kept"
+    return (f"<div class='{kind}'>Evaluation {status['id']}: {esc(status['state'])}, "
+            f"{done} of {total} questions{phase}{spent}{pace}{error}</div>")

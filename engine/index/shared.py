@@ -1,6 +1,6 @@
 """One loaded index per fingerprint for the whole process.
 
-Every paradigm, the app, `eval` and the CLI ask this store for their indexes, so changing a
+Every paradigm, the app, `eval` and the CLI take their indexes from here, so changing a
 stage parameter (K, N, H, M, k) never loads, verifies or holds a second copy of an index:
 only what the index is built from (the corpus fingerprint, the unit config, the encoder)
 names it. Two threads asking for the same missing index wait for one build.
@@ -35,7 +35,7 @@ class Clusters(NamedTuple):
     assignment: np.ndarray
 
 
-class IndexStore:
+class SharedIndexes:
     """Loaded indexes keyed by what they are built from."""
 
     def __init__(self) -> None:
@@ -112,9 +112,9 @@ def _key(config: UnitConfig) -> str:
     return json.dumps({"units": config.key(), "data_dir": str(data_dir())}, sort_keys=True)
 
 
-_STORE = IndexStore()
+_SHARED = SharedIndexes()
 
 
-def shared_indexes() -> IndexStore:
-    """The process-wide index store."""
-    return _STORE
+def shared_indexes() -> SharedIndexes:
+    """The process-wide shared indexes."""
+    return _SHARED

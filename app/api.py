@@ -1,0 +1,178 @@
+"""The app's named API endpoints for gradio_client, over an Explorer.
+
+Each endpoint converts strings and numbers to an Explorer call and its result to JSON; an
+engine refusal becomes a gr.Error that names the bad value and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+
+from app.errors import refused
+from engine.errors import EngineError
+from engine.paradigms.registry import DEFAULT, PARADIGMS, parse_config
+from engine.service.explorer import Explorer
+from engine.trace import RunTrace
+
+
+def register(explorer: Explorer) -> None:
+    """Every named endpoint over `explorer` (call inside the app's Blocks)."""
+    _runs_api(explorer)
+    _annotation_api(explorer)
+    _evaluation_api(explorer)
+
+
+def _runs_api(explorer: Explorer) -> None:
+    """Named endpoints for gradio_client: run, save_run, list_runs, load_run, status."""
+
+    def run(question: str, paradigm: str = DEFAULT, config_json: str = "") -> str:
+        """Run `question` through `paradigm` (config as JSON); returns the trace JSON."""
+        try:
+            return explorer.run(question, paradigm, config_json).to_json()
+        except EngineError as err:
+            raise refused(err) from None
+
+    def save_run(trace_json: str, name: str = "", notes: str = "") -> int:
+        """Save a trace (as returned by `run`); returns the new run id."""
+        try:
+            trace = RunTrace.from_json(trace_json)
+        except (ValueError, TypeError, KeyError) as err:
+            raise refused(f"trace_json is not a run trace ({err}); pass what `run` "
+                          "returned.") from None
+        try:
+            return explorer.save_run(trace, name, notes)
+        except EngineError as err:
+            raise refused(err) from None
+
+    def list_runs() -> str:
+        """Saved runs, newest first, as a JSON list of {id, name, paradigm, question, ...}."""
+        return json.dumps([vars(r) for r in explorer.saved_runs()])
+
+    def load_run(run_id: int) -> str:
+        """The saved trace JSON of run `run_id`, exactly as saved."""
+        try:
+            return explorer.load_run(run_id).to_json()
+        except EngineError as err:
+            raise refused(err) from None
+
+    def status() -> str:
+        """Preparation progress: {"ready": {paradigm: bool}, "tasks": [line, ...]}."""
+        return json.dumps({"ready": {p: explorer.ready(p) for p in PARADIGMS},
+                           "tasks": explorer.status()})
+
+    for fn in (run, save_run, list_runs, load_run, status):
+        gr.api(fn, api_name=fn.__name__)
+
+
+def _annotation_api(explorer: Explorer) -> None:
+    """Named endpoints for labelling and retraining the selection classifier."""
+    def annotate_label(question: str, d1_id: str, d2_id: str, label: int,
+                       annotator: str = "", question_id: str = "") -> str:
+        """Store label 1 or 0 for documents (d1, d2) of `question`; returns the stored label."""
+        try:
+            stored = explorer.add_label(question, d1_id, d2_id, label, annotator=annotator,
+                                        question_id=question_id)
+        except EngineError as err:
+            raise refused(err) from None
+        return json.dumps({**stored.record(), "id": stored.id})
+
+    def list_labels() -> str:
+        """Every stored label, newest first, as a JSON list (what an export holds, with ids)."""
+        return json.dumps([{**x.record(), "id": x.id} for x in explorer.labels()])
+
+    def annotate_pairs(trace_json: str) -> str:
+        """The classifier's judged pairs of a drrag trace (as `run` returns), in labelling
+        order, as a JSON list."""
+        try:
+            trace = RunTrace.from_json(trace_json)
+            return json.dumps([vars(p) for p in explorer.judged_pairs(trace)])
+        except (ValueError, TypeError, KeyError) as err:
+            raise refused(f"trace_json is not a run trace ({err}); pass what `run` "
+                          "returned.") from None
+        except EngineError as err:
+            raise refused(err) from None
+
+    def retrain() -> str:
+        """Start retraining on the training pairs plus the labels; returns classifier_status."""
+        try:
+            return _status_json(explorer.retrain_classifier())
+        except EngineError as err:
+            raise refused(err) from None
+
+    def classifier_status() -> str:
+        """The active version, every version's held-out figures, the retrain's progress."""
+        return _status_json(explorer.classifier_status())
+
+    def activate_classifier(version: str) -> str:
+        """Make `version` (an id from classifier_status) the active classifier."""
+        try:
+            return _status_json(explorer.activate_classifier(version))
+        except EngineError as err:
+            raise refused(err) from None
+
+    for fn in (annotate_label, list_labels, annotate_pairs, retrain, classifier_status,
+               activate_classifier):
+        gr.api(fn, api_name=fn.__name__)
+
+
+def _evaluation_api(explorer: Explorer) -> None:
+    """Named endpoints for evaluations: start, follow, list, load, export."""
+
+    def evaluate(dataset: str, paradigms: str, configs_json: str = "", limit: int = 0,
+                 sample: int = 0, seed: int = 0, name: str = "", build: bool = False,
+                 ray: str = "") -> int:
+        """Start evaluating `dataset` (a listed path such as hotpotqa/dev500_contexts.jsonl,
+        or a QA file on the server) through comma-separated `paradigms`, with per-paradigm
+        configs as JSON ({"funnel": {"K": 5}}); the first `limit` questions or a seeded
+        `sample` (0: every question). A config that needs a long index build is refused
+        with what and how long, unless `build` is true. With a `ray` address ("local":
+        two workers here) the questions run as Ray tasks. Returns the evaluation id."""
+        try:
+            configs = parse_config(configs_json)
+            names = [p.strip() for p in str(paradigms or "").split(",") if p.strip()]
+            return explorer.evaluate(dataset, names, configs, limit=int(limit),
+                                     sample=int(sample), seed=int(seed), name=name,
+                                     build=bool(build), ray=ray or "")
+        except EngineError as err:
+            raise refused(err) from None
+
+    def evaluation_status(evaluation_id: int) -> str:
+        """{id, state, done, total, seconds, seconds_left, error, means} as JSON."""
+        try:
+            return json.dumps(explorer.evaluation_status(evaluation_id))
+        except EngineError as err:
+            raise refused(err) from None
+
+    def list_evaluations() -> str:
+        """Stored evaluations, newest first, as a JSON list."""
+        return json.dumps([vars(e) for e in explorer.evaluations()])
+
+    def load_evaluation(evaluation_id: int) -> str:
+        """A stored evaluation: its description, summary and per-question rows, as JSON."""
+        try:
+            stored = explorer.evaluation(evaluation_id)
+            return json.dumps({**vars(stored),
+                               "rows": explorer.evaluation_rows(evaluation_id)})
+        except EngineError as err:
+            raise refused(err) from None
+
+    def export_evaluation(evaluation_id: int, fmt: str = "ragas") -> str:
+        """Every run of an evaluation as ragas JSONL, RAGChecker JSON or FlashRAG JSONL."""
+        from engine.eval.exports import export
+
+        try:
+            return export(explorer.evaluation_traces(evaluation_id), fmt)
+        except EngineError as err:
+            raise refused(err) from None
+
+    for fn in (evaluate, evaluation_status, list_evaluations, load_evaluation,
+               export_evaluation):
+        gr.api(fn, api_name=fn.__name__)
+
+
+def _status_json(status: dict) -> str:
+    versions = [{k: v for k, v in version.items() if k != "heldout_scores"}
+                for version in status["versions"]]
+    return json.dumps({**status, "versions": versions})

@@ -1,0 +1,117 @@
+"""The Annotate tab's views: the pair being labelled, the judged pairs, the stored labels
+and the classifier's versions, as HTML from engine records."""
+
+from __future__ import annotations
+
+from app.views.formatting import error_box, esc
+from engine.service.annotation import JudgedPair
+from engine.service.readiness import duration
+from engine.store.labels import Label
+
+
+def _truth(value: int | None) -> str:
+    return {1: "positive", 0: "negative"}.get(value, "")
+
+
+def pair_card(question: str, pairs: list[dict], current: int) -> str:
+    """The pair being labelled, both documents in full."""
+    if not pairs:
+        return ""
+    if current >= len(pairs):
+        return ("<div class='fe-kept'>Every pair of this question is labelled or skipped. "
+                "Find pairs for another question, or retrain.</div>")
+    p = JudgedPair(**pairs[current])
+    facts = [f"P = {p.probability:.3f} (threshold {p.threshold:.3f}): "
+             f"{'kept' if p.kept else 'dropped'}"]
+    if p.gold is not None:
+        facts.append(f"gold: {_truth(p.gold)}")
+    if p.label is not None:
+        facts.append(f"your label: {_truth(p.label)}")
+    return (f"<div class='fe-card'><b>Pair {current + 1} of {len(pairs)}</b> · "
+            f"{esc(' · '.join(facts))}<br><b>Question:</b> {esc(question)}"
+            "<div style='display:flex; gap:16px'>"
+            f"<div style='flex:1'><b>d1: {esc(p.d1_title)}</b><br>{esc(p.d1_text)}</div>"
+            f"<div style='flex:1'><b>d2: {esc(p.d2_title)}</b><br>{esc(p.d2_text)}</div>"
+            "</div><small>Do the two documents together answer the question? "
+            "y = positive, n = negative, s = skip</small></div>")
+
+
+def pairs_table(pairs: list[dict], current: int) -> str:
+    rows = []
+    for n, raw in enumerate(pairs):
+        p = JudgedPair(**raw)
+        style = " style='background:#eef'" if n == current else ""
+        flag = " ⚠" if p.disagrees else ""
+        rows.append(f"<tr{style}><td>{n + 1}{flag}</td><td>{esc(p.d1_title)}</td>"
+                    f"<td>{esc(p.d2_title)}</td><td>{p.probability:.3f}</td>"
+                    f"<td>{'kept' if p.kept else 'dropped'}</td><td>{_truth(p.gold)}</td>"
+                    f"<td>{_truth(p.label)}</td></tr>")
+    return ("<table class='fe-table' id='fe-pairs-table'><thead><tr><th>#</th><th>d1</th>"
+            "<th>d2</th><th>P</th><th>classifier</th><th>gold</th><th>label</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table><small>⚠ the classifier disagrees with "
+            "the gold or your label</small>")
+
+
+def labels_table(labels: list[Label], limit: int = 50) -> str:
+    """The newest `limit` stored labels."""
+    rows = "".join(
+        f"<tr><td>{x.id}</td><td>{esc(x.question)}</td><td>{esc(x.d1_title)}</td>"
+        f"<td>{esc(x.d2_title)}</td><td>{_truth(x.label)}</td><td>{esc(x.source)}</td>"
+        f"<td>{esc(x.annotator)}</td><td>{esc(x.created)}</td></tr>" for x in labels[:limit])
+    more = f" (the newest {limit} shown)" if len(labels) > limit else ""
+    return (f"<div class='fe-stage'><b>{len(labels)}</b> stored labels{more}</div>"
+            "<table class='fe-table' id='fe-labels-table'><thead><tr><th>id</th>"
+            "<th>question</th><th>d1</th><th>d2</th><th>label</th><th>source</th><th>by</th>"
+            f"<th>when</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def plural(n: int, noun: str) -> str:
+    """"1 label", "3 labels"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def classifier_html(status: dict) -> str:
+    """The active version, every version's held-out figures, and the retrain's progress."""
+    job = status["retrain"]
+    lines = []
+    if job["state"] == "running":
+        part, left = "", ""
+        if job["total"]:
+            part = f": {job['done']:,}/{job['total']:,} steps"
+            if job["done"] and job["seconds"]:
+                rate = job["done"] / job["seconds"]
+                left = f", about {duration((job['total'] - job['done']) / rate)} left"
+        lines.append(f"<div class='fe-progress'>Retraining on {plural(job['labels'], 'label')}"
+                     f"{part}, {job['seconds']:.0f} s so far{left}…</div>")
+    elif job["state"] == "failed":
+        lines.append(error_box(f"The retrain failed: {job['error']}"))
+    elif job["state"] == "done":
+        lines.append(f"<div class='fe-kept'>Retrained in {job['seconds']:.0f} s on "
+                     f"{plural(job['labels'], 'label')}: version {esc(job['after'])} is now active "
+                     f"(before: {esc(job['before'] or 'none')}).</div>")
+    rows = []
+    for v in reversed(status["versions"]):
+        m = v["heldout"]
+        mark = " <b>(active)</b>" if v["active"] else ""
+        aside = f" ({v['labels_set_aside']} set aside)" if v.get("labels_set_aside") else ""
+        rows.append(f"<tr><td>{esc(v['id'])}{mark}</td><td>{esc(v['created'])}</td>"
+                    f"<td>{v['labels']}{aside}</td><td>{v['threshold']:.3f}</td>"
+                    f"<td>{_auc(v)}</td><td>{m.get('accuracy', 0):.3f}</td>"
+                    f"<td>{m.get('precision', 0):.3f}</td>"
+                    f"<td>{m.get('recall', 0):.3f}</td><td>{m.get('pairs', 0)}</td></tr>")
+    if not rows:
+        lines.append("<div>No classifier is trained yet: the app trains one in the "
+                     "background on its first start, or press Retrain.</div>")
+    lines.append("<small>Labels on held-out or HotpotQA dev500 questions are kept but set "
+                 "aside when retraining, so held-out figures stay comparable and evaluation "
+                 "stays clean.</small>")
+    return ("".join(lines) + "<table class='fe-table' id='fe-versions-table'><thead><tr>"
+            "<th>version</th><th>trained</th><th>labels</th><th>threshold</th>"
+            "<th>AUC</th><th>accuracy</th><th>precision</th><th>recall</th>"
+            "<th>held-out pairs</th></tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _auc(version: dict) -> str:
+    auc = version.get("heldout_auc")
+    return "" if auc is None else f"{auc:.3f}"

@@ -1,0 +1,80 @@
+"""One row per (question, paradigm) and the paper-style summary of many rows.
+
+The summary per paradigm holds the means (AR@1..4, gold-document recall per stage, EM, F1),
+seconds per stage (mean, median, p95), median total seconds, reader tokens, LLM calls and
+documents sent to the reader per question.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+from engine.metrics import has_span_answer
+from engine.trace import RunTrace
+
+
+def row(trace: RunTrace) -> dict:
+    """The JSONL row of one run."""
+    return {
+        "question_id": trace.gold.id if trace.gold else "",
+        "question": trace.question,
+        "paradigm": trace.paradigm,
+        "answer": trace.answer,
+        "gold": list(trace.gold.answers) if trace.gold else [],
+        "span_answer": has_span_answer(trace.gold) if trace.gold else False,
+        "metrics": trace.metrics,
+        "seconds": step_seconds(trace),
+        "reader_tokens": trace.reader_input_tokens,
+        "llm_calls": trace.llm_calls,
+        "docs_to_reader": docs_to_reader(trace),
+    }
+
+
+def docs_to_reader(trace: RunTrace) -> int:
+    """How many distinct documents the final stage sent to the reader."""
+    if not trace.stages:
+        return 0
+    return len({d for c in trace.stages[-1].candidates for d in c.unit.doc_ids})
+
+
+def step_seconds(trace: RunTrace) -> dict[str, float]:
+    """Seconds of every stage, then of every LLM call by purpose ("answer", ...)."""
+    seconds = {s.name: round(s.seconds, 4) for s in trace.stages}
+    for step in trace.llm_steps:
+        seconds[step.purpose] = round(seconds.get(step.purpose, 0.0) + step.seconds, 4)
+    return seconds
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank `q` quantile of `values` (the smallest value at or above it)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def summarise(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
+    """{paradigm: {metric: mean}} with AR over span-answer questions only (as LongRAG)."""
+    summary: dict[str, dict[str, float]] = {}
+    for name in dict.fromkeys(r["paradigm"] for r in rows):
+        mine = [r for r in rows if r["paradigm"] == name]
+        spans = [r for r in mine if r["span_answer"]]
+        out: dict[str, float] = {"questions": len(mine)}
+        for key in sorted({k for r in mine for k in r["metrics"]}):
+            pool = spans if key.startswith("AR@") else mine
+            values = [r["metrics"][key] for r in pool if key in r["metrics"]]
+            if values:
+                out[key] = round(statistics.fmean(values), 4)
+        for stage in dict.fromkeys(s for r in mine for s in r["seconds"]):
+            times = [r["seconds"][stage] for r in mine if stage in r["seconds"]]
+            out[f"seconds_{stage}"] = round(statistics.fmean(times), 4)
+            out[f"seconds_{stage}_median"] = round(statistics.median(times), 4)
+            out[f"seconds_{stage}_p95"] = round(percentile(times, 0.95), 4)
+        out["seconds_total_median"] = round(statistics.median(
+            sum(r["seconds"].values()) for r in mine), 4)
+        out["reader_tokens"] = round(statistics.fmean(r["reader_tokens"] for r in mine), 1)
+        out["llm_calls"] = round(statistics.fmean(r.get("llm_calls", 0) for r in mine), 2)
+        out["docs_to_reader"] = round(statistics.fmean(r.get("docs_to_reader", 0)
+                                                       for r in mine), 2)
+        summary[name] = out
+    return summary

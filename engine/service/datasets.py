@@ -1,0 +1,59 @@
+"""The QA files of the shared data folder that the app lists, and reading any QA file."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from engine.errors import ConfigError
+from engine.types import Dataset, Question
+
+# QA files of the shared data folder offered in the question picker (path -> label).
+DATASETS = {
+    "hotpotqa/dev500_contexts.jsonl": "HotpotQA dev500",
+    "hotpotqa/train100.json": "HotpotQA train100",
+    "musique/train100.json": "MuSiQue train100",
+    "squad/small_v2.json": "SQuAD v2 (small)",
+    "nq_open/dev.jsonl": "NQ-open dev",
+}
+
+
+def listed_datasets() -> dict[str, str]:
+    """{relative path: label} of the listed QA files present in the shared data folder."""
+    from engine.paths import shared_data_dir
+
+    root = shared_data_dir()
+    return {path: label for path, label in DATASETS.items() if (root / path).exists()}
+
+
+def listed_questions(dataset: str, limit: int = 300) -> tuple[Question, ...]:
+    """The first `limit` questions of a listed dataset."""
+    if dataset not in DATASETS:
+        raise ConfigError(f"Unknown dataset {dataset!r}. Choose one of: "
+                          f"{', '.join(DATASETS)}.")
+    return _listed(dataset).questions[:limit]
+
+
+def dataset_questions(dataset: str) -> tuple[Question, ...]:
+    """Every question of a listed dataset, or of a QA file at path `dataset` (an upload)."""
+    if dataset in DATASETS:
+        return _listed(dataset).questions
+    from engine.data.loaders import read_dataset
+
+    if not Path(dataset).is_file():
+        raise ConfigError(f"Unknown dataset {dataset!r}: pick one of "
+                          f"{', '.join(DATASETS)}, or give a QA file.")
+    return read_dataset(dataset).questions
+
+
+def dataset_label(dataset: str) -> str:
+    """How a dataset is named in stored evaluations: its label, or the file's path."""
+    return DATASETS.get(dataset, dataset)
+
+
+@lru_cache(maxsize=8)
+def _listed(path: str) -> Dataset:
+    from engine.data.loaders import read_dataset
+    from engine.paths import shared_data_dir
+
+    return read_dataset(shared_data_dir() / path)

@@ -1,0 +1,83 @@
+"""The Evaluate tab's callbacks without a browser: a real Explorer over the tiny corpus, the
+toy paradigm 'echo' and a real DuckDB file; the browser test (test_live_app) drives the same
+functions through Gradio."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from app.params import param_panels
+from app.tabs import evaluate
+from tests.fakes import qa_file
+
+
+@pytest.fixture
+def params(echo):
+    with gr.Blocks():
+        return param_panels("test")
+
+
+def start(explorer, params, upload=None, dataset=None, names=("echo",), n=2):
+    values = [w.value for w in params.inputs()]
+    return evaluate.begin(explorer, params, False, dataset, upload, n, 0, 0, list(names), "",
+                          "", *values)
+
+
+def uploaded(tmp_path, text: str, name: str) -> str:
+    """A file where Gradio keeps an upload: a temporary folder named by a hash."""
+    folder = tmp_path / "gradio" / "3f9a0c1d2e"
+    folder.mkdir(parents=True)
+    (folder / name).write_text(text, encoding="utf-8")
+    return str(folder / name)
+
+
+def test_an_upload_refusal_names_the_file_as_the_user_called_it(explorer, params, tmp_path):
+    path = uploaded(tmp_path, "{not json\n", "broken.jsonl")
+    message, followed, _, confirm, *_ = start(explorer, params, upload=path)
+    assert "broken.jsonl" in message and "gradio/3f9a0c1d2e" not in message
+    assert confirm.visible is False and explorer.evaluations() == []
+
+
+def test_the_dataset_list_says_when_an_upload_replaces_it(tmp_path):
+    path = uploaded(tmp_path, "", "mine.jsonl")
+    assert "uploaded file mine.jsonl, not this dataset" in evaluate.upload_notice(path)["info"]
+    assert evaluate.upload_notice(None)["info"] is None
+
+
+def test_an_uploaded_evaluation_runs_reopens_compares_exports_and_opens_a_run(
+        explorer, params, tmp_path):
+    path = uploaded(tmp_path, Path(qa_file(tmp_path / "qa.jsonl")).read_text(), "qa.jsonl")
+    progress, evaluation_id, *_ = start(explorer, params, upload=path)
+    assert f"Evaluation {evaluation_id}" in progress
+    explorer._jobs[evaluation_id].wait(30)
+    assert explorer.evaluation(evaluation_id).dataset == "qa.jsonl (uploaded)"
+
+    progress, timer, table, _, _, rows, listing = evaluate.follow(explorer, evaluation_id)
+    assert "done, 2 of 2 questions" in progress and timer.active is False
+    assert "EM" in table and len(rows) == 2 and listing[0][0] == evaluation_id
+
+    progress, reopened, *_ = evaluate.open_one(explorer, str(evaluation_id))
+    assert reopened == evaluation_id and "done" in progress
+    refusal, *_ = evaluate.compare_two(explorer, str(evaluation_id))
+    assert "Give two evaluation ids" in refusal
+    table, *_ = evaluate.compare_two(explorer, f"{evaluation_id}, {evaluation_id}")
+    assert "EM" in table
+
+    exported, message = evaluate.export_one(explorer, str(evaluation_id), "ragas")
+    lines = Path(exported.value["path"]).read_text().splitlines()
+    assert len(lines) == 2 and json.loads(lines[0])["user_input"]
+
+    shown = evaluate.open_run(explorer, 11, evaluation_id, [1, "q0", "echo"])
+    assert len(shown) == 11 and shown[-3:-1] == ("Who painted A Sunday Afternoon?", "echo")
+    assert shown[-1].selected == "explore"
+    refusal, *rest = evaluate.open_run(explorer, 11, evaluation_id, [9, "q9", "echo"])
+    assert refusal.startswith("<div class='fe-error'>") and "9" in refusal
+
+
+def test_cancel_with_nothing_running_says_so(explorer):
+    assert "No evaluation is running" in evaluate.stop(explorer, None)
+    assert "not running here" in evaluate.stop(explorer, 12345)
