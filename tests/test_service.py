@@ -127,9 +127,12 @@ def test_the_plan_is_what_the_registered_paradigms_need_shared_needs_once(echo):
     prep = Preparation("wiki")
     labels = [t.label for t in prep.tasks.values()]
     assert labels[0] == "corpus 'wiki'"
-    # the slow ones last: the dense index (flat's), then training, the quicker first
-    assert labels[-3].startswith("dense index (minilm")
-    assert labels[-2:] == ["query classifier 'trained'", "selection classifier 'trained'"]
+    # the slow ones last: the dense index (flat's), the document scores reading it, then
+    # training, the quicker first
+    assert [t.label for t in prep.tasks.values() if t.slow] == [
+        "dense index (minilm, 100-token passages)", "document scores (hybrid)",
+        "document scores (dense)", "query classifier 'trained'",
+        "selection classifier 'trained'"]
     assert sum(label.startswith("reader smollm2") for label in labels) == 1  # shared
     assert sum(label.startswith("dense index") for label in labels) == 1
     for name, found in PARADIGMS.items():

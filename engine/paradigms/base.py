@@ -74,9 +74,18 @@ class Paradigm(ABC):
         self.corpus, self.config = corpus, config
 
     @classmethod
+    def resources(cls, config: Any) -> Any:
+        """What this paradigm runs on with `config`: a frozen dataclass of
+        engine.paradigms.resources objects that `steps` loads from (None: nothing)."""
+        return None
+
+    @classmethod
     def needs(cls, config: Any) -> tuple[Need, ...]:
-        """What this paradigm needs prepared to run with `config`."""
-        return ()
+        """What this paradigm needs prepared to run with `config`: its resources' needs."""
+        from engine.paradigms.resources import needs_of
+
+        resources = cls.resources(config)
+        return needs_of(resources) if resources is not None else ()
 
     @abstractmethod
     def steps(self, question: str) -> Iterator[Step]:

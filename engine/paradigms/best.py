@@ -18,19 +18,12 @@ from dataclasses import dataclass
 
 from engine.config import check_config, param
 from engine.errors import ConfigError
-from engine.index.shared import shared_indexes
-from engine.paradigms.base import Need, Paradigm, ParadigmSpec
-from engine.paradigms.needs import (
-    bm25_need,
-    dense_need,
-    query_classifier_need,
-    ranker_need,
-    reader_need,
-)
+from engine.paradigms.base import Paradigm, ParadigmSpec
+from engine.paradigms.resources import BM25, Dense, Encoder, QueryClassifier, Ranker, Reader
 from engine.readers.reader import ReaderConfig, answer, hyde
 from engine.stages.base import run_stage
 from engine.stages.classify import QueryClassification
-from engine.stages.rerank import BI_ENCODER, make_reranker
+from engine.stages.rerank import BI_ENCODER
 from engine.stages.retrieve import SEARCHES, HybridRetriever
 from engine.stages.summarise import ExtractiveSummariser
 from engine.units.build import UnitConfig
@@ -74,29 +67,36 @@ class BestConfig:
         return UnitConfig("passages", chunker=Chunker(self.passage_tokens))
 
 
+@dataclass(frozen=True)
+class BestResources:
+    reader: Reader  # answers, and writes HyDE's pseudo-document
+    classifier: QueryClassifier | None
+    bm25: BM25 | None
+    dense: Dense | None
+    ranker: Ranker | None
+    summariser: Encoder | None  # scores sentences: no index of its own
+
+
 class BestParadigm(Paradigm):
     name = "best"
 
     @classmethod
-    def needs(cls, config: BestConfig) -> tuple[Need, ...]:
-        needs = [reader_need(config.reader)]
-        if config.classify:
-            needs.append(query_classifier_need(config.classifier))
-        if config.search != "dense":
-            needs.append(bm25_need(config.passages()))
-        if config.reranker not in (NO_RERANK, BI_ENCODER):
-            needs.append(ranker_need(config.reranker))
-        # summarisation encodes its sentences with the bi-encoder: no index of its own
-        if config.search != "bm25" or config.reranker == BI_ENCODER:
-            needs.append(dense_need(config.passages(), "minilm"))
-        return tuple(needs)
+    def resources(cls, config: BestConfig) -> BestResources:
+        passages = config.passages()
+        return BestResources(
+            reader=Reader(config.reader),
+            classifier=QueryClassifier(config.classifier) if config.classify else None,
+            bm25=BM25(passages) if config.search != "dense" else None,
+            dense=Dense(passages) if config.search != "bm25" else None,
+            ranker=Ranker(config.reranker, passages, granularity="passages", name="reranker")
+            if config.reranker != NO_RERANK else None,
+            summariser=Encoder() if config.summarise else None)
 
     def steps(self, question: str):
         cfg = self.config
-        if cfg.classify:
-            from engine.models.query_classifier import shared_query_classifier
-
-            routed = run_stage(QueryClassification(shared_query_classifier(cfg.classifier)),
+        uses = self.resources(cfg)
+        if uses.classifier is not None:
+            routed = run_stage(QueryClassification(uses.classifier.load(self.corpus)),
                                question, (), 1)
             yield routed
             if not routed.details.decision.retrieve:
@@ -107,22 +107,19 @@ class BestParadigm(Paradigm):
             pseudo = hyde(question, cfg.reader)
             yield pseudo
             dense_query = f"{question} {pseudo.output.strip()}"
-        store = shared_indexes()
-        bm25 = store.bm25(self.corpus, cfg.passages()) if cfg.search != "dense" else None
-        dense = store.dense(self.corpus, cfg.passages()) if cfg.search != "bm25" else None
-        rerank = cfg.reranker != NO_RERANK
+        bm25 = uses.bm25.load(self.corpus) if uses.bm25 else None
+        dense = uses.dense.load(self.corpus) if uses.dense else None
+        rerank = uses.ranker is not None
         found = run_stage(HybridRetriever(bm25, dense, cfg.alpha, cfg.M, dense_query,
                                           cfg.search), question, (), cfg.M if rerank else cfg.k)
         yield found
         kept = found
         if rerank:
-            ranker = make_reranker(cfg.reranker, self.corpus, cfg.passages(),
-                                   granularity="passages", name="reranker")
-            kept = run_stage(ranker, question, found.candidates, cfg.k)
+            kept = run_stage(uses.ranker.load(self.corpus), question, found.candidates, cfg.k)
             yield kept
-        if cfg.summarise:
-            kept = run_stage(ExtractiveSummariser(cfg.summary_tokens), question,
-                             kept.candidates, cfg.k)
+        if uses.summariser is not None:
+            kept = run_stage(ExtractiveSummariser(cfg.summary_tokens, uses.summariser.model),
+                             question, kept.candidates, cfg.k)
             yield kept
         yield answer(question, kept.candidates, cfg.reader)
 

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 from engine.config import check_config, param
 from engine.errors import ConfigError
-from engine.index.shared import shared_indexes
-from engine.paradigms.base import Need, Paradigm, ParadigmSpec
-from engine.paradigms.needs import bm25_need, classifier_need, dense_need, reader_need
+from engine.paradigms.base import Paradigm, ParadigmSpec
+from engine.paradigms.resources import BM25, Dense, Reader, SelectionClassifier
 from engine.readers.reader import ReaderConfig, answer
 from engine.stages.base import run_stage
 from engine.stages.retrieve import DocumentRetriever
@@ -66,24 +65,28 @@ class DRRAGConfig:
         return self.selection in ("cis", "cfs")
 
 
+@dataclass(frozen=True)
+class DRRAGResources:
+    reader: Reader
+    classifier: SelectionClassifier | None  # cfs and cis only
+    index: BM25 | Dense  # documents (BM25) or passages (dense)
+
+
 class DRRAGParadigm(Paradigm):
     name = "drrag"
 
     @classmethod
-    def needs(cls, config: DRRAGConfig) -> tuple[Need, ...]:
-        index = (bm25_need(config.units()) if config.retriever == "bm25"
-                 else dense_need(config.units(), config.bi_encoder))
-        needs = [reader_need(config.reader)]
-        if config.uses_classifier():
-            needs.append(classifier_need(config.classifier))
-        return (*needs, index)
+    def resources(cls, config: DRRAGConfig) -> DRRAGResources:
+        return DRRAGResources(
+            Reader(config.reader),
+            SelectionClassifier(config.classifier) if config.uses_classifier() else None,
+            BM25(config.units()) if config.retriever == "bm25"
+            else Dense(config.units(), config.bi_encoder))
 
     def steps(self, question: str):
-        cfg = self.config
-        store = shared_indexes()
-        index = (store.bm25(self.corpus, cfg.units()) if cfg.retriever == "bm25"
-                 else store.dense(self.corpus, cfg.units(), cfg.bi_encoder))
-        retriever = DocumentRetriever(index, self.corpus, name=cfg.retriever)
+        cfg, uses = self.config, self.resources(self.config)
+        retriever = DocumentRetriever(uses.index.load(self.corpus), self.corpus,
+                                      name=cfg.retriever)
         if cfg.selection == "sm":
             final = run_stage(retriever, question, (), cfg.k)
             yield final
@@ -95,10 +98,8 @@ class DRRAGParadigm(Paradigm):
             final = run_stage(qdc, question, static.candidates,
                               cfg.k1 * (1 + cfg.k2) if cfg.selection == "cfs" else cfg.k)
             yield final
-            if cfg.uses_classifier():
-                from engine.models.selection_classifier import shared_classifier
-
-                classifier = shared_classifier(cfg.classifier)
+            if uses.classifier is not None:
+                classifier = uses.classifier.load(self.corpus)
                 threshold = cfg.threshold or classifier.threshold
                 stage = (ForwardSelection if cfg.selection == "cfs" else InverseSelection)(
                     classifier, threshold)

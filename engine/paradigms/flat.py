@@ -10,12 +10,10 @@ from dataclasses import dataclass
 
 from engine.config import check_config, param
 from engine.errors import ConfigError
-from engine.index.shared import shared_indexes
-from engine.paradigms.base import Need, Paradigm, ParadigmSpec
-from engine.paradigms.needs import dense_need, ranker_need, reader_need
+from engine.paradigms.base import Paradigm, ParadigmSpec
+from engine.paradigms.resources import Dense, Ranker, Reader
 from engine.readers.reader import ReaderConfig, answer
 from engine.stages.base import run_stage
-from engine.stages.rerank import BI_ENCODER, make_reranker
 from engine.stages.retrieve import DenseRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
@@ -46,24 +44,28 @@ class FlatConfig:
         return UnitConfig("passages", chunker=Chunker(self.passage_tokens))
 
 
+@dataclass(frozen=True)
+class FlatResources:
+    reader: Reader
+    index: Dense
+    ranker: Ranker
+
+
 class FlatParadigm(Paradigm):
     name = "flat"
 
     @classmethod
-    def needs(cls, config: FlatConfig) -> tuple[Need, ...]:
-        ranker = () if config.reranker == BI_ENCODER else (ranker_need(config.reranker),)
-        return (reader_need(config.reader), *ranker,
-                dense_need(config.passages(), config.bi_encoder))
+    def resources(cls, config: FlatConfig) -> FlatResources:
+        return FlatResources(
+            Reader(config.reader), Dense(config.passages(), config.bi_encoder),
+            Ranker(config.reranker, config.passages(), config.bi_encoder,
+                   granularity="passages", name="reranker"))
 
     def steps(self, question: str):
-        cfg = self.config
-        index = shared_indexes().dense(self.corpus, cfg.passages(), cfg.bi_encoder)
-        first = run_stage(DenseRetriever(index), question, (), cfg.M)
+        cfg, uses = self.config, self.resources(self.config)
+        first = run_stage(DenseRetriever(uses.index.load(self.corpus)), question, (), cfg.M)
         yield first
-        ranker = make_reranker(cfg.reranker, self.corpus, cfg.passages(),
-                               bi_encoder=cfg.bi_encoder, granularity="passages",
-                               name="reranker")
-        ranked = run_stage(ranker, question, first.candidates, cfg.k)
+        ranked = run_stage(uses.ranker.load(self.corpus), question, first.candidates, cfg.k)
         yield ranked
         yield answer(question, ranked.candidates, cfg.reader)
 

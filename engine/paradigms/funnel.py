@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.errors import ConfigError
 from engine.index.documents import SCORERS
-from engine.index.shared import shared_indexes
-from engine.paradigms.base import Need, Paradigm, ParadigmSpec
-from engine.paradigms.needs import bm25_need, dense_need, ranker_need, reader_need
+from engine.paradigms.base import Paradigm, ParadigmSpec
+from engine.paradigms.resources import BM25, Clusters, DocumentScores, Ranker, Reader
 from engine.readers.reader import ReaderConfig, answer
 from engine.stages.base import run_stage
 from engine.stages.expand import chunk_documents, expand_to_documents
 from engine.stages.postrank import FiDPostRanker, fused_scores
-from engine.stages.rerank import BI_ENCODER, HYBRID_WEIGHT, STORED, make_reranker
+from engine.stages.rerank import BI_ENCODER, HYBRID_WEIGHT
 from engine.stages.retrieve import ClusterRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
@@ -93,60 +92,55 @@ class FunnelConfig:
     def indexed_passages(self) -> UnitConfig:
         return UnitConfig("passages", chunker=Chunker(self.index_passage_tokens))
 
-    def document_scores(self) -> set[str]:
-        """The document scorers the first stage and the pre-ranker read."""
-        wanted = {"bm25" if self.cluster_scores == "text" else self.cluster_scores}
-        if self.preranker in STORED:
-            wanted.add("dense" if self.preranker == BI_ENCODER else self.preranker)
-        return wanted
+
+@dataclass(frozen=True)
+class FunnelResources:
+    reader: Reader  # and its FiD reader: post-ranking reads its attention
+    clusters: Clusters
+    cluster_text: BM25 | None  # cluster_scores="text": BM25 over the clusters' own text
+    documents: DocumentScores  # the first stage's document scores
+    preranker: Ranker
+    prior: Ranker | None  # post-ranking's passage cosines (postrank_prior != "preranker")
 
 
 class FunnelParadigm(Paradigm):
     name = "funnel"
 
     @classmethod
-    def needs(cls, config: FunnelConfig) -> tuple[Need, ...]:
-        scores = config.document_scores()
-        needs = [reader_need(config.reader)]
-        if config.cluster_scores == "text":
-            needs.append(bm25_need(config.clusters()))
-        if scores - {"dense"}:
-            needs.append(bm25_need(UnitConfig("documents")))
-        if config.preranker not in STORED:
-            needs.append(ranker_need(config.preranker))
-        if scores - {"bm25"} or config.postrank_prior != "preranker":
-            needs.append(dense_need(config.indexed_passages(), "minilm"))
-        return tuple(needs)
+    def resources(cls, config: FunnelConfig) -> FunnelResources:
+        passages, text = config.indexed_passages(), config.cluster_scores == "text"
+        return FunnelResources(
+            reader=Reader(config.reader),
+            clusters=Clusters(config.clusters()),
+            cluster_text=BM25(config.clusters()) if text else None,
+            documents=DocumentScores("bm25" if text else config.cluster_scores,
+                                     config.hybrid_weight, passages),
+            preranker=Ranker(config.preranker, passages, weight=config.hybrid_weight),
+            prior=Ranker(BI_ENCODER, passages, granularity="passages", name="passage prior")
+            if config.postrank_prior != "preranker" else None)
 
     def steps(self, question: str):
-        cfg = self.config
-        store = shared_indexes()
-        how = "bm25" if cfg.cluster_scores == "text" else cfg.cluster_scores
-        documents = store.documents(self.corpus, how, cfg.hybrid_weight, cfg.indexed_passages())
-        text = store.bm25(self.corpus, cfg.clusters()) if cfg.cluster_scores == "text" else None
-        clusters = store.clusters(self.corpus, cfg.clusters())
-        first = run_stage(ClusterRetriever(*clusters, self.corpus, documents, text), question,
-                          (), cfg.K)
+        cfg, uses = self.config, self.resources(self.config)
+        text = uses.cluster_text.load(self.corpus) if uses.cluster_text else None
+        first = run_stage(ClusterRetriever(*uses.clusters.load(self.corpus), self.corpus,
+                                           uses.documents.load(self.corpus), text),
+                          question, (), cfg.K)
         yield first
         members = expand_to_documents(self.corpus, first.candidates)
-        ranker = make_reranker(cfg.preranker, self.corpus, cfg.indexed_passages(),
-                               hybrid_weight=cfg.hybrid_weight)
-        pre = run_stage(ranker, question, members, cfg.N)
+        pre = run_stage(uses.preranker.load(self.corpus), question, members, cfg.N)
         yield pre
         passages = chunk_documents(self.corpus, pre.candidates, Chunker(cfg.passage_tokens))
         post = run_stage(FiDPostRanker(cfg.reader, attention_weight=cfg.attention_weight,
-                                       **self._prior()), question, passages, cfg.H)
+                                       **self._prior(uses.prior)), question, passages, cfg.H)
         yield post
         yield answer(question, post.candidates, cfg.reader)
 
-    def _prior(self) -> dict:
+    def _prior(self, prior: Ranker | None) -> dict:
         """The post-ranker's prior order (its `prior` and `prior_name` arguments)."""
-        how = self.config.postrank_prior
-        if how == "preranker":
+        if prior is None:
             return {}
-        cosine = make_reranker(BI_ENCODER, self.corpus, self.config.indexed_passages(),
-                               granularity="passages", name="passage prior").scores
-        if how == "passage":
+        cosine = prior.load(self.corpus).scores
+        if self.config.postrank_prior == "passage":
             return {"prior": cosine, "prior_name": "each passage's stored dense cosine"}
         return {"prior": lambda query, passages: fused_scores(cosine(query, passages), 0.5),
                 "prior_name": "the pre-ranker's order and passage cosines, fused"}

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 from engine.config import check_config, param
 from engine.index.documents import SCORERS
-from engine.index.shared import shared_indexes
-from engine.paradigms.base import Need, Paradigm, ParadigmSpec
-from engine.paradigms.needs import bm25_need, dense_need, reader_need
+from engine.paradigms.base import Paradigm, ParadigmSpec
+from engine.paradigms.resources import BM25, Clusters, DocumentScores, Reader
 from engine.readers.prompts import LONG_ANSWER
 from engine.readers.reader import ReaderConfig, answer, extract_answer
 from engine.stages.base import run_stage
@@ -67,31 +66,34 @@ class LongRAGConfig:
         return UnitConfig("passages", chunker=Chunker(self.index_passage_tokens))
 
 
+@dataclass(frozen=True)
+class LongRAGResources:
+    reader: Reader
+    units: Clusters  # the long retrieval units
+    unit_text: BM25 | None  # unit_scores="text": BM25 over the units' own text
+    documents: DocumentScores  # scores the units (MaxP) and orders their members
+
+
 class LongRAGParadigm(Paradigm):
     name = "longrag"
 
     @classmethod
-    def needs(cls, config: LongRAGConfig) -> tuple[Need, ...]:
-        needs = [reader_need(config.reader)]
-        if config.unit_scores == "text":
-            needs.append(bm25_need(config.units()))
-        if config.unit_scores in ("bm25", "hybrid", "text"):
-            needs.append(bm25_need(UnitConfig("documents")))
-        if config.unit_scores in ("dense", "hybrid"):
-            needs.append(dense_need(config.indexed_passages(), "minilm"))
-        return tuple(needs)
+    def resources(cls, config: LongRAGConfig) -> LongRAGResources:
+        text = config.unit_scores == "text"
+        return LongRAGResources(
+            Reader(config.reader), Clusters(config.units()),
+            BM25(config.units()) if text else None,
+            DocumentScores("bm25" if text else config.unit_scores, config.hybrid_weight,
+                           config.indexed_passages()))
 
     def steps(self, question: str):
-        cfg = self.config
-        store = shared_indexes()
-        # BM25 over whole units ranks them; the documents' BM25 scores order their members
-        how = "bm25" if cfg.unit_scores == "text" else cfg.unit_scores
-        documents = store.documents(self.corpus, how, cfg.hybrid_weight,
-                                    cfg.indexed_passages())
-        text = store.bm25(self.corpus, cfg.units()) if cfg.unit_scores == "text" else None
-        units = store.clusters(self.corpus, cfg.units())
-        found = run_stage(LongUnitRetriever(*units, self.corpus, documents, text), question,
-                          (), cfg.k)
+        cfg, uses = self.config, self.resources(self.config)
+        # with "text", BM25 over whole units ranks them; the documents' BM25 scores order
+        # their members
+        documents = uses.documents.load(self.corpus)
+        text = uses.unit_text.load(self.corpus) if uses.unit_text else None
+        found = run_stage(LongUnitRetriever(*uses.units.load(self.corpus), self.corpus,
+                                            documents, text), question, (), cfg.k)
         yield found
         context = run_stage(ReaderContext(self.corpus, cfg.context_tokens, documents=documents),
                             question, found.candidates, cfg.k)

@@ -59,7 +59,8 @@ class CrossEncoderReranker(Stage):
         return {"model": self.model, "batch_size": self.batch_size,
                 "max_length": self.max_length, "granularity": self.granularity}
 
-    def _model(self) -> CrossEncoder:
+    def load_model(self) -> CrossEncoder:
+        """The cross-encoder, loaded once per process (its location resolved first)."""
         if self._location is None:
             self._location = model_location(self.model)
         return load_cross_encoder(self._location, self.max_length)
@@ -69,7 +70,7 @@ class CrossEncoderReranker(Stage):
         if not candidates:
             return []
         pairs = [(query, f"{c.unit.title}\n{c.unit.text}") for c in candidates]
-        return score_pairs(self._model(), pairs, self.batch_size)
+        return score_pairs(self.load_model(), pairs, self.batch_size)
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         """The top-`k` of `candidates` by cross-encoder score, ranks renumbered from 1."""

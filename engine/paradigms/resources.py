@@ -1,0 +1,283 @@
+"""What a paradigm loads, described once: the same object says how to prepare it and loads it.
+
+A paradigm's `resources(config)` returns a frozen dataclass of the resources below. Its
+`needs()` (what the app prepares in the background) are derived from them, and its `steps()`
+take what they run on from the same objects' `load(corpus)`, so a stage can never run on
+something nobody prepared: preparing a paradigm's needs and then running a question loads
+nothing new into the process-wide stores (tests/test_prepared_needs.py checks every
+registered paradigm).
+
+Each `Need` is keyed by what it loads, so two paradigms needing the same index or model
+share one preparation task.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+from engine.models.trained import QUERY_CLASSIFIER, SELECTION_CLASSIFIER, TRAINING_TIMES
+from engine.paradigms.base import Need, Progress
+from engine.types import Corpus
+from engine.units.build import UnitConfig
+
+if TYPE_CHECKING:
+    from engine.readers.reader import ReaderConfig
+
+# the dense encoder of the paradigms that have no option for it (funnel, longrag, best)
+ENCODER = "minilm"
+
+
+class Resource(ABC):
+    """One thing a paradigm runs on: what preparing it means, and loading it."""
+
+    @abstractmethod
+    def needs(self) -> tuple[Need, ...]:
+        """What to prepare so that `load` finds everything loaded."""
+
+    @abstractmethod
+    def load(self, corpus: Corpus) -> Any:
+        """The loaded resource (instant once its needs are prepared)."""
+
+
+def needs_of(resources: Any) -> tuple[Need, ...]:
+    """Every need of a paradigm's resources (a dataclass of `Resource | None` fields), each
+    key once, in field order."""
+    found: dict[str, Need] = {}
+    for field in fields(resources):
+        resource = getattr(resources, field.name)
+        for need in resource.needs() if resource is not None else ():
+            found.setdefault(need.key, need)
+    return tuple(found.values())
+
+
+def _describe(units: UnitConfig) -> str:
+    key = units.key()
+    if units.granularity == "clusters":
+        return f"{key['algorithm']} clusters (S={key['max_tokens']})"
+    if units.granularity == "passages":
+        return f"{key['max_tokens']}-token passages"
+    return "documents"
+
+
+def _units_key(units: UnitConfig) -> str:
+    return json.dumps(units.key(), sort_keys=True)
+
+
+def _shared():
+    from engine.index.shared import shared_indexes
+
+    return shared_indexes()
+
+
+@dataclass(frozen=True)
+class BM25(Resource):
+    """The BM25 index over `units`."""
+
+    units: UnitConfig
+
+    def needs(self) -> tuple[Need, ...]:
+        return (Need(f"bm25 {_units_key(self.units)}", f"BM25 over {_describe(self.units)}",
+                     lambda corpus, progress: self.load(corpus)),)
+
+    def load(self, corpus: Corpus):
+        return _shared().bm25(corpus, self.units)
+
+
+@dataclass(frozen=True)
+class Dense(Resource):
+    """The dense index over `units` with encoder `model`, and the encoder for queries (the
+    slowest build: prepared last)."""
+
+    units: UnitConfig
+    model: str = ENCODER
+
+    def needs(self) -> tuple[Need, ...]:
+        def prepare(corpus: Corpus, progress: Progress):
+            index = _shared().dense(corpus, self.units, self.model, progress=progress)
+            index.encode_queries([])  # loads the query encoder (a cached index has none)
+            return index
+
+        def build_seconds(corpus: Corpus) -> float:
+            from engine.index.dense import build_seconds
+
+            return build_seconds(corpus, self.units, self.model)
+
+        return (Need(f"dense {self.model} {_units_key(self.units)}",
+                     f"dense index ({self.model}, {_describe(self.units)})", prepare,
+                     slow=True, build_seconds=build_seconds),)
+
+    def load(self, corpus: Corpus):
+        return _shared().dense(corpus, self.units, self.model)
+
+
+@dataclass(frozen=True)
+class Encoder(Resource):
+    """A bi-encoder on its own (the summariser scores sentences with it)."""
+
+    model: str = ENCODER
+
+    def needs(self) -> tuple[Need, ...]:
+        return (Need(f"encoder {self.model}", f"encoder {self.model}",
+                     lambda corpus, progress: self.load(corpus)),)
+
+    def load(self, corpus: Corpus):
+        from engine.models.loading import load_bi_encoder
+
+        return load_bi_encoder(self.model)
+
+
+@dataclass(frozen=True)
+class Clusters(Resource):
+    """The corpus's documents grouped into units (`units`, granularity "clusters") and each
+    document's unit."""
+
+    units: UnitConfig
+
+    def needs(self) -> tuple[Need, ...]:
+        return (Need(f"clusters {_units_key(self.units)}", _describe(self.units),
+                     lambda corpus, progress: self.load(corpus)),)
+
+    def load(self, corpus: Corpus):
+        return _shared().clusters(corpus, self.units)
+
+
+@dataclass(frozen=True)
+class DocumentScores(Resource):
+    """Every document's score for a query (engine.index.documents): BM25 over documents
+    ("bm25"), the dense index over `passages` ("dense"), or both ("hybrid", `weight`)."""
+
+    how: str
+    weight: float
+    passages: UnitConfig
+    model: str = ENCODER
+
+    def needs(self) -> tuple[Need, ...]:
+        parts = (*(BM25(UnitConfig("documents")).needs() if self.how != "dense" else ()),
+                 *(Dense(self.passages, self.model).needs() if self.how != "bm25" else ()))
+        # after the dense index it reads (slow needs are prepared last, in order)
+        scorer = Need(f"documents {self.how} {self.weight} {self.model} "
+                      f"{_units_key(self.passages)}", f"document scores ({self.how})",
+                      lambda corpus, progress: self.load(corpus), slow=self.how != "bm25")
+        return (*parts, scorer)
+
+    def load(self, corpus: Corpus):
+        return _shared().documents(corpus, self.how, self.weight, self.passages, self.model)
+
+
+@dataclass(frozen=True)
+class Ranker(Resource):
+    """A re-ranking stage (engine.stages.rerank.make_reranker): stored scores ("bi-encoder",
+    "bm25", "hybrid") or a cross-encoder ("trained", an alias, a folder or a hub id). A
+    "trained" cross-encoder that is not trained yet fails with the command that trains it
+    (training takes minutes: never started behind the user's back)."""
+
+    model: str
+    passages: UnitConfig
+    bi_encoder: str = ENCODER
+    granularity: str = "documents"
+    name: str = "preranker"
+    weight: float | None = None  # the hybrid weight (None: the re-ranker's default)
+
+    def _stored(self) -> DocumentScores | None:
+        from engine.stages.rerank import BI_ENCODER, HYBRID_WEIGHT, STORED
+
+        if self.model not in STORED:
+            return None
+        how = "dense" if self.model == BI_ENCODER else self.model
+        return DocumentScores(how, HYBRID_WEIGHT if self.weight is None else self.weight,
+                              self.passages, self.bi_encoder)
+
+    def needs(self) -> tuple[Need, ...]:
+        stored = self._stored()
+        if stored is not None:
+            return stored.needs()
+
+        def prepare(corpus: Corpus, progress: Progress):
+            stage = self.load(corpus)
+            stage.load_model()
+            return stage
+
+        return (Need(f"ranker {self.model} {self.granularity} {self.name}",
+                     f"re-ranker '{self.model}'", prepare),)
+
+    def load(self, corpus: Corpus):
+        from engine.stages.rerank import make_reranker
+
+        kwargs = {} if self.weight is None else {"hybrid_weight": self.weight}
+        return make_reranker(self.model, corpus, self.passages, bi_encoder=self.bi_encoder,
+                             granularity=self.granularity, name=self.name, **kwargs)
+
+
+@dataclass(frozen=True)
+class Reader(Resource):
+    """The reader's model in its precision, loaded once (converted from GGUF on a first
+    start; nothing to load for a remote endpoint), with its FiD reader (FunnelRAG's
+    post-ranking attention, the "fid" prompt), which shares the loaded weights."""
+
+    config: ReaderConfig
+
+    def needs(self) -> tuple[Need, ...]:
+        c = self.config
+        where = f" at {c.endpoint}" if c.endpoint else ""
+
+        def prepare(corpus: Corpus, progress: Progress):
+            generator = self.load(corpus)
+            if not c.endpoint:
+                from engine.readers.fid import shared_fid_reader
+
+                shared_fid_reader(c.model, c.precision)
+            return generator
+
+        return (Need(f"reader {c.model} {c.endpoint} {c.precision}",
+                     f"reader {c.model}{where}", prepare),)
+
+    def load(self, corpus: Corpus):
+        from engine.readers.generators import shared_generator
+
+        return shared_generator(self.config.model, self.config.endpoint,
+                                self.config.precision)
+
+
+@dataclass(frozen=True)
+class SelectionClassifier(Resource):
+    """DR-RAG's selection classifier C(q, d1, d2); "trained" is trained first if no version
+    exists yet (in the background, by the trainers table's SELECTION_CLASSIFIER)."""
+
+    model: str
+
+    def needs(self) -> tuple[Need, ...]:
+        trained = self.model == "trained"
+        return (Need(f"classifier {self.model}", f"selection classifier '{self.model}'",
+                     lambda corpus, progress: self.load(corpus), slow=trained,
+                     trained_by=SELECTION_CLASSIFIER if trained else "",
+                     train_seconds=TRAINING_TIMES[SELECTION_CLASSIFIER].seconds
+                     if trained else 0.0),)
+
+    def load(self, corpus: Corpus):
+        from engine.models.selection_classifier import shared_classifier
+
+        return shared_classifier(self.model)
+
+
+@dataclass(frozen=True)
+class QueryClassifier(Resource):
+    """The best-practice pipeline's query classifier; "trained" is trained first if missing
+    (in the background, by the trainers table's QUERY_CLASSIFIER)."""
+
+    model: str
+
+    def needs(self) -> tuple[Need, ...]:
+        trained = self.model == "trained"
+        return (Need(f"query classifier {self.model}", f"query classifier '{self.model}'",
+                     lambda corpus, progress: self.load(corpus), slow=trained,
+                     trained_by=QUERY_CLASSIFIER if trained else "",
+                     train_seconds=TRAINING_TIMES[QUERY_CLASSIFIER].seconds
+                     if trained else 0.0),)
+
+    def load(self, corpus: Corpus):
+        from engine.models.query_classifier import shared_query_classifier
+
+        return shared_query_classifier(self.model)

@@ -1,0 +1,72 @@
+"""Needs derived from what runs: for every registered paradigm, preparing its `needs()` and
+then running one question loads nothing new into any process-wide store (indexes, readers,
+FiD readers, encoders, cross-encoders, classifiers). Real packaged models, the tiny corpus;
+models trained here are replaced by a tiny random classifier folder (training is not the
+point)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.paradigms.registry import PARADIGMS, make_config, make_paradigm, spec
+from engine.types import Question
+from tests.conftest import torch_single_thread
+
+pytestmark = pytest.mark.slow
+pytest.fixture(autouse=True)(torch_single_thread)
+
+QUESTION = Question("q1", "Which river flows through Budapest?", answers=("Danube",),
+                    supporting_titles=("Budapest",))
+SHORT = {"reader": {"max_answer_tokens": 4}}
+# each registered paradigm at its defaults, and the options that load something else
+CASES = {
+    "flat": [{}, {"reranker": "minilm"}],
+    "funnel": [{}, {"cluster_scores": "text", "postrank_prior": "preranker",
+                    "preranker": "minilm"}],
+    "longrag": [{"long_answer_tokens": 8}, {"unit_scores": "text", "turns": 1}],
+    "drrag": [{"classifier": "TINY"}, {"retriever": "bm25", "selection": "cfs",
+                                       "classifier": "TINY"}],
+    "best": [{"classifier": "TINY"}, {"classify": False, "search": "bm25", "hyde": True,
+                                      "reranker": "minilm"}],
+}
+
+
+def loaded() -> dict[str, int]:
+    """How many times each process-wide store has loaded something (misses, not sizes: a
+    bounded cache that evicts keeps its size)."""
+    from engine.index.shared import shared_indexes
+    from engine.models.cross_encoder import load_cross_encoder
+    from engine.models.loading import _bi_encoder, _causal_lm
+    from engine.models.query_classifier import load_query_classifier
+    from engine.models.selection_classifier import load_classifier
+    from engine.readers import fid, generators
+    from engine.stages.rerank import shared_cross_encoder
+
+    caches = {"generators": generators._shared_hf, "FiD readers": fid._shared,
+              "encoders": _bi_encoder, "causal LMs": _causal_lm,
+              "cross-encoders": load_cross_encoder, "re-rankers": shared_cross_encoder,
+              "selection classifiers": load_classifier,
+              "query classifiers": load_query_classifier}
+    return {"indexes": len(shared_indexes()),
+            **{name: cache.cache_info().misses for name, cache in caches.items()}}
+
+
+def test_every_registered_paradigm_has_a_case():
+    assert set(CASES) == set(PARADIGMS)
+
+
+@pytest.mark.parametrize("name, options", [(name, options) for name, cases in CASES.items()
+                                           for options in cases])
+def test_preparing_the_needs_leaves_nothing_to_load_at_the_first_question(
+        name, options, tiny_corpus, shared_models, tiny_classifier_base):
+    values = {**SHORT, **{k: str(tiny_classifier_base) if v == "TINY" else v
+                          for k, v in options.items()}}
+    config = make_config(name, values)
+    needs = spec(name).paradigm.needs(config)
+    assert len({need.key for need in needs}) == len(needs)  # each once
+    for need in needs:
+        need.prepare(tiny_corpus, lambda done, total: None)
+    before = loaded()
+    trace = make_paradigm(name, tiny_corpus, values).run(QUESTION)
+    assert trace.stages and trace.llm_steps
+    assert loaded() == before
