@@ -18,7 +18,7 @@ from engine.store.sessions import SessionStore
 # reports every optional instruction-set build it tries (a ModuleNotFoundError for AVX-512
 # on most CPUs), sentence-transformers announces each load and, at INFO, draws a tqdm bar
 # per encoding call into the log
-QUIET_LOGGERS = ("faiss.loader", "sentence_transformers")
+QUIET_LOGGERS = ("faiss.loader", "sentence_transformers", "bm25s", "httpx")
 
 
 def configure_logging(level: int = logging.INFO) -> None:

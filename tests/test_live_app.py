@@ -288,6 +288,7 @@ def test_browser_explore_save_and_reopen(live_app, browser):
     page.locator("#fe-open").click()
     page.locator("#fe-session-tables table.fe-table").nth(2).wait_for(timeout=30_000)
     assert f"Run {run_id}, reopened" in page.locator("#fe-session-message").inner_text()
+    page.locator("#fe-session-heatmap .js-plotly-plot").wait_for(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "sessions.png"), full_page=True)
     _row(page, "browser twin").click()  # a second click makes a pair
     expect(ids).to_have_value(f"{run_id}, {twin_id}", timeout=10_000)
@@ -299,6 +300,24 @@ def test_browser_explore_save_and_reopen(live_app, browser):
     assert heads[1].startswith(f"run {run_id}: browser run") and "funnel · tiny" in heads[1]
     assert heads[2].startswith(f"run {twin_id}: browser twin") and "Seurat" in heads[2]
     assert "cut 3" in pair.inner_text()
+    # each box holds what its label says: kept per cut under Funnel, seconds under Timing;
+    # the reader attention of one run shows on Open, not beside a pair
+    expect(page.locator("#fe-session-funnel")).to_contain_text("Candidates kept per cut",
+                                                                timeout=10_000)
+    expect(page.locator("#fe-session-timing")).to_contain_text("Seconds per stage")
+    expect(page.locator("#fe-session-heatmap")).to_be_hidden()
+    page.screenshot(path=str(ARTIFACTS / "sessions_compare.png"), full_page=True)
+    # Delete asks once before it deletes
+    ids.fill(twin_id)
+    page.locator("#fe-delete").click()
+    message = page.locator("#fe-session-message")
+    expect(message).to_contain_text(f"Press Delete again to delete run {twin_id}",
+                                     timeout=10_000)
+    _row(page, "browser twin")  # still saved
+    page.locator("#fe-delete").click()
+    expect(message).to_contain_text(f"Deleted run {twin_id}.", timeout=10_000)
+    expect(page.locator("#fe-sessions-table").get_by_text("browser twin", exact=True)
+           .filter(visible=True)).to_have_count(0)
 
 
 def _save(page, name: str) -> str:

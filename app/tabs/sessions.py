@@ -62,6 +62,11 @@ def pick_id(current: str, run_id: object) -> str:
     return str(run_id)
 
 
+def plural_runs(ids: list[int]) -> str:
+    """"run 3", "runs 3, 5"."""
+    return f"run {ids[0]}" if len(ids) == 1 else f"runs {', '.join(map(str, ids))}"
+
+
 def run_heading(run: SavedRun, trace: RunTrace) -> str:
     """A compared run's column head: id, name, question, paradigm and corpus, escaped."""
     corpus = trace.corpus.get("name") or run.corpus or "corpus not recorded"
@@ -85,7 +90,7 @@ def build(explorer: Explorer) -> dict:
                          elem_id="fe-session-ids")
         open_ = gr.Button("Open", variant="primary", scale=1, elem_id="fe-open")
         compare = gr.Button("Compare two", scale=1, elem_id="fe-compare-two")
-        delete = gr.Button("Delete", variant="stop", scale=1)
+        delete = gr.Button("Delete", variant="stop", scale=1, elem_id="fe-delete")
     with gr.Accordion("Export saved runs", open=False):
         with gr.Row():
             fmt = gr.Dropdown([(label, kind) for kind, label in EXPORTS.items()],
@@ -99,9 +104,9 @@ def build(explorer: Explorer) -> dict:
     banner = gr.HTML()
     answer = gr.HTML(elem_id="fe-session-answer")
     with gr.Row():
-        funnel_plot = gr.Plot(label="Funnel")
-        waterfall_plot = gr.Plot(label="Timing")
-    heatmap = gr.Plot(label="Reader attention")
+        funnel_plot = gr.Plot(label="Funnel", elem_id="fe-session-funnel")
+        waterfall_plot = gr.Plot(label="Timing", elem_id="fe-session-timing")
+    heatmap = gr.Plot(label="Reader attention", visible=False, elem_id="fe-session-heatmap")
     tables = gr.HTML(elem_id="fe-session-tables")
 
     def open_run(text):
@@ -109,9 +114,10 @@ def build(explorer: Explorer) -> dict:
             (run_id,) = parse_ids(text)[:1]
             trace = explorer.load_run(run_id)
         except EngineError as err:
-            return (refused_box(err), "", "", None, None, None, "")
+            return (refused_box(err), "", "", None, None, gr.Plot(None, visible=False), "")
+        banner, answer, funnel, waterfall, heatmap, tables = trace_views(trace)
         return (f"<div class='fe-kept'>Run {run_id}, reopened from its saved trace.</div>",
-                *trace_views(trace))
+                banner, answer, funnel, waterfall, gr.Plot(heatmap, visible=True), tables)
 
     def compare_runs(text):
         try:
@@ -120,19 +126,30 @@ def build(explorer: Explorer) -> dict:
                 raise EngineError("Give two run ids to compare, like 3, 5.")
             traces = [explorer.load_run(i) for i in chosen]
         except EngineError as err:
-            return (refused_box(err), "", "", None, None, None, "")
+            return (refused_box(err), "", "", None, None, gr.Plot(None, visible=False), "")
         saved = {r.id: r for r in explorer.saved_runs()}
         heads = [run_heading(saved[i], t) for i, t in zip(chosen, traces, strict=True)]
-        return ("", "", compare_table(traces, heads), figures.compare_figure(traces), None,
-                None, "")
+        # two runs' reader attention has no common grid: each shows on Open
+        return ("", "", compare_table(traces, heads), figures.compare_funnel_figure(traces),
+                figures.compare_figure(traces), gr.Plot(None, visible=False), "")
 
-    def delete_run(text):
+    def delete_run(text, pending):
+        """The first click names what would go; a second click on the same ids deletes."""
         try:
-            for run_id in parse_ids(text):
+            chosen = parse_ids(text)
+            if chosen != pending:
+                known = {r.id for r in explorer.saved_runs()}
+                missing = [i for i in chosen if i not in known]
+                if missing:
+                    raise EngineError(f"No saved run {missing[0]}; pick ids from the list.")
+                return (f"<div class='fe-error'>Press Delete again to delete "
+                        f"{plural_runs(chosen)} for good.</div>", gr.skip(), chosen)
+            for run_id in chosen:
                 explorer.delete_run(run_id)
         except EngineError as err:
-            return refused_box(err), rows(explorer)
-        return f"<div class='fe-kept'>Deleted {text}.</div>", rows(explorer)
+            return refused_box(err), rows(explorer), None
+        return (f"<div class='fe-kept'>Deleted {plural_runs(chosen)}.</div>", rows(explorer),
+                None)
 
     def export(kind, text):
         try:
@@ -155,6 +172,8 @@ def build(explorer: Explorer) -> dict:
     table.select(select_row, ids, ids, api_visibility="private")
     open_.click(open_run, ids, views, api_visibility="private")
     compare.click(compare_runs, ids, views, api_visibility="private")
-    delete.click(delete_run, ids, [message, table], api_visibility="private")
+    pending = gr.State(None)  # the ids a first Delete click asked to confirm
+    delete.click(delete_run, [ids, pending], [message, table, pending],
+                 api_visibility="private")
     export_button.click(export, [fmt, ids], [download, message], api_visibility="private")
     return {"table": table, "refresh": lambda: rows(explorer)}

@@ -75,14 +75,17 @@ def funnel_figure(trace: RunTrace) -> go.Figure:
     for name, counts, color in series:
         fig.add_bar(y=labels, x=counts, name=name, orientation="h", marker_color=color,
                     text=[f"{n:,}" for n in counts], textposition="outside", cliponaxis=False)
-    title = "Funnel: candidates per stage" + (
-        "" if trace.gold else "<br><sub>gold bars come with a dataset question</sub>")
-    fig.update_layout(barmode="group", height=HEIGHT, title=title,
+    note = "" if trace.gold else " · gold bars come with a dataset question"
+    # the title sits right of the panel's own label (which covers the top left corner) and
+    # the legend below the axis, where however many series there are it cannot crowd it
+    fig.update_layout(barmode="group", height=HEIGHT + 60,
+                      title={"text": f"Candidates per stage<sub>{note}</sub>", "x": 0.98,
+                             "xanchor": "right", "y": 0.97, "yanchor": "top"},
                       yaxis={"autorange": "reversed"},
                       xaxis={"type": "log", "dtick": 1, "title": "candidates (log scale)"},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02,
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.22,
                               "xanchor": "left", "x": 0},
-                      title_y=0.98, margin={"l": 10, "r": 30, "t": 90})
+                      margin={"l": 10, "r": 30, "t": 60, "b": 10})
     return fig
 
 
@@ -163,6 +166,24 @@ def compare_figure(traces: Sequence[RunTrace]) -> go.Figure:
         fig.add_bar(x=names, y=[_step_seconds(t, step) for t in traces], name=step)
     fig.update_layout(barmode="stack", title="Seconds per stage", height=HEIGHT,
                       yaxis={"title": "seconds"}, margin={"l": 10, "r": 10})
+    return fig
+
+
+def compare_funnel_figure(traces: Sequence[RunTrace]) -> go.Figure:
+    """Candidates kept by every cut of several runs side by side (log scale)."""
+    if not traces:
+        return text_figure("Nothing to compare yet.")
+    fig = go.Figure()
+    for i, trace in enumerate(traces):
+        stages = [s for s in trace.stages if s.granularity != QUERY]
+        fig.add_bar(x=[f"cut {n}" for n in range(1, len(stages) + 1)],
+                    y=[len(s.candidates) for s in stages], name=f"#{i + 1} {trace.paradigm}",
+                    text=[f"{s.name}: {len(s.candidates):,}" for s in stages],
+                    textposition="outside", cliponaxis=False)
+    fig.update_layout(barmode="group", title="Candidates kept per cut", height=HEIGHT,
+                      yaxis={"type": "log", "dtick": 1, "title": "kept (log scale)"},
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0},
+                      margin={"l": 10, "r": 10})
     return fig
 
 

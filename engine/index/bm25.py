@@ -87,8 +87,8 @@ def build_bm25(units: tuple[Unit, ...], folder: Path) -> None:
 
     retriever = bm25s.BM25()
     logger.info("BM25: indexing %d %s", len(units), units[0].granularity if units else "units")
-    tokens = tokenize([index_text(u) for u in units], show_progress=True, return_ids=True)
-    retriever.index(tokens, show_progress=True)
+    tokens = tokenize([index_text(u) for u in units], return_ids=True)
+    retriever.index(tokens, show_progress=False)  # seconds: a bar would only clutter the log
     retriever.save(folder / "bm25", show_progress=False)
     (folder / "unit_ids.json").write_text(json.dumps([u.id for u in units]), encoding="utf-8")
 

@@ -79,8 +79,12 @@ class Explorer:
         spec(name)  # an unknown name: the ConfigError listing the registered ones
         waiting = self._preparation.missing(name)
         if waiting:
+            # no progress figures: a notice stays on the page while they move on; the
+            # status line above the tabs (and the `status` endpoint) keeps them current
             raise NotReady(f"'{name}' is not ready yet; waiting for: "
-                           + "; ".join(t.describe() for t in waiting))
+                           + "; ".join(t.headline() for t in waiting)
+                           + f". The status above the tabs (or the status endpoint) shows "
+                           f"how far each has got; run again when it lists '{name}' as ready.")
 
     def stream(self, question: str | Question, name: str,
                config_json: str = "") -> Iterator[RunTrace]:

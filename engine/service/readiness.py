@@ -48,6 +48,12 @@ class Task:
     slow: bool = False
     train_seconds: float = 0.0
 
+    def headline(self) -> str:
+        """What it is and its state, without figures that go stale once shown."""
+        state = {"running": "building", "waiting": "waiting for its turn",
+                 "failed": f"FAILED - {self.error}"}.get(self.state, self.state)
+        return f"{self.label} ({state})"
+
     def describe(self) -> str:
         """One human line: what it is and how far along."""
         if self.state == "running":
