@@ -241,6 +241,15 @@ class Reader(Resource):
                                 self.config.precision)
 
 
+def _model_need(key: str, label: str, resource: SelectionClassifier | QueryClassifier,
+                trainer: str) -> Need:
+    """Loading a classifier; "trained" is trained first by `trainer` if missing (slow)."""
+    trained = resource.model == "trained"
+    return Need(key, label, lambda corpus, progress: resource.load(corpus), slow=trained,
+                trained_by=trainer if trained else "",
+                train_seconds=TRAINING_TIMES[trainer].seconds if trained else 0.0)
+
+
 @dataclass(frozen=True)
 class SelectionClassifier(Resource):
     """DR-RAG's selection classifier C(q, d1, d2); "trained" is trained first if no version
@@ -249,12 +258,8 @@ class SelectionClassifier(Resource):
     model: str
 
     def needs(self) -> tuple[Need, ...]:
-        trained = self.model == "trained"
-        return (Need(f"classifier {self.model}", f"selection classifier '{self.model}'",
-                     lambda corpus, progress: self.load(corpus), slow=trained,
-                     trained_by=SELECTION_CLASSIFIER if trained else "",
-                     train_seconds=TRAINING_TIMES[SELECTION_CLASSIFIER].seconds
-                     if trained else 0.0),)
+        return (_model_need(f"classifier {self.model}", f"selection classifier '{self.model}'",
+                            self, SELECTION_CLASSIFIER),)
 
     def load(self, corpus: Corpus):
         from engine.models.selection_classifier import shared_classifier
@@ -270,12 +275,8 @@ class QueryClassifier(Resource):
     model: str
 
     def needs(self) -> tuple[Need, ...]:
-        trained = self.model == "trained"
-        return (Need(f"query classifier {self.model}", f"query classifier '{self.model}'",
-                     lambda corpus, progress: self.load(corpus), slow=trained,
-                     trained_by=QUERY_CLASSIFIER if trained else "",
-                     train_seconds=TRAINING_TIMES[QUERY_CLASSIFIER].seconds
-                     if trained else 0.0),)
+        return (_model_need(f"query classifier {self.model}",
+                            f"query classifier '{self.model}'", self, QUERY_CLASSIFIER),)
 
     def load(self, corpus: Corpus):
         from engine.models.query_classifier import shared_query_classifier
