@@ -4,6 +4,7 @@ exported."""
 from __future__ import annotations
 
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import gradio as gr
@@ -82,8 +83,8 @@ def build(explorer: Explorer) -> dict:
         refresh = gr.Button("Refresh list", size="sm", scale=0)
     table = gr.Dataframe(headers=COLUMNS, value=lambda: rows(explorer), wrap=True,
                          interactive=False, label="Saved runs", elem_id="fe-sessions-table",
-                         max_height=420, column_widths=[
-                             "4%", "10%", "6%", "6%", "24%", "13%", "4%", "4%", "6%", "5%",
+                         max_height=420, column_widths=[  # "paradigm" and "seconds" unbroken
+                             "4%", "10%", "8%", "7%", "21%", "12%", "4%", "4%", "6%", "6%",
                              "8%", "10%"])
     with gr.Row():
         ids = gr.Textbox(label="Run id(s)", placeholder="3   or   3, 5", scale=2,
@@ -109,71 +110,80 @@ def build(explorer: Explorer) -> dict:
     heatmap = gr.Plot(label="Reader attention", visible=False, elem_id="fe-session-heatmap")
     tables = gr.HTML(elem_id="fe-session-tables")
 
-    def open_run(text):
-        try:
-            (run_id,) = parse_ids(text)[:1]
-            trace = explorer.load_run(run_id)
-        except EngineError as err:
-            return (refused_box(err), "", "", None, None, gr.Plot(None, visible=False), "")
-        banner, answer, funnel, waterfall, heatmap, tables = trace_views(trace)
-        return (f"<div class='fe-kept'>Run {run_id}, reopened from its saved trace.</div>",
-                banner, answer, funnel, waterfall, gr.Plot(heatmap, visible=True), tables)
-
-    def compare_runs(text):
-        try:
-            chosen = parse_ids(text)
-            if len(chosen) < 2:
-                raise EngineError("Give two run ids to compare, like 3, 5.")
-            traces = [explorer.load_run(i) for i in chosen]
-        except EngineError as err:
-            return (refused_box(err), "", "", None, None, gr.Plot(None, visible=False), "")
-        saved = {r.id: r for r in explorer.saved_runs()}
-        heads = [run_heading(saved[i], t) for i, t in zip(chosen, traces, strict=True)]
-        # two runs' reader attention has no common grid: each shows on Open
-        return ("", "", compare_table(traces, heads), figures.compare_funnel_figure(traces),
-                figures.compare_figure(traces), gr.Plot(None, visible=False), "")
-
-    def delete_run(text, pending):
-        """The first click names what would go; a second click on the same ids deletes."""
-        try:
-            chosen = parse_ids(text)
-            if chosen != pending:
-                known = {r.id for r in explorer.saved_runs()}
-                missing = [i for i in chosen if i not in known]
-                if missing:
-                    raise EngineError(f"No saved run {missing[0]}; pick ids from the list.")
-                return (f"<div class='fe-error'>Press Delete again to delete "
-                        f"{plural_runs(chosen)} for good.</div>", gr.skip(), chosen)
-            for run_id in chosen:
-                explorer.delete_run(run_id)
-        except EngineError as err:
-            return refused_box(err), rows(explorer), None
-        return (f"<div class='fe-kept'>Deleted {plural_runs(chosen)}.</div>", rows(explorer),
-                None)
-
-    def export(kind, text):
-        try:
-            chosen = parse_ids(text) if str(text or "").strip() else None
-            body = explorer.export_runs(kind, chosen)
-        except EngineError as err:
-            return None, refused_box(err)
-        folder = Path(tempfile.mkdtemp(prefix="funnel-export-"))
-        path = folder / f"funnel_runs_{kind}.{SUFFIXES.get(kind, kind)}"
-        path.write_text(body, encoding="utf-8")
-        which = f"runs {text.strip()}" if chosen else "every saved run"
-        return str(path), (f"<div class='fe-kept'>Exported {esc(which)} as "
-                           f"{esc(EXPORTS[kind])}.</div>")
-
     def select_row(current, evt: gr.SelectData):
         return pick_id(current, evt.row_value[0]) if evt.row_value else current
 
     views = [message, banner, answer, funnel_plot, waterfall_plot, heatmap, tables]
     refresh.click(lambda: rows(explorer), None, table, api_visibility="private")
     table.select(select_row, ids, ids, api_visibility="private")
-    open_.click(open_run, ids, views, api_visibility="private")
-    compare.click(compare_runs, ids, views, api_visibility="private")
+    open_.click(partial(open_run, explorer), ids, views, api_visibility="private")
+    compare.click(partial(compare_runs, explorer), ids, views, api_visibility="private")
     pending = gr.State(None)  # the ids a first Delete click asked to confirm
-    delete.click(delete_run, [ids, pending], [message, table, pending],
+    delete.click(partial(delete_runs, explorer), [ids, pending], [message, table, pending],
                  api_visibility="private")
-    export_button.click(export, [fmt, ids], [download, message], api_visibility="private")
+    export_button.click(partial(export_runs, explorer), [fmt, ids], [download, message],
+                        api_visibility="private")
     return {"table": table, "refresh": lambda: rows(explorer)}
+
+
+# --- callbacks ----------------------------------------------------------------------------
+
+
+def open_run(explorer: Explorer, text) -> tuple:
+    """(message, banner, answer, funnel, timing, reader attention, tables) of a saved run."""
+    try:
+        (run_id,) = parse_ids(text)[:1]
+        trace = explorer.load_run(run_id)
+    except EngineError as err:
+        return (refused_box(err), "", "", None, None, gr.Plot(None, visible=False), "")
+    banner, answer, funnel, waterfall, heatmap, tables = trace_views(trace)
+    return (f"<div class='fe-kept'>Run {run_id}, reopened from its saved trace.</div>",
+            banner, answer, funnel, waterfall, gr.Plot(heatmap, visible=True), tables)
+
+def compare_runs(explorer: Explorer, text) -> tuple:
+    """The same boxes for two or more saved runs side by side."""
+    try:
+        chosen = parse_ids(text)
+        if len(chosen) < 2:
+            raise EngineError("Give two run ids to compare, like 3, 5.")
+        traces = [explorer.load_run(i) for i in chosen]
+    except EngineError as err:
+        return (refused_box(err), "", "", None, None, gr.Plot(None, visible=False), "")
+    saved = {r.id: r for r in explorer.saved_runs()}
+    heads = [run_heading(saved[i], t) for i, t in zip(chosen, traces, strict=True)]
+    # two runs' reader attention has no common grid: each shows on Open
+    return ("", "", compare_table(traces, heads), figures.compare_funnel_figure(traces),
+            figures.compare_figure(traces), gr.Plot(None, visible=False), "")
+
+def delete_runs(explorer: Explorer, text, pending) -> tuple:
+    """(message, list, pending ids): the first click names what would go; a second click
+    on the same ids deletes them."""
+    try:
+        chosen = parse_ids(text)
+        if chosen != pending:
+            known = {r.id for r in explorer.saved_runs()}
+            missing = [i for i in chosen if i not in known]
+            if missing:
+                raise EngineError(f"No saved run {missing[0]}; pick ids from the list.")
+            return (f"<div class='fe-error'>Press Delete again to delete "
+                    f"{plural_runs(chosen)} for good.</div>", gr.skip(), chosen)
+        for run_id in chosen:
+            explorer.delete_run(run_id)
+    except EngineError as err:
+        return refused_box(err), rows(explorer), None
+    return (f"<div class='fe-kept'>Deleted {plural_runs(chosen)}.</div>", rows(explorer),
+            None)
+
+def export_runs(explorer: Explorer, kind, text) -> tuple:
+    """(the exported file, a message): the runs typed, or every saved run."""
+    try:
+        chosen = parse_ids(text) if str(text or "").strip() else None
+        body = explorer.export_runs(kind, chosen)
+    except EngineError as err:
+        return None, refused_box(err)
+    folder = Path(tempfile.mkdtemp(prefix="funnel-export-"))
+    path = folder / f"funnel_runs_{kind}.{SUFFIXES.get(kind, kind)}"
+    path.write_text(body, encoding="utf-8")
+    which = f"runs {text.strip()}" if chosen else "every saved run"
+    return str(path), (f"<div class='fe-kept'>Exported {esc(which)} as "
+                       f"{esc(EXPORTS[kind])}.</div>")

@@ -1,0 +1,54 @@
+"""The Sessions tab's callbacks without a browser: a real Explorer over the tiny corpus, the
+toy paradigm 'echo' and a real DuckDB file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.tabs import sessions
+
+
+def saved(explorer, *names: str) -> list[int]:
+    return [explorer.save_run(explorer.run("seurat painting", "echo", '{"k": 1}'), name)
+            for name in names]
+
+
+def test_open_fills_every_box_and_compare_puts_each_figure_under_its_label(explorer):
+    first, second = saved(explorer, "a", "b")
+    message, _, answer, funnel, timing, heatmap, tables = sessions.open_run(explorer,
+                                                                            str(first))
+    assert f"Run {first}, reopened" in message and "Georges Seurat" in answer
+    assert funnel is not None and timing is not None and heatmap.visible is True
+    assert "fe-table" in tables
+
+    message, _, table, funnel, timing, heatmap, tables = sessions.compare_runs(
+        explorer, f"{first}, {second}")
+    assert message == "" and f"run {first}: a" in table and f"run {second}: b" in table
+    assert funnel.layout.title.text == "Candidates kept per cut"
+    assert timing.layout.title.text == "Seconds per stage"
+    assert heatmap.visible is False and tables == ""
+
+    refusal, *_ = sessions.compare_runs(explorer, str(first))
+    assert "Give two run ids" in refusal
+
+
+def test_delete_asks_once_then_deletes_and_a_wrong_id_deletes_nothing(explorer):
+    first, second = saved(explorer, "a", "b")
+    message, _, pending = sessions.delete_runs(explorer, str(second), None)
+    assert f"Press Delete again to delete run {second}" in message and pending == [second]
+    assert len(explorer.saved_runs()) == 2  # nothing deleted yet
+    message, listing, pending = sessions.delete_runs(explorer, str(second), pending)
+    assert f"Deleted run {second}." in message and pending is None
+    assert [row[0] for row in listing] == [first]
+
+    message, _, pending = sessions.delete_runs(explorer, f"{first}, 99", None)
+    assert "No saved run 99" in message and pending is None
+    assert [r.id for r in explorer.saved_runs()] == [first]
+
+
+def test_export_names_what_it_exported(explorer):
+    saved(explorer, "a")
+    path, message = sessions.export_runs(explorer, "csv", "")
+    assert "every saved run" in message and Path(path).read_text().startswith("id,")
+    path, message = sessions.export_runs(explorer, "csv", "x")
+    assert path is None and "fe-error" in message
