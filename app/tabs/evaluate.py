@@ -44,7 +44,7 @@ POLL_SECONDS = 2.0
 LIST_COLUMNS = ["id", "name", "dataset", "paradigms", "questions", "state", "corpus",
                 "code", "created"]
 FIRST = ("flat", "funnel")
-ROW_WIDTHS = ["4%", "15%", "7%", "34%", "20%", "5%", "5%", "5%", "5%"]
+ROW_WIDTHS = ["4%", "13%", "8%", "32%", "19%", "5%", "5%", "6%", "8%"]  # "seconds" unbroken
 
 
 def listing(explorer: Explorer) -> list[list]:

@@ -84,8 +84,8 @@ def build(explorer: Explorer) -> dict:
     table = gr.Dataframe(headers=COLUMNS, value=lambda: rows(explorer), wrap=True,
                          interactive=False, label="Saved runs", elem_id="fe-sessions-table",
                          max_height=420, column_widths=[  # "paradigm" and "seconds" unbroken
-                             "4%", "10%", "8%", "7%", "21%", "12%", "4%", "4%", "6%", "6%",
-                             "8%", "10%"])
+                             "4%", "10%", "8%", "7%", "20%", "12%", "4%", "4%", "7%", "8%",
+                             "8%", "8%"])
     with gr.Row():
         ids = gr.Textbox(label="Run id(s)", placeholder="3   or   3, 5", scale=2,
                          elem_id="fe-session-ids")

@@ -170,7 +170,7 @@ def compare_figure(traces: Sequence[RunTrace]) -> go.Figure:
 
 
 def compare_funnel_figure(traces: Sequence[RunTrace]) -> go.Figure:
-    """Candidates kept by every cut of several runs side by side (log scale)."""
+    """Candidates kept by every cut of several runs side by side."""
     if not traces:
         return text_figure("Nothing to compare yet.")
     fig = go.Figure()
@@ -181,7 +181,7 @@ def compare_funnel_figure(traces: Sequence[RunTrace]) -> go.Figure:
                     text=[f"{s.name}: {len(s.candidates):,}" for s in stages],
                     textposition="outside", cliponaxis=False)
     fig.update_layout(barmode="group", title="Candidates kept per cut", height=HEIGHT,
-                      yaxis={"type": "log", "dtick": 1, "title": "kept (log scale)"},
+                      yaxis={"title": "kept", "rangemode": "tozero"},
                       legend={"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0},
                       margin={"l": 10, "r": 10})
     return fig
