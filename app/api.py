@@ -11,7 +11,7 @@ import json
 import gradio as gr
 
 from app.errors import refused
-from engine.errors import EngineError
+from engine.errors import ConfigError, EngineError
 from engine.paradigms.registry import DEFAULT, PARADIGMS, parse_config
 from engine.service.explorer import Explorer
 from engine.trace import RunTrace
@@ -22,6 +22,7 @@ def register(explorer: Explorer) -> None:
     _runs_api(explorer)
     _annotation_api(explorer)
     _evaluation_api(explorer)
+    _diagnosis_api(explorer)
 
 
 def _runs_api(explorer: Explorer) -> None:
@@ -169,6 +170,39 @@ def _evaluation_api(explorer: Explorer) -> None:
 
     for fn in (evaluate, evaluation_status, list_evaluations, load_evaluation,
                export_evaluation):
+        gr.api(fn, api_name=fn.__name__)
+
+
+def _diagnosis_api(explorer: Explorer) -> None:
+    """Named endpoints that diagnose stored evaluations: attribution, paired."""
+
+    def attribution(evaluation_id: int, track: str = "answer") -> str:
+        """Per paradigm of an evaluation, where each question lost the gold `track`
+        ("answer" or "support": all supporting documents) as JSON: {paradigm: {cuts,
+        counts: {outcome: n}, questions: {outcome: [positions]}, traced, total}}."""
+        try:
+            return json.dumps(explorer.attribution(evaluation_id, track or "answer"))
+        except EngineError as err:
+            raise refused(err) from None
+
+    def paired(evaluation_id: int, a: str = "", b: str = "",
+               other_evaluation_id: str = "") -> str:
+        """A minus B per metric with a 95% paired-bootstrap interval (10,000 resamples,
+        seed 0) and the exact McNemar p of binary metrics: paradigms `a` and `b` of one
+        evaluation, or `a` of it against `b` of `other_evaluation_id` on the questions
+        both answered. JSON: {a, b, shared, differences: [{metric, a, b, diff, ci, p,
+        within_noise, n}]}."""
+        try:
+            other = str(other_evaluation_id or "").strip()
+            if other and not other.isdigit():
+                raise ConfigError(f"other_evaluation_id={other_evaluation_id!r} is not an "
+                                  "evaluation id; give a number from list_evaluations.")
+            return json.dumps(explorer.paired(evaluation_id, a or "", b or "",
+                                              int(other) if other else None))
+        except EngineError as err:
+            raise refused(err) from None
+
+    for fn in (attribution, paired):
         gr.api(fn, api_name=fn.__name__)
 
 

@@ -20,5 +20,8 @@ mark.gold { background: #f6c343; font-weight: bold; }
 .fe-error { background: #fff4e5; border-left: 4px solid #f0ad4e; padding: 6px 10px; }
 .fe-answer-box { font-size: 1.05em; padding: 6px 0; }
 .fe-prompt { white-space: pre-wrap; max-height: 300px; overflow-y: auto; font-size: 0.85em; }
+/* Diagnose's paired differences: those within noise greyed, real ones bold */
+.fe-noise td { color: #888; }
+.fe-real td:nth-child(4), .fe-real td:nth-child(7) { font-weight: bold; }
 .fe-yes { color: #2e7d32; font-weight: bold; } .fe-no { color: #c62828; font-weight: bold; }
 """

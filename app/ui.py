@@ -1,4 +1,4 @@
-"""The Gradio app: a status line, five tabs and the named API endpoints, over an Explorer.
+"""The Gradio app: a status line, six tabs and the named API endpoints, over an Explorer.
 
 Callbacks read widgets, call the engine (engine.service.explorer.Explorer) and turn what it returns
 into HTML and plotly figures; no ranking happens here.
@@ -12,7 +12,7 @@ import gradio as gr
 
 from app import api
 from app.style import CSS
-from app.tabs import annotate, compare, evaluate, explore, sessions
+from app.tabs import annotate, compare, diagnose, evaluate, explore, sessions
 from app.views.formatting import esc
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import Explorer
@@ -52,11 +52,16 @@ def build_app(explorer: Explorer) -> gr.Blocks:
                 labelling = annotate.build(explorer)
             with gr.Tab("Evaluate", id="evaluate") as evaluate_tab:
                 evaluations = evaluate.build(explorer, exploring, tabs)
+            with gr.Tab("Diagnose", id="diagnose") as diagnose_tab:
+                diagnosis = diagnose.build(explorer, exploring, tabs)
         sessions_tab.select(listing["refresh"], None, listing["table"], api_visibility="private")
         annotate_tab.select(labelling["refresh"], None, labelling["outputs"],
                             api_visibility="private")
         evaluate_tab.select(evaluations["refresh"], None, evaluations["table"],
                             api_visibility="private")
+        diagnose_tab.select(diagnosis["refresh"], diagnosis["ids"], diagnosis["ids"],
+                            api_visibility="private").then(*diagnosis["then"],
+                                                           api_visibility="private")
         api.register(explorer)
     return demo
 

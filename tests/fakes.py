@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 from engine.config import param
 from engine.paradigms.base import Paradigm, ParadigmSpec, annotate
-from engine.records import StageDetails
+from engine.records import ReadCount, StageDetails
 from engine.service.readiness import Preparation, Task
 from engine.stages.base import Stage, StageOutput, rerank, run_stage
 from engine.stages.expand import expand_to_documents
-from engine.trace import LLMStep, RunTrace
+from engine.trace import LLMStep, RunTrace, StageResult
 from engine.types import Candidate, Question, Unit
 
 
@@ -56,6 +56,26 @@ def sample_trace(tiny_corpus) -> RunTrace:
     return annotate(trace, gold)
 
 
+def ranked_stage(name: str, *units: tuple[str, str], seconds: float = 0.01) -> StageResult:
+    """A passage stage whose candidates are (document, text) pairs, best first."""
+    return StageResult(name, "passages", len(units), tuple(
+        Candidate(Unit(f"{doc}#{i}", doc, text, (doc,), "passages"), 1.0 - i / 10, i + 1)
+        for i, (doc, text) in enumerate(units)), seconds)
+
+
+def gold_run(gold: Question, *stages: StageResult, said: str | None = "Georges Seurat",
+             read: int | None = None, paradigm: str = "fake",
+             seconds: float = 0.5) -> RunTrace:
+    """An annotated run through `stages` that answers `said` (None: no reader), reading
+    only the first `read` units when a token cap cut."""
+    steps = ()
+    if said is not None:
+        capped = ReadCount(read, len(stages[-1].candidates)) if read is not None else None
+        steps = (LLMStep("answer", "fake", "p", said, 10, 2, seconds, answer=said,
+                         capped=capped),)
+    return annotate(RunTrace(gold.text, paradigm, {}, stages, steps, answer=said or ""), gold)
+
+
 # --- a toy paradigm, registered the way a real one is ---------------------------------------
 
 
@@ -67,14 +87,20 @@ class EchoConfig:
 
 class EchoParadigm(Paradigm):
     """Expands two fixed clusters, keeps the k documents sharing most query words, and
-    'answers' with one fake LLM step."""
+    'answers' with one fake LLM step: Seurat's name when what it reads mentions him."""
 
     name = "echo"
 
     def steps(self, question):
         docs = expand_to_documents(self.corpus, clusters(self.corpus))
-        yield run_stage(WordOverlapRanker(), question, docs, self.config.k)
-        said = "Georges Seurat" if self.config.voice == "plain" else "GEORGES SEURAT"
+        kept = run_stage(WordOverlapRanker(), question, docs, self.config.k)
+        yield kept
+        yield from self.read(question, kept.candidates)
+
+    def reader_steps(self, question, candidates):
+        said = ("Georges Seurat" if any("Seurat" in c.unit.text for c in candidates)
+                else "unknown")
+        said = said if self.config.voice == "plain" else said.upper()
         yield LLMStep(purpose="answer", model="echo", prompt=question, output=said,
                       prompt_tokens=7, output_tokens=2, seconds=0.0, answer=said)
 

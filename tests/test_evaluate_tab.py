@@ -11,7 +11,7 @@ import gradio as gr
 import pytest
 
 from app.params import param_panels
-from app.tabs import evaluate
+from app.tabs import evaluate, explore
 from tests.fakes import qa_file
 
 
@@ -66,15 +66,18 @@ def test_an_uploaded_evaluation_runs_reopens_compares_exports_and_opens_a_run(
     assert "Give two evaluation ids" in refusal
     table, *_ = evaluate.compare_two(explorer, f"{evaluation_id}, {evaluation_id}")
     assert "EM" in table
+    paired = table.split("Is the difference real?")[1]  # itself: nothing beyond noise
+    assert "paired over 2 shared questions" in paired and "within noise" in paired
+    assert "higher" not in paired and "slower" not in paired
 
     exported, message = evaluate.export_one(explorer, str(evaluation_id), "ragas")
     lines = Path(exported.value["path"]).read_text().splitlines()
     assert len(lines) == 2 and json.loads(lines[0])["user_input"]
 
-    shown = evaluate.open_run(explorer, 11, evaluation_id, [1, "q0", "echo"])
+    shown = explore.open_evaluation_run(explorer, 11, evaluation_id, [1, "q0", "echo"])
     assert len(shown) == 11 and shown[-3:-1] == ("Who painted A Sunday Afternoon?", "echo")
     assert shown[-1].selected == "explore"
-    refusal, *rest = evaluate.open_run(explorer, 11, evaluation_id, [9, "q9", "echo"])
+    refusal, *rest = explore.open_evaluation_run(explorer, 11, evaluation_id, [9, "q9", "echo"])
     assert refusal.startswith("<div class='fe-error'>") and "9" in refusal
 
 

@@ -146,10 +146,8 @@ def test_api_longrag_and_best_run_with_their_options_and_save_like_the_others(li
         assert json.loads(client.predict(run_id, api_name="/load_run")) == trace
 
 
-def test_api_evaluates_a_qa_file_stores_reopens_and_exports_it(live_app, tmp_path):
-    from gradio_client.exceptions import AppError
-
-    _, client = live_app
+def _qa_file(tmp_path) -> Path:
+    """Two questions the tiny corpus can answer, in HotpotQA-contexts form."""
     qa = tmp_path / "qa.jsonl"
     qa.write_text("\n".join(json.dumps({
         "question_id": f"q{i}", "question_text": question,
@@ -159,14 +157,27 @@ def test_api_evaluates_a_qa_file_stores_reopens_and_exports_it(live_app, tmp_pat
         for i, (question, answer, title) in enumerate([
             (QUESTION, "Georges Seurat", "Georges Seurat"),
             ("Which river flows through Budapest?", "Danube", "Danube")])))
-    evaluation_id = client.predict(str(qa), "flat,best", '{"best": {"summary_tokens": 50}}',
-                                   0, 0, 0, "api evaluation", api_name="/evaluate")
+    return qa
+
+
+def _evaluated(client, qa: Path, paradigms: str, configs: str = "") -> int:
+    """The id of a finished evaluation of `qa` through `paradigms`, started by the API."""
+    evaluation_id = client.predict(str(qa), paradigms, configs, 0, 0, 0, "api evaluation",
+                                   api_name="/evaluate")
     deadline = time.monotonic() + 300
-    while True:
-        status = json.loads(client.predict(evaluation_id, api_name="/evaluation_status"))
-        if status["state"] != "running" or time.monotonic() > deadline:
-            break
+    while json.loads(client.predict(evaluation_id, api_name="/evaluation_status"))[
+            "state"] == "running" and time.monotonic() < deadline:
         time.sleep(1)
+    return evaluation_id
+
+
+def test_api_evaluates_a_qa_file_stores_reopens_and_exports_it(live_app, tmp_path):
+    from gradio_client.exceptions import AppError
+
+    _, client = live_app
+    qa = _qa_file(tmp_path)
+    evaluation_id = _evaluated(client, qa, "flat,best", '{"best": {"summary_tokens": 50}}')
+    status = json.loads(client.predict(evaluation_id, api_name="/evaluation_status"))
     assert (status["state"], status["done"], status["total"]) == ("done", 2, 2)
     assert set(status["means"]) == {"flat", "best"}
     listed = json.loads(client.predict(api_name="/list_evaluations"))
@@ -182,6 +193,35 @@ def test_api_evaluates_a_qa_file_stores_reopens_and_exports_it(live_app, tmp_pat
         client.predict(99999, api_name="/load_evaluation")
     with pytest.raises(AppError, match="Unknown paradigm 'sparse'"):
         client.predict(str(qa), "sparse", "", 0, 0, 0, "", api_name="/evaluate")
+
+
+def test_api_attribution_and_paired_differences_of_a_stored_evaluation(live_app, tmp_path):
+    from gradio_client.exceptions import AppError
+
+    _, client = live_app
+    evaluation_id = _evaluated(client, _qa_file(tmp_path), "flat,funnel")
+    found = json.loads(client.predict(evaluation_id, "answer", api_name="/attribution"))
+    assert set(found) == {"flat", "funnel"}
+    for paradigm in found.values():  # each question once, and its position named
+        assert sum(paradigm["counts"].values()) == paradigm["total"] == 2
+        assert sorted(p for ps in paradigm["questions"].values() for p in ps) == [0, 1]
+    assert found["flat"]["cuts"] == ["dense", "reranker"]
+    paired = json.loads(client.predict(evaluation_id, "flat", "funnel", "",
+                                       api_name="/paired"))
+    assert paired["shared"] == 2 and paired["resamples"] == 10_000
+    em = next(d for d in paired["differences"] if d["metric"] == "EM")
+    assert em["ci"][0] <= em["diff"] <= em["ci"][1] and 0 < em["p"] <= 1
+    itself = json.loads(client.predict(evaluation_id, "flat", "flat",
+                                       str(evaluation_id), api_name="/paired"))
+    assert all(d["diff"] == 0 and d["within_noise"] for d in itself["differences"])
+    for args, message in [((evaluation_id, "support?"), "track='support\\?'"),
+                          ((99999, "answer"), "No evaluation with id 99999")]:
+        with pytest.raises(AppError, match=message):
+            client.predict(*args, api_name="/attribution")
+    with pytest.raises(AppError, match="no paradigm 'sparse'"):
+        client.predict(evaluation_id, "flat", "sparse", "", api_name="/paired")
+    with pytest.raises(AppError, match="other_evaluation_id='x'"):
+        client.predict(evaluation_id, "flat", "funnel", "x", api_name="/paired")
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -544,3 +584,46 @@ def test_browser_evaluates_five_questions_and_opens_a_run_in_explore(live_app, b
     assert page.locator("#fe-question textarea").input_value() == question
     page.locator("#fe-tables table.fe-table").first.wait_for(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "evaluate-run.png"), full_page=True)
+
+
+def test_browser_diagnoses_an_evaluation_and_opens_a_question_of_an_outcome_in_explore(
+        live_app, browser, tmp_path):
+    url, client = live_app
+    evaluation_id = _evaluated(client, _qa_file(tmp_path), "flat,funnel,best")
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.goto(url)
+    page.get_by_role("tab", name="Diagnose").click()
+    page.locator("#fe-diag-id textarea").fill(str(evaluation_id))
+    page.locator("#fe-diag-go").click()
+    page.wait_for_function("document.querySelector('#fe-diag-message').innerText"
+                           f".includes('Evaluation {evaluation_id} (2 of 2 questions')",
+                           timeout=30_000)
+    page.wait_for_function(  # one stacked bar per paradigm, and the first one's flow
+        "['flat', 'funnel', 'best'].every(p => document.querySelector('#fe-diag-bars')"
+        ".textContent.includes(p)) && document.querySelector('#fe-diag-flow')"
+        ".textContent.includes('questions (2)')", timeout=30_000)
+    page.locator("#fe-diag-flow-of input").click()
+    page.get_by_role("option", name="funnel").click()
+    page.wait_for_function("document.querySelector('#fe-diag-flow').textContent"
+                           ".includes('funnel: every question')", timeout=30_000)
+    page.locator("#fe-diag-b input").click()
+    page.get_by_role("option", name="best").click()
+    page.locator("#fe-diag-pair").click()
+    page.wait_for_function("document.querySelector('#fe-diag-paired').innerText"
+                           ".includes('paired over 2 shared questions')", timeout=30_000)
+    assert "95% interval" in page.locator("#fe-diag-paired").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "diagnose.png"), full_page=True)
+    page.locator("#fe-diag-other textarea").fill("x7")
+    page.locator("#fe-diag-pair").click()
+    page.wait_for_function("document.querySelector('#fe-diag-paired').innerText"
+                           ".includes(\"got 'x7'\")", timeout=30_000)
+
+    segment = page.locator("#fe-diag-segment input").input_value()  # "flat · <outcome>"
+    assert segment.startswith("flat · ")
+    cell = page.locator("#fe-diag-rows [data-testid=cell-0-3]")
+    question = cell.inner_text().strip()
+    cell.click()
+    page.wait_for_function("document.querySelector('#fe-notice').innerText"
+                           ".includes('through flat')", timeout=30_000)
+    assert page.get_by_role("tab", name="Explore").get_attribute("aria-selected") == "true"
+    assert page.locator("#fe-question textarea").input_value() == question

@@ -182,7 +182,13 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
                    "--out", str(rows), "--json"], models_dir)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert set(summary) == set(names)
+    assert set(summary) == {*names, "paired"}
+    pairs = summary.pop("paired")
+    assert len(pairs) == 10 and set(pairs["funnel-flat"]["EM"]) == {
+        "diff", "ci", "p", "within_noise", "n"}
+    assert pairs["funnel-flat"]["seconds"]["p"] is None  # McNemar is for binary metrics
+    for name in names:  # every question has one outcome
+        assert sum(summary[name]["outcomes"].values()) == 2, summary[name]["outcomes"]
     assert summary["longrag"]["llm_calls"] == 2  # the long answer, then the short one
     for name in names:
         assert summary[name]["questions"] == 2 and "AR@1" in summary[name]
@@ -213,7 +219,7 @@ def test_cli_eval_on_a_local_ray_cluster_of_two_workers_matches_one_process(
         rows = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text()
                 .splitlines()]
         runs[name] = ({p: {k: v for k, v in s.items() if not k.startswith("seconds")}
-                       for p, s in summary.items()},
+                       for p, s in summary.items() if p != "paired"},
                       [(r["question_id"], r["paradigm"], r["answer"]) for r in rows])
     assert runs["ray"] == runs["one"]  # the same answers, recall and costs; only timings differ
     assert [q for q, _, _ in runs["one"][1]] == ["q1", "q1", "q2", "q2"]

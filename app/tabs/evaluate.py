@@ -22,10 +22,12 @@ import gradio as gr
 
 from app.errors import refused_box
 from app.params import ParamPanels, config_json, param_panels, show_panels
-from app.tabs.explore import trace_views
+from app.tabs.diagnose import paired_tables
+from app.tabs.explore import open_evaluation_run
 from app.tabs.sessions import parse_ids, pick_id
 from app.views.evaluation import (
     ROW_COLUMNS,
+    ROW_WIDTHS,
     difference_table,
     paper_table,
     progress_html,
@@ -33,7 +35,6 @@ from app.views.evaluation import (
     recall_at_k_figure,
     recall_latency_figure,
 )
-from app.views.formatting import esc
 from engine.errors import EngineError
 from engine.eval.exports import FORMATS, SUFFIXES
 from engine.eval.exports import export as export_runs
@@ -44,7 +45,6 @@ POLL_SECONDS = 2.0
 LIST_COLUMNS = ["id", "name", "dataset", "paradigms", "questions", "state", "corpus",
                 "code", "created"]
 FIRST = ("flat", "funnel")
-ROW_WIDTHS = ["4%", "13%", "8%", "32%", "19%", "5%", "5%", "6%", "8%"]  # "seconds" unbroken
 
 
 def listing(explorer: Explorer) -> list[list]:
@@ -142,8 +142,9 @@ def compare_two(explorer: Explorer, text) -> tuple:
         return refused_box(err), gr.skip(), gr.skip()
     both = {f"{e.id}: {paradigm}": metrics for e in (a, b)
             for paradigm, metrics in e.summary.items()}
-    return (difference_table(f"{a.id}: {a.name}", a.summary, f"{b.id}: {b.name}", b.summary),
-            recall_at_k_figure(both), recall_latency_figure(both))
+    return (difference_table(f"{a.id}: {a.name}", a.summary, f"{b.id}: {b.name}", b.summary)
+            + paired_tables(explorer, a, b), recall_at_k_figure(both),
+            recall_latency_figure(both))
 
 
 def export_one(explorer: Explorer, text, kind) -> tuple:
@@ -158,23 +159,6 @@ def export_one(explorer: Explorer, text, kind) -> tuple:
     path.write_text(body, encoding="utf-8")
     return (gr.File(str(path), visible=True),
             f"<div class='fe-kept'>Exported evaluation {evaluation_id} as {kind}.</div>")
-
-
-def open_run(explorer: Explorer, outputs: int, evaluation_id, row: list | None) -> tuple:
-    """A per-question row opened in Explore: (notice, its trace views, trace JSON,
-    question, paradigm, the selected tab), `outputs` values in all."""
-    if evaluation_id is None or not row:
-        return (gr.skip(),) * outputs
-    position, paradigm = row[0], row[2]
-    try:
-        trace = explorer.evaluation_trace(evaluation_id, int(position), paradigm)
-    except EngineError as err:
-        return (refused_box(err), *(gr.skip(),) * (outputs - 1))
-    notice = (f"<div class='fe-kept'>Evaluation {evaluation_id}, question {position}, "
-              f"through {esc(paradigm)}: its stored trace (Run runs it again with the "
-              "options shown).</div>")
-    return (notice, *trace_views(trace), trace.to_json(), trace.question, paradigm,
-            gr.Tabs(selected="explore"))
 
 
 # --- layout -------------------------------------------------------------------------------
@@ -282,7 +266,7 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
     opened = [*exploring["outputs"], exploring["question"], exploring["paradigm"], tabs]
 
     def open_row(evaluation_id, evt: gr.SelectData):
-        return open_run(explorer, len(opened), evaluation_id, evt.row_value)
+        return open_evaluation_run(explorer, len(opened), evaluation_id, evt.row_value)
 
     views[3].select(open_row, current, opened, **private)
     stored.select(pick, ids, ids, **private)

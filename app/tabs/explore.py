@@ -10,7 +10,14 @@ from app.errors import refused_box
 from app.params import config_json, param_panels, show_panels
 from app.tabs.picker import question_picker, target
 from app.views import figures
-from app.views.formatting import answer_box, error_box, gold_banner, llm_steps_table, stage_table
+from app.views.formatting import (
+    answer_box,
+    error_box,
+    esc,
+    gold_banner,
+    llm_steps_table,
+    stage_table,
+)
 from engine.errors import EngineError
 from engine.paradigms.base import clip_question
 from engine.paradigms.registry import PARADIGMS
@@ -96,3 +103,20 @@ def build(explorer: Explorer) -> dict:
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, api_visibility="private")
     save.click(save_current, [trace_state, save_name, save_notes], saved, api_visibility="private")
     return {"question": question, "paradigm": paradigm, "outputs": outputs}
+
+
+def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: list | None) -> tuple:
+    """A per-question row opened in Explore: (notice, its trace views, trace JSON,
+    question, paradigm, the selected tab), `outputs` values in all."""
+    if evaluation_id is None or not row:
+        return (gr.skip(),) * outputs
+    position, paradigm = row[0], row[2]
+    try:
+        trace = explorer.evaluation_trace(evaluation_id, int(position), paradigm)
+    except EngineError as err:
+        return (refused_box(err), *(gr.skip(),) * (outputs - 1))
+    notice = (f"<div class='fe-kept'>Evaluation {evaluation_id}, question {position}, "
+              f"through {esc(paradigm)}: its stored trace (Run runs it again with the "
+              "options shown).</div>")
+    return (notice, *trace_views(trace), trace.to_json(), trace.question, paradigm,
+            gr.Tabs(selected="explore"))

@@ -19,6 +19,7 @@ LABELS = {"questions": "questions", "refined_EM": "refined EM", "reader_tokens":
           "seconds_total_median": "seconds per question (median)"}
 ROW_COLUMNS = ["#", "question id", "paradigm", "question", "answer", "EM", "F1", "AR@4",
                "seconds"]
+ROW_WIDTHS = ["4%", "13%", "8%", "32%", "19%", "5%", "5%", "6%", "8%"]  # "seconds" unbroken
 
 
 def metric_order(summary: dict[str, dict]) -> list[str]:

@@ -81,6 +81,8 @@ def print_trace(trace: RunTrace, show: int = 5) -> None:
 
 
 def evaluate(args: argparse.Namespace) -> int:
+    from engine.eval.outcomes import attribution
+    from engine.eval.paired import every_pair
     from engine.eval.runner import run_eval
     from engine.eval.summary import summarise
     from engine.paths import data_dir, shared_data_dir
@@ -102,9 +104,17 @@ def evaluate(args: argparse.Namespace) -> int:
     sys.stderr.write("\n")
     summary = summarise(rows)
     print_summary(summary)
+    found = attribution(rows)
+    _out("\nwhere the gold answer was lost (questions):")
+    for name, seen in found.items():
+        _out(f"  {name}: " + ", ".join(f"{o} {n}" for o, n in seen["counts"].items()))
     _out(f"\nrows: {out}")
     if args.json:
-        _out(json.dumps(summary))
+        diagnosed = {name: {**s, "outcomes": found[name]["counts"]}
+                     for name, s in summary.items()}
+        if len(summary) > 1:
+            diagnosed["paired"] = every_pair(rows)
+        _out(json.dumps(diagnosed))
     return 0
 
 

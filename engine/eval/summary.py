@@ -1,5 +1,9 @@
 """One row per (question, paradigm) and the paper-style summary of many rows.
 
+A row keeps what the summary, attribution (engine.eval.outcomes) and paired differences
+(engine.eval.paired) read: metrics, seconds per step, reader cost, the gold-document recall
+of what was read, each track's outcome and the run's cuts.
+
 The summary per paradigm holds the means (AR@1..4, gold-document recall per stage, EM, F1),
 seconds per stage (mean, median, p95), median total seconds, reader tokens, LLM calls and
 documents sent to the reader per question.
@@ -11,7 +15,8 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from engine.metrics import has_span_answer
+from engine.eval.outcomes import row_outcomes
+from engine.metrics import has_span_answer, support_recall
 from engine.trace import RunTrace
 
 
@@ -29,7 +34,18 @@ def row(trace: RunTrace) -> dict:
         "reader_tokens": trace.reader_input_tokens,
         "llm_calls": trace.llm_calls,
         "docs_to_reader": docs_to_reader(trace),
+        "gold_doc_recall": read_gold_doc_recall(trace),
+        **row_outcomes(trace),
     }
+
+
+def read_gold_doc_recall(trace: RunTrace) -> float | None:
+    """Share of the gold supporting documents among those the reader read (None when the
+    question names none)."""
+    if trace.gold is None or not trace.gold.supporting_titles:
+        return None
+    read = [d for c in trace.read for d in c.unit.doc_ids]
+    return support_recall(read, list(dict.fromkeys(trace.gold.supporting_titles)))
 
 
 def docs_to_reader(trace: RunTrace) -> int:

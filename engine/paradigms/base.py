@@ -14,7 +14,7 @@ prepare them in the background and say what a paradigm still waits for.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar
 
@@ -27,9 +27,10 @@ from engine.metrics import (
     gold_document_recall,
     refined_exact_match,
 )
+from engine.readers.reader import answer
 from engine.stages.classify import QUERY
 from engine.trace import LLMStep, RunTrace, StageResult, gold_flags
-from engine.types import Corpus, Question
+from engine.types import Candidate, Corpus, Question
 
 MAX_QUESTION_CHARS = 2_000
 
@@ -70,8 +71,9 @@ class Paradigm(ABC):
 
     name: ClassVar[str]
 
-    def __init__(self, corpus: Corpus, config: Any) -> None:
+    def __init__(self, corpus: Corpus, config: Any, *, retrieval_only: bool = False) -> None:
         self.corpus, self.config = corpus, config
+        self.retrieval_only = retrieval_only  # stop after the last cut: no reader
 
     @classmethod
     def resources(cls, config: Any) -> Any:
@@ -90,6 +92,18 @@ class Paradigm(ABC):
     @abstractmethod
     def steps(self, question: str) -> Iterator[Step]:
         """Yield every stage result and LLM call as it finishes."""
+
+    def read(self, question: str, candidates: Sequence[Candidate]) -> Iterator[LLMStep]:
+        """What `steps` yields after its last cut: the reader's steps (`reader_steps`), or
+        none in a retrieval-only run."""
+        if not self.retrieval_only:
+            yield from self.reader_steps(question, candidates)
+
+    def reader_steps(self, question: str, candidates: Sequence[Candidate]
+                     ) -> Iterator[LLMStep]:
+        """The reader over the final candidates: one answer step (LongRAG reads in two
+        turns). Re-answering a run with other passages calls this alone."""
+        yield answer(question, candidates, self.config.reader)
 
     def run(self, question: str | Question) -> RunTrace:
         """Run the paradigm; with a Question, gold flags and metrics are filled in too."""

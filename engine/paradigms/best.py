@@ -20,7 +20,7 @@ from engine.config import check_config, param
 from engine.errors import ConfigError
 from engine.paradigms.base import Paradigm, ParadigmSpec
 from engine.paradigms.resources import BM25, Dense, Encoder, QueryClassifier, Ranker, Reader
-from engine.readers.reader import ReaderConfig, answer, hyde
+from engine.readers.reader import ReaderConfig, hyde
 from engine.stages.base import run_stage
 from engine.stages.classify import QueryClassification
 from engine.stages.rerank import BI_ENCODER
@@ -100,7 +100,7 @@ class BestParadigm(Paradigm):
                                question, (), 1)
             yield routed
             if not routed.details.decision.retrieve:
-                yield answer(question, (), cfg.reader)
+                yield from self.read(question, ())
                 return
         dense_query = ""
         if cfg.hyde:
@@ -121,7 +121,7 @@ class BestParadigm(Paradigm):
             kept = run_stage(ExtractiveSummariser(cfg.summary_tokens, uses.summariser.model),
                              question, kept.candidates, cfg.k)
             yield kept
-        yield answer(question, kept.candidates, cfg.reader)
+        yield from self.read(question, kept.candidates)
 
 
 SPEC = ParadigmSpec(

@@ -18,7 +18,7 @@ from engine.config import check_config, param
 from engine.errors import ConfigError
 from engine.paradigms.base import Paradigm, ParadigmSpec
 from engine.paradigms.resources import BM25, Dense, Reader, SelectionClassifier
-from engine.readers.reader import ReaderConfig, answer
+from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
 from engine.stages.retrieve import DocumentRetriever
 from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
@@ -105,7 +105,7 @@ class DRRAGParadigm(Paradigm):
                     classifier, threshold)
                 final = run_stage(stage, question, final.candidates, cfg.k)
                 yield final
-        yield answer(question, final.candidates, cfg.reader)
+        yield from self.read(question, final.candidates)
 
 
 SPEC = ParadigmSpec(

@@ -12,7 +12,7 @@ from engine.config import check_config, param
 from engine.errors import ConfigError
 from engine.paradigms.base import Paradigm, ParadigmSpec
 from engine.paradigms.resources import Dense, Ranker, Reader
-from engine.readers.reader import ReaderConfig, answer
+from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
 from engine.stages.retrieve import DenseRetriever
 from engine.units.build import UnitConfig
@@ -67,7 +67,7 @@ class FlatParadigm(Paradigm):
         yield first
         ranked = run_stage(uses.ranker.load(self.corpus), question, first.candidates, cfg.k)
         yield ranked
-        yield answer(question, ranked.candidates, cfg.reader)
+        yield from self.read(question, ranked.candidates)
 
 
 SPEC = ParadigmSpec(

@@ -16,7 +16,7 @@ from engine.errors import ConfigError
 from engine.index.documents import SCORERS
 from engine.paradigms.base import Paradigm, ParadigmSpec
 from engine.paradigms.resources import BM25, Clusters, DocumentScores, Ranker, Reader
-from engine.readers.reader import ReaderConfig, answer
+from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
 from engine.stages.expand import chunk_documents, expand_to_documents
 from engine.stages.postrank import FiDPostRanker, fused_scores
@@ -133,7 +133,7 @@ class FunnelParadigm(Paradigm):
         post = run_stage(FiDPostRanker(cfg.reader, attention_weight=cfg.attention_weight,
                                        **self._prior(uses.prior)), question, passages, cfg.H)
         yield post
-        yield answer(question, post.candidates, cfg.reader)
+        yield from self.read(question, post.candidates)
 
     def _prior(self, prior: Ranker | None) -> dict:
         """The post-ranker's prior order (its `prior` and `prior_name` arguments)."""

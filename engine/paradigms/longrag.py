@@ -98,10 +98,15 @@ class LongRAGParadigm(Paradigm):
         context = run_stage(ReaderContext(self.corpus, cfg.context_tokens, documents=documents),
                             question, found.candidates, cfg.k)
         yield context
+        yield from self.read(question, context.candidates)
+
+    def reader_steps(self, question, candidates):
+        """One answer, or (two turns) a long answer and the short answer drawn from it."""
+        cfg = self.config
         if cfg.turns == 1:
-            yield answer(question, context.candidates, cfg.reader)
+            yield answer(question, candidates, cfg.reader)
             return
-        long = answer(question, context.candidates, cfg.reader, purpose="long answer",
+        long = answer(question, candidates, cfg.reader, purpose="long answer",
                       template=LONG_ANSWER, max_new_tokens=cfg.long_answer_tokens)
         yield long
         yield extract_answer(question, long, cfg.reader)

@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from engine.errors import ConfigError
-from engine.types import Dataset, Question
+from engine.types import Corpus, Dataset, Document, Question
 
 # QA files of the shared data folder offered in the question picker (path -> label).
 DATASETS = {
@@ -49,6 +49,24 @@ def dataset_questions(dataset: str) -> tuple[Question, ...]:
 def dataset_label(dataset: str) -> str:
     """How a dataset is named in stored evaluations: its label, or the file's path."""
     return DATASETS.get(dataset, dataset)
+
+
+def supporting_documents(question: Question, corpus: Corpus | None) -> tuple[Document, ...]:
+    """The question's gold supporting documents: from the corpus, else from the listed
+    datasets' own paragraphs (a dev500 question asked over the wiki corpus)."""
+    titles = list(dict.fromkeys(question.supporting_titles))
+    found = {t: corpus.by_id[t] for t in titles if corpus is not None and t in corpus.by_id}
+    for path in listed_datasets():
+        if len(found) == len(titles):
+            break
+        documents = _documents(path)
+        found.update({t: documents[t] for t in titles if t not in found and t in documents})
+    return tuple(found[t] for t in titles if t in found)
+
+
+@lru_cache(maxsize=8)
+def _documents(path: str) -> dict[str, Document]:
+    return {d.id: d for d in _listed(path).documents}
 
 
 @lru_cache(maxsize=8)

@@ -23,7 +23,9 @@ from engine.service.datasets import (
     dataset_questions,
     listed_datasets,
     listed_questions,
+    supporting_documents,
 )
+from engine.service.diagnosis import outcomes_of, paired_of
 from engine.service.evaluation_jobs import EvaluationJob, EvaluationRequest
 from engine.service.readiness import Preparation, duration
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
@@ -95,6 +97,22 @@ class Explorer:
     def run(self, question: str | Question, name: str, config_json: str = "") -> RunTrace:
         *_, trace = self.stream(question, name, config_json)
         return trace
+
+    def reanswer(self, trace: RunTrace, unit_ids: list[str], oracle: bool = False
+                 ) -> RunTrace:
+        """`trace` re-answered over the units `unit_ids` (any of its candidates), plus the
+        gold supporting documents with `oracle`: only the reader runs again
+        (engine.paradigms.counterfactual)."""
+        from engine.paradigms.counterfactual import reanswer
+
+        gold = supporting_documents(trace.gold, self.corpus) if oracle and trace.gold else ()
+        if oracle and not gold:
+            raise ConfigError("The oracle adds a dataset question's gold supporting "
+                              "paragraphs; this run's question has none. Pick a question "
+                              "from a dataset, or untick the oracle.")
+        self._check_ready(trace.paradigm)
+        paradigm = make_paradigm(trace.paradigm, self.corpus, trace.config)
+        return reanswer(paradigm, trace, unit_ids, gold)
 
     # --- preparation ----------------------------------------------------------------------
 
@@ -263,3 +281,16 @@ class Explorer:
 
     def evaluation_traces(self, evaluation_id: int) -> list[RunTrace]:
         return self._evaluations.traces(evaluation_id)
+
+    # --- diagnosis --------------------------------------------------------------------------
+
+    def attribution(self, evaluation_id: int, track: str = "answer") -> dict[str, dict]:
+        """Per paradigm of a stored evaluation: where each question's gold was lost
+        (engine.eval.outcomes), its counts in funnel order and the question positions."""
+        return outcomes_of(self._evaluations, evaluation_id, track)
+
+    def paired(self, evaluation_id: int, a: str = "", b: str = "",
+               other_id: int | None = None) -> dict:
+        """Paired differences A minus B with bootstrap intervals and McNemar p-values:
+        two paradigms of one evaluation, or of two evaluations on their shared questions."""
+        return paired_of(self._evaluations, evaluation_id, a, b, other_id)

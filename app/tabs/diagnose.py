@@ -1,0 +1,189 @@
+"""Diagnose: what a stored evaluation says about each paradigm.
+
+Where each paradigm lost the gold answer (or its supporting documents) question by
+question, as one stacked bar per paradigm and a flow per paradigm; the questions of any
+outcome, each opening its stored run in Explore; and whether the difference between two
+paradigms, or two evaluations on their shared questions, is beyond noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import gradio as gr
+
+from app.errors import refused_box
+from app.tabs.explore import open_evaluation_run
+from app.tabs.sessions import parse_ids
+from app.views.diagnosis import (
+    outcome_bars,
+    outcome_flow,
+    paired_table,
+    segment_choices,
+    segment_positions,
+)
+from app.views.evaluation import ROW_COLUMNS, ROW_WIDTHS, question_rows
+from app.views.figures import text_figure
+from engine.errors import EngineError
+from engine.service.explorer import Explorer
+
+TRACKS = [("the gold answer", "answer"), ("all supporting documents", "support")]
+
+
+def diagnose(explorer: Explorer, text, track) -> tuple:
+    """(message, bars, flow choice, flow, segment choice, segment rows, pair A, pair B,
+    attribution, evaluation id) of the evaluation typed."""
+    if not str(text or "").strip() and not explorer.evaluations():
+        return ("<div class='fe-progress'>No stored evaluation yet: start one in the "
+                "Evaluate tab, then come back here.</div>", *(gr.skip(),) * 9)
+    try:
+        (evaluation_id,) = parse_ids(text, "evaluation")[:1]
+        evaluation = explorer.evaluation(evaluation_id)
+        found = explorer.attribution(evaluation_id, track or "answer")
+    except EngineError as err:
+        return (refused_box(err), *(gr.skip(),) * 9)
+    if not found:
+        return (refused_box(f"Evaluation {evaluation_id} has no stored question yet."),
+                *(gr.skip(),) * 9)
+    names = list(found)
+    skipped = "" if track != "support" or all(f["traced"] == f["total"]
+                                              for f in found.values()) else (
+        " Questions whose dataset names no supporting documents are left out.")
+    message = (f"<div class='fe-kept'>Evaluation {evaluation.id} ({evaluation.done} of "
+               f"{evaluation.questions} questions, {evaluation.state}): each question counted "
+               f"once per paradigm, by the first cut after which the gold stayed lost."
+               f"{skipped}</div>")
+    segments = segment_choices(found)
+    lost = next((v for _, v in segments if " · lost at " in v), segments[0][1])
+    paradigm, positions = segment_positions(found, lost)
+    return (message, outcome_bars(found, track), gr.Dropdown(names, value=names[0]),
+            outcome_flow(names[0], found[names[0]]), gr.Dropdown(segments, value=lost),
+            _segment_rows(explorer, evaluation_id, paradigm, positions),
+            gr.Dropdown(names, value=names[0]),
+            gr.Dropdown(names, value=names[1] if len(names) > 1 else names[0]),
+            found, evaluation_id)
+
+
+def _segment_rows(explorer: Explorer, evaluation_id: int, paradigm: str,
+                  positions: list) -> list[list]:
+    wanted = set(positions)
+    return question_rows([r for r in explorer.evaluation_rows(evaluation_id)
+                          if r["paradigm"] == paradigm and r["position"] in wanted])
+
+
+def show_flow(found: dict | None, paradigm) -> object:
+    if not found:
+        return text_figure("Open an evaluation first.")
+    return outcome_flow(paradigm, found.get(paradigm))
+
+
+def show_segment(explorer: Explorer, evaluation_id, found: dict | None, segment) -> list:
+    if evaluation_id is None or not found:
+        return []
+    paradigm, positions = segment_positions(found, segment)
+    return _segment_rows(explorer, evaluation_id, paradigm, positions)
+
+
+def pair(explorer: Explorer, evaluation_id, a, b, other) -> str:
+    """Paired differences of paradigm A against B, of this evaluation or of B in the
+    evaluation typed in `other`."""
+    if evaluation_id is None:
+        return refused_box("Open an evaluation first (type its id and press Diagnose).")
+    try:
+        other_id = parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
+        return paired_table(explorer.paired(evaluation_id, a or "", b or "", other_id))
+    except EngineError as err:
+        return refused_box(err)
+
+
+def newest(explorer: Explorer, text) -> str:
+    """The id box when the tab opens: what was typed, else the newest evaluation with a
+    stored question."""
+    if str(text or "").strip():
+        return text
+    return next((str(e.id) for e in explorer.evaluations() if e.done), "")
+
+
+def paired_tables(explorer: Explorer, a, b) -> str:
+    """Per paradigm both evaluations ran: b minus a on their shared questions, with
+    intervals (the difference column's sign)."""
+    parts = []
+    for paradigm in (p for p in a.paradigms if p in b.paradigms):
+        try:
+            parts.append(paired_table(explorer.paired(b.id, paradigm, paradigm, a.id)))
+        except EngineError as err:
+            parts.append(refused_box(err))
+    return "<h4>Is the difference real?</h4>" + "".join(parts) if parts else ""
+
+
+# --- layout -------------------------------------------------------------------------------
+
+
+@dataclass
+class Views:
+    message: gr.HTML
+    bars: gr.Plot
+    flow_choice: gr.Dropdown
+    flow: gr.Plot
+    segment: gr.Dropdown
+    rows: gr.Dataframe
+    a: gr.Dropdown
+    b: gr.Dropdown
+    other: gr.Textbox
+    pair: gr.Button
+    paired: gr.HTML
+
+
+def views() -> Views:
+    message = gr.HTML(elem_id="fe-diag-message")
+    with gr.Row():
+        bars = gr.Plot(label="Outcomes per paradigm", elem_id="fe-diag-bars")
+        with gr.Column():
+            flow_choice = gr.Dropdown([], label="Flow of", elem_id="fe-diag-flow-of")
+            flow = gr.Plot(label="Flow", elem_id="fe-diag-flow")
+    segment = gr.Dropdown([], label="Questions with outcome", elem_id="fe-diag-segment")
+    rows = gr.Dataframe(headers=ROW_COLUMNS, interactive=False, wrap=True, max_height=360,
+                        column_widths=ROW_WIDTHS,
+                        label="Click a row to open its stored run in Explore",
+                        elem_id="fe-diag-rows")
+    gr.Markdown("### Is the difference real?")
+    with gr.Row():
+        a = gr.Dropdown([], label="A: paradigm", scale=1, elem_id="fe-diag-a")
+        b = gr.Dropdown([], label="B: paradigm", scale=1, elem_id="fe-diag-b")
+        other = gr.Textbox(label="B from another evaluation (optional id; pairs the "
+                                 "questions both answered)", scale=2, elem_id="fe-diag-other")
+        pairing = gr.Button("Pair A with B", scale=1, elem_id="fe-diag-pair")
+    return Views(message, bars, flow_choice, flow, segment, rows, a, b, other, pairing,
+                 gr.HTML(elem_id="fe-diag-paired"))
+
+
+def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
+    """The Diagnose tab's widgets and events; returns what the app refreshes on select."""
+    with gr.Row():
+        ids = gr.Textbox(label="Evaluation id", placeholder="3", scale=2,
+                         elem_id="fe-diag-id")
+        track = gr.Radio(TRACKS, value="answer", label="Follow", scale=2,
+                         elem_id="fe-diag-track")
+        go = gr.Button("Diagnose", variant="primary", scale=1, elem_id="fe-diag-go")
+    shown = views()
+    found, current = gr.State(None), gr.State(None)
+
+    private = {"api_visibility": "private"}
+    outputs = [shown.message, shown.bars, shown.flow_choice, shown.flow, shown.segment,
+               shown.rows, shown.a, shown.b, found, current]
+    for event in (go.click, ids.submit, track.change):
+        event(partial(diagnose, explorer), [ids, track], outputs, **private)
+    shown.flow_choice.change(show_flow, [found, shown.flow_choice], shown.flow, **private)
+    shown.segment.change(partial(show_segment, explorer), [current, found, shown.segment],
+                         shown.rows, **private)
+    shown.pair.click(partial(pair, explorer), [current, shown.a, shown.b, shown.other],
+                     shown.paired, **private)
+    opened = [*exploring["outputs"], exploring["question"], exploring["paradigm"], tabs]
+
+    def open_row(evaluation_id, evt: gr.SelectData):
+        return open_evaluation_run(explorer, len(opened), evaluation_id, evt.row_value)
+
+    shown.rows.select(open_row, current, opened, **private)
+    return {"ids": ids, "refresh": partial(newest, explorer),
+            "then": (partial(diagnose, explorer), [ids, track], outputs)}

@@ -1,0 +1,154 @@
+"""What the Diagnose tab shows: where each paradigm lost the answer over an evaluation (a
+stacked bar per paradigm, a flow per paradigm), the questions of one outcome, and paired
+differences with their intervals. HTML and plotly only; the numbers come from
+engine.eval.outcomes and engine.eval.paired."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from app.views.figures import failsafe, text_figure
+from app.views.formatting import esc
+from engine.eval import outcomes as oc
+
+LOST = ("#f58518", "#e45756", "#ff9d45", "#b279a2", "#ffbf79", "#9d755d")
+COLORS = {oc.SKIPPED: "#79706e", oc.NOT_RETRIEVED: "#b2182b", oc.REACHED: "#4c78a8",
+          oc.READ_WRONG: "#eeca3b", oc.RIGHT: "#54a24b", oc.NO_SPAN: "#bab0ac"}
+SEPARATOR = " · "
+METRIC_LABELS = {"gold_doc_recall": "gold-document recall (read)",
+                 "seconds": "seconds per question (median)"}
+
+
+def color(outcome: str, cuts: list[str]) -> str:
+    if outcome in COLORS:
+        return COLORS[outcome]
+    cut = outcome.removeprefix("lost at ")
+    return LOST[(cuts.index(cut) if cut in cuts else 0) % len(LOST)]
+
+
+def _all_cuts(attribution: dict[str, dict]) -> list[str]:
+    return list(dict.fromkeys(c for found in attribution.values() for c in found["cuts"]))
+
+
+@failsafe
+def outcome_bars(attribution: dict[str, dict], track: str = "answer") -> go.Figure:
+    """One stacked bar per paradigm: its questions by outcome, earliest loss at the bottom."""
+    if not attribution:
+        return text_figure("Open an evaluation to see where each paradigm loses the answer.")
+    names, cuts = list(attribution), _all_cuts(attribution)
+    order = list(dict.fromkeys(o for found in attribution.values() for o in found["counts"]))
+    fig = go.Figure([go.Bar(
+        x=names, y=[attribution[n]["counts"].get(o, 0) for n in names], name=o,
+        marker_color=color(o, cuts), text=[attribution[n]["counts"].get(o) or "" for n in names],
+        textposition="inside", hovertemplate=f"%{{x}}: %{{y}} questions {esc(o)}<extra></extra>")
+        for o in order])
+    what = "the gold answer" if track == "answer" else "all supporting documents"
+    fig.update_layout(barmode="stack", title=f"Where each paradigm loses {what}",
+                      yaxis_title="questions", height=380, legend={"traceorder": "normal"},
+                      margin={"l": 50, "r": 20, "t": 50, "b": 40})
+    return fig
+
+
+@failsafe
+def outcome_flow(paradigm: str, found: dict | None) -> go.Figure:
+    """A Sankey of one paradigm: all questions -> retrieved -> kept by each later cut ->
+    answered right, with each loss leaving the flow where it happened."""
+    if not found or not found["counts"]:
+        return text_figure("Pick a paradigm of the evaluation to see its flow.")
+    cuts, counts = found["cuts"], found["counts"]
+    labels: list[str] = []
+    colors: list[str] = []
+    links: list[tuple[int, int, int]] = []
+
+    def node(text: str, tint: str) -> int:
+        labels.append(text)
+        colors.append(tint)
+        return len(labels) - 1
+
+    def beyond(i: int) -> int:  # questions that passed cut i
+        return sum(n for o, n in counts.items() if _rank(o, cuts) > i)
+
+    current = node(f"questions ({sum(counts.values())})", "#4c78a8")
+    for o in (oc.NO_SPAN, oc.SKIPPED, oc.NOT_RETRIEVED):
+        if counts.get(o):
+            links.append((current, node(f"{o} ({counts[o]})", COLORS[o]), counts[o]))
+    if cuts and beyond(0):
+        links.append((current, kept := node(f"retrieved ({beyond(0)})", "#4c78a8"), beyond(0)))
+        current = kept
+        for i, cut in enumerate(cuts[1:], start=1):
+            lost = counts.get(oc.lost_at(cut), 0)
+            if lost:
+                links.append((current, node(f"lost at {cut} ({lost})", color(oc.lost_at(cut),
+                                                                              cuts)), lost))
+            if beyond(i):
+                links.append((current, kept := node(f"kept by {cut} ({beyond(i)})", "#4c78a8"),
+                              beyond(i)))
+                current = kept
+        for o in (oc.REACHED, oc.READ_WRONG, oc.RIGHT):
+            if counts.get(o):
+                links.append((current, node(f"{o} ({counts[o]})", COLORS[o]), counts[o]))
+    source, target, value = zip(*links, strict=True) if links else ((), (), ())
+    fig = go.Figure(go.Sankey(
+        arrangement="snap", node={"label": labels, "color": colors, "pad": 14},
+        link={"source": source, "target": target, "value": value,
+              "color": "rgba(160,160,160,0.35)"}))
+    fig.update_layout(title=f"{paradigm}: every question through each cut", height=380,
+                      margin={"l": 20, "r": 20, "t": 50, "b": 20})
+    return fig
+
+
+def _rank(outcome: str, cuts: list[str]) -> int:
+    """How many cuts an outcome passed: -1 before the first, len(cuts) past all."""
+    if outcome in (oc.NO_SPAN, oc.SKIPPED, oc.NOT_RETRIEVED):
+        return -1
+    cut = outcome.removeprefix("lost at ")
+    if cut != outcome and cut in cuts:
+        return cuts.index(cut)
+    return len(cuts)
+
+
+def segment_choices(attribution: dict[str, dict]) -> list[tuple[str, str]]:
+    """(label, value) per (paradigm, outcome) segment, as the Dropdown takes them."""
+    return [(f"{paradigm}{SEPARATOR}{o} ({n})", f"{paradigm}{SEPARATOR}{o}")
+            for paradigm, found in attribution.items() for o, n in found["counts"].items()]
+
+
+def segment_positions(attribution: dict[str, dict], segment: str) -> tuple[str, list]:
+    """(paradigm, question positions) of a segment value from `segment_choices`."""
+    paradigm, _, o = (segment or "").partition(SEPARATOR)
+    return paradigm, attribution.get(paradigm, {}).get("questions", {}).get(o, [])
+
+
+def _number(value: float, metric: str) -> str:
+    return f"{value:+.3f}" if metric != "seconds" else f"{value:+.2f}"
+
+
+def paired_table(result: dict) -> str:
+    """A minus B per metric: both values, the difference, its 95% interval, the McNemar p
+    and whether it is within noise."""
+    rows = []
+    for d in result["differences"]:
+        metric = d["metric"]
+        low, high = d["ci"]
+        more = "slower" if metric == "seconds" else "higher"
+        verdict = ("within noise" if d["within_noise"] else
+                   f"{'A' if d['diff'] > 0 else 'B'} {more}")
+        p = "" if d["p"] is None else f"{d['p']:.3g}"
+        rows.append(f"<tr class='{'fe-noise' if d['within_noise'] else 'fe-real'}'>"
+                    f"<td>{esc(METRIC_LABELS.get(metric, metric))}</td>"
+                    f"<td>{d['a']:.3f}</td><td>{d['b']:.3f}</td>"
+                    f"<td>{_number(d['diff'], metric)}</td>"
+                    f"<td>[{_number(low, metric)}, {_number(high, metric)}]</td>"
+                    f"<td>{p}</td><td>{verdict}</td><td>{d['n']}</td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("metric", "A", "B", "A − B", "95% interval",
+                                             "McNemar p", "", "questions"))
+    shared = result["shared"]
+    only = ""
+    if shared < max(result["a_questions"], result["b_questions"]):
+        only = (f" (A has {result['a_questions']}, B {result['b_questions']}: only the "
+                "shared ones are compared)")
+    caption = (f"A = {esc(result['a'])}, B = {esc(result['b'])}: paired over {shared} "
+               f"shared questions{only}; 95% intervals from {result['resamples']:,} paired "
+               f"bootstrap resamples (seed {result['seed']}).")
+    return (f"<div class='fe-paired'><p>{caption}</p><table class='fe-table'><thead><tr>"
+            f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")

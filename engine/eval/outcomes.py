@@ -1,0 +1,134 @@
+"""Where a run lost the gold: one outcome per (question, paradigm), read from its trace.
+
+A run's cuts are its ranking stages in order, then the reader's token cap when it read
+fewer units than it was sent. Following the gold through them gives one of these mutually
+exclusive outcomes:
+
+- `not retrieved`: no cut ever held the gold;
+- `lost at <cut>`: a cut held it and the gold stayed lost from `<cut>` on (DR-RAG's dynamic
+  retrieval can bring the gold in after the first stage; it counts as retrieved);
+- `read, answered wrong` / `answered right` (EM): what the reader read held it;
+- `reached the reader`: it held it and no reader ran (a retrieval-only run);
+- `no span answer` (answer track only): a yes/no question, whose answer no passage spells.
+
+and `retrieval skipped` when a query classifier decided not to retrieve. Two tracks: the
+gold answer (`answer`: does a unit hold a gold answer) and the supporting documents
+(`support`: are all of them among the units' documents), the latter only where the dataset
+names them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from engine.errors import ConfigError
+from engine.metrics import has_span_answer
+from engine.stages.classify import QUERY
+from engine.trace import RunTrace
+
+NOT_RETRIEVED = "not retrieved"
+READ_WRONG = "read, answered wrong"
+RIGHT = "answered right"
+REACHED = "reached the reader"
+NO_SPAN = "no span answer"
+SKIPPED = "retrieval skipped"
+TOKEN_CAP = "token cap"
+TRACKS = ("answer", "support")
+
+
+def lost_at(cut: str) -> str:
+    return f"lost at {cut}"
+
+
+def held_after(trace: RunTrace, track: str) -> list[tuple[str, bool]]:
+    """(cut, whether the gold is held after it) for every cut of the run, in order."""
+    if trace.gold is None:
+        return []
+    titles = set(trace.gold.supporting_titles)
+    held: list[tuple[str, bool]] = []
+    for stage, flags in zip(trace.stages, trace.gold_flags, strict=False):
+        if stage.granularity == QUERY:
+            continue
+        if track == "answer":
+            held.append((stage.name, any(flags.answer)))
+        else:
+            docs = {d for c in stage.candidates for d in c.unit.doc_ids}
+            held.append((stage.name, titles <= docs))
+    read = trace.read
+    if trace.stages and len(read) < len(trace.stages[-1].candidates):
+        if track == "answer":
+            flags = trace.gold_flags[-1].answer[:len(read)]
+            held.append((TOKEN_CAP, any(flags)))
+        else:
+            held.append((TOKEN_CAP, titles <= {d for c in read for d in c.unit.doc_ids}))
+    return held
+
+
+def outcome(trace: RunTrace, track: str = "answer") -> str | None:
+    """The run's outcome on `track` (None: no gold, or no supporting documents named)."""
+    gold = trace.gold
+    if gold is None or (track == "support" and not gold.supporting_titles):
+        return None
+    if track == "answer" and not has_span_answer(gold):
+        return NO_SPAN
+    held = held_after(trace, track)
+    if not any(h for _, h in held):
+        return SKIPPED if _skipped(trace) else NOT_RETRIEVED
+    if not held[-1][1]:
+        last_held = max(i for i, (_, h) in enumerate(held) if h)
+        return lost_at(held[last_held + 1][0])
+    if "EM" not in trace.metrics:
+        return REACHED
+    return RIGHT if trace.metrics["EM"] else READ_WRONG
+
+
+def cuts(trace: RunTrace) -> list[str]:
+    """The run's cuts in order (its ranking stages, then the token cap if it cut); the
+    first is where the gold is retrieved or not."""
+    return [cut for cut, _ in held_after(trace, "answer")]
+
+
+def _skipped(trace: RunTrace) -> bool:
+    """Whether a query classifier decided the run needs no retrieval."""
+    return any(s.granularity == QUERY and s.details.decision is not None
+               and not s.details.decision.retrieve for s in trace.stages)
+
+
+def row_outcomes(trace: RunTrace) -> dict:
+    """What an eval row keeps of the trace for attribution: each track's outcome and the
+    run's cuts."""
+    return {"outcome": {track: outcome(trace, track) for track in TRACKS},
+            "cuts": cuts(trace)}
+
+
+def ordered_outcomes(cut_names: Sequence[str]) -> list[str]:
+    """Every outcome a run with these cuts can have, from the earliest loss to right."""
+    return [SKIPPED, NOT_RETRIEVED, *(lost_at(c) for c in cut_names[1:]), REACHED,
+            READ_WRONG, RIGHT, NO_SPAN]
+
+
+def attribution(rows: Iterable[dict], track: str = "answer") -> dict[str, dict]:
+    """Per paradigm: its cuts in order, {outcome: count} in that order (every question of
+    the paradigm counted once), and {outcome: [question positions]}."""
+    if track not in TRACKS:
+        raise ConfigError(f"track={track!r} is not a track; choose one of "
+                          f"{', '.join(TRACKS)}.")
+    by_paradigm: dict[str, list[dict]] = {}
+    for r in rows:
+        by_paradigm.setdefault(r["paradigm"], []).append(r)
+    out: dict[str, dict] = {}
+    for paradigm, mine in by_paradigm.items():
+        chain = list(dict.fromkeys(c for r in mine for c in r.get("cuts", ())))
+        outcomes = [r["outcome"][track] for r in mine]
+        counts = Counter(o for o in outcomes if o is not None)
+        order = [o for o in ordered_outcomes(chain) if counts[o]]
+        order += sorted(o for o in counts if o not in order)
+        questions: dict[str, list] = {o: [] for o in order}
+        for r, o in zip(mine, outcomes, strict=True):
+            if o is not None:
+                questions[o].append(r.get("position", r.get("question_id")))
+        out[paradigm] = {"cuts": chain, "counts": {o: counts[o] for o in order},
+                         "questions": questions, "traced": sum(counts.values()),
+                         "total": len(mine)}
+    return out

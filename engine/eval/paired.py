@@ -1,0 +1,133 @@
+"""Is a difference real? Paired differences of two runs over the same questions.
+
+For each metric, the difference of A's and B's statistic (the mean; the median for seconds)
+over the questions both answered, with a 95% percentile interval from a paired bootstrap
+(questions resampled with replacement, A and B together; seeded, 10,000 resamples, as
+UltraRAG's significance test) and, for the binary metrics (EM, AR@k), the exact McNemar
+p-value over the discordant questions. A difference whose interval holds 0 is within noise.
+
+AR@k counts only questions with a span answer (as the summary does); gold-document recall
+only where the dataset names supporting documents.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from engine.errors import ConfigError
+
+RESAMPLES = 10_000
+SEED = 0
+LEVEL = 0.95
+BINARY = ("EM", "AR@1", "AR@2", "AR@3", "AR@4")
+METRICS = ("EM", "F1", "AR@1", "AR@2", "AR@3", "AR@4", "gold_doc_recall", "seconds")
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """A minus B on one metric over `n` shared questions."""
+
+    metric: str
+    n: int
+    a: float  # A's mean (median for seconds)
+    b: float
+    diff: float
+    ci: tuple[float, float]
+    p: float | None  # exact McNemar, binary metrics only
+
+    @property
+    def within_noise(self) -> bool:
+        return self.ci[0] <= 0.0 <= self.ci[1]
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "ci": list(self.ci), "within_noise": self.within_noise}
+
+
+def mcnemar(a: Sequence[float], b: Sequence[float]) -> float:
+    """Exact two-sided McNemar p-value of paired binary outcomes: the binomial test of the
+    questions only A got right against those only B got right, at p = 1/2."""
+    only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
+    only_b = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def bootstrap_interval(a: Sequence[float], b: Sequence[float], statistic: str = "mean",
+                       resamples: int = RESAMPLES, seed: int = SEED,
+                       level: float = LEVEL) -> tuple[float, float]:
+    """The percentile interval of statistic(A) - statistic(B) over paired resamples."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(x), size=(resamples, len(x)))
+    if statistic == "mean":
+        diffs = (x - y)[picks].mean(axis=1)
+    elif statistic == "median":
+        diffs = np.median(x[picks], axis=1) - np.median(y[picks], axis=1)
+    else:
+        raise ConfigError(f"statistic={statistic!r}: use mean or median.")
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(diffs, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def question_values(row: dict) -> dict[str, float]:
+    """The per-question value of every metric an eval row has (see METRICS)."""
+    metrics = row.get("metrics", {})
+    values = {k: float(metrics[k]) for k in ("EM", "F1") if k in metrics}
+    if row.get("span_answer"):
+        values.update({k: float(metrics[k]) for k in BINARY[1:] if k in metrics})
+    if row.get("gold_doc_recall") is not None:
+        values["gold_doc_recall"] = float(row["gold_doc_recall"])
+    values["seconds"] = float(sum(row.get("seconds", {}).values()))
+    return values
+
+
+def paired(rows_a: Sequence[dict], rows_b: Sequence[dict], *,
+           resamples: int = RESAMPLES, seed: int = SEED) -> list[PairedDifference]:
+    """A minus B on every metric both have, over the questions (by id) both answered."""
+    a_by_id = {r["question_id"]: question_values(r) for r in rows_a}
+    b_by_id = {r["question_id"]: question_values(r) for r in rows_b}
+    shared = [q for q in a_by_id if q in b_by_id]
+    if not shared:
+        raise ConfigError("The two runs share no question id, so nothing can be paired; "
+                          "compare evaluations of the same dataset.")
+    out = []
+    for metric in METRICS:
+        ids = [q for q in shared if metric in a_by_id[q] and metric in b_by_id[q]]
+        if not ids:
+            continue
+        x = [a_by_id[q][metric] for q in ids]
+        y = [b_by_id[q][metric] for q in ids]
+        statistic = "median" if metric == "seconds" else "mean"
+        centre = np.median if statistic == "median" else np.mean
+        a, b = float(centre(x)), float(centre(y))
+        out.append(PairedDifference(
+            metric, len(ids), round(a, 4), round(b, 4), round(a - b, 4),
+            tuple(round(v, 4) for v in bootstrap_interval(x, y, statistic, resamples, seed)),
+            mcnemar(x, y) if metric in BINARY else None))
+    return out
+
+
+
+def every_pair(rows: Sequence[dict], *, resamples: int = RESAMPLES,
+               seed: int = SEED) -> dict[str, dict[str, dict]]:
+    """{"A-B": {metric: {diff, ci, p, within_noise, n}}} for every two paradigms of one
+    evaluation's rows, in the order they first appear."""
+    names = list(dict.fromkeys(r["paradigm"] for r in rows))
+    out = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            differences = paired([r for r in rows if r["paradigm"] == a],
+                                 [r for r in rows if r["paradigm"] == b],
+                                 resamples=resamples, seed=seed)
+            out[f"{a}-{b}"] = {d.metric: {k: v for k, v in d.to_dict().items()
+                                          if k in ("diff", "ci", "p", "within_noise", "n")}
+                               for d in differences}
+    return out

@@ -1,0 +1,78 @@
+"""Diagnosis of stored evaluations: where each paradigm lost the answer, and whether the
+difference between two paradigms (or two evaluations) is beyond noise.
+
+Rows stored before rows carried outcomes get them from their stored traces.
+"""
+
+from __future__ import annotations
+
+from engine.errors import ConfigError
+from engine.eval.outcomes import attribution, row_outcomes
+from engine.eval.paired import RESAMPLES, SEED, paired
+from engine.eval.summary import read_gold_doc_recall
+from engine.store.evaluations import EvaluationStore
+
+
+def diagnosed_rows(evaluations: EvaluationStore, evaluation_id: int) -> list[dict]:
+    """The evaluation's rows, each with its outcomes, cuts and read gold-document recall."""
+    rows = evaluations.rows(evaluation_id)
+    if all("outcome" in r for r in rows):
+        return rows
+    traces = evaluations.traces(evaluation_id)  # same order: position, then paradigm
+    return [r if "outcome" in r else
+            {**r, **row_outcomes(t), "gold_doc_recall": read_gold_doc_recall(t)}
+            for r, t in zip(rows, traces, strict=True)]
+
+
+def outcomes_of(evaluations: EvaluationStore, evaluation_id: int,
+                track: str = "answer") -> dict[str, dict]:
+    """engine.eval.outcomes.attribution of a stored evaluation."""
+    return attribution(diagnosed_rows(evaluations, evaluation_id), track)
+
+
+def paired_of(evaluations: EvaluationStore, evaluation_id: int, a: str = "", b: str = "",
+              other_id: int | None = None, *, resamples: int = RESAMPLES,
+              seed: int = SEED) -> dict:
+    """A minus B over their shared questions: paradigms `a` and `b` of one evaluation, or
+    `a` of `evaluation_id` and `b` of `other_id` (each may be left empty when its
+    evaluation ran one paradigm, or the other names one both ran)."""
+    first = evaluations.get(evaluation_id)
+    second = evaluations.get(other_id) if other_id is not None else first
+    if second is first:
+        if not a or not b:
+            names = list(first.paradigms)
+            if len(names) != 2 or a or b:
+                raise ConfigError(f"Name the two paradigms of evaluation {first.id} to pair "
+                                  f"(it ran {', '.join(names)}), e.g. a={names[0]!r}.")
+            a, b = names
+        if a == b:
+            raise ConfigError(f"a and b are both {a!r}: pair two different paradigms, or "
+                              "give a second evaluation id.")
+    a = a or _only(first, b)
+    b = b or _only(second, a)
+    for evaluation, name in ((first, a), (second, b)):
+        if name not in evaluation.paradigms:
+            raise ConfigError(f"Evaluation {evaluation.id} has no paradigm {name!r}; it ran "
+                              f"{', '.join(evaluation.paradigms)}.")
+    rows_a = [r for r in diagnosed_rows(evaluations, first.id) if r["paradigm"] == a]
+    rows_b = [r for r in diagnosed_rows(evaluations, second.id) if r["paradigm"] == b]
+    ids_a, ids_b = {r["question_id"] for r in rows_a}, {r["question_id"] for r in rows_b}
+    if not ids_a & ids_b:
+        raise ConfigError(f"Evaluations {first.id} and {second.id} share no question id "
+                          f"({len(ids_a)} and {len(ids_b)} questions), so nothing can be "
+                          "paired; compare evaluations of the same dataset.")
+    return {"a": f"{first.id}: {a}", "b": f"{second.id}: {b}",
+            "shared": len(ids_a & ids_b), "a_questions": len(ids_a),
+            "b_questions": len(ids_b), "resamples": resamples, "seed": seed,
+            "differences": [d.to_dict() for d in paired(rows_a, rows_b, resamples=resamples,
+                                                        seed=seed)]}
+
+
+def _only(evaluation, fallback: str) -> str:
+    """The evaluation's one paradigm, else `fallback` (the other side's name)."""
+    if len(evaluation.paradigms) == 1:
+        return evaluation.paradigms[0]
+    if fallback in evaluation.paradigms:
+        return fallback
+    raise ConfigError(f"Evaluation {evaluation.id} ran {', '.join(evaluation.paradigms)}; "
+                      "name the paradigm to pair from it.")

@@ -1,0 +1,71 @@
+"""Re-answering a run with other evidence (engine.paradigms.counterfactual) through the
+Explorer: the toy paradigm's reader says Seurat's name only when what it reads mentions him,
+so what it is given to read shows in the answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.errors import ConfigError
+from engine.paradigms.counterfactual import REREAD, reanswer
+from engine.types import Question
+from tests.fakes import EchoConfig, EchoParadigm, gold_run, ranked_stage
+
+GOLD = Question("q7", "Which river flows through Budapest and Vienna?",
+                answers=("Georges Seurat",), supporting_titles=("Georges Seurat",))
+
+
+@pytest.fixture
+def run(explorer):
+    trace = explorer.run(GOLD, "echo", '{"k": 3}')
+    assert [c.unit.id for c in trace.read] == ["Danube", "Budapest", "Vienna"]
+    assert trace.answer == "unknown" and trace.metrics["EM"] == 0.0
+    return trace
+
+
+def test_only_the_units_chosen_are_read_and_the_change_is_recorded(tiny_corpus):
+    first = ranked_stage("first", ("Danube", "The Danube flows."), ("Budapest", "A capital."),
+                         ("Georges Seurat", "Georges Seurat was a painter."))
+    kept = ranked_stage("rerank", ("Danube", "The Danube flows."), ("Budapest", "A capital."))
+    run = gold_run(GOLD, first, kept, said="unknown", paradigm="echo")
+    paradigm = EchoParadigm(tiny_corpus, EchoConfig())
+    earlier = "Georges Seurat#2"  # a candidate the first stage had and the second dropped
+    again = reanswer(paradigm, run, ["Budapest#1", earlier])
+    assert [s.name for s in again.stages] == ["first", "rerank", REREAD]
+    assert [c.unit.id for c in again.read] == ["Budapest#1", earlier]
+    assert again.answer == "Georges Seurat" and again.metrics["EM"] == 1.0
+    assert run.metrics["EM"] == 0.0 and again.metrics["gold_doc_recall@reread"] == 1.0
+    changed = again.stage(REREAD).settings
+    assert changed["removed"] == ["Danube#0"] and changed["added"] == [earlier]
+    assert changed["answer_before"] == "unknown" and changed["oracle"] == []
+    assert [s.purpose for s in again.llm_steps] == ["answer"]  # the old answer is replaced
+
+
+def test_a_re_answered_run_saves_and_reloads_exactly(explorer, run):
+    again = explorer.reanswer(run, ["Vienna"])
+    assert again.answer == "unknown" and [c.unit.id for c in again.read] == ["Vienna"]
+    assert explorer.load_run(explorer.save_run(again, "what if")) == again
+
+
+def test_the_oracle_adds_the_gold_supporting_paragraphs(explorer, run):
+    again = explorer.reanswer(run, ["Danube"], oracle=True)
+    assert [c.unit.id for c in again.read] == ["Danube", "oracle:Georges Seurat"]
+    assert again.answer == "Georges Seurat"
+    assert again.stage(REREAD).settings["oracle"] == ["Georges Seurat"]
+
+
+@pytest.mark.parametrize(("ids", "oracle", "message"), [
+    (["Danube", "Atlantis"], False, "'Atlantis' is not a candidate of this run"),
+    ([], False, "Nothing to read"),
+    ([f"x{i}" for i in range(7)], False, "and 2 more"),
+])
+def test_bad_choices_are_refused_by_name(explorer, run, ids, oracle, message):
+    with pytest.raises(ConfigError, match=message):
+        explorer.reanswer(run, ids, oracle)
+
+
+def test_the_oracle_needs_a_dataset_question(explorer):
+    typed = explorer.run("Which river flows through Vienna?", "echo")
+    with pytest.raises(ConfigError, match="gold supporting paragraphs; this run's question"):
+        explorer.reanswer(typed, ["Danube"], oracle=True)
+    assert explorer.reanswer(typed, ["Danube"]).metrics == {}  # no gold: no metrics

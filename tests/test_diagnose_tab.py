@@ -1,0 +1,133 @@
+"""The Diagnose tab's callbacks without a browser: a real Explorer and DuckDB file holding a
+stored evaluation of hand-built runs whose outcomes are known; the browser test
+(test_live_app) drives the same functions through Gradio."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import plotly.graph_objects as go
+import pytest
+
+from app.tabs import diagnose
+from engine.eval.summary import row
+from engine.store.evaluations import EvaluationStore
+from engine.types import Question
+from tests.fakes import gold_run, ranked_stage
+
+HIT, MISS = ("Seurat", "Georges Seurat painted it."), ("River", "The Danube flows east.")
+
+
+def question(i: int) -> Question:
+    return Question(f"q{i}", f"Who painted picture {i}?", answers=("Georges Seurat",),
+                    supporting_titles=("Seurat",))
+
+
+def flat_run(i: int):
+    """Questions 0-2 lost at the re-ranker, 3-4 answered right, 5 never retrieved."""
+    first = ranked_stage("dense", MISS if i == 5 else HIT, MISS)
+    kept = ranked_stage("reranker", HIT if i in (3, 4) else MISS)
+    return gold_run(question(i), first, kept, paradigm="flat", seconds=1.0)
+
+
+def funnel_run(i: int):
+    """Every question kept to the reader, answered right but question 0."""
+    stages = ranked_stage("clusters", HIT), ranked_stage("preranker", HIT, MISS)
+    return gold_run(question(i), *stages, said="Vincent" if i == 0 else "Georges Seurat",
+                    paradigm="funnel", seconds=3.0)
+
+
+def store_evaluation(prepared, runs, ids=range(6), with_outcomes=True) -> int:
+    evaluations = EvaluationStore(prepared[1])
+    names = [make(0).paradigm for make in runs]
+    evaluation_id = evaluations.create(dataset="toy", questions=len(ids), paradigms=names,
+                                       configs={}, corpus="tiny", corpus_fingerprint="f",
+                                       code_version="t")
+    for position, i in enumerate(ids):
+        traces = [make(i) for make in runs]
+        rows = [row(t) for t in traces]
+        if not with_outcomes:  # as rows were stored before they carried outcomes
+            rows = [{k: v for k, v in r.items() if k not in ("outcome", "cuts")} for r in rows]
+        evaluations.add(evaluation_id, position, traces, rows)
+    evaluations.finish(evaluation_id, "done", {})
+    return evaluation_id
+
+
+@pytest.mark.parametrize("with_outcomes", [True, False])
+def test_diagnose_shows_outcomes_flow_and_the_questions_lost_at_a_cut(explorer, prepared,
+                                                                       with_outcomes):
+    evaluation_id = store_evaluation(prepared, [flat_run, funnel_run],
+                                     with_outcomes=with_outcomes)
+    (message, bars, flow_of, flow, segment, rows, a, b, found,
+     current) = diagnose.diagnose(explorer, str(evaluation_id), "answer")
+    assert f"Evaluation {evaluation_id} (6 of 6 questions, done)" in message
+    assert current == evaluation_id
+    assert found["flat"]["counts"] == {"not retrieved": 1, "lost at reranker": 3,
+                                       "answered right": 2}
+    stacked = {t.name: list(t.y) for t in bars.data}
+    assert stacked["lost at reranker"] == [3, 0] and stacked["answered right"] == [2, 5]
+    assert isinstance(flow.data[0], go.Sankey)
+    labels = list(flow.data[0].node.label)
+    assert {"questions (6)", "retrieved (5)", "lost at reranker (3)",
+            "kept by reranker (2)", "answered right (2)"} <= set(labels)
+    assert segment.value == "flat · lost at reranker"  # the first loss is shown first
+    assert [r[0] for r in rows] == [0, 1, 2] and {r[2] for r in rows} == {"flat"}
+    assert (a.value, b.value) == ("flat", "funnel")
+
+    funnel_flow = diagnose.show_flow(found, "funnel")
+    assert "read, answered wrong (1)" in funnel_flow.data[0].node.label
+    right = diagnose.show_segment(explorer, current, found, "funnel · answered right")
+    assert [r[0] for r in right] == [1, 2, 3, 4, 5]
+
+
+def test_a_segment_row_opens_its_stored_run_in_explore(explorer, prepared):
+    evaluation_id = store_evaluation(prepared, [flat_run, funnel_run])
+    *_, found, current = diagnose.diagnose(explorer, str(evaluation_id), "answer")
+    rows = diagnose.show_segment(explorer, current, found, "flat · lost at reranker")
+    opened = diagnose.open_evaluation_run(explorer, 12, current, rows[1])
+    assert "question 1" in opened[0] and "flat" in opened[0]
+    assert json.loads(opened[-4])["question"] == "Who painted picture 1?"
+
+
+def test_pairing_two_paradigms_marks_what_is_within_noise(explorer, prepared):
+    evaluation_id = store_evaluation(prepared, [flat_run, funnel_run])
+    table = diagnose.pair(explorer, evaluation_id, "flat", "funnel", "")
+    assert "paired over 6 shared questions" in table and "10,000" in table
+    assert "within noise" in table  # EM 2/6 against 5/6 on six questions
+    seconds = table.split("seconds per question")[1].split("</tr>")[0]
+    assert "-2.00" in seconds and "B slower" in seconds  # 1 s against 3 s, every question
+
+
+def test_pairing_two_evaluations_uses_only_their_shared_questions(explorer, prepared):
+    first = store_evaluation(prepared, [flat_run])
+    second = store_evaluation(prepared, [funnel_run], ids=range(3, 9))
+    table = diagnose.pair(explorer, first, "", "", str(second))
+    assert "paired over 3 shared questions" in table and "A has 6, B 6" in table
+    apart = store_evaluation(prepared, [funnel_run], ids=range(20, 23))
+    refused = diagnose.pair(explorer, first, "", "", str(apart))
+    assert "share no question id" in refused
+
+
+@pytest.mark.parametrize(("ids", "a", "b", "other", "named"), [
+    ("abc", "", "", "", "'abc'"),
+    ("99", "", "", "", "No evaluation with id 99"),
+    (None, "flat", "rerank", "", "no paradigm 'rerank'"),
+    (None, "flat", "flat", "", "both 'flat'"),
+    (None, "flat", "funnel", "x7", "'x7'"),
+])
+def test_bad_input_is_refused_by_name(explorer, prepared, ids, a, b, other, named):
+    evaluation_id = store_evaluation(prepared, [flat_run, funnel_run])
+    if ids is not None:
+        message = diagnose.diagnose(explorer, ids, "answer")[0]
+    else:
+        message = diagnose.pair(explorer, evaluation_id, a, b, other)
+    assert named in html.unescape(message) and "fe-error" in message
+
+
+def test_the_tab_opens_on_the_newest_evaluation_and_says_when_there_is_none(explorer,
+                                                                             prepared):
+    assert "No stored evaluation yet" in diagnose.diagnose(explorer, "", "answer")[0]
+    evaluation_id = store_evaluation(prepared, [flat_run])
+    assert diagnose.newest(explorer, "") == str(evaluation_id)
+    assert diagnose.newest(explorer, "7") == "7"

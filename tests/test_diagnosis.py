@@ -1,0 +1,127 @@
+"""Where the answer is lost (engine.eval.outcomes) and whether a difference is real
+(engine.eval.paired), on hand-built traces whose outcome is known."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from scipy.stats import binomtest
+
+from engine.errors import ConfigError
+from engine.eval import outcomes as oc
+from engine.eval.paired import bootstrap_interval, mcnemar, paired
+from engine.eval.summary import row
+from engine.records import QueryDecision, StageDetails
+from engine.stages.classify import QUERY
+from engine.trace import RunTrace, StageResult
+from engine.types import Question
+from tests.fakes import gold_run, ranked_stage
+
+GOLD = Question("q1", "Who painted it?", answers=("Georges Seurat",),
+                supporting_titles=("Seurat", "Painting"))
+HIT, MISS = ("Seurat", "Georges Seurat painted it."), ("River", "The Danube flows east.")
+PAINTING = ("Painting", "A Sunday Afternoon is a painting.")
+
+
+def stage(name: str, *units: tuple[str, str]) -> StageResult:
+    return ranked_stage(name, *units)
+
+
+def run(*stages: StageResult, said: str | None = "Georges Seurat", gold: Question = GOLD,
+        read: int | None = None) -> RunTrace:
+    return gold_run(gold, *stages, said=said, read=read)
+
+
+@pytest.mark.parametrize(("trace", "expected"), [
+    (run(stage("first", HIT, MISS), stage("rerank", HIT)), oc.RIGHT),
+    (run(stage("first", HIT, MISS), stage("rerank", HIT), said="Vincent"), oc.READ_WRONG),
+    (run(stage("first", MISS, MISS), stage("rerank", MISS)), oc.NOT_RETRIEVED),
+    (run(stage("first", HIT, MISS), stage("rerank", MISS)), "lost at rerank"),
+    # DR-RAG: the static stage misses, query-document concatenation brings the gold in
+    (run(stage("static", MISS), stage("qdc", MISS, HIT), stage("cfs", HIT)), oc.RIGHT),
+    (run(stage("static", MISS), stage("qdc", MISS, HIT), stage("cfs", MISS)), "lost at cfs"),
+    (run(stage("first", HIT, MISS), stage("post", MISS, HIT), read=1), "lost at token cap"),
+    (run(stage("first", HIT), said=None), oc.REACHED),
+])
+def test_each_run_gets_the_outcome_of_the_cut_after_which_the_gold_stayed_lost(trace,
+                                                                              expected):
+    assert oc.outcome(trace, "answer") == expected
+
+
+def test_the_support_track_needs_every_supporting_document():
+    one = run(stage("first", HIT, PAINTING), stage("rerank", HIT))
+    assert oc.outcome(one, "answer") == oc.RIGHT
+    assert oc.outcome(one, "support") == "lost at rerank"
+    both = run(stage("first", HIT, PAINTING), stage("rerank", PAINTING, HIT))
+    assert oc.outcome(both, "support") == oc.RIGHT
+    unnamed = replace(GOLD, supporting_titles=())
+    assert oc.outcome(run(stage("first", HIT), gold=unnamed), "support") is None
+
+
+def test_yes_no_questions_and_a_skipped_retrieval_have_their_own_outcomes():
+    yes = replace(GOLD, answers=("yes",))
+    assert oc.outcome(run(stage("first", HIT), gold=yes), "answer") == oc.NO_SPAN
+    skipped = StageResult("classify", QUERY, 0, (), 0.01, StageDetails(
+        decision=QueryDecision(retrieve=False, probability=0.2, threshold=0.5)))
+    assert oc.outcome(run(skipped), "answer") == oc.SKIPPED
+    routed = replace(skipped, details=StageDetails(decision=QueryDecision(True, 0.9, 0.5)))
+    assert oc.outcome(run(routed, stage("first", HIT)), "answer") == oc.RIGHT
+
+
+def test_attribution_counts_every_question_once_in_funnel_order_with_its_positions():
+    traces = [run(stage("first", HIT), stage("rerank", MISS)),
+              run(stage("first", MISS), stage("rerank", MISS)),
+              run(stage("first", HIT), stage("rerank", HIT)),
+              run(stage("first", HIT), stage("rerank", HIT), said="Vincent")]
+    rows = [{**row(t), "position": i} for i, t in enumerate(traces)]
+    found = oc.attribution(rows)["fake"]
+    assert found["cuts"] == ["first", "rerank"]
+    assert list(found["counts"]) == [oc.NOT_RETRIEVED, "lost at rerank", oc.READ_WRONG,
+                                     oc.RIGHT]
+    assert sum(found["counts"].values()) == found["total"] == 4
+    assert found["questions"]["lost at rerank"] == [0]
+    assert found["questions"][oc.RIGHT] == [2]
+    with pytest.raises(ConfigError, match="track='gold'"):
+        oc.attribution(rows, "gold")
+
+
+# --- paired differences ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("only_a", "only_b"), [(10, 2), (3, 3), (0, 7), (25, 12)])
+def test_mcnemar_is_the_exact_binomial_test_of_the_discordant_questions(only_a, only_b):
+    a = [1] * only_a + [0] * only_b + [1] * 5 + [0] * 4
+    b = [0] * only_a + [1] * only_b + [1] * 5 + [0] * 4
+    expected = binomtest(only_a, only_a + only_b, 0.5).pvalue
+    assert mcnemar(a, b) == pytest.approx(expected)
+    assert mcnemar([1, 0], [1, 0]) == 1.0
+
+
+def test_the_bootstrap_interval_is_seeded_and_covers_the_true_difference():
+    a = [1.0] * 60 + [0.0] * 40
+    b = [1.0] * 40 + [0.0] * 60
+    low, high = bootstrap_interval(a, b, resamples=2000, seed=3)
+    assert (low, high) == bootstrap_interval(a, b, resamples=2000, seed=3)
+    assert 0.0 < low < 0.2 < high < 0.4
+    assert bootstrap_interval(a, a, resamples=500) == (0.0, 0.0)
+
+
+def _rows(ems: list[int], seconds: float, prefix: str = "q") -> list[dict]:
+    return [{"question_id": f"{prefix}{i}", "span_answer": True, "gold_doc_recall": None,
+             "metrics": {"EM": em, "F1": em, "AR@1": em}, "seconds": {"answer": seconds}}
+            for i, em in enumerate(ems)]
+
+
+def test_paired_differences_mark_what_is_within_noise_and_pair_only_shared_questions():
+    a, b = _rows([1] * 30 + [0] * 70, 1.0), _rows([1] * 28 + [0] * 72, 3.0)
+    by_metric = {d.metric: d for d in paired(a, b, resamples=2000)}
+    assert by_metric["EM"].diff == pytest.approx(0.02)
+    assert by_metric["EM"].within_noise and by_metric["EM"].p == pytest.approx(0.5)
+    assert by_metric["seconds"].diff == -2.0 and not by_metric["seconds"].within_noise
+    assert by_metric["seconds"].p is None
+    assert "gold_doc_recall" not in by_metric
+    shifted = _rows([0] * 100, 1.0)[50:]  # ids q50..q99 only
+    assert paired(a, shifted, resamples=200)[0].n == 50
+    with pytest.raises(ConfigError, match="share no question"):
+        paired(a, _rows([1], 1.0, prefix="other"))
