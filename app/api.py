@@ -26,7 +26,8 @@ def register(explorer: Explorer) -> None:
 
 
 def _runs_api(explorer: Explorer) -> None:
-    """Named endpoints for gradio_client: run, save_run, list_runs, load_run, status."""
+    """Named endpoints for gradio_client: run, save_run, reanswer, list_runs, load_run,
+    status."""
 
     def run(question: str, paradigm: str = DEFAULT, config_json: str = "") -> str:
         """Run `question` through `paradigm` (config as JSON); returns the trace JSON."""
@@ -37,13 +38,27 @@ def _runs_api(explorer: Explorer) -> None:
 
     def save_run(trace_json: str, name: str = "", notes: str = "") -> int:
         """Save a trace (as returned by `run`); returns the new run id."""
-        try:
-            trace = RunTrace.from_json(trace_json)
-        except (ValueError, TypeError, KeyError) as err:
-            raise refused(f"trace_json is not a run trace ({err}); pass what `run` "
-                          "returned.") from None
+        trace = _trace(trace_json)
         try:
             return explorer.save_run(trace, name, notes)
+        except EngineError as err:
+            raise refused(err) from None
+
+    def reanswer(trace_json: str, passage_ids: str, oracle: bool = False) -> str:
+        """Re-answer a run (a trace as `run` returned it) over the units whose ids are in
+        the JSON list `passage_ids` (any candidate of its stages, in reading order), plus
+        the question's gold supporting paragraphs with `oracle`: only the reader runs.
+        Returns the new trace JSON; its "reread" stage records what changed."""
+        trace = _trace(trace_json)
+        try:
+            ids = json.loads(passage_ids or "[]")
+        except json.JSONDecodeError:
+            ids = None
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise refused(f"passage_ids={passage_ids!r} is not a JSON list of unit ids; "
+                          'give e.g. ["Danube#0", "Vienna#1"].')
+        try:
+            return explorer.reanswer(trace, ids, bool(oracle)).to_json()
         except EngineError as err:
             raise refused(err) from None
 
@@ -63,7 +78,7 @@ def _runs_api(explorer: Explorer) -> None:
         return json.dumps({"ready": {p: explorer.ready(p) for p in PARADIGMS},
                            "tasks": explorer.status()})
 
-    for fn in (run, save_run, list_runs, load_run, status):
+    for fn in (run, save_run, reanswer, list_runs, load_run, status):
         gr.api(fn, api_name=fn.__name__)
 
 
@@ -174,7 +189,7 @@ def _evaluation_api(explorer: Explorer) -> None:
 
 
 def _diagnosis_api(explorer: Explorer) -> None:
-    """Named endpoints that diagnose stored evaluations: attribution, paired."""
+    """Named endpoints that diagnose evaluations: attribution, paired, sweep."""
 
     def attribution(evaluation_id: int, track: str = "answer") -> str:
         """Per paradigm of an evaluation, where each question lost the gold `track`
@@ -202,8 +217,34 @@ def _diagnosis_api(explorer: Explorer) -> None:
         except EngineError as err:
             raise refused(err) from None
 
-    for fn in (attribution, paired):
+    def sweep(paradigm: str, options_json: str, dataset: str, limit: int = 0,
+              sample: int = 0, seed: int = 0, retrieval_only: bool = True,
+              config_json: str = "", name: str = "", build: bool = False) -> int:
+        """Start a sweep of `paradigm` over the grid of one or two numeric options
+        (`options_json`: {"K": [5, 10], "N": [4, 8]}; at most 100 points; the rest of
+        `config_json` fixed) on `dataset`'s first `limit` questions or a seeded `sample`,
+        without the reader when `retrieval_only`. It is stored as an evaluation whose
+        paradigms are the grid points ("funnel K=5 N=8"); follow it with
+        `evaluation_status`. Returns its id."""
+        try:
+            return explorer.sweep(dataset, paradigm, parse_config(options_json),
+                                  parse_config(config_json), limit=int(limit),
+                                  sample=int(sample), seed=int(seed),
+                                  retrieval_only=bool(retrieval_only), name=name,
+                                  build=bool(build))
+        except EngineError as err:
+            raise refused(err) from None
+
+    for fn in (attribution, paired, sweep):
         gr.api(fn, api_name=fn.__name__)
+
+
+def _trace(trace_json: str) -> RunTrace:
+    try:
+        return RunTrace.from_json(trace_json)
+    except (ValueError, TypeError, KeyError) as err:
+        raise refused(f"trace_json is not a run trace ({err}); pass what `run` "
+                      "returned.") from None
 
 
 def _status_json(status: dict) -> str:

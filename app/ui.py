@@ -1,4 +1,4 @@
-"""The Gradio app: a status line, six tabs and the named API endpoints, over an Explorer.
+"""The Gradio app: a status line, seven tabs and the named API endpoints, over an Explorer.
 
 Callbacks read widgets, call the engine (engine.service.explorer.Explorer) and turn what it returns
 into HTML and plotly figures; no ranking happens here.
@@ -12,7 +12,7 @@ import gradio as gr
 
 from app import api
 from app.style import CSS
-from app.tabs import annotate, compare, diagnose, evaluate, explore, sessions
+from app.tabs import annotate, compare, diagnose, evaluate, explore, sessions, sweep
 from app.views.formatting import esc
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import Explorer
@@ -54,6 +54,8 @@ def build_app(explorer: Explorer) -> gr.Blocks:
                 evaluations = evaluate.build(explorer, exploring, tabs)
             with gr.Tab("Diagnose", id="diagnose") as diagnose_tab:
                 diagnosis = diagnose.build(explorer, exploring, tabs)
+            with gr.Tab("Sweep", id="sweep"):
+                sweep.build(explorer)
         sessions_tab.select(listing["refresh"], None, listing["table"], api_visibility="private")
         annotate_tab.select(labelling["refresh"], None, labelling["outputs"],
                             api_visibility="private")

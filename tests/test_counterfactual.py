@@ -4,6 +4,8 @@ so what it is given to read shows in the answer."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from engine.errors import ConfigError
@@ -69,3 +71,28 @@ def test_the_oracle_needs_a_dataset_question(explorer):
     with pytest.raises(ConfigError, match="gold supporting paragraphs; this run's question"):
         explorer.reanswer(typed, ["Danube"], oracle=True)
     assert explorer.reanswer(typed, ["Danube"]).metrics == {}  # no gold: no metrics
+
+
+# --- Explore's re-read panel (app/tabs/reread.py) without a browser ------------------------
+
+
+def test_the_panel_offers_what_was_read_and_earlier_candidates_then_re_answers_and_saves(
+        explorer, run):
+    from app.tabs import reread
+
+    keep, add, oracle, panel = reread.choices(run.to_json())
+    assert keep.value == ["Danube", "Budapest", "Vienna"] and panel.visible is True
+    assert keep.choices[0][0].startswith("#1 Danube: The Danube is a river")
+    assert add.choices == []  # the toy ranks once: no earlier stage
+    assert oracle.interactive is True  # the question names its supporting paragraphs
+    both, before, after, again = reread.reanswer(explorer, run.to_json(), ["Vienna"], [],
+                                                 True)
+    assert "As run" in both and "Re-answered (re-read: 2 removed, 1 oracle)" in both
+    assert "EM 0" in both.split("Re-answered")[0] and "EM 1" in both.split("Re-answered")[1]
+    saved = reread.save(explorer, again, "what if")
+    run_id = int(re.search(r"as run (\d+)", saved).group(1))
+    assert explorer.load_run(run_id).stage(REREAD).settings["oracle"] == ["Georges Seurat"]
+    refused, *_ = reread.reanswer(explorer, run.to_json(), ["Vienna"], ["Atlantis#9"], False)
+    assert "Atlantis#9" in refused and "fe-error" in refused
+    typed = explorer.run("Which river flows through Vienna?", "echo")
+    assert reread.choices(typed.to_json())[2].interactive is False

@@ -53,7 +53,7 @@ def test_an_uploaded_evaluation_runs_reopens_compares_exports_and_opens_a_run(
     path = uploaded(tmp_path, Path(qa_file(tmp_path / "qa.jsonl")).read_text(), "qa.jsonl")
     progress, evaluation_id, *_ = start(explorer, params, upload=path)
     assert f"Evaluation {evaluation_id}" in progress
-    explorer._jobs[evaluation_id].wait(30)
+    explorer.wait_for_evaluation(evaluation_id, 30)
     assert explorer.evaluation(evaluation_id).dataset == "qa.jsonl (uploaded)"
 
     progress, timer, table, _, _, rows, listing = evaluate.follow(explorer, evaluation_id)

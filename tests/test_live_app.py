@@ -195,6 +195,36 @@ def test_api_evaluates_a_qa_file_stores_reopens_and_exports_it(live_app, tmp_pat
         client.predict(str(qa), "sparse", "", 0, 0, 0, "", api_name="/evaluate")
 
 
+def test_api_reanswers_a_run_over_other_units_and_the_gold_paragraphs(live_app):
+    from gradio_client.exceptions import AppError
+
+    _, client = live_app
+    trace = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 3}', api_name="/run"))
+    first = [c["unit"]["id"] for c in trace["stages"][0]["candidates"]]
+    read = [c["unit"]["id"] for c in trace["stages"][-1]["candidates"]]
+    dropped = next(u for u in first if u not in read)  # dense had it, the re-ranker cut it
+    again = json.loads(client.predict(json.dumps(trace), json.dumps([read[-1], dropped]),
+                                      False, api_name="/reanswer"))
+    assert [s["name"] for s in again["stages"]] == ["dense", "reranker", "reread"]
+    reread = again["stages"][-1]
+    assert [c["unit"]["id"] for c in reread["candidates"]] == [read[-1], dropped]
+    assert reread["settings"]["added"] == [dropped] and again["llm_calls"] == 1
+    assert again["answer"] and again["llm_steps"][0]["prompt_tokens"] > 0
+    with pytest.raises(AppError, match="gold supporting paragraphs"):
+        client.predict(json.dumps(trace), "[]", True, api_name="/reanswer")
+    trace["gold"] = {"id": "q0", "text": QUESTION, "answers": ["Georges Seurat"],
+                     "supporting_titles": ["Georges Seurat"]}
+    oracle = json.loads(client.predict(json.dumps(trace), "[]", True, api_name="/reanswer"))
+    assert [c["unit"]["id"] for c in oracle["stages"][-1]["candidates"]] == [
+        "oracle:Georges Seurat"]
+    assert {"EM", "F1"} <= set(oracle["metrics"])
+    assert client.predict(json.dumps(oracle), "oracle", "", api_name="/save_run") > 0
+    for ids, message in [('["nope"]', "'nope' is not a candidate"),
+                         ("Danube", "not a JSON list")]:
+        with pytest.raises(AppError, match=message):
+            client.predict(json.dumps(trace), ids, False, api_name="/reanswer")
+
+
 def test_api_attribution_and_paired_differences_of_a_stored_evaluation(live_app, tmp_path):
     from gradio_client.exceptions import AppError
 
@@ -619,11 +649,84 @@ def test_browser_diagnoses_an_evaluation_and_opens_a_question_of_an_outcome_in_e
                            ".includes(\"got 'x7'\")", timeout=30_000)
 
     segment = page.locator("#fe-diag-segment input").input_value()  # "flat · <outcome>"
-    assert segment.startswith("flat · ")
+    paradigm = segment.split(" · ")[0]
+    assert paradigm in ("flat", "funnel", "best")
     cell = page.locator("#fe-diag-rows [data-testid=cell-0-3]")
     question = cell.inner_text().strip()
     cell.click()
     page.wait_for_function("document.querySelector('#fe-notice').innerText"
-                           ".includes('through flat')", timeout=30_000)
+                           f".includes('through {paradigm}')", timeout=30_000)
     assert page.get_by_role("tab", name="Explore").get_attribute("aria-selected") == "true"
     assert page.locator("#fe-question textarea").input_value() == question
+
+    # what would the reader say with only the gold paragraphs? (the stored run has gold)
+    page.locator("#fe-reread").get_by_text("What would the reader say").click()
+    keep = page.locator("#fe-reread-keep input[type=checkbox]")
+    for i in range(keep.count()):
+        keep.nth(i).uncheck()
+    page.locator("#fe-reread-oracle input").check()
+    page.locator("#fe-reread-go").click()
+    page.wait_for_function("document.querySelector('#fe-reread-answers').innerText"
+                           ".includes('1 oracle')", timeout=120_000)
+    answers = page.locator("#fe-reread-answers").inner_text()
+    assert "As run" in answers and "EM" in answers.split("Re-answered")[1]
+    page.locator("#fe-reread-after .js-plotly-plot").wait_for(timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "reread.png"), full_page=True)
+    page.locator("#fe-reread-save").click()
+    page.wait_for_function("document.querySelector('#fe-reread-saved').innerText"
+                           ".includes('Saved the re-answered run as run')", timeout=30_000)
+
+
+def test_api_sweeps_a_grid_as_an_evaluation_and_refuses_a_bad_grid(live_app, tmp_path):
+    from gradio_client.exceptions import AppError
+
+    _, client = live_app
+    qa = _qa_file(tmp_path)
+    sweep_id = client.predict("flat", '{"M": [4, 6], "k": [2, 5]}', str(qa), 0, 0, 0, True,
+                              "", "api sweep", False, api_name="/sweep")
+    deadline = time.monotonic() + 300
+    while json.loads(client.predict(sweep_id, api_name="/evaluation_status"))[
+            "state"] == "running" and time.monotonic() < deadline:
+        time.sleep(1)
+    loaded = json.loads(client.predict(sweep_id, api_name="/load_evaluation"))
+    assert loaded["state"] == "done" and loaded["name"] == "api sweep"
+    # M=4 with k=5 is no setting flat can run: three points, largest first
+    assert loaded["paradigms"] == ["flat M=6 k=5", "flat M=6 k=2", "flat M=4 k=2"]
+    assert all(r["llm_calls"] == 0 and "EM" not in r["metrics"] for r in loaded["rows"])
+    assert loaded["summary"]["flat M=4 k=2"]["questions"] == 2
+    for grid, message in [
+            (json.dumps({"M": list(range(1, 101)), "k": list(range(1, 101))}),
+             "The grid has 10,000 points; the limit is 100"),
+            ('{"depth": [1, 2]}', "flat has no numeric option 'depth'"),
+            ('{"M": [0, 5]}', "M=0 is out of range")]:
+        with pytest.raises(AppError, match=message):
+            client.predict("flat", grid, str(qa), 0, 0, 0, True, "", "", False,
+                           api_name="/sweep")
+
+
+def test_browser_sweeps_flat_and_plots_its_frontier(live_app, browser):
+    url, _ = live_app
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.goto(url)
+    page.get_by_role("tab", name="Sweep").click()
+    page.locator("#fe-sweep-limit input").fill("3")
+    page.locator("#fe-sweep-paradigm input").click()
+    page.get_by_role("option", name=re.compile("Flat")).click()
+    values = page.locator("#fe-sweep-v1 textarea")
+    page.wait_for_function("document.querySelector('#fe-sweep-v1 textarea').value"
+                           " === '10, 20, 50'", timeout=30_000)
+    values.fill("4, x")
+    page.locator("#fe-sweep-v2 textarea").fill("2, 3")
+    page.locator("#fe-sweep-start").click()
+    page.wait_for_function("document.querySelector('#fe-sweep-progress').innerText"
+                           ".includes(\"M: 'x' is not a number\")", timeout=30_000)
+    values.fill("4, 6")
+    page.locator("#fe-sweep-start").click()
+    page.wait_for_function("document.querySelector('#fe-sweep-progress').innerText"
+                           ".includes('done, 3 of 3 questions')", timeout=300_000)
+    page.wait_for_function("document.querySelector('#fe-sweep-message').innerText"
+                           ".includes('4 points')", timeout=30_000)
+    page.locator("#fe-sweep-frontier .js-plotly-plot").wait_for(timeout=30_000)
+    assert "frontier" in page.locator("#fe-sweep-frontier").text_content()
+    assert page.locator("#fe-sweep-table [role=row].virtual-row").count() == 4
+    page.screenshot(path=str(ARTIFACTS / "sweep.png"), full_page=True)

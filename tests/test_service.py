@@ -9,7 +9,8 @@ import time
 import pytest
 
 from engine.errors import ConfigError
-from engine.service.explorer import BuildNeeded, Explorer, NotReady, parse_config
+from engine.service.evaluation_jobs import BuildNeeded
+from engine.service.explorer import Explorer, NotReady, parse_config
 from engine.service.readiness import Preparation, Task
 from engine.trace import RunTrace
 from tests.fakes import fake_preparation, qa_file
@@ -167,14 +168,14 @@ def test_a_missing_trained_model_is_trained_by_its_trainer_before_loading(tiny_c
 def test_an_evaluation_runs_in_the_background_one_at_a_time(explorer, tmp_path):
     qa = qa_file(tmp_path / "qa.jsonl")
     evaluation_id = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, limit=2)
-    explorer._jobs[evaluation_id].wait(30)
+    explorer.wait_for_evaluation(evaluation_id, 30)
     status = explorer.evaluation_status(evaluation_id)
     assert (status["state"], status["done"], status["total"]) == ("done", 2, 2)
     assert status["means"]["echo"]["EM"] == 1.0
     stored = explorer.evaluation(evaluation_id)
     assert stored.corpus == "tiny" and stored.dataset == qa
 
-    job = explorer._jobs[evaluation_id]
+    job = explorer._jobs.get(evaluation_id)
     job.state = "running"  # as if still running: a second one is refused, naming the first
     with pytest.raises(ConfigError, match=f"Evaluation {evaluation_id} is still running"):
         explorer.evaluate(qa, ["echo"])
@@ -205,8 +206,8 @@ def test_a_long_build_waits_for_a_confirmation_and_is_prepared_before_the_first_
         explorer.evaluate(qa, ["echo"], {"echo": {"k": 3}}, limit=1)
     assert built == [] and explorer.evaluations() == []  # nothing built, nothing stored
     quick = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, limit=1)  # 5 s: no question
-    explorer._jobs[quick].wait(30)
+    explorer.wait_for_evaluation(quick, 30)
     assert built == [1]
     confirmed = explorer.evaluate(qa, ["echo"], {"echo": {"k": 3}}, limit=1, build=True)
-    explorer._jobs[confirmed].wait(30)
+    explorer.wait_for_evaluation(confirmed, 30)
     assert built == [1, 3] and explorer.evaluation_status(confirmed)["state"] == "done"

@@ -137,11 +137,9 @@ class Views:
 
 def views() -> Views:
     message = gr.HTML(elem_id="fe-diag-message")
-    with gr.Row():
-        bars = gr.Plot(label="Outcomes per paradigm", elem_id="fe-diag-bars")
-        with gr.Column():
-            flow_choice = gr.Dropdown([], label="Flow of", elem_id="fe-diag-flow-of")
-            flow = gr.Plot(label="Flow", elem_id="fe-diag-flow")
+    bars = gr.Plot(label="Outcomes per paradigm", elem_id="fe-diag-bars")
+    flow_choice = gr.Dropdown([], label="Flow of", elem_id="fe-diag-flow-of")
+    flow = gr.Plot(label="Flow", elem_id="fe-diag-flow")  # full width: its labels need it
     segment = gr.Dropdown([], label="Questions with outcome", elem_id="fe-diag-segment")
     rows = gr.Dataframe(headers=ROW_COLUMNS, interactive=False, wrap=True, max_height=360,
                         column_widths=ROW_WIDTHS,

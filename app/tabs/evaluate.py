@@ -39,7 +39,8 @@ from engine.errors import EngineError
 from engine.eval.exports import FORMATS, SUFFIXES
 from engine.eval.exports import export as export_runs
 from engine.paradigms.registry import PARADIGMS
-from engine.service.explorer import BuildNeeded, Explorer
+from engine.service.evaluation_jobs import BuildNeeded
+from engine.service.explorer import Explorer
 
 POLL_SECONDS = 2.0
 LIST_COLUMNS = ["id", "name", "dataset", "paradigms", "questions", "state", "corpus",

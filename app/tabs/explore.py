@@ -8,6 +8,7 @@ import gradio as gr
 
 from app.errors import refused_box
 from app.params import config_json, param_panels, show_panels
+from app.tabs import reread
 from app.tabs.picker import question_picker, target
 from app.views import figures
 from app.views.formatting import (
@@ -62,6 +63,7 @@ def build(explorer: Explorer) -> dict:
         save_notes = gr.Textbox(label="Notes", scale=3)
         save = gr.Button("Save run", scale=1, elem_id="fe-save")
     saved = gr.HTML(elem_id="fe-saved")
+    reread.build(explorer, trace_state)
 
     def ask(text, gold: Question | None, name, heat, *widgets):
         text, cut = clip_question(text)

@@ -152,3 +152,43 @@ def paired_table(result: dict) -> str:
                f"bootstrap resamples (seed {result['seed']}).")
     return (f"<div class='fe-paired'><p>{caption}</p><table class='fe-table'><thead><tr>"
             f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+FRONTIER_COLUMNS = ["point", "metric", "seconds per question (median)", "on the frontier"]
+
+
+def frontier_points(summaries: dict[str, dict], metric: str) -> list[tuple[str, float, float]]:
+    """(label, median seconds, metric) of every point that has both."""
+    return [(label, s["seconds_total_median"], s[metric]) for label, s in summaries.items()
+            if metric in s and "seconds_total_median" in s]
+
+
+def frontier_rows(points: list[tuple[str, float, float]], front: list[str]) -> list[list]:
+    return [[label, round(value, 3), round(seconds, 3), "yes" if label in front else ""]
+            for label, seconds, value in sorted(points, key=lambda p: p[1])]
+
+
+@failsafe
+def frontier_figure(points: list[tuple[str, float, float]], front: list[str],
+                    metric: str) -> go.Figure:
+    """Every point as metric against median seconds, the Pareto frontier drawn through
+    the points nothing beats; one colour per paradigm."""
+    if not points:
+        return text_figure(f"No point with {metric} and seconds: a retrieval-only sweep has "
+                           "AR@k and gold-document recall, not EM.")
+    kinds = list(dict.fromkeys(label.split(" ")[0] for label, _, _ in points))
+    fig = go.Figure([go.Scatter(
+        x=[s for label, s, _ in points if label.split(" ")[0] == kind],
+        y=[v for label, _, v in points if label.split(" ")[0] == kind],
+        text=[label for label, _, _ in points if label.split(" ")[0] == kind],
+        mode="markers", name=kind, marker={"size": 10},
+        hovertemplate="%{text}<br>%{x:.3f} s, %{y:.3f}<extra></extra>") for kind in kinds])
+    on = sorted((p for p in points if p[0] in front), key=lambda p: p[1])
+    fig.add_trace(go.Scatter(x=[p[1] for p in on], y=[p[2] for p in on], mode="lines+text",
+                             text=[p[0] for p in on], textposition="top left",
+                             name="frontier", line={"dash": "dot", "color": "#333"},
+                             hoverinfo="skip"))
+    fig.update_layout(title=f"{metric} against seconds per question: the Pareto frontier",
+                      xaxis_title="seconds per question (median)", yaxis_title=metric,
+                      height=420, margin={"l": 50, "r": 20, "t": 50, "b": 40})
+    return fig

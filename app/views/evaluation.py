@@ -16,7 +16,8 @@ ANSWER = ("EM", "F1", "refined_EM", "reader_tokens", "llm_calls", "docs_to_reade
           "seconds_total_median")
 LABELS = {"questions": "questions", "refined_EM": "refined EM", "reader_tokens": "reader tokens",
           "llm_calls": "LLM calls", "docs_to_reader": "documents read",
-          "seconds_total_median": "seconds per question (median)"}
+          "seconds_total_median": "seconds per question (median)",
+          "AR@read": "answer recall of all the reader read"}
 ROW_COLUMNS = ["#", "question id", "paradigm", "question", "answer", "EM", "F1", "AR@4",
                "seconds"]
 ROW_WIDTHS = ["4%", "13%", "8%", "32%", "19%", "5%", "5%", "6%", "8%"]  # "seconds" unbroken

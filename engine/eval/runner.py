@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from engine.errors import ConfigError
 from engine.eval.summary import row
 from engine.paradigms.base import Paradigm
 from engine.paradigms.registry import make_paradigm
+from engine.stages.base import reusing_stages
 from engine.trace import RunTrace
 from engine.types import Corpus, Dataset, Question
 
@@ -66,12 +68,15 @@ def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "
 
 def answer_all(paradigms: Sequence[Paradigm], questions: Sequence[Question], *,
                ray: str = "", workers: int = 2, corpus_spec: str = "", dataset: str = "",
-               cancelled: Callable[[], bool] = lambda: False) -> Iterator[list[RunTrace]]:
+               cancelled: Callable[[], bool] = lambda: False,
+               reuse: bool = False) -> Iterator[list[RunTrace]]:
     """Each question's traces (in `paradigms` order), in question order, answered here or,
     with a `ray` address ("local": `workers` workers here), as Ray tasks whose workers load
     the corpus from `corpus_spec` (plus `dataset`'s paragraphs, as `eval_corpus`) and the
     paradigms from their configs (engine.eval.on_ray). `cancelled()` is asked between
-    questions: when it says so, nothing more is answered."""
+    questions: when it says so, nothing more is answered. With `reuse` (a sweep's grid
+    points of one paradigm) a question's prefix-stable stages run once for all paradigms
+    (engine.stages.base.reusing_stages)."""
     if ray:
         from engine.eval.on_ray import Haystack, run_on_ray
 
@@ -84,4 +89,6 @@ def answer_all(paradigms: Sequence[Paradigm], questions: Sequence[Question], *,
     for question in questions:
         if cancelled():
             return
-        yield [paradigm.run(question) for paradigm in paradigms]
+        with reusing_stages() if reuse else nullcontext():
+            traces = [paradigm.run(question) for paradigm in paradigms]
+        yield traces

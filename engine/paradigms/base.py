@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from engine.config import Option, describe
 from engine.errors import ConfigError
 from engine.metrics import (
+    answer_in,
     answer_recall_at,
     exact_match,
     f1_score,
@@ -180,6 +181,9 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
         final = ranking[-1].candidates if ranking else ()
         recall = answer_recall_at([c.unit.text for c in final], gold.answers, (1, 2, 3, 4))
         metrics = {f"AR@{k}": float(hit) for k, hit in recall.items()}
+        if ranking:  # everything the reader reads (a token cap may read fewer)
+            metrics["AR@read"] = float(answer_in([c.unit.text for c in trace.read],
+                                                 gold.answers))
     for stage, stage_flags in zip(trace.stages, flags, strict=True):
         if stage.granularity == QUERY:
             continue

@@ -45,10 +45,12 @@ def make_config(name: str, values: dict | None = None) -> object:
     return config_from_dict(spec(name).config, values or {})
 
 
-def make_paradigm(name: str, corpus: Corpus, config: dict | None = None) -> Paradigm:
-    """Paradigm `name` over `corpus` from a JSON-style config dict (defaults if None)."""
+def make_paradigm(name: str, corpus: Corpus, config: dict | None = None, *,
+                  retrieval_only: bool = False) -> Paradigm:
+    """Paradigm `name` over `corpus` from a JSON-style config dict (defaults if None);
+    `retrieval_only` stops its runs before the reader."""
     found = spec(name)
-    return found.paradigm(corpus, make_config(name, config))
+    return found.paradigm(corpus, make_config(name, config), retrieval_only=retrieval_only)
 
 
 def parse_config(text: str, limit: int = 10_000) -> dict:

@@ -26,8 +26,11 @@ def diagnosed_rows(evaluations: EvaluationStore, evaluation_id: int) -> list[dic
 
 def outcomes_of(evaluations: EvaluationStore, evaluation_id: int,
                 track: str = "answer") -> dict[str, dict]:
-    """engine.eval.outcomes.attribution of a stored evaluation."""
-    return attribution(diagnosed_rows(evaluations, evaluation_id), track)
+    """engine.eval.outcomes.attribution of a stored evaluation, its paradigms in the
+    order it ran them."""
+    found = attribution(diagnosed_rows(evaluations, evaluation_id), track)
+    ran = [p for p in evaluations.get(evaluation_id).paradigms if p in found]
+    return {p: found[p] for p in [*ran, *(p for p in found if p not in ran)]}
 
 
 def paired_of(evaluations: EvaluationStore, evaluation_id: int, a: str = "", b: str = "",

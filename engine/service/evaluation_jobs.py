@@ -20,17 +20,20 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, EngineError
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.paradigms.base import Need
 from engine.paradigms.registry import make_paradigm
+from engine.service.readiness import Preparation, duration
 from engine.store.evaluations import EvaluationStore
 from engine.types import Corpus, Question
 
 logger = logging.getLogger(__name__)
 
 MAX_QUESTIONS = 5_000
+# preparing what an evaluation's configs need for longer than this waits for a confirmation
+LONG_BUILD_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,10 @@ class EvaluationRequest:
     name: str = ""
     ray: str = ""  # a Ray address, or "local": the questions run as Ray tasks
     workers: int = 2  # with ray="local"
+    # a sweep: `paradigms` are its grid points' labels, each the paradigm `kinds[label]`
+    # (engine.eval.sweep); its stages' results are reused across grid points
+    kinds: dict = field(default_factory=dict)
+    retrieval_only: bool = False  # stop before the reader
 
     def __post_init__(self) -> None:
         if not self.paradigms:
@@ -60,6 +67,13 @@ class EvaluationRequest:
                                   f"question) to {MAX_QUESTIONS:,}.")
         if self.limit and self.sample:
             raise ConfigError("Give a question limit or a sample size, not both.")
+        if self.kinds and self.ray:
+            raise ConfigError("A sweep runs here, not on Ray (it reuses each question's "
+                              "stages across grid points); leave the Ray address empty.")
+
+    def kind(self, label: str) -> str:
+        """The paradigm a label runs (itself, but for a sweep's grid points)."""
+        return self.kinds.get(label, label)
 
     def chosen(self) -> list[tuple[int, Question]]:
         """(position in the file, question) of every question to run, in file order."""
@@ -82,14 +96,16 @@ class EvaluationJob:
         `corpus` from (a request with a Ray address needs it)."""
         # the paradigms are built first: a bad name or config is refused before anything
         # is stored
-        self.paradigms = [make_paradigm(name, corpus, request.configs.get(name))
-                          for name in request.paradigms]
+        self.paradigms = [make_paradigm(request.kind(label), corpus, request.configs.get(label),
+                                        retrieval_only=request.retrieval_only)
+                          for label in request.paradigms]
         self.evaluations, self.corpus, self.request = evaluations, corpus, request
         self.questions = request.chosen()
         self.id = evaluations.create(
             dataset=request.dataset, questions=len(self.questions),
             paradigms=request.paradigms,
-            configs={p.name: asdict(p.config) for p in self.paradigms},
+            configs={label: asdict(p.config)
+                     for label, p in zip(request.paradigms, self.paradigms, strict=True)},
             corpus=corpus.name, corpus_fingerprint=corpus.fingerprint,
             code_version=code_version(), name=request.name)
         self.prepare, self.corpus_spec = list(prepare), corpus_spec
@@ -122,9 +138,11 @@ class EvaluationJob:
             self.phase, self._asking = "", time.monotonic()
             answered = answer_all(self.paradigms, [q for _, q in self.questions],
                                   ray=self.request.ray, workers=self.request.workers,
-                                  corpus_spec=self.corpus_spec, cancelled=self._cancel.is_set)
+                                  corpus_spec=self.corpus_spec, cancelled=self._cancel.is_set,
+                                  reuse=bool(self.request.kinds))
             for (position, _), traces in zip(self.questions, answered, strict=False):
-                found = [row(trace) for trace in traces]
+                found = [{**row(trace), "paradigm": label}
+                         for trace, label in zip(traces, self.request.paradigms, strict=True)]
                 self.evaluations.add(self.id, position, traces, found)
                 self.rows.extend(found)
                 self.done += 1
@@ -157,6 +175,73 @@ class EvaluationJob:
                 "seconds": round(elapsed, 1),
                 "seconds_left": round(left, 1) if left is not None else None,
                 "error": self.error, "means": summarise(self.rows) if self.rows else {}}
+
+
+class EvaluationJobs:
+    """The evaluations started in this process: one runs at a time (two would share the
+    same two cores)."""
+
+    def __init__(self, evaluations: EvaluationStore, preparation: Preparation) -> None:
+        self._evaluations, self._preparation = evaluations, preparation
+        self._jobs: dict[int, EvaluationJob] = {}
+        self._lock = threading.Lock()
+
+    def start(self, request: EvaluationRequest, build: bool = False) -> int:
+        """Start `request` in the background over the prepared corpus; returns its id.
+
+        A config may need an index the app has not prepared (another passage size, say).
+        Quick ones are prepared when the evaluation starts; one that takes longer than
+        LONG_BUILD_SECONDS here is refused with `BuildNeeded` (which one, how long) unless
+        `build` confirms it."""
+        with self._lock:
+            running = [job for job in self._jobs.values() if job.state == "running"]
+            if running:
+                job = running[0]
+                raise ConfigError(f"Evaluation {job.id} is still running ({job.done} of "
+                                  f"{len(job.questions)} questions); wait for it or cancel "
+                                  "it first.")
+            corpus = self._preparation.corpus
+            pending = self._unprepared(corpus, request)
+            long = [(need.label, seconds) for need in pending
+                    if (seconds := need.seconds_to_prepare(corpus)) >= LONG_BUILD_SECONDS]
+            if long and not build:
+                raise BuildNeeded(long)
+            job = EvaluationJob(self._evaluations, corpus, request, prepare=pending,
+                                corpus_spec=self._preparation.corpus_spec).start()
+            self._jobs[job.id] = job
+        return job.id
+
+    def _unprepared(self, corpus: Corpus, request: EvaluationRequest) -> list[Need]:
+        """What the request's configs need that the app has not prepared, each once."""
+        pending: dict[str, Need] = {}
+        for label in request.paradigms:
+            name = request.kind(label)
+            config = make_paradigm(name, corpus, request.configs.get(label)).config
+            for need in self._preparation.unprepared(name, config):
+                pending.setdefault(need.key, need)
+        return list(pending.values())
+
+    def get(self, evaluation_id: int) -> EvaluationJob | None:
+        return self._jobs.get(int(evaluation_id))
+
+    def cancel(self, evaluation_id: int) -> None:
+        job = self.get(evaluation_id)
+        if job is None or job.state != "running":
+            raise ConfigError(f"Evaluation {evaluation_id} is not running here; nothing to "
+                              "cancel.")
+        job.cancel()
+
+
+class BuildNeeded(EngineError):
+    """An evaluation's configs need a long build the user has not confirmed."""
+
+    def __init__(self, builds: list[tuple[str, float]]) -> None:
+        self.builds = builds
+        what = "; ".join(f"{label}: about {duration(seconds)} on this machine"
+                         for label, seconds in builds)
+        super().__init__(f"These configs need what is not built yet - {what}. Confirm to "
+                         "build it before the first question (the app stays usable), or "
+                         "keep the options the app prepared.")
 
 
 @lru_cache(maxsize=1)

@@ -11,11 +11,10 @@ anything. It holds no UI code; the Gradio callbacks only convert what it returns
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 
 from engine.errors import ConfigError, EngineError
-from engine.paradigms.base import Need, Paradigm
+from engine.paradigms.base import Paradigm
 from engine.paradigms.registry import make_paradigm, parse_config, spec
 from engine.service.annotation import Annotation, JudgedPair
 from engine.service.datasets import (
@@ -26,8 +25,8 @@ from engine.service.datasets import (
     supporting_documents,
 )
 from engine.service.diagnosis import outcomes_of, paired_of
-from engine.service.evaluation_jobs import EvaluationJob, EvaluationRequest
-from engine.service.readiness import Preparation, duration
+from engine.service.evaluation_jobs import EvaluationJobs, EvaluationRequest
+from engine.service.readiness import Preparation
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
 from engine.store.labels import Label
 from engine.store.sessions import SavedRun, SessionStore
@@ -36,24 +35,8 @@ from engine.types import Corpus, Question
 
 logger = logging.getLogger(__name__)
 
-# preparing what an evaluation's configs need for longer than this waits for a confirmation
-LONG_BUILD_SECONDS = 60.0
-
-
 class NotReady(EngineError):
     """A paradigm's models or indexes are still being prepared."""
-
-
-class BuildNeeded(EngineError):
-    """An evaluation's configs need a long build the user has not confirmed."""
-
-    def __init__(self, builds: list[tuple[str, float]]) -> None:
-        self.builds = builds
-        what = "; ".join(f"{label}: about {duration(seconds)} on this machine"
-                         for label, seconds in builds)
-        super().__init__(f"These configs need what is not built yet - {what}. Confirm to "
-                         "build it before the first question (the app stays usable), or "
-                         "keep the options the app prepared.")
 
 
 class Explorer:
@@ -65,8 +48,7 @@ class Explorer:
         self._annotation = Annotation(lambda: self._preparation.corpus, store)
         self._evaluations = EvaluationStore(store)
         self._evaluations.mark_interrupted()  # left running by a process that died
-        self._jobs: dict[int, EvaluationJob] = {}
-        self._jobs_lock = threading.Lock()
+        self._jobs = EvaluationJobs(self._evaluations, preparation)
 
     # --- running --------------------------------------------------------------------------
 
@@ -215,42 +197,41 @@ class Explorer:
         the questions run as Ray tasks (engine.eval.on_ray). `dataset_name` names the
         dataset in the stored evaluation (default: its label, or the file's path).
         """
-        with self._jobs_lock:
-            running = [job for job in self._jobs.values() if job.state == "running"]
-            if running:
-                job = running[0]
-                raise ConfigError(f"Evaluation {job.id} is still running ({job.done} of "
-                                  f"{len(job.questions)} questions); wait for it or cancel "
-                                  "it first.")
-            for paradigm in paradigms:
-                self._check_ready(paradigm)
-            request = EvaluationRequest(dataset_name or dataset_label(dataset),
-                                        dataset_questions(dataset),
-                                        tuple(paradigms), dict(configs or {}), limit, sample,
-                                        seed, name, ray=(ray or "").strip())
-            corpus = self._preparation.corpus
-            pending = self._unprepared(corpus, request)
-            long = [(need.label, seconds) for need in pending
-                    if (seconds := need.seconds_to_prepare(corpus)) >= LONG_BUILD_SECONDS]
-            if long and not build:
-                raise BuildNeeded(long)
-            job = EvaluationJob(self._evaluations, corpus, request, prepare=pending,
-                                corpus_spec=self._preparation.corpus_spec).start()
-            self._jobs[job.id] = job
-        return job.id
+        for paradigm in paradigms:
+            self._check_ready(paradigm)
+        request = EvaluationRequest(dataset_name or dataset_label(dataset),
+                                    dataset_questions(dataset), tuple(paradigms),
+                                    dict(configs or {}), limit, sample, seed, name,
+                                    ray=(ray or "").strip())
+        return self._jobs.start(request, build)
 
-    def _unprepared(self, corpus, request: EvaluationRequest) -> list[Need]:
-        """What the request's configs need that the app has not prepared, each once."""
-        pending: dict[str, Need] = {}
-        for name in request.paradigms:
-            config = make_paradigm(name, corpus, request.configs.get(name)).config
-            for need in self._preparation.unprepared(name, config):
-                pending.setdefault(need.key, need)
-        return list(pending.values())
+    def sweep(self, dataset: str, paradigm: str, options: dict, config: dict | None = None,
+              *, limit: int = 0, sample: int = 0, seed: int = 0,
+              retrieval_only: bool = True, name: str = "", build: bool = False,
+              dataset_name: str = "") -> int:
+        """Start a sweep of `paradigm` over the grid of `options` ({option: [values]}, one
+        or two numeric options; the rest of `config` fixed) as an evaluation whose
+        paradigms are the grid points (engine.eval.sweep); returns its id."""
+        from engine.eval.sweep import grid
+
+        self._check_ready(paradigm)
+        points = grid(paradigm, options, config)
+        request = EvaluationRequest(
+            dataset_name or dataset_label(dataset), dataset_questions(dataset),
+            tuple(p.label for p in points), {p.label: p.config for p in points}, limit,
+            sample, seed, name or f"sweep of {paradigm}: {', '.join(options)}",
+            kinds={p.label: paradigm for p in points}, retrieval_only=retrieval_only)
+        return self._jobs.start(request, build)
+
+    def wait_for_evaluation(self, evaluation_id: int, timeout: float | None = None) -> None:
+        """Block until the evaluation started here ends (or `timeout` seconds pass)."""
+        job = self._jobs.get(evaluation_id)
+        if job is not None:
+            job.wait(timeout)
 
     def evaluation_status(self, evaluation_id: int) -> dict:
         """A running evaluation's live status, or a stored one's as it ended."""
-        job = self._jobs.get(int(evaluation_id))
+        job = self._jobs.get(evaluation_id)
         if job is not None:
             return job.status()
         stored = self._evaluations.get(evaluation_id)
@@ -259,11 +240,7 @@ class Explorer:
                 "error": stored.error, "means": stored.summary}
 
     def cancel_evaluation(self, evaluation_id: int) -> None:
-        job = self._jobs.get(int(evaluation_id))
-        if job is None or job.state != "running":
-            raise ConfigError(f"Evaluation {evaluation_id} is not running here; nothing to "
-                              "cancel.")
-        job.cancel()
+        self._jobs.cancel(evaluation_id)
 
     def evaluations(self) -> list[StoredEvaluation]:
         """Stored evaluations, newest first."""

@@ -7,14 +7,21 @@ What a stage says beyond its candidates (a note, classifier calls, weighed sente
 attention) goes in the typed `StageDetails` of the returned `StageOutput`; the hooks
 `haystack` (how many units a search looks through) and `settings()` (how the stage is set
 up) are read by the pipeline into the trace.
+
+Within `reusing_stages()` (a sweep answering one question at many settings) a stage that is
+`prefix_stable` (its top k is the head of its top k' > k: retrievers and re-rankers that
+sort by a score) runs once per question and input; a smaller k is cut from what it gave.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from engine.records import NO_DETAILS, StageDetails
 from engine.trace import StageResult
@@ -35,6 +42,18 @@ class Stage(ABC):
 
     name: str = "stage"
     granularity: str = "documents"  # of the candidates it returns
+    prefix_stable: ClassVar[bool] = False  # its top k is the head of its top k' > k
+
+    def reuse_key(self) -> tuple | None:
+        """What identifies this stage's results for a question and input, so a sweep can
+        reuse them (None: never reused): its class, name and public attributes (how it is
+        set up), the shared indexes and models it reads by identity; private attributes
+        are its own bookkeeping. Only `prefix_stable` stages have one."""
+        if not self.prefix_stable:
+            return None
+        return (type(self).__qualname__, self.name,
+                tuple(sorted((attr, _identity(value)) for attr, value in vars(self).items()
+                             if not attr.startswith("_"))))
 
     @abstractmethod
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
@@ -61,6 +80,31 @@ def rerank(candidates: Sequence[Candidate], scores: Sequence[float],
                  for rank, i in enumerate(order, start=1))
 
 
+def _identity(value: object) -> object:
+    """A plain value as itself; anything else (an index, a model) by identity."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, tuple) and all(isinstance(v, bool | int | float | str) for v in value):
+        return value
+    return ("id", id(value))
+
+
+_reused: ContextVar[dict | None] = ContextVar("reused_stages", default=None)
+
+
+@contextmanager
+def reusing_stages() -> Iterator[dict]:
+    """Within the block, `run_stage` reuses a prefix-stable stage's results for the same
+    query and input: a request for k at most the k it ran with (or than it could give) is
+    cut from them, keeping their seconds. Yields the memo ({key: (k, result)})."""
+    memo: dict = {}
+    token = _reused.set(memo)
+    try:
+        yield memo
+    finally:
+        _reused.reset(token)
+
+
 def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) -> StageResult:
     """Run `stage` and wrap its output with its name, input size and wall time.
 
@@ -70,6 +114,21 @@ def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int)
     (`StageOutput.n_in`: LongRAG's context counts the documents of the units it was given);
     any other stage reports the candidates it was given.
     """
+    memo = _reused.get()
+    key = stage.reuse_key() if memo is not None else None
+    if key is not None:
+        key = (key, query, tuple(c.unit.id for c in candidates))
+        if key in memo:
+            ran_with, result = memo[key]
+            if k <= ran_with or len(result.candidates) < ran_with:
+                return replace(result, candidates=result.candidates[:k])
+    result = _timed(stage, query, candidates, k)
+    if key is not None:
+        memo[key] = (k, result)
+    return result
+
+
+def _timed(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) -> StageResult:
     start = time.perf_counter()
     out = stage.run(query, candidates, k)
     seconds = time.perf_counter() - start

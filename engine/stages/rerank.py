@@ -36,6 +36,8 @@ HYBRID_WEIGHT = 0.7
 class CrossEncoderReranker(Stage):
     """Re-rank incoming candidates by a cross-encoder's score of (query, title + text)."""
 
+    prefix_stable = True
+
     def __init__(self, model: str = "trained", *, batch_size: int = 32, max_length: int = 256,
                  granularity: str = "documents", name: str = "preranker") -> None:
         """
@@ -98,6 +100,8 @@ class StoredScoreReranker(Stage):
     Passages score by their own stored vector (the bi-encoder that retrieved them, so the
     dense order is kept).
     """
+
+    prefix_stable = True
 
     def __init__(self, documents: DocumentScorer, *, granularity: str = "documents",
                  name: str = "preranker") -> None:

@@ -24,6 +24,8 @@ from engine.units.build import document_unit
 class _IndexRetriever(Stage):
     """A stage returning the top-`k` units of `index` for the query."""
 
+    prefix_stable = True
+
     def __init__(self, index: BM25Index | DenseIndex) -> None:
         self.index = index
         if index.units:  # an empty index keeps the class default
@@ -111,6 +113,7 @@ class ClusterRetriever(Stage):
 
     name = "clusters"
     granularity = "clusters"
+    prefix_stable = True
 
     def __init__(self, clusters: Sequence[Unit], assignment: np.ndarray, corpus: Corpus,
                  documents: DocumentScorer, text_index: BM25Index | None = None,
@@ -236,6 +239,7 @@ class HybridRetriever(Stage):
     question (HyDE's pseudo-document with the question); BM25 always reads the question."""
 
     granularity = "passages"
+    prefix_stable = True  # both lists are searched to `depth`, whatever k
 
     def __init__(self, bm25: BM25Index | None, dense: DenseIndex | None, alpha: float = 0.3,
                  depth: int = 50, dense_query: str = "", search: str = "hybrid") -> None:

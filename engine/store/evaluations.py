@@ -72,11 +72,13 @@ class EvaluationStore:
 
     def add(self, evaluation_id: int, position: int, traces: Sequence[RunTrace],
             rows: Sequence[dict]) -> None:
-        """One question's runs (a trace and its eval row per paradigm), all or none."""
+        """One question's runs (a trace and its eval row per paradigm), all or none; each
+        is stored under its row's paradigm (a sweep's grid point label)."""
         insert = ("INSERT INTO evaluation_runs (evaluation_id, position, paradigm, "
                   "question_id, row, trace) VALUES (?, ?, ?, ?, ?, ?)")
         self.store.transaction([
-            (insert, [evaluation_id, position, trace.paradigm, row.get("question_id", ""),
+            (insert, [evaluation_id, position, row.get("paradigm", trace.paradigm),
+                      row.get("question_id", ""),
                       json.dumps(row), trace.to_json()])
             for trace, row in zip(traces, rows, strict=True)])
 

@@ -1,0 +1,109 @@
+"""Explore's "what if": re-answer the run shown with other evidence; only the reader runs.
+
+Untick passages the reader read, add any candidate an earlier stage had, or (a dataset
+question) add its gold supporting paragraphs, then re-answer. The new answer shows beside
+the old with both heatmaps and EM/F1 where gold is known; the re-answered run is a trace of
+its own (its `reread` stage records what changed) and can be saved.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import gradio as gr
+
+from app.errors import refused_box
+from app.tabs.picker import shorten
+from app.views import figures
+from app.views.formatting import error_box, esc
+from engine.errors import EngineError
+from engine.paradigms.counterfactual import REREAD, candidates_of
+from engine.service.explorer import Explorer
+from engine.trace import RunTrace
+from engine.types import Candidate
+
+
+def _label(prefix: str, c: Candidate) -> str:
+    return f"{prefix} {c.unit.title}: {shorten(c.unit.text, 70)}"
+
+
+def choices(trace_json: str) -> tuple:
+    """(read passages, earlier candidates, oracle box, panel) for the run shown."""
+    if not trace_json:
+        return gr.skip(), gr.skip(), gr.skip(), gr.Accordion(visible=False)
+    trace = RunTrace.from_json(trace_json)
+    read = trace.read
+    read_ids = {c.unit.id for c in read}
+    stage_of = {c.unit.id: s.name for s in trace.stages for c in s.candidates}
+    earlier = [(_label(f"[{stage_of[u]}]", c), u) for u, c in candidates_of(trace).items()
+               if u not in read_ids]
+    has_gold = bool(trace.gold and trace.gold.supporting_titles)
+    return (gr.CheckboxGroup([(_label(f"#{c.rank}", c), c.unit.id) for c in read],
+                             value=[c.unit.id for c in read]),
+            gr.Dropdown(earlier, value=None),
+            gr.Checkbox(value=False, interactive=has_gold,
+                        info=None if has_gold else "Only a dataset question names its gold "
+                                                   "supporting paragraphs."),
+            gr.Accordion(visible=bool(trace.stages)))
+
+
+def _answer(trace: RunTrace, head: str) -> str:
+    m = trace.metrics
+    scores = f"<br>EM {m['EM']:.0f} · F1 {m['F1']:.2f}" if "EM" in m else ""
+    return (f"<div class='fe-final-column'><b>{head}</b><div class='fe-answer-box'>"
+            f"{esc(trace.answer or '(none)')}{scores}<br><small>{len(trace.read)} units "
+            f"read, {trace.reader_input_tokens:,} tokens</small></div></div>")
+
+
+def reanswer(explorer: Explorer, trace_json: str, keep, add, oracle) -> tuple:
+    """(both answers, heatmap as run, heatmap re-answered, the new trace JSON)."""
+    if not trace_json:
+        return error_box("Run a question first."), gr.skip(), gr.skip(), gr.skip()
+    before = RunTrace.from_json(trace_json)
+    try:
+        after = explorer.reanswer(before, [*(keep or []), *(add or [])], bool(oracle))
+    except EngineError as err:
+        return refused_box(err), gr.skip(), gr.skip(), gr.skip()
+    changed = after.stage(REREAD).details.note
+    both = (f"<div class='fe-final-columns'>{_answer(before, 'As run')}"
+            f"{_answer(after, f'Re-answered ({esc(changed)})')}</div>")
+    return (both, figures.heatmap_figure(before), figures.heatmap_figure(after),
+            after.to_json())
+
+
+def save(explorer: Explorer, trace_json: str, name: str) -> str:
+    if not trace_json:
+        return error_box("Re-answer first; there is nothing to save yet.")
+    try:
+        run_id = explorer.save_run(RunTrace.from_json(trace_json), name or "re-answered")
+    except EngineError as err:
+        return refused_box(err)
+    return f"<div class='fe-kept'>Saved the re-answered run as run {run_id}.</div>"
+
+
+def build(explorer: Explorer, trace_state: gr.State) -> None:
+    """The panel under Explore's tables, following the run in `trace_state`."""
+    with gr.Accordion("What would the reader say with other passages?", open=False,
+                      visible=False, elem_id="fe-reread") as panel:
+        keep = gr.CheckboxGroup([], label="Passages the reader read (untick to leave out)",
+                                elem_id="fe-reread-keep")
+        add = gr.Dropdown([], multiselect=True, label="Add candidates an earlier stage had",
+                          elem_id="fe-reread-add")
+        oracle = gr.Checkbox(label="Add the gold supporting paragraphs (oracle)",
+                             elem_id="fe-reread-oracle")
+        go = gr.Button("Re-answer", variant="primary", elem_id="fe-reread-go")
+        answers = gr.HTML(elem_id="fe-reread-answers")
+        with gr.Row():
+            before = gr.Plot(label="Reader attention as run", elem_id="fe-reread-before")
+            after = gr.Plot(label="Reader attention re-answered", elem_id="fe-reread-after")
+        with gr.Row():
+            name = gr.Textbox(label="Run name", value="re-answered", scale=3,
+                              elem_id="fe-reread-name")
+            keep_it = gr.Button("Save the re-answered run", scale=1, elem_id="fe-reread-save")
+        saved = gr.HTML(elem_id="fe-reread-saved")
+    again = gr.State("")
+    private = {"api_visibility": "private"}
+    trace_state.change(choices, trace_state, [keep, add, oracle, panel], **private)
+    go.click(partial(reanswer, explorer), [trace_state, keep, add, oracle],
+             [answers, before, after, again], **private)
+    keep_it.click(partial(save, explorer), [again, name], saved, **private)

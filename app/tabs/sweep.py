@@ -1,0 +1,173 @@
+"""Sweep: one paradigm over a grid of one or two numeric options, and the frontier.
+
+Pick a dataset sample, a paradigm, one or two of its numeric options with values, and
+whether the reader runs (without it a point costs seconds of retrieval only). The sweep
+runs in the background as an evaluation of its grid points (reopened, diagnosed and
+exported like any other); every point of it, or of several evaluations, is plotted as
+recall (or EM) against median seconds per question with the Pareto frontier drawn.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import gradio as gr
+
+from app.errors import refused_box
+from app.tabs.sessions import parse_ids
+from app.views.diagnosis import (
+    FRONTIER_COLUMNS,
+    frontier_figure,
+    frontier_points,
+    frontier_rows,
+)
+from app.views.evaluation import progress_html
+from engine.errors import ConfigError, EngineError
+from engine.eval.sweep import pareto, sweepable
+from engine.paradigms.registry import PARADIGMS, parse_config
+from engine.service.evaluation_jobs import BuildNeeded
+from engine.service.explorer import Explorer
+
+POLL_SECONDS = 2.0
+NONE = "(none)"
+METRICS = ["AR@1", "AR@2", "AR@3", "AR@4", "AR@read", "EM", "F1"]
+EXAMPLES = {"funnel": (("K", "5, 10, 20"), ("N", "4, 8, 16")),
+            "flat": (("M", "10, 20, 50"), ("k", "2, 4, 8")),
+            "drrag": (("k", "2, 3, 4"), None), "best": (("alpha", "0.1, 0.3, 0.5"), None),
+            "longrag": (("context_tokens", "1000, 2000, 4000"), None)}
+
+
+def option_choices(paradigm) -> tuple:
+    """(first option, its values, second option, its values) offered for `paradigm`."""
+    names = [o.name for o in sweepable(paradigm)] if paradigm in PARADIGMS else []
+    first, second = EXAMPLES.get(paradigm, ((names[0] if names else None, ""), None))
+    return (gr.Dropdown(names, value=first[0]), first[1],
+            gr.Dropdown([NONE, *names], value=second[0] if second else NONE),
+            second[1] if second else "")
+
+
+def parse_values(name: str, text) -> list[float | int]:
+    """Numbers from "5, 10, 20"; a clear error naming what is not one."""
+    values = []
+    for part in str(text or "").replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            values.append(int(part) if part.lstrip("-").isdigit() else float(part))
+        except ValueError:
+            raise ConfigError(f"{name}: {part!r} is not a number; give values like "
+                              "5, 10, 20.") from None
+    if not values:
+        raise ConfigError(f"Give values for {name}, like 5, 10, 20.")
+    return values
+
+
+def begin(explorer: Explorer, build: bool, dataset, n, sample, seed, paradigm, first,
+          first_values, second, second_values, retrieval_only, others, title) -> tuple:
+    """Start a sweep: (progress, followed id, poll timer, "Build and start", ids box)."""
+    try:
+        options = {first: parse_values(first, first_values)} if first else {}
+        if second and second != NONE:
+            options[second] = parse_values(second, second_values)
+        evaluation_id = explorer.sweep(
+            dataset or "", paradigm or "", options, parse_config(others or ""),
+            limit=int(n or 0), sample=int(sample or 0), seed=int(seed or 0),
+            retrieval_only=bool(retrieval_only), name=title or "", build=build)
+    except EngineError as err:
+        return (refused_box(err), gr.skip(), gr.skip(),
+                gr.Button(visible=isinstance(err, BuildNeeded)), gr.skip())
+    return (progress_html(explorer.evaluation_status(evaluation_id)), evaluation_id,
+            gr.Timer(active=True), gr.Button(visible=False), str(evaluation_id))
+
+
+def frontier(explorer: Explorer, ids_text, metric) -> tuple:
+    """(message, plot, table) of every point of the evaluations typed."""
+    try:
+        ids = parse_ids(ids_text, "evaluation")
+        summaries = {}
+        for evaluation_id in ids:
+            means = explorer.evaluation_status(evaluation_id)["means"]
+            summaries.update({(label if len(ids) == 1 else f"{label} ({evaluation_id})"): s
+                              for label, s in means.items()})
+    except EngineError as err:
+        return refused_box(err), gr.skip(), gr.skip()
+    points = frontier_points(summaries, metric or "AR@4")
+    front = pareto(points)
+    message = (f"<div class='fe-kept'>{len(points)} points, {len(front)} on the frontier "
+               f"(nothing else is both faster and better on {metric}).</div>")
+    return message, frontier_figure(points, front, metric), frontier_rows(points, front)
+
+
+def follow(explorer: Explorer, evaluation_id, metric) -> tuple:
+    """A poll: (progress, timer, message, plot, table) of the sweep followed."""
+    if evaluation_id is None:
+        return gr.skip(), gr.Timer(active=False), gr.skip(), gr.skip(), gr.skip()
+    status = explorer.evaluation_status(evaluation_id)
+    return (progress_html(status), gr.Timer(active=status["state"] == "running"),
+            *frontier(explorer, str(evaluation_id), metric))
+
+
+def build(explorer: Explorer) -> None:
+    """The Sweep tab's widgets and events."""
+    datasets = explorer.datasets()
+    with gr.Row():
+        dataset = gr.Dropdown([(label, path) for path, label in datasets.items()],
+                              value=next(iter(datasets), None), label="Dataset", scale=2,
+                              elem_id="fe-sweep-dataset")
+        n = gr.Number(20, label="First N questions (0: all)", precision=0,
+                      elem_id="fe-sweep-limit")
+        sample = gr.Number(0, label="…or a random sample of", precision=0,
+                           elem_id="fe-sweep-sample")
+        seed = gr.Number(0, label="Seed", precision=0, elem_id="fe-sweep-seed")
+    first_paradigm = "funnel" if "funnel" in PARADIGMS else next(iter(PARADIGMS))
+    start_options = option_choices(first_paradigm)
+    with gr.Row():
+        paradigm = gr.Dropdown([(s.label, name) for name, s in PARADIGMS.items()],
+                               value=first_paradigm, label="Paradigm", scale=2,
+                               elem_id="fe-sweep-paradigm")
+        first = gr.Dropdown(start_options[0].choices, value=start_options[0].value,
+                            label="Option", elem_id="fe-sweep-first")
+        first_values = gr.Textbox(start_options[1], label="its values", elem_id="fe-sweep-v1")
+        second = gr.Dropdown(start_options[2].choices, value=start_options[2].value,
+                             label="Second option", elem_id="fe-sweep-second")
+        second_values = gr.Textbox(start_options[3], label="its values",
+                                   elem_id="fe-sweep-v2")
+    with gr.Row():
+        retrieval_only = gr.Checkbox(True, label="Retrieval only (no reader: the cost of "
+                                     "each point is retrieval seconds; EM needs the reader)",
+                                     scale=2, elem_id="fe-sweep-retrieval-only")
+        others = gr.Textbox(label="Other options, fixed (JSON, optional)",
+                            placeholder='{"hybrid_weight": 0.5}', scale=2,
+                            elem_id="fe-sweep-others")
+        title = gr.Textbox(label="Name (optional)", scale=1, elem_id="fe-sweep-name")
+    with gr.Row():
+        start = gr.Button("Start the sweep", variant="primary", elem_id="fe-sweep-start")
+        confirm = gr.Button("Build and start", visible=False, elem_id="fe-sweep-build")
+    progress = gr.HTML(elem_id="fe-sweep-progress")
+    current = gr.State(None)
+    poll = gr.Timer(POLL_SECONDS, active=False)
+    gr.Markdown("### The frontier")
+    with gr.Row():
+        ids = gr.Textbox(label="Evaluation ids to plot (a sweep, or several evaluations)",
+                         placeholder="7   or   7, 8", scale=3, elem_id="fe-sweep-ids")
+        metric = gr.Dropdown(METRICS, value="AR@4", label="Against", scale=1,
+                             elem_id="fe-sweep-metric")
+        show = gr.Button("Plot", scale=1, elem_id="fe-sweep-plot")
+    message = gr.HTML(elem_id="fe-sweep-message")
+    plot = gr.Plot(label="Frontier", elem_id="fe-sweep-frontier")
+    table = gr.Dataframe(headers=FRONTIER_COLUMNS, interactive=False, max_height=360,
+                         elem_id="fe-sweep-table")
+
+    private = {"api_visibility": "private"}
+    paradigm.change(option_choices, paradigm, [first, first_values, second, second_values],
+                    **private)
+    form = [dataset, n, sample, seed, paradigm, first, first_values, second, second_values,
+            retrieval_only, others, title]
+    started = [progress, current, poll, confirm, ids]
+    start.click(partial(begin, explorer, False), form, started, **private)
+    confirm.click(partial(begin, explorer, True), form, started, **private)
+    poll.tick(partial(follow, explorer), [current, metric], [progress, poll, message, plot,
+                                                             table], **private)
+    for event in (show.click, ids.submit, metric.change):
+        event(partial(frontier, explorer), [ids, metric], [message, plot, table], **private)

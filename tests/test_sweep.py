@@ -1,0 +1,141 @@
+"""Sweeps (engine.eval.sweep): the grid and its refusals, the frontier, stage reuse across
+grid points (engine.stages.base.reusing_stages) and a sweep stored as an evaluation."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import pytest
+
+from engine.errors import ConfigError
+from engine.eval.sweep import grid, pareto
+from engine.stages.base import Stage, StageOutput, rerank, reusing_stages, run_stage
+from engine.types import Candidate, Unit
+from tests.fakes import qa_file
+
+
+def test_a_grid_runs_every_combination_largest_first_and_leaves_out_what_cannot_run():
+    points = grid("flat", {"M": [10, 50], "k": [4, 20]})
+    assert [p.label for p in points] == ["flat M=50 k=20", "flat M=50 k=4", "flat M=10 k=4"]
+    assert points[0].config == {"M": 50, "k": 20}  # M=10 k=20 is refused by flat: left out
+    nested = grid("funnel", {"reader.max_context_tokens": [0, 512]}, {"K": 5})
+    assert nested[0].config == {"K": 5, "reader": {"max_context_tokens": 512}}
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"K": list(range(1, 101)), "N": list(range(1, 101))}, "The grid has 10,000 points"),
+    ({"Q": [1, 2]}, "funnel has no numeric option 'Q' to sweep; choose from: "),
+    ({"K": [5], "N": [4], "H": [2]}, "Give one or two options"),
+    ({"K": [-3, 5]}, "K=-3 is out of range; allowed: 1 to 200"),
+    ({"K": ["ten"]}, "K='ten' is not an integer"),
+    ({"K": 5}, "give a list of values"),
+    ({"cluster_algorithm": ["greedy"]}, "no numeric option 'cluster_algorithm'"),
+])
+def test_bad_grids_are_refused_by_name(options, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        grid("funnel", options)
+    with pytest.raises(ConfigError, match="No combination"):
+        grid("flat", {"M": [2, 3], "k": [10]})
+
+
+def test_the_frontier_keeps_the_points_nothing_beats_on_both_axes():
+    points = [("slow good", 3.0, 0.8), ("fast poor", 0.5, 0.4), ("slow poor", 3.5, 0.3),
+              ("middle", 1.0, 0.6), ("beaten", 1.2, 0.55), ("tie faster", 0.5, 0.4)]
+    assert pareto(points) == ["fast poor", "middle", "slow good"]
+
+
+class Counting(Stage):
+    """Ranks by a fixed score per unit and counts its calls (bookkeeping: private)."""
+
+    name = "counting"
+    prefix_stable = True
+
+    def __init__(self) -> None:
+        self._calls = 0
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        self._calls += 1
+        return StageOutput(rerank(candidates, [len(c.unit.text) for c in candidates], k))
+
+
+def test_a_prefix_stable_stage_runs_once_per_question_and_input_within_a_sweep():
+    units = [Candidate(Unit(f"u{i}", "", "x" * i, (f"d{i}",), "documents"), 0.0, i)
+             for i in range(1, 9)]
+    stage = Counting()
+    fresh = run_stage(stage, "q", units, 3)
+    with reusing_stages():
+        big = run_stage(stage, "q", units, 6)
+        small = run_stage(stage, "q", units, 3)  # cut from the six
+        assert stage._calls == 2 and small.candidates == fresh.candidates
+        assert small.seconds == big.seconds
+        run_stage(stage, "other question", units, 3)
+        run_stage(stage, "q", units[:5], 3)  # another input
+        run_stage(stage, "q", units, 8)  # more than it gave: runs again
+        assert stage._calls == 5
+    run_stage(stage, "q", units, 3)  # outside a sweep nothing is reused
+    assert stage._calls == 6
+    stage.prefix_stable = False
+    with reusing_stages():
+        run_stage(stage, "q", units, 3)
+        run_stage(stage, "q", units, 3)
+    assert stage._calls == 8
+
+
+def test_a_sweep_is_stored_as_an_evaluation_of_its_grid_points(explorer, tmp_path):
+    qa = qa_file(tmp_path / "qa.jsonl", n=2)
+    evaluation_id = explorer.sweep(qa, "echo", {"k": [1, 3]}, {"voice": "loud"})
+    explorer.wait_for_evaluation(evaluation_id, 30)
+    stored = explorer.evaluation(evaluation_id)
+    assert stored.state == "done" and stored.paradigms == ("echo k=3", "echo k=1")
+    assert stored.configs["echo k=1"] == {"k": 1, "voice": "loud"}
+    rows = explorer.evaluation_rows(evaluation_id)
+    assert {r["paradigm"] for r in rows} == {"echo k=3", "echo k=1"}
+    assert all("EM" not in r["metrics"] and r["llm_calls"] == 0 for r in rows)  # no reader
+    assert {r["outcome"]["answer"] for r in rows} == {"reached the reader"}
+    trace = explorer.evaluation_trace(evaluation_id, 0, "echo k=1")
+    assert trace.paradigm == "echo" and len(trace.stages[0].candidates) == 1
+    assert set(explorer.attribution(evaluation_id)) == {"echo k=3", "echo k=1"}
+    with pytest.raises(ConfigError, match="k=9 is out of range"):
+        explorer.sweep(qa, "echo", {"k": [1, 9]})
+
+
+# --- the Sweep tab's callbacks (app/tabs/sweep.py) without a browser -----------------------
+
+
+def test_the_tab_offers_each_paradigms_options_and_refuses_what_is_not_a_number():
+    from app.tabs import sweep
+
+    first, values, second, more = sweep.option_choices("funnel")
+    assert (first.value, values, second.value, more) == ("K", "5, 10, 20", "N", "4, 8, 16")
+    assert "H" in first.choices[0] or ("H", "H") in first.choices
+    assert sweep.parse_values("K", "5; 10 ,20") == [5, 10, 20]
+    assert sweep.parse_values("alpha", "0.1, 1") == [0.1, 1]
+    with pytest.raises(ConfigError, match="K: 'x' is not a number"):
+        sweep.parse_values("K", "5, x")
+    with pytest.raises(ConfigError, match="Give values for K"):
+        sweep.parse_values("K", " , ")
+
+
+def test_a_sweep_started_from_the_tab_is_followed_and_its_frontier_plotted(explorer, tmp_path):
+    from app.tabs import sweep
+
+    qa = qa_file(tmp_path / "qa.jsonl", n=2)
+    form = [qa, 2, 0, 0, "echo", "k", "1, 3", sweep.NONE, "", False, "", "echo sweep"]
+    progress, evaluation_id, timer, confirm, ids = sweep.begin(explorer, False, *form)
+    assert f"Evaluation {evaluation_id}" in progress and ids == str(evaluation_id)
+    explorer.wait_for_evaluation(evaluation_id, 30)
+    progress, timer, message, plot, table = sweep.follow(explorer, evaluation_id, "EM")
+    assert "done, 2 of 2" in progress and timer.active is False
+    assert "2 points" in message  # with the reader: EM and seconds for both points
+    assert {row[0] for row in table} == {"echo k=1", "echo k=3"}
+    assert any(row[3] == "yes" for row in table)
+    assert {t.name for t in plot.data} == {"echo", "frontier"}
+    both, *_ = sweep.frontier(explorer, f"{evaluation_id}, {evaluation_id}", "AR@1")
+    assert "points" in both
+    refused, *_ = sweep.begin(explorer, False, *form[:6], "1, x", *form[7:])
+    assert "'x' is not a number" in html.unescape(refused)
+    refused, *_ = sweep.begin(explorer, False, *form[:5], "voice", *form[6:])
+    assert "no numeric option 'voice'" in html.unescape(refused)
+    refused, *_ = sweep.frontier(explorer, "seven", "EM")
+    assert "Evaluation ids are numbers" in refused
