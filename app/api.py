@@ -176,10 +176,8 @@ def _evaluation_api(explorer: Explorer) -> None:
 
     def export_evaluation(evaluation_id: int, fmt: str = "ragas") -> str:
         """Every run of an evaluation as ragas JSONL, RAGChecker JSON or FlashRAG JSONL."""
-        from engine.eval.exports import export
-
         try:
-            return export(explorer.evaluation_traces(evaluation_id), fmt)
+            return explorer.export_evaluation(evaluation_id, fmt)
         except EngineError as err:
             raise refused(err) from None
 

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -54,20 +55,36 @@ def sessions_file(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("elsewhere") / "runs.duckdb"
 
 
-def _seed_classifier(data: Path, base: Path) -> None:
-    """A trained selection classifier (a tiny BERT, 1 epoch) in the app's data directory,
-    so drrag is ready in seconds instead of minutes of MiniLM training."""
-    from engine.train.fit_selection_classifier import ClassifierConfig, train_classifier
-
+@contextmanager
+def _data_dir(data: Path):
+    """FUNNEL_DATA_DIR set to `data` for the block, as the app will have it."""
     before = os.environ.get("FUNNEL_DATA_DIR")
     os.environ["FUNNEL_DATA_DIR"] = str(data)
     try:
-        train_classifier(ClassifierConfig(base_model=str(base), epochs=1, max_length=64))
+        yield
     finally:
         if before is None:
             os.environ.pop("FUNNEL_DATA_DIR")
         else:
             os.environ["FUNNEL_DATA_DIR"] = before
+
+
+def _seed_classifiers(data: Path, base: Path) -> None:
+    """Trained classifiers in the app's data directory, so drrag and best are ready in a
+    minute instead of minutes of MiniLM training: the selection classifier from a tiny BERT
+    (1 epoch), and the query classifier from MiniLM with one epoch of the default three,
+    stored where the app looks for the default one."""
+    from engine.cache import load_or_build
+    from engine.models.query_classifier import KIND, QueryClassifierConfig, cache_key
+    from engine.train import fit_query_classifier
+    from engine.train.fit_selection_classifier import ClassifierConfig, train_classifier
+
+    with _data_dir(data):
+        train_classifier(ClassifierConfig(base_model=str(base), epochs=1, max_length=64))
+        one_epoch = QueryClassifierConfig(epochs=1)
+        load_or_build(KIND, cache_key(QueryClassifierConfig()),
+                      lambda out: fit_query_classifier._build(out, one_epoch),
+                      lambda folder: folder)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +93,7 @@ def live_app(tmp_path_factory, sessions_file, tiny_classifier_base):
     from gradio_client import Client
 
     root = tmp_path_factory.mktemp("live")
-    _seed_classifier(root / "data", tiny_classifier_base)
+    _seed_classifiers(root / "data", tiny_classifier_base)
     corpus = root / "tiny.jsonl"
     corpus.write_text("\n".join(json.dumps({"id": t, "title": t, "text": x}) for t, x in DOCS))
     port = _free_port()

@@ -4,6 +4,7 @@ grid points (engine.stages.base.reusing_stages) and a sweep stored as an evaluat
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Sequence
 
 import pytest
@@ -96,6 +97,9 @@ def test_a_sweep_is_stored_as_an_evaluation_of_its_grid_points(explorer, tmp_pat
     trace = explorer.evaluation_trace(evaluation_id, 0, "echo k=1")
     assert trace.paradigm == "echo" and len(trace.stages[0].candidates) == 1
     assert set(explorer.attribution(evaluation_id)) == {"echo k=3", "echo k=1"}
+    exported = json.loads(explorer.export_evaluation(evaluation_id, "ragchecker"))
+    assert sorted(r["query_id"] for r in exported["results"]) == [
+        "echo k=1/q0", "echo k=1/q1", "echo k=3/q0", "echo k=3/q1"]  # one id per run
     with pytest.raises(ConfigError, match="k=9 is out of range"):
         explorer.sweep(qa, "echo", {"k": [1, 9]})
 

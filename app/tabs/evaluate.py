@@ -37,7 +37,6 @@ from app.views.evaluation import (
 )
 from engine.errors import EngineError
 from engine.eval.exports import FORMATS, SUFFIXES
-from engine.eval.exports import export as export_runs
 from engine.paradigms.registry import PARADIGMS
 from engine.service.evaluation_jobs import BuildNeeded
 from engine.service.explorer import Explorer
@@ -152,7 +151,7 @@ def export_one(explorer: Explorer, text, kind) -> tuple:
     """(the exported file, a message) of the evaluation typed, in format `kind`."""
     try:
         (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-        body = export_runs(explorer.evaluation_traces(evaluation_id), kind)
+        body = explorer.export_evaluation(evaluation_id, kind)
     except EngineError as err:
         return gr.File(visible=False), refused_box(err)
     folder = Path(tempfile.mkdtemp(prefix="funnel-evaluation-"))

@@ -17,7 +17,8 @@ tests/test_exports.py):
               reads the lines back as `Item`s, output included
 
 Runs of several paradigms share a question id, so ids then carry the paradigm
-("drrag/5a8b57f2"). RAGChecker needs a gold answer for every query: a run without one is
+("drrag/5a8b57f2"), or the label each run is stored under (a sweep's grid point: "flat M=20
+k=4/5a8b57f2"). RAGChecker needs a gold answer for every query: a run without one is
 refused by name.
 """
 
@@ -33,33 +34,37 @@ FORMATS = ("ragas", "ragchecker", "flashrag")
 SUFFIXES = {"ragas": "jsonl", "ragchecker": "json", "flashrag": "jsonl"}
 
 
-def export(traces: Sequence[RunTrace], fmt: str) -> str:
-    """The text of a `fmt` file holding `traces` (see the module docstring)."""
+def export(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = ()) -> str:
+    """The text of a `fmt` file holding `traces` (see the module docstring); `labels`
+    name each run in place of its paradigm (a sweep's grid points)."""
     if fmt not in FORMATS:
         raise ConfigError(f"Unknown export format {fmt!r}. Choose from: {', '.join(FORMATS)}.")
     if not traces:
         raise ConfigError("Nothing to export: no runs were given.")
-    records = [_RECORDS[fmt](trace, run_id) for trace, run_id in zip(traces, _ids(traces),
-                                                                      strict=True)]
+    names = list(labels) or [t.paradigm for t in traces]
+    if len(names) != len(traces):
+        raise ConfigError(f"{len(names)} labels for {len(traces)} runs: give one per run.")
+    records = [_RECORDS[fmt](trace, run_id, name)
+               for trace, run_id, name in zip(traces, _ids(traces, names), names, strict=True)]
     if fmt == "ragchecker":
         return json.dumps({"results": records}, ensure_ascii=False, indent=1)
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
-def ragas_sample(trace: RunTrace, run_id: str) -> dict:
+def ragas_sample(trace: RunTrace, run_id: str, name: str = "") -> dict:
     read = trace.read
     sample = {"user_input": trace.question,
               "retrieved_contexts": [c.unit.text for c in read],
               "retrieved_context_ids": [c.unit.id for c in read],
               "response": trace.answer,
               # which run it is: ragas reads the fields above and ignores these
-              "run_id": run_id, "paradigm": trace.paradigm}
+              "run_id": run_id, "paradigm": name or trace.paradigm}
     if trace.gold is not None and trace.gold.answers:
         sample["reference"] = trace.gold.answers[0]
     return sample
 
 
-def ragchecker_result(trace: RunTrace, run_id: str) -> dict:
+def ragchecker_result(trace: RunTrace, run_id: str, name: str = "") -> dict:
     if trace.gold is None or not trace.gold.answers:
         raise ConfigError(f"RAGChecker needs a gold answer for every query, and run "
                           f"{run_id!r} ({trace.question[:60]!r}) has none. Export runs of "
@@ -70,14 +75,14 @@ def ragchecker_result(trace: RunTrace, run_id: str) -> dict:
                                   for c in trace.read]}
 
 
-def flashrag_item(trace: RunTrace, run_id: str) -> dict:
+def flashrag_item(trace: RunTrace, run_id: str, name: str = "") -> dict:
     gold = trace.gold
     answers = [step for step in trace.llm_steps if step.purpose == "answer"]
     scores = {name: trace.metrics[key] for name, key in (("em", "EM"), ("f1", "F1"))
               if key in trace.metrics}
     return {"id": run_id, "question": trace.question,
             "golden_answers": list(gold.answers) if gold else [],
-            "metadata": {"paradigm": trace.paradigm, "config": trace.config,
+            "metadata": {"paradigm": name or trace.paradigm, "config": trace.config,
                          "supporting_titles": list(gold.supporting_titles) if gold else []},
             "output": {"retrieval_result": [{"id": c.unit.id,
                                              "contents": f"{c.unit.title}\n{c.unit.text}"}
@@ -86,16 +91,16 @@ def flashrag_item(trace: RunTrace, run_id: str) -> dict:
                        "pred": trace.answer, "metric_score": scores}}
 
 
-_RECORDS: dict[str, Callable[[RunTrace, str], dict]] = {
+_RECORDS: dict[str, Callable[[RunTrace, str, str], dict]] = {
     "ragas": ragas_sample, "ragchecker": ragchecker_result, "flashrag": flashrag_item}
 
 
-def _ids(traces: Sequence[RunTrace]) -> list[str]:
-    """Each run's id: its gold question id (else its position), with the paradigm in front
-    when the runs mix paradigms."""
-    mixed = len({t.paradigm for t in traces}) > 1
+def _ids(traces: Sequence[RunTrace], names: Sequence[str]) -> list[str]:
+    """Each run's id: its gold question id (else its position), with its paradigm (or
+    label) in front when the runs mix them."""
+    mixed = len(set(names)) > 1
     ids = []
-    for n, trace in enumerate(traces):
+    for n, (trace, name) in enumerate(zip(traces, names, strict=True)):
         own = trace.gold.id if trace.gold is not None and trace.gold.id else str(n)
-        ids.append(f"{trace.paradigm}/{own}" if mixed else own)
+        ids.append(f"{name}/{own}" if mixed else own)
     return ids

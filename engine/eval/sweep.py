@@ -49,13 +49,14 @@ def grid(paradigm: str, options: dict, config: dict | None = None) -> list[GridP
                               f"from: {', '.join(numeric)}.")
         if not isinstance(values, list) or not values:
             raise ConfigError(f"{name}: give a list of values, e.g. [2, 4, 8]; got {values!r}.")
-        for value in values:
-            _check_value(numeric[name], value)
-    options = {n: [numeric[n].type(v) for v in values] for n, values in options.items()}
-    points = math.prod(len(set(v)) for v in options.values())
+    points = math.prod(len(set(map(str, v))) for v in options.values())
     if points > MAX_POINTS:
         raise ConfigError(f"The grid has {points:,} points; the limit is {MAX_POINTS}. Give "
                           "fewer values.")
+    for name, values in options.items():
+        for value in values:
+            _check_value(numeric[name], value)
+    options = {n: [numeric[n].type(v) for v in values] for n, values in options.items()}
     names = list(options)
     ordered = [sorted(set(options[n]), reverse=True) for n in names]
     out = []

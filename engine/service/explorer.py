@@ -259,6 +259,14 @@ class Explorer:
     def evaluation_traces(self, evaluation_id: int) -> list[RunTrace]:
         return self._evaluations.traces(evaluation_id)
 
+    def export_evaluation(self, evaluation_id: int, fmt: str) -> str:
+        """Every run of an evaluation in `fmt` (engine.eval.exports), each named by the
+        paradigm or grid point it is stored under."""
+        from engine.eval.exports import export
+
+        labels = [r["paradigm"] for r in self._evaluations.rows(evaluation_id)]
+        return export(self._evaluations.traces(evaluation_id), fmt, labels)
+
     # --- diagnosis --------------------------------------------------------------------------
 
     def attribution(self, evaluation_id: int, track: str = "answer") -> dict[str, dict]:
