@@ -181,7 +181,12 @@ def _evaluated(client, qa: Path, paradigms: str, configs: str = "") -> int:
     """The id of a finished evaluation of `qa` through `paradigms`, started by the API."""
     evaluation_id = client.predict(str(qa), paradigms, configs, 0, 0, 0, "api evaluation",
                                    api_name="/evaluate")
-    deadline = time.monotonic() + 300
+    return _ended(client, evaluation_id)
+
+
+def _ended(client, evaluation_id: int, seconds: float = 300) -> int:
+    """`evaluation_id` once its evaluation (or sweep) is no longer running."""
+    deadline = time.monotonic() + seconds
     while json.loads(client.predict(evaluation_id, api_name="/evaluation_status"))[
             "state"] == "running" and time.monotonic() < deadline:
         time.sleep(1)
@@ -699,12 +704,9 @@ def test_api_sweeps_a_grid_as_an_evaluation_and_refuses_a_bad_grid(live_app, tmp
 
     _, client = live_app
     qa = _qa_file(tmp_path)
-    sweep_id = client.predict("flat", '{"M": [4, 6], "k": [2, 5]}', str(qa), 0, 0, 0, True,
-                              "", "api sweep", False, api_name="/sweep")
-    deadline = time.monotonic() + 300
-    while json.loads(client.predict(sweep_id, api_name="/evaluation_status"))[
-            "state"] == "running" and time.monotonic() < deadline:
-        time.sleep(1)
+    sweep_id = _ended(client, client.predict("flat", '{"M": [4, 6], "k": [2, 5]}', str(qa),
+                                             0, 0, 0, True, "", "api sweep", False,
+                                             api_name="/sweep"))
     loaded = json.loads(client.predict(sweep_id, api_name="/load_evaluation"))
     assert loaded["state"] == "done" and loaded["name"] == "api sweep"
     # M=4 with k=5 is no setting flat can run: three points, largest first
