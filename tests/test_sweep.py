@@ -143,3 +143,19 @@ def test_a_sweep_started_from_the_tab_is_followed_and_its_frontier_plotted(explo
     assert "no numeric option 'voice'" in html.unescape(refused)
     refused, *_ = sweep.frontier(explorer, "seven", "EM")
     assert "Evaluation ids are numbers" in refused
+
+
+def test_the_tab_renders_its_own_widgets_only(explorer):
+    import gradio as gr
+
+    from app.tabs import sweep
+
+    with gr.Blocks() as demo:
+        sweep.build(explorer)
+    shown = [b for b in demo.blocks.values() if isinstance(b, gr.components.Component)
+             and not isinstance(b, gr.State | gr.Timer | gr.Markdown)]
+    assert all((b.elem_id or "").startswith("fe-sweep") for b in shown), [
+        type(b).__name__ for b in shown if not (b.elem_id or "").startswith("fe-sweep")]
+    first = next(b for b in shown if b.elem_id == "fe-sweep-first")
+    assert first.value == "K" and ("N", "N") in next(
+        b for b in shown if b.elem_id == "fe-sweep-second").choices

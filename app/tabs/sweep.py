@@ -37,13 +37,20 @@ EXAMPLES = {"funnel": (("K", "5, 10, 20"), ("N", "4, 8, 16")),
             "longrag": (("context_tokens", "1000, 2000, 4000"), None)}
 
 
-def option_choices(paradigm) -> tuple:
-    """(first option, its values, second option, its values) offered for `paradigm`."""
+def offered(paradigm) -> tuple[list[str], str | None, str, str, str]:
+    """(its sweepable options, the first offered, its values, the second, its values)."""
     names = [o.name for o in sweepable(paradigm)] if paradigm in PARADIGMS else []
     first, second = EXAMPLES.get(paradigm, ((names[0] if names else None, ""), None))
-    return (gr.Dropdown(names, value=first[0]), first[1],
-            gr.Dropdown([NONE, *names], value=second[0] if second else NONE),
-            second[1] if second else "")
+    return names, first[0], first[1], second[0] if second else NONE, \
+        second[1] if second else ""
+
+
+def option_choices(paradigm) -> tuple:
+    """The option widgets' updates for `paradigm`: (first option, its values, second
+    option, its values)."""
+    names, first, first_values, second, second_values = offered(paradigm)
+    return (gr.Dropdown(names, value=first), first_values,
+            gr.Dropdown([NONE, *names], value=second), second_values)
 
 
 def parse_values(name: str, text) -> list[float | int]:
@@ -121,18 +128,16 @@ def build(explorer: Explorer) -> None:
                            elem_id="fe-sweep-sample")
         seed = gr.Number(0, label="Seed", precision=0, elem_id="fe-sweep-seed")
     first_paradigm = "funnel" if "funnel" in PARADIGMS else next(iter(PARADIGMS))
-    start_options = option_choices(first_paradigm)
+    names, first_name, first_text, second_name, second_text = offered(first_paradigm)
     with gr.Row():
         paradigm = gr.Dropdown([(s.label, name) for name, s in PARADIGMS.items()],
                                value=first_paradigm, label="Paradigm", scale=2,
                                elem_id="fe-sweep-paradigm")
-        first = gr.Dropdown(start_options[0].choices, value=start_options[0].value,
-                            label="Option", elem_id="fe-sweep-first")
-        first_values = gr.Textbox(start_options[1], label="its values", elem_id="fe-sweep-v1")
-        second = gr.Dropdown(start_options[2].choices, value=start_options[2].value,
-                             label="Second option", elem_id="fe-sweep-second")
-        second_values = gr.Textbox(start_options[3], label="its values",
-                                   elem_id="fe-sweep-v2")
+        first = gr.Dropdown(names, value=first_name, label="Option", elem_id="fe-sweep-first")
+        first_values = gr.Textbox(first_text, label="its values", elem_id="fe-sweep-v1")
+        second = gr.Dropdown([NONE, *names], value=second_name, label="Second option",
+                             elem_id="fe-sweep-second")
+        second_values = gr.Textbox(second_text, label="its values", elem_id="fe-sweep-v2")
     with gr.Row():
         retrieval_only = gr.Checkbox(True, label="Retrieval only (no reader: the cost of "
                                      "each point is retrieval seconds; EM needs the reader)",

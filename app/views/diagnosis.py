@@ -190,5 +190,6 @@ def frontier_figure(points: list[tuple[str, float, float]], front: list[str],
                              hoverinfo="skip"))
     fig.update_layout(title=f"{metric} against seconds per question: the Pareto frontier",
                       xaxis_title="seconds per question (median)", yaxis_title=metric,
-                      height=420, margin={"l": 50, "r": 20, "t": 50, "b": 40})
+                      yaxis_range=[0, 1.05], height=420,
+                      margin={"l": 50, "r": 20, "t": 50, "b": 40})
     return fig
