@@ -132,8 +132,10 @@ def test_a_sweep_started_from_the_tab_is_followed_and_its_frontier_plotted(explo
     progress, timer, message, plot, table = sweep.follow(explorer, evaluation_id, "EM")
     assert "done, 2 of 2" in progress and timer.active is False
     assert "2 points" in message  # with the reader: EM and seconds for both points
-    assert {row[0] for row in table} == {"echo k=1", "echo k=3"}
-    assert any(row[3] == "yes" for row in table)
+    assert table.headers[1] == "EM"  # the column names the metric plotted
+    rows = table.value["data"]
+    assert {row[0] for row in rows} == {"echo k=1", "echo k=3"}
+    assert any(row[3] == "yes" for row in rows)
     assert {t.name for t in plot.data} == {"echo", "frontier"}
     both, *_ = sweep.frontier(explorer, f"{evaluation_id}, {evaluation_id}", "AR@1")
     assert "points" in both

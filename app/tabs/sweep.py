@@ -16,7 +16,7 @@ import gradio as gr
 from app.errors import refused_box
 from app.tabs.sessions import parse_ids
 from app.views.diagnosis import (
-    FRONTIER_COLUMNS,
+    frontier_columns,
     frontier_figure,
     frontier_points,
     frontier_rows,
@@ -103,7 +103,8 @@ def frontier(explorer: Explorer, ids_text, metric) -> tuple:
     front = pareto(points)
     message = (f"<div class='fe-kept'>{len(points)} points, {len(front)} on the frontier "
                f"(nothing else is both faster and better on {metric}).</div>")
-    return message, frontier_figure(points, front, metric), frontier_rows(points, front)
+    return (message, frontier_figure(points, front, metric),
+            gr.Dataframe(frontier_rows(points, front), headers=frontier_columns(metric)))
 
 
 def follow(explorer: Explorer, evaluation_id, metric) -> tuple:
@@ -161,7 +162,7 @@ def build(explorer: Explorer) -> None:
         show = gr.Button("Plot", scale=1, elem_id="fe-sweep-plot")
     message = gr.HTML(elem_id="fe-sweep-message")
     plot = gr.Plot(label="Frontier", elem_id="fe-sweep-frontier")
-    table = gr.Dataframe(headers=FRONTIER_COLUMNS, interactive=False, max_height=360,
+    table = gr.Dataframe(headers=frontier_columns("AR@4"), interactive=False, max_height=360,
                          elem_id="fe-sweep-table")
 
     private = {"api_visibility": "private"}

@@ -154,7 +154,8 @@ def paired_table(result: dict) -> str:
             f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
-FRONTIER_COLUMNS = ["point", "metric", "seconds per question (median)", "on the frontier"]
+def frontier_columns(metric: str) -> list[str]:
+    return ["point", metric, "seconds per question (median)", "on the frontier"]
 
 
 def frontier_points(summaries: dict[str, dict], metric: str) -> list[tuple[str, float, float]]:
@@ -185,9 +186,10 @@ def frontier_figure(points: list[tuple[str, float, float]], front: list[str],
         hovertemplate="%{text}<br>%{x:.3f} s, %{y:.3f}<extra></extra>") for kind in kinds])
     on = sorted((p for p in points if p[0] in front), key=lambda p: p[1])
     fig.add_trace(go.Scatter(x=[p[1] for p in on], y=[p[2] for p in on], mode="lines+text",
-                             text=[p[0] for p in on], textposition="top left",
+                             text=[p[0] for p in on], textposition="top center",
                              name="frontier", line={"dash": "dot", "color": "#333"},
                              hoverinfo="skip"))
+    fig.update_xaxes(autorange=True, automargin=True)
     fig.update_layout(title=f"{metric} against seconds per question: the Pareto frontier",
                       xaxis_title="seconds per question (median)", yaxis_title=metric,
                       yaxis_range=[0, 1.05], height=420,
