@@ -3,8 +3,11 @@
 For each of the first N HotpotQA dev500 questions every paradigm runs back to back with its
 default config (or `--config`), on the pooled corpus, so the machine's state is the same for
 all. Printed per paradigm: AR@1..4 of what the reader read, EM, F1, refined EM, reader
-tokens, LLM calls and seconds per question (median, and the mean of each stage). Traces go
-to data/bench/TRACES.jsonl (default paradigms_traces); `--ids` runs chosen questions only.
+tokens, LLM calls and seconds per question (median, and the mean of each stage); then where
+each paradigm lost the gold answer (engine.eval.outcomes: shares of the questions) and each
+paradigm's paired differences against `--against` (default flat) with 95% paired-bootstrap
+intervals and McNemar p (engine.eval.paired). Traces go to data/bench/TRACES.jsonl (default
+paradigms_traces); `--ids` runs chosen questions only.
 
     python -m bench.paradigms_table [--limit 200] [--paradigms flat funnel longrag drrag best]
         [--config '{"best": {"hyde": true}}'] [--threads 2] [--out paradigms_table]
@@ -25,6 +28,8 @@ from bench.common import (
     save,
 )
 from engine.data.corpus import load_corpus
+from engine.eval.outcomes import attribution, in_funnel_order
+from engine.eval.paired import paired
 from engine.eval.summary import summarise
 from engine.paradigms.registry import make_paradigm, names
 from engine.paths import data_dir
@@ -45,6 +50,8 @@ def main() -> None:
                         help="only these dev500 question ids (instead of the first --limit)")
     parser.add_argument("--traces", default="paradigms_traces",
                         help="data/bench/TRACES.jsonl the runs are written to (or re-scored)")
+    parser.add_argument("--against", default="flat",
+                        help="the paradigm the others' paired differences are taken against")
     parser.add_argument("--from-traces", action="store_true",
                         help="re-score the last run's traces (current metrics); run nothing")
     args = parser.parse_args()
@@ -79,9 +86,45 @@ def main() -> None:
     print(markdown_table(["paradigm", *stages], [[name, *(summary[name].get(k, "")
                                                            for k in stages)]
                                                   for name in summary]))
+    outcomes = attribution(rows)
+    print()
+    print(outcome_table(outcomes))
+    pairs = {}
+    if args.against in summary:
+        base = [r for r in rows if r["paradigm"] == args.against]
+        pairs = {name: [d.to_dict() for d in paired([r for r in rows if r["paradigm"] == name],
+                                                    base)]
+                 for name in summary if name != args.against}
+        print()
+        print(paired_table(pairs, args.against))
     save(args.out, {"questions": args.limit, "configs": configs, "summary": summary,
-                    "ids": list(args.ids),
+                    "outcomes": {n: o["counts"] for n, o in outcomes.items()},
+                    "paired_against": args.against, "paired": pairs, "ids": list(args.ids),
                     "traces": str(data_dir() / "bench" / f"{args.traces}.jsonl")})
+
+
+def outcome_table(outcomes: dict[str, dict]) -> str:
+    """One row per paradigm: the share of its questions in each outcome, funnel order."""
+    order = in_funnel_order(o for found in outcomes.values() for o in found["counts"])
+    return markdown_table(["paradigm", *order], [
+        [name, *(f"{found['counts'].get(o, 0) / found['total']:.3f}" for o in order)]
+        for name, found in outcomes.items()])
+
+
+def paired_table(pairs: dict[str, list[dict]], against: str) -> str:
+    """Each paradigm minus `against`: the difference, its interval, McNemar p."""
+    metrics = ("EM", "F1", "AR@1", "AR@4", "gold_doc_recall", "seconds")
+
+    def cell(d: dict | None) -> str:
+        if d is None:
+            return ""
+        p = f", p {d['p']:.2g}" if d["p"] is not None else ""
+        noise = " (noise)" if d["within_noise"] else ""
+        return f"{d['diff']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]{p}{noise}"
+
+    return markdown_table([f"minus {against}", *metrics], [
+        [name, *(cell(next((d for d in found if d["metric"] == m), None)) for m in metrics)]
+        for name, found in pairs.items()])
 
 
 if __name__ == "__main__":

@@ -125,3 +125,10 @@ def test_paired_differences_mark_what_is_within_noise_and_pair_only_shared_quest
     assert paired(a, shifted, resamples=200)[0].n == 50
     with pytest.raises(ConfigError, match="share no question"):
         paired(a, _rows([1], 1.0, prefix="other"))
+
+
+def test_outcomes_of_several_paradigms_line_up_from_the_earliest_loss_to_right():
+    mixed = [oc.RIGHT, "lost at reranker", oc.READ_WRONG, oc.NOT_RETRIEVED, "lost at cfs",
+             oc.NO_SPAN, oc.SKIPPED]
+    assert oc.in_funnel_order(mixed) == [oc.SKIPPED, oc.NOT_RETRIEVED, "lost at reranker",
+                                         "lost at cfs", oc.READ_WRONG, oc.RIGHT, oc.NO_SPAN]

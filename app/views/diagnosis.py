@@ -36,7 +36,7 @@ def outcome_bars(attribution: dict[str, dict], track: str = "answer") -> go.Figu
     if not attribution:
         return text_figure("Open an evaluation to see where each paradigm loses the answer.")
     names, cuts = list(attribution), _all_cuts(attribution)
-    order = list(dict.fromkeys(o for found in attribution.values() for o in found["counts"]))
+    order = oc.in_funnel_order(o for found in attribution.values() for o in found["counts"])
     fig = go.Figure([go.Bar(
         x=names, y=[attribution[n]["counts"].get(o, 0) for n in names], name=o,
         marker_color=color(o, cuts), text=[attribution[n]["counts"].get(o) or "" for n in names],

@@ -108,6 +108,16 @@ def ordered_outcomes(cut_names: Sequence[str]) -> list[str]:
             READ_WRONG, RIGHT, NO_SPAN]
 
 
+def in_funnel_order(outcomes: Iterable[str]) -> list[str]:
+    """Outcomes (of one paradigm or several) from the earliest loss to right: skipped, not
+    retrieved, each loss in the order met, then reached, read wrong, right, no span."""
+    seen = list(dict.fromkeys(outcomes))
+    head = [o for o in (SKIPPED, NOT_RETRIEVED) if o in seen]
+    lost = [o for o in seen if o.startswith("lost at ")]
+    tail = [o for o in (REACHED, READ_WRONG, RIGHT, NO_SPAN) if o in seen]
+    return [*head, *lost, *tail, *(o for o in seen if o not in (*head, *lost, *tail))]
+
+
 def attribution(rows: Iterable[dict], track: str = "answer") -> dict[str, dict]:
     """Per paradigm: its cuts in order, {outcome: count} in that order (every question of
     the paradigm counted once), and {outcome: [question positions]}."""
