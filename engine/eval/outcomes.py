@@ -20,7 +20,7 @@ names them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from engine.errors import ConfigError
 from engine.metrics import has_span_answer
@@ -102,12 +102,6 @@ def row_outcomes(trace: RunTrace) -> dict:
             "cuts": cuts(trace)}
 
 
-def ordered_outcomes(cut_names: Sequence[str]) -> list[str]:
-    """Every outcome a run with these cuts can have, from the earliest loss to right."""
-    return [SKIPPED, NOT_RETRIEVED, *(lost_at(c) for c in cut_names[1:]), REACHED,
-            READ_WRONG, RIGHT, NO_SPAN]
-
-
 def in_funnel_order(outcomes: Iterable[str]) -> list[str]:
     """Outcomes (of one paradigm or several) from the earliest loss to right: skipped, not
     retrieved, each loss in the order met, then reached, read wrong, right, no span."""
@@ -132,8 +126,7 @@ def attribution(rows: Iterable[dict], track: str = "answer") -> dict[str, dict]:
         chain = list(dict.fromkeys(c for r in mine for c in r.get("cuts", ())))
         outcomes = [r["outcome"][track] for r in mine]
         counts = Counter(o for o in outcomes if o is not None)
-        order = [o for o in ordered_outcomes(chain) if counts[o]]
-        order += sorted(o for o in counts if o not in order)
+        order = [o for o in in_funnel_order([*map(lost_at, chain), *counts]) if counts[o]]
         questions: dict[str, list] = {o: [] for o in order}
         for r, o in zip(mine, outcomes, strict=True):
             if o is not None:
