@@ -120,5 +120,5 @@ def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: li
     notice = (f"<div class='fe-kept'>Evaluation {evaluation_id}, question {position}, "
               f"through {esc(paradigm)}: its stored trace (Run runs it again with the "
               "options shown).</div>")
-    return (notice, *trace_views(trace), trace.to_json(), trace.question, paradigm,
+    return (notice, *trace_views(trace), trace.to_json(), trace.question, trace.paradigm,
             gr.Tabs(selected="explore"))
