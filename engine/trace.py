@@ -62,6 +62,7 @@ class LLMStep:
     answer: str = ""
     attention: ReaderAttention | None = None
     capped: ReadCount | None = None
+    cached_tokens: int = 0  # of prompt_tokens, those read from the prefix cache
 
 
 @dataclass(frozen=True)

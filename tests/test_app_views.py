@@ -124,9 +124,10 @@ def test_every_llm_call_is_listed_with_its_prompt_escaped(tiny_corpus):
     trace = sample_trace(tiny_corpus)
     long = replace(answer_step(1.5, 900), purpose="long answer", answer="",
                    prompt="Context: <b>War</b> & Peace", output=" It is <i>Tolstoy</i>'s.")
-    trace = replace(trace, llm_steps=(long, answer_step(0.2, 120)))
+    trace = replace(trace, llm_steps=(long, replace(answer_step(0.2, 480), cached_tokens=350)))
     html = llm_steps_table(trace)
     assert html.count("<tr><td>") == 2
+    assert "350 cached" in html and html.count("cached") == 1  # only the step that had any
     assert "long answer" in html and "900" in html and "1.50" in html
     assert "&lt;b&gt;War&lt;/b&gt; &amp; Peace" in html and "<b>War" not in html
     assert "&lt;i&gt;Tolstoy&lt;/i&gt;" in html

@@ -70,11 +70,11 @@ def test_fused_attention_reads_the_prompt_and_the_model_is_left_eager(generator)
     built = answer_prompt("fewshot", "Which river flows through Budapest?", PASSAGES)
     ids = generator.tokenizer(built.prompt, add_special_tokens=False)["input_ids"]
     with torch.inference_mode():
-        logits, _, attention = generator._prefill(ids, want_attention=True)
+        logits, _, attention, cached = generator._prefill(ids, [], want_attention=True)
         assert generator.model.config._attn_implementation == "sdpa"  # decoding goes fused
         generator._attention("eager")
         eager = generator.model(input_ids=torch.tensor([ids])).logits[0, -1]
-    assert attention is not None and attention.shape[:2] == (2, 4)
+    assert attention is not None and attention.shape[:2] == (2, 4) and cached == 0
     assert torch.allclose(logits.float(), eager.float(), atol=1e-4)
     generator.generate(built.prompt, max_new_tokens=2, spans=built.spans)
     assert generator.model.config._attn_implementation == "eager"

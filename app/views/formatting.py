@@ -190,8 +190,10 @@ def llm_steps_table(trace: RunTrace) -> str:
         said = esc(step.output.strip() or "(nothing)")
         if step.answer and step.answer != step.output.strip():
             said += f"<br><small>short answer: {esc(step.answer)}</small>"
+        cached = (f"<br><small>{step.cached_tokens:,} cached</small>"
+                  if step.cached_tokens else "")
         rows.append(f"<tr><td>{n}</td><td>{esc(step.purpose)}</td><td>{esc(step.model)}</td>"
-                    f"<td>{step.prompt_tokens:,}</td><td>{step.output_tokens:,}</td>"
+                    f"<td>{step.prompt_tokens:,}{cached}</td><td>{step.output_tokens:,}</td>"
                     f"<td>{step.seconds:.2f}</td><td>{said}<details><summary>prompt"
                     f"</summary><pre class='fe-prompt'>{esc(step.prompt)}</pre></details>"
                     "</td></tr>")

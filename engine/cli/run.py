@@ -70,8 +70,9 @@ def print_trace(trace: RunTrace, show: int = 5) -> None:
     if lost:
         _out(f"\ngold answer lost at stage {lost}")
     for step in trace.llm_steps:
-        _out(f"\nLLM call ({step.purpose}, {step.model})  {step.prompt_tokens:,} prompt tokens, "
-             f"{step.output_tokens} out  {step.seconds:.3f} s")
+        cached = f" ({step.cached_tokens:,} cached)" if step.cached_tokens else ""
+        _out(f"\nLLM call ({step.purpose}, {step.model})  {step.prompt_tokens:,} prompt tokens"
+             f"{cached}, {step.output_tokens} out  {step.seconds:.3f} s")
         _out(f"  said: {step.output.strip()[:200]}")
     _out(f"\nanswer: {trace.answer}")
     _out(f"reader input tokens {trace.reader_input_tokens:,}; LLM calls {trace.llm_calls}; "

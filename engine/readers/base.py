@@ -44,6 +44,7 @@ class Generation:
     seconds: float
     attention: tuple[np.ndarray, ...] = field(default=(), repr=False)
     span_tokens: tuple[tuple[str, ...], ...] = ()  # the tokens of each span, for display
+    cached_tokens: int = 0  # prompt tokens whose states came from the prefix cache
 
 
 @runtime_checkable
@@ -54,11 +55,13 @@ class Generator(Protocol):
 
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
                  spans: tuple[tuple[int, int], ...] = (),
-                 ban_first: tuple[str, ...] = ()) -> Generation:
+                 ban_first: tuple[str, ...] = (), prefix: Prompt = "") -> Generation:
         """Greedy continuation of `prompt`, cut before the first `stop` string.
 
         `spans` are character spans of a plain-text prompt whose attention is wanted (a
         generator that cannot see attention returns none); `ban_first` are words the first
-        generated token may not start (where the generator can refuse tokens).
+        generated token may not start (where the generator can refuse tokens); `prefix` is
+        the prompt's fixed opening (text, or its leading chat messages), which a generator
+        may read once and reuse.
         """
         ...

@@ -27,6 +27,7 @@ import numpy as np
 from engine.errors import ConfigError, EngineError
 from engine.readers.answers import LOOP_NGRAM, repeats_tail
 from engine.readers.base import Generation, Prompt
+from engine.readers.prefix_cache import PrefixCache
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,9 @@ class HFGenerator:
     (SDPA returns none). On this CPU, eager attention over a whole prompt costs 2.9x SDPA's
     time at 2.3k tokens and 4.5x at 4.3k (bench/README.md, "LongRAG"). The model is shared
     with the FiD reader, so a generation holds the model's lock and leaves it eager.
+
+    A prompt's declared fixed opening (`prefix`) is not read again: its key/value states are
+    computed once and copied in (engine/readers/prefix_cache.py).
     """
 
     def __init__(self, model: str = "smollm2", tokenizer: Any = None, lm: Any = None,
@@ -60,6 +64,8 @@ class HFGenerator:
 
             tokenizer, lm = load_causal_lm(model, precision)
         self.name, self.tokenizer, self.model = model, tokenizer, lm
+        self.prefix_cache = PrefixCache(self._forward, self._new_cache)
+        self._prefix_ids: dict[str, list[int]] = {}
         self.eos_ids = {i for i in (tokenizer.eos_token_id,
                                     tokenizer.convert_tokens_to_ids("<|im_end|>")
                                     if "<|im_end|>" in tokenizer.get_vocab() else None)
@@ -75,9 +81,29 @@ class HFGenerator:
             [{"role": m.role, "content": m.content} for m in prompt],
             tokenize=False, add_generation_prompt=True)
 
+    def prefix_ids(self, prefix: Prompt, text: str) -> list[int]:
+        """The token ids of a prompt's fixed opening (chat: its leading messages, rendered as
+        the template renders them inside the prompt), or none when `text` does not start with
+        it (a chat template that renders earlier turns differently once more follow)."""
+        if not prefix:
+            return []
+        if isinstance(prefix, str):
+            opening = prefix
+        elif getattr(self.tokenizer, "chat_template", None):
+            opening = self.tokenizer.apply_chat_template(
+                [{"role": m.role, "content": m.content} for m in prefix], tokenize=False)
+        else:
+            opening = "\n\n".join(m.content for m in prefix) + "\n\n"
+        if not text.startswith(opening):
+            return []
+        if opening not in self._prefix_ids:
+            self._prefix_ids[opening] = self.tokenizer(opening, add_special_tokens=False)[
+                "input_ids"]
+        return self._prefix_ids[opening]
+
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
                  spans: tuple[tuple[int, int], ...] = (),
-                 ban_first: tuple[str, ...] = ()) -> Generation:
+                 ban_first: tuple[str, ...] = (), prefix: Prompt = "") -> Generation:
         import torch
 
         start = time.perf_counter()
@@ -91,7 +117,8 @@ class HFGenerator:
 
         with model_lock(self.model), torch.inference_mode():
             try:
-                logits, cache, attention = self._prefill(ids, want_attention=bool(spans))
+                logits, cache, attention, cached = self._prefill(
+                    ids, self.prefix_ids(prefix, text), want_attention=bool(spans))
                 out_ids = self._decode(logits, cache, len(ids), max_new_tokens, stop,
                                        self._first_token_ids(ban_first))
             finally:
@@ -105,7 +132,7 @@ class HFGenerator:
             span_tokens = tuple(tuple(self.tokenizer.decode([ids[i]]) for i in idx)
                                 for idx in token_sets)
         return Generation(said, len(ids), len(out_ids), time.perf_counter() - start,
-                          span_attention, span_tokens)
+                          span_attention, span_tokens, cached_tokens=cached)
 
     # --- decoding -------------------------------------------------------------------------
 
@@ -116,16 +143,20 @@ class HFGenerator:
                           position_ids=torch.arange(position, position + len(ids))[None],
                           past_key_values=cache, use_cache=True, output_attentions=attentions)
 
-    def _prefill(self, ids: list[int], want_attention: bool):
-        """Logits after the prompt, its cache, and (if wanted) the last prompt token's
-        attention `[layer, head, prompt token]`: all but the last token run without
-        attention weights (a full [L x L] map per layer would cost hundreds of MB)."""
+    def _new_cache(self):
         from transformers import DynamicCache
 
-        cache = DynamicCache(config=self.model.config)
+        return DynamicCache(config=self.model.config)
+
+    def _prefill(self, ids: list[int], prefix_ids: list[int], want_attention: bool):
+        """Logits after the prompt, its cache, (if wanted) the last prompt token's attention
+        `[layer, head, prompt token]`, and how many prompt tokens came from the prefix cache:
+        all but the last token run without attention weights (a full [L x L] map per layer
+        would cost hundreds of MB)."""
         self._attention("sdpa")
-        if len(ids) > 1:
-            self._forward(ids[:-1], 0, cache)
+        cache, cached = self.prefix_cache.start(ids, prefix_ids)
+        if len(ids) - 1 > cached:
+            self._forward(ids[cached:-1], cached, cache)
         if want_attention:
             self._attention("eager")
         out = self._forward(ids[-1:], len(ids) - 1, cache, attentions=want_attention)
@@ -133,7 +164,7 @@ class HFGenerator:
         attention = None
         if want_attention and out.attentions:
             attention = np.stack([a[0, :, -1, :].float().numpy() for a in out.attentions])
-        return out.logits[0, -1], cache, attention
+        return out.logits[0, -1], cache, attention, cached
 
     def _attention(self, implementation: str) -> None:
         """Switch the model's attention implementation (a model without SDPA stays eager)."""
@@ -207,8 +238,9 @@ class OpenAIGenerator:
 
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
                  spans: tuple[tuple[int, int], ...] = (),
-                 ban_first: tuple[str, ...] = ()) -> Generation:
-        """`spans` and `ban_first` are not supported by the API and are ignored."""
+                 ban_first: tuple[str, ...] = (), prefix: Prompt = "") -> Generation:
+        """`spans` and `ban_first` are not supported by the API and are ignored; `prefix` is
+        too (a server caches prefixes its own way)."""
         start = time.perf_counter()
         body: dict[str, Any] = {"model": self.name, "max_tokens": max_new_tokens,
                                 "temperature": 0}

@@ -53,11 +53,14 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
 
 @dataclass(frozen=True)
 class BuiltPrompt:
-    """A prompt and, for plain-text prompts, the character span of every passage in it."""
+    """A prompt and, for plain-text prompts, the character span of every passage in it;
+    `prefix` is its fixed opening, the same for every question (text, or the leading chat
+    messages), which an in-process generator reads once (engine/readers/prefix_cache.py)."""
 
     prompt: Prompt
     spans: tuple[tuple[int, int], ...]
     stop: tuple[str, ...]
+    prefix: Prompt = ""
 
 
 def _context(passages: Sequence[tuple[str, str]], offset: int) -> tuple[str, list]:
@@ -78,7 +81,7 @@ def _completion(question: str, passages: Sequence[tuple[str, str]],
     head = shots + "Context:\n"
     context, spans = _context(passages, len(head))
     return BuiltPrompt(f"{head}{context}\n\nQuestion: {question}\n{answer}", tuple(spans),
-                       ("\n",))
+                       ("\n",), prefix=head)
 
 
 def _chat(question: str, passages: Sequence[tuple[str, str]],
@@ -87,8 +90,9 @@ def _chat(question: str, passages: Sequence[tuple[str, str]],
     for c, q, a in examples:
         messages += [Message("user", f"Context: {c}\nQuestion: {q}"), Message("assistant", a)]
     context, _ = _context(passages, 0)
+    fixed = tuple(messages)
     messages.append(Message("user", f"Context: {context}\nQuestion: {question}"))
-    return BuiltPrompt(tuple(messages), (), ("\n",))
+    return BuiltPrompt(tuple(messages), (), ("\n",), prefix=fixed)
 
 
 TEMPLATES = {
@@ -132,7 +136,7 @@ def extract_prompt(question: str, long_answer: str) -> BuiltPrompt:
     shots = "".join(f"Question: {q}\nLong answer: {long}\nShort answer: {short}\n\n"
                     for (_, q, short), long in zip(EXAMPLES, LONG_ANSWERS, strict=True))
     return BuiltPrompt(f"{shots}Question: {question}\nLong answer: {long_answer.strip()}\n"
-                       "Short answer:", (), ("\n",))
+                       "Short answer:", (), ("\n",), prefix=shots)
 
 
 # --- FiD blocks ---------------------------------------------------------------------------
@@ -180,4 +184,5 @@ HYDE_EXAMPLES = (
 def hyde_prompt(question: str) -> BuiltPrompt:
     """A completion prompt for a one-paragraph pseudo-document; it stops at a line break."""
     shots = "".join(f"Question: {q}\nPassage: {p}\n\n" for q, p in HYDE_EXAMPLES)
-    return BuiltPrompt(f"{HYDE_HEAD}{shots}Question: {question}\nPassage:", (), ("\n",))
+    return BuiltPrompt(f"{HYDE_HEAD}{shots}Question: {question}\nPassage:", (), ("\n",),
+                       prefix=HYDE_HEAD + shots)

@@ -93,7 +93,8 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     built = answer_prompt(template or config.prompt, question, pairs)
     out = generator.generate(built.prompt,
                              max_new_tokens=max_new_tokens or config.max_answer_tokens,
-                             stop=built.stop, spans=built.spans, ban_first=_banned(question))
+                             stop=built.stop, spans=built.spans, ban_first=_banned(question),
+                             prefix=built.prefix)
     attention_read = None
     if out.attention:
         top = [attention.content_tokens(tokens.__getitem__, attn, config.lr)
@@ -124,7 +125,7 @@ def _step(purpose: str, generator: Generator, built: BuiltPrompt, out: Generatio
     return LLMStep(purpose=purpose, model=generator.name, prompt=prompt_text(built.prompt),
                    output=out.text, prompt_tokens=out.prompt_tokens,
                    output_tokens=out.output_tokens, seconds=out.seconds, answer=answer,
-                   attention=attention, capped=capped)
+                   attention=attention, capped=capped, cached_tokens=out.cached_tokens)
 
 
 def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
@@ -133,7 +134,7 @@ def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
     generator = generator or _shared(config)
     built = extract_prompt(question, long_answer.output)
     out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,
-                             stop=built.stop, ban_first=_banned(question))
+                             stop=built.stop, ban_first=_banned(question), prefix=built.prefix)
     return _step("answer", generator, built, out, answer=short_answer(out.text))
 
 
@@ -142,7 +143,8 @@ def hyde(question: str, config: ReaderConfig, max_new_tokens: int = 64,
     """HyDE: a pseudo-document that would answer `question`, written by the generator."""
     generator = generator or _shared(config)
     built = hyde_prompt(question)
-    out = generator.generate(built.prompt, max_new_tokens=max_new_tokens, stop=built.stop)
+    out = generator.generate(built.prompt, max_new_tokens=max_new_tokens, stop=built.stop,
+                             prefix=built.prefix)
     return _step("hyde", generator, built, out)
 
 
