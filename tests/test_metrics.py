@@ -232,3 +232,23 @@ def test_contextual_integrity_single_document_is_exactly_zero():
     value = contextual_integrity(["A"] * 5)
     assert value == 0.0 and math.copysign(1.0, value) == 1.0  # not -0.0
     assert isinstance(contextual_integrity([]), float)
+
+
+def test_answer_in_normalises_texts_one_by_one_as_if_joined():
+    """answer_in remembers each text's normalisation; joining the normalised texts must find
+    exactly what normalising the joined text finds (articles and punctuation at the joins,
+    texts that normalise to nothing)."""
+    import random
+    import string
+
+    from engine.metrics import answer_words
+
+    rng = random.Random(0)
+    alphabet = string.ascii_letters[:6] + " -,.'" + "–" + " the an a "
+    for _ in range(5000):
+        texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+                 for _ in range(rng.randint(0, 4))]
+        answers = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4)))]
+        joined = f" {answer_words(' '.join(texts))} "
+        expected = any(f" {n} " in joined for a in answers if (n := answer_words(a)))
+        assert answer_in(texts, answers) == expected, (texts, answers)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from engine.readers.reader import within_budget
 from engine.records import StageDetails
 from engine.stages.base import Stage, StageOutput
 from engine.text import count_tokens
-from engine.types import Candidate, Corpus
+from engine.types import Candidate, Corpus, Document, Unit
 from engine.units.build import document_unit, passage_units
 from engine.units.chunking import Chunker
 
@@ -39,10 +40,17 @@ def chunk_documents(corpus: Corpus, documents: Sequence[Candidate],
     """Later chunking: split ranked documents into passages that inherit their lineage."""
     out = []
     for doc in documents:
-        for unit in passage_units([corpus.by_id[doc.unit.id]], chunker):
+        for unit in _passages(corpus.by_id[doc.unit.id], chunker):
             out.append(Candidate(unit, doc.score, len(out) + 1,
                                  parents=(*doc.parents, doc.unit.id)))
     return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _passages(doc: Document, chunker: Chunker) -> tuple[Unit, ...]:
+    """A document's passages, remembered: later chunking meets the same documents at every
+    stage run of a question and every grid point of a sweep."""
+    return passage_units([doc], chunker)
 
 
 CONTEXT_ORDER = "as the reader reads them: the best unit's documents first, best first"
