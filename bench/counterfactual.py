@@ -3,11 +3,14 @@
 The first N HotpotQA dev500 questions (default 100), pooled corpus, flat and funnel at their
 defaults. Each question is run, then re-answered by the same reader (only the reader runs:
 engine.paradigms.counterfactual) over what it read plus the question's gold supporting
-paragraphs (the oracle), and over the gold paragraphs alone. Printed per paradigm: EM, F1,
-answer recall of what was read and reader tokens for the three, and the paired differences
-(own + gold minus own) with their 95% bootstrap intervals and McNemar p.
+paragraphs (the oracle) ranked after them ("own + gold": with the default reverse packing
+they sit farthest from the question) or before them ("gold + own": next to the question),
+and over the gold paragraphs alone. Printed per paradigm: EM, F1, answer recall of what was
+read and reader tokens for each reading, and the paired differences against own with their
+95% bootstrap intervals and McNemar p.
 
-    python -m bench.counterfactual [--limit 100] [--threads 2] [--out counterfactual]
+    python -m bench.counterfactual [--limit 100] [--readings own "gold + own" ...]
+        [--threads 2] [--out counterfactual]
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from engine.paradigms.counterfactual import reanswer
 from engine.paradigms.registry import make_paradigm
 from engine.service.datasets import supporting_documents
 
-READINGS = ("own", "own + gold", "gold only")
+READINGS = ("own", "own + gold", "gold + own", "gold only")
 
 
 def main() -> None:
@@ -33,6 +36,9 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--paradigms", nargs="+", default=["flat", "funnel"])
+    parser.add_argument("--readings", nargs="+", default=list(READINGS), choices=READINGS,
+                        help="what the reader reads (own is always read: the others are "
+                        "paired against it)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="counterfactual")
     args = parser.parse_args()
@@ -46,15 +52,18 @@ def main() -> None:
     for name in args.paradigms:
         paradigm = make_paradigm(name, corpus)
         paradigm.run(questions[0])  # warm
-        rows: dict[str, list[dict]] = {reading: [] for reading in READINGS}
+        readings = ["own", *(r for r in READINGS if r in args.readings and r != "own")]
+        rows: dict[str, list[dict]] = {reading: [] for reading in readings}
         start = time.perf_counter()
         for question in questions:
             trace = paradigm.run(question)
             gold = supporting_documents(question, corpus)
             read = [c.unit.id for c in trace.read]
             rows["own"].append(row(trace))
-            rows["own + gold"].append(row(reanswer(paradigm, trace, read, gold)))
-            rows["gold only"].append(row(reanswer(paradigm, trace, [], gold)))
+            for reading in readings[1:]:
+                ids = [] if reading == "gold only" else read
+                again = reanswer(paradigm, trace, ids, gold, oracle_first=reading == "gold + own")
+                rows[reading].append(row(again))
         seconds = time.perf_counter() - start
         payload[name] = {"seconds": seconds}
         for reading, found in rows.items():
@@ -66,7 +75,7 @@ def main() -> None:
             payload[name][reading] = means
             table.append([name, reading, f"{means['EM']:.3f}", f"{means['F1']:.3f}",
                           f"{means['AR@read']:.3f}", f"{means['reader_tokens']:.0f}"])
-        for reading in READINGS[1:]:
+        for reading in readings[1:]:
             diffs = {d.metric: d for d in paired(rows[reading], rows["own"])}
             payload[name][f"{reading} - own"] = {m: d.to_dict() for m, d in diffs.items()}
             for metric in ("EM", "F1"):
@@ -74,7 +83,7 @@ def main() -> None:
                 p = f", McNemar p {d.p:.3g}" if d.p is not None else ""
                 print(f"{name}: {reading} - own {metric} {d.diff:+.3f} "
                       f"[{d.ci[0]:+.3f}, {d.ci[1]:+.3f}]{p}")
-        print(f"{name}: {len(questions)} questions x 3 readings in {seconds:.0f} s")
+        print(f"{name}: {len(questions)} questions x {len(readings)} readings in {seconds:.0f} s")
     print()
     print(markdown_table(["paradigm", "reader reads", "EM", "F1", "AR@read", "reader tokens"],
                          table))

@@ -1,6 +1,7 @@
 """Retrieval-only sweeps of funnel K x N and flat M x k, and their recall/latency frontier.
 
-The first N HotpotQA dev500 questions (default 200), pooled corpus, no reader. Each
+The first N HotpotQA dev500 questions (default 200; `--split train`: the HotpotQA and MuSiQue
+train100 questions, where defaults are chosen), pooled corpus, no reader. Each
 question runs every grid point of both sweeps back to back, as the app's sweep job does
 (engine.eval.runner.answer_all): once reusing each question's prefix-stable stages across
 grid points (the sweep's way), once computing every point afresh; both on the same warm
@@ -9,7 +10,8 @@ grid point AR@4, AR@read (all the reader would read), gold-document recall of wh
 and median seconds per question, with the points on the AR@4 and AR@read frontiers marked
 and the defaults named.
 
-    python -m bench.sweep_frontier [--limit 200] [--threads 2] [--out sweep_frontier]
+    python -m bench.sweep_frontier [--limit 200] [--split dev500|train] [--threads 2]
+        [--out sweep_frontier]
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import argparse
 import logging
 import time
 
-from bench.common import dev500_questions, markdown_table, save
+from bench.common import dev500_questions, markdown_table, save, training_questions
 from engine.data.corpus import load_corpus
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
@@ -48,6 +50,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=200)
+    parser.add_argument("--split", choices=("dev500", "train"), default="dev500")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="sweep_frontier")
     args = parser.parse_args()
@@ -56,14 +59,16 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("pooled")
-    questions = dev500_questions(args.limit)
+    questions = (dev500_questions(args.limit) if args.split == "dev500"
+                 else training_questions()[:args.limit])
     sweep(corpus, questions[:2], reuse=False)  # warm: indexes, encoder, document scores
     reused_seconds, rows = sweep(corpus, questions, reuse=True)
     fresh_seconds, fresh_rows = sweep(corpus, questions, reuse=False)
     same = [r["metrics"] for r in rows] == [r["metrics"] for r in fresh_rows]
     summary = summarise(rows)
     points = len(summary)
-    print(f"{points} grid points x {len(questions)} questions, retrieval only, pooled corpus")
+    print(f"{points} grid points x {len(questions)} {args.split} questions, retrieval only, "
+          "pooled corpus")
     print(f"wall time reusing stages {reused_seconds:.1f} s, afresh {fresh_seconds:.1f} s "
           f"({fresh_seconds / reused_seconds:.2f}x); same metrics: {same}")
     fronts = {}

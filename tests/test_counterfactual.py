@@ -96,3 +96,21 @@ def test_the_panel_offers_what_was_read_and_earlier_candidates_then_re_answers_a
     assert "Atlantis#9" in refused and "fe-error" in refused
     typed = explorer.run("Which river flows through Vienna?", "echo")
     assert reread.choices(typed.to_json())[2].interactive is False
+
+
+def test_the_oracle_can_be_read_first(tiny_corpus):
+    """Ranked first, the gold paragraphs are what a reverse-packing reader reads last, next
+    to the question; the setting is recorded."""
+    from engine.types import Document
+
+    kept = ranked_stage("rerank", ("Danube", "The Danube flows."), ("Budapest", "A capital."))
+    run = gold_run(GOLD, kept, said="unknown", paradigm="echo")
+    paradigm = EchoParadigm(tiny_corpus, EchoConfig())
+    gold = [Document("Georges Seurat", "Georges Seurat", "Georges Seurat was a painter.")]
+    after = reanswer(paradigm, run, ["Danube#0"], gold)
+    first = reanswer(paradigm, run, ["Danube#0"], gold, oracle_first=True)
+    assert [c.unit.id for c in after.read] == ["Danube#0", "oracle:Georges Seurat"]
+    assert [c.unit.id for c in first.read] == ["oracle:Georges Seurat", "Danube#0"]
+    assert [c.rank for c in first.read] == [1, 2]
+    assert first.stage(REREAD).settings["oracle_first"] is True
+    assert after.stage(REREAD).settings["oracle_first"] is False

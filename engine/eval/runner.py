@@ -7,7 +7,9 @@ answered from a real haystack. Each (question, paradigm) gives one row (engine.e
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
@@ -69,14 +71,16 @@ def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "
 def answer_all(paradigms: Sequence[Paradigm], questions: Sequence[Question], *,
                ray: str = "", workers: int = 2, corpus_spec: str = "", dataset: str = "",
                cancelled: Callable[[], bool] = lambda: False,
-               reuse: bool = False) -> Iterator[list[RunTrace]]:
+               reuse: bool = False, concurrency: int = 1) -> Iterator[list[RunTrace]]:
     """Each question's traces (in `paradigms` order), in question order, answered here or,
     with a `ray` address ("local": `workers` workers here), as Ray tasks whose workers load
     the corpus from `corpus_spec` (plus `dataset`'s paragraphs, as `eval_corpus`) and the
     paradigms from their configs (engine.eval.on_ray). `cancelled()` is asked between
     questions: when it says so, nothing more is answered. With `reuse` (a sweep's grid
     points of one paradigm) a question's prefix-stable stages run once for all paradigms
-    (engine.stages.base.reusing_stages)."""
+    (engine.stages.base.reusing_stages). With `concurrency` > 1, that many questions are in
+    flight at once, so their reader calls arrive together and run as one batch
+    (engine/readers/batching.py); traces still come in question order."""
     if ray:
         from engine.eval.on_ray import Haystack, run_on_ray
 
@@ -86,9 +90,26 @@ def answer_all(paradigms: Sequence[Paradigm], questions: Sequence[Question], *,
                               {p.name: asdict(p.config) for p in paradigms}, questions,
                               workers, cancelled=cancelled)
         return
-    for question in questions:
-        if cancelled():
-            return
+
+    def answer(question: Question) -> list[RunTrace]:
         with reusing_stages() if reuse else nullcontext():
-            traces = [paradigm.run(question) for paradigm in paradigms]
-        yield traces
+            return [paradigm.run(question) for paradigm in paradigms]
+
+    if concurrency <= 1:
+        for question in questions:
+            if cancelled():
+                return
+            yield answer(question)
+        return
+    with ThreadPoolExecutor(concurrency, thread_name_prefix="question") as pool:
+        in_flight: deque[Future] = deque()
+        pending = iter(questions)
+        while True:
+            while len(in_flight) < concurrency and not cancelled():
+                question = next(pending, None)
+                if question is None:
+                    break
+                in_flight.append(pool.submit(answer, question))
+            if not in_flight:
+                return
+            yield in_flight.popleft().result()

@@ -32,9 +32,10 @@ def candidates_of(trace: RunTrace) -> dict[str, Candidate]:
 
 
 def reanswer(paradigm: Paradigm, trace: RunTrace, unit_ids: Sequence[str],
-             oracle: Sequence[Document] = ()) -> RunTrace:
+             oracle: Sequence[Document] = (), oracle_first: bool = False) -> RunTrace:
     """`trace` re-answered by `paradigm`'s reader over `unit_ids` then the `oracle`
-    documents (see the module docstring)."""
+    documents, or the `oracle` documents first (ranked best: the default reverse packing puts
+    them next to the question); see the module docstring."""
     pool = candidates_of(trace)
     unit_ids = list(dict.fromkeys(u for u in unit_ids if u))
     unknown = [u for u in unit_ids if u not in pool]
@@ -48,14 +49,16 @@ def reanswer(paradigm: Paradigm, trace: RunTrace, unit_ids: Sequence[str],
     if len(unit_ids) + len(oracle) > MAX_UNITS:
         raise ConfigError(f"{len(unit_ids) + len(oracle)} units to read; the limit is "
                           f"{MAX_UNITS}. Untick some.")
-    chosen = [pool[u] for u in unit_ids] + [
-        Candidate(Unit(f"{ORACLE}{d.id}", d.title, d.text, (d.id,), "documents"), 0.0, 0)
-        for d in oracle]
+    gold = [Candidate(Unit(f"{ORACLE}{d.id}", d.title, d.text, (d.id,), "documents"), 0.0, 0)
+            for d in oracle]
+    own = [pool[u] for u in unit_ids]
+    chosen = gold + own if oracle_first else own + gold
     ranked = tuple(replace(c, rank=i) for i, c in enumerate(chosen, start=1))
     read_before = [c.unit.id for c in trace.read]
     settings = {"removed": [u for u in read_before if u not in unit_ids],
                 "added": [u for u in unit_ids if u not in read_before],
-                "oracle": [d.id for d in oracle], "read_before": read_before,
+                "oracle": [d.id for d in oracle], "oracle_first": oracle_first,
+                "read_before": read_before,
                 "answer_before": trace.answer}
     note = ", ".join(f"{len(settings[k])} {k}" for k in ("removed", "added", "oracle")
                      if settings[k]) or "the same units"

@@ -19,6 +19,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -27,11 +29,13 @@ import numpy as np
 from engine.errors import ConfigError, EngineError
 from engine.readers.answers import LOOP_NGRAM, repeats_tail
 from engine.readers.base import Generation, Prompt
-from engine.readers.prefix_cache import PrefixCache
+from engine.readers.batching import Batcher
+from engine.readers.prefix_cache import PrefixCache, plain_layers
 
 logger = logging.getLogger(__name__)
 
 API_KEY_VARIABLES = ("FUNNEL_API_KEY", "OPENAI_API_KEY")
+MAX_BATCH = 8  # reader calls decoded together at most (bench/reader_batch.py)
 
 
 class GeneratorError(EngineError):
@@ -64,7 +68,10 @@ class HFGenerator:
 
             tokenizer, lm = load_causal_lm(model, precision)
         self.name, self.tokenizer, self.model = model, tokenizer, lm
+        from engine.models.loading import model_lock
+
         self.prefix_cache = PrefixCache(self._forward, self._new_cache)
+        self.batcher = Batcher(self._run, model_lock(lm), MAX_BATCH)
         self._prefix_ids: dict[str, list[int]] = {}
         self.eos_ids = {i for i in (tokenizer.eos_token_id,
                                     tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -104,8 +111,6 @@ class HFGenerator:
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
                  spans: tuple[tuple[int, int], ...] = (),
                  ban_first: tuple[str, ...] = (), prefix: Prompt = "") -> Generation:
-        import torch
-
         start = time.perf_counter()
         text = self.render(prompt)
         encoded = self.tokenizer(text, add_special_tokens=False,
@@ -113,16 +118,9 @@ class HFGenerator:
         ids = encoded["input_ids"]
         if not ids:
             raise ConfigError("The prompt is empty; there is nothing to continue.")
-        from engine.models.loading import model_lock
-
-        with model_lock(self.model), torch.inference_mode():
-            try:
-                logits, cache, attention, cached = self._prefill(
-                    ids, self.prefix_ids(prefix, text), want_attention=bool(spans))
-                out_ids = self._decode(logits, cache, len(ids), max_new_tokens, stop,
-                                       self._first_token_ids(ban_first))
-            finally:
-                self._attention("eager")  # as loaded: the FiD reader reads its weights
+        request = _Request(ids, self.prefix_ids(prefix, text), bool(spans), max_new_tokens,
+                           stop, frozenset(self._first_token_ids(ban_first)))
+        out_ids, attention, cached = self.batcher.submit(request)
         said, _ = cut_at_stop(self.tokenizer.decode(out_ids, skip_special_tokens=True).lstrip(),
                               stop)
         span_attention, span_tokens = (), ()
@@ -192,31 +190,128 @@ class HFGenerator:
         return frozenset(i for i in vocab if "\n" in (text := self.tokenizer.decode([i]))
                          and not text.strip())
 
-    def _decode(self, logits, cache, position: int, max_new_tokens: int,
-                stop: tuple[str, ...], banned_first: set[int]) -> list[int]:
-        """Greedy tokens. Until something visible is said, the end token, line breaks and
-        `banned_first` are refused (an empty answer is never the best one; a bare space may
-        open a number, so it stays allowed); stop strings count from the first visible
-        character on; a looping tail ends it."""
-        out: list[int] = []
-        said = ""
-        for _ in range(max_new_tokens):
-            if not said.strip():
-                for token in self.eos_ids | banned_first | self._line_break_ids:
-                    logits[token] = float("-inf")
-            token = int(logits.argmax())
-            if token in self.eos_ids:
-                break
-            out.append(token)
-            if repeats_tail(out):  # "2014S/S/S/S...": a loop, not an answer
-                del out[-LOOP_NGRAM:]
-                break
-            said = self.tokenizer.decode(out)
-            if stop and cut_at_stop(said.lstrip(), stop)[1]:
-                break
+    def _run(self, requests: Sequence[_Request]) -> list[tuple[list[int], Any, int]]:
+        """A batch of calls (engine/readers/batching.py): each prompt prefilled on its own,
+        then greedy decoding of all of them at once. Per call: the tokens said, the last
+        prompt token's attention (if asked for) and the prompt tokens read from the prefix
+        cache."""
+        import torch
+
+        with torch.inference_mode():
+            try:
+                prefilled = [self._prefill(r.ids, r.prefix_ids, r.want_attention)
+                             for r in requests]
+                answers = [_Continuation(r, self.eos_ids, self._line_break_ids,
+                                         self.tokenizer.decode) for r in requests]
+                if len(requests) == 1 or not plain_layers(prefilled[0][1]):
+                    for answer, (logits, cache, _, _), r in zip(answers, prefilled, requests,
+                                                                strict=True):
+                        self._decode(answer, logits, cache, len(r.ids))
+                else:
+                    self._decode_together(answers, prefilled, [len(r.ids) for r in requests])
+            finally:
+                self._attention("eager")  # as loaded: the FiD reader reads its weights
+        return [(a.out, attention, cached)
+                for a, (_, _, attention, cached) in zip(answers, prefilled, strict=True)]
+
+    def _decode(self, answer: _Continuation, logits, cache, position: int) -> None:
+        """One prompt's greedy tokens, one forward pass per token."""
+        while (token := answer.step(logits)) is not None:
             logits = self._forward([token], position, cache).logits[0, -1]
             position += 1
-        return out
+
+    def _decode_together(self, answers: list[_Continuation], prefilled: list,
+                         lengths: list[int]) -> None:
+        """Greedy tokens of several prompts, one forward pass per step for all of them: their
+        caches are laid side by side, left-padded to the longest (the padding masked), each
+        row at its own positions; a row that has ended leaves the batch."""
+        import torch
+
+        cache, mask = self._stack([p[1] for p in prefilled], lengths)
+        logits = [p[0] for p in prefilled]
+        live, positions = list(range(len(answers))), list(lengths)
+        while True:
+            tokens = [answers[i].step(row) for i, row in zip(live, logits, strict=True)]
+            keep = [b for b, token in enumerate(tokens) if token is not None]
+            if not keep:
+                return
+            if len(keep) < len(live):
+                index = torch.tensor(keep)
+                cache.batch_select_indices(index)
+                mask = mask[index]
+                live, tokens = [live[b] for b in keep], [tokens[b] for b in keep]
+            mask = torch.cat([mask, mask.new_ones(len(live), 1)], dim=1)
+            out = self.model(input_ids=torch.tensor(tokens)[:, None],
+                             position_ids=torch.tensor([positions[i] for i in live])[:, None],
+                             attention_mask=mask, past_key_values=cache, use_cache=True)
+            for i in live:
+                positions[i] += 1
+            logits = list(out.logits[:, -1])
+
+    def _stack(self, caches: list, lengths: list[int]):
+        """One cache of several prompts' caches, left-padded to the longest, and its
+        attention mask (1 for real tokens)."""
+        import torch
+        import torch.nn.functional as F  # noqa: N812
+
+        longest = max(lengths)
+        stacked = self._new_cache()
+        for layer in range(len(caches[0].layers)):
+            keys = torch.cat([F.pad(c.layers[layer].keys, (0, 0, longest - n, 0))
+                              for c, n in zip(caches, lengths, strict=True)])
+            values = torch.cat([F.pad(c.layers[layer].values, (0, 0, longest - n, 0))
+                                for c, n in zip(caches, lengths, strict=True)])
+            stacked.update(keys, values, layer)
+        mask = torch.tensor([[0] * (longest - n) + [1] * n for n in lengths])
+        return stacked, mask
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One generator call as the batch runs it."""
+
+    ids: list[int]
+    prefix_ids: list[int]
+    want_attention: bool
+    max_new_tokens: int
+    stop: tuple[str, ...]
+    banned_first: frozenset[int]
+
+
+class _Continuation:
+    """One prompt's greedy continuation, token by token (alone or in a batch, the same
+    rules). Until something visible is said, the end token, line breaks and the banned first
+    tokens are refused (an empty answer is never the best one; a bare space may open a
+    number, so it stays allowed); stop strings count from the first visible character on; a
+    looping tail ends it."""
+
+    def __init__(self, request: _Request, eos_ids: set[int], line_breaks: frozenset[int],
+                 decode: Callable[[list[int]], str]) -> None:
+        self.request, self.eos_ids, self.decode = request, eos_ids, decode
+        self.refused = eos_ids | request.banned_first | line_breaks
+        self.out: list[int] = []
+        self.said = ""
+
+    def step(self, logits) -> int | None:
+        """Choose the next token from `logits` (changed in place); return it if it is to be
+        fed back, None when the continuation has ended."""
+        if len(self.out) >= self.request.max_new_tokens:
+            return None
+        if not self.said.strip():
+            for token in self.refused:
+                logits[token] = float("-inf")
+        token = int(logits.argmax())
+        if token in self.eos_ids:
+            return None
+        self.out.append(token)
+        if repeats_tail(self.out):  # "2014S/S/S/S...": a loop, not an answer
+            del self.out[-LOOP_NGRAM:]
+            return None
+        self.said = self.decode(self.out)
+        stop = self.request.stop
+        if stop and cut_at_stop(self.said.lstrip(), stop)[1]:
+            return None
+        return token if len(self.out) < self.request.max_new_tokens else None
 
 
 def _tokens_in(offsets: list[tuple[int, int]], start: int, end: int) -> list[int]:

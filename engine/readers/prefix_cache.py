@@ -71,7 +71,7 @@ class PrefixCache:
             return self._entries[key]
         cache = self._new_cache()
         self._forward(list(key), 0, cache)
-        if not _plain_layers(cache):
+        if not plain_layers(cache):
             # a sliding-window or quantised cache does not keep every position's states
             logger.info("prefix cache off: this model's cache is not a plain growing one")
             self.enabled = False
@@ -82,7 +82,7 @@ class PrefixCache:
         return self._entries[key]
 
 
-def _plain_layers(cache: Any) -> bool:
+def plain_layers(cache: Any) -> bool:
     from transformers.cache_utils import DynamicLayer
 
     layers = getattr(cache, "layers", None)

@@ -34,6 +34,9 @@ logger = logging.getLogger(__name__)
 MAX_QUESTIONS = 5_000
 # preparing what an evaluation's configs need for longer than this waits for a confirmation
 LONG_BUILD_SECONDS = 60.0
+# questions answered at once by an evaluation that reads: their reader calls arrive together
+# and decode as one batch (engine/readers/batching.py; bench/reader_batch.py)
+QUESTIONS_IN_FLIGHT = 4
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,9 @@ class EvaluationJob:
             answered = answer_all(self.paradigms, [q for _, q in self.questions],
                                   ray=self.request.ray, workers=self.request.workers,
                                   corpus_spec=self.corpus_spec, cancelled=self._cancel.is_set,
-                                  reuse=bool(self.request.kinds))
+                                  reuse=bool(self.request.kinds),
+                                  concurrency=1 if self.request.retrieval_only
+                                  else QUESTIONS_IN_FLIGHT)
             for (position, _), traces in zip(self.questions, answered, strict=False):
                 found = [{**row(trace), "paradigm": label}
                          for trace, label in zip(traces, self.request.paradigms, strict=True)]
