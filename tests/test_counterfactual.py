@@ -51,7 +51,7 @@ def test_a_re_answered_run_saves_and_reloads_exactly(explorer, run):
 
 def test_the_oracle_adds_the_gold_supporting_paragraphs(explorer, run):
     again = explorer.reanswer(run, ["Danube"], oracle=True)
-    assert [c.unit.id for c in again.read] == ["Danube", "oracle:Georges Seurat"]
+    assert [c.unit.id for c in again.read] == ["oracle:Georges Seurat", "Danube"]  # gold first
     assert again.answer == "Georges Seurat"
     assert again.stage(REREAD).settings["oracle"] == ["Georges Seurat"]
 

@@ -89,7 +89,8 @@ def build(explorer: Explorer, trace_state: gr.State) -> None:
                                 elem_id="fe-reread-keep")
         add = gr.Dropdown([], multiselect=True, label="Add candidates an earlier stage had",
                           elem_id="fe-reread-add")
-        oracle = gr.Checkbox(label="Add the gold supporting paragraphs (oracle)",
+        oracle = gr.Checkbox(label="Add the gold supporting paragraphs (oracle), ranked first: "
+                             "read next to the question",
                              elem_id="fe-reread-oracle")
         go = gr.Button("Re-answer", variant="primary", elem_id="fe-reread-go")
         answers = gr.HTML(elem_id="fe-reread-answers")
