@@ -34,9 +34,11 @@ logger = logging.getLogger(__name__)
 MAX_QUESTIONS = 5_000
 # preparing what an evaluation's configs need for longer than this waits for a confirmation
 LONG_BUILD_SECONDS = 60.0
-# questions answered at once by an evaluation that reads: their reader calls arrive together
-# and decode as one batch (engine/readers/batching.py; bench/reader_batch.py)
-QUESTIONS_IN_FLIGHT = 4
+# questions answered at once by an evaluation that reads, so that their reader calls decode
+# as one batch (engine/readers/batching.py). Measured (bench/reader_batch.py, flat, 24 dev500
+# questions, fp32 SmolLM2): 2, 4 and 8 in flight gave 0.86-0.89x one at a time's questions a
+# minute, same answers: prefill is compute-bound and the answers are a few tokens.
+QUESTIONS_IN_FLIGHT = 1
 
 
 @dataclass(frozen=True)
