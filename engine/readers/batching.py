@@ -1,6 +1,6 @@
 """Reader calls that arrive together run as one batch.
 
-Concurrent users, an evaluation's questions in flight and a Compare of five paradigms all
+Concurrent users (and an evaluation with several questions in flight, engine.eval.runner)
 call the same in-process model, one call at a time under its lock. `Batcher.submit` queues
 a call; whichever caller gets the lock next takes every queued call (up to `max_batch`) and
 runs them together, and the others find their results done when the lock comes to them.

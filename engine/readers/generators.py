@@ -35,7 +35,7 @@ from engine.readers.prefix_cache import PrefixCache, plain_layers
 logger = logging.getLogger(__name__)
 
 API_KEY_VARIABLES = ("FUNNEL_API_KEY", "OPENAI_API_KEY")
-MAX_BATCH = 8  # reader calls decoded together at most (bench/reader_batch.py)
+MAX_BATCH = 8  # reader calls decoded together at most (bench/README.md, "The reader's cost")
 
 
 class GeneratorError(EngineError):
@@ -63,13 +63,11 @@ class HFGenerator:
 
     def __init__(self, model: str = "smollm2", tokenizer: Any = None, lm: Any = None,
                  precision: str = "auto") -> None:
-        if lm is None:
-            from engine.models.loading import load_causal_lm
+        from engine.models.loading import load_causal_lm, model_lock
 
+        if lm is None:
             tokenizer, lm = load_causal_lm(model, precision)
         self.name, self.tokenizer, self.model = model, tokenizer, lm
-        from engine.models.loading import model_lock
-
         self.prefix_cache = PrefixCache(self._forward, self._new_cache)
         self.batcher = Batcher(self._run, model_lock(lm), MAX_BATCH)
         self._prefix_ids: dict[str, list[int]] = {}
@@ -255,13 +253,15 @@ class HFGenerator:
         import torch.nn.functional as F  # noqa: N812
 
         longest = max(lengths)
+
+        def padded(states):  # [1, heads, n, d] each -> [batch, heads, longest, d]
+            return torch.cat([F.pad(s, (0, 0, longest - n, 0))
+                              for s, n in zip(states, lengths, strict=True)])
+
         stacked = self._new_cache()
         for layer in range(len(caches[0].layers)):
-            keys = torch.cat([F.pad(c.layers[layer].keys, (0, 0, longest - n, 0))
-                              for c, n in zip(caches, lengths, strict=True)])
-            values = torch.cat([F.pad(c.layers[layer].values, (0, 0, longest - n, 0))
-                                for c, n in zip(caches, lengths, strict=True)])
-            stacked.update(keys, values, layer)
+            stacked.update(padded([c.layers[layer].keys for c in caches]),
+                           padded([c.layers[layer].values for c in caches]), layer)
         mask = torch.tensor([[0] * (longest - n) + [1] * n for n in lengths])
         return stacked, mask
 

@@ -60,7 +60,7 @@ class PrefixCache:
             return cache, 0
         states = self._states(tuple(prefix_ids))
         if states is None:
-            return self._new_cache(), 0
+            return cache, 0
         for layer, (keys, values) in enumerate(states):
             cache.update(keys[..., :n, :], values[..., :n, :], layer)
         return cache, n
