@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -103,17 +104,67 @@ def client_for(server: Server):
 
 # --- the measurements ------------------------------------------------------------------------
 
-def start_up(corpus: str, data_dir: Path, logs: Path, label: str, wait_ready: bool) -> dict:
+def start_up(corpus: str, data_dir: Path, logs: Path, label: str, wait_ready: bool,
+             until_trained: bool = False) -> dict:
     server = Server(corpus, data_dir, logs / f"start-{label}.log")
     try:
         first_page = server.seconds_to_first_page()
         row = {"first page s": round(first_page, 2)}
         if wait_ready:
-            ready = server.seconds_to_ready(client_for(server))
+            client = client_for(server)
+            ready = server.seconds_to_ready(client)
             row.update({f"{p} ready s": v for p, v in ready.items()})
+            if until_trained:
+                row["training"] = estimates_against_finish(server, client)
         return row
     finally:
         server.stop()
+
+
+LEFT = re.compile(r"^(training .+?) \(.*about (.+?) left")
+
+
+def _seconds(said: str) -> float:
+    """'40 s', '3 min', '1 h 5 min' (readiness.duration) back to seconds."""
+    hours = re.search(r"(\d+) h", said)
+    minutes = re.search(r"(\d+) min", said)
+    seconds = re.search(r"(\d+) s", said)
+    return (3600 * int(hours[1]) if hours else 0) + (60 * int(minutes[1]) if minutes else 0) \
+        + (int(seconds[1]) if seconds else 0)
+
+
+def estimates_against_finish(server: Server, client, every: float = 20.0,
+                             limit: float = 3600) -> dict:
+    """After every paradigm is ready: the status line's "about N left" of each background
+    training, read every `every` seconds, against when that training really ended."""
+    said: dict[str, list[tuple[float, float]]] = {}  # task -> (seconds since launch, left)
+    ended: dict[str, float] = {}
+    while time.perf_counter() - server.started < limit:
+        now = time.perf_counter() - server.started
+        lines = json.loads(client.predict(api_name="/status"))["tasks"]
+        training = [line for line in lines if line.startswith("training ")]
+        for line in training:
+            name = line.split(" (")[0]
+            if ": ready" in line and name not in ended:
+                ended[name] = now
+            elif (found := LEFT.search(line)) is not None:
+                said.setdefault(found[1], []).append((now, _seconds(found[2])))
+        if training and all(": ready" in line or "FAILED" in line for line in training):
+            break
+        time.sleep(every)
+    report = {}
+    for name, estimates in said.items():
+        end = ended.get(name)
+        if end is None:
+            continue
+        errors = [(round(t), left, round(end - t), round(left - (end - t)))
+                  for t, left in estimates]
+        report[name] = {"ended_s": round(end), "estimates (at s, said left, real left, "
+                        "error)": errors}
+        print(name, "ended", round(end), "s after launch", flush=True)
+        print(markdown_table(["at s", "said left s", "really left s", "error s"],
+                             [list(map(str, e)) for e in errors]), flush=True)
+    return report
 
 
 def ask(client, question: str, paradigm: str) -> tuple[float, str]:
@@ -179,13 +230,19 @@ def main() -> None:
                         help="the warm cache directory (built first if empty)")
     parser.add_argument("--questions", type=int, default=20)
     parser.add_argument("--memory-runs", type=int, default=50)
-    parser.add_argument("--users", type=int, default=4)
+    parser.add_argument("--users", type=int, nargs="+", default=[4],
+                        help="concurrent users to measure, each against one user")
     parser.add_argument("--per-user", type=int, default=10)
     parser.add_argument("--skip-fresh", action="store_true",
                         help="skip the start on a fresh data directory")
     parser.add_argument("--fresh-ready", action="store_true",
                         help="on the fresh directory, also wait until every paradigm is ready "
                              "(builds the dense index from nothing)")
+    parser.add_argument("--fresh-trained", action="store_true",
+                        help="with --fresh-ready, then wait for the background training and "
+                             "compare the status line's time-left estimates with its end")
+    parser.add_argument("--only-fresh", action="store_true",
+                        help="stop after the fresh start")
     args = parser.parse_args()
 
     from engine.data.loaders import read_dataset
@@ -202,8 +259,11 @@ def main() -> None:
     if not args.skip_fresh:
         with tempfile.TemporaryDirectory(prefix="bench-fresh-") as fresh:
             result["start fresh"] = start_up(args.corpus, Path(fresh), logs, "fresh",
-                                             args.fresh_ready)
+                                             args.fresh_ready, args.fresh_trained)
         print("start, fresh data dir:", result["start fresh"], flush=True)
+        if args.only_fresh:
+            print("saved", save("app_serving_fresh", result))
+            return
 
     server = Server(args.corpus, args.data_dir, logs / "warm.log")
     try:
@@ -240,20 +300,23 @@ def main() -> None:
         print(markdown_table(["when", "resident MiB"],
                              [[k, f"{v:,.0f}"] for k, v in memory.items()]), flush=True)
 
-        single = concurrent_users(server, questions, 1, args.per_user * 2)
-        many = concurrent_users(server, questions, args.users, args.per_user)
-        result["users"] = {"1": single, str(args.users): many}
-        print(markdown_table(
-            ["users", "requests", "errors", "median s", "p95 s", "wall s", "requests/min"],
-            [[n, r["requests"], r["errors"], f"{r['median_ms'] / 1000:.2f}",
-              f"{r['p95_ms'] / 1000:.2f}", r["wall_s"], f"{60 * r['requests'] / r['wall_s']:.1f}"]
-             for n, r in result["users"].items()]), flush=True)
+        result["users"] = {"1": concurrent_users(server, questions, 1, args.per_user * 2)}
+        for users in args.users:
+            result["users"][str(users)] = concurrent_users(server, questions, users,
+                                                           args.per_user)
         rate = {n: r["requests"] / r["wall_s"] for n, r in result["users"].items()}
-        print(f"{args.users} users / 1 user: median latency "
-              f"{many['median_ms'] / single['median_ms']:.2f}x, throughput "
-              f"{rate[str(args.users)] / rate['1']:.2f}x")
-        if many["errors"]:
-            print("errors:", many["error_samples"])
+        single = result["users"]["1"]
+        print(markdown_table(
+            ["users", "requests", "errors", "median s", "p95 s", "wall s", "requests/min",
+             "throughput vs 1 user"],
+            [[n, r["requests"], r["errors"], f"{r['median_ms'] / 1000:.2f}",
+              f"{r['p95_ms'] / 1000:.2f}", r["wall_s"], f"{60 * rate[n]:.1f}",
+              f"{rate[n] / rate['1']:.2f}x"] for n, r in result["users"].items()]), flush=True)
+        for n, r in result["users"].items():
+            if r["errors"]:
+                print(f"{n} users, errors:", r["error_samples"])
+        print("median latency vs 1 user:", {n: round(r["median_ms"] / single["median_ms"], 2)
+                                            for n, r in result["users"].items()})
     finally:
         server.stop()
     print("saved", save("app_serving", result))

@@ -138,6 +138,19 @@ def test_query_classification_can_skip_retrieval(tiny_corpus, shared_models,
     assert [s.name for s in trace.stages] == ["classify", "hybrid", "reranker", "summary"]
 
 
+def test_before_the_query_classifier_is_trained_every_request_retrieves(tiny_corpus,
+                                                                        shared_models):
+    from engine.models.query_classifier import STAND_IN, shared_query_classifier
+
+    assert shared_query_classifier("trained").name == STAND_IN  # none trained here
+    config = {**BEST, "classify": True}
+    trace = make_paradigm("best", tiny_corpus, config, retrieval_only=True).run(QUESTION)
+    routed, *rest = trace.stages
+    assert routed.settings["model"] == STAND_IN and routed.details.decision.retrieve
+    assert "no query classifier is trained yet" in routed.details.note
+    assert [s.name for s in rest] == ["hybrid", "reranker", "summary"]
+
+
 @pytest.mark.slow
 def test_query_classifier_trains_reports_and_is_cached(tiny_classifier_base, shared_models):
     from engine.models.query_classifier import (

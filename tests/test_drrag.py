@@ -160,11 +160,15 @@ def test_pair_model_starts_as_the_bi_encoders_view_and_loads_as_a_sequence_class
     torch = pytest.importorskip("torch")
     from transformers import AutoModelForSequenceClassification
 
-    from engine.models.pair_model import INITIAL_SCALE, model_classes, segment_cosines
-    from engine.train.fit_selection_classifier import _new_pair_model
+    from engine.models.pair_model import (
+        INITIAL_SCALE,
+        model_classes,
+        new_pair_model,
+        segment_cosines,
+    )
 
     _, model_class = model_classes()
-    _, model = _new_pair_model(str(tiny_classifier_base))  # MiniLM's tokenizer: [SEP] is 102
+    _, model = new_pair_model(str(tiny_classifier_base))  # MiniLM's tokenizer: [SEP] is 102
     model.eval()
     ids = torch.tensor([[101, 2054, 102, 3000, 3001, 102, 4000, 102]])
     mask = torch.ones_like(ids)
@@ -278,9 +282,10 @@ def test_an_unknown_classifier_names_what_loads(data_dir):
 def test_a_diverged_classifier_is_refused_not_saved(tiny_classifier_base):
     torch = pytest.importorskip("torch")
     from engine.errors import TrainingError
-    from engine.train.fit_selection_classifier import _check_finite, _new_pair_model
+    from engine.models.pair_model import new_pair_model
+    from engine.train.fit_selection_classifier import _check_finite
 
-    _, model = _new_pair_model(str(tiny_classifier_base))
+    _, model = new_pair_model(str(tiny_classifier_base))
     _check_finite(model)  # a fresh model passes
     with torch.no_grad():
         model.head.bias.fill_(float("nan"))
@@ -295,6 +300,26 @@ def test_untrained_classifier_names_the_command(data_dir):
 
     with pytest.raises(ResourceMissingError, match="python -m engine train classifier"):
         classifier_location("trained")
+
+
+def test_before_any_training_the_stand_in_decides_and_the_run_says_so(tiny_corpus, data_dir):
+    from engine.models.selection_classifier import STAND_IN, shared_classifier
+    from engine.paradigms.registry import make_paradigm
+
+    stand_in = shared_classifier("trained")  # nothing trained in this data directory
+    assert stand_in.stand_in and stand_in.location == STAND_IN and stand_in.threshold == 0.5
+    assert shared_classifier(STAND_IN) is stand_in  # also a classifier a config can name
+    question = "Which river flows through Vienna?"
+    # P = 0.5 where cos(q, d1) + cos(q, d2) = 1.65: the question twice over is accepted,
+    # two strangers are not
+    same, strangers = stand_in.probabilities(question, [(question, question), (
+        "Seurat painted with dots.", "Bananas are yellow.")])
+    assert same > 0.5 > strangers
+    config = {"selection": "cfs", "k": 3, "k1": 1, "k2": 2}
+    trace = make_paradigm("drrag", tiny_corpus, config, retrieval_only=True).run(question)
+    cfs = trace.stages[-1]
+    assert cfs.name == "cfs" and cfs.settings["model"] == STAND_IN
+    assert "untrained stand-in" in cfs.details.note and cfs.details.calls
 
 
 @pytest.mark.slow

@@ -132,10 +132,12 @@ def test_the_plan_is_what_the_registered_paradigms_need_shared_needs_once(echo):
     assert labels[0] == "corpus 'wiki'"
     # the slow ones last: the dense index (flat's), the document scores reading it, then
     # training, the quicker first
-    assert [t.label for t in prep.tasks.values() if t.slow] == [
-        "dense index (minilm, 100-token passages)", "document scores (hybrid)",
-        "document scores (dense)", "query classifier 'trained'",
-        "selection classifier 'trained'"]
+    assert [t.label.split(" (")[0] for t in prep.tasks.values() if t.slow] == [
+        "dense index", "document scores", "document scores",
+        "training the best-practices query classifier",
+        "training DR-RAG's selection classifier C(q, d1, d2)"]
+    # loading a classifier is quick: its stand-in until training ends
+    assert not prep.tasks["classifier trained"].slow
     assert sum(label.startswith("reader smollm2") for label in labels) == 1  # shared
     assert sum(label.startswith("dense index") for label in labels) == 1
     for name, found in PARADIGMS.items():
@@ -146,8 +148,10 @@ def test_the_plan_is_what_the_registered_paradigms_need_shared_needs_once(echo):
     assert all(key in quick.tasks for key in quick.needs["funnel"])
 
 
-def test_a_missing_trained_model_is_trained_by_its_trainer_before_loading(tiny_corpus,
+def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_corpus,
                                                                           monkeypatch):
+    from types import SimpleNamespace
+
     from engine.paradigms.base import Need
     from engine.service import readiness
     from engine.train import trainers
@@ -157,12 +161,21 @@ def test_a_missing_trained_model_is_trained_by_its_trainer_before_loading(tiny_c
                            train=lambda progress: calls.append("train"))
     monkeypatch.setitem(trainers.TRAINERS, "toy", toy)
     need = Need("toy model", "toy model", lambda corpus, progress: calls.append("load"),
-                slow=True, trained_by="toy")
-    prep = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus,
-                                          "toy model": readiness.Preparation._preparer(
-                                              Preparation("tiny", dense=False), need)})
+                trained_by="toy", train_seconds=60)
+    monkeypatch.setattr(readiness, "PARADIGMS", {"toy": SimpleNamespace(needs=lambda: (need,))})
+    prep = Preparation("tiny")
+    assert list(prep.tasks) == ["corpus", "toy model", "train toy"]  # training last
+    assert prep.needs["toy"] == ("corpus", "toy model")  # the paradigm does not wait for it
+    assert "untrained stand-in" in prep.tasks["train toy"].label
+    prep.tasks["corpus"].action = lambda progress: tiny_corpus
+    for name in ("corpus", "toy model"):
+        prep.tasks[name].state = "ready"
+    assert prep.missing("toy") == [] and not prep.ready()
+    prep.tasks["corpus"].state = prep.tasks["toy model"].state = "waiting"
     prep.run()
-    assert calls == ["train", "load"]
+    assert calls == ["load", "train", "load"]  # stand-in, training, then the trained one
+    assert prep.ready()
+    assert "train toy" not in Preparation("tiny", dense=False).tasks
 
 
 def test_an_evaluation_runs_in_the_background_one_at_a_time(explorer, tmp_path):

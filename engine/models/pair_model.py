@@ -76,11 +76,12 @@ def model_classes():
             self.head = torch.nn.Linear(len(FEATURES), 1)
             self.post_init()
 
-        def start_from_cosines(self) -> None:
-            """The head as "both documents match the question": the bi-encoder's view."""
+        def start_from_cosines(self, cosine_sum: float = 1.0) -> None:
+            """The head as "both documents match the question", the bi-encoder's view:
+            P = 0.5 where cos(q, d1) + cos(q, d2) = `cosine_sum`."""
             with torch.no_grad():
                 self.head.weight.copy_(torch.tensor([[INITIAL_SCALE, INITIAL_SCALE, 0.0]]))
-                self.head.bias.fill_(-INITIAL_SCALE)
+                self.head.bias.fill_(-INITIAL_SCALE * cosine_sum)
 
         def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
                     labels=None, **kwargs):
@@ -99,3 +100,33 @@ def model_classes():
     AutoModelForSequenceClassification.register(SegmentPairConfig, SegmentPairClassifier,
                                                 exist_ok=True)
     return SegmentPairConfig, SegmentPairClassifier
+
+
+def new_pair_model(base_model: str = "minilm", cosine_sum: float = 1.0):
+    """(tokenizer, model): the pair classifier's encoder from `base_model` (alias, folder
+    or hub id), its head set to "both documents match the question" (untrained; P = 0.5
+    where the two cosines sum to `cosine_sum`)."""
+    import logging
+
+    from transformers import AutoConfig, AutoTokenizer
+
+    from engine.models.loading import from_pretrained, resolve
+
+    location = resolve(base_model)
+    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, local_files_only=True)
+    config_class, model_class = model_classes()
+    base = from_pretrained(AutoConfig.from_pretrained, location, local_files_only=True)
+    config = config_class(**{**base.to_dict(), "sep_token_id": tokenizer.sep_token_id})
+    # transformers reports the head (set below) as missing from the encoder's weights, and
+    # the encoder's pooler as unused: both expected, so the report stays out of the log
+    report = logging.getLogger("transformers.modeling_utils")  # its load report
+    level = report.level
+    report.setLevel(logging.ERROR)
+    try:
+        model = from_pretrained(model_class.from_pretrained, location, config=config,
+                                local_files_only=True)
+    finally:
+        report.setLevel(level)
+    model.start_from_cosines(cosine_sum)
+    model.eval()
+    return tokenizer, model

@@ -3,7 +3,9 @@
 A MiniLM sequence classifier fine-tuned here (`python -m engine train query-classifier`;
 engine/train/fit_query_classifier.py) or any Hugging Face sequence-classifier folder or id whose
 label 1 means "needs retrieval". Loaded once per location; query-time code never imports
-the training code.
+the training code. Until one is trained (a fresh start trains it in the background in 1-3
+minutes), "trained" stands in with "always-retrieve": every request is retrieved for, what
+the pipeline does without the classifier, and the trace says so.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from engine.paths import shared_data_dir
 TRAIN_COMMAND = "python -m engine train query-classifier"
 REPORT = "training_report.json"
 KIND = QUERY_CLASSIFIER
+STAND_IN = "always-retrieve"
 VERSION = 1
 KNOWLEDGE_FILES = ("hotpotqa/train100.json", "musique/train100.json", "squad/small_v2.json")
 
@@ -66,6 +69,8 @@ def cached_query_classifier(config: QueryClassifierConfig | None = None) -> Path
 class QueryClassifier:
     """P(needs retrieval) of a request, and the threshold the decision uses."""
 
+    stand_in = False
+
     def __init__(self, name: str, tokenizer: Any, model: Any, threshold: float = 0.5,
                  max_length: int = QueryClassifierConfig.max_length) -> None:
         self.name, self.tokenizer, self.model, self.threshold = name, tokenizer, model, threshold
@@ -86,6 +91,20 @@ class QueryClassifier:
         """(decision, probability) for one request."""
         p = self.probabilities([text])[0]
         return p >= self.threshold, p
+
+
+class AlwaysRetrieve:
+    """The stand-in while no query classifier is trained: every request needs retrieval."""
+
+    name = STAND_IN
+    threshold = 0.5
+    stand_in = True
+
+    def probabilities(self, texts: list[str]) -> list[float]:
+        return [1.0] * len(texts)
+
+    def needs_retrieval(self, text: str) -> tuple[bool, float]:
+        return True, 1.0
 
 
 def query_classifier_location(model: str) -> str:
@@ -115,5 +134,8 @@ def load_query_classifier(location: str) -> QueryClassifier:
                            trained.get("max_length", QueryClassifierConfig.max_length))
 
 
-def shared_query_classifier(model: str = "trained") -> QueryClassifier:
+def shared_query_classifier(model: str = "trained") -> QueryClassifier | AlwaysRetrieve:
+    """The classifier `model` names; "trained" before one is trained is the stand-in."""
+    if model == STAND_IN or (model == "trained" and cached_query_classifier() is None):
+        return AlwaysRetrieve()
     return load_query_classifier(query_classifier_location(model))

@@ -10,8 +10,12 @@ truncated away.
 "trained" names the active classifier version. `python -m engine train classifier` caches
 the base version (trained on the training files only; the model is
 engine/models/pair_model.py); retraining with annotated labels
-adds versions beside it and makes the new one active; `set_active` switches back. Any
-Hugging Face sequence-classifier folder or hub id loads too (two labels: softmax; one
+adds versions beside it and makes the new one active; `set_active` switches back. Until a
+first version exists (a fresh start trains it in the background for 13-22 minutes),
+"trained" stands in with "cosines": the same model untrained, the frozen encoder's view
+"both documents match the question" (held-out AUC 0.66 against the trained one's 0.77;
+bench/README.md, "DR-RAG"), so DR-RAG answers at once and the trace says which decided.
+Any Hugging Face sequence-classifier folder or hub id loads too (two labels: softmax; one
 logit: sigmoid).
 """
 
@@ -36,6 +40,10 @@ TRAIN_COMMAND = "python -m engine train classifier"
 KIND = SELECTION_CLASSIFIER  # cache family of trained versions
 REPORT = "selection.json"  # threshold and held-out metrics, written by training
 QUERY_TOKENS = 48  # the question's share of the budget; the rest is split between documents
+STAND_IN = "cosines"  # the untrained classifier: the frozen encoder's segment cosines
+# where its P is 0.5 (its threshold): cos(q, d1) + cos(q, d2) = 1.65, the best accuracy on the
+# pairs of the training questions (bench/classifier_stand_in.py)
+STAND_IN_COSINE_SUM = 1.65
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,11 @@ class PairClassifier:
     model: Any
     threshold: float = 0.5
     max_length: int = 256
+
+    @property
+    def stand_in(self) -> bool:
+        """The untrained stand-in, not a trained classifier."""
+        return self.location == STAND_IN
 
     def probabilities(self, query: str, pairs: Sequence[tuple[str, str]],
                       batch_size: int = 32) -> list[float]:
@@ -184,6 +197,24 @@ def load_classifier(location: str, max_length: int = 256) -> PairClassifier:
     return PairClassifier(location, tokenizer, model, threshold, max_length)
 
 
+@lru_cache(maxsize=1)
+def stand_in_classifier(max_length: int = 256) -> PairClassifier:
+    """The untrained pair classifier over the packaged MiniLM's segment means, loaded once:
+    P = sigmoid(10 (cos(q, d1) + cos(q, d2) - STAND_IN_COSINE_SUM)), threshold 0.5."""
+    from engine.models.pair_model import new_pair_model
+
+    tokenizer, model = new_pair_model(cosine_sum=STAND_IN_COSINE_SUM)
+    return PairClassifier(STAND_IN, tokenizer, model, 0.5, max_length)
+
+
 def shared_classifier(model: str = "trained") -> PairClassifier:
-    """The classifier `model` names, loaded once per location (so a switch takes effect)."""
+    """The classifier `model` names, loaded once per location (so a switch takes effect);
+    "trained" with no version trained yet is the stand-in, said so once in the log."""
+    if model == STAND_IN:
+        return stand_in_classifier()
+    if model == "trained" and active_version() is None:
+        if not stand_in_classifier.cache_info().currsize:
+            logger.warning("No trained selection classifier yet: the untrained '%s' stand-in "
+                           "decides until one is trained (%s).", STAND_IN, TRAIN_COMMAND)
+        return stand_in_classifier()
     return load_classifier(classifier_location(model))

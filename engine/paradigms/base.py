@@ -44,12 +44,14 @@ class Need:
     """Something a paradigm needs before its first question: prepared once per process.
 
     `key` names it across paradigms (two paradigms needing the same index share one task);
-    `prepare(corpus, progress)` builds or loads it; `slow` ones are prepared last, the
-    quicker `train_seconds` first. A model trained here names its trainer in `trained_by`
-    (run by the service if the model is missing: query-time code never imports training)
-    and roughly how long that takes on 2 cores in `train_seconds`. A slow need that may
-    already be cached says how long preparing it would take here with `build_seconds(corpus)`
-    (0: only a load), so nobody starts a long build without being told.
+    `prepare(corpus, progress)` builds or loads it; `slow` ones are prepared last. A model
+    trained here names its trainer in `trained_by` and roughly how long training takes on 2
+    cores in `train_seconds`: until it is trained, `prepare` loads the model's untrained
+    stand-in and the paradigm runs on that, while the service trains the model in the
+    background, the quicker first (query-time code never imports training). A slow need
+    that may already be cached says how long preparing it would take here with
+    `build_seconds(corpus)` (0: only a load), so nobody starts a long build without being
+    told.
     """
 
     key: str
@@ -64,7 +66,7 @@ class Need:
         """About how long preparing it takes here: 0 for a load or a quick build."""
         if self.build_seconds is not None:
             return self.build_seconds(corpus)
-        return self.train_seconds if self.slow else 0.0
+        return 0.0
 
 
 class Paradigm(ABC):

@@ -36,7 +36,8 @@ NO_RERANK = "none"
 class BestConfig:
     classify: bool = param(True, "query classification: skip retrieval for requests that "
                            "need none")
-    classifier: str = param("trained", "query classifier: trained (here), or a "
+    classifier: str = param("trained", "query classifier: trained (here; until it is, "
+                            "always-retrieve stands in), always-retrieve, or a "
                             "sequence-classifier folder or hub id (label 1: needs retrieval)")
     hyde: bool = param(False, "HyDE: search the dense index with a generated pseudo-document "
                        "plus the question (one more LLM call)")

@@ -41,8 +41,10 @@ class DRRAGConfig:
     k1: int = param(2, "k1: static-relevant documents from similarity matching", low=1,
                     high=20)
     k2: int = param(3, "k2: documents each q + d retrieves (QDC)", low=1, high=20)
-    classifier: str = param("trained", "selection classifier: trained (the active version), "
-                            "or a sequence-classifier folder or hub id")
+    classifier: str = param("trained", "selection classifier: trained (the active version; "
+                            "until one is trained, the cosines stand-in), cosines (untrained: "
+                            "the frozen encoder's view), or a sequence-classifier folder or "
+                            "hub id")
     threshold: float = param(0.0, "keep a pair when P >= threshold; 0 uses the threshold "
                              "chosen when the classifier was trained", low=0.0, high=1.0)
     passage_tokens: int = param(100, "passage size of the dense index (shared with flat)",

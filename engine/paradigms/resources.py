@@ -243,17 +243,19 @@ class Reader(Resource):
 
 def _model_need(key: str, label: str, resource: SelectionClassifier | QueryClassifier,
                 trainer: str) -> Need:
-    """Loading a classifier; "trained" is trained first by `trainer` if missing (slow)."""
+    """Loading a classifier. "trained" names `trainer`: while it is not trained the load
+    gives the model's untrained stand-in, and the service trains it in the background."""
     trained = resource.model == "trained"
-    return Need(key, label, lambda corpus, progress: resource.load(corpus), slow=trained,
+    return Need(key, label, lambda corpus, progress: resource.load(corpus),
                 trained_by=trainer if trained else "",
                 train_seconds=TRAINING_TIMES[trainer].seconds if trained else 0.0)
 
 
 @dataclass(frozen=True)
 class SelectionClassifier(Resource):
-    """DR-RAG's selection classifier C(q, d1, d2); "trained" is trained first if no version
-    exists yet (in the background, by the trainers table's SELECTION_CLASSIFIER)."""
+    """DR-RAG's selection classifier C(q, d1, d2); "trained" with no version yet is the
+    untrained "cosines" stand-in until the service has trained one in the background (the
+    trainers table's SELECTION_CLASSIFIER)."""
 
     model: str
 
@@ -269,8 +271,9 @@ class SelectionClassifier(Resource):
 
 @dataclass(frozen=True)
 class QueryClassifier(Resource):
-    """The best-practice pipeline's query classifier; "trained" is trained first if missing
-    (in the background, by the trainers table's QUERY_CLASSIFIER)."""
+    """The best-practice pipeline's query classifier; "trained" before one is trained is the
+    "always-retrieve" stand-in until the service has trained it in the background (the
+    trainers table's QUERY_CLASSIFIER)."""
 
     model: str
 

@@ -3,11 +3,12 @@
 The app starts serving at once and calls `Preparation.start()`; one background thread then
 loads the corpus and everything the registered paradigms declare they need (`Need`s: the
 cluster index, the reader converted once from GGUF, the re-rankers, the dense passage
-index, the selection classifier, trained here on a first start), each through its
-fingerprinted cache and into the process-wide stores, so a second start only verifies and
-loads. A need two paradigms share is one task. One thread, in sequence: on two cores,
-parallel builds would only slow each other down. Slow needs (dense indexes, training) go
-last.
+index, the classifiers), each through its fingerprinted cache and into the process-wide
+stores, so a second start only verifies and loads. A need two paradigms share is one task.
+One thread, in sequence: on two cores, parallel builds would only slow each other down.
+Slow needs (dense indexes) go last, and after them the training of models trained here on
+a first start (DR-RAG's selection classifier, best's query classifier): no paradigm waits
+for those, it runs on the model's untrained stand-in until training ends.
 
 `missing(paradigm)` says what a paradigm still waits for and how far along that is, so the
 UI can show it instead of failing. Nothing here imports torch until a task runs.
@@ -99,8 +100,9 @@ class Preparation:
                     continue
                 keys.append(need.key)
                 self.tasks.setdefault(need.key, Task(need.key, need.label,
-                                                     self._preparer(need), slow=need.slow,
-                                                     train_seconds=need.train_seconds))
+                                                     self._preparer(need), slow=need.slow))
+                if need.trained_by and dense:  # the paradigm runs on the stand-in meanwhile
+                    self._add_training(need)
             self.needs[name] = ("corpus", *keys)
         # fast first: on two cores one build at a time, and the slowest last (a minute of
         # training for best's query classifier before ten for DR-RAG's selection classifier)
@@ -108,14 +110,27 @@ class Preparation:
                                  key=lambda item: (item[1].slow, item[1].train_seconds)))
 
     def _preparer(self, need: Need) -> Callable[[Progress], Any]:
-        def action(progress: Progress) -> Any:
-            if need.trained_by:  # the trainers table, engine/train/trainers.py
-                from engine.train.trainers import train_if_missing
+        return lambda progress: need.prepare(self.corpus, progress)
 
-                train_if_missing(need.trained_by, progress)
+    def _add_training(self, need: Need) -> None:
+        """A background task that trains `need`'s model if it is missing and then loads it,
+        so the next question runs on it instead of the stand-in. No paradigm waits for it."""
+        from engine.train.trainers import TRAINERS
+
+        name = f"train {need.trained_by}"
+        if name in self.tasks:
+            return
+        trainer = TRAINERS[need.trained_by]
+
+        def action(progress: Progress) -> Any:
+            from engine.train.trainers import train_if_missing
+
+            train_if_missing(need.trained_by, progress)
             return need.prepare(self.corpus, progress)
 
-        return action
+        self.tasks[name] = Task(name, f"training {trainer.trains} (its untrained stand-in "
+                                "answers meanwhile)", action, slow=True,
+                                train_seconds=need.train_seconds)
 
     @property
     def corpus(self):

@@ -37,6 +37,10 @@ class QueryClassification(Stage):
         retrieve, p = self.classifier.needs_retrieval(query)
         verdict = "retrieve" if retrieve else "answer without retrieval"
         threshold = self.classifier.threshold
+        note = f"P(needs retrieval) = {p:.3f} against threshold {threshold:.2f}: {verdict}"
+        if getattr(self.classifier, "stand_in", False):
+            note = ("no query classifier is trained yet: every request retrieves (the "
+                    "trained one takes over when its training ends)")
         return StageOutput((), StageDetails(
-            note=f"P(needs retrieval) = {p:.3f} against threshold {threshold:.2f}: {verdict}",
+            note=note,
             decision=QueryDecision(retrieve, round(p, 4), threshold)))

@@ -73,6 +73,19 @@ class QueryDocumentConcatenation(Stage):
         return StageOutput(_renumber([*candidates, *dynamic][:k]), StageDetails(order=QDC_ORDER))
 
 
+def _classifier_settings(classifier: PairClassifier, threshold: float) -> dict:
+    return {"model": getattr(classifier, "location", type(classifier).__name__),
+            "threshold": threshold}
+
+
+def _stand_in_note(classifier: PairClassifier) -> str:
+    """What a run decided by the untrained stand-in says about it."""
+    if not getattr(classifier, "stand_in", False):
+        return ""
+    return ("decided by the untrained stand-in (the frozen encoder's cosines): no selection "
+            "classifier is trained yet; the trained one takes over when its training ends")
+
+
 def _call(first: Candidate, second: Candidate, probability: float,
           threshold: float) -> ClassifierCall:
     return ClassifierCall(first.unit.id, first.unit.title, second.unit.id, second.unit.title,
@@ -92,6 +105,9 @@ class ForwardSelection(Stage):
     def __init__(self, classifier: PairClassifier, threshold: float) -> None:
         self.classifier, self.threshold = classifier, threshold
 
+    def settings(self) -> dict:
+        return _classifier_settings(self.classifier, self.threshold)
+
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         statics = [c for c in candidates if is_static(c)]
         kept, calls = list(statics), []
@@ -105,8 +121,8 @@ class ForwardSelection(Stage):
                 if p >= self.threshold:
                     kept.append(candidate)
                     break
-        return StageOutput(_renumber(kept[:k]), StageDetails(order=CFS_ORDER,
-                                                             calls=tuple(calls)))
+        return StageOutput(_renumber(kept[:k]), StageDetails(
+            note=_stand_in_note(self.classifier), order=CFS_ORDER, calls=tuple(calls)))
 
 
 class InverseSelection(Stage):
@@ -118,14 +134,18 @@ class InverseSelection(Stage):
     def __init__(self, classifier: PairClassifier, threshold: float) -> None:
         self.classifier, self.threshold = classifier, threshold
 
+    def settings(self) -> dict:
+        return _classifier_settings(self.classifier, self.threshold)
+
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         pairs = list(combinations(candidates, 2))  # in rank order: the better one first
         probs = self.classifier.probabilities(query, [(_text(a), _text(b)) for a, b in pairs])
         calls = [_call(a, b, p, self.threshold) for (a, b), p in zip(pairs, probs, strict=True)]
         accepted = {doc for c in calls if c.kept for doc in (c.d1, c.d2)}
         kept = [c for c in candidates if c.unit.id in accepted]
-        note = ""
+        note = _stand_in_note(self.classifier)
         if not kept and candidates:  # the reader always gets the best document
-            kept, note = [candidates[0]], "no pair accepted: kept the top one"
+            kept = [candidates[0]]
+            note = "; ".join(filter(None, ("no pair accepted: kept the top one", note)))
         return StageOutput(_renumber(kept[:k]), StageDetails(note=note, order=CIS_ORDER,
                                                              calls=tuple(calls)))

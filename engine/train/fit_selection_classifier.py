@@ -34,6 +34,7 @@ from pathlib import Path
 
 from engine.cache import fingerprint, load_or_build, write_json_atomic
 from engine.errors import TrainingError
+from engine.models.pair_model import new_pair_model
 from engine.models.selection_classifier import KIND, REPORT, load_classifier, set_active
 from engine.models.trained import TRAIN_FILES
 from engine.paths import shared_data_dir
@@ -153,7 +154,7 @@ def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classif
     from transformers import get_linear_schedule_with_warmup
 
     seed_everything(config.seed)  # before the model: the new head's weights are random
-    tokenizer, model = _new_pair_model(config.base_model)
+    tokenizer, model = new_pair_model(config.base_model)
     per_epoch = math.ceil(len(epoch_pairs[0]) / config.batch_size)
     feature_batches = math.ceil(len(epoch_pairs[0]) / FEATURE_BATCH)
     steps = feature_batches + config.epochs * per_epoch
@@ -188,25 +189,6 @@ def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classif
         logger.info("epoch %d/%d: mean loss %.4f", epoch + 1, config.epochs,
                     total / max(1, math.ceil(len(order) / config.batch_size)))
     model.eval()
-    return tokenizer, model
-
-
-def _new_pair_model(base_model: str):
-    """(tokenizer, model): the pair classifier's encoder from `base_model` (alias, folder
-    or hub id), its head set to "both documents match the question"."""
-    from transformers import AutoConfig, AutoTokenizer
-
-    from engine.models.loading import from_pretrained, resolve
-    from engine.models.pair_model import model_classes
-
-    location = resolve(base_model)
-    tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, local_files_only=True)
-    config_class, model_class = model_classes()
-    base = from_pretrained(AutoConfig.from_pretrained, location, local_files_only=True)
-    config = config_class(**{**base.to_dict(), "sep_token_id": tokenizer.sep_token_id})
-    model = from_pretrained(model_class.from_pretrained, location, config=config,
-                            local_files_only=True)
-    model.start_from_cosines()
     return tokenizer, model
 
 
