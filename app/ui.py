@@ -23,10 +23,16 @@ STATUS_SECONDS = 2.0
 
 
 def status_html(explorer: Explorer) -> str:
-    lines = "".join(f"<li>{esc(line)}</li>" for line in explorer.status())
+    status = explorer.status()
+    lines = "".join(f"<li>{esc(line)}</li>" for line in status)
     ready = [p for p in PARADIGMS if explorer.ready(p)]
     head = (f"Corpus <b>{esc(explorer.corpus_spec)}</b>. Ready: "
             f"{esc(', '.join(ready)) if ready else 'nothing yet (preparing…)'}")
+    training = [line for line in status if line.startswith("training ")
+                and ": ready" not in line]
+    if training:  # readiness.Preparation: no paradigm waits for these
+        head += (f". {len(training)} classifier{'s' if len(training) > 1 else ''} still "
+                 "training in the background; untrained stand-ins decide meanwhile")
     return (f"<details class='fe-status' {'open' if not explorer.ready() else ''}>"
             f"<summary>{head}</summary><ul>{lines}</ul></details>")
 

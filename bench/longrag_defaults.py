@@ -10,8 +10,8 @@ Three parts, on the pooled corpus (every training paragraph is in it):
   cost     the reader's seconds for prompts of 500 to 8,000 tokens (prefill, then 16 tokens
            decoded), as seconds per 1k input tokens
 
-Questions: HotpotQA and MuSiQue train100 (`--limit` each); dev500 is reported by
-bench/paradigms_table.py, never chosen on.
+Questions: HotpotQA and MuSiQue train100 (`--limit` each); `--dev500 N` reports the first N
+dev500 questions instead (bench/paradigms_table.py reports it too), never chosen on.
 
     python -m bench.longrag_defaults --parts units cost
     python -m bench.longrag_defaults --parts reader --limit 30 \
@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from bench.common import markdown_table, save, training_questions
+from bench.common import dev500_questions, markdown_table, save, training_questions
 from engine.data.corpus import load_corpus
 from engine.index.documents import group_max
 from engine.index.shared import shared_indexes
@@ -83,23 +83,27 @@ def units_part(corpus, questions, sizes, ks) -> dict:
 
 
 def reader_part(corpus, questions, variants) -> dict:
+    """Every variant on every question, the variants in turn on each question (so a busy
+    moment of the machine falls on all of them alike)."""
     from engine.paradigms.registry import make_paradigm
 
-    report = {}
-    for text in variants:
-        config = json.loads(text)
-        paradigm = make_paradigm("longrag", corpus, config)
+    paradigms = {text: make_paradigm("longrag", corpus, json.loads(text)) for text in variants}
+    for paradigm in paradigms.values():
         paradigm.run(questions[-1].text)  # warm-up, not counted
-        rows = []
-        for question in questions:
+    rows: dict[str, list[dict]] = {text: [] for text in variants}
+    for question in questions:
+        for text, paradigm in paradigms.items():
             trace = paradigm.run(question)
-            rows.append({**trace.metrics, "reader_tokens": trace.reader_input_tokens,
-                         "reader_seconds": trace.reader_seconds, "seconds": trace.seconds,
-                         "empty_answers": float(not trace.answer.strip())})
-        report[text] = {key: round(statistics.fmean(r[key] for r in rows if key in r), 3)
+            rows[text].append({**trace.metrics, "reader_tokens": trace.reader_input_tokens,
+                               "reader_seconds": trace.reader_seconds,
+                               "seconds": trace.seconds,
+                               "empty_answers": float(not trace.answer.strip())})
+    report = {}
+    for text, found in rows.items():
+        report[text] = {key: round(statistics.fmean(r[key] for r in found if key in r), 3)
                         for key in ("EM", "F1", "refined_EM", "AR@context", "reader_tokens",
                                     "reader_seconds", "seconds", "empty_answers")}
-        report[text]["seconds_median"] = round(statistics.median(r["seconds"] for r in rows),
+        report[text]["seconds_median"] = round(statistics.median(r["seconds"] for r in found),
                                                2)
         print(text, report[text], file=sys.stderr, flush=True)
     keys = list(next(iter(report.values())))
@@ -136,6 +140,9 @@ def main() -> None:
     parser.add_argument("--parts", nargs="+", default=["units", "cost"],
                         choices=("units", "reader", "cost"))
     parser.add_argument("--limit", type=int, default=0, help="first N questions of each file")
+    parser.add_argument("--dev500", type=int, default=0,
+                        help="report on the first N dev500 questions instead (never choose "
+                             "on them)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[512, 1024, 2048, 4096])
     parser.add_argument("--k", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--variants", nargs="+", default=["{}"],
@@ -149,7 +156,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("pooled")
-    questions = training_questions(args.limit)
+    questions = dev500_questions(args.dev500) if args.dev500 else training_questions(args.limit)
     report = {"questions": len(questions), "threads": args.threads}
     if "units" in args.parts:
         report["units"] = units_part(corpus, questions, args.sizes, args.k)

@@ -439,3 +439,20 @@ def test_a_stage_not_listed_by_score_says_how_it_is_listed(tiny_corpus):
     html = stage_table(replace(trace, stages=(trace.stages[0], qdc)), 1)
     assert "listed the static documents first" in html and "not by score" in html
     assert "not by score" not in stage_table(trace, 1)  # a stage listed by score says nothing
+
+
+def test_the_status_says_classifiers_train_while_stand_ins_decide():
+    from types import SimpleNamespace
+
+    from app.ui import status_html
+
+    lines = ["corpus 'wiki': ready (1.0 s)",
+             "training DR-RAG's selection classifier C(q, d1, d2) (its untrained stand-in "
+             "answers meanwhile): training 12/196 (6%), 0.2/s, about 14 min left, 50 s so far"]
+    explorer = SimpleNamespace(corpus_spec="wiki<1>", status=lambda: lines,
+                               ready=lambda name=None: name is not None)
+    page = status_html(explorer)
+    assert "Ready: " + ", ".join(PARADIGMS) in page and "wiki&lt;1&gt;" in page
+    assert "1 classifier still training in the background; untrained stand-ins" in page
+    lines[1] = lines[1].split(": training")[0] + ": ready (800.0 s)"
+    assert "still training" not in status_html(explorer)

@@ -51,7 +51,8 @@ class Task:
 
     def headline(self) -> str:
         """What it is and its state, without figures that go stale once shown."""
-        state = {"running": "building", "waiting": "waiting for its turn",
+        state = {"running": "training" if self.train_seconds else "building",
+                 "waiting": "waiting for its turn",
                  "failed": f"FAILED - {self.error}"}.get(self.state, self.state)
         return f"{self.label} ({state})"
 
@@ -66,7 +67,8 @@ class Task:
                     rate = self.done / elapsed
                     part += (f", {rate:,.{0 if rate >= 10 else 1}f}/s, about "
                              f"{duration((self.total - self.done) / rate)} left")
-            return f"{self.label}: building{part}, {elapsed:.0f} s so far"
+            doing = "training" if self.train_seconds else "building"
+            return f"{self.label}: {doing}{part}, {elapsed:.0f} s so far"
         if self.state == "ready":
             return f"{self.label}: ready ({self.seconds:.1f} s)"
         if self.state == "failed":
