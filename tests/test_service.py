@@ -148,21 +148,6 @@ def test_the_plan_is_what_the_registered_paradigms_need_shared_needs_once(echo):
     assert all(key in quick.tasks for key in quick.needs["funnel"])
 
 
-def test_the_reader_converts_beside_the_builds_not_after_them(tiny_corpus):
-    converted = threading.Event()
-
-    def build(progress):  # the dense index: it only ends once the reader converted meanwhile
-        assert converted.wait(10), "the reader waited for the build"
-        return "index"
-
-    prep = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus, "dense": build})
-    prep.tasks["reader"] = Task("reader", "reader smollm2", lambda p: converted.set(),
-                                alongside=True)
-    prep.start()
-    assert prep.wait(20)
-    assert all(task.state == "ready" for task in prep.tasks.values())
-
-
 def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_corpus,
                                                                           monkeypatch):
     from types import SimpleNamespace

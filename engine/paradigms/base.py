@@ -61,7 +61,6 @@ class Need:
     trained_by: str = ""
     train_seconds: float = 0.0
     build_seconds: Callable[[Corpus], float] | None = None
-    alongside: bool = False  # prepared in a second thread, beside the builds: reads no corpus
 
     def seconds_to_prepare(self, corpus: Corpus) -> float:
         """About how long preparing it takes here: 0 for a load or a quick build."""

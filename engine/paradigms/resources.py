@@ -231,9 +231,8 @@ class Reader(Resource):
                 shared_fid_reader(c.model, c.precision)
             return generator
 
-        # its GGUF conversion reads no corpus and mostly one core: beside the index builds
         return (Need(f"reader {c.model} {c.endpoint} {c.precision}",
-                     f"reader {c.model}{where}", prepare, alongside=True),)
+                     f"reader {c.model}{where}", prepare),)
 
     def load(self, corpus: Corpus):
         from engine.readers.generators import shared_generator

@@ -5,9 +5,7 @@ loads the corpus and everything the registered paradigms declare they need (`Nee
 cluster index, the reader converted once from GGUF, the re-rankers, the dense passage
 index, the classifiers), each through its fingerprinted cache and into the process-wide
 stores, so a second start only verifies and loads. A need two paradigms share is one task.
-One thread, in sequence: on two cores, parallel builds would only slow each other down;
-only the reader's one-time GGUF conversion, which reads no corpus and mostly uses one core,
-runs beside them in a second thread.
+One thread, in sequence: on two cores, parallel builds would only slow each other down.
 Slow needs (dense indexes) go last, and after them the training of models trained here on
 a first start (DR-RAG's selection classifier, best's query classifier): no paradigm waits
 for those, it runs on the model's untrained stand-in until training ends.
@@ -50,7 +48,6 @@ class Task:
     result: Any = field(default=None, repr=False)
     slow: bool = False
     train_seconds: float = 0.0
-    alongside: bool = False  # run by the second thread
 
     def headline(self) -> str:
         """What it is and its state, without figures that go stale once shown."""
@@ -94,7 +91,7 @@ class Preparation:
         """Prepare corpus `corpus_spec` for every registered paradigm's default config;
         `dense=False` leaves the slow builds out (they then happen on first use)."""
         self.corpus_spec = corpus_spec
-        self._threads: list[threading.Thread] = []
+        self._thread: threading.Thread | None = None
         self.tasks: dict[str, Task] = {"corpus": Task("corpus", f"corpus '{corpus_spec}'",
                                                       self._load_corpus)}
         self.needs: dict[str, tuple[str, ...]] = {}  # paradigm -> its task names
@@ -105,8 +102,7 @@ class Preparation:
                     continue
                 keys.append(need.key)
                 self.tasks.setdefault(need.key, Task(need.key, need.label,
-                                                     self._preparer(need), slow=need.slow,
-                                                     alongside=need.alongside))
+                                                     self._preparer(need), slow=need.slow))
                 if need.trained_by and dense:  # the paradigm runs on the stand-in meanwhile
                     self._add_training(need)
             self.needs[name] = ("corpus", *keys)
@@ -151,27 +147,21 @@ class Preparation:
     # --- running --------------------------------------------------------------------------
 
     def start(self) -> Preparation:
-        """Start the background threads (once): one for the builds in order, one for the
-        tasks that run alongside them (the reader's conversion); returns self."""
-        if not self._threads:
-            self._threads = [threading.Thread(target=self._work, args=(alongside,),
-                                              name=f"preparation{'-alongside' * alongside}",
-                                              daemon=True) for alongside in (False, True)]
-            for thread in self._threads:
-                thread.start()
+        """Start the background thread (once); returns self."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="preparation",
+                                            daemon=True)
+            self._thread.start()
         return self
 
     def run(self) -> Preparation:
-        """Prepare everything in this thread, in order (for the CLI and tests)."""
-        self._work(None)
+        """Prepare everything in this thread (for the CLI and tests)."""
+        self._work()
         return self
 
-    def _work(self, alongside: bool | None) -> None:
-        """Run the tasks (those with `alongside` as given; None: all), one at a time."""
+    def _work(self) -> None:
         for task in self.tasks.values():
-            if alongside is not None and task.alongside != alongside:
-                continue
-            if task.name != "corpus" and not task.alongside and self.corpus is None:
+            if task.name != "corpus" and self.corpus is None:
                 task.state, task.error = "failed", "the corpus did not load"
                 continue
             task.state, task.started = "running", time.monotonic()
@@ -189,11 +179,11 @@ class Preparation:
             task.seconds = time.monotonic() - task.started
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the background threads end; True if they did."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        return not any(thread.is_alive() for thread in self._threads)
+        """Block until the background thread ends; True if it did."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
 
     # --- questions the UI asks ------------------------------------------------------------
 
