@@ -543,7 +543,7 @@ def test_browser_longrag_shows_units_winning_chunks_and_both_reader_turns(live_a
     text = tables.inner_text()
     assert re.search(r"units \(clusters\): \d+ in, \d+ kept", text)
     assert "best chunk" in text and "cosine" in text  # the chunk that won each unit's MaxP
-    assert re.search(r"context \(documents\).*\n.*of 2,000 context tokens", text)
+    assert re.search(r"context \(documents\).*\n.*of 1,000 context tokens", text)
     calls = tables.locator("table.fe-llm tbody tr")
     assert calls.count() == 2  # the long answer, then the short answer extracted from it
     purposes = tables.locator("table.fe-llm tbody tr td:nth-child(2)").all_inner_texts()
