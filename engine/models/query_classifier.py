@@ -136,6 +136,9 @@ def load_query_classifier(location: str) -> QueryClassifier:
 
 def shared_query_classifier(model: str = "trained") -> QueryClassifier | AlwaysRetrieve:
     """The classifier `model` names; "trained" before one is trained is the stand-in."""
-    if model == STAND_IN or (model == "trained" and cached_query_classifier() is None):
+    if model == STAND_IN:
         return AlwaysRetrieve()
+    if model == "trained":  # one lookup: identifying the cache entry hashes its data files
+        folder = cached_query_classifier()
+        return AlwaysRetrieve() if folder is None else load_query_classifier(str(folder))
     return load_query_classifier(query_classifier_location(model))

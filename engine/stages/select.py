@@ -73,17 +73,25 @@ class QueryDocumentConcatenation(Stage):
         return StageOutput(_renumber([*candidates, *dynamic][:k]), StageDetails(order=QDC_ORDER))
 
 
-def _classifier_settings(classifier: PairClassifier, threshold: float) -> dict:
-    return {"model": getattr(classifier, "location", type(classifier).__name__),
-            "threshold": threshold}
-
-
 def _stand_in_note(classifier: PairClassifier) -> str:
     """What a run decided by the untrained stand-in says about it."""
     if not getattr(classifier, "stand_in", False):
         return ""
     return ("decided by the untrained stand-in (the frozen encoder's cosines): no selection "
             "classifier is trained yet; the trained one takes over when its training ends")
+
+
+class _Selection(Stage):
+    """A selection by the classifier C against `threshold`; its settings name both."""
+
+    granularity = "documents"
+
+    def __init__(self, classifier: PairClassifier, threshold: float) -> None:
+        self.classifier, self.threshold = classifier, threshold
+
+    def settings(self) -> dict:
+        return {"model": getattr(self.classifier, "location", type(self.classifier).__name__),
+                "threshold": self.threshold}
 
 
 def _call(first: Candidate, second: Candidate, probability: float,
@@ -96,17 +104,10 @@ def _text(candidate: Candidate) -> str:
     return f"{candidate.unit.title}\n{candidate.unit.text}"
 
 
-class ForwardSelection(Stage):
+class ForwardSelection(_Selection):
     """CFS: each static document keeps the first of its QDC documents that C accepts."""
 
     name = "cfs"
-    granularity = "documents"
-
-    def __init__(self, classifier: PairClassifier, threshold: float) -> None:
-        self.classifier, self.threshold = classifier, threshold
-
-    def settings(self) -> dict:
-        return _classifier_settings(self.classifier, self.threshold)
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         statics = [c for c in candidates if is_static(c)]
@@ -125,17 +126,10 @@ class ForwardSelection(Stage):
             note=_stand_in_note(self.classifier), order=CFS_ORDER, calls=tuple(calls)))
 
 
-class InverseSelection(Stage):
+class InverseSelection(_Selection):
     """CIS: score every pair of the candidates; drop documents in no accepted pair."""
 
     name = "cis"
-    granularity = "documents"
-
-    def __init__(self, classifier: PairClassifier, threshold: float) -> None:
-        self.classifier, self.threshold = classifier, threshold
-
-    def settings(self) -> dict:
-        return _classifier_settings(self.classifier, self.threshold)
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         pairs = list(combinations(candidates, 2))  # in rank order: the better one first
