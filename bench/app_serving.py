@@ -70,14 +70,22 @@ class Server:
                 time.sleep(0.1)
         raise TimeoutError(f"no page after {limit} s; see {self.log.name}")
 
-    def seconds_to_ready(self, client, paradigms=PARADIGMS, limit: float = 3600) -> dict:
-        """Seconds from launch until each paradigm is ready (None past `limit`)."""
-        ready: dict[str, float | None] = dict.fromkeys(paradigms)
+    def seconds_to_ready(self, client, paradigms=PARADIGMS, limit: float = 3600,
+                         built: bool = False) -> dict:
+        """Seconds from launch until each paradigm is ready (None past `limit`): answering,
+        perhaps on a stand-in. With `built`, also until every build is done ("built"; the
+        classifiers' training may go on)."""
+        ready: dict[str, float | None] = dict.fromkeys([*paradigms, *(["built"] * built)])
         while time.perf_counter() - self.started < limit:
             status = json.loads(client.predict(api_name="/status"))
+            now = round(time.perf_counter() - self.started, 1)
             for name in paradigms:
                 if ready[name] is None and status["ready"][name]:
-                    ready[name] = round(time.perf_counter() - self.started, 1)
+                    ready[name] = now
+            if built and ready["built"] is None and all(
+                    ": ready" in line for line in status["tasks"]
+                    if not line.startswith("training ")):
+                ready["built"] = now
             if all(v is not None for v in ready.values()):
                 break
             if any("FAILED" in line for line in status["tasks"]):
@@ -105,7 +113,7 @@ def client_for(server: Server):
 # --- the measurements ------------------------------------------------------------------------
 
 def start_up(corpus: str, data_dir: Path, logs: Path, label: str, wait_ready: bool,
-             until_trained: bool = False) -> dict:
+             until_trained: bool = False, background_limit: float = 3600) -> dict:
     server = Server(corpus, data_dir, logs / f"start-{label}.log")
     try:
         first_page = server.seconds_to_first_page()
@@ -115,13 +123,15 @@ def start_up(corpus: str, data_dir: Path, logs: Path, label: str, wait_ready: bo
             ready = server.seconds_to_ready(client)
             row.update({f"{p} ready s": v for p, v in ready.items()})
             if until_trained:
-                row["training"] = estimates_against_finish(server, client)
+                row["background"] = estimates_against_finish(server, client,
+                                                             limit=background_limit)
         return row
     finally:
         server.stop()
 
 
-LEFT = re.compile(r"^(training .+?) \(.*about (.+?) left")
+LEFT = re.compile(r"^(.+?): (?:building|training) .*?about (.+?) left")
+DONE = re.compile(r"^(.+?): (ready|FAILED)")
 
 
 def _seconds(said: str) -> float:
@@ -135,24 +145,26 @@ def _seconds(said: str) -> float:
 
 def estimates_against_finish(server: Server, client, every: float = 20.0,
                              limit: float = 3600) -> dict:
-    """After every paradigm is ready: the status line's "about N left" of each background
-    training, read every `every` seconds, against when that training really ended."""
+    """After every paradigm is ready: the status line's "about N left" of each task still
+    under way in the background (the dense index a stand-in answers for, the classifiers'
+    training), read every `every` seconds, against when that task really ended."""
     said: dict[str, list[tuple[float, float]]] = {}  # task -> (seconds since launch, left)
     ended: dict[str, float] = {}
     while time.perf_counter() - server.started < limit:
         now = time.perf_counter() - server.started
         lines = json.loads(client.predict(api_name="/status"))["tasks"]
-        training = [line for line in lines if line.startswith("training ")]
-        for line in training:
-            name = line.split(" (")[0]
-            if ": ready" in line and name not in ended:
-                ended[name] = now
+        for line in lines:
+            if (done := DONE.search(line)) is not None:
+                ended.setdefault(done[1], now)
             elif (found := LEFT.search(line)) is not None:
                 said.setdefault(found[1], []).append((now, _seconds(found[2])))
-        if training and all(": ready" in line or "FAILED" in line for line in training):
+        if all(DONE.search(line) for line in lines):
+            finished = True
             break
         time.sleep(every)
-    report = {}
+    else:
+        finished = False
+    report = {"everything prepared s": round(max(ended.values())) if finished else None}
     for name, estimates in said.items():
         end = ended.get(name)
         if end is None:
@@ -193,15 +205,18 @@ def explore_runs(client, questions: list[str]) -> dict[str, dict[str, list[float
 
 def concurrent_users(server: Server, questions: list[str], users: int,
                      per_user: int) -> dict:
-    """`users` clients at once, each asking `per_user` questions (paradigms alternating) and
-    saving every run, then reloading it: a reloaded trace that differs counts as an error.
-    Latency is the question's alone."""
+    """`users` clients at once, each asking `per_user` questions and saving every run, then
+    reloading it: a reloaded trace that differs counts as an error. Latency is the question's
+    alone. Each user goes through the paradigms in turn, starting one further along than the
+    user before, so at any moment the users ask different paradigms and, with `per_user` a
+    multiple of the number of paradigms, each gets the same share at every user count."""
     def user(u: int) -> tuple[list[float], list[str]]:
         client, seconds, errors = client_for(server), [], []
         for i in range(per_user):
             question = questions[(u * per_user + i) % len(questions)]
             try:
-                took, trace_json = ask(client, question, PARADIGMS[i % len(PARADIGMS)])
+                took, trace_json = ask(client, question,
+                                       PARADIGMS[(u + i) % len(PARADIGMS)])
                 seconds.append(took)
                 run_id = client.predict(trace_json, f"user {u}", "", api_name="/save_run")
                 if json.loads(client.predict(run_id, api_name="/load_run")) \
@@ -237,10 +252,14 @@ def main() -> None:
                         help="skip the start on a fresh data directory")
     parser.add_argument("--fresh-ready", action="store_true",
                         help="on the fresh directory, also wait until every paradigm is ready "
-                             "(builds the dense index from nothing)")
+                             "(answering, on the dense index's stand-in while it is built)")
     parser.add_argument("--fresh-trained", action="store_true",
-                        help="with --fresh-ready, then wait for the background training and "
-                             "compare the status line's time-left estimates with its end")
+                        help="with --fresh-ready, then wait for what goes on in the "
+                             "background (the dense index, training) and compare the status "
+                             "line's time-left estimates with when each ended")
+    parser.add_argument("--background-limit", type=float, default=3600,
+                        help="with --fresh-trained, stop waiting after this many seconds "
+                             "from launch (tasks not ended by then are left out)")
     parser.add_argument("--only-fresh", action="store_true",
                         help="stop after the fresh start")
     args = parser.parse_args()
@@ -259,7 +278,8 @@ def main() -> None:
     if not args.skip_fresh:
         with tempfile.TemporaryDirectory(prefix="bench-fresh-") as fresh:
             result["start fresh"] = start_up(args.corpus, Path(fresh), logs, "fresh",
-                                             args.fresh_ready, args.fresh_trained)
+                                             args.fresh_ready, args.fresh_trained,
+                                             args.background_limit)
         print("start, fresh data dir:", result["start fresh"], flush=True)
         if args.only_fresh:
             print("saved", save("app_serving_fresh", result))
@@ -269,8 +289,8 @@ def main() -> None:
     try:
         result["start warm"] = {"first page s": round(server.seconds_to_first_page(), 2)}
         client = client_for(server)
-        result["start warm"].update(
-            {f"{p} ready s": v for p, v in server.seconds_to_ready(client).items()})
+        result["start warm"].update(  # every build loaded before anything is measured
+            {f"{p} ready s": v for p, v in server.seconds_to_ready(client, built=True).items()})
         print("start, warm data dir:", result["start warm"], flush=True)
         memory = {"ready": server.rss_mb()}
         for paradigm in PARADIGMS:  # warm-up: first run loads the paradigm's models
