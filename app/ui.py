@@ -28,11 +28,9 @@ def status_html(explorer: Explorer) -> str:
     ready = [p for p in PARADIGMS if explorer.ready(p)]
     head = (f"Corpus <b>{esc(explorer.corpus_spec)}</b>. Ready: "
             f"{esc(', '.join(ready)) if ready else 'nothing yet (preparing…)'}")
-    training = [line for line in status if line.startswith("training ")
-                and ": ready" not in line]
-    if training:  # readiness.Preparation: no paradigm waits for these
-        head += (f". {len(training)} classifier{'s' if len(training) > 1 else ''} still "
-                 "training in the background; untrained stand-ins decide meanwhile")
+    standing_in = explorer.standing_in()  # no paradigm waits for these (readiness)
+    if standing_in:
+        head += ". In the background: " + esc("; ".join(standing_in))
     return (f"<details class='fe-status' {'open' if not explorer.ready() else ''}>"
             f"<summary>{head}</summary><ul>{lines}</ul></details>")
 

@@ -252,7 +252,7 @@ def main() -> None:
                         help="skip the start on a fresh data directory")
     parser.add_argument("--fresh-ready", action="store_true",
                         help="on the fresh directory, also wait until every paradigm is ready "
-                             "(builds the dense index from nothing)")
+                             "(answering, on the dense index's stand-in while it is built)")
     parser.add_argument("--fresh-trained", action="store_true",
                         help="with --fresh-ready, then wait for what goes on in the "
                              "background (the dense index, training) and compare the status "

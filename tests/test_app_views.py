@@ -441,18 +441,20 @@ def test_a_stage_not_listed_by_score_says_how_it_is_listed(tiny_corpus):
     assert "not by score" not in stage_table(trace, 1)  # a stage listed by score says nothing
 
 
-def test_the_status_says_classifiers_train_while_stand_ins_decide():
+def test_the_status_says_what_stands_in_while_builds_and_training_go_on():
     from types import SimpleNamespace
 
     from app.ui import status_html
 
-    lines = ["corpus 'wiki': ready (1.0 s)",
-             "training DR-RAG's selection classifier C(q, d1, d2) (its untrained stand-in "
-             "answers meanwhile): training 12/196 (6%), 0.2/s, about 14 min left, 50 s so far"]
-    explorer = SimpleNamespace(corpus_spec="wiki<1>", status=lambda: lines,
+    standing = ["BM25 over the same passages stands in until the dense index (minilm, "
+                "100-token passages) is built",
+                "1 classifier still training; untrained stand-ins decide meanwhile"]
+    explorer = SimpleNamespace(corpus_spec="wiki<1>", status=lambda: ["corpus: ready"],
+                               standing_in=lambda: standing,
                                ready=lambda name=None: name is not None)
     page = status_html(explorer)
     assert "Ready: " + ", ".join(PARADIGMS) in page and "wiki&lt;1&gt;" in page
-    assert "1 classifier still training in the background; untrained stand-ins" in page
-    lines[1] = lines[1].split(": training")[0] + ": ready (800.0 s)"
-    assert "still training" not in status_html(explorer)
+    assert "In the background: BM25 over the same passages stands in" in page
+    assert "1 classifier still training; untrained stand-ins decide" in page
+    standing.clear()
+    assert "In the background" not in status_html(explorer)

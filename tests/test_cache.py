@@ -95,3 +95,24 @@ def test_damaged_bm25_index_is_rebuilt_and_still_searches(tiny_corpus, data_dir,
         index = bm25_index(tiny_corpus, UnitConfig("documents"))
     assert "stale or damaged" in caplog.text
     assert index.search("Danube river", 1)[0].unit.id == "Danube"
+
+
+def test_a_data_files_digest_is_read_once_until_the_file_changes(tmp_path, monkeypatch):
+    import hashlib
+    import os
+
+    from engine import cache
+
+    data = tmp_path / "train.jsonl"
+    data.write_text("one\n")
+    reads = []
+    monkeypatch.setattr(cache, "_sha256", lambda path: reads.append(path) or
+                        hashlib.sha256(path.read_bytes()).hexdigest())
+    first = cache.file_sha256(data)
+    assert first == hashlib.sha256(b"one\n").hexdigest()
+    assert cache.file_sha256(data) == first and len(reads) == 1  # memoised
+    data.write_text("two\n")  # same size; its modification time moved on (as if later)
+    stat = data.stat()
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    assert cache.file_sha256(data) == hashlib.sha256(b"two\n").hexdigest()
+    assert len(reads) == 2

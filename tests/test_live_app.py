@@ -115,8 +115,12 @@ def live_app(tmp_path_factory, sessions_file, tiny_classifier_base):
 
 
 def _ready(client) -> bool:
+    """Every paradigm ready and every build done: the tests read the dense index itself,
+    not the BM25 stand-in that answers while it is built (training may go on)."""
     status = json.loads(client.predict(api_name="/status"))
-    if not all(status["ready"].values()):
+    built = all(": ready" in line for line in status["tasks"]
+                if not line.startswith("training "))
+    if not (all(status["ready"].values()) and built):
         raise RuntimeError("; ".join(status["tasks"]))
     return True
 
@@ -655,11 +659,11 @@ def test_browser_diagnoses_an_evaluation_and_opens_a_question_of_an_outcome_in_e
         ".textContent.includes(p)) && document.querySelector('#fe-diag-flow')"
         ".textContent.includes('questions (2)')", timeout=30_000)
     page.locator("#fe-diag-flow-of input").click()
-    page.get_by_role("option", name="funnel").click()
+    page.locator("#fe-diag-flow-of").get_by_role("option", name="funnel").click()
     page.wait_for_function("document.querySelector('#fe-diag-flow').textContent"
                            ".includes('funnel: every question')", timeout=30_000)
     page.locator("#fe-diag-b input").click()
-    page.get_by_role("option", name="best").click()
+    page.locator("#fe-diag-b").get_by_role("option", name="best").click()
     page.locator("#fe-diag-pair").click()
     page.wait_for_function("document.querySelector('#fe-diag-paired').innerText"
                            ".includes('paired over 2 shared questions')", timeout=30_000)

@@ -103,6 +103,81 @@ def test_flat_end_to_end(tiny_corpus, shared_models):
     assert trace.config["M"] == 4 and trace.config["reader"]["max_answer_tokens"] == 8
 
 
+def test_while_a_promised_dense_index_builds_bm25_stands_in_and_each_stage_says_so(
+        tiny_corpus, monkeypatch):
+    """A fresh start: the app answers before the dense index is built, and says how."""
+    store = shared_indexes()
+    monkeypatch.setattr(store, "_promised", {})  # this test's promise only
+    flat = make_paradigm("flat", tiny_corpus, {**STEADY["flat"], "M": 4})
+    funnel = make_paradigm("funnel", tiny_corpus, {"cluster_tokens": 128, "K": 2, "N": 2,
+                                                   "H": 2})
+    passages = flat.config.passages()
+    store.promise_dense(tiny_corpus, passages)
+
+    steps = flat.steps(QUESTION.text)
+    first, ranked = next(steps), next(steps)
+    steps.close()  # retrieval only: the reader is not what this is about
+    bm25 = store.bm25(tiny_corpus, passages).search(QUESTION.text, 4)
+    assert [(c.unit.id, c.score) for c in first.candidates] == [(c.unit.id, c.score)
+                                                                for c in bm25]
+    assert "BM25 over the same passages stands in" in first.details.note
+    assert first.settings["stand_in"] == "bm25"
+    # no stored vectors to re-rank by: the order given is kept, and said
+    assert [c.unit.id for c in ranked.candidates] == [c.unit.id for c in bm25[:2]]
+    assert "still being built" in ranked.details.note
+
+    steps = funnel.steps(QUESTION.text)
+    clusters, pre, post = next(steps), next(steps), next(steps)
+    steps.close()
+    assert clusters.settings["document_scores"] == "bm25"  # hybrid, BM25 standing in
+    assert "documents score by BM25 alone" in clusters.details.note
+    assert "documents score by BM25 alone" in pre.details.note
+    assert "no passage cosines: the dense index is still being built" in post.settings["prior"]
+
+    store.dense(tiny_corpus, passages)  # the build ends: the next question reads it
+    steps = flat.steps(QUESTION.text)
+    first = next(steps)
+    steps.close()
+    assert first.details.note == "" and first.name == "dense"
+    assert "stand_in" not in first.settings
+    assert all(-1.0 <= c.score <= 1.0 for c in first.candidates)  # cosines
+    steps = funnel.steps(QUESTION.text)
+    clusters = next(steps)
+    steps.close()
+    assert clusters.settings["document_scores"] == "hybrid" and clusters.details.note == ""
+
+
+def test_a_promised_build_that_failed_is_not_tried_again_and_the_stand_in_says_why(
+        tiny_corpus, monkeypatch):
+    from engine.errors import EngineError
+    from engine.units.build import UnitConfig
+    from engine.units.chunking import Chunker
+
+    store = shared_indexes()
+    monkeypatch.setattr(store, "_promised", {})
+    passages = UnitConfig("passages", chunker=Chunker(100))
+    store.promise_dense(tiny_corpus, passages)
+    store.break_promise(tiny_corpus, passages, "minilm", "disk full")
+    stand_in = store.dense(tiny_corpus, passages, stand_in=True)
+    assert "the dense index failed to build (disk full)" in stand_in.stand_in_note
+    scores = store.documents(tiny_corpus, "hybrid", 0.7, passages, stand_in=True)
+    assert scores.how == "bm25" and "failed to build (disk full)" in scores.stand_in_note
+    with pytest.raises(EngineError, match=r"failed \(disk full\); restart the app"):
+        store.dense(tiny_corpus, passages)  # an evaluation or a dependent task: no rebuild
+
+
+def test_a_dense_index_nobody_promised_is_built_not_stood_in_for(tiny_corpus, monkeypatch):
+    """The CLI and evaluations never get the stand-in: no background build was promised."""
+    from engine.index.dense import DenseIndex
+    from engine.units.build import UnitConfig
+    from engine.units.chunking import Chunker
+
+    monkeypatch.setattr(shared_indexes(), "_promised", {})
+    passages = UnitConfig("passages", chunker=Chunker(100))
+    assert isinstance(shared_indexes().dense(tiny_corpus, passages, stand_in=True),
+                      DenseIndex)
+
+
 def test_new_stage_parameters_load_nothing_again(tiny_corpus, shared_models):
     """One loaded index per fingerprint, one reader and one re-ranker per model: changing
     K, N, H, M or k (or the prompt) reuses them all."""

@@ -140,8 +140,12 @@ def test_the_plan_is_what_the_registered_paradigms_need_shared_needs_once(echo):
     assert not prep.tasks["classifier trained"].slow
     assert sum(label.startswith("reader smollm2") for label in labels) == 1  # shared
     assert sum(label.startswith("dense index") for label in labels) == 1
-    for name, found in PARADIGMS.items():
-        assert prep.needs[name] == ("corpus", *(need.key for need in found.needs()))
+    for name, found in PARADIGMS.items():  # waiting for all but what a stand-in answers for
+        assert prep.needs[name] == ("corpus", *(need.key for need in found.needs()
+                                                if not need.stand_in))
+    dense = next(t for t in prep.tasks.values() if t.label.startswith("dense index"))
+    assert dense.stand_in == "BM25 over the same passages"
+    assert not any(dense.name in prep.needs[name] for name in PARADIGMS)
     assert prep.needs["echo"] == ("corpus",)
     quick = Preparation("wiki", dense=False)
     assert not any(task.slow for task in quick.tasks.values())
@@ -162,10 +166,16 @@ def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_c
     monkeypatch.setitem(trainers.TRAINERS, "toy", toy)
     need = Need("toy model", "toy model", lambda corpus, progress: calls.append("load"),
                 trained_by="toy", train_seconds=60)
-    monkeypatch.setattr(readiness, "PARADIGMS", {"toy": SimpleNamespace(needs=lambda: (need,))})
+    index = Need("toy index", "toy index",
+                 lambda corpus, progress: calls.append(("build", *prep.standing_in())),
+                 slow=True, stand_in="toy BM25",
+                 promise=lambda corpus: calls.append(f"promise over {corpus.name}") or True)
+    monkeypatch.setattr(readiness, "PARADIGMS",
+                        {"toy": SimpleNamespace(needs=lambda: (need, index))})
     prep = Preparation("tiny")
-    assert list(prep.tasks) == ["corpus", "toy model", "train toy"]  # training last
-    assert prep.needs["toy"] == ("corpus", "toy model")  # the paradigm does not wait for it
+    assert list(prep.tasks) == ["corpus", "toy model", "toy index", "train toy"]
+    # the paradigm waits for neither the training nor the index a stand-in answers for
+    assert prep.needs["toy"] == ("corpus", "toy model")
     assert "untrained stand-in" in prep.tasks["train toy"].label
     prep.tasks["corpus"].action = lambda progress: tiny_corpus
     for name in ("corpus", "toy model"):
@@ -173,8 +183,13 @@ def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_c
     assert prep.missing("toy") == [] and not prep.ready()
     prep.tasks["corpus"].state = prep.tasks["toy model"].state = "waiting"
     prep.run()
-    assert calls == ["load", "train", "load"]  # stand-in, training, then the trained one
-    assert prep.ready()
+    # the index promised once the corpus is loaded; the stand-in model, the index (while
+    # it builds, the status says what stands in), the training, then the trained model
+    assert calls == ["promise over tiny", "load",
+                     ("build", "toy BM25 stands in until the toy index is built",
+                      "1 classifier still training; untrained stand-ins decide meanwhile"),
+                     "train", "load"]
+    assert prep.ready() and prep.standing_in() == []
     assert "train toy" not in Preparation("tiny", dense=False).tasks
 
 

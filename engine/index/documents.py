@@ -59,7 +59,7 @@ class DocumentScorer:
 
     def __init__(self, corpus: Corpus, bm25: BM25Index | None = None,
                  dense: DenseIndex | None = None, how: str = "hybrid",
-                 weight: float = 0.5) -> None:
+                 weight: float = 0.5, stand_in_reason: str = "") -> None:
         """
         Args:
             corpus: the documents scored.
@@ -67,6 +67,9 @@ class DocumentScorer:
             dense: a dense index over `corpus`'s passages (for "dense" and "hybrid").
             how: "bm25", "dense" or "hybrid".
             weight: the dense part of "hybrid" (0: BM25 only, 1: dense only).
+            stand_in_reason: why these scores stand in for dense ones (the dense index
+                is still being built, or failed to: engine.index.stand_in); empty when
+                they do not.
         """
         check_choice("document scorer", how, SCORERS)
         check_range("weight", weight, 0.0, 1.0)
@@ -78,6 +81,7 @@ class DocumentScorer:
                               "pass dense=...")
         self.corpus, self.bm25, self.dense, self.how, self.weight = (corpus, bm25, dense, how,
                                                                      weight)
+        self.stand_in_reason = stand_in_reason
         self._recent: Recent[np.ndarray] = Recent()
 
     @cached_property
@@ -98,7 +102,7 @@ class DocumentScorer:
     def best_passage(self, query: str, doc_ids: Sequence[str]) -> tuple[int, float] | None:
         """The dense row of the passage of `doc_ids` closest to `query` and its cosine (the
         chunk that wins a MaxP score), or None without dense vectors or passages."""
-        if self.dense is None:
+        if self.dense is None or self.stand_in_reason:
             return None
         rows = [self._rows_of_document[self.corpus.index_of[d]] for d in doc_ids]
         rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
@@ -107,6 +111,13 @@ class DocumentScorer:
         cosines = self.dense.vectors[rows] @ self.dense.encode_queries([query])[0]
         best = int(cosines.argmax())
         return int(rows[best]), float(cosines[best])
+
+    @property
+    def stand_in_note(self) -> str:
+        """What a stage reading these scores says when they stand in for dense ones."""
+        if not self.stand_in_reason:
+            return ""
+        return f"{self.stand_in_reason}: documents score by BM25 alone"
 
     def lexical(self, query: str) -> np.ndarray:
         """BM25 score of every document."""

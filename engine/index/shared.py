@@ -4,6 +4,12 @@ Every paradigm, the app, `eval` and the CLI take their indexes from here, so cha
 stage parameter (K, N, H, M, k) never loads, verifies or holds a second copy of an index:
 only what the index is built from (the corpus fingerprint, the unit config, the encoder)
 names it. Two threads asking for the same missing index wait for one build.
+
+A dense index the app's background preparation has promised (`promise_dense`) is stood in
+for by BM25 until its build ends, for callers that ask `stand_in=True` (a question's
+stages); the preparation itself, the CLI and evaluations get the real one, built or waited
+for (engine.index.stand_in). A promised build that failed is not tried again: the stand-in
+goes on answering and says why.
 """
 
 from __future__ import annotations
@@ -14,12 +20,15 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from engine.errors import EngineError
+
 if TYPE_CHECKING:
     import numpy as np
 
     from engine.index.bm25 import BM25Index
     from engine.index.dense import DenseIndex
     from engine.index.documents import DocumentScorer
+    from engine.index.stand_in import DenseStandIn
     from engine.types import Corpus, Unit
     from engine.units.build import UnitConfig
 
@@ -42,6 +51,8 @@ class SharedIndexes:
         self._indexes: dict[tuple, Any] = {}
         self._locks: dict[tuple, threading.Lock] = {}
         self._guard = threading.Lock()
+        # dense keys a background preparation builds: "" while it does, or why it failed
+        self._promised: dict[tuple, str] = {}
 
     def bm25(self, corpus: Corpus, config: UnitConfig) -> BM25Index:
         """The BM25 index of `corpus` at `config`'s units (built or loaded once)."""
@@ -51,12 +62,40 @@ class SharedIndexes:
                          lambda: bm25_index(corpus, config))
 
     def dense(self, corpus: Corpus, config: UnitConfig, model: str = "minilm",
-              progress: Progress | None = None) -> DenseIndex:
-        """The dense index of `corpus` at `config`'s units with encoder `model`."""
+              progress: Progress | None = None, *, stand_in: bool = False
+              ) -> DenseIndex | DenseStandIn:
+        """The dense index of `corpus` at `config`'s units with encoder `model`. With
+        `stand_in`, while a promised build of it is under way (or after it failed): BM25
+        over the same units."""
         from engine.index.dense import dense_index
+        from engine.index.stand_in import DenseStandIn, stand_in_reason
 
-        return self._get(("dense", corpus.fingerprint, _key(config), model),
-                         lambda: dense_index(corpus, config, model=model, progress=progress))
+        key = _dense_key(corpus, config, model)
+        if stand_in and self._standing_in(key):
+            reason = stand_in_reason(self._promised[key])
+            return self._get(("dense stand-in", *key[1:], reason),
+                             lambda: DenseStandIn(self.bm25(corpus, config), model, reason))
+        if self._promised.get(key):
+            raise EngineError(f"Building the dense index failed ({self._promised[key]}); "
+                              "restart the app to build it again.")
+        return self._get(key, lambda: dense_index(corpus, config, model=model,
+                                                  progress=progress))
+
+    def promise_dense(self, corpus: Corpus, config: UnitConfig, model: str = "minilm") -> None:
+        """A background preparation will build this dense index: until it is loaded, callers
+        asking with `stand_in=True` get the BM25 stand-in instead of building it inline."""
+        self._promised.setdefault(_dense_key(corpus, config, model), "")
+
+    def break_promise(self, corpus: Corpus, config: UnitConfig, model: str,
+                      error: str) -> None:
+        """The promised build failed with `error`: the stand-in goes on answering and says
+        so, and nobody builds it again in this process."""
+        key = _dense_key(corpus, config, model)
+        if key in self._promised and not self._promised[key]:
+            self._promised[key] = error or "an unknown error"
+
+    def _standing_in(self, dense_key: tuple) -> bool:
+        return dense_key in self._promised and dense_key not in self._indexes
 
     def clusters(self, corpus: Corpus, config: UnitConfig) -> Clusters:
         """`corpus`'s cluster units at `config` and each document's cluster position."""
@@ -74,11 +113,23 @@ class SharedIndexes:
         return self._get(("clusters", corpus.fingerprint, _key(config)), load)
 
     def documents(self, corpus: Corpus, how: str, weight: float, passages: UnitConfig,
-                  model: str = "minilm") -> DocumentScorer:
+                  model: str = "minilm", *, stand_in: bool = False) -> DocumentScorer:
         """Every document's score for a query from the indexes above: BM25 over documents
-        and/or the dense index over `passages` (engine.index.documents)."""
+        and/or the dense index over `passages` (engine.index.documents). With `stand_in`,
+        while a promised build of that dense index is under way: BM25 alone, saying so."""
         from engine.index.documents import DocumentScorer
         from engine.units.build import UnitConfig
+
+        dense_key = _dense_key(corpus, passages, model)
+        if how != "bm25" and stand_in and self._standing_in(dense_key):
+            from engine.index.stand_in import stand_in_reason
+
+            reason = stand_in_reason(self._promised[dense_key])
+            return self._get(
+                ("documents stand-in", *dense_key[1:], reason),
+                lambda: DocumentScorer(corpus, self.bm25(corpus, UnitConfig("documents")),
+                                       self.dense(corpus, passages, model, stand_in=True),
+                                       "bm25", stand_in_reason=reason))
 
         def load() -> DocumentScorer:
             bm25 = self.bm25(corpus, UnitConfig("documents")) if how != "dense" else None
@@ -102,6 +153,10 @@ class SharedIndexes:
                 logger.info("loading %s index %s", key[0], key[2])
                 self._indexes[key] = load()
         return self._indexes[key]
+
+
+def _dense_key(corpus: Corpus, config: UnitConfig, model: str) -> tuple:
+    return ("dense", corpus.fingerprint, _key(config), model)
 
 
 def _key(config: UnitConfig) -> str:

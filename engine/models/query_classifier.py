@@ -10,14 +10,13 @@ the pipeline does without the classifier, and the trace says so.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.cache import existing_entry
+from engine.cache import existing_entry, file_sha256
 from engine.errors import DataFormatError, ResourceMissingError
 from engine.models.trained import QUERY_CLASSIFIER
 from engine.paths import shared_data_dir
@@ -52,8 +51,8 @@ def cache_key(config: QueryClassifierConfig) -> dict:
         if not (root / name).is_file():
             raise DataFormatError(root / name, "training file not found",
                                   fix="set FUNNEL_SHARED_DATA to the shared data folder")
-        data[name] = hashlib.sha256((root / name).read_bytes()).hexdigest()
-    data["wiki"] = hashlib.sha256(wiki_summaries_path().read_bytes()).hexdigest()
+        data[name] = file_sha256(root / name)
+    data["wiki"] = file_sha256(wiki_summaries_path())
     return {"config": asdict(config), "data": data, "version": VERSION}
 
 

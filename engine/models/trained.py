@@ -8,12 +8,11 @@ so new data or a new recipe can never be mistaken for the old model.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from engine.cache import existing_entry
+from engine.cache import existing_entry, file_sha256
 from engine.errors import ConfigError, DataFormatError, check_choice
 from engine.paths import shared_data_dir
 
@@ -81,10 +80,6 @@ class TrainConfig:
         return cls(**data)
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def cache_key(config: TrainConfig) -> dict:
     """Config + sha256 of every data file the training reads + format version."""
     from engine.models.packaged import wiki_summaries_path
@@ -92,13 +87,13 @@ def cache_key(config: TrainConfig) -> dict:
 
     root = shared_data_dir()
     names = set(TRAIN_FILES) | (set(POOLED_FILES) if config.use_ict else set())
-    data = {name: _sha256(root / name) for name in sorted(names) if (root / name).exists()}
+    data = {name: file_sha256(root / name) for name in sorted(names) if (root / name).exists()}
     missing = [name for name in TRAIN_FILES if name not in data]
     if missing:
         raise DataFormatError(root / missing[0], "training file not found",
                               fix="set FUNNEL_SHARED_DATA to the shared data folder")
     if config.use_ict:
-        data["wiki"] = _sha256(wiki_summaries_path())
+        data["wiki"] = file_sha256(wiki_summaries_path())
     return {"config": asdict(config), "data": data, "version": PRERANKER_VERSION}
 
 

@@ -51,7 +51,10 @@ class Need:
     background, the quicker first (query-time code never imports training). A slow need
     that may already be cached says how long preparing it would take here with
     `build_seconds(corpus)` (0: only a load), so nobody starts a long build without being
-    told.
+    told. A slow need something else answers for meanwhile names that in `stand_in` (the
+    dense index: BM25, engine.index.stand_in), and paradigms do not wait for it; the service
+    calls `promise(corpus)` once the corpus is loaded, which says whether the stand-in will
+    answer (True: it must be built) or the need only loads.
     """
 
     key: str
@@ -61,6 +64,8 @@ class Need:
     trained_by: str = ""
     train_seconds: float = 0.0
     build_seconds: Callable[[Corpus], float] | None = None
+    stand_in: str = ""
+    promise: Callable[[Corpus], bool] | None = None
 
     def seconds_to_prepare(self, corpus: Corpus) -> float:
         """About how long preparing it takes here: 0 for a load or a quick build."""

@@ -139,7 +139,11 @@ class FunnelParadigm(Paradigm):
         """The post-ranker's prior order (its `prior` and `prior_name` arguments)."""
         if prior is None:
             return {}
-        cosine = prior.load(self.corpus).scores
+        stored = prior.load(self.corpus)
+        if stored.documents.stand_in_reason:  # no stored passage vectors
+            return {"prior_name": "the pre-ranker's order (no passage cosines: "
+                                  f"{stored.documents.stand_in_reason})"}
+        cosine = stored.scores
         if self.config.postrank_prior == "passage":
             return {"prior": cosine, "prior_name": "each passage's stored dense cosine"}
         return {"prior": lambda query, passages: fused_scores(cosine(query, passages), 0.5),

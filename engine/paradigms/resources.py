@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from engine.index.stand_in import SCORES_LABEL, SEARCH_LABEL
 from engine.models.trained import QUERY_CLASSIFIER, SELECTION_CLASSIFIER, TRAINING_TIMES
 from engine.paradigms.base import Need, Progress
 from engine.types import Corpus
@@ -89,14 +90,19 @@ class BM25(Resource):
 @dataclass(frozen=True)
 class Dense(Resource):
     """The dense index over `units` with encoder `model`, and the encoder for queries (the
-    slowest build: prepared last)."""
+    slowest build: prepared last). While the service builds it, BM25 over the same units
+    stands in (engine.index.stand_in), so their BM25 index is a need of its own."""
 
     units: UnitConfig
     model: str = ENCODER
 
     def needs(self) -> tuple[Need, ...]:
         def prepare(corpus: Corpus, progress: Progress):
-            index = _shared().dense(corpus, self.units, self.model, progress=progress)
+            try:
+                index = _shared().dense(corpus, self.units, self.model, progress=progress)
+            except Exception as err:
+                _shared().break_promise(corpus, self.units, self.model, str(err))
+                raise
             index.encode_queries([])  # loads the query encoder (a cached index has none)
             return index
 
@@ -105,12 +111,22 @@ class Dense(Resource):
 
             return build_seconds(corpus, self.units, self.model)
 
-        return (Need(f"dense {self.model} {_units_key(self.units)}",
+        def promise(corpus: Corpus) -> bool:
+            """Promised when it must be encoded; a cached one only loads, and a question
+            arriving first waits for that instead."""
+            if not build_seconds(corpus):
+                return False
+            _shared().promise_dense(corpus, self.units, self.model)
+            return True
+
+        return (*BM25(self.units).needs(),
+                Need(f"dense {self.model} {_units_key(self.units)}",
                      f"dense index ({self.model}, {_describe(self.units)})", prepare,
-                     slow=True, build_seconds=build_seconds),)
+                     slow=True, build_seconds=build_seconds, stand_in=SEARCH_LABEL,
+                     promise=promise))
 
     def load(self, corpus: Corpus):
-        return _shared().dense(corpus, self.units, self.model)
+        return _shared().dense(corpus, self.units, self.model, stand_in=True)
 
 
 @dataclass(frozen=True)
@@ -155,16 +171,22 @@ class DocumentScores(Resource):
     model: str = ENCODER
 
     def needs(self) -> tuple[Need, ...]:
-        parts = (*(BM25(UnitConfig("documents")).needs() if self.how != "dense" else ()),
+        # BM25 over documents: "bm25" and "hybrid" read it, and it stands in for "dense"
+        # while the dense index is being built
+        parts = (*BM25(UnitConfig("documents")).needs(),
                  *(Dense(self.passages, self.model).needs() if self.how != "bm25" else ()))
         # after the dense index it reads (slow needs are prepared last, in order)
+        dense = self.how != "bm25"
         scorer = Need(f"documents {self.how} {self.weight} {self.model} "
                       f"{_units_key(self.passages)}", f"document scores ({self.how})",
-                      lambda corpus, progress: self.load(corpus), slow=self.how != "bm25")
+                      lambda corpus, progress: _shared().documents(
+                          corpus, self.how, self.weight, self.passages, self.model),
+                      slow=dense, stand_in=SCORES_LABEL if dense else "")
         return (*parts, scorer)
 
     def load(self, corpus: Corpus):
-        return _shared().documents(corpus, self.how, self.weight, self.passages, self.model)
+        return _shared().documents(corpus, self.how, self.weight, self.passages, self.model,
+                                   stand_in=True)
 
 
 @dataclass(frozen=True)
@@ -208,7 +230,8 @@ class Ranker(Resource):
 
         kwargs = {} if self.weight is None else {"hybrid_weight": self.weight}
         return make_reranker(self.model, corpus, self.passages, bi_encoder=self.bi_encoder,
-                             granularity=self.granularity, name=self.name, **kwargs)
+                             granularity=self.granularity, name=self.name, stand_in=True,
+                             **kwargs)
 
 
 @dataclass(frozen=True)

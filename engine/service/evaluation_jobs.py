@@ -199,7 +199,9 @@ class EvaluationJobs:
         A config may need an index the app has not prepared (another passage size, say).
         Quick ones are prepared when the evaluation starts; one that takes longer than
         LONG_BUILD_SECONDS here is refused with `BuildNeeded` (which one, how long) unless
-        `build` confirms it."""
+        `build` confirms it. One the app's own preparation is still building (the dense
+        index on a first start, which questions meanwhile answer with a stand-in for) is
+        waited for: an evaluation never scores the dense index's stand-in."""
         with self._lock:
             running = [job for job in self._jobs.values() if job.state == "running"]
             if running:
@@ -210,7 +212,8 @@ class EvaluationJobs:
             corpus = self._preparation.corpus
             pending = self._unprepared(corpus, request)
             long = [(need.label, seconds) for need in pending
-                    if (seconds := need.seconds_to_prepare(corpus)) >= LONG_BUILD_SECONDS]
+                    if not self._preparation.underway(need.key)  # being built: waited for
+                    and (seconds := need.seconds_to_prepare(corpus)) >= LONG_BUILD_SECONDS]
             if long and not build:
                 raise BuildNeeded(long)
             job = EvaluationJob(self._evaluations, corpus, request, prepare=pending,

@@ -112,6 +112,10 @@ class Explorer:
     def status(self) -> list[str]:
         return self._preparation.status_lines()
 
+    def standing_in(self) -> list[str]:
+        """What answers meanwhile for builds and training still under way (stand-ins)."""
+        return self._preparation.standing_in()
+
     def ready(self, name: str | None = None) -> bool:
         """Whether paradigm `name` can answer now (None: whether everything is prepared)."""
         return self._preparation.ready() if name is None else not self._preparation.missing(name)

@@ -8,7 +8,9 @@ stores, so a second start only verifies and loads. A need two paradigms share is
 One thread, in sequence: on two cores, parallel builds would only slow each other down.
 Slow needs (dense indexes) go last, and after them the training of models trained here on
 a first start (DR-RAG's selection classifier, best's query classifier): no paradigm waits
-for those, it runs on the model's untrained stand-in until training ends.
+for those, it runs on the model's untrained stand-in until training ends. Nor does any
+paradigm wait for a dense index: once the corpus is loaded its build is promised, and BM25
+over the same passages stands in until it ends (engine.index.stand_in).
 
 `missing(paradigm)` says what a paradigm still waits for and how far along that is, so the
 UI can show it instead of failing. Nothing here imports torch until a task runs.
@@ -26,6 +28,7 @@ from typing import Any
 from engine.errors import check_choice
 from engine.paradigms.base import Need
 from engine.paradigms.registry import PARADIGMS
+from engine.types import Corpus
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +51,8 @@ class Task:
     result: Any = field(default=None, repr=False)
     slow: bool = False
     train_seconds: float = 0.0
+    stand_in: str = ""  # what answers for it until it is ready
+    promised: bool = False  # to be built, its stand-in answering meanwhile
 
     def headline(self) -> str:
         """What it is and its state, without figures that go stale once shown."""
@@ -68,7 +73,8 @@ class Task:
                     part += (f", {rate:,.{0 if rate >= 10 else 1}f}/s, about "
                              f"{duration((self.total - self.done) / rate)} left")
             doing = "training" if self.train_seconds else "building"
-            return f"{self.label}: {doing}{part}, {elapsed:.0f} s so far"
+            meanwhile = f"; {self.stand_in} stands in meanwhile" if self.promised else ""
+            return f"{self.label}: {doing}{part}, {elapsed:.0f} s so far{meanwhile}"
         if self.state == "ready":
             return f"{self.label}: ready ({self.seconds:.1f} s)"
         if self.state == "failed":
@@ -94,17 +100,22 @@ class Preparation:
         self._thread: threading.Thread | None = None
         self.tasks: dict[str, Task] = {"corpus": Task("corpus", f"corpus '{corpus_spec}'",
                                                       self._load_corpus)}
-        self.needs: dict[str, tuple[str, ...]] = {}  # paradigm -> its task names
+        self.needs: dict[str, tuple[str, ...]] = {}  # paradigm -> the tasks it waits for
+        self._promises: dict[str, Callable[[Corpus], None]] = {}
         for name, spec in PARADIGMS.items():
             keys = []
             for need in spec.needs():
                 if need.slow and not dense:
                     continue
-                keys.append(need.key)
                 self.tasks.setdefault(need.key, Task(need.key, need.label,
-                                                     self._preparer(need), slow=need.slow))
+                                                     self._preparer(need), slow=need.slow,
+                                                     stand_in=need.stand_in))
                 if need.trained_by and dense:  # the paradigm runs on the stand-in meanwhile
                     self._add_training(need)
+                if need.promise is not None:
+                    self._promises[need.key] = need.promise
+                if not need.stand_in:
+                    keys.append(need.key)
             self.needs[name] = ("corpus", *keys)
         # fast first: on two cores one build at a time, and the slowest last (a minute of
         # training for best's query classifier before ten for DR-RAG's selection classifier)
@@ -164,19 +175,34 @@ class Preparation:
             if task.name != "corpus" and self.corpus is None:
                 task.state, task.error = "failed", "the corpus did not load"
                 continue
-            task.state, task.started = "running", time.monotonic()
+            self._run(task)
+            if task.name == "corpus" and self.corpus is not None:
+                self._promise()
 
-            def progress(done: int, total: int, task: Task = task) -> None:
-                task.done, task.total = done, total
-
+    def _promise(self) -> None:
+        """Promise what must be built that a stand-in answers for meanwhile."""
+        for key, promise in self._promises.items():
             try:
-                task.result = task.action(progress)
-            except Exception as err:  # noqa: BLE001 - shown to the user, the app keeps going
-                logger.exception("preparing %s failed", task.label)
-                task.state, task.error = "failed", str(err)
-            else:
-                task.state = "ready"
-            task.seconds = time.monotonic() - task.started
+                self.tasks[key].promised = promise(self.corpus)
+            except Exception:  # noqa: BLE001 - unpromised, it is built (or fails) in its turn
+                logger.exception("could not tell whether %s must be built", key)
+
+    @staticmethod
+    def _run(task: Task) -> None:
+        """Run one task, recording its state, progress and time."""
+        task.state, task.started = "running", time.monotonic()
+
+        def progress(done: int, total: int) -> None:
+            task.done, task.total = done, total
+
+        try:
+            task.result = task.action(progress)
+        except Exception as err:  # noqa: BLE001 - shown to the user, the app keeps going
+            logger.exception("preparing %s failed", task.label)
+            task.state, task.error = "failed", str(err)
+        else:
+            task.state = "ready"
+        task.seconds = time.monotonic() - task.started
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the background thread ends; True if it did."""
@@ -194,12 +220,34 @@ class Preparation:
         return [self.tasks[n] for n in self.needs.get(paradigm, ("corpus",))
                 if n in self.tasks and self.tasks[n].state != "ready"]
 
+    def underway(self, key: str) -> bool:
+        """Whether the need `key` is in this preparation's plan and not prepared or failed
+        yet: whoever needs it can wait for it instead of starting it."""
+        task = self.tasks.get(key)
+        return task is not None and task.state in ("waiting", "running")
+
     def unprepared(self, paradigm: str, config: object) -> list[Need]:
         """What `paradigm` needs with `config` that this preparation has not made ready:
         a config other than the defaults may need another index (built on first use)."""
         needs = PARADIGMS[paradigm].needs(config)
         return [need for need in needs
                 if need.key not in self.tasks or self.tasks[need.key].state != "ready"]
+
+    def standing_in(self) -> list[str]:
+        """What answers meanwhile for work still under way (or failed), a phrase each: the
+        builds a stand-in answers for, and the classifiers still training."""
+        phrases = []
+        for task in self.tasks.values():
+            if task.promised and task.state == "failed":
+                phrases.append(f"{task.stand_in} stands in: the {task.label} failed to build")
+            elif task.promised and task.state != "ready":
+                phrases.append(f"{task.stand_in} stands in until the {task.label} is built")
+        training = sum(1 for task in self.tasks.values()
+                       if task.train_seconds and task.state in ("waiting", "running"))
+        if training:
+            phrases.append(f"{training} classifier{'s' if training > 1 else ''} still "
+                           "training; untrained stand-ins decide meanwhile")
+        return phrases
 
     def status_lines(self) -> list[str]:
         return [task.describe() for task in self.tasks.values()]

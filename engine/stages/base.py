@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from engine.index.stand_in import STAND_IN, stand_in_notes
 from engine.records import NO_DETAILS, StageDetails
 from engine.trace import StageResult
 from engine.types import Candidate
@@ -134,6 +135,11 @@ def _timed(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) ->
     seconds = time.perf_counter() - start
     n_in = out.n_in if out.n_in is not None else (
         stage.haystack if stage.haystack is not None else len(candidates))
+    details, settings = out.details, stage.settings()
+    stood_in = stand_in_notes(vars(stage).values())
+    if stood_in:  # it read a stand-in for a dense index (engine.index.stand_in)
+        details = replace(details, note="; ".join(filter(None, (stood_in, details.note))))
+        settings = {**settings, "stand_in": STAND_IN}
     return StageResult(name=stage.name, granularity=stage.granularity, n_in=n_in,
-                       candidates=out.candidates, seconds=seconds, details=out.details,
-                       settings=stage.settings())
+                       candidates=out.candidates, seconds=seconds, details=details,
+                       settings=settings)

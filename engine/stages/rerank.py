@@ -123,12 +123,22 @@ class StoredScoreReranker(Stage):
                 "hybrid": f"hybrid: BM25 + stored vectors (dense weight "
                           f"{self.documents.weight})"}[self.documents.how]
 
+    @property
+    def stand_in_note(self) -> str:
+        """What the stage says when its scores stand in for a dense index (being built)."""
+        reason = self.documents.stand_in_reason
+        if reason and self.granularity == "passages":
+            return f"{reason}: no stored passage vectors, so the order given is kept"
+        return self.documents.stand_in_note
+
     def settings(self) -> dict:
         return {"kind": self.kind, "granularity": self.granularity}
 
     def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
         if not candidates:
             return []
+        if self.granularity == "passages" and self.documents.stand_in_reason:
+            return [c.score for c in candidates]  # no stored vectors yet: the order given
         if self.granularity == "passages":
             dense = self.documents.dense
             q = dense.encode_queries([query])[0]
@@ -143,14 +153,16 @@ class StoredScoreReranker(Stage):
 
 def make_reranker(model: str, corpus: Corpus, passages: UnitConfig, *,
                   bi_encoder: str = "minilm", granularity: str = "documents",
-                  name: str = "preranker", hybrid_weight: float = HYBRID_WEIGHT) -> Stage:
+                  name: str = "preranker", hybrid_weight: float = HYBRID_WEIGHT,
+                  stand_in: bool = False) -> Stage:
     """The re-ranking stage `model` names over `corpus`.
 
     "bi-encoder", "bm25" and "hybrid" read stored scores (the dense index of `bi_encoder`
     over `passages`, BM25 over documents: built once, shared with the other paradigms);
     anything else is a
     cross-encoder ("trained", an alias, a local folder or a hub id), loaded once per
-    process.
+    process. `stand_in`: stored scores stand in while the dense index is being built
+    (engine.index.stand_in).
     """
     if model in STORED:
         from engine.index.shared import shared_indexes
@@ -160,7 +172,7 @@ def make_reranker(model: str, corpus: Corpus, passages: UnitConfig, *,
                               f"'{BI_ENCODER}' (their stored vectors) or a cross-encoder.")
         how = "dense" if model == BI_ENCODER else model
         documents = shared_indexes().documents(corpus, how, hybrid_weight, passages,
-                                               bi_encoder)
+                                               bi_encoder, stand_in=stand_in)
         return StoredScoreReranker(documents, granularity=granularity, name=name)
     return shared_cross_encoder(model, granularity=granularity, name=name)
 

@@ -76,6 +76,12 @@ class DocumentRetriever(Stage):
         self.fanout = 1 if over_documents else fanout
 
     @property
+    def stand_in_note(self) -> str:
+        """Its index's note when a stand-in (engine.index.stand_in): a stage holding this
+        retriever (DR-RAG's query-document concatenation) says so too."""
+        return getattr(self.index, "stand_in_note", "")
+
+    @property
     def haystack(self) -> int:
         """How many documents a search looks through."""
         return len(self.corpus)

@@ -21,7 +21,6 @@ the previous stays loadable (engine.models.selection_classifier.set_active switc
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -32,7 +31,7 @@ from dataclasses import asdict, dataclass
 from itertools import groupby
 from pathlib import Path
 
-from engine.cache import fingerprint, load_or_build, write_json_atomic
+from engine.cache import file_sha256, fingerprint, load_or_build, write_json_atomic
 from engine.errors import TrainingError
 from engine.models.pair_model import new_pair_model
 from engine.models.selection_classifier import KIND, REPORT, load_classifier, set_active
@@ -73,14 +72,10 @@ class ClassifierConfig:
 # --- training -----------------------------------------------------------------------------
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def cache_key(config: ClassifierConfig, labels: Sequence[PairExample]) -> dict:
     root = shared_data_dir()
     return {"config": asdict(config), "version": CLASSIFIER_VERSION,
-            "data": {name: _sha256(root / name) for name in TRAIN_FILES},
+            "data": {name: file_sha256(root / name) for name in TRAIN_FILES},
             "labels": fingerprint([asdict(x) for x in labels]) if labels else ""}
 
 

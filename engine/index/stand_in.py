@@ -1,0 +1,66 @@
+"""What answers for the dense passage index while a first start is still building it.
+
+On a CPU without native bf16, encoding the default corpus's passages takes minutes
+(bench/README.md, "Ready from an empty data directory"). Rather than keep every dense
+paradigm waiting, the app answers meanwhile with BM25: `DenseStandIn` searches the same
+passages like a `DenseIndex`, document scores fall back to BM25 alone, and passages keep
+the order they come in where stored vectors would re-rank them (engine.index.shared). Every
+stage that read a stand-in says so in its note and its settings (`stand_in_notes`), and the
+next question after the build runs on the real index. Only a build the app's background
+preparation has promised is stood in for: the CLI builds the real index, and evaluations
+prepare it (wait for it) before their first question.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.index.bm25 import BM25Index
+    from engine.types import Candidate, Unit
+
+STAND_IN = "bm25"  # what stands in, in the settings of a stage that read a stand-in
+# what stands in, as the status line names it
+SEARCH_LABEL = "BM25 over the same passages"
+SCORES_LABEL = "BM25 over documents"
+
+
+def stand_in_reason(error: str = "") -> str:
+    """Why a stand-in answers: the promised build is under way, or it failed with `error`."""
+    if error:
+        return f"the dense index failed to build ({error})"
+    return "the dense index is still being built"
+
+
+@dataclass(frozen=True)
+class DenseStandIn:
+    """BM25 over a dense index's units, searched as the dense index would be."""
+
+    bm25: BM25Index
+    model: str
+    reason: str
+
+    @property
+    def units(self) -> tuple[Unit, ...]:
+        return self.bm25.units
+
+    @property
+    def stand_in_note(self) -> str:
+        return f"{self.reason}: {SEARCH_LABEL} stands in (the scores are BM25's)"
+
+    def search(self, query: str, k: int = 10) -> list[Candidate]:
+        """Top-`k` units for `query` by BM25 (those with a positive score), best first."""
+        return self.bm25.search(query, k)
+
+
+def stand_in_notes(values) -> str:
+    """The notes of the stand-ins among `values` (a stage's attributes, or bound methods of
+    objects holding one), each once, joined; empty when nothing stood in."""
+    notes: list[str] = []
+    for value in values:
+        for holder in (value, getattr(value, "__self__", None)):
+            note = getattr(holder, "stand_in_note", "")
+            if isinstance(note, str) and note and note not in notes:
+                notes.append(note)
+    return "; ".join(notes)
