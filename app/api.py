@@ -7,6 +7,8 @@ engine refusal becomes a gr.Error that names the bad value and the fix.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
+from pathlib import Path
 
 import gradio as gr
 
@@ -23,16 +25,19 @@ def register(explorer: Explorer) -> None:
     _annotation_api(explorer)
     _evaluation_api(explorer)
     _diagnosis_api(explorer)
+    _corpora_api(explorer)
 
 
 def _runs_api(explorer: Explorer) -> None:
     """Named endpoints for gradio_client: run, save_run, reanswer, list_runs, load_run,
     status."""
 
-    def run(question: str, paradigm: str = DEFAULT, config_json: str = "") -> str:
-        """Run `question` through `paradigm` (config as JSON); returns the trace JSON."""
+    def run(question: str, paradigm: str = DEFAULT, config_json: str = "",
+            corpus: str = "") -> str:
+        """Run `question` through `paradigm` (config as JSON) over `corpus` (a name from
+        list_corpora; empty: the corpus the app started with); returns the trace JSON."""
         try:
-            return explorer.run(question, paradigm, config_json).to_json()
+            return explorer.run(question, paradigm, config_json, corpus).to_json()
         except EngineError as err:
             raise refused(err) from None
 
@@ -85,11 +90,12 @@ def _runs_api(explorer: Explorer) -> None:
 def _annotation_api(explorer: Explorer) -> None:
     """Named endpoints for labelling and retraining the selection classifier."""
     def annotate_label(question: str, d1_id: str, d2_id: str, label: int,
-                       annotator: str = "", question_id: str = "") -> str:
-        """Store label 1 or 0 for documents (d1, d2) of `question`; returns the stored label."""
+                       annotator: str = "", question_id: str = "", corpus: str = "") -> str:
+        """Store label 1 or 0 for documents (d1, d2) of `question` (of `corpus`; empty: the
+        start-up one); returns the stored label."""
         try:
             stored = explorer.add_label(question, d1_id, d2_id, label, annotator=annotator,
-                                        question_id=question_id)
+                                        question_id=question_id, corpus=corpus)
         except EngineError as err:
             raise refused(err) from None
         return json.dumps({**stored.record(), "id": stored.id})
@@ -138,19 +144,21 @@ def _evaluation_api(explorer: Explorer) -> None:
 
     def evaluate(dataset: str, paradigms: str, configs_json: str = "", limit: int = 0,
                  sample: int = 0, seed: int = 0, name: str = "", build: bool = False,
-                 ray: str = "") -> int:
+                 ray: str = "", corpus: str = "") -> int:
         """Start evaluating `dataset` (a listed path such as hotpotqa/dev500_contexts.jsonl,
         or a QA file on the server) through comma-separated `paradigms`, with per-paradigm
         configs as JSON ({"funnel": {"K": 5}}); the first `limit` questions or a seeded
         `sample` (0: every question). A config that needs a long index build is refused
         with what and how long, unless `build` is true. With a `ray` address ("local":
-        two workers here) the questions run as Ray tasks. Returns the evaluation id."""
+        two workers here) the questions run as Ray tasks. `corpus` names the corpus searched
+        (empty: the one the app started with). Returns the evaluation id."""
         try:
             configs = parse_config(configs_json)
             names = [p.strip() for p in str(paradigms or "").split(",") if p.strip()]
             return explorer.evaluate(dataset, names, configs, limit=int(limit),
                                      sample=int(sample), seed=int(seed), name=name,
-                                     build=bool(build), ray=ray or "")
+                                     build=bool(build), ray=ray or "",
+                                     corpus=corpus or "")
         except EngineError as err:
             raise refused(err) from None
 
@@ -217,24 +225,74 @@ def _diagnosis_api(explorer: Explorer) -> None:
 
     def sweep(paradigm: str, options_json: str, dataset: str, limit: int = 0,
               sample: int = 0, seed: int = 0, retrieval_only: bool = True,
-              config_json: str = "", name: str = "", build: bool = False) -> int:
+              config_json: str = "", name: str = "", build: bool = False,
+              corpus: str = "") -> int:
         """Start a sweep of `paradigm` over the grid of one or two numeric options
         (`options_json`: {"K": [5, 10], "N": [4, 8]}; at most 100 points; the rest of
         `config_json` fixed) on `dataset`'s first `limit` questions or a seeded `sample`,
         without the reader when `retrieval_only`. It is stored as an evaluation whose
         paradigms are the grid points ("funnel K=5 N=8"); follow it with
-        `evaluation_status`. Returns its id."""
+        `evaluation_status`. `corpus` names the corpus searched (empty: the start-up one).
+        Returns its id."""
         try:
             return explorer.sweep(dataset, paradigm, parse_config(options_json),
                                   parse_config(config_json), limit=int(limit),
                                   sample=int(sample), seed=int(seed),
                                   retrieval_only=bool(retrieval_only), name=name,
-                                  build=bool(build))
+                                  build=bool(build), corpus=corpus or "")
         except EngineError as err:
             raise refused(err) from None
 
     for fn in (attribution, paired, sweep):
         gr.api(fn, api_name=fn.__name__)
+
+
+def _corpora_api(explorer: Explorer) -> None:
+    """Named endpoints: add_corpus, list_corpora, remove_corpus."""
+
+    def add_corpus(file: dict, name: str) -> str:
+        """Add corpus `name` from an uploaded file (gradio_client.handle_file of a JSONL /
+        CSV / Parquet file with id,title,text[,links], a .zip of .txt/.md files or a QA
+        file). Returns {"name", "status"} at once; it is read and prepared in the
+        background (list_corpora shows how far), then /run takes its name."""
+        path, original = _uploaded(file)
+        try:
+            added = explorer.add_corpus(name, path, upload=True, original=original)
+        except EngineError as err:
+            raise refused(err) from None
+        return json.dumps({"name": added, "status": "preparing"})
+
+    def list_corpora() -> str:
+        """Every corpus as a JSON list of {name, origin, status (ready, preparing, failed,
+        not loaded), documents, fingerprint, built, disk_bytes, progress, error, answering
+        (the paradigms that can answer over it now)}."""
+        return json.dumps([asdict(row) for row in explorer.corpora()])
+
+    def remove_corpus(name: str) -> str:
+        """Remove an added corpus (not the start-up or a packaged one); returns its name."""
+        try:
+            explorer.remove_corpus(name)
+        except EngineError as err:
+            raise refused(err) from None
+        return json.dumps({"removed": name})
+
+    for fn in (add_corpus, list_corpora, remove_corpus):
+        gr.api(fn, api_name=fn.__name__)
+
+
+def _uploaded(file: dict) -> tuple[Path, str]:
+    """(server path, original name) of a file a client uploaded; only Gradio's upload
+    folder is accepted, so a request cannot name another file on the server."""
+    from gradio.utils import get_upload_folder
+
+    path = file.get("path") if isinstance(file, dict) else None
+    if not isinstance(path, str) or not path:
+        raise refused("file must be an uploaded file: pass handle_file('corpus.jsonl').")
+    resolved = Path(path).resolve()
+    if not resolved.is_relative_to(Path(get_upload_folder()).resolve()):
+        raise refused(f"file {path!r} was not uploaded to this app; pass "
+                      "handle_file('corpus.jsonl') so that the client uploads it.")
+    return resolved, str(file.get("orig_name") or resolved.name)
 
 
 def _trace(trace_json: str) -> RunTrace:

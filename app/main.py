@@ -1,6 +1,6 @@
 """Start Funnel Explorer: `python app.py` or `funnel-explorer` with [--host H] [--port P]
-[--corpus NAME] [--share] [--auth USER:PASSWORD] [--sessions FILE]; each flag also reads an
-environment variable (see --help)."""
+[--corpus NAME] [--corpus-root DIR] [--max-upload-mb MB] [--share] [--auth USER:PASSWORD]
+[--sessions FILE]; each flag also reads an environment variable (see --help)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
 
 from app.ui import build_app, serve
 from engine.service.explorer import Explorer
@@ -45,7 +46,16 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=int(env("FUNNEL_PORT", 7860)),
                         help="FUNNEL_PORT")
     parser.add_argument("--corpus", default=env("FUNNEL_CORPUS", "wiki"),
-                        help="wiki, pooled or a corpus file/folder (FUNNEL_CORPUS)")
+                        help="wiki, pooled, an added corpus's name or a corpus file/folder "
+                             "(FUNNEL_CORPUS)")
+    parser.add_argument("--corpus-root", default=env("FUNNEL_CORPUS_ROOT") or None,
+                        help="the folder a corpus may be added from by its path on the "
+                             "server (FUNNEL_CORPUS_ROOT; default the data directory); "
+                             "nothing outside it is read")
+    parser.add_argument("--max-upload-mb", type=float,
+                        default=env("FUNNEL_MAX_UPLOAD_MB") or "2048",  # parsed by type
+                        help="the largest corpus that may be added, in MB "
+                             "(FUNNEL_MAX_UPLOAD_MB; default 2048)")
     parser.add_argument("--share", action="store_true", default=env("FUNNEL_SHARE") == "1",
                         help="a public Gradio link (FUNNEL_SHARE=1); needs internet")
     parser.add_argument("--auth", default=env("FUNNEL_AUTH", ""),
@@ -56,8 +66,16 @@ def main() -> None:
     args = parser.parse_args()
     if args.auth and ":" not in args.auth:
         parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
+    if args.max_upload_mb <= 0:
+        parser.error(f"--max-upload-mb {args.max_upload_mb:g} must be a positive number of MB")
+    os.environ["FUNNEL_MAX_UPLOAD_MB"] = f"{args.max_upload_mb:g}"  # engine.data.ingest
+    root = Path(args.corpus_root) if args.corpus_root else None
+    if root is not None and not root.is_dir():
+        parser.error(f"--corpus-root {args.corpus_root!r} is not a folder")
     configure_logging()
-    explorer = Explorer(Preparation(args.corpus).start(), SessionStore(args.sessions))
+    explorer = Explorer(Preparation(args.corpus).start(), SessionStore(args.sessions),
+                        corpus_root=root)
     serve(build_app(explorer), server_name=args.host, server_port=args.port, share=args.share,
-          auth=tuple(args.auth.split(":", 1)) if args.auth else None)
+          auth=tuple(args.auth.split(":", 1)) if args.auth else None,
+          max_file_size=int(args.max_upload_mb * 1024**2))
 

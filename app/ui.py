@@ -1,4 +1,4 @@
-"""The Gradio app: a status line, seven tabs and the named API endpoints, over an Explorer.
+"""The Gradio app: a status line, eight tabs and the named API endpoints, over an Explorer.
 
 Callbacks read widgets, call the engine (engine.service.explorer.Explorer) and turn what it returns
 into HTML and plotly figures; no ranking happens here.
@@ -12,7 +12,7 @@ import gradio as gr
 
 from app import api
 from app.style import CSS
-from app.tabs import annotate, compare, diagnose, evaluate, explore, sessions, sweep
+from app.tabs import annotate, compare, corpora, diagnose, evaluate, explore, sessions, sweep
 from app.views.formatting import esc
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import Explorer
@@ -49,7 +49,7 @@ def build_app(explorer: Explorer) -> gr.Blocks:
             with gr.Tab("Explore", id="explore"):
                 exploring = explore.build(explorer)
             with gr.Tab("Compare", id="compare"):
-                compare.build(explorer)
+                comparing = compare.build(explorer)
             with gr.Tab("Sessions", id="sessions") as sessions_tab:
                 listing = sessions.build(explorer)
             with gr.Tab("Annotate", id="annotate") as annotate_tab:
@@ -59,7 +59,11 @@ def build_app(explorer: Explorer) -> gr.Blocks:
             with gr.Tab("Diagnose", id="diagnose") as diagnose_tab:
                 diagnosis = diagnose.build(explorer, exploring, tabs)
             with gr.Tab("Sweep", id="sweep"):
-                sweep.build(explorer)
+                sweeping = sweep.build(explorer)
+            with gr.Tab("Corpora", id="corpora") as corpora_tab:
+                listing_corpora = corpora.build(explorer, [
+                    exploring["corpus"], comparing["corpus"], labelling["corpus"],
+                    evaluations["corpus"], sweeping["corpus"]])
         sessions_tab.select(listing["refresh"], None, listing["table"], api_visibility="private")
         annotate_tab.select(labelling["refresh"], None, labelling["outputs"],
                             api_visibility="private")
@@ -68,6 +72,9 @@ def build_app(explorer: Explorer) -> gr.Blocks:
         diagnose_tab.select(diagnosis["refresh"], diagnosis["ids"], diagnosis["ids"],
                             api_visibility="private").then(*diagnosis["then"],
                                                            api_visibility="private")
+        refresh_corpora, corpora_outputs = listing_corpora["refresh"]
+        corpora_tab.select(refresh_corpora, None, corpora_outputs, api_visibility="private")
+        demo.load(refresh_corpora, None, corpora_outputs, api_visibility="private")
         api.register(explorer)
     return demo
 

@@ -45,7 +45,7 @@ def main() -> None:
     base = train_classifier(config)  # cached: the base version, made active
     corpus = load_corpus("pooled")
     store = SessionStore(Path(tempfile.mkdtemp()) / "labels.duckdb")
-    annotation = Annotation(lambda: corpus, store)
+    annotation = Annotation(lambda name: corpus, store)
     drrag = make_paradigm("drrag", corpus, {"selection": "cis", "k": 4, "k1": 2})
     train, _ = split_questions(load_question_groups(), config.holdout_fraction, config.seed)
     made = 0

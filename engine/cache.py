@@ -17,7 +17,8 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -77,6 +78,23 @@ def existing_entry(kind: str, key: Any) -> Path | None:
     return folder
 
 
+def entries_built_from(corpus_fingerprints: set[str]) -> dict[str, list[tuple[str, int]]]:
+    """{corpus fingerprint: [(kind, bytes on disk)]} of the cache entries whose key names
+    one of `corpus_fingerprints` (read from the manifests in one pass, not verified): what
+    is built for each corpus, and its size."""
+    found: dict[str, list[tuple[str, int]]] = {f: [] for f in corpus_fingerprints}
+    for manifest in sorted((data_dir() / "cache").glob(f"*/*/{MANIFEST}")):
+        try:
+            entry = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        key = entry.get("key")
+        if isinstance(key, dict) and key.get("corpus") in found:
+            size = sum(meta.get("size", 0) for meta in entry.get("files", {}).values())
+            found[key["corpus"]].append((manifest.parent.parent.name, size))
+    return found
+
+
 def verify(folder: Path, key: Any) -> None:
     """Raise CacheInvalid unless `folder` holds a complete entry for `key`."""
     manifest_path = folder / MANIFEST
@@ -117,14 +135,24 @@ def _build_atomically(final: Path, key: Any, build: Callable[[Path], None]) -> N
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path` to write; renamed onto `path` when the block ends
+    normally, removed when it raises, so readers see the old file or the whole new one."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        yield tmp
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON to `path` through a temporary file and a rename."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
         json.dump(obj, handle, ensure_ascii=False, default=str)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 _FILE_DIGESTS: dict[tuple[str, int, int, int], str] = {}

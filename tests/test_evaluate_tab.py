@@ -24,7 +24,7 @@ def params(echo):
 def start(explorer, params, upload=None, dataset=None, names=("echo",), n=2):
     values = [w.value for w in params.inputs()]
     return evaluate.begin(explorer, params, False, dataset, upload, n, 0, 0, list(names), "",
-                          "", *values)
+                          "", "", *values)
 
 
 def uploaded(tmp_path, text: str, name: str) -> str:

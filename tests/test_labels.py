@@ -99,7 +99,7 @@ def test_judged_pairs_put_disagreements_first_then_the_least_certain(tiny_corpus
 
 
 def test_labelling_checks_ids_and_values(tiny_corpus, tmp_path):
-    annotation = Annotation(lambda: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
+    annotation = Annotation(lambda name: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
     stored = annotation.label("Which river?", "Budapest", "Danube", 1, annotator="me")
     assert stored.id > 0 and stored.d2_text == tiny_corpus.by_id["Danube"].text
     with pytest.raises(ConfigError, match="d2_id='Nile' is not a document of corpus 'tiny'"):
@@ -114,7 +114,7 @@ def test_labelling_checks_ids_and_values(tiny_corpus, tmp_path):
 def test_a_retrain_with_no_label_that_can_train_is_refused(tiny_corpus, tmp_path):
     from engine.train.fit_selection_classifier import ClassifierConfig, held_out_questions
 
-    annotation = Annotation(lambda: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
+    annotation = Annotation(lambda name: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
     with pytest.raises(ConfigError, match="no labels to retrain on"):
         annotation.retrain()
     held_out = held_out_questions(ClassifierConfig())[0].query
@@ -131,7 +131,7 @@ def test_retrain_adds_a_version_reports_both_and_can_switch_back(tiny_corpus, tm
 
     base = train_classifier(ClassifierConfig(base_model=str(tiny_classifier_base), epochs=1,
                                              max_length=64))
-    annotation = Annotation(lambda: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
+    annotation = Annotation(lambda name: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
     annotation.label("Who devised pointillism?", "Georges Seurat", "Pointillism", 1)
     status = annotation.retrain(wait=True)
     job = status["retrain"]

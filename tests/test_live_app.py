@@ -753,3 +753,106 @@ def test_browser_sweeps_flat_and_plots_its_frontier(live_app, browser):
     assert "frontier" in page.locator("#fe-sweep-frontier").text_content()
     assert page.locator("#fe-sweep-table [role=row].virtual-row").count() == 4
     page.screenshot(path=str(ARTIFACTS / "sweep.png"), full_page=True)
+
+
+# --- corpora added while the app runs -------------------------------------------------------
+
+NEW_FACT = ("Zorvath Lighthouse", "The Zorvath Lighthouse on Kelmar Point was designed by "
+            "the engineer Imelda Quarrington and first lit in 1911.")
+NEW_QUESTION = "Who designed the Zorvath Lighthouse?"
+
+
+def _corpus_file(path: Path, fact: tuple[str, str] = NEW_FACT) -> Path:
+    """A small corpus holding a fact no packaged corpus holds, among unrelated documents."""
+    rows = [{"id": t, "title": t, "text": x} for t, x in (*DOCS[:5], fact)]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    return path
+
+
+def _corpus_row(client, name: str, seconds: float = 300) -> dict:
+    """`name`'s list_corpora row once it is no longer preparing."""
+    deadline = time.monotonic() + seconds
+    while True:
+        row = next(r for r in json.loads(client.predict(api_name="/list_corpora"))
+                   if r["name"] == name)
+        if row["status"] != "preparing" or time.monotonic() > deadline:
+            return row
+        time.sleep(1)
+
+
+def test_api_adds_a_corpus_runs_over_it_and_removes_it(live_app, tmp_path):
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    _, client = live_app
+    added = json.loads(client.predict(handle_file(str(_corpus_file(tmp_path / "light.jsonl"))),
+                                      "lighthouses", api_name="/add_corpus"))
+    assert added == {"name": "lighthouses", "status": "preparing"}
+    row = _corpus_row(client, "lighthouses")
+    assert (row["status"], row["origin"], row["documents"]) == ("ready", "added", 6), row
+    for paradigm in ("flat", "funnel"):
+        trace = json.loads(client.predict(NEW_QUESTION, paradigm, "", "lighthouses",
+                                          api_name="/run"))
+        assert trace["corpus"]["name"] == "lighthouses"
+        assert trace["stages"][-1]["candidates"][0]["unit"]["doc_ids"] == ["Zorvath Lighthouse"]
+        assert "Quarrington" in trace["answer"], (paradigm, trace["answer"])
+    default = json.loads(client.predict(NEW_QUESTION, "flat", "", api_name="/run"))
+    assert default["corpus"]["name"] == "tiny"  # the start-up corpus is still the default
+
+    refusals = [((handle_file(str(tmp_path / "light.jsonl")), "lighthouses"),
+                 "add_corpus", "A corpus named 'lighthouses' exists already"),
+                ((NEW_QUESTION, "flat", "", "nowhere"), "run", "Unknown corpus 'nowhere'"),
+                (({"path": "/etc/passwd"}, "stolen"), "add_corpus", "was not uploaded"),
+                (("tiny",), "remove_corpus", "the corpus the app started with")]
+    for args, endpoint, message in refusals:
+        with pytest.raises(AppError, match=message):
+            client.predict(*args, api_name=f"/{endpoint}")
+    assert json.loads(client.predict("lighthouses", api_name="/remove_corpus")) == {
+        "removed": "lighthouses"}
+    names = [r["name"] for r in json.loads(client.predict(api_name="/list_corpora"))]
+    assert "lighthouses" not in names and names[0] == "tiny"
+
+
+def test_browser_uploads_a_corpus_and_explores_it_while_the_default_still_answers(
+        live_app, browser, tmp_path):
+    from playwright.sync_api import expect
+
+    url, client = live_app
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.goto(url)
+    page.get_by_role("tab", name="Corpora").click()
+    table = page.locator("#fe-corpora-table")
+    expect(table).to_contain_text("started with")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "title": "A"}\n', encoding="utf-8")
+    page.locator("#fe-corpus-file input[type=file]").set_input_files(str(bad))
+    page.locator("#fe-corpus-name textarea").fill("broken")
+    page.locator("#fe-corpus-add").click()
+    expect(table).to_contain_text("field 'text': missing in a corpus row", timeout=60_000)
+    expect(table).not_to_contain_text("/tmp/")  # the file as the user named it
+
+    page.locator("#fe-corpus-file button[aria-label='Clear']").click()
+    page.locator("#fe-corpus-file input[type=file]").set_input_files(
+        str(_corpus_file(tmp_path / "beacons.jsonl")))
+    page.locator("#fe-corpus-name textarea").fill("beacons")
+    page.locator("#fe-corpus-add").click()
+    expect(page.locator("#fe-corpora-message")).to_contain_text("Corpus beacons is being read")
+    # while it prepares, the default corpus keeps answering
+    default = json.loads(client.predict(QUESTION, "flat", "", api_name="/run"))
+    assert default["corpus"]["name"] == "tiny" and default["answer"]
+    expect(table.locator("tr", has_text="beacons")).to_contain_text("ready", timeout=300_000)
+    page.screenshot(path=str(ARTIFACTS / "corpora.png"), full_page=True)
+
+    page.get_by_role("tab", name="Explore").click()
+    page.locator("#fe-corpus input").click()
+    page.locator("#fe-corpus").get_by_role("option", name="beacons").click()
+    page.locator("#fe-question textarea").fill(NEW_QUESTION)
+    for paradigm, stage in (("flat", "reranker"), ("funnel", "preranker")):
+        page.locator(f"#fe-paradigm input[value={paradigm}]").check()
+        page.locator("#fe-run").click()
+        page.wait_for_function(  # this paradigm's stages, the new document, its answer
+            f"document.querySelector('#fe-tables').innerText.includes('{stage} (')"
+            " && document.querySelector('#fe-tables').innerText.includes('Zorvath Lighthouse')"
+            " && document.querySelector('#fe-answer').innerText.includes('Quarrington')",
+            timeout=120_000)
+        page.screenshot(path=str(ARTIFACTS / f"corpus_{paradigm}.png"), full_page=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.errors import refused_box
+from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
 from app.views.annotation import classifier_html, labels_table, pair_card, pairs_table
@@ -75,7 +76,9 @@ def build(explorer: Explorer) -> dict:
         k = gr.Slider(2, 8, value=4, step=1, label="k: documents whose pairs are judged")
         annotator = gr.Textbox(label="Your name (stored with each label)",
                                elem_id="fe-annotator")
-    find = gr.Button("Find pairs", variant="primary", elem_id="fe-annotate-run")
+    with gr.Row():
+        corpus = corpus_choice(explorer, "fe-annotate-corpus")
+        find = gr.Button("Find pairs", variant="primary", elem_id="fe-annotate-run")
     notice = gr.HTML(elem_id="fe-annotate-notice")
     pairs_state, current, asked = gr.State([]), gr.State(0), gr.State(["", ""])
     card = gr.HTML(elem_id="fe-annotate-card")
@@ -106,8 +109,8 @@ def build(explorer: Explorer) -> dict:
     private = {"api_visibility": "private"}
     outputs = [notice, pairs_state, current, asked, card, table]
     for trigger in (find.click, question.submit):
-        trigger(partial(find_pairs, explorer), [question, picker.gold, strategy, k], outputs,
-                **private)
+        trigger(partial(find_pairs, explorer), [question, picker.gold, strategy, k, corpus],
+                outputs, **private)
     label_out = [notice, pairs_state, current, card, table, stored]
     for button, value in ((yes, 1), (no, 0), (skip, None)):
         button.click(lambda p, a, q, w, v=value: label(explorer, v, p, a, q, w),
@@ -119,19 +122,20 @@ def build(explorer: Explorer) -> dict:
     poll.tick(partial(refresh, explorer), None, classifier_outputs, **private)
     activate.click(partial(make_active, explorer), versions, classifier_outputs, **private)
     return {"refresh": lambda: (labels_table(explorer.labels()), *refresh(explorer)),
-            "outputs": [stored, *classifier_outputs]}
+            "outputs": [stored, *classifier_outputs], "corpus": corpus}
 
 
 # --- callbacks ----------------------------------------------------------------------------
 
 
-def find_pairs(explorer: Explorer, text, gold, how, k_value) -> tuple:
-    """Run drrag on the question: (notice, pairs, current, [question, id], card, table)."""
+def find_pairs(explorer: Explorer, text, gold, how, k_value, corpus="") -> tuple:
+    """Run drrag on the question over `corpus`: (notice, pairs, current, [question, id,
+    corpus], card, table)."""
     text, cut = clip_question(text)
     config = {"selection": how, "k": int(k_value), "k1": max(1, int(k_value) // 2)}
     try:
         trace: RunTrace = explorer.run(target(text, gold), DRRAGParadigm.name,
-                                       json.dumps(config))
+                                       json.dumps(config), corpus or "")
         pairs = [asdict(p) for p in explorer.judged_pairs(trace)]
     except EngineError as err:
         return refused_box(err), [], 0, ["", ""], "", ""
@@ -143,13 +147,13 @@ def find_pairs(explorer: Explorer, text, gold, how, k_value) -> tuple:
         message += error_box("The classifier judged no pair for this question (too few "
                              "documents found). Raise k or pick another question.")
     qid = trace.gold.id if trace.gold else ""
-    return (message, pairs, 0, [trace.question, qid], pair_card(trace.question, pairs, 0),
-            pairs_table(pairs, 0))
+    return (message, pairs, 0, [trace.question, qid, corpus or ""],
+            pair_card(trace.question, pairs, 0), pairs_table(pairs, 0))
 
 def label(explorer: Explorer, value, pairs, at, question_and_id, who) -> tuple:
     """Store `value` for the current pair (None: skip) and move on: (notice, pairs,
     current, card, table, stored labels)."""
-    question_text, qid = question_and_id
+    question_text, qid, *searched = question_and_id  # the corpus since it was stored
     if not pairs or at >= len(pairs):
         return (error_box("Find pairs first; there is no pair to label."), pairs, at,
                 gr.skip(), gr.skip(), gr.skip())
@@ -157,7 +161,8 @@ def label(explorer: Explorer, value, pairs, at, question_and_id, who) -> tuple:
         p = pairs[at]
         try:
             explorer.add_label(question_text, p["d1_id"], p["d2_id"], value,
-                           question_id=qid, annotator=who or "")
+                               question_id=qid, annotator=who or "",
+                               corpus=searched[0] if searched else "")
         except EngineError as err:
             return refused_box(err), pairs, at, gr.skip(), gr.skip(), gr.skip()
         pairs = [*pairs[:at], {**p, "label": value}, *pairs[at + 1:]]

@@ -8,6 +8,7 @@ import logging
 import gradio as gr
 
 from app.params import config_json, param_panels, show_panels
+from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
 from app.views.formatting import compare_table, error_box, esc, final_passages, gold_banner
@@ -50,7 +51,7 @@ def view(traces, errors, cut, running: str):
             f"<div class='fe-final-columns'>{columns}</div>")
 
 
-def build(explorer: Explorer) -> None:
+def build(explorer: Explorer) -> dict:
     """The Compare tab: its own question box and dataset picker (a picked question brings
     its gold, so every cut shows whether the gold answer and documents are still in)."""
     picker = question_picker(explorer, "fe-compare", lambda: gr.CheckboxGroup(
@@ -66,13 +67,15 @@ def build(explorer: Explorer) -> None:
                            elem_id="fe-compare-budget",
                            info=f"{MIN_BUDGET:,} to {MAX_BUDGET:,}")
     params = param_panels("fe-compare")
-    go = gr.Button("Compare", variant="primary", elem_id="fe-compare-run")
+    with gr.Row():
+        corpus = corpus_choice(explorer, "fe-compare-corpus")
+        go = gr.Button("Compare", variant="primary", elem_id="fe-compare-run", scale=2)
     notice = gr.HTML(elem_id="fe-compare-notice")
     table = gr.HTML(elem_id="fe-compare-table")
     timing = gr.Plot(label="Seconds per stage", elem_id="fe-compare-timing")
     finals = gr.HTML(elem_id="fe-compare-finals")
 
-    def compare(text, gold, names, equal_budget, tokens, *widgets):
+    def compare(text, gold, names, equal_budget, tokens, searched, *widgets):
         """Runs the paradigms one after another, showing each column as it finishes."""
         text, cut = clip_question(text)
         if len(names or []) < 1:
@@ -90,7 +93,7 @@ def build(explorer: Explorer) -> None:
                 config = config_json(name, params.keys(), list(widgets))
                 if equal_budget:
                     config = with_budget(config, int(tokens))
-                traces.append(explorer.run(target(text, gold), name, config))
+                traces.append(explorer.run(target(text, gold), name, config, searched or ""))
             except EngineError as err:
                 logger.info("refused: %s: %s", name, " ".join(str(err).split()))
                 errors.append(f"{name}: {err}")
@@ -102,5 +105,7 @@ def build(explorer: Explorer) -> None:
     chosen.change(lambda names: show_panels(params, names), chosen,
                   list(params.groups.values()), api_visibility="private")
     for trigger in (go.click, question.submit):
-        trigger(compare, [question, picker.gold, chosen, equal, budget, *params.inputs()],
+        trigger(compare, [question, picker.gold, chosen, equal, budget, corpus,
+                          *params.inputs()],
                 [notice, table, timing, finals], api_visibility="private")
+    return {"corpus": corpus}

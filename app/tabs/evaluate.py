@@ -22,6 +22,7 @@ import gradio as gr
 
 from app.errors import refused_box
 from app.params import ParamPanels, config_json, param_panels, show_panels
+from app.tabs.corpora import corpus_choice, uploaded_path
 from app.tabs.diagnose import paired_tables
 from app.tabs.explore import open_evaluation_run
 from app.tabs.sessions import parse_ids, pick_id
@@ -61,11 +62,6 @@ def results(explorer: Explorer, status: dict) -> tuple:
             question_rows(explorer.evaluation_rows(status["id"])))
 
 
-def uploaded_path(uploaded) -> str | None:
-    """The server path of an uploaded file (Gradio passes a path or a file object)."""
-    return (uploaded if isinstance(uploaded, str) else getattr(uploaded, "name", None)) or None
-
-
 def upload_notice(uploaded) -> dict:
     """The Dataset dropdown's update after an upload: the upload is what Start evaluates."""
     path = uploaded_path(uploaded)
@@ -82,7 +78,7 @@ def as_uploaded(err: EngineError, path: str) -> str:
 
 
 def begin(explorer: Explorer, params: ParamPanels, build_first: bool, path, uploaded, n, k,
-          s, names, title, address, *widgets) -> tuple:
+          s, names, title, address, corpus, *widgets) -> tuple:
     """Start an evaluation: (progress, followed id, poll timer, "Build and start" button,
     the four result views, the stored list)."""
     upload = uploaded_path(uploaded)
@@ -92,7 +88,8 @@ def begin(explorer: Explorer, params: ParamPanels, build_first: bool, path, uplo
         evaluation_id = explorer.evaluate(
             upload or path or "", list(names or []), configs, limit=int(n or 0),
             sample=int(k or 0), seed=int(s or 0), name=title or "", build=build_first,
-            ray=address or "", dataset_name=f"{Path(upload).name} (uploaded)" if upload else "")
+            ray=address or "", dataset_name=f"{Path(upload).name} (uploaded)" if upload else "",
+            corpus=corpus or "")
     except EngineError as err:
         message = as_uploaded(err, upload) if upload else err
         return (refused_box(message), gr.skip(), gr.skip(),
@@ -176,14 +173,16 @@ class Form:
     paradigms: gr.CheckboxGroup
     name: gr.Textbox
     ray: gr.Textbox
+    corpus: gr.Dropdown
     params: ParamPanels
 
     def inputs(self) -> list:
         return [self.dataset, self.upload, self.limit, self.sample, self.seed, self.paradigms,
-                self.name, self.ray, *self.params.inputs()]
+                self.name, self.ray, self.corpus, *self.params.inputs()]
 
 
-def form(datasets: dict[str, str]) -> Form:
+def form(explorer: Explorer) -> Form:
+    datasets = explorer.datasets()
     with gr.Row():
         dataset = gr.Dropdown([(label, path) for path, label in datasets.items()],
                               value=next(iter(datasets), None), label="Dataset", scale=2,
@@ -205,7 +204,8 @@ def form(datasets: dict[str, str]) -> Form:
         ray = gr.Textbox(label="Ray address (optional): 'local' for two workers here, or "
                                "host:port of a cluster sharing this data folder", scale=2,
                          elem_id="fe-eval-ray")
-    return Form(dataset, upload, limit, sample, seed, chosen, name, ray,
+        corpus = corpus_choice(explorer, "fe-eval-corpus")
+    return Form(dataset, upload, limit, sample, seed, chosen, name, ray, corpus,
                 param_panels("fe-eval", set(FIRST)))
 
 
@@ -225,7 +225,7 @@ def result_views() -> list:
 def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
     """The Evaluate tab's widgets and events; returns what the app refreshes on select.
     A per-question row opens in the Explore tab's views (`exploring`, from explore.build)."""
-    entry = form(explorer.datasets())
+    entry = form(explorer)
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="fe-eval-start")
         confirm = gr.Button("Build and start", visible=False, elem_id="fe-eval-build")
@@ -270,7 +270,7 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
 
     views[3].select(open_row, current, opened, **private)
     stored.select(pick, ids, ids, **private)
-    return {"table": stored, "refresh": lambda: listing(explorer)}
+    return {"table": stored, "refresh": lambda: listing(explorer), "corpus": entry.corpus}
 
 
 def pick(current_ids, evt: gr.SelectData):

@@ -9,6 +9,7 @@ import gradio as gr
 from app.errors import refused_box
 from app.params import config_json, param_panels, show_panels
 from app.tabs import reread
+from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
 from app.views.formatting import (
@@ -48,7 +49,9 @@ def build(explorer: Explorer) -> dict:
     question, paradigm = picker.question, picker.beside
     trace_state = gr.State("")  # the last finished run, as trace JSON
     params = param_panels("fe", {first})
-    run = gr.Button("Run", variant="primary", elem_id="fe-run")
+    with gr.Row():
+        corpus = corpus_choice(explorer, "fe-corpus")
+        run = gr.Button("Run", variant="primary", elem_id="fe-run", scale=2)
     notice = gr.HTML(elem_id="fe-notice")
     banner = gr.HTML(elem_id="fe-banner")
     answer = gr.HTML(elem_id="fe-answer")
@@ -65,14 +68,14 @@ def build(explorer: Explorer) -> dict:
     saved = gr.HTML(elem_id="fe-saved")
     reread.build(explorer, trace_state)
 
-    def ask(text, gold: Question | None, name, heat, *widgets):
+    def ask(text, gold: Question | None, name, heat, searched, *widgets):
         text, cut = clip_question(text)
         notice_html = error_box(cut) if cut else ""
         # a refused or failed run leaves the last run's results on the page
         kept = (gr.skip(),) * 7
         try:
             config = config_json(name, params.keys(), list(widgets))
-            for trace in explorer.stream(target(text, gold), name, config):
+            for trace in explorer.stream(target(text, gold), name, config, searched or ""):
                 yield (notice_html, *trace_views(trace, heat), "")
             yield (notice_html, *trace_views(trace, heat), trace.to_json())
         except EngineError as err:
@@ -97,14 +100,14 @@ def build(explorer: Explorer) -> dict:
 
     outputs = [notice, banner, answer, funnel_plot, waterfall_plot, heatmap, tables,
                trace_state]
-    inputs = [question, picker.gold, paradigm, heat_by, *params.inputs()]
+    inputs = [question, picker.gold, paradigm, heat_by, corpus, *params.inputs()]
     for trigger in (run.click, question.submit):
         trigger(ask, inputs, outputs, api_visibility="private")
     paradigm.change(lambda name: show_panels(params, name), paradigm,
                     list(params.groups.values()), api_visibility="private")
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, api_visibility="private")
     save.click(save_current, [trace_state, save_name, save_notes], saved, api_visibility="private")
-    return {"question": question, "paradigm": paradigm, "outputs": outputs}
+    return {"question": question, "paradigm": paradigm, "outputs": outputs, "corpus": corpus}
 
 
 def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: list | None) -> tuple:

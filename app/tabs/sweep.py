@@ -14,6 +14,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refused_box
+from app.tabs.corpora import corpus_choice
 from app.tabs.sessions import parse_ids
 from app.views.diagnosis import (
     frontier_columns,
@@ -71,8 +72,10 @@ def parse_values(name: str, text) -> list[float | int]:
 
 
 def begin(explorer: Explorer, build: bool, dataset, n, sample, seed, paradigm, first,
-          first_values, second, second_values, retrieval_only, others, title) -> tuple:
-    """Start a sweep: (progress, followed id, poll timer, "Build and start", ids box)."""
+          first_values, second, second_values, retrieval_only, others, title,
+          corpus="") -> tuple:
+    """Start a sweep over `corpus` (its name; "": the start-up one): (progress, followed
+    id, poll timer, "Build and start", ids box)."""
     try:
         options = {first: parse_values(first, first_values)} if first else {}
         if second and second != NONE:
@@ -80,7 +83,8 @@ def begin(explorer: Explorer, build: bool, dataset, n, sample, seed, paradigm, f
         evaluation_id = explorer.sweep(
             dataset or "", paradigm or "", options, parse_config(others or ""),
             limit=int(n or 0), sample=int(sample or 0), seed=int(seed or 0),
-            retrieval_only=bool(retrieval_only), name=title or "", build=build)
+            retrieval_only=bool(retrieval_only), name=title or "", build=build,
+            corpus=corpus or "")
     except EngineError as err:
         return (refused_box(err), gr.skip(), gr.skip(),
                 gr.Button(visible=isinstance(err, BuildNeeded)), gr.skip())
@@ -116,8 +120,8 @@ def follow(explorer: Explorer, evaluation_id, metric) -> tuple:
             *frontier(explorer, str(evaluation_id), metric))
 
 
-def build(explorer: Explorer) -> None:
-    """The Sweep tab's widgets and events."""
+def build(explorer: Explorer) -> dict:
+    """The Sweep tab's widgets and events; returns its corpus choice."""
     datasets = explorer.datasets()
     with gr.Row():
         dataset = gr.Dropdown([(label, path) for path, label in datasets.items()],
@@ -147,6 +151,7 @@ def build(explorer: Explorer) -> None:
                             placeholder='{"hybrid_weight": 0.5}', scale=2,
                             elem_id="fe-sweep-others")
         title = gr.Textbox(label="Name (optional)", scale=1, elem_id="fe-sweep-name")
+        corpus = corpus_choice(explorer, "fe-sweep-corpus")
     with gr.Row():
         start = gr.Button("Start the sweep", variant="primary", elem_id="fe-sweep-start")
         confirm = gr.Button("Build and start", visible=False, elem_id="fe-sweep-build")
@@ -169,7 +174,7 @@ def build(explorer: Explorer) -> None:
     paradigm.change(option_choices, paradigm, [first, first_values, second, second_values],
                     **private)
     form = [dataset, n, sample, seed, paradigm, first, first_values, second, second_values,
-            retrieval_only, others, title]
+            retrieval_only, others, title, corpus]
     started = [progress, current, poll, confirm, ids]
     start.click(partial(begin, explorer, False), form, started, **private)
     confirm.click(partial(begin, explorer, True), form, started, **private)
@@ -177,3 +182,4 @@ def build(explorer: Explorer) -> None:
                                                              table], **private)
     for event in (show.click, ids.submit, metric.change):
         event(partial(frontier, explorer), [ids, metric], [message, plot, table], **private)
+    return {"corpus": corpus}

@@ -12,6 +12,7 @@ import logging
 import sys
 from dataclasses import asdict
 
+from engine.cli import CORPUS_HELP
 from engine.cli import run as cli_run
 from engine.cli import train as cli_train
 from engine.errors import EngineError
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     stats = sub.add_parser("corpus-stats", help="documents, tokens, links, clusters")
-    stats.add_argument("--corpus", default="wiki", help="wiki | pooled | PATH (default wiki)")
+    stats.add_argument("--corpus", default="wiki", help=CORPUS_HELP)
     stats.add_argument("--S", type=int, nargs="+", default=[2048, 4096], dest="sizes",
                        help="cluster budgets in tokens (default 2048 4096)")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("--granularity", choices=GRANULARITIES, default="documents")
     search.add_argument("-k", type=int, default=10, help="results to show (default 10)")
-    search.add_argument("--corpus", default="wiki", help="wiki | pooled | PATH (default wiki)")
+    search.add_argument("--corpus", default="wiki", help=CORPUS_HELP)
     search.add_argument("--algorithm", choices=ALGORITHMS, default="funnelrag",
                         help="cluster algorithm (clusters only)")
     search.add_argument("--S", type=int, default=4096, dest="cluster_tokens",

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from engine.cli import CORPUS_HELP
 from engine.paradigms.registry import DEFAULT, names
 from engine.trace import RunTrace, gold_lost_at
 
@@ -26,7 +27,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ask.add_argument("question")
     ask.add_argument("--paradigm", default=DEFAULT,
                      help=f"{' | '.join(names())} (default {DEFAULT})")
-    ask.add_argument("--corpus", default="wiki", help="wiki | pooled | PATH (default wiki)")
+    ask.add_argument("--corpus", default="wiki", help=CORPUS_HELP)
     ask.add_argument("--config", default="{}", help="paradigm options as JSON, e.g. '{\"K\": 5}'")
     ask.add_argument("--show", type=int, default=5, help="candidates shown per stage")
 

@@ -4,6 +4,8 @@
 - `pooled`: `wiki` plus every paragraph of the QA files in the shared data directory, so
   dataset questions are answered from a real haystack rather than their own paragraphs.
   Documents are keyed by title; paragraphs sharing a title are merged.
+- a corpus added by name (engine.data.ingest: uploaded or read from a server-side path and
+  stored under the data directory).
 - any path `read_dataset` understands: that file's or folder's documents.
 """
 
@@ -30,17 +32,29 @@ _SPACE_RE = re.compile(r"\s+")
 
 
 def load_corpus(spec: str = "wiki") -> Corpus:
-    """The corpus named by `spec`: "wiki", "pooled" or a path to a dataset/corpus file."""
+    """The corpus named by `spec`: "wiki", "pooled", an added corpus's name, or a path to a
+    dataset/corpus file or folder."""
+    from engine.data.ingest import NAME_RE, stored_corpora, stored_path
+
     if spec == "wiki":
         return Corpus("wiki", tuple(read_wiki_summaries()))
     if spec == "pooled":
         return pooled_corpus()
+    if NAME_RE.fullmatch(spec) and stored_path(spec).exists():
+        return Corpus(corpus_name(spec), tuple(read_dataset(stored_path(spec)).documents))
     path = Path(spec)
     if not path.exists():
-        raise ConfigError(f"Unknown corpus {spec!r}: not one of {', '.join(NAMED_CORPORA)} and "
-                          "no such file or folder. Give a named corpus or an existing path.")
+        names = [*NAMED_CORPORA, *(c.name for c in stored_corpora())]
+        raise ConfigError(f"Unknown corpus {spec!r}: not one of {', '.join(names)} and no "
+                          "such file or folder. Give a corpus's name or an existing path.")
     dataset = read_dataset(path)
-    return Corpus(path.stem, tuple(merge_documents(dataset.documents)))
+    return Corpus(corpus_name(spec), tuple(merge_documents(dataset.documents)))
+
+
+def corpus_name(spec: str) -> str:
+    """The name `load_corpus(spec)` gives its corpus: a named or added corpus's name, a
+    path's stem."""
+    return spec if spec in NAMED_CORPORA else Path(spec).stem
 
 
 def read_wiki_summaries(path: Path | None = None) -> list[Document]:

@@ -142,6 +142,20 @@ class SharedIndexes:
     def __len__(self) -> int:
         return len(self._indexes)
 
+    def evict(self, corpus_fingerprint: str) -> int:
+        """Forget every index built from the corpus with this fingerprint (a corpus no
+        longer in use; its caches stay on disk); returns how many were held."""
+        with self._guard:
+            keys = [k for k in self._indexes if k[1] == corpus_fingerprint]
+            for key in keys:
+                del self._indexes[key]
+            for key in [k for k in self._locks if k[1] == corpus_fingerprint]:
+                del self._locks[key]
+            for key in [k for k, why in self._promised.items()  # not one still building
+                        if k[1] == corpus_fingerprint and (why or k in keys)]:
+                del self._promised[key]
+        return len(keys)
+
     def _get(self, key: tuple, load: Callable[[], Any]) -> Any:
         found = self._indexes.get(key)
         if found is not None:

@@ -90,28 +90,32 @@ class RetrainJob:
 
 
 class Annotation:
-    """Labels and retraining over one corpus and one sessions database."""
+    """Labels and retraining over the app's corpora and one sessions database."""
 
     def __init__(self, corpus_of, store) -> None:
-        """`corpus_of()` returns the prepared corpus (None while it loads)."""
+        """`corpus_of(name)` returns the prepared corpus `name` ("": the start-up one;
+        None while it loads)."""
         self._corpus_of = corpus_of
         self.labels = LabelStore(store)
         self.job = RetrainJob()
         self._lock = threading.Lock()
 
-    def corpus(self) -> Corpus:
-        corpus = self._corpus_of()
+    def corpus(self, name: str = "") -> Corpus:
+        corpus = self._corpus_of(name)
         if corpus is None:
             raise ConfigError("The corpus is still loading; try again in a moment.")
         return corpus
 
     def pairs(self, trace: RunTrace) -> list[JudgedPair]:
-        return judged_pairs(trace, self.corpus(), self.labels.list(trace.question))
+        return judged_pairs(trace, self.corpus(trace.corpus.get("name", "")),
+                            self.labels.list(trace.question))
 
     def label(self, question: str, d1_id: str, d2_id: str, value: int, *,
-              question_id: str = "", annotator: str = "", source: str = "human") -> Label:
-        """Store a label for the pair (d1, d2) of `question`; the texts come from the corpus."""
-        corpus = self.corpus()
+              question_id: str = "", annotator: str = "", source: str = "human",
+              corpus: str = "") -> Label:
+        """Store a label for the pair (d1, d2) of `question`; the texts come from `corpus`
+        (a name; "": the start-up corpus)."""
+        corpus = self.corpus(corpus)
         for name, doc_id in (("d1_id", d1_id), ("d2_id", d2_id)):
             if doc_id not in corpus.by_id:
                 raise ConfigError(f"{name}={doc_id!r} is not a document of corpus "

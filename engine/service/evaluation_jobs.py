@@ -25,7 +25,7 @@ from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.paradigms.base import Need
 from engine.paradigms.registry import make_paradigm
-from engine.service.readiness import Preparation, duration
+from engine.service.readiness import BUILDS, Preparation, duration
 from engine.store.evaluations import EvaluationStore
 from engine.types import Corpus, Question
 
@@ -139,7 +139,12 @@ class EvaluationJob:
                 def progress(done: int, total: int, label: str = need.label) -> None:
                     self.phase = f"preparing {label}: {done:,} of {total:,}"
 
-                need.prepare(self.corpus, progress)
+                if need.slow:  # a long build takes its turn with the corpora's
+                    self.phase = f"waiting to build {need.label} (another build runs)"
+                    with BUILDS:
+                        need.prepare(self.corpus, progress)
+                else:
+                    need.prepare(self.corpus, progress)
             self.phase, self._asking = "", time.monotonic()
             answered = answer_all(self.paradigms, [q for _, q in self.questions],
                                   ray=self.request.ray, workers=self.request.workers,
@@ -188,13 +193,14 @@ class EvaluationJobs:
     """The evaluations started in this process: one runs at a time (two would share the
     same two cores)."""
 
-    def __init__(self, evaluations: EvaluationStore, preparation: Preparation) -> None:
-        self._evaluations, self._preparation = evaluations, preparation
+    def __init__(self, evaluations: EvaluationStore) -> None:
+        self._evaluations = evaluations
         self._jobs: dict[int, EvaluationJob] = {}
         self._lock = threading.Lock()
 
-    def start(self, request: EvaluationRequest, build: bool = False) -> int:
-        """Start `request` in the background over the prepared corpus; returns its id.
+    def start(self, request: EvaluationRequest, preparation: Preparation,
+              build: bool = False) -> int:
+        """Start `request` in the background over `preparation`'s corpus; returns its id.
 
         A config may need an index the app has not prepared (another passage size, say).
         Quick ones are prepared when the evaluation starts; one that takes longer than
@@ -209,27 +215,33 @@ class EvaluationJobs:
                 raise ConfigError(f"Evaluation {job.id} is still running ({job.done} of "
                                   f"{len(job.questions)} questions); wait for it or cancel "
                                   "it first.")
-            corpus = self._preparation.corpus
-            pending = self._unprepared(corpus, request)
+            corpus = preparation.corpus
+            pending = self._unprepared(corpus, request, preparation)
             long = [(need.label, seconds) for need in pending
-                    if not self._preparation.underway(need.key)  # being built: waited for
+                    if not preparation.underway(need.key)  # being built: waited for
                     and (seconds := need.seconds_to_prepare(corpus)) >= LONG_BUILD_SECONDS]
             if long and not build:
                 raise BuildNeeded(long)
             job = EvaluationJob(self._evaluations, corpus, request, prepare=pending,
-                                corpus_spec=self._preparation.corpus_spec).start()
+                                corpus_spec=preparation.corpus_spec).start()
             self._jobs[job.id] = job
         return job.id
 
-    def _unprepared(self, corpus: Corpus, request: EvaluationRequest) -> list[Need]:
+    @staticmethod
+    def _unprepared(corpus: Corpus, request: EvaluationRequest,
+                    preparation: Preparation) -> list[Need]:
         """What the request's configs need that the app has not prepared, each once."""
         pending: dict[str, Need] = {}
         for label in request.paradigms:
             name = request.kind(label)
             config = make_paradigm(name, corpus, request.configs.get(label)).config
-            for need in self._preparation.unprepared(name, config):
+            for need in preparation.unprepared(name, config):
                 pending.setdefault(need.key, need)
         return list(pending.values())
+
+    def corpora_in_use(self) -> set[str]:
+        """The names of the corpora a running evaluation searches."""
+        return {job.corpus.name for job in list(self._jobs.values()) if job.state == "running"}
 
     def get(self, evaluation_id: int) -> EvaluationJob | None:
         return self._jobs.get(int(evaluation_id))

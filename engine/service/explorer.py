@@ -1,6 +1,8 @@
 """The engine as the app sees it: one object that runs paradigms, lists datasets and saves runs.
 
-`Explorer` ties together the background `Preparation` of one corpus, the paradigm registry,
+`Explorer` ties together the corpora and their background `Preparation`s (the start-up
+corpus, the packaged ones and those users add; every request may name one), the paradigm
+registry,
 the QA datasets found in the shared data folder, the saved runs, the stored evaluations and
 the selection classifier's annotation. The app and the API call its methods only; its
 collaborators are private. A paradigm object is cheap (its indexes and models live in
@@ -11,12 +13,14 @@ anything. It holds no UI code; the Gradio callbacks only convert what it returns
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.base import Paradigm
 from engine.paradigms.registry import make_paradigm, parse_config, spec
 from engine.service.annotation import Annotation, JudgedPair
+from engine.service.corpora import IDLE_SECONDS, Corpora, CorpusRow
 from engine.service.datasets import (
     dataset_label,
     dataset_questions,
@@ -40,44 +44,65 @@ class NotReady(EngineError):
 
 
 class Explorer:
-    """Runs questions through paradigms over one prepared corpus; saves and reloads runs."""
+    """Runs questions through paradigms over prepared corpora; saves and reloads runs."""
 
-    def __init__(self, preparation: Preparation, store: SessionStore) -> None:
-        self._preparation = preparation
+    def __init__(self, preparation: Preparation, store: SessionStore, *,
+                 corpus_root: Path | None = None, idle_seconds: float = IDLE_SECONDS,
+                 preparing: Callable[..., Preparation] = Preparation) -> None:
+        """`preparation` prepares the corpus the app starts with (the default of every
+        request); `corpus_root` is the folder server-side corpus paths may be read from
+        (default: the data directory); `preparing` prepares any other corpus
+        (engine.service.corpora)."""
         self._runs = store
-        self._annotation = Annotation(lambda: self._preparation.corpus, store)
         self._evaluations = EvaluationStore(store)
         self._evaluations.mark_interrupted()  # left running by a process that died
-        self._jobs = EvaluationJobs(self._evaluations, preparation)
+        self._jobs = EvaluationJobs(self._evaluations)
+        self._corpora = Corpora(preparation, root=corpus_root, idle_seconds=idle_seconds,
+                                in_use=self._jobs.corpora_in_use, preparing=preparing)
+        self._preparation = preparation
+        self._annotation = Annotation(lambda name: self._corpora.preparation(name).corpus,
+                                      store)
 
     # --- running --------------------------------------------------------------------------
 
-    def paradigm(self, name: str, config_json: str = "") -> Paradigm:
-        """The paradigm `name` with a JSON config (defaults when empty)."""
+    def paradigm(self, name: str, config_json: str = "", corpus: str = "") -> Paradigm:
+        """The paradigm `name` with a JSON config (defaults when empty) over `corpus` (a
+        corpus's name; empty: the one the app started with)."""
         spec(name)  # an unknown name before a bad config
         config = parse_config(config_json)
-        self._check_ready(name)
-        return make_paradigm(name, self._preparation.corpus, config)
+        preparation = self._corpora.preparation(corpus)
+        self._check_ready(name, preparation)
+        return make_paradigm(name, preparation.corpus, config)
 
-    def _check_ready(self, name: str) -> None:
+    def _check_ready(self, name: str, preparation: Preparation) -> None:
         spec(name)  # an unknown name: the ConfigError listing the registered ones
-        waiting = self._preparation.missing(name)
+        loading = preparation.tasks["corpus"]
+        if loading.state == "failed":
+            raise ConfigError(f"Corpus '{preparation.corpus_spec}' could not be read: "
+                              f"{loading.error}. Nothing can run over it; "
+                              f"{self._corpora.fix_for_failed(preparation.corpus_spec)}.")
+        waiting = preparation.missing(name)
         if waiting:
             # no progress figures: a notice stays on the page while they move on; the
             # status line above the tabs (and the `status` endpoint) keeps them current
+            where = ("The status above the tabs (or the status endpoint) shows"
+                     if preparation is self._preparation else
+                     f"The Corpora tab (or list_corpora) shows corpus "
+                     f"'{preparation.corpus_spec}' and")
             raise NotReady(f"'{name}' is not ready yet; waiting for: "
                            + "; ".join(t.headline() for t in waiting)
-                           + f". The status above the tabs (or the status endpoint) shows "
-                           f"how far each has got; run again when it lists '{name}' as ready.")
+                           + f". {where} how far each has got; run again when it lists "
+                           f"'{name}' as ready.")
 
-    def stream(self, question: str | Question, name: str,
-               config_json: str = "") -> Iterator[RunTrace]:
+    def stream(self, question: str | Question, name: str, config_json: str = "",
+               corpus: str = "") -> Iterator[RunTrace]:
         """The run's trace after every stage, then the finished trace. The question is
         checked where every run starts (engine.paradigms.base.check_question)."""
-        return self.paradigm(name, config_json).stream(question)
+        return self.paradigm(name, config_json, corpus).stream(question)
 
-    def run(self, question: str | Question, name: str, config_json: str = "") -> RunTrace:
-        *_, trace = self.stream(question, name, config_json)
+    def run(self, question: str | Question, name: str, config_json: str = "",
+            corpus: str = "") -> RunTrace:
+        *_, trace = self.stream(question, name, config_json, corpus)
         return trace
 
     def reanswer(self, trace: RunTrace, unit_ids: list[str], oracle: bool = False
@@ -89,21 +114,40 @@ class Explorer:
         reader runs again (engine.paradigms.counterfactual)."""
         from engine.paradigms.counterfactual import reanswer
 
-        gold = supporting_documents(trace.gold, self.corpus) if oracle and trace.gold else ()
+        preparation = self._corpora.preparation(trace.corpus.get("name", ""))
+        self._check_ready(trace.paradigm, preparation)
+        corpus = preparation.corpus
+        gold = supporting_documents(trace.gold, corpus) if oracle and trace.gold else ()
         if oracle and not gold:
             raise ConfigError("The oracle adds a dataset question's gold supporting "
                               "paragraphs; this run's question has none. Pick a question "
                               "from a dataset, or untick the oracle.")
-        self._check_ready(trace.paradigm)
-        paradigm = make_paradigm(trace.paradigm, self.corpus, trace.config)
+        paradigm = make_paradigm(trace.paradigm, corpus, trace.config)
         return reanswer(paradigm, trace, unit_ids, gold, oracle_first=True)
 
-    # --- preparation ----------------------------------------------------------------------
+    # --- corpora and their preparation ---------------------------------------------------
 
     @property
     def corpus(self) -> Corpus | None:
-        """The prepared corpus; None while it is still loading."""
+        """The corpus the app started with; None while it is still loading."""
         return self._preparation.corpus
+
+    def corpus_names(self) -> list[str]:
+        """Every corpus a request may name, the start-up one first."""
+        return self._corpora.names()
+
+    def corpora(self) -> list[CorpusRow]:
+        """Every corpus with its state, size and what is built for it."""
+        return self._corpora.rows()
+
+    def add_corpus(self, name: str, source: str | Path, *, upload: bool,
+                   original: str = "") -> str:
+        """Add corpus `name` from an uploaded file or a path under the corpus root; it is
+        read, stored and prepared in the background (`corpora()` shows how far)."""
+        return self._corpora.add(name, source, upload=upload, original=original)
+
+    def remove_corpus(self, name: str) -> None:
+        self._corpora.remove(name)
 
     @property
     def corpus_spec(self) -> str:
@@ -116,9 +160,11 @@ class Explorer:
         """What answers meanwhile for builds and training still under way (stand-ins)."""
         return self._preparation.standing_in()
 
-    def ready(self, name: str | None = None) -> bool:
-        """Whether paradigm `name` can answer now (None: whether everything is prepared)."""
-        return self._preparation.ready() if name is None else not self._preparation.missing(name)
+    def ready(self, name: str | None = None, corpus: str = "") -> bool:
+        """Whether paradigm `name` can answer now over `corpus` (None: whether everything
+        of the start-up corpus is prepared). Asking about a corpus starts preparing it."""
+        preparation = self._corpora.preparation(corpus) if corpus else self._preparation
+        return preparation.ready() if name is None else not preparation.missing(name)
 
     # --- datasets -------------------------------------------------------------------------
 
@@ -191,10 +237,11 @@ class Explorer:
 
     def evaluate(self, dataset: str, paradigms: list[str], configs: dict | None = None, *,
                  limit: int = 0, sample: int = 0, seed: int = 0, name: str = "",
-                 build: bool = False, ray: str = "", dataset_name: str = "") -> int:
+                 build: bool = False, ray: str = "", dataset_name: str = "",
+                 corpus: str = "") -> int:
         """Start evaluating `dataset` (a listed one, or a QA file) through `paradigms` over
-        the prepared corpus, in the background; returns the evaluation's id. One runs at a
-        time (two would share the same two cores).
+        `corpus` (empty: the start-up one), in the background; returns the evaluation's
+        id. One runs at a time (two would share the same two cores).
 
         A config may need an index the app has not prepared (another passage size, say).
         Quick ones are prepared when the evaluation starts; one that takes longer than
@@ -203,31 +250,33 @@ class Explorer:
         the questions run as Ray tasks (engine.eval.on_ray). `dataset_name` names the
         dataset in the stored evaluation (default: its label, or the file's path).
         """
+        preparation = self._corpora.preparation(corpus)
         for paradigm in paradigms:
-            self._check_ready(paradigm)
+            self._check_ready(paradigm, preparation)
         request = EvaluationRequest(dataset_name or dataset_label(dataset),
                                     dataset_questions(dataset), tuple(paradigms),
                                     dict(configs or {}), limit, sample, seed, name,
                                     ray=(ray or "").strip())
-        return self._jobs.start(request, build)
+        return self._jobs.start(request, preparation, build)
 
     def sweep(self, dataset: str, paradigm: str, options: dict, config: dict | None = None,
               *, limit: int = 0, sample: int = 0, seed: int = 0,
               retrieval_only: bool = True, name: str = "", build: bool = False,
-              dataset_name: str = "") -> int:
+              dataset_name: str = "", corpus: str = "") -> int:
         """Start a sweep of `paradigm` over the grid of `options` ({option: [values]}, one
         or two numeric options; the rest of `config` fixed) as an evaluation whose
         paradigms are the grid points (engine.eval.sweep); returns its id."""
         from engine.eval.sweep import grid
 
-        self._check_ready(paradigm)
+        preparation = self._corpora.preparation(corpus)
+        self._check_ready(paradigm, preparation)
         points = grid(paradigm, options, config)
         request = EvaluationRequest(
             dataset_name or dataset_label(dataset), dataset_questions(dataset),
             tuple(p.label for p in points), {p.label: p.config for p in points}, limit,
             sample, seed, name or f"sweep of {paradigm}: {', '.join(options)}",
             kinds={p.label: paradigm for p in points}, retrieval_only=retrieval_only)
-        return self._jobs.start(request, build)
+        return self._jobs.start(request, preparation, build)
 
     def wait_for_evaluation(self, evaluation_id: int, timeout: float | None = None) -> None:
         """Block until the evaluation started here ends (or `timeout` seconds pass)."""

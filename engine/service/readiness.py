@@ -12,6 +12,10 @@ for those, it runs on the model's untrained stand-in until training ends. Nor do
 paradigm wait for a dense index: once the corpus is loaded its build is promised, and BM25
 over the same passages stands in until it ends (engine.index.stand_in).
 
+Builds take turns across every corpus's preparation (`BUILDS`): a corpus added while another
+is encoding loads, gets its BM25 indexes and answers on the stand-ins at once, and encodes
+when the other build ends.
+
 `missing(paradigm)` says what a paradigm still waits for and how far along that is, so the
 UI can show it instead of failing. Nothing here imports torch until a task runs.
 """
@@ -34,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 
+# encoding a dense index or training a model: one at a time in the process (two cores)
+BUILDS = threading.Lock()
+
 
 @dataclass
 class Task:
@@ -53,6 +60,8 @@ class Task:
     train_seconds: float = 0.0
     stand_in: str = ""  # what answers for it until it is ready
     promised: bool = False  # to be built, its stand-in answering meanwhile
+    behind: bool = False  # waiting for another corpus's build to end (BUILDS)
+    must_train: Callable[[], bool] | None = None  # whether running it trains a model
 
     def headline(self) -> str:
         """What it is and its state, without figures that go stale once shown."""
@@ -79,7 +88,14 @@ class Task:
             return f"{self.label}: ready ({self.seconds:.1f} s)"
         if self.state == "failed":
             return f"{self.label}: FAILED - {self.error}"
+        if self.behind:
+            return f"{self.label}: waiting for another corpus's build to end"
         return f"{self.label}: waiting for its turn"
+
+    def builds(self) -> bool:
+        """Whether running it is a long build (encoding, training) that takes its turn
+        (BUILDS); loading what an earlier build cached is not."""
+        return self.promised or (self.must_train is not None and self.must_train())
 
 
 def duration(seconds: float) -> str:
@@ -93,10 +109,13 @@ def duration(seconds: float) -> str:
 class Preparation:
     """Prepares one corpus for the paradigms in a background thread."""
 
-    def __init__(self, corpus_spec: str, *, dense: bool = True) -> None:
+    def __init__(self, corpus_spec: str, *, dense: bool = True,
+                 load: Callable[[Progress], Corpus] | None = None) -> None:
         """Prepare corpus `corpus_spec` for every registered paradigm's default config;
-        `dense=False` leaves the slow builds out (they then happen on first use)."""
-        self.corpus_spec = corpus_spec
+        `dense=False` leaves the slow builds out (they then happen on first use). `load`
+        replaces `load_corpus(corpus_spec)` (an added corpus is read and stored first)."""
+        self.corpus_spec, self.dense = corpus_spec, dense
+        self._load = load
         self._thread: threading.Thread | None = None
         self.tasks: dict[str, Task] = {"corpus": Task("corpus", f"corpus '{corpus_spec}'",
                                                       self._load_corpus)}
@@ -143,7 +162,8 @@ class Preparation:
 
         self.tasks[name] = Task(name, f"training {trainer.trains} (its untrained stand-in "
                                 "answers meanwhile)", action, slow=True,
-                                train_seconds=need.train_seconds)
+                                train_seconds=need.train_seconds,
+                                must_train=lambda: not trainer.is_trained())
 
     @property
     def corpus(self):
@@ -153,7 +173,7 @@ class Preparation:
     def _load_corpus(self, progress: Progress):
         from engine.data.corpus import load_corpus
 
-        return load_corpus(self.corpus_spec)
+        return self._load(progress) if self._load else load_corpus(self.corpus_spec)
 
     # --- running --------------------------------------------------------------------------
 
@@ -189,7 +209,21 @@ class Preparation:
 
     @staticmethod
     def _run(task: Task) -> None:
-        """Run one task, recording its state, progress and time."""
+        """Run one task, recording its state, progress and time; a long build first waits
+        for any other corpus's to end."""
+        builds = task.builds()
+        if builds and not BUILDS.acquire(blocking=False):
+            task.behind = True
+            BUILDS.acquire()
+            task.behind = False
+        try:
+            Preparation._run_now(task)
+        finally:
+            if builds:
+                BUILDS.release()
+
+    @staticmethod
+    def _run_now(task: Task) -> None:
         task.state, task.started = "running", time.monotonic()
 
         def progress(done: int, total: int) -> None:
@@ -203,6 +237,17 @@ class Preparation:
         else:
             task.state = "ready"
         task.seconds = time.monotonic() - task.started
+
+    def wait_quick(self, timeout: float) -> bool:
+        """Block until every task but the slow ones has ended (or `timeout` seconds
+        pass): a corpus loaded again from its caches can answer then; True if it can."""
+        deadline = time.monotonic() + timeout
+        while any(t.state in ("waiting", "running") and not t.slow
+                  for t in self.tasks.values()):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the background thread ends; True if it did."""
@@ -254,4 +299,8 @@ class Preparation:
 
     def ready(self) -> bool:
         return all(t.state == "ready" for t in self.tasks.values())
+
+    def busy(self) -> bool:
+        """Whether any task is still waiting or running."""
+        return any(t.state in ("waiting", "running") for t in self.tasks.values())
 

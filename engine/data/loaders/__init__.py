@@ -62,6 +62,10 @@ def _read_jsonl(path: Path) -> Dataset:
                            lambda rec: qa.parse_nq_open(rec, rec.line))
     if {"id", "title", "text"} <= keys:
         return _corpus_only(path, user.documents_from_rows(path, iter(rows), "jsonl corpus"))
+    if keys & {"title", "text"}:  # meant as a corpus: name what its rows lack
+        missing = sorted({"id", "title", "text"} - set(keys))
+        raise DataFormatError(path, "missing in a corpus row", line=rows[0][0],
+                              field=", ".join(missing), fix="every row needs id, title and text")
     raise DataFormatError(path, f"unrecognised JSONL record with keys {sorted(keys)}",
                           line=rows[0][0], fix=_FIX)
 

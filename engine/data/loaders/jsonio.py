@@ -18,7 +18,12 @@ _WS = " \t\r\n"
 
 def read_text(path: Path) -> str:
     """The file as UTF-8 text; a decoding error names the line and the byte."""
-    data = path.read_bytes()
+    return decode_text(path.read_bytes(), path)
+
+
+def decode_text(data: bytes, path: object) -> str:
+    """`data` (the bytes of `path`) as UTF-8 text, a byte-order mark dropped; a decoding
+    error names the line and the byte."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:

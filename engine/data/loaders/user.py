@@ -20,9 +20,12 @@ FOLDER_SUFFIXES = (".txt", ".md")
 
 
 def documents_from_rows(path: Path, rows: Iterator[tuple[int, object]], fmt: str) -> list[Document]:
-    """Documents from (line, row) pairs; every row needs id, title and text."""
+    """Documents from (line, row) pairs; every row needs an id, a title and text. Rows
+    sharing an id are parts of one document (load_corpus joins them) and must share its
+    title: two titles under one id are two documents with a duplicate id, refused."""
     source = path.name
     documents = []
+    first: dict[str, tuple[int, str]] = {}  # id -> (the line that used it first, its title)
     for line, row in rows:
         rec = Record(path, line, row, fmt)
         links = rec.obj.get("links") or ()
@@ -33,7 +36,13 @@ def documents_from_rows(path: Path, rows: Iterator[tuple[int, object]], fmt: str
         doc_id = str(rec.get("id", (str, int))).strip()
         if not doc_id:
             raise rec.error("is empty", field="id")
-        documents.append(Document(id=doc_id, title=rec.text("title"), text=rec.text("text"),
+        title = rec.text("title")
+        line_before, title_before = first.setdefault(doc_id, (line, title))
+        if title != title_before:
+            raise rec.error(f"{doc_id!r} is already the id of line {line_before}, titled "
+                            f"{title_before!r}; give each document its own id (rows of one "
+                            "document share its id and title)", field="id")
+        documents.append(Document(id=doc_id, title=title, text=rec.text("text"),
                                   sources=(source,), links=tuple(links)))
     return documents
 
@@ -82,16 +91,19 @@ def read_folder(path: Path) -> list[Document]:
     documents = []
     for file in files:
         text = read_text(file).strip()
-        if not text:
-            continue
-        doc_id = file.relative_to(path).with_suffix("").as_posix()
-        documents.append(Document(id=doc_id, title=_title(file, text), text=text,
-                                  sources=(path.name,)))
+        if text:
+            documents.append(text_document(file.relative_to(path).with_suffix("").as_posix(),
+                                           file.name, text, path.name))
     return documents
 
 
-def _title(file: Path, text: str) -> str:
+def text_document(doc_id: str, filename: str, text: str, source: str) -> Document:
+    """A document from one .txt/.md file: id = its relative path without the suffix, title =
+    a Markdown file's first heading, else the file name."""
+    name = Path(filename)
     first = text.splitlines()[0].strip()
-    if file.suffix.lower() == ".md" and first.startswith("#"):
-        return first.lstrip("#").strip() or file.stem
-    return file.stem.replace("_", " ")
+    if name.suffix.lower() == ".md" and first.startswith("#"):
+        title = first.lstrip("#").strip() or name.stem
+    else:
+        title = name.stem.replace("_", " ")
+    return Document(id=doc_id, title=title, text=text, sources=(source,))

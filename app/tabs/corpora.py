@@ -1,0 +1,132 @@
+"""Corpora: every corpus the app can search, adding one (an upload or a path under the
+allowed root), watching it prepare, removing it; and the corpus choice the other tabs share.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from app.errors import refused_box
+from app.views.formatting import esc
+from engine.data.ingest import SUFFIXES, megabytes
+from engine.errors import EngineError
+from engine.service.corpora import CorpusRow
+from engine.service.explorer import Explorer
+
+REFRESH_SECONDS = 2.0
+
+
+def uploaded_path(uploaded) -> str | None:
+    """The server path of an uploaded file (Gradio passes a path or a file object)."""
+    return (uploaded if isinstance(uploaded, str) else getattr(uploaded, "name", None)) or None
+
+
+def corpus_choice(explorer: Explorer, elem_id: str) -> gr.Dropdown:
+    """The corpus a tab's requests search (the start-up one first); the Corpora tab keeps
+    its choices current."""
+    names = explorer.corpus_names()
+    # a corpus removed while a tab still shows it reaches the engine, which says so
+    return gr.Dropdown(names, value=names[0], label="Corpus", elem_id=elem_id,
+                       allow_custom_value=True,
+                       info="what is searched; add your own in the Corpora tab")
+
+
+def corpora_table(rows: list[CorpusRow]) -> str:
+    """Every corpus as an HTML table, with its preparation's lines while it prepares and
+    its error when it failed."""
+    body = []
+    for row in rows:
+        documents = f"{row.documents:,}" if row.documents is not None else "-"
+        body.append(
+            f"<tr><td><b>{esc(row.name)}</b></td><td>{esc(row.origin)}</td>"
+            f"<td class='fe-corpus-{esc(row.status.replace(' ', '-'))}'>{esc(row.status)}</td>"
+            f"<td>{documents}</td><td><code>{esc(row.fingerprint or '-')}</code></td>"
+            f"<td>{esc(', '.join(row.built) or '-')}</td>"
+            f"<td>{megabytes(row.disk_bytes) if row.disk_bytes else '-'}</td>"
+            f"<td>{esc(', '.join(row.answering) or '-')}</td></tr>")
+        if row.error:
+            body.append(f"<tr><td></td><td colspan='7' class='fe-error'>{esc(row.error)}"
+                        "</td></tr>")
+        elif row.status == "preparing":
+            lines = "".join(f"<li>{esc(line)}</li>" for line in row.progress)
+            body.append(f"<tr><td></td><td colspan='7'><ul class='fe-corpus-progress'>"
+                        f"{lines}</ul></td></tr>")
+    return ("<table class='fe-table' id='fe-corpora-list'><thead><tr><th>corpus</th>"
+            "<th>from</th><th>status</th><th>documents</th><th>fingerprint</th>"
+            "<th>built on disk</th><th>on disk</th><th>answering</th></tr></thead><tbody>"
+            + "".join(body) + "</tbody></table>")
+
+
+def build(explorer: Explorer, choices: list[gr.Dropdown]) -> dict:
+    """The Corpora tab; `choices` are the other tabs' corpus dropdowns, kept current.
+    Returns its `refresh` (function, outputs) for the tab's select event."""
+    gr.Markdown(
+        "Every corpus the app can search. Add your own: a JSONL, CSV or Parquet file with "
+        "`id, title, text[, links]` columns, a `.zip` of `.txt`/`.md` files, or a QA "
+        "file the Evaluate tab reads. It is read and prepared in the background (one long "
+        "build at a time; BM25 answers for the dense index meanwhile), then every tab's "
+        "*Corpus* choice offers it.")
+    table = gr.HTML(corpora_table(explorer.corpora()), elem_id="fe-corpora-table")
+    with gr.Row():
+        upload = gr.File(label="Corpus file", file_types=list(SUFFIXES), type="filepath",
+                         elem_id="fe-corpus-file", scale=2)
+        with gr.Column(scale=1):
+            name = gr.Textbox(label="Name", placeholder="e.g. my-notes",
+                              elem_id="fe-corpus-name",
+                              info="1-40 letters, digits, '-' or '_'")
+            add = gr.Button("Add corpus", variant="primary", elem_id="fe-corpus-add")
+    with gr.Accordion("Or read a file on the server", open=False):
+        with gr.Row():
+            path = gr.Textbox(label="Path on the server", elem_id="fe-corpus-path", scale=2,
+                              info="under the folder the app allows (--corpus-root)")
+            path_name = gr.Textbox(label="Name", elem_id="fe-corpus-path-name", scale=1)
+            add_path = gr.Button("Add from path", elem_id="fe-corpus-add-path", scale=1)
+    with gr.Row():
+        removable = gr.Dropdown(_added(explorer.corpora()), label="Added corpus", scale=2,
+                                elem_id="fe-corpus-remove-name")
+        remove = gr.Button("Remove", variant="stop", elem_id="fe-corpus-remove", scale=1)
+    message = gr.HTML(elem_id="fe-corpora-message")
+    timer = gr.Timer(REFRESH_SECONDS, active=False)
+
+    def refreshed(note: str | None = None) -> tuple:
+        """(message, table, timer, removable, every tab's choice) as they are now."""
+        rows = explorer.corpora()
+        names = [row.name for row in rows]
+        preparing = any(row.status == "preparing" for row in rows)
+        return (gr.skip() if note is None else note, corpora_table(rows),
+                gr.Timer(active=preparing), gr.Dropdown(choices=_added(rows)),
+                *(gr.Dropdown(choices=names) for _ in choices))
+
+    def added(new_name: str, source, upload_it: bool) -> tuple:
+        source = uploaded_path(source) if upload_it else (source or "").strip()
+        if not source:
+            what = "Choose a file to upload" if upload_it else "Give a path on the server"
+            return refreshed(refused_box(f"{what} first, then a name for the corpus."))
+        try:
+            corpus = explorer.add_corpus(new_name, source, upload=upload_it)
+        except (EngineError, ValueError) as err:
+            return refreshed(refused_box(err))
+        return refreshed(f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read "
+                         "and prepared; the table shows how far.</div>")
+
+    def removed(corpus: str | None) -> tuple:
+        if not corpus:
+            return refreshed(refused_box("Choose an added corpus to remove."))
+        try:
+            explorer.remove_corpus(corpus)
+        except EngineError as err:
+            return refreshed(refused_box(err))
+        return refreshed(f"<div class='fe-kept'>Removed corpus <b>{esc(corpus)}</b>.</div>")
+
+    outputs = [message, table, timer, removable, *choices]
+    add.click(lambda n, f: added(n, f, True), [name, upload], outputs,
+              api_visibility="private")
+    add_path.click(lambda n, p: added(n, p, False), [path_name, path], outputs,
+                   api_visibility="private")
+    remove.click(removed, removable, outputs, api_visibility="private")
+    timer.tick(refreshed, None, outputs, api_visibility="private")
+    return {"refresh": (refreshed, outputs)}
+
+
+def _added(rows: list[CorpusRow]) -> list[str]:
+    return [row.name for row in rows if row.origin == "added"]

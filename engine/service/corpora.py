@@ -1,0 +1,291 @@
+"""Every corpus the app answers over, each prepared when first asked for.
+
+`Corpora` keeps one `Preparation` per corpus in use: the corpus the app started with (always
+kept), the packaged ones (`wiki`, `pooled`) and corpora users add (engine.data.ingest: an
+upload or a file under the allowed root). A request names its corpus (empty: the one the
+app started with), so two users can search two corpora at once. Everything of a corpus
+prepares at once except the long builds, which take turns across corpora
+(engine.service.readiness.BUILDS); meanwhile its paradigms answer on their stand-ins.
+
+A corpus nobody asked for in `idle_seconds`, with nothing left to prepare and no
+evaluation running over it, is released: its preparation dropped and its indexes evicted
+from the process-wide stores. They stay cached on disk, so using it again only loads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.data.corpus import NAMED_CORPORA, corpus_name
+from engine.data.ingest import (
+    StoredCorpus,
+    check_name,
+    check_source,
+    ingest,
+    remove_stored,
+    shown_as,
+    stored_corpora,
+)
+from engine.errors import ConfigError, EngineError
+from engine.paradigms.registry import PARADIGMS
+from engine.paths import data_dir
+from engine.service.readiness import Preparation, Progress
+from engine.types import Corpus
+
+logger = logging.getLogger(__name__)
+
+IDLE_SECONDS = 30 * 60
+# how long a request naming a corpus that is not loaded waits for it to load
+LOAD_WAIT_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class CorpusRow:
+    """One corpus as the Corpora view and `list_corpora` show it."""
+
+    name: str
+    origin: str  # "started with" | "packaged" | "added"
+    status: str  # "ready" | "preparing" | "failed" | "not loaded"
+    documents: int | None
+    fingerprint: str  # first 12 hex digits; "" until it was loaded once
+    built: tuple[str, ...] = ()  # cache kinds on disk for it (bm25, dense, clusters, ...)
+    disk_bytes: int = 0  # its stored file plus those caches
+    progress: tuple[str, ...] = field(default=())  # its preparation's lines while loaded
+    error: str = ""
+    answering: tuple[str, ...] = ()  # the paradigms that can answer over it now
+
+
+class Corpora:
+    """The corpora of one app: the start-up one, the packaged and the added ones."""
+
+    def __init__(self, default: Preparation, *, root: Path | None = None,
+                 idle_seconds: float = IDLE_SECONDS,
+                 in_use: Callable[[], set[str]] = set,
+                 preparing: Callable[..., Preparation] = Preparation) -> None:
+        """`default` prepares the corpus the app started with; `root` is the folder a
+        server-side path may be read from (default: the data directory); `in_use` names
+        the corpora an evaluation runs over (never released); `preparing(spec, dense=,
+        load=)` makes another corpus's preparation."""
+        self.default = corpus_name(default.corpus_spec)
+        self.root = root or data_dir()
+        self._idle, self._in_use, self._preparing = idle_seconds, in_use, preparing
+        self._preparations: dict[str, Preparation] = {self.default: default}
+        self._used: dict[str, float] = {self.default: time.monotonic()}
+        self._fingerprints: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    # --- choosing -------------------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """Every corpus a request may name: the start-up one first."""
+        names = [self.default, *NAMED_CORPORA, *(c.name for c in stored_corpora()),
+                 *self._preparations]
+        return list(dict.fromkeys(names))
+
+    def resolve(self, name: str = "") -> str:
+        """`name` as a known corpus name (empty: the start-up corpus), else a ConfigError
+        listing the names."""
+        name = (name or "").strip()
+        if not name:
+            return self.default
+        default_preparation = self._preparations[self.default]
+        if name == default_preparation.corpus_spec:
+            return self.default
+        if name not in self.names():
+            raise ConfigError(f"Unknown corpus {name!r}; choose one of "
+                              f"{', '.join(self.names())}, or add it first (Corpora tab, "
+                              "or the add_corpus endpoint).")
+        return name
+
+    def preparation(self, name: str = "") -> Preparation:
+        """The preparation of corpus `name` (empty: the start-up one). One not loaded is
+        started now and waited for up to LOAD_WAIT_SECONDS while it loads from its caches
+        (its long builds, if any, go on in the background). Releases corpora idle for
+        too long."""
+        name = self.resolve(name)
+        with self._lock:
+            preparation = self._preparations.get(name)
+            started = preparation is None
+            if started:
+                self.resolve(name)  # not removed meanwhile
+                logger.info("preparing corpus %r on first use", name)
+                preparation = self._preparing(name, dense=self._dense).start()
+                self._preparations[name] = preparation
+            self._used[name] = time.monotonic()
+        if started:
+            preparation.wait_quick(LOAD_WAIT_SECONDS)
+        self.release_idle()
+        return preparation
+
+    @property
+    def _dense(self) -> bool:
+        return self._preparations[self.default].dense
+
+    # --- adding and removing --------------------------------------------------------------
+
+    def add(self, name: str, source: str | Path, *, upload: bool,
+            original: str = "") -> str:
+        """Add corpus `name` read from `source` (an uploaded file, or a server-side path
+        under the root) and prepare it in the background; returns its name at once. What
+        can be refused without reading it is refused here, the rest in its status. Errors
+        name an upload as `original` (default: its file name), not where the server keeps
+        it."""
+        name = (name or "").strip()
+        shown = original or Path(source).name
+        try:
+            path = check_source(source, root=None if upload else self.root)
+        except (EngineError, ValueError) as err:
+            raise ConfigError(shown_as(err, Path(source), shown) if upload else str(err)
+                              ) from None
+
+        def load(progress: Progress) -> Corpus:
+            try:
+                return ingest(name, path, original=shown)
+            except (EngineError, ValueError, OSError) as err:  # shown in its row
+                raise ConfigError(shown_as(err, path, shown) if upload else str(err)
+                                  ) from None
+
+        with self._lock:
+            self._forget_failed(name)
+            name = check_name(name, set(self.names()))
+            self._preparations[name] = self._preparing(name, dense=self._dense,
+                                                       load=load).start()
+            self._used[name] = time.monotonic()
+        logger.info("adding corpus %r from %s", name, original or path)
+        return name
+
+    def _forget_failed(self, name: str) -> None:
+        """An earlier add of `name` (in any case) that failed to read frees the name."""
+        stored = {c.name for c in stored_corpora()}
+        for known, preparation in list(self._preparations.items()):
+            if (known.lower() == name.lower() and known != self.default
+                    and known not in stored
+                    and preparation.tasks["corpus"].state == "failed"):
+                del self._preparations[known]
+
+    def fix_for_failed(self, name: str) -> str:
+        """What to do about corpus `name` failing to load, by where it came from."""
+        if self.resolve(name) == self.default:
+            return "start the app with a corpus it can read (--corpus)"
+        if name in NAMED_CORPORA:
+            return "check that the packaged data is installed (see the README)"
+        if name in {c.name for c in stored_corpora()}:
+            return "remove it in the Corpora tab and add its file again"
+        return "fix the file and add it again under this name (the name is free again)"
+
+    def remove(self, name: str) -> None:
+        """Remove the added corpus `name`: unloaded, its stored file deleted (caches built
+        from it stay on disk until their folder is cleared: fingerprinted, never reused
+        by mistake)."""
+        name = (name or "").strip()
+        if name == self.default:
+            raise ConfigError(f"{name!r} is the corpus the app started with; start the app "
+                              "with another --corpus to remove it.")
+        if name in NAMED_CORPORA:
+            raise ConfigError(f"{name!r} is a packaged corpus; only added corpora can be "
+                              "removed.")
+        stored = {c.name for c in stored_corpora()}
+        if name not in stored and name not in self._preparations:
+            raise ConfigError(f"No added corpus is named {name!r}; added ones: "
+                              f"{', '.join(sorted(stored)) or 'none'}.")
+        with self._lock:
+            preparation = self._preparations.get(name)
+            if preparation is None and name not in {c.name for c in stored_corpora()}:
+                raise ConfigError(f"No added corpus is named {name!r} any more.")
+            if preparation is not None and preparation.busy():
+                raise ConfigError(f"Corpus {name!r} is still being prepared; remove it when "
+                                  "its status says ready or failed.")
+            if name in self._in_use():
+                raise ConfigError(f"An evaluation is running over corpus {name!r}; cancel "
+                                  "it or wait for it before removing the corpus.")
+            self._unload(name)
+            remove_stored(name)
+        logger.info("removed corpus %r", name)
+
+    # --- memory ---------------------------------------------------------------------------
+
+    def release_idle(self) -> list[str]:
+        """Unload corpora idle for longer than `idle_seconds`; returns their names."""
+        now, released = time.monotonic(), []
+        with self._lock:
+            busy = self._in_use()
+            for name, preparation in list(self._preparations.items()):
+                if (name != self.default and name not in busy and not preparation.busy()
+                        and now - self._used.get(name, now) > self._idle):
+                    self._unload(name)
+                    released.append(name)
+        for name in released:
+            logger.info("released corpus %r (idle for over %.0f s)", name, self._idle)
+        return released
+
+    def _unload(self, name: str) -> None:
+        from engine.index.shared import shared_indexes
+
+        preparation = self._preparations.pop(name, None)
+        self._used.pop(name, None)
+        corpus = preparation.corpus if preparation is not None else None
+        if corpus is None:
+            return
+        self._fingerprints[name] = corpus.fingerprint
+        twins = [p for p in self._preparations.values()
+                 if p.corpus is not None and p.corpus.fingerprint == corpus.fingerprint]
+        if not twins:  # a corpus of the same content still searches the same indexes
+            shared_indexes().evict(corpus.fingerprint)
+
+    def loaded(self) -> list[str]:
+        return list(self._preparations)
+
+    # --- listing --------------------------------------------------------------------------
+
+    def rows(self) -> list[CorpusRow]:
+        """Every corpus with its state, size and what is built for it."""
+        from engine.cache import entries_built_from
+
+        states = {}  # first, so that a corpus ready here is stored below
+        for name in self.names():
+            preparation = self._preparations.get(name)
+            corpus = preparation.corpus if preparation is not None else None
+            if corpus is not None:
+                self._fingerprints[name] = corpus.fingerprint
+            states[name] = (preparation, corpus, _status(preparation))
+        stored = {c.name: c for c in stored_corpora()}
+        built = entries_built_from(set(self._fingerprints.values()))
+        rows = []
+        for name, (preparation, corpus, status) in states.items():
+            fingerprint = self._fingerprints.get(name, "")
+            entries = built.get(fingerprint, [])
+            record: StoredCorpus | None = stored.get(name)
+            disk = sum(size for _, size in entries)
+            if record is not None and record.path.exists():
+                disk += record.path.stat().st_size
+            corpus_task = preparation.tasks["corpus"] if preparation is not None else None
+            rows.append(CorpusRow(
+                name=name,
+                origin=("started with" if name == self.default else
+                        "packaged" if name in NAMED_CORPORA else "added"),
+                status=status,
+                documents=(len(corpus) if corpus is not None else
+                           record.documents if record is not None else None),
+                fingerprint=fingerprint[:12],
+                built=tuple(sorted({kind for kind, _ in entries})),
+                disk_bytes=disk,
+                progress=tuple(preparation.status_lines()) if preparation else (),
+                error=(corpus_task.error if corpus_task is not None
+                       and corpus_task.state == "failed" else ""),
+                answering=tuple(p for p in PARADIGMS if preparation is not None
+                                and corpus is not None and not preparation.missing(p))))
+        return rows
+
+
+def _status(preparation: Preparation | None) -> str:
+    if preparation is None:
+        return "not loaded"
+    if preparation.tasks["corpus"].state == "failed":
+        return "failed"
+    return "preparing" if preparation.busy() else "ready"
+

@@ -1,0 +1,251 @@
+"""Corpora users add, choose per request, and remove (engine.service.corpora,
+engine.data.ingest): real files, real stored corpora and indexes, the toy paradigm."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import zipfile
+
+import pytest
+
+from engine.errors import ConfigError
+from engine.service.explorer import Explorer
+from engine.service.readiness import Preparation, Task
+from tests.conftest import TINY_DOCS
+
+
+def corpus_only(spec, *, dense, load=None) -> Preparation:
+    """A preparation that only loads the corpus (every paradigm waits for nothing else)."""
+    prep = Preparation(spec, dense=False, load=load)
+    prep.tasks = {"corpus": prep.tasks["corpus"]}
+    prep.needs = {name: ("corpus",) for name in prep.needs}
+    return prep
+
+
+@pytest.fixture
+def explorer(prepared, tmp_path):
+    root = tmp_path / "allowed"
+    root.mkdir()
+    return Explorer(*prepared, corpus_root=root, preparing=corpus_only)
+
+
+def write_jsonl(path, rows) -> str:
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    return str(path)
+
+
+def tiny_rows(**changed) -> list[dict]:
+    return [{"id": t, "title": t, "text": changed.get(t, x)} for t, x in TINY_DOCS]
+
+
+def settled(explorer, name, timeout=30):
+    """The corpus's row once its preparation has ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = next(r for r in explorer.corpora() if r.name == name)
+        if row.status != "preparing":
+            return row
+        time.sleep(0.05)
+    raise AssertionError(f"{name} still preparing")
+
+
+def test_an_added_corpus_is_stored_listed_and_searched_per_request(explorer, tmp_path):
+    from engine.data.corpus import load_corpus
+    from engine.data.ingest import stored_path
+
+    source = write_jsonl(tmp_path / "upload.jsonl", tiny_rows(**{
+        "Georges Seurat": "Georges Seurat kept a pet heron named Pointille in his studio."}))
+    assert explorer.add_corpus("mine", source, upload=True, original="notes.jsonl") == "mine"
+    row = settled(explorer, "mine")
+    assert (row.status, row.origin, row.documents, row.error) == ("ready", "added", 8, "")
+    assert row.disk_bytes == stored_path("mine").stat().st_size > 0
+    names = explorer.corpus_names()
+    assert names[0] == "tiny" and {"wiki", "pooled", "mine"} <= set(names)
+
+    # the same corpus for the CLI and a restarted app: by name, with the same fingerprint
+    stored = load_corpus("mine")
+    assert stored.name == "mine" and len(stored) == 8
+    assert row.fingerprint == stored.fingerprint[:12]
+
+    trace = explorer.run("Georges Seurat heron", "echo", corpus="mine")
+    assert trace.corpus["name"] == "mine" and trace.corpus["fingerprint"] == stored.fingerprint
+    assert any("heron" in c.unit.text for c in trace.stages[0].candidates)
+    default = explorer.run("Georges Seurat heron", "echo")  # the start-up corpus
+    assert default.corpus["name"] == "tiny"
+    assert not any("heron" in c.unit.text for c in default.stages[0].candidates)
+    with pytest.raises(ConfigError, match=r"Unknown corpus 'nope'; choose one of tiny, wiki"):
+        explorer.run("q", "echo", corpus="nope")
+
+
+def test_a_zip_of_text_files_and_a_path_under_the_root_are_corpora(explorer, tmp_path):
+    archive = tmp_path / "notes.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("notes/heron.md", "# The heron\nSeurat kept a heron named Pointille.")
+        z.writestr("notes/empty.txt", "   ")
+        z.writestr("notes/image.png", b"\x89PNG")
+    explorer.add_corpus("zipped", archive, upload=True)
+    row = settled(explorer, "zipped")
+    assert (row.status, row.documents) == ("ready", 1)
+    from engine.data.corpus import load_corpus
+
+    doc = load_corpus("zipped").documents[0]
+    assert (doc.id, doc.title) == ("notes/heron", "The heron")
+
+    write_jsonl(tmp_path / "allowed" / "server.jsonl", tiny_rows())
+    explorer.add_corpus("server-side", "server.jsonl", upload=False)  # relative to the root
+    assert settled(explorer, "server-side").status == "ready"
+
+
+def test_bad_corpora_are_refused_by_name_and_nothing_prepared_is_touched(explorer, tmp_path,
+                                                                         monkeypatch):
+    from engine.data.ingest import corpora_dir
+
+    good = write_jsonl(tmp_path / "good.jsonl", tiny_rows())
+    explorer.add_corpus("kept", good, upload=True)
+    kept = settled(explorer, "kept")
+    before = sorted(p.name for p in corpora_dir().rglob("*"))
+
+    refusals = {  # refused at once, without reading the file
+        ("wiki", good, True): "A corpus named 'wiki' exists already",
+        ("Kept", good, True): "A corpus named 'Kept' exists already",
+        ("../up", good, True): "Corpus name '../up' is not usable",
+        ("x", str(tmp_path / "missing.jsonl"), True): "No such file or folder",
+        ("x", good, False): "is outside the folder corpora may be read from",
+        ("x", str(tmp_path / "allowed" / ".." / "good.jsonl"), False): "is outside",
+        ("x", write_jsonl(tmp_path / "c.txt", []), True): "not '.txt'",
+    }
+    for (name, source, upload), message in refusals.items():
+        with pytest.raises(ConfigError, match=message):
+            explorer.add_corpus(name, source, upload=upload)
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as z:
+        z.writestr("ok.txt", "fine")
+        z.writestr("../../escape.txt", "out")
+    with pytest.raises(ConfigError, match="evil.zip: member '../../escape.txt' points "
+                                          "outside the archive's folder; nothing was read"):
+        explorer.add_corpus("x", evil, upload=True)
+    linked = tmp_path / "allowed" / "linked"
+    linked.mkdir()
+    (linked / "secret.txt").symlink_to(tmp_path / "good.jsonl")
+    with pytest.raises(ConfigError, match="'secret.txt' in .* links outside the folder"):
+        explorer.add_corpus("x", linked, upload=False)
+    monkeypatch.setenv("FUNNEL_MAX_UPLOAD_MB", "0.0001")
+    with pytest.raises(ConfigError, match=r"over the 0.0 MB limit .*FUNNEL_MAX_UPLOAD_MB"):
+        explorer.add_corpus("x", good, upload=True)
+    monkeypatch.delenv("FUNNEL_MAX_UPLOAD_MB")
+
+    failing = {  # refused while it is read, in its status
+        "no-text": ([{"id": "a", "title": "A"}], "line 1: field 'text'"),
+        "dup-ids": ([{"id": "a", "title": "A", "text": "x"},
+                     {"id": "a", "title": "B", "text": "y"}],
+                    "line 2: field 'id': 'a' is already the id of line 1, titled 'A'"),
+        "blank": ([{"id": "a", "title": "A", "text": "  "}], "field 'text': is empty"),
+        "empty": ([], "holds no records"),
+    }
+    uploads = tmp_path / "gradio" / "3f9a0c1d2e"  # where Gradio keeps an upload
+    uploads.mkdir(parents=True)
+    for name, (rows, message) in failing.items():
+        explorer.add_corpus(name, write_jsonl(uploads / f"{name}.jsonl", rows), upload=True)
+        row = settled(explorer, name)
+        assert row.status == "failed" and message in row.error, row.error
+        assert row.error.startswith(f"{name}.jsonl") and str(uploads) not in row.error
+        with pytest.raises(ConfigError, match=rf"Corpus '{name}' could not be read: .*add it "
+                                              r"again under this name \(the name is free"):
+            explorer.run("q", "echo", corpus=name)
+    twins = uploads / "twins.zip"
+    with zipfile.ZipFile(twins, "w") as z:
+        z.writestr("a.txt", "one")
+        z.writestr("a.md", "two")
+    explorer.add_corpus("twins", twins, upload=True)
+    assert settled(explorer, "twins").error == ("twins.zip: members 'a.md' and 'a.txt' would "
+                                                "both be document 'a' (rename one of them)")
+    assert sorted(p.name for p in corpora_dir().rglob("*")) == before  # nothing written
+    assert settled(explorer, "kept") == kept
+    # a failed name is free again
+    explorer.add_corpus("empty", good, upload=True)
+    assert settled(explorer, "empty").status == "ready"
+
+
+def test_removing_a_corpus_unloads_and_deletes_it_and_refuses_the_others(explorer, tmp_path):
+    from engine.data.ingest import stored_path
+    from engine.index.shared import shared_indexes
+    from engine.units.build import UnitConfig
+
+    explorer.add_corpus("gone", write_jsonl(tmp_path / "g.jsonl", tiny_rows(
+        Vienna="Vienna is the capital of Austria.")), upload=True)
+    explorer.add_corpus("twin", write_jsonl(tmp_path / "t.jsonl", tiny_rows()), upload=True)
+    settled(explorer, "gone"), settled(explorer, "twin")
+    corpus = explorer.paradigm("echo", corpus="gone").corpus
+    index = shared_indexes().bm25(corpus, UnitConfig("documents"))
+    tiny = explorer.corpus
+    tiny_index = shared_indexes().bm25(tiny, UnitConfig("documents"))
+    assert explorer.paradigm("echo", corpus="twin").corpus.fingerprint == tiny.fingerprint
+    for name, message in {"tiny": "the corpus the app started with", "wiki": "packaged",
+                          "nope": "No added corpus is named 'nope'; added ones: gone"}.items():
+        with pytest.raises(ConfigError, match=message):
+            explorer.remove_corpus(name)
+    explorer.remove_corpus("gone")
+    assert not stored_path("gone").exists() and "gone" not in explorer.corpus_names()
+    assert shared_indexes().bm25(corpus, UnitConfig("documents")) is not index  # evicted
+    explorer.remove_corpus("twin")  # the start-up corpus, of the same text, keeps its indexes
+    assert shared_indexes().bm25(tiny, UnitConfig("documents")) is tiny_index
+    with pytest.raises(ConfigError, match="Unknown corpus 'twin'"):
+        explorer.run("q", "echo", corpus="twin")
+
+
+def test_an_idle_corpus_is_released_and_loads_again_on_use(prepared, tmp_path):
+    from engine.index.shared import shared_indexes
+    from engine.units.build import UnitConfig
+
+    explorer = Explorer(*prepared, idle_seconds=0.5, preparing=corpus_only)
+    explorer.add_corpus("idle", write_jsonl(tmp_path / "i.jsonl", tiny_rows(
+        Vienna="Vienna is the capital of Austria.")), upload=True)
+    settled(explorer, "idle")
+    corpus = explorer.paradigm("echo", corpus="idle").corpus
+    index = shared_indexes().bm25(corpus, UnitConfig("documents"))
+    explorer.run("q", "echo")
+    assert next(r for r in explorer.corpora() if r.name == "idle").status == "ready"
+    time.sleep(0.6)
+    explorer.run("q", "echo")  # any request releases what has been idle too long
+    row = next(r for r in explorer.corpora() if r.name == "idle")
+    assert row.status == "not loaded" and row.fingerprint == corpus.fingerprint[:12]
+    assert "bm25" in row.built and row.answering == ()  # still on disk
+    assert explorer.run("Seurat", "echo", corpus="idle").corpus["name"] == "idle"
+    assert shared_indexes().bm25(corpus, UnitConfig("documents")) is not index
+    assert next(r for r in explorer.corpora() if r.name == "tiny").status == "ready"
+
+
+def test_long_builds_take_turns_across_corpora(tiny_corpus):
+    """A second corpus's dense build waits, saying so, while the first one's runs."""
+    first_running, release = threading.Event(), threading.Event()
+    order = []
+
+    def build(name, wait=False):
+        def action(progress):
+            order.append(f"{name} starts")
+            if wait:
+                first_running.set()
+                release.wait(10)
+            order.append(f"{name} ends")
+        return action
+
+    a, b = Preparation("a", dense=False), Preparation("b", dense=False)
+    a.tasks = {"corpus": Task("corpus", "corpus", lambda p: tiny_corpus),
+               "dense": Task("dense", "dense index", build("a", wait=True), promised=True)}
+    b.tasks = {"corpus": Task("corpus", "corpus", lambda p: tiny_corpus),
+               "quick": Task("quick", "BM25", build("b quick")),
+               "dense": Task("dense", "dense index", build("b"), promised=True)}
+    a.start()
+    assert first_running.wait(10)
+    b.start()
+    deadline = time.monotonic() + 10
+    while not b.tasks["dense"].behind and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert b.tasks["quick"].state == "ready"  # what is not a long build goes on
+    assert b.status_lines()[2] == "dense index: waiting for another corpus's build to end"
+    release.set()
+    assert a.wait(10) and b.wait(10)
+    assert order == ["a starts", "b quick starts", "b quick ends", "a ends", "b starts",
+                     "b ends"]
