@@ -38,7 +38,8 @@ def corpora_table(rows: list[CorpusRow]) -> str:
     for row in rows:
         documents = f"{row.documents:,}" if row.documents is not None else "-"
         body.append(
-            f"<tr><td><b>{esc(row.name)}</b></td><td>{esc(row.origin)}</td>"
+            f"<tr data-corpus='{esc(row.name)}'><td><b>{esc(row.name)}</b></td>"
+            f"<td>{esc(row.origin)}</td>"
             f"<td class='fe-corpus-{esc(row.status.replace(' ', '-'))}'>{esc(row.status)}</td>"
             f"<td>{documents}</td><td><code>{esc(row.fingerprint or '-')}</code></td>"
             f"<td>{esc(', '.join(row.built) or '-')}</td>"
