@@ -29,26 +29,27 @@ from bench.common import ROOT, save
 
 def write_corpus(path: Path, passages: int) -> tuple[int, int]:
     """A JSONL corpus of pooled documents, each with a marker line, until it holds about
-    `passages` 100-token passages; returns (documents, passages)."""
+    `passages` 100-token passages (the engine's default chunker); returns (documents,
+    passages)."""
     from engine.data.corpus import load_corpus
-    from engine.types import Corpus, Document
-    from engine.units.build import UnitConfig, build_units
+    from engine.types import Document
+    from engine.units.chunking import Chunker
 
-    kept: list[Document] = []
-    counted = 0
-    for doc in load_corpus("pooled").documents:
-        marked = Document(id=f"upload/{doc.id}", title=doc.title,
-                          text=f"Uploaded copy of {doc.title}.\n{doc.text}")
-        kept.append(marked)
-        if len(kept) % 500 == 0:
-            counted = len(build_units(Corpus("count", tuple(kept)), UnitConfig("passages")))
-            if counted >= passages:
-                break
-    counted = len(build_units(Corpus("count", tuple(kept)), UnitConfig("passages")))
+    chunker = Chunker(max_tokens=100)
+    documents = counted = 0
+    pooled = load_corpus("pooled").documents
     with path.open("w", encoding="utf-8") as out:
-        for doc in kept:
-            out.write(json.dumps({"id": doc.id, "title": doc.title, "text": doc.text}) + "\n")
-    return len(kept), counted
+        for copy in range(1, 100):  # a second copy (another marker) past 37k passages
+            for doc in pooled:
+                marked = Document(id=f"upload{copy}/{doc.id}", title=doc.title,
+                                  text=f"Uploaded copy {copy} of {doc.title}.\n{doc.text}")
+                out.write(json.dumps({"id": marked.id, "title": marked.title,
+                                      "text": marked.text}) + "\n")
+                documents += 1
+                counted += len(chunker.split(marked))
+                if counted >= passages:
+                    return documents, counted
+    return documents, counted
 
 
 def upload_in_browser(url: str, path: Path, name: str) -> float:
