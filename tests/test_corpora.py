@@ -249,3 +249,20 @@ def test_long_builds_take_turns_across_corpora(tiny_corpus):
     assert a.wait(10) and b.wait(10)
     assert order == ["a starts", "b quick starts", "b quick ends", "a ends", "b starts",
                      "b ends"]
+
+
+def test_a_run_over_a_corpus_replaced_under_its_name_is_not_re_answered(explorer, tmp_path):
+    before = write_jsonl(tmp_path / "v1.jsonl", tiny_rows(Vienna="Vienna is on the Danube."))
+    explorer.add_corpus("notes", before, upload=True)
+    settled(explorer, "notes")
+    run = explorer.run("Georges Seurat painting", "echo", corpus="notes")
+    assert explorer.reanswer(run, ["A Sunday Afternoon"]).corpus["name"] == "notes"
+    explorer.remove_corpus("notes")
+    after = write_jsonl(tmp_path / "v2.jsonl", tiny_rows(Vienna="Vienna has opera houses."))
+    explorer.add_corpus("notes", after, upload=True)
+    settled(explorer, "notes")
+    with pytest.raises(ConfigError, match=r"This run searched corpus 'notes' as it was "
+                                          r"\(fingerprint \w{12}\); it holds other texts now"):
+        explorer.reanswer(run, ["A Sunday Afternoon"])
+    with pytest.raises(ConfigError, match="holds other texts now"):
+        explorer.judged_pairs(run)

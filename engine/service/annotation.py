@@ -107,8 +107,10 @@ class Annotation:
         return corpus
 
     def pairs(self, trace: RunTrace) -> list[JudgedPair]:
-        return judged_pairs(trace, self.corpus(trace.corpus.get("name", "")),
-                            self.labels.list(trace.question))
+        from engine.service.corpora import check_searched
+
+        corpus = check_searched(trace.corpus, self.corpus(trace.corpus.get("name", "")))
+        return judged_pairs(trace, corpus, self.labels.list(trace.question))
 
     def label(self, question: str, d1_id: str, d2_id: str, value: int, *,
               question_id: str = "", annotator: str = "", source: str = "human",

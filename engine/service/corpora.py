@@ -282,6 +282,18 @@ class Corpora:
         return rows
 
 
+def check_searched(searched: dict, corpus: Corpus) -> Corpus:
+    """`corpus`, if it is the corpus a run searched (its trace's `corpus` record): a corpus
+    removed and added again under the same name with other texts is refused, since the
+    run's document ids would name other documents now."""
+    fingerprint = searched.get("fingerprint", "")
+    if fingerprint and fingerprint != corpus.fingerprint:
+        raise ConfigError(f"This run searched corpus '{corpus.name}' as it was (fingerprint "
+                          f"{fingerprint[:12]}); it holds other texts now "
+                          f"({corpus.fingerprint[:12]}). Run the question again over it.")
+    return corpus
+
+
 def _status(preparation: Preparation | None) -> str:
     if preparation is None:
         return "not loaded"

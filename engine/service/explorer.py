@@ -20,7 +20,7 @@ from engine.errors import ConfigError, EngineError
 from engine.paradigms.base import Paradigm
 from engine.paradigms.registry import make_paradigm, parse_config, spec
 from engine.service.annotation import Annotation, JudgedPair
-from engine.service.corpora import IDLE_SECONDS, Corpora, CorpusRow
+from engine.service.corpora import IDLE_SECONDS, Corpora, CorpusRow, check_searched
 from engine.service.datasets import (
     dataset_label,
     dataset_questions,
@@ -116,7 +116,7 @@ class Explorer:
 
         preparation = self._corpora.preparation(trace.corpus.get("name", ""))
         self._check_ready(trace.paradigm, preparation)
-        corpus = preparation.corpus
+        corpus = check_searched(trace.corpus, preparation.corpus)
         gold = supporting_documents(trace.gold, corpus) if oracle and trace.gold else ()
         if oracle and not gold:
             raise ConfigError("The oracle adds a dataset question's gold supporting "
