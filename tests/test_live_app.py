@@ -644,6 +644,8 @@ def test_browser_evaluates_five_questions_and_opens_a_run_in_explore(live_app, b
 
 def test_browser_diagnoses_an_evaluation_and_opens_a_question_of_an_outcome_in_explore(
         live_app, browser, tmp_path):
+    from playwright.sync_api import expect
+
     url, client = live_app
     evaluation_id = _evaluated(client, _qa_file(tmp_path), "flat,funnel,best")
     page = browser.new_page(viewport={"width": 1400, "height": 1800})
@@ -651,9 +653,10 @@ def test_browser_diagnoses_an_evaluation_and_opens_a_question_of_an_outcome_in_e
     page.get_by_role("tab", name="Diagnose").click()
     page.locator("#fe-diag-id textarea").fill(str(evaluation_id))
     page.locator("#fe-diag-go").click()
-    page.wait_for_function("document.querySelector('#fe-diag-message').innerText"
-                           f".includes('Evaluation {evaluation_id} (2 of 2 questions')",
-                           timeout=30_000)
+    # expect() names the text it found when it fails (this wait once timed out in a full
+    # run, never alone); the tab's own refresh on opening runs in the same queue
+    expect(page.locator("#fe-diag-message")).to_contain_text(
+        f"Evaluation {evaluation_id} (2 of 2 questions", timeout=90_000)
     page.wait_for_function(  # one stacked bar per paradigm, and the first one's flow
         "['flat', 'funnel', 'best'].every(p => document.querySelector('#fe-diag-bars')"
         ".textContent.includes(p)) && document.querySelector('#fe-diag-flow')"
