@@ -93,6 +93,8 @@ class Corpora:
         name = (name or "").strip()
         if not name:
             return self.default
+        if name in self._preparations:  # loaded: no need to list the stored ones
+            return name
         default_preparation = self._preparations[self.default]
         if name == default_preparation.corpus_spec:
             return self.default
