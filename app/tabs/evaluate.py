@@ -36,6 +36,7 @@ from app.views.evaluation import (
     recall_at_k_figure,
     recall_latency_figure,
 )
+from engine.data.ingest import shown_as
 from engine.errors import EngineError
 from engine.eval.exports import FORMATS, SUFFIXES
 from engine.paradigms.registry import PARADIGMS
@@ -71,12 +72,6 @@ def upload_notice(uploaded) -> dict:
                           "dataset; clear the upload to use it.")
 
 
-def as_uploaded(err: EngineError, path: str) -> str:
-    """A refusal about an upload, naming the file as the user called it instead of the
-    server's temporary copy (/tmp/gradio/<hex>/broken.jsonl)."""
-    return str(err).replace(path, Path(path).name)
-
-
 def begin(explorer: Explorer, params: ParamPanels, build_first: bool, path, uploaded, n, k,
           s, names, title, address, corpus, *widgets) -> tuple:
     """Start an evaluation: (progress, followed id, poll timer, "Build and start" button,
@@ -91,7 +86,7 @@ def begin(explorer: Explorer, params: ParamPanels, build_first: bool, path, uplo
             ray=address or "", dataset_name=f"{Path(upload).name} (uploaded)" if upload else "",
             corpus=corpus or "")
     except EngineError as err:
-        message = as_uploaded(err, upload) if upload else err
+        message = shown_as(err, Path(upload), Path(upload).name) if upload else err
         return (refused_box(message), gr.skip(), gr.skip(),
                 gr.Button(visible=isinstance(err, BuildNeeded)), *(gr.skip(),) * 5)
     status = explorer.evaluation_status(evaluation_id)
