@@ -78,11 +78,12 @@ def existing_entry(kind: str, key: Any) -> Path | None:
     return folder
 
 
-def entries_built_from(corpus_fingerprints: set[str]) -> dict[str, list[tuple[str, int]]]:
-    """{corpus fingerprint: [(kind, bytes on disk)]} of the cache entries whose key names
-    one of `corpus_fingerprints` (read from the manifests in one pass, not verified): what
-    is built for each corpus, and its size."""
-    found: dict[str, list[tuple[str, int]]] = {f: [] for f in corpus_fingerprints}
+def entries_built_from(corpus_fingerprints: set[str]
+                       ) -> dict[str, list[tuple[str, int, Path]]]:
+    """{corpus fingerprint: [(kind, bytes on disk, entry folder)]} of the cache entries whose
+    key names one of `corpus_fingerprints` (read from the manifests in one pass, not
+    verified): what is built for each corpus, and its size."""
+    found: dict[str, list[tuple[str, int, Path]]] = {f: [] for f in corpus_fingerprints}
     for manifest in sorted((data_dir() / "cache").glob(f"*/*/{MANIFEST}")):
         try:
             entry = json.loads(manifest.read_text(encoding="utf-8"))
@@ -91,7 +92,7 @@ def entries_built_from(corpus_fingerprints: set[str]) -> dict[str, list[tuple[st
         key = entry.get("key")
         if isinstance(key, dict) and key.get("corpus") in found:
             size = sum(meta.get("size", 0) for meta in entry.get("files", {}).values())
-            found[key["corpus"]].append((manifest.parent.parent.name, size))
+            found[key["corpus"]].append((manifest.parent.parent.name, size, manifest.parent))
     return found
 
 

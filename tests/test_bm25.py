@@ -78,3 +78,21 @@ def test_index_key_follows_the_unit_texts(tiny_corpus, data_dir, monkeypatch):
     monkeypatch.setattr(engine.units.build, "passage_units", shouted)
     bm25_index(tiny_corpus, config)
     assert len(list((data_dir / "cache" / "bm25").iterdir())) == 2
+
+
+def test_a_large_index_is_memory_mapped_and_scores_the_same(tiny_corpus, data_dir,
+                                                             monkeypatch):
+    import numpy as np
+
+    from engine.index import bm25
+
+    query = "Which river flows through Budapest?"
+    in_memory = bm25_index(tiny_corpus, UnitConfig("documents"))
+    monkeypatch.setattr(bm25, "MMAP_FROM", len(tiny_corpus))
+    mapped = bm25_index(tiny_corpus, UnitConfig("documents"))
+    matrix = mapped.retriever.scores["data"]
+    assert isinstance(matrix, np.memmap)
+    assert not isinstance(in_memory.retriever.scores["data"], np.memmap)
+    assert np.array_equal(mapped.scores(query), in_memory.scores(query))
+    assert [c.unit.id for c in mapped.search(query, 3)] == [
+        c.unit.id for c in in_memory.search(query, 3)]

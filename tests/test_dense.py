@@ -197,3 +197,109 @@ def test_build_seconds_counts_only_what_a_build_would_encode(tiny_corpus, minilm
     assert dense.build_seconds(tiny_corpus, documents) == 0.0  # cached: a load
     shutil.rmtree(data_dir / "cache" / "dense")
     assert dense.build_seconds(tiny_corpus, documents) == 0.0  # its vectors are all stored
+
+
+def test_the_exact_index_holds_its_vectors_once(tiny_corpus, minilm):
+    index = dense_index(tiny_corpus, kind="exact")
+    assert index.exact and index.description == "exact"
+    again = index.index.reconstruct_n(0, index.index.ntotal)
+    assert np.array_equal(index.vectors, again)
+    assert np.shares_memory(index.vectors, dense.faiss_vectors(index.index))
+    assert not index.vectors.flags.writeable
+
+
+def test_an_approximate_index_finds_what_the_exact_one_finds(tiny_corpus, minilm, data_dir):
+    exact = dense_index(tiny_corpus, kind="exact")
+    approximate = dense_index(tiny_corpus, kind="hnsw")
+    assert not approximate.exact and isinstance(approximate.vectors, np.memmap)
+    assert np.allclose(approximate.vectors, exact.vectors, atol=1e-6)
+    # a tiny corpus is searched whole by HNSW_EF_SEARCH: recall is complete
+    assert approximate.recall == 1.0 and "recall@100 1.000" in approximate.description
+    for query in (RIVER_QUESTION, "French painter"):
+        found = approximate.search(query, 5)
+        expected = exact.search(query, 5)
+        assert [c.unit.id for c in found] == [c.unit.id for c in expected]
+        assert np.allclose([c.score for c in found], [c.score for c in expected], atol=1e-5)
+    kinds = sorted(json.loads((entry / "manifest.json").read_text())["key"].get("index", {})
+                   .get("kind", "exact") for entry in _entries(data_dir))
+    assert kinds == ["exact", "hnsw"]  # keyed apart; the exact key is the one it always was
+
+
+def test_auto_picks_the_approximate_index_from_the_threshold():
+    assert dense.index_kind("auto", dense.APPROXIMATE_FROM - 1) == "exact"
+    assert dense.index_kind("auto", dense.APPROXIMATE_FROM) == "hnsw"
+    assert dense.index_kind("exact", 10**9) == "exact"
+    with pytest.raises(ConfigError, match="'ivf'"):
+        dense.index_kind("ivf", 10)
+
+
+def test_recall_measures_a_degraded_index_as_worse(monkeypatch):
+    faiss = pytest.importorskip("faiss")
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((3000, 32), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    exact = faiss.IndexFlatIP(32)
+    exact.add(vectors)
+    assert dense.measure_recall(exact, vectors, k=10, queries=20) == 1.0
+    coarse = faiss.IndexHNSWFlat(32, 2, faiss.METRIC_INNER_PRODUCT)
+    coarse.hnsw.efConstruction = 2
+    coarse.add(vectors)
+    monkeypatch.setattr(dense, "HNSW_EF_SEARCH", 10)
+    assert dense.measure_recall(coarse, vectors, k=10, queries=20) < 0.9
+
+
+def test_document_scores_over_an_approximate_index_floor_the_unreached(tiny_corpus, minilm,
+                                                                        monkeypatch):
+    from engine.index import documents
+    from engine.index.documents import DocumentScorer
+
+    exact = DocumentScorer(tiny_corpus, dense=dense_index(tiny_corpus, kind="exact"),
+                           how="dense").semantic(RIVER_QUESTION)
+    monkeypatch.setattr(documents, "APPROXIMATE_DEPTH", 3)
+    near = DocumentScorer(tiny_corpus, dense=dense_index(tiny_corpus, kind="hnsw"),
+                          how="dense").semantic(RIVER_QUESTION)
+    reached = np.sort(exact)[::-1]
+    floor = np.sort(np.concatenate([  # the third best passage's cosine
+        dense_index(tiny_corpus, kind="exact").vectors
+        @ dense_index(tiny_corpus).encode_queries([RIVER_QUESTION])[0]]))[::-1][2]
+    best = exact >= floor - 1e-6
+    assert np.allclose(near[best], exact[best], atol=1e-5)  # the reached keep their cosine
+    assert np.allclose(near[~best], floor, atol=1e-5)  # the others score as the last reached
+    assert reached[0] == pytest.approx(near.max(), abs=1e-5)
+
+
+def test_the_vectors_view_outlives_its_index(tiny_corpus, minilm):
+    import gc
+
+    expected = np.array(dense_index(tiny_corpus, kind="exact").vectors)
+    view = dense_index(tiny_corpus, kind="exact").vectors  # the index object is dropped
+    gc.collect()
+    np.zeros((2000, 384), dtype=np.float32) + 1  # reuse freed memory, if it was freed
+    assert np.array_equal(view, expected)
+
+
+def test_another_encoders_build_is_estimated_at_its_own_speed(tiny_corpus, minilm, data_dir,
+                                                              monkeypatch):
+    from engine.models.packaged import minilm_path
+
+    folder = str(minilm_path())  # MiniLM named by its folder: "another encoder" here
+    passages = UnitConfig("passages")
+    estimate = dense.build_seconds(tiny_corpus, passages, folder)
+    texts = [index_text(u) for u in build_units(tiny_corpus, passages)]
+    name = json.dumps(dense.encoder_identity(folder, "auto"), sort_keys=True)
+    measured = dense._RATES[name]
+    assert estimate == pytest.approx(sum(count_tokens(t) for t in texts) / measured)
+    real_encode = dense.encode
+
+    def slow(texts, *args, **kwargs):  # an encoder ten times as slow...
+        import time
+
+        time.sleep(0.5)
+        return real_encode(texts, *args, **kwargs)
+
+    monkeypatch.setattr(dense, "encode", slow)
+    monkeypatch.setattr(dense, "_RATES", {})
+    assert dense.build_seconds(tiny_corpus, passages, folder) > 3 * estimate  # ...says so
+    monkeypatch.setattr(dense, "encode", real_encode)
+    dense_index(tiny_corpus, passages, folder)
+    assert dense.build_seconds(tiny_corpus, passages, folder) == 0.0  # built: a load

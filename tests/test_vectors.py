@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from engine.index.documents import DocumentScorer, group_max, group_top2
+from engine.index.documents import DocumentScorer, Groups, group_max, group_top2, top_k
 from engine.index.vectors import VectorStore
 from tests.conftest import torch_single_thread
 
@@ -134,3 +134,24 @@ def test_a_scorer_without_its_index_is_refused(tiny_corpus):
         DocumentScorer(tiny_corpus, how="hybrid")
     with pytest.raises(ConfigError, match="weight"):
         DocumentScorer(tiny_corpus, how="bm25", bm25=object(), weight=2.0)
+
+
+@pytest.mark.parametrize("sorted_groups", [True, False])
+def test_groups_max_equals_group_max(sorted_groups):
+    rng = np.random.default_rng(7)
+    groups = rng.integers(0, 50, size=400)  # some of the 60 groups stay empty
+    groups = np.sort(groups) if sorted_groups else groups
+    grouping = Groups(groups, 60)
+    for _ in range(3):
+        values = rng.standard_normal(400).astype(np.float32)
+        assert np.array_equal(grouping.max(values), group_max(values, groups, 60))
+    assert Groups(np.zeros(0, dtype=np.int64), 3).max(np.zeros(0, np.float32)).tolist() == [
+        -np.inf] * 3
+
+
+def test_top_k_is_the_stable_argsort_prefix_ties_included():
+    rng = np.random.default_rng(8)
+    scores = rng.integers(0, 5, size=300).astype(np.float32)  # many ties
+    scores[:3] = -np.inf
+    for k in (1, 10, 77, 299, 300, 500):
+        assert top_k(scores, k).tolist() == np.argsort(-scores, kind="stable")[:k].tolist()

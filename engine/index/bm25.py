@@ -3,6 +3,7 @@
 Text is lower-cased, split into words of two or more characters, stripped of English
 stopwords and Snowball-stemmed (PyStemmer), for documents and queries alike. The cache
 holds bm25s' sparse score matrix and the unit ids; unit texts are rebuilt from the corpus.
+A large index's matrix is memory-mapped (MMAP_FROM).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ logger = logging.getLogger(__name__)
 
 BM25_VERSION = 1
 MAX_K = 10_000
+# from this many units the score matrix is memory-mapped, not read into memory: a query
+# touches only its terms' postings (bench/funnel_scale.py, peak memory at 1M documents)
+MMAP_FROM = 100_000
 
 
 @lru_cache(maxsize=1)
@@ -110,4 +114,5 @@ def bm25_index(corpus: Corpus, config: UnitConfig = UnitConfig()) -> BM25Index:
     key = {"corpus": corpus.fingerprint, "units": config.key(),
            "unit_texts": units_fingerprint(units), "version": BM25_VERSION}
     return load_or_build("bm25", key, lambda folder: build_bm25(units, folder),
-                         lambda folder: load_bm25(units, folder))
+                         lambda folder: load_bm25(units, folder,
+                                                  mmap=len(units) >= MMAP_FROM))

@@ -5,9 +5,15 @@ plus text), L2-normalised to float32 and held in a faiss `IndexFlatIP`, so inner
 cosine similarity. The cache holds the faiss index and the unit ids; unit texts are rebuilt
 from the corpus.
 
+Beyond APPROXIMATE_FROM units the index is approximate (`kind="auto"`): an HNSW graph over
+8-bit scalar-quantised vectors, its candidates rescored with the exact float32 vectors, which
+stay on disk in the cache entry and are memory-mapped (`vectors`), so the process holds no
+float32 matrix of them at all. Its recall@100 against the exact scan is measured when it is
+built and kept with it (`recall`). An exact index holds its vectors once, in faiss: `vectors`
+is a view of faiss's own copy. Why HNSW and not IVF-PQ, and the threshold: bench/README.md,
+"Millions of passages on one machine".
+
 Shortcuts taken on purpose:
-- exact search (flat index): 10^5 passages x 384 dims is ~150 MB and a brute-force scan;
-  IVF/PQ indexes on disk are the growth path for millions of units.
 - the model's identity in the cache key is its alias or resolved path plus the sha256 of
   its config.json, not a hash of the weights (fast, but weights retrained in place under an
   unchanged config.json would not invalidate the cache: bump DENSE_VERSION or move them).
@@ -29,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.cache import existing_entry, load_or_build
-from engine.errors import check_range
+from engine.errors import check_choice, check_range
 from engine.index.recent import Recent
 from engine.index.vectors import VectorStore
 from engine.models.loading import ALIASES, load_bi_encoder, resolve, resolve_precision
@@ -57,7 +63,20 @@ DEFAULT_PRECISION = "auto"
 # what `build_seconds` estimates a build from
 ENCODE_TOKENS_PER_SECOND = {"bf16": 7_400.0, "fp32": 3_400.0}
 INDEX_FILE = "faiss.index"
+VECTORS_FILE = "vectors.npy"  # an approximate index's exact vectors, memory-mapped
+RECALL_FILE = "recall.json"
+INDEX_KINDS = ("auto", "exact", "hnsw")
+# bench/ann_choice.py and bench/funnel_scale.py (bench/README.md, "Millions of passages on
+# one machine"): the exact scan costs ~0.06 ms per 1,000 passages on one thread, so 10 ms
+# at 166k passages and 96 ms at 1.66M; HNSW answers in a few ms at either size
+APPROXIMATE_FROM = 400_000
+HNSW_M = 32  # graph degree (64 links per node at level 0)
+HNSW_EF_CONSTRUCTION = 40
+# candidates searched per query: recall@100 >= 0.95 on the training questions (ann_choice)
+HNSW_EF_SEARCH = 400
+RECALL_QUERIES = 100  # pseudo-queries the recall is measured with at build time
 PROGRESS_SLICE = 1024  # units encoded between two progress reports
+SAMPLE_TEXTS = 64  # texts timed to estimate the build of an encoder other than MiniLM
 Progress = Callable[[int, int], None]
 
 
@@ -69,14 +88,31 @@ class DenseIndex:
     index: faiss.Index
     model: str = "minilm"
     precision: str = "fp32"
+    stored: np.ndarray | None = None  # an approximate index's exact vectors (memory-mapped)
+    recall: float | None = None  # an approximate index's recall@100 against the exact scan
+
+    @property
+    def exact(self) -> bool:
+        """Whether `search` and `top` scan every vector (else: HNSW, then exact rescoring)."""
+        return self.stored is None
 
     @cached_property
     def vectors(self) -> np.ndarray:
-        """The stored unit vectors, a row per unit (read-only, float32, unit length)."""
-        matrix = self.index.reconstruct_n(0, self.index.ntotal) if self.units else (
-            np.zeros((0, self.index.d), dtype=np.float32))
-        matrix.setflags(write=False)
-        return matrix
+        """The stored unit vectors, a row per unit (read-only, float32, unit length): a view
+        of the exact index's own copy, or an approximate index's memory-mapped file."""
+        if self.stored is not None:
+            return self.stored
+        if not self.units:
+            return np.zeros((0, self.index.d), dtype=np.float32)
+        return faiss_vectors(self.index)
+
+    @property
+    def description(self) -> str:
+        """What kind of index this is, as the status names it."""
+        if self.exact:
+            return "exact"
+        recall = "" if self.recall is None else f", recall@100 {self.recall:.3f} vs exact"
+        return f"approximate (HNSW{recall})"
 
     @cached_property
     def row_of(self) -> dict[str, int]:
@@ -101,16 +137,56 @@ class DenseIndex:
         vector.setflags(write=False)
         return vector
 
+    def top(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of the `k` units closest to the query `vector` and their cosines, best
+        first: exact, or the HNSW's candidates (at least HNSW_EF_SEARCH) rescored exactly."""
+        k = min(k, self.index.ntotal)
+        if not k:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
+        if self.exact:
+            scores, rows = self.index.search(query, k)
+            keep = rows[0] >= 0
+            return rows[0][keep], scores[0][keep]
+        import faiss
+
+        wanted = min(max(k, HNSW_EF_SEARCH), self.index.ntotal)
+        _, rows = self.index.search(query, wanted,
+                                    params=faiss.SearchParametersHNSW(efSearch=wanted))
+        rows = np.sort(rows[0][rows[0] >= 0])  # file order: fewer pages read
+        scores = self.vectors[rows] @ query[0]
+        best = np.argsort(-scores, kind="stable")[:k]
+        return rows[best], scores[best]
+
     def search(self, query: str, k: int = 10) -> list[Candidate]:
         """Top-`k` units for `query` by cosine similarity, best first."""
         check_range("k", k, 1, MAX_K)
         if not self.units:
             return []
-        k = min(k, len(self.units))
-        scores, ids = self.index.search(self.encode_queries([query]), k)
+        rows, scores = self.top(self.encode_queries([query])[0], k)
         return [Candidate(unit=self.units[int(i)], score=float(s), rank=rank)
-                for rank, (i, s) in enumerate(zip(ids[0], scores[0], strict=True), start=1)
-                if i >= 0]
+                for rank, (i, s) in enumerate(zip(rows, scores, strict=True), start=1)]
+
+
+class _Owned:
+    """An array interface that keeps its memory's owner alive (the array's `base`)."""
+
+    def __init__(self, view: np.ndarray, owner: object) -> None:
+        self.__array_interface__ = view.__array_interface__
+        self.owner = owner
+
+
+def faiss_vectors(index: faiss.Index) -> np.ndarray:
+    """A read-only view (no copy) of the vectors an exact faiss index holds; the view keeps
+    `index` alive."""
+    import faiss
+
+    flat = faiss.downcast_index(index)
+    view = faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * flat.d).reshape(flat.ntotal,
+                                                                              flat.d)
+    matrix = np.asarray(_Owned(view, index))
+    matrix.setflags(write=False)
+    return matrix
 
 
 def encode(texts: list[str], model: str = "minilm", batch_size: int = DEFAULT_BATCH_SIZE, *,
@@ -157,38 +233,106 @@ def _config_sha256(folder: Path) -> str | None:
 # --- building, loading, caching ---------------------------------------------------------
 
 
+def index_kind(kind: str, n_units: int) -> str:
+    """The index `kind` ("auto", "exact" or "hnsw") builds over `n_units` units: "auto" is
+    exact below APPROXIMATE_FROM units and HNSW from there."""
+    check_choice("dense index kind", kind, INDEX_KINDS)
+    if kind == "auto":
+        return "hnsw" if n_units >= APPROXIMATE_FROM else "exact"
+    return kind
+
+
 def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
                 batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None = None,
-                precision: str = DEFAULT_PRECISION) -> None:
-    """Embed `units` and save a flat inner-product index plus their ids into `folder`.
+                precision: str = DEFAULT_PRECISION, kind: str = "exact") -> None:
+    """Embed `units` and save an index of `kind` ("exact" or "hnsw") plus their ids into
+    `folder`.
 
     Vectors come from the content-addressed store (engine.index.vectors): only texts no
     earlier build encoded are encoded. `progress(done, total)` is called after every slice
-    of `PROGRESS_SLICE` texts encoded.
+    of `PROGRESS_SLICE` texts encoded. An HNSW index writes the vectors into a file it
+    memory-maps, then adds them slice by slice: the build never holds them twice either.
     """
     import faiss
 
     granularity = units[0].granularity if units else "units"
-    logger.info("Dense: %d %s with %s (%s, batch size %d)", len(units), granularity, model,
-                precision, batch_size)
+    logger.info("Dense: %d %s with %s (%s, batch size %d, %s index)", len(units),
+                granularity, model, precision, batch_size, kind)
     started = time.perf_counter()
     store = VectorStore(encoder_identity(model, precision))
-    vectors = store.encode([index_text(u) for u in units],
-                           lambda texts: encode(texts, model, batch_size, precision=precision),
-                           slice_size=PROGRESS_SLICE, progress=progress)
-    if not units:
-        vectors = encode([], model, precision=precision)
-    seconds = time.perf_counter() - started
-    logger.info("Dense: vectors of %d %s in %.1f s", len(units), granularity, seconds)
-    index = faiss.IndexFlatIP(vectors.shape[1])
-    index.add(vectors)
+    texts = [index_text(u) for u in units]
+    dim = load_bi_encoder(model, precision).get_embedding_dimension()
+    if kind == "hnsw":
+        out = np.lib.format.open_memmap(folder / VECTORS_FILE, mode="w+", dtype=np.float32,
+                                        shape=(len(units), dim))
+    else:
+        out = np.empty((len(units), dim), dtype=np.float32)
+    vectors = store.encode(texts, lambda batch: encode(batch, model, batch_size,
+                                                       precision=precision),
+                           slice_size=PROGRESS_SLICE, progress=progress, out=out)
+    logger.info("Dense: vectors of %d %s in %.1f s", len(units), granularity,
+                time.perf_counter() - started)
+    if kind == "hnsw":
+        vectors.flush()
+        index = _hnsw(vectors)
+        recall = measure_recall(index, vectors)
+        (folder / RECALL_FILE).write_text(json.dumps({"recall@100": recall}), encoding="utf-8")
+        logger.info("Dense: HNSW over %d vectors in %.1f s, recall@100 %.3f vs exact",
+                    len(units), time.perf_counter() - started, recall)
+    else:
+        index = faiss.IndexFlatIP(dim)
+        index.add(vectors)
     faiss.write_index(index, str(folder / INDEX_FILE))
     (folder / "unit_ids.json").write_text(json.dumps([u.id for u in units]), encoding="utf-8")
 
 
+def _hnsw(vectors: np.ndarray, slice_rows: int = 65_536) -> faiss.Index:
+    """An HNSW graph over 8-bit scalar-quantised `vectors` (inner product), added a slice at
+    a time from `vectors` (which may be memory-mapped)."""
+    import faiss
+
+    index = faiss.IndexHNSWSQ(vectors.shape[1], faiss.ScalarQuantizer.QT_8bit, HNSW_M,
+                              faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    sample = np.random.default_rng(0).choice(len(vectors), min(len(vectors), 100_000),
+                                             replace=False)
+    index.train(np.ascontiguousarray(vectors[np.sort(sample)]))
+    for start in range(0, len(vectors), slice_rows):
+        index.add(np.ascontiguousarray(vectors[start:start + slice_rows]))
+    return index
+
+
+def measure_recall(index: faiss.Index, vectors: np.ndarray, k: int = 100,
+                   queries: int = RECALL_QUERIES, slice_rows: int = 262_144) -> float:
+    """Recall@`k` of an approximate `index` (searched as `DenseIndex.top` searches it)
+    against an exact scan of `vectors`, for `queries` pseudo-queries: the normalised
+    midpoints of random pairs of stored vectors (a question between two passages)."""
+    rng = np.random.default_rng(0)
+    pairs = rng.integers(0, len(vectors), size=(queries, 2))
+    probes = vectors[pairs[:, 0]] + vectors[pairs[:, 1]]
+    probes /= np.maximum(np.linalg.norm(probes, axis=1, keepdims=True), 1e-12)
+    probes = probes.astype(np.float32)
+    truth_scores = np.full((queries, k), -np.inf, dtype=np.float32)
+    truth_rows = np.zeros((queries, k), dtype=np.int64)
+    for start in range(0, len(vectors), slice_rows):  # one pass over the file
+        scores = probes @ np.asarray(vectors[start:start + slice_rows]).T
+        rows = np.broadcast_to(np.arange(start, start + scores.shape[1]), scores.shape)
+        both = np.concatenate([truth_scores, scores], axis=1)
+        keep = np.argsort(-both, axis=1, kind="stable")[:, :k]
+        truth_rows = np.take_along_axis(np.concatenate([truth_rows, rows], axis=1), keep, 1)
+        truth_scores = np.take_along_axis(both, keep, 1)
+    probe = DenseIndex((), index, stored=vectors)
+    found = 0
+    for vector, truth in zip(probes, truth_rows, strict=True):
+        rows, _ = probe.top(vector, k)
+        found += len(np.intersect1d(rows, truth))
+    return round(found / (queries * min(k, len(vectors))), 4)
+
+
 def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
                precision: str = DEFAULT_PRECISION) -> DenseIndex:
-    """Load a saved index, checking that it was built over exactly `units`."""
+    """Load a saved index, checking that it was built over exactly `units` (an approximate
+    one with its vectors memory-mapped and its measured recall)."""
     import faiss
 
     ids = json.loads((folder / "unit_ids.json").read_text(encoding="utf-8"))
@@ -197,13 +341,20 @@ def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
     index = faiss.read_index(str(folder / INDEX_FILE))
     if index.ntotal != len(units):
         raise ValueError(f"index holds {index.ntotal} vectors for {len(units)} units")
-    return DenseIndex(units, index, model, precision)
+    if not (folder / VECTORS_FILE).exists():
+        return DenseIndex(units, index, model, precision)
+    stored = np.load(folder / VECTORS_FILE, mmap_mode="r")
+    if stored.shape[0] != len(units):
+        raise ValueError(f"{VECTORS_FILE} holds {stored.shape[0]} vectors for {len(units)} "
+                         "units")
+    recall = json.loads((folder / RECALL_FILE).read_text(encoding="utf-8"))["recall@100"]
+    return DenseIndex(units, index, model, precision, stored=stored, recall=recall)
 
 
 def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
                 model: str = "minilm", batch_size: int = DEFAULT_BATCH_SIZE,
                 progress: Progress | None = None,
-                precision: str = DEFAULT_PRECISION) -> DenseIndex:
+                precision: str = DEFAULT_PRECISION, kind: str = "auto") -> DenseIndex:
     """The cached dense index of `corpus` at `config.granularity` (built on first use).
 
     Args:
@@ -214,35 +365,69 @@ def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
         progress: called as `progress(done, total)` while building (not when loading).
         precision: of the encoder's weights while encoding ("fp32", "bf16", or "auto":
             bf16 where the CPU has native bf16 units).
+        kind: "exact", "hnsw" (approximate), or "auto": exact below APPROXIMATE_FROM units.
 
     Raises:
         ResourceMissingError: the model cannot be found or loaded.
     """
     precision = resolve_precision(precision)
     units = build_units(corpus, config)
-    key = _cache_key(corpus, config, units, model, precision)
+    kind = index_kind(kind, len(units))
+    key = _cache_key(corpus, config, units, model, precision, kind)
     return load_or_build(
         "dense", key,
-        lambda folder: build_dense(units, folder, model, batch_size, progress, precision),
+        lambda folder: build_dense(units, folder, model, batch_size, progress, precision,
+                                   kind),
         lambda folder: load_dense(units, folder, model, precision))
 
 
 def build_seconds(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
-                  model: str = "minilm", precision: str = DEFAULT_PRECISION) -> float:
+                  model: str = "minilm", precision: str = DEFAULT_PRECISION,
+                  kind: str = "auto") -> float:
     """About how long `dense_index(corpus, config, model)` takes here: 0 when its cache
-    exists, else the encoding of the texts no earlier build encoded, at the measured
-    ENCODE_TOKENS_PER_SECOND (the rest only loads)."""
+    exists, else the encoding of the texts no earlier build encoded at `encoding_rate`
+    (the rest only loads)."""
     precision = resolve_precision(precision)
     units = build_units(corpus, config)
-    if existing_entry("dense", _cache_key(corpus, config, units, model, precision)):
+    kind = index_kind(kind, len(units))
+    if existing_entry("dense", _cache_key(corpus, config, units, model, precision, kind)):
         return 0.0
     texts = [index_text(u) for u in units]
-    todo = VectorStore(encoder_identity(model, precision)).missing(texts)
-    return sum(count_tokens(texts[i]) for i in todo) / ENCODE_TOKENS_PER_SECOND[precision]
+    todo = [texts[i] for i in VectorStore(encoder_identity(model, precision)).missing(texts)]
+    if not todo:
+        return 0.0
+    return sum(count_tokens(t) for t in todo) / encoding_rate(model, precision, todo)
+
+
+_RATES: dict[str, float] = {}
+
+
+def encoding_rate(model: str, precision: str, texts: list[str]) -> float:
+    """Engine tokens per second `model` encodes here: MiniLM's measured
+    ENCODE_TOKENS_PER_SECOND, and any other encoder's timed once per process on a sample
+    of `texts` (SAMPLE_TEXTS, after one warm-up batch): a larger model's build is estimated
+    at its own speed, not MiniLM's."""
+    if model == "minilm":
+        return ENCODE_TOKENS_PER_SECOND[precision]
+    name = json.dumps(encoder_identity(model, precision), sort_keys=True)
+    if name not in _RATES:
+        sample = texts[:: max(1, len(texts) // SAMPLE_TEXTS)][:SAMPLE_TEXTS]
+        encode(sample[:4], model, precision=precision)  # warm-up: loading, first batch
+        started = time.perf_counter()
+        encode(sample, model, precision=precision)
+        seconds = max(time.perf_counter() - started, 1e-3)
+        _RATES[name] = sum(count_tokens(t) for t in sample) / seconds
+        logger.info("Dense: %s encodes ~%.0f tokens/s here (%d texts timed)", model,
+                    _RATES[name], len(sample))
+    return _RATES[name]
 
 
 def _cache_key(corpus: Corpus, config: UnitConfig, units: tuple[Unit, ...], model: str,
-               precision: str) -> dict:
-    return {"corpus": corpus.fingerprint, "units": config.key(),
-            "unit_texts": units_fingerprint(units),
-            "model": encoder_identity(model, precision), "version": DENSE_VERSION}
+               precision: str, kind: str) -> dict:
+    key = {"corpus": corpus.fingerprint, "units": config.key(),
+           "unit_texts": units_fingerprint(units),
+           "model": encoder_identity(model, precision), "version": DENSE_VERSION}
+    if kind == "hnsw":  # the exact index's key is unchanged: its caches stay valid
+        key["index"] = {"kind": "hnsw", "M": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION,
+                        "storage": "sq8"}
+    return key

@@ -3,7 +3,8 @@ beyond the query itself.
 
 - lexical: BM25 over whole documents (`engine.index.bm25`, the index drrag searches);
 - dense: the passage vectors the flat paradigm's dense index stores, a document scoring as
-  its best passage (MaxP), so documents need no index of their own;
+  its best passage (MaxP), so documents need no index of their own; over an approximate
+  index (millions of passages), only the passages it finds nearest are scored;
 - hybrid: a weighted sum of the two, BM25 first scaled by its best score for the query so
   both lie in [0, 1] for the documents that matter.
 
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     from engine.types import Corpus
 
 SCORERS = ("bm25", "dense", "hybrid")
+# passages an approximate dense index is asked for per query, and BM25's best documents
+# scored exactly beside them in "hybrid"; other documents score as the last of those
+# passages (bench/funnel_scale.py: how many of the exact first stage's clusters it keeps)
+APPROXIMATE_DEPTH = 400
 
 
 def group_max(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
@@ -34,6 +39,41 @@ def group_max(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarr
     out = np.full(n_groups, -np.inf, dtype=np.float32)
     np.maximum.at(out, groups, values)
     return out
+
+
+class Groups:
+    """A fixed assignment of items to groups, for the maximum of each group many times over
+    (every query): sorted once, then one `np.maximum.reduceat` per call, several times
+    faster than `group_max` over a million items."""
+
+    def __init__(self, groups: np.ndarray, n_groups: int) -> None:
+        self.n_groups = n_groups
+        self._order = np.argsort(groups, kind="stable")
+        ordered = groups[self._order]
+        self._starts = (np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+                        if ordered.size else np.zeros(0, dtype=np.int64))
+        self._present = ordered[self._starts]
+        if np.array_equal(self._order, np.arange(groups.size)):
+            self._order = None  # already grouped (passages come in document order)
+
+    def max(self, values: np.ndarray) -> np.ndarray:
+        """out[g] = the max of the values of group g's items (-inf for an empty group), as
+        `group_max(values, groups, n_groups)`."""
+        out = np.full(self.n_groups, -np.inf, dtype=np.float32)
+        if self._starts.size:
+            ordered = values if self._order is None else values[self._order]
+            out[self._present] = np.maximum.reduceat(ordered, self._starts)
+        return out
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the `k` highest `scores`, best first, ties by position: what
+    `np.argsort(-scores, kind="stable")[:k]` gives, without sorting every score."""
+    if k >= scores.size:
+        return np.argsort(-scores, kind="stable")
+    threshold = np.partition(scores, scores.size - k)[scores.size - k]
+    candidates = np.flatnonzero(scores >= threshold)
+    return candidates[np.argsort(-scores[candidates], kind="stable")[:k]]
 
 
 def group_top2(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
@@ -92,6 +132,10 @@ class DocumentScorer:
                            count=len(self.dense.units))
 
     @cached_property
+    def _passage_groups(self) -> Groups:
+        return Groups(self._passage_documents, len(self.corpus))
+
+    @cached_property
     def _rows_of_document(self) -> list[np.ndarray]:
         """Each document's dense rows (corpus order; empty for a passage-less document)."""
         owners = self._passage_documents
@@ -123,11 +167,28 @@ class DocumentScorer:
         """BM25 score of every document."""
         return np.asarray(self.bm25.scores(query), dtype=np.float32)
 
-    def semantic(self, query: str) -> np.ndarray:
+    def semantic(self, query: str, also: np.ndarray | None = None) -> np.ndarray:
         """Cosine of every document's best passage to the query (-inf for a document with
-        no passage)."""
+        no passage).
+
+        Over an approximate dense index only the APPROXIMATE_DEPTH passages closest to the
+        query, and every passage of the documents at positions `also` (those another
+        scorer ranks high), are scored exactly: any other document scores as the farthest
+        of those nearest passages, an upper bound of its own best cosine.
+        """
         q = self.dense.encode_queries([query])[0]
-        return group_max(self.dense.vectors @ q, self._passage_documents, len(self.corpus))
+        n = len(self.corpus)
+        if self.dense.exact:
+            return self._passage_groups.max(self.dense.vectors @ q)
+        rows, cosines = self.dense.top(q, APPROXIMATE_DEPTH)
+        out = group_max(cosines, self._passage_documents[rows], n)
+        if cosines.size:
+            np.maximum(out, cosines[-1], out=out)
+        if also is not None and also.size:
+            extra = np.sort(np.concatenate([self._rows_of_document[d] for d in also]))
+            exact = group_max(self.dense.vectors[extra] @ q, self._passage_documents[extra], n)
+            out[also] = exact[also]
+        return out
 
     def scores(self, query: str) -> np.ndarray:
         """Every document's score by `how`, float32, corpus order (read-only)."""
@@ -141,7 +202,12 @@ class DocumentScorer:
         lexical = self.lexical(query)
         top = float(lexical.max()) if lexical.size else 0.0
         lexical = lexical / top if top > 0 else lexical
-        dense = np.maximum(self.semantic(query), 0.0)  # a passage-less document: 0
+        also = None
+        if not self.dense.exact:  # BM25's best documents get their exact dense score too
+            depth = min(APPROXIMATE_DEPTH, lexical.size)
+            also = np.argpartition(-lexical, depth - 1)[:depth] if depth else None
+            also = also[lexical[also] > 0] if also is not None else None
+        dense = np.maximum(self.semantic(query, also), 0.0)  # a passage-less document: 0
         return ((1.0 - self.weight) * lexical + self.weight * dense).astype(np.float32)
 
 

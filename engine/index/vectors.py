@@ -80,7 +80,8 @@ class VectorStore:
         return list(first.values())
 
     def encode(self, texts: Sequence[str], encode: Encode, *, slice_size: int = 1024,
-               shard_size: int = SHARD_TEXTS, progress: Progress | None = None) -> np.ndarray:
+               shard_size: int = SHARD_TEXTS, progress: Progress | None = None,
+               out: np.ndarray | None = None) -> np.ndarray:
         """Vectors of `texts` (float32, a row each), encoding only texts never seen.
 
         Args:
@@ -90,6 +91,9 @@ class VectorStore:
             shard_size: texts encoded between two shards written, so an interrupted build
                 resumes from its last shard instead of from nothing.
             progress: called as `progress(done, total)` over the texts to encode.
+            out: where to write the vectors (a float32 array or memory-mapped file of
+                shape (len(texts), dim)), filled slice by slice and returned; by default
+                a new array.
         """
         keys = text_keys(texts)
         found: dict[bytes, np.ndarray] = {}
@@ -115,9 +119,14 @@ class VectorStore:
                 if progress:
                     progress(done, len(todo))
         if not len(texts):
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.ascontiguousarray(np.stack([found[k] for k in keys.tolist()]),
-                                    dtype=np.float32)
+            return np.zeros((0, 0), dtype=np.float32) if out is None else out
+        if out is None:
+            return np.ascontiguousarray(np.stack([found[k] for k in keys.tolist()]),
+                                        dtype=np.float32)
+        for start in range(0, len(keys), slice_size):  # never a second whole matrix
+            out[start:start + slice_size] = np.stack(
+                [found[k] for k in keys[start:start + slice_size].tolist()])
+        return out
 
     def _write(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         key = {**self.encoder, "texts": hashlib.sha256(keys.tobytes()).hexdigest()}

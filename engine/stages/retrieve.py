@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import cached_property
 
 import numpy as np
 
 from engine.errors import ConfigError, check_choice, check_range
 from engine.index.bm25 import BM25Index
 from engine.index.dense import MAX_K, DenseIndex
-from engine.index.documents import DocumentScorer, group_max
+from engine.index.documents import DocumentScorer, Groups, top_k
 from engine.records import BestChunk, StageDetails
 from engine.stages.base import Stage, StageOutput
 from engine.types import Candidate, Corpus, Unit
@@ -57,6 +58,11 @@ class DenseRetriever(_IndexRetriever):
 
     def __init__(self, index: DenseIndex) -> None:
         super().__init__(index)
+
+    def settings(self) -> dict:
+        """Which dense index answered: exact, or approximate with its measured recall."""
+        description = getattr(self.index, "description", "")
+        return {"index": description} if description else {}
 
 
 class DocumentRetriever(Stage):
@@ -159,12 +165,15 @@ class ClusterRetriever(Stage):
             for hit in self.text_index.search(query, k):
                 scores[self._position(hit.unit)] = hit.score
         else:
-            scores = group_max(documents, self._assignment, len(self.clusters))
-        kept = [int(i) for i in np.argsort(-scores, kind="stable")[:k]
-                if np.isfinite(scores[i]) and scores[i] > 0]
+            scores = self._groups.max(documents)
+        kept = [int(i) for i in top_k(scores, k) if np.isfinite(scores[i]) and scores[i] > 0]
         return StageOutput(tuple(
             Candidate(self._labelled(self.clusters[c], documents), float(scores[c]), rank)
             for rank, c in enumerate(kept, start=1)))
+
+    @cached_property
+    def _groups(self) -> Groups:
+        return Groups(self._assignment, len(self.clusters))
 
     def _position(self, cluster: Unit) -> int:
         return int(self._assignment[self.corpus.index_of[cluster.doc_ids[0]]])
