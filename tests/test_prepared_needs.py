@@ -22,13 +22,24 @@ SHORT = {"reader": {"max_answer_tokens": 4}}
 CASES = {
     "flat": [{}, {"reranker": "minilm"}],
     "funnel": [{}, {"cluster_scores": "text", "postrank_prior": "preranker",
-                    "preranker": "minilm"}],
-    "longrag": [{"long_answer_tokens": 8}, {"unit_scores": "text", "turns": 1}],
+                    "preranker": "minilm"}, {"bi_encoder": "MINILM_FOLDER"}],
+    "longrag": [{"long_answer_tokens": 8}, {"unit_scores": "text", "turns": 1},
+                {"bi_encoder": "MINILM_FOLDER", "turns": 1}],
     "drrag": [{"classifier": "TINY"}, {"retriever": "bm25", "selection": "cfs",
                                        "classifier": "TINY"}],
     "best": [{"classifier": "TINY"}, {"classify": False, "search": "bm25", "hyde": True,
-                                      "reranker": "minilm"}],
+                                      "reranker": "minilm"},
+             {"classify": False, "bi_encoder": "MINILM_FOLDER"}],
 }
+# "MINILM_FOLDER": the packaged MiniLM named by its folder, as another encoder is named: the
+# paradigm's every dense part must load that encoder's index and nothing else
+
+
+def option(value, tiny_classifier_base):
+    from engine.models.packaged import minilm_path
+
+    return {"TINY": str(tiny_classifier_base), "MINILM_FOLDER": str(minilm_path())}.get(
+        value, value) if isinstance(value, str) else value
 
 
 def loaded() -> dict[str, int]:
@@ -59,11 +70,13 @@ def test_every_registered_paradigm_has_a_case():
                                            for options in cases])
 def test_preparing_the_needs_leaves_nothing_to_load_at_the_first_question(
         name, options, tiny_corpus, shared_models, tiny_classifier_base):
-    values = {**SHORT, **{k: str(tiny_classifier_base) if v == "TINY" else v
-                          for k, v in options.items()}}
+    values = {**SHORT, **{k: option(v, tiny_classifier_base) for k, v in options.items()}}
     config = make_config(name, values)
     needs = spec(name).paradigm.needs(config)
     assert len({need.key for need in needs}) == len(needs)  # each once
+    if "bi_encoder" in values:  # no dense part left on the default encoder
+        dense = [n.key for n in needs if n.key.startswith(("dense", "documents", "encoder"))]
+        assert dense and all(values["bi_encoder"] in key for key in dense), dense
     for need in needs:
         need.prepare(tiny_corpus, lambda done, total: None)
     before = loaded()

@@ -49,6 +49,8 @@ class BestConfig:
                    high=1000)
     reranker: str = param(BI_ENCODER, "re-ranker of the M passages found: none, bi-encoder "
                           "(stored vectors), trained, or a cross-encoder folder or hub id")
+    bi_encoder: str = param("minilm", "dense encoder of the search, the bi-encoder "
+                            "re-ranker and the summariser: an alias, a folder or a hub id")
     k: int = param(4, "k: passages handed to summarisation and the reader", low=1, high=50)
     summarise: bool = param(True, "extractive summarisation: keep the sentences closest to "
                             "the question")
@@ -88,10 +90,11 @@ class BestParadigm(Paradigm):
             reader=Reader(config.reader),
             classifier=QueryClassifier(config.classifier) if config.classify else None,
             bm25=BM25(passages) if config.search != "dense" else None,
-            dense=Dense(passages) if config.search != "bm25" else None,
-            ranker=Ranker(config.reranker, passages, granularity="passages", name="reranker")
+            dense=Dense(passages, config.bi_encoder) if config.search != "bm25" else None,
+            ranker=Ranker(config.reranker, passages, config.bi_encoder,
+                          granularity="passages", name="reranker")
             if config.reranker != NO_RERANK else None,
-            summariser=Encoder() if config.summarise else None)
+            summariser=Encoder(config.bi_encoder) if config.summarise else None)
 
     def steps(self, question: str):
         cfg = self.config

@@ -64,6 +64,9 @@ class FunnelConfig:
     preranker: str = param("hybrid", "pre-ranker: hybrid (BM25 + stored passage vectors), "
                            "bi-encoder (stored passage vectors), bm25, trained (the "
                            "cross-encoder trained here), or a cross-encoder folder or hub id")
+    bi_encoder: str = param("minilm", "dense encoder of the document scores, the "
+                            "pre-ranker's stored scores and the passage prior: an alias, a "
+                            "folder or a hub id")
     index_passage_tokens: int = param(100, "passage size of the dense index the document "
                                       "scores read (shared with flat)", low=16, high=1000)
     # mean_tokens, not eq3: on HotpotQA *train* paragraphs it finds the supporting ones best
@@ -114,9 +117,11 @@ class FunnelParadigm(Paradigm):
             clusters=Clusters(config.clusters()),
             cluster_text=BM25(config.clusters()) if text else None,
             documents=DocumentScores("bm25" if text else config.cluster_scores,
-                                     config.hybrid_weight, passages),
-            preranker=Ranker(config.preranker, passages, weight=config.hybrid_weight),
-            prior=Ranker(BI_ENCODER, passages, granularity="passages", name="passage prior")
+                                     config.hybrid_weight, passages, config.bi_encoder),
+            preranker=Ranker(config.preranker, passages, config.bi_encoder,
+                             weight=config.hybrid_weight),
+            prior=Ranker(BI_ENCODER, passages, config.bi_encoder, granularity="passages",
+                         name="passage prior")
             if config.postrank_prior != "preranker" else None)
 
     def steps(self, question: str):

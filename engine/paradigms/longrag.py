@@ -53,6 +53,8 @@ class LongRAGConfig:
                        "from it: LongRAG's) or 1 (the short answer at once)", low=1, high=2)
     long_answer_tokens: int = param(48, "longest long answer (first turn), in model tokens",
                                     low=8, high=512)
+    bi_encoder: str = param("minilm", "dense encoder of the units' MaxP scores: an alias, "
+                            "a folder or a hub id")
     index_passage_tokens: int = param(100, "MaxP chunk size: the passages of the dense index "
                                       "(shared with flat)", low=16, high=1000)
     reader: ReaderConfig = param(ReaderConfig(max_passage_tokens=4096), "the long reader")
@@ -86,7 +88,7 @@ class LongRAGParadigm(Paradigm):
             Reader(config.reader), Clusters(config.units()),
             BM25(config.units()) if text else None,
             DocumentScores("bm25" if text else config.unit_scores, config.hybrid_weight,
-                           config.indexed_passages()))
+                           config.indexed_passages(), config.bi_encoder))
 
     def steps(self, question: str):
         cfg, uses = self.config, self.resources(self.config)

@@ -27,7 +27,7 @@ from engine.units.build import UnitConfig
 if TYPE_CHECKING:
     from engine.readers.reader import ReaderConfig
 
-# the dense encoder of the paradigms that have no option for it (funnel, longrag, best)
+# the dense encoder a resource uses unless its paradigm's `bi_encoder` option names another
 ENCODER = "minilm"
 
 
@@ -99,6 +99,7 @@ class Dense(Resource):
     def needs(self) -> tuple[Need, ...]:
         def prepare(corpus: Corpus, progress: Progress):
             try:
+                _shared().encode_remotely(corpus, self.units, self.model, progress)
                 index = _shared().dense(corpus, self.units, self.model, progress=progress)
             except Exception as err:
                 _shared().break_promise(corpus, self.units, self.model, str(err))
