@@ -31,3 +31,11 @@ def data_dir() -> Path:
 def shared_data_dir() -> Path:
     """The read-only QA data: `$FUNNEL_SHARED_DATA`, default `<project>/../shared/data`."""
     return Path(os.environ.get("FUNNEL_SHARED_DATA") or PROJECT_ROOT.parent / "shared" / "data")
+
+
+def worker_environment() -> dict[str, str]:
+    """What another process (a Ray worker, a remote cluster's too) needs to find the
+    engine, its caches and the QA data as this one does."""
+    path = os.environ.get("PYTHONPATH", "")
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), path) if p),
+            "FUNNEL_DATA_DIR": str(data_dir()), "FUNNEL_SHARED_DATA": str(shared_data_dir())}

@@ -93,3 +93,36 @@ def test_seurat_question_on_the_default_corpus(data_dir):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].endswith(
         "A Sunday Afternoon on the Island of La Grande Jatte")
+
+
+def test_build_encodes_on_a_local_ray_cluster_the_vectors_one_process_makes(corpus_file,
+                                                                            tmp_path):
+    pytest.importorskip("ray")
+    import numpy as np
+
+    vectors = {}
+    for name, extra in (("one", []), ("ray", ["--ray", "local", "--workers", "2"])):
+        folder = tmp_path / name
+        result = run("build", "--corpus", str(corpus_file), "--index", "exact", *extra,
+                     env_dir=folder)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert "exact dense index with minilm" in result.stdout
+        if extra:
+            assert "encoded on Ray (local)" in result.stdout
+        shards = sorted((folder / "cache" / "vectors").glob("*/*/vectors.npy"))
+        keys = sorted((folder / "cache" / "vectors").glob("*/*/keys.npy"))
+        assert shards and len(shards) == len(keys)
+        found = {}
+        for k, v in zip(keys, shards, strict=True):
+            found.update(zip(np.load(k).tolist(), np.load(v), strict=True))
+        vectors[name] = found
+    assert vectors["ray"].keys() == vectors["one"].keys()
+    cosines = [float(vectors["ray"][k] @ vectors["one"][k]) for k in vectors["one"]]
+    assert min(cosines) >= 0.9999
+
+
+def test_build_refuses_a_bad_ray_address_and_worker_count(corpus_file, data_dir):
+    pytest.importorskip("ray")
+    result = run("build", "--corpus", str(corpus_file), "--ray", "local", "--workers", "0",
+                 env_dir=data_dir)
+    assert result.returncode == 2 and "workers=0 is out of range" in result.stderr

@@ -266,3 +266,31 @@ def test_a_run_over_a_corpus_replaced_under_its_name_is_not_re_answered(explorer
         explorer.reanswer(run, ["A Sunday Afternoon"])
     with pytest.raises(ConfigError, match="holds other texts now"):
         explorer.judged_pairs(run)
+
+
+def test_a_corpus_added_with_a_ray_address_is_encoded_by_ray_workers(explorer, tmp_path,
+                                                                     data_dir, monkeypatch):
+    pytest.importorskip("ray")
+    from engine.index import dense
+    from engine.index.shared import shared_indexes
+    from engine.units.build import UnitConfig
+
+    with pytest.raises(ConfigError, match="workers=0 is out of range"):
+        explorer._corpora.add("raw", write_jsonl(tmp_path / "a.jsonl", tiny_rows()),
+                              upload=True, ray="local", workers=0)
+    assert "raw" not in explorer.corpus_names()  # refused before anything was read
+    source = write_jsonl(tmp_path / "ray.jsonl", tiny_rows())
+    explorer.add_corpus("onray", source, upload=True, ray="local")
+    assert settled(explorer, "onray").status == "ready"
+    corpus = explorer._corpora.preparation("onray").corpus
+    passages = UnitConfig("passages")
+    assert shared_indexes().encode_remotely(corpus, passages, "minilm") > 0  # on Ray
+
+    def never(*args, **kwargs):
+        raise AssertionError("encoded in this process: Ray's workers should have")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(dense, "encode", never)
+        index = shared_indexes().dense(corpus, passages)  # finds every vector stored
+    assert index.search("Which river flows through Budapest?", 1)[0].unit.doc_ids[0] in {
+        "Danube", "Budapest"}

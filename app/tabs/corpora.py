@@ -1,5 +1,6 @@
 """Corpora: every corpus the app can search, adding one (an upload or a path under the
-allowed root), watching it prepare, removing it; and the corpus choice the other tabs share.
+allowed root), watching it prepare, removing it; the corpus choice the other tabs share; and
+the models each role can use, with what each has built.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from engine.data.ingest import SUFFIXES, megabytes
 from engine.errors import EngineError
 from engine.service.corpora import CorpusRow
 from engine.service.explorer import Explorer
+from engine.service.models import ModelRow
 
 REFRESH_SECONDS = 2.0
 
@@ -82,12 +84,23 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> dict:
                               info="under the folder the app allows (--corpus-root)")
             path_name = gr.Textbox(label="Name", elem_id="fe-corpus-path-name", scale=1)
             add_path = gr.Button("Add from path", elem_id="fe-corpus-add-path", scale=1)
+    ray = gr.Textbox(label="Encode on Ray (optional)", elem_id="fe-corpus-ray",
+                     placeholder="empty: in this process",
+                     info="a Ray cluster's address (host:port or ray://host:port) that sees "
+                          "this data directory, or 'local' for two local workers: the "
+                          "dense passages of the next corpus added are encoded there")
     with gr.Row():
         removable = gr.Dropdown(_added(explorer.corpora()), label="Added corpus", scale=2,
                                 elem_id="fe-corpus-remove-name")
         remove = gr.Button("Remove", variant="stop", elem_id="fe-corpus-remove", scale=1)
     message = gr.HTML(elem_id="fe-corpora-message")
     timer = gr.Timer(REFRESH_SECONDS, active=False)
+    gr.Markdown(
+        "### Models\nWhat each role can use here and what it has built. A paradigm's "
+        "option names the model (`bi_encoder`, `preranker`/`reranker`, `classifier`, "
+        "`reader`): a packaged alias, a model trained here, or your own folder or hub id; "
+        "the reader also an OpenAI-compatible endpoint.")
+    models = gr.HTML(models_table(explorer.models()), elem_id="fe-models-table")
 
     def refreshed(note: str | None = None) -> tuple:
         """(message, table, timer, removable, every tab's choice) as they are now."""
@@ -98,13 +111,13 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> dict:
                 gr.Timer(active=preparing), gr.Dropdown(choices=_added(rows)),
                 *(gr.Dropdown(choices=names) for _ in choices))
 
-    def added(new_name: str, source, upload_it: bool) -> tuple:
+    def added(new_name: str, source, upload_it: bool, address: str) -> tuple:
         source = uploaded_path(source) if upload_it else (source or "").strip()
         if not source:
             what = "Choose a file to upload" if upload_it else "Give a path on the server"
             return refreshed(refused_box(f"{what} first, then a name for the corpus."))
         try:
-            corpus = explorer.add_corpus(new_name, source, upload=upload_it)
+            corpus = explorer.add_corpus(new_name, source, upload=upload_it, ray=address)
         except (EngineError, ValueError) as err:
             return refreshed(refused_box(err))
         return refreshed(f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read "
@@ -120,13 +133,29 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> dict:
         return refreshed(f"<div class='fe-kept'>Removed corpus <b>{esc(corpus)}</b>.</div>")
 
     outputs = [message, table, timer, removable, *choices]
-    add.click(lambda n, f: added(n, f, True), [name, upload], outputs,
+    add.click(lambda n, f, r: added(n, f, True, r), [name, upload, ray], outputs,
               api_visibility="private")
-    add_path.click(lambda n, p: added(n, p, False), [path_name, path], outputs,
+    add_path.click(lambda n, p, r: added(n, p, False, r), [path_name, path, ray], outputs,
                    api_visibility="private")
     remove.click(removed, removable, outputs, api_visibility="private")
     timer.tick(refreshed, None, outputs, api_visibility="private")
-    return {"refresh": (refreshed, outputs)}
+
+    def everything() -> tuple:  # the tab opened: the models too (not on every tick)
+        return (*refreshed(), models_table(explorer.models()))
+
+    return {"refresh": (everything, [*outputs, models])}
+
+
+def models_table(rows: list[ModelRow]) -> str:
+    """Every role's models as an HTML table: name, source, status, what it built."""
+    body = "".join(
+        f"<tr data-role='{esc(row.role)}'><td>{esc(row.role)}</td><td><b>{esc(row.name)}"
+        f"</b></td><td>{esc(row.source)}</td><td>{esc(row.status)}</td>"
+        f"<td>{'<br>'.join(esc(b) for b in row.built) or '-'}</td>"
+        f"<td><code>{esc(row.option)}</code></td></tr>" for row in rows)
+    return ("<table class='fe-table' id='fe-models-list'><thead><tr><th>role</th>"
+            "<th>model</th><th>from</th><th>status</th><th>built here</th>"
+            "<th>option</th></tr></thead><tbody>" + body + "</tbody></table>")
 
 
 def _added(rows: list[CorpusRow]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Command line: `python -m engine corpus-stats | search | formats | train | ask | eval`.
+"""Command line: `python -m engine corpus-stats | search | formats | build | train | ask |
+eval`.
 
 The CLI is the one part of the engine that writes to stdout (results) and stderr (errors);
 everything else logs.
@@ -53,6 +54,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="passage size in tokens (passages only, default 100)")
 
     sub.add_parser("formats", help="list the dataset and corpus formats understood")
+    build = sub.add_parser("build", help="build a corpus's dense passage index (encoding "
+                           "on Ray with --ray), then print what it built")
+    build.add_argument("--corpus", default="wiki", help=CORPUS_HELP)
+    build.add_argument("--encoder", default="minilm",
+                       help="bi-encoder: an alias, a folder or a hub id (default minilm)")
+    build.add_argument("--max-tokens", type=int, default=100,
+                       help="passage size in tokens (default 100, the paradigms')")
+    build.add_argument("--index", choices=("auto", "exact", "hnsw"), default="auto",
+                       help="exact, approximate (hnsw) or auto: approximate from "
+                            "engine.index.dense.APPROXIMATE_FROM passages (default auto)")
+    build.add_argument("--ray", metavar="ADDRESS", default="",
+                       help="encode as Ray tasks: host:port, ray://host:port or 'local'")
+    build.add_argument("--workers", type=int, default=2,
+                       help="one-CPU workers of a local Ray cluster (default 2)")
     cli_run.add_parsers(sub)
 
     cli_train.add_parser(sub)
@@ -65,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         commands = {"corpus-stats": _stats, "search": _search, "formats": _formats,
+                    "build": _build,
                     "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate}
         return commands[args.command](args)
     except EngineError as err:
@@ -77,6 +93,35 @@ def _formats(args: argparse.Namespace) -> int:
 
     for name, layout in FORMATS.items():
         _out(f"{name:18} {layout}")
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    import time
+
+    from engine.data.corpus import load_corpus
+    from engine.errors import check_range
+    from engine.index.dense import dense_index, index_kind
+    from engine.models.loading import resolve_precision
+    from engine.units.build import build_units, index_text
+
+    check_range("--max-tokens", args.max_tokens, 16, 1000)
+    corpus = load_corpus(args.corpus)
+    config = UnitConfig("passages", Chunker(args.max_tokens))
+    units = build_units(corpus, config)
+    kind = index_kind(args.index, len(units))
+    started = time.perf_counter()
+    encoded = None
+    if args.ray:
+        from engine.index.on_ray import encode_on_ray
+
+        encoded = encode_on_ray([index_text(u) for u in units], args.encoder,
+                                resolve_precision("auto"), args.ray, args.workers)
+    index = dense_index(corpus, config, args.encoder, kind=kind)
+    seconds = time.perf_counter() - started
+    where = f", {encoded:,} encoded on Ray ({args.ray})" if encoded is not None else ""
+    _out(f"{corpus.name}: {len(units):,} passages, {index.description} dense index with "
+         f"{args.encoder} in {seconds:.1f} s{where}")
     return 0
 
 

@@ -16,20 +16,17 @@ of `workers` one-CPU workers started on this machine for the run and stopped aft
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from engine.errors import ConfigError
-from engine.paths import PROJECT_ROOT, data_dir, shared_data_dir
+from engine.index.on_ray import LOCAL, ray_cluster
 from engine.trace import RunTrace
 from engine.types import Corpus, Question
 
 logger = logging.getLogger(__name__)
-
-LOCAL = "local"
 
 
 @dataclass(frozen=True)
@@ -83,14 +80,6 @@ def answer(haystack: Haystack, paradigms: Sequence[str], configs: dict,
             for name in paradigms]
 
 
-def worker_environment() -> dict[str, str]:
-    """What a worker needs to find the engine, its caches and the QA data as the driver
-    does (a remote cluster's workers too)."""
-    path = os.environ.get("PYTHONPATH", "")
-    return {"PYTHONPATH": os.pathsep.join(p for p in (str(PROJECT_ROOT), path) if p),
-            "FUNNEL_DATA_DIR": str(data_dir()), "FUNNEL_SHARED_DATA": str(shared_data_dir())}
-
-
 def run_on_ray(address: str, haystack: Haystack, paradigms: Sequence[str], configs: dict,
                questions: Sequence[Question], workers: int = 2,
                cancelled=lambda: False) -> Iterator[list[RunTrace]]:
@@ -98,26 +87,10 @@ def run_on_ray(address: str, haystack: Haystack, paradigms: Sequence[str], confi
     Ray tasks at `address` ("local": `workers` workers on this machine, for this run).
     `cancelled()` is asked between questions; when it says so, tasks not started are
     cancelled and nothing more is yielded."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("Ray is not installed; install it with "
-                          "`pip install ray==2.60.0` or run without --ray.") from None
-    if not address:
-        raise ConfigError("Give a Ray address (host:port or ray://host:port) or 'local'.")
-    local = address == LOCAL
-    most = (os.cpu_count() or 1) * 4
-    if local and not 1 <= workers <= most:
-        raise ConfigError(f"workers={workers} is out of range; allowed: 1 to {most}.")
-    runtime_env = {"env_vars": worker_environment()}
     logger.info("Ray: %s, %d questions x %d paradigms", "a local cluster of "
-                f"{workers} workers" if local else address, len(questions), len(paradigms))
-    if local:
-        ray.init(num_cpus=workers, include_dashboard=False, runtime_env=runtime_env,
-                 logging_level=logging.WARNING)
-    else:
-        ray.init(address=address, runtime_env=runtime_env, logging_level=logging.WARNING)
-    try:
+                f"{workers} workers" if address == LOCAL else address, len(questions),
+                len(paradigms))
+    with ray_cluster(address, workers) as ray:
         task = ray.remote(num_cpus=1, max_retries=0)(answer)
         pending = [task.remote(haystack, tuple(paradigms), configs, q) for q in questions]
         for position, ref in enumerate(pending):
@@ -126,5 +99,3 @@ def run_on_ray(address: str, haystack: Haystack, paradigms: Sequence[str], confi
                     ray.cancel(rest)
                 return
             yield [RunTrace.from_json(text) for text in ray.get(ref)]
-    finally:
-        ray.shutdown()

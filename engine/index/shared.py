@@ -53,6 +53,8 @@ class SharedIndexes:
         self._guard = threading.Lock()
         # dense keys a background preparation builds: "" while it does, or why it failed
         self._promised: dict[tuple, str] = {}
+        # corpus fingerprint -> (Ray address, local workers) its dense encoding runs on
+        self._ray: dict[str, tuple[str, int]] = {}
 
     def bm25(self, corpus: Corpus, config: UnitConfig) -> BM25Index:
         """The BM25 index of `corpus` at `config`'s units (built or loaded once)."""
@@ -93,6 +95,27 @@ class SharedIndexes:
         key = _dense_key(corpus, config, model)
         if key in self._promised and not self._promised[key]:
             self._promised[key] = error or "an unknown error"
+
+    def encode_on_ray(self, corpus: Corpus, address: str, workers: int = 2) -> None:
+        """Encode `corpus`'s dense indexes as Ray tasks at `address` (engine.index.on_ray)
+        when they are built."""
+        self._ray[corpus.fingerprint] = (address, workers)
+
+    def encode_remotely(self, corpus: Corpus, config: UnitConfig, model: str,
+                        progress: Progress | None = None) -> int:
+        """If `corpus` is to be encoded on Ray: encode the texts of its `config` units the
+        vector store of `model` lacks there, before its dense index is built (which then
+        only loads them); how many were encoded."""
+        if corpus.fingerprint not in self._ray:
+            return 0
+        from engine.index.on_ray import encode_on_ray
+        from engine.models.loading import resolve_precision
+        from engine.units.build import build_units, index_text
+
+        address, workers = self._ray[corpus.fingerprint]
+        texts = [index_text(u) for u in build_units(corpus, config)]
+        return encode_on_ray(texts, model, resolve_precision("auto"), address, workers,
+                             progress=progress)
 
     def _standing_in(self, dense_key: tuple) -> bool:
         return dense_key in self._promised and dense_key not in self._indexes

@@ -14,6 +14,7 @@ from the process-wide stores. They stay cached on disk, so using it again only l
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -131,14 +132,22 @@ class Corpora:
     # --- adding and removing --------------------------------------------------------------
 
     def add(self, name: str, source: str | Path, *, upload: bool,
-            original: str = "") -> str:
+            original: str = "", ray: str = "", workers: int = 2) -> str:
         """Add corpus `name` read from `source` (an uploaded file, or a server-side path
         under the root) and prepare it in the background; returns its name at once. What
         can be refused without reading it is refused here, the rest in its status. Errors
         name an upload as `original` (default: its file name), not where the server keeps
-        it."""
+        it. With `ray` (an address or "local" with `workers`), its dense passages are
+        encoded as Ray tasks (engine.index.on_ray)."""
+        from engine.index.shared import shared_indexes
+
         name = (name or "").strip()
         shown = original or Path(source).name
+        ray = (ray or "").strip()
+        if ray:
+            from engine.index.on_ray import check_address
+
+            check_address(ray, workers)
         try:
             path = check_source(source, root=None if upload else self.root)
         except (EngineError, ValueError) as err:
@@ -147,10 +156,13 @@ class Corpora:
 
         def load(progress: Progress) -> Corpus:
             try:
-                return ingest(name, path, original=shown)
+                corpus = ingest(name, path, original=shown)
             except (EngineError, ValueError, OSError) as err:  # shown in its row
                 raise ConfigError(shown_as(err, path, shown) if upload else str(err)
                                   ) from None
+            if ray:
+                shared_indexes().encode_on_ray(corpus, ray, workers)
+            return corpus
 
         with self._lock:
             self._forget_failed(name)
@@ -244,6 +256,11 @@ class Corpora:
 
     # --- listing --------------------------------------------------------------------------
 
+    def named_fingerprints(self) -> dict[str, str]:
+        """{fingerprint: name} of every corpus loaded at least once (a corpus's caches are
+        keyed by its fingerprint)."""
+        return {fingerprint: name for name, fingerprint in self._fingerprints.items()}
+
     def rows(self) -> list[CorpusRow]:
         """Every corpus with its state, size and what is built for it."""
         from engine.cache import entries_built_from
@@ -262,7 +279,7 @@ class Corpora:
             fingerprint = self._fingerprints.get(name, "")
             entries = built.get(fingerprint, [])
             record: StoredCorpus | None = stored.get(name)
-            disk = sum(size for _, size in entries)
+            disk = sum(size for _, size, _ in entries)
             if record is not None and record.path.exists():
                 disk += record.path.stat().st_size
             corpus_task = preparation.tasks["corpus"] if preparation is not None else None
@@ -274,7 +291,7 @@ class Corpora:
                 documents=(len(corpus) if corpus is not None else
                            record.documents if record is not None else None),
                 fingerprint=fingerprint[:12],
-                built=tuple(sorted({kind for kind, _ in entries})),
+                built=tuple(sorted({_built(kind, folder) for kind, _, folder in entries})),
                 disk_bytes=disk,
                 progress=tuple(preparation.status_lines()) if preparation else (),
                 error=(corpus_task.error if corpus_task is not None
@@ -294,6 +311,17 @@ def check_searched(searched: dict, corpus: Corpus) -> Corpus:
                           f"{fingerprint[:12]}); it holds other texts now "
                           f"({corpus.fingerprint[:12]}). Run the question again over it.")
     return corpus
+
+
+def _built(kind: str, folder: Path) -> str:
+    """A cache entry's kind as the Corpora view lists it: an approximate dense index with
+    the recall measured when it was built."""
+    from engine.index.dense import RECALL_FILE
+
+    if kind == "dense" and (folder / RECALL_FILE).is_file():
+        recall = json.loads((folder / RECALL_FILE).read_text(encoding="utf-8"))["recall@100"]
+        return f"dense (approximate: HNSW, recall@100 {recall:.3f} vs exact)"
+    return kind
 
 
 def _status(preparation: Preparation | None) -> str:

@@ -30,6 +30,7 @@ from engine.service.datasets import (
 )
 from engine.service.diagnosis import outcomes_of, paired_of
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationRequest
+from engine.service.models import ModelRow
 from engine.service.readiness import Preparation
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
 from engine.store.labels import Label
@@ -140,11 +141,19 @@ class Explorer:
         """Every corpus with its state, size and what is built for it."""
         return self._corpora.rows()
 
+    def models(self) -> list[ModelRow]:
+        """The models each role can use here and what each has built (its indexes named
+        by the corpora they index)."""
+        from engine.service.models import model_rows
+
+        return model_rows(self._corpora.named_fingerprints())
+
     def add_corpus(self, name: str, source: str | Path, *, upload: bool,
-                   original: str = "") -> str:
+                   original: str = "", ray: str = "") -> str:
         """Add corpus `name` from an uploaded file or a path under the corpus root; it is
-        read, stored and prepared in the background (`corpora()` shows how far)."""
-        return self._corpora.add(name, source, upload=upload, original=original)
+        read, stored and prepared in the background (`corpora()` shows how far). `ray`: a
+        Ray address (or "local") to encode its dense passages on."""
+        return self._corpora.add(name, source, upload=upload, original=original, ray=ray)
 
     def remove_corpus(self, name: str) -> None:
         self._corpora.remove(name)

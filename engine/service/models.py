@@ -1,0 +1,198 @@
+"""The models each role can use here, and what each has built: what the Corpora tab's
+Models table shows.
+
+Every role takes a packaged alias, a model trained here, a stand-in or stored scores, or
+your own model (a local folder or a hub id; the generator also an OpenAI-compatible
+endpoint), named in a paradigm's option of that role. What a model has built is read from
+the cache manifests, without loading anything: the dense indexes and stored vectors of each
+encoder, the trained versions of the models trained here, the reader's converted weights.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.cache import MANIFEST
+from engine.errors import ResourceMissingError
+from engine.paths import data_dir
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """One model a role can use: how to name it, where it comes from, what it has built."""
+
+    role: str  # "encoder", "re-ranker", "selection classifier", "query classifier", "generator"
+    name: str  # what a paradigm option takes
+    source: str  # packaged, trained here, stored scores, stand-in, your own
+    status: str  # ready, not trained yet, missing, ...
+    built: tuple[str, ...] = ()  # what it has built on disk
+    option: str = ""  # the paradigm options that take it
+
+
+def _manifests(kind: str) -> list[tuple[Path, dict]]:
+    """(entry folder, key) of every cache entry of `kind` (manifests read, not verified)."""
+    found = []
+    for manifest in sorted((data_dir() / "cache" / kind).glob(f"*/{MANIFEST}")):
+        try:
+            found.append((manifest.parent,
+                          json.loads(manifest.read_text(encoding="utf-8"))["key"]))
+        except (OSError, ValueError, KeyError):
+            continue  # a damaged entry is rebuilt when it is next used
+    return found
+
+
+def _encoder_name(identity: dict) -> str:
+    return identity.get("alias") or identity.get("path") or identity.get("hub_id") or "?"
+
+
+def _units(key: dict) -> str:
+    units = key.get("units", {})
+    if units.get("granularity") == "passages":
+        return f"{units.get('max_tokens')}-token passages"
+    return str(units.get("granularity", "units"))
+
+
+def encoder_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
+    """The packaged MiniLM and every encoder that has built something here: its dense
+    indexes (by corpus name, or fingerprint for a corpus not loaded) and stored vectors."""
+    from engine.index.vectors import VectorStore
+
+    built: dict[str, list[str]] = {"minilm": []}
+    for folder, key in _manifests("dense"):
+        name = _encoder_name(key.get("model", {}))
+        corpus = corpus_names.get(key.get("corpus", ""), f"corpus {key.get('corpus', '?')[:12]}")
+        kind = key.get("index", {}).get("kind", "exact")
+        recall = ""
+        if (folder / "recall.json").is_file():
+            recall = json.loads((folder / "recall.json").read_text(encoding="utf-8")).get(
+                "recall@100")
+            recall = f", recall@100 {recall:.3f} vs exact" if recall is not None else ""
+        precision = key.get("model", {}).get("precision", "")
+        built.setdefault(name, []).append(
+            f"dense index of {corpus} ({_units(key)}, {precision}, "
+            f"{'approximate HNSW' if kind == 'hnsw' else 'exact'}{recall})")
+    for folder in sorted((data_dir() / "cache" / "vectors").glob("*")):
+        shards = _manifests(f"vectors/{folder.name}")
+        if not shards:
+            continue
+        identity = shards[0][1].get("encoder", {})
+        texts = sum(_rows(entry / "keys.npy") for entry, _ in shards)
+        store = VectorStore(identity)
+        if store.folder != folder:
+            continue  # another format version's store
+        built.setdefault(_encoder_name(identity), []).append(
+            f"{texts:,} texts' vectors stored ({identity.get('precision', '?')})")
+    rows = []
+    for name, things in built.items():
+        source, status = _source("minilm" if name == "minilm" else name)
+        rows.append(ModelRow("encoder", name, source, status, tuple(things),
+                             "bi_encoder (every paradigm)"))
+    rows.append(ModelRow("encoder", "a folder or hub id", "your own",
+                         "any sentence-transformers model; its vectors and indexes are "
+                         "built on first use, with a time estimate measured on its own "
+                         "encoding speed", (), "bi_encoder (every paradigm)"))
+    return rows
+
+
+def _rows(keys_file: Path) -> int:
+    import numpy as np
+
+    try:
+        return int(np.load(keys_file, mmap_mode="r").shape[0])
+    except (OSError, ValueError):
+        return 0
+
+
+def _source(name: str) -> tuple[str, str]:
+    """Where an encoder named `name` comes from, and whether it is here."""
+    from engine.models.loading import ALIASES, resolve
+
+    if name in ALIASES:
+        try:
+            return "packaged", f"ready ({resolve(name)})"
+        except ResourceMissingError as err:
+            return "packaged", f"missing: {err}"
+    if Path(name).exists():
+        return "your own (folder)", "ready"
+    return "your own (hub id)", "loads if the hub or its cache is reachable"
+
+
+def reranker_rows() -> list[ModelRow]:
+    from engine.models.trained import TRAINING_TIMES, cached_preranker_path
+
+    trained = cached_preranker_path()
+    option = "preranker (funnel), reranker (flat, best)"
+    return [
+        ModelRow("re-ranker", "hybrid", "stored scores", "ready",
+                 ("BM25 and the encoder's stored vectors",), option),
+        ModelRow("re-ranker", "bi-encoder", "stored scores", "ready",
+                 ("the encoder's stored vectors",), option),
+        ModelRow("re-ranker", "bm25", "stored scores", "ready", ("BM25 over documents",),
+                 option),
+        ModelRow("re-ranker", "trained", "trained here (cross-encoder from MiniLM)",
+                 "ready" if trained else "not trained yet: python -m engine train preranker "
+                 f"(~{TRAINING_TIMES['preranker'].seconds / 60:.0f} min)",
+                 (str(trained),) if trained else (), option),
+        ModelRow("re-ranker", "a folder or hub id", "your own", "any cross-encoder", (),
+                 option)]
+
+
+def classifier_rows() -> list[ModelRow]:
+    from engine.models.query_classifier import STAND_IN as ALWAYS
+    from engine.models.query_classifier import cached_query_classifier
+    from engine.models.selection_classifier import STAND_IN as COSINES
+    from engine.models.selection_classifier import versions
+
+    found = versions()
+    active = [v["id"] for v in found if v["active"]]
+    selection = "drrag: classifier"
+    query = "best: classifier"
+    query_model = cached_query_classifier()
+    return [
+        ModelRow("selection classifier", "trained", "trained here (DR-RAG's C(q, d1, d2))",
+                 f"ready, version {active[0]} active" if found and active else
+                 "ready" if found else "not trained yet: the app trains it in the "
+                 "background (the stand-in answers meanwhile)",
+                 tuple(f"version {v['id']} ({v['labels']} labels, held-out AUC "
+                       f"{v['heldout_auc'] if v['heldout_auc'] is not None else '-'})"
+                       for v in found), selection),
+        ModelRow("selection classifier", COSINES, "stand-in", "ready (untrained: the "
+                 "encoder's segment cosines)", (), selection),
+        ModelRow("selection classifier", "a folder or hub id", "your own",
+                 "a sequence classifier over (question, d1, d2)", (), selection),
+        ModelRow("query classifier", "trained", "trained here",
+                 "ready" if query_model else "not trained yet: the app trains it in the "
+                 "background (always-retrieve answers meanwhile)",
+                 (str(query_model),) if query_model else (), query),
+        ModelRow("query classifier", ALWAYS, "stand-in", "ready", (), query),
+        ModelRow("query classifier", "a folder or hub id", "your own",
+                 "a sequence classifier (label 1: needs retrieval)", (), query)]
+
+
+def generator_rows() -> list[ModelRow]:
+    from engine.readers.generators import API_KEY_VARIABLES
+
+    converted = [str(folder) for folder, key in _manifests("models")]
+    key_set = [v for v in API_KEY_VARIABLES if os.environ.get(v)]
+    option = "reader.model, reader.endpoint (every paradigm)"
+    return [
+        ModelRow("generator", "smollm2", "packaged (SmolLM2-135M-Instruct, GGUF)", "ready",
+                 tuple(f"converted weights: {c}" for c in converted), option),
+        ModelRow("generator", "a folder or hub id", "your own", "any causal LM", (), option),
+        ModelRow("generator", "an OpenAI-compatible endpoint", "your own",
+                 "reader.endpoint = its /v1 address, reader.model = its model name; API key "
+                 + (f"from {key_set[0]}" if key_set else
+                    f"from {' or '.join(API_KEY_VARIABLES)} (none set)"), (),
+                 "reader.endpoint (flat, longrag, drrag, best; the funnel reads attention)")]
+
+
+def model_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
+    """Every role's models. `corpus_names` names corpora by fingerprint."""
+    return [*encoder_rows(corpus_names), *reranker_rows(), *classifier_rows(),
+            *generator_rows()]

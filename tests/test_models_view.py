@@ -1,0 +1,75 @@
+"""engine.service.models: the models each role can use, and what each has built here, read
+from a real cache directory (the tiny corpus's indexes built with the packaged MiniLM)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.tabs.corpora import models_table
+from engine.service.models import model_rows
+
+
+@pytest.fixture
+def built(tiny_corpus, data_dir):
+    pytest.importorskip("faiss")
+    from engine.index.dense import dense_index
+
+    dense_index(tiny_corpus, kind="exact")
+    dense_index(tiny_corpus, kind="hnsw")
+    return {tiny_corpus.fingerprint: "tiny"}
+
+
+def by(rows, role, name):
+    found = [row for row in rows if row.role == role and row.name == name]
+    assert len(found) == 1, [(r.role, r.name) for r in rows]
+    return found[0]
+
+
+def test_every_role_is_listed_with_your_own_model_as_an_option(data_dir):
+    rows = model_rows({})
+    roles = {row.role for row in rows}
+    assert roles == {"encoder", "re-ranker", "selection classifier", "query classifier",
+                     "generator"}
+    for role in roles:
+        assert by(rows, role, "a folder or hub id").source == "your own"
+    assert by(rows, "generator", "an OpenAI-compatible endpoint").option.startswith(
+        "reader.endpoint")
+    # an empty data directory: nothing trained, nothing built
+    assert by(rows, "re-ranker", "trained").status.startswith("not trained yet")
+    assert by(rows, "selection classifier", "trained").status.startswith("not trained yet")
+    assert by(rows, "encoder", "minilm").built == ()
+
+
+def test_an_encoders_indexes_and_vectors_are_listed_by_corpus(built, tiny_corpus, data_dir):
+    from engine.units.build import UnitConfig, build_units, index_text
+
+    minilm = by(model_rows(built), "encoder", "minilm")
+    assert minilm.status.startswith("ready") and minilm.source == "packaged"
+    indexes = [b for b in minilm.built if b.startswith("dense index of tiny")]
+    assert len(indexes) == 2
+    assert any("exact" in b for b in indexes)
+    assert any("approximate HNSW, recall@100 1.000 vs exact" in b for b in indexes)
+    texts = {index_text(u) for u in build_units(tiny_corpus, UnitConfig("passages"))}
+    assert f"{len(texts)} texts' vectors stored (fp32)" in minilm.built or (
+        f"{len(texts)} texts' vectors stored (bf16)" in minilm.built)
+    unnamed = by(model_rows({}), "encoder", "minilm").built  # a corpus never loaded
+    assert any("dense index of corpus " in b for b in unnamed)
+
+
+def test_the_endpoint_row_says_which_api_key_it_reads(data_dir, monkeypatch):
+    monkeypatch.delenv("FUNNEL_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    row = by(model_rows({}), "generator", "an OpenAI-compatible endpoint")
+    assert "(none set)" in row.status
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    row = by(model_rows({}), "generator", "an OpenAI-compatible endpoint")
+    assert "from OPENAI_API_KEY" in row.status and "sk-test" not in row.status
+
+
+def test_the_table_escapes_what_it_shows(data_dir):
+    from engine.service.models import ModelRow
+
+    html = models_table([ModelRow("encoder", "<b>x</b>", "your own", "ready",
+                                  ("a<script>",), "bi_encoder")])
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    assert "a&lt;script&gt;" in html and "data-role='encoder'" in html
