@@ -126,3 +126,8 @@ def test_build_refuses_a_bad_ray_address_and_worker_count(corpus_file, data_dir)
     result = run("build", "--corpus", str(corpus_file), "--ray", "local", "--workers", "0",
                  env_dir=data_dir)
     assert result.returncode == 2 and "workers=0 is out of range" in result.stderr
+    for address, message in (("nohost", "is not host:port"),
+                             ("127.0.0.1:9", "No Ray cluster answers at '127.0.0.1:9'")):
+        result = run("build", "--corpus", str(corpus_file), "--ray", address,
+                     env_dir=data_dir)
+        assert result.returncode == 2 and message in result.stderr, result.stderr[-500:]

@@ -278,6 +278,9 @@ def test_a_corpus_added_with_a_ray_address_is_encoded_by_ray_workers(explorer, t
     with pytest.raises(ConfigError, match="workers=0 is out of range"):
         explorer._corpora.add("raw", write_jsonl(tmp_path / "a.jsonl", tiny_rows()),
                               upload=True, ray="local", workers=0)
+    with pytest.raises(ConfigError, match="No Ray cluster answers at '127.0.0.1:9'"):
+        explorer.add_corpus("raw", write_jsonl(tmp_path / "b.jsonl", tiny_rows()),
+                            upload=True, ray="127.0.0.1:9")
     assert "raw" not in explorer.corpus_names()  # refused before anything was read
     source = write_jsonl(tmp_path / "ray.jsonl", tiny_rows())
     explorer.add_corpus("onray", source, upload=True, ray="local")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -27,17 +28,31 @@ from engine.errors import ConfigError
 logger = logging.getLogger(__name__)
 
 LOCAL = "local"
+CONNECT_SECONDS = 3.0  # how long a cluster's address may take to accept a connection
 SHARD_TEXTS = 2048  # texts a task encodes: small enough to spread, large enough to batch
 Progress = Callable[[int, int], None]
 
 
 def check_address(address: str, workers: int) -> None:
-    """Refuse an empty address or a local worker count out of range, naming the fix."""
+    """Refuse an empty or malformed address, a cluster that does not answer within
+    CONNECT_SECONDS, or a local worker count out of range, naming the fix (Ray itself
+    would retry an unreachable address for minutes)."""
     if not address:
         raise ConfigError("Give a Ray address (host:port or ray://host:port) or 'local'.")
     most = (os.cpu_count() or 1) * 4
-    if address == LOCAL and not 1 <= workers <= most:
-        raise ConfigError(f"workers={workers} is out of range; allowed: 1 to {most}.")
+    if address == LOCAL:
+        if not 1 <= workers <= most:
+            raise ConfigError(f"workers={workers} is out of range; allowed: 1 to {most}.")
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"Ray address {address!r} is not host:port or ray://host:port; "
+                          "give one of those, or 'local' for workers on this machine.")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as err:
+        raise ConfigError(f"No Ray cluster answers at {address!r} ({err}); start one there "
+                          "(ray start --head) or use 'local'.") from None
 
 
 @contextmanager
