@@ -38,7 +38,10 @@ Progress = Callable[[int, int], None]
 
 
 class Clusters(NamedTuple):
-    """Cluster units and, for each document (corpus order), its cluster's position."""
+    """Cluster units and, for each document (corpus order), its cluster's position. The
+    units hold no text (engine.units.build.cluster_units): the clusters a stage keeps get
+    theirs from their documents (engine.stages.retrieve.ClusterRetriever), so the corpus's
+    text is not held a second time."""
 
     units: tuple[Unit, ...]
     assignment: np.ndarray
@@ -124,10 +127,13 @@ class SharedIndexes:
         """`corpus`'s cluster units at `config` and each document's cluster position."""
         import numpy as np
 
-        from engine.units.build import build_units
+        from engine.units.build import cluster_units
+        from engine.units.cluster import clustering
 
         def load() -> Clusters:
-            units = build_units(corpus, config)
+            found = clustering(corpus, config.cluster_algorithm, config.cluster_tokens,
+                               config.links)
+            units = cluster_units(corpus, found, text=False)
             assignment = np.empty(len(corpus), dtype=np.int64)
             for position, unit in enumerate(units):
                 assignment[[corpus.index_of[d] for d in unit.doc_ids]] = position

@@ -67,14 +67,18 @@ def passage_units(documents: tuple[Document, ...] | list[Document],
     )
 
 
-def cluster_units(corpus: Corpus, found: Clustering) -> tuple[Unit, ...]:
+def cluster_units(corpus: Corpus, found: Clustering, *, text: bool = True
+                  ) -> tuple[Unit, ...]:
+    """A unit per cluster of `found`: its documents' titles and texts joined. Without
+    `text` the units' text is empty: a corpus's whole text again, which nothing but an index
+    over cluster texts reads (a retrieved cluster's text is joined when it is shown)."""
     units = []
     for k, members in enumerate(found.clusters):
         docs = [corpus.documents[i] for i in members]
         title = docs[0].title + (f" (+{len(docs) - 1} more)" if len(docs) > 1 else "")
         units.append(Unit(
             id=f"{found.algorithm}-{found.max_tokens}:{k}", title=title,
-            text="\n\n".join(f"{d.title}\n{d.text}" for d in docs),
+            text="\n\n".join(f"{d.title}\n{d.text}" for d in docs) if text else "",
             doc_ids=tuple(d.id for d in docs), granularity="clusters",
         ))
     return tuple(units)
