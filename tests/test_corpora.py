@@ -297,3 +297,31 @@ def test_a_corpus_added_with_a_ray_address_is_encoded_by_ray_workers(explorer, t
         index = shared_indexes().dense(corpus, passages)  # finds every vector stored
     assert index.search("Which river flows through Budapest?", 1)[0].unit.doc_ids[0] in {
         "Danube", "Budapest"}
+
+
+def test_a_corpus_waiting_for_another_build_can_be_cancelled_not_one_building(tiny_corpus):
+    running, release = threading.Event(), threading.Event()
+
+    def slow(progress):
+        running.set()
+        release.wait(10)
+
+    a, b = Preparation("a", dense=False), Preparation("b", dense=False)
+    a.tasks = {"corpus": Task("corpus", "corpus", lambda p: tiny_corpus),
+               "dense": Task("dense", "dense index", slow, promised=True)}
+    b.tasks = {"corpus": Task("corpus", "corpus", lambda p: tiny_corpus),
+               "dense": Task("dense", "dense index", lambda p: None, promised=True),
+               "scores": Task("scores", "document scores", lambda p: None)}
+    a.start()
+    assert running.wait(10)
+    b.start()
+    deadline = time.monotonic() + 10
+    while not b.tasks["dense"].behind and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not a.cancel()  # its build runs: not cancelled, nothing touched
+    assert a.tasks["dense"].state == "running"
+    assert b.cancel() and not b.busy()
+    assert [t.state for t in b.tasks.values()] == ["ready", "failed", "failed"]
+    assert "cancelled while it waited" in b.status_lines()[1]
+    release.set()
+    assert a.wait(10) and a.tasks["dense"].state == "ready"

@@ -211,9 +211,10 @@ class Corpora:
             preparation = self._preparations.get(name)
             if preparation is None and name not in {c.name for c in stored_corpora()}:
                 raise ConfigError(f"No added corpus is named {name!r} any more.")
-            if preparation is not None and preparation.busy():
+            if preparation is not None and preparation.busy() and not preparation.cancel():
                 raise ConfigError(f"Corpus {name!r} is still being prepared; remove it when "
-                                  "its status says ready or failed.")
+                                  "its status says ready or failed (one waiting for another "
+                                  "corpus's build can be removed at once).")
             if name in self._in_use():
                 raise ConfigError(f"An evaluation is running over corpus {name!r}; cancel "
                                   "it or wait for it before removing the corpus.")

@@ -40,6 +40,7 @@ Progress = Callable[[int, int], None]
 
 # encoding a dense index or training a model: one at a time in the process (two cores)
 BUILDS = threading.Lock()
+CANCELLED = "cancelled while it waited for another corpus's build"
 
 
 @dataclass
@@ -117,6 +118,7 @@ class Preparation:
         self.corpus_spec, self.dense = corpus_spec, dense
         self._load = load
         self._thread: threading.Thread | None = None
+        self._cancelled = threading.Event()
         self.tasks: dict[str, Task] = {"corpus": Task("corpus", f"corpus '{corpus_spec}'",
                                                       self._load_corpus)}
         self.needs: dict[str, tuple[str, ...]] = {}  # paradigm -> the tasks it waits for
@@ -192,12 +194,26 @@ class Preparation:
 
     def _work(self) -> None:
         for task in self.tasks.values():
+            if self._cancelled.is_set():
+                task.state, task.error = "failed", CANCELLED
+                continue
             if task.name != "corpus" and self.corpus is None:
                 task.state, task.error = "failed", "the corpus did not load"
                 continue
             self._run(task)
             if task.name == "corpus" and self.corpus is not None:
                 self._promise()
+
+    def cancel(self, timeout: float = 5.0) -> bool:
+        """Stop a preparation that is only waiting for another corpus's build (nothing of
+        its own running): its tasks end as cancelled. False, and nothing done, while one of
+        its tasks runs."""
+        if any(t.state == "running" for t in self.tasks.values()) or not self.busy():
+            return False
+        self._cancelled.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.busy()
 
     def _promise(self) -> None:
         """Promise what must be built that a stand-in answers for meanwhile."""
@@ -207,14 +223,16 @@ class Preparation:
             except Exception:  # noqa: BLE001 - unpromised, it is built (or fails) in its turn
                 logger.exception("could not tell whether %s must be built", key)
 
-    @staticmethod
-    def _run(task: Task) -> None:
+    def _run(self, task: Task) -> None:
         """Run one task, recording its state, progress and time; a long build first waits
-        for any other corpus's to end."""
+        for any other corpus's to end (or for the preparation to be cancelled)."""
         builds = task.builds()
         if builds and not BUILDS.acquire(blocking=False):
             task.behind = True
-            BUILDS.acquire()
+            while not BUILDS.acquire(timeout=0.2):
+                if self._cancelled.is_set():
+                    task.state, task.behind, task.error = "failed", False, CANCELLED
+                    return
             task.behind = False
         try:
             Preparation._run_now(task)
