@@ -67,13 +67,15 @@ VECTORS_FILE = "vectors.npy"  # an approximate index's exact vectors, memory-map
 RECALL_FILE = "recall.json"
 INDEX_KINDS = ("auto", "exact", "hnsw")
 # bench/ann_choice.py and bench/funnel_scale.py (bench/README.md, "Millions of passages on
-# one machine"): the exact scan costs ~0.06 ms per 1,000 passages on one thread, so 10 ms
-# at 166k passages and 96 ms at 1.66M; HNSW answers in a few ms at either size
+# one machine"): an exact top-100 costs ~0.1 ms per 1,000 passages on one thread here (16 ms
+# at 166k passages, 160 ms at 1.66M); HNSW's stays under 10 ms at either size. From 400k
+# passages the exact scan alone passes 40 ms.
 APPROXIMATE_FROM = 400_000
 HNSW_M = 32  # graph degree (64 links per node at level 0)
-HNSW_EF_CONSTRUCTION = 40
-# candidates searched per query: recall@100 >= 0.95 on the training questions (ann_choice)
-HNSW_EF_SEARCH = 400
+HNSW_EF_CONSTRUCTION = 40  # 1.66M passages took 21 min to add on two cores
+# candidates searched per query, chosen on the training questions at 1.66M passages: the
+# highest recall@100 (0.86; 0.98 at 166k) whose search stays within flat's 10 ms (8.2 ms)
+HNSW_EF_SEARCH = 800
 RECALL_QUERIES = 100  # pseudo-queries the recall is measured with at build time
 PROGRESS_SLICE = 1024  # units encoded between two progress reports
 SAMPLE_TEXTS = 64  # texts timed to estimate the build of an encoder other than MiniLM
@@ -90,6 +92,7 @@ class DenseIndex:
     precision: str = "fp32"
     stored: np.ndarray | None = None  # an approximate index's exact vectors (memory-mapped)
     recall: float | None = None  # an approximate index's recall@100 against the exact scan
+    recall_ef: int | None = None  # the efSearch `recall` was measured at
 
     @property
     def exact(self) -> bool:
@@ -111,7 +114,8 @@ class DenseIndex:
         """What kind of index this is, as the status names it."""
         if self.exact:
             return "exact"
-        recall = "" if self.recall is None else f", recall@100 {self.recall:.3f} vs exact"
+        at = f" at efSearch {self.recall_ef}" if self.recall_ef else ""
+        recall = "" if self.recall is None else f", recall@100 {self.recall:.3f} vs exact{at}"
         return f"approximate (HNSW{recall})"
 
     @cached_property
@@ -137,9 +141,11 @@ class DenseIndex:
         vector.setflags(write=False)
         return vector
 
-    def top(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def top(self, vector: np.ndarray, k: int, ef: int | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
         """The rows of the `k` units closest to the query `vector` and their cosines, best
-        first: exact, or the HNSW's candidates (at least HNSW_EF_SEARCH) rescored exactly."""
+        first: exact, or the HNSW's candidates (`ef`, default HNSW_EF_SEARCH, or `k` if
+        more) rescored exactly."""
         k = min(k, self.index.ntotal)
         if not k:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
@@ -150,7 +156,7 @@ class DenseIndex:
             return rows[0][keep], scores[0][keep]
         import faiss
 
-        wanted = min(max(k, HNSW_EF_SEARCH), self.index.ntotal)
+        wanted = min(max(k, ef or HNSW_EF_SEARCH), self.index.ntotal)
         _, rows = self.index.search(query, wanted,
                                     params=faiss.SearchParametersHNSW(efSearch=wanted))
         rows = np.sort(rows[0][rows[0] >= 0])  # file order: fewer pages read
@@ -276,7 +282,9 @@ def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
         vectors.flush()
         index = _hnsw(vectors)
         recall = measure_recall(index, vectors)
-        (folder / RECALL_FILE).write_text(json.dumps({"recall@100": recall}), encoding="utf-8")
+        (folder / RECALL_FILE).write_text(json.dumps({"recall@100": recall,
+                                                      "ef_search": HNSW_EF_SEARCH}),
+                                          encoding="utf-8")
         logger.info("Dense: HNSW over %d vectors in %.1f s, recall@100 %.3f vs exact",
                     len(units), time.perf_counter() - started, recall)
     else:
@@ -329,6 +337,17 @@ def measure_recall(index: faiss.Index, vectors: np.ndarray, k: int = 100,
     return round(found / (queries * min(k, len(vectors))), 4)
 
 
+def recall_note(folder: Path) -> str:
+    """"recall@100 R vs exact at efSearch E" of the approximate index built in `folder`
+    (as measured when it was built), or "" for an exact one."""
+    path = folder / RECALL_FILE
+    if not path.is_file():
+        return ""
+    measured = json.loads(path.read_text(encoding="utf-8"))
+    at = f" at efSearch {measured['ef_search']}" if measured.get("ef_search") else ""
+    return f"recall@100 {measured['recall@100']:.3f} vs exact{at}"
+
+
 def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
                precision: str = DEFAULT_PRECISION) -> DenseIndex:
     """Load a saved index, checking that it was built over exactly `units` (an approximate
@@ -347,8 +366,9 @@ def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
     if stored.shape[0] != len(units):
         raise ValueError(f"{VECTORS_FILE} holds {stored.shape[0]} vectors for {len(units)} "
                          "units")
-    recall = json.loads((folder / RECALL_FILE).read_text(encoding="utf-8"))["recall@100"]
-    return DenseIndex(units, index, model, precision, stored=stored, recall=recall)
+    measured = json.loads((folder / RECALL_FILE).read_text(encoding="utf-8"))
+    return DenseIndex(units, index, model, precision, stored=stored,
+                      recall=measured["recall@100"], recall_ef=measured.get("ef_search"))
 
 
 def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),

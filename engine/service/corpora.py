@@ -14,7 +14,6 @@ from the process-wide stores. They stay cached on disk, so using it again only l
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -317,12 +316,10 @@ def check_searched(searched: dict, corpus: Corpus) -> Corpus:
 def _built(kind: str, folder: Path) -> str:
     """A cache entry's kind as the Corpora view lists it: an approximate dense index with
     the recall measured when it was built."""
-    from engine.index.dense import RECALL_FILE
+    from engine.index.dense import recall_note
 
-    if kind == "dense" and (folder / RECALL_FILE).is_file():
-        recall = json.loads((folder / RECALL_FILE).read_text(encoding="utf-8"))["recall@100"]
-        return f"dense (approximate: HNSW, recall@100 {recall:.3f} vs exact)"
-    return kind
+    note = recall_note(folder) if kind == "dense" else ""
+    return f"dense (approximate: HNSW, {note})" if note else kind
 
 
 def _status(preparation: Preparation | None) -> str:

@@ -61,6 +61,7 @@ def _units(key: dict) -> str:
 def encoder_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
     """The packaged MiniLM and every encoder that has built something here: its dense
     indexes (by corpus name, or fingerprint for a corpus not loaded) and stored vectors."""
+    from engine.index.dense import recall_note
     from engine.index.vectors import VectorStore
 
     built: dict[str, list[str]] = {"minilm": []}
@@ -68,15 +69,12 @@ def encoder_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
         name = _encoder_name(key.get("model", {}))
         corpus = corpus_names.get(key.get("corpus", ""), f"corpus {key.get('corpus', '?')[:12]}")
         kind = key.get("index", {}).get("kind", "exact")
-        recall = ""
-        if (folder / "recall.json").is_file():
-            recall = json.loads((folder / "recall.json").read_text(encoding="utf-8")).get(
-                "recall@100")
-            recall = f", recall@100 {recall:.3f} vs exact" if recall is not None else ""
+        recall = recall_note(folder)
         precision = key.get("model", {}).get("precision", "")
         built.setdefault(name, []).append(
             f"dense index of {corpus} ({_units(key)}, {precision}, "
-            f"{'approximate HNSW' if kind == 'hnsw' else 'exact'}{recall})")
+            f"{'approximate HNSW' if kind == 'hnsw' else 'exact'}"
+            f"{', ' + recall if recall else ''})")
     for folder in sorted((data_dir() / "cache" / "vectors").glob("*")):
         shards = _manifests(f"vectors/{folder.name}")
         if not shards:
