@@ -1,39 +1,60 @@
-"""Latency of the funnel's first stage and pre-ranker at 10k, 100k and 1M documents.
+"""The funnel's first stage and flat's dense search at 10k, 100k and 1M documents, over the
+exact and the approximate (HNSW) dense index.
 
-Each size runs in a fresh interpreter over a synthetic corpus (bench/synthetic.py: real
-pooled-corpus sentences resampled into N documents with title mentions between them). The
-funnel's default retrieval is built over it exactly as the engine builds it: the link graph,
-LongRAG clusters of S=2048 tokens, BM25 over documents, and 100-token passages with one
-384-d vector each. The vectors are random unit vectors: encoding a million documents takes
-hours on 2 cores, and the time of a scan does not depend on the values it multiplies.
+For each size, three fresh interpreters share one temporary data directory:
+  build   a synthetic corpus (bench/synthetic.py: real pooled-corpus sentences resampled
+          into N documents with title mentions between them) and the funnel's default
+          retrieval over it, built by the engine's own cached builders: LongRAG clusters
+          (S=2048), BM25 over documents, and the dense index of 100-token passages, exact and
+          HNSW. The passage vectors are not encoded (a million documents take hours on two
+          cores): they are written into the engine's vector store beforehand, so the dense
+          builds find every text already encoded. They mix the real MiniLM vectors of the
+          pooled documents each document's sentences came from, plus noise
+          (`synthetic_vectors`), so an approximate index's recall is measured on vectors
+          shaped like real ones. Queries are encoded by MiniLM.
+  exact   loads what `build` made, as the app does, and times per question:
+            first stage  ClusterRetriever with the default hybrid best-member document
+                         scores, K=10, query encoding included (as in the app)
+            of which     dense: the query encoding and the passage scores; bm25: BM25 over
+                         documents; the rest: grouping, ranking, labels
+            pre-ranker   the hybrid pre-ranker over the K clusters' documents, N=8
+            flat top-100 flat's dense search, query vector already encoded
+          and its peak memory (the serving process's, builds excluded).
+  hnsw    the same over the approximate index, plus recall@100 of flat's search against
+          the exact top 100, and how many of the exact first stage's 10 clusters it keeps.
 
-For the first 200 HotpotQA dev500 questions (their terms hit real posting lists, since the
-sentences are real) it times, per question:
-  first stage  ClusterRetriever with the default hybrid best-member scores (BM25 over
-               documents + the dense scan of every passage vector, each document as its
-               best passage, each cluster as its best document), K=10; query encoding is
-               included, as in the app
-    of which   bm25 (every document's score), dense (query encoding + the scan), and the
-               rest (grouping into documents and clusters, ranking, labels)
-  pre-ranker   the hybrid pre-ranker over the K clusters' documents, N=8: it reads the
-               document scores the first stage computed (the engine keeps them per query)
-  flat dense   for scale: flat's dense top-100 over the same passage vectors (faiss)
+Questions: the first 200 HotpotQA dev500 questions are reported. With --tune, the HNSW
+child also sweeps efSearch on the HotpotQA and MuSiQue train100 questions (how the default
+HNSW_EF_SEARCH was chosen). One thread for torch and faiss: one question at a time, as the
+app serves them.
 
-    python -m bench.funnel_scale [--sizes 10000 100000 1000000] [--questions 200]
+    python -m bench.funnel_scale [--sizes 10000 100000 1000000] [--questions 200] [--tune]
+                                 [--keep FOLDER]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import latency_summary, markdown_table, peak_rss_mb, run_child, save
+from bench.common import (
+    latency_summary,
+    markdown_table,
+    peak_rss_mb,
+    run_child,
+    save,
+    training_questions,
+)
 
-STAGES = ("first stage", "bm25", "dense", "rest", "pre-ranker", "flat dense")
+STAGES = ("first stage", "bm25", "dense", "query encoding", "rest", "pre-ranker",
+          "flat top-100")
+EF_SWEEP = (100, 200, 400, 800, 1600)
 
 
 def questions(limit: int) -> list[str]:
@@ -44,62 +65,84 @@ def questions(limit: int) -> list[str]:
     return [q.text for q in read_dataset(path).questions[:limit]]
 
 
-def child(n: int, limit: int) -> dict:
-    """Build the funnel's retrieval over a synthetic corpus of `n` documents and time it."""
-    import faiss
+def configs():
+    from engine.units.build import UnitConfig
+    from engine.units.chunking import Chunker
+
+    return (UnitConfig("clusters", cluster_algorithm="longrag", cluster_tokens=2048),
+            UnitConfig("documents"), UnitConfig("passages", Chunker(100)))
+
+
+def build(n: int) -> dict:
+    """Build everything for `n` documents into $FUNNEL_DATA_DIR; seconds and peak memory."""
+    import numpy as np
+
+    from bench.synthetic import synthetic_corpus, synthetic_vectors
+    from engine.data.corpus import load_corpus
+    from engine.index.bm25 import bm25_index
+    from engine.index.dense import dense_index, encoder_identity
+    from engine.index.shared import shared_indexes
+    from engine.index.vectors import SHARD_TEXTS, VectorStore, text_keys
+    from engine.models.loading import resolve_precision
+    from engine.units.build import build_units, index_text
+
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    corpus = synthetic_corpus(n)
+    clusters, documents, passages = configs()
+    units = build_units(corpus, passages)
+    seconds["corpus s"] = time.perf_counter() - start
+    scale_dir = os.environ.pop("FUNNEL_DATA_DIR")  # the pooled index is in the usual one
+    pooled = dense_index(load_corpus("pooled"))
+    os.environ["FUNNEL_DATA_DIR"] = scale_dir
+    store = VectorStore(encoder_identity("minilm", resolve_precision("auto")))
+    done = 0
+    for rows in synthetic_vectors(corpus, units, pooled, batch=SHARD_TEXTS):
+        texts = [index_text(u) for u in units[done:done + len(rows)]]
+        store._write(text_keys(texts), np.ascontiguousarray(rows))  # noqa: SLF001
+        done += len(rows)
+    del pooled
+    seconds["vectors s"] = time.perf_counter() - start - seconds["corpus s"]
+    for name, make in (("clusters s", lambda: shared_indexes().clusters(corpus, clusters)),
+                       ("bm25 s", lambda: bm25_index(corpus, documents)),
+                       ("exact index s", lambda: dense_index(corpus, passages, kind="exact")),
+                       ("hnsw index s", lambda: dense_index(corpus, passages, kind="hnsw"))):
+        start = time.perf_counter()
+        made = make()
+        seconds[name] = time.perf_counter() - start
+        del made
+    recall = dense_index(corpus, passages, kind="hnsw").recall
+    return {"documents": len(corpus), "passages": len(units),
+            "clusters": len(shared_indexes().clusters(corpus, clusters).units),
+            **{k: round(v, 1) for k, v in seconds.items()},
+            "recall@100 at build": recall, "build peak MiB": round(peak_rss_mb())}
+
+
+def serve(n: int, kind: str, limit: int, tune: bool, truth_file: Path) -> dict:
+    """Load the built indexes of one `kind` and time the first stage and flat's search."""
     import numpy as np
 
     from bench.synthetic import synthetic_corpus
-    from engine.index.bm25 import build_bm25, load_bm25
-    from engine.index.dense import DenseIndex
+    from engine.index.bm25 import bm25_index
+    from engine.index.dense import dense_index
     from engine.index.documents import DocumentScorer
-    from engine.models.loading import resolve_precision
+    from engine.index.shared import shared_indexes
     from engine.stages.expand import expand_to_documents
     from engine.stages.rerank import HYBRID_WEIGHT, StoredScoreReranker
     from engine.stages.retrieve import ClusterRetriever
-    from engine.units.build import UnitConfig, build_units, cluster_units, passage_units
-    from engine.units.chunking import Chunker
-    from engine.units.cluster import cluster_documents, doc_tokens
-    from engine.units.graph import build_link_graph
 
-    built: dict[str, float] = {}
-    start = time.perf_counter()
     corpus = synthetic_corpus(n)
-    built["corpus s"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    graph = build_link_graph(corpus)
-    found = cluster_documents([doc_tokens(d) for d in corpus.documents], graph, "longrag", 2048)
-    clusters = cluster_units(corpus, found)
-    assignment = np.empty(len(corpus), dtype=np.int64)
-    for position, unit in enumerate(clusters):
-        assignment[[corpus.index_of[d] for d in unit.doc_ids]] = position
-    built["clusters s"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    documents = build_units(corpus, UnitConfig("documents"))
-    with tempfile.TemporaryDirectory() as folder:
-        build_bm25(documents, Path(folder))
-        bm25 = load_bm25(documents, Path(folder))
-    built["bm25 s"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    passages = passage_units(corpus.documents, Chunker(100))
-    vectors = np.random.default_rng(0).standard_normal((len(passages), 384), dtype=np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    index = faiss.IndexFlatIP(384)
-    index.add(vectors)
-    del vectors
-    dense = DenseIndex(passages, index, "minilm", resolve_precision("auto"))
-    dense.vectors  # noqa: B018 (materialised once, as the engine does on first use)
-    built["passages s"] = time.perf_counter() - start
-
-    scorer = DocumentScorer(corpus, bm25, dense, "hybrid", HYBRID_WEIGHT)
-    first = ClusterRetriever(clusters, assignment, corpus, scorer)
+    clusters_config, documents, passages = configs()
+    clusters = shared_indexes().clusters(corpus, clusters_config)
+    dense = dense_index(corpus, passages, kind=kind)
+    scorer = DocumentScorer(corpus, bm25_index(corpus, documents), dense, "hybrid",
+                            HYBRID_WEIGHT)
+    first = ClusterRetriever(clusters.units, clusters.assignment, corpus, scorer)
     pre = StoredScoreReranker(scorer)
     texts = questions(limit)
     dense.encode_queries([texts[-1]])  # warm-up: load the query encoder
     seconds: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    found: dict[str, list] = {"flat": [], "clusters": []}
     for text in texts:
         start = time.perf_counter()
         scorer.lexical(text)
@@ -108,21 +151,63 @@ def child(n: int, limit: int) -> dict:
         scorer.semantic(text + " ")  # another string: the query memo must not answer it
         seconds["dense"].append(time.perf_counter() - start)
         start = time.perf_counter()
+        dense.encode_queries([text + "  "])
+        seconds["query encoding"].append(time.perf_counter() - start)
+        start = time.perf_counter()
         kept = first.run(text, (), 10).candidates
         seconds["first stage"].append(time.perf_counter() - start)
         seconds["rest"].append(max(0.0, seconds["first stage"][-1] - seconds["bm25"][-1]
                                    - seconds["dense"][-1]))
-        members = expand_to_documents(corpus, kept)
         start = time.perf_counter()
-        pre.run(text, members, 8)
+        pre.run(text, expand_to_documents(corpus, kept), 8)
         seconds["pre-ranker"].append(time.perf_counter() - start)
+        vector = dense.encode_queries([text])[0]
         start = time.perf_counter()
-        dense.search(text, 100)
-        seconds["flat dense"].append(time.perf_counter() - start)
-    return {"documents": len(corpus), "clusters": len(clusters), "passages": len(passages),
-            **{k: round(v, 1) for k, v in built.items()},
-            "peak MiB": round(peak_rss_mb()),
-            **{stage: latency_summary(values) for stage, values in seconds.items()}}
+        rows, _ = dense.top(vector, 100)
+        seconds["flat top-100"].append(time.perf_counter() - start)
+        found["flat"].append(rows.tolist())
+        found["clusters"].append([c.unit.id for c in kept])
+    out = {"index": dense.description, "peak MiB": round(peak_rss_mb()), **resident(),
+           **{stage: latency_summary(values) for stage, values in seconds.items()}}
+    if kind == "exact":
+        train = [q.text for q in training_questions()]
+        found["train"] = [dense.top(dense.encode_queries([t])[0], 100)[0].tolist()
+                          for t in train]
+        truth_file.write_text(json.dumps(found), encoding="utf-8")
+        return out
+    truth = json.loads(truth_file.read_text(encoding="utf-8"))
+    out["recall@100"] = _recall(found["flat"], truth["flat"])
+    out["first-stage clusters kept"] = round(float(np.mean(
+        [len(set(a) & set(b)) / len(b) for a, b in zip(found["clusters"], truth["clusters"],
+                                                       strict=True)])), 4)
+    if tune:
+        from engine.index import dense as dense_module
+
+        train = [q.text for q in training_questions()]
+        vectors = dense.encode_queries(train)
+        out["ef sweep (train)"] = {}
+        for ef in EF_SWEEP:
+            dense_module.HNSW_EF_SEARCH = ef
+            start = time.perf_counter()
+            rows = [dense.top(v, 100)[0].tolist() for v in vectors]
+            ms = (time.perf_counter() - start) / len(train) * 1000
+            out["ef sweep (train)"][ef] = {"recall@100": _recall(rows, truth["train"]),
+                                           "ms": round(ms, 2)}
+    return out
+
+
+def resident() -> dict[str, int]:
+    """Resident memory now, MiB: anonymous (the process's own) and file-backed (pages of
+    memory-mapped files, which the kernel may drop and read again)."""
+    fields = dict(line.split(":", 1) for line in
+                  Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    return {f"{name} MiB": round(int(fields[key].split()[0]) / 1024)
+            for name, key in (("anonymous", "RssAnon"), ("file-backed", "RssFile"))}
+
+
+def _recall(found: list[list[int]], truth: list[list[int]]) -> float:
+    hits = sum(len(set(a) & set(b)) for a, b in zip(found, truth, strict=True))
+    return round(hits / sum(len(b) for b in truth), 4)
 
 
 def main() -> None:
@@ -130,34 +215,76 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs="+", type=int, default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--questions", type=int, default=200, help="first N dev500 questions")
-    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--tune", action="store_true", help="sweep efSearch on train100")
+    parser.add_argument("--keep", type=Path, help="keep each size's builds under this "
+                        "folder and reuse them on the next run (default: a temporary one)")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)  # step, size
+    parser.add_argument("--truth", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        import faiss
         import torch
 
         torch.set_num_threads(1)  # one query at a time, as the app serves them
-        print(json.dumps(child(args.child, args.questions)))
+        faiss.omp_set_num_threads(1)
+        step, n = args.child[0], int(args.child[1])
+        if step == "build":
+            faiss.omp_set_num_threads(2)  # builds use both cores, as the app's do
+            print(json.dumps(build(n)))
+        else:
+            print(json.dumps(serve(n, step, args.questions, args.tune, args.truth)))
         return
-    results = {}
+    results: dict[int, dict] = {}
     for n in args.sizes:
-        results[n] = run_child(Path(__file__), "--child", str(n),
-                               "--questions", str(args.questions))
-        print(f"{n:,} documents: {results[n]}", file=sys.stderr)
-    sizes = list(results)
-    headers = ["", *(f"{n:,} docs" for n in sizes), f"{sizes[-1]:,} / {sizes[0]:,}"]
-    rows = [[key, *(f"{results[n][key]:,}" for n in sizes),
-             f"{results[sizes[-1]][key] / results[sizes[0]][key]:.1f}x"]
-            for key in ("documents", "clusters", "passages")]
-    for stage in STAGES:
-        for stat in ("median_ms", "p95_ms"):
-            first, last = results[sizes[0]][stage][stat], results[sizes[-1]][stage][stat]
-            rows.append([f"{stage} {stat.replace('_', ' ')}",
-                         *(results[n][stage][stat] for n in sizes),
-                         f"{last / first:.1f}x" if first else "-"])
-    rows += [[key, *(results[n][key] for n in sizes), ""]
-             for key in ("corpus s", "clusters s", "bm25 s", "passages s", "peak MiB")]
-    print(markdown_table(headers, rows))
+        if args.keep:
+            folder = args.keep / str(n)
+            folder.mkdir(parents=True, exist_ok=True)
+        else:
+            folder = Path(tempfile.mkdtemp(prefix=f"funnel-scale-{n}-"))
+        os.environ["FUNNEL_DATA_DIR"] = str(folder)
+        try:
+            built = folder / "build.json"
+            results[n] = {"build": json.loads(built.read_text()) if built.exists() else
+                          run_child(Path(__file__), "--child", "build", str(n))}
+            built.write_text(json.dumps(results[n]["build"]))
+            print(f"{n:,} built: {results[n]['build']}", file=sys.stderr, flush=True)
+            for kind in ("exact", "hnsw"):
+                results[n][kind] = run_child(
+                    Path(__file__), "--child", kind, str(n), "--questions",
+                    str(args.questions), "--truth", str(folder / "truth.json"),
+                    *(["--tune"] if args.tune else []))
+                print(f"{n:,} {kind}: {results[n][kind]}", file=sys.stderr, flush=True)
+        finally:
+            if not args.keep:
+                shutil.rmtree(folder, ignore_errors=True)
+    print(markdown_table(*table(results)))
     save("funnel_scale", results)
+
+
+def table(results: dict[int, dict]) -> tuple[list[str], list[list]]:
+    sizes = list(results)
+    headers = ["", *(f"{n:,} docs" for n in sizes)]
+    rows = [[key, *(f"{results[n]['build'][key]:,}" for n in sizes)]
+            for key in ("documents", "passages", "clusters")]
+    for stage in ("first stage", "query encoding", "dense", "flat top-100", "pre-ranker"):
+        for kind in ("exact", "hnsw"):
+            rows.append([f"{stage}, {kind}: median (p95) ms",
+                         *(f"{results[n][kind][stage]['median_ms']} "
+                           f"({results[n][kind][stage]['p95_ms']})" for n in sizes)])
+    rows += [["recall@100 of HNSW vs exact (dev questions)",
+              *(results[n]["hnsw"]["recall@100"] for n in sizes)],
+             ["recall@100 at build (pseudo-queries)",
+              *(results[n]["build"]["recall@100 at build"] for n in sizes)],
+             ["exact first stage's 10 clusters HNSW keeps",
+              *(results[n]["hnsw"]["first-stage clusters kept"] for n in sizes)],
+             *([f"serving peak MiB (anonymous / file-backed at the end), {kind}",
+                *(f"{results[n][kind]['peak MiB']:,} ({results[n][kind]['anonymous MiB']:,}"
+                  f" / {results[n][kind]['file-backed MiB']:,})" for n in sizes)]
+               for kind in ("exact", "hnsw")),
+             ["build peak MiB", *(results[n]["build"]["build peak MiB"] for n in sizes)],
+             *([key, *(results[n]["build"][key] for n in sizes)]
+               for key in ("clusters s", "bm25 s", "exact index s", "hnsw index s"))]
+    return headers, rows
 
 
 if __name__ == "__main__":
