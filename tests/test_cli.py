@@ -95,30 +95,12 @@ def test_seurat_question_on_the_default_corpus(data_dir):
         "A Sunday Afternoon on the Island of La Grande Jatte")
 
 
-def test_build_encodes_on_a_local_ray_cluster_the_vectors_one_process_makes(corpus_file,
-                                                                            tmp_path):
-    pytest.importorskip("ray")
-    import numpy as np
-
-    vectors = {}
-    for name, extra in (("one", []), ("ray", ["--ray", "local", "--workers", "2"])):
-        folder = tmp_path / name
-        result = run("build", "--corpus", str(corpus_file), "--index", "exact", *extra,
-                     env_dir=folder)
-        assert result.returncode == 0, result.stderr[-2000:]
-        assert "exact dense index with minilm" in result.stdout
-        if extra:
-            assert "encoded on Ray (local)" in result.stdout
-        shards = sorted((folder / "cache" / "vectors").glob("*/*/vectors.npy"))
-        keys = sorted((folder / "cache" / "vectors").glob("*/*/keys.npy"))
-        assert shards and len(shards) == len(keys)
-        found = {}
-        for k, v in zip(keys, shards, strict=True):
-            found.update(zip(np.load(k).tolist(), np.load(v), strict=True))
-        vectors[name] = found
-    assert vectors["ray"].keys() == vectors["one"].keys()
-    cosines = [float(vectors["ray"][k] @ vectors["one"][k]) for k in vectors["one"]]
-    assert min(cosines) >= 0.9999
+def test_build_makes_the_dense_index_and_says_what_it_built(corpus_file, data_dir):
+    result = run("build", "--corpus", str(corpus_file), "--index", "hnsw", env_dir=data_dir)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "approximate (HNSW, recall@100 1.000 vs exact at efSearch" in result.stdout
+    entries = list((data_dir / "cache" / "dense").glob("*/manifest.json"))
+    assert len(entries) == 1 and (entries[0].parent / "vectors.npy").is_file()
 
 
 def test_build_refuses_a_bad_ray_address_and_worker_count(corpus_file, data_dir):

@@ -271,6 +271,8 @@ def test_a_run_over_a_corpus_replaced_under_its_name_is_not_re_answered(explorer
 def test_a_corpus_added_with_a_ray_address_is_encoded_by_ray_workers(explorer, tmp_path,
                                                                      data_dir, monkeypatch):
     pytest.importorskip("ray")
+    import numpy as np
+
     from engine.index import dense
     from engine.index.shared import shared_indexes
     from engine.units.build import UnitConfig
@@ -295,6 +297,9 @@ def test_a_corpus_added_with_a_ray_address_is_encoded_by_ray_workers(explorer, t
     with monkeypatch.context() as patched:
         patched.setattr(dense, "encode", never)
         index = shared_indexes().dense(corpus, passages)  # finds every vector stored
+    # the workers' vectors are the ones this process makes (cosine 1 to float precision)
+    here = dense.encode([dense.index_text(u) for u in index.units], "minilm")
+    assert float(np.min(np.sum(here * index.vectors, axis=1))) >= 0.9999
     assert index.search("Which river flows through Budapest?", 1)[0].unit.doc_ids[0] in {
         "Danube", "Budapest"}
 
