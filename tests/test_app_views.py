@@ -277,8 +277,8 @@ def test_picked_gold_is_escaped_and_missing_evidence_points_to_the_pooled_corpus
     q = Question("q", "Who?", ("<b>Seurat</b>",), supporting_titles=("A", "B"))
     shown = gold_markdown(q, 1, 2)
     assert "&lt;b&gt;Seurat&lt;/b&gt;" in shown and "<b>" not in shown
-    assert "holds 1 of its 2 supporting documents" in shown and "--corpus pooled" in shown
-    assert "--corpus pooled" not in gold_markdown(q, 2, 2)
+    assert "holds 1 of its 2 supporting documents" in shown and "`pooled` corpus" in shown
+    assert "`pooled` corpus" not in gold_markdown(q, 2, 2)
 
 
 def test_compared_saved_runs_are_headed_by_id_name_question_paradigm_and_corpus(tiny_corpus):

@@ -60,9 +60,9 @@ def gold_markdown(q: Question, held: int, total: int) -> str:
     text = (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
             f"**Supporting titles:** {esc(' | '.join(q.supporting_titles)) or '(none)'}")
     if held < total:
-        text += (f"  \n*This corpus holds {held} of its {total} supporting documents, so "
-                 "gold-document recall cannot reach 1. Start the app with `--corpus pooled` "
-                 "to search every dataset's paragraphs too.*")
+        text += (f"  \n*The start-up corpus holds {held} of its {total} supporting "
+                 "documents, so gold-document recall over it cannot reach 1. Choose the "
+                 "`pooled` corpus to search every dataset's paragraphs too.*")
     return text
 
 
@@ -100,9 +100,10 @@ def question_picker(explorer: Explorer, prefix: str,
         marked = [(evidence_mark(*explorer.supporting_in_corpus(q)), q) for q in qs]
         whole = sum(mark == HELD for mark, _ in marked)
         return gr.update(choices=[(question_label(q, mark), q.id) for mark, q in marked],
-                         value=None, info=f"{HELD} this corpus holds every supporting document "
-                                          f"({whole} of {len(qs)}), {PART} some, {NONE} none, "
-                                          f"{UNKNOWN} not named by the dataset")
+                         value=None,
+                         info=f"{HELD} the start-up corpus holds every supporting document "
+                              f"({whole} of {len(qs)}), {PART} some, {NONE} none, "
+                              f"{UNKNOWN} not named by the dataset")
 
     def pick(path, qid):
         q = next((q for q in explorer.questions(path) if q.id == qid), None) \
