@@ -217,6 +217,16 @@ def test_an_idle_corpus_is_released_and_loads_again_on_use(prepared, tmp_path):
     assert next(r for r in explorer.corpora() if r.name == "tiny").status == "ready"
 
 
+def start_behind(a: Preparation, b: Preparation, running: threading.Event) -> None:
+    """Start `a`, then, once its long build runs, `b`, whose dense build waits behind it."""
+    a.start()
+    assert running.wait(10)
+    b.start()
+    deadline = time.monotonic() + 10
+    while not b.tasks["dense"].behind and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_long_builds_take_turns_across_corpora(tiny_corpus):
     """A second corpus's dense build waits, saying so, while the first one's runs."""
     first_running, release = threading.Event(), threading.Event()
@@ -237,12 +247,7 @@ def test_long_builds_take_turns_across_corpora(tiny_corpus):
     b.tasks = {"corpus": Task("corpus", "corpus", lambda p: tiny_corpus),
                "quick": Task("quick", "BM25", build("b quick")),
                "dense": Task("dense", "dense index", build("b"), promised=True)}
-    a.start()
-    assert first_running.wait(10)
-    b.start()
-    deadline = time.monotonic() + 10
-    while not b.tasks["dense"].behind and time.monotonic() < deadline:
-        time.sleep(0.01)
+    start_behind(a, b, first_running)
     assert b.tasks["quick"].state == "ready"  # what is not a long build goes on
     assert b.status_lines()[2] == "dense index: waiting for another corpus's build to end"
     release.set()
@@ -317,12 +322,7 @@ def test_a_corpus_waiting_for_another_build_can_be_cancelled_not_one_building(ti
     b.tasks = {"corpus": Task("corpus", "corpus", lambda p: tiny_corpus),
                "dense": Task("dense", "dense index", lambda p: None, promised=True),
                "scores": Task("scores", "document scores", lambda p: None)}
-    a.start()
-    assert running.wait(10)
-    b.start()
-    deadline = time.monotonic() + 10
-    while not b.tasks["dense"].behind and time.monotonic() < deadline:
-        time.sleep(0.01)
+    start_behind(a, b, running)
     assert not a.cancel()  # its build runs: not cancelled, nothing touched
     assert a.tasks["dense"].state == "running"
     assert b.cancel() and not b.busy()
