@@ -1,4 +1,4 @@
-"""Where the engine keeps its caches and finds the shared QA data.
+"""Where the engine keeps its caches and finds the QA data.
 
 Both locations come from environment variables so tests and benchmarks can redirect them.
 """
@@ -29,8 +29,20 @@ def data_dir() -> Path:
 
 
 def shared_data_dir() -> Path:
-    """The read-only QA data: `$FUNNEL_SHARED_DATA`, default `<project>/../shared/data`."""
-    return Path(os.environ.get("FUNNEL_SHARED_DATA") or PROJECT_ROOT.parent / "shared" / "data")
+    """The QA data folder (engine.qa_data lists its files): `$FUNNEL_SHARED_DATA` when set;
+    else the data directory's `qa/` once something was fetched there; else a `shared/data`
+    folder beside the project (a checkout that sits next to one); else `qa/` again, where
+    `funnel-engine data fetch` puts the files."""
+    named = os.environ.get("FUNNEL_SHARED_DATA")
+    if named:
+        return Path(named)
+    fetched, beside = fetched_data_dir(), PROJECT_ROOT.parent / "shared" / "data"
+    return beside if not fetched.is_dir() and beside.is_dir() else fetched
+
+
+def fetched_data_dir() -> Path:
+    """Where fetched QA files go: `<data dir>/qa`."""
+    return data_dir() / "qa"
 
 
 def worker_environment() -> dict[str, str]:

@@ -258,4 +258,6 @@ def test_cli_without_training_data_exits_2(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setenv("FUNNEL_SHARED_DATA", str(tmp_path / "nowhere"))
     assert main(["train", "preranker", "--no-ict"]) == 2
-    assert "hotpotqa/train100.json: training file not found" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no training data: hotpotqa/train100.json, musique/train100.json are not in" in err
+    assert "funnel-engine data fetch" in err

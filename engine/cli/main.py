@@ -1,5 +1,5 @@
-"""Command line: `python -m engine corpus-stats | search | formats | build | train | ask |
-eval`.
+"""Command line: `python -m engine corpus-stats | search | formats | build | data | train |
+ask | eval`.
 
 The CLI is the one part of the engine that writes to stdout (results) and stderr (errors);
 everything else logs.
@@ -68,6 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="encode as Ray tasks: host:port, ray://host:port or 'local'")
     build.add_argument("--workers", type=int, default=2,
                        help="one-CPU workers of a local Ray cluster (default 2)")
+    data = sub.add_parser("data", help="the QA data: where each file comes from, which "
+                          "are here, and fetching the missing ones")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    fetch = data_sub.add_parser("fetch", help="download the missing QA files from their "
+                                "pinned public sources, each checked against its sha256")
+    fetch.add_argument("--mirror", default="",
+                       help="a folder or URL laid out as <owner>/<name>/<commit>/<path> to "
+                            "fetch from instead (FUNNEL_DATA_MIRROR)")
+    fetch.add_argument("--into", default="", help="the folder to fill (default: "
+                       "FUNNEL_SHARED_DATA if set, else the data directory's qa/)")
+    data_sub.add_parser("status", help="every QA file: here and intact, or what is wrong")
     cli_run.add_parsers(sub)
 
     cli_train.add_parser(sub)
@@ -80,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         commands = {"corpus-stats": _stats, "search": _search, "formats": _formats,
-                    "build": _build,
+                    "build": _build, "data": _data,
                     "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate}
         return commands[args.command](args)
     except EngineError as err:
@@ -123,6 +134,29 @@ def _build(args: argparse.Namespace) -> int:
     _out(f"{corpus.name}: {len(units):,} passages, {index.description} dense index with "
          f"{args.encoder} in {seconds:.1f} s{where}")
     return 0
+
+
+def _data(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from engine import qa_data
+
+    if args.data_command == "fetch":
+        into = Path(args.into) if args.into else qa_data.fetch_target()
+        fetched = qa_data.fetch(args.mirror, into)
+        _out(f"fetched {len(fetched)} file(s) into {into}" if fetched
+             else f"every QA file is already in {into}")
+        return 0
+    root = qa_data.shared_data_dir()
+    problems = qa_data.verify(root)
+    _out(f"QA data folder: {root}")
+    for qa_file in qa_data.QA_FILES:
+        state = problems.get(qa_file.path, "ok")
+        _out(f"{qa_file.path:32} {state:8} {qa_file.licence:34} {qa_file.repo}@"
+             f"{qa_file.commit[:10]}:{qa_file.source}")
+    if problems:
+        _out(f"{len(problems)} file(s) missing or changed: {qa_data.how_to_get()}.")
+    return 1 if problems else 0
 
 
 def _search(args: argparse.Namespace) -> int:

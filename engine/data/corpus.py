@@ -20,7 +20,7 @@ from engine.data.loaders import read_dataset
 from engine.data.loaders.jsonio import load_json
 from engine.errors import ConfigError, DataFormatError
 from engine.models.packaged import wiki_summaries_path
-from engine.paths import POOLED_FILES, shared_data_dir
+from engine.paths import POOLED_FILES
 from engine.types import Corpus, Document
 
 logger = logging.getLogger(__name__)
@@ -76,14 +76,13 @@ def read_wiki_summaries(path: Path | None = None) -> list[Document]:
 
 def pooled_corpus(data_root: Path | None = None) -> Corpus:
     """Wikipedia summaries plus every paragraph of the shared QA files, merged by title."""
-    data_root = data_root or shared_data_dir()
+    from engine.qa_data import require
+
+    data_root = data_root or require(POOLED_FILES, "the pooled corpus needs the QA "
+                                     "paragraphs")
     documents = read_wiki_summaries()
     for name in POOLED_FILES:
-        path = data_root / name
-        if not path.exists():
-            logger.warning("pooled corpus: %s not found, skipped", path)
-            continue
-        documents.extend(read_dataset(path).documents)
+        documents.extend(read_dataset(data_root / name).documents)
     return Corpus("pooled", tuple(merge_documents(documents)))
 
 

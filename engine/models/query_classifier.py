@@ -19,7 +19,7 @@ from typing import Any
 from engine.cache import existing_entry, file_sha256
 from engine.errors import DataFormatError, ResourceMissingError
 from engine.models.trained import QUERY_CLASSIFIER
-from engine.paths import shared_data_dir
+from engine.qa_data import require
 
 TRAIN_COMMAND = "python -m engine train query-classifier"
 REPORT = "training_report.json"
@@ -45,13 +45,8 @@ def cache_key(config: QueryClassifierConfig) -> dict:
     """Config + sha256 of the data files the labelled set is made from + format version."""
     from engine.models.packaged import wiki_summaries_path
 
-    root = shared_data_dir()
-    data = {}
-    for name in KNOWLEDGE_FILES:
-        if not (root / name).is_file():
-            raise DataFormatError(root / name, "training file not found",
-                                  fix="set FUNNEL_SHARED_DATA to the shared data folder")
-        data[name] = file_sha256(root / name)
+    root = require(KNOWLEDGE_FILES, "no training data")
+    data = {name: file_sha256(root / name) for name in KNOWLEDGE_FILES}
     data["wiki"] = file_sha256(wiki_summaries_path())
     return {"config": asdict(config), "data": data, "version": VERSION}
 

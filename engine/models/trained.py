@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engine.cache import existing_entry, file_sha256
 from engine.errors import ConfigError, DataFormatError, check_choice
-from engine.paths import shared_data_dir
+from engine.qa_data import require
 
 # The models trained here, each named once: the cache family it is stored under, the
 # trainer `Need.trained_by` names, the key of the trainers table (engine/train/trainers.py)
@@ -85,13 +85,9 @@ def cache_key(config: TrainConfig) -> dict:
     from engine.models.packaged import wiki_summaries_path
     from engine.paths import POOLED_FILES
 
-    root = shared_data_dir()
+    root = require(TRAIN_FILES, "no training data")
     names = set(TRAIN_FILES) | (set(POOLED_FILES) if config.use_ict else set())
     data = {name: file_sha256(root / name) for name in sorted(names) if (root / name).exists()}
-    missing = [name for name in TRAIN_FILES if name not in data]
-    if missing:
-        raise DataFormatError(root / missing[0], "training file not found",
-                              fix="set FUNNEL_SHARED_DATA to the shared data folder")
     if config.use_ict:
         data["wiki"] = file_sha256(wiki_summaries_path())
     return {"config": asdict(config), "data": data, "version": PRERANKER_VERSION}

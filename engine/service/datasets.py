@@ -26,23 +26,41 @@ def listed_datasets() -> dict[str, str]:
     return {path: label for path, label in DATASETS.items() if (root / path).exists()}
 
 
+def missing_note() -> str:
+    """'' when every listed dataset is here; else which are not and how to get them."""
+    from engine.qa_data import how_to_get, missing
+
+    absent = missing(DATASETS)
+    if not absent:
+        return ""
+    names = ", ".join(DATASETS[path] for path in absent)
+    return f"Not here yet: {names} (the QA data is missing; {how_to_get()})."
+
+
 def listed_questions(dataset: str, limit: int = 300) -> tuple[Question, ...]:
     """The first `limit` questions of a listed dataset."""
-    if dataset not in DATASETS:
-        raise ConfigError(f"Unknown dataset {dataset!r}. Choose one of: "
-                          f"{', '.join(DATASETS)}.")
-    return _listed(dataset).questions[:limit]
+    return _listed(check_listed(dataset)).questions[:limit]
+
+
+def check_listed(dataset: str) -> str:
+    """`dataset` if it is a listed dataset that is here; else a ConfigError naming the
+    ones that are, or the fix when the QA data is missing."""
+    here = listed_datasets()
+    if dataset in here:
+        return dataset
+    if dataset in DATASETS:
+        raise ConfigError(f"Dataset {dataset!r} is not here: {missing_note()}")
+    choices = ", ".join(here) or f"none is here yet ({missing_note()})"
+    raise ConfigError(f"Unknown dataset {dataset!r}. Choose one of: {choices}; or give a "
+                      "QA file.")
 
 
 def dataset_questions(dataset: str) -> tuple[Question, ...]:
     """Every question of a listed dataset, or of a QA file at path `dataset` (an upload)."""
-    if dataset in DATASETS:
-        return _listed(dataset).questions
+    if dataset in DATASETS or not Path(dataset).is_file():
+        return _listed(check_listed(dataset)).questions
     from engine.data.loaders import read_dataset
 
-    if not Path(dataset).is_file():
-        raise ConfigError(f"Unknown dataset {dataset!r}: pick one of "
-                          f"{', '.join(DATASETS)}, or give a QA file.")
     return read_dataset(dataset).questions
 
 
