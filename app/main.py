@@ -73,8 +73,9 @@ def main() -> None:
     if root is not None and not root.is_dir():
         parser.error(f"--corpus-root {args.corpus_root!r} is not a folder")
     configure_logging()
-    explorer = Explorer(Preparation(args.corpus).start(), SessionStore(args.sessions),
-                        corpus_root=root)
+    # a first start fetches the QA data that is missing before anything else
+    preparation = Preparation(args.corpus, fetch_data=True).start()
+    explorer = Explorer(preparation, SessionStore(args.sessions), corpus_root=root)
     serve(build_app(explorer), server_name=args.host, server_port=args.port, share=args.share,
           auth=tuple(args.auth.split(":", 1)) if args.auth else None,
           max_file_size=int(args.max_upload_mb * 1024**2))

@@ -23,5 +23,6 @@ mark.gold { background: #f6c343; font-weight: bold; }
 /* Diagnose's paired differences: those within noise greyed, real ones bold */
 .fe-noise td { color: #888; }
 .fe-real td:nth-child(4), .fe-real td:nth-child(7) { font-weight: bold; }
+.fe-failed { color: #c62828; }
 .fe-yes { color: #2e7d32; font-weight: bold; } .fe-no { color: #c62828; font-weight: bold; }
 """

@@ -23,15 +23,25 @@ STATUS_SECONDS = 2.0
 
 
 def status_html(explorer: Explorer) -> str:
-    status = explorer.status()
-    lines = "".join(f"<li>{esc(line)}</li>" for line in status)
-    ready = [p for p in PARADIGMS if explorer.ready(p)]
-    head = (f"Corpus <b>{esc(explorer.corpus_spec)}</b>. Ready: "
-            f"{esc(', '.join(ready)) if ready else 'nothing yet (preparing…)'}")
+    """The status line: what failed first (it never reads "Ready" over a failure), then
+    the paradigms that answer now and what stands in meanwhile; every task below it."""
+    lines = "".join(f"<li>{esc(line)}</li>" for line in explorer.status())
+    failures = explorer.failures()
+    answering = [p for p in PARADIGMS if explorer.ready(p)]
+    head = f"Corpus <b>{esc(explorer.corpus_spec)}</b>. "
+    if failures:
+        head += (f"<b class='fe-failed'>{len(failures)} task{'s' if len(failures) > 1 else ''}"
+                 f" failed</b> (see below). ")
+    head += (f"{'Answering' if failures else 'Ready'}: {esc(', '.join(answering))}"
+             if answering else "Nothing answers yet (preparing…)")
     standing_in = explorer.standing_in()  # no paradigm waits for these (readiness)
     if standing_in:
         head += ". In the background: " + esc("; ".join(standing_in))
-    return (f"<details class='fe-status' {'open' if not explorer.ready() else ''}>"
+    note = explorer.datasets_note()
+    if note:
+        head += ". " + esc(note)
+    opened = failures or not explorer.ready()
+    return (f"<details class='fe-status' {'open' if opened else ''}>"
             f"<summary>{head}</summary><ul>{lines}</ul></details>")
 
 
@@ -41,6 +51,8 @@ def build_app(explorer: Explorer) -> gr.Blocks:
         gr.Markdown("# Funnel Explorer\nWatch a question pass through a retrieval funnel: "
                     "clusters → documents → passages → answer.")
         status = gr.HTML(status_html(explorer), elem_id="fe-status")
+        # read again on every page load: the value above is the one the app was built with
+        demo.load(lambda: status_html(explorer), None, status, api_visibility="private")
         timer = gr.Timer(STATUS_SECONDS)
         timer.tick(lambda: (status_html(explorer),
                             gr.Timer(active=not explorer.ready())),

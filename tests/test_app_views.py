@@ -449,8 +449,10 @@ def test_the_status_says_what_stands_in_while_builds_and_training_go_on():
     standing = ["BM25 over the same passages stands in until the dense index (minilm, "
                 "100-token passages) is built",
                 "1 classifier still training; untrained stand-ins decide meanwhile"]
+    failures = []
     explorer = SimpleNamespace(corpus_spec="wiki<1>", status=lambda: ["corpus: ready"],
-                               standing_in=lambda: standing,
+                               standing_in=lambda: standing, failures=lambda: failures,
+                               datasets_note=lambda: "",
                                ready=lambda name=None: name is not None)
     page = status_html(explorer)
     assert "Ready: " + ", ".join(PARADIGMS) in page and "wiki&lt;1&gt;" in page
@@ -458,3 +460,10 @@ def test_the_status_says_what_stands_in_while_builds_and_training_go_on():
     assert "1 classifier still training; untrained stand-ins decide" in page
     standing.clear()
     assert "In the background" not in status_html(explorer)
+    # a failed task is said first, and the line no longer reads "Ready" over it
+    failures.append("fetching the QA data: FAILED - No network answers")
+    explorer.datasets_note = lambda: "Not here yet: HotpotQA dev500 (run `fetch`)"
+    page = status_html(explorer)
+    assert "Ready" not in page and "1 task failed" in page
+    assert page.index("1 task failed") < page.index("Answering: ")
+    assert "Not here yet: HotpotQA dev500" in page and "<details class='fe-status' open" in page

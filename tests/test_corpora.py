@@ -16,7 +16,7 @@ from engine.service.readiness import Preparation, Task
 from tests.conftest import TINY_DOCS
 
 
-def corpus_only(spec, *, dense, load=None) -> Preparation:
+def corpus_only(spec, *, dense, load=None, train=False) -> Preparation:
     """A preparation that only loads the corpus (every paradigm waits for nothing else)."""
     prep = Preparation(spec, dense=False, load=load)
     prep.tasks = {"corpus": prep.tasks["corpus"]}
@@ -228,7 +228,8 @@ def start_behind(a: Preparation, b: Preparation, running: threading.Event) -> No
 
 
 def test_long_builds_take_turns_across_corpora(tiny_corpus):
-    """A second corpus's dense build waits, saying so, while the first one's runs."""
+    """A second corpus's long dense build waits, saying where it is in the queue and when it
+    should start, while the first one's runs."""
     first_running, release = threading.Event(), threading.Event()
     order = []
 
@@ -243,13 +244,16 @@ def test_long_builds_take_turns_across_corpora(tiny_corpus):
 
     a, b = Preparation("a", dense=False), Preparation("b", dense=False)
     a.tasks = {"corpus": Task("corpus", "corpus", lambda p: tiny_corpus),
-               "dense": Task("dense", "dense index", build("a", wait=True), promised=True)}
+               "dense": Task("dense", "dense index", build("a", wait=True), promised=True,
+                             estimate=lambda: 900.0)}
     b.tasks = {"corpus": Task("corpus", "corpus", lambda p: tiny_corpus),
                "quick": Task("quick", "BM25", build("b quick")),
-               "dense": Task("dense", "dense index", build("b"), promised=True)}
+               "dense": Task("dense", "dense index", build("b"), promised=True,
+                             estimate=lambda: 600.0)}
     start_behind(a, b, first_running)
     assert b.tasks["quick"].state == "ready"  # what is not a long build goes on
-    assert b.status_lines()[2] == "dense index: waiting for another corpus's build to end"
+    assert b.status_lines()[2] == ("dense index: number 1 in the build queue; starts in "
+                                   "about 15 min, then takes about 10 min")
     release.set()
     assert a.wait(10) and b.wait(10)
     assert order == ["a starts", "b quick starts", "b quick ends", "a ends", "b starts",

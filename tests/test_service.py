@@ -52,11 +52,25 @@ def test_without_a_corpus_nothing_else_is_attempted(tiny_corpus):
 
 def test_a_running_build_shows_its_rate_and_time_left():
     task = Task("dense", "dense index", lambda progress: None, state="running", done=5,
-                total=20, started=time.monotonic() - 10)  # 5 of 20 in ten seconds
-    assert re.fullmatch(r"dense index: building 5/20 \(25%\), 0\.5/s, about 3\d s left, "
-                        r"1\d s so far", task.describe())
-    task.done, task.total, task.started = 1_000, 15_000, time.monotonic() - 20
+                total=20, started=time.monotonic() - 40)
+    task.paced_from = (time.monotonic() - 25, 0)  # 5 of 20 in the 25 s since its first step
+    assert re.fullmatch(r"dense index: building 5/20 \(25%\), 0\.2/s, about 7\d s left, "
+                        r"4\d s so far", task.describe())
+    task.done, task.total = 1_000, 15_000
+    task.paced_from = (time.monotonic() - 20, 0)
     assert "1,000/15,000 (7%), 50/s, about 5 min left" in task.describe()
+
+
+def test_time_left_is_told_from_the_pace_kept_since_the_first_step():
+    """The setup before a build's first step does not count in its pace, and nothing is
+    told before it kept a pace for a while (a training's first seconds misled by 2x)."""
+    task = Task("train", "training", lambda progress: None, state="running",
+                started=time.monotonic() - 300)  # five minutes of setup
+    task.report(0, 1_000)
+    assert task.seconds_left() is None and "left" not in task.describe()
+    task.paced_from = (time.monotonic() - 60, 0)
+    task.report(100, 1_000)  # 100 units in the minute since the first step
+    assert 530 <= task.seconds_left() <= 545  # 900 left at 100 a minute, not at 100 in 6
 
 
 def test_background_thread_shows_running_progress_then_ready(tiny_corpus):

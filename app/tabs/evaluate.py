@@ -25,6 +25,7 @@ from app.params import ParamPanels, config_json, param_panels, show_panels
 from app.tabs.corpora import corpus_choice, uploaded_path
 from app.tabs.diagnose import paired_tables
 from app.tabs.explore import open_evaluation_run
+from app.tabs.picker import dataset_dropdown
 from app.tabs.sessions import parse_ids, pick_id
 from app.views.evaluation import (
     ROW_COLUMNS,
@@ -177,11 +178,9 @@ class Form:
 
 
 def form(explorer: Explorer) -> Form:
-    datasets = explorer.datasets()
     with gr.Row():
-        dataset = gr.Dropdown([(label, path) for path, label in datasets.items()],
-                              value=next(iter(datasets), None), label="Dataset", scale=2,
-                              elem_id="fe-eval-dataset")
+        dataset = dataset_dropdown(explorer, "Dataset", first=True, scale=2,
+                                   elem_id="fe-eval-dataset")
         upload = gr.File(label="…or a QA file (HotpotQA, MuSiQue, 2Wiki, SQuAD, NQ-open "
                                "formats)", file_types=[".json", ".jsonl"], scale=2,
                          height=90, elem_id="fe-eval-upload")

@@ -66,16 +66,36 @@ def gold_markdown(q: Question, held: int, total: int) -> str:
     return text
 
 
+def dataset_choices(explorer: Explorer, first: bool = False, **kwargs) -> dict:
+    """The listed datasets that are here as a dropdown update (the first one picked with
+    `first`), saying in its info which are missing and the one command that fetches them."""
+    datasets = explorer.datasets()
+    return gr.update(choices=[(label, path) for path, label in datasets.items()],
+                     info=explorer.datasets_note() or None, **kwargs,
+                     **({"value": next(iter(datasets), None)} if first else {}))
+
+
+def dataset_dropdown(explorer: Explorer, label: str, first: bool = False,
+                     **kwargs) -> gr.Dropdown:
+    """A dropdown of the listed datasets, by name. Its choices are read again whenever it
+    is opened: the QA data may arrive after the page was built (a first start fetches it
+    in the background)."""
+    update = dataset_choices(explorer, first)
+    dropdown = gr.Dropdown(update["choices"], value=update.get("value"), label=label,
+                           info=update["info"], **kwargs)
+    dropdown.focus(lambda: dataset_choices(explorer), None, dropdown,
+                   api_visibility="private", queue=False)
+    return dropdown
+
+
 def question_picker(explorer: Explorer, prefix: str,
                     beside: Callable[[], gr.Component] | None = None) -> QuestionPicker:
     """Dataset and question dropdowns, the gold shown, and the question textbox with what
     `beside` builds to its right; element ids start with `prefix` (#fe-question)."""
-    datasets = explorer.datasets()
     gold = gr.State(None)
     with gr.Row():
-        dataset = gr.Dropdown([(label, path) for path, label in datasets.items()],
-                              value=None, label="Dataset (optional)", scale=1,
-                              elem_id=f"{prefix}-dataset")
+        dataset = dataset_dropdown(explorer, "Dataset (optional)", scale=1,
+                                   elem_id=f"{prefix}-dataset")
         picked = gr.Dropdown([], label="Question from the dataset", scale=3,
                              elem_id=f"{prefix}-picked")
     gold_info = gr.Markdown(elem_id=f"{prefix}-gold")

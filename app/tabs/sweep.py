@@ -15,6 +15,7 @@ import gradio as gr
 
 from app.errors import refused_box
 from app.tabs.corpora import corpus_choice
+from app.tabs.picker import dataset_dropdown
 from app.tabs.sessions import parse_ids
 from app.views.diagnosis import (
     frontier_columns,
@@ -122,11 +123,9 @@ def follow(explorer: Explorer, evaluation_id, metric) -> tuple:
 
 def build(explorer: Explorer) -> dict:
     """The Sweep tab's widgets and events; returns its corpus choice."""
-    datasets = explorer.datasets()
     with gr.Row():
-        dataset = gr.Dropdown([(label, path) for path, label in datasets.items()],
-                              value=next(iter(datasets), None), label="Dataset", scale=2,
-                              elem_id="fe-sweep-dataset")
+        dataset = dataset_dropdown(explorer, "Dataset", first=True, scale=2,
+                                   elem_id="fe-sweep-dataset")
         n = gr.Number(20, label="First N questions (0: all)", precision=0,
                       elem_id="fe-sweep-limit")
         sample = gr.Number(0, label="…or a random sample of", precision=0,

@@ -116,7 +116,7 @@ class Corpora:
             if started:
                 self.resolve(name)  # not removed meanwhile
                 logger.info("preparing corpus %r on first use", name)
-                preparation = self._preparing(name, dense=self._dense).start()
+                preparation = self._preparing(name, dense=self._dense, train=False).start()
                 self._preparations[name] = preparation
             self._used[name] = time.monotonic()
         if started:
@@ -166,8 +166,8 @@ class Corpora:
         with self._lock:
             self._forget_failed(name)
             name = check_name(name, set(self.names()))
-            self._preparations[name] = self._preparing(name, dense=self._dense,
-                                                       load=load).start()
+            self._preparations[name] = self._preparing(name, dense=self._dense, load=load,
+                                                       train=False).start()
             self._used[name] = time.monotonic()
         logger.info("adding corpus %r from %s", name, original or path)
         return name

@@ -25,7 +25,8 @@ from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.paradigms.base import Need
 from engine.paradigms.registry import make_paradigm
-from engine.service.readiness import BUILDS, Preparation, duration
+from engine.service.builds import BUILDS, Cancelled, Turn
+from engine.service.readiness import Preparation, duration
 from engine.store.evaluations import EvaluationStore
 from engine.types import Corpus, Question
 
@@ -140,9 +141,18 @@ class EvaluationJob:
                     self.phase = f"preparing {label}: {done:,} of {total:,}"
 
                 if need.slow:  # a long build takes its turn with the corpora's
-                    self.phase = f"waiting to build {need.label} (another build runs)"
-                    with BUILDS:
-                        need.prepare(self.corpus, progress)
+                    def waits(turn: Turn, label: str = need.label) -> None:
+                        place, seconds = BUILDS.wait_of(turn)
+                        self.phase = (f"waiting to build {label}: number {place} in the "
+                                      f"build queue, about {duration(seconds)} until it "
+                                      "starts")
+
+                    try:
+                        with BUILDS.turn(need.label, need.seconds_to_prepare(self.corpus),
+                                         cancelled=self._cancel, on_wait=waits) as turn:
+                            need.prepare(self.corpus, turn.progress(progress))
+                    except Cancelled:
+                        break
                 else:
                     need.prepare(self.corpus, progress)
             self.phase, self._asking = "", time.monotonic()

@@ -26,6 +26,7 @@ from engine.service.datasets import (
     dataset_questions,
     listed_datasets,
     listed_questions,
+    missing_note,
     supporting_documents,
 )
 from engine.service.diagnosis import outcomes_of, paired_of
@@ -165,6 +166,11 @@ class Explorer:
     def status(self) -> list[str]:
         return self._preparation.status_lines()
 
+    def failures(self) -> list[str]:
+        """What failed while preparing the start-up corpus (or fetching the QA data), a
+        line each with why."""
+        return [task.describe() for task in self._preparation.failed()]
+
     def standing_in(self) -> list[str]:
         """What answers meanwhile for builds and training still under way (stand-ins)."""
         return self._preparation.standing_in()
@@ -180,6 +186,10 @@ class Explorer:
     def datasets(self) -> dict[str, str]:
         """{relative path: label} of the QA files present in the shared data folder."""
         return listed_datasets()
+
+    def datasets_note(self) -> str:
+        """'' when every listed dataset is here; else which are missing and the fix."""
+        return missing_note()
 
     def questions(self, dataset: str, limit: int = 300) -> tuple[Question, ...]:
         """The first `limit` questions of a listed dataset."""

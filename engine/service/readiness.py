@@ -12,9 +12,12 @@ for those, it runs on the model's untrained stand-in until training ends. Nor do
 paradigm wait for a dense index: once the corpus is loaded its build is promised, and BM25
 over the same passages stands in until it ends (engine.index.stand_in).
 
-Builds take turns across every corpus's preparation (`BUILDS`): a corpus added while another
-is encoding loads, gets its BM25 indexes and answers on the stand-ins at once, and encodes
-when the other build ends.
+Long builds take turns across every corpus's preparation and the retraining of classifiers
+(engine.service.builds.BUILDS): shortest first, and a short one (a small corpus's dense index)
+pauses a long one (a training of many minutes) instead of waiting behind it. A corpus added
+meanwhile loads, gets its BM25 indexes and answers on the stand-ins at once. A waiting build
+says its place in the queue and when it should start; a running one, how long it has left
+at the pace it keeps (measured from its own progress, not from a fixed figure).
 
 `missing(paradigm)` says what a paradigm still waits for and how far along that is, so the
 UI can show it instead of failing. Nothing here imports torch until a task runs.
@@ -23,24 +26,26 @@ UI can show it instead of failing. Nothing here imports torch until a task runs.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import check_choice
+from engine import qa_data
+from engine.errors import EngineError, check_choice
 from engine.paradigms.base import Need
 from engine.paradigms.registry import PARADIGMS
+from engine.service.builds import BUILDS, Cancelled, Turn
 from engine.types import Corpus
 
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 
-# encoding a dense index or training a model: one at a time in the process (two cores)
-BUILDS = threading.Lock()
-CANCELLED = "cancelled while it waited for another corpus's build"
+CANCELLED = "cancelled while it waited for its turn to build"
+PACE_SECONDS = 20.0  # a running task's time left is told once it kept a pace this long
 
 
 @dataclass
@@ -61,8 +66,12 @@ class Task:
     train_seconds: float = 0.0
     stand_in: str = ""  # what answers for it until it is ready
     promised: bool = False  # to be built, its stand-in answering meanwhile
-    behind: bool = False  # waiting for another corpus's build to end (BUILDS)
+    estimate: Callable[[], float] | None = None  # seconds a build takes here (its turn)
+    turn: Turn | None = field(default=None, repr=False)  # its place in BUILDS
+    paced_from: tuple[float, int] | None = None  # (when, done) of its first progress
     must_train: Callable[[], bool] | None = None  # whether running it trains a model
+    needs_corpus: bool = True  # runs once the corpus has loaded (fetching data does not)
+    trained_by: Task | None = field(default=None, repr=False)  # training it waits for
 
     def headline(self) -> str:
         """What it is and its state, without figures that go stale once shown."""
@@ -71,6 +80,43 @@ class Task:
                  "failed": f"FAILED - {self.error}"}.get(self.state, self.state)
         return f"{self.label} ({state})"
 
+    @property
+    def behind(self) -> bool:
+        """Waiting for its turn to build (BUILDS)."""
+        return self.state == "waiting" and self.turn is not None
+
+    def estimated(self) -> float:
+        """About how many seconds it takes here (inf: unknown)."""
+        try:
+            return float(self.estimate()) if self.estimate is not None else math.inf
+        except Exception:  # noqa: BLE001 - an estimate is a courtesy, never a failure
+            logger.exception("could not estimate %s", self.label)
+            return math.inf
+
+    def report(self, done: int, total: int) -> None:
+        """Its progress callback: `done` of `total` units of work."""
+        if self.paced_from is None or done < self.paced_from[1]:
+            self.paced_from = (time.monotonic(), done)
+        self.done, self.total = done, total
+
+    def rate(self) -> float | None:
+        """Units a second since its first progress report (setup before it not counted),
+        once it has kept a pace for PACE_SECONDS; None before."""
+        if self.paced_from is None:
+            return None
+        since, first = self.paced_from
+        seconds = time.monotonic() - since
+        if seconds < PACE_SECONDS or self.done <= first:
+            return None
+        return (self.done - first) / seconds
+
+    def seconds_left(self) -> float | None:
+        """How long it still needs at the pace it keeps (None: too early to tell)."""
+        rate = self.rate()
+        if rate is None or not self.total:
+            return None
+        return max(0.0, (self.total - self.done) / rate)
+
     def describe(self) -> str:
         """One human line: what it is and how far along."""
         if self.state == "running":
@@ -78,19 +124,31 @@ class Task:
             part = ""
             if self.total:
                 part = f" {self.done:,}/{self.total:,} ({self.done / self.total:.0%})"
-                if self.done and elapsed > 0:
-                    rate = self.done / elapsed
+                rate, left = self.rate(), self.seconds_left()
+                if rate is not None and left is not None:
                     part += (f", {rate:,.{0 if rate >= 10 else 1}f}/s, about "
-                             f"{duration((self.total - self.done) / rate)} left")
+                             f"{duration(left)} left")
             doing = "training" if self.train_seconds else "building"
+            if self.turn is not None and self.turn.state == "paused":
+                doing = "paused while a shorter build runs"
             meanwhile = f"; {self.stand_in} stands in meanwhile" if self.promised else ""
             return f"{self.label}: {doing}{part}, {elapsed:.0f} s so far{meanwhile}"
+        if self.state == "ready" and self.trained_by and self.trained_by.state != "ready":
+            return (f"{self.label}: its untrained stand-in answers ({self.seconds:.1f} s to "
+                    f"load) until {self.trained_by.label.split(' (')[0]} ends"
+                    + (" (it failed: the stand-in stays)" if self.trained_by.state == "failed"
+                       else ""))
         if self.state == "ready":
             return f"{self.label}: ready ({self.seconds:.1f} s)"
         if self.state == "failed":
             return f"{self.label}: FAILED - {self.error}"
         if self.behind:
-            return f"{self.label}: waiting for another corpus's build to end"
+            place, seconds = BUILDS.wait_of(self.turn)
+            starts = (f"starts in about {duration(seconds)}" if math.isfinite(seconds) else
+                      "starts when the builds before it end")
+            takes = (f", then takes about {duration(self.turn.seconds)}"
+                     if math.isfinite(self.turn.seconds) else "")
+            return f"{self.label}: number {place} in the build queue; {starts}{takes}"
         return f"{self.label}: waiting for its turn"
 
     def builds(self) -> bool:
@@ -101,6 +159,8 @@ class Task:
 
 def duration(seconds: float) -> str:
     """'40 s', '3 min', '1 h 5 min': how long, as a person would say it."""
+    if math.isinf(seconds):
+        return "an unknown time"
     if seconds < 90:
         return f"{seconds:.0f} s"
     minutes = round(seconds / 60)
@@ -111,16 +171,25 @@ class Preparation:
     """Prepares one corpus for the paradigms in a background thread."""
 
     def __init__(self, corpus_spec: str, *, dense: bool = True,
-                 load: Callable[[Progress], Corpus] | None = None) -> None:
+                 load: Callable[[Progress], Corpus] | None = None,
+                 fetch_data: bool = False, train: bool = True) -> None:
         """Prepare corpus `corpus_spec` for every registered paradigm's default config;
         `dense=False` leaves the slow builds out (they then happen on first use). `load`
-        replaces `load_corpus(corpus_spec)` (an added corpus is read and stored first)."""
+        replaces `load_corpus(corpus_spec)` (an added corpus is read and stored first).
+        `fetch_data`: fetch the QA files that are missing first (the app's first start;
+        engine.qa_data), before the corpus, which may be made of them. `train`: train the
+        models trained here that are missing (the start-up corpus's preparation does; the
+        models are the process's, so a corpus added later only loads them)."""
         self.corpus_spec, self.dense = corpus_spec, dense
         self._load = load
         self._thread: threading.Thread | None = None
         self._cancelled = threading.Event()
-        self.tasks: dict[str, Task] = {"corpus": Task("corpus", f"corpus '{corpus_spec}'",
-                                                      self._load_corpus)}
+        self.tasks: dict[str, Task] = {}
+        if fetch_data and qa_data.missing():
+            self.tasks["qa data"] = Task("qa data", "fetching the QA data (datasets and "
+                                         "training files)", self._fetch_data,
+                                         needs_corpus=False)
+        self.tasks["corpus"] = Task("corpus", f"corpus '{corpus_spec}'", self._load_corpus)
         self.needs: dict[str, tuple[str, ...]] = {}  # paradigm -> the tasks it waits for
         self._promises: dict[str, Callable[[Corpus], None]] = {}
         for name, spec in PARADIGMS.items():
@@ -128,11 +197,11 @@ class Preparation:
             for need in spec.needs():
                 if need.slow and not dense:
                     continue
-                self.tasks.setdefault(need.key, Task(need.key, need.label,
-                                                     self._preparer(need), slow=need.slow,
-                                                     stand_in=need.stand_in))
-                if need.trained_by and dense:  # the paradigm runs on the stand-in meanwhile
-                    self._add_training(need)
+                self.tasks.setdefault(need.key, Task(
+                    need.key, need.label, self._preparer(need), slow=need.slow,
+                    stand_in=need.stand_in, estimate=self._estimator(need)))
+                if need.trained_by and dense and train:  # on the stand-in meanwhile
+                    self.tasks[need.key].trained_by = self._add_training(need)
                 if need.promise is not None:
                     self._promises[need.key] = need.promise
                 if not need.stand_in:
@@ -146,14 +215,17 @@ class Preparation:
     def _preparer(self, need: Need) -> Callable[[Progress], Any]:
         return lambda progress: need.prepare(self.corpus, progress)
 
-    def _add_training(self, need: Need) -> None:
+    def _estimator(self, need: Need) -> Callable[[], float]:
+        return lambda: need.seconds_to_prepare(self.corpus) if self.corpus else math.inf
+
+    def _add_training(self, need: Need) -> Task:
         """A background task that trains `need`'s model if it is missing and then loads it,
         so the next question runs on it instead of the stand-in. No paradigm waits for it."""
         from engine.train.trainers import TRAINERS
 
         name = f"train {need.trained_by}"
         if name in self.tasks:
-            return
+            return self.tasks[name]
         trainer = TRAINERS[need.trained_by]
 
         def action(progress: Progress) -> Any:
@@ -165,12 +237,18 @@ class Preparation:
         self.tasks[name] = Task(name, f"training {trainer.trains} (its untrained stand-in "
                                 "answers meanwhile)", action, slow=True,
                                 train_seconds=need.train_seconds,
+                                estimate=lambda: need.train_seconds,
                                 must_train=lambda: not trainer.is_trained())
+        return self.tasks[name]
 
     @property
     def corpus(self):
         task = self.tasks["corpus"]
         return task.result if task.state == "ready" else None
+
+    @staticmethod
+    def _fetch_data(progress: Progress) -> list[str]:
+        return qa_data.fetch(progress=progress)
 
     def _load_corpus(self, progress: Progress):
         from engine.data.corpus import load_corpus
@@ -197,7 +275,7 @@ class Preparation:
             if self._cancelled.is_set():
                 task.state, task.error = "failed", CANCELLED
                 continue
-            if task.name != "corpus" and self.corpus is None:
+            if task.needs_corpus and task.name != "corpus" and self.corpus is None:
                 task.state, task.error = "failed", "the corpus did not load"
                 continue
             self._run(task)
@@ -225,30 +303,32 @@ class Preparation:
 
     def _run(self, task: Task) -> None:
         """Run one task, recording its state, progress and time; a long build first waits
-        for any other corpus's to end (or for the preparation to be cancelled)."""
-        builds = task.builds()
-        if builds and not BUILDS.acquire(blocking=False):
-            task.behind = True
-            while not BUILDS.acquire(timeout=0.2):
-                if self._cancelled.is_set():
-                    task.state, task.behind, task.error = "failed", False, CANCELLED
-                    return
-            task.behind = False
-        try:
+        for its turn (BUILDS), or for the preparation to be cancelled."""
+        if not task.builds():
             Preparation._run_now(task)
+            return
+
+        def waits(turn: Turn) -> None:
+            task.turn = turn
+
+        try:
+            with BUILDS.turn(task.label, task.estimated(), cancelled=self._cancelled,
+                             on_wait=waits) as turn:
+                task.turn, turn.left = turn, task.seconds_left
+                Preparation._run_now(task, turn.progress(task.report))
+        except Cancelled:
+            task.state, task.error = "failed", CANCELLED
         finally:
-            if builds:
-                BUILDS.release()
+            task.turn = None
 
     @staticmethod
-    def _run_now(task: Task) -> None:
+    def _run_now(task: Task, progress: Progress | None = None) -> None:
         task.state, task.started = "running", time.monotonic()
-
-        def progress(done: int, total: int) -> None:
-            task.done, task.total = done, total
-
         try:
-            task.result = task.action(progress)
+            task.result = task.action(progress or task.report)
+        except EngineError as err:  # a refusal that names its fix: one line is enough
+            logger.warning("%s failed: %s", task.label, err)
+            task.state, task.error = "failed", str(err)
         except Exception as err:  # noqa: BLE001 - shown to the user, the app keeps going
             logger.exception("preparing %s failed", task.label)
             task.state, task.error = "failed", str(err)
@@ -310,7 +390,16 @@ class Preparation:
         if training:
             phrases.append(f"{training} classifier{'s' if training > 1 else ''} still "
                            "training; untrained stand-ins decide meanwhile")
+        untrained = sum(1 for task in self.tasks.values()
+                        if task.train_seconds and task.state == "failed")
+        if untrained:
+            phrases.append(f"{untrained} classifier{'s' if untrained > 1 else ''} could not "
+                           "be trained; untrained stand-ins decide")
         return phrases
+
+    def failed(self) -> list[Task]:
+        """The tasks that failed (each says why in its `error`)."""
+        return [task for task in self.tasks.values() if task.state == "failed"]
 
     def status_lines(self) -> list[str]:
         return [task.describe() for task in self.tasks.values()]

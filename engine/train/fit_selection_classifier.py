@@ -36,7 +36,7 @@ from engine.errors import TrainingError
 from engine.models.pair_model import new_pair_model
 from engine.models.selection_classifier import KIND, REPORT, load_classifier, set_active
 from engine.models.trained import TRAIN_FILES
-from engine.paths import shared_data_dir
+from engine.qa_data import require
 from engine.train.data import QuestionGroup, load_question_groups, split_questions
 from engine.train.loop import optimizer_step, seed_everything
 from engine.train.selection_pairs import (
@@ -53,6 +53,7 @@ logger = logging.getLogger(__name__)
 CLASSIFIER_VERSION = 2  # 2: the segment-cosine head (1: BERT's [CLS] pooler head)
 Progress = Callable[[int, int], None]
 FEATURE_BATCH = 32  # pairs per forward pass when the head is fitted on frozen features
+FORWARD_COST = 3  # a training step costs about this many frozen forward passes
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class ClassifierConfig:
 
 
 def cache_key(config: ClassifierConfig, labels: Sequence[PairExample]) -> dict:
-    root = shared_data_dir()
+    root = require(TRAIN_FILES, "no training data")
     return {"config": asdict(config), "version": CLASSIFIER_VERSION,
             "data": {name: file_sha256(root / name) for name in TRAIN_FILES},
             "labels": fingerprint([asdict(x) for x in labels]) if labels else ""}
@@ -150,15 +151,21 @@ def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classif
 
     seed_everything(config.seed)  # before the model: the new head's weights are random
     tokenizer, model = new_pair_model(config.base_model)
-    per_epoch = math.ceil(len(epoch_pairs[0]) / config.batch_size)
-    feature_batches = math.ceil(len(epoch_pairs[0]) / FEATURE_BATCH)
-    steps = feature_batches + config.epochs * per_epoch
+    # progress in units of work, one a pair trained on: a frozen forward pass costs about
+    # a third of a training step's (forward and backward), so the pace measured in the
+    # feature pass holds for the epochs and the time left is told right from the start
+    first = len(epoch_pairs[0])
+    per_epoch = math.ceil(first / config.batch_size)
+    features = math.ceil(first / FORWARD_COST)
+    units = features + sum(len(epoch_pairs[e % len(epoch_pairs)])
+                           for e in range(config.epochs))
 
     def report(done: int) -> None:
         if progress:
-            progress(min(done, steps), steps)
+            progress(min(done, units), units)
 
-    _fit_head(model, tokenizer, epoch_pairs[0], config.max_length, report)
+    _fit_head(model, tokenizer, epoch_pairs[0], config.max_length,
+              lambda batches: report(min(first, batches * FEATURE_BATCH) // FORWARD_COST))
     model.bert.get_input_embeddings().weight.requires_grad_(False)
     groups = [{"params": [p for p in model.bert.parameters() if p.requires_grad],
                "lr": config.learning_rate},
@@ -168,7 +175,7 @@ def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classif
     tune = max(1, config.epochs * per_epoch)
     schedule = get_linear_schedule_with_warmup(optimizer, math.ceil(0.1 * tune), tune)
     rng = random.Random(config.seed)
-    done = feature_batches
+    done = features
     for epoch in range(config.epochs):
         model.train()
         order = list(epoch_pairs[epoch % len(epoch_pairs)])
@@ -179,7 +186,7 @@ def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classif
             inputs = _batch_inputs(tokenizer, batch, config.max_length)
             loss = model(**inputs, labels=torch.tensor([x.label for x in batch])).loss
             total += optimizer_step(loss, params, optimizer, schedule)
-            done += 1
+            done += len(batch)
             report(done)
         logger.info("epoch %d/%d: mean loss %.4f", epoch + 1, config.epochs,
                     total / max(1, math.ceil(len(order) / config.batch_size)))
