@@ -14,7 +14,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -113,9 +115,15 @@ def verify(folder: Path, key: Any) -> None:
             raise CacheInvalid(f"{name} fails its checksum")
 
 
+def owner_tag() -> str:
+    """What names this process in a temporary name: its host and pid (a data directory may
+    be shared with Ray workers on other machines)."""
+    return f"{socket.gethostname().replace('-', '_')}-{os.getpid()}"
+
+
 def _build_atomically(final: Path, key: Any, build: Callable[[Path], None]) -> None:
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".tmp-{final.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp = final.parent / f".tmp-{final.name}-{owner_tag()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
         started = time.perf_counter()
@@ -140,7 +148,7 @@ def _build_atomically(final: Path, key: Any, build: Callable[[Path], None]) -> N
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary path beside `path` to write; renamed onto `path` when the block ends
     normally, removed when it raises, so readers see the old file or the whole new one."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = path.with_name(f".{path.name}.{owner_tag()}-{uuid.uuid4().hex[:8]}.tmp")
     try:
         yield tmp
         with open(tmp, "rb+") as handle:
@@ -154,6 +162,42 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON to `path` through a temporary file and a rename."""
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
         json.dump(obj, handle, ensure_ascii=False, default=str)
+
+
+# what a process killed mid-write leaves: a build folder, a file being written, a download
+_LEFTOVER = re.compile(r"^\.(?:tmp-.+|.+\.tmp|.+\.part)$")
+
+
+def sweep_leftovers(root: Path | None = None) -> list[Path]:
+    """Delete what processes of this host that are gone (killed mid-write) left half-written
+    under the data directory: never read (nothing is read under a temporary name), they
+    only take space. Returns what was deleted. A live process's, or another host's, stays."""
+    host = socket.gethostname().replace("-", "_")
+    removed = []
+    for path in (root or data_dir()).rglob(".*"):
+        match = _LEFTOVER.match(path.name)
+        owner = re.search(rf"[-.]{re.escape(host)}-(\d+)-[0-9a-f]{{8}}", path.name)
+        if not match or not owner or _alive(int(owner.group(1))):
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path)
+    if removed:
+        logger.info("removed %d half-written file(s) left by a process that was stopped: %s",
+                    len(removed), ", ".join(p.name for p in removed[:5]))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 _FILE_DIGESTS: dict[tuple[str, int, int, int], str] = {}

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from engine.cache import owner_tag
 from engine.errors import EngineError, ResourceMissingError
 from engine.paths import fetched_data_dir, shared_data_dir
 
@@ -164,7 +165,7 @@ def _download(qa_file: QAFile, into: Path, mirror: str, progress: Progress | Non
     url = qa_file.url(mirror)
     final = into / qa_file.path
     final.parent.mkdir(parents=True, exist_ok=True)
-    partial = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.part")
+    partial = final.with_name(f".{final.name}.{owner_tag()}-{uuid.uuid4().hex[:8]}.part")
     digest = hashlib.sha256()
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT_SECONDS) as response, \

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engine.errors import ConfigError, ResourceMissingError
-from engine.index import dense
+from engine.index import dense, vectors
 from engine.index.dense import dense_index, load_dense, model_identity
 from engine.models.loading import resolve_precision
 from engine.paths import PROJECT_ROOT
@@ -133,7 +133,7 @@ def test_progress_is_reported_in_slices_and_gives_the_same_vectors(tiny_corpus, 
     plain = dense_index(tiny_corpus).search(RIVER_QUESTION, 5)
     shutil.rmtree(data_dir / "cache" / "dense")
     shutil.rmtree(data_dir / "cache" / "vectors")  # else nothing is left to encode
-    monkeypatch.setattr(dense, "PROGRESS_SLICE", 3)
+    monkeypatch.setattr(vectors, "SLICE_TEXTS", 3)
     calls = []
     again = dense_index(tiny_corpus, progress=lambda done, total: calls.append((done, total)))
     total = len(again.units)

@@ -77,7 +77,6 @@ HNSW_EF_CONSTRUCTION = 40  # 1.66M passages took 21 min to add on two cores
 # highest recall@100 (0.86; 0.98 at 166k) whose search stays within flat's 10 ms (8.2 ms)
 HNSW_EF_SEARCH = 800
 RECALL_QUERIES = 100  # pseudo-queries the recall is measured with at build time
-PROGRESS_SLICE = 1024  # units encoded between two progress reports
 SAMPLE_TEXTS = 64  # texts timed to estimate the build of an encoder other than MiniLM
 Progress = Callable[[int, int], None]
 
@@ -256,8 +255,9 @@ def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
 
     Vectors come from the content-addressed store (engine.index.vectors): only texts no
     earlier build encoded are encoded. `progress(done, total)` is called after every slice
-    of `PROGRESS_SLICE` texts encoded. An HNSW index writes the vectors into a file it
-    memory-maps, then adds them slice by slice: the build never holds them twice either.
+    of `engine.index.vectors.SLICE_TEXTS` texts encoded. An HNSW index writes the vectors
+    into a file it memory-maps, then adds them slice by slice: the build never holds them
+    twice either.
     """
     import faiss
 
@@ -275,7 +275,7 @@ def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
         out = np.empty((len(units), dim), dtype=np.float32)
     vectors = store.encode(texts, lambda batch: encode(batch, model, batch_size,
                                                        precision=precision),
-                           slice_size=PROGRESS_SLICE, progress=progress, out=out)
+                           progress=progress, out=out)
     logger.info("Dense: vectors of %d %s in %.1f s", len(units), granularity,
                 time.perf_counter() - started)
     if kind == "hnsw":

@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 VECTORS_VERSION = 1
 KEY_BYTES = 16  # of a text's sha256: collisions are out of reach at any corpus size
 SHARD_TEXTS = 8192  # texts a shard holds at most: a minute or two of encoding here
+SLICE_TEXTS = 1024  # texts encoded between two progress reports
 Progress = Callable[[int, int], None]
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -79,22 +80,23 @@ class VectorStore:
             first.setdefault(keys[position].tobytes(), position)
         return list(first.values())
 
-    def encode(self, texts: Sequence[str], encode: Encode, *, slice_size: int = 1024,
-               shard_size: int = SHARD_TEXTS, progress: Progress | None = None,
+    def encode(self, texts: Sequence[str], encode: Encode, *, slice_size: int | None = None,
+               shard_size: int | None = None, progress: Progress | None = None,
                out: np.ndarray | None = None) -> np.ndarray:
         """Vectors of `texts` (float32, a row each), encoding only texts never seen.
 
         Args:
             texts: what to embed.
             encode: the encoder, `list[str] -> (n, dim) float32`.
-            slice_size: texts encoded between two progress reports.
+            slice_size: texts encoded between two progress reports (SLICE_TEXTS).
             shard_size: texts encoded between two shards written, so an interrupted build
-                resumes from its last shard instead of from nothing.
+                resumes from its last shard instead of from nothing (SHARD_TEXTS).
             progress: called as `progress(done, total)` over the texts to encode.
             out: where to write the vectors (a float32 array or memory-mapped file of
                 shape (len(texts), dim)), filled slice by slice and returned; by default
                 a new array.
         """
+        slice_size, shard_size = slice_size or SLICE_TEXTS, shard_size or SHARD_TEXTS
         keys = text_keys(texts)
         found: dict[bytes, np.ndarray] = {}
         for shard_keys, shard_vectors in self._shards():

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from engine.cache import sweep_leftovers
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.base import Paradigm
 from engine.paradigms.registry import make_paradigm, parse_config, spec
@@ -58,6 +59,7 @@ class Explorer:
         self._runs = store
         self._evaluations = EvaluationStore(store)
         self._evaluations.mark_interrupted()  # left running by a process that died
+        sweep_leftovers()  # and what such a process was writing (never read)
         self._jobs = EvaluationJobs(self._evaluations)
         self._corpora = Corpora(preparation, root=corpus_root, idle_seconds=idle_seconds,
                                 in_use=self._jobs.corpora_in_use, preparing=preparing)

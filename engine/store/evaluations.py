@@ -92,8 +92,12 @@ class EvaluationStore:
 
     def mark_interrupted(self) -> int:
         """Evaluations left "running" by a process that died; returns how many."""
-        found = self.store.execute("UPDATE evaluations SET state = 'interrupted' "
-                                   "WHERE state = 'running' RETURNING id")
+        found = self.store.execute(
+            "UPDATE evaluations e SET state = 'interrupted', error = 'interrupted: the app "
+            "stopped while it ran, after ' || (SELECT count(DISTINCT position) FROM "
+            "evaluation_runs r WHERE r.evaluation_id = e.id) || ' of ' || e.questions || "
+            "' questions (each stored whole); start it again to run every question' "
+            "WHERE state = 'running' RETURNING id")
         if found:
             logger.info("evaluations: %d left running by an earlier process marked "
                         "interrupted", len(found))
