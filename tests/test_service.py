@@ -253,3 +253,14 @@ def test_a_long_build_waits_for_a_confirmation_and_is_prepared_before_the_first_
     confirmed = explorer.evaluate(qa, ["echo"], {"echo": {"k": 3}}, limit=1, build=True)
     explorer.wait_for_evaluation(confirmed, 30)
     assert built == [1, 3] and explorer.evaluation_status(confirmed)["state"] == "done"
+
+
+def test_a_corpus_s_own_progress_leaves_out_the_models_of_the_whole_process():
+    """Every corpus's progress list repeated the reader, the classifiers and their training."""
+    prep = Preparation("tiny", dense=False)
+    every, own = prep.status_lines(), prep.status_lines(own=True)
+    assert any(line.startswith("reader ") for line in every)
+    assert any("selection classifier" in line for line in every)
+    assert not any(line.startswith(("reader ", "encoder ")) or "classifier" in line
+                   for line in own)
+    assert own[0] == "corpus 'tiny': waiting for its turn" and any("BM25" in x for x in own)

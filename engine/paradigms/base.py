@@ -54,7 +54,9 @@ class Need:
     told. A slow need something else answers for meanwhile names that in `stand_in` (the
     dense index: BM25, engine.index.stand_in), and paradigms do not wait for it; the service
     calls `promise(corpus)` once the corpus is loaded, which says whether the stand-in will
-    answer (True: it must be built) or the need only loads.
+    answer (True: it must be built) or the need only loads. A model that is loaded once for
+    the whole process (the reader, an encoder, a classifier) says `per_corpus=False`, so a
+    corpus's own progress does not repeat it.
     """
 
     key: str
@@ -66,6 +68,7 @@ class Need:
     build_seconds: Callable[[Corpus], float] | None = None
     stand_in: str = ""
     promise: Callable[[Corpus], bool] | None = None
+    per_corpus: bool = True  # False: a model the process loads once for every corpus
 
     def seconds_to_prepare(self, corpus: Corpus) -> float:
         """About how long preparing it takes here: 0 for a load or a quick build."""

@@ -138,7 +138,7 @@ class Encoder(Resource):
 
     def needs(self) -> tuple[Need, ...]:
         return (Need(f"encoder {self.model}", f"encoder {self.model}",
-                     lambda corpus, progress: self.load(corpus)),)
+                     lambda corpus, progress: self.load(corpus), per_corpus=False),)
 
     def load(self, corpus: Corpus):
         from engine.models.loading import load_bi_encoder
@@ -256,7 +256,7 @@ class Reader(Resource):
             return generator
 
         return (Need(f"reader {c.model} {c.endpoint} {c.precision}",
-                     f"reader {c.model}{where}", prepare),)
+                     f"reader {c.model}{where}", prepare, per_corpus=False),)
 
     def load(self, corpus: Corpus):
         from engine.readers.generators import shared_generator
@@ -270,7 +270,7 @@ def _model_need(key: str, label: str, resource: SelectionClassifier | QueryClass
     """Loading a classifier. "trained" names `trainer`: while it is not trained the load
     gives the model's untrained stand-in, and the service trains it in the background."""
     trained = resource.model == "trained"
-    return Need(key, label, lambda corpus, progress: resource.load(corpus),
+    return Need(key, label, lambda corpus, progress: resource.load(corpus), per_corpus=False,
                 trained_by=trainer if trained else "",
                 train_seconds=TRAINING_TIMES[trainer].seconds if trained else 0.0)
 

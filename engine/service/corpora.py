@@ -293,7 +293,7 @@ class Corpora:
                 fingerprint=fingerprint[:12],
                 built=tuple(sorted({_built(kind, folder) for kind, _, folder in entries})),
                 disk_bytes=disk,
-                progress=tuple(preparation.status_lines()) if preparation else (),
+                progress=tuple(preparation.status_lines(own=True)) if preparation else (),
                 error=(corpus_task.error if corpus_task is not None
                        and corpus_task.state == "failed" else ""),
                 answering=tuple(p for p in PARADIGMS if preparation is not None

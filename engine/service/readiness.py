@@ -72,6 +72,7 @@ class Task:
     must_train: Callable[[], bool] | None = None  # whether running it trains a model
     needs_corpus: bool = True  # runs once the corpus has loaded (fetching data does not)
     trained_by: Task | None = field(default=None, repr=False)  # training it waits for
+    per_corpus: bool = True  # False: the process's (a model), not this corpus's own
 
     def headline(self) -> str:
         """What it is and its state, without figures that go stale once shown."""
@@ -188,7 +189,7 @@ class Preparation:
         if fetch_data and qa_data.missing():
             self.tasks["qa data"] = Task("qa data", "fetching the QA data (datasets and "
                                          "training files)", self._fetch_data,
-                                         needs_corpus=False)
+                                         needs_corpus=False, per_corpus=False)
         self.tasks["corpus"] = Task("corpus", f"corpus '{corpus_spec}'", self._load_corpus)
         self.needs: dict[str, tuple[str, ...]] = {}  # paradigm -> the tasks it waits for
         self._promises: dict[str, Callable[[Corpus], None]] = {}
@@ -199,7 +200,8 @@ class Preparation:
                     continue
                 self.tasks.setdefault(need.key, Task(
                     need.key, need.label, self._preparer(need), slow=need.slow,
-                    stand_in=need.stand_in, estimate=self._estimator(need)))
+                    stand_in=need.stand_in, estimate=self._estimator(need),
+                    per_corpus=need.per_corpus))
                 if need.trained_by and dense and train:  # on the stand-in meanwhile
                     self.tasks[need.key].trained_by = self._add_training(need)
                 if need.promise is not None:
@@ -237,7 +239,7 @@ class Preparation:
         self.tasks[name] = Task(name, f"training {trainer.trains} (its untrained stand-in "
                                 "answers meanwhile)", action, slow=True,
                                 train_seconds=need.train_seconds,
-                                estimate=lambda: need.train_seconds,
+                                estimate=lambda: need.train_seconds, per_corpus=False,
                                 must_train=lambda: not trainer.is_trained())
         return self.tasks[name]
 
@@ -401,8 +403,11 @@ class Preparation:
         """The tasks that failed (each says why in its `error`)."""
         return [task for task in self.tasks.values() if task.state == "failed"]
 
-    def status_lines(self) -> list[str]:
-        return [task.describe() for task in self.tasks.values()]
+    def status_lines(self, own: bool = False) -> list[str]:
+        """A line per task; `own`: only this corpus's own (no model the process loads
+        once for every corpus, no training)."""
+        return [task.describe() for task in self.tasks.values()
+                if task.per_corpus or not own]
 
     def ready(self) -> bool:
         return all(t.state == "ready" for t in self.tasks.values())
