@@ -53,7 +53,9 @@ logger = logging.getLogger(__name__)
 CLASSIFIER_VERSION = 2  # 2: the segment-cosine head (1: BERT's [CLS] pooler head)
 Progress = Callable[[int, int], None]
 FEATURE_BATCH = 32  # pairs per forward pass when the head is fitted on frozen features
-FORWARD_COST = 3  # a training step costs about this many frozen forward passes
+FORWARD_COST = 4  # a pair's training step costs about this many frozen forward passes
+# (4.3 measured: 888 pairs' feature pass in 110 s, their steps 0.54 s a pair;
+# bench/training_estimate.py)
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classif
     seed_everything(config.seed)  # before the model: the new head's weights are random
     tokenizer, model = new_pair_model(config.base_model)
     # progress in units of work, one a pair trained on: a frozen forward pass costs about
-    # a third of a training step's (forward and backward), so the pace measured in the
+    # a quarter of a training step's (forward and backward), so the pace measured in the
     # feature pass holds for the epochs and the time left is told right from the start
     first = len(epoch_pairs[0])
     per_epoch = math.ceil(first / config.batch_size)
