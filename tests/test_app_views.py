@@ -80,10 +80,29 @@ def test_heatmap_by_layers_or_heads_with_escaped_hover(tiny_corpus):
     trace, attn = _with_attention(sample_trace(tiny_corpus))
     (layers,) = figures.heatmap_figure(trace, "layers").data
     assert np.allclose(np.asarray(layers.z), attn.mean(axis=2))
-    assert list(layers.y) == ["p&lt;1&gt;", "* p2"]  # markup shown as text; * = answered
+    assert list(layers.y) == ["#1 p&lt;1&gt;", "* #2 p2"]  # markup as text; * = answered
     assert "&lt;b&gt;" in layers.text[0][0] and "<b>" not in layers.text[0][0]
     (heads,) = figures.heatmap_figure(trace, "heads").data
     assert np.asarray(heads.z).shape == (2, 2)
+
+
+def test_heatmap_keeps_a_row_per_passage_when_shortened_titles_match(tiny_corpus):
+    # funnel on "Who painted the Mona Lisa?" read 4 passages, two of them from this
+    # long-titled document: shortened alike, plotly drew them as one row (3 rows shown)
+    long = "Along the River During the Qingming Festival"
+    read = ReaderAttention(cells=deep_tuple(np.ones((4, 2, 2)).tolist()),
+                           passages=("Mona Lisa#0", f"{long}#3", f"{long}#0", "x" * 60),
+                           top_tokens=((), (), (), ()))
+    trace = sample_trace(tiny_corpus)
+    last = replace(trace.stages[-1], details=StageDetails(attention=read))
+    (heat,) = figures.heatmap_figure(replace(trace, stages=(*trace.stages[:-1], last))).data
+    rows = list(heat.y)
+    assert len(rows) == len(set(rows)) == np.asarray(heat.z).shape[0] == 4
+    assert rows[0] == "#1 Mona Lisa (p0)"
+    assert rows[1].startswith("#2 Along the River") and rows[1].endswith("… (p3)")
+    assert rows[2].startswith("#3 Along the River") and rows[2].endswith("… (p0)")
+    assert rows[3] == "#4 " + "x" * 33 + "…"
+    assert heat.text[1][0].startswith(f"{long}#3<br>")  # the whole id on hover
 
 
 def test_heatmap_without_attention_says_so(tiny_corpus):

@@ -139,9 +139,13 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     kept = set(read.answered_from)
     if kept >= set(passages):  # the answer read them all: a star would mark nothing
         kept = set()
-    labels = [f"{'* ' if p in kept else ''}{html.escape(_short(p))}" for p in passages]
-    hover = [[f"{html.escape(p)}<br>{by[:-1]} {j}<br>tokens: {html.escape(' | '.join(t))}"
-              for j in range(cells.shape[1])] for p, t in zip(passages, tokens, strict=False)]
+    labels = [f"{'* ' if p in kept else ''}{html.escape(row_label(rank, p))}"
+              for rank, p in enumerate(passages, start=1)]
+    titles = {c.unit.id: c.unit.title for s in trace.stages for c in s.candidates}
+    named = [html.escape(p if titles.get(p, p) in p else f"{titles[p]} ({p})")
+             for p in passages]
+    hover = [[f"{name}<br>{by[:-1]} {j}<br>tokens: {html.escape(' | '.join(t))}"
+              for j in range(cells.shape[1])] for name, t in zip(named, tokens, strict=False)]
     fig = go.Figure(go.Heatmap(z=cells, y=labels, text=hover, colorscale="Viridis",
                                hovertemplate="%{text}<br>attention %{z:.4f}<extra></extra>",
                                colorbar={"title": "attention"}))
@@ -191,6 +195,17 @@ def _step_seconds(trace: RunTrace, name: str) -> float:
     """Seconds of the stages called `name`, or of the LLM calls named "LLM: <purpose>"."""
     return sum(s.seconds for s in trace.stages if s.name == name) + sum(
         c.seconds for c in trace.llm_steps if f"LLM: {c.purpose}" == name)
+
+
+def row_label(rank: int, unit_id: str, width: int = 34) -> str:
+    """A heatmap row's label: its rank, its unit id shortened and the passage number
+    ("#2 Along the River During the Qin… (p3)"). The rank keeps every row its own: plotly
+    draws rows with equal labels as one, and two passages of a long-titled document
+    shortened to the same text once showed as one row. The full id is in the hover."""
+    base, sep, number = unit_id.rpartition("#")
+    if sep and base and number.isdigit():
+        return f"#{rank} {_short(base, width)} (p{number})"
+    return f"#{rank} {_short(unit_id, width)}"
 
 
 def _short(text: str, width: int = 40) -> str:
