@@ -16,6 +16,7 @@ from app.errors import refused
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.registry import DEFAULT, PARADIGMS, parse_config
 from engine.service.explorer import Explorer
+from engine.service.long_builds import BuildNeeded
 from engine.trace import RunTrace
 
 
@@ -33,11 +34,18 @@ def _runs_api(explorer: Explorer) -> None:
     status."""
 
     def run(question: str, paradigm: str = DEFAULT, config_json: str = "",
-            corpus: str = "") -> str:
+            corpus: str = "", build: bool = False) -> str:
         """Run `question` through `paradigm` (config as JSON) over `corpus` (a name from
-        list_corpora; empty: the corpus the app started with); returns the trace JSON."""
+        list_corpora; empty: the corpus the app started with); returns the trace JSON. A
+        config needing an index the app has not built (another passage_tokens: a new
+        dense index) that takes long here is refused, naming it and its estimate, unless
+        `build` is true: the run then builds it first and waits for it."""
         try:
-            return explorer.run(question, paradigm, config_json, corpus).to_json()
+            return explorer.run(question, paradigm, config_json, corpus,
+                                bool(build)).to_json()
+        except BuildNeeded as err:
+            raise refused(f"{err} Over the API: pass build=True (the fifth argument of "
+                          "/run) to build it within this request.") from None
         except EngineError as err:
             raise refused(err) from None
 

@@ -24,7 +24,6 @@ from app.views.formatting import (
 )
 from engine.config import config_from_dict
 from engine.errors import EngineError
-from engine.paradigms.base import MAX_QUESTION_CHARS, clip_question
 from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
 from engine.paradigms.registry import PARADIGMS
@@ -216,12 +215,6 @@ def test_compare_table_shows_every_cut_with_gold_in_or_out(tiny_corpus):
     skipped = replace(trace, paradigm="best", stages=(routed,), gold_flags=())
     cell = compare_table([skipped]).split("<td>cut 1</td>")[1]
     assert "<b>classify</b>: no retrieval (P 0.003)" in cell and " of " not in cell
-
-
-def test_long_questions_are_cut_with_a_notice():
-    text, notice = clip_question("x" * 10_000)
-    assert len(text) == MAX_QUESTION_CHARS and "10,000 characters" in notice
-    assert clip_question("  short  ") == ("short", "")
 
 
 def test_widget_values_make_configs_the_engine_accepts():

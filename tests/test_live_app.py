@@ -375,8 +375,20 @@ def test_browser_explore_save_and_reopen(live_app, browser):
     # corpus markup is text, not markup: the trap document's tag shows, never runs
     assert page.title() == "Funnel Explorer"  # the onerror handler never ran
     assert "<img src=x" in page.locator("#fe-tables").inner_text()
+    # a heatmap row per passage read: plotly drew passages whose shortened labels matched
+    # as one row (4 read, 3 shown)
+    rows = page.evaluate("() => [document.querySelector('#fe-heatmap .js-plotly-plot')"
+                         ".data[0].y, document.querySelectorAll('#fe-heatmap .ytick').length]")
+    assert len(rows[0]) == len(set(rows[0])) == rows[1] > 0, rows
     page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
-    run_id, twin_id = (_save(page, name) for name in ("browser run", "browser twin"))
+    run_id = _save(page, "browser run")
+    # the same run is saved once: the twin is a run of its own
+    page.locator("#fe-save-name textarea").fill("cleared when the run starts")
+    page.locator("#fe-run").click()
+    expect(page.locator("#fe-save-name textarea")).to_have_value("", timeout=30_000)
+    page.locator("#fe-answer .fe-answer-box").wait_for(state="detached", timeout=60_000)
+    page.locator("#fe-answer .fe-answer-box").wait_for(timeout=180_000)
+    twin_id = _save(page, "browser twin")
     page.get_by_role("tab", name="Sessions").click()
     ids = page.locator("#fe-session-ids textarea")
     _row(page, "browser run").click()  # a click on the row picks its id
@@ -479,7 +491,7 @@ def test_browser_empty_question_gets_a_message(live_app, browser):
     assert "Traceback" not in page.content()
 
 
-def test_browser_a_huge_question_is_cut_with_a_notice_and_still_runs(live_app, browser):
+def test_browser_a_huge_question_is_refused_as_the_api_refuses_it(live_app, browser):
     url, _ = live_app
     page = browser.new_page()
     page.goto(url)
@@ -487,9 +499,10 @@ def test_browser_a_huge_question_is_cut_with_a_notice_and_still_runs(live_app, b
     page.locator("#fe-run").click()
     notice = page.locator("#fe-notice .fe-error")
     notice.wait_for(timeout=30_000)
-    assert "The question had 10,000 characters; only the first 2,000 were used." \
+    # one rule for the UI and the API (test_api_bad_input_gets_a_clear_error), not a cut
+    assert "The question has 10,000 characters; the limit is 2,000. Shorten it." \
         in notice.inner_text()
-    page.locator("#fe-answer .fe-answer-box").wait_for(timeout=180_000)
+    assert page.locator("#fe-answer").inner_text().strip() == ""
 
 
 def test_browser_drrag_decisions_then_annotate_a_pair_that_survives_a_reload(live_app,

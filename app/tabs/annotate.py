@@ -27,7 +27,6 @@ from app.views import figures
 from app.views.annotation import classifier_html, labels_table, pair_card, pairs_table
 from app.views.formatting import error_box, esc
 from engine.errors import EngineError
-from engine.paradigms.base import clip_question
 from engine.paradigms.drrag import DRRAGParadigm
 from engine.service.explorer import Explorer
 from engine.trace import RunTrace
@@ -131,7 +130,6 @@ def build(explorer: Explorer) -> dict:
 def find_pairs(explorer: Explorer, text, gold, how, k_value, corpus="") -> tuple:
     """Run drrag on the question over `corpus`: (notice, pairs, current, [question, id,
     corpus], card, table)."""
-    text, cut = clip_question(text)
     config = {"selection": how, "k": int(k_value), "k1": max(1, int(k_value) // 2)}
     try:
         trace: RunTrace = explorer.run(target(text, gold), DRRAGParadigm.name,
@@ -142,7 +140,7 @@ def find_pairs(explorer: Explorer, text, gold, how, k_value, corpus="") -> tuple
     except Exception as err:  # noqa: BLE001 - the page must stay usable
         logger.exception("finding pairs failed")
         return error_box(f"The run failed: {err}"), [], 0, ["", ""], "", ""
-    message = error_box(cut) if cut else ""
+    message = ""
     if not pairs:
         message += error_box("The classifier judged no pair for this question (too few "
                              "documents found). Raise k or pick another question.")

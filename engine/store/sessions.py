@@ -133,6 +133,17 @@ class SessionStore:
         logger.info("sessions: saved run %d (%s)", run_id, name)
         return int(run_id)
 
+    def saved_as(self, trace: RunTrace) -> tuple[int, str] | None:
+        """(id, name) of the first saved run whose trace is `trace` exactly, or None. Two
+        runs of one question differ at least in their timings, so an equal trace is the
+        same run saved before."""
+        with self._lock:
+            row = self._con.execute(
+                "SELECT id, name FROM runs WHERE question = ? AND paradigm = ? AND "
+                "CAST(trace AS VARCHAR) = ? ORDER BY id LIMIT 1",
+                [trace.question, trace.paradigm, trace.to_json()]).fetchone()
+        return (int(row[0]), row[1]) if row is not None else None
+
     def list(self) -> list[SavedRun]:
         """Every saved run, newest first."""
         with self._lock:
