@@ -69,33 +69,57 @@ def test_save_clears_name_and_notes_and_the_same_run_is_not_saved_twice(explorer
 @pytest.fixture
 def slow_index(monkeypatch):
     """echo with k > 1 needs an index estimated at 15 minutes here (as another
-    passage_tokens needs a new dense index); k = 1 one of 5 s."""
+    passage_tokens needs a new dense index); k = 1 one of 5 s. Returns the k of each
+    index prepared."""
+    built = []
+
     def needs(cls, config):
         return (Need(f"echo index {config.k}", f"echo index (k={config.k})",
-                     lambda corpus, progress: None, slow=True,
+                     lambda corpus, progress: built.append(config.k), slow=True,
                      build_seconds=lambda corpus: 900.0 if config.k > 1 else 5.0),)
 
     monkeypatch.setattr(EchoParadigm, "needs", classmethod(needs))
+    return built
 
 
 def test_a_run_needing_a_long_build_asks_first_naming_it_and_its_estimate(explorer,
                                                                           slow_index):
-    *_, quick = asked(explorer, QUESTION, k=1)  # 5 s: built inside the run, no question
+    *_, quick = asked(explorer, QUESTION, k=1)  # 5 s: made inside the run, no question
     assert json.loads(quick[7])["answer"] == "Georges Seurat"
+    built = slow_index
     with pytest.raises(BuildNeeded, match=r"echo index \(k=3\): about 15 min on this "
                                           "machine"):
         explorer.run(QUESTION, "echo", '{"k": 3}')
     *_, asking = asked(explorer, QUESTION, k=3)
     assert "echo index (k=3): about 15 min on this machine" in asking[0]
     assert "Build and run" in asking[0] and asking[VIEWS] == explore.CLEARED
-    assert asking[8].visible is True  # the button that confirms it
+    assert asking[8].visible is True and built == []  # the button that confirms it
     runs = asked(explorer, QUESTION, k=3, build_first=True)
+    assert built == [3]  # built first, in its turn in the build queue
     # said while it builds, before the first stage (the views are left as they are)
     assert "Building first: echo index (k=3)" in runs[1][0] and runs[1][2] == gr.skip()
     assert "Building first: echo index (k=3)" in runs[-1][0]
     assert json.loads(runs[-1][7])["config"]["k"] == 3 and runs[-1][8].visible is False
     # built by a run, it is not asked about again in this process
     assert explorer.run(QUESTION, "echo", '{"k": 3}').answer == "Georges Seurat"
+
+
+def test_a_confirmed_build_takes_its_turn_with_the_other_long_builds(explorer, slow_index):
+    """A confirmed run's 15-minute build waits while another long build (a training, a
+    corpus's dense index) runs, instead of doubling the load on the two cores."""
+    import threading
+
+    from engine.service.builds import BUILDS
+
+    built, answers = slow_index, []
+    with BUILDS.turn("training elsewhere", 1_800):
+        run = threading.Thread(target=lambda: answers.append(
+            explorer.run(QUESTION, "echo", '{"k": 3}', build=True).answer))
+        run.start()
+        run.join(1.0)
+        assert run.is_alive() and built == []  # waiting for its turn
+    run.join(30)
+    assert built == [3] and answers == ["Georges Seurat"]
 
 
 def test_another_passage_size_asks_before_its_dense_index_is_built(explorer, monkeypatch):

@@ -138,8 +138,9 @@ def _start(explorer: Explorer, question, name: str, config: str, corpus: str,
     except BuildNeeded as needed:
         if not build_first:
             raise
-        notice = (f"<div class='fe-stage'>Building first: {esc(needed.what)}. The stages "
-                  "show once it is built; the other tabs keep answering.</div>")
+        notice = (f"<div class='fe-stage'>Building first: {esc(needed.what)}. It takes its "
+                  "turn with the other long builds (the status line lists them); the "
+                  "stages show once it is built, and the other tabs keep answering.</div>")
         return notice, explorer.stream(question, name, config, corpus, build=True)
 
 

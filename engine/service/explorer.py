@@ -32,7 +32,12 @@ from engine.service.datasets import (
 )
 from engine.service.diagnosis import outcomes_of, paired_of
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationRequest
-from engine.service.long_builds import RUN_BUILD_SECONDS, BuildNeeded, long_builds
+from engine.service.long_builds import (
+    RUN_BUILD_SECONDS,
+    BuildNeeded,
+    build_in_turn,
+    long_builds,
+)
 from engine.service.models import ModelRow
 from engine.service.readiness import Preparation
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
@@ -81,18 +86,25 @@ class Explorer:
         """The paradigm `name` with a JSON config (defaults when empty) over `corpus` (a
         corpus's name; empty: the one the app started with). A config needing a build of
         RUN_BUILD_SECONDS or more here (a new dense index for another passage size) is
-        refused with `BuildNeeded` (which one, how long) unless `build` confirms it; the
-        run then builds it first."""
+        refused with `BuildNeeded` (which one, how long) unless `build` confirms it."""
+        return self._planned(name, config_json, corpus, build)[0]
+
+    def _planned(self, name: str, config_json: str, corpus: str, build: bool
+                 ) -> tuple[Paradigm, list[tuple[Need, float]]]:
+        """(the paradigm, the long builds a confirmed run makes first with their
+        estimates); `BuildNeeded` when there are some and `build` is False."""
         spec(name)  # an unknown name before a bad config
         config = parse_config(config_json)
         preparation = self._corpora.preparation(corpus)
         self._check_ready(name, preparation)
         paradigm = make_paradigm(name, preparation.corpus, config)
-        long = long_builds(preparation, self._unprepared(preparation, paradigm),
-                           RUN_BUILD_SECONDS)
+        pending = self._unprepared(preparation, paradigm)
+        long = long_builds(preparation, pending, RUN_BUILD_SECONDS)
         if long and not build:
             raise BuildNeeded(long, RUN_CONFIRM, "This config needs")
-        return paradigm
+        estimates = dict(long)
+        return paradigm, [(need, estimates[need.label]) for need in pending
+                          if need.label in estimates]
 
     def _unprepared(self, preparation: Preparation, paradigm: Paradigm) -> list[Need]:
         """What `paradigm` needs that neither `preparation` plans (ready, under way or
@@ -104,9 +116,14 @@ class Explorer:
                 if need.key not in preparation.tasks
                 and (fingerprint, need.key) not in self._prepared_by_runs]
 
-    def _streamed(self, paradigm: Paradigm, question: str | Question) -> Iterator[RunTrace]:
-        """`paradigm.stream(question)`; once it has run to its end, everything it needs is
-        prepared (built inside it if need be)."""
+    def _streamed(self, paradigm: Paradigm, question: str | Question,
+                  builds: list[tuple[Need, float]]) -> Iterator[RunTrace]:
+        """`paradigm.stream(question)` after the long `builds` it was confirmed to make,
+        each taking its turn with the other long builds of the process (BUILDS: a short
+        one goes first, pausing a long one; a long one waits); quick ones are made inside
+        the run. Once it has run to its end, everything it needs is prepared."""
+        for need, seconds in builds:
+            build_in_turn(need, paradigm.corpus, seconds)
         yield from paradigm.stream(question)
         self._prepared_by_runs.update(
             (paradigm.corpus.fingerprint, need.key)
@@ -138,7 +155,8 @@ class Explorer:
         checked first, by the one rule of every run, typed or sent over the API
         (engine.paradigms.base.check_question: refused, never cut)."""
         check_question(question.text if isinstance(question, Question) else question)
-        return self._streamed(self.paradigm(name, config_json, corpus, build), question)
+        paradigm, builds = self._planned(name, config_json, corpus, build)
+        return self._streamed(paradigm, question, builds)
 
     def run(self, question: str | Question, name: str, config_json: str = "",
             corpus: str = "", build: bool = False) -> RunTrace:

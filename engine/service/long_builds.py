@@ -4,8 +4,9 @@ A config other than the defaults may need an index the app has not prepared (ano
 passage size: a new dense index). Whoever starts such a request — an evaluation, or one
 run from Explore or the `run` endpoint — is told which build and about how long it takes
 here (each need's own estimate, `Need.seconds_to_prepare`), and it starts only once
-confirmed. A build the app's own preparation has under way is not asked about: a run
-answers on its stand-in meanwhile and an evaluation waits for it.
+confirmed; then it takes its turn with the process's other long builds
+(engine.service.builds). A build the app's own preparation has under way is not asked
+about: a run answers on its stand-in meanwhile and an evaluation waits for it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from collections.abc import Iterable
 
 from engine.errors import EngineError
 from engine.paradigms.base import Need
+from engine.service.builds import BUILDS
 from engine.service.readiness import Preparation, duration
+from engine.types import Corpus
 
 # an evaluation prepares builds quicker than this itself (it runs minutes anyway)
 LONG_BUILD_SECONDS = 60.0
@@ -32,6 +35,15 @@ def long_builds(preparation: Preparation, needs: Iterable[Need],
     return [(need.label, seconds) for need in needs
             if not preparation.underway(need.key)  # being built: stood in for or waited for
             and (seconds := need.seconds_to_prepare(corpus)) >= threshold]
+
+
+def build_in_turn(need: Need, corpus: Corpus, seconds: float) -> None:
+    """Prepare `need` over `corpus` (estimated at `seconds`) once its turn comes in the
+    process's queue of long builds (engine.service.builds), as an evaluation does: one
+    long build at a time, so a confirmed run never doubles the load of a build or a
+    training already running."""
+    with BUILDS.turn(need.label, seconds) as turn:
+        need.prepare(corpus, turn.progress(lambda done, total: None))
 
 
 class BuildNeeded(EngineError):
