@@ -39,7 +39,7 @@ from engine.records import (
 )
 from engine.trace import StageResult
 from engine.types import Candidate, Unit
-from tests.fakes import answer_step, sample_trace
+from tests.fakes import answer_step, ranked_stage, sample_trace
 
 
 def test_funnel_figure_counts_in_kept_and_gold(tiny_corpus):
@@ -102,6 +102,29 @@ def test_heatmap_keeps_a_row_per_passage_when_shortened_titles_match(tiny_corpus
     assert rows[2].startswith("#3 Along the River") and rows[2].endswith("… (p0)")
     assert rows[3] == "#4 " + "x" * 33 + "…"
     assert heat.text[1][0].startswith(f"{long}#3<br>")  # the whole id on hover
+
+    # ranked as the stage tables rank them (the reader reads the best one last)
+    ranked = ranked_with_ids("postranker", f"{long}#0", f"{long}#3", "Mona Lisa#0")
+    ranked = replace(ranked, details=StageDetails(attention=read))
+    (heat,) = figures.heatmap_figure(replace(trace, stages=(ranked,))).data
+    assert [row.split(" ")[0] for row in heat.y] == ["#3", "#2", "#1", "#4"]
+    assert len(set(heat.y)) == 4
+    # first of two stages each: the same rank, ids alike when shortened: still two rows
+    twins = (f"{long} (painting)#0", f"{long} (scroll)#0")
+    pair = ReaderAttention(cells=deep_tuple(np.ones((2, 1, 1)).tolist()), passages=twins,
+                           top_tokens=((), ()))
+    stages = (ranked_with_ids("a", twins[0]),
+              replace(ranked_with_ids("b", twins[1]), details=StageDetails(attention=pair)))
+    (heat,) = figures.heatmap_figure(replace(trace, stages=stages)).data
+    assert len(set(heat.y)) == 2 and [row[-3:] for row in heat.y] == ["[1]", "[2]"]
+
+
+def ranked_with_ids(name: str, *ids: str) -> StageResult:
+    """A passage stage whose candidates carry `ids`, best first."""
+    stage = ranked_stage(name, *((uid, "text") for uid in ids))
+    return replace(stage, candidates=tuple(replace(c, unit=replace(c.unit, id=uid))
+                                           for c, uid in zip(stage.candidates, ids,
+                                                             strict=True)))
 
 
 def test_heatmap_without_attention_says_so(tiny_corpus):

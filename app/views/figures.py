@@ -139,8 +139,8 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     kept = set(read.answered_from)
     if kept >= set(passages):  # the answer read them all: a star would mark nothing
         kept = set()
-    labels = [f"{'* ' if p in kept else ''}{html.escape(row_label(rank, p))}"
-              for rank, p in enumerate(passages, start=1)]
+    labels = [f"{'* ' if p in kept else ''}{html.escape(label)}"
+              for p, label in zip(passages, row_labels(trace, passages), strict=True)]
     titles = {c.unit.id: c.unit.title for s in trace.stages for c in s.candidates}
     named = [html.escape(p if titles.get(p, p) in p else f"{titles[p]} ({p})")
              for p in passages]
@@ -197,11 +197,22 @@ def _step_seconds(trace: RunTrace, name: str) -> float:
         c.seconds for c in trace.llm_steps if f"LLM: {c.purpose}" == name)
 
 
+def row_labels(trace: RunTrace, passages: Sequence[str]) -> list[str]:
+    """The heatmap's row labels, one per passage and never two alike: plotly draws rows
+    with equal labels as one, and two passages of a long-titled document shortened to the
+    same text once showed as one row (4 read, 3 shown). Each is labelled by its rank in
+    the last stage that listed it (as the stage tables show it; else its place in the
+    reading order), its id shortened and its passage number."""
+    ranks = {c.unit.id: c.rank for stage in trace.stages for c in stage.candidates}
+    labels = [row_label(ranks.get(p, n), p) for n, p in enumerate(passages, start=1)]
+    if len(set(labels)) < len(labels):  # ranks of two stages, ids alike when shortened
+        labels = [f"{label} [{n}]" for n, label in enumerate(labels, start=1)]
+    return labels
+
+
 def row_label(rank: int, unit_id: str, width: int = 34) -> str:
-    """A heatmap row's label: its rank, its unit id shortened and the passage number
-    ("#2 Along the River During the Qin… (p3)"). The rank keeps every row its own: plotly
-    draws rows with equal labels as one, and two passages of a long-titled document
-    shortened to the same text once showed as one row. The full id is in the hover."""
+    """A heatmap row's label: a rank, the unit id shortened and the passage number
+    ("#2 Along the River During the Qin… (p3)"); the full id is in the hover."""
     base, sep, number = unit_id.rpartition("#")
     if sep and base and number.isdigit():
         return f"#{rank} {_short(base, width)} (p{number})"
