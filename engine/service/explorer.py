@@ -65,7 +65,7 @@ class Explorer:
                                 in_use=self._jobs.corpora_in_use, preparing=preparing)
         self._preparation = preparation
         self._annotation = Annotation(lambda name: self._corpora.preparation(name).corpus,
-                                      store)
+                                      store, self._corpora.loaded_preparations)
 
     # --- running --------------------------------------------------------------------------
 
