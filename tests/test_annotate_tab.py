@@ -124,6 +124,7 @@ def test_before_and_after_curves_are_both_drawn_on_the_same_pairs_labelled():
     assert [t.name for t in lines] == ["before: first (0 labels, AUC 0.766)",
                                        "after: retraine (3 labels, AUC 0.758)"]
     assert [t.line.color for t in lines] == [t.marker.color for t in dots]
+    assert (lines[0].line.dash, lines[1].line.dash) == ("dash", "solid")  # both visible
     assert lines[0].line.color != lines[1].line.color
     assert list(lines[0].x) == figures.precision_recall(WORSE["compared"]["before"][
         "heldout_scores"])[0]

@@ -229,14 +229,15 @@ def precision_recall_figure(status: dict) -> go.Figure:
     if not shown:
         return text_figure("No classifier trained yet.")
     fig = go.Figure()
-    colours = ("#9e9e9e", STAGE)[-len(shown):]  # the older grey, the newer in colour
-    for (role, version), colour in zip(shown, colours, strict=True):
+    # the older grey and dashed (visible where the newer runs over it), the newer in colour
+    styles = (("#9e9e9e", "dash"), (STAGE, "solid"))[-len(shown):]
+    for (role, version), (colour, dash) in zip(shown, styles, strict=True):
         recall, precision = precision_recall(version.get("heldout_scores") or [])
         auc = version.get("heldout_auc")
         name = (f"{role}{version['id'][:8]} ({labels.get(version['id'], 0)} labels"
                 f"{'' if auc is None else f', AUC {auc:.3f}'})")
         fig.add_trace(go.Scatter(x=recall, y=precision, mode="lines", name=name,
-                                 line={"color": colour}))
+                                 line={"color": colour, "dash": dash}))
         m = version["heldout"]
         fig.add_trace(go.Scatter(x=[m.get("recall", 0)], y=[m.get("precision", 0)],
                                  mode="markers", marker={"size": 10, "color": colour},
