@@ -136,9 +136,10 @@ def test_a_waiting_retrain_says_what_it_waits_for_and_keeps_polling():
 
     waiting_for = ("the first-start training of this classifier (the version a retrain "
                    "improves on and is compared with): training <C>: 3/10 (30%)")
-    status = _status("first", state="waiting", waiting_for=waiting_for)
+    status = _status("first", state="waiting", labels=3)
+    status["retrain"]["waiting_for"] = waiting_for
     html = classifier_html(status)
-    assert "Retrain waiting" in html and "starts by itself when that ends" in html
+    assert "Retrain on 3 labels waiting" in html and "starts by itself when that ends" in html
     assert "training &lt;C&gt;: 3/10" in html  # escaped
 
     class Service:

@@ -304,12 +304,12 @@ def test_a_retrain_waits_for_the_first_start_training_and_improves_on_it(
     preparation.wait(5)
 
 
-def test_a_retrain_waiting_for_another_build_names_it(tiny_corpus, tmp_path, training):
-    """One long build at a time (BUILDS): the retrain names the build it waits for, or an
-    evaluation's when no corpus is building."""
+def test_a_retrain_takes_its_turn_in_the_build_queue_and_says_its_place(
+        tiny_corpus, tmp_path, training):
+    """One long build at a time (BUILDS): a retrain behind another corpus's build says
+    its place in the queue and what runs."""
     import threading
 
-    from engine.service.readiness import BUILDS
     from tests.fakes import fake_preparation
 
     release = threading.Event()
@@ -320,20 +320,57 @@ def test_a_retrain_waiting_for_another_build_names_it(tiny_corpus, tmp_path, tra
     _wait_until(lambda: preparation.tasks["dense"].state == "running")
     annotation = _annotation(tiny_corpus, tmp_path, lambda: [preparation])
     annotation.retrain()
-    job = _wait_until(lambda: annotation.status()["retrain"]["waiting_for"] and
+    job = _wait_until(lambda: "number" in annotation.status()["retrain"]["waiting_for"] and
                       annotation.status()["retrain"])
-    assert job["waiting_for"].startswith("another long build to end: task dense: building")
-    assert "(corpus 'tiny')" in job["waiting_for"]
+    assert job["state"] == "waiting"
+    assert job["waiting_for"] == ("its turn among the long builds: number 1 in the queue, "
+                                  "starts when the builds before it end (running now: "
+                                  "task dense)")
     release.set()
     annotation.job.thread.join(20)
     assert annotation.status()["retrain"]["state"] == "done"
     preparation.wait(5)
 
-    with BUILDS:  # what an evaluation holds while it builds an index
-        annotation.retrain()
-        job = _wait_until(lambda: annotation.status()["retrain"]["waiting_for"] and
-                          annotation.status()["retrain"])
-        assert "an evaluation's index build" in job["waiting_for"]
+
+def test_a_short_build_pauses_a_running_retrain_which_says_so(tiny_corpus, tmp_path,
+                                                              training, monkeypatch):
+    """The retrain's progress goes through its turn, so a small corpus's index (a short
+    build) runs at once and the retrain pauses at its next step, saying why."""
+    import threading
+    import time
+
+    from engine.service.builds import BUILDS
+    from engine.train import fit_selection_classifier
+
+    trained, steps = threading.Event(), []
+    made = fit_selection_classifier.train_classifier
+
+    def slow_train(config, labels=(), progress=None, activate=True):
+        while not trained.is_set():
+            progress(len(steps), 1000)
+            steps.append(1)
+            time.sleep(0.02)
+        return made(config, labels, progress, activate)
+
+    monkeypatch.setattr(fit_selection_classifier, "train_classifier", slow_train)
+    annotation = _annotation(tiny_corpus, tmp_path)
+    annotation.retrain()
+    _wait_until(lambda: annotation.status()["retrain"]["state"] == "running")
+    small_done = threading.Event()
+
+    def small_build():
+        with BUILDS.turn("a small corpus's dense index", 10):
+            small_done.wait(20)
+
+    threading.Thread(target=small_build, daemon=True).start()
+    job = _wait_until(lambda: annotation.status()["retrain"]["phase"] and
+                      annotation.status()["retrain"])
+    assert job["phase"] == "paused while a shorter build runs"
+    paused_at = len(steps)
+    time.sleep(0.3)
+    assert len(steps) == paused_at  # no step while the short build runs
+    small_done.set()
+    _wait_until(lambda: len(steps) > paused_at)
+    trained.set()
     annotation.job.thread.join(20)
-    job = annotation.status()["retrain"]
-    assert job["state"] == "done" and job["before"] == job["after"] == "retrained"
+    assert annotation.status()["retrain"]["state"] == "done"

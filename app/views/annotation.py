@@ -107,19 +107,18 @@ def classifier_html(status: dict) -> str:
 def _retrain_html(job: dict, active: str | None) -> str:
     """What the retrain waits for, how far it has got, or how it ended."""
     if job["state"] == "waiting":
-        return (f"<div class='fe-progress' id='fe-retrain-waiting'>Retrain waiting "
-                f"({duration(job.get('waited', 0))} so far) for "
-                f"{esc(job.get('waiting_for') or 'its turn')}. It starts by itself when that "
-                "ends: one long build runs at a time on this machine.</div>")
+        return (f"<div class='fe-progress' id='fe-retrain-waiting'>Retrain on "
+                f"{plural(job['labels'], 'label')} waiting ({duration(job.get('waited', 0))} "
+                f"so far) for {esc(job.get('waiting_for') or 'its turn')}. It starts by itself "
+                "when that ends: one long build runs at a time here, the shortest first.</div>")
     if job["state"] == "running":
         part, left = "", ""
         if job.get("phase"):
             part = f": {job['phase']}"
         elif job["total"]:
-            part = f": {job['done']:,}/{job['total']:,} steps"
-            if job["done"] and job["seconds"]:
-                rate = job["done"] / job["seconds"]
-                left = f", about {duration((job['total'] - job['done']) / rate)} left"
+            part = f": {job['done']:,}/{job['total']:,} ({job['done'] / job['total']:.0%})"
+            if job.get("left") is not None:  # told once it has kept a pace
+                left = f", about {duration(job['left'])} left"
         return (f"<div class='fe-progress'>Retraining on {plural(job['labels'], 'label')}"
                 f"{esc(part)}, {job['seconds']:.0f} s so far{left}…</div>")
     if job["state"] == "failed":

@@ -5,21 +5,24 @@ the gold or a stored label first, then the least certain), stores a user's label
 sessions database, and retrains the classifier on the training pairs plus the labels in a
 background thread with progress.
 
-A retrain first waits for its turn, saying what for: the first-start training of this
-classifier if that is under way (the version a retrain improves on and is compared with),
-then any other long build (engine.service.readiness.BUILDS: one at a time on two cores).
-It starts from the active version's recipe and measures both versions on the same held-out
-pairs. The rule (`not_worse`): the new version becomes active only if its held-out AUC, as
-shown (3 decimals), is at least the active version's; otherwise the active one stays, and
-the new one is kept for the user to make active anyway.
+A retrain first waits, saying what for: the first-start training of this classifier if that
+is under way (the version a retrain improves on and is compared with), then its turn in the
+queue of long builds (engine.service.builds.BUILDS: one at a time on two cores, shortest
+first; a short build pauses it at its next step). It starts from the active version's
+recipe and measures both versions on the same held-out pairs. The rule (`not_worse`): the
+new version becomes active only if its held-out AUC, as shown (3 decimals), is at least the
+active version's; otherwise the active one stays, and the new one is kept for the user to
+make active anyway.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from engine.errors import ConfigError
 from engine.models.trained import SELECTION_CLASSIFIER
@@ -31,7 +34,9 @@ logger = logging.getLogger(__name__)
 
 FIRST_TRAINING = f"train {SELECTION_CLASSIFIER}"  # the preparation task that trains it first
 AUC_DECIMALS = 3  # the held-out AUC as the Annotate tab shows it, and as the rule compares it
-POLL_SECONDS = 0.5  # how often a waiting retrain looks again
+POLL_SECONDS = 0.5  # how often a retrain waiting for the first-start training looks again
+FIRST_TRAINING_PHRASE = ("the first-start training of this classifier (the version a retrain "
+                         "improves on and is compared with)")
 
 
 @dataclass(frozen=True)
@@ -94,21 +99,64 @@ class RetrainJob:
     started: float = 0.0  # when its training began, after the wait
     seconds: float = 0.0  # training time, once ended
     waited: float = 0.0  # time waiting for its turn, once it began
-    waiting_for: str = ""  # what it waits for, while it waits
     phase: str = ""  # what it does beside the training steps
     activated: bool = False  # the new version was made active (`not_worse`)
     compared: dict = field(default_factory=dict)  # both versions on the same held-out pairs
+    first_training: Any = field(default=None, repr=False)  # the Task it waits for, if any
+    turn: Any = field(default=None, repr=False)  # its Turn in BUILDS, once it asked
+    paced_from: tuple[float, int] | None = None  # (when, done) of its first progress
     thread: threading.Thread | None = field(default=None, repr=False)
+
+    def report(self, done: int, total: int) -> None:
+        """The training's progress callback: `done` of `total` units of work."""
+        if self.paced_from is None or done < self.paced_from[1]:
+            self.paced_from = (time.monotonic(), done)
+        self.done, self.total = done, total
+
+    def seconds_left(self) -> float | None:
+        """How long the training still needs at the pace it keeps (None: too early to
+        tell), measured as the preparation's tasks measure theirs."""
+        from engine.service.readiness import PACE_SECONDS
+
+        if self.paced_from is None or not self.total:
+            return None
+        since, first = self.paced_from
+        seconds = time.monotonic() - since
+        if seconds < PACE_SECONDS or self.done <= first:
+            return None
+        return max(0.0, (self.total - self.done) * seconds / (self.done - first))
+
+    def waiting_for(self) -> str:
+        """What it waits for now, as a phrase ("" once it runs)."""
+        from engine.service.builds import BUILDS
+        from engine.service.readiness import duration
+
+        if self.state != "waiting":
+            return ""
+        if self.first_training is not None:
+            return f"{FIRST_TRAINING_PHRASE}: {self.first_training.describe()}"
+        place, seconds = BUILDS.wait_of(self.turn) if self.turn is not None else (0, 0.0)
+        if not place:  # not in the queue yet, or just given its turn
+            return "its turn among the long builds"
+        starts = (f"starts in about {duration(seconds)}" if math.isfinite(seconds) else
+                  "starts when the builds before it end")
+        running = "; ".join(t.label for t in BUILDS.running())
+        return (f"its turn among the long builds: number {place} in the queue, {starts}"
+                + (f" (running now: {running})" if running else ""))
 
     def describe(self) -> dict:
         now = time.monotonic()
         training = self.seconds or (now - self.started if self.started else 0.0)
         waited = self.waited or (now - self.queued if self.state == "waiting" else 0.0)
+        paused = self.turn is not None and self.turn.state == "paused"
+        left = self.seconds_left() if self.state == "running" else None
         return {"state": self.state, "done": self.done, "total": self.total,
                 "error": self.error, "before": self.before, "after": self.after,
                 "labels": self.labels, "seconds": round(training, 1),
-                "waited": round(waited, 1), "waiting_for": self.waiting_for,
-                "phase": self.phase, "activated": self.activated, "compared": self.compared}
+                "left": None if left is None else round(left, 1),
+                "waited": round(waited, 1), "waiting_for": self.waiting_for(),
+                "phase": "paused while a shorter build runs" if paused else self.phase,
+                "activated": self.activated, "compared": self.compared}
 
 
 def not_worse(after: dict, before: dict | None) -> bool:
@@ -191,8 +239,8 @@ class Annotation:
         with self._lock:
             if self.job.state in ("waiting", "running"):
                 return self.status()
-            self._check_usable_labels()
-            self.job = RetrainJob(state="waiting", queued=time.monotonic())
+            labels = self._check_usable_labels()
+            self.job = RetrainJob(state="waiting", queued=time.monotonic(), labels=labels)
             self.job.thread = threading.Thread(target=self._retrain, args=(self.job,),
                                                name="retrain", daemon=True)
             self.job.thread.start()
@@ -207,7 +255,8 @@ class Annotation:
 
         return _recipe(version) or ClassifierConfig(), training_examples(self.labels.list())
 
-    def _check_usable_labels(self) -> None:
+    def _check_usable_labels(self) -> int:
+        """How many labels a retrain would read (a ConfigError if none can train)."""
         from engine.models.selection_classifier import active_version
         from engine.train.fit_selection_classifier import held_out_questions
         from engine.train.selection_pairs import usable_labels
@@ -223,42 +272,40 @@ class Annotation:
                 "training questions or HotpotQA dev500 questions, which are set aside so the "
                 "held-out figures stay comparable. Label pairs of other questions (typed "
                 "questions count), then retrain.")
+        return len(examples)
 
     def _retrain(self, job: RetrainJob) -> None:
-        from engine.service.readiness import BUILDS
+        from engine.models.trained import TRAINING_TIMES
+        from engine.service.builds import BUILDS
+
+        def waits(turn) -> None:
+            job.turn = turn
 
         try:
-            self._wait_for_turn(job)
-        except Exception as err:  # noqa: BLE001 - shown in the Annotate tab
-            logger.exception("the retrain could not wait for its turn")
-            job.state, job.error = "failed", f"waiting for its turn: {err}"
-            return
-        try:
-            self._train(job)
+            self._wait_for_first_training(job)
+            with BUILDS.turn(f"retraining DR-RAG's selection classifier with {job.labels} "
+                             "labels",
+                             TRAINING_TIMES[SELECTION_CLASSIFIER].seconds,
+                             on_wait=waits) as turn:
+                job.turn, turn.left = turn, job.seconds_left
+                job.waited = time.monotonic() - job.queued
+                self._train(job, turn.progress(job.report))
         except Exception as err:  # noqa: BLE001 - shown in the Annotate tab
             logger.exception("retraining the classifier failed")
             job.state, job.error = "failed", str(err)
-        finally:
-            BUILDS.release()
-        job.seconds, job.phase = time.monotonic() - job.started, ""
+        job.seconds = time.monotonic() - job.started if job.started else 0.0
+        job.phase, job.turn = "", None
         if job.state != "failed":
             job.state = "done"  # last: whoever sees "done" sees everything else
 
-    def _wait_for_turn(self, job: RetrainJob) -> None:
-        """Block until the retrain may train, with `job.waiting_for` saying what for: first
-        the first-start training of this classifier (the version a retrain improves on),
-        then any other long build. Returns holding BUILDS (one long build at a time)."""
-        from engine.service.readiness import BUILDS
-
+    def _wait_for_first_training(self, job: RetrainJob) -> None:
+        """Block while the first-start training of this classifier is under way: the
+        version it makes is the one a retrain improves on and is compared with (the build
+        queue alone might let the retrain go first)."""
         while (task := self._first_training()) is not None:
-            job.waiting_for = self._first_training_phrase(task)
+            job.first_training = task
             time.sleep(POLL_SECONDS)
-        while not BUILDS.acquire(timeout=POLL_SECONDS):
-            running = self._running_builds()
-            job.waiting_for = (f"another long build to end: {'; '.join(running)}" if running
-                               else "an evaluation's index build to end (the Evaluate tab "
-                               "shows it)")
-        job.waited, job.waiting_for = time.monotonic() - job.queued, ""
+        job.first_training = None
 
     def _first_training(self):
         """The preparation task that trains this classifier on a first start, while it
@@ -272,26 +319,9 @@ class Annotation:
                 return preparation.tasks[FIRST_TRAINING]
         return None
 
-    def _first_training_phrase(self, task) -> str:
-        phrase = ("the first-start training of this classifier (the version a retrain "
-                  f"improves on and is compared with): {task.describe()}")
-        if task.state == "waiting":
-            running = self._running_builds()
-            phrase += f"; ahead of it: {'; '.join(running)}" if running else ""
-        return phrase
-
-    def _running_builds(self) -> list[str]:
-        """Each long build running now in a corpus's preparation, as its status line."""
-        return [f"{task.describe()} (corpus '{preparation.corpus_spec}')"
-                for preparation in self._preparations() for task in preparation.tasks.values()
-                if task.state == "running" and (task.train_seconds or task.builds())]
-
-    def _train(self, job: RetrainJob) -> None:
+    def _train(self, job: RetrainJob, progress) -> None:
         from engine.models.selection_classifier import active_version, set_active
         from engine.train.fit_selection_classifier import train_classifier
-
-        def progress(done: int, total: int) -> None:
-            job.done, job.total = done, total
 
         job.state, job.started = "running", time.monotonic()
         job.before = active_version() or ""
