@@ -455,10 +455,10 @@ def test_the_server_log_keeps_library_chatter_and_progress_bars_out():
 def test_retrain_progress_counts_labels_and_says_how_long_is_left():
     from app.views.annotation import classifier_html
 
-    job = {"state": "running", "done": 30, "total": 120, "seconds": 60.0, "labels": 1,
-           "error": "", "before": "", "after": ""}
+    job = {"state": "running", "done": 30, "total": 120, "seconds": 60.0, "left": 180.0,
+           "labels": 1, "error": "", "before": "", "after": ""}
     html = classifier_html({"retrain": job, "versions": []})
-    assert "Retraining on 1 label:" in html and "30/120 steps" in html
+    assert "Retraining on 1 label:" in html and "30/120 (25%)" in html
     assert "about 3 min left" in html and "fe-progress" in html and "fe-error" not in html
     done = classifier_html({"retrain": {**job, "state": "done", "labels": 3, "after": "v2"},
                             "versions": []})

@@ -324,21 +324,39 @@ def test_api_drrag_run_label_list_retrain_and_switch_back(live_app):
 
     before = json.loads(client.predict(api_name="/classifier_status"))
     assert before["active"] and before["labels"] >= 1
-    json.loads(client.predict(api_name="/retrain"))
-    deadline = time.monotonic() + 300
-    while True:
-        status = json.loads(client.predict(api_name="/classifier_status"))
-        if status["retrain"]["state"] != "running" or time.monotonic() > deadline:
-            break
-        time.sleep(1)
-    job = status["retrain"]
-    assert job["state"] == "done" and job["before"] == before["active"]
-    assert status["active"] == job["after"] != before["active"]
+    job = _retrained(client)
+    status = json.loads(client.predict(api_name="/classifier_status"))
+    assert job["state"] == "done" and job["before"] == before["active"] != job["after"]
+    old, new = job["compared"]["before"], job["compared"]["after"]
+    assert old["id"] == job["before"] and new["id"] == job["after"]
+    assert len(old["heldout_scores"]) == len(new["heldout_scores"]) == job["compared"]["pairs"]
+    # the rule: the new version is made active only if its held-out AUC is not lower
+    assert job["activated"] == (round(new["heldout_auc"], 3) >= round(old["heldout_auc"], 3))
+    assert status["active"] == (job["after"] if job["activated"] else job["before"])
     assert {v["id"] for v in status["versions"]} >= {job["before"], job["after"]}
+    other = job["before"] if job["activated"] else job["after"]
+    switched = json.loads(client.predict(other, api_name="/activate_classifier"))
+    assert switched["active"] == other
     back = json.loads(client.predict(job["before"], api_name="/activate_classifier"))
     assert back["active"] == job["before"]
     with pytest.raises(AppError, match="Unknown classifier version 'v0'"):
         client.predict("v0", api_name="/activate_classifier")
+
+
+def _retrained(client) -> dict:
+    """The status of a retrain started now, once it has ended."""
+    json.loads(client.predict(api_name="/retrain"))
+    return _ended(client)
+
+
+def _ended(client, seconds: float = 300) -> dict:
+    """The retrain's status once it has ended (it may wait for its turn first)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        job = json.loads(client.predict(api_name="/classifier_status"))["retrain"]
+        if job["state"] not in ("waiting", "running") or time.monotonic() > deadline:
+            return job
+        time.sleep(1)
 
 
 @pytest.fixture
@@ -540,6 +558,34 @@ def test_browser_drrag_decisions_then_annotate_a_pair_that_survives_a_reload(liv
                            timeout=30_000)
     row = page.locator("#fe-labels-table tr", has_text=question).first
     assert "positive" in row.inner_text() and "browser tester" in row.inner_text()
+
+    # Retrain: both versions on the same held-out pairs, the one before named, the rule
+    # applied and said; a version kept inactive is one press of Make active away
+    _, client = live_app
+    active = json.loads(client.predict(api_name="/classifier_status"))["active"]
+    page.locator("#fe-retrain").click()
+    page.locator("#fe-classifier .fe-progress").wait_for(timeout=30_000)  # waits or trains
+    job = _ended(client)
+    assert job["state"] == "done" and job["before"] == active != job["after"]
+    page.wait_for_function("(document.querySelector('#fe-retrain-done') || {innerText: ''})"
+                           f".innerText.includes({job['after']!r})", timeout=30_000)  # polled
+    done = page.locator("#fe-retrain-done")
+    before_row = page.locator("#fe-retrain-compared tr", has_text="before")
+    assert active in before_row.inner_text()
+    assert job["after"] in page.locator("#fe-retrain-compared tr", has_text="after").inner_text()
+    assert "becomes active only if its held-out AUC" in page.locator("#fe-classifier").inner_text()
+    legend = page.locator("#fe-pr .legendtext").all_text_contents()
+    assert [t.split(":")[0] for t in legend] == ["before", "after"]
+    page.screenshot(path=str(ARTIFACTS / "annotate-retrain.png"), full_page=True)
+    if not job["activated"]:
+        assert "not made active" in done.inner_text()
+        page.locator("#fe-activate").click()  # the new version is preselected
+        page.wait_for_function("(document.querySelector('#fe-retrain-done') || {innerText: "
+                               "''}).innerText.includes('You have made it active since')",
+                               timeout=30_000)
+    status = json.loads(client.predict(api_name="/classifier_status"))
+    assert status["active"] == job["after"]
+    client.predict(active, api_name="/activate_classifier")  # as it was for the next tests
 
 
 def _explore(browser, url: str, paradigm: str, question: str):

@@ -5,8 +5,11 @@ lists the classifier's calls, disagreements with the gold (or a stored label) fi
 the least certain. The current pair is shown in full; y / n / s (or the buttons) label it
 positive, negative or skip it. Labels live in the sessions database and survive restarts;
 they export and import as JSONL. "Retrain" trains a new classifier version on the training
-pairs plus the labels in the background and shows the held-out figures before and after;
-any version can be made active again.
+pairs plus the labels in the background, after saying what it waits for (the first-start
+training of the classifier, another long build), and shows both versions' held-out figures
+and curves on the same pairs. The new version becomes active only if its held-out AUC is
+not below the active one's; otherwise it is kept and preselected under Versions, where any
+version can be made active.
 """
 
 from __future__ import annotations
@@ -58,8 +61,14 @@ SET_ASIDE = ("*Labels on HotpotQA dev500 questions and on the training questions
 
 
 def _version_choices(status: dict) -> gr.Dropdown:
+    """Every version, newest first; chosen: a retrained version kept inactive because it
+    is worse (one press of Make active uses it anyway), else the active one."""
     ids = [v["id"] for v in reversed(status["versions"])]
-    return gr.Dropdown(choices=ids, value=status["active"] if status["active"] in ids else None)
+    job = status["retrain"]
+    kept = job["state"] == "done" and not job.get("activated", True) \
+        and job["after"] != status["active"]
+    chosen = job["after"] if kept else status["active"]
+    return gr.Dropdown(choices=ids, value=chosen if chosen in ids else None)
 
 
 def build(explorer: Explorer) -> dict:
@@ -186,7 +195,7 @@ def import_labels(explorer: Explorer, file) -> tuple:
 def refresh(explorer: Explorer) -> tuple:
     """(classifier HTML, versions, precision-recall figure, poll timer)."""
     status = explorer.classifier_status()
-    running = status["retrain"]["state"] == "running"
+    running = status["retrain"]["state"] in ("waiting", "running")
     return (classifier_html(status), _version_choices(status),
             figures.precision_recall_figure(status), gr.Timer(active=running))
 

@@ -238,25 +238,39 @@ def precision_recall(scores: Sequence[Sequence[float]]) -> tuple[list[float], li
 
 @failsafe
 def precision_recall_figure(status: dict) -> go.Figure:
-    """Held-out precision/recall of the retrain's versions before and after (else the two
-    newest), each with its chosen threshold marked."""
-    by_id = {v["id"]: v for v in status["versions"]}
-    job = status["retrain"]
-    shown = [by_id[i] for i in (job.get("before"), job.get("after")) if i in by_id] \
-        or status["versions"][-2:]
+    """Held-out precision/recall of the last retrain's versions before and after, both
+    measured on the same held-out pairs (else the two newest versions, each on its own),
+    one labelled curve each with its chosen threshold marked in the curve's colour."""
+    compared = status["retrain"].get("compared") or {}
+    labels = {v["id"]: v["labels"] for v in status["versions"]}
+    if compared.get("after"):
+        shown = [(f"{role}: ", entry) for role, entry in (("before", compared.get("before")),
+                                                          ("after", compared["after"]))
+                 if entry and entry.get("heldout_scores")]
+        title = (f"The same {compared.get('pairs', 0)} held-out pairs, before and after: "
+                 "precision against recall")
+    else:
+        shown = [("", version) for version in status["versions"][-2:]]
+        title = "Held-out pairs: precision against recall"
     if not shown:
         return text_figure("No classifier trained yet.")
     fig = go.Figure()
-    for version in shown:
-        scores = version.get("heldout_scores") or []
-        recall, precision = precision_recall(scores)
-        fig.add_trace(go.Scatter(x=recall, y=precision, mode="lines",
-                                 name=f"{version['id'][:8]} ({version['labels']} labels)"))
+    # the older grey and dashed (visible where the newer runs over it), the newer in colour
+    styles = (("#9e9e9e", "dash"), (STAGE, "solid"))[-len(shown):]
+    for (role, version), (colour, dash) in zip(shown, styles, strict=True):
+        recall, precision = precision_recall(version.get("heldout_scores") or [])
+        auc = version.get("heldout_auc")
+        name = (f"{role}{version['id'][:8]} ({labels.get(version['id'], 0)} labels"
+                f"{'' if auc is None else f', AUC {auc:.3f}'})")
+        fig.add_trace(go.Scatter(x=recall, y=precision, mode="lines", name=name,
+                                 line={"color": colour, "dash": dash}))
         m = version["heldout"]
         fig.add_trace(go.Scatter(x=[m.get("recall", 0)], y=[m.get("precision", 0)],
-                                 mode="markers", marker={"size": 10}, showlegend=False,
-                                 hovertext=f"threshold {version['threshold']:.3f}"))
-    fig.update_layout(title="Held-out pairs: precision against recall (dot: the threshold)",
+                                 mode="markers", marker={"size": 10, "color": colour},
+                                 showlegend=False,
+                                 hovertext=f"{name}: threshold {version['threshold']:.3f}"))
+    fig.update_layout(title=f"{title} (dot: each version's threshold)",
                       xaxis_title="recall", yaxis_title="precision", height=HEIGHT,
-                      xaxis={"range": [0, 1.02]}, yaxis={"range": [0, 1.02]})
+                      xaxis={"range": [0, 1.02]}, yaxis={"range": [0, 1.02]},
+                      legend={"orientation": "h", "y": -0.25})
     return fig

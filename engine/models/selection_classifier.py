@@ -10,7 +10,8 @@ truncated away.
 "trained" names the active classifier version. `python -m engine train classifier` caches
 the base version (trained on the training files only; the model is
 engine/models/pair_model.py); retraining with annotated labels
-adds versions beside it and makes the new one active; `set_active` switches back. Until a
+adds versions beside it and makes the new one active unless its held-out AUC is lower
+(engine.service.annotation); `set_active` switches to any version. Until a
 first version exists (a fresh start trains it in the background for 13-22 minutes),
 "trained" stands in with "cosines": the same model untrained, the frozen encoder's view
 "both documents match the question" (held-out AUC 0.66 against the trained one's 0.77;

@@ -77,7 +77,7 @@ class Explorer:
         self._preparation = preparation
         self._prepared_by_runs: set[tuple[str, str]] = set()  # (corpus fingerprint, need key)
         self._annotation = Annotation(lambda name: self._corpora.preparation(name).corpus,
-                                      store)
+                                      store, self._corpora.loaded_preparations)
 
     # --- running --------------------------------------------------------------------------
 
