@@ -143,6 +143,7 @@ def test_retrain_adds_a_version_compares_both_on_the_same_pairs_and_can_switch_b
                                              max_length=64))
     stored = training_report(base)
     write_json_atomic(base / REPORT, {k: v for k, v in stored.items() if k != "heldout_pairs"})
+    _remanifest(base, REPORT)  # as it was written then: an intact entry
     annotation = Annotation(lambda name: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
     annotation.label("Who devised pointillism?", "Georges Seurat", "Pointillism", 1)
     status = annotation.retrain(wait=True)
@@ -164,6 +165,29 @@ def test_retrain_adds_a_version_compares_both_on_the_same_pairs_and_can_switch_b
     assert set(by_id[base.name]["heldout"]) >= {"accuracy", "precision", "recall"}
     other = job["after"] if status["active"] == base.name else base.name
     assert annotation.activate(other)["active"] == other
+    # a damaged version is never read: refused by name, with the fix
+    from engine.errors import ResourceMissingError
+    from engine.models.selection_classifier import load_classifier
+
+    weights = next(p for p in base.iterdir() if p.suffix == ".safetensors")
+    weights.write_bytes(weights.read_bytes()[:100])
+    load_classifier.cache_clear()
+    with pytest.raises(ResourceMissingError, match=f"Classifier version {base.name} is "
+                                                   "damaged .* Make another version active"):
+        load_classifier(str(base))
+
+
+def _remanifest(folder, name: str) -> None:
+    """Record file `name`'s new size and sha256 in its cache entry's manifest."""
+    import hashlib
+    import json
+
+    from engine.cache import MANIFEST, write_json_atomic
+
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    data = (folder / name).read_bytes()
+    manifest["files"][name] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    write_json_atomic(folder / MANIFEST, manifest)
 
 
 # --- the retrain's rule and its wait, over versions written by a fake training -----------

@@ -123,6 +123,8 @@ def _retrain_html(job: dict, active: str | None) -> str:
                 f"{esc(part)}, {job['seconds']:.0f} s so far{left}…</div>")
     if job["state"] == "failed":
         return error_box(f"The retrain failed: {job['error']}")
+    if job["state"] == "interrupted":
+        return error_box(f"The last retrain was interrupted: {job['error']}")
     if job["state"] == "done":
         return _retrain_done_html(job, active)
     return ""

@@ -17,11 +17,13 @@ make active anyway.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError
@@ -88,7 +90,7 @@ def judged_pairs(trace: RunTrace, corpus: Corpus, labels: list[Label] = ()) -> l
 class RetrainJob:
     """The state of the background retrain (written by its thread only)."""
 
-    state: str = "idle"  # idle | waiting | running | done | failed
+    state: str = "idle"  # idle | waiting | running | done | failed | interrupted
     done: int = 0
     total: int = 0
     error: str = ""
@@ -159,6 +161,47 @@ class RetrainJob:
                 "activated": self.activated, "compared": self.compared}
 
 
+# what a retrain's record keeps (data/retrain.json): how it ended survives a restart, and one
+# the process died in is told as interrupted
+RECORDED = ("state", "error", "before", "after", "labels", "seconds", "waited", "activated",
+            "compared")
+
+
+def retrain_record() -> Path:
+    from engine.paths import data_dir
+
+    return data_dir() / "retrain.json"
+
+
+def record(job: RetrainJob) -> None:
+    """Write the retrain's state where a restart finds it (atomically)."""
+    from engine.cache import write_json_atomic
+
+    write_json_atomic(retrain_record(), {name: getattr(job, name) for name in RECORDED})
+
+
+def recorded_job() -> RetrainJob:
+    """The last retrain as its record left it: one still waiting or running then was
+    interrupted by the process's end (a hard stop) and is said so."""
+    path = retrain_record()
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        job = RetrainJob(**{name: found[name] for name in RECORDED if name in found})
+    except FileNotFoundError:
+        return RetrainJob()
+    except (OSError, ValueError, TypeError) as err:
+        logger.warning("ignoring the damaged retrain record %s: %s", path, err)
+        return RetrainJob()
+    if job.state in ("waiting", "running"):
+        was = "training" if job.state == "running" else "waiting for its turn"
+        job.state = "interrupted"
+        job.error = (f"the app stopped while this retrain on {job.labels} labels was {was}; "
+                     "nothing of it was kept (the active version is unchanged). Press Retrain "
+                     "to start it again.")
+        record(job)
+    return job
+
+
 def not_worse(after: dict, before: dict | None) -> bool:
     """The rule that makes a retrained version active: its held-out AUC, rounded as shown,
     is at least the version it would replace, on the same held-out pairs. With nothing to
@@ -179,7 +222,7 @@ class Annotation:
         self._corpus_of = corpus_of
         self._preparations = preparations
         self.labels = LabelStore(store)
-        self.job = RetrainJob()
+        self.job = recorded_job()
         self._lock = threading.Lock()
 
     def corpus(self, name: str = "") -> Corpus:
@@ -241,6 +284,7 @@ class Annotation:
                 return self.status()
             labels = self._check_usable_labels()
             self.job = RetrainJob(state="waiting", queued=time.monotonic(), labels=labels)
+            record(self.job)
             self.job.thread = threading.Thread(target=self._retrain, args=(self.job,),
                                                name="retrain", daemon=True)
             self.job.thread.start()
@@ -297,6 +341,7 @@ class Annotation:
         job.phase, job.turn = "", None
         if job.state != "failed":
             job.state = "done"  # last: whoever sees "done" sees everything else
+        record(job)
 
     def _wait_for_first_training(self, job: RetrainJob) -> None:
         """Block while the first-start training of this classifier is under way: the
@@ -325,6 +370,7 @@ class Annotation:
 
         job.state, job.started = "running", time.monotonic()
         job.before = active_version() or ""
+        record(job)
         if job.before:  # pinned: a version kept inactive must not take over as the newest
             set_active(job.before)
         config, examples = self._training_input(job.before)
