@@ -1,0 +1,90 @@
+"""The API as gradio_client sees it, against a live in-process app over the tiny corpus:
+what view_api documents, what each endpoint returns, the one name of a listed dataset, and
+how a refused upload is logged."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from engine.service import datasets
+from tests.fakes import qa_file
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+# every endpoint the README documents, and nothing else
+ENDPOINTS = {"run", "add_corpus", "list_corpora", "remove_corpus", "save_run", "reanswer",
+             "list_runs", "load_run", "status", "annotate_pairs", "annotate_label",
+             "list_labels", "retrain", "classifier_status", "activate_classifier", "evaluate",
+             "evaluation_status", "list_evaluations", "load_evaluation", "export_evaluation",
+             "attribution", "paired", "sweep"}
+RETURNS_INT = {"save_run", "evaluate", "sweep"}  # ids; every other result is JSON
+
+
+@pytest.fixture
+def shared_data(tmp_path, monkeypatch):
+    """A shared data folder holding HotpotQA dev500 (three tiny questions) only."""
+    root = tmp_path / "shared"
+    (root / "hotpotqa").mkdir(parents=True)
+    qa_file(root / "hotpotqa" / "dev500_contexts.jsonl")
+    monkeypatch.setenv("FUNNEL_SHARED_DATA", str(root))
+    datasets._listed.cache_clear()
+    yield root
+    datasets._listed.cache_clear()
+
+
+@pytest.fixture
+def live(echo, tiny_corpus, tmp_path, shared_data):
+    """(the app served in this process over the tiny corpus, a gradio_client)."""
+    from gradio_client import Client
+
+    from app.ui import build_app
+    from engine.service.explorer import Explorer
+    from engine.service.readiness import Preparation, Task
+    from engine.store.sessions import SessionStore
+
+    prep = Preparation("tiny", dense=False)
+    prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: tiny_corpus)}
+    prep.run()
+    store = SessionStore(tmp_path / "runs.duckdb")
+    demo = build_app(Explorer(prep, store))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
+                        quiet=True)
+    try:
+        yield demo, Client(f"http://127.0.0.1:{port}/", verbose=False)
+    finally:
+        demo.close()
+        store.close()
+
+
+def test_view_api_names_and_describes_every_result_of_the_documented_endpoints(live):
+    _, client = live
+    info = client.view_api(print_info=False, return_format="dict")
+    assert info["unnamed_endpoints"] == {}
+    named = {name.lstrip("/"): endpoint for name, endpoint in info["named_endpoints"].items()}
+    assert set(named) == ENDPOINTS  # no /lambda_N of a UI event
+    readme = README.read_text(encoding="utf-8")
+    assert [name for name in sorted(ENDPOINTS) if f"`{name}`" not in readme] == []
+    for name, endpoint in named.items():
+        (result,) = endpoint["returns"]
+        kind = result["python_type"]["type"]
+        assert result["label"] not in ("1st", "") and kind != "Any", name
+        assert len(result["python_type"]["description"]) > 20, name
+        assert kind == ("int" if name in RETURNS_INT else "dict(str, Any)" if name == "status"
+                        else "str"), name
+    shown = client.view_api(print_info=False, return_format="str")
+    assert "1st" not in shown and "lambda" not in shown
+    assert "-> run_id" in shown and "-> trace_json" in shown and "(JSON text: " in shown
+
+
+def test_status_is_one_json_object_not_json_text_in_a_string(live):
+    _, client = live
+    status = client.predict(api_name="/status")
+    assert isinstance(status, dict)
+    assert status["ready"]["echo"] is True
+    assert status["tasks"] == ["corpus 'tiny': ready (0.0 s)"]
