@@ -170,9 +170,10 @@ def _evaluation_api(explorer: Explorer) -> None:
     def evaluate(dataset: str, paradigms: str, configs_json: str = "", limit: int = 0,
                  sample: int = 0, seed: int = 0, name: str = "", build: bool = False,
                  ray: str = "", corpus: str = "") -> int:
-        """Start evaluating `dataset` (a listed path such as hotpotqa/dev500_contexts.jsonl,
-        or a QA file on the server) through comma-separated `paradigms`, with per-paradigm
-        configs as JSON ({"funnel": {"K": 5}}); the first `limit` questions or a seeded
+        """Start evaluating `dataset` (a listed dataset by the name the app shows and
+        list_evaluations stores, such as "HotpotQA dev500", or a QA file on the server)
+        through comma-separated `paradigms`, with per-paradigm configs as JSON
+        ({"funnel": {"K": 5}}); the first `limit` questions or a seeded
         `sample` (0: every question). A config that needs a long index build is refused
         with what and how long, unless `build` is true. With a `ray` address ("local":
         two workers here) the questions run as Ray tasks. `corpus` names the corpus searched
@@ -262,7 +263,8 @@ def _diagnosis_api(explorer: Explorer) -> None:
               corpus: str = "") -> int:
         """Start a sweep of `paradigm` over the grid of one or two numeric options
         (`options_json`: {"K": [5, 10], "N": [4, 8]}; at most 100 points; the rest of
-        `config_json` fixed) on `dataset`'s first `limit` questions or a seeded `sample`,
+        `config_json` fixed) on `dataset`'s (a listed dataset's name, such as "HotpotQA
+        dev500", or a QA file on the server) first `limit` questions or a seeded `sample`,
         without the reader when `retrieval_only`. It is stored as an evaluation whose
         paradigms are the grid points ("funnel K=5 N=8"); follow it with
         `evaluation_status`. `corpus` names the corpus searched (empty: the start-up one).

@@ -4,7 +4,9 @@ how a refused upload is logged."""
 
 from __future__ import annotations
 
+import json
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,32 @@ def test_status_is_one_json_object_not_json_text_in_a_string(live):
     assert isinstance(status, dict)
     assert status["ready"]["echo"] is True
     assert status["tasks"] == ["corpus 'tiny': ready (0.0 s)"]
+
+
+def _ended(client, evaluation_id: int) -> dict:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status = json.loads(client.predict(evaluation_id, api_name="/evaluation_status"))
+        if status["state"] != "running":
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"evaluation {evaluation_id} did not end: {status}")
+
+
+def test_a_listed_dataset_has_one_name_in_the_ui_the_api_and_stored_evaluations(live):
+    from gradio_client.exceptions import AppError
+
+    demo, client = live
+    pickers = [block for block in demo.blocks.values()
+               if getattr(block, "elem_id", None) == "fe-eval-dataset"]
+    assert [label for label, _ in pickers[0].choices] == ["HotpotQA dev500"]
+    ids = [client.predict(dataset, "echo", '{"echo": {"k": 1}}', 2, api_name="/evaluate")
+           for dataset in ("HotpotQA dev500", "hotpotqa/dev500_contexts.jsonl")]
+    for evaluation_id in ids:
+        assert _ended(client, evaluation_id)["done"] == 2
+    stored = json.loads(client.predict(api_name="/list_evaluations"))
+    assert [(e["id"], e["dataset"]) for e in stored] == [(i, "HotpotQA dev500")
+                                                         for i in reversed(ids)]
+    with pytest.raises(AppError, match=r"Unknown dataset 'HotpotQA dev5000'\. Choose one "
+                                       r"of: HotpotQA dev500; or give a QA file\."):
+        client.predict("HotpotQA dev5000", "echo", api_name="/evaluate")
