@@ -5,6 +5,7 @@ how a refused upload is logged."""
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import time
 from pathlib import Path
@@ -119,3 +120,28 @@ def test_a_listed_dataset_has_one_name_in_the_ui_the_api_and_stored_evaluations(
     with pytest.raises(AppError, match=r"Unknown dataset 'HotpotQA dev5000'\. Choose one "
                                        r"of: HotpotQA dev500; or give a QA file\."):
         client.predict("HotpotQA dev5000", "echo", api_name="/evaluate")
+
+
+def test_a_refused_upload_is_logged_as_one_line(live, tmp_path, caplog, capfd):
+    from gradio_client import handle_file
+
+    _, client = live
+    binary = tmp_path / "notes.jsonl"
+    binary.write_bytes(bytes(range(256)) * 8)
+    caplog.set_level(logging.INFO)
+    capfd.readouterr()
+    added = json.loads(client.predict(handle_file(str(binary)), "notes",
+                                      api_name="/add_corpus"))
+    assert added == {"name": "notes", "status": "preparing"}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        (row,) = [r for r in json.loads(client.predict(api_name="/list_corpora"))
+                  if r["name"] == "notes"]
+        if row["status"] == "failed":
+            break
+        time.sleep(0.2)
+    assert row["status"] == "failed" and "notes.jsonl" in row["error"]
+    failed = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert [(r.levelname, r.exc_info) for r in failed] == [("WARNING", None)]
+    assert "notes.jsonl" in failed[0].getMessage() and "\n" not in failed[0].getMessage()
+    assert "Traceback" not in capfd.readouterr().err
