@@ -117,7 +117,7 @@ def live_app(tmp_path_factory, sessions_file, tiny_classifier_base):
 def _ready(client) -> bool:
     """Every paradigm ready and every build done: the tests read the dense index itself,
     not the BM25 stand-in that answers while it is built (training may go on)."""
-    status = client.predict(api_name="/status")
+    status = json.loads(client.predict(api_name="/status"))
     built = all(": ready" in line for line in status["tasks"]
                 if not line.startswith("training "))
     if not (all(status["ready"].values()) and built):

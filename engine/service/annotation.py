@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.errors import ConfigError, log_failure
+from engine.errors import ConfigError
 from engine.models.trained import SELECTION_CLASSIFIER
 from engine.store.labels import Label, LabelStore
 from engine.trace import RunTrace
@@ -335,7 +335,7 @@ class Annotation:
                 job.waited = time.monotonic() - job.queued
                 self._train(job, turn.progress(job.report))
         except Exception as err:  # noqa: BLE001 - shown in the Annotate tab
-            log_failure(logger, "retraining the classifier", err)
+            logger.exception("retraining the classifier failed")
             job.state, job.error = "failed", str(err)
         job.seconds = time.monotonic() - job.started if job.started else 0.0
         job.phase, job.turn = "", None

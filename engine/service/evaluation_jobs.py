@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from engine.errors import ConfigError, log_failure
+from engine.errors import ConfigError
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.paradigms.base import Need
@@ -172,7 +172,7 @@ class EvaluationJob:
                 self.done += 1
             self.state = "cancelled" if self._cancel.is_set() else "done"
         except Exception as err:  # noqa: BLE001 - stored and shown; what is stored stays
-            log_failure(logger, f"evaluation {self.id}", err)
+            logger.exception("evaluation %d failed", self.id)
             self.state, self.error = "failed", f"{type(err).__name__}: {err}"
         self._ended = time.monotonic()
         self.evaluations.finish(self.id, self.state, summarise(self.rows), self.error)

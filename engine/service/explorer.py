@@ -402,11 +402,8 @@ class Explorer:
         paradigm or grid point it is stored under."""
         from engine.eval.exports import export
 
-        rows = self._evaluations.rows(evaluation_id)
-        return export(self._evaluations.traces(evaluation_id), fmt,
-                      [r["paradigm"] for r in rows],
-                      [f"evaluation {evaluation_id}'s run of question {r['position']} by "
-                       f"{r['paradigm']!r}" for r in rows])
+        labels = [r["paradigm"] for r in self._evaluations.rows(evaluation_id)]
+        return export(self._evaluations.traces(evaluation_id), fmt, labels)
 
     # --- diagnosis --------------------------------------------------------------------------
 

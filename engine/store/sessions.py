@@ -197,10 +197,7 @@ class SessionStore:
             return self.export_csv(ids)
         from engine.eval.exports import export
 
-        runs = self._selected(ids)
-        return export([self.load(run.id) for run in runs], fmt,
-                      runs=[f"saved run {run.id}" + (f" {run.name!r}" if run.name else "")
-                            for run in runs])
+        return export([self.load(run.id) for run in self._selected(ids)], fmt)
 
     def export_csv(self, ids: list[int] | None = None) -> str:
         """One CSV row per run: listing fields, seconds to the millisecond, metrics as JSON
