@@ -60,6 +60,14 @@ def test_funnel_figure_counts_in_kept_and_gold(tiny_corpus):
     assert answer[-1] == support[-1] == 0  # the river stage kept no gold
 
 
+def test_the_funnel_figure_notes_a_missing_gold_as_its_subtitle_not_in_its_title(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    typed = figures.funnel_figure(replace(trace, gold=None, gold_flags=(), metrics={}))
+    assert typed.layout.title.text == "Candidates per stage"  # no inline <sub> after it
+    assert typed.layout.title.subtitle.text == "gold bars come with a dataset question"
+    assert figures.funnel_figure(trace).layout.title.subtitle.text is None
+
+
 def test_waterfall_adds_up_to_the_total(tiny_corpus):
     trace = replace(sample_trace(tiny_corpus), llm_steps=(answer_step(seconds=0.5),))
     (bars,) = figures.waterfall_figure(trace).data

@@ -137,3 +137,23 @@ def test_evaluate_upload_box_shows_its_whole_prompt(served, browser, width):
     for text in ("Drop File Here", "- or -", "Click to Upload"):
         assert _inside(_text_box(page, "#fe-eval-upload", text), shown), (text, shown)
     page.screenshot(path=str(ARTIFACTS / f"evaluate-form-{width}.png"))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_explore_funnel_title_and_subtitle_stand_apart(served, browser, width):
+    page = _page(browser, served[0], width, "Explore")
+    page.locator("#fe-paradigm").get_by_text("Echo (a toy)").click()
+    page.locator("#fe-question textarea").fill(QUESTION)  # typed: no gold, so the note
+    page.locator("#fe-run").click()
+    page.locator("#fe-funnel .js-plotly-plot .g-gtitle").wait_for(timeout=60_000)
+    page.wait_for_timeout(500)  # plotly's resize to the panel
+    title = _text_box(page, "#fe-funnel .g-gtitle", "Candidates per stage")
+    note = _text_box(page, "#fe-funnel .g-gtitle", "gold bars come with a dataset question")
+    label = page.locator("#fe-funnel [data-testid=block-label]").bounding_box()
+    # the note on a line of its own under the title (inline, it ran on from the title's
+    # last word), neither under the panel's label
+    assert note["y"] >= title["y"] + title["height"]
+    assert _apart(title, label) and _apart(note, label)
+    plot = page.locator("#fe-funnel .js-plotly-plot").bounding_box()
+    assert _inside(title, plot) and _inside(note, plot)
+    page.locator("#fe-funnel").screenshot(path=str(ARTIFACTS / f"funnel-title-{width}.png"))

@@ -75,11 +75,14 @@ def funnel_figure(trace: RunTrace) -> go.Figure:
     for name, counts, color in series:
         fig.add_bar(y=labels, x=counts, name=name, orientation="h", marker_color=color,
                     text=[f"{n:,}" for n in counts], textposition="outside", cliponaxis=False)
-    note = "" if trace.gold else " · gold bars come with a dataset question"
-    # the title sits right of the panel's own label (which covers the top left corner) and
-    # the legend below the axis, where however many series there are it cannot crowd it
+    # the title sits right of the panel's own label (which covers the top left corner), the
+    # note as plotly's subtitle on a line of its own under it (set inline as <sub>, it ran
+    # into the title), and the legend below the axis, where however many series there are
+    # it cannot crowd it
+    note = {} if trace.gold else {"subtitle": {"text": "gold bars come with a dataset "
+                                                       "question"}}
     fig.update_layout(barmode="group", height=HEIGHT + 60,
-                      title={"text": f"Candidates per stage<sub>{note}</sub>", "x": 0.98,
+                      title={"text": "Candidates per stage", **note, "x": 0.98,
                              "xanchor": "right", "y": 0.97, "yanchor": "top"},
                       yaxis={"autorange": "reversed"},
                       xaxis={"type": "log", "dtick": 1, "title": "candidates (log scale)"},
