@@ -189,6 +189,31 @@ def test_gold_banner_answer_box_and_compare_table(tiny_corpus):
     assert "<th>fake</th><th>other</th>" in table and "AR@1" in table
 
 
+def test_compare_scores_say_why_a_run_has_none(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    typed = replace(trace, paradigm="typed", gold=None, gold_flags=(), metrics={})
+    silent = replace(trace, paradigm="silent", llm_steps=(),
+                     metrics={k: v for k, v in trace.metrics.items()
+                              if k not in ("EM", "F1", "refined_EM")})
+    table = compare_table([trace, typed, silent])
+    scores = table.split("<td>EM / F1</td>")[1].split("</tr>")[0]
+    assert scores == "<td>1 / 1.00</td><td><i>no gold</i></td><td><i>not answered</i></td>"
+
+
+def test_the_seconds_per_stage_legend_runs_across_under_the_bars(tiny_corpus):
+    """Five paradigms' runs have ~16 steps: a legend beside the bars was cut to the plot's
+    height and scrolled; under them, the figure grows a row per few steps."""
+    trace = sample_trace(tiny_corpus)
+    many = [replace(trace, paradigm=f"p{i}", stages=tuple(
+        replace(s, name=f"{s.name} {i}") for s in trace.stages)) for i in range(8)]
+    few, lots = figures.compare_figure([trace]), figures.compare_figure(many)
+    assert len(lots.data) == 17  # 2 stages x 8 runs and the shared LLM answer
+    for fig in (few, lots):
+        assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0
+    assert lots.layout.height > few.layout.height
+    assert len(set(lots.layout.colorway)) >= len(lots.data)  # no two steps share a colour
+
+
 def test_compare_table_shows_every_cut_with_gold_in_or_out(tiny_corpus):
     trace = sample_trace(tiny_corpus)  # "overlap" keeps Seurat's documents, "rivers" drops them
     assert (trace.metrics["AR@overlap"], trace.metrics["AR@rivers"]) == (1.0, 0.0)

@@ -157,3 +157,30 @@ def test_explore_funnel_title_and_subtitle_stand_apart(served, browser, width):
     plot = page.locator("#fe-funnel .js-plotly-plot").bounding_box()
     assert _inside(title, plot) and _inside(note, plot)
     page.locator("#fe-funnel").screenshot(path=str(ARTIFACTS / f"funnel-title-{width}.png"))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_compare_timing_legend_fits_and_typed_questions_say_no_gold(served, browser,
+                                                                    width):
+    page = _page(browser, served[0], width, "Compare")
+    page.locator("#fe-compare-question textarea").fill(QUESTION)
+    page.locator("#fe-compare-run").click()
+    page.wait_for_function("document.querySelector('#fe-compare-table').innerText"
+                           ".includes('EM / F1') && !document.querySelector("
+                           "'#fe-compare-notice').innerText.includes('Running')",
+                           timeout=60_000)
+    scores = page.locator("#fe-compare-table tr", has_text="EM / F1").locator("td")
+    assert scores.all_inner_texts()[1:] == ["no gold"] * (scores.count() - 1) != []
+    page.locator("#fe-compare-timing .legend .traces").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(500)
+    steps = {s for stages, calls in SHAPES.values()
+             for s in (*stages, *(f"LLM: {c}" for c in calls))}
+    entries = page.locator("#fe-compare-timing .legend .traces")
+    assert {entries.nth(i).text_content() for i in range(entries.count())} >= steps
+    drawn = page.locator("#fe-compare-timing .main-svg").first.bounding_box()
+    for i in range(entries.count()):
+        assert _inside(entries.nth(i).bounding_box(), drawn), entries.nth(i).text_content()
+    scrollbar = page.locator("#fe-compare-timing .legend .scrollbar")
+    assert scrollbar.count() == 0 or (scrollbar.bounding_box() or {"height": 0})["height"] == 0
+    page.locator("#fe-compare-timing").screenshot(path=str(ARTIFACTS /
+                                                           f"compare-timing-{width}.png"))
