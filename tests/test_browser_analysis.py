@@ -1,6 +1,6 @@
 """The analysis views as a new user meets them in Chromium at 1400 and 1920 px: Evaluate's
 upload box, Explore's funnel figure, Compare's timing chart and table, and Diagnose's
-evaluation pickers and clickable bars.
+evaluation pickers.
 
 The app is served from this process over the tiny corpus, with the toy paradigm 'echo',
 two stored evaluations of hand-built runs (tests.test_diagnose_tab) and, for Compare, runs
@@ -11,6 +11,8 @@ scrollbar. Screenshots go to FUNNEL_ARTIFACTS (default: <repo>/test-artifacts).
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -184,3 +186,36 @@ def test_compare_timing_legend_fits_and_typed_questions_say_no_gold(served, brow
     assert scrollbar.count() == 0 or (scrollbar.bounding_box() or {"height": 0})["height"] == 0
     page.locator("#fe-compare-timing").screenshot(path=str(ARTIFACTS /
                                                            f"compare-timing-{width}.png"))
+
+
+def test_diagnose_picks_evaluations_by_name(served, browser):
+    from playwright.sync_api import expect
+
+    url, mixed, newer = served
+    page = _page(browser, url, 1400, "Diagnose")
+    picker = page.locator("#fe-diag-id input")
+    # the newest evaluation first, by id and name, when it started and how far it got
+    expect(picker).to_have_value(re.compile(rf"^{newer}: toy: funnel · \d{{4}}-\d\d-\d\d "
+                                            r"\d\d:\d\d · done, 6 of 6 questions$"),
+                                 timeout=30_000)
+    picker.click()
+    options = _options(page, "#fe-diag-id")
+    assert [o.split(":")[0] for o in options] == [str(newer), str(mixed)]
+    assert "toy: flat, funnel" in options[1] and "done, 6 of 6 questions" in options[1]
+    page.locator("#fe-diag-id").get_by_role("option").nth(1).click()
+    expect(page.locator("#fe-diag-message")).to_contain_text(f"Evaluation {mixed} (6 of 6",
+                                                             timeout=30_000)
+    segment = page.locator("#fe-diag-segment input")
+    expect(segment).to_have_value("flat · lost at reranker (3)")
+    page.screenshot(path=str(ARTIFACTS / "diagnose-pickers.png"), full_page=True)
+    # "Is the difference real?" picks B's evaluation from the same list, or none
+    page.locator("#fe-diag-other input").click()
+    others = _options(page, "#fe-diag-other")
+    assert others[0].startswith("(none") and [o.split(":")[0] for o in others[1:]] == [
+        str(newer), str(mixed)]
+    page.locator("#fe-diag-other").get_by_role("option").nth(1).click()
+    page.locator("#fe-diag-b input").click()
+    page.locator("#fe-diag-b").get_by_role("option", name="funnel").click()
+    page.locator("#fe-diag-pair").click()
+    expect(page.locator("#fe-diag-paired")).to_contain_text("paired over 3 shared questions",
+                                                            timeout=30_000)

@@ -15,6 +15,7 @@ LOST = ("#f58518", "#e45756", "#ff9d45", "#b279a2", "#ffbf79", "#9d755d")
 COLORS = {oc.SKIPPED: "#79706e", oc.NOT_RETRIEVED: "#b2182b", oc.REACHED: "#4c78a8",
           oc.READ_WRONG: "#eeca3b", oc.RIGHT: "#54a24b", oc.NO_SPAN: "#bab0ac"}
 SEPARATOR = " · "
+THIS_EVALUATION = "(none: B from this evaluation)"
 METRIC_LABELS = {"gold_doc_recall": "gold-document recall (read)",
                  "seconds": "seconds per question (median)"}
 
@@ -107,10 +108,29 @@ def _rank(outcome: str, cuts: list[str]) -> int:
     return len(cuts)
 
 
+def segment_value(paradigm: str, outcome: str) -> str:
+    """The value naming one (paradigm, outcome) segment: "flat · lost at reranker"."""
+    return f"{paradigm}{SEPARATOR}{outcome}"
+
+
 def segment_choices(attribution: dict[str, dict]) -> list[tuple[str, str]]:
     """(label, value) per (paradigm, outcome) segment, as the Dropdown takes them."""
-    return [(f"{paradigm}{SEPARATOR}{o} ({n})", f"{paradigm}{SEPARATOR}{o}")
+    return [(f"{segment_value(paradigm, o)} ({n})", segment_value(paradigm, o))
             for paradigm, found in attribution.items() for o, n in found["counts"].items()]
+
+
+def evaluation_label(evaluation) -> str:
+    """How a stored evaluation is offered in a picker: its id, name, dataset (unless the
+    name starts with it, as a default name does), when it was started and how far it got."""
+    dataset = "" if evaluation.name.startswith(evaluation.dataset) else \
+        f" · {evaluation.dataset}"
+    return (f"{evaluation.id}: {evaluation.name}{dataset} · {evaluation.created[:16]} · "
+            f"{evaluation.state}, {evaluation.done} of {evaluation.questions} questions")
+
+
+def evaluation_choices(evaluations) -> list[tuple[str, str]]:
+    """(label, id as text) of each stored evaluation, in the order given (newest first)."""
+    return [(evaluation_label(e), str(e.id)) for e in evaluations]
 
 
 def segment_positions(attribution: dict[str, dict], segment: str) -> tuple[str, list]:
