@@ -1,6 +1,6 @@
 """The analysis views as a new user meets them in Chromium at 1400 and 1920 px: Evaluate's
 upload box, Explore's funnel figure, Compare's timing chart and table, and Diagnose's
-evaluation pickers.
+evaluation pickers and clickable bars.
 
 The app is served from this process over the tiny corpus, with the toy paradigm 'echo',
 two stored evaluations of hand-built runs (tests.test_diagnose_tab) and, for Compare, runs
@@ -188,7 +188,8 @@ def test_compare_timing_legend_fits_and_typed_questions_say_no_gold(served, brow
                                                            f"compare-timing-{width}.png"))
 
 
-def test_diagnose_picks_evaluations_by_name(served, browser):
+def test_diagnose_picks_evaluations_by_name_and_a_bar_click_lists_its_questions(
+        served, browser):
     from playwright.sync_api import expect
 
     url, mixed, newer = served
@@ -207,7 +208,18 @@ def test_diagnose_picks_evaluations_by_name(served, browser):
                                                              timeout=30_000)
     segment = page.locator("#fe-diag-segment input")
     expect(segment).to_have_value("flat · lost at reranker (3)")
-    page.screenshot(path=str(ARTIFACTS / "diagnose-pickers.png"), full_page=True)
+    # a click on flat's "answered right" segment lists its two questions, as picking it does
+    page.wait_for_function("document.querySelector('#fe-diag-bars .js-plotly-plot')"
+                           "?.dataset.feClicks === 'bound'", timeout=30_000)
+    bars = page.locator("#fe-diag-bars .barlayer .trace.bars")
+    names = [bars.nth(i).evaluate("e => e.__data__[0].trace.name") for i in range(bars.count())]
+    box = bars.nth(names.index("answered right")).locator(".point path").first.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(segment).to_have_value("flat · answered right (2)", timeout=30_000)
+    rows = page.locator("#fe-diag-rows")
+    expect(rows).to_contain_text("Who painted picture 4?", timeout=30_000)
+    assert "Who painted picture 0?" not in rows.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "diagnose-bar-click.png"), full_page=True)
     # "Is the difference real?" picks B's evaluation from the same list, or none
     page.locator("#fe-diag-other input").click()
     others = _options(page, "#fe-diag-other")

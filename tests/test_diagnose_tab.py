@@ -9,11 +9,12 @@ import json
 import re
 from dataclasses import replace
 
+import gradio as gr
 import plotly.graph_objects as go
 import pytest
 
 from app.tabs import diagnose
-from app.views.diagnosis import THIS_EVALUATION, evaluation_label
+from app.views.diagnosis import THIS_EVALUATION, evaluation_label, segment_choices
 from engine.eval.summary import row
 from engine.store.evaluations import EvaluationStore
 from engine.types import Question
@@ -164,3 +165,19 @@ def test_an_evaluation_is_offered_with_its_dataset_unless_its_name_says_it(explo
     assert " · toy · " not in evaluation_label(stored)  # named "toy: flat" by default
     mine = replace(stored, name="<b>my run</b>", dataset="HotpotQA dev500")
     assert evaluation_label(mine).startswith(f"{stored.id}: <b>my run</b> · HotpotQA dev500 · ")
+
+
+def test_a_click_on_a_bar_picks_its_segment_as_the_list_does(explorer, prepared):
+    evaluation_id = store_evaluation(prepared, [flat_run, funnel_run])
+    _, bars, *_, found, current = diagnose.diagnose(explorer, str(evaluation_id), "answer")
+    drawn = {segment for bar in bars.data
+             for segment, n in zip(bar.customdata, bar.y, strict=True) if n}
+    assert drawn == {value for _, value in segment_choices(found)}  # each segment knows its own
+    picked = diagnose.pick_bar(found, gr.EventData(None, {"segment": "flat · answered right"}))
+    assert picked.value == "flat · answered right"
+    rows = diagnose.show_segment(explorer, current, found, picked.value)
+    assert [r[0] for r in rows] == [3, 4] and {r[2] for r in rows} == {"flat"}
+    for data in ({"segment": "flat · lost at nowhere"}, {"segment": None}, {}):
+        assert diagnose.pick_bar(found, gr.EventData(None, data)) == gr.skip()
+    assert diagnose.pick_bar(None, gr.EventData(None, {"segment": "flat · answered right"})) \
+        == gr.skip()  # no evaluation open

@@ -31,6 +31,22 @@ from engine.errors import EngineError
 from engine.service.explorer import Explorer
 
 TRACKS = [("the gold answer", "answer"), ("all supporting documents", "support")]
+# Binds a click on the bars' plotly plot (re-drawn in place by each new figure, so bound
+# once per plot element) to this element's click event, carrying the clicked segment, which
+# each bar segment holds as its customdata (views.diagnosis.outcome_bars)
+BAR_CLICKS_JS = """
+const bind = () => {
+  const plot = document.querySelector('#fe-diag-bars .js-plotly-plot');
+  if (!plot || !plot.on || plot.dataset.feClicks) return;
+  plot.dataset.feClicks = 'bound';
+  plot.on('plotly_click', (data) => {
+    const point = data && data.points && data.points[0];
+    if (point && point.customdata) trigger('click', {segment: point.customdata});
+  });
+};
+new MutationObserver(bind).observe(document.body, {childList: true, subtree: true});
+bind();
+"""
 
 
 def diagnose(explorer: Explorer, text, track) -> tuple:
@@ -120,6 +136,16 @@ def pickers(explorer: Explorer, current, other) -> tuple:
             gr.Dropdown([(THIS_EVALUATION, ""), *choices], value=kept))
 
 
+def pick_bar(found: dict | None, evt: gr.EventData) -> object:
+    """The outcome picker after a click on a bar of the stacked chart: that bar's segment
+    (paradigm and outcome), whose questions the picker's change lists, as picking it in
+    the list does. A click on anything else changes nothing."""
+    segment = (getattr(evt, "_data", None) or {}).get("segment")
+    if not found or segment not in {value for _, value in segment_choices(found)}:
+        return gr.skip()
+    return gr.Dropdown(value=segment)
+
+
 def paired_tables(explorer: Explorer, a, b) -> str:
     """Per paradigm both evaluations ran: b minus a on their shared questions, with
     intervals (the difference column's sign)."""
@@ -148,11 +174,18 @@ class Views:
     other: gr.Dropdown
     pair: gr.Button
     paired: gr.HTML
+    clicks: gr.HTML
 
 
 def views() -> Views:
+    """The tab's views, the questions of an outcome right under the bars whose clicks pick
+    it."""
     message = gr.HTML(elem_id="fe-diag-message")
-    bars = gr.Plot(label="Outcomes per paradigm", elem_id="fe-diag-bars")
+    bars = gr.Plot(label="Outcomes per paradigm (click a bar to list its questions)",
+                   elem_id="fe-diag-bars")
+    # a gr.Plot has only a change event in Gradio 6: a plotly click reaches Python through
+    # this hidden element, which listens on the bars' plot and triggers its own click
+    clicks = gr.HTML(js_on_load=BAR_CLICKS_JS, visible="hidden", elem_id="fe-diag-clicks")
     segment = gr.Dropdown([], label="Questions with outcome", elem_id="fe-diag-segment")
     rows = gr.Dataframe(headers=ROW_COLUMNS, interactive=False, wrap=True, max_height=360,
                         column_widths=ROW_WIDTHS,
@@ -169,7 +202,7 @@ def views() -> Views:
                                   "answered)", elem_id="fe-diag-other")
         pairing = gr.Button("Pair A with B", scale=1, elem_id="fe-diag-pair")
     return Views(message, bars, segment, rows, flow_choice, flow, a, b, other, pairing,
-                 gr.HTML(elem_id="fe-diag-paired"))
+                 gr.HTML(elem_id="fe-diag-paired"), clicks)
 
 
 def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
@@ -192,6 +225,7 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
     shown.flow_choice.change(show_flow, [found, shown.flow_choice], shown.flow, **private)
     shown.segment.change(partial(show_segment, explorer), [current, found, shown.segment],
                          shown.rows, **private)
+    shown.clicks.click(pick_bar, found, shown.segment, **private)
     shown.pair.click(partial(pair, explorer), [current, shown.a, shown.b, shown.other],
                      shown.paired, **private)
     opened = [*exploring["outputs"], exploring["question"], exploring["paradigm"], tabs]

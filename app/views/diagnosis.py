@@ -41,7 +41,9 @@ def outcome_bars(attribution: dict[str, dict], track: str = "answer") -> go.Figu
     fig = go.Figure([go.Bar(
         x=names, y=[attribution[n]["counts"].get(o, 0) for n in names], name=o,
         marker_color=color(o, cuts), text=[attribution[n]["counts"].get(o) or "" for n in names],
-        textposition="inside", hovertemplate=f"%{{x}}: %{{y}} questions {esc(o)}<extra></extra>")
+        customdata=[segment_value(n, o) for n in names],  # what a click on it opens
+        textposition="inside",
+        hovertemplate=f"%{{x}}: %{{y}} questions {esc(o)} (click to list them)<extra></extra>")
         for o in order])
     what = "the gold answer" if track == "answer" else "all supporting documents"
     fig.update_layout(barmode="stack", title=f"Where each paradigm loses {what}",
