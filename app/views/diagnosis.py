@@ -177,7 +177,29 @@ def paired_table(result: dict) -> str:
 
 
 def frontier_columns(metric: str) -> list[str]:
-    return ["point", metric, "seconds per question (median)", "on the frontier"]
+    return ["point", metric, "ms per question (median)", "on the frontier"]
+
+
+def milliseconds(seconds: float) -> float:
+    """Seconds as milliseconds to 0.1 ms, all the precision a summary keeps (its seconds
+    are rounded to 4 decimals): points a few ms apart no longer all read 0.085 s."""
+    return round(seconds * 1000, 1)
+
+
+def tie_note(points: list[tuple[str, float, float]]) -> str:
+    """Which points take the same median time, to the 0.1 ms kept ("" when none do): the
+    frontier cannot tell them apart by speed, only by the metric."""
+    by_time: dict[float, list[str]] = {}
+    for label, seconds, _ in sorted(points, key=lambda p: p[1]):
+        by_time.setdefault(milliseconds(seconds), []).append(label)
+    tied = {ms: labels for ms, labels in by_time.items() if len(labels) > 1}
+    if not tied:
+        return ""
+    if len(by_time) == 1:
+        ((ms, _),) = tied.items()
+        return f" All {len(points)} points tie on time ({ms:,.1f} ms per question)."
+    return " Tied on time: " + "; ".join(f"{', '.join(labels)} ({ms:,.1f} ms)"
+                                         for ms, labels in tied.items()) + "."
 
 
 def frontier_points(summaries: dict[str, dict], metric: str) -> list[tuple[str, float, float]]:
@@ -187,7 +209,7 @@ def frontier_points(summaries: dict[str, dict], metric: str) -> list[tuple[str, 
 
 
 def frontier_rows(points: list[tuple[str, float, float]], front: list[str]) -> list[list]:
-    return [[label, round(value, 3), round(seconds, 3), "yes" if label in front else ""]
+    return [[label, round(value, 3), milliseconds(seconds), "yes" if label in front else ""]
             for label, seconds, value in sorted(points, key=lambda p: p[1])]
 
 
@@ -205,7 +227,7 @@ def frontier_figure(points: list[tuple[str, float, float]], front: list[str],
         y=[v for label, _, v in points if label.split(" ")[0] == kind],
         text=[label for label, _, _ in points if label.split(" ")[0] == kind],
         mode="markers", name=kind, marker={"size": 10},
-        hovertemplate="%{text}<br>%{x:.3f} s, %{y:.3f}<extra></extra>") for kind in kinds])
+        hovertemplate="%{text}<br>%{x:.4f} s, %{y:.3f}<extra></extra>") for kind in kinds])
     on = sorted((p for p in points if p[0] in front), key=lambda p: p[1])
     fig.add_trace(go.Scatter(x=[p[1] for p in on], y=[p[2] for p in on], mode="lines+text",
                              text=[p[0] for p in on], textposition="top center",
