@@ -7,15 +7,20 @@ engine refusal becomes a gr.Error that names the bad value and the fix.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import get_type_hints
 
 import gradio as gr
+from gradio.context import get_blocks_context
+from gradio_client.utils import python_type_to_json_schema
 
 from app.errors import refused
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.registry import DEFAULT, PARADIGMS, parse_config
 from engine.service.explorer import Explorer
+from engine.service.long_builds import BuildNeeded
 from engine.trace import RunTrace
 
 
@@ -33,11 +38,18 @@ def _runs_api(explorer: Explorer) -> None:
     status."""
 
     def run(question: str, paradigm: str = DEFAULT, config_json: str = "",
-            corpus: str = "") -> str:
+            corpus: str = "", build: bool = False) -> str:
         """Run `question` through `paradigm` (config as JSON) over `corpus` (a name from
-        list_corpora; empty: the corpus the app started with); returns the trace JSON."""
+        list_corpora; empty: the corpus the app started with); returns the trace JSON. A
+        config needing an index the app has not built (another passage_tokens: a new
+        dense index) that takes long here is refused, naming it and its estimate, unless
+        `build` is true: the run then builds it first and waits for it."""
         try:
-            return explorer.run(question, paradigm, config_json, corpus).to_json()
+            return explorer.run(question, paradigm, config_json, corpus,
+                                bool(build)).to_json()
+        except BuildNeeded as err:
+            raise refused(f"{err} Over the API: pass build=True (the fifth argument of "
+                          "/run) to build it within this request.") from None
         except EngineError as err:
             raise refused(err) from None
 
@@ -78,13 +90,20 @@ def _runs_api(explorer: Explorer) -> None:
         except EngineError as err:
             raise refused(err) from None
 
-    def status() -> str:
+    def status() -> dict:
         """Preparation progress: {"ready": {paradigm: bool}, "tasks": [line, ...]}."""
-        return json.dumps({"ready": {p: explorer.ready(p) for p in PARADIGMS},
-                           "tasks": explorer.status()})
+        return {"ready": {p: explorer.ready(p) for p in PARADIGMS},
+                "tasks": explorer.status()}
 
-    for fn in (run, save_run, reanswer, list_runs, load_run, status):
-        gr.api(fn, api_name=fn.__name__)
+    _endpoint(run, "trace_json", TRACE)
+    _endpoint(save_run, "run_id", "the saved run's id, which load_run takes")
+    _endpoint(reanswer, "trace_json", TRACE + "; its 'reread' stage records what changed")
+    _endpoint(list_runs, "runs_json", "JSON text: the saved runs, newest first, as a list of "
+              "{id, name, notes, created, paradigm, question, answer, reader_tokens, seconds, "
+              "metrics, corpus, corpus_fingerprint}")
+    _endpoint(load_run, "trace_json", "JSON text: the saved run's trace, exactly as saved")
+    _endpoint(status, "status", 'a JSON object: {"ready": {paradigm: true when it answers '
+              'with everything it needs}, "tasks": [one line per background task]}')
 
 
 def _annotation_api(explorer: Explorer) -> None:
@@ -134,9 +153,15 @@ def _annotation_api(explorer: Explorer) -> None:
         except EngineError as err:
             raise refused(err) from None
 
-    for fn in (annotate_label, list_labels, annotate_pairs, retrain, classifier_status,
-               activate_classifier):
-        gr.api(fn, api_name=fn.__name__)
+    _endpoint(annotate_label, "label_json", "JSON text: the stored label {id, question, "
+              "question_id, d1_id, d1_title, d1_text, d2_id, ..., label, source, annotator, "
+              "created}")
+    _endpoint(list_labels, "labels_json", "JSON text: every stored label, newest first")
+    _endpoint(annotate_pairs, "pairs_json", "JSON text: the classifier's judged pairs in "
+              "labelling order, each {d1_id, d1_title, d1_text, d2_id, ..., probability, "
+              "threshold, kept, gold, label}")
+    for fn in (retrain, classifier_status, activate_classifier):
+        _endpoint(fn, "classifier_json", CLASSIFIER)
 
 
 def _evaluation_api(explorer: Explorer) -> None:
@@ -145,9 +170,10 @@ def _evaluation_api(explorer: Explorer) -> None:
     def evaluate(dataset: str, paradigms: str, configs_json: str = "", limit: int = 0,
                  sample: int = 0, seed: int = 0, name: str = "", build: bool = False,
                  ray: str = "", corpus: str = "") -> int:
-        """Start evaluating `dataset` (a listed path such as hotpotqa/dev500_contexts.jsonl,
-        or a QA file on the server) through comma-separated `paradigms`, with per-paradigm
-        configs as JSON ({"funnel": {"K": 5}}); the first `limit` questions or a seeded
+        """Start evaluating `dataset` (a listed dataset by the name the app shows and
+        list_evaluations stores, such as "HotpotQA dev500", or a QA file on the server)
+        through comma-separated `paradigms`, with per-paradigm configs as JSON
+        ({"funnel": {"K": 5}}); the first `limit` questions or a seeded
         `sample` (0: every question). A config that needs a long index build is refused
         with what and how long, unless `build` is true. With a `ray` address ("local":
         two workers here) the questions run as Ray tasks. `corpus` names the corpus searched
@@ -189,9 +215,17 @@ def _evaluation_api(explorer: Explorer) -> None:
         except EngineError as err:
             raise refused(err) from None
 
-    for fn in (evaluate, evaluation_status, list_evaluations, load_evaluation,
-               export_evaluation):
-        gr.api(fn, api_name=fn.__name__)
+    _endpoint(evaluate, "evaluation_id", "the new evaluation's id; follow it with "
+              "evaluation_status")
+    _endpoint(evaluation_status, "status_json", "JSON text: {id, state, done, total, "
+              "seconds, seconds_left, error, means}")
+    _endpoint(list_evaluations, "evaluations_json", "JSON text: the stored evaluations, "
+              "newest first, as a list of {id, name, dataset, questions, paradigms, configs, "
+              "corpus, state, done, created, seconds, ...}")
+    _endpoint(load_evaluation, "evaluation_json", "JSON text: the evaluation's description, "
+              "summary per paradigm and one row per question and paradigm")
+    _endpoint(export_evaluation, "export_text", "the export itself: ragas or FlashRAG "
+              "JSONL, or RAGChecker JSON")
 
 
 def _diagnosis_api(explorer: Explorer) -> None:
@@ -229,7 +263,8 @@ def _diagnosis_api(explorer: Explorer) -> None:
               corpus: str = "") -> int:
         """Start a sweep of `paradigm` over the grid of one or two numeric options
         (`options_json`: {"K": [5, 10], "N": [4, 8]}; at most 100 points; the rest of
-        `config_json` fixed) on `dataset`'s first `limit` questions or a seeded `sample`,
+        `config_json` fixed) on `dataset`'s (a listed dataset's name, such as "HotpotQA
+        dev500", or a QA file on the server) first `limit` questions or a seeded `sample`,
         without the reader when `retrieval_only`. It is stored as an evaluation whose
         paradigms are the grid points ("funnel K=5 N=8"); follow it with
         `evaluation_status`. `corpus` names the corpus searched (empty: the start-up one).
@@ -243,8 +278,12 @@ def _diagnosis_api(explorer: Explorer) -> None:
         except EngineError as err:
             raise refused(err) from None
 
-    for fn in (attribution, paired, sweep):
-        gr.api(fn, api_name=fn.__name__)
+    _endpoint(attribution, "attribution_json", "JSON text: {paradigm: {cuts, counts: "
+              "{outcome: n}, questions: {outcome: [positions]}, traced, total}}")
+    _endpoint(paired, "paired_json", "JSON text: {a, b, shared, differences: [{metric, a, "
+              "b, diff, ci, p, within_noise, n}]}")
+    _endpoint(sweep, "evaluation_id", "the sweep's evaluation id; follow it with "
+              "evaluation_status")
 
 
 def _corpora_api(explorer: Explorer) -> None:
@@ -276,8 +315,29 @@ def _corpora_api(explorer: Explorer) -> None:
             raise refused(err) from None
         return json.dumps({"removed": name})
 
-    for fn in (add_corpus, list_corpora, remove_corpus):
-        gr.api(fn, api_name=fn.__name__)
+    _endpoint(add_corpus, "corpus_json", 'JSON text: {"name", "status": "preparing"}; '
+              "list_corpora shows how far it is")
+    _endpoint(list_corpora, "corpora_json", "JSON text: a list of {name, origin, status, "
+              "documents, fingerprint, built, disk_bytes, progress, error, answering}")
+    _endpoint(remove_corpus, "removed_json", 'JSON text: {"removed": name}')
+
+
+TRACE = ("JSON text: the run's trace (question, paradigm, config, corpus, every stage with "
+         "its candidates, scores and seconds, the LLM calls, the answer and its metrics); "
+         "save_run, reanswer and annotate_pairs take it")
+CLASSIFIER = ("JSON text: the active classifier version, every version's held-out figures "
+              "and the retrain's progress")
+
+
+def _endpoint(fn: Callable, returns: str, description: str) -> None:
+    """Register `fn` as the endpoint /<its name>, its result named `returns` and described
+    in view_api. gr.api names every result "1st" and, under postponed annotations, types it
+    Any; the one result's component is labelled and typed here instead."""
+    dependency = gr.api(fn, api_name=fn.__name__)
+    (output,) = (get_blocks_context().blocks[i] for i in dependency["outputs"])
+    output.label = returns
+    output._api_info = {**python_type_to_json_schema(get_type_hints(fn)["return"]),
+                        "description": description}
 
 
 def _uploaded(file: dict) -> tuple[Path, str]:

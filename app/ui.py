@@ -86,7 +86,12 @@ def build_app(explorer: Explorer) -> gr.Blocks:
                                                            api_visibility="private")
         refresh_corpora, corpora_outputs = listing_corpora["refresh"]
         corpora_tab.select(refresh_corpora, None, corpora_outputs, api_visibility="private")
+        # lists filled on page load by private events: a component's callable value would
+        # add a public /lambda_N endpoint for every one of them
         demo.load(refresh_corpora, None, corpora_outputs, api_visibility="private")
+        demo.load(listing["refresh"], None, listing["table"], api_visibility="private")
+        demo.load(evaluations["refresh"], None, evaluations["table"],
+                  api_visibility="private")
         api.register(explorer)
     return demo
 

@@ -77,7 +77,7 @@ class Server:
         classifiers' training may go on)."""
         ready: dict[str, float | None] = dict.fromkeys([*paradigms, *(["built"] * built)])
         while time.perf_counter() - self.started < limit:
-            status = json.loads(client.predict(api_name="/status"))
+            status = client.predict(api_name="/status")
             now = round(time.perf_counter() - self.started, 1)
             for name in paradigms:
                 if ready[name] is None and status["ready"][name]:
@@ -152,7 +152,7 @@ def estimates_against_finish(server: Server, client, every: float = 20.0,
     ended: dict[str, float] = {}
     while time.perf_counter() - server.started < limit:
         now = time.perf_counter() - server.started
-        lines = json.loads(client.predict(api_name="/status"))["tasks"]
+        lines = client.predict(api_name="/status")["tasks"]
         for line in lines:
             if (done := DONE.search(line)) is not None:
                 ended.setdefault(done[1], now)

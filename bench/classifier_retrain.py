@@ -64,8 +64,7 @@ def main() -> None:
     job = status["retrain"]
     by_id = {v["id"]: v for v in status["versions"]}
     before, after = by_id[base.name], by_id[job["after"]]
-    if not args.keep:
-        set_active(base.name)
+    set_active(job["after"] if args.keep else base.name)  # kept active even if worse
     rows = []
     for name, version in (("before", before), ("after", after)):
         m = version["heldout"]

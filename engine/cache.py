@@ -121,6 +121,16 @@ def owner_tag() -> str:
     return f"{socket.gethostname().replace('-', '_')}-{os.getpid()}"
 
 
+def verify_entry(folder: Path) -> None:
+    """Raise CacheInvalid unless `folder` is a complete, intact entry for the key its own
+    manifest names (for entries found by listing, like a model's trained versions)."""
+    try:
+        key = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["key"]
+    except (OSError, ValueError, KeyError) as err:
+        raise CacheInvalid(f"unreadable manifest: {err}") from None
+    verify(folder, key)
+
+
 def _build_atomically(final: Path, key: Any, build: Callable[[Path], None]) -> None:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.parent / f".tmp-{final.name}-{owner_tag()}-{uuid.uuid4().hex[:8]}"

@@ -6,6 +6,8 @@ and the UI can show it as it is.
 
 from __future__ import annotations
 
+import logging
+
 
 class EngineError(Exception):
     """Base class of every error the engine raises on purpose."""
@@ -35,6 +37,16 @@ class ResourceMissingError(EngineError, FileNotFoundError):
 
 class TrainingError(EngineError, RuntimeError):
     """Training produced no usable model (it diverged); nothing was saved."""
+
+
+def log_failure(logger: logging.Logger, what: str, err: BaseException) -> None:
+    """Log that `what` failed with `err`. A refusal (an EngineError: a bad input, a missing
+    file; its message names the fix) is one WARNING line: its traceback would only show
+    where the check is. Anything else is a bug and keeps its traceback, as an ERROR."""
+    if isinstance(err, EngineError):
+        logger.warning("%s failed: %s", what, " ".join(str(err).split()))
+    else:
+        logger.error("%s failed", what, exc_info=err)
 
 
 def check_choice(kind: str, value: str, choices: object) -> str:

@@ -45,3 +45,106 @@ def test_labelling_before_finding_pairs_or_a_bad_import_is_refused(explorer, tmp
     message, _ = annotate.import_labels(explorer, str(bad))
     assert message.startswith("<div class='fe-error'>") and "mine.jsonl" in message
     assert explorer.labels() == []
+
+
+# --- the classifier panel after a retrain (views over the service's status) --------------
+
+
+def _entry(version: str, auc: float, scores: list) -> dict:
+    """A version's held-out figures as the retrain compares them."""
+    return {"id": version, "rescored": False, "threshold": 0.5, "heldout_auc": auc,
+            "heldout": {"accuracy": 0.7, "precision": 0.8, "recall": 0.6, "pairs": len(scores)},
+            "heldout_scores": scores}
+
+
+def _status(active: str, **job) -> dict:
+    """classifier_status as the service returns it: two versions and a retrain `job`."""
+    from engine.service.annotation import RetrainJob
+
+    versions = [{"id": v, "created": c, "threshold": 0.5, "labels": n, "heldout": {},
+                 "heldout_auc": auc, "heldout_scores": [], "active": v == active}
+                for v, c, n, auc in (("first", "2025-01-01", 0, 0.766),
+                                     ("retrained", "2025-01-02", 3, 0.758))]
+    return {"active": active, "versions": versions, "labels": 3,
+            "retrain": RetrainJob(**job).describe()}
+
+
+WORSE = {"state": "done", "before": "first", "after": "retrained", "labels": 3,
+         "seconds": 700.0, "waited": 95.0, "activated": False,
+         "compared": {"pairs": 4,
+                      "before": _entry("first", 0.766, [[0.9, 1], [0.6, 0], [0.4, 1], [0.1, 0]]),
+                      "after": _entry("retrained", 0.758,
+                                      [[0.8, 1], [0.7, 1], [0.6, 0], [0.2, 0]])}}
+
+
+def test_a_worse_retrain_says_it_was_kept_and_one_press_makes_it_active():
+    """Seen: AUC .758 made active over .766 without a word, and "(before: none)"."""
+    from app.views.annotation import classifier_html
+
+    status = _status("first", **WORSE)
+    html = classifier_html(status)
+    assert "version retrained is kept but <b>not made active</b>" in html
+    assert "held-out AUC 0.758 is below version first's 0.766, which stays active" in html
+    assert "press Make active to use it anyway" in html and "fe-error" in html
+    assert "after waiting 2 min for its turn" in html
+    assert "becomes active only if its held-out AUC (to 3 decimals" in html  # the rule
+    compared = html[html.index("fe-retrain-compared"):]
+    assert "the same 4 held-out pairs" in compared
+    assert compared.index("<td>before</td><td>first") < compared.index(
+        "<td>after</td><td>retrained")
+    assert annotate._version_choices(status).value == "retrained"  # preselected
+
+    made_active = _status("retrained", **WORSE)
+    assert "You have made it active since." in classifier_html(made_active)
+    assert annotate._version_choices(made_active).value == "retrained"
+
+
+def test_a_better_retrain_names_the_version_it_replaced_with_both_figures():
+    from app.views.annotation import classifier_html
+
+    better = {**WORSE, "activated": True, "compared": {
+        "pairs": 4, "before": WORSE["compared"]["after"], "after": WORSE["compared"]["before"]}}
+    status = _status("retrained", **better)
+    html = classifier_html(status)
+    assert ("version retrained is now active, replacing version first: its held-out AUC "
+            "0.766 is not below 0.758") in html
+    assert "before: none" not in html and "fe-kept" in html
+    assert annotate._version_choices(status).value == "retrained"
+    first = classifier_html(_status("retrained", **{**better, "before": ""}))
+    assert "before: no trained version; the untrained stand-in decided" in first
+
+
+def test_before_and_after_curves_are_both_drawn_on_the_same_pairs_labelled():
+    """Seen: one precision/recall curve where both were promised."""
+    from app.views import figures
+
+    fig = figures.precision_recall_figure(_status("first", **WORSE))
+    lines = [t for t in fig.data if t.mode == "lines"]
+    dots = [t for t in fig.data if t.mode == "markers"]
+    assert [t.name for t in lines] == ["before: first (0 labels, AUC 0.766)",
+                                       "after: retraine (3 labels, AUC 0.758)"]
+    assert [t.line.color for t in lines] == [t.marker.color for t in dots]
+    assert (lines[0].line.dash, lines[1].line.dash) == ("dash", "solid")  # both visible
+    assert lines[0].line.color != lines[1].line.color
+    assert list(lines[0].x) == figures.precision_recall(WORSE["compared"]["before"][
+        "heldout_scores"])[0]
+    assert "The same 4 held-out pairs, before and after" in fig.layout.title.text
+
+
+def test_a_waiting_retrain_says_what_it_waits_for_and_keeps_polling():
+    from app.views.annotation import classifier_html
+
+    waiting_for = ("the first-start training of this classifier (the version a retrain "
+                   "improves on and is compared with): training <C>: 3/10 (30%)")
+    status = _status("first", state="waiting", labels=3)
+    status["retrain"]["waiting_for"] = waiting_for
+    html = classifier_html(status)
+    assert "Retrain on 3 labels waiting" in html and "starts by itself when that ends" in html
+    assert "training &lt;C&gt;: 3/10" in html  # escaped
+
+    class Service:
+        def classifier_status(self):
+            return status
+
+    *_, timer = annotate.refresh(Service())
+    assert timer.active

@@ -24,7 +24,6 @@ from app.views.formatting import (
 )
 from engine.config import config_from_dict
 from engine.errors import EngineError
-from engine.paradigms.base import MAX_QUESTION_CHARS, clip_question
 from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
 from engine.paradigms.registry import PARADIGMS
@@ -40,7 +39,7 @@ from engine.records import (
 )
 from engine.trace import StageResult
 from engine.types import Candidate, Unit
-from tests.fakes import answer_step, sample_trace
+from tests.fakes import answer_step, ranked_stage, sample_trace
 
 
 def test_funnel_figure_counts_in_kept_and_gold(tiny_corpus):
@@ -80,10 +79,52 @@ def test_heatmap_by_layers_or_heads_with_escaped_hover(tiny_corpus):
     trace, attn = _with_attention(sample_trace(tiny_corpus))
     (layers,) = figures.heatmap_figure(trace, "layers").data
     assert np.allclose(np.asarray(layers.z), attn.mean(axis=2))
-    assert list(layers.y) == ["p&lt;1&gt;", "* p2"]  # markup shown as text; * = answered
+    assert list(layers.y) == ["#1 p&lt;1&gt;", "* #2 p2"]  # markup as text; * = answered
     assert "&lt;b&gt;" in layers.text[0][0] and "<b>" not in layers.text[0][0]
     (heads,) = figures.heatmap_figure(trace, "heads").data
     assert np.asarray(heads.z).shape == (2, 2)
+
+
+def test_heatmap_keeps_a_row_per_passage_when_shortened_titles_match(tiny_corpus):
+    # funnel on "Who painted the Mona Lisa?" read 4 passages, two of them from this
+    # long-titled document: shortened alike, plotly drew them as one row (3 rows shown)
+    long = "Along the River During the Qingming Festival"
+    read = ReaderAttention(cells=deep_tuple(np.ones((4, 2, 2)).tolist()),
+                           passages=("Mona Lisa#0", f"{long}#3", f"{long}#0", "x" * 60),
+                           top_tokens=((), (), (), ()))
+    trace = sample_trace(tiny_corpus)
+    last = replace(trace.stages[-1], details=StageDetails(attention=read))
+    (heat,) = figures.heatmap_figure(replace(trace, stages=(*trace.stages[:-1], last))).data
+    rows = list(heat.y)
+    assert len(rows) == len(set(rows)) == np.asarray(heat.z).shape[0] == 4
+    assert rows[0] == "#1 Mona Lisa (p0)"
+    assert rows[1].startswith("#2 Along the River") and rows[1].endswith("… (p3)")
+    assert rows[2].startswith("#3 Along the River") and rows[2].endswith("… (p0)")
+    assert rows[3] == "#4 " + "x" * 33 + "…"
+    assert heat.text[1][0].startswith(f"{long}#3<br>")  # the whole id on hover
+
+    # ranked as the stage tables rank them (the reader reads the best one last)
+    ranked = ranked_with_ids("postranker", f"{long}#0", f"{long}#3", "Mona Lisa#0")
+    ranked = replace(ranked, details=StageDetails(attention=read))
+    (heat,) = figures.heatmap_figure(replace(trace, stages=(ranked,))).data
+    assert [row.split(" ")[0] for row in heat.y] == ["#3", "#2", "#1", "#4"]
+    assert len(set(heat.y)) == 4
+    # first of two stages each: the same rank, ids alike when shortened: still two rows
+    twins = (f"{long} (painting)#0", f"{long} (scroll)#0")
+    pair = ReaderAttention(cells=deep_tuple(np.ones((2, 1, 1)).tolist()), passages=twins,
+                           top_tokens=((), ()))
+    stages = (ranked_with_ids("a", twins[0]),
+              replace(ranked_with_ids("b", twins[1]), details=StageDetails(attention=pair)))
+    (heat,) = figures.heatmap_figure(replace(trace, stages=stages)).data
+    assert len(set(heat.y)) == 2 and [row[-3:] for row in heat.y] == ["[1]", "[2]"]
+
+
+def ranked_with_ids(name: str, *ids: str) -> StageResult:
+    """A passage stage whose candidates carry `ids`, best first."""
+    stage = ranked_stage(name, *((uid, "text") for uid in ids))
+    return replace(stage, candidates=tuple(replace(c, unit=replace(c.unit, id=uid))
+                                           for c, uid in zip(stage.candidates, ids,
+                                                             strict=True)))
 
 
 def test_heatmap_without_attention_says_so(tiny_corpus):
@@ -197,12 +238,6 @@ def test_compare_table_shows_every_cut_with_gold_in_or_out(tiny_corpus):
     skipped = replace(trace, paradigm="best", stages=(routed,), gold_flags=())
     cell = compare_table([skipped]).split("<td>cut 1</td>")[1]
     assert "<b>classify</b>: no retrieval (P 0.003)" in cell and " of " not in cell
-
-
-def test_long_questions_are_cut_with_a_notice():
-    text, notice = clip_question("x" * 10_000)
-    assert len(text) == MAX_QUESTION_CHARS and "10,000 characters" in notice
-    assert clip_question("  short  ") == ("short", "")
 
 
 def test_widget_values_make_configs_the_engine_accepts():
@@ -420,10 +455,10 @@ def test_the_server_log_keeps_library_chatter_and_progress_bars_out():
 def test_retrain_progress_counts_labels_and_says_how_long_is_left():
     from app.views.annotation import classifier_html
 
-    job = {"state": "running", "done": 30, "total": 120, "seconds": 60.0, "labels": 1,
-           "error": "", "before": "", "after": ""}
+    job = {"state": "running", "done": 30, "total": 120, "seconds": 60.0, "left": 180.0,
+           "labels": 1, "error": "", "before": "", "after": ""}
     html = classifier_html({"retrain": job, "versions": []})
-    assert "Retraining on 1 label:" in html and "30/120 steps" in html
+    assert "Retraining on 1 label:" in html and "30/120 (25%)" in html
     assert "about 3 min left" in html and "fe-progress" in html and "fe-error" not in html
     done = classifier_html({"retrain": {**job, "state": "done", "labels": 3, "after": "v2"},
                             "versions": []})

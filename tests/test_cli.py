@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -13,9 +14,10 @@ from tests.conftest import TINY_DOCS
 SEURAT = "Who painted A Sunday Afternoon on the Island of La Grande Jatte?"
 
 
-def run(*args: str, env_dir) -> subprocess.CompletedProcess:
+def run(*args: str, env_dir, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True,
-                          text=True, timeout=300, env={**_env(), "FUNNEL_DATA_DIR": str(env_dir)})
+                          text=True, timeout=300,
+                          env={**_env(), "FUNNEL_DATA_DIR": str(env_dir), **env})
 
 
 def _env() -> dict[str, str]:
@@ -96,9 +98,13 @@ def test_seurat_question_on_the_default_corpus(data_dir):
 
 
 def test_build_makes_the_dense_index_and_says_what_it_built(corpus_file, data_dir):
-    result = run("build", "--corpus", str(corpus_file), "--index", "hnsw", env_dir=data_dir)
+    # progress lines every 0 s instead of every 30 s: the tiny corpus encodes in one slice
+    result = run("build", "--corpus", str(corpus_file), "--index", "hnsw", env_dir=data_dir,
+                 FUNNEL_PROGRESS_SECONDS="0")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "approximate (HNSW, recall@100 1.000 vs exact at efSearch" in result.stdout
+    assert re.search(r"INFO engine\.index\.dense: Dense: encoding: (\d+) of \1 passages "
+                     r"\(100%\), [\d.]+/s, done in \d+ s\n", result.stderr), result.stderr
     entries = list((data_dir / "cache" / "dense").glob("*/manifest.json"))
     assert len(entries) == 1 and (entries[0].parent / "vectors.npy").is_file()
 

@@ -174,3 +174,42 @@ def test_an_evaluation_killed_midway_keeps_its_questions_and_says_it_was_interru
     assert "interrupted" in status["error"] and "start it again" in status["error"]
     assert f"{stored.done} of 200 questions" in status["error"]
     store.close()
+
+
+RETRAINING = """
+import sys, time
+import engine.train.fit_selection_classifier as fit
+from engine.service.annotation import Annotation
+from engine.store.sessions import SessionStore
+
+def slow(config, examples, progress, activate=True):
+    print("training", flush=True)
+    time.sleep(60)
+
+fit.train_classifier = slow
+Annotation._check_usable_labels = lambda self: 3  # as if three labels were stored
+annotation = Annotation(lambda name: None, SessionStore(sys.argv[1]))
+annotation.retrain()
+time.sleep(60)
+"""
+
+
+def test_a_retrain_killed_midway_says_after_a_restart_that_it_was_interrupted(data_dir,
+                                                                             tmp_path):
+    from engine.models.selection_classifier import active_version
+    from engine.service.annotation import Annotation
+    from engine.store.sessions import SessionStore
+
+    path = tmp_path / "sessions.duckdb"
+    writer = start(RETRAINING, data_dir, str(path))
+    assert writer.stdout.readline().strip() == "training"
+    kill(writer)
+    store = SessionStore(path)
+    job = Annotation(lambda name: None, store).status()["retrain"]  # a restart
+    assert job["state"] == "interrupted" and job["labels"] == 3
+    assert "while this retrain on 3 labels was training" in job["error"]
+    assert "Press Retrain to start it again" in job["error"]
+    assert active_version() is None  # nothing of it was kept
+    again = Annotation(lambda name: None, store).status()["retrain"]
+    assert again["state"] == "interrupted"  # said until another retrain starts
+    store.close()

@@ -125,25 +125,276 @@ def test_a_retrain_with_no_label_that_can_train_is_refused(tiny_corpus, tmp_path
     assert annotation.labels.count() == 1  # nothing lost
 
 
-def test_retrain_adds_a_version_reports_both_and_can_switch_back(tiny_corpus, tmp_path,
-                                                                  tiny_classifier_base):
-    from engine.train.fit_selection_classifier import ClassifierConfig, train_classifier
+def test_retrain_adds_a_version_compares_both_on_the_same_pairs_and_can_switch_back(
+        tiny_corpus, tmp_path, tiny_classifier_base):
+    """A real (tiny) training. The version before it was trained before held-out pairs were
+    fingerprinted (its report says nothing of them): it is measured again, and on the same
+    pairs it scores exactly what it stored, which shows both are on the same pairs."""
+    from engine.cache import write_json_atomic
+    from engine.models.selection_classifier import REPORT, versions_dir
+    from engine.service.annotation import not_worse
+    from engine.train.fit_selection_classifier import (
+        ClassifierConfig,
+        train_classifier,
+        training_report,
+    )
 
     base = train_classifier(ClassifierConfig(base_model=str(tiny_classifier_base), epochs=1,
                                              max_length=64))
+    stored = training_report(base)
+    write_json_atomic(base / REPORT, {k: v for k, v in stored.items() if k != "heldout_pairs"})
+    _remanifest(base, REPORT)  # as it was written then: an intact entry
     annotation = Annotation(lambda name: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
     annotation.label("Who devised pointillism?", "Georges Seurat", "Pointillism", 1)
     status = annotation.retrain(wait=True)
     job = status["retrain"]
     assert job["state"] == "done" and job["before"] == base.name and job["after"] != base.name
     assert job["done"] == job["total"] > 0 and job["labels"] == 1
-    assert status["active"] == job["after"]
+    before, after = job["compared"]["before"], job["compared"]["after"]
+    assert before["rescored"] and not after["rescored"]
+    assert before["heldout_scores"] == stored["heldout_scores"]
+    assert before["heldout_auc"] == stored["heldout_auc"]
+    assert len(after["heldout_scores"]) == job["compared"]["pairs"] == len(
+        before["heldout_scores"])
+    assert job["activated"] == not_worse(after, before)
+    assert status["active"] == (job["after"] if job["activated"] else base.name)
     by_id = {v["id"]: v for v in status["versions"]}
     assert by_id[job["after"]]["labels"] == 1 and by_id[base.name]["labels"] == 0
-    from engine.models.selection_classifier import versions_dir
-    from engine.train.fit_selection_classifier import training_report
-
-    after = training_report(versions_dir() / job["after"])
-    assert after["config"] == training_report(base)["config"]  # the recipe it improved on
+    report = training_report(versions_dir() / job["after"])
+    assert report["config"] == stored["config"]  # the recipe it improved on
     assert set(by_id[base.name]["heldout"]) >= {"accuracy", "precision", "recall"}
-    assert annotation.activate(base.name)["active"] == base.name
+    other = job["after"] if status["active"] == base.name else base.name
+    assert annotation.activate(other)["active"] == other
+    # a damaged version is never read: refused by name, with the fix
+    from engine.errors import ResourceMissingError
+    from engine.models.selection_classifier import load_classifier
+
+    weights = next(p for p in base.iterdir() if p.suffix == ".safetensors")
+    weights.write_bytes(weights.read_bytes()[:100])
+    load_classifier.cache_clear()
+    with pytest.raises(ResourceMissingError, match=f"Classifier version {base.name} is "
+                                                   "damaged .* Make another version active"):
+        load_classifier(str(base))
+
+
+def _remanifest(folder, name: str) -> None:
+    """Record file `name`'s new size and sha256 in its cache entry's manifest."""
+    import hashlib
+    import json
+
+    from engine.cache import MANIFEST, write_json_atomic
+
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    data = (folder / name).read_bytes()
+    manifest["files"][name] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    write_json_atomic(folder / MANIFEST, manifest)
+
+
+# --- the retrain's rule and its wait, over versions written by a fake training -----------
+
+
+def _version(name: str, auc: float, pairs: str) -> str:
+    """A version folder as training leaves it (model files aside), held-out AUC `auc` on
+    the held-out pairs fingerprinted `pairs`."""
+    from engine.cache import MANIFEST, write_json_atomic
+    from engine.models.selection_classifier import REPORT, versions_dir
+
+    folder = versions_dir() / name
+    folder.mkdir(parents=True)
+    write_json_atomic(folder / MANIFEST, {})
+    write_json_atomic(folder / REPORT, {
+        "created": f"2025-01-01T00:00:0{len(list(versions_dir().iterdir()))}",
+        "threshold": 0.5, "labels": 0, "heldout_auc": auc, "heldout_pairs": pairs,
+        "heldout": {"accuracy": auc, "precision": auc, "recall": auc, "pairs": 2},
+        "heldout_scores": [[0.9, 1], [0.1, 0]]})
+    return name
+
+
+@pytest.fixture
+def same_pairs():
+    """The fingerprint of the held-out pairs a retrain measures both versions on."""
+    from engine.train.fit_selection_classifier import (
+        ClassifierConfig,
+        heldout_pairs,
+        pairs_fingerprint,
+    )
+
+    return pairs_fingerprint(heldout_pairs(ClassifierConfig()))
+
+
+@pytest.fixture
+def training(monkeypatch, same_pairs):
+    """Training replaced by writing a version whose held-out AUC the test sets; records
+    whether training asked to make it active."""
+    from engine.train import fit_selection_classifier
+
+    made = {"auc": 0.8, "activate": []}
+
+    def train(config, labels=(), progress=None, activate=True):
+        progress(1, 1)
+        made["activate"].append(activate)
+        from engine.models.selection_classifier import versions_dir
+
+        folder = versions_dir() / "retrained"  # the same labels again: the cached one
+        return folder if folder.exists() else versions_dir() / _version(
+            "retrained", made["auc"], same_pairs)
+
+    monkeypatch.setattr(fit_selection_classifier, "train_classifier", train)
+    return made
+
+
+def _annotation(tiny_corpus, tmp_path, preparations=tuple) -> Annotation:
+    annotation = Annotation(lambda name: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"),
+                            preparations)
+    annotation.label("Who devised pointillism?", "Georges Seurat", "Pointillism", 1)
+    return annotation
+
+
+@pytest.mark.parametrize("auc, activated", [(0.758, False), (0.7656, True), (0.7664, True),
+                                            (0.80, True)])
+def test_a_retrained_version_is_made_active_only_if_its_auc_is_not_lower(
+        tiny_corpus, tmp_path, training, same_pairs, auc, activated):
+    """Seen: AUC .758 made active over .766 without asking. Compared as shown (3 decimals):
+    .7656 and .7664 both read .766, a tie, and a tie is not worse."""
+    _version("first", 0.766, same_pairs)  # no active file: "trained" means the newest
+    training["auc"] = auc
+    status = _annotation(tiny_corpus, tmp_path).retrain(wait=True)
+    job = status["retrain"]
+    assert training["activate"] == [False]  # the service decides, not the training
+    assert (job["state"], job["before"], job["after"]) == ("done", "first", "retrained")
+    assert job["activated"] is activated
+    assert status["active"] == ("retrained" if activated else "first")
+    assert [v["id"] for v in status["versions"]] == ["first", "retrained"]  # kept either way
+    compared = job["compared"]
+    assert (compared["before"]["heldout_auc"], compared["after"]["heldout_auc"]) == (0.766, auc)
+    assert not compared["before"]["rescored"]  # the same pairs: its stored figures
+
+
+def test_a_first_retrain_with_no_version_before_is_made_active(tiny_corpus, tmp_path,
+                                                                training):
+    status = _annotation(tiny_corpus, tmp_path).retrain(wait=True)
+    job = status["retrain"]
+    assert job["before"] == "" and job["compared"]["before"] is None
+    assert job["activated"] and status["active"] == "retrained"
+
+
+def _wait_until(check, seconds: float = 20.0):
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not (found := check()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+    return found
+
+
+def test_a_retrain_waits_for_the_first_start_training_and_improves_on_it(
+        tiny_corpus, tmp_path, training, same_pairs):
+    """Seen: Retrain pressed while the first-start training ran trained beside it for
+    41 minutes and then said "(before: none)". It waits, says so, and compares with the
+    version the first-start training made."""
+    import threading
+
+    from engine.models.selection_classifier import active_version
+    from tests.fakes import fake_preparation
+
+    release = threading.Event()
+
+    def first_start_training(progress):
+        progress(3, 10)
+        release.wait(20)
+        _version("first", 0.766, same_pairs)
+
+    preparation = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus,
+                                                 "train classifier": first_start_training})
+    task = preparation.tasks["train classifier"]
+    task.train_seconds, task.must_train = 786.0, lambda: active_version() is None
+    preparation.start()
+    _wait_until(lambda: task.state == "running")
+    annotation = _annotation(tiny_corpus, tmp_path, lambda: [preparation])
+    annotation.retrain()
+    job = _wait_until(lambda: annotation.status()["retrain"]["waiting_for"] and
+                      annotation.status()["retrain"])
+    assert job["state"] == "waiting" and job["done"] == 0
+    assert job["waiting_for"].startswith("the first-start training of this classifier")
+    assert "task train classifier: training 3/10" in job["waiting_for"]
+    release.set()
+    annotation.job.thread.join(20)
+    status = annotation.status()
+    job = status["retrain"]
+    assert (job["state"], job["before"], job["after"]) == ("done", "first", "retrained")
+    assert job["waited"] > 0 and job["waiting_for"] == ""
+    assert job["compared"]["before"]["id"] == "first"
+    preparation.wait(5)
+
+
+def test_a_retrain_takes_its_turn_in_the_build_queue_and_says_its_place(
+        tiny_corpus, tmp_path, training):
+    """One long build at a time (BUILDS): a retrain behind another corpus's build says
+    its place in the queue and what runs."""
+    import threading
+
+    from tests.fakes import fake_preparation
+
+    release = threading.Event()
+    preparation = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus,
+                                                 "dense": lambda p: release.wait(20)})
+    preparation.tasks["dense"].promised = True  # a long build: it takes its turn
+    preparation.start()
+    _wait_until(lambda: preparation.tasks["dense"].state == "running")
+    annotation = _annotation(tiny_corpus, tmp_path, lambda: [preparation])
+    annotation.retrain()
+    job = _wait_until(lambda: "number" in annotation.status()["retrain"]["waiting_for"] and
+                      annotation.status()["retrain"])
+    assert job["state"] == "waiting"
+    assert job["waiting_for"] == ("its turn among the long builds: number 1 in the queue, "
+                                  "starts when the builds before it end (running now: "
+                                  "task dense)")
+    release.set()
+    annotation.job.thread.join(20)
+    assert annotation.status()["retrain"]["state"] == "done"
+    preparation.wait(5)
+
+
+def test_a_short_build_pauses_a_running_retrain_which_says_so(tiny_corpus, tmp_path,
+                                                              training, monkeypatch):
+    """The retrain's progress goes through its turn, so a small corpus's index (a short
+    build) runs at once and the retrain pauses at its next step, saying why."""
+    import threading
+    import time
+
+    from engine.service.builds import BUILDS
+    from engine.train import fit_selection_classifier
+
+    trained, steps = threading.Event(), []
+    made = fit_selection_classifier.train_classifier
+
+    def slow_train(config, labels=(), progress=None, activate=True):
+        while not trained.is_set():
+            progress(len(steps), 1000)
+            steps.append(1)
+            time.sleep(0.02)
+        return made(config, labels, progress, activate)
+
+    monkeypatch.setattr(fit_selection_classifier, "train_classifier", slow_train)
+    annotation = _annotation(tiny_corpus, tmp_path)
+    annotation.retrain()
+    _wait_until(lambda: annotation.status()["retrain"]["state"] == "running")
+    small_done = threading.Event()
+
+    def small_build():
+        with BUILDS.turn("a small corpus's dense index", 10):
+            small_done.wait(20)
+
+    threading.Thread(target=small_build, daemon=True).start()
+    job = _wait_until(lambda: annotation.status()["retrain"]["phase"] and
+                      annotation.status()["retrain"])
+    assert job["phase"] == "paused while a shorter build runs"
+    paused_at = len(steps)
+    time.sleep(0.3)
+    assert len(steps) == paused_at  # no step while the short build runs
+    small_done.set()
+    _wait_until(lambda: len(steps) > paused_at)
+    trained.set()
+    annotation.job.thread.join(20)
+    assert annotation.status()["retrain"]["state"] == "done"

@@ -117,7 +117,7 @@ def live_app(tmp_path_factory, sessions_file, tiny_classifier_base):
 def _ready(client) -> bool:
     """Every paradigm ready and every build done: the tests read the dense index itself,
     not the BM25 stand-in that answers while it is built (training may go on)."""
-    status = json.loads(client.predict(api_name="/status"))
+    status = client.predict(api_name="/status")
     built = all(": ready" in line for line in status["tasks"]
                 if not line.startswith("training "))
     if not (all(status["ready"].values()) and built):
@@ -324,21 +324,39 @@ def test_api_drrag_run_label_list_retrain_and_switch_back(live_app):
 
     before = json.loads(client.predict(api_name="/classifier_status"))
     assert before["active"] and before["labels"] >= 1
-    json.loads(client.predict(api_name="/retrain"))
-    deadline = time.monotonic() + 300
-    while True:
-        status = json.loads(client.predict(api_name="/classifier_status"))
-        if status["retrain"]["state"] != "running" or time.monotonic() > deadline:
-            break
-        time.sleep(1)
-    job = status["retrain"]
-    assert job["state"] == "done" and job["before"] == before["active"]
-    assert status["active"] == job["after"] != before["active"]
+    job = _retrained(client)
+    status = json.loads(client.predict(api_name="/classifier_status"))
+    assert job["state"] == "done" and job["before"] == before["active"] != job["after"]
+    old, new = job["compared"]["before"], job["compared"]["after"]
+    assert old["id"] == job["before"] and new["id"] == job["after"]
+    assert len(old["heldout_scores"]) == len(new["heldout_scores"]) == job["compared"]["pairs"]
+    # the rule: the new version is made active only if its held-out AUC is not lower
+    assert job["activated"] == (round(new["heldout_auc"], 3) >= round(old["heldout_auc"], 3))
+    assert status["active"] == (job["after"] if job["activated"] else job["before"])
     assert {v["id"] for v in status["versions"]} >= {job["before"], job["after"]}
+    other = job["before"] if job["activated"] else job["after"]
+    switched = json.loads(client.predict(other, api_name="/activate_classifier"))
+    assert switched["active"] == other
     back = json.loads(client.predict(job["before"], api_name="/activate_classifier"))
     assert back["active"] == job["before"]
     with pytest.raises(AppError, match="Unknown classifier version 'v0'"):
         client.predict("v0", api_name="/activate_classifier")
+
+
+def _retrained(client) -> dict:
+    """The status of a retrain started now, once it has ended."""
+    json.loads(client.predict(api_name="/retrain"))
+    return _retrain_ended(client)
+
+
+def _retrain_ended(client, seconds: float = 300) -> dict:
+    """The retrain's status once it has ended (it may wait for its turn first)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        job = json.loads(client.predict(api_name="/classifier_status"))["retrain"]
+        if job["state"] not in ("waiting", "running") or time.monotonic() > deadline:
+            return job
+        time.sleep(1)
 
 
 @pytest.fixture
@@ -375,8 +393,20 @@ def test_browser_explore_save_and_reopen(live_app, browser):
     # corpus markup is text, not markup: the trap document's tag shows, never runs
     assert page.title() == "Funnel Explorer"  # the onerror handler never ran
     assert "<img src=x" in page.locator("#fe-tables").inner_text()
+    # a heatmap row per passage read: plotly drew passages whose shortened labels matched
+    # as one row (4 read, 3 shown)
+    rows = page.evaluate("() => [document.querySelector('#fe-heatmap .js-plotly-plot')"
+                         ".data[0].y, document.querySelectorAll('#fe-heatmap .ytick').length]")
+    assert len(rows[0]) == len(set(rows[0])) == rows[1] > 0, rows
     page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
-    run_id, twin_id = (_save(page, name) for name in ("browser run", "browser twin"))
+    run_id = _save(page, "browser run")
+    # the same run is saved once: the twin is a run of its own
+    page.locator("#fe-save-name textarea").fill("cleared when the run starts")
+    page.locator("#fe-run").click()
+    expect(page.locator("#fe-save-name textarea")).to_have_value("", timeout=30_000)
+    page.locator("#fe-answer .fe-answer-box").wait_for(state="detached", timeout=60_000)
+    page.locator("#fe-answer .fe-answer-box").wait_for(timeout=180_000)
+    twin_id = _save(page, "browser twin")
     page.get_by_role("tab", name="Sessions").click()
     ids = page.locator("#fe-session-ids textarea")
     _row(page, "browser run").click()  # a click on the row picks its id
@@ -479,7 +509,7 @@ def test_browser_empty_question_gets_a_message(live_app, browser):
     assert "Traceback" not in page.content()
 
 
-def test_browser_a_huge_question_is_cut_with_a_notice_and_still_runs(live_app, browser):
+def test_browser_a_huge_question_is_refused_as_the_api_refuses_it(live_app, browser):
     url, _ = live_app
     page = browser.new_page()
     page.goto(url)
@@ -487,9 +517,10 @@ def test_browser_a_huge_question_is_cut_with_a_notice_and_still_runs(live_app, b
     page.locator("#fe-run").click()
     notice = page.locator("#fe-notice .fe-error")
     notice.wait_for(timeout=30_000)
-    assert "The question had 10,000 characters; only the first 2,000 were used." \
+    # one rule for the UI and the API (test_api_bad_input_gets_a_clear_error), not a cut
+    assert "The question has 10,000 characters; the limit is 2,000. Shorten it." \
         in notice.inner_text()
-    page.locator("#fe-answer .fe-answer-box").wait_for(timeout=180_000)
+    assert page.locator("#fe-answer").inner_text().strip() == ""
 
 
 def test_browser_drrag_decisions_then_annotate_a_pair_that_survives_a_reload(live_app,
@@ -527,6 +558,34 @@ def test_browser_drrag_decisions_then_annotate_a_pair_that_survives_a_reload(liv
                            timeout=30_000)
     row = page.locator("#fe-labels-table tr", has_text=question).first
     assert "positive" in row.inner_text() and "browser tester" in row.inner_text()
+
+    # Retrain: both versions on the same held-out pairs, the one before named, the rule
+    # applied and said; a version kept inactive is one press of Make active away
+    _, client = live_app
+    active = json.loads(client.predict(api_name="/classifier_status"))["active"]
+    page.locator("#fe-retrain").click()
+    page.locator("#fe-classifier .fe-progress").wait_for(timeout=30_000)  # waits or trains
+    job = _retrain_ended(client)
+    assert job["state"] == "done" and job["before"] == active != job["after"]
+    page.wait_for_function("(document.querySelector('#fe-retrain-done') || {innerText: ''})"
+                           f".innerText.includes({job['after']!r})", timeout=30_000)  # polled
+    done = page.locator("#fe-retrain-done")
+    before_row = page.locator("#fe-retrain-compared tr", has_text="before")
+    assert active in before_row.inner_text()
+    assert job["after"] in page.locator("#fe-retrain-compared tr", has_text="after").inner_text()
+    assert "becomes active only if its held-out AUC" in page.locator("#fe-classifier").inner_text()
+    legend = page.locator("#fe-pr .legendtext").all_text_contents()
+    assert [t.split(":")[0] for t in legend] == ["before", "after"]
+    page.screenshot(path=str(ARTIFACTS / "annotate-retrain.png"), full_page=True)
+    if not job["activated"]:
+        assert "not made active" in done.inner_text()
+        page.locator("#fe-activate").click()  # the new version is preselected
+        page.wait_for_function("(document.querySelector('#fe-retrain-done') || {innerText: "
+                               "''}).innerText.includes('You have made it active since')",
+                               timeout=30_000)
+    status = json.loads(client.predict(api_name="/classifier_status"))
+    assert status["active"] == job["after"]
+    client.predict(active, api_name="/activate_classifier")  # as it was for the next tests
 
 
 def _explore(browser, url: str, paradigm: str, question: str):

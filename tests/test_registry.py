@@ -92,7 +92,7 @@ def test_the_api_runs_it_validates_its_options_and_logs_refusals_in_one_line(liv
     trace = json.loads(client.predict(QUESTION, "echo", '{"k": 1}', api_name="/run"))
     assert trace["paradigm"] == "echo" and trace["config"] == {"k": 1, "voice": "plain"}
     assert trace["llm_calls"] == 1 and trace["answer"] == "Georges Seurat"
-    assert json.loads(client.predict(api_name="/status"))["ready"]["echo"] is True
+    assert client.predict(api_name="/status")["ready"]["echo"] is True
     caplog.set_level("INFO", logger="app")
     capfd.readouterr()
     for config, message in [('{"k": "ten"}', "Option 'k' must be an integer, got 'ten' (str)"),

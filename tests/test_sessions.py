@@ -109,6 +109,15 @@ def test_saved_runs_export_to_the_rag_evaluation_tools(store, tiny_corpus):
         store.export("ragas", [999])
 
 
+def test_ragchecker_refuses_a_saved_run_without_gold_by_its_id_and_name(store, tiny_corpus):
+    from dataclasses import replace
+
+    typed = store.save(replace(sample_trace(tiny_corpus), gold=None), "typed question")
+    with pytest.raises(ConfigError, match=f"and saved run {typed} 'typed question' "
+                                          r"\('Who painted"):
+        store.export("ragchecker", [typed])
+
+
 def test_migrations_apply_once_and_upgrade_an_old_file(tmp_path, tiny_corpus):
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))  # a file made by the first schema version only

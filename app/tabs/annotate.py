@@ -5,8 +5,11 @@ lists the classifier's calls, disagreements with the gold (or a stored label) fi
 the least certain. The current pair is shown in full; y / n / s (or the buttons) label it
 positive, negative or skip it. Labels live in the sessions database and survive restarts;
 they export and import as JSONL. "Retrain" trains a new classifier version on the training
-pairs plus the labels in the background and shows the held-out figures before and after;
-any version can be made active again.
+pairs plus the labels in the background, after saying what it waits for (the first-start
+training of the classifier, another long build), and shows both versions' held-out figures
+and curves on the same pairs. The new version becomes active only if its held-out AUC is
+not below the active one's; otherwise it is kept and preselected under Versions, where any
+version can be made active.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from app.views import figures
 from app.views.annotation import classifier_html, labels_table, pair_card, pairs_table
 from app.views.formatting import error_box, esc
 from engine.errors import EngineError
-from engine.paradigms.base import clip_question
 from engine.paradigms.drrag import DRRAGParadigm
 from engine.service.explorer import Explorer
 from engine.trace import RunTrace
@@ -59,8 +61,14 @@ SET_ASIDE = ("*Labels on HotpotQA dev500 questions and on the training questions
 
 
 def _version_choices(status: dict) -> gr.Dropdown:
+    """Every version, newest first; chosen: a retrained version kept inactive because it
+    is worse (one press of Make active uses it anyway), else the active one."""
     ids = [v["id"] for v in reversed(status["versions"])]
-    return gr.Dropdown(choices=ids, value=status["active"] if status["active"] in ids else None)
+    job = status["retrain"]
+    kept = job["state"] == "done" and not job.get("activated", True) \
+        and job["after"] != status["active"]
+    chosen = job["after"] if kept else status["active"]
+    return gr.Dropdown(choices=ids, value=chosen if chosen in ids else None)
 
 
 def build(explorer: Explorer) -> dict:
@@ -131,7 +139,6 @@ def build(explorer: Explorer) -> dict:
 def find_pairs(explorer: Explorer, text, gold, how, k_value, corpus="") -> tuple:
     """Run drrag on the question over `corpus`: (notice, pairs, current, [question, id,
     corpus], card, table)."""
-    text, cut = clip_question(text)
     config = {"selection": how, "k": int(k_value), "k1": max(1, int(k_value) // 2)}
     try:
         trace: RunTrace = explorer.run(target(text, gold), DRRAGParadigm.name,
@@ -142,7 +149,7 @@ def find_pairs(explorer: Explorer, text, gold, how, k_value, corpus="") -> tuple
     except Exception as err:  # noqa: BLE001 - the page must stay usable
         logger.exception("finding pairs failed")
         return error_box(f"The run failed: {err}"), [], 0, ["", ""], "", ""
-    message = error_box(cut) if cut else ""
+    message = ""
     if not pairs:
         message += error_box("The classifier judged no pair for this question (too few "
                              "documents found). Raise k or pick another question.")
@@ -188,7 +195,7 @@ def import_labels(explorer: Explorer, file) -> tuple:
 def refresh(explorer: Explorer) -> tuple:
     """(classifier HTML, versions, precision-recall figure, poll timer)."""
     status = explorer.classifier_status()
-    running = status["retrain"]["state"] == "running"
+    running = status["retrain"]["state"] in ("waiting", "running")
     return (classifier_html(status), _version_choices(status),
             figures.precision_recall_figure(status), gr.Timer(active=running))
 

@@ -7,15 +7,17 @@ import logging
 
 import gradio as gr
 
+from app.errors import refused_box
 from app.params import config_json, param_panels, show_panels
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
 from app.views.formatting import compare_table, error_box, esc, final_passages, gold_banner
 from engine.errors import EngineError
-from engine.paradigms.base import clip_question
+from engine.paradigms.base import check_question
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import Explorer
+from engine.service.long_builds import BuildNeeded
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +37,9 @@ def _label(name: str) -> str:
     return PARADIGMS[name].label if name in PARADIGMS else name
 
 
-def view(traces, errors, cut, running: str):
+def view(traces, errors, running: str):
     """(notice, table, timing figure, final passages) for the runs finished so far."""
-    messages = ([cut] if cut else []) + errors
-    notice_html = "".join(error_box(m) for m in messages)
+    notice_html = "".join(error_box(m) for m in errors)
     if running:
         notice_html += f"<div class='fe-stage'>{esc(running)}</div>"
     if not traces:
@@ -76,31 +77,41 @@ def build(explorer: Explorer) -> dict:
     finals = gr.HTML(elem_id="fe-compare-finals")
 
     def compare(text, gold, names, equal_budget, tokens, searched, *widgets):
-        """Runs the paradigms one after another, showing each column as it finishes."""
-        text, cut = clip_question(text)
+        """Runs the paradigms one after another, showing each column as it finishes. A
+        refused comparison clears the last one's columns (they were another question's)."""
+        try:
+            check_question(text)  # once, by the rule every run and the API follow
+        except EngineError as err:
+            yield refused_box(err), "", None, ""
+            return
         if len(names or []) < 1:
             yield error_box("Pick at least one paradigm."), "", None, ""
             return
         if equal_budget and not (tokens and MIN_BUDGET <= tokens <= MAX_BUDGET):
             yield (error_box(f"Reader tokens {tokens} is out of range: give {MIN_BUDGET:,} "
                              f"to {MAX_BUDGET:,}, or untick the equal reader budget."),
-                   gr.skip(), gr.skip(), gr.skip())
+                   "", None, "")
             return
         traces, errors = [], []
         for at, name in enumerate(names, start=1):
-            yield view(traces, errors, cut, f"Running {name} ({at} of {len(names)})…")
+            yield view(traces, errors, f"Running {name} ({at} of {len(names)})…")
             try:
                 config = config_json(name, params.keys(), list(widgets))
                 if equal_budget:
                     config = with_budget(config, int(tokens))
                 traces.append(explorer.run(target(text, gold), name, config, searched or ""))
+            except BuildNeeded as err:
+                logger.info("refused: %s: %s", name, err.what)
+                errors.append(f"{name}: these options need a build first - {err.what}. "
+                              "Build it with \"Build and run\" in Explore (same options), "
+                              "then compare.")
             except EngineError as err:
                 logger.info("refused: %s: %s", name, " ".join(str(err).split()))
                 errors.append(f"{name}: {err}")
             except Exception as err:  # noqa: BLE001 - the page must stay usable
                 logger.exception("compare run failed")
                 errors.append(f"{name}: the run failed: {err}")
-        yield view(traces, errors, cut, "")
+        yield view(traces, errors, "")
 
     chosen.change(lambda names: show_panels(params, names), chosen,
                   list(params.groups.values()), api_visibility="private")

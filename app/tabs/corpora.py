@@ -5,6 +5,8 @@ the models each role can use, with what each has built.
 
 from __future__ import annotations
 
+from functools import partial
+
 import gradio as gr
 
 from app.errors import refused_box
@@ -25,7 +27,7 @@ def uploaded_path(uploaded) -> str | None:
 
 def corpus_choice(explorer: Explorer, elem_id: str) -> gr.Dropdown:
     """The corpus a tab's requests search (the start-up one first); the Corpora tab keeps
-    its choices current."""
+    its choices current (`offered`: not those that failed to load) from the page's load."""
     names = explorer.corpus_names()
     # a corpus removed while a tab still shows it reaches the engine, which says so
     return gr.Dropdown(names, value=names[0], label="Corpus", elem_id=elem_id,
@@ -90,9 +92,10 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> dict:
                           "this data directory, or 'local' for two local workers: the "
                           "dense passages of the next corpus added are encoded there")
     with gr.Row():
-        removable = gr.Dropdown(_added(explorer.corpora()), label="Added corpus", scale=2,
-                                elem_id="fe-corpus-remove-name")
+        removable = gr.Dropdown(_added(explorer.corpora()), value=None, label="Added corpus",
+                                scale=2, elem_id="fe-corpus-remove-name")
         remove = gr.Button("Remove", variant="stop", elem_id="fe-corpus-remove", scale=1)
+    pending = gr.State(None)  # the corpus a first Remove click asked to confirm
     message = gr.HTML(elem_id="fe-corpora-message")
     timer = gr.Timer(REFRESH_SECONDS, active=False)
     gr.Markdown(
@@ -102,48 +105,86 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> dict:
         "the reader also an OpenAI-compatible endpoint.")
     models = gr.HTML(models_table(explorer.models()), elem_id="fe-models-table")
 
-    def refreshed(note: str | None = None) -> tuple:
-        """(message, table, timer, removable, every tab's choice) as they are now."""
-        rows = explorer.corpora()
-        names = [row.name for row in rows]
-        preparing = any(row.status == "preparing" for row in rows)
-        return (gr.skip() if note is None else note, corpora_table(rows),
-                gr.Timer(active=preparing), gr.Dropdown(choices=_added(rows)),
-                *(gr.Dropdown(choices=names) for _ in choices))
-
-    def added(new_name: str, source, upload_it: bool, address: str) -> tuple:
+    def added(new_name: str, source, upload_it: bool, address: str, *current) -> tuple:
         source = uploaded_path(source) if upload_it else (source or "").strip()
         if not source:
             what = "Choose a file to upload" if upload_it else "Give a path on the server"
-            return refreshed(refused_box(f"{what} first, then a name for the corpus."))
+            return refreshed(explorer, current,
+                             refused_box(f"{what} first, then a name for the corpus."))
         try:
             corpus = explorer.add_corpus(new_name, source, upload=upload_it, ray=address)
         except (EngineError, ValueError) as err:
-            return refreshed(refused_box(err))
-        return refreshed(f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read "
+            return refreshed(explorer, current, refused_box(err))
+        return refreshed(explorer, current,
+                         f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read "
                          "and prepared; the table shows how far.</div>")
 
-    def removed(corpus: str | None) -> tuple:
-        if not corpus:
-            return refreshed(refused_box("Choose an added corpus to remove."))
-        try:
-            explorer.remove_corpus(corpus)
-        except EngineError as err:
-            return refreshed(refused_box(err))
-        return refreshed(f"<div class='fe-kept'>Removed corpus <b>{esc(corpus)}</b>.</div>")
-
+    shown = [removable, *choices]  # their values: what a refresh keeps if still offered
     outputs = [message, table, timer, removable, *choices]
-    add.click(lambda n, f, r: added(n, f, True, r), [name, upload, ray], outputs,
-              api_visibility="private")
-    add_path.click(lambda n, p, r: added(n, p, False, r), [path_name, path, ray], outputs,
-                   api_visibility="private")
-    remove.click(removed, removable, outputs, api_visibility="private")
-    timer.tick(refreshed, None, outputs, api_visibility="private")
+    add.click(lambda n, f, r, *c: added(n, f, True, r, *c), [name, upload, ray, *shown],
+              outputs, api_visibility="private")
+    add_path.click(lambda n, p, r, *c: added(n, p, False, r, *c), [path_name, path, ray, *shown],
+                   outputs, api_visibility="private")
+    remove.click(partial(remove_asked, explorer), [removable, pending, *choices],
+                 [*outputs, pending], api_visibility="private")
+    timer.tick(lambda *c: refreshed(explorer, c), shown, outputs, api_visibility="private")
 
     def everything() -> tuple:  # the tab opened: the models too (not on every tick)
-        return (*refreshed(), models_table(explorer.models()))
+        return (*refreshed(explorer, [None] * len(shown)), models_table(explorer.models()))
 
     return {"refresh": (everything, [*outputs, models])}
+
+
+# --- callbacks ----------------------------------------------------------------------------
+
+
+def offered(rows: list[CorpusRow]) -> list[str]:
+    """The corpora a tab's Corpus choice offers: every one but those that failed to load
+    (nothing runs over them; the Corpora tab shows why), the start-up one always first."""
+    return [row.name for row in rows if row.status != "failed" or row.origin == "started with"]
+
+
+def refreshed(explorer: Explorer, current, note: str | None = None) -> tuple:
+    """(message, table, timer, removable, every tab's choice) as they are now. `current`
+    holds the values shown (the removable corpus, then each tab's choice; None: unknown):
+    a value no longer offered is replaced (by nothing, or by the start-up corpus), so no
+    dropdown goes on holding a corpus that is gone."""
+    rows = explorer.corpora()
+    names, removable = offered(rows), _added(rows)
+    preparing = any(row.status == "preparing" for row in rows)
+    held, *chosen = current
+
+    def choice(options: list[str], value, fallback) -> gr.Dropdown:
+        if value is None or value in options:
+            return gr.Dropdown(choices=options)
+        return gr.Dropdown(choices=options, value=fallback)
+
+    return (gr.skip() if note is None else note, corpora_table(rows),
+            gr.Timer(active=preparing), choice(removable, held, None),
+            *(choice(names, value, names[0]) for value in chosen))
+
+
+def remove_asked(explorer: Explorer, corpus: str | None, pending: str | None,
+                 *chosen) -> tuple:
+    """Remove, as Delete in Sessions: the first click names what would go and asks; a
+    second click on the same corpus removes it. Returns `refreshed`'s views and the corpus
+    waiting for a confirmation."""
+    current = (corpus, *chosen)
+    if not corpus:
+        return (*refreshed(explorer, current,
+                           refused_box("Choose an added corpus to remove.")), None)
+    if corpus != pending:
+        return (*refreshed(explorer, current, (
+            f"<div class='fe-error'>Press Remove again to remove corpus <b>{esc(corpus)}</b> "
+            "for good: its stored file is deleted and no tab can search it any more.</div>")),
+            corpus)
+    try:
+        explorer.remove_corpus(corpus)
+    except EngineError as err:
+        return (*refreshed(explorer, current, refused_box(err)), None)
+    return (*refreshed(explorer, current,
+                       f"<div class='fe-kept'>Removed corpus <b>{esc(corpus)}</b>.</div>"),
+            None)
 
 
 def models_table(rows: list[ModelRow]) -> str:

@@ -229,7 +229,7 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
     poll = gr.Timer(POLL_SECONDS, active=False)
     views = result_views()
     gr.Markdown("### Stored evaluations")
-    stored = gr.Dataframe(headers=LIST_COLUMNS, value=lambda: listing(explorer),
+    stored = gr.Dataframe(headers=LIST_COLUMNS,  # filled on page load (app.ui)
                           interactive=False, wrap=True, max_height=300,
                           elem_id="fe-eval-list")
     with gr.Row():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 import gradio as gr
 
@@ -21,9 +22,9 @@ from app.views.formatting import (
     stage_table,
 )
 from engine.errors import EngineError
-from engine.paradigms.base import clip_question
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import Explorer
+from engine.service.long_builds import BuildNeeded
 from engine.trace import RunTrace
 from engine.types import Question
 
@@ -53,6 +54,8 @@ def build(explorer: Explorer) -> dict:
         corpus = corpus_choice(explorer, "fe-corpus")
         run = gr.Button("Run", variant="primary", elem_id="fe-run", scale=2)
     notice = gr.HTML(elem_id="fe-notice")
+    build_run = gr.Button("Build and run", variant="primary", visible=False,
+                          elem_id="fe-build-run")
     banner = gr.HTML(elem_id="fe-banner")
     answer = gr.HTML(elem_id="fe-answer")
     with gr.Row():
@@ -63,51 +66,111 @@ def build(explorer: Explorer) -> dict:
     tables = gr.HTML(elem_id="fe-tables")
     with gr.Row():
         save_name = gr.Textbox(label="Run name", scale=2, elem_id="fe-save-name")
-        save_notes = gr.Textbox(label="Notes", scale=3)
+        save_notes = gr.Textbox(label="Notes", scale=3, elem_id="fe-save-notes")
         save = gr.Button("Save run", scale=1, elem_id="fe-save")
     saved = gr.HTML(elem_id="fe-saved")
     reread.build(explorer, trace_state)
-
-    def ask(text, gold: Question | None, name, heat, searched, *widgets):
-        text, cut = clip_question(text)
-        notice_html = error_box(cut) if cut else ""
-        # a refused or failed run leaves the last run's results on the page
-        kept = (gr.skip(),) * 7
-        try:
-            config = config_json(name, params.keys(), list(widgets))
-            for trace in explorer.stream(target(text, gold), name, config, searched or ""):
-                yield (notice_html, *trace_views(trace, heat), "")
-            yield (notice_html, *trace_views(trace, heat), trace.to_json())
-        except EngineError as err:
-            yield (refused_box(err), *kept)
-        except Exception as err:  # noqa: BLE001 - the page must stay usable
-            logger.exception("run failed")
-            yield (error_box(f"The run failed: {err}"), *kept)
 
     def redraw_heatmap(trace_json, heat):
         if not trace_json:
             return None
         return figures.heatmap_figure(RunTrace.from_json(trace_json), heat)
 
-    def save_current(trace_json, name, notes):
-        if not trace_json:
-            return error_box("Run a question first; there is nothing to save yet.")
-        try:
-            run_id = explorer.save_run(RunTrace.from_json(trace_json), name, notes)
-        except EngineError as err:
-            return refused_box(err)
-        return f"<div class='fe-kept'>Saved as run {run_id}.</div>"
-
     outputs = [notice, banner, answer, funnel_plot, waterfall_plot, heatmap, tables,
                trace_state]
     inputs = [question, picker.gold, paradigm, heat_by, corpus, *params.inputs()]
+    run_outputs = [*outputs, build_run, save_name, save_notes, saved]
+    private = {"api_visibility": "private"}
     for trigger in (run.click, question.submit):
-        trigger(ask, inputs, outputs, api_visibility="private")
+        trigger(partial(ask, explorer, params.keys(), False), inputs, run_outputs, **private)
+    build_run.click(partial(ask, explorer, params.keys(), True), inputs, run_outputs,
+                    **private)
     paradigm.change(lambda name: show_panels(params, name), paradigm,
-                    list(params.groups.values()), api_visibility="private")
-    heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, api_visibility="private")
-    save.click(save_current, [trace_state, save_name, save_notes], saved, api_visibility="private")
+                    list(params.groups.values()), **private)
+    heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, **private)
+    save.click(partial(save_current, explorer), [trace_state, save_name, save_notes],
+               [saved, save_name, save_notes], **private)
     return {"question": question, "paradigm": paradigm, "outputs": outputs, "corpus": corpus}
+
+
+# --- callbacks ----------------------------------------------------------------------------
+
+# the trace views and trace JSON of no run: what a refused run leaves, so that the last
+# run's answer and figures never stand under a refusal as if they were this question's
+CLEARED = ("", "", None, None, None, "", "")
+
+
+def ask(explorer: Explorer, keys: list, build_first: bool, text, gold: Question | None,
+        name, heat, searched, *widgets):
+    """Run the question, yielding (notice, the trace views, trace JSON, "Build and run"
+    button, run name, notes, save message) as each stage arrives. A new run clears the
+    run name, notes and save message (they were the last run's). A refused run, or one
+    that fails before its first stage, clears the last run's views; one that needs a long
+    build says which and how long and shows "Build and run" (`build_first`: build it)."""
+    hidden, same = gr.Button(visible=False), (gr.skip(),) * 3  # name, notes, message
+    yield ("", *(gr.skip(),) * len(CLEARED), hidden, "", "", "")
+    shown = False
+    try:
+        config = config_json(name, keys, list(widgets))
+        notice, runs = _start(explorer, target(text, gold), name, config, searched or "",
+                              build_first)
+        if notice:  # a build first: say so while it runs, before the first stage
+            yield (notice, *(gr.skip(),) * len(CLEARED), hidden, *same)
+        for trace in runs:
+            shown = True
+            yield (notice, *trace_views(trace, heat), "", hidden, *same)
+        yield (notice, *trace_views(trace, heat), trace.to_json(), hidden, *same)
+    except BuildNeeded as err:
+        yield (build_box(err), *CLEARED, gr.Button(visible=True), *same)
+    except EngineError as err:
+        yield (refused_box(err), *_kept_or_cleared(shown), hidden, *same)
+    except Exception as err:  # noqa: BLE001 - the page must stay usable
+        logger.exception("run failed")
+        yield (error_box(f"The run failed: {err}"), *_kept_or_cleared(shown), hidden, *same)
+
+
+def _start(explorer: Explorer, question, name: str, config: str, corpus: str,
+           build_first: bool) -> tuple[str, object]:
+    """(notice, the run's trace stream); with `build_first`, a build the config still needs
+    is named in the notice and made first (BuildNeeded is raised otherwise)."""
+    try:
+        return "", explorer.stream(question, name, config, corpus)
+    except BuildNeeded as needed:
+        if not build_first:
+            raise
+        notice = (f"<div class='fe-stage'>Building first: {esc(needed.what)}. It takes its "
+                  "turn with the other long builds (the status line lists them); the "
+                  "stages show once it is built, and the other tabs keep answering.</div>")
+        return notice, explorer.stream(question, name, config, corpus, build=True)
+
+
+def _kept_or_cleared(shown: bool) -> tuple:
+    """The views after a run stopped: this run's stages so far (its own, if any showed),
+    else cleared."""
+    return (gr.skip(),) * len(CLEARED) if shown else CLEARED
+
+
+def build_box(needed: BuildNeeded) -> str:
+    """The notice for a run whose options need a long build first: which and how long,
+    and the way on (Build and run, or the options the app prepared)."""
+    return refused_box(f"These options need a build first - {needed.what}. Press "
+                       "\"Build and run\" to build it and then run (the app stays usable "
+                       "meanwhile), or go back to the options the app prepared (the "
+                       "defaults).")
+
+
+def save_current(explorer: Explorer, trace_json, name, notes) -> tuple:
+    """(message, run name, notes) after Save: the name and notes clear once saved, so they
+    never carry over to the next run's save; saving the same run again is refused
+    (Explorer.save_run), naming the run it was saved as."""
+    if not trace_json:
+        return (error_box("Run a question first; there is nothing to save yet."),
+                gr.skip(), gr.skip())
+    try:
+        run_id = explorer.save_run(RunTrace.from_json(trace_json), name, notes)
+    except EngineError as err:
+        return refused_box(err), gr.skip(), gr.skip()
+    return f"<div class='fe-kept'>Saved as run {run_id}.</div>", "", ""
 
 
 def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: list | None) -> tuple:

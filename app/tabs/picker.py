@@ -101,8 +101,9 @@ def question_picker(explorer: Explorer, prefix: str,
     gold_info = gr.Markdown(elem_id=f"{prefix}-gold")
     with gr.Row():
         question = gr.Textbox(label="Question", value=EXAMPLE, scale=4, lines=1,
-                              # the browser cuts silently at max_length; the run cuts to
-                              # MAX_QUESTION_CHARS and says so, naming the length pasted
+                              # the browser cuts silently at max_length; a run refuses
+                              # more than MAX_QUESTION_CHARS, naming the length, as the
+                              # API does (engine.paradigms.base.check_question)
                               max_length=PASTE_LIMIT, elem_id=f"{prefix}-question")
         extra = beside() if beside else None
 

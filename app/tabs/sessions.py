@@ -81,7 +81,7 @@ def build(explorer: Explorer) -> dict:
     with gr.Row():
         gr.Markdown("Click a run to pick it; click a second one to pick a pair to compare.")
         refresh = gr.Button("Refresh list", size="sm", scale=0)
-    table = gr.Dataframe(headers=COLUMNS, value=lambda: rows(explorer), wrap=True,
+    table = gr.Dataframe(headers=COLUMNS, wrap=True,  # filled on page load (app.ui)
                          interactive=False, label="Saved runs", elem_id="fe-sessions-table",
                          max_height=420, column_widths=[  # "paradigm" and "seconds" unbroken
                              "4%", "10%", "8%", "7%", "20%", "12%", "4%", "4%", "7%", "8%",

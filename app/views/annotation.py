@@ -4,7 +4,7 @@ and the classifier's versions, as HTML from engine records."""
 from __future__ import annotations
 
 from app.views.formatting import error_box, esc
-from engine.service.annotation import JudgedPair
+from engine.service.annotation import AUC_DECIMALS, JudgedPair
 from engine.service.readiness import duration
 from engine.store.labels import Label
 
@@ -70,25 +70,17 @@ def plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
+RULE = (f"A retrained version becomes active only if its held-out AUC (to {AUC_DECIMALS} "
+        "decimals, on the same held-out pairs) is at least the active version's. "
+        "Otherwise the active version stays, and the new one is kept: choose it under "
+        "Versions and press Make active to use it anyway.")
+
+
 def classifier_html(status: dict) -> str:
-    """The active version, every version's held-out figures, and the retrain's progress."""
+    """The retrain's state (what it waits for, its progress, or how it ended), the rule
+    that decides which version is active, and every version's held-out figures."""
     job = status["retrain"]
-    lines = []
-    if job["state"] == "running":
-        part, left = "", ""
-        if job["total"]:
-            part = f": {job['done']:,}/{job['total']:,} steps"
-            if job["done"] and job["seconds"]:
-                rate = job["done"] / job["seconds"]
-                left = f", about {duration((job['total'] - job['done']) / rate)} left"
-        lines.append(f"<div class='fe-progress'>Retraining on {plural(job['labels'], 'label')}"
-                     f"{part}, {job['seconds']:.0f} s so far{left}…</div>")
-    elif job["state"] == "failed":
-        lines.append(error_box(f"The retrain failed: {job['error']}"))
-    elif job["state"] == "done":
-        lines.append(f"<div class='fe-kept'>Retrained in {job['seconds']:.0f} s on "
-                     f"{plural(job['labels'], 'label')}: version {esc(job['after'])} is now active "
-                     f"(before: {esc(job['before'] or 'none')}).</div>")
+    lines = [_retrain_html(job, status.get("active"))]
     rows = []
     for v in reversed(status["versions"]):
         m = v["heldout"]
@@ -102,14 +94,105 @@ def classifier_html(status: dict) -> str:
     if not rows:
         lines.append("<div>No classifier is trained yet: the app trains one in the "
                      "background on its first start, or press Retrain.</div>")
-    lines.append("<small>Labels on held-out or HotpotQA dev500 questions are kept but set "
-                 "aside when retraining, so held-out figures stay comparable and evaluation "
-                 "stays clean.</small>")
+    lines.append(f"<small id='fe-retrain-rule'>{esc(RULE)} Labels on held-out or HotpotQA "
+                 "dev500 questions are kept but set aside when retraining, so held-out "
+                 "figures stay comparable and evaluation stays clean.</small>")
     return ("".join(lines) + "<table class='fe-table' id='fe-versions-table'><thead><tr>"
             "<th>version</th><th>trained</th><th>labels</th><th>threshold</th>"
             "<th>AUC</th><th>accuracy</th><th>precision</th><th>recall</th>"
             "<th>held-out pairs</th></tr>"
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _retrain_html(job: dict, active: str | None) -> str:
+    """What the retrain waits for, how far it has got, or how it ended."""
+    if job["state"] == "waiting":
+        return (f"<div class='fe-progress' id='fe-retrain-waiting'>Retrain on "
+                f"{plural(job['labels'], 'label')} waiting ({duration(job.get('waited', 0))} "
+                f"so far) for {esc(job.get('waiting_for') or 'its turn')}. It starts by itself "
+                "when that ends: one long build runs at a time here, the shortest first.</div>")
+    if job["state"] == "running":
+        part, left = "", ""
+        if job.get("phase"):
+            part = f": {job['phase']}"
+        elif job["total"]:
+            part = f": {job['done']:,}/{job['total']:,} ({job['done'] / job['total']:.0%})"
+            if job.get("left") is not None:  # told once it has kept a pace
+                left = f", about {duration(job['left'])} left"
+        return (f"<div class='fe-progress'>Retraining on {plural(job['labels'], 'label')}"
+                f"{esc(part)}, {job['seconds']:.0f} s so far{left}…</div>")
+    if job["state"] == "failed":
+        return error_box(f"The retrain failed: {job['error']}")
+    if job["state"] == "interrupted":
+        return error_box(f"The last retrain was interrupted: {job['error']}")
+    if job["state"] == "done":
+        return _retrain_done_html(job, active)
+    return ""
+
+
+def _retrain_done_html(job: dict, active: str | None) -> str:
+    """How a retrain ended: which version is active and why, both versions' figures."""
+    after, before = esc(job["after"]), esc(job["before"])
+    compared = job.get("compared") or {}
+    if job["after"] == job["before"]:
+        return ("<div class='fe-kept' id='fe-retrain-done'>The retrain made no new version: "
+                f"the active version {after} was trained on these very labels. Label more "
+                "pairs, then retrain.</div>")
+    waited = job.get("waited", 0)
+    head = (f"Retrained in {duration(job['seconds'])} on {plural(job['labels'], 'label')}"
+            + (f" (after waiting {duration(waited)} for its turn)" if waited >= 1 else ""))
+    new, old = compared.get("after") or {}, compared.get("before") or {}
+    if not job["before"]:
+        text = (f"{head}: version {after} is now active (before: no trained version; the "
+                "untrained stand-in decided).")
+        box = "fe-kept"
+    elif job.get("activated", True):
+        text = (f"{head}: version {after} is now active, replacing version {before}"
+                + (f": its held-out AUC {_figure(new)} is not below {_figure(old)}."
+                   if old.get("heldout_auc") is not None else
+                   " (which could not be measured on the held-out pairs)."))
+        box = "fe-kept"
+    else:
+        since = (" You have made it active since." if active == job["after"] else
+                 " It is selected under Versions: press Make active to use it anyway.")
+        text = (f"{head}: version {after} is kept but <b>not made active</b>: its held-out "
+                f"AUC {_figure(new)} is below version {before}'s {_figure(old)}, which stays "
+                f"active.{since}")
+        box = "fe-error"
+    return (f"<div class='{box}' id='fe-retrain-done'>{text}</div>"
+            + comparison_table(compared))
+
+
+def comparison_table(compared: dict) -> str:
+    """Before and after on the same held-out pairs (empty when nothing was compared)."""
+    rows = []
+    for role in ("before", "after"):
+        entry = compared.get(role)
+        if not entry:
+            continue
+        if entry.get("error"):
+            rows.append(f"<tr><td>{role}</td><td>{esc(entry['id'])}</td><td colspan='5'>"
+                        f"could not be measured: {esc(entry['error'])}</td></tr>")
+            continue
+        m = entry["heldout"]
+        again = " (measured again on these pairs)" if entry.get("rescored") else ""
+        rows.append(f"<tr><td>{role}</td><td>{esc(entry['id'])}{again}</td>"
+                    f"<td>{_figure(entry)}</td><td>{entry['threshold']:.3f}</td>"
+                    f"<td>{m.get('accuracy', 0):.3f}</td><td>{m.get('precision', 0):.3f}</td>"
+                    f"<td>{m.get('recall', 0):.3f}</td></tr>")
+    if not rows:
+        return ""
+    return (f"<table class='fe-table' id='fe-retrain-compared'><caption>Before and after, on "
+            f"the same {compared.get('pairs', 0)} held-out pairs</caption><thead><tr><th></th>"
+            "<th>version</th><th>AUC</th><th>threshold</th><th>accuracy</th>"
+            f"<th>precision</th><th>recall</th></tr></thead><tbody>{''.join(rows)}</tbody>"
+            "</table>")
+
+
+def _figure(entry: dict) -> str:
+    """A held-out AUC as the rule compares it."""
+    auc = entry.get("heldout_auc")
+    return "?" if auc is None else f"{auc:.{AUC_DECIMALS}f}"
 
 
 def _auc(version: dict) -> str:

@@ -139,9 +139,13 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     kept = set(read.answered_from)
     if kept >= set(passages):  # the answer read them all: a star would mark nothing
         kept = set()
-    labels = [f"{'* ' if p in kept else ''}{html.escape(_short(p))}" for p in passages]
-    hover = [[f"{html.escape(p)}<br>{by[:-1]} {j}<br>tokens: {html.escape(' | '.join(t))}"
-              for j in range(cells.shape[1])] for p, t in zip(passages, tokens, strict=False)]
+    labels = [f"{'* ' if p in kept else ''}{html.escape(label)}"
+              for p, label in zip(passages, row_labels(trace, passages), strict=True)]
+    titles = {c.unit.id: c.unit.title for s in trace.stages for c in s.candidates}
+    named = [html.escape(p if titles.get(p, p) in p else f"{titles[p]} ({p})")
+             for p in passages]
+    hover = [[f"{name}<br>{by[:-1]} {j}<br>tokens: {html.escape(' | '.join(t))}"
+              for j in range(cells.shape[1])] for name, t in zip(named, tokens, strict=False)]
     fig = go.Figure(go.Heatmap(z=cells, y=labels, text=hover, colorscale="Viridis",
                                hovertemplate="%{text}<br>attention %{z:.4f}<extra></extra>",
                                colorbar={"title": "attention"}))
@@ -193,6 +197,28 @@ def _step_seconds(trace: RunTrace, name: str) -> float:
         c.seconds for c in trace.llm_steps if f"LLM: {c.purpose}" == name)
 
 
+def row_labels(trace: RunTrace, passages: Sequence[str]) -> list[str]:
+    """The heatmap's row labels, one per passage and never two alike: plotly draws rows
+    with equal labels as one, and two passages of a long-titled document shortened to the
+    same text once showed as one row (4 read, 3 shown). Each is labelled by its rank in
+    the last stage that listed it (as the stage tables show it; else its place in the
+    reading order), its id shortened and its passage number."""
+    ranks = {c.unit.id: c.rank for stage in trace.stages for c in stage.candidates}
+    labels = [row_label(ranks.get(p, n), p) for n, p in enumerate(passages, start=1)]
+    if len(set(labels)) < len(labels):  # ranks of two stages, ids alike when shortened
+        labels = [f"{label} [{n}]" for n, label in enumerate(labels, start=1)]
+    return labels
+
+
+def row_label(rank: int, unit_id: str, width: int = 34) -> str:
+    """A heatmap row's label: a rank, the unit id shortened and the passage number
+    ("#2 Along the River During the Qin… (p3)"); the full id is in the hover."""
+    base, sep, number = unit_id.rpartition("#")
+    if sep and base and number.isdigit():
+        return f"#{rank} {_short(base, width)} (p{number})"
+    return f"#{rank} {_short(unit_id, width)}"
+
+
 def _short(text: str, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -212,25 +238,39 @@ def precision_recall(scores: Sequence[Sequence[float]]) -> tuple[list[float], li
 
 @failsafe
 def precision_recall_figure(status: dict) -> go.Figure:
-    """Held-out precision/recall of the retrain's versions before and after (else the two
-    newest), each with its chosen threshold marked."""
-    by_id = {v["id"]: v for v in status["versions"]}
-    job = status["retrain"]
-    shown = [by_id[i] for i in (job.get("before"), job.get("after")) if i in by_id] \
-        or status["versions"][-2:]
+    """Held-out precision/recall of the last retrain's versions before and after, both
+    measured on the same held-out pairs (else the two newest versions, each on its own),
+    one labelled curve each with its chosen threshold marked in the curve's colour."""
+    compared = status["retrain"].get("compared") or {}
+    labels = {v["id"]: v["labels"] for v in status["versions"]}
+    if compared.get("after"):
+        shown = [(f"{role}: ", entry) for role, entry in (("before", compared.get("before")),
+                                                          ("after", compared["after"]))
+                 if entry and entry.get("heldout_scores")]
+        title = (f"The same {compared.get('pairs', 0)} held-out pairs, before and after: "
+                 "precision against recall")
+    else:
+        shown = [("", version) for version in status["versions"][-2:]]
+        title = "Held-out pairs: precision against recall"
     if not shown:
         return text_figure("No classifier trained yet.")
     fig = go.Figure()
-    for version in shown:
-        scores = version.get("heldout_scores") or []
-        recall, precision = precision_recall(scores)
-        fig.add_trace(go.Scatter(x=recall, y=precision, mode="lines",
-                                 name=f"{version['id'][:8]} ({version['labels']} labels)"))
+    # the older grey and dashed (visible where the newer runs over it), the newer in colour
+    styles = (("#9e9e9e", "dash"), (STAGE, "solid"))[-len(shown):]
+    for (role, version), (colour, dash) in zip(shown, styles, strict=True):
+        recall, precision = precision_recall(version.get("heldout_scores") or [])
+        auc = version.get("heldout_auc")
+        name = (f"{role}{version['id'][:8]} ({labels.get(version['id'], 0)} labels"
+                f"{'' if auc is None else f', AUC {auc:.3f}'})")
+        fig.add_trace(go.Scatter(x=recall, y=precision, mode="lines", name=name,
+                                 line={"color": colour, "dash": dash}))
         m = version["heldout"]
         fig.add_trace(go.Scatter(x=[m.get("recall", 0)], y=[m.get("precision", 0)],
-                                 mode="markers", marker={"size": 10}, showlegend=False,
-                                 hovertext=f"threshold {version['threshold']:.3f}"))
-    fig.update_layout(title="Held-out pairs: precision against recall (dot: the threshold)",
+                                 mode="markers", marker={"size": 10, "color": colour},
+                                 showlegend=False,
+                                 hovertext=f"{name}: threshold {version['threshold']:.3f}"))
+    fig.update_layout(title=f"{title} (dot: each version's threshold)",
                       xaxis_title="recall", yaxis_title="precision", height=HEIGHT,
-                      xaxis={"range": [0, 1.02]}, yaxis={"range": [0, 1.02]})
+                      xaxis={"range": [0, 1.02]}, yaxis={"range": [0, 1.02]},
+                      legend={"orientation": "h", "y": -0.25})
     return fig

@@ -32,7 +32,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ask.add_argument("--show", type=int, default=5, help="candidates shown per stage")
 
     ev = sub.add_parser("eval", help="run paradigms over a QA file and summarise")
-    ev.add_argument("--dataset", required=True, help="a QA file (or a name under shared data)")
+    ev.add_argument("--dataset", required=True,
+                    help='a listed dataset as the app names it ("HotpotQA dev500"), or a QA '
+                         "file (a path, or one under the shared data folder)")
     ev.add_argument("--paradigm", default=",".join(names()),
                     help=f"comma-separated, of: {', '.join(names())} (default: all)")
     ev.add_argument("--corpus", default="pooled", help="haystack; the file's paragraphs are added")
@@ -88,9 +90,13 @@ def evaluate(args: argparse.Namespace) -> int:
     from engine.eval.runner import run_eval
     from engine.eval.summary import summarise
     from engine.paths import data_dir, shared_data_dir
+    from engine.service.datasets import listed_path
 
     dataset = Path(args.dataset)
-    if not dataset.exists() and (shared_data_dir() / args.dataset).exists():
+    listed = listed_path(args.dataset)  # a listed dataset's name, as the app shows it
+    if listed is not None and not dataset.exists():
+        dataset = shared_data_dir() / listed
+    elif not dataset.exists() and (shared_data_dir() / args.dataset).exists():
         dataset = shared_data_dir() / args.dataset
     paradigms = [p.strip() for p in args.paradigm.split(",") if p.strip()]
     out = Path(args.out) if args.out else data_dir() / "eval" / (

@@ -34,9 +34,12 @@ FORMATS = ("ragas", "ragchecker", "flashrag")
 SUFFIXES = {"ragas": "jsonl", "ragchecker": "json", "flashrag": "jsonl"}
 
 
-def export(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = ()) -> str:
+def export(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = (),
+           runs: Sequence[str] = ()) -> str:
     """The text of a `fmt` file holding `traces` (see the module docstring); `labels`
-    name each run in place of its paradigm (a sweep's grid points)."""
+    name each run in place of its paradigm (a sweep's grid points). `runs` says what each
+    run is where a refusal names it ("saved run 12 'Budapest'"); by default its id in the
+    file."""
     if fmt not in FORMATS:
         raise ConfigError(f"Unknown export format {fmt!r}. Choose from: {', '.join(FORMATS)}.")
     if not traces:
@@ -44,8 +47,12 @@ def export(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = ()) -> 
     names = list(labels) or [t.paradigm for t in traces]
     if len(names) != len(traces):
         raise ConfigError(f"{len(names)} labels for {len(traces)} runs: give one per run.")
+    ids = _ids(traces, names)
+    if fmt == "ragchecker":
+        for trace, shown in zip(traces, runs or [f"run {i!r}" for i in ids], strict=True):
+            _check_gold(trace, shown)
     records = [_RECORDS[fmt](trace, run_id, name)
-               for trace, run_id, name in zip(traces, _ids(traces, names), names, strict=True)]
+               for trace, run_id, name in zip(traces, ids, names, strict=True)]
     if fmt == "ragchecker":
         return json.dumps({"results": records}, ensure_ascii=False, indent=1)
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
@@ -65,10 +72,7 @@ def ragas_sample(trace: RunTrace, run_id: str, name: str = "") -> dict:
 
 
 def ragchecker_result(trace: RunTrace, run_id: str, name: str = "") -> dict:
-    if trace.gold is None or not trace.gold.answers:
-        raise ConfigError(f"RAGChecker needs a gold answer for every query, and run "
-                          f"{run_id!r} ({trace.question[:60]!r}) has none. Export runs of "
-                          "dataset questions, or pick the ragas or flashrag format.")
+    _check_gold(trace, f"run {run_id!r}")
     return {"query_id": run_id, "query": trace.question, "gt_answer": trace.gold.answers[0],
             "response": trace.answer,
             "retrieved_context": [{"doc_id": c.unit.id, "text": c.unit.text}
@@ -89,6 +93,14 @@ def flashrag_item(trace: RunTrace, run_id: str, name: str = "") -> dict:
                                             for c in trace.read],
                        "prompt": answers[-1].prompt if answers else "",
                        "pred": trace.answer, "metric_score": scores}}
+
+
+def _check_gold(trace: RunTrace, shown: str) -> None:
+    """Refuse a run RAGChecker cannot score, naming it as `shown` ("saved run 12")."""
+    if trace.gold is None or not trace.gold.answers:
+        raise ConfigError(f"RAGChecker needs a gold answer for every query, and {shown} "
+                          f"({trace.question[:60]!r}) has none. Export runs of dataset "
+                          "questions, or pick the ragas or flashrag format.")
 
 
 _RECORDS: dict[str, Callable[[RunTrace, str, str], dict]] = {

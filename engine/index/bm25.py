@@ -34,6 +34,15 @@ MAX_K = 10_000
 MMAP_FROM = 100_000
 
 
+def _bm25s():
+    """The bm25s package, its logger kept at WARNING: bm25s sets it to DEBUG when imported,
+    which puts "Building index from IDs" and the like in the log at any level."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
+
+
 @lru_cache(maxsize=1)
 def _stemmer():
     import Stemmer
@@ -47,9 +56,7 @@ def tokenize(texts: list[str], show_progress: bool = False, return_ids: bool = F
     With `return_ids` the result is bm25s' `Tokenized(ids, vocab)`, which holds one small
     int per token instead of one string: the form used to build large indexes.
     """
-    import bm25s
-
-    return bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), return_ids=return_ids,
+    return _bm25s().tokenize(texts, stopwords="en", stemmer=_stemmer(), return_ids=return_ids,
                           show_progress=show_progress)
 
 
@@ -87,9 +94,7 @@ class BM25Index:
 
 def build_bm25(units: tuple[Unit, ...], folder: Path) -> None:
     """Index `units` and save the index plus their ids into `folder`."""
-    import bm25s
-
-    retriever = bm25s.BM25()
+    retriever = _bm25s().BM25()
     logger.info("BM25: indexing %d %s", len(units), units[0].granularity if units else "units")
     tokens = tokenize([index_text(u) for u in units], return_ids=True)
     retriever.index(tokens, show_progress=False)  # seconds: a bar would only clutter the log
@@ -99,12 +104,10 @@ def build_bm25(units: tuple[Unit, ...], folder: Path) -> None:
 
 def load_bm25(units: tuple[Unit, ...], folder: Path, mmap: bool = False) -> BM25Index:
     """Load a saved index, checking that it was built over exactly `units`."""
-    import bm25s
-
     ids = json.loads((folder / "unit_ids.json").read_text(encoding="utf-8"))
     if ids != [u.id for u in units]:
         raise ValueError("index unit ids do not match the corpus units")
-    retriever = bm25s.BM25.load(folder / "bm25", mmap=mmap, show_progress=False)
+    retriever = _bm25s().BM25.load(folder / "bm25", mmap=mmap, show_progress=False)
     return BM25Index(units, retriever)
 
 

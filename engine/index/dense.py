@@ -39,6 +39,7 @@ from engine.errors import check_choice, check_range
 from engine.index.recent import Recent
 from engine.index.vectors import VectorStore
 from engine.models.loading import ALIASES, load_bi_encoder, resolve, resolve_precision
+from engine.progress import LoggedProgress
 from engine.text import count_tokens
 from engine.types import Candidate, Corpus, Unit
 from engine.units.build import UnitConfig, build_units, index_text, units_fingerprint
@@ -273,9 +274,12 @@ def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
                                         shape=(len(units), dim))
     else:
         out = np.empty((len(units), dim), dtype=np.float32)
+    # progress in the log too (every LOG_SECONDS), where no status line shows it: an hour
+    # of encoding on a busy CPU says how far it is and how long is left
+    logged = LoggedProgress(logger, "Dense: encoding", granularity, then=progress)
     vectors = store.encode(texts, lambda batch: encode(batch, model, batch_size,
                                                        precision=precision),
-                           progress=progress, out=out)
+                           progress=logged, out=out)
     logger.info("Dense: vectors of %d %s in %.1f s", len(units), granularity,
                 time.perf_counter() - started)
     if kind == "hnsw":

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from engine.errors import ConfigError
+from engine.progress import LoggedProgress
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +114,7 @@ def encode_on_ray(texts: Sequence[str], model: str, precision: str, address: str
     shards = [todo[i:i + SHARD_TEXTS] for i in range(0, len(todo), SHARD_TEXTS)]
     logger.info("Ray: %d texts to encode in %d shards on %s", len(todo), len(shards),
                 f"a local cluster of {workers} workers" if address == LOCAL else address)
+    progress = LoggedProgress(logger, "Ray: encoding", "texts", then=progress)
     with ray_cluster(address, workers) as ray:
         task = ray.remote(num_cpus=1, max_retries=1)(encode_shard)
         pending = {task.remote(model, precision, shard, batch_size): len(shard)
@@ -122,6 +124,5 @@ def encode_on_ray(texts: Sequence[str], model: str, precision: str, address: str
             ready, _ = ray.wait(list(pending), num_returns=1)
             ray.get(ready[0])  # a failed task raises here, naming its error
             done += pending.pop(ready[0])
-            if progress:
-                progress(done, len(todo))
+            progress(done, len(todo))
     return len(todo)

@@ -38,6 +38,9 @@ def convert_gguf(gguf: Path, folder: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from engine.models.loading import quiet_transformers
+
+    quiet_transformers()
     logger.info("Converting %s to safetensors (once; ~20 s)", gguf.name)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,

@@ -43,11 +43,29 @@ def resolve(name_or_path: str) -> str:
     return name_or_path
 
 
+def quiet_transformers() -> None:
+    """Keep transformers' and sentence-transformers' chatter out of the log before a model
+    loads: transformers writes a "LOAD REPORT" table in terminal colours for every head a
+    classifier is about to train (and notes about tensor-parallel plans, meaningless on one
+    CPU) through a handler of its own, and draws a bar while it reads weights;
+    sentence-transformers announces each load. Their errors still show; set
+    TRANSFORMERS_VERBOSITY=warning to see transformers' warnings again."""
+    import os
+
+    from transformers.utils import logging as transformers_logging
+
+    if not os.environ.get("TRANSFORMERS_VERBOSITY"):
+        transformers_logging.set_verbosity_error()
+    transformers_logging.disable_progress_bar()
+    logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
+
+
 def from_pretrained(loader: Any, location: str, *, aliases: tuple[str, ...] = ALIASES,
                     **kwargs: Any) -> Any:
     """`loader(location, **kwargs)`; a model that cannot be found gets an error naming it
     and the `aliases` that load offline (the library's own message, about hub
     connections, is logged)."""
+    quiet_transformers()
     try:
         return loader(location, **kwargs)
     except OSError as err:

@@ -106,8 +106,6 @@ def new_pair_model(base_model: str = "minilm", cosine_sum: float = 1.0):
     """(tokenizer, model): the pair classifier's encoder from `base_model` (alias, folder
     or hub id), its head set to "both documents match the question" (untrained; P = 0.5
     where the two cosines sum to `cosine_sum`)."""
-    import logging
-
     from transformers import AutoConfig, AutoTokenizer
 
     from engine.models.loading import from_pretrained, resolve
@@ -117,16 +115,12 @@ def new_pair_model(base_model: str = "minilm", cosine_sum: float = 1.0):
     config_class, model_class = model_classes()
     base = from_pretrained(AutoConfig.from_pretrained, location, local_files_only=True)
     config = config_class(**{**base.to_dict(), "sep_token_id": tokenizer.sep_token_id})
-    # transformers reports the head (set below) as missing from the encoder's weights, and
-    # the encoder's pooler as unused: both expected, so the report stays out of the log
-    report = logging.getLogger("transformers.modeling_utils")  # its load report
-    level = report.level
-    report.setLevel(logging.ERROR)
-    try:
-        model = from_pretrained(model_class.from_pretrained, location, config=config,
-                                local_files_only=True)
-    finally:
-        report.setLevel(level)
+    # transformers reports the head (set below) as missing from the encoder's weights and
+    # the encoder's pooler as unused, both expected: from_pretrained keeps its load report
+    # out of the log (raising its logger's level here instead made it log tensor-parallel
+    # notes, "The following layers were not sharded", and raced with other loads)
+    model = from_pretrained(model_class.from_pretrained, location, config=config,
+                            local_files_only=True)
     model.start_from_cosines(cosine_sum)
     model.eval()
     return tokenizer, model

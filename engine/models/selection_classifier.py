@@ -10,7 +10,8 @@ truncated away.
 "trained" names the active classifier version. `python -m engine train classifier` caches
 the base version (trained on the training files only; the model is
 engine/models/pair_model.py); retraining with annotated labels
-adds versions beside it and makes the new one active; `set_active` switches back. Until a
+adds versions beside it and makes the new one active unless its held-out AUC is lower
+(engine.service.annotation); `set_active` switches to any version. Until a
 first version exists (a fresh start trains it in the background for 13-22 minutes),
 "trained" stands in with "cosines": the same model untrained, the frozen encoder's view
 "both documents match the question" (held-out AUC 0.66 against the trained one's 0.77;
@@ -29,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.cache import MANIFEST, write_json_atomic
+from engine.cache import MANIFEST, CacheInvalid, verify_entry, write_json_atomic
 from engine.errors import ResourceMissingError
 from engine.models.trained import SELECTION_CLASSIFIER
 from engine.paths import data_dir
@@ -192,6 +193,16 @@ def load_classifier(location: str, max_length: int = 256) -> PairClassifier:
     from engine.models.pair_model import model_classes
 
     model_classes()  # registers the trained versions' model type with the Auto classes
+    folder = Path(location)
+    # a version trained here is checked before it is read (not one still being built)
+    if folder.parent == versions_dir() and not folder.name.startswith("."):
+        try:
+            verify_entry(folder)
+        except CacheInvalid as err:
+            raise ResourceMissingError(
+                f"Classifier version {folder.name} is damaged ({err}); it was not loaded. "
+                "Make another version active in the Annotate tab (or with "
+                "activate_classifier), or retrain.") from None
     tokenizer, model, threshold = load_sequence_classifier(location, "the active version",
                                                            REPORT)
     return PairClassifier(location, tokenizer, model, threshold, max_length)

@@ -169,17 +169,6 @@ def check_question(text: str) -> str:
     return text
 
 
-def clip_question(text: str) -> tuple[str, str]:
-    """(question, notice) for a question typed in a form: an over-long one is cut to the
-    limit and the notice says so; the cut text is then checked as `check_question` does."""
-    text = (text or "").strip()
-    if len(text) <= MAX_QUESTION_CHARS:
-        return text, ""
-    return (text[:MAX_QUESTION_CHARS],
-            f"The question had {len(text):,} characters; only the first "
-            f"{MAX_QUESTION_CHARS:,} were used.")
-
-
 def annotate(trace: RunTrace, gold: Question) -> RunTrace:
     """Gold flags per stage and the metrics of a run whose gold is known."""
     flags = tuple(gold_flags(stage, gold) for stage in trace.stages)

@@ -3,23 +3,42 @@
 `Annotation` turns a DR-RAG run into the pairs its classifier judged (disagreements with
 the gold or a stored label first, then the least certain), stores a user's labels in the
 sessions database, and retrains the classifier on the training pairs plus the labels in a
-background thread with progress. A retrain starts from the active version's recipe, keeps
-the previous version, makes the new one active and reports both versions' held-out figures.
+background thread with progress.
+
+A retrain first waits, saying what for: the first-start training of this classifier if that
+is under way (the version a retrain improves on and is compared with), then its turn in the
+queue of long builds (engine.service.builds.BUILDS: one at a time on two cores, shortest
+first; a short build pauses it at its next step). It starts from the active version's
+recipe and measures both versions on the same held-out pairs. The rule (`not_worse`): the
+new version becomes active only if its held-out AUC, as shown (3 decimals), is at least the
+active version's; otherwise the active one stays, and the new one is kept for the user to
+make active anyway.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, log_failure
+from engine.models.trained import SELECTION_CLASSIFIER
 from engine.store.labels import Label, LabelStore
 from engine.trace import RunTrace
 from engine.types import Corpus
 
 logger = logging.getLogger(__name__)
+
+FIRST_TRAINING = f"train {SELECTION_CLASSIFIER}"  # the preparation task that trains it first
+AUC_DECIMALS = 3  # the held-out AUC as the Annotate tab shows it, and as the rule compares it
+POLL_SECONDS = 0.5  # how often a retrain waiting for the first-start training looks again
+FIRST_TRAINING_PHRASE = ("the first-start training of this classifier (the version a retrain "
+                         "improves on and is compared with)")
 
 
 @dataclass(frozen=True)
@@ -71,33 +90,139 @@ def judged_pairs(trace: RunTrace, corpus: Corpus, labels: list[Label] = ()) -> l
 class RetrainJob:
     """The state of the background retrain (written by its thread only)."""
 
-    state: str = "idle"  # idle | running | done | failed
+    state: str = "idle"  # idle | waiting | running | done | failed | interrupted
     done: int = 0
     total: int = 0
     error: str = ""
-    before: str = ""  # version ids
+    before: str = ""  # version ids: the one active when training began, and the new one
     after: str = ""
     labels: int = 0
-    started: float = 0.0
-    seconds: float = 0.0
+    queued: float = 0.0  # when Retrain was pressed
+    started: float = 0.0  # when its training began, after the wait
+    seconds: float = 0.0  # training time, once ended
+    waited: float = 0.0  # time waiting for its turn, once it began
+    phase: str = ""  # what it does beside the training steps
+    activated: bool = False  # the new version was made active (`not_worse`)
+    compared: dict = field(default_factory=dict)  # both versions on the same held-out pairs
+    first_training: Any = field(default=None, repr=False)  # the Task it waits for, if any
+    turn: Any = field(default=None, repr=False)  # its Turn in BUILDS, once it asked
+    paced_from: tuple[float, int] | None = None  # (when, done) of its first progress
     thread: threading.Thread | None = field(default=None, repr=False)
 
+    def report(self, done: int, total: int) -> None:
+        """The training's progress callback: `done` of `total` units of work."""
+        if self.paced_from is None or done < self.paced_from[1]:
+            self.paced_from = (time.monotonic(), done)
+        self.done, self.total = done, total
+
+    def seconds_left(self) -> float | None:
+        """How long the training still needs at the pace it keeps (None: too early to
+        tell), measured as the preparation's tasks measure theirs."""
+        from engine.service.readiness import PACE_SECONDS
+
+        if self.paced_from is None or not self.total:
+            return None
+        since, first = self.paced_from
+        seconds = time.monotonic() - since
+        if seconds < PACE_SECONDS or self.done <= first:
+            return None
+        return max(0.0, (self.total - self.done) * seconds / (self.done - first))
+
+    def waiting_for(self) -> str:
+        """What it waits for now, as a phrase ("" once it runs)."""
+        from engine.service.builds import BUILDS
+        from engine.service.readiness import duration
+
+        if self.state != "waiting":
+            return ""
+        if self.first_training is not None:
+            return f"{FIRST_TRAINING_PHRASE}: {self.first_training.describe()}"
+        place, seconds = BUILDS.wait_of(self.turn) if self.turn is not None else (0, 0.0)
+        if not place:  # not in the queue yet, or just given its turn
+            return "its turn among the long builds"
+        starts = (f"starts in about {duration(seconds)}" if math.isfinite(seconds) else
+                  "starts when the builds before it end")
+        running = "; ".join(t.label for t in BUILDS.running())
+        return (f"its turn among the long builds: number {place} in the queue, {starts}"
+                + (f" (running now: {running})" if running else ""))
+
     def describe(self) -> dict:
+        now = time.monotonic()
+        training = self.seconds or (now - self.started if self.started else 0.0)
+        waited = self.waited or (now - self.queued if self.state == "waiting" else 0.0)
+        paused = self.turn is not None and self.turn.state == "paused"
+        left = self.seconds_left() if self.state == "running" else None
         return {"state": self.state, "done": self.done, "total": self.total,
                 "error": self.error, "before": self.before, "after": self.after,
-                "labels": self.labels, "seconds": round(self.seconds or (
-                    time.monotonic() - self.started if self.started else 0.0), 1)}
+                "labels": self.labels, "seconds": round(training, 1),
+                "left": None if left is None else round(left, 1),
+                "waited": round(waited, 1), "waiting_for": self.waiting_for(),
+                "phase": "paused while a shorter build runs" if paused else self.phase,
+                "activated": self.activated, "compared": self.compared}
+
+
+# what a retrain's record keeps (data/retrain.json): how it ended survives a restart, and one
+# the process died in is told as interrupted
+RECORDED = ("state", "error", "before", "after", "labels", "seconds", "waited", "activated",
+            "compared")
+
+
+def retrain_record() -> Path:
+    from engine.paths import data_dir
+
+    return data_dir() / "retrain.json"
+
+
+def record(job: RetrainJob) -> None:
+    """Write the retrain's state where a restart finds it (atomically)."""
+    from engine.cache import write_json_atomic
+
+    write_json_atomic(retrain_record(), {name: getattr(job, name) for name in RECORDED})
+
+
+def recorded_job() -> RetrainJob:
+    """The last retrain as its record left it: one still waiting or running then was
+    interrupted by the process's end (a hard stop) and is said so."""
+    path = retrain_record()
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        job = RetrainJob(**{name: found[name] for name in RECORDED if name in found})
+    except FileNotFoundError:
+        return RetrainJob()
+    except (OSError, ValueError, TypeError) as err:
+        logger.warning("ignoring the damaged retrain record %s: %s", path, err)
+        return RetrainJob()
+    if job.state in ("waiting", "running"):
+        was = "training" if job.state == "running" else "waiting for its turn"
+        job.state = "interrupted"
+        job.error = (f"the app stopped while this retrain on {job.labels} labels was {was}; "
+                     "nothing of it was kept (the active version is unchanged). Press Retrain "
+                     "to start it again.")
+        record(job)
+    return job
+
+
+def not_worse(after: dict, before: dict | None) -> bool:
+    """The rule that makes a retrained version active: its held-out AUC, rounded as shown,
+    is at least the version it would replace, on the same held-out pairs. With nothing to
+    replace (no trained version, or one that could not be measured) it is made active."""
+    if not before or before.get("heldout_auc") is None:
+        return True
+    return round(after["heldout_auc"], AUC_DECIMALS) >= round(before["heldout_auc"],
+                                                               AUC_DECIMALS)
 
 
 class Annotation:
     """Labels and retraining over the app's corpora and one sessions database."""
 
-    def __init__(self, corpus_of, store) -> None:
+    def __init__(self, corpus_of, store, preparations=tuple) -> None:
         """`corpus_of(name)` returns the prepared corpus `name` ("": the start-up one;
-        None while it loads)."""
+        None while it loads); `preparations()` the loaded corpora's preparations, whose
+        first-start training and long builds a retrain waits for."""
         self._corpus_of = corpus_of
+        self._preparations = preparations
         self.labels = LabelStore(store)
-        self.job = RetrainJob()
+        self.job = recorded_job()
         self._lock = threading.Lock()
 
     def corpus(self, name: str = "") -> Corpus:
@@ -155,10 +280,11 @@ class Annotation:
                 dev500 questions): the retrain would only make the active model again.
         """
         with self._lock:
-            if self.job.state == "running":
+            if self.job.state in ("waiting", "running"):
                 return self.status()
-            self._check_usable_labels()
-            self.job = RetrainJob(state="running", started=time.monotonic())
+            labels = self._check_usable_labels()
+            self.job = RetrainJob(state="waiting", queued=time.monotonic(), labels=labels)
+            record(self.job)
             self.job.thread = threading.Thread(target=self._retrain, args=(self.job,),
                                                name="retrain", daemon=True)
             self.job.thread.start()
@@ -173,7 +299,8 @@ class Annotation:
 
         return _recipe(version) or ClassifierConfig(), training_examples(self.labels.list())
 
-    def _check_usable_labels(self) -> None:
+    def _check_usable_labels(self) -> int:
+        """How many labels a retrain would read (a ConfigError if none can train)."""
         from engine.models.selection_classifier import active_version
         from engine.train.fit_selection_classifier import held_out_questions
         from engine.train.selection_pairs import usable_labels
@@ -189,24 +316,92 @@ class Annotation:
                 "training questions or HotpotQA dev500 questions, which are set aside so the "
                 "held-out figures stay comparable. Label pairs of other questions (typed "
                 "questions count), then retrain.")
+        return len(examples)
 
     def _retrain(self, job: RetrainJob) -> None:
-        from engine.models.selection_classifier import active_version
-        from engine.train.fit_selection_classifier import train_classifier
+        from engine.models.trained import TRAINING_TIMES
+        from engine.service.builds import BUILDS
 
-        def progress(done: int, total: int) -> None:
-            job.done, job.total = done, total
+        def waits(turn) -> None:
+            job.turn = turn
 
         try:
-            job.before = active_version() or ""
-            config, examples = self._training_input(job.before)
-            job.labels = len(examples)
-            folder = train_classifier(config, examples, progress)
-            job.after, job.state = folder.name, "done"
+            self._wait_for_first_training(job)
+            with BUILDS.turn(f"retraining DR-RAG's selection classifier with {job.labels} "
+                             "labels",
+                             TRAINING_TIMES[SELECTION_CLASSIFIER].seconds,
+                             on_wait=waits) as turn:
+                job.turn, turn.left = turn, job.seconds_left
+                job.waited = time.monotonic() - job.queued
+                self._train(job, turn.progress(job.report))
         except Exception as err:  # noqa: BLE001 - shown in the Annotate tab
-            logger.exception("retraining the classifier failed")
+            log_failure(logger, "retraining the classifier", err)
             job.state, job.error = "failed", str(err)
-        job.seconds = time.monotonic() - job.started
+        job.seconds = time.monotonic() - job.started if job.started else 0.0
+        job.phase, job.turn = "", None
+        if job.state != "failed":
+            job.state = "done"  # last: whoever sees "done" sees everything else
+        record(job)
+
+    def _wait_for_first_training(self, job: RetrainJob) -> None:
+        """Block while the first-start training of this classifier is under way: the
+        version it makes is the one a retrain improves on and is compared with (the build
+        queue alone might let the retrain go first)."""
+        while (task := self._first_training()) is not None:
+            job.first_training = task
+            time.sleep(POLL_SECONDS)
+        job.first_training = None
+
+    def _first_training(self):
+        """The preparation task that trains this classifier on a first start, while it
+        has not trained it yet (None otherwise)."""
+        from engine.models.selection_classifier import active_version
+
+        if active_version() is not None:
+            return None
+        for preparation in self._preparations():
+            if preparation.underway(FIRST_TRAINING):
+                return preparation.tasks[FIRST_TRAINING]
+        return None
+
+    def _train(self, job: RetrainJob, progress) -> None:
+        from engine.models.selection_classifier import active_version, set_active
+        from engine.train.fit_selection_classifier import train_classifier
+
+        job.state, job.started = "running", time.monotonic()
+        job.before = active_version() or ""
+        record(job)
+        if job.before:  # pinned: a version kept inactive must not take over as the newest
+            set_active(job.before)
+        config, examples = self._training_input(job.before)
+        job.labels = len(examples)
+        job.after = train_classifier(config, examples, progress, activate=False).name
+        job.compared = self._compare(job, config)
+        job.activated = not_worse(job.compared["after"], job.compared["before"])
+        if job.activated:
+            set_active(job.after)
+        logger.info("retrained classifier %s (held-out AUC %s) against %s (%s): %s",
+                    job.after, job.compared["after"]["heldout_auc"], job.before or "none",
+                    (job.compared["before"] or {}).get("heldout_auc"),
+                    "made active" if job.activated else "kept, not active")
+
+    @staticmethod
+    def _compare(job: RetrainJob, config) -> dict:
+        """Both versions' held-out figures on the same pairs (the new version's): the
+        version before is measured again if its stored figures are on other pairs."""
+        from engine.train.fit_selection_classifier import figures_on, heldout_pairs
+
+        job.phase = "measuring both versions on the same held-out pairs"
+        pairs = heldout_pairs(config)
+        after = figures_on(job.after, pairs, config.max_length)
+        before = None
+        if job.before and job.before != job.after:
+            try:
+                before = figures_on(job.before, pairs, config.max_length)
+            except Exception as err:  # noqa: BLE001 - the new version stands on its own
+                logger.exception("measuring classifier version %s failed", job.before)
+                before = {"id": job.before, "error": str(err)}
+        return {"pairs": len(pairs), "before": before, "after": after}
 
 
 def _recipe(version: str):

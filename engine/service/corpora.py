@@ -254,6 +254,11 @@ class Corpora:
     def loaded(self) -> list[str]:
         return list(self._preparations)
 
+    def loaded_preparations(self) -> list[Preparation]:
+        """The loaded corpora's preparations, without touching when each was last used."""
+        with self._lock:
+            return list(self._preparations.values())
+
     # --- listing --------------------------------------------------------------------------
 
     def named_fingerprints(self) -> dict[str, str]:

@@ -37,27 +37,52 @@ def missing_note() -> str:
     return f"Not here yet: {names} (the QA data is missing; {how_to_get()})."
 
 
+def listed_path(dataset: str) -> str | None:
+    """The listed QA file that `dataset` names, or None. A listed dataset's name is its
+    label ("HotpotQA dev500": what the app shows, the API takes and evaluations store; case
+    and spacing aside); its path ("hotpotqa/dev500_contexts.jsonl", also under the shared
+    data folder) is still accepted, as it was the API's name before."""
+    name = str(dataset or "").strip()
+    if name in DATASETS:
+        return name
+    key = " ".join(name.split()).casefold()
+    for path, label in DATASETS.items():
+        if label.casefold() == key:
+            return path
+    if name:
+        from engine.paths import shared_data_dir
+
+        try:
+            relative = Path(name).resolve().relative_to(shared_data_dir().resolve())
+        except (ValueError, OSError):
+            return None
+        return relative.as_posix() if relative.as_posix() in DATASETS else None
+    return None
+
+
 def listed_questions(dataset: str, limit: int = 300) -> tuple[Question, ...]:
-    """The first `limit` questions of a listed dataset."""
+    """The first `limit` questions of a listed dataset (by its name or path)."""
     return _listed(check_listed(dataset)).questions[:limit]
 
 
 def check_listed(dataset: str) -> str:
-    """`dataset` if it is a listed dataset that is here; else a ConfigError naming the
-    ones that are, or the fix when the QA data is missing."""
+    """The path of the listed dataset `dataset` names if it is here; else a ConfigError
+    naming the ones that are, or the fix when the QA data is missing."""
     here = listed_datasets()
-    if dataset in here:
-        return dataset
-    if dataset in DATASETS:
+    path = listed_path(dataset)
+    if path in here:
+        return path
+    if path is not None:
         raise ConfigError(f"Dataset {dataset!r} is not here: {missing_note()}")
-    choices = ", ".join(here) or f"none is here yet ({missing_note()})"
+    choices = ", ".join(here.values()) or f"none is here yet ({missing_note()})"
     raise ConfigError(f"Unknown dataset {dataset!r}. Choose one of: {choices}; or give a "
                       "QA file.")
 
 
 def dataset_questions(dataset: str) -> tuple[Question, ...]:
-    """Every question of a listed dataset, or of a QA file at path `dataset` (an upload)."""
-    if dataset in DATASETS or not Path(dataset).is_file():
+    """Every question of a listed dataset (by its name or path), or of a QA file at path
+    `dataset` (an upload)."""
+    if listed_path(dataset) is not None or not Path(dataset).is_file():
         return _listed(check_listed(dataset)).questions
     from engine.data.loaders import read_dataset
 
@@ -65,8 +90,10 @@ def dataset_questions(dataset: str) -> tuple[Question, ...]:
 
 
 def dataset_label(dataset: str) -> str:
-    """How a dataset is named in stored evaluations: its label, or the file's path."""
-    return DATASETS.get(dataset, dataset)
+    """How a dataset is named in stored evaluations: a listed one by its name (however it
+    was given), any other QA file by its path."""
+    path = listed_path(dataset)
+    return DATASETS[path] if path is not None else dataset
 
 
 def supporting_documents(question: Question, corpus: Corpus | None) -> tuple[Document, ...]:

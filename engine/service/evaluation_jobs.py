@@ -20,12 +20,13 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from engine.errors import ConfigError, EngineError
+from engine.errors import ConfigError, log_failure
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.paradigms.base import Need
 from engine.paradigms.registry import make_paradigm
 from engine.service.builds import BUILDS, Cancelled, Turn
+from engine.service.long_builds import LONG_BUILD_SECONDS, BuildNeeded, long_builds
 from engine.service.readiness import Preparation, duration
 from engine.store.evaluations import EvaluationStore
 from engine.types import Corpus, Question
@@ -33,8 +34,9 @@ from engine.types import Corpus, Question
 logger = logging.getLogger(__name__)
 
 MAX_QUESTIONS = 5_000
-# preparing what an evaluation's configs need for longer than this waits for a confirmation
-LONG_BUILD_SECONDS = 60.0
+# what a long build asks of whoever starts the evaluation (engine.service.long_builds)
+EVALUATION_CONFIRM = ("Confirm to build it before the first question (the app stays usable), "
+                      "or keep the options the app prepared.")
 # questions answered at once by an evaluation that reads, so that their reader calls decode
 # as one batch (engine/readers/batching.py). Measured (bench/reader_batch.py, flat, 24 dev500
 # questions, fp32 SmolLM2): 2, 4 and 8 in flight gave 0.86-0.89x one at a time's questions a
@@ -170,7 +172,7 @@ class EvaluationJob:
                 self.done += 1
             self.state = "cancelled" if self._cancel.is_set() else "done"
         except Exception as err:  # noqa: BLE001 - stored and shown; what is stored stays
-            logger.exception("evaluation %d failed", self.id)
+            log_failure(logger, f"evaluation {self.id}", err)
             self.state, self.error = "failed", f"{type(err).__name__}: {err}"
         self._ended = time.monotonic()
         self.evaluations.finish(self.id, self.state, summarise(self.rows), self.error)
@@ -227,11 +229,9 @@ class EvaluationJobs:
                                   "it first.")
             corpus = preparation.corpus
             pending = self._unprepared(corpus, request, preparation)
-            long = [(need.label, seconds) for need in pending
-                    if not preparation.underway(need.key)  # being built: waited for
-                    and (seconds := need.seconds_to_prepare(corpus)) >= LONG_BUILD_SECONDS]
+            long = long_builds(preparation, pending, LONG_BUILD_SECONDS)
             if long and not build:
-                raise BuildNeeded(long)
+                raise BuildNeeded(long, EVALUATION_CONFIRM)
             job = EvaluationJob(self._evaluations, corpus, request, prepare=pending,
                                 corpus_spec=preparation.corpus_spec).start()
             self._jobs[job.id] = job
@@ -262,18 +262,6 @@ class EvaluationJobs:
             raise ConfigError(f"Evaluation {evaluation_id} is not running here; nothing to "
                               "cancel.")
         job.cancel()
-
-
-class BuildNeeded(EngineError):
-    """An evaluation's configs need a long build the user has not confirmed."""
-
-    def __init__(self, builds: list[tuple[str, float]]) -> None:
-        self.builds = builds
-        what = "; ".join(f"{label}: about {duration(seconds)} on this machine"
-                         for label, seconds in builds)
-        super().__init__(f"These configs need what is not built yet - {what}. Confirm to "
-                         "build it before the first question (the app stays usable), or "
-                         "keep the options the app prepared.")
 
 
 @lru_cache(maxsize=1)

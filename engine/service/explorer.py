@@ -18,7 +18,7 @@ from pathlib import Path
 
 from engine.cache import sweep_leftovers
 from engine.errors import ConfigError, EngineError
-from engine.paradigms.base import Paradigm
+from engine.paradigms.base import Need, Paradigm, check_question
 from engine.paradigms.registry import make_paradigm, parse_config, spec
 from engine.service.annotation import Annotation, JudgedPair
 from engine.service.corpora import IDLE_SECONDS, Corpora, CorpusRow, check_searched
@@ -32,6 +32,12 @@ from engine.service.datasets import (
 )
 from engine.service.diagnosis import outcomes_of, paired_of
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationRequest
+from engine.service.long_builds import (
+    RUN_BUILD_SECONDS,
+    BuildNeeded,
+    build_in_turn,
+    long_builds,
+)
 from engine.service.models import ModelRow
 from engine.service.readiness import Preparation
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
@@ -41,6 +47,11 @@ from engine.trace import RunTrace
 from engine.types import Corpus, Question
 
 logger = logging.getLogger(__name__)
+
+# what a run's long build asks of whoever starts it (engine.service.long_builds)
+RUN_CONFIRM = ("Confirm the build to have this run wait for it (the app stays usable), or "
+               "keep the options the app prepared.")
+
 
 class NotReady(EngineError):
     """A paradigm's models or indexes are still being prepared."""
@@ -64,19 +75,59 @@ class Explorer:
         self._corpora = Corpora(preparation, root=corpus_root, idle_seconds=idle_seconds,
                                 in_use=self._jobs.corpora_in_use, preparing=preparing)
         self._preparation = preparation
+        self._prepared_by_runs: set[tuple[str, str]] = set()  # (corpus fingerprint, need key)
         self._annotation = Annotation(lambda name: self._corpora.preparation(name).corpus,
-                                      store)
+                                      store, self._corpora.loaded_preparations)
 
     # --- running --------------------------------------------------------------------------
 
-    def paradigm(self, name: str, config_json: str = "", corpus: str = "") -> Paradigm:
+    def paradigm(self, name: str, config_json: str = "", corpus: str = "",
+                 build: bool = False) -> Paradigm:
         """The paradigm `name` with a JSON config (defaults when empty) over `corpus` (a
-        corpus's name; empty: the one the app started with)."""
+        corpus's name; empty: the one the app started with). A config needing a build of
+        RUN_BUILD_SECONDS or more here (a new dense index for another passage size) is
+        refused with `BuildNeeded` (which one, how long) unless `build` confirms it."""
+        return self._planned(name, config_json, corpus, build)[0]
+
+    def _planned(self, name: str, config_json: str, corpus: str, build: bool
+                 ) -> tuple[Paradigm, list[tuple[Need, float]]]:
+        """(the paradigm, the long builds a confirmed run makes first with their
+        estimates); `BuildNeeded` when there are some and `build` is False."""
         spec(name)  # an unknown name before a bad config
         config = parse_config(config_json)
         preparation = self._corpora.preparation(corpus)
         self._check_ready(name, preparation)
-        return make_paradigm(name, preparation.corpus, config)
+        paradigm = make_paradigm(name, preparation.corpus, config)
+        pending = self._unprepared(preparation, paradigm)
+        long = long_builds(preparation, pending, RUN_BUILD_SECONDS)
+        if long and not build:
+            raise BuildNeeded(long, RUN_CONFIRM, "This config needs")
+        estimates = dict(long)
+        return paradigm, [(need, estimates[need.label]) for need in pending
+                          if need.label in estimates]
+
+    def _unprepared(self, preparation: Preparation, paradigm: Paradigm) -> list[Need]:
+        """What `paradigm` needs that neither `preparation` plans (ready, under way or
+        failed, a stand-in answers for it) nor an earlier run of this process prepared
+        (estimating a dense build reads the whole corpus's passages: a second each time on
+        10k documents, so a config that ran once is not estimated again)."""
+        fingerprint = paradigm.corpus.fingerprint
+        return [need for need in preparation.unprepared(paradigm.name, paradigm.config)
+                if need.key not in preparation.tasks
+                and (fingerprint, need.key) not in self._prepared_by_runs]
+
+    def _streamed(self, paradigm: Paradigm, question: str | Question,
+                  builds: list[tuple[Need, float]]) -> Iterator[RunTrace]:
+        """`paradigm.stream(question)` after the long `builds` it was confirmed to make,
+        each taking its turn with the other long builds of the process (BUILDS: a short
+        one goes first, pausing a long one; a long one waits); quick ones are made inside
+        the run. Once it has run to its end, everything it needs is prepared."""
+        for need, seconds in builds:
+            build_in_turn(need, paradigm.corpus, seconds)
+        yield from paradigm.stream(question)
+        self._prepared_by_runs.update(
+            (paradigm.corpus.fingerprint, need.key)
+            for need in type(paradigm).needs(paradigm.config))
 
     def _check_ready(self, name: str, preparation: Preparation) -> None:
         spec(name)  # an unknown name: the ConfigError listing the registered ones
@@ -99,14 +150,17 @@ class Explorer:
                            f"'{name}' as ready.")
 
     def stream(self, question: str | Question, name: str, config_json: str = "",
-               corpus: str = "") -> Iterator[RunTrace]:
+               corpus: str = "", build: bool = False) -> Iterator[RunTrace]:
         """The run's trace after every stage, then the finished trace. The question is
-        checked where every run starts (engine.paradigms.base.check_question)."""
-        return self.paradigm(name, config_json, corpus).stream(question)
+        checked first, by the one rule of every run, typed or sent over the API
+        (engine.paradigms.base.check_question: refused, never cut)."""
+        check_question(question.text if isinstance(question, Question) else question)
+        paradigm, builds = self._planned(name, config_json, corpus, build)
+        return self._streamed(paradigm, question, builds)
 
     def run(self, question: str | Question, name: str, config_json: str = "",
-            corpus: str = "") -> RunTrace:
-        *_, trace = self.stream(question, name, config_json, corpus)
+            corpus: str = "", build: bool = False) -> RunTrace:
+        *_, trace = self.stream(question, name, config_json, corpus, build)
         return trace
 
     def reanswer(self, trace: RunTrace, unit_ids: list[str], oracle: bool = False
@@ -208,6 +262,14 @@ class Explorer:
     # --- saved runs -----------------------------------------------------------------------
 
     def save_run(self, trace: RunTrace, name: str = "", notes: str = "") -> int:
+        """Save `trace`; returns the new run's id. The same run saved again is refused,
+        naming the run it is saved as (a second Save click once made a silent twin)."""
+        before = self._runs.saved_as(trace)
+        if before is not None:
+            run_id, saved_name = before
+            raise ConfigError(f"This run is already saved as run {run_id} ({saved_name!r}); "
+                              "nothing was saved again. Run the question again to save "
+                              "another run of it.")
         return self._runs.save(trace, name, notes)
 
     def saved_runs(self) -> list[SavedRun]:
@@ -340,8 +402,11 @@ class Explorer:
         paradigm or grid point it is stored under."""
         from engine.eval.exports import export
 
-        labels = [r["paradigm"] for r in self._evaluations.rows(evaluation_id)]
-        return export(self._evaluations.traces(evaluation_id), fmt, labels)
+        rows = self._evaluations.rows(evaluation_id)
+        return export(self._evaluations.traces(evaluation_id), fmt,
+                      [r["paradigm"] for r in rows],
+                      [f"evaluation {evaluation_id}'s run of question {r['position']} by "
+                       f"{r['paradigm']!r}" for r in rows])
 
     # --- diagnosis --------------------------------------------------------------------------
 

@@ -133,6 +133,17 @@ class SessionStore:
         logger.info("sessions: saved run %d (%s)", run_id, name)
         return int(run_id)
 
+    def saved_as(self, trace: RunTrace) -> tuple[int, str] | None:
+        """(id, name) of the first saved run whose trace is `trace` exactly, or None. Two
+        runs of one question differ at least in their timings, so an equal trace is the
+        same run saved before."""
+        with self._lock:
+            row = self._con.execute(
+                "SELECT id, name FROM runs WHERE question = ? AND paradigm = ? AND "
+                "CAST(trace AS VARCHAR) = ? ORDER BY id LIMIT 1",
+                [trace.question, trace.paradigm, trace.to_json()]).fetchone()
+        return (int(row[0]), row[1]) if row is not None else None
+
     def list(self) -> list[SavedRun]:
         """Every saved run, newest first."""
         with self._lock:
@@ -186,7 +197,10 @@ class SessionStore:
             return self.export_csv(ids)
         from engine.eval.exports import export
 
-        return export([self.load(run.id) for run in self._selected(ids)], fmt)
+        runs = self._selected(ids)
+        return export([self.load(run.id) for run in runs], fmt,
+                      runs=[f"saved run {run.id}" + (f" {run.name!r}" if run.name else "")
+                            for run in runs])
 
     def export_csv(self, ids: list[int] | None = None) -> str:
         """One CSV row per run: listing fields, seconds to the millisecond, metrics as JSON

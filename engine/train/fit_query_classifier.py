@@ -87,10 +87,11 @@ def _fit(examples: Sequence[QueryExample], config: QueryClassifierConfig):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from engine.models.loading import resolve
+    from engine.models.loading import quiet_transformers, resolve
 
     seed_everything(config.seed)
     location = resolve(config.base_model)
+    quiet_transformers()  # its load report lists the new head, which is about to be trained
     tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
     model = AutoModelForSequenceClassification.from_pretrained(location, num_labels=2,
                                                                local_files_only=True)

@@ -14,9 +14,12 @@ frozen encoder (a logistic regression), then encoder and head are fine-tuned tog
 
 Retraining adds annotated labels (engine/store/labels.py) to the training pairs. Labels on
 held-out or dev500 questions are set aside, so the held-out figures stay comparable
-between versions and nothing leaks into evaluation. Every version is its own cache entry
-(config, data sha256s, labels fingerprint); the newest trained becomes the active one, and
-the previous stays loadable (engine.models.selection_classifier.set_active switches back).
+between versions and nothing leaks into evaluation; the report fingerprints the held-out
+pairs, so two versions' figures are compared on the same pairs (`figures_on` measures an
+older version again when they differ). Every version is its own cache entry (config, data
+sha256s, labels fingerprint); `train_classifier` makes it the active one unless told not
+to (a retrain from the app decides by held-out AUC: engine.service.annotation), and the
+others stay loadable (engine.models.selection_classifier.set_active switches back).
 """
 
 from __future__ import annotations
@@ -100,6 +103,34 @@ def train_classifier(config: ClassifierConfig | None = None,
     return folder
 
 
+def heldout_pairs(config: ClassifierConfig) -> list[PairExample]:
+    """The held-out questions' pairs `config` reports its figures on (seeded, so a retrain
+    with the same recipe is measured on the very same pairs)."""
+    return dataset_pairs(held_out_questions(config), config.seed + 1)
+
+
+def pairs_fingerprint(pairs: Sequence[PairExample]) -> str:
+    """Names a list of pairs: two versions' held-out figures compare only on equal ones."""
+    return fingerprint([asdict(x) for x in pairs])
+
+
+def heldout_figures(classifier, pairs: Sequence[PairExample],
+                    threshold: float | None = None) -> dict:
+    """`classifier`'s held-out report entries on `pairs`: AUC, metrics at `threshold`
+    (None: the best-accuracy one, chosen here) and at 0.5, [probability, label] scores."""
+    probs, truth = [], []
+    for query, group in groupby(pairs, key=lambda x: x.query):
+        group = list(group)
+        probs += classifier.probabilities(query, [(x.first, x.second) for x in group])
+        truth += [x.label for x in group]
+    threshold = choose_threshold(probs, truth) if threshold is None else threshold
+    return {"threshold": threshold, "heldout_auc": roc_auc(probs, truth),
+            "heldout": pair_metrics(probs, truth, threshold),
+            "heldout_at_0.5": pair_metrics(probs, truth, 0.5),
+            "heldout_scores": [[round(p, 4), y] for p, y in zip(probs, truth, strict=True)],
+            "heldout_pairs": pairs_fingerprint(pairs)}
+
+
 def _build(folder: Path, config: ClassifierConfig, labels: Sequence[PairExample],
            progress: Progress | None) -> None:
     started = time.perf_counter()
@@ -110,34 +141,42 @@ def _build(folder: Path, config: ClassifierConfig, labels: Sequence[PairExample]
     epoch_pairs = [dataset_pairs(train_groups, config.seed + epoch) + extra
                    for epoch in range(max(1, config.epochs))]
     pairs = epoch_pairs[0]
-    heldout_pairs = dataset_pairs(held_out, config.seed + 1)
+    heldout = heldout_pairs(config)
     logger.info("training the selection classifier on %d pairs an epoch (%d annotated), "
-                "%d held out", len(pairs), len(extra), len(heldout_pairs))
+                "%d held out", len(pairs), len(extra), len(heldout))
     tokenizer, model = fit_classifier(epoch_pairs, config, progress)
     _check_finite(model)
     model.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
     # not through the process-wide cache: `folder` is a temporary build folder
     classifier = load_classifier.__wrapped__(str(folder), config.max_length)
-    probs, truth = [], []
-    for query, group in groupby(heldout_pairs, key=lambda x: x.query):
-        group = list(group)
-        probs += classifier.probabilities(query, [(x.first, x.second) for x in group])
-        truth += [x.label for x in group]
-    threshold = choose_threshold(probs, truth)
     report = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "config": asdict(config),
-        "version": CLASSIFIER_VERSION,
-        "threshold": threshold, "labels": len(extra), "labels_set_aside": set_aside,
+        "version": CLASSIFIER_VERSION, "labels": len(extra), "labels_set_aside": set_aside,
         "train_questions": len(train_groups), "heldout_questions": len(held_out),
-        "train_pairs": len(pairs), "heldout_auc": roc_auc(probs, truth),
-        "heldout": pair_metrics(probs, truth, threshold),
-        "heldout_at_0.5": pair_metrics(probs, truth, 0.5),
-        "heldout_scores": [[round(p, 4), y] for p, y in zip(probs, truth, strict=True)],
+        "train_pairs": len(pairs), **heldout_figures(classifier, heldout),
         "seconds": round(time.perf_counter() - started, 1)}
     write_json_atomic(folder / REPORT, report)
-    logger.info("held out: %s at threshold %.3f; %.0f s", report["heldout"], threshold,
-                report["seconds"])
+    logger.info("held out: %s at threshold %.3f; %.0f s", report["heldout"],
+                report["threshold"], report["seconds"])
+
+
+def figures_on(version: str, pairs: Sequence[PairExample], max_length: int) -> dict:
+    """Version `version`'s held-out figures on `pairs`: its stored ones when it was measured
+    on these very pairs, else measured now with its own threshold (a version trained
+    before held-out pairs were fingerprinted, or with another split). Adds "id" and
+    "rescored"."""
+    from engine.models.selection_classifier import versions_dir
+
+    folder = versions_dir() / version
+    report = training_report(folder)
+    keys = ("threshold", "heldout_auc", "heldout", "heldout_scores")
+    if report.get("heldout_pairs") == pairs_fingerprint(pairs):
+        return {"id": version, "rescored": False, **{k: report.get(k) for k in keys}}
+    logger.info("measuring classifier version %s on %d held-out pairs", version, len(pairs))
+    classifier = load_classifier(str(folder), max_length)
+    figures = heldout_figures(classifier, pairs, classifier.threshold)
+    return {"id": version, "rescored": True, **{k: figures[k] for k in keys}}
 
 
 def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: ClassifierConfig,

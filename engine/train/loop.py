@@ -76,8 +76,9 @@ def fit_cross_encoder(pairs: Sequence[Pair], config: TrainConfig,
                       progress: bool = True) -> CrossEncoder:
     """A new cross-encoder from `config.base_model`, trained on `pairs` (seeded)."""
     import torch
-    from tqdm.auto import tqdm
     from transformers import get_linear_schedule_with_warmup
+
+    from engine.progress import LoggedProgress
 
     seed_everything(config.seed)  # before the model: the new head's weights are random
     model = new_cross_encoder(config.base_model, config.max_length)
@@ -94,11 +95,13 @@ def fit_cross_encoder(pairs: Sequence[Pair], config: TrainConfig,
     model.train()
     for epoch, epoch_batches in enumerate(plan, start=1):
         total = 0.0
-        for batch in tqdm(epoch_batches, desc=f"epoch {epoch}/{config.epochs}",
-                          disable=not progress):
+        report = LoggedProgress(logger, f"epoch {epoch}/{config.epochs}", "batches",
+                                every=None if progress else float("inf"))
+        for done, batch in enumerate(epoch_batches, start=1):
             logits = _logits(model, [(p.query, p.text) for p in batch])
             loss = loss_fn(logits, batch)
             total += optimizer_step(loss, params, optimizer, schedule)
+            report(done, len(epoch_batches))
         logger.info("epoch %d/%d: mean loss %.4f over %d batches", epoch, config.epochs,
                     total / max(1, len(epoch_batches)), len(epoch_batches))
     model.eval()

@@ -25,10 +25,10 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from engine.cache import load_or_build
 from engine.errors import check_choice, check_range
+from engine.progress import LoggedProgress
 from engine.text import count_tokens
 from engine.types import Corpus, Document
 from engine.units.graph import LinkConfig, LinkGraph, link_graph
@@ -120,7 +120,8 @@ def _grow(order: Sequence[int], graph: LinkGraph, sizes: list[int], budget: int,
     group_of = np.full(graph.n, -1, dtype=np.int64)
     members: dict[int, list[int]] = {}
     tokens: dict[int, int] = {}
-    for gid, doc in enumerate(tqdm(order, desc="clustering", unit="doc", mininterval=1.0)):
+    progress = LoggedProgress(logger, "Clustering", "documents")  # a line, not a bar
+    for gid, doc in enumerate(order):
         related = sorted({int(g) for g in group_of[graph.neighbors(doc)] if g >= 0})
         if merge_key is None:  # LongRAG: smallest related group first
             related.sort(key=lambda g: (tokens[g], g))
@@ -133,6 +134,7 @@ def _grow(order: Sequence[int], graph: LinkGraph, sizes: list[int], budget: int,
                 size += tokens.pop(g)
         members[gid], tokens[gid] = new, size
         group_of[new] = gid
+        progress(gid + 1, len(order))
     return tuple(tuple(members[g]) for g in sorted(members))
 
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from engine.cache import load_or_build
+from engine.progress import LoggedProgress
 from engine.text import WORD_RE
 from engine.types import Corpus
 
@@ -177,8 +177,10 @@ def _mention_edges(corpus: Corpus, config: LinkConfig) -> set[tuple[int, int]]:
         lengths.setdefault(words[0], set()).add(len(words))
     by_first = {first: sorted(found, reverse=True) for first, found in lengths.items()}
     mentions: list[set[tuple[str, ...]]] = []
-    for doc in tqdm(corpus.documents, desc="title mentions", unit="doc", mininterval=1.0):
+    progress = LoggedProgress(logger, "Links: title mentions", "documents")  # not a bar
+    for done, doc in enumerate(corpus.documents, start=1):
         mentions.append(_find_mentions(WORD_RE.findall(doc.text), by_first, table))
+        progress(done, len(corpus.documents))
     doc_freq = Counter(words for found in mentions for words in found)
     cap = max(config.max_doc_freq * len(corpus), config.max_doc_freq_floor)
     common = {words for words, df in doc_freq.items() if df > cap}

@@ -1,0 +1,147 @@
+"""The API as gradio_client sees it, against a live in-process app over the tiny corpus:
+what view_api documents, what each endpoint returns, the one name of a listed dataset, and
+how a refused upload is logged."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.service import datasets
+from tests.fakes import qa_file
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+# every endpoint the README documents, and nothing else
+ENDPOINTS = {"run", "add_corpus", "list_corpora", "remove_corpus", "save_run", "reanswer",
+             "list_runs", "load_run", "status", "annotate_pairs", "annotate_label",
+             "list_labels", "retrain", "classifier_status", "activate_classifier", "evaluate",
+             "evaluation_status", "list_evaluations", "load_evaluation", "export_evaluation",
+             "attribution", "paired", "sweep"}
+RETURNS_INT = {"save_run", "evaluate", "sweep"}  # ids; every other result is JSON
+
+
+@pytest.fixture
+def shared_data(tmp_path, monkeypatch):
+    """A shared data folder holding HotpotQA dev500 (three tiny questions) only."""
+    root = tmp_path / "shared"
+    (root / "hotpotqa").mkdir(parents=True)
+    qa_file(root / "hotpotqa" / "dev500_contexts.jsonl")
+    monkeypatch.setenv("FUNNEL_SHARED_DATA", str(root))
+    datasets._listed.cache_clear()
+    yield root
+    datasets._listed.cache_clear()
+
+
+@pytest.fixture
+def live(echo, tiny_corpus, tmp_path, shared_data):
+    """(the app served in this process over the tiny corpus, a gradio_client)."""
+    from gradio_client import Client
+
+    from app.ui import build_app
+    from engine.service.explorer import Explorer
+    from engine.service.readiness import Preparation, Task
+    from engine.store.sessions import SessionStore
+
+    prep = Preparation("tiny", dense=False)
+    prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: tiny_corpus)}
+    prep.run()
+    store = SessionStore(tmp_path / "runs.duckdb")
+    demo = build_app(Explorer(prep, store))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
+                        quiet=True)
+    try:
+        yield demo, Client(f"http://127.0.0.1:{port}/", verbose=False)
+    finally:
+        demo.close()
+        store.close()
+
+
+def test_view_api_names_and_describes_every_result_of_the_documented_endpoints(live):
+    _, client = live
+    info = client.view_api(print_info=False, return_format="dict")
+    assert info["unnamed_endpoints"] == {}
+    named = {name.lstrip("/"): endpoint for name, endpoint in info["named_endpoints"].items()}
+    assert set(named) == ENDPOINTS  # no /lambda_N of a UI event
+    readme = README.read_text(encoding="utf-8")
+    assert [name for name in sorted(ENDPOINTS) if f"`{name}`" not in readme] == []
+    for name, endpoint in named.items():
+        (result,) = endpoint["returns"]
+        kind = result["python_type"]["type"]
+        assert result["label"] not in ("1st", "") and kind != "Any", name
+        assert len(result["python_type"]["description"]) > 20, name
+        assert kind == ("int" if name in RETURNS_INT else "dict(str, Any)" if name == "status"
+                        else "str"), name
+    shown = client.view_api(print_info=False, return_format="str")
+    assert "1st" not in shown and "lambda" not in shown
+    assert "-> run_id" in shown and "-> trace_json" in shown and "(JSON text: " in shown
+
+
+def test_status_is_one_json_object_not_json_text_in_a_string(live):
+    _, client = live
+    status = client.predict(api_name="/status")
+    assert isinstance(status, dict)
+    assert status["ready"]["echo"] is True
+    assert status["tasks"] == ["corpus 'tiny': ready (0.0 s)"]
+
+
+def _ended(client, evaluation_id: int) -> dict:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status = json.loads(client.predict(evaluation_id, api_name="/evaluation_status"))
+        if status["state"] != "running":
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"evaluation {evaluation_id} did not end: {status}")
+
+
+def test_a_listed_dataset_has_one_name_in_the_ui_the_api_and_stored_evaluations(live):
+    from gradio_client.exceptions import AppError
+
+    demo, client = live
+    pickers = [block for block in demo.blocks.values()
+               if getattr(block, "elem_id", None) == "fe-eval-dataset"]
+    assert [label for label, _ in pickers[0].choices] == ["HotpotQA dev500"]
+    ids = [client.predict(dataset, "echo", '{"echo": {"k": 1}}', 2, api_name="/evaluate")
+           for dataset in ("HotpotQA dev500", "hotpotqa/dev500_contexts.jsonl")]
+    for evaluation_id in ids:
+        assert _ended(client, evaluation_id)["done"] == 2
+    stored = json.loads(client.predict(api_name="/list_evaluations"))
+    assert [(e["id"], e["dataset"]) for e in stored] == [(i, "HotpotQA dev500")
+                                                         for i in reversed(ids)]
+    with pytest.raises(AppError, match=r"Unknown dataset 'HotpotQA dev5000'\. Choose one "
+                                       r"of: HotpotQA dev500; or give a QA file\."):
+        client.predict("HotpotQA dev5000", "echo", api_name="/evaluate")
+
+
+def test_a_refused_upload_is_logged_as_one_line(live, tmp_path, caplog, capfd):
+    from gradio_client import handle_file
+
+    _, client = live
+    binary = tmp_path / "notes.jsonl"
+    binary.write_bytes(bytes(range(256)) * 8)
+    caplog.set_level(logging.INFO)
+    capfd.readouterr()
+    added = json.loads(client.predict(handle_file(str(binary)), "notes",
+                                      api_name="/add_corpus"))
+    assert added == {"name": "notes", "status": "preparing"}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        (row,) = [r for r in json.loads(client.predict(api_name="/list_corpora"))
+                  if r["name"] == "notes"]
+        if row["status"] == "failed":
+            break
+        time.sleep(0.2)
+    assert row["status"] == "failed" and "notes.jsonl" in row["error"]
+    failed = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert [(r.levelname, r.exc_info) for r in failed] == [("WARNING", None)]
+    assert "notes.jsonl" in failed[0].getMessage() and "\n" not in failed[0].getMessage()
+    assert "Traceback" not in capfd.readouterr().err

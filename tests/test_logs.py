@@ -1,0 +1,146 @@
+"""The server log holds the app's and the engine's lines only: a refusal in one line, a bug
+with its traceback, long work as progress lines at an interval, and none of the libraries'
+chatter (bm25s' DEBUG lines, tqdm bars, transformers' load reports and tensor-parallel
+notes)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from engine.errors import ConfigError, log_failure
+from engine.progress import LoggedProgress
+
+
+def test_a_refusal_is_one_line_and_a_bug_keeps_its_traceback(caplog):
+    log = logging.getLogger("engine.test")
+    caplog.set_level(logging.INFO)
+    try:
+        raise ConfigError("notes.bin: no text column\n(give id, title, text)")
+    except ConfigError as err:
+        log_failure(log, "preparing corpus 'notes'", err)
+    try:
+        {}["missing"]
+    except KeyError as err:
+        log_failure(log, "preparing corpus 'other'", err)
+    refusal, bug = caplog.records
+    assert refusal.levelname == "WARNING" and refusal.exc_info is None
+    assert refusal.getMessage() == ("preparing corpus 'notes' failed: notes.bin: no text "
+                                    "column (give id, title, text)")
+    assert bug.levelname == "ERROR" and bug.exc_info[0] is KeyError
+    assert "Traceback" in caplog.text and "KeyError: 'missing'" in caplog.text
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_is_logged_at_an_interval_with_its_rate_and_time_left(caplog):
+    clock, passed = Clock(), []
+    progress = LoggedProgress(logging.getLogger("engine.test"), "Dense: encoding", "passages",
+                              then=lambda done, total: passed.append(done), every=30,
+                              clock=clock)
+    caplog.set_level(logging.INFO)
+    for seconds, done in ((10, 1_024), (29, 2_048), (40, 4_096), (50, 5_120), (80, 8_192)):
+        clock.now = 100.0 + seconds
+        progress(done, 44_000)
+    clock.now = 100.0 + 2_580
+    progress(44_000, 44_000)
+    assert passed == [1_024, 2_048, 4_096, 5_120, 8_192, 44_000]  # the status line's, each
+    assert [r.getMessage() for r in caplog.records] == [
+        "Dense: encoding: 4,096 of 44,000 passages (9%), 102.4/s, about 6 min left",
+        "Dense: encoding: 8,192 of 44,000 passages (19%), 102.4/s, about 6 min left",
+        "Dense: encoding: 44,000 of 44,000 passages (100%), 17.1/s, done in 43 min"]
+
+
+def test_work_shorter_than_the_interval_logs_nothing(caplog):
+    clock = Clock()
+    progress = LoggedProgress(logging.getLogger("engine.test"), "Clustering", "documents",
+                              every=30, clock=clock)
+    caplog.set_level(logging.INFO)
+    for done in range(1, 9):
+        clock.now += 1
+        progress(done, 8)
+    assert caplog.records == []
+
+
+def test_time_paused_in_the_wrapped_callback_does_not_count_towards_the_rate(caplog):
+    clock = Clock()
+
+    def paused(done: int, total: int) -> None:  # a long build waiting for a short one
+        clock.now += 600 if done == 2_000 else 0
+
+    progress = LoggedProgress(logging.getLogger("engine.test"), "Dense: encoding", "passages",
+                              then=paused, every=30, clock=clock)
+    caplog.set_level(logging.INFO)
+    for done in (1_000, 2_000):
+        clock.now += 10
+        progress(done, 10_000)
+    assert [r.getMessage() for r in caplog.records] == [  # not 2,000 in 620 s: 3.2/s
+        "Dense: encoding: 2,000 of 10,000 passages (20%), 100.0/s, about 80 s left"]
+
+
+# Work that used to put library output into the server log: a BM25 index (bm25s logs DEBUG
+# lines at any level), clustering (tqdm bars), the pair classifier over a bare encoder
+# (transformers' "layers were not sharded") and a sequence classifier whose head is new
+# (transformers' LOAD REPORT table in terminal colours).
+NOISY_WORK = textwrap.dedent("""
+    import sys
+
+    from app.main import configure_logging
+
+    configure_logging()
+    from engine.index.bm25 import bm25_index
+    from engine.models.loading import load_sequence_classifier
+    from engine.models.pair_model import new_pair_model
+    from engine.types import Corpus, Document
+    from engine.units.build import UnitConfig
+    from engine.units.cluster import clustering
+    from tests.conftest import TINY_DOCS
+
+    corpus = Corpus("tiny", tuple(Document(id=t, title=t, text=x, sources=("test",))
+                                  for t, x in TINY_DOCS))
+    assert bm25_index(corpus, UnitConfig("documents")).search("Seurat", 2)
+    clustering(corpus, "funnelrag", 64)
+    new_pair_model(sys.argv[1])
+    load_sequence_classifier(sys.argv[1], "test")
+""")
+
+
+@pytest.fixture
+def bare_encoder(tmp_path):
+    """A folder holding a tiny BERT encoder without a classification head."""
+    torch = pytest.importorskip("torch")
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from engine.models.packaged import minilm_path
+
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_path()), local_files_only=True)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32,
+                         intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                         max_position_embeddings=512)).save_pretrained(tmp_path / "bert")
+    tokenizer.save_pretrained(tmp_path / "bert")
+    return tmp_path / "bert"
+
+
+def test_the_server_log_shows_only_our_lines_while_indexes_and_models_load(bare_encoder):
+    done = subprocess.run([sys.executable, "-c", NOISY_WORK, str(bare_encoder)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    log = done.stdout + done.stderr
+    for noise in ("bm25s", "%|", "LOAD REPORT", "not sharded", "\x1b["):
+        assert noise not in log
+    lines = log.splitlines()
+    assert any(line.startswith("INFO engine.index.bm25: BM25: indexing 8") for line in lines)
+    ours = re.compile(r"(DEBUG|INFO|WARNING|ERROR) (app|engine)(\.\w+)*: ")
+    assert [line for line in lines if not ours.match(line)] == []
