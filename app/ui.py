@@ -81,9 +81,8 @@ def build_app(explorer: Explorer) -> gr.Blocks:
                             api_visibility="private")
         evaluate_tab.select(evaluations["refresh"], None, evaluations["table"],
                             api_visibility="private")
-        diagnose_tab.select(diagnosis["refresh"], diagnosis["ids"], diagnosis["ids"],
-                            api_visibility="private").then(*diagnosis["then"],
-                                                           api_visibility="private")
+        diagnose_tab.select(*diagnosis["refresh"], api_visibility="private").then(
+            *diagnosis["then"], api_visibility="private")
         refresh_corpora, corpora_outputs = listing_corpora["refresh"]
         corpora_tab.select(refresh_corpora, None, corpora_outputs, api_visibility="private")
         # lists filled on page load by private events: a component's callable value would

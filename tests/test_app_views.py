@@ -59,6 +59,14 @@ def test_funnel_figure_counts_in_kept_and_gold(tiny_corpus):
     assert answer[-1] == support[-1] == 0  # the river stage kept no gold
 
 
+def test_the_funnel_figure_notes_a_missing_gold_as_its_subtitle_not_in_its_title(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    typed = figures.funnel_figure(replace(trace, gold=None, gold_flags=(), metrics={}))
+    assert typed.layout.title.text == "Candidates per stage"  # no inline <sub> after it
+    assert typed.layout.title.subtitle.text == "gold bars come with a dataset question"
+    assert figures.funnel_figure(trace).layout.title.subtitle.text is None
+
+
 def test_waterfall_adds_up_to_the_total(tiny_corpus):
     trace = replace(sample_trace(tiny_corpus), llm_steps=(answer_step(seconds=0.5),))
     (bars,) = figures.waterfall_figure(trace).data
@@ -220,6 +228,31 @@ def test_gold_banner_answer_box_and_compare_table(tiny_corpus):
     assert gold_banner(replace(trace, gold=None)) == ""
     table = compare_table([trace, replace(trace, paradigm="other")])
     assert "<th>fake</th><th>other</th>" in table and "AR@1" in table
+
+
+def test_compare_scores_say_why_a_run_has_none(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    typed = replace(trace, paradigm="typed", gold=None, gold_flags=(), metrics={})
+    silent = replace(trace, paradigm="silent", llm_steps=(),
+                     metrics={k: v for k, v in trace.metrics.items()
+                              if k not in ("EM", "F1", "refined_EM")})
+    table = compare_table([trace, typed, silent])
+    scores = table.split("<td>EM / F1</td>")[1].split("</tr>")[0]
+    assert scores == "<td>1 / 1.00</td><td><i>no gold</i></td><td><i>not answered</i></td>"
+
+
+def test_the_seconds_per_stage_legend_runs_across_under_the_bars(tiny_corpus):
+    """Five paradigms' runs have ~16 steps: a legend beside the bars was cut to the plot's
+    height and scrolled; under them, the figure grows a row per few steps."""
+    trace = sample_trace(tiny_corpus)
+    many = [replace(trace, paradigm=f"p{i}", stages=tuple(
+        replace(s, name=f"{s.name} {i}") for s in trace.stages)) for i in range(8)]
+    few, lots = figures.compare_figure([trace]), figures.compare_figure(many)
+    assert len(lots.data) == 17  # 2 stages x 8 runs and the shared LLM answer
+    for fig in (few, lots):
+        assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0
+    assert lots.layout.height > few.layout.height
+    assert len(set(lots.layout.colorway)) >= len(lots.data)  # no two steps share a colour
 
 
 def test_compare_table_shows_every_cut_with_gold_in_or_out(tiny_corpus):

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import html
 import json
+import re
+from dataclasses import replace
 
+import gradio as gr
 import plotly.graph_objects as go
 import pytest
 
 from app.tabs import diagnose
+from app.views.diagnosis import THIS_EVALUATION, evaluation_label, segment_choices
 from engine.eval.summary import row
 from engine.store.evaluations import EvaluationStore
 from engine.types import Question
@@ -128,6 +132,52 @@ def test_bad_input_is_refused_by_name(explorer, prepared, ids, a, b, other, name
 def test_the_tab_opens_on_the_newest_evaluation_and_says_when_there_is_none(explorer,
                                                                              prepared):
     assert "No stored evaluation yet" in diagnose.diagnose(explorer, "", "answer")[0]
-    evaluation_id = store_evaluation(prepared, [flat_run])
-    assert diagnose.newest(explorer, "") == str(evaluation_id)
-    assert diagnose.newest(explorer, "7") == "7"
+    first = store_evaluation(prepared, [flat_run])
+    assert diagnose.newest(explorer, "") == str(first)
+    second = store_evaluation(prepared, [flat_run])
+    assert diagnose.newest(explorer, "") == str(second)
+    assert diagnose.newest(explorer, str(first)) == str(first)  # the one picked stays
+    assert diagnose.newest(explorer, "7") == str(second)  # not stored (any more)
+    assert "Pick an evaluation" in diagnose.diagnose(explorer, "", "answer")[0]
+
+
+def test_the_pickers_offer_every_stored_evaluation_by_name_newest_first(explorer, prepared):
+    first = store_evaluation(prepared, [flat_run, funnel_run])
+    second = store_evaluation(prepared, [funnel_run], ids=range(3, 9))
+    picked, other = diagnose.pickers(explorer, "", "")
+    assert [value for _, value in picked.choices] == [str(second), str(first)]
+    assert picked.value == str(second)
+    label = dict((v, k) for k, v in picked.choices)[str(first)]
+    assert re.fullmatch(rf"{first}: toy: flat, funnel · \d{{4}}-\d\d-\d\d \d\d:\d\d · "
+                        r"done, 6 of 6 questions", label), label
+    # B of "Is the difference real?" comes from this evaluation unless another is picked
+    assert other.choices == [(THIS_EVALUATION, ""), *picked.choices] and other.value == ""
+    picked, other = diagnose.pickers(explorer, str(first), str(second))
+    assert (picked.value, other.value) == (str(first), str(second))  # kept on reopening
+    picked, other = diagnose.pickers(explorer, "99", "98")
+    assert (picked.value, other.value) == (str(second), "")
+    table = diagnose.pair(explorer, first, "flat", "funnel", str(second))
+    assert "paired over 3 shared questions" in table
+
+
+def test_an_evaluation_is_offered_with_its_dataset_unless_its_name_says_it(explorer, prepared):
+    stored = explorer.evaluation(store_evaluation(prepared, [flat_run]))
+    assert " · toy · " not in evaluation_label(stored)  # named "toy: flat" by default
+    mine = replace(stored, name="<b>my run</b>", dataset="HotpotQA dev500")
+    assert evaluation_label(mine).startswith(f"{stored.id}: <b>my run</b> · HotpotQA dev500 · ")
+
+
+def test_a_click_on_a_bar_picks_its_segment_as_the_list_does(explorer, prepared):
+    evaluation_id = store_evaluation(prepared, [flat_run, funnel_run])
+    _, bars, *_, found, current = diagnose.diagnose(explorer, str(evaluation_id), "answer")
+    drawn = {segment for bar in bars.data
+             for segment, n in zip(bar.customdata, bar.y, strict=True) if n}
+    assert drawn == {value for _, value in segment_choices(found)}  # each segment knows its own
+    picked = diagnose.pick_bar(found, gr.EventData(None, {"segment": "flat · answered right"}))
+    assert picked["value"] == "flat · answered right"
+    rows = diagnose.show_segment(explorer, current, found, picked["value"])
+    assert [r[0] for r in rows] == [3, 4] and {r[2] for r in rows} == {"flat"}
+    for data in ({"segment": "flat · lost at nowhere"}, {"segment": None}, {}):
+        assert diagnose.pick_bar(found, gr.EventData(None, data)) == gr.skip()
+    assert diagnose.pick_bar(None, gr.EventData(None, {"segment": "flat · answered right"})) \
+        == gr.skip()  # no evaluation open

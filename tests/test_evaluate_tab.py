@@ -5,6 +5,7 @@ functions through Gradio."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import gradio as gr
@@ -12,7 +13,10 @@ import pytest
 
 from app.params import param_panels
 from app.tabs import evaluate, explore
-from tests.fakes import qa_file
+from engine.eval.summary import row, summarise
+from engine.store.evaluations import EvaluationStore
+from engine.types import Question
+from tests.fakes import gold_run, qa_file, ranked_stage
 
 
 @pytest.fixture
@@ -84,3 +88,34 @@ def test_an_uploaded_evaluation_runs_reopens_compares_exports_and_opens_a_run(
 def test_cancel_with_nothing_running_says_so(explorer):
     assert "No evaluation is running" in evaluate.stop(explorer, None)
     assert "not running here" in evaluate.stop(explorer, 12345)
+
+
+def test_the_table_lists_cuts_and_stage_times_in_the_order_the_stages_run(explorer, prepared):
+    """A funnel's clusters -> preranker -> postranker, stored and reopened: by name,
+    postranker came before preranker."""
+    run = gold_run(Question("q0", "Who painted it?", answers=("Georges Seurat",),
+                            supporting_titles=("Seurat",)),
+                   *(ranked_stage(name, ("Seurat", "Georges Seurat painted it."))
+                     for name in ("clusters", "preranker", "postranker")), paradigm="funnel")
+    evaluations = EvaluationStore(prepared[1])
+    evaluation_id = evaluations.create(dataset="toy", questions=1, paradigms=["funnel"],
+                                       configs={}, corpus="tiny", corpus_fingerprint="f",
+                                       code_version="t")
+    evaluations.add(evaluation_id, 0, [run], [row(run)])
+    evaluations.finish(evaluation_id, "done", summarise([row(run)]))
+
+    table = evaluate.open_one(explorer, str(evaluation_id))[2]
+    labels = re.findall(r"<tr><td>([^<]*)</td>", table)
+
+    def rows(prefix: str, suffix: str = "") -> list[str]:
+        return [label.removeprefix(prefix).removesuffix(suffix) for label in labels
+                if label.startswith(prefix) and label.endswith(suffix)]
+
+    order = ["clusters", "preranker", "postranker"]
+    assert rows("answer recall at ") == order
+    assert rows("gold-document recall at ") == order
+    assert [label.removesuffix(" seconds (median)") for label in labels
+            if label.endswith(" seconds (median)")] == [*order, "answer"]
+    assert labels.index("answer recall at postranker") < labels.index(
+        "answer recall of all the reader read") < labels.index("gold-document recall at "
+                                                               "clusters")

@@ -9,6 +9,7 @@ from app.views.evaluation import (
     question_rows,
     recall_at_k_figure,
     recall_latency_figure,
+    stage_order,
 )
 
 SUMMARY = {
@@ -55,3 +56,29 @@ def test_question_rows_and_plots():
     points = recall_latency_figure(SUMMARY)
     assert (points.data[0].x[0], points.data[0].y[0]) == (1.2, 1.0)
     assert "No evaluation yet" in recall_at_k_figure({}).layout.annotations[0].text
+
+
+def test_cuts_and_stage_times_follow_the_stages_run_order_not_their_names():
+    """A summary's metrics come sorted by name, its seconds in the order the stages ran;
+    two paradigms' stages follow one another, each in its own order."""
+    funnel = {"AR@clusters": 1.0, "AR@postranker": 0.0, "AR@preranker": 1.0, "AR@read": 0.0,
+              "gold_doc_recall@clusters": 1.0, "gold_doc_recall@postranker": 0.0,
+              "gold_doc_recall@preranker": 0.5,
+              **{f"seconds_{s}_{w}": 0.1 for s in ("clusters", "preranker", "postranker",
+                                                   "answer") for w in ("median", "p95")},
+              "seconds_total_median": 1.0}
+    flat = {"AR@dense": 1.0, "AR@reranker": 1.0,
+            **{f"seconds_{s}_{w}": 0.1 for s in ("dense", "reranker", "answer")
+               for w in ("median", "p95")}}
+    summary = {"funnel": funnel, "flat": flat}
+    assert stage_order(summary) == ["clusters", "preranker", "postranker", "answer", "dense",
+                                    "reranker"]
+    order = metric_order(summary)
+    assert [k for k in order if k.startswith("AR@")] == [
+        "AR@clusters", "AR@preranker", "AR@postranker", "AR@dense", "AR@reranker", "AR@read"]
+    assert [k for k in order if k.startswith("gold_doc")] == [
+        "gold_doc_recall@clusters", "gold_doc_recall@preranker", "gold_doc_recall@postranker"]
+    assert [k for k in order if k.endswith("_median")][-6:-2] == [
+        "seconds_clusters_median", "seconds_preranker_median", "seconds_postranker_median",
+        "seconds_answer_median"]
+    assert order.index("seconds_clusters_median") + 1 == order.index("seconds_clusters_p95")

@@ -710,7 +710,9 @@ def test_browser_diagnoses_an_evaluation_and_opens_a_question_of_an_outcome_in_e
     page = browser.new_page(viewport={"width": 1400, "height": 1800})
     page.goto(url)
     page.get_by_role("tab", name="Diagnose").click()
-    page.locator("#fe-diag-id textarea").fill(str(evaluation_id))
+    page.locator("#fe-diag-id input").click()  # stored evaluations by name, newest first
+    page.locator("#fe-diag-id").get_by_role(
+        "option", name=re.compile(rf"^{evaluation_id}: api evaluation · ")).click()
     page.locator("#fe-diag-go").click()
     # expect() names the text it found when it fails (this wait once timed out in a full
     # run, never alone); the tab's own refresh on opening runs in the same queue
@@ -731,10 +733,14 @@ def test_browser_diagnoses_an_evaluation_and_opens_a_question_of_an_outcome_in_e
                            ".includes('paired over 2 shared questions')", timeout=30_000)
     assert "95% interval" in page.locator("#fe-diag-paired").inner_text()
     page.screenshot(path=str(ARTIFACTS / "diagnose.png"), full_page=True)
-    page.locator("#fe-diag-other textarea").fill("x7")
+    page.locator("#fe-diag-other input").click()  # B picked from a stored evaluation
+    page.locator("#fe-diag-other").get_by_role(
+        "option", name=re.compile(rf"^{evaluation_id}: ")).click()
+    expect(page.locator("#fe-diag-other input")).to_have_value(
+        re.compile(rf"^{evaluation_id}: api evaluation · "))
     page.locator("#fe-diag-pair").click()
-    page.wait_for_function("document.querySelector('#fe-diag-paired').innerText"
-                           ".includes(\"got 'x7'\")", timeout=30_000)
+    expect(page.locator("#fe-diag-paired")).to_contain_text(
+        f"B = {evaluation_id}: best: paired over 2 shared", timeout=30_000)
 
     segment = page.locator("#fe-diag-segment input").input_value()  # "flat · <outcome>"
     paradigm = segment.split(" · ")[0]

@@ -126,6 +126,21 @@ def test_the_tab_offers_each_paradigms_options_and_refuses_what_is_not_a_number(
         sweep.parse_values("K", " , ")
 
 
+def test_the_frontier_table_tells_points_apart_in_milliseconds_or_says_they_tie():
+    from app.views.diagnosis import frontier_columns, frontier_rows, tie_note
+
+    points = [("flat M=10", 0.0851, 0.5), ("flat M=20", 0.0853, 0.6), ("flat M=50", 0.0849, 0.6)]
+    rows = frontier_rows(points, pareto(points))
+    assert frontier_columns("AR@4")[2] == "ms per question (median)"
+    assert [(r[0], r[2]) for r in rows] == [("flat M=50", 84.9), ("flat M=10", 85.1),
+                                            ("flat M=20", 85.3)]  # all "0.085" in seconds
+    assert tie_note(points) == ""
+    assert tie_note([(label, 0.0851, v) for label, _, v in points]) == (
+        " All 3 points tie on time (85.1 ms per question).")
+    some = [*points, ("flat M=5", 0.0851, 0.2)]
+    assert tie_note(some) == " Tied on time: flat M=10, flat M=5 (85.1 ms)."
+
+
 def test_a_sweep_started_from_the_tab_is_followed_and_its_frontier_plotted(explorer, tmp_path):
     from app.tabs import sweep
 
@@ -138,6 +153,7 @@ def test_a_sweep_started_from_the_tab_is_followed_and_its_frontier_plotted(explo
     assert "done, 2 of 2" in progress and timer.active is False
     assert "2 points" in message  # with the reader: EM and seconds for both points
     assert table.headers[1] == "EM"  # the column names the metric plotted
+    assert table.headers[2] == "ms per question (median)"
     rows = table.value["data"]
     assert {row[0] for row in rows} == {"echo k=1", "echo k=3"}
     assert any(row[3] == "yes" for row in rows)

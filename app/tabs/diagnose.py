@@ -17,6 +17,8 @@ from app.errors import refused_box
 from app.tabs.explore import open_evaluation_run
 from app.tabs.sessions import parse_ids
 from app.views.diagnosis import (
+    THIS_EVALUATION,
+    evaluation_choices,
     outcome_bars,
     outcome_flow,
     paired_table,
@@ -29,14 +31,32 @@ from engine.errors import EngineError
 from engine.service.explorer import Explorer
 
 TRACKS = [("the gold answer", "answer"), ("all supporting documents", "support")]
+# Binds a click on the bars' plotly plot (re-drawn in place by each new figure, so bound
+# once per plot element) to this element's click event, carrying the clicked segment, which
+# each bar segment holds as its customdata (views.diagnosis.outcome_bars)
+BAR_CLICKS_JS = """
+const bind = () => {
+  const plot = document.querySelector('#fe-diag-bars .js-plotly-plot');
+  if (!plot || !plot.on || plot.dataset.feClicks) return;
+  plot.dataset.feClicks = 'bound';
+  plot.on('plotly_click', (data) => {
+    const point = data && data.points && data.points[0];
+    if (point && point.customdata) trigger('click', {segment: point.customdata});
+  });
+};
+new MutationObserver(bind).observe(document.body, {childList: true, subtree: true});
+bind();
+"""
 
 
 def diagnose(explorer: Explorer, text, track) -> tuple:
     """(message, bars, flow choice, flow, segment choice, segment rows, pair A, pair B,
-    attribution, evaluation id) of the evaluation typed."""
-    if not str(text or "").strip() and not explorer.evaluations():
-        return ("<div class='fe-progress'>No stored evaluation yet: start one in the "
-                "Evaluate tab, then come back here.</div>", *(gr.skip(),) * 9)
+    attribution, evaluation id) of the evaluation picked (its id)."""
+    if not str(text or "").strip():
+        if not explorer.evaluations():
+            return ("<div class='fe-progress'>No stored evaluation yet: start one in the "
+                    "Evaluate tab, then come back here.</div>", *(gr.skip(),) * 9)
+        return (refused_box("Pick an evaluation from the list."), *(gr.skip(),) * 9)
     try:
         (evaluation_id,) = parse_ids(text, "evaluation")[:1]
         evaluation = explorer.evaluation(evaluation_id)
@@ -87,9 +107,9 @@ def show_segment(explorer: Explorer, evaluation_id, found: dict | None, segment)
 
 def pair(explorer: Explorer, evaluation_id, a, b, other) -> str:
     """Paired differences of paradigm A against B, of this evaluation or of B in the
-    evaluation typed in `other`."""
+    evaluation picked in `other` (its id; "" for this one)."""
     if evaluation_id is None:
-        return refused_box("Open an evaluation first (type its id and press Diagnose).")
+        return refused_box("Open an evaluation first (pick one and press Diagnose).")
     try:
         other_id = parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
         return paired_table(explorer.paired(evaluation_id, a or "", b or "", other_id))
@@ -97,12 +117,33 @@ def pair(explorer: Explorer, evaluation_id, a, b, other) -> str:
         return refused_box(err)
 
 
-def newest(explorer: Explorer, text) -> str:
-    """The id box when the tab opens: what was typed, else the newest evaluation with a
-    stored question."""
-    if str(text or "").strip():
-        return text
-    return next((str(e.id) for e in explorer.evaluations() if e.done), "")
+def newest(explorer: Explorer, current) -> str:
+    """The evaluation picked when the tab opens: the one picked before while it is still
+    stored, else the newest with a stored question."""
+    stored = explorer.evaluations()
+    if str(current or "").strip() in {str(e.id) for e in stored}:
+        return str(current)
+    return next((str(e.id) for e in stored if e.done), "")
+
+
+def pickers(explorer: Explorer, current, other) -> tuple:
+    """Both evaluation pickers when the tab opens, listing every stored evaluation newest
+    first: (the evaluation diagnosed, B's evaluation for "Is the difference real?")."""
+    stored = explorer.evaluations()
+    choices = evaluation_choices(stored)
+    kept = str(other or "") if str(other or "") in {str(e.id) for e in stored} else ""
+    return (gr.Dropdown(choices, value=newest(explorer, current) or None),
+            gr.Dropdown([(THIS_EVALUATION, ""), *choices], value=kept))
+
+
+def pick_bar(found: dict | None, evt: gr.EventData) -> object:
+    """The outcome picker after a click on a bar of the stacked chart: that bar's segment
+    (paradigm and outcome), whose questions the picker's change lists, as picking it in
+    the list does. A click on anything else changes nothing."""
+    segment = (getattr(evt, "_data", None) or {}).get("segment")
+    if not found or segment not in {value for _, value in segment_choices(found)}:
+        return gr.skip()
+    return gr.update(value=segment)  # the choices stay: a Dropdown without them warns
 
 
 def paired_tables(explorer: Explorer, a, b) -> str:
@@ -124,43 +165,52 @@ def paired_tables(explorer: Explorer, a, b) -> str:
 class Views:
     message: gr.HTML
     bars: gr.Plot
-    flow_choice: gr.Dropdown
-    flow: gr.Plot
     segment: gr.Dropdown
     rows: gr.Dataframe
+    flow_choice: gr.Dropdown
+    flow: gr.Plot
     a: gr.Dropdown
     b: gr.Dropdown
-    other: gr.Textbox
+    other: gr.Dropdown
     pair: gr.Button
     paired: gr.HTML
+    clicks: gr.HTML
 
 
 def views() -> Views:
+    """The tab's views, the questions of an outcome right under the bars whose clicks pick
+    it."""
     message = gr.HTML(elem_id="fe-diag-message")
-    bars = gr.Plot(label="Outcomes per paradigm", elem_id="fe-diag-bars")
-    flow_choice = gr.Dropdown([], label="Flow of", elem_id="fe-diag-flow-of")
-    flow = gr.Plot(label="Flow", elem_id="fe-diag-flow")  # full width: its labels need it
+    bars = gr.Plot(label="Outcomes per paradigm (click a bar to list its questions)",
+                   elem_id="fe-diag-bars")
+    # a gr.Plot has only a change event in Gradio 6: a plotly click reaches Python through
+    # this hidden element, which listens on the bars' plot and triggers its own click
+    clicks = gr.HTML(js_on_load=BAR_CLICKS_JS, visible="hidden", elem_id="fe-diag-clicks")
     segment = gr.Dropdown([], label="Questions with outcome", elem_id="fe-diag-segment")
     rows = gr.Dataframe(headers=ROW_COLUMNS, interactive=False, wrap=True, max_height=360,
                         column_widths=ROW_WIDTHS,
                         label="Click a row to open its stored run in Explore",
                         elem_id="fe-diag-rows")
+    flow_choice = gr.Dropdown([], label="Flow of", elem_id="fe-diag-flow-of")
+    flow = gr.Plot(label="Flow", elem_id="fe-diag-flow")  # full width: its labels need it
     gr.Markdown("### Is the difference real?")
     with gr.Row():
         a = gr.Dropdown([], label="A: paradigm", scale=1, elem_id="fe-diag-a")
         b = gr.Dropdown([], label="B: paradigm", scale=1, elem_id="fe-diag-b")
-        other = gr.Textbox(label="B from another evaluation (optional id; pairs the "
-                                 "questions both answered)", scale=2, elem_id="fe-diag-other")
+        other = gr.Dropdown([(THIS_EVALUATION, "")], value="", scale=2,
+                            label="B from another evaluation (pairs the questions both "
+                                  "answered)", elem_id="fe-diag-other")
         pairing = gr.Button("Pair A with B", scale=1, elem_id="fe-diag-pair")
-    return Views(message, bars, flow_choice, flow, segment, rows, a, b, other, pairing,
-                 gr.HTML(elem_id="fe-diag-paired"))
+    return Views(message, bars, segment, rows, flow_choice, flow, a, b, other, pairing,
+                 gr.HTML(elem_id="fe-diag-paired"), clicks)
 
 
 def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
-    """The Diagnose tab's widgets and events; returns what the app refreshes on select."""
+    """The Diagnose tab's widgets and events; returns what the app runs when the tab is
+    selected: "refresh" (the evaluation pickers), "then" (the diagnosis of the one picked)."""
     with gr.Row():
-        ids = gr.Textbox(label="Evaluation id", placeholder="3", scale=2,
-                         elem_id="fe-diag-id")
+        ids = gr.Dropdown([], label="Evaluation (newest first)", scale=3,
+                          elem_id="fe-diag-id")
         track = gr.Radio(TRACKS, value="answer", label="Follow", scale=2,
                          elem_id="fe-diag-track")
         go = gr.Button("Diagnose", variant="primary", scale=1, elem_id="fe-diag-go")
@@ -170,11 +220,12 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
     private = {"api_visibility": "private"}
     outputs = [shown.message, shown.bars, shown.flow_choice, shown.flow, shown.segment,
                shown.rows, shown.a, shown.b, found, current]
-    for event in (go.click, ids.submit, track.change):
+    for event in (go.click, ids.input, track.change):
         event(partial(diagnose, explorer), [ids, track], outputs, **private)
     shown.flow_choice.change(show_flow, [found, shown.flow_choice], shown.flow, **private)
     shown.segment.change(partial(show_segment, explorer), [current, found, shown.segment],
                          shown.rows, **private)
+    shown.clicks.click(pick_bar, found, shown.segment, **private)
     shown.pair.click(partial(pair, explorer), [current, shown.a, shown.b, shown.other],
                      shown.paired, **private)
     opened = [*exploring["outputs"], exploring["question"], exploring["paradigm"], tabs]
@@ -183,5 +234,5 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
         return open_evaluation_run(explorer, len(opened), evaluation_id, evt.row_value)
 
     shown.rows.select(open_row, current, opened, **private)
-    return {"ids": ids, "refresh": partial(newest, explorer),
+    return {"refresh": (partial(pickers, explorer), [ids, shown.other], [ids, shown.other]),
             "then": (partial(diagnose, explorer), [ids, track], outputs)}

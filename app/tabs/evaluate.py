@@ -179,20 +179,23 @@ class Form:
 
 def form(explorer: Explorer) -> Form:
     with gr.Row():
-        dataset = dataset_dropdown(explorer, "Dataset", first=True, scale=2,
-                                   elem_id="fe-eval-dataset")
+        # the upload box at its own height (the dataset and how many questions beside it):
+        # squeezed to a fixed height it clipped its "Click to Upload"
+        with gr.Column(scale=1):
+            dataset = dataset_dropdown(explorer, "Dataset", first=True,
+                                       elem_id="fe-eval-dataset")
+            with gr.Row():
+                limit = gr.Number(20, label="First N questions (0: all)", precision=0,
+                                  elem_id="fe-eval-limit")
+                sample = gr.Number(0, label="…or a random sample of", precision=0,
+                                   elem_id="fe-eval-sample")
+                seed = gr.Number(0, label="Seed", precision=0, elem_id="fe-eval-seed")
         upload = gr.File(label="…or a QA file (HotpotQA, MuSiQue, 2Wiki, SQuAD, NQ-open "
-                               "formats)", file_types=[".json", ".jsonl"], scale=2,
-                         height=90, elem_id="fe-eval-upload")
-    with gr.Row():
-        limit = gr.Number(20, label="First N questions (0: all)", precision=0,
-                          elem_id="fe-eval-limit")
-        sample = gr.Number(0, label="…or a random sample of", precision=0,
-                           elem_id="fe-eval-sample")
-        seed = gr.Number(0, label="Seed", precision=0, elem_id="fe-eval-seed")
-        chosen = gr.CheckboxGroup([(spec.label, name) for name, spec in PARADIGMS.items()],
-                                  value=[n for n in FIRST if n in PARADIGMS],
-                                  label="Paradigms", scale=3, elem_id="fe-eval-paradigms")
+                               "formats)", file_types=[".json", ".jsonl"], scale=1,
+                         elem_id="fe-eval-upload")
+    chosen = gr.CheckboxGroup([(spec.label, name) for name, spec in PARADIGMS.items()],
+                              value=[n for n in FIRST if n in PARADIGMS], label="Paradigms",
+                              elem_id="fe-eval-paradigms")
     with gr.Row():
         name = gr.Textbox(label="Evaluation name (optional)", scale=2, elem_id="fe-eval-name")
         ray = gr.Textbox(label="Ray address (optional): 'local' for two workers here, or "

@@ -22,8 +22,10 @@ from app.views.diagnosis import (
     frontier_figure,
     frontier_points,
     frontier_rows,
+    tie_note,
 )
 from app.views.evaluation import progress_html
+from app.views.formatting import esc
 from engine.errors import ConfigError, EngineError
 from engine.eval.sweep import pareto, sweepable
 from engine.paradigms.registry import PARADIGMS, parse_config
@@ -107,7 +109,8 @@ def frontier(explorer: Explorer, ids_text, metric) -> tuple:
     points = frontier_points(summaries, metric or "AR@4")
     front = pareto(points)
     message = (f"<div class='fe-kept'>{len(points)} points, {len(front)} on the frontier "
-               f"(nothing else is both faster and better on {metric}).</div>")
+               f"(nothing else is both faster and better on {esc(metric)}).{esc(tie_note(points))}"
+               "</div>")
     return (message, frontier_figure(points, front, metric),
             gr.Dataframe(frontier_rows(points, front), headers=frontier_columns(metric)))
 

@@ -15,6 +15,7 @@ LOST = ("#f58518", "#e45756", "#ff9d45", "#b279a2", "#ffbf79", "#9d755d")
 COLORS = {oc.SKIPPED: "#79706e", oc.NOT_RETRIEVED: "#b2182b", oc.REACHED: "#4c78a8",
           oc.READ_WRONG: "#eeca3b", oc.RIGHT: "#54a24b", oc.NO_SPAN: "#bab0ac"}
 SEPARATOR = " · "
+THIS_EVALUATION = "(none: B from this evaluation)"
 METRIC_LABELS = {"gold_doc_recall": "gold-document recall (read)",
                  "seconds": "seconds per question (median)"}
 
@@ -40,7 +41,9 @@ def outcome_bars(attribution: dict[str, dict], track: str = "answer") -> go.Figu
     fig = go.Figure([go.Bar(
         x=names, y=[attribution[n]["counts"].get(o, 0) for n in names], name=o,
         marker_color=color(o, cuts), text=[attribution[n]["counts"].get(o) or "" for n in names],
-        textposition="inside", hovertemplate=f"%{{x}}: %{{y}} questions {esc(o)}<extra></extra>")
+        customdata=[segment_value(n, o) for n in names],  # what a click on it opens
+        textposition="inside",
+        hovertemplate=f"%{{x}}: %{{y}} questions {esc(o)} (click to list them)<extra></extra>")
         for o in order])
     what = "the gold answer" if track == "answer" else "all supporting documents"
     fig.update_layout(barmode="stack", title=f"Where each paradigm loses {what}",
@@ -107,10 +110,29 @@ def _rank(outcome: str, cuts: list[str]) -> int:
     return len(cuts)
 
 
+def segment_value(paradigm: str, outcome: str) -> str:
+    """The value naming one (paradigm, outcome) segment: "flat · lost at reranker"."""
+    return f"{paradigm}{SEPARATOR}{outcome}"
+
+
 def segment_choices(attribution: dict[str, dict]) -> list[tuple[str, str]]:
     """(label, value) per (paradigm, outcome) segment, as the Dropdown takes them."""
-    return [(f"{paradigm}{SEPARATOR}{o} ({n})", f"{paradigm}{SEPARATOR}{o}")
+    return [(f"{segment_value(paradigm, o)} ({n})", segment_value(paradigm, o))
             for paradigm, found in attribution.items() for o, n in found["counts"].items()]
+
+
+def evaluation_label(evaluation) -> str:
+    """How a stored evaluation is offered in a picker: its id, name, dataset (unless the
+    name starts with it, as a default name does), when it was started and how far it got."""
+    dataset = "" if evaluation.name.startswith(evaluation.dataset) else \
+        f" · {evaluation.dataset}"
+    return (f"{evaluation.id}: {evaluation.name}{dataset} · {evaluation.created[:16]} · "
+            f"{evaluation.state}, {evaluation.done} of {evaluation.questions} questions")
+
+
+def evaluation_choices(evaluations) -> list[tuple[str, str]]:
+    """(label, id as text) of each stored evaluation, in the order given (newest first)."""
+    return [(evaluation_label(e), str(e.id)) for e in evaluations]
 
 
 def segment_positions(attribution: dict[str, dict], segment: str) -> tuple[str, list]:
@@ -155,7 +177,29 @@ def paired_table(result: dict) -> str:
 
 
 def frontier_columns(metric: str) -> list[str]:
-    return ["point", metric, "seconds per question (median)", "on the frontier"]
+    return ["point", metric, "ms per question (median)", "on the frontier"]
+
+
+def milliseconds(seconds: float) -> float:
+    """Seconds as milliseconds to 0.1 ms, all the precision a summary keeps (its seconds
+    are rounded to 4 decimals): points a few ms apart no longer all read 0.085 s."""
+    return round(seconds * 1000, 1)
+
+
+def tie_note(points: list[tuple[str, float, float]]) -> str:
+    """Which points take the same median time, to the 0.1 ms kept ("" when none do): the
+    frontier cannot tell them apart by speed, only by the metric."""
+    by_time: dict[float, list[str]] = {}
+    for label, seconds, _ in sorted(points, key=lambda p: p[1]):
+        by_time.setdefault(milliseconds(seconds), []).append(label)
+    tied = {ms: labels for ms, labels in by_time.items() if len(labels) > 1}
+    if not tied:
+        return ""
+    if len(by_time) == 1:
+        ((ms, _),) = tied.items()
+        return f" All {len(points)} points tie on time ({ms:,.1f} ms per question)."
+    return " Tied on time: " + "; ".join(f"{', '.join(labels)} ({ms:,.1f} ms)"
+                                         for ms, labels in tied.items()) + "."
 
 
 def frontier_points(summaries: dict[str, dict], metric: str) -> list[tuple[str, float, float]]:
@@ -165,7 +209,7 @@ def frontier_points(summaries: dict[str, dict], metric: str) -> list[tuple[str, 
 
 
 def frontier_rows(points: list[tuple[str, float, float]], front: list[str]) -> list[list]:
-    return [[label, round(value, 3), round(seconds, 3), "yes" if label in front else ""]
+    return [[label, round(value, 3), milliseconds(seconds), "yes" if label in front else ""]
             for label, seconds, value in sorted(points, key=lambda p: p[1])]
 
 
@@ -183,7 +227,7 @@ def frontier_figure(points: list[tuple[str, float, float]], front: list[str],
         y=[v for label, _, v in points if label.split(" ")[0] == kind],
         text=[label for label, _, _ in points if label.split(" ")[0] == kind],
         mode="markers", name=kind, marker={"size": 10},
-        hovertemplate="%{text}<br>%{x:.3f} s, %{y:.3f}<extra></extra>") for kind in kinds])
+        hovertemplate="%{text}<br>%{x:.4f} s, %{y:.3f}<extra></extra>") for kind in kinds])
     on = sorted((p for p in points if p[0] in front), key=lambda p: p[1])
     fig.add_trace(go.Scatter(x=[p[1] for p in on], y=[p[2] for p in on], mode="lines+text",
                              text=[p[0] for p in on], textposition="top center",

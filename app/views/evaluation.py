@@ -23,14 +23,28 @@ ROW_COLUMNS = ["#", "question id", "paradigm", "question", "answer", "EM", "F1",
 ROW_WIDTHS = ["4%", "13%", "8%", "32%", "19%", "5%", "5%", "6%", "8%"]  # "seconds" unbroken
 
 
+def stage_order(summary: dict[str, dict]) -> list[str]:
+    """Every stage (and LLM step) in the order its paradigm runs them, paradigm after
+    paradigm: a summary's seconds come in its trace's order (engine.eval.summary), while
+    its metrics come sorted by name."""
+    return list(dict.fromkeys(
+        k[len("seconds_"):-len("_median")] for s in summary.values() for k in s
+        if k.startswith("seconds_") and k.endswith("_median") and k != "seconds_total_median"))
+
+
 def metric_order(summary: dict[str, dict]) -> list[str]:
-    """The table's rows: AR@1..4, gold-document recall and answer recall at every cut,
-    the answer metrics and costs, then each stage's median and p95 seconds."""
+    """The table's rows: AR@1..4, answer recall at every cut in funnel order (then of all
+    the reader read), gold-document recall at every cut, the answer metrics and costs,
+    then each stage's median and p95 seconds, stages in funnel order."""
     keys = list(dict.fromkeys(k for s in summary.values() for k in s))
-    cuts = [k for k in keys if k.startswith(("gold_doc_recall@", "AR@")) and k not in HEAD]
-    stages = [k for k in keys if k.startswith("seconds_") and k.endswith(("_median", "_p95"))
-              and k != "seconds_total_median"]
-    return [*(k for k in HEAD if k in keys), *cuts, *(k for k in ANSWER if k in keys), *stages]
+    stages = stage_order(summary)
+    cuts = [*(f"AR@{s}" for s in stages), "AR@read", *(f"gold_doc_recall@{s}" for s in stages)]
+    cuts = [k for k in cuts if k in keys]
+    cuts += [k for k in keys if k.startswith(("gold_doc_recall@", "AR@")) and k not in HEAD
+             and k not in cuts]  # a cut without seconds (none today): after the known ones
+    seconds = [f"seconds_{s}_{which}" for s in stages for which in ("median", "p95")]
+    return [*(k for k in HEAD if k in keys), *cuts, *(k for k in ANSWER if k in keys),
+            *(k for k in seconds if k in keys)]
 
 
 def label(key: str) -> str:

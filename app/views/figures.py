@@ -11,6 +11,7 @@ import html
 import logging
 from collections.abc import Callable, Sequence
 
+import plotly.colors as pc
 import plotly.graph_objects as go
 
 from engine.records import ReaderAttention
@@ -23,6 +24,10 @@ HEIGHT = 320
 GOLD = "#d4a017"
 SUPPORT = "#54a24b"
 STAGE = "#4c78a8"
+LEGEND_ROW, LEGEND_PER_ROW = 24, 5  # a horizontal legend's row height and entries a row
+# 24 colours, so the ~16 steps of five paradigms' runs do not share a colour (plotly's
+# default ten repeat: clusters and classify were one blue)
+MANY_COLOURS = pc.qualitative.Dark24
 
 
 def text_figure(message: str) -> go.Figure:
@@ -75,11 +80,14 @@ def funnel_figure(trace: RunTrace) -> go.Figure:
     for name, counts, color in series:
         fig.add_bar(y=labels, x=counts, name=name, orientation="h", marker_color=color,
                     text=[f"{n:,}" for n in counts], textposition="outside", cliponaxis=False)
-    note = "" if trace.gold else " · gold bars come with a dataset question"
-    # the title sits right of the panel's own label (which covers the top left corner) and
-    # the legend below the axis, where however many series there are it cannot crowd it
+    # the title sits right of the panel's own label (which covers the top left corner), the
+    # note as plotly's subtitle on a line of its own under it (set inline as <sub>, it ran
+    # into the title), and the legend below the axis, where however many series there are
+    # it cannot crowd it
+    note = {} if trace.gold else {"subtitle": {"text": "gold bars come with a dataset "
+                                                       "question"}}
     fig.update_layout(barmode="group", height=HEIGHT + 60,
-                      title={"text": f"Candidates per stage<sub>{note}</sub>", "x": 0.98,
+                      title={"text": "Candidates per stage", **note, "x": 0.98,
                              "xanchor": "right", "y": 0.97, "yanchor": "top"},
                       yaxis={"autorange": "reversed"},
                       xaxis={"type": "log", "dtick": 1, "title": "candidates (log scale)"},
@@ -168,8 +176,14 @@ def compare_figure(traces: Sequence[RunTrace]) -> go.Figure:
                                 *(f"LLM: {c.purpose}" for t in traces for c in t.llm_steps)]))
     for step in steps:
         fig.add_bar(x=names, y=[_step_seconds(t, step) for t in traces], name=step)
-    fig.update_layout(barmode="stack", title="Seconds per stage", height=HEIGHT,
-                      yaxis={"title": "seconds"}, margin={"l": 10, "r": 10})
+    # the legend runs across under the bars, as many rows as the steps need (five
+    # paradigms have about 16): beside them it was cut to the plot's height and scrolled
+    rows = -(-len(steps) // LEGEND_PER_ROW)
+    fig.update_layout(barmode="stack", title="Seconds per stage", colorway=MANY_COLOURS,
+                      height=HEIGHT + LEGEND_ROW * rows, yaxis={"title": "seconds"},
+                      legend={"orientation": "h", "traceorder": "normal", "yanchor": "top",
+                              "y": -0.12, "xanchor": "left", "x": 0},
+                      margin={"l": 10, "r": 10})
     return fig
 
 

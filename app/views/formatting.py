@@ -245,8 +245,7 @@ def compare_table(traces: Sequence[RunTrace], heads: Sequence[str] = ()) -> str:
     rows = [("reader tokens", [f"{t.reader_input_tokens:,}" for t in traces]),
             ("seconds", [f"{t.seconds:.2f}" for t in traces]),
             ("answer", [esc(t.answer) for t in traces]),
-            ("EM / F1", [f"{t.metrics['EM']:.0f} / {t.metrics['F1']:.2f}"
-                         if "EM" in t.metrics else "" for t in traces])]
+            ("EM / F1", [_scores(t) for t in traces])]
     rows += [(f"AR@{k} (final passages)", final(f"AR@{k}")) for k in (1, 2, 3, 4)
              if any(f"AR@{k}" in t.metrics for t in traces)]
     depth = max((len(t.stages) for t in traces), default=0)
@@ -257,6 +256,14 @@ def compare_table(traces: Sequence[RunTrace], heads: Sequence[str] = ()) -> str:
                    for name, values in rows)
     return (f"<table class='fe-table fe-compare'><thead><tr><th></th>{head}</tr></thead>"
             f"{body}</table>")
+
+
+def _scores(trace: RunTrace) -> str:
+    """A run's EM / F1, or why it has none: a typed question has no gold answer to score
+    against, and a run whose reader did not answer has nothing to score."""
+    if "EM" in trace.metrics:
+        return f"{trace.metrics['EM']:.0f} / {trace.metrics['F1']:.2f}"
+    return "<i>no gold</i>" if trace.gold is None else "<i>not answered</i>"
 
 
 def _cut(trace: RunTrace, index: int) -> str:
