@@ -1,8 +1,8 @@
 """DR-RAG (Hei et al.): static-relevant documents, then dynamic-relevant ones, one LLM call.
 
-Similarity matching (SM: BM25, or dense) finds k1 static-relevant documents; query-document
-concatenation (QDC) retrieves, with `q + d` for each of them, documents the question alone
-ranks low; the selection classifier C(q, d1, d2) then keeps what the reader sees:
+Similarity matching (SM: BM25, dense, or their hybrid) finds k1 static-relevant documents;
+query-document concatenation (QDC) retrieves, with `q + d` for each of them, documents the
+question alone ranks low; the selection classifier C(q, d1, d2) then keeps what the reader sees:
 - "sm": the top-k documents by similarity alone (the paper's baseline rows);
 - "qdc": the k1 static documents and their QDC documents, round-robin, cut to k;
 - "cis": the same k documents, minus those no pair with another makes positive;
@@ -17,23 +17,28 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.errors import ConfigError
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import BM25, Dense, Reader, SelectionClassifier
+from engine.paradigms.resources import BM25, Dense, DocumentScores, Reader, SelectionClassifier
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
-from engine.stages.retrieve import DocumentRetriever
+from engine.stages.rerank import HYBRID_WEIGHT
+from engine.stages.retrieve import DocumentRetriever, ScoredDocumentRetriever
 from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
 
 SELECTIONS = ("sm", "qdc", "cis", "cfs")
+RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
 @dataclass(frozen=True)
 class DRRAGConfig:
     # bm25 by default: on the training questions it finds more supporting documents than
     # dense, alone and under QDC, in milliseconds (bench/README.md, "DR-RAG")
-    retriever: str = param("bm25", "similarity matching: bm25 (over documents) or dense "
-                           "(a document scored by its best passage)", choices=("bm25", "dense"))
+    retriever: str = param("bm25", "similarity matching: bm25 (over documents), dense (a "
+                           "document scored by its best passage) or hybrid (BM25 + dense, "
+                           "the funnel's document score)", choices=RETRIEVERS)
+    hybrid_weight: float = param(HYBRID_WEIGHT, "dense weight of the hybrid document score",
+                                 low=0.0, high=1.0)
     selection: str = param("cfs", "sm: top-k alone; qdc: + query-document concatenation; "
                            "cis / cfs: + the classifier's inverse / forward selection",
                            choices=SELECTIONS)
@@ -71,7 +76,7 @@ class DRRAGConfig:
 class DRRAGResources:
     reader: Reader
     classifier: SelectionClassifier | None  # cfs and cis only
-    index: BM25 | Dense  # documents (BM25) or passages (dense)
+    index: BM25 | Dense | DocumentScores  # documents (BM25), passages (dense) or both
 
 
 class DRRAGParadigm(Paradigm):
@@ -82,13 +87,23 @@ class DRRAGParadigm(Paradigm):
         return DRRAGResources(
             Reader(config.reader),
             SelectionClassifier(config.classifier) if config.uses_classifier() else None,
-            BM25(config.units()) if config.retriever == "bm25"
-            else Dense(config.units(), config.bi_encoder))
+            cls._index(config))
+
+    @staticmethod
+    def _index(config: DRRAGConfig) -> BM25 | Dense | DocumentScores:
+        if config.retriever == "bm25":
+            return BM25(config.units())
+        if config.retriever == "dense":
+            return Dense(config.units(), config.bi_encoder)
+        return DocumentScores("hybrid", config.hybrid_weight, config.units(),
+                              config.bi_encoder)
 
     def steps(self, question: str):
         cfg, uses = self.config, self.resources(self.config)
-        retriever = DocumentRetriever(uses.index.load(self.corpus), self.corpus,
-                                      name=cfg.retriever)
+        index = uses.index.load(self.corpus)
+        retriever = (ScoredDocumentRetriever(index, name=cfg.retriever)
+                     if isinstance(uses.index, DocumentScores)
+                     else DocumentRetriever(index, self.corpus, name=cfg.retriever))
         if cfg.selection == "sm":
             final = run_stage(retriever, question, (), cfg.k)
             yield final
