@@ -368,3 +368,107 @@ def test_qdc_reports_the_corpus_it_searched_as_its_input(tiny_corpus):
     qdc = run_stage(QueryDocumentConcatenation(retriever, 2), "capital Vienna",
                     static.candidates, 3)
     assert qdc.n_in == len(tiny_corpus) and len(qdc.candidates) == 3
+
+
+# --- hybrid similarity matching ---------------------------------------------------------
+
+
+def _static_ids(corpus, options: dict, question: str, k: int = 3) -> list[str]:
+    from engine.paradigms.registry import make_paradigm
+
+    paradigm = make_paradigm("drrag", corpus, {**options, "selection": "sm", "k": k},
+                             retrieval_only=True)
+    (stage,) = paradigm.run(question).stages
+    return [c.unit.id for c in stage.candidates]
+
+
+def test_hybrid_weight_runs_from_bm25_to_dense(tiny_corpus):
+    question = "Which artist put tiny coloured points on canvas?"
+    bm25 = _static_ids(tiny_corpus, {"retriever": "bm25"}, question)
+    dense = _static_ids(tiny_corpus, {"retriever": "dense"}, question)
+    assert bm25 != dense  # the question tells the two apart, so the ends below are seen
+    assert _static_ids(tiny_corpus, {"retriever": "hybrid", "hybrid_weight": 0.0},
+                       question) == bm25
+    assert _static_ids(tiny_corpus, {"retriever": "hybrid", "hybrid_weight": 1.0},
+                       question) == dense
+
+
+def test_hybrid_similarity_matching_reads_the_funnels_document_scores(tiny_corpus):
+    from engine.index.shared import shared_indexes
+    from engine.paradigms.registry import make_paradigm
+
+    question = "Which river flows through Vienna?"
+    config = {"retriever": "hybrid", "hybrid_weight": 0.5, "selection": "qdc", "k": 3,
+              "k1": 1, "k2": 2}
+    paradigm = make_paradigm("drrag", tiny_corpus, config, retrieval_only=True)
+    static, qdc = paradigm.run(question).stages
+    assert static.name == "hybrid" and static.granularity == "documents"
+    assert static.settings == {"document_scores": "hybrid", "hybrid_weight": 0.5}
+    # the same scorer object the funnel's first stage would read: one score, one copy
+    scorer = shared_indexes().documents(tiny_corpus, "hybrid", 0.5, paradigm.config.units())
+    scores = scorer.scores(question)
+    best = int(scores.argmax())
+    (found,) = static.candidates
+    assert found.unit.id == tiny_corpus.documents[best].id
+    assert found.score == pytest.approx(float(scores[best]))
+    # q + d searches the same scores, the static document left out
+    assert [c.parents for c in qdc.candidates] == [(), (found.unit.id,), (found.unit.id,)]
+    ids = [c.unit.id for c in qdc.candidates]
+    assert len(set(ids)) == 3
+    expected = scorer.scores(f"{question} {found.unit.text}")
+    dynamic = [tiny_corpus.index_of[i] for i in ids[1:]]
+    assert list(expected[dynamic]) == sorted(expected[dynamic], reverse=True)
+    assert all(expected[dynamic].min() >= expected[i] for i in range(len(tiny_corpus))
+               if tiny_corpus.documents[i].id not in ids)
+
+
+def test_hybrid_similarity_matching_says_when_bm25_stands_in(tiny_corpus, monkeypatch):
+    from engine.index.shared import shared_indexes
+    from engine.paradigms.registry import make_paradigm
+
+    store = shared_indexes()
+    monkeypatch.setattr(store, "_promised", {})
+    paradigm = make_paradigm("drrag", tiny_corpus, {"retriever": "hybrid", "selection": "qdc",
+                                                    "k": 2, "k1": 1, "k2": 1},
+                             retrieval_only=True)
+    store.promise_dense(tiny_corpus, paradigm.config.units())
+    static, qdc = paradigm.run("Which river flows through Vienna?").stages
+    for stage in (static, qdc):
+        assert "documents score by BM25 alone" in stage.details.note
+        assert stage.settings["stand_in"] == "bm25"
+    assert static.settings["document_scores"] == "bm25"
+
+
+def test_a_hybrid_weight_out_of_range_is_refused_by_name():
+    from engine.errors import ConfigError
+    from engine.paradigms.registry import make_config
+
+    with pytest.raises(ConfigError, match="hybrid_weight=1.5 is out of range"):
+        make_config("drrag", {"retriever": "hybrid", "hybrid_weight": 1.5})
+    with pytest.raises(ConfigError, match="Unknown retriever 'sparse'"):
+        make_config("drrag", {"retriever": "sparse"})
+
+
+# --- the typed single-hop questions (bench/drrag_first_stage.py) -------------------------
+
+
+def test_the_typed_questions_load_and_each_answer_is_in_its_wiki_document():
+    import json
+
+    from bench.drrag_first_stage import TYPED, typed_questions
+    from engine.data.corpus import load_corpus
+    from engine.data.loaders import read_dataset
+    from engine.metrics import answer_in
+
+    dataset = read_dataset(TYPED)
+    assert dataset.format == "nq-open" and len(dataset.questions) >= 40
+    questions, titles = typed_questions()
+    assert len({q.id for q in questions}) == len(questions) == len(titles)
+    assert all(q.text.endswith("?") and q.answers for q in questions)
+    wiki = load_corpus("wiki")
+    missing = [(q.text, title) for q, (title,) in zip(questions, titles, strict=True)
+               if title not in wiki.by_id or not answer_in([wiki.by_id[title].text],
+                                                           q.answers)]
+    assert not missing
+    assert json.loads(TYPED.read_text().splitlines()[0])["question"] == (
+        "Which planet is known as the Red Planet?")  # the case issue 35 reported

@@ -305,7 +305,7 @@ def test_api_drrag_run_label_list_retrain_and_switch_back(live_app):
     _, client = live_app
     trace = json.loads(client.predict(QUESTION, "drrag", '{"selection": "cis", "k": 3}',
                                       api_name="/run"))
-    assert [s["name"] for s in trace["stages"]] == ["bm25", "qdc", "cis"]
+    assert [s["name"] for s in trace["stages"]] == ["hybrid", "qdc", "cis"]  # its default
     calls = trace["stages"][-1]["details"]["calls"]
     assert len(calls) == 3 and all({"probability", "threshold", "kept"} <= set(c) for c in calls)
     assert trace["llm_calls"] == 1
@@ -488,7 +488,7 @@ def test_browser_compare_every_paradigm(live_app, browser):
     text = table.inner_text()
     for row in ("reader tokens", "cut 1", "cut 2", "cut 3"):
         assert row in text
-    assert "bm25: " in text and "dense: " in text  # each paradigm's own first cut
+    assert "hybrid: " in text and "dense: " in text  # each paradigm's own first cut
     assert page.locator("#fe-compare-finals ol.fe-final").count() == len(PARADIGMS)
     # five columns of final passages fit a 1,400 px window (they ran 260 px off the page)
     assert page.evaluate("() => { const e = document.querySelector('#fe-compare-finals');"

@@ -111,6 +111,33 @@ class DocumentRetriever(Stage):
                      for rank, (doc_id, score) in enumerate(ranked, start=1))
 
 
+class ScoredDocumentRetriever(DocumentRetriever):
+    """Top-`k` documents by a `DocumentScorer`: every document scored, as the funnel's
+    first stage scores them (BM25, dense MaxP over the stored passage vectors, or their
+    hybrid), so "hybrid" here is the same score the funnel ranks by, not a second copy."""
+
+    def __init__(self, documents: DocumentScorer, name: str = "hybrid") -> None:
+        # the scorer stands as the index: its stand-in note (BM25 alone while the dense
+        # index is built) is the stage's, and QDC's
+        self.index, self.corpus, self.name, self.fanout = documents, documents.corpus, name, 1
+
+    def settings(self) -> dict:
+        return {"document_scores": self.index.how,
+                "hybrid_weight": self.index.weight if self.index.how == "hybrid" else None}
+
+    def search(self, query: str, k: int, exclude: frozenset[str] = frozenset(),
+               parents: tuple[str, ...] = ()) -> tuple[Candidate, ...]:
+        """The `k` best-scoring documents not in `exclude` (a positive score only), each
+        with `parents` as lineage."""
+        scores = self.index.scores(query)
+        documents = self.corpus.documents
+        ranked = [(documents[i], float(scores[i])) for i in top_k(scores, k + len(exclude))
+                  if np.isfinite(scores[i]) and scores[i] > 0
+                  and documents[i].id not in exclude][:k]
+        return tuple(Candidate(document_unit(doc), score, rank, parents=parents)
+                     for rank, (doc, score) in enumerate(ranked, start=1))
+
+
 class ClusterRetriever(Stage):
     """Clusters ranked by their best member document: FunnelRAG's first stage, scored
     through the documents.
