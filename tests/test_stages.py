@@ -18,6 +18,7 @@ from engine.stages.retrieve import (
     DocumentRetriever,
     HybridRetriever,
     LongUnitRetriever,
+    ScoredDocumentRetriever,
 )
 from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
 from engine.types import Candidate, Unit
@@ -114,9 +115,19 @@ def _hybrid(corpus) -> HybridRetriever:
                            alpha=0.3, depth=20)
 
 
+def _scored_documents(corpus) -> ScoredDocumentRetriever:
+    pytest.importorskip("faiss")
+    from engine.index.shared import shared_indexes
+
+    scorer = shared_indexes().documents(corpus, "hybrid", 0.7,
+                                        UnitConfig("passages", chunker=Chunker(12)))
+    return ScoredDocumentRetriever(scorer)
+
+
 STAGES = {BM25Retriever: (_bm25, None), DenseRetriever: (_dense, None),
           HybridRetriever: (_hybrid, None),
           DocumentRetriever: (_documents_of_passages, None),
+          ScoredDocumentRetriever: (_scored_documents, None),
           ClusterRetriever: (_clusters, None), LongUnitRetriever: (_long_units, None),
           CrossEncoderReranker: (_cross_encoder, _documents),
           StoredScoreReranker: (_stored, _documents),
@@ -156,7 +167,7 @@ def test_stage_contract(cls, tiny_corpus, request):
     assert isinstance(stage, cls) and stage.name
     given = inputs(tiny_corpus) if inputs else ()
     pool = {c.unit for c in given} or (
-        {document_unit(d) for d in tiny_corpus.documents} if cls is DocumentRetriever
+        {document_unit(d) for d in tiny_corpus.documents} if isinstance(stage, DocumentRetriever)
         else set(stage.clusters) if isinstance(stage, ClusterRetriever)
         else set(stage.dense.units) if cls is HybridRetriever else set(stage.index.units))
     pool_ids = {u.id: u for u in pool}
