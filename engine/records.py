@@ -13,6 +13,17 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class StandIn:
+    """What answers in place of a resource that is not ready, declared by the loaded
+    resource itself (its `stand_in`, None for the real one) and read into the trace: `what`
+    stands in (a stage's `stand_in` setting: "bm25" for a dense index still being built,
+    "cosines" for an untrained selection classifier) and the `note` the stage shows."""
+
+    what: str
+    note: str
+
+
+@dataclass(frozen=True)
 class ClassifierCall:
     """One call of DR-RAG's selection classifier C(q, d1, d2) and what it decided."""
 

@@ -159,9 +159,9 @@ def test_a_promised_build_that_failed_is_not_tried_again_and_the_stand_in_says_w
     store.promise_dense(tiny_corpus, passages)
     store.break_promise(tiny_corpus, passages, "minilm", "disk full")
     stand_in = store.dense(tiny_corpus, passages, stand_in=True)
-    assert "the dense index failed to build (disk full)" in stand_in.stand_in_note
+    assert "the dense index failed to build (disk full)" in stand_in.stand_in.note
     scores = store.documents(tiny_corpus, "hybrid", 0.7, passages, stand_in=True)
-    assert scores.how == "bm25" and "failed to build (disk full)" in scores.stand_in_note
+    assert scores.how == "bm25" and "failed to build (disk full)" in scores.stand_in.note
     with pytest.raises(EngineError, match=r"failed \(disk full\); restart the app"):
         store.dense(tiny_corpus, passages)  # an evaluation or a dependent task: no rebuild
 

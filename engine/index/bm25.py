@@ -66,6 +66,7 @@ class BM25Index:
 
     units: tuple[Unit, ...]
     retriever: bm25s.BM25
+    stand_in = None  # the real index (declared by every loaded resource: engine.records)
 
     def _known_tokens(self, query: str) -> list[str]:
         """The query's analysed words that occur in the index (bm25s drops the others)."""

@@ -93,6 +93,7 @@ class DenseIndex:
     stored: np.ndarray | None = None  # an approximate index's exact vectors (memory-mapped)
     recall: float | None = None  # an approximate index's recall@100 against the exact scan
     recall_ef: int | None = None  # the efSearch `recall` was measured at
+    stand_in = None  # the real index (engine.index.stand_in.DenseStandIn stands in for it)
 
     @property
     def exact(self) -> bool:

@@ -21,6 +21,8 @@ import numpy as np
 
 from engine.errors import ConfigError, check_choice, check_range
 from engine.index.recent import Recent
+from engine.index.stand_in import STAND_IN
+from engine.records import StandIn
 
 if TYPE_CHECKING:
     from engine.index.bm25 import BM25Index
@@ -158,11 +160,11 @@ class DocumentScorer:
         return int(rows[best]), float(cosines[best])
 
     @property
-    def stand_in_note(self) -> str:
+    def stand_in(self) -> StandIn | None:
         """What a stage reading these scores says when they stand in for dense ones."""
         if not self.stand_in_reason:
-            return ""
-        return f"{self.stand_in_reason}: documents score by BM25 alone"
+            return None
+        return StandIn(STAND_IN, f"{self.stand_in_reason}: documents score by BM25 alone")
 
     def lexical(self, query: str) -> np.ndarray:
         """BM25 score of every document."""

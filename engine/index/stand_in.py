@@ -5,7 +5,8 @@ On a CPU without native bf16, encoding the default corpus's passages takes minut
 paradigm waiting, the app answers meanwhile with BM25: `DenseStandIn` searches the same
 passages like a `DenseIndex`, document scores fall back to BM25 alone, and passages keep
 the order they come in where stored vectors would re-rank them (engine.index.shared). Every
-stage that read a stand-in says so in its note and its settings (`stand_in_notes`), and the
+stage that read a stand-in says so in its note and its settings (the loaded resource
+declares it: `stand_in`, read by `engine.stages.base.run_stage`), and the
 next question after the build runs on the real index. Only a build the app's background
 preparation has promised is stood in for: the CLI builds the real index, and evaluations
 prepare it (wait for it) before their first question.
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from engine.records import StandIn
 
 if TYPE_CHECKING:
     from engine.index.bm25 import BM25Index
@@ -46,21 +49,11 @@ class DenseStandIn:
         return self.bm25.units
 
     @property
-    def stand_in_note(self) -> str:
-        return f"{self.reason}: {SEARCH_LABEL} stands in (the scores are BM25's)"
+    def stand_in(self) -> StandIn:
+        return StandIn(STAND_IN, f"{self.reason}: {SEARCH_LABEL} stands in (the scores are "
+                                 "BM25's)")
 
     def search(self, query: str, k: int = 10) -> list[Candidate]:
         """Top-`k` units for `query` by BM25 (those with a positive score), best first."""
         return self.bm25.search(query, k)
 
-
-def stand_in_notes(values) -> str:
-    """The notes of the stand-ins among `values` (a stage's attributes, or bound methods of
-    objects holding one), each once, joined; empty when nothing stood in."""
-    notes: list[str] = []
-    for value in values:
-        for holder in (value, getattr(value, "__self__", None)):
-            note = getattr(holder, "stand_in_note", "")
-            if isinstance(note, str) and note and note not in notes:
-                notes.append(note)
-    return "; ".join(notes)

@@ -20,6 +20,7 @@ from engine.cache import existing_entry, file_sha256
 from engine.errors import DataFormatError, ResourceMissingError
 from engine.models.trained import QUERY_CLASSIFIER
 from engine.qa_data import require
+from engine.records import StandIn
 
 TRAIN_COMMAND = "python -m engine train query-classifier"
 REPORT = "training_report.json"
@@ -63,7 +64,7 @@ def cached_query_classifier(config: QueryClassifierConfig | None = None) -> Path
 class QueryClassifier:
     """P(needs retrieval) of a request, and the threshold the decision uses."""
 
-    stand_in = False
+    stand_in = None  # trained (the declared field every loaded resource has)
 
     def __init__(self, name: str, tokenizer: Any, model: Any, threshold: float = 0.5,
                  max_length: int = QueryClassifierConfig.max_length) -> None:
@@ -92,7 +93,8 @@ class AlwaysRetrieve:
 
     name = STAND_IN
     threshold = 0.5
-    stand_in = True
+    stand_in = StandIn("always-retrieve", "no query classifier is trained yet: every "
+                       "request retrieves (the trained one takes over when its training ends)")
 
     def probabilities(self, texts: list[str]) -> list[float]:
         return [1.0] * len(texts)

@@ -34,6 +34,7 @@ from engine.cache import MANIFEST, CacheInvalid, verify_entry, write_json_atomic
 from engine.errors import ResourceMissingError
 from engine.models.trained import SELECTION_CLASSIFIER
 from engine.paths import data_dir
+from engine.records import StandIn
 
 logger = logging.getLogger(__name__)
 
@@ -58,9 +59,13 @@ class PairClassifier:
     max_length: int = 256
 
     @property
-    def stand_in(self) -> bool:
-        """The untrained stand-in, not a trained classifier."""
-        return self.location == STAND_IN
+    def stand_in(self) -> StandIn | None:
+        """What the untrained stand-in says in the stages it decides in (None: trained)."""
+        if self.location != STAND_IN:
+            return None
+        return StandIn("cosines", "decided by the untrained stand-in (the frozen encoder's "
+                       "cosines): no selection classifier is trained yet; the trained one "
+                       "takes over when its training ends")
 
     def probabilities(self, query: str, pairs: Sequence[tuple[str, str]],
                       batch_size: int = 32) -> list[float]:

@@ -23,8 +23,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from engine.index.stand_in import STAND_IN, stand_in_notes
-from engine.records import NO_DETAILS, StageDetails
+from engine.records import NO_DETAILS, StageDetails, StandIn
 from engine.trace import StageResult
 from engine.types import Candidate
 
@@ -59,6 +58,14 @@ class Stage(ABC):
     @abstractmethod
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         """Rank (or retrieve) and return at most `k` candidates, best first."""
+
+    @property
+    def stand_in(self) -> StandIn | None:
+        """What stands in for a resource this stage reads (BM25 for a dense index still
+        being built, an untrained classifier), as that loaded resource declares it; None
+        when every one is the real thing. `run_stage` puts its note and what stands in
+        into the trace."""
+        return None
 
     @property
     def haystack(self) -> int | None:
@@ -136,10 +143,10 @@ def _timed(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) ->
     n_in = out.n_in if out.n_in is not None else (
         stage.haystack if stage.haystack is not None else len(candidates))
     details, settings = out.details, stage.settings()
-    stood_in = stand_in_notes(vars(stage).values())
-    if stood_in:  # it read a stand-in for a dense index (engine.index.stand_in)
-        details = replace(details, note="; ".join(filter(None, (stood_in, details.note))))
-        settings = {**settings, "stand_in": STAND_IN}
+    stood_in = stage.stand_in
+    if stood_in is not None:  # it read a stand-in (engine.records.StandIn)
+        details = replace(details, note="; ".join(filter(None, (stood_in.note, details.note))))
+        settings = {**settings, "stand_in": stood_in.what}
     return StageResult(name=stage.name, granularity=stage.granularity, n_in=n_in,
                        candidates=out.candidates, seconds=seconds, details=details,
                        settings=settings)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.records import QueryDecision, StageDetails
+from engine.records import QueryDecision, StageDetails, StandIn
 from engine.stages.base import Stage, StageOutput
 from engine.types import Candidate
 
@@ -27,6 +27,10 @@ class QueryClassification(Stage):
         self.classifier = classifier
 
     @property
+    def stand_in(self) -> StandIn | None:
+        return self.classifier.stand_in
+
+    @property
     def haystack(self) -> int:
         return 1  # the query
 
@@ -38,9 +42,8 @@ class QueryClassification(Stage):
         verdict = "retrieve" if retrieve else "answer without retrieval"
         threshold = self.classifier.threshold
         note = f"P(needs retrieval) = {p:.3f} against threshold {threshold:.2f}: {verdict}"
-        if getattr(self.classifier, "stand_in", False):
-            note = ("no query classifier is trained yet: every request retrieves (the "
-                    "trained one takes over when its training ends)")
+        if self.classifier.stand_in is not None:  # its note says it all (run_stage adds it)
+            note = ""
         return StageOutput((), StageDetails(
             note=note,
             decision=QueryDecision(retrieve, round(p, 4), threshold)))

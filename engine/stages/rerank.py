@@ -20,7 +20,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from engine.errors import ConfigError, check_choice, check_range
+from engine.index.stand_in import STAND_IN
 from engine.models.cross_encoder import load_cross_encoder, model_location, score_pairs
+from engine.records import StandIn
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.types import Candidate, Corpus
 from engine.units.build import GRANULARITIES, UnitConfig
@@ -124,12 +126,13 @@ class StoredScoreReranker(Stage):
                           f"{self.documents.weight})"}[self.documents.how]
 
     @property
-    def stand_in_note(self) -> str:
+    def stand_in(self) -> StandIn | None:
         """What the stage says when its scores stand in for a dense index (being built)."""
         reason = self.documents.stand_in_reason
         if reason and self.granularity == "passages":
-            return f"{reason}: no stored passage vectors, so the order given is kept"
-        return self.documents.stand_in_note
+            return StandIn(STAND_IN, f"{reason}: no stored passage vectors, so the order "
+                                     "given is kept")
+        return self.documents.stand_in
 
     def settings(self) -> dict:
         return {"kind": self.kind, "granularity": self.granularity}

@@ -16,7 +16,7 @@ from engine.errors import ConfigError, check_choice, check_range
 from engine.index.bm25 import BM25Index
 from engine.index.dense import MAX_K, DenseIndex
 from engine.index.documents import DocumentScorer, Groups, top_k
-from engine.records import BestChunk, StageDetails
+from engine.records import BestChunk, StageDetails, StandIn
 from engine.stages.base import Stage, StageOutput
 from engine.types import Candidate, Corpus, Unit
 from engine.units.build import document_unit
@@ -31,6 +31,10 @@ class _IndexRetriever(Stage):
         self.index = index
         if index.units:  # an empty index keeps the class default
             self.granularity = index.units[0].granularity
+
+    @property
+    def stand_in(self) -> StandIn | None:
+        return self.index.stand_in
 
     @property
     def haystack(self) -> int:
@@ -82,10 +86,10 @@ class DocumentRetriever(Stage):
         self.fanout = 1 if over_documents else fanout
 
     @property
-    def stand_in_note(self) -> str:
-        """Its index's note when a stand-in (engine.index.stand_in): a stage holding this
-        retriever (DR-RAG's query-document concatenation) says so too."""
-        return getattr(self.index, "stand_in_note", "")
+    def stand_in(self) -> StandIn | None:
+        """Its index's (engine.index.stand_in): a stage holding this retriever (DR-RAG's
+        query-document concatenation) says so too."""
+        return self.index.stand_in
 
     @property
     def haystack(self) -> int:
@@ -170,6 +174,10 @@ class ClusterRetriever(Stage):
         self.clusters, self._assignment, self.corpus = clusters, assignment, corpus
         self.documents, self.text_index, self.label_members = (documents, text_index,
                                                                label_members)
+
+    @property
+    def stand_in(self) -> StandIn | None:
+        return self.documents.stand_in
 
     @property
     def haystack(self) -> int:
@@ -295,6 +303,10 @@ class HybridRetriever(Stage):
         self.bm25, self.dense, self.alpha, self.depth = bm25, dense, alpha, depth
         self.dense_query = dense_query
         self.name = search
+
+    @property
+    def stand_in(self) -> StandIn | None:
+        return self.dense.stand_in if self.dense is not None else None
 
     @property
     def haystack(self) -> int:

@@ -20,7 +20,7 @@ from dataclasses import replace
 from itertools import combinations
 from typing import TYPE_CHECKING
 
-from engine.records import ClassifierCall, StageDetails
+from engine.records import ClassifierCall, StageDetails, StandIn
 from engine.stages.base import Stage, StageOutput
 from engine.types import Candidate
 
@@ -56,6 +56,10 @@ class QueryDocumentConcatenation(Stage):
         self.retriever, self.per_document = retriever, per_document
 
     @property
+    def stand_in(self) -> StandIn | None:
+        return self.retriever.stand_in
+
+    @property
     def haystack(self) -> int:
         """It searches the whole corpus again (with `q + d`)."""
         return self.retriever.haystack
@@ -73,14 +77,6 @@ class QueryDocumentConcatenation(Stage):
         return StageOutput(_renumber([*candidates, *dynamic][:k]), StageDetails(order=QDC_ORDER))
 
 
-def _stand_in_note(classifier: PairClassifier) -> str:
-    """What a run decided by the untrained stand-in says about it."""
-    if not getattr(classifier, "stand_in", False):
-        return ""
-    return ("decided by the untrained stand-in (the frozen encoder's cosines): no selection "
-            "classifier is trained yet; the trained one takes over when its training ends")
-
-
 class _Selection(Stage):
     """A selection by the classifier C against `threshold`; its settings name both."""
 
@@ -88,6 +84,10 @@ class _Selection(Stage):
 
     def __init__(self, classifier: PairClassifier, threshold: float) -> None:
         self.classifier, self.threshold = classifier, threshold
+
+    @property
+    def stand_in(self) -> StandIn | None:
+        return self.classifier.stand_in  # the untrained stand-in decides until training ends
 
     def settings(self) -> dict:
         return {"model": getattr(self.classifier, "location", type(self.classifier).__name__),
@@ -122,8 +122,8 @@ class ForwardSelection(_Selection):
                 if p >= self.threshold:
                     kept.append(candidate)
                     break
-        return StageOutput(_renumber(kept[:k]), StageDetails(
-            note=_stand_in_note(self.classifier), order=CFS_ORDER, calls=tuple(calls)))
+        return StageOutput(_renumber(kept[:k]), StageDetails(order=CFS_ORDER,
+                                                             calls=tuple(calls)))
 
 
 class InverseSelection(_Selection):
@@ -137,9 +137,8 @@ class InverseSelection(_Selection):
         calls = [_call(a, b, p, self.threshold) for (a, b), p in zip(pairs, probs, strict=True)]
         accepted = {doc for c in calls if c.kept for doc in (c.d1, c.d2)}
         kept = [c for c in candidates if c.unit.id in accepted]
-        note = _stand_in_note(self.classifier)
+        note = ""
         if not kept and candidates:  # the reader always gets the best document
-            kept = [candidates[0]]
-            note = "; ".join(filter(None, ("no pair accepted: kept the top one", note)))
+            kept, note = [candidates[0]], "no pair accepted: kept the top one"
         return StageOutput(_renumber(kept[:k]), StageDetails(note=note, order=CIS_ORDER,
                                                              calls=tuple(calls)))
