@@ -91,16 +91,20 @@ def test_time_paused_in_the_wrapped_callback_does_not_count_towards_the_rate(cap
 
 # Work that used to put library output into the server log: a BM25 index (bm25s logs DEBUG
 # lines at any level), clustering (tqdm bars), the pair classifier over a bare encoder
-# (transformers' "layers were not sharded") and a sequence classifier whose head is new
-# (transformers' LOAD REPORT table in terminal colours).
+# (transformers' "layers were not sharded"), a sequence classifier whose head is new
+# (transformers' LOAD REPORT table in terminal colours) and the reader's conversion from GGUF
+# (transformers' bar over the tensors).
 NOISY_WORK = textwrap.dedent("""
     import sys
+    from pathlib import Path
 
     from app.main import configure_logging
 
     configure_logging()
     from engine.index.bm25 import bm25_index
+    from engine.models.gguf import convert_gguf
     from engine.models.loading import load_sequence_classifier
+    from engine.models.packaged import smollm2_gguf_path
     from engine.models.pair_model import new_pair_model
     from engine.types import Corpus, Document
     from engine.units.build import UnitConfig
@@ -113,6 +117,7 @@ NOISY_WORK = textwrap.dedent("""
     clustering(corpus, "funnelrag", 64)
     new_pair_model(sys.argv[1])
     load_sequence_classifier(sys.argv[1], "test")
+    convert_gguf(smollm2_gguf_path(), Path(sys.argv[1]) / "smollm2")  # a first start's
 """)
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from engine.cache import load_or_build
@@ -33,6 +35,23 @@ def _head_sha(path: Path, size: int = 1 << 20) -> str:
         return hashlib.sha256(handle.read(size)).hexdigest()
 
 
+@contextmanager
+def _no_tensor_bar() -> Iterator[None]:
+    """Without the bar transformers' GGUF reader draws over its tensors: it calls plain
+    `tqdm.auto.tqdm`, which neither transformers' nor huggingface_hub's switch turns off,
+    and a bar redrawn 272 times does not belong in a server log."""
+    from functools import partial
+
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+    drawn = gguf_utils.tqdm
+    gguf_utils.tqdm = partial(drawn, disable=True)
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = drawn
+
+
 def convert_gguf(gguf: Path, folder: Path) -> None:
     """Dequantise `gguf` and save it with its tokenizer as an ordinary checkpoint."""
     import torch
@@ -43,8 +62,9 @@ def convert_gguf(gguf: Path, folder: Path) -> None:
     quiet_transformers()
     logger.info("Converting %s to safetensors (once; ~20 s)", gguf.name)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                 dtype=torch.float32)
+    with _no_tensor_bar():
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                     dtype=torch.float32)
     # The weights are dequantised now; drop the GGUF marker so the copy saves and loads as
     # an ordinary float32 checkpoint.
     del model.config.quantization_config
