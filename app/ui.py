@@ -50,8 +50,10 @@ def build_app(explorer: Explorer) -> gr.Blocks:
     with gr.Blocks(title="Funnel Explorer") as demo:
         gr.Markdown("# Funnel Explorer\nWatch a question pass through a retrieval funnel: "
                     "clusters → documents → passages → answer.")
-        status = gr.HTML(status_html(explorer), elem_id="fe-status")
-        # read again on every page load: the value above is the one the app was built with
+        # filled on every page load: a value built with the app goes stale (it showed
+        # "Nothing answers yet" on a page opened long after everything was ready)
+        status = gr.HTML("<div class='fe-status'>Reading the status…</div>",
+                         elem_id="fe-status")
         demo.load(lambda: status_html(explorer), None, status, api_visibility="private")
         timer = gr.Timer(STATUS_SECONDS)
         timer.tick(lambda: (status_html(explorer),

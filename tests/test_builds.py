@@ -69,11 +69,47 @@ def test_a_short_build_goes_first_and_the_long_one_pauses_until_it_ends():
     small = Build(queue, "small index", SHORT_SECONDS / 4, log).start()
     eventually(lambda: "small index starts" in log)  # not behind the training
     eventually(lambda: training.turn.state == "paused")
+    time.sleep(0.3)
     small.end()
     eventually(lambda: training.turn.state == "running")
     training.end()
     assert log == ["training starts", "small index starts", "small index ends",
                    "training ends"]
+    # the pause is the training's own record: its pace leaves it out
+    assert training.turn.paused_seconds >= 0.3
+
+
+def test_the_pace_of_a_build_leaves_out_the_time_it_was_paused():
+    from engine.service.builds import Turn
+    from engine.service.readiness import Task
+
+    task = Task("train", "training", lambda progress: None, state="running",
+                started=time.monotonic() - 130)
+    task.turn = Turn("training", 1_000)
+    task.report(0, 1_000)
+    task.paced_from = (time.monotonic() - 120, 0)  # its first step two minutes ago
+    task.turn.paused_seconds = 60.0  # a minute of it paused for a shorter build
+    task.report(100, 1_000)
+    assert 535 <= task.seconds_left() <= 545  # 100 in the minute it ran, not in two
+
+
+def test_builds_nobody_else_lists_have_a_status_line_each():
+    queue, log = BuildQueue(), []
+    retrain = Build(queue, "retraining the classifier", 2_000, log).start()
+    eventually(lambda: retrain.turn is not None)
+    retrain.turn.left = lambda: 600.0
+    shown = Build(queue, "a corpus's index", 1_000, log).start()
+    asked = Build(queue, "dense index (asked for by a run)", 300, log).start()
+    eventually(lambda: len(queue.waiting()) == 2)
+    mine = next(t for t in queue.waiting() if t.label == "a corpus's index")
+    assert queue.lines(skip={mine}) == [
+        "retraining the classifier: building, about 10 min left",
+        "dense index (asked for by a run): number 1 in the build queue; starts in about "
+        "10 min, then takes about 5 min"]
+    for build in (retrain, shown, asked):
+        build.release.set()
+    for build in (retrain, shown, asked):
+        build.end()
 
 
 def test_a_waiting_build_knows_its_place_and_what_runs_before_it():

@@ -334,3 +334,16 @@ def test_a_corpus_waiting_for_another_build_can_be_cancelled_not_one_building(ti
     assert "cancelled while it waited" in b.status_lines()[1]
     release.set()
     assert a.wait(10) and a.tasks["dense"].state == "ready"
+
+
+def test_a_corpus_is_ready_when_its_own_tasks_are_while_the_process_still_trains(tiny_corpus):
+    from engine.service.corpora import _status
+    from tests.fakes import fake_preparation
+
+    prep = fake_preparation(tiny_corpus, {"corpus": lambda p: None, "dense": lambda p: None,
+                                          "training": lambda p: None})
+    prep.tasks["corpus"].state = prep.tasks["dense"].state = "ready"
+    prep.tasks["training"].state, prep.tasks["training"].per_corpus = "running", False
+    assert _status(prep) == "ready"  # its progress list shows only its own tasks, all ready
+    prep.tasks["dense"].state = "running"
+    assert _status(prep) == "preparing"

@@ -107,12 +107,14 @@ class RetrainJob:
     first_training: Any = field(default=None, repr=False)  # the Task it waits for, if any
     turn: Any = field(default=None, repr=False)  # its Turn in BUILDS, once it asked
     paced_from: tuple[float, int] | None = None  # (when, done) of its first progress
+    paused_at_pace: float = 0.0  # its turn's paused seconds when the pace began
     thread: threading.Thread | None = field(default=None, repr=False)
 
     def report(self, done: int, total: int) -> None:
         """The training's progress callback: `done` of `total` units of work."""
         if self.paced_from is None or done < self.paced_from[1]:
             self.paced_from = (time.monotonic(), done)
+            self.paused_at_pace = self.turn.paused_seconds if self.turn else 0.0
         self.done, self.total = done, total
 
     def seconds_left(self) -> float | None:
@@ -123,7 +125,8 @@ class RetrainJob:
         if self.paced_from is None or not self.total:
             return None
         since, first = self.paced_from
-        seconds = time.monotonic() - since
+        paused = (self.turn.paused_seconds if self.turn else 0.0) - self.paused_at_pace
+        seconds = time.monotonic() - since - paused  # not the time it was paused
         if seconds < PACE_SECONDS or self.done <= first:
             return None
         return max(0.0, (self.total - self.done) * seconds / (self.done - first))

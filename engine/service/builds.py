@@ -18,6 +18,7 @@ knows its place in the queue and how long what runs before it is expected to tak
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,6 +45,7 @@ class Turn:
     state: str = "waiting"  # waiting | running | paused | done
     left: Callable[[], float | None] | None = field(default=None, repr=False)
     queue: BuildQueue | None = field(default=None, repr=False)
+    paused_seconds: float = 0.0  # in all, paused while shorter builds ran (not its pace)
 
     @property
     def short(self) -> bool:
@@ -117,11 +119,13 @@ class BuildQueue:
         if turn.short:
             return
         with self._cond:
+            began = time.monotonic()
             while any(t.short and t is not turn and t.state in ("running", "waiting")
                       for t in self._turns):
                 turn.state = "paused"
                 self._cond.wait(0.2)
             turn.state = "running"
+            turn.paused_seconds += time.monotonic() - began
 
     # --- what the status line says ----------------------------------------------------------
 
@@ -146,6 +150,33 @@ class BuildQueue:
             active = [t for t in self._turns if t.state in ("running", "paused")]
             running = [t for t in active if t.short or not turn.short]
             return place + 1, sum(t.remaining() for t in (*running, *ahead))
+
+    def lines(self, skip: set[Turn] = frozenset()) -> list[str]:
+        """A line for each build running or waiting that is not in `skip` (those whose
+        owner describes them, such as a corpus's preparation): what runs and about how
+        long it still needs, then the waiting ones in the order they start, with their
+        place, when they start and how long they take."""
+        out = []
+        for turn in self.running():
+            if turn in skip:
+                continue
+            doing = "paused while a shorter build runs" if turn.state == "paused" else \
+                "building"
+            out.append(f"{turn.label}: {doing}, about {duration(turn.remaining())} left")
+        for turn in self.waiting():
+            if turn in skip:
+                continue
+            place, seconds = self.wait_of(turn)
+            out.append(f"{turn.label}: number {place} in the build queue; starts in about "
+                       f"{duration(seconds)}, then takes about {duration(turn.seconds)}")
+        return out
+
+
+def duration(seconds: float) -> str:
+    """'40 s', '3 min', '1 h 5 min' ('an unknown time' for an unknown estimate)."""
+    from engine.progress import duration as said
+
+    return said(seconds) if math.isfinite(seconds) else "an unknown time"
 
 
 BUILDS = BuildQueue()

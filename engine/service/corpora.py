@@ -332,5 +332,7 @@ def _status(preparation: Preparation | None) -> str:
         return "not loaded"
     if preparation.tasks["corpus"].state == "failed":
         return "failed"
-    return "preparing" if preparation.busy() else "ready"
+    # its own tasks, as its progress list shows them: the start-up corpus is ready while
+    # the process's classifiers still train
+    return "preparing" if preparation.busy(own=True) else "ready"
 

@@ -150,7 +150,8 @@ class EvaluationJob:
                                       "starts")
 
                     try:
-                        with BUILDS.turn(need.label, need.seconds_to_prepare(self.corpus),
+                        with BUILDS.turn(f"{need.label} (for evaluation {self.id})",
+                                         need.seconds_to_prepare(self.corpus),
                                          cancelled=self._cancel, on_wait=waits) as turn:
                             need.prepare(self.corpus, turn.progress(progress))
                     except Cancelled:

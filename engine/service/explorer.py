@@ -220,7 +220,16 @@ class Explorer:
         return self._preparation.corpus_spec
 
     def status(self) -> list[str]:
-        return self._preparation.status_lines()
+        """The start-up corpus's tasks, then every other long build in the process's build
+        queue (a run's confirmed build, an evaluation's, a retrain), each with how long it
+        still needs or its place in the queue; the added corpora's own builds are listed
+        in the Corpora tab."""
+        from engine.service.builds import BUILDS
+
+        owned = {task.turn for preparation in (self._preparation,
+                                               *self._corpora.loaded_preparations())
+                 for task in preparation.tasks.values() if task.turn is not None}
+        return [*self._preparation.status_lines(), *BUILDS.lines(skip=owned)]
 
     def failures(self) -> list[str]:
         """What failed while preparing the start-up corpus (or fetching the QA data), a

@@ -42,7 +42,7 @@ def build_in_turn(need: Need, corpus: Corpus, seconds: float) -> None:
     process's queue of long builds (engine.service.builds), as an evaluation does: one
     long build at a time, so a confirmed run never doubles the load of a build or a
     training already running."""
-    with BUILDS.turn(need.label, seconds) as turn:
+    with BUILDS.turn(f"{need.label} (asked for by a run)", seconds) as turn:
         need.prepare(corpus, turn.progress(lambda done, total: None))
 
 

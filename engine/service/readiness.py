@@ -69,6 +69,7 @@ class Task:
     estimate: Callable[[], float] | None = None  # seconds a build takes here (its turn)
     turn: Turn | None = field(default=None, repr=False)  # its place in BUILDS
     paced_from: tuple[float, int] | None = None  # (when, done) of its first progress
+    paused_at_pace: float = 0.0  # its turn's paused seconds when the pace began
     must_train: Callable[[], bool] | None = None  # whether running it trains a model
     needs_corpus: bool = True  # runs once the corpus has loaded (fetching data does not)
     trained_by: Task | None = field(default=None, repr=False)  # training it waits for
@@ -98,15 +99,18 @@ class Task:
         """Its progress callback: `done` of `total` units of work."""
         if self.paced_from is None or done < self.paced_from[1]:
             self.paced_from = (time.monotonic(), done)
+            self.paused_at_pace = self.turn.paused_seconds if self.turn else 0.0
         self.done, self.total = done, total
 
     def rate(self) -> float | None:
-        """Units a second since its first progress report (setup before it not counted),
-        once it has kept a pace for PACE_SECONDS; None before."""
+        """Units a second since its first progress report (setup before it not counted, nor
+        the time it was paused while shorter builds ran), once it has kept a pace for
+        PACE_SECONDS; None before."""
         if self.paced_from is None:
             return None
         since, first = self.paced_from
-        seconds = time.monotonic() - since
+        paused = (self.turn.paused_seconds if self.turn else 0.0) - self.paused_at_pace
+        seconds = time.monotonic() - since - paused
         if seconds < PACE_SECONDS or self.done <= first:
             return None
         return (self.done - first) / seconds
@@ -412,7 +416,9 @@ class Preparation:
     def ready(self) -> bool:
         return all(t.state == "ready" for t in self.tasks.values())
 
-    def busy(self) -> bool:
-        """Whether any task is still waiting or running."""
-        return any(t.state in ("waiting", "running") for t in self.tasks.values())
+    def busy(self, own: bool = False) -> bool:
+        """Whether any task is still waiting or running; `own`: any of this corpus's own
+        (not a model the process loads once, nor a training)."""
+        return any(t.state in ("waiting", "running") for t in self.tasks.values()
+                   if t.per_corpus or not own)
 
