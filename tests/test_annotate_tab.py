@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
+
 from app.tabs import annotate
 from engine.service.annotation import JudgedPair
 
@@ -148,3 +150,18 @@ def test_a_waiting_retrain_says_what_it_waits_for_and_keeps_polling():
 
     *_, timer = annotate.refresh(Service())
     assert timer.active
+
+
+@pytest.mark.parametrize(("first", "said"), [
+    ({"state": "running", "line": "training the selection classifier: 65%"},
+     "the first-start training is under way (training the selection classifier: 65%)"),
+    ({"state": "failed", "line": "FAILED - no training data: hotpotqa/train100.json"},
+     "the first-start training failed (FAILED - no training data: hotpotqa/train100.json)"),
+    ({"state": "", "line": ""}, "label pairs below and press Retrain")])
+def test_without_a_version_the_panel_says_what_makes_one(first, said):
+    """Seen: "the app trains one in the background on its first start, or press Retrain"
+    at 65% of that training, with no labels to retrain on, and again after it failed."""
+    from app.views.annotation import classifier_html
+
+    status = {**_status("", state="idle"), "versions": [], "first_training": first}
+    assert said in classifier_html(status)

@@ -76,6 +76,22 @@ RULE = (f"A retrained version becomes active only if its held-out AUC (to {AUC_D
         "Versions and press Make active to use it anyway.")
 
 
+def _no_version(status: dict) -> str:
+    """Why there is no classifier version yet, and what makes one."""
+    first = status.get("first_training") or {}
+    said = esc(first.get("line", ""))
+    if first.get("state") in ("waiting", "running"):
+        return ("No classifier is trained yet; the first-start training is under way "
+                f"({said}). Its version appears here when it ends; until then the untrained "
+                "stand-in decides.")
+    if first.get("state") == "failed":
+        return (f"No classifier is trained yet: the first-start training failed ({said}); "
+                "the untrained stand-in decides. Fix what it names and restart the app, or "
+                "label pairs below and press Retrain.")
+    return ("No classifier is trained yet: label pairs below and press Retrain, or restart "
+            "the app, whose first start trains one in the background.")
+
+
 def classifier_html(status: dict) -> str:
     """The retrain's state (what it waits for, its progress, or how it ended), the rule
     that decides which version is active, and every version's held-out figures."""
@@ -92,8 +108,7 @@ def classifier_html(status: dict) -> str:
                     f"<td>{m.get('precision', 0):.3f}</td>"
                     f"<td>{m.get('recall', 0):.3f}</td><td>{m.get('pairs', 0)}</td></tr>")
     if not rows:
-        lines.append("<div>No classifier is trained yet: the app trains one in the "
-                     "background on its first start, or press Retrain.</div>")
+        lines.append(f"<div id='fe-no-version'>{_no_version(status)}</div>")
     lines.append(f"<small id='fe-retrain-rule'>{esc(RULE)} Labels on held-out or HotpotQA "
                  "dev500 questions are kept but set aside when retraining, so held-out "
                  "figures stay comparable and evaluation stays clean.</small>")

@@ -266,7 +266,17 @@ class Annotation:
         from engine.models.selection_classifier import active_version, versions
 
         return {"active": active_version(), "versions": versions(),
-                "labels": self.labels.count(), "retrain": self.job.describe()}
+                "labels": self.labels.count(), "retrain": self.job.describe(),
+                "first_training": self._first_training_said()}
+
+    def _first_training_said(self) -> dict:
+        """The first-start training of this classifier as the Annotate tab says it:
+        {state, line} (state "" when no preparation trains it)."""
+        for preparation in self._preparations():
+            task = preparation.tasks.get(FIRST_TRAINING)
+            if task is not None:
+                return {"state": task.state, "line": task.describe()}
+        return {"state": "", "line": ""}
 
     def activate(self, version: str) -> dict:
         from engine.models.selection_classifier import set_active
