@@ -5,6 +5,7 @@ one command that fixes it."""
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,32 @@ def test_the_cli_reports_and_fetches(tmp_path, empty_qa, capsys):
         assert main(["data", "fetch", "--mirror", str(mirror)]) == 0
         assert f"fetched 7 file(s) into {empty_qa}" in capsys.readouterr().out
         assert main(["data", "status"]) == 0
+
+
+def test_a_training_without_its_data_fails_at_once_instead_of_queueing(empty_qa, monkeypatch,
+                                                                        tiny_corpus):
+    """Seen: "2 classifiers still training" while both only waited behind the builds,
+    certain to fail for lack of data."""
+    import threading
+
+    from engine.service.readiness import Preparation
+
+    monkeypatch.setenv("FUNNEL_DATA_MIRROR", "http://127.0.0.1:9")
+    loading = threading.Event()
+    prep = Preparation("tiny", fetch_data=True, load=lambda p: loading.wait(30) and tiny_corpus)
+    trainings = [t for t in prep.tasks.values() if t.train_seconds]
+    assert trainings  # the start-up preparation trains both classifiers
+    prep.start()
+    try:
+        deadline = time.monotonic() + 30
+        while any(t.state == "waiting" for t in trainings) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert prep.tasks["corpus"].state == "running"  # still loading: nothing built yet
+        for task in trainings:
+            assert task.state == "failed" and task.error.startswith("no training data: ")
+            assert "funnel-engine data fetch" in task.error
+        assert not any("still training" in p for p in prep.standing_in())
+    finally:
+        prep._cancelled.set()  # nothing after the corpus runs
+        loading.set()
+        prep._thread.join(60)

@@ -74,6 +74,7 @@ class Task:
     needs_corpus: bool = True  # runs once the corpus has loaded (fetching data does not)
     trained_by: Task | None = field(default=None, repr=False)  # training it waits for
     per_corpus: bool = True  # False: the process's (a model), not this corpus's own
+    cannot_run: Callable[[], str] | None = None  # why it would fail now ("": it can run)
 
     def headline(self) -> str:
         """What it is and its state, without figures that go stale once shown."""
@@ -240,11 +241,19 @@ class Preparation:
             train_if_missing(need.trained_by, progress)
             return need.prepare(self.corpus, progress)
 
+        def lacks_data() -> str:
+            try:
+                qa_data.require(trainer.data, "no training data")
+            except qa_data.DataMissing as err:
+                return str(err)
+            return ""
+
         self.tasks[name] = Task(name, f"training {trainer.trains} (its untrained stand-in "
                                 "answers meanwhile)", action, slow=True,
                                 train_seconds=need.train_seconds,
                                 estimate=lambda: need.train_seconds, per_corpus=False,
-                                must_train=lambda: not trainer.is_trained())
+                                must_train=lambda: not trainer.is_trained(),
+                                cannot_run=lacks_data)
         return self.tasks[name]
 
     @property
@@ -277,7 +286,11 @@ class Preparation:
         return self
 
     def _work(self) -> None:
+        if "qa data" not in self.tasks:
+            self._fail_what_cannot_run()
         for task in self.tasks.values():
+            if task.state == "failed":  # at once, below: it could only fail in its turn
+                continue
             if self._cancelled.is_set():
                 task.state, task.error = "failed", CANCELLED
                 continue
@@ -285,8 +298,20 @@ class Preparation:
                 task.state, task.error = "failed", "the corpus did not load"
                 continue
             self._run(task)
+            if task.name == "qa data":
+                self._fail_what_cannot_run()
             if task.name == "corpus" and self.corpus is not None:
                 self._promise()
+
+    def _fail_what_cannot_run(self) -> None:
+        """Fail at once, saying why, the tasks that could only fail in their turn (a
+        training whose QA files are not here), instead of showing them as queued."""
+        for task in self.tasks.values():
+            if task.state != "waiting" or task.cannot_run is None:
+                continue
+            why = task.cannot_run()
+            if why and (task.must_train is None or task.must_train()):
+                task.state, task.error = "failed", why
 
     def cancel(self, timeout: float = 5.0) -> bool:
         """Stop a preparation that is only waiting for another corpus's build (nothing of

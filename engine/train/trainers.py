@@ -12,10 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.models.query_classifier import KNOWLEDGE_FILES
 from engine.models.trained import (
     PRERANKER,
     QUERY_CLASSIFIER,
     SELECTION_CLASSIFIER,
+    TRAIN_FILES,
     TRAINING_TIMES,
     TrainingTime,
 )
@@ -26,12 +28,14 @@ Progress = Callable[[int, int], None]
 @dataclass(frozen=True)
 class Trainer:
     """One trainable model: `is_trained()` looks in the cache (never trains);
-    `train(progress)` trains it with its default recipe (or returns the cached one)."""
+    `train(progress)` trains it with its default recipe (or returns the cached one) on the
+    QA files `data` (engine.qa_data)."""
 
     kind: str
     trains: str
     is_trained: Callable[[], bool]
     train: Callable[[Progress], Path]
+    data: tuple[str, ...] = TRAIN_FILES
 
     @property
     def time(self) -> TrainingTime:
@@ -79,7 +83,7 @@ TRAINERS: dict[str, Trainer] = {trainer.kind: trainer for trainer in (
     Trainer(SELECTION_CLASSIFIER, "DR-RAG's selection classifier C(q, d1, d2)",
             _selection_classifier_trained, _train_selection_classifier),
     Trainer(QUERY_CLASSIFIER, "the best-practices query classifier",
-            _query_classifier_trained, _train_query_classifier),
+            _query_classifier_trained, _train_query_classifier, KNOWLEDGE_FILES),
 )}
 
 
