@@ -620,7 +620,8 @@ def test_unknown_file_suffix(tmp_path: Path, suffix: str) -> None:
     [
         ("empty.jsonl", "", "no records"),
         ("blank.jsonl", "\n  \n\n", "no records"),
-        ("empty.json", "", "expected a JSON array"),
+        ("empty.json", "", "the file is empty"),
+        ("spaces.json", " \n ", "the file is empty"),
         ("list.json", "[ ]", "empty list"),
         ("empty.csv", "", "missing column"),
         ("header.csv", "id,title,text\n", "no documents"),

@@ -107,6 +107,8 @@ def test_without_the_data_each_part_says_what_is_missing_and_the_fix(empty_qa):
         datasets.dataset_questions("hotpotqa/dev500_contexts.jsonl")
     with pytest.raises(ConfigError, match="Choose one of: none is here yet"):
         datasets.dataset_questions("nowhere.jsonl")
+    with pytest.raises(ConfigError, match="Pick a dataset first"):  # not "Unknown dataset ''"
+        datasets.dataset_questions("")
     with pytest.raises(qa_data.DataMissing, match=r"^no training data: hotpotqa/train100.json"
                                                   r", musique/train100.json are not in"):
         from engine.train.fit_selection_classifier import ClassifierConfig, cache_key

@@ -202,3 +202,7 @@ def _stats(args: argparse.Namespace) -> int:
              f"{c.mean_tokens:>7.0f} {c.max_tokens_seen:>6}  "
              + " ".join(f"{n:>9,}" for _, n in c.histogram))
     return 0
+
+
+if __name__ == "__main__":  # python -m engine.cli.main, as python -m engine
+    raise SystemExit(main())

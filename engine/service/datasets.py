@@ -75,6 +75,9 @@ def check_listed(dataset: str) -> str:
     if path is not None:
         raise ConfigError(f"Dataset {dataset!r} is not here: {missing_note()}")
     choices = ", ".join(here.values()) or f"none is here yet ({missing_note()})"
+    if not (dataset or "").strip():
+        raise ConfigError(f"Pick a dataset first. Choose one of: {choices}; or upload a QA "
+                          "file.")
     raise ConfigError(f"Unknown dataset {dataset!r}. Choose one of: {choices}; or give a "
                       "QA file.")
 

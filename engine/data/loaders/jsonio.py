@@ -49,6 +49,9 @@ def iter_json_array(path: Path, text: str | None = None) -> Iterator[tuple[int, 
     decoder = json.JSONDecoder()
     lines = _LineCounter(text)
     pos = _skip(text, 0)
+    if pos >= len(text):
+        raise DataFormatError(path, "the file is empty",
+                              fix="give a JSON array of records ('[{...}, ...]')")
     if text[pos:pos + 1] != "[":
         raise DataFormatError(path, "expected a JSON array ('[' ...)", line=lines.at(pos))
     pos = _skip(text, pos + 1)
