@@ -24,12 +24,26 @@ ROW_WIDTHS = ["4%", "13%", "8%", "32%", "19%", "5%", "5%", "6%", "8%"]  # "secon
 
 
 def stage_order(summary: dict[str, dict]) -> list[str]:
-    """Every stage (and LLM step) in the order its paradigm runs them, paradigm after
-    paradigm: a summary's seconds come in its trace's order (engine.eval.summary), while
-    its metrics come sorted by name."""
-    return list(dict.fromkeys(
-        k[len("seconds_"):-len("_median")] for s in summary.values() for k in s
-        if k.startswith("seconds_") and k.endswith("_median") and k != "seconds_total_median"))
+    """Every stage (and LLM step) in an order every paradigm runs them in: a summary's
+    seconds come in its trace's order (engine.eval.summary), while its metrics come sorted
+    by name. A step several paradigms share (the reader's "answer") comes after each one's
+    stages before it, not where the first paradigm has it; otherwise stages keep the order
+    they are first met in, paradigm after paradigm."""
+    runs = [[k[len("seconds_"):-len("_median")] for k in s
+             if k.startswith("seconds_") and k.endswith("_median")
+             and k != "seconds_total_median"] for s in summary.values()]
+    first = list(dict.fromkeys(stage for run in runs for stage in run))
+    before = {stage: set() for stage in first}  # what must come before each stage
+    for run in runs:
+        for i, stage in enumerate(run):
+            before[stage].update(run[:i])
+    order: list[str] = []
+    while len(order) < len(first):
+        placed = set(order)
+        # the first stage met whose predecessors are all placed (or, in a cycle, the first)
+        ready = [s for s in first if s not in placed and before[s] <= placed]
+        order.append(ready[0] if ready else next(s for s in first if s not in placed))
+    return order
 
 
 def metric_order(summary: dict[str, dict]) -> list[str]:
