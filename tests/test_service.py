@@ -264,3 +264,21 @@ def test_a_corpus_s_own_progress_leaves_out_the_models_of_the_whole_process():
     assert not any(line.startswith(("reader ", "encoder ")) or "classifier" in line
                    for line in own)
     assert own[0] == "corpus 'tiny': waiting for its turn" and any("BM25" in x for x in own)
+
+
+def test_a_task_waiting_for_the_tasks_above_says_when_it_starts(tiny_corpus):
+    """Seen: queued tasks said only "waiting for its turn", with no estimate."""
+    prep = fake_preparation(tiny_corpus, {"corpus": lambda p: None, "dense": lambda p: None,
+                                          "clusters": lambda p: None,
+                                          "training": lambda p: None})
+    prep.tasks["corpus"].state = "ready"
+    dense = prep.tasks["dense"]
+    dense.state, dense.done, dense.total = "running", 100, 400
+    dense.started, dense.paced_from = time.monotonic() - 70, (time.monotonic() - 60, 0)
+    prep.tasks["clusters"].slow = False  # a load: counts as nothing
+    training = prep.tasks["training"]
+    training.train_seconds = 600.0
+    lines = prep.status_lines()
+    assert lines[2] == "task clusters: waiting for the tasks above; starts in about 3 min"
+    assert lines[3] == ("task training: waiting for the tasks above; starts in about 3 min, "
+                        "then takes about 10 min")

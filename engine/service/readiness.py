@@ -123,8 +123,21 @@ class Task:
             return None
         return max(0.0, (self.total - self.done) / rate)
 
-    def describe(self) -> str:
-        """One human line: what it is and how far along."""
+    def expected(self) -> float:
+        """About how many seconds it still needs: what it has left at its pace while it
+        runs, its estimate while it waits (a load counts as nothing; inf: unknown)."""
+        if self.state == "running":
+            left = self.seconds_left()
+            if left is not None:
+                return left
+        if self.state not in ("waiting", "running"):
+            return 0.0
+        return self.train_seconds or (self.estimated() if self.slow else 0.0)
+
+    def describe(self, ahead: float | None = None) -> str:
+        """One human line: what it is and how far along; a task waiting for the tasks
+        before it in its preparation says when it should start (`ahead`: what they still
+        need, in seconds)."""
         if self.state == "running":
             elapsed = time.monotonic() - (self.started or time.monotonic())
             part = ""
@@ -155,6 +168,13 @@ class Task:
             takes = (f", then takes about {duration(self.turn.seconds)}"
                      if math.isfinite(self.turn.seconds) else "")
             return f"{self.label}: number {place} in the build queue; {starts}{takes}"
+        if ahead and math.isfinite(ahead):
+            takes = self.expected()
+            return (f"{self.label}: waiting for the tasks above; starts in about "
+                    f"{duration(ahead)}" + (f", then takes about {duration(takes)}"
+                                             if takes and math.isfinite(takes) else ""))
+        if ahead:
+            return f"{self.label}: waiting for the tasks above (how long they take is unknown)"
         return f"{self.label}: waiting for its turn"
 
     def builds(self) -> bool:
@@ -435,8 +455,12 @@ class Preparation:
     def status_lines(self, own: bool = False) -> list[str]:
         """A line per task; `own`: only this corpus's own (no model the process loads
         once for every corpus, no training)."""
-        return [task.describe() for task in self.tasks.values()
-                if task.per_corpus or not own]
+        lines, ahead = [], 0.0
+        for task in self.tasks.values():  # in the order they run
+            if task.per_corpus or not own:
+                lines.append(task.describe(ahead if task.state == "waiting" else None))
+            ahead += task.expected()
+        return lines
 
     def ready(self) -> bool:
         return all(t.state == "ready" for t in self.tasks.values())
