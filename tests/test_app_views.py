@@ -493,6 +493,9 @@ def test_retrain_progress_counts_labels_and_says_how_long_is_left():
     html = classifier_html({"retrain": job, "versions": []})
     assert "Retraining on 1 label:" in html and "30/120 (25%)" in html
     assert "about 3 min left" in html and "fe-progress" in html and "fe-error" not in html
+    assert "No version is trained yet" in html  # what decides meanwhile
+    against = classifier_html({"retrain": job, "versions": [], "active": "v1"})
+    assert "It will be compared with version v1, active meanwhile." in against
     done = classifier_html({"retrain": {**job, "state": "done", "labels": 3, "after": "v2"},
                             "versions": []})
     assert "on 3 labels: version v2" in done

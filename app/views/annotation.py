@@ -120,12 +120,17 @@ def classifier_html(status: dict) -> str:
 
 
 def _retrain_html(job: dict, active: str | None) -> str:
-    """What the retrain waits for, how far it has got, or how it ended."""
+    """What the retrain waits for, how far it has got, or how it ended; while it waits or
+    runs, the version it will be compared with (the active one)."""
+    before = (f" It will be compared with version {esc(active)}, active meanwhile."
+              if active else " No version is trained yet: the untrained stand-in decides "
+              "meanwhile.")
     if job["state"] == "waiting":
         return (f"<div class='fe-progress' id='fe-retrain-waiting'>Retrain on "
                 f"{plural(job['labels'], 'label')} waiting ({duration(job.get('waited', 0))} "
                 f"so far) for {esc(job.get('waiting_for') or 'its turn')}. It starts by itself "
-                "when that ends: one long build runs at a time here, the shortest first.</div>")
+                "when that ends: one long build runs at a time here, the shortest first."
+                f"{before}</div>")
     if job["state"] == "running":
         part, left = "", ""
         if job.get("phase"):
@@ -135,7 +140,7 @@ def _retrain_html(job: dict, active: str | None) -> str:
             if job.get("left") is not None:  # told once it has kept a pace
                 left = f", about {duration(job['left'])} left"
         return (f"<div class='fe-progress'>Retraining on {plural(job['labels'], 'label')}"
-                f"{esc(part)}, {job['seconds']:.0f} s so far{left}…</div>")
+                f"{esc(part)}, {job['seconds']:.0f} s so far{left}….{before}</div>")
     if job["state"] == "failed":
         return error_box(f"The retrain failed: {job['error']}")
     if job["state"] == "interrupted":
