@@ -140,7 +140,7 @@ def _retrain_html(job: dict, active: str | None) -> str:
             if job.get("left") is not None:  # told once it has kept a pace
                 left = f", about {duration(job['left'])} left"
         return (f"<div class='fe-progress'>Retraining on {plural(job['labels'], 'label')}"
-                f"{esc(part)}, {job['seconds']:.0f} s so far{left}….{before}</div>")
+                f"{esc(part)}, {job['seconds']:.0f} s so far{left}.{before}</div>")
     if job["state"] == "failed":
         return error_box(f"The retrain failed: {job['error']}")
     if job["state"] == "interrupted":
