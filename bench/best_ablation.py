@@ -36,7 +36,7 @@ from bench.common import (
 from engine.data.corpus import load_corpus
 from engine.eval.summary import summarise
 from engine.metrics import answer_in, has_span_answer, support_recall
-from engine.paradigms.registry import make_paradigm
+from engine.service.store import make_paradigm
 
 # {part: {label: config changes from best's defaults}}
 VARIANTS = {

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from bench.common import markdown_table, save
 from engine.data.corpus import load_corpus
-from engine.paradigms.registry import make_paradigm
 from engine.service.annotation import Annotation
+from engine.service.store import make_paradigm
 from engine.store.sessions import SessionStore
 from engine.train.data import load_question_groups, split_questions
 from engine.train.fit_selection_classifier import ClassifierConfig, train_classifier

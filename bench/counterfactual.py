@@ -25,8 +25,8 @@ from engine.data.corpus import load_corpus
 from engine.eval.paired import paired
 from engine.eval.summary import row
 from engine.paradigms.counterfactual import reanswer
-from engine.paradigms.registry import make_paradigm
 from engine.service.datasets import supporting_documents
+from engine.service.store import make_paradigm
 
 READINGS = ("own", "own + gold", "gold + own", "gold only")
 

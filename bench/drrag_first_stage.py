@@ -49,8 +49,8 @@ from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
 from engine.metrics import answer_in, exact_match, f1_score, has_span_answer, support_recall
 from engine.paradigms.drrag import DRRAGConfig
-from engine.paradigms.registry import make_paradigm
 from engine.readers.reader import answer
+from engine.service.store import make_paradigm
 
 TYPED = ROOT / "bench" / "data" / "typed_single_hop.jsonl"
 HYBRID_WEIGHTS = (0.3, 0.5, 0.7, 0.9)

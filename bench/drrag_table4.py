@@ -39,9 +39,9 @@ from bench.common import markdown_table, save
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
 from engine.metrics import exact_match, f1_score
-from engine.paradigms.registry import make_paradigm
 from engine.paths import shared_data_dir
 from engine.readers.reader import answer
+from engine.service.store import make_paradigm
 from engine.trace import LLMStep, StageResult
 
 DEV = "hotpotqa/dev500_contexts.jsonl"

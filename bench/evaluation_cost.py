@@ -32,8 +32,8 @@ def part_ray(limit: int, paradigms: list[str]) -> dict:
     from engine.eval.on_ray import Haystack, run_on_ray
     from engine.eval.runner import eval_corpus
     from engine.eval.summary import row, summarise
-    from engine.paradigms.registry import make_paradigm
     from engine.paths import shared_data_dir
+    from engine.service.store import make_paradigm
 
     path = shared_data_dir() / "hotpotqa" / "dev500_contexts.jsonl"
     corpus = eval_corpus(read_dataset(path), "pooled")

@@ -32,10 +32,10 @@ from bench.common import markdown_table, save
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
 from engine.index.documents import DocumentScorer, group_max, group_top2
-from engine.index.shared import shared_indexes
 from engine.metrics import has_span_answer, normalize_answer
 from engine.paradigms.funnel import FunnelConfig
 from engine.paths import shared_data_dir
+from engine.service.store import process_store
 from engine.units.build import UnitConfig, build_units, index_text
 from engine.units.chunking import Chunker
 from engine.units.cluster import clustering
@@ -165,7 +165,7 @@ def main() -> None:
     config = FunnelConfig()
     units = build_units(corpus, config.clusters())
     assignment = clustering(corpus, config.cluster_algorithm, config.cluster_tokens).assignment
-    store = shared_indexes()
+    store = process_store()
     dense = store.dense(corpus, UnitConfig("passages", chunker=Chunker(100)))
     bm25_docs = store.bm25(corpus, UnitConfig())
     scorers = cluster_bm25_scorers(units, BM25_GRID)

@@ -81,9 +81,9 @@ def build(n: int) -> dict:
     from engine.data.corpus import load_corpus
     from engine.index.bm25 import bm25_index
     from engine.index.dense import dense_index, encoder_identity
-    from engine.index.shared import shared_indexes
     from engine.index.vectors import SHARD_TEXTS, VectorStore, text_keys
     from engine.models.loading import resolve_precision
+    from engine.service.store import process_store
     from engine.units.build import build_units, index_text
 
     seconds: dict[str, float] = {}
@@ -103,7 +103,7 @@ def build(n: int) -> dict:
         done += len(rows)
     del pooled
     seconds["vectors s"] = time.perf_counter() - start - seconds["corpus s"]
-    for name, make in (("clusters s", lambda: shared_indexes().clusters(corpus, clusters)),
+    for name, make in (("clusters s", lambda: process_store().clusters(corpus, clusters)),
                        ("bm25 s", lambda: bm25_index(corpus, documents)),
                        ("exact index s", lambda: dense_index(corpus, passages, kind="exact")),
                        ("hnsw index s", lambda: dense_index(corpus, passages, kind="hnsw"))):
@@ -113,7 +113,7 @@ def build(n: int) -> dict:
         del made
     recall = dense_index(corpus, passages, kind="hnsw").recall
     return {"documents": len(corpus), "passages": len(units),
-            "clusters": len(shared_indexes().clusters(corpus, clusters).units),
+            "clusters": len(process_store().clusters(corpus, clusters).units),
             **{k: round(v, 1) for k, v in seconds.items()},
             "recall@100 at build": recall, "build peak MiB": round(peak_rss_mb())}
 
@@ -126,14 +126,14 @@ def serve(n: int, kind: str, limit: int, tune: bool, truth_file: Path) -> dict:
     from engine.index.bm25 import bm25_index
     from engine.index.dense import dense_index
     from engine.index.documents import DocumentScorer
-    from engine.index.shared import shared_indexes
+    from engine.service.store import process_store
     from engine.stages.expand import expand_to_documents
     from engine.stages.rerank import HYBRID_WEIGHT, StoredScoreReranker
     from engine.stages.retrieve import ClusterRetriever
 
     corpus = synthetic_corpus(n)
     clusters_config, documents, passages = configs()
-    clusters = shared_indexes().clusters(corpus, clusters_config)
+    clusters = process_store().clusters(corpus, clusters_config)
     dense = dense_index(corpus, passages, kind=kind)
     scorer = DocumentScorer(corpus, bm25_index(corpus, documents), dense, "hybrid",
                             HYBRID_WEIGHT)

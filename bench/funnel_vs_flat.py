@@ -28,8 +28,8 @@ from dataclasses import asdict
 from bench.common import dev500_questions, markdown_table, run_side_by_side, save
 from engine.data.corpus import load_corpus
 from engine.eval.summary import summarise
-from engine.paradigms.registry import make_paradigm
 from engine.paths import data_dir
+from engine.service.store import make_paradigm
 
 # (label, paradigm, config): "flat+ce" is flat with the trained cross-encoder re-ranker,
 # the paper's kind of flat baseline, run for its cost (its quality is in bench/README.md).

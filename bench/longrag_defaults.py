@@ -32,8 +32,8 @@ import numpy as np
 from bench.common import dev500_questions, markdown_table, save, training_questions
 from engine.data.corpus import load_corpus
 from engine.index.documents import group_max
-from engine.index.shared import shared_indexes
 from engine.metrics import answer_in, has_span_answer
+from engine.service.store import process_store
 from engine.text import count_tokens
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
@@ -42,7 +42,7 @@ PASSAGES = UnitConfig("passages", chunker=Chunker(100))
 
 
 def units_part(corpus, questions, sizes, ks) -> dict:
-    store = shared_indexes()
+    store = process_store()
     dense = store.documents(corpus, "dense", 1.0, PASSAGES)
     report = {}
     for size in sizes:
@@ -85,7 +85,7 @@ def units_part(corpus, questions, sizes, ks) -> dict:
 def reader_part(corpus, questions, variants) -> dict:
     """Every variant on every question, the variants in turn on each question (so a busy
     moment of the machine falls on all of them alike)."""
-    from engine.paradigms.registry import make_paradigm
+    from engine.service.store import make_paradigm
 
     paradigms = {text: make_paradigm("longrag", corpus, json.loads(text)) for text in variants}
     for paradigm in paradigms.values():

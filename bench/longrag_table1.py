@@ -32,9 +32,9 @@ import numpy as np
 from bench.common import dev500_questions, markdown_table, save
 from engine.data.corpus import load_corpus
 from engine.index.documents import group_max
-from engine.index.shared import shared_indexes
 from engine.metrics import answer_in, has_span_answer, support_recall
 from engine.readers.reader import within_budget
+from engine.service.store import process_store
 from engine.stages.expand import MIN_CLIPPED_TOKENS
 from engine.text import count_tokens
 from engine.types import Candidate
@@ -75,7 +75,7 @@ class Granularity:
 
 
 def granularities(corpus, sizes) -> list[Granularity]:
-    store = shared_indexes()
+    store = process_store()
     dense = store.dense(corpus, PASSAGES)
     documents = store.documents(corpus, "dense", 1.0, PASSAGES)
     members = (corpus, {"dense": documents,

@@ -31,8 +31,9 @@ from engine.data.corpus import load_corpus
 from engine.eval.outcomes import attribution, in_funnel_order
 from engine.eval.paired import paired
 from engine.eval.summary import summarise
-from engine.paradigms.registry import make_paradigm, names
+from engine.paradigms.registry import names
 from engine.paths import data_dir
+from engine.service.store import make_paradigm
 
 COLUMNS = ("AR@1", "AR@2", "AR@3", "AR@4", "EM", "F1", "refined_EM", "reader_tokens",
            "llm_calls", "seconds_total_median")

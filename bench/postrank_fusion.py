@@ -26,13 +26,12 @@ import time
 from bench.common import markdown_table, save
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
-from engine.index.shared import shared_indexes
 from engine.metrics import answer_recall_at, has_span_answer, support_recall
 from engine.models.loading import resolve_precision
-from engine.paradigms.registry import make_paradigm
 from engine.paths import shared_data_dir
 from engine.readers import attention
 from engine.readers.fid import shared_fid_reader
+from engine.service.store import make_paradigm, process_store
 from engine.stages.expand import chunk_documents
 from engine.stages.postrank import fused_scores
 from engine.units.chunking import Chunker
@@ -131,7 +130,7 @@ def main() -> None:
     funnel = make_paradigm("funnel", corpus, {})
     config = funnel.config.reader
     reader = shared_fid_reader(config.model, config.precision)
-    dense = shared_indexes().dense(corpus, funnel.config.indexed_passages(), "minilm")
+    dense = process_store().dense(corpus, funnel.config.indexed_passages(), "minilm")
     rows, seconds = [], []
     for q in tqdm(questions(args.split, args.limit), desc="questions"):
         passages = post_ranker_input(funnel, corpus, q.text)

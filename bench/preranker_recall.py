@@ -76,9 +76,11 @@ def bi_encoder_ranker(corpus, pools):
 
 def cross_encoder_ranker(corpus, max_length: int, batch_size: int):
     from engine.models.cross_encoder import model_location
+    from engine.service.store import process_store
     from engine.stages.rerank import CrossEncoderReranker
 
-    stage = CrossEncoderReranker("trained", max_length=max_length, batch_size=batch_size)
+    stage = CrossEncoderReranker(process_store().cross_encoder("trained", max_length),
+                                 "trained", batch_size=batch_size)
     setup = {"model": model_location("trained"), "max_length": max_length}
 
     def rank(query: str, doc_ids: list[str]) -> list[float]:

@@ -25,7 +25,8 @@ from engine.data.corpus import load_corpus
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.eval.sweep import grid, pareto
-from engine.paradigms.registry import make_config, make_paradigm
+from engine.paradigms.registry import make_config
+from engine.service.store import make_paradigm
 
 GRIDS = {"funnel": {"K": [2, 5, 10, 20, 40], "N": [2, 4, 8, 16, 32]},
          "flat": {"M": [10, 20, 50, 100, 200], "k": [1, 2, 4, 8, 16]}}

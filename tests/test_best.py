@@ -16,7 +16,8 @@ from collections import Counter
 import pytest
 
 from engine.errors import ConfigError
-from engine.paradigms.registry import make_config, make_paradigm
+from engine.paradigms.registry import make_config
+from engine.service.store import make_paradigm
 from engine.stages.retrieve import fuse_hybrid, min_max
 from engine.train.query_data import TEMPLATES, build_examples
 from engine.types import Candidate, Question, Unit
@@ -77,6 +78,7 @@ def test_bad_config_names_the_field(values, message):
 
 @pytest.mark.slow
 def test_summariser_keeps_the_closest_sentences_within_budget(shared_models):
+    from engine.models.loading import load_bi_encoder
     from engine.stages.summarise import ExtractiveSummariser
     from engine.text import count_tokens
 
@@ -86,7 +88,8 @@ def test_summariser_keeps_the_closest_sentences_within_budget(shared_models):
                        "passages"), 0.9, 1, ("Budapest",)),
         Candidate(Unit("p2", "Paul Signac", "Paul Signac was a French painter.",
                        ("Paul Signac",), "passages"), 0.5, 2, ("Paul Signac",)))
-    out = ExtractiveSummariser(max_tokens=12).run(QUESTION.text, passages, 2)
+    out = ExtractiveSummariser(load_bi_encoder("minilm"), max_tokens=12).run(
+        QUESTION.text, passages, 2)
     kept = [s for s in out.details.sentences if s.kept]
     assert "The Danube flows through Budapest." in [s.text for s in kept]
     assert out.details.tokens == sum(count_tokens(s.text) for s in kept) <= 12

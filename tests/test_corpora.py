@@ -170,7 +170,7 @@ def test_bad_corpora_are_refused_by_name_and_nothing_prepared_is_touched(explore
 
 def test_removing_a_corpus_unloads_and_deletes_it_and_refuses_the_others(explorer, tmp_path):
     from engine.data.ingest import stored_path
-    from engine.index.shared import shared_indexes
+    from engine.service.store import process_store
     from engine.units.build import UnitConfig
 
     explorer.add_corpus("gone", write_jsonl(tmp_path / "g.jsonl", tiny_rows(
@@ -178,9 +178,9 @@ def test_removing_a_corpus_unloads_and_deletes_it_and_refuses_the_others(explore
     explorer.add_corpus("twin", write_jsonl(tmp_path / "t.jsonl", tiny_rows()), upload=True)
     settled(explorer, "gone"), settled(explorer, "twin")
     corpus = explorer.paradigm("echo", corpus="gone").corpus
-    index = shared_indexes().bm25(corpus, UnitConfig("documents"))
+    index = process_store().bm25(corpus, UnitConfig("documents"))
     tiny = explorer.corpus
-    tiny_index = shared_indexes().bm25(tiny, UnitConfig("documents"))
+    tiny_index = process_store().bm25(tiny, UnitConfig("documents"))
     assert explorer.paradigm("echo", corpus="twin").corpus.fingerprint == tiny.fingerprint
     for name, message in {"tiny": "the corpus the app started with", "wiki": "packaged",
                           "nope": "No added corpus is named 'nope'; added ones: gone"}.items():
@@ -188,15 +188,15 @@ def test_removing_a_corpus_unloads_and_deletes_it_and_refuses_the_others(explore
             explorer.remove_corpus(name)
     explorer.remove_corpus("gone")
     assert not stored_path("gone").exists() and "gone" not in explorer.corpus_names()
-    assert shared_indexes().bm25(corpus, UnitConfig("documents")) is not index  # evicted
+    assert process_store().bm25(corpus, UnitConfig("documents")) is not index  # evicted
     explorer.remove_corpus("twin")  # the start-up corpus, of the same text, keeps its indexes
-    assert shared_indexes().bm25(tiny, UnitConfig("documents")) is tiny_index
+    assert process_store().bm25(tiny, UnitConfig("documents")) is tiny_index
     with pytest.raises(ConfigError, match="Unknown corpus 'twin'"):
         explorer.run("q", "echo", corpus="twin")
 
 
 def test_an_idle_corpus_is_released_and_loads_again_on_use(prepared, tmp_path):
-    from engine.index.shared import shared_indexes
+    from engine.service.store import process_store
     from engine.units.build import UnitConfig
 
     explorer = Explorer(*prepared, idle_seconds=0.5, preparing=corpus_only)
@@ -204,7 +204,7 @@ def test_an_idle_corpus_is_released_and_loads_again_on_use(prepared, tmp_path):
         Vienna="Vienna is the capital of Austria.")), upload=True)
     settled(explorer, "idle")
     corpus = explorer.paradigm("echo", corpus="idle").corpus
-    index = shared_indexes().bm25(corpus, UnitConfig("documents"))
+    index = process_store().bm25(corpus, UnitConfig("documents"))
     explorer.run("q", "echo")
     assert next(r for r in explorer.corpora() if r.name == "idle").status == "ready"
     time.sleep(0.6)
@@ -213,7 +213,7 @@ def test_an_idle_corpus_is_released_and_loads_again_on_use(prepared, tmp_path):
     assert row.status == "not loaded" and row.fingerprint == corpus.fingerprint[:12]
     assert "bm25" in row.built and row.answering == ()  # still on disk
     assert explorer.run("Seurat", "echo", corpus="idle").corpus["name"] == "idle"
-    assert shared_indexes().bm25(corpus, UnitConfig("documents")) is not index
+    assert process_store().bm25(corpus, UnitConfig("documents")) is not index
     assert next(r for r in explorer.corpora() if r.name == "tiny").status == "ready"
 
 
@@ -283,7 +283,7 @@ def test_a_corpus_added_with_a_ray_address_is_encoded_by_ray_workers(explorer, t
     import numpy as np
 
     from engine.index import dense
-    from engine.index.shared import shared_indexes
+    from engine.service.store import process_store
     from engine.units.build import UnitConfig
 
     with pytest.raises(ConfigError, match="workers=0 is out of range"):
@@ -298,14 +298,14 @@ def test_a_corpus_added_with_a_ray_address_is_encoded_by_ray_workers(explorer, t
     assert settled(explorer, "onray").status == "ready"
     corpus = explorer._corpora.preparation("onray").corpus
     passages = UnitConfig("passages")
-    assert shared_indexes().encode_remotely(corpus, passages, "minilm") > 0  # on Ray
+    assert process_store().encode_remotely(corpus, passages, "minilm") > 0  # on Ray
 
     def never(*args, **kwargs):
         raise AssertionError("encoded in this process: Ray's workers should have")
 
     with monkeypatch.context() as patched:
         patched.setattr(dense, "encode", never)
-        index = shared_indexes().dense(corpus, passages)  # finds every vector stored
+        index = process_store().dense(corpus, passages)  # finds every vector stored
     # the workers' vectors are the ones this process makes (cosine 1 to float precision)
     here = dense.encode([dense.index_text(u) for u in index.units], "minilm")
     assert float(np.min(np.sum(here * index.vectors, axis=1))) >= 0.9999

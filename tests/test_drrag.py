@@ -304,7 +304,7 @@ def test_untrained_classifier_names_the_command(data_dir):
 
 def test_before_any_training_the_stand_in_decides_and_the_run_says_so(tiny_corpus, data_dir):
     from engine.models.selection_classifier import STAND_IN, shared_classifier
-    from engine.paradigms.registry import make_paradigm
+    from engine.service.store import make_paradigm
 
     stand_in = shared_classifier("trained")  # nothing trained in this data directory
     assert stand_in.stand_in and stand_in.location == STAND_IN and stand_in.threshold == 0.5
@@ -325,7 +325,7 @@ def test_before_any_training_the_stand_in_decides_and_the_run_says_so(tiny_corpu
 @pytest.mark.slow
 def test_drrag_end_to_end_with_any_sequence_classifier_folder(tiny_corpus, tiny_classifier_base,
                                                               shared_models):
-    from engine.paradigms.registry import make_paradigm
+    from engine.service.store import make_paradigm
 
     question = Question("q", "Which country has the capital Vienna?", answers=("Austria",),
                         supporting_titles=("Vienna", "Danube"))
@@ -374,7 +374,7 @@ def test_qdc_reports_the_corpus_it_searched_as_its_input(tiny_corpus):
 
 
 def _static_ids(corpus, options: dict, question: str, k: int = 3) -> list[str]:
-    from engine.paradigms.registry import make_paradigm
+    from engine.service.store import make_paradigm
 
     paradigm = make_paradigm("drrag", corpus, {**options, "selection": "sm", "k": k},
                              retrieval_only=True)
@@ -394,8 +394,7 @@ def test_hybrid_weight_runs_from_bm25_to_dense(tiny_corpus):
 
 
 def test_hybrid_similarity_matching_reads_the_funnels_document_scores(tiny_corpus):
-    from engine.index.shared import shared_indexes
-    from engine.paradigms.registry import make_paradigm
+    from engine.service.store import make_paradigm, process_store
 
     question = "Which river flows through Vienna?"
     config = {"retriever": "hybrid", "hybrid_weight": 0.5, "selection": "qdc", "k": 3,
@@ -405,7 +404,7 @@ def test_hybrid_similarity_matching_reads_the_funnels_document_scores(tiny_corpu
     assert static.name == "hybrid" and static.granularity == "documents"
     assert static.settings == {"document_scores": "hybrid", "hybrid_weight": 0.5}
     # the same scorer object the funnel's first stage would read: one score, one copy
-    scorer = shared_indexes().documents(tiny_corpus, "hybrid", 0.5, paradigm.config.units())
+    scorer = process_store().documents(tiny_corpus, "hybrid", 0.5, paradigm.config.units())
     scores = scorer.scores(question)
     best = int(scores.argmax())
     (found,) = static.candidates
@@ -423,15 +422,15 @@ def test_hybrid_similarity_matching_reads_the_funnels_document_scores(tiny_corpu
 
 
 def test_hybrid_similarity_matching_says_when_bm25_stands_in(tiny_corpus, monkeypatch):
-    from engine.index.shared import shared_indexes
-    from engine.paradigms.registry import make_paradigm
+    from engine.paradigms.registry import make_config
+    from engine.service.store import make_paradigm, process_store
 
-    store = shared_indexes()
+    store = process_store()
     monkeypatch.setattr(store, "_promised", {})
-    paradigm = make_paradigm("drrag", tiny_corpus, {"retriever": "hybrid", "selection": "qdc",
-                                                    "k": 2, "k1": 1, "k2": 1},
-                             retrieval_only=True)
-    store.promise_dense(tiny_corpus, paradigm.config.units())
+    config = {"retriever": "hybrid", "selection": "qdc", "k": 2, "k1": 1, "k2": 1}
+    store.promise_dense(tiny_corpus, make_config("drrag", config).units())
+    # a paradigm is handed what it uses when it is made: the stand-in, while the build runs
+    paradigm = make_paradigm("drrag", tiny_corpus, config, retrieval_only=True)
     static, qdc = paradigm.run("Which river flows through Vienna?").stages
     for stage in (static, qdc):
         assert "documents score by BM25 alone" in stage.details.note

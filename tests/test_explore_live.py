@@ -44,7 +44,7 @@ def slow_index(monkeypatch):
         if config.k == 1:
             return ()
         return (Need(f"echo index {config.k}", f"echo index (k={config.k})",
-                     lambda corpus, progress: None, slow=True,
+                     lambda corpus, progress, store: None, slow=True,
                      build_seconds=lambda corpus: 900.0),)
 
     monkeypatch.setattr(EchoParadigm, "needs", classmethod(needs))

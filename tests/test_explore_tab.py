@@ -75,7 +75,7 @@ def slow_index(monkeypatch):
 
     def needs(cls, config):
         return (Need(f"echo index {config.k}", f"echo index (k={config.k})",
-                     lambda corpus, progress: built.append(config.k), slow=True,
+                     lambda corpus, progress, store: built.append(config.k), slow=True,
                      build_seconds=lambda corpus: 900.0 if config.k > 1 else 5.0),)
 
     monkeypatch.setattr(EchoParadigm, "needs", classmethod(needs))

@@ -14,7 +14,7 @@ import pytest
 from engine.readers.base import Message
 from engine.readers.generators import GeneratorError, HFGenerator, OpenAIGenerator, cut_at_stop
 from engine.readers.prompts import answer_prompt
-from engine.readers.reader import ReaderConfig, answer
+from engine.readers.reader import ReaderConfig, ReaderModels, answer
 from engine.records import ReadCount
 from engine.types import Candidate
 from engine.units.build import document_unit
@@ -99,7 +99,7 @@ def test_reader_answer_is_one_llm_step_with_attention(generator, tiny_corpus):
     passages = [Candidate(document_unit(d), 1.0, i) for i, d in
                 enumerate(tiny_corpus.documents[4:7], start=1)]
     config = ReaderConfig(model="tiny", max_answer_tokens=4, packing="forward")
-    step = answer("Which river flows through Budapest?", passages, config, generator=generator)
+    step = answer("Which river flows through Budapest?", passages, config, ReaderModels(generator))
     assert step.purpose == "answer" and step.model == "tiny"
     assert step.prompt.endswith("Question: Which river flows through Budapest?\nAnswer:")
     assert "Danube: The Danube is a river" in step.prompt
@@ -112,7 +112,7 @@ def test_reader_answer_is_one_llm_step_with_attention(generator, tiny_corpus):
     assert step.capped is None  # no cap, nothing to count
 
     capped = replace(config, max_context_tokens=20)  # the first passage and part of the second
-    step = answer("Which river flows through Budapest?", passages, capped, generator=generator)
+    step = answer("Which river flows through Budapest?", passages, capped, ReaderModels(generator))
     assert step.capped == ReadCount(read=2, offered=3)
     assert step.attention.passages == tuple(c.unit.id for c in passages[:2])
 
@@ -213,7 +213,7 @@ def test_openai_generator_errors_name_the_cause(fake_server, monkeypatch):
 
 def test_flat_answers_through_an_endpoint(fake_server, tiny_corpus):
     pytest.importorskip("faiss")
-    from engine.paradigms.registry import make_paradigm
+    from engine.service.store import make_paradigm
 
     config = {"M": 4, "k": 2, "reader": {"model": "tiny-remote", "endpoint": fake_server}}
     trace = make_paradigm("flat", tiny_corpus, config).run("Which river flows through Budapest?")
@@ -263,7 +263,7 @@ def test_the_reader_reads_passages_in_its_packing_order(generator, tiny_corpus):
     titles = [c.unit.title for c in passages]
     step = answer("Which river flows through Budapest?", passages,
                   ReaderConfig(model="tiny", max_answer_tokens=2, packing="reverse"),
-                  generator=generator)
+                  ReaderModels(generator))
     context = step.prompt.rsplit("Context:\n", 1)[1]
     assert [line.split(":")[0] for line in context.splitlines()[:3]] == titles[::-1]
     assert step.attention.passages == tuple(c.unit.id for c in passages[::-1])

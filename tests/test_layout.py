@@ -56,6 +56,31 @@ def test_no_module_imports_from_a_higher_layer():
     assert wrong == []
 
 
+# the process-wide lookups of loaded indexes and models: the service's store
+# (engine/service/store.py) calls them; stages, paradigms and the reader are handed what they
+# use (engine.paradigms.resources) and never look anything up
+LOOKUPS = {"process_store", "make_paradigm", "shared_generator", "shared_fid_reader",
+           "shared_classifier", "shared_query_classifier", "stand_in_classifier",
+           "load_bi_encoder", "encode", "load_cross_encoder", "model_location"}
+HANDED = ("engine.stages.", "engine.paradigms.")
+
+
+def test_stages_paradigms_and_the_reader_import_no_process_wide_lookup():
+    wrong = []
+    for name, tree in _modules():
+        if not name.startswith(HANDED) and name != "engine.readers.reader":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found = {a.name for a in node.names} & LOOKUPS
+                if found or node.module.startswith("engine.service"):
+                    wrong.append(f"{name} imports {sorted(found) or node.module}")
+            elif isinstance(node, ast.Import):
+                wrong += [f"{name} imports {a.name}" for a in node.names
+                          if a.name.startswith("engine.service")]
+    assert wrong == []
+
+
 def test_query_time_code_never_imports_training():
     wrong = [f"{name} imports {imported}" for name, tree in _modules()
              if _layer(name) in QUERY_TIME

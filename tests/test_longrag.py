@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from engine.errors import ConfigError
-from engine.index.shared import shared_indexes
-from engine.paradigms.registry import make_config, make_paradigm
+from engine.paradigms.registry import make_config
 from engine.readers.prompts import extract_prompt
+from engine.service.store import make_paradigm, process_store
 from engine.stages.expand import ReaderContext
 from engine.text import count_tokens
 from engine.types import Question
@@ -73,10 +73,10 @@ def test_longrag_end_to_end(tiny_corpus, shared_models):
     trace = longrag.run(QUESTION)
     units, context = trace.stages
     assert [s.name for s in trace.stages] == ["units", "context"]
-    found = shared_indexes().clusters(tiny_corpus, longrag.config.units())
+    found = process_store().clusters(tiny_corpus, longrag.config.units())
     assert units.n_in == len(found.units) and len(units.candidates) <= 2
     # MaxP: each unit scores as the cosine of its winning chunk, a passage of its documents
-    dense = shared_indexes().dense(tiny_corpus, longrag.config.indexed_passages(), "minilm")
+    dense = process_store().dense(tiny_corpus, longrag.config.indexed_passages(), "minilm")
     q = dense.encode_queries([QUESTION.text])[0]
     for cand in units.candidates:
         chunk = units.details.best_chunk(cand.unit.id)

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from engine.index.shared import shared_indexes
-from engine.paradigms.registry import PARADIGMS, make_paradigm
+from engine.paradigms.registry import PARADIGMS, make_config
+from engine.service.store import make_paradigm, process_store
 from engine.trace import RunTrace
 from engine.types import Question
 from tests.conftest import TINY_DOCS
@@ -39,7 +39,7 @@ def test_funnel_end_to_end(tiny_corpus, shared_models):
     trace = partial[-1]
     assert partial[1].stages == trace.stages[:2] and partial[0].gold_flags
     first, pre, post = trace.stages
-    clusters = shared_indexes().clusters(tiny_corpus, funnel.config.clusters())
+    clusters = process_store().clusters(tiny_corpus, funnel.config.clusters())
     assert first.n_in == len(clusters.units) > 0  # the haystack the first stage searched
     # the best cluster is titled by its best-matching members, and lists them first
     best = first.candidates[0].unit
@@ -79,7 +79,7 @@ def test_funnel_post_ranks_by_stored_passage_cosines_without_a_reader_pass(tiny_
     steps = funnel.steps(QUESTION.text)
     _, pre, post = next(steps), next(steps), next(steps)
     steps.close()
-    dense = shared_indexes().dense(tiny_corpus, funnel.config.indexed_passages(), "minilm")
+    dense = process_store().dense(tiny_corpus, funnel.config.indexed_passages(), "minilm")
     q = dense.encode_queries([QUESTION.text])[0]
     given = chunk_documents(tiny_corpus, pre.candidates, Chunker(100))
     cosine = {c.unit.id: float(dense.vectors[dense.row_of[c.unit.id]] @ q) for c in given}
@@ -106,13 +106,15 @@ def test_flat_end_to_end(tiny_corpus, shared_models):
 def test_while_a_promised_dense_index_builds_bm25_stands_in_and_each_stage_says_so(
         tiny_corpus, monkeypatch):
     """A fresh start: the app answers before the dense index is built, and says how."""
-    store = shared_indexes()
+    store = process_store()
     monkeypatch.setattr(store, "_promised", {})  # this test's promise only
-    flat = make_paradigm("flat", tiny_corpus, {**STEADY["flat"], "M": 4})
-    funnel = make_paradigm("funnel", tiny_corpus, {"cluster_tokens": 128, "K": 2, "N": 2,
-                                                   "H": 2})
-    passages = flat.config.passages()
+    flat_config = {**STEADY["flat"], "M": 4}
+    funnel_config = {"cluster_tokens": 128, "K": 2, "N": 2, "H": 2}
+    passages = make_config("flat", flat_config).passages()
     store.promise_dense(tiny_corpus, passages)
+    # a run's paradigm is handed what the store has when it is made: the stand-in
+    flat = make_paradigm("flat", tiny_corpus, flat_config)
+    funnel = make_paradigm("funnel", tiny_corpus, funnel_config)
 
     steps = flat.steps(QUESTION.text)
     first, ranked = next(steps), next(steps)
@@ -134,7 +136,9 @@ def test_while_a_promised_dense_index_builds_bm25_stands_in_and_each_stage_says_
     assert "documents score by BM25 alone" in pre.details.note
     assert "no passage cosines: the dense index is still being built" in post.settings["prior"]
 
-    store.dense(tiny_corpus, passages)  # the build ends: the next question reads it
+    store.dense(tiny_corpus, passages)  # the build ends: the next question's run reads it
+    flat = make_paradigm("flat", tiny_corpus, flat_config)
+    funnel = make_paradigm("funnel", tiny_corpus, funnel_config)
     steps = flat.steps(QUESTION.text)
     first = next(steps)
     steps.close()
@@ -153,7 +157,7 @@ def test_a_promised_build_that_failed_is_not_tried_again_and_the_stand_in_says_w
     from engine.units.build import UnitConfig
     from engine.units.chunking import Chunker
 
-    store = shared_indexes()
+    store = process_store()
     monkeypatch.setattr(store, "_promised", {})
     passages = UnitConfig("passages", chunker=Chunker(100))
     store.promise_dense(tiny_corpus, passages)
@@ -172,9 +176,9 @@ def test_a_dense_index_nobody_promised_is_built_not_stood_in_for(tiny_corpus, mo
     from engine.units.build import UnitConfig
     from engine.units.chunking import Chunker
 
-    monkeypatch.setattr(shared_indexes(), "_promised", {})
+    monkeypatch.setattr(process_store(), "_promised", {})
     passages = UnitConfig("passages", chunker=Chunker(100))
-    assert isinstance(shared_indexes().dense(tiny_corpus, passages, stand_in=True),
+    assert isinstance(process_store().dense(tiny_corpus, passages, stand_in=True),
                       DenseIndex)
 
 
@@ -186,21 +190,21 @@ def test_new_stage_parameters_load_nothing_again(tiny_corpus, shared_models):
     from engine.readers.generators import loaded_generators
 
     def loaded():
-        return (len(shared_indexes()), loaded_generators(), loaded_fid_readers(),
+        return (len(process_store()), loaded_generators(), loaded_fid_readers(),
                 load_cross_encoder.cache_info().currsize)
 
     funnel = make_paradigm("funnel", tiny_corpus, FUNNEL)
     funnel.run(QUESTION)
     make_paradigm("flat", tiny_corpus, FLAT).run(QUESTION)
     before = loaded()
-    index = shared_indexes().clusters(tiny_corpus, funnel.config.clusters())
+    index = process_store().clusters(tiny_corpus, funnel.config.clusters())
     for K, N, H in ((1, 1, 1), (3, 3, 3)):
         make_paradigm("funnel", tiny_corpus, {**FUNNEL, "K": K, "N": N, "H": H}).run(QUESTION)
     for M, k, prompt in ((3, 1, "plain"), (5, 3, "chat")):
         config = {**FLAT, "M": M, "k": k, "reader": {"max_answer_tokens": 4, "prompt": prompt}}
         make_paradigm("flat", tiny_corpus, config).run(QUESTION)
     assert loaded() == before
-    assert shared_indexes().clusters(tiny_corpus, funnel.config.clusters()) is index
+    assert process_store().clusters(tiny_corpus, funnel.config.clusters()) is index
 
 
 def _cli(args: list[str], data_dir) -> subprocess.CompletedProcess:

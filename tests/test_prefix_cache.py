@@ -10,7 +10,7 @@ from engine.readers.base import Message
 from engine.readers.generators import HFGenerator
 from engine.readers.prefix_cache import MIN_PREFIX_TOKENS, PrefixCache, common_length
 from engine.readers.prompts import answer_prompt, extract_prompt, hyde_prompt
-from engine.readers.reader import ReaderConfig, answer
+from engine.readers.reader import ReaderConfig, ReaderModels, answer
 from engine.trace import LLMStep
 from engine.types import Candidate
 from engine.units.build import document_unit
@@ -104,7 +104,7 @@ def test_the_readers_step_records_what_came_from_the_cache(generator, tiny_corpu
     passages = [Candidate(document_unit(d), 1.0, i)
                 for i, d in enumerate(tiny_corpus.documents[:3], start=1)]
     step = answer("Which river flows through Budapest?", passages,
-                  ReaderConfig(max_answer_tokens=4), generator=generator)
+                  ReaderConfig(max_answer_tokens=4), ReaderModels(generator))
     assert 0 < step.cached_tokens < step.prompt_tokens
     old = {k: v for k, v in step.__dict__.items() if k not in ("cached_tokens", "attention")}
     assert LLMStep(**old).cached_tokens == 0  # a step stored before the cache reads as none

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.paradigms.registry import PARADIGMS, make_config, make_paradigm, spec
+from engine.paradigms.registry import PARADIGMS, make_config, spec
+from engine.service.store import make_paradigm, process_store
 from engine.types import Question
 from tests.conftest import torch_single_thread
 
@@ -46,20 +47,19 @@ def option(value, tiny_classifier_base):
 def loaded() -> dict[str, int]:
     """How many times each process-wide store has loaded something (misses, not sizes: a
     bounded cache that evicts keeps its size)."""
-    from engine.index.shared import shared_indexes
     from engine.models.cross_encoder import load_cross_encoder
     from engine.models.loading import _bi_encoder, _causal_lm
     from engine.models.query_classifier import load_query_classifier
     from engine.models.selection_classifier import load_classifier
     from engine.readers import fid, generators
-    from engine.stages.rerank import shared_cross_encoder
+    from engine.service.store import process_store
 
     caches = {"generators": generators._shared_hf, "FiD readers": fid._shared,
               "encoders": _bi_encoder, "causal LMs": _causal_lm,
-              "cross-encoders": load_cross_encoder, "re-rankers": shared_cross_encoder,
+              "cross-encoders": load_cross_encoder,
               "selection classifiers": load_classifier,
               "query classifiers": load_query_classifier}
-    return {"indexes": len(shared_indexes()),
+    return {"indexes": len(process_store()),
             **{name: cache.cache_info().misses for name, cache in caches.items()}}
 
 
@@ -79,7 +79,7 @@ def test_preparing_the_needs_leaves_nothing_to_load_at_the_first_question(
         dense = [n.key for n in needs if n.key.startswith(("dense", "documents", "encoder"))]
         assert dense and all(values["bi_encoder"] in key for key in dense), dense
     for need in needs:
-        need.prepare(tiny_corpus, lambda done, total: None)
+        need.prepare(tiny_corpus, lambda done, total: None, process_store())
     before = loaded()
     trace = make_paradigm(name, tiny_corpus, values).run(QUESTION)
     assert trace.stages and trace.llm_steps

@@ -11,7 +11,8 @@ import pytest
 
 from engine.config import describe
 from engine.errors import ConfigError
-from engine.paradigms.registry import PARADIGMS, make_config, make_paradigm, spec
+from engine.paradigms.registry import PARADIGMS, make_config, spec
+from engine.service.store import make_paradigm
 from tests.conftest import TINY_DOCS
 
 QUESTION = "Who painted A Sunday Afternoon?"

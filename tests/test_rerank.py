@@ -6,9 +6,10 @@ import pytest
 
 from engine.errors import ConfigError, ResourceMissingError
 from engine.models.cross_encoder import model_location
+from engine.service.store import process_store
 from engine.stages.rerank import CrossEncoderReranker
 from engine.types import Candidate
-from engine.units.build import document_unit
+from engine.units.build import UnitConfig, document_unit
 from tests.conftest import torch_single_thread
 
 QUERIES = ("Which river flows through Budapest?", "pointillism painter", "zzzyx qwerty")
@@ -27,7 +28,8 @@ def minilm_reranker() -> CrossEncoderReranker:
         minilm_path()
     except ResourceMissingError as err:
         pytest.skip(str(err))
-    return CrossEncoderReranker("minilm", max_length=64, batch_size=4)
+    return CrossEncoderReranker(process_store().cross_encoder("minilm", max_length=64),
+                                "minilm", batch_size=4)
 
 
 def _candidates(corpus) -> tuple[Candidate, ...]:
@@ -36,9 +38,8 @@ def _candidates(corpus) -> tuple[Candidate, ...]:
 
 
 def test_trained_model_missing_says_how_to_train(tiny_corpus):
-    stage = CrossEncoderReranker()  # "trained" by default; nothing is cached in this data dir
-    with pytest.raises(ResourceMissingError) as err:
-        stage.run("Which river flows through Budapest?", _candidates(tiny_corpus), 3)
+    with pytest.raises(ResourceMissingError) as err:  # nothing is cached in this data dir
+        process_store().ranker("trained", tiny_corpus, UnitConfig("passages"))
     assert "No trained pre-ranker in " in str(err.value)
     assert str(err.value).endswith("Train it once (about 15 minutes on 2 CPU cores) with: "
                                    "python -m engine train preranker")
@@ -54,33 +55,35 @@ def test_trained_model_resolves_to_the_cached_folder(monkeypatch, tmp_path):
 
 def test_unreachable_hub_id_names_the_offline_choices(tiny_corpus):
     pytest.importorskip("sentence_transformers")
-    stage = CrossEncoderReranker("no-such-org/no-such-cross-encoder")
     with pytest.raises(ResourceMissingError,
                        match=re.escape("Cannot load model 'no-such-org/no-such-cross-encoder'")):
-        stage.run("query", _candidates(tiny_corpus), 3)
+        process_store().ranker("no-such-org/no-such-cross-encoder", tiny_corpus,
+                               UnitConfig("passages"))
 
 
-def test_reranker_rejects_other_granularities_and_bad_settings(tiny_corpus):
-    stage = CrossEncoderReranker("minilm", granularity="passages")
+def test_reranker_rejects_other_granularities_and_bad_settings(tiny_corpus, minilm_reranker):
+    encoder = minilm_reranker.encoder
+    stage = CrossEncoderReranker(encoder, "minilm", granularity="passages")
     with pytest.raises(ConfigError, match=re.escape(
             "CrossEncoderReranker(granularity='passages') got documents candidates; "
             "construct it with granularity='documents'.")):
         stage.run("query", _candidates(tiny_corpus), 3)
     with pytest.raises(ConfigError, match=re.escape("Unknown granularity 'sentences'")):
-        CrossEncoderReranker(granularity="sentences")
+        CrossEncoderReranker(encoder, granularity="sentences")
     with pytest.raises(ConfigError, match=re.escape("batch_size=0 is out of range")):
-        CrossEncoderReranker(batch_size=0)
+        CrossEncoderReranker(encoder, batch_size=0)
 
 
 def test_stored_scores_rank_by_meaning_and_encode_only_the_query(minilm_reranker,
                                                                    tiny_corpus, monkeypatch):
     from engine.index import dense
-    from engine.stages.rerank import StoredScoreReranker, make_reranker
+    from engine.service.store import process_store
+    from engine.stages.rerank import StoredScoreReranker
     from engine.units.build import UnitConfig
     from engine.units.chunking import Chunker
 
     passages = UnitConfig("passages", chunker=Chunker(12))
-    stage = make_reranker("bi-encoder", tiny_corpus, passages)
+    stage = process_store().ranker("bi-encoder", tiny_corpus, passages)
     assert isinstance(stage, StoredScoreReranker) and stage.name == "preranker"
     assert "stored passage vectors" in stage.settings()["kind"]
     stage.run(QUERIES[0], _candidates(tiny_corpus), 1)  # the index is built here, once
@@ -98,16 +101,16 @@ def test_stored_scores_rank_by_meaning_and_encode_only_the_query(minilm_reranker
     # over passages: each passage's own stored vector, so the dense order is kept
     index = dense.dense_index(tiny_corpus, passages)
     found = index.search(QUERIES[0], 6)
-    again = make_reranker("bi-encoder", tiny_corpus, passages, granularity="passages",
+    again = process_store().ranker("bi-encoder", tiny_corpus, passages, granularity="passages",
                           name="reranker").run(QUERIES[0], found, 6).candidates
     assert [c.unit.id for c in again] == [c.unit.id for c in found]
     assert [c.score for c in again] == pytest.approx([c.score for c in found], abs=1e-5)
-    assert isinstance(make_reranker("minilm", tiny_corpus, passages), CrossEncoderReranker)
+    assert isinstance(process_store().ranker("minilm", tiny_corpus, passages), CrossEncoderReranker)
 
 
 def test_stored_scores_that_cannot_rank_passages_are_refused(tiny_corpus):
-    from engine.stages.rerank import make_reranker
+    from engine.service.store import process_store
     from engine.units.build import UnitConfig
 
     with pytest.raises(ConfigError, match="Re-ranker 'bm25' scores documents"):
-        make_reranker("bm25", tiny_corpus, UnitConfig("passages"), granularity="passages")
+        process_store().ranker("bm25", tiny_corpus, UnitConfig("passages"), granularity="passages")

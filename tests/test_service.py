@@ -178,12 +178,12 @@ def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_c
     toy = trainers.Trainer("toy", "a toy model", is_trained=lambda: False,
                            train=lambda progress: calls.append("train"))
     monkeypatch.setitem(trainers.TRAINERS, "toy", toy)
-    need = Need("toy model", "toy model", lambda corpus, progress: calls.append("load"),
+    need = Need("toy model", "toy model", lambda corpus, progress, store: calls.append("load"),
                 trained_by="toy", train_seconds=60)
     index = Need("toy index", "toy index",
-                 lambda corpus, progress: calls.append(("build", *prep.standing_in())),
+                 lambda corpus, progress, store: calls.append(("build", *prep.standing_in())),
                  slow=True, stand_in="toy BM25",
-                 promise=lambda corpus: calls.append(f"promise over {corpus.name}") or True)
+                 promise=lambda corpus, store: calls.append(f"promise over {corpus.name}") or True)
     monkeypatch.setattr(readiness, "PARADIGMS",
                         {"toy": SimpleNamespace(needs=lambda: (need, index))})
     prep = Preparation("tiny")
@@ -239,7 +239,7 @@ def test_a_long_build_waits_for_a_confirmation_and_is_prepared_before_the_first_
 
     def needs(cls, config):  # k > 1 needs an index that takes 15 minutes to build
         return (Need(f"echo index {config.k}", f"echo index (k={config.k})",
-                     lambda corpus, progress: built.append(config.k), slow=True,
+                     lambda corpus, progress, store: built.append(config.k), slow=True,
                      build_seconds=lambda corpus: 900.0 if config.k > 1 else 5.0),)
 
     monkeypatch.setattr(EchoParadigm, "needs", classmethod(needs))

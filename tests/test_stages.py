@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from engine.errors import ConfigError, ResourceMissingError
 from engine.index.bm25 import bm25_index
 from engine.records import ClassifierCall
+from engine.service.store import process_store
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.stages.expand import ReaderContext
 from engine.stages.postrank import FiDPostRanker, fused_scores
-from engine.stages.rerank import CrossEncoderReranker, StoredScoreReranker, make_reranker
+from engine.stages.rerank import CrossEncoderReranker, StoredScoreReranker
 from engine.stages.retrieve import (
     BM25Retriever,
     ClusterRetriever,
@@ -62,19 +65,20 @@ def _passages(corpus) -> tuple[Candidate, ...]:
 
 def _cross_encoder(corpus) -> CrossEncoderReranker:
     pytest.importorskip("sentence_transformers")
-    return CrossEncoderReranker("minilm", max_length=64, batch_size=4)
+    return CrossEncoderReranker(process_store().cross_encoder("minilm", max_length=64),
+                                "minilm", batch_size=4)
 
 
 def _stored(corpus) -> StoredScoreReranker:
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("faiss")
-    return make_reranker("hybrid", corpus, UnitConfig("passages", chunker=Chunker(12)))
+    return process_store().ranker("hybrid", corpus, UnitConfig("passages", chunker=Chunker(12)))
 
 
 def _clusters(corpus) -> ClusterRetriever:
-    from engine.index.shared import shared_indexes
+    from engine.service.store import process_store
 
-    store = shared_indexes()
+    store = process_store()
     config = UnitConfig("clusters", cluster_algorithm="longrag", cluster_tokens=64)
     documents = store.documents(corpus, "bm25", 0.5, UnitConfig("passages"))
     return ClusterRetriever(*store.clusters(corpus, config), corpus, documents)
@@ -96,9 +100,9 @@ def _documents_of_passages(corpus) -> DocumentRetriever:
 
 def _long_units(corpus) -> LongUnitRetriever:
     pytest.importorskip("faiss")
-    from engine.index.shared import shared_indexes
+    from engine.service.store import process_store
 
-    store = shared_indexes()
+    store = process_store()
     config = UnitConfig("clusters", cluster_algorithm="longrag", cluster_tokens=64)
     documents = store.documents(corpus, "dense", 1.0, UnitConfig("passages",
                                                                 chunker=Chunker(12)))
@@ -107,19 +111,19 @@ def _long_units(corpus) -> LongUnitRetriever:
 
 def _hybrid(corpus) -> HybridRetriever:
     pytest.importorskip("faiss")
-    from engine.index.shared import shared_indexes
+    from engine.service.store import process_store
 
     passages = UnitConfig("passages", chunker=Chunker(12))
-    store = shared_indexes()
+    store = process_store()
     return HybridRetriever(store.bm25(corpus, passages), store.dense(corpus, passages),
                            alpha=0.3, depth=20)
 
 
 def _scored_documents(corpus) -> ScoredDocumentRetriever:
     pytest.importorskip("faiss")
-    from engine.index.shared import shared_indexes
+    from engine.service.store import process_store
 
-    scorer = shared_indexes().documents(corpus, "hybrid", 0.7,
+    scorer = process_store().documents(corpus, "hybrid", 0.7,
                                         UnitConfig("passages", chunker=Chunker(12)))
     return ScoredDocumentRetriever(scorer)
 
@@ -137,7 +141,8 @@ STAGES = {BM25Retriever: (_bm25, None), DenseRetriever: (_dense, None),
 def _concrete(cls: type) -> set[type]:
     found = set()
     for sub in cls.__subclasses__():
-        if sub.__module__.startswith("engine.") and not sub.__name__.startswith("_"):
+        if (sub.__module__.startswith("engine.") and not sub.__name__.startswith("_")
+                and not inspect.isabstract(sub)):  # Reranker: the base of re-rankers
             found.add(sub)
         found |= _concrete(sub)
     return found

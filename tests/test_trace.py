@@ -14,7 +14,7 @@ from engine.errors import ConfigError
 from engine.paradigms.base import check_question
 from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
-from engine.paradigms.registry import PARADIGMS, make_paradigm
+from engine.paradigms.registry import PARADIGMS
 from engine.readers.reader import ReaderConfig
 from engine.records import (
     BestChunk,
@@ -25,6 +25,7 @@ from engine.records import (
     StageDetails,
     WeighedSentence,
 )
+from engine.service.store import make_paradigm
 from engine.stages.base import Stage, run_stage
 from engine.stages.expand import chunk_documents, expand_to_documents
 from engine.text import count_tokens
@@ -204,9 +205,11 @@ def test_typed_records_round_trip_through_json(tiny_corpus):
 
 
 def test_run_stage_records_the_stage_settings_and_haystack(tiny_corpus):
+    from engine.models.loading import load_bi_encoder
     from engine.stages.summarise import ExtractiveSummariser
 
     assert Stage.settings(WordOverlapRanker()) == {} and WordOverlapRanker().haystack is None
-    result = run_stage(ExtractiveSummariser(max_tokens=7), "q", (), 1)
+    summariser = ExtractiveSummariser(load_bi_encoder("minilm"), max_tokens=7)
+    result = run_stage(summariser, "q", (), 1)
     assert result.settings == {"max_tokens": 7, "sentence_scorer": "minilm"}
     assert result.n_in == 0

@@ -52,7 +52,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def ask(args: argparse.Namespace) -> int:
     from engine.data.corpus import load_corpus
-    from engine.paradigms.registry import make_paradigm
+    from engine.service.store import make_paradigm
 
     paradigm = make_paradigm(args.paradigm, load_corpus(args.corpus), _json_arg(args.config))
     print_trace(paradigm.run(args.question), args.show)
@@ -91,6 +91,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from engine.eval.summary import summarise
     from engine.paths import data_dir, shared_data_dir
     from engine.service.datasets import listed_path
+    from engine.service.store import make_paradigm
 
     dataset = Path(args.dataset)
     listed = listed_path(args.dataset)  # a listed dataset's name, as the app shows it
@@ -106,7 +107,7 @@ def evaluate(args: argparse.Namespace) -> int:
     with open(out, "w", encoding="utf-8") as handle:
         for row in run_eval(dataset, paradigms, args.corpus, args.limit, _json_arg(args.config),
                             progress=lambda i, n: sys.stderr.write(f"\r{i}/{n} questions"),
-                            ray=args.ray, workers=args.workers):
+                            ray=args.ray, workers=args.workers, make=make_paradigm):
             rows.append(row)
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     sys.stderr.write("\n")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from engine.errors import ConfigError
 from engine.index.on_ray import LOCAL, ray_cluster
+from engine.paradigms.base import MakeParadigm
 from engine.trace import RunTrace
 from engine.types import Corpus, Question
 
@@ -71,17 +72,17 @@ def _worker_corpus(haystack: Haystack) -> Corpus:
 
 
 def answer(haystack: Haystack, paradigms: Sequence[str], configs: dict,
-           question: Question) -> list[str]:
-    """One question through every paradigm, in a worker: the traces as JSON."""
-    from engine.paradigms.registry import make_paradigm
-
+           question: Question, make: MakeParadigm) -> list[str]:
+    """One question through every paradigm, in a worker: the traces as JSON. `make` makes
+    a paradigm handed what it uses in the worker's process (the caller's
+    engine.service.store.make_paradigm, sent by reference)."""
     corpus = _worker_corpus(haystack)
-    return [make_paradigm(name, corpus, configs.get(name)).run(question).to_json()
+    return [make(name, corpus, configs.get(name)).run(question).to_json()
             for name in paradigms]
 
 
 def run_on_ray(address: str, haystack: Haystack, paradigms: Sequence[str], configs: dict,
-               questions: Sequence[Question], workers: int = 2,
+               questions: Sequence[Question], make: MakeParadigm, workers: int = 2,
                cancelled=lambda: False) -> Iterator[list[RunTrace]]:
     """Yield each question's traces (in `paradigms` order) in question order, answered by
     Ray tasks at `address` ("local": `workers` workers on this machine, for this run).
@@ -92,7 +93,7 @@ def run_on_ray(address: str, haystack: Haystack, paradigms: Sequence[str], confi
                 len(paradigms))
     with ray_cluster(address, workers) as ray:
         task = ray.remote(num_cpus=1, max_retries=0)(answer)
-        pending = [task.remote(haystack, tuple(paradigms), configs, q) for q in questions]
+        pending = [task.remote(haystack, tuple(paradigms), configs, q, make) for q in questions]
         for position, ref in enumerate(pending):
             if cancelled():
                 for rest in pending[position:]:

@@ -18,8 +18,7 @@ from engine.data.corpus import load_corpus, merge_documents
 from engine.data.loaders import read_dataset
 from engine.errors import ConfigError
 from engine.eval.summary import row
-from engine.paradigms.base import Paradigm
-from engine.paradigms.registry import make_paradigm
+from engine.paradigms.base import MakeParadigm, Paradigm
 from engine.stages.base import reusing_stages
 from engine.trace import RunTrace
 from engine.types import Corpus, Dataset, Question
@@ -49,19 +48,21 @@ def _holds(corpus: Corpus, doc) -> bool:
 def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "pooled",
              limit: int | None = None, configs: dict[str, dict] | None = None,
              progress: Callable[[int, int], None] | None = None, ray: str = "",
-             workers: int = 2) -> Iterator[dict]:
+             workers: int = 2, *, make: MakeParadigm) -> Iterator[dict]:
     """Yield one row per (question, paradigm), questions in file order; with a `ray`
     address ("local": `workers` workers here) the questions run as Ray tasks
-    (engine.eval.on_ray)."""
+    (engine.eval.on_ray). `make(name, corpus, config)` makes a paradigm handed what it uses
+    (engine.service.store.make_paradigm)."""
     dataset = read_dataset(dataset_path)
     if not dataset.questions:
         raise ConfigError(f"{dataset_path} holds no questions (format {dataset.format!r}); "
                           "give a QA file such as hotpotqa/dev500_contexts.jsonl.")
     questions = dataset.questions[:limit] if limit else dataset.questions
     haystack = eval_corpus(dataset, corpus)
-    built = [make_paradigm(name, haystack, (configs or {}).get(name)) for name in paradigms]
+    built = [make(name, haystack, (configs or {}).get(name)) for name in paradigms]
     for i, traces in enumerate(answer_all(built, questions, ray=ray, workers=workers,
-                                          corpus_spec=corpus, dataset=str(dataset_path)),
+                                          corpus_spec=corpus, dataset=str(dataset_path),
+                                          make=make),
                                start=1):
         yield from (row(trace) for trace in traces)
         if progress:
@@ -71,7 +72,8 @@ def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "
 def answer_all(paradigms: Sequence[Paradigm], questions: Sequence[Question], *,
                ray: str = "", workers: int = 2, corpus_spec: str = "", dataset: str = "",
                cancelled: Callable[[], bool] = lambda: False,
-               reuse: bool = False, concurrency: int = 1) -> Iterator[list[RunTrace]]:
+               reuse: bool = False, concurrency: int = 1,
+               make: MakeParadigm | None = None) -> Iterator[list[RunTrace]]:
     """Each question's traces (in `paradigms` order), in question order, answered here or,
     with a `ray` address ("local": `workers` workers here), as Ray tasks whose workers load
     the corpus from `corpus_spec` (plus `dataset`'s paragraphs, as `eval_corpus`) and the
@@ -80,15 +82,19 @@ def answer_all(paradigms: Sequence[Paradigm], questions: Sequence[Question], *,
     points of one paradigm) a question's prefix-stable stages run once for all paradigms
     (engine.stages.base.reusing_stages). With `concurrency` > 1, that many questions are in
     flight at once, so their reader calls arrive together and run as one batch
-    (engine/readers/batching.py); traces still come in question order."""
+    (engine/readers/batching.py); traces still come in question order. On Ray, `make`
+    makes the paradigms in the workers (engine.service.store.make_paradigm)."""
     if ray:
         from engine.eval.on_ray import Haystack, run_on_ray
 
+        if make is None:
+            raise ConfigError("Answering on Ray needs `make`, how a worker makes a paradigm "
+                              "(engine.service.store.make_paradigm).")
         corpus = paradigms[0].corpus
         yield from run_on_ray(ray, Haystack.of(corpus_spec, corpus, dataset),
                               [p.name for p in paradigms],
                               {p.name: asdict(p.config) for p in paradigms}, questions,
-                              workers, cancelled=cancelled)
+                              make, workers, cancelled=cancelled)
         return
 
     def answer(question: Question) -> list[RunTrace]:

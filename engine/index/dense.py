@@ -46,6 +46,7 @@ from engine.units.build import UnitConfig, build_units, index_text, units_finger
 
 if TYPE_CHECKING:
     import faiss
+    from sentence_transformers import SentenceTransformer
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +206,14 @@ def encode(texts: list[str], model: str = "minilm", batch_size: int = DEFAULT_BA
     neither, so both give the same vectors for it). `precision` is the weights' ("bf16"
     encodes in bfloat16); vectors are normalised in float32 either way.
     """
-    encoder = load_bi_encoder(model, precision)  # resolves "auto"
+    return encode_with(load_bi_encoder(model, precision), texts, batch_size,  # "auto" resolved
+                       queries=queries, show_progress=show_progress)
+
+
+def encode_with(encoder: SentenceTransformer, texts: list[str],
+                batch_size: int = DEFAULT_BATCH_SIZE, *, queries: bool = False,
+                show_progress: bool = False) -> np.ndarray:
+    """Embeddings of `texts` by a loaded bi-encoder, as `encode` gives them."""
     if not texts:
         return np.zeros((0, encoder.get_embedding_dimension()), dtype=np.float32)
     method = encoder.encode_query if queries else encoder.encode_document

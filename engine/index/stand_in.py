@@ -4,7 +4,7 @@ On a CPU without native bf16, encoding the default corpus's passages takes minut
 (bench/README.md, "Ready from an empty data directory"). Rather than keep every dense
 paradigm waiting, the app answers meanwhile with BM25: `DenseStandIn` searches the same
 passages like a `DenseIndex`, document scores fall back to BM25 alone, and passages keep
-the order they come in where stored vectors would re-rank them (engine.index.shared). Every
+the order they come in where stored vectors would re-rank them (engine.service.store). Every
 stage that read a stand-in says so in its note and its settings (the loaded resource
 declares it: `stand_in`, read by `engine.stages.base.run_stage`), and the
 next question after the build runs on the real index. Only a build the app's background

@@ -44,7 +44,8 @@ class Need:
     """Something a paradigm needs before its first question: prepared once per process.
 
     `key` names it across paradigms (two paradigms needing the same index share one task);
-    `prepare(corpus, progress)` builds or loads it; `slow` ones are prepared last. A model
+    `prepare(corpus, progress, store)` builds or loads it (from the process's store,
+    engine.service.store); `slow` ones are prepared last. A model
     trained here names its trainer in `trained_by` and roughly how long training takes on 2
     cores in `train_seconds`: until it is trained, `prepare` loads the model's untrained
     stand-in and the paradigm runs on that, while the service trains the model in the
@@ -53,7 +54,7 @@ class Need:
     `build_seconds(corpus)` (0: only a load), so nobody starts a long build without being
     told. A slow need something else answers for meanwhile names that in `stand_in` (the
     dense index: BM25, engine.index.stand_in), and paradigms do not wait for it; the service
-    calls `promise(corpus)` once the corpus is loaded, which says whether the stand-in will
+    calls `promise(corpus, store)` once the corpus is loaded, which says whether the stand-in will
     answer (True: it must be built) or the need only loads. A model that is loaded once for
     the whole process (the reader, an encoder, a classifier) says `per_corpus=False`, so a
     corpus's own progress does not repeat it.
@@ -61,13 +62,13 @@ class Need:
 
     key: str
     label: str
-    prepare: Callable[[Corpus, Progress], Any]
+    prepare: Callable[[Corpus, Progress, Any], Any]
     slow: bool = False
     trained_by: str = ""
     train_seconds: float = 0.0
     build_seconds: Callable[[Corpus], float] | None = None
     stand_in: str = ""
-    promise: Callable[[Corpus], bool] | None = None
+    promise: Callable[[Corpus, Any], bool] | None = None
     per_corpus: bool = True  # False: a model the process loads once for every corpus
 
     def seconds_to_prepare(self, corpus: Corpus) -> float:
@@ -78,18 +79,22 @@ class Need:
 
 
 class Paradigm(ABC):
-    """A retrieval paradigm over one corpus with one config."""
+    """A retrieval paradigm over one corpus with one config, handed what it uses: its
+    `resources(config)` loaded (engine.service.store.make_paradigm loads them from the
+    process's store), so its steps look nothing up."""
 
     name: ClassVar[str]
 
-    def __init__(self, corpus: Corpus, config: Any, *, retrieval_only: bool = False) -> None:
-        self.corpus, self.config = corpus, config
+    def __init__(self, corpus: Corpus, config: Any, uses: Any = None, *,
+                 retrieval_only: bool = False) -> None:
+        self.corpus, self.config, self.uses = corpus, config, uses
         self.retrieval_only = retrieval_only  # stop after the last cut: no reader
 
     @classmethod
     def resources(cls, config: Any) -> Any:
         """What this paradigm runs on with `config`: a frozen dataclass of
-        engine.paradigms.resources objects that `steps` loads from (None: nothing)."""
+        engine.paradigms.resources objects (a `Resources`), loaded into `self.uses` before
+        it runs (None: nothing)."""
         return None
 
     @classmethod
@@ -114,7 +119,7 @@ class Paradigm(ABC):
                      ) -> Iterator[LLMStep]:
         """The reader over the final candidates: one answer step (LongRAG reads in two
         turns). Re-answering a run with other passages calls this alone."""
-        yield answer(question, candidates, self.config.reader)
+        yield answer(question, candidates, self.config.reader, self.uses.reader)
 
     def run(self, question: str | Question) -> RunTrace:
         """Run the paradigm; with a Question, gold flags and metrics are filled in too."""
@@ -137,6 +142,12 @@ class Paradigm(ABC):
                 if step.purpose == "answer":
                     trace = replace(trace, answer=step.answer)
             yield annotate(trace, gold) if gold else trace
+
+
+# how the service makes paradigm `name` over a corpus from a JSON-style config, handed what
+# it uses (engine.service.store.make_paradigm); evaluation code that makes paradigms in other
+# processes (Ray workers) is given it
+MakeParadigm = Callable[[str, Corpus, "dict | None"], Paradigm]
 
 
 @dataclass(frozen=True)

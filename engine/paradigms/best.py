@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.errors import ConfigError
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import BM25, Dense, Encoder, QueryClassifier, Ranker, Reader
+from engine.paradigms.resources import (
+    BM25,
+    Dense,
+    Encoder,
+    QueryClassifier,
+    Ranker,
+    Reader,
+    Resources,
+)
 from engine.readers.reader import ReaderConfig, hyde
 from engine.stages.base import run_stage
 from engine.stages.classify import QueryClassification
@@ -71,7 +79,7 @@ class BestConfig:
 
 
 @dataclass(frozen=True)
-class BestResources:
+class BestResources(Resources):
     reader: Reader  # answers, and writes HyDE's pseudo-document
     classifier: QueryClassifier | None
     bm25: BM25 | None
@@ -97,32 +105,29 @@ class BestParadigm(Paradigm):
             summariser=Encoder(config.bi_encoder) if config.summarise else None)
 
     def steps(self, question: str):
-        cfg = self.config
-        uses = self.resources(cfg)
+        cfg, uses = self.config, self.uses
         if uses.classifier is not None:
-            routed = run_stage(QueryClassification(uses.classifier.load(self.corpus)),
-                               question, (), 1)
+            routed = run_stage(QueryClassification(uses.classifier), question, (), 1)
             yield routed
             if not routed.details.decision.retrieve:
                 yield from self.read(question, ())
                 return
         dense_query = ""
         if cfg.hyde:
-            pseudo = hyde(question, cfg.reader)
+            pseudo = hyde(question, cfg.reader, uses.reader)
             yield pseudo
             dense_query = f"{question} {pseudo.output.strip()}"
-        bm25 = uses.bm25.load(self.corpus) if uses.bm25 else None
-        dense = uses.dense.load(self.corpus) if uses.dense else None
         rerank = uses.ranker is not None
-        found = run_stage(HybridRetriever(bm25, dense, cfg.alpha, cfg.M, dense_query,
+        found = run_stage(HybridRetriever(uses.bm25, uses.dense, cfg.alpha, cfg.M, dense_query,
                                           cfg.search), question, (), cfg.M if rerank else cfg.k)
         yield found
         kept = found
         if rerank:
-            kept = run_stage(uses.ranker.load(self.corpus), question, found.candidates, cfg.k)
+            kept = run_stage(uses.ranker, question, found.candidates, cfg.k)
             yield kept
         if uses.summariser is not None:
-            kept = run_stage(ExtractiveSummariser(cfg.summary_tokens, uses.summariser.model),
+            kept = run_stage(ExtractiveSummariser(uses.summariser, cfg.bi_encoder,
+                                                  cfg.summary_tokens),
                              question, kept.candidates, cfg.k)
             yield kept
         yield from self.read(question, kept.candidates)

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.errors import ConfigError
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import BM25, Dense, DocumentScores, Reader, SelectionClassifier
+from engine.paradigms.resources import (
+    BM25,
+    Dense,
+    DocumentScores,
+    Reader,
+    Resources,
+    SelectionClassifier,
+)
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
 from engine.stages.rerank import HYBRID_WEIGHT
@@ -78,7 +85,7 @@ class DRRAGConfig:
 
 
 @dataclass(frozen=True)
-class DRRAGResources:
+class DRRAGResources(Resources):
     reader: Reader
     classifier: SelectionClassifier | None  # cfs and cis only
     index: BM25 | Dense | DocumentScores  # documents (BM25), passages (dense) or both
@@ -104,11 +111,10 @@ class DRRAGParadigm(Paradigm):
                               config.bi_encoder)
 
     def steps(self, question: str):
-        cfg, uses = self.config, self.resources(self.config)
-        index = uses.index.load(self.corpus)
-        retriever = (ScoredDocumentRetriever(index, name=cfg.retriever)
-                     if isinstance(uses.index, DocumentScores)
-                     else DocumentRetriever(index, self.corpus, name=cfg.retriever))
+        cfg, uses = self.config, self.uses
+        retriever = (ScoredDocumentRetriever(uses.index, name=cfg.retriever)
+                     if cfg.retriever == "hybrid"
+                     else DocumentRetriever(uses.index, self.corpus, name=cfg.retriever))
         if cfg.selection == "sm":
             final = run_stage(retriever, question, (), cfg.k)
             yield final
@@ -121,10 +127,9 @@ class DRRAGParadigm(Paradigm):
                               cfg.k1 * (1 + cfg.k2) if cfg.selection == "cfs" else cfg.k)
             yield final
             if uses.classifier is not None:
-                classifier = uses.classifier.load(self.corpus)
-                threshold = cfg.threshold or classifier.threshold
+                threshold = cfg.threshold or uses.classifier.threshold
                 stage = (ForwardSelection if cfg.selection == "cfs" else InverseSelection)(
-                    classifier, threshold)
+                    uses.classifier, threshold)
                 final = run_stage(stage, question, final.candidates, cfg.k)
                 yield final
         yield from self.read(question, final.candidates)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.errors import ConfigError
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import Dense, Ranker, Reader
+from engine.paradigms.resources import Dense, Ranker, Reader, Resources
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
 from engine.stages.retrieve import DenseRetriever
@@ -45,7 +45,7 @@ class FlatConfig:
 
 
 @dataclass(frozen=True)
-class FlatResources:
+class FlatResources(Resources):
     reader: Reader
     index: Dense
     ranker: Ranker
@@ -62,10 +62,10 @@ class FlatParadigm(Paradigm):
                    granularity="passages", name="reranker"))
 
     def steps(self, question: str):
-        cfg, uses = self.config, self.resources(self.config)
-        first = run_stage(DenseRetriever(uses.index.load(self.corpus)), question, (), cfg.M)
+        cfg, uses = self.config, self.uses
+        first = run_stage(DenseRetriever(uses.index), question, (), cfg.M)
         yield first
-        ranked = run_stage(uses.ranker.load(self.corpus), question, first.candidates, cfg.k)
+        ranked = run_stage(uses.ranker, question, first.candidates, cfg.k)
         yield ranked
         yield from self.read(question, ranked.candidates)
 

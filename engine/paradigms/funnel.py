@@ -15,12 +15,12 @@ from engine.config import check_config, param
 from engine.errors import ConfigError
 from engine.index.documents import SCORERS
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import BM25, Clusters, DocumentScores, Ranker, Reader
+from engine.paradigms.resources import BM25, Clusters, DocumentScores, Ranker, Reader, Resources
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
 from engine.stages.expand import chunk_documents, expand_to_documents
 from engine.stages.postrank import FiDPostRanker, fused_scores
-from engine.stages.rerank import BI_ENCODER, HYBRID_WEIGHT
+from engine.stages.rerank import BI_ENCODER, HYBRID_WEIGHT, StoredScoreReranker
 from engine.stages.retrieve import ClusterRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
@@ -97,7 +97,7 @@ class FunnelConfig:
 
 
 @dataclass(frozen=True)
-class FunnelResources:
+class FunnelResources(Resources):
     reader: Reader  # and its FiD reader: post-ranking reads its attention
     clusters: Clusters
     cluster_text: BM25 | None  # cluster_scores="text": BM25 over the clusters' own text
@@ -125,26 +125,24 @@ class FunnelParadigm(Paradigm):
             if config.postrank_prior != "preranker" else None)
 
     def steps(self, question: str):
-        cfg, uses = self.config, self.resources(self.config)
-        text = uses.cluster_text.load(self.corpus) if uses.cluster_text else None
-        first = run_stage(ClusterRetriever(*uses.clusters.load(self.corpus), self.corpus,
-                                           uses.documents.load(self.corpus), text),
-                          question, (), cfg.K)
+        cfg, uses = self.config, self.uses
+        first = run_stage(ClusterRetriever(*uses.clusters, self.corpus, uses.documents,
+                                           uses.cluster_text), question, (), cfg.K)
         yield first
         members = expand_to_documents(self.corpus, first.candidates)
-        pre = run_stage(uses.preranker.load(self.corpus), question, members, cfg.N)
+        pre = run_stage(uses.preranker, question, members, cfg.N)
         yield pre
         passages = chunk_documents(self.corpus, pre.candidates, Chunker(cfg.passage_tokens))
-        post = run_stage(FiDPostRanker(cfg.reader, attention_weight=cfg.attention_weight,
+        post = run_stage(FiDPostRanker(cfg.reader, uses.reader.fid,
+                                       attention_weight=cfg.attention_weight,
                                        **self._prior(uses.prior)), question, passages, cfg.H)
         yield post
         yield from self.read(question, post.candidates)
 
-    def _prior(self, prior: Ranker | None) -> dict:
+    def _prior(self, stored: StoredScoreReranker | None) -> dict:
         """The post-ranker's prior order (its `prior` and `prior_name` arguments)."""
-        if prior is None:
+        if stored is None:
             return {}
-        stored = prior.load(self.corpus)
         if stored.documents.stand_in_reason:  # no stored passage vectors
             return {"prior_name": "the pre-ranker's order (no passage cosines: "
                                   f"{stored.documents.stand_in_reason})"}

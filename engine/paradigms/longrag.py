@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.index.documents import SCORERS
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import BM25, Clusters, DocumentScores, Reader
+from engine.paradigms.resources import BM25, Clusters, DocumentScores, Reader, Resources
 from engine.readers.prompts import LONG_ANSWER
 from engine.readers.reader import ReaderConfig, answer, extract_answer
 from engine.stages.base import run_stage
@@ -71,7 +71,7 @@ class LongRAGConfig:
 
 
 @dataclass(frozen=True)
-class LongRAGResources:
+class LongRAGResources(Resources):
     reader: Reader
     units: Clusters  # the long retrieval units
     unit_text: BM25 | None  # unit_scores="text": BM25 over the units' own text
@@ -91,13 +91,12 @@ class LongRAGParadigm(Paradigm):
                            config.indexed_passages(), config.bi_encoder))
 
     def steps(self, question: str):
-        cfg, uses = self.config, self.resources(self.config)
+        cfg, uses = self.config, self.uses
         # with "text", BM25 over whole units ranks them; the documents' BM25 scores order
         # their members
-        documents = uses.documents.load(self.corpus)
-        text = uses.unit_text.load(self.corpus) if uses.unit_text else None
-        found = run_stage(LongUnitRetriever(*uses.units.load(self.corpus), self.corpus,
-                                            documents, text), question, (), cfg.k)
+        documents = uses.documents
+        found = run_stage(LongUnitRetriever(*uses.units, self.corpus, documents,
+                                            uses.unit_text), question, (), cfg.k)
         yield found
         context = run_stage(ReaderContext(self.corpus, cfg.context_tokens, documents=documents),
                             question, found.candidates, cfg.k)
@@ -108,12 +107,13 @@ class LongRAGParadigm(Paradigm):
         """One answer, or (two turns) a long answer and the short answer drawn from it."""
         cfg = self.config
         if cfg.turns == 1:
-            yield answer(question, candidates, cfg.reader)
+            yield answer(question, candidates, cfg.reader, self.uses.reader)
             return
-        long = answer(question, candidates, cfg.reader, purpose="long answer",
-                      template=LONG_ANSWER, max_new_tokens=cfg.long_answer_tokens)
+        long = answer(question, candidates, cfg.reader, self.uses.reader,
+                      purpose="long answer", template=LONG_ANSWER,
+                      max_new_tokens=cfg.long_answer_tokens)
         yield long
-        yield extract_answer(question, long, cfg.reader)
+        yield extract_answer(question, long, cfg.reader, self.uses.reader)
 
 
 SPEC = ParadigmSpec(

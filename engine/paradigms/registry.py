@@ -1,7 +1,8 @@
 """The registry: every paradigm declared once, and read by everything else.
 
 The CLI's choices, the API's validation, background preparation, the UI's paradigm choices
-and its parameter panels all come from here. Adding a paradigm is one module (a Paradigm
+and its parameter panels all come from here; the service makes a paradigm, handed what it
+uses (engine.service.store.make_paradigm). Adding a paradigm is one module (a Paradigm
 subclass, its config dataclass and a `SPEC`) plus one line in `_BUILTIN`.
 """
 
@@ -12,8 +13,7 @@ import json
 from engine.config import config_from_dict
 from engine.errors import ConfigError, check_choice
 from engine.paradigms import best, drrag, flat, funnel, longrag
-from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.types import Corpus
+from engine.paradigms.base import ParadigmSpec
 
 _BUILTIN = (funnel.SPEC, flat.SPEC, longrag.SPEC, drrag.SPEC, best.SPEC)
 PARADIGMS: dict[str, ParadigmSpec] = {spec.name: spec for spec in _BUILTIN}
@@ -43,14 +43,6 @@ def names() -> list[str]:
 def make_config(name: str, values: dict | None = None) -> object:
     """Paradigm `name`'s config from a JSON-style dict (defaults for what it leaves out)."""
     return config_from_dict(spec(name).config, values or {})
-
-
-def make_paradigm(name: str, corpus: Corpus, config: dict | None = None, *,
-                  retrieval_only: bool = False) -> Paradigm:
-    """Paradigm `name` over `corpus` from a JSON-style config dict (defaults if None);
-    `retrieval_only` stops its runs before the reader."""
-    found = spec(name)
-    return found.paradigm(corpus, make_config(name, config), retrieval_only=retrieval_only)
 
 
 def parse_config(text: str, limit: int = 10_000) -> dict:

@@ -1,11 +1,12 @@
 """What a paradigm loads, described once: the same object says how to prepare it and loads it.
 
-A paradigm's `resources(config)` returns a frozen dataclass of the resources below. Its
-`needs()` (what the app prepares in the background) are derived from them, and its `steps()`
-take what they run on from the same objects' `load(corpus)`, so a stage can never run on
-something nobody prepared: preparing a paradigm's needs and then running a question loads
-nothing new into the process-wide stores (tests/test_prepared_needs.py checks every
-registered paradigm).
+A paradigm's `resources(config)` returns a frozen dataclass of the resources below (a
+`Resources`). Its `needs()` (what the app prepares in the background) are derived from them,
+and the service hands the paradigm what it runs on, `uses = resources(config).load(corpus,
+store)`: the same objects loaded from the process's store (engine.service.store), which no
+code here imports. So a stage can never run on something nobody prepared: preparing a
+paradigm's needs and then running a question loads nothing new into the process-wide stores
+(tests/test_prepared_needs.py checks every registered paradigm).
 
 Each `Need` is keyed by what it loads, so two paradigms needing the same index or model
 share one preparation task.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.index.stand_in import SCORES_LABEL, SEARCH_LABEL
 from engine.models.trained import QUERY_CLASSIFIER, SELECTION_CLASSIFIER, TRAINING_TIMES
@@ -31,6 +32,34 @@ if TYPE_CHECKING:
 ENCODER = "minilm"
 
 
+class Store(Protocol):
+    """Where resources are loaded from: the process's loaded indexes and models
+    (engine.service.store.Store), or a test's own. A plugin's resource loads through it
+    too."""
+
+    def bm25(self, corpus: Corpus, config: UnitConfig) -> Any: ...
+    def dense(self, corpus: Corpus, config: UnitConfig, model: str = ENCODER,
+              progress: Progress | None = None, *, stand_in: bool = False) -> Any: ...
+    def promise_dense(self, corpus: Corpus, config: UnitConfig, model: str = ENCODER
+                      ) -> None: ...
+    def break_promise(self, corpus: Corpus, config: UnitConfig, model: str,
+                      error: str) -> None: ...
+    def encode_remotely(self, corpus: Corpus, config: UnitConfig, model: str,
+                        progress: Progress | None = None) -> None: ...
+    def clusters(self, corpus: Corpus, config: UnitConfig) -> Any: ...
+    def documents(self, corpus: Corpus, how: str, weight: float, passages: UnitConfig,
+                  model: str = ENCODER, *, stand_in: bool = False) -> Any: ...
+    def encoder(self, model: str) -> Any: ...
+    def reader(self, model: str, endpoint: str = "", precision: str = "auto") -> Any: ...
+    def ranker(self, model: str, corpus: Corpus, passages: UnitConfig, *,
+               bi_encoder: str = ENCODER, granularity: str = "documents",
+               name: str = "preranker", hybrid_weight: float | None = None,
+               stand_in: bool = False) -> Any: ...
+    def cross_encoder(self, model: str, max_length: int = 256) -> Any: ...
+    def selection_classifier(self, model: str) -> Any: ...
+    def query_classifier(self, model: str) -> Any: ...
+
+
 class Resource(ABC):
     """One thing a paradigm runs on: what preparing it means, and loading it."""
 
@@ -39,8 +68,29 @@ class Resource(ABC):
         """What to prepare so that `load` finds everything loaded."""
 
     @abstractmethod
-    def load(self, corpus: Corpus) -> Any:
-        """The loaded resource (instant once its needs are prepared)."""
+    def load(self, corpus: Corpus, store: Store) -> Any:
+        """The loaded resource from `store` (instant once its needs are prepared). An index
+        or a model declares `stand_in` (engine.records.StandIn, None for the real one)."""
+
+
+class Uses:
+    """A paradigm's resources, loaded: `uses.reader`, `uses.index`, ... by the field names
+    of its `Resources` (None where a field is None)."""
+
+    def __init__(self, loaded: dict[str, Any]) -> None:
+        self.__dict__.update(loaded)
+
+
+class Resources:
+    """Base of a paradigm's frozen dataclass of `Resource | None` fields."""
+
+    def needs(self) -> tuple[Need, ...]:
+        return needs_of(self)
+
+    def load(self, corpus: Corpus, store: Store) -> Uses:
+        """Every resource loaded from `store` for `corpus`, by field name."""
+        return Uses({f.name: None if (r := getattr(self, f.name)) is None
+                     else r.load(corpus, store) for f in fields(self)})
 
 
 def needs_of(resources: Any) -> tuple[Need, ...]:
@@ -67,12 +117,6 @@ def _units_key(units: UnitConfig) -> str:
     return json.dumps(units.key(), sort_keys=True)
 
 
-def _shared():
-    from engine.index.shared import shared_indexes
-
-    return shared_indexes()
-
-
 @dataclass(frozen=True)
 class BM25(Resource):
     """The BM25 index over `units`."""
@@ -81,10 +125,10 @@ class BM25(Resource):
 
     def needs(self) -> tuple[Need, ...]:
         return (Need(f"bm25 {_units_key(self.units)}", f"BM25 over {_describe(self.units)}",
-                     lambda corpus, progress: self.load(corpus)),)
+                     lambda corpus, progress, store: self.load(corpus, store)),)
 
-    def load(self, corpus: Corpus):
-        return _shared().bm25(corpus, self.units)
+    def load(self, corpus: Corpus, store: Store):
+        return store.bm25(corpus, self.units)
 
 
 @dataclass(frozen=True)
@@ -97,12 +141,12 @@ class Dense(Resource):
     model: str = ENCODER
 
     def needs(self) -> tuple[Need, ...]:
-        def prepare(corpus: Corpus, progress: Progress):
+        def prepare(corpus: Corpus, progress: Progress, store: Store):
             try:
-                _shared().encode_remotely(corpus, self.units, self.model, progress)
-                index = _shared().dense(corpus, self.units, self.model, progress=progress)
+                store.encode_remotely(corpus, self.units, self.model, progress)
+                index = store.dense(corpus, self.units, self.model, progress=progress)
             except Exception as err:
-                _shared().break_promise(corpus, self.units, self.model, str(err))
+                store.break_promise(corpus, self.units, self.model, str(err))
                 raise
             index.encode_queries([])  # loads the query encoder (a cached index has none)
             return index
@@ -112,12 +156,12 @@ class Dense(Resource):
 
             return build_seconds(corpus, self.units, self.model)
 
-        def promise(corpus: Corpus) -> bool:
+        def promise(corpus: Corpus, store: Store) -> bool:
             """Promised when it must be encoded; a cached one only loads, and a question
             arriving first waits for that instead."""
             if not build_seconds(corpus):
                 return False
-            _shared().promise_dense(corpus, self.units, self.model)
+            store.promise_dense(corpus, self.units, self.model)
             return True
 
         return (*BM25(self.units).needs(),
@@ -126,8 +170,8 @@ class Dense(Resource):
                      slow=True, build_seconds=build_seconds, stand_in=SEARCH_LABEL,
                      promise=promise))
 
-    def load(self, corpus: Corpus):
-        return _shared().dense(corpus, self.units, self.model, stand_in=True)
+    def load(self, corpus: Corpus, store: Store):
+        return store.dense(corpus, self.units, self.model, stand_in=True)
 
 
 @dataclass(frozen=True)
@@ -138,12 +182,11 @@ class Encoder(Resource):
 
     def needs(self) -> tuple[Need, ...]:
         return (Need(f"encoder {self.model}", f"encoder {self.model}",
-                     lambda corpus, progress: self.load(corpus), per_corpus=False),)
+                     lambda corpus, progress, store: self.load(corpus, store),
+                     per_corpus=False),)
 
-    def load(self, corpus: Corpus):
-        from engine.models.loading import load_bi_encoder
-
-        return load_bi_encoder(self.model)
+    def load(self, corpus: Corpus, store: Store):
+        return store.encoder(self.model)
 
 
 @dataclass(frozen=True)
@@ -155,10 +198,10 @@ class Clusters(Resource):
 
     def needs(self) -> tuple[Need, ...]:
         return (Need(f"clusters {_units_key(self.units)}", _describe(self.units),
-                     lambda corpus, progress: self.load(corpus)),)
+                     lambda corpus, progress, store: self.load(corpus, store)),)
 
-    def load(self, corpus: Corpus):
-        return _shared().clusters(corpus, self.units)
+    def load(self, corpus: Corpus, store: Store):
+        return store.clusters(corpus, self.units)
 
 
 @dataclass(frozen=True)
@@ -180,19 +223,19 @@ class DocumentScores(Resource):
         dense = self.how != "bm25"
         scorer = Need(f"documents {self.how} {self.weight} {self.model} "
                       f"{_units_key(self.passages)}", f"document scores ({self.how})",
-                      lambda corpus, progress: _shared().documents(
+                      lambda corpus, progress, store: store.documents(
                           corpus, self.how, self.weight, self.passages, self.model),
                       slow=dense, stand_in=SCORES_LABEL if dense else "")
         return (*parts, scorer)
 
-    def load(self, corpus: Corpus):
-        return _shared().documents(corpus, self.how, self.weight, self.passages, self.model,
-                                   stand_in=True)
+    def load(self, corpus: Corpus, store: Store):
+        return store.documents(corpus, self.how, self.weight, self.passages, self.model,
+                               stand_in=True)
 
 
 @dataclass(frozen=True)
 class Ranker(Resource):
-    """A re-ranking stage (engine.stages.rerank.make_reranker): stored scores ("bi-encoder",
+    """A re-ranking stage (engine.service.store.Store.ranker): stored scores ("bi-encoder",
     "bm25", "hybrid") or a cross-encoder ("trained", an alias, a folder or a hub id). A
     "trained" cross-encoder that is not trained yet fails with the command that trains it
     (training takes minutes: never started behind the user's back)."""
@@ -218,28 +261,23 @@ class Ranker(Resource):
         if stored is not None:
             return stored.needs()
 
-        def prepare(corpus: Corpus, progress: Progress):
-            stage = self.load(corpus)
-            stage.load_model()
-            return stage
-
         return (Need(f"ranker {self.model} {self.granularity} {self.name}",
-                     f"re-ranker '{self.model}'", prepare),)
+                     f"re-ranker '{self.model}'",
+                     lambda corpus, progress, store: self.load(corpus, store)),)
 
-    def load(self, corpus: Corpus):
-        from engine.stages.rerank import make_reranker
-
-        kwargs = {} if self.weight is None else {"hybrid_weight": self.weight}
-        return make_reranker(self.model, corpus, self.passages, bi_encoder=self.bi_encoder,
-                             granularity=self.granularity, name=self.name, stand_in=True,
-                             **kwargs)
+    def load(self, corpus: Corpus, store: Store):
+        """The stage itself, its model loaded (a cross-encoder) or its scores built."""
+        return store.ranker(self.model, corpus, self.passages, bi_encoder=self.bi_encoder,
+                            granularity=self.granularity, name=self.name,
+                            hybrid_weight=self.weight, stand_in=True)
 
 
 @dataclass(frozen=True)
 class Reader(Resource):
     """The reader's model in its precision, loaded once (converted from GGUF on a first
     start; nothing to load for a remote endpoint), with its FiD reader (FunnelRAG's
-    post-ranking attention, the "fid" prompt), which shares the loaded weights."""
+    post-ranking attention, the "fid" prompt), which shares the loaded weights: loaded, an
+    engine.readers.reader.ReaderModels."""
 
     config: ReaderConfig
 
@@ -247,22 +285,14 @@ class Reader(Resource):
         c = self.config
         where = f" at {c.endpoint}" if c.endpoint else ""
 
-        def prepare(corpus: Corpus, progress: Progress):
-            generator = self.load(corpus)
-            if not c.endpoint:
-                from engine.readers.fid import shared_fid_reader
-
-                shared_fid_reader(c.model, c.precision)
-            return generator
-
         return (Need(f"reader {c.model} {c.endpoint} {c.precision}",
-                     f"reader {c.model}{where}", prepare, per_corpus=False),)
+                     f"reader {c.model}{where}",
+                     lambda corpus, progress, store: self.load(corpus, store),
+                     per_corpus=False),)
 
-    def load(self, corpus: Corpus):
-        from engine.readers.generators import shared_generator
-
-        return shared_generator(self.config.model, self.config.endpoint,
-                                self.config.precision)
+    def load(self, corpus: Corpus, store: Store):
+        c = self.config
+        return store.reader(c.model, c.endpoint, c.precision)
 
 
 def _model_need(key: str, label: str, resource: SelectionClassifier | QueryClassifier,
@@ -270,8 +300,8 @@ def _model_need(key: str, label: str, resource: SelectionClassifier | QueryClass
     """Loading a classifier. "trained" names `trainer`: while it is not trained the load
     gives the model's untrained stand-in, and the service trains it in the background."""
     trained = resource.model == "trained"
-    return Need(key, label, lambda corpus, progress: resource.load(corpus), per_corpus=False,
-                trained_by=trainer if trained else "",
+    return Need(key, label, lambda corpus, progress, store: resource.load(corpus, store),
+                per_corpus=False, trained_by=trainer if trained else "",
                 train_seconds=TRAINING_TIMES[trainer].seconds if trained else 0.0)
 
 
@@ -287,10 +317,8 @@ class SelectionClassifier(Resource):
         return (_model_need(f"classifier {self.model}", f"selection classifier '{self.model}'",
                             self, SELECTION_CLASSIFIER),)
 
-    def load(self, corpus: Corpus):
-        from engine.models.selection_classifier import shared_classifier
-
-        return shared_classifier(self.model)
+    def load(self, corpus: Corpus, store: Store):
+        return store.selection_classifier(self.model)
 
 
 @dataclass(frozen=True)
@@ -305,7 +333,5 @@ class QueryClassifier(Resource):
         return (_model_need(f"query classifier {self.model}",
                             f"query classifier '{self.model}'", self, QUERY_CLASSIFIER),)
 
-    def load(self, corpus: Corpus):
-        from engine.models.query_classifier import shared_query_classifier
-
-        return shared_query_classifier(self.model)
+    def load(self, corpus: Corpus, store: Store):
+        return store.query_classifier(self.model)

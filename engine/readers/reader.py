@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.config import check_config, param
-from engine.errors import check_choice
+from engine.errors import ConfigError, check_choice
 from engine.models.loading import PRECISION_CHOICES
 from engine.readers import attention
 from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
@@ -32,6 +33,9 @@ from engine.records import ReadCount, ReaderAttention, deep_tuple
 from engine.text import clip_tokens, count_tokens
 from engine.trace import LLMStep
 from engine.types import Candidate
+
+if TYPE_CHECKING:
+    from engine.readers.fid import FiDReader
 
 PROMPTS = (*TEMPLATES, "fid")
 PACKINGS = ("forward", "reverse", "sides")
@@ -68,15 +72,25 @@ class ReaderConfig:
         check_config(self)
 
 
+@dataclass(frozen=True)
+class ReaderModels:
+    """What the reader runs on, handed to it (engine.paradigms.resources.Reader, loaded): a
+    generator (in-process model or OpenAI-compatible endpoint) and, for an in-process model,
+    the FiD reader that shares its weights (None for an endpoint)."""
+
+    generator: Generator
+    fid: FiDReader | None = None
+
+
 def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
-           purpose: str = "answer", generator: Generator | None = None, *,
+           reader: ReaderModels, purpose: str = "answer", *,
            template: str | None = None, max_new_tokens: int | None = None) -> LLMStep:
     """The reader's answer over `passages` (ranked, best first), as one LLM step.
 
     The passages enter the prompt in `config.packing` order (FiD blocks have no order);
-    `generator` defaults to the shared one for `config.model` (and `config.endpoint`).
-    `template` and `max_new_tokens` override the config's prompt and answer length (LongRAG's
-    long-answer turn); a step whose purpose is not "answer" carries no short answer.
+    `reader` is what reads (`config` says how). `template` and `max_new_tokens` override the
+    config's prompt and answer length (LongRAG's long-answer turn); a step whose purpose is
+    not "answer" carries no short answer.
     """
     offered = len(passages)
     passages = within_budget(passages, config.max_context_tokens)
@@ -84,9 +98,9 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     capped = ReadCount(len(passages), offered) if config.max_context_tokens else None
     pairs = [(c.unit.title, c.unit.text) for c in passages]
     if config.prompt == "fid":
-        step = _fid_answer(question, passages, pairs, config, purpose)
+        step = _fid_answer(question, passages, pairs, config, purpose, reader.fid)
         return replace(step, capped=capped)
-    generator = generator or _shared(config)
+    generator = reader.generator
     order = repack(len(passages), config.packing)
     passages = [passages[i] for i in order]
     pairs = [(pairs[i][0], clip_tokens(pairs[i][1], config.max_passage_tokens)) for i in order]
@@ -103,13 +117,6 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
                                           range(len(passages)))
     return _step(purpose, generator, built, out, attention=attention_read, capped=capped,
                  answer=short_answer(out.text) if purpose == "answer" else "")
-
-
-def _shared(config: ReaderConfig) -> Generator:
-    """The process-wide generator of `config`'s model (or endpoint) and precision."""
-    from engine.readers.generators import shared_generator
-
-    return shared_generator(config.model, config.endpoint, config.precision)
 
 
 def _banned(question: str) -> tuple[str, ...]:
@@ -129,19 +136,19 @@ def _step(purpose: str, generator: Generator, built: BuiltPrompt, out: Generatio
 
 
 def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
-                   generator: Generator | None = None) -> LLMStep:
+                   reader: ReaderModels) -> LLMStep:
     """LongRAG's second turn: the short answer from the question and the long answer only."""
-    generator = generator or _shared(config)
+    generator = reader.generator
     built = extract_prompt(question, long_answer.output)
     out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,
                              stop=built.stop, ban_first=_banned(question), prefix=built.prefix)
     return _step("answer", generator, built, out, answer=short_answer(out.text))
 
 
-def hyde(question: str, config: ReaderConfig, max_new_tokens: int = 64,
-         generator: Generator | None = None) -> LLMStep:
+def hyde(question: str, config: ReaderConfig, reader: ReaderModels,
+         max_new_tokens: int = 64) -> LLMStep:
     """HyDE: a pseudo-document that would answer `question`, written by the generator."""
-    generator = generator or _shared(config)
+    generator = reader.generator
     built = hyde_prompt(question)
     out = generator.generate(built.prompt, max_new_tokens=max_new_tokens, stop=built.stop,
                              prefix=built.prefix)
@@ -186,10 +193,11 @@ def repack(n: int, packing: str) -> list[int]:
 
 
 def _fid_answer(question: str, passages: Sequence[Candidate], pairs: list[tuple[str, str]],
-                config: ReaderConfig, purpose: str) -> LLMStep:
-    from engine.readers.fid import shared_fid_reader
-
-    reader = shared_fid_reader(config.model, config.precision)
+                config: ReaderConfig, purpose: str, reader: FiDReader | None) -> LLMStep:
+    if reader is None:
+        raise ConfigError(f"The 'fid' prompt encodes each passage with the reader's own "
+                          f"weights; the reader at {config.endpoint!r} is a server. Pick "
+                          "another prompt, or run the model in this process.")
     out = reader.read(question, pairs, config)
     read = reader_attention(passages, tuple(out.token_attention), out.top_tokens, config.lr,
                             out.answered_from)

@@ -138,7 +138,7 @@ class Corpora:
         name an upload as `original` (default: its file name), not where the server keeps
         it. With `ray` (an address or "local" with `workers`), its dense passages are
         encoded as Ray tasks (engine.index.on_ray)."""
-        from engine.index.shared import shared_indexes
+        from engine.service.store import process_store
 
         name = (name or "").strip()
         shown = original or Path(source).name
@@ -160,7 +160,7 @@ class Corpora:
                 raise ConfigError(shown_as(err, path, shown) if upload else str(err)
                                   ) from None
             if ray:
-                shared_indexes().encode_on_ray(corpus, ray, workers)
+                process_store().encode_on_ray(corpus, ray, workers)
             return corpus
 
         with self._lock:
@@ -238,7 +238,7 @@ class Corpora:
         return released
 
     def _unload(self, name: str) -> None:
-        from engine.index.shared import shared_indexes
+        from engine.service.store import process_store
 
         preparation = self._preparations.pop(name, None)
         self._used.pop(name, None)
@@ -249,7 +249,7 @@ class Corpora:
         twins = [p for p in self._preparations.values()
                  if p.corpus is not None and p.corpus.fingerprint == corpus.fingerprint]
         if not twins:  # a corpus of the same content still searches the same indexes
-            shared_indexes().evict(corpus.fingerprint)
+            process_store().evict(corpus.fingerprint)
 
     def loaded(self) -> list[str]:
         return list(self._preparations)

@@ -24,10 +24,11 @@ from engine.errors import ConfigError, log_failure
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.paradigms.base import Need
-from engine.paradigms.registry import make_paradigm
+from engine.paradigms.registry import make_config
 from engine.service.builds import BUILDS, Cancelled, Turn
 from engine.service.long_builds import LONG_BUILD_SECONDS, BuildNeeded, long_builds
 from engine.service.readiness import Preparation, duration
+from engine.service.store import make_paradigm, process_store
 from engine.store.evaluations import EvaluationStore
 from engine.types import Corpus, Question
 
@@ -102,18 +103,17 @@ class EvaluationJob:
         """`prepare`: what the configs need that the caller has not prepared, prepared
         (built or loaded) before the first question. `corpus_spec`: what Ray workers load
         `corpus` from (a request with a Ray address needs it)."""
-        # the paradigms are built first: a bad name or config is refused before anything
-        # is stored
-        self.paradigms = [make_paradigm(request.kind(label), corpus, request.configs.get(label),
-                                        retrieval_only=request.retrieval_only)
-                          for label in request.paradigms]
+        # the configs are read first: a bad name or config is refused before anything is
+        # stored (the paradigms are made, handed what they use, once it is prepared)
+        configs = [make_config(request.kind(label), request.configs.get(label))
+                   for label in request.paradigms]
         self.evaluations, self.corpus, self.request = evaluations, corpus, request
         self.questions = request.chosen()
         self.id = evaluations.create(
             dataset=request.dataset, questions=len(self.questions),
             paradigms=request.paradigms,
-            configs={label: asdict(p.config)
-                     for label, p in zip(request.paradigms, self.paradigms, strict=True)},
+            configs={label: asdict(config)
+                     for label, config in zip(request.paradigms, configs, strict=True)},
             corpus=corpus.name, corpus_fingerprint=corpus.fingerprint,
             code_version=code_version(), name=request.name)
         self.prepare, self.corpus_spec = list(prepare), corpus_spec
@@ -153,16 +153,21 @@ class EvaluationJob:
                         with BUILDS.turn(f"{need.label} (for evaluation {self.id})",
                                          need.seconds_to_prepare(self.corpus),
                                          cancelled=self._cancel, on_wait=waits) as turn:
-                            need.prepare(self.corpus, turn.progress(progress))
+                            need.prepare(self.corpus, turn.progress(progress), process_store())
                     except Cancelled:
                         break
                 else:
-                    need.prepare(self.corpus, progress)
+                    need.prepare(self.corpus, progress, process_store())
             self.phase, self._asking = "", time.monotonic()
-            answered = answer_all(self.paradigms, [q for _, q in self.questions],
+            request = self.request
+            paradigms = [make_paradigm(request.kind(label), self.corpus,
+                                       request.configs.get(label),
+                                       retrieval_only=request.retrieval_only)
+                         for label in request.paradigms]
+            answered = answer_all(paradigms, [q for _, q in self.questions],
                                   ray=self.request.ray, workers=self.request.workers,
                                   corpus_spec=self.corpus_spec, cancelled=self._cancel.is_set,
-                                  reuse=bool(self.request.kinds),
+                                  reuse=bool(self.request.kinds), make=make_paradigm,
                                   concurrency=1 if self.request.retrieval_only
                                   else QUESTIONS_IN_FLIGHT)
             for (position, _), traces in zip(self.questions, answered, strict=False):
@@ -245,7 +250,7 @@ class EvaluationJobs:
         pending: dict[str, Need] = {}
         for label in request.paradigms:
             name = request.kind(label)
-            config = make_paradigm(name, corpus, request.configs.get(label)).config
+            config = make_config(name, request.configs.get(label))
             for need in preparation.unprepared(name, config):
                 pending.setdefault(need.key, need)
         return list(pending.values())

@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from engine.cache import sweep_leftovers
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.base import Need, Paradigm, check_question
-from engine.paradigms.registry import make_paradigm, parse_config, spec
+from engine.paradigms.registry import make_config, parse_config, spec
 from engine.service.annotation import Annotation, JudgedPair
 from engine.service.corpora import IDLE_SECONDS, Corpora, CorpusRow, check_searched
 from engine.service.datasets import (
@@ -40,6 +41,7 @@ from engine.service.long_builds import (
 )
 from engine.service.models import ModelRow
 from engine.service.readiness import Preparation
+from engine.service.store import handed, make_paradigm
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
 from engine.store.labels import Label
 from engine.store.sessions import SavedRun, SessionStore
@@ -55,6 +57,16 @@ RUN_CONFIRM = ("Confirm the build to have this run wait for it (the app stays us
 
 class NotReady(EngineError):
     """A paradigm's models or indexes are still being prepared."""
+
+
+class Plan(NamedTuple):
+    """A run before anything is loaded: its paradigm, corpus, config and the long builds it
+    was confirmed to make first (each with its estimate)."""
+
+    name: str
+    corpus: Corpus
+    config: object
+    builds: list[tuple[Need, float]]
 
 
 class Explorer:
@@ -87,46 +99,49 @@ class Explorer:
         corpus's name; empty: the one the app started with). A config needing a build of
         RUN_BUILD_SECONDS or more here (a new dense index for another passage size) is
         refused with `BuildNeeded` (which one, how long) unless `build` confirms it."""
-        return self._planned(name, config_json, corpus, build)[0]
+        plan = self._planned(name, config_json, corpus, build)
+        return handed(plan.name, plan.corpus, plan.config)
 
-    def _planned(self, name: str, config_json: str, corpus: str, build: bool
-                 ) -> tuple[Paradigm, list[tuple[Need, float]]]:
-        """(the paradigm, the long builds a confirmed run makes first with their
-        estimates); `BuildNeeded` when there are some and `build` is False."""
+    def _planned(self, name: str, config_json: str, corpus: str, build: bool) -> Plan:
+        """A run's paradigm, corpus and config, and the long builds a confirmed run makes
+        first with their estimates; `BuildNeeded` when there are some and `build` is
+        False. Nothing is loaded yet."""
         spec(name)  # an unknown name before a bad config
-        config = parse_config(config_json)
+        config = make_config(name, parse_config(config_json))
         preparation = self._corpora.preparation(corpus)
         self._check_ready(name, preparation)
-        paradigm = make_paradigm(name, preparation.corpus, config)
-        pending = self._unprepared(preparation, paradigm)
+        pending = self._unprepared(preparation, name, config)
         long = long_builds(preparation, pending, RUN_BUILD_SECONDS)
         if long and not build:
             raise BuildNeeded(long, RUN_CONFIRM, "This config needs")
         estimates = dict(long)
-        return paradigm, [(need, estimates[need.label]) for need in pending
-                          if need.label in estimates]
+        return Plan(name, preparation.corpus, config,
+                    [(need, estimates[need.label]) for need in pending
+                     if need.label in estimates])
 
-    def _unprepared(self, preparation: Preparation, paradigm: Paradigm) -> list[Need]:
-        """What `paradigm` needs that neither `preparation` plans (ready, under way or
-        failed, a stand-in answers for it) nor an earlier run of this process prepared
-        (estimating a dense build reads the whole corpus's passages: a second each time on
-        10k documents, so a config that ran once is not estimated again)."""
-        fingerprint = paradigm.corpus.fingerprint
-        return [need for need in preparation.unprepared(paradigm.name, paradigm.config)
+    def _unprepared(self, preparation: Preparation, name: str, config: object) -> list[Need]:
+        """What paradigm `name` needs with `config` that neither `preparation` plans
+        (ready, under way or failed, a stand-in answers for it) nor an earlier run of this
+        process prepared (estimating a dense build reads the whole corpus's passages: a
+        second each time on 10k documents, so a config that ran once is not estimated
+        again)."""
+        fingerprint = preparation.corpus.fingerprint
+        return [need for need in preparation.unprepared(name, config)
                 if need.key not in preparation.tasks
                 and (fingerprint, need.key) not in self._prepared_by_runs]
 
-    def _streamed(self, paradigm: Paradigm, question: str | Question,
-                  builds: list[tuple[Need, float]]) -> Iterator[RunTrace]:
-        """`paradigm.stream(question)` after the long `builds` it was confirmed to make,
-        each taking its turn with the other long builds of the process (BUILDS: a short
-        one goes first, pausing a long one; a long one waits); quick ones are made inside
-        the run. Once it has run to its end, everything it needs is prepared."""
-        for need, seconds in builds:
-            build_in_turn(need, paradigm.corpus, seconds)
+    def _streamed(self, plan: Plan, question: str | Question) -> Iterator[RunTrace]:
+        """The planned paradigm's `stream(question)` after the long builds it was confirmed
+        to make, each taking its turn with the other long builds of the process (BUILDS: a
+        short one goes first, pausing a long one; a long one waits); then it is handed what
+        it uses (quick builds are made then). Once it has run to its end, everything it
+        needs is prepared."""
+        for need, seconds in plan.builds:
+            build_in_turn(need, plan.corpus, seconds)
+        paradigm = handed(plan.name, plan.corpus, plan.config)
         yield from paradigm.stream(question)
         self._prepared_by_runs.update(
-            (paradigm.corpus.fingerprint, need.key)
+            (plan.corpus.fingerprint, need.key)
             for need in type(paradigm).needs(paradigm.config))
 
     def _check_ready(self, name: str, preparation: Preparation) -> None:
@@ -155,8 +170,7 @@ class Explorer:
         checked first, by the one rule of every run, typed or sent over the API
         (engine.paradigms.base.check_question: refused, never cut)."""
         check_question(question.text if isinstance(question, Question) else question)
-        paradigm, builds = self._planned(name, config_json, corpus, build)
-        return self._streamed(paradigm, question, builds)
+        return self._streamed(self._planned(name, config_json, corpus, build), question)
 
     def run(self, question: str | Question, name: str, config_json: str = "",
             corpus: str = "", build: bool = False) -> RunTrace:

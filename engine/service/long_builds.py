@@ -17,6 +17,7 @@ from engine.errors import EngineError
 from engine.paradigms.base import Need
 from engine.service.builds import BUILDS
 from engine.service.readiness import Preparation, duration
+from engine.service.store import process_store
 from engine.types import Corpus
 
 # an evaluation prepares builds quicker than this itself (it runs minutes anyway)
@@ -43,7 +44,7 @@ def build_in_turn(need: Need, corpus: Corpus, seconds: float) -> None:
     long build at a time, so a confirmed run never doubles the load of a build or a
     training already running."""
     with BUILDS.turn(f"{need.label} (asked for by a run)", seconds) as turn:
-        need.prepare(corpus, turn.progress(lambda done, total: None))
+        need.prepare(corpus, turn.progress(lambda done, total: None), process_store())
 
 
 class BuildNeeded(EngineError):

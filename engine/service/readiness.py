@@ -38,6 +38,7 @@ from engine.errors import EngineError, check_choice
 from engine.paradigms.base import Need
 from engine.paradigms.registry import PARADIGMS
 from engine.service.builds import BUILDS, Cancelled, Turn
+from engine.service.store import process_store
 from engine.types import Corpus
 
 logger = logging.getLogger(__name__)
@@ -240,7 +241,7 @@ class Preparation:
                                  key=lambda item: (item[1].slow, item[1].train_seconds)))
 
     def _preparer(self, need: Need) -> Callable[[Progress], Any]:
-        return lambda progress: need.prepare(self.corpus, progress)
+        return lambda progress: need.prepare(self.corpus, progress, process_store())
 
     def _estimator(self, need: Need) -> Callable[[], float]:
         return lambda: need.seconds_to_prepare(self.corpus) if self.corpus else math.inf
@@ -259,7 +260,7 @@ class Preparation:
             from engine.train.trainers import train_if_missing
 
             train_if_missing(need.trained_by, progress)
-            return need.prepare(self.corpus, progress)
+            return need.prepare(self.corpus, progress, process_store())
 
         def lacks_data() -> str:
             try:
@@ -348,7 +349,7 @@ class Preparation:
         """Promise what must be built that a stand-in answers for meanwhile."""
         for key, promise in self._promises.items():
             try:
-                self.tasks[key].promised = promise(self.corpus)
+                self.tasks[key].promised = promise(self.corpus, process_store())
             except Exception:  # noqa: BLE001 - unpromised, it is built (or fails) in its turn
                 logger.exception("could not tell whether %s must be built", key)
 

@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from engine.errors import check_range
 from engine.records import NO_DETAILS, StageDetails, StandIn
 from engine.trace import StageResult
 from engine.types import Candidate
@@ -78,6 +79,21 @@ class Stage(ABC):
         """How the stage is set up, JSON-friendly, for the run trace (its model, budget,
         weights); empty when its name and parameters say it all."""
         return {}
+
+
+class Reranker(Stage):
+    """A stage that re-sorts the candidates it is given by a score of each."""
+
+    prefix_stable = True
+
+    @abstractmethod
+    def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
+        """A score per candidate, in input order (higher is better)."""
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        """The top-`k` of `candidates` by `scores`, ranks renumbered from 1."""
+        check_range("k", k, 1, 1_000_000)
+        return StageOutput(rerank(candidates, self.scores(query, candidates), k))
 
 
 def rerank(candidates: Sequence[Candidate], scores: Sequence[float],

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from engine.errors import check_range
+from engine.errors import ConfigError, check_range
 from engine.records import StageDetails
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.types import Candidate
@@ -65,14 +65,19 @@ class FiDPostRanker(Stage):
     name = "postranker"
     granularity = "passages"
 
-    def __init__(self, config: ReaderConfig, reader: FiDReader | None = None,
+    def __init__(self, config: ReaderConfig, reader: FiDReader | None,
                  attention_weight: float = 1.0, prior: Prior | None = None,
                  prior_name: str = "the pre-ranker's order") -> None:
-        """`reader` defaults to the process's shared FiD reader for `config.model` (in
-        `config.precision`); `attention_weight` is w above; `prior` scores the passages
+        """`reader` reads the passages (the FiD reader sharing the reader's weights; None
+        for a reader on a server, which only attention weight 0 runs without);
+        `attention_weight` is w above; `prior` scores the passages
         whose order attention is fused with (None: the order they arrive in), and
         `prior_name` says what it is in the trace."""
         check_range("attention_weight", attention_weight, 0.0, 1.0)
+        if reader is None and attention_weight > 0:
+            raise ConfigError(f"Post-ranking reads the reader's attention, and the reader at "
+                              f"{config.endpoint!r} is a server that returns none. Set "
+                              "attention_weight 0, or run the reader in this process.")
         self.config, self._reader, self.attention_weight = config, reader, attention_weight
         self.prior, self.prior_name = prior, prior_name
 
@@ -91,7 +96,6 @@ class FiDPostRanker(Stage):
                 f"({self.config.aggregation}) + {1 - w:g} x {prior}")
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
-        from engine.readers.fid import shared_fid_reader
         from engine.readers.reader import reader_attention
 
         if not candidates:
@@ -100,8 +104,7 @@ class FiDPostRanker(Stage):
         if self.attention_weight == 0:
             kept = rerank(candidates, fused_scores([0.0] * len(candidates), 0.0, prior), k)
             return StageOutput(kept, StageDetails(note=self._note()))
-        reader = self._reader or shared_fid_reader(self.config.model, self.config.precision)
-        out = reader.read(query, [(c.unit.title, c.unit.text) for c in candidates],
+        out = self._reader.read(query, [(c.unit.title, c.unit.text) for c in candidates],
                           self.config, answer=False)
         kept = rerank(candidates, fused_scores(out.scores, self.attention_weight, prior), k)
         attention = replace(

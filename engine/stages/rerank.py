@@ -7,25 +7,24 @@ Two kinds, named honestly in traces and the UI:
   two, weighted). Nothing is encoded per query but the query: milliseconds.
 - a cross-encoder (`CrossEncoderReranker`): each candidate scored as the pair (query,
   "title\ntext") by a sentence-transformers `CrossEncoder` with one output logit, re-sorted
-  by that logit (no sigmoid, so confident scores do not tie); loaded on the first `run`,
-  once per process. `model` is "trained" (the pre-ranker `python -m engine train
-  preranker` caches; never trained at query time), an alias of engine.models.loading, a
-  local folder or a hub id.
+  by that logit (no sigmoid, so confident scores do not tie); handed to the stage loaded
+  (engine.service.store.Store.cross_encoder, once per process). `model` is "trained" (the
+  pre-ranker `python -m engine train preranker` caches; never trained at query time), an
+  alias of engine.models.loading, a local folder or a hub id.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from engine.errors import ConfigError, check_choice, check_range
 from engine.index.stand_in import STAND_IN
-from engine.models.cross_encoder import load_cross_encoder, model_location, score_pairs
+from engine.models.cross_encoder import score_pairs
 from engine.records import StandIn
-from engine.stages.base import Stage, StageOutput, rerank
-from engine.types import Candidate, Corpus
-from engine.units.build import GRANULARITIES, UnitConfig
+from engine.stages.base import Reranker, StageOutput
+from engine.types import Candidate
+from engine.units.build import GRANULARITIES
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -35,50 +34,41 @@ if TYPE_CHECKING:
 # the dense part of the "hybrid" document score, chosen on the training questions
 # (bench/first_stage.py, bench/README.md)
 HYBRID_WEIGHT = 0.7
-class CrossEncoderReranker(Stage):
+
+
+class CrossEncoderReranker(Reranker):
     """Re-rank incoming candidates by a cross-encoder's score of (query, title + text)."""
 
-    prefix_stable = True
-
-    def __init__(self, model: str = "trained", *, batch_size: int = 32, max_length: int = 256,
+    def __init__(self, encoder: CrossEncoder, model: str = "trained", *, batch_size: int = 32,
                  granularity: str = "documents", name: str = "preranker") -> None:
         """
         Args:
-            model: "trained", an alias (e.g. "minilm"), a local folder or a hub id.
+            encoder: the loaded cross-encoder (engine.models.cross_encoder; the store loads
+                it once per process), whose max_length truncates each (query, text) pair.
+            model: what it was loaded as: "trained", an alias (e.g. "minilm"), a local
+                folder or a hub id.
             batch_size: pairs per forward pass.
-            max_length: tokens per (query, text) pair; longer texts are truncated.
             granularity: of the candidates it receives, and so of those it returns.
             name: the stage's name in traces ("preranker" in FunnelRAG, "rerank" in flat).
         """
         check_range("batch_size", batch_size, 1, 4096)
-        check_range("max_length", max_length, 16, 8192)
-        self.model = model
-        self.batch_size = batch_size
-        self.max_length = max_length
+        self.encoder, self.model, self.batch_size = encoder, model, batch_size
         self.granularity = check_choice("granularity", granularity, GRANULARITIES)
         self.name = name
-        self._location: str | None = None
 
     def settings(self) -> dict:
         return {"model": self.model, "batch_size": self.batch_size,
-                "max_length": self.max_length, "granularity": self.granularity}
-
-    def load_model(self) -> CrossEncoder:
-        """The cross-encoder, loaded once per process (its location resolved first)."""
-        if self._location is None:
-            self._location = model_location(self.model)
-        return load_cross_encoder(self._location, self.max_length)
+                "max_length": self.encoder.max_length, "granularity": self.granularity}
 
     def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
         """The cross-encoder's logit for each candidate, in input order."""
         if not candidates:
             return []
         pairs = [(query, f"{c.unit.title}\n{c.unit.text}") for c in candidates]
-        return score_pairs(self.load_model(), pairs, self.batch_size)
+        return score_pairs(self.encoder, pairs, self.batch_size)
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         """The top-`k` of `candidates` by cross-encoder score, ranks renumbered from 1."""
-        check_range("k", k, 1, 1_000_000)
         wrong = {c.unit.granularity for c in candidates} - {self.granularity}
         if wrong:
             raise ConfigError(
@@ -86,14 +76,14 @@ class CrossEncoderReranker(Stage):
                 f"{', '.join(sorted(wrong))} candidates; construct it with "
                 f"granularity={sorted(wrong)[0]!r}."
             )
-        return StageOutput(rerank(candidates, self.scores(query, candidates), k))
+        return super().run(query, candidates, k)
 
 
 STORED = ("bi-encoder", "bm25", "hybrid")  # re-rankers that read scores from built indexes
 BI_ENCODER = "bi-encoder"
 
 
-class StoredScoreReranker(Stage):
+class StoredScoreReranker(Reranker):
     """Re-rank by scores read from indexes already built: nothing is encoded at query time
     but the query.
 
@@ -149,39 +139,3 @@ class StoredScoreReranker(Stage):
         scores, index_of = self.documents.scores(query), self.documents.corpus.index_of
         return [float(scores[index_of[c.unit.id]]) for c in candidates]
 
-    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
-        check_range("k", k, 1, 1_000_000)
-        return StageOutput(rerank(candidates, self.scores(query, candidates), k))
-
-
-def make_reranker(model: str, corpus: Corpus, passages: UnitConfig, *,
-                  bi_encoder: str = "minilm", granularity: str = "documents",
-                  name: str = "preranker", hybrid_weight: float = HYBRID_WEIGHT,
-                  stand_in: bool = False) -> Stage:
-    """The re-ranking stage `model` names over `corpus`.
-
-    "bi-encoder", "bm25" and "hybrid" read stored scores (the dense index of `bi_encoder`
-    over `passages`, BM25 over documents: built once, shared with the other paradigms);
-    anything else is a
-    cross-encoder ("trained", an alias, a local folder or a hub id), loaded once per
-    process. `stand_in`: stored scores stand in while the dense index is being built
-    (engine.index.stand_in).
-    """
-    if model in STORED:
-        from engine.index.shared import shared_indexes
-
-        if granularity == "passages" and model != BI_ENCODER:
-            raise ConfigError(f"Re-ranker {model!r} scores documents; passages re-rank by "
-                              f"'{BI_ENCODER}' (their stored vectors) or a cross-encoder.")
-        how = "dense" if model == BI_ENCODER else model
-        documents = shared_indexes().documents(corpus, how, hybrid_weight, passages,
-                                               bi_encoder, stand_in=stand_in)
-        return StoredScoreReranker(documents, granularity=granularity, name=name)
-    return shared_cross_encoder(model, granularity=granularity, name=name)
-
-
-@lru_cache(maxsize=16)
-def shared_cross_encoder(model: str, *, granularity: str = "documents",
-                         name: str = "preranker") -> CrossEncoderReranker:
-    """One `CrossEncoderReranker` per (model, granularity, name) for the whole process."""
-    return CrossEncoderReranker(model, granularity=granularity, name=name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from engine.stages.base import Stage, StageOutput
 from engine.text import count_tokens, split_sentences
 from engine.types import Candidate
 
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
 
 class ExtractiveSummariser(Stage):
     """Keep the sentences closest to the question, up to `max_tokens` in all."""
@@ -27,25 +31,26 @@ class ExtractiveSummariser(Stage):
     name = "summary"
     granularity = "passages"
 
-    def __init__(self, max_tokens: int = 200, model: str = "minilm",
-                 precision: str = "auto") -> None:
+    def __init__(self, encoder: SentenceTransformer, model: str = "minilm",
+                 max_tokens: int = 200) -> None:
+        """`encoder` (the bi-encoder named `model`, loaded) scores the sentences."""
         check_range("max_tokens", max_tokens, 1, 100_000)
-        self.max_tokens, self.model, self.precision = max_tokens, model, precision
+        self.encoder, self.model, self.max_tokens = encoder, model, max_tokens
 
     def settings(self) -> dict:
         return {"max_tokens": self.max_tokens, "sentence_scorer": self.model}
 
     def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
         """The compressed `candidates` (input order); `k` is unused."""
-        from engine.index.dense import encode
+        from engine.index.dense import encode_with
 
         sentences = [(i, a, b) for i, c in enumerate(candidates)
                      for a, b in split_sentences(c.unit.text)]
         if not sentences:
             return StageOutput(())
         texts = [candidates[i].unit.text[a:b] for i, a, b in sentences]
-        cosines = encode(texts, self.model, precision=self.precision) @ encode(
-            [query], self.model, queries=True, precision=self.precision)[0]
+        cosines = encode_with(self.encoder, texts) @ encode_with(self.encoder, [query],
+                                                                 queries=True)[0]
         kept, used = set(), 0
         for s in np.argsort(-cosines, kind="stable"):
             size = count_tokens(texts[s])

@@ -1,9 +1,13 @@
-"""One loaded index per fingerprint for the whole process.
+"""The process's loaded indexes and models: the one place a run's resources are looked up.
 
-Every paradigm, the app, `eval` and the CLI take their indexes from here, so changing a
-stage parameter (K, N, H, M, k) never loads, verifies or holds a second copy of an index:
-only what the index is built from (the corpus fingerprint, the unit config, the encoder)
-names it. Two threads asking for the same missing index wait for one build.
+A paradigm declares what it runs on (engine.paradigms.resources); the service loads that
+from here once per run (`make_paradigm`) and hands it over, so no stage, paradigm or reader
+looks anything up (tests/test_layout.py). One loaded index per fingerprint for the whole
+process: changing a stage parameter (K, N, H, M, k) never loads, verifies or holds a second
+copy of an index: only what the index is built from (the corpus fingerprint, the unit
+config, the encoder) names it. Two threads asking for the same missing index wait for one
+build. Models (the reader, encoders, cross-encoders, classifiers) are loaded once per
+process by their own modules' caches, looked up through the same `Store`.
 
 A dense index the app's background preparation has promised (`promise_dense`) is stood in
 for by BM25 until its build ends, for callers that ask `stand_in=True` (a question's
@@ -21,6 +25,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.errors import EngineError
+from engine.paradigms.base import Paradigm
+from engine.paradigms.registry import make_config, spec
 
 if TYPE_CHECKING:
     import numpy as np
@@ -47,7 +53,7 @@ class Clusters(NamedTuple):
     assignment: np.ndarray
 
 
-class SharedIndexes:
+class Store:
     """Loaded indexes keyed by what they are built from."""
 
     def __init__(self) -> None:
@@ -168,6 +174,79 @@ class SharedIndexes:
         return self._get(("documents", corpus.fingerprint, _key(passages), model, how, weight),
                          load)
 
+    # --- models ---------------------------------------------------------------------
+
+    def encoder(self, model: str) -> Any:
+        """The bi-encoder `model` (sentence-transformers), loaded once per process."""
+        from engine.models.loading import load_bi_encoder
+
+        return load_bi_encoder(model)
+
+    def reader(self, model: str, endpoint: str = "", precision: str = "auto") -> Any:
+        """The reader's generator and, for an in-process model, its FiD reader sharing the
+        loaded weights (engine.readers.reader.ReaderModels)."""
+        from engine.readers.fid import shared_fid_reader
+        from engine.readers.generators import shared_generator
+        from engine.readers.reader import ReaderModels
+
+        generator = shared_generator(model, endpoint, precision)
+        fid = None if endpoint else shared_fid_reader(model, precision)
+        return ReaderModels(generator, fid)
+
+    def ranker(self, model: str, corpus: Corpus, passages: UnitConfig, *,
+               bi_encoder: str = "minilm", granularity: str = "documents",
+               name: str = "preranker", hybrid_weight: float | None = None,
+               stand_in: bool = False) -> Any:
+        """The re-ranking stage `model` names over `corpus`.
+
+        "bi-encoder", "bm25" and "hybrid" read stored scores (the dense index of
+        `bi_encoder` over `passages`, BM25 over documents: built once, shared with the
+        other paradigms); anything else is a cross-encoder ("trained", an alias, a local
+        folder or a hub id), loaded once per process. `stand_in`: stored scores stand in
+        while the dense index is being built (engine.index.stand_in).
+        """
+        from engine.errors import ConfigError
+        from engine.stages.rerank import (
+            BI_ENCODER,
+            HYBRID_WEIGHT,
+            STORED,
+            CrossEncoderReranker,
+            StoredScoreReranker,
+        )
+
+        if model not in STORED:
+            return CrossEncoderReranker(self.cross_encoder(model), model,
+                                        granularity=granularity, name=name)
+        if granularity == "passages" and model != BI_ENCODER:
+            raise ConfigError(f"Re-ranker {model!r} scores documents; passages re-rank by "
+                              f"'{BI_ENCODER}' (their stored vectors) or a cross-encoder.")
+        how = "dense" if model == BI_ENCODER else model
+        weight = HYBRID_WEIGHT if hybrid_weight is None else hybrid_weight
+        documents = self.documents(corpus, how, weight, passages, bi_encoder,
+                                   stand_in=stand_in)
+        return StoredScoreReranker(documents, granularity=granularity, name=name)
+
+    def cross_encoder(self, model: str, max_length: int = 256) -> Any:
+        """The cross-encoder `model` ("trained": the cached trained pre-ranker, or the
+        command that trains it; an alias, a folder or a hub id), loaded once per process."""
+        from engine.models.cross_encoder import load_cross_encoder, model_location
+
+        return load_cross_encoder(model_location(model), max_length)
+
+    def selection_classifier(self, model: str) -> Any:
+        """DR-RAG's selection classifier `model` ("trained" before one is trained: the
+        untrained stand-in, which declares itself)."""
+        from engine.models.selection_classifier import shared_classifier
+
+        return shared_classifier(model)
+
+    def query_classifier(self, model: str) -> Any:
+        """The best-practices query classifier `model` ("trained" before one is trained:
+        the always-retrieve stand-in)."""
+        from engine.models.query_classifier import shared_query_classifier
+
+        return shared_query_classifier(model)
+
     def __len__(self) -> int:
         return len(self._indexes)
 
@@ -210,9 +289,27 @@ def _key(config: UnitConfig) -> str:
     return json.dumps({"units": config.key(), "data_dir": str(data_dir())}, sort_keys=True)
 
 
-_SHARED = SharedIndexes()
+_SHARED = Store()
 
 
-def shared_indexes() -> SharedIndexes:
-    """The process-wide shared indexes."""
+def process_store() -> Store:
+    """The process's store of loaded indexes and models."""
     return _SHARED
+
+
+def make_paradigm(name: str, corpus: Corpus, config: dict | None = None, *,
+                  retrieval_only: bool = False, store: Store | None = None) -> Paradigm:
+    """Paradigm `name` over `corpus` from a JSON-style config dict (defaults if None), handed
+    what it uses (`handed`). `retrieval_only` stops its runs before the reader."""
+    return handed(name, corpus, make_config(name, config), retrieval_only=retrieval_only,
+                  store=store)
+
+
+def handed(name: str, corpus: Corpus, config: object, *, retrieval_only: bool = False,
+           store: Store | None = None) -> Paradigm:
+    """Paradigm `name` over `corpus` with its config object, handed what it uses: its
+    resources loaded from `store` (the process's by default) now, once for all its runs."""
+    paradigm = spec(name).paradigm
+    resources = paradigm.resources(config)
+    uses = resources.load(corpus, store or _SHARED) if resources is not None else None
+    return paradigm(corpus, config, uses, retrieval_only=retrieval_only)
