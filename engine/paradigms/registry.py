@@ -1,23 +1,98 @@
-"""The registry: every paradigm declared once, and read by everything else.
+"""The registry: every paradigm and plugin re-ranker declared once, read by everything else.
 
 The CLI's choices, the API's validation, background preparation, the UI's paradigm choices
 and its parameter panels all come from here; the service makes a paradigm, handed what it
-uses (engine.service.store.make_paradigm). Adding a paradigm is one module (a Paradigm
-subclass, its config dataclass and a `SPEC`) plus one line in `_BUILTIN`.
+uses (engine.service.store.make_paradigm). Paradigms and re-rankers arrive through entry
+points, the built-in paradigms the same way as a plugin's (engine.paradigms.plugins): adding
+a paradigm is one module (a Paradigm subclass, its config dataclass and a `SPEC`) and one
+entry point.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass, is_dataclass
 
 from engine.config import config_from_dict
 from engine.errors import ConfigError, check_choice
-from engine.paradigms import best, drrag, flat, funnel, longrag
-from engine.paradigms.base import ParadigmSpec
+from engine.paradigms import plugins
+from engine.paradigms.base import Paradigm, ParadigmSpec
 
-_BUILTIN = (funnel.SPEC, flat.SPEC, longrag.SPEC, drrag.SPEC, best.SPEC)
-PARADIGMS: dict[str, ParadigmSpec] = {spec.name: spec for spec in _BUILTIN}
-DEFAULT = _BUILTIN[0].name  # what the CLI and the API run when no paradigm is named
+
+@dataclass(frozen=True)
+class RerankerSpec:
+    """A re-ranker a plugin adds, named in any paradigm's re-ranker option (flat's and
+    best's `reranker`, funnel's `preranker`) as the built-in ones are. `make(corpus,
+    passages, granularity=..., name=...)` returns the stage (an engine.stages.base.Reranker
+    over candidates of that granularity, called `name` in traces)."""
+
+    name: str
+    description: str
+    make: Callable[..., object]
+
+
+PARADIGMS: dict[str, ParadigmSpec] = {}
+RERANKERS: dict[str, RerankerSpec] = {}
+
+
+def _add_paradigm(spec: object) -> None:
+    """Register a plugin's (or a built-in) paradigm, refusing what would break the app."""
+    if not isinstance(spec, ParadigmSpec):
+        raise ConfigError(f"names a {type(spec).__name__}, not a ParadigmSpec")
+    if spec.name in PARADIGMS:
+        raise ConfigError(f"its paradigm name {spec.name!r} is taken already")
+    if not (isinstance(spec.paradigm, type) and issubclass(spec.paradigm, Paradigm)):
+        raise ConfigError(f"paradigm {spec.name!r}: {spec.paradigm!r} is not a Paradigm "
+                          "subclass")
+    if not is_dataclass(spec.config):
+        raise ConfigError(f"paradigm {spec.name!r}: its config is not a dataclass")
+    spec.options()  # every option declared with engine.config.param
+    spec.paradigm.needs(spec.config())  # the defaults construct and say what they need
+    PARADIGMS[spec.name] = spec
+
+
+def _add_reranker(spec: object) -> None:
+    if not isinstance(spec, RerankerSpec):
+        raise ConfigError(f"names a {type(spec).__name__}, not a RerankerSpec")
+    if spec.name in RERANKERS:
+        raise ConfigError(f"its re-ranker name {spec.name!r} is taken already")
+    RERANKERS[spec.name] = spec
+
+
+PLUGINS: list[plugins.Plugin] = [
+    *plugins.load(plugins.PARADIGM_GROUP, _add_paradigm),
+    *plugins.load(plugins.RERANKER_GROUP, _add_reranker)]
+DEFAULT = "funnel"  # what the CLI and the API run when no paradigm is named
+
+
+def load_plugins() -> list[plugins.Plugin]:
+    """Load the entry points of packages installed since this process started (what was
+    loaded already stays); returns the new ones, loaded or left out."""
+    import importlib
+
+    importlib.invalidate_caches()
+    seen = {(p.group, p.name, p.package) for p in PLUGINS}
+    new = []
+    for group, add in ((plugins.PARADIGM_GROUP, _add_paradigm),
+                       (plugins.RERANKER_GROUP, _add_reranker)):
+        found = [(ep, package) for ep, package in plugins.discover(group)
+                 if (group, ep.name, package) not in seen]
+        new += plugins.load(group, add, found)
+    PLUGINS.extend(new)
+    return new
+
+
+def unload_plugin(name: str) -> None:
+    """Forget a plugin's paradigm or re-ranker `name` (a package uninstalled, in tests)."""
+    PARADIGMS.pop(name, None)
+    RERANKERS.pop(name, None)
+    PLUGINS[:] = [p for p in PLUGINS if p.name != name]
+
+
+def failed_plugins() -> list[plugins.Plugin]:
+    """The plugins left out, each with its error."""
+    return [p for p in PLUGINS if p.error]
 
 
 def register(spec: ParadigmSpec) -> ParadigmSpec:

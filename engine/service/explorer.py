@@ -238,17 +238,23 @@ class Explorer:
         queue (a run's confirmed build, an evaluation's, a retrain), each with how long it
         still needs or its place in the queue; the added corpora's own builds are listed
         in the Corpora tab."""
+        from engine.paradigms.registry import failed_plugins
         from engine.service.builds import BUILDS
 
+        left_out = [f"plugin '{p.name}' ({p.value}, from {p.package}): left out, {p.error}"
+                    for p in failed_plugins()]
         owned = {task.turn for preparation in (self._preparation,
                                                *self._corpora.loaded_preparations())
                  for task in preparation.tasks.values() if task.turn is not None}
-        return [*self._preparation.status_lines(), *BUILDS.lines(skip=owned)]
+        return [*left_out, *self._preparation.status_lines(), *BUILDS.lines(skip=owned)]
 
     def failures(self) -> list[str]:
         """What failed while preparing the start-up corpus (or fetching the QA data), a
         line each with why."""
-        return [task.describe() for task in self._preparation.failed()]
+        from engine.paradigms.registry import failed_plugins
+
+        return [*(f"plugin '{p.name}': {p.error}" for p in failed_plugins()),
+                *(task.describe() for task in self._preparation.failed())]
 
     def standing_in(self) -> list[str]:
         """What answers meanwhile for builds and training still under way (stand-ins)."""

@@ -190,7 +190,21 @@ def generator_rows() -> list[ModelRow]:
                  "reader.endpoint (flat, longrag, drrag, best; the funnel reads attention)")]
 
 
+def plugin_rows() -> list[ModelRow]:
+    """What installed plugins add (paradigms, re-rankers), each ready or left out with why."""
+    from engine.paradigms.plugins import BUILT_IN
+    from engine.paradigms.registry import PLUGINS, RERANKERS
+
+    option = {"paradigm": "a paradigm of every tab, the API and the CLI",
+              "reranker": "preranker (funnel), reranker (flat, best)"}
+    return [ModelRow(f"{p.kind} (plugin)", p.name, f"plugin ({p.package}: {p.value})",
+                     f"left out: {p.error}" if p.error else "ready",
+                     (RERANKERS[p.name].description,) if p.name in RERANKERS and not p.error
+                     else (), option.get(p.kind, ""))
+            for p in PLUGINS if p.package != BUILT_IN]
+
+
 def model_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
     """Every role's models. `corpus_names` names corpora by fingerprint."""
     return [*encoder_rows(corpus_names), *reranker_rows(), *classifier_rows(),
-            *generator_rows()]
+            *generator_rows(), *plugin_rows()]

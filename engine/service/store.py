@@ -201,11 +201,13 @@ class Store:
 
         "bi-encoder", "bm25" and "hybrid" read stored scores (the dense index of
         `bi_encoder` over `passages`, BM25 over documents: built once, shared with the
-        other paradigms); anything else is a cross-encoder ("trained", an alias, a local
-        folder or a hub id), loaded once per process. `stand_in`: stored scores stand in
-        while the dense index is being built (engine.index.stand_in).
+        other paradigms); a name a plugin registered is its re-ranker
+        (engine.paradigms.registry.RERANKERS); anything else is a cross-encoder ("trained",
+        an alias, a local folder or a hub id), loaded once per process. `stand_in`: stored
+        scores stand in while the dense index is being built (engine.index.stand_in).
         """
         from engine.errors import ConfigError
+        from engine.paradigms.registry import RERANKERS
         from engine.stages.rerank import (
             BI_ENCODER,
             HYBRID_WEIGHT,
@@ -214,6 +216,8 @@ class Store:
             StoredScoreReranker,
         )
 
+        if model in RERANKERS:  # a plugin's
+            return RERANKERS[model].make(corpus, passages, granularity=granularity, name=name)
         if model not in STORED:
             return CrossEncoderReranker(self.cross_encoder(model), model,
                                         granularity=granularity, name=name)

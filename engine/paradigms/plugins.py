@@ -1,0 +1,74 @@
+"""Plugins: paradigms and re-rankers that installed packages add through entry points.
+
+A package adds a paradigm by declaring an entry point in the group `funnel_explorer.paradigms`
+that names a `ParadigmSpec` (engine.paradigms.base), and a re-ranker with one in
+`funnel_explorer.rerankers` that names a `RerankerSpec` (engine.paradigms.registry), in its
+pyproject.toml:
+
+    [project.entry-points."funnel_explorer.paradigms"]
+    overlap = "funnel_example:OVERLAP"
+
+The engine's own paradigms are entry points too, loaded by the same code: they are written
+here rather than in the package metadata, so a checkout that was never reinstalled still has
+them (as `llm` registers its built-in models through its plugin hooks). A plugin that fails to
+import, names something of the wrong kind, clashes with a name already taken, or declares a
+paradigm whose default config does not construct is recorded with its error (`PLUGINS`) and
+left out: the app starts without it and says so. examples/funnel-explorer-example is a
+plugin package; README.md, "Write a plugin", says how.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+
+logger = logging.getLogger(__name__)
+
+PARADIGM_GROUP = "funnel_explorer.paradigms"
+RERANKER_GROUP = "funnel_explorer.rerankers"
+GROUPS = (PARADIGM_GROUP, RERANKER_GROUP)
+
+BUILT_IN = "built-in"
+_BUILTINS = tuple(EntryPoint(name, f"engine.paradigms.{name}:SPEC", PARADIGM_GROUP)
+                  for name in ("funnel", "flat", "longrag", "drrag", "best"))
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One entry point as loaded: what it adds, the package it comes from, and why it was
+    left out (empty when it loaded)."""
+
+    name: str
+    group: str
+    package: str  # the distribution that declares it, or "built-in"
+    value: str  # module:attribute
+    error: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.group.rsplit(".", 1)[-1].rstrip("s")  # "paradigm", "reranker"
+
+
+def discover(group: str) -> list[tuple[EntryPoint, str]]:
+    """(entry point, package) of `group`: the built-ins first, then the installed ones."""
+    found = [(ep, BUILT_IN) for ep in _BUILTINS if ep.group == group]
+    for ep in entry_points(group=group):
+        found.append((ep, ep.dist.name if ep.dist is not None else "?"))
+    return found
+
+
+def load(group: str, add, found: list[tuple[EntryPoint, str]] | None = None) -> list[Plugin]:
+    """Load every entry point of `group` and hand what it names to `add` (which raises on
+    a bad one); each is reported, loaded or with the error that left it out."""
+    plugins = []
+    for ep, package in discover(group) if found is None else found:
+        try:
+            add(ep.load())
+            plugins.append(Plugin(ep.name, group, package, ep.value))
+        except Exception as err:  # noqa: BLE001 - a broken plugin is reported, not fatal
+            error = f"{type(err).__name__}: {err}"
+            logger.warning("plugin %r (%s, from %s) left out: %s", ep.name, ep.value,
+                           package, error)
+            plugins.append(Plugin(ep.name, group, package, ep.value, error))
+    return plugins

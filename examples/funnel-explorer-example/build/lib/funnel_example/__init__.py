@@ -1,0 +1,59 @@
+"""A Funnel Explorer plugin: BM25 over passages, re-ranked by a re-ranker of its own."""
+from dataclasses import dataclass
+
+from engine.config import param
+from engine.paradigms.base import Paradigm, ParadigmSpec
+from engine.paradigms.registry import RerankerSpec
+from engine.paradigms.resources import BM25, Reader, Resources
+from engine.readers.reader import ReaderConfig
+from engine.stages.base import Reranker, run_stage
+from engine.stages.retrieve import BM25Retriever
+from engine.text import query_terms
+from engine.units.build import UnitConfig
+
+
+class WordOverlapReranker(Reranker):
+    """Candidates by the share of the query's words in their title and text."""
+    def __init__(self, granularity: str = "passages", name: str = "overlap") -> None:
+        self.granularity, self.name = granularity, name
+
+    def scores(self, query, candidates):
+        words = query_terms(query)
+        return [len(words & query_terms(f"{c.unit.title} {c.unit.text}")) / max(1, len(words))
+                for c in candidates]
+
+
+@dataclass(frozen=True)
+class OverlapConfig:
+    M: int = param(20, "M: passages BM25 retrieves", low=1, high=200)
+    k: int = param(4, "k: passages kept and read", low=1, high=20)
+    reader: ReaderConfig = param(ReaderConfig(), "the reader")
+
+
+@dataclass(frozen=True)
+class OverlapResources(Resources):
+    index: BM25
+    reader: Reader
+
+
+class OverlapParadigm(Paradigm):
+    name = "overlap"  # the built-in stages, and the re-ranker above
+
+    @classmethod
+    def resources(cls, config):
+        return OverlapResources(BM25(UnitConfig("passages")), Reader(config.reader))
+
+    def steps(self, question):
+        found = run_stage(BM25Retriever(self.uses.index), question, (), self.config.M)
+        yield found
+        kept = run_stage(WordOverlapReranker(), question, found.candidates, self.config.k)
+        yield kept
+        yield from self.read(question, kept.candidates)
+
+
+OVERLAP = ParadigmSpec("overlap", "Word overlap (an example plugin)",
+                       "BM25 over passages, re-ranked by query-word overlap, then the reader.",
+                       OverlapConfig, OverlapParadigm)
+WORD_OVERLAP = RerankerSpec("word-overlap", "the share of the query's words in each candidate",
+                            lambda corpus, passages, granularity, name:
+                            WordOverlapReranker(granularity, name))

@@ -1,0 +1,133 @@
+"""Plugins by entry point: the example package installed with pip adds a paradigm and a
+re-ranker that answer through the API like the built-ins; a broken plugin is named with its
+error and left out, and everything else still loads."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+
+from engine.paradigms import plugins, registry
+from tests.fakes import ECHO, qa_file
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "funnel-explorer-example"
+QUESTION = "Which river flows through Budapest?"
+
+
+def _pip(*args: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q",
+                           *args], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def example():
+    """The example plugin package installed into this environment (and removed after)."""
+    for name in ("overlap", "word-overlap"):  # loaded at start if it was installed then
+        registry.unload_plugin(name)
+    _pip("install", "--no-deps", "--no-build-isolation", str(EXAMPLE))
+    try:
+        new = registry.load_plugins()
+        yield {p.name: p for p in new}
+    finally:
+        for name in ("overlap", "word-overlap"):
+            registry.unload_plugin(name)
+        _pip("uninstall", "-y", "funnel-explorer-example")
+
+
+@pytest.fixture
+def live(example, tiny_corpus, tmp_path):
+    """(an Explorer over the tiny corpus, its app served here, a gradio_client)."""
+    from gradio_client import Client
+
+    from app.ui import build_app
+    from engine.service.explorer import Explorer
+    from engine.service.readiness import Preparation
+    from engine.store.sessions import SessionStore
+
+    prep = Preparation("tiny", dense=False, load=lambda progress: tiny_corpus).run()
+    store = SessionStore(tmp_path / "runs.duckdb")
+    explorer = Explorer(prep, store)
+    demo = build_app(explorer)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
+                        quiet=True)
+    try:
+        yield explorer, Client(f"http://127.0.0.1:{port}/", verbose=False)
+    finally:
+        demo.close()
+        store.close()
+
+
+def test_the_example_plugin_adds_a_paradigm_and_a_reranker_from_its_package(example):
+    assert {n: (p.package, p.error) for n, p in example.items()} == {
+        "overlap": ("funnel-explorer-example", ""),
+        "word-overlap": ("funnel-explorer-example", "")}
+    assert "overlap" in registry.names() and "word-overlap" in registry.RERANKERS
+    assert [o.name for o in registry.spec("overlap").options()][:3] == ["M", "k", "reader.model"]
+    # the built-ins come through the same loader, from no package
+    assert [p.name for p in registry.PLUGINS if p.package == plugins.BUILT_IN] == [
+        "funnel", "flat", "longrag", "drrag", "best"]
+
+
+def test_a_plugin_paradigm_and_reranker_answer_over_the_api_and_in_an_evaluation(live,
+                                                                                tmp_path):
+    explorer, client = live
+    trace = json.loads(client.predict(QUESTION, "overlap", '{"M": 6, "k": 2}', api_name="/run"))
+    assert [s["name"] for s in trace["stages"]] == ["bm25", "overlap"]
+    assert len(trace["stages"][-1]["candidates"]) == 2 and trace["llm_calls"] == 1
+    assert "Danube" in trace["stages"][-1]["candidates"][0]["unit"]["text"]
+    # the plugin's re-ranker by name in a built-in paradigm's option
+    flat = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "reranker": '
+                                     '"word-overlap"}', api_name="/run"))
+    assert [s["name"] for s in flat["stages"]] == ["dense", "reranker"]
+    evaluation = explorer.evaluate(qa_file(tmp_path / "qa.jsonl", n=2), ["overlap", "flat"])
+    deadline = time.monotonic() + 300
+    while explorer.evaluation_status(evaluation)["state"] == "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    status = explorer.evaluation_status(evaluation)
+    assert (status["state"], status["done"]) == ("done", 2) and set(status["means"]) == {
+        "overlap", "flat"}
+    rows = [row for row in explorer.models() if row.role.endswith("(plugin)")]
+    assert {(r.name, r.status) for r in rows} == {("overlap", "ready"),
+                                                  ("word-overlap", "ready")}
+
+
+BAD_CONFIG = ECHO.__class__(name="bad", label="Bad", description="k above its range",
+                            config=type("BadConfig", (), {}), paradigm=ECHO.paradigm)
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    ("no_such_plugin_module:SPEC", "ModuleNotFoundError: No module named 'no_such_plugin"),
+    ("tests.fakes:qa_file", "names a function, not a ParadigmSpec"),
+    ("tests.test_plugins:BAD_CONFIG", "its config is not a dataclass"),
+    ("engine.paradigms.flat:SPEC", "its paradigm name 'flat' is taken already")])
+def test_a_broken_plugin_is_named_with_its_error_and_left_out(value, error):
+    before = dict(registry.PARADIGMS)
+    (loaded,) = plugins.load(plugins.PARADIGM_GROUP, registry._add_paradigm, [
+        (EntryPoint("broken", value, plugins.PARADIGM_GROUP), "broken-package")])
+    assert error in loaded.error and loaded.package == "broken-package"
+    assert registry.PARADIGMS == before  # nothing half-registered; the others unchanged
+
+
+def test_the_status_line_and_the_models_table_name_a_plugin_left_out(explorer, monkeypatch):
+    broken = plugins.Plugin("broken", plugins.PARADIGM_GROUP, "broken-package",
+                            "no_such_plugin_module:SPEC",
+                            "ModuleNotFoundError: No module named 'no_such_plugin_module'")
+    monkeypatch.setattr(registry, "PLUGINS", [*registry.PLUGINS, broken])
+    assert explorer.status()[0] == (
+        "plugin 'broken' (no_such_plugin_module:SPEC, from broken-package): left out, "
+        "ModuleNotFoundError: No module named 'no_such_plugin_module'")
+    assert any("plugin 'broken'" in line for line in explorer.failures())
+    (row,) = [r for r in explorer.models() if r.name == "broken"]
+    assert row.role == "paradigm (plugin)" and row.status.startswith("left out: Module")
