@@ -66,7 +66,10 @@ def test_describe_flattens_nested_options_with_their_limits():
 def test_paradigm_configs_check_their_cross_field_rules():
     with pytest.raises(ConfigError, match="k=5 is more than M=3"):
         FlatConfig(M=3, k=5)
-    with pytest.raises(ConfigError, match="leave reader.endpoint empty"):
-        config_from_dict(FunnelConfig, {"reader": {"endpoint": "http://127.0.0.1:1/v1"}})
+    remote = {"endpoint": "http://127.0.0.1:1/v1"}
+    # by what the backend can do, not by "is an endpoint set": post-ranking reads attention
+    with pytest.raises(ConfigError, match="attention, which the 'openai' backend cannot give"):
+        config_from_dict(FunnelConfig, {"attention_weight": 0.5, "reader": remote})
+    assert config_from_dict(FunnelConfig, {"attention_weight": 0.0, "reader": remote})
     with pytest.raises(ConfigError, match="Unknown prompt 'poem'"):
         config_from_dict(FlatConfig, {"reader": {"prompt": "poem"}})

@@ -4,6 +4,7 @@ OpenAI-compatible client against a small fake server started on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -308,3 +309,48 @@ def test_a_context_budget_keeps_the_best_passages_and_cuts_the_last(tiny_corpus)
     assert kept[0] == docs[0] and docs[1].unit.text.startswith(kept[1].unit.text)
     assert count_tokens(kept[1].unit.title) + count_tokens(kept[1].unit.text) == 5
     assert within_budget(docs, sum(sizes)) == docs
+
+
+def test_each_backend_declares_what_it_can_and_the_reader_checks_it():
+    from engine.config import config_from_dict
+    from engine.errors import ConfigError
+    from engine.readers.generators import BACKENDS, HFGenerator
+    from engine.readers.reader import ReaderConfig
+
+    assert BACKENDS["transformers"].capabilities.attention is True
+    assert BACKENDS["openai"].capabilities.names() == []
+    assert HFGenerator.capabilities == BACKENDS["transformers"].capabilities
+    assert ReaderConfig().backend_of().name == "transformers"
+    assert ReaderConfig(endpoint="http://127.0.0.1:1/v1").backend_of().name == "openai"
+    for values, message in (
+            ({"backend": "openai"}, "reader.backend 'openai' reaches a server: set "
+                                    "reader.endpoint"),
+            ({"backend": "transformers", "endpoint": "http://127.0.0.1:1/v1"},
+             "reader.endpoint is set, but reader.backend 'transformers'"),
+            ({"endpoint": "http://127.0.0.1:1/v1", "prompt": "fid"},
+             "the 'openai' backend cannot give (it can: text alone)"),
+            ({"backend": "vllm"}, "Unknown reader backend 'vllm'")):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            config_from_dict(ReaderConfig, values)
+
+
+def test_an_endpoint_refuses_what_it_cannot_honour_instead_of_ignoring_it(fake_server):
+    gen = OpenAIGenerator("tiny-remote", fake_server)
+    with pytest.raises(GeneratorError, match="cannot honour spans \\(attention\\), ban_first"):
+        gen.generate("x", spans=((0, 1),), ban_first=("no",))
+    with pytest.raises(GeneratorError, match="cannot honour prefix"):
+        gen.generate("x", prefix="Context:")
+    assert FakeOpenAI.requests == []  # refused before anything was sent
+
+
+def test_the_funnel_answers_through_an_endpoint_once_it_reads_no_attention(fake_server,
+                                                                          tiny_corpus):
+    from engine.service.store import make_paradigm
+
+    config = {"cluster_tokens": 128, "K": 2, "N": 2, "H": 2, "attention_weight": 0.0,
+              "reader": {"model": "tiny-remote", "endpoint": fake_server}}
+    trace = make_paradigm("funnel", tiny_corpus, config).run(
+        "Which river flows through Budapest?")
+    assert trace.answer == "Danube" and [s.name for s in trace.stages] == [
+        "clusters", "preranker", "postranker"]
+    assert "skipped" in trace.stages[-1].details.note  # attention weight 0: no reader pass

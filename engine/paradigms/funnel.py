@@ -75,10 +75,12 @@ class FunnelConfig:
 
     def __post_init__(self) -> None:
         check_config(self)
-        if self.reader.endpoint:
-            raise ConfigError("The funnel's post-ranker reads the reader's attention, which "
-                              "a remote endpoint cannot give; leave reader.endpoint empty "
-                              "(use an endpoint with the flat paradigm).")
+        backend = self.reader.backend_of()
+        if self.attention_weight > 0 and not backend.capabilities.attention:
+            raise ConfigError(f"The funnel's post-ranker reads the reader's attention, which "
+                              f"the {backend.name!r} backend cannot give; set "
+                              "attention_weight 0 (the pre-ranker's order) or use a backend "
+                              "with attention (transformers).")
         if self.postrank_prior != "preranker" and \
                 self.passage_tokens != self.index_passage_tokens:
             raise ConfigError(

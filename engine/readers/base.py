@@ -47,21 +47,41 @@ class Generation:
     cached_tokens: int = 0  # prompt tokens whose states came from the prefix cache
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a generator backend can do. What needs one checks it here, never the backend's
+    name: the attention heatmap, FiD post-ranking and the "fid" prompt need `attention`
+    (the first answer token's attention over parts of the prompt); `ban_first` refuses
+    words at the answer's start; `prefix_cache` reads a prompt's fixed opening once;
+    `batching` answers concurrent calls as one batch; `logprobs` gives token
+    log-probabilities."""
+
+    attention: bool = False
+    ban_first: bool = False
+    prefix_cache: bool = False
+    batching: bool = False
+    logprobs: bool = False
+
+    def names(self) -> list[str]:
+        return [name for name, able in vars(self).items() if able]
+
+
 @runtime_checkable
 class Generator(Protocol):
-    """Anything that turns a prompt into text."""
+    """Anything that turns a prompt into text, declaring what else it can do."""
 
     name: str
+    capabilities: Capabilities
 
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
                  spans: tuple[tuple[int, int], ...] = (),
                  ban_first: tuple[str, ...] = (), prefix: Prompt = "") -> Generation:
         """Greedy continuation of `prompt`, cut before the first `stop` string.
 
-        `spans` are character spans of a plain-text prompt whose attention is wanted (a
-        generator that cannot see attention returns none); `ban_first` are words the first
-        generated token may not start (where the generator can refuse tokens); `prefix` is
-        the prompt's fixed opening (text, or its leading chat messages), which a generator
-        may read once and reuse.
+        `spans` are character spans of a plain-text prompt whose attention is wanted;
+        `ban_first` are words the first generated token may not start; `prefix` is the
+        prompt's fixed opening (text, or its leading chat messages), which a generator may
+        read once and reuse. A generator refuses (GeneratorError) what its `capabilities`
+        do not include rather than ignore it; callers pass only what it declares.
         """
         ...

@@ -28,7 +28,7 @@ import numpy as np
 
 from engine.errors import ConfigError, EngineError
 from engine.readers.answers import LOOP_NGRAM, repeats_tail
-from engine.readers.base import Generation, Prompt
+from engine.readers.base import Capabilities, Generation, Prompt
 from engine.readers.batching import Batcher
 from engine.readers.prefix_cache import PrefixCache, plain_layers
 
@@ -49,7 +49,8 @@ def cut_at_stop(text: str, stop: tuple[str, ...]) -> tuple[str, bool]:
 
 
 class HFGenerator:
-    """Greedy generation with a causal LM loaded in this process.
+    """Greedy generation with a causal LM loaded in this process (the "transformers"
+    backend).
 
     The prompt is read with PyTorch's fused attention (SDPA) but for its last token, which
     runs with eager attention when its attention weights over parts of the prompt are wanted
@@ -60,6 +61,9 @@ class HFGenerator:
     A prompt's declared fixed opening (`prefix`) is not read again: its key/value states are
     computed once and copied in (engine/readers/prefix_cache.py).
     """
+
+    capabilities = Capabilities(attention=True, ban_first=True, prefix_cache=True,
+                                batching=True)
 
     def __init__(self, model: str = "smollm2", tokenizer: Any = None, lm: Any = None,
                  precision: str = "auto") -> None:
@@ -322,6 +326,8 @@ class OpenAIGenerator:
     """An OpenAI-compatible server: /completions for text prompts, /chat/completions for
     chat prompts; temperature 0. Token counts come from the server's `usage`."""
 
+    capabilities = Capabilities()  # text in, text out: nothing else over this API
+
     def __init__(self, model: str, base_url: str, api_key: str | None = None,
                  timeout: float = 120.0) -> None:
         if not base_url.startswith(("http://", "https://")):
@@ -334,8 +340,15 @@ class OpenAIGenerator:
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
                  spans: tuple[tuple[int, int], ...] = (),
                  ban_first: tuple[str, ...] = (), prefix: Prompt = "") -> Generation:
-        """`spans` and `ban_first` are not supported by the API and are ignored; `prefix` is
-        too (a server caches prefixes its own way)."""
+        """`spans`, `ban_first` and `prefix` are refused: the API has nothing for them (a
+        server caches prefixes its own way)."""
+        asked = [name for name, value in (("spans (attention)", spans),
+                                          ("ban_first", ban_first), ("prefix", prefix))
+                 if value]
+        if asked:
+            raise GeneratorError(f"The OpenAI-compatible backend at {self.base_url} cannot "
+                                 f"honour {', '.join(asked)}: it has none of "
+                                 "attention, ban_first or prefix_cache.")
         start = time.perf_counter()
         body: dict[str, Any] = {"model": self.name, "max_tokens": max_new_tokens,
                                 "temperature": 0}
@@ -384,6 +397,24 @@ _LOCK = threading.Lock()
 @lru_cache(maxsize=4)
 def _shared_hf(model: str, precision: str) -> HFGenerator:
     return HFGenerator(model, precision=precision)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A generator backend as a reader's `backend` option names it."""
+
+    name: str
+    description: str
+    capabilities: Capabilities
+    remote: bool  # reached at an endpoint, not loaded in this process
+
+
+# the one table of backends: ReaderConfig.backend's choices, shared_generator's dispatch
+BACKENDS: dict[str, Backend] = {b.name: b for b in (
+    Backend("transformers", "the model in this process (torch)", HFGenerator.capabilities,
+            remote=False),
+    Backend("openai", "an OpenAI-compatible server at the reader's endpoint",
+            OpenAIGenerator.capabilities, remote=True))}
 
 
 def shared_generator(model: str = "smollm2", endpoint: str = "",

@@ -22,6 +22,7 @@ from engine.models.loading import PRECISION_CHOICES
 from engine.readers import attention
 from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
 from engine.readers.base import Generation, Generator, prompt_text
+from engine.readers.generators import BACKENDS, Backend
 from engine.readers.prompts import (
     TEMPLATES,
     BuiltPrompt,
@@ -49,6 +50,9 @@ class ReaderConfig:
                        "an endpoint: the model name the server knows)")
     endpoint: str = param("", "base URL of an OpenAI-compatible server, e.g. "
                           "http://127.0.0.1:8000/v1; empty: run the model in this process")
+    backend: str = param("auto", "generator backend (engine.readers.generators.BACKENDS): "
+                         "transformers (in this process), openai (an OpenAI-compatible "
+                         "server at endpoint), or auto: openai when an endpoint is set")
     prompt: str = param("fewshot", "answer prompt template (fid: fused blocks)",
                         choices=PROMPTS)
     packing: str = param("reverse", "passage order in the prompt: forward (best first), "
@@ -70,6 +74,25 @@ class ReaderConfig:
     def __post_init__(self) -> None:
         check_choice("aggregation scheme", self.aggregation, attention.SCHEMES)
         check_config(self)
+        check_choice("reader backend", self.backend, ("auto", *BACKENDS))
+        backend = self.backend_of()
+        if backend.remote and not self.endpoint:
+            raise ConfigError(f"reader.backend {backend.name!r} reaches a server: set "
+                              "reader.endpoint, e.g. http://127.0.0.1:8000/v1.")
+        if self.endpoint and not backend.remote:
+            raise ConfigError(f"reader.endpoint is set, but reader.backend {backend.name!r} "
+                              "runs the model in this process; clear one of them.")
+        if self.prompt == "fid" and not backend.capabilities.attention:
+            can = ", ".join(backend.capabilities.names()) or "text alone"
+            raise ConfigError(f"The 'fid' prompt reads passages through the reader's own "
+                              f"attention, which the {backend.name!r} backend cannot give "
+                              f"(it can: {can}); pick another prompt.")
+
+    def backend_of(self) -> Backend:
+        """The backend that reads (`auto`: openai with an endpoint, else transformers)."""
+        name = ("openai" if self.endpoint else "transformers") if self.backend == "auto" \
+            else self.backend
+        return BACKENDS[name]
 
 
 @dataclass(frozen=True)
@@ -107,8 +130,7 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     built = answer_prompt(template or config.prompt, question, pairs)
     out = generator.generate(built.prompt,
                              max_new_tokens=max_new_tokens or config.max_answer_tokens,
-                             stop=built.stop, spans=built.spans, ban_first=_banned(question),
-                             prefix=built.prefix)
+                             stop=built.stop, **_able(generator, built, question))
     attention_read = None
     if out.attention:
         top = [attention.content_tokens(tokens.__getitem__, attn, config.lr)
@@ -117,6 +139,17 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
                                           range(len(passages)))
     return _step(purpose, generator, built, out, attention=attention_read, capped=capped,
                  answer=short_answer(out.text) if purpose == "answer" else "")
+
+
+def _able(generator: Generator, built: BuiltPrompt, question: str = "",
+          spans: bool = True) -> dict:
+    """What a call asks of `generator` beyond the prompt, as far as it declares it can:
+    attention over the passages' spans (the heatmap), a ban on opening words, the prompt's
+    fixed opening to reuse. A backend without them answers from the text alone."""
+    can = generator.capabilities
+    return {"spans": built.spans if spans and can.attention else (),
+            "ban_first": _banned(question) if question and can.ban_first else (),
+            "prefix": built.prefix if can.prefix_cache else ""}
 
 
 def _banned(question: str) -> tuple[str, ...]:
@@ -141,7 +174,7 @@ def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
     generator = reader.generator
     built = extract_prompt(question, long_answer.output)
     out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,
-                             stop=built.stop, ban_first=_banned(question), prefix=built.prefix)
+                             stop=built.stop, **_able(generator, built, question, spans=False))
     return _step("answer", generator, built, out, answer=short_answer(out.text))
 
 
@@ -151,7 +184,7 @@ def hyde(question: str, config: ReaderConfig, reader: ReaderModels,
     generator = reader.generator
     built = hyde_prompt(question)
     out = generator.generate(built.prompt, max_new_tokens=max_new_tokens, stop=built.stop,
-                             prefix=built.prefix)
+                             **_able(generator, built, spans=False))
     return _step("hyde", generator, built, out)
 
 
