@@ -116,3 +116,18 @@ def test_the_app_talks_to_the_engine_through_explorer_methods_only():
                 reached.append(f"{path.name}:{node.lineno} explorer.{node.attr}")
     assert reached == []
     assert {"save_run", "evaluation_rows", "judged_pairs", "ready"} <= public
+
+
+def test_the_readme_layout_names_every_module():
+    """README.md's Layout section names each module of engine/ and app/ (as `name`), so a
+    module added without a word there fails here."""
+    import re
+
+    readme = (ENGINE.parent / "README.md").read_text(encoding="utf-8")
+    layout = readme[readme.index("## Layout"):readme.index("\n## ", readme.index("## Layout") + 1)]
+    named = {name.removesuffix(".py") for name in re.findall(r"`([\w.]+)`", layout)}
+    modules = [path for package in ("engine", "app")
+               for path in sorted((ENGINE.parent / package).rglob("*.py"))
+               if path.name not in ("__init__.py", "__main__.py")]
+    assert len(modules) > 100
+    assert [str(p.relative_to(ENGINE.parent)) for p in modules if p.stem not in named] == []
