@@ -6,6 +6,7 @@ engine refusal becomes a gr.Error that names the bad value and the fix.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import asdict
@@ -50,16 +51,11 @@ def _runs_api(explorer: Explorer) -> None:
         except BuildNeeded as err:
             raise refused(f"{err} Over the API: pass build=True (the fifth argument of "
                           "/run) to build it within this request.") from None
-        except EngineError as err:
-            raise refused(err) from None
 
     def save_run(trace_json: str, name: str = "", notes: str = "") -> int:
         """Save a trace (as returned by `run`); returns the new run id."""
         trace = _trace(trace_json)
-        try:
-            return explorer.save_run(trace, name, notes)
-        except EngineError as err:
-            raise refused(err) from None
+        return explorer.save_run(trace, name, notes)
 
     def reanswer(trace_json: str, passage_ids: str, oracle: bool = False) -> str:
         """Re-answer a run (a trace as `run` returned it) over the units whose ids are in
@@ -74,10 +70,7 @@ def _runs_api(explorer: Explorer) -> None:
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise refused(f"passage_ids={passage_ids!r} is not a JSON list of unit ids; "
                           'give e.g. ["Danube#0", "Vienna#1"].')
-        try:
-            return explorer.reanswer(trace, ids, bool(oracle)).to_json()
-        except EngineError as err:
-            raise refused(err) from None
+        return explorer.reanswer(trace, ids, bool(oracle)).to_json()
 
     def list_runs() -> str:
         """Saved runs, newest first, as a JSON list of {id, name, paradigm, question, ...}."""
@@ -85,10 +78,7 @@ def _runs_api(explorer: Explorer) -> None:
 
     def load_run(run_id: int) -> str:
         """The saved trace JSON of run `run_id`, exactly as saved."""
-        try:
-            return explorer.load_run(run_id).to_json()
-        except EngineError as err:
-            raise refused(err) from None
+        return explorer.load_run(run_id).to_json()
 
     def status() -> dict:
         """Preparation progress: {"ready": {paradigm: bool}, "tasks": [line, ...]}."""
@@ -112,11 +102,8 @@ def _annotation_api(explorer: Explorer) -> None:
                        annotator: str = "", question_id: str = "", corpus: str = "") -> str:
         """Store label 1 or 0 for documents (d1, d2) of `question` (of `corpus`; empty: the
         start-up one); returns the stored label."""
-        try:
-            stored = explorer.add_label(question, d1_id, d2_id, label, annotator=annotator,
-                                        question_id=question_id, corpus=corpus)
-        except EngineError as err:
-            raise refused(err) from None
+        stored = explorer.add_label(question, d1_id, d2_id, label, annotator=annotator,
+                                    question_id=question_id, corpus=corpus)
         return json.dumps({**stored.record(), "id": stored.id})
 
     def list_labels() -> str:
@@ -132,15 +119,10 @@ def _annotation_api(explorer: Explorer) -> None:
         except (ValueError, TypeError, KeyError) as err:
             raise refused(f"trace_json is not a run trace ({err}); pass what `run` "
                           "returned.") from None
-        except EngineError as err:
-            raise refused(err) from None
 
     def retrain() -> str:
         """Start retraining on the training pairs plus the labels; returns classifier_status."""
-        try:
-            return _status_json(explorer.retrain_classifier())
-        except EngineError as err:
-            raise refused(err) from None
+        return _status_json(explorer.retrain_classifier())
 
     def classifier_status() -> str:
         """The active version, every version's held-out figures, the retrain's progress."""
@@ -148,10 +130,7 @@ def _annotation_api(explorer: Explorer) -> None:
 
     def activate_classifier(version: str) -> str:
         """Make `version` (an id from classifier_status) the active classifier."""
-        try:
-            return _status_json(explorer.activate_classifier(version))
-        except EngineError as err:
-            raise refused(err) from None
+        return _status_json(explorer.activate_classifier(version))
 
     _endpoint(annotate_label, "label_json", "JSON text: the stored label {id, question, "
               "question_id, d1_id, d1_title, d1_text, d2_id, ..., label, source, annotator, "
@@ -178,22 +157,16 @@ def _evaluation_api(explorer: Explorer) -> None:
         with what and how long, unless `build` is true. With a `ray` address ("local":
         two workers here) the questions run as Ray tasks. `corpus` names the corpus searched
         (empty: the one the app started with). Returns the evaluation id."""
-        try:
-            configs = parse_config(configs_json)
-            names = [p.strip() for p in str(paradigms or "").split(",") if p.strip()]
-            return explorer.evaluate(dataset, names, configs, limit=int(limit),
-                                     sample=int(sample), seed=int(seed), name=name,
-                                     build=bool(build), ray=ray or "",
-                                     corpus=corpus or "")
-        except EngineError as err:
-            raise refused(err) from None
+        configs = parse_config(configs_json)
+        names = [p.strip() for p in str(paradigms or "").split(",") if p.strip()]
+        return explorer.evaluate(dataset, names, configs, limit=int(limit),
+                                 sample=int(sample), seed=int(seed), name=name,
+                                 build=bool(build), ray=ray or "",
+                                 corpus=corpus or "")
 
     def evaluation_status(evaluation_id: int) -> str:
         """{id, state, done, total, seconds, seconds_left, error, means} as JSON."""
-        try:
-            return json.dumps(explorer.evaluation_status(evaluation_id))
-        except EngineError as err:
-            raise refused(err) from None
+        return json.dumps(explorer.evaluation_status(evaluation_id))
 
     def list_evaluations() -> str:
         """Stored evaluations, newest first, as a JSON list."""
@@ -201,19 +174,13 @@ def _evaluation_api(explorer: Explorer) -> None:
 
     def load_evaluation(evaluation_id: int) -> str:
         """A stored evaluation: its description, summary and per-question rows, as JSON."""
-        try:
-            stored = explorer.evaluation(evaluation_id)
-            return json.dumps({**vars(stored),
-                               "rows": explorer.evaluation_rows(evaluation_id)})
-        except EngineError as err:
-            raise refused(err) from None
+        stored = explorer.evaluation(evaluation_id)
+        return json.dumps({**vars(stored),
+                           "rows": explorer.evaluation_rows(evaluation_id)})
 
     def export_evaluation(evaluation_id: int, fmt: str = "ragas") -> str:
         """Every run of an evaluation as ragas JSONL, RAGChecker JSON or FlashRAG JSONL."""
-        try:
-            return explorer.export_evaluation(evaluation_id, fmt)
-        except EngineError as err:
-            raise refused(err) from None
+        return explorer.export_evaluation(evaluation_id, fmt)
 
     _endpoint(evaluate, "evaluation_id", "the new evaluation's id; follow it with "
               "evaluation_status")
@@ -235,10 +202,7 @@ def _diagnosis_api(explorer: Explorer) -> None:
         """Per paradigm of an evaluation, where each question lost the gold `track`
         ("answer" or "support": all supporting documents) as JSON: {paradigm: {cuts,
         counts: {outcome: n}, questions: {outcome: [positions]}, traced, total}}."""
-        try:
-            return json.dumps(explorer.attribution(evaluation_id, track or "answer"))
-        except EngineError as err:
-            raise refused(err) from None
+        return json.dumps(explorer.attribution(evaluation_id, track or "answer"))
 
     def paired(evaluation_id: int, a: str = "", b: str = "",
                other_evaluation_id: str = "") -> str:
@@ -247,15 +211,12 @@ def _diagnosis_api(explorer: Explorer) -> None:
         evaluation, or `a` of it against `b` of `other_evaluation_id` on the questions
         both answered. JSON: {a, b, shared, differences: [{metric, a, b, diff, ci, p,
         within_noise, n}]}."""
-        try:
-            other = str(other_evaluation_id or "").strip()
-            if other and not other.isdigit():
-                raise ConfigError(f"other_evaluation_id={other_evaluation_id!r} is not an "
-                                  "evaluation id; give a number from list_evaluations.")
-            return json.dumps(explorer.paired(evaluation_id, a or "", b or "",
-                                              int(other) if other else None))
-        except EngineError as err:
-            raise refused(err) from None
+        other = str(other_evaluation_id or "").strip()
+        if other and not other.isdigit():
+            raise ConfigError(f"other_evaluation_id={other_evaluation_id!r} is not an "
+                              "evaluation id; give a number from list_evaluations.")
+        return json.dumps(explorer.paired(evaluation_id, a or "", b or "",
+                                          int(other) if other else None))
 
     def sweep(paradigm: str, options_json: str, dataset: str, limit: int = 0,
               sample: int = 0, seed: int = 0, retrieval_only: bool = True,
@@ -269,14 +230,11 @@ def _diagnosis_api(explorer: Explorer) -> None:
         paradigms are the grid points ("funnel K=5 N=8"); follow it with
         `evaluation_status`. `corpus` names the corpus searched (empty: the start-up one).
         Returns its id."""
-        try:
-            return explorer.sweep(dataset, paradigm, parse_config(options_json),
-                                  parse_config(config_json), limit=int(limit),
-                                  sample=int(sample), seed=int(seed),
-                                  retrieval_only=bool(retrieval_only), name=name,
-                                  build=bool(build), corpus=corpus or "")
-        except EngineError as err:
-            raise refused(err) from None
+        return explorer.sweep(dataset, paradigm, parse_config(options_json),
+                              parse_config(config_json), limit=int(limit),
+                              sample=int(sample), seed=int(seed),
+                              retrieval_only=bool(retrieval_only), name=name,
+                              build=bool(build), corpus=corpus or "")
 
     _endpoint(attribution, "attribution_json", "JSON text: {paradigm: {cuts, counts: "
               "{outcome: n}, questions: {outcome: [positions]}, traced, total}}")
@@ -295,10 +253,7 @@ def _corpora_api(explorer: Explorer) -> None:
         file). Returns {"name", "status"} at once; it is read and prepared in the
         background (list_corpora shows how far), then /run takes its name."""
         path, original = _uploaded(file)
-        try:
-            added = explorer.add_corpus(name, path, upload=True, original=original)
-        except EngineError as err:
-            raise refused(err) from None
+        added = explorer.add_corpus(name, path, upload=True, original=original)
         return json.dumps({"name": added, "status": "preparing"})
 
     def list_corpora() -> str:
@@ -309,10 +264,7 @@ def _corpora_api(explorer: Explorer) -> None:
 
     def remove_corpus(name: str) -> str:
         """Remove an added corpus (not the start-up or a packaged one); returns its name."""
-        try:
-            explorer.remove_corpus(name)
-        except EngineError as err:
-            raise refused(err) from None
+        explorer.remove_corpus(name)
         return json.dumps({"removed": name})
 
     _endpoint(add_corpus, "corpus_json", 'JSON text: {"name", "status": "preparing"}; '
@@ -331,9 +283,18 @@ CLASSIFIER = ("JSON text: the active classifier version, every version's held-ou
 
 def _endpoint(fn: Callable, returns: str, description: str) -> None:
     """Register `fn` as the endpoint /<its name>, its result named `returns` and described
-    in view_api. gr.api names every result "1st" and, under postponed annotations, types it
-    Any; the one result's component is labelled and typed here instead."""
-    dependency = gr.api(fn, api_name=fn.__name__)
+    in view_api, an engine refusal (EngineError) raised as the gr.Error that names it. gr.api
+    names every result "1st" and, under postponed annotations, types it Any; the one
+    result's component is labelled and typed here instead."""
+
+    @functools.wraps(fn)  # gr.api reads fn's signature and docstring through it
+    def refusing(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except EngineError as err:
+            raise refused(err) from None
+
+    dependency = gr.api(refusing, api_name=fn.__name__)
     (output,) = (get_blocks_context().blocks[i] for i in dependency["outputs"])
     output.label = returns
     output._api_info = {**python_type_to_json_schema(get_type_hints(fn)["return"]),
