@@ -168,6 +168,18 @@ class ParadigmSpec:
         return self.paradigm.needs(config if config is not None else self.config())
 
 
+@dataclass(frozen=True)
+class RerankerSpec:
+    """A re-ranker a plugin adds, named in any paradigm's re-ranker option (flat's and
+    best's `reranker`, funnel's `preranker`) as the built-in ones are. `make(corpus,
+    passages, granularity=..., name=...)` returns the stage (an engine.stages.base.Reranker
+    over candidates of that granularity, called `name` in traces)."""
+
+    name: str
+    description: str
+    make: Callable[..., object]
+
+
 def check_question(text: str) -> str:
     """The question, stripped; empty or oversized questions are refused."""
     text = (text or "").strip()

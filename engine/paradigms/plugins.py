@@ -2,7 +2,7 @@
 
 A package adds a paradigm by declaring an entry point in the group `funnel_explorer.paradigms`
 that names a `ParadigmSpec` (engine.paradigms.base), and a re-ranker with one in
-`funnel_explorer.rerankers` that names a `RerankerSpec` (engine.paradigms.registry), in its
+`funnel_explorer.rerankers` that names a `RerankerSpec` (engine.paradigms.base too), in its
 pyproject.toml:
 
     [project.entry-points."funnel_explorer.paradigms"]

@@ -11,26 +11,12 @@ entry point.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, is_dataclass
+from dataclasses import is_dataclass
 
 from engine.config import config_from_dict
 from engine.errors import ConfigError, check_choice
 from engine.paradigms import plugins
-from engine.paradigms.base import Paradigm, ParadigmSpec
-
-
-@dataclass(frozen=True)
-class RerankerSpec:
-    """A re-ranker a plugin adds, named in any paradigm's re-ranker option (flat's and
-    best's `reranker`, funnel's `preranker`) as the built-in ones are. `make(corpus,
-    passages, granularity=..., name=...)` returns the stage (an engine.stages.base.Reranker
-    over candidates of that granularity, called `name` in traces)."""
-
-    name: str
-    description: str
-    make: Callable[..., object]
-
+from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec
 
 PARADIGMS: dict[str, ParadigmSpec] = {}
 RERANKERS: dict[str, RerankerSpec] = {}

@@ -2,8 +2,7 @@
 from dataclasses import dataclass
 
 from engine.config import param
-from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.registry import RerankerSpec
+from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec
 from engine.paradigms.resources import BM25, Reader, Resources
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import Reranker, run_stage
