@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import socket
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from engine.config import param
 from engine.paradigms.base import Paradigm, ParadigmSpec, annotate
@@ -126,3 +129,32 @@ def qa_file(path, n=3) -> str:
             for i in range(n)]
     path.write_text("\n".join(json.dumps(r) for r in rows))
     return str(path)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def served(prep: Preparation, sessions: Path) -> Iterator[tuple]:
+    """(an Explorer over `prep` saving runs in `sessions`, its app served in this process,
+    a gradio_client of it); both closed after."""
+    from gradio_client import Client
+
+    from app.ui import build_app
+    from engine.service.explorer import Explorer
+    from engine.store.sessions import SessionStore
+
+    store = SessionStore(sessions)
+    explorer = Explorer(prep, store)
+    demo = build_app(explorer)
+    port = free_port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
+                        quiet=True)
+    try:
+        yield explorer, demo, Client(f"http://127.0.0.1:{port}/", verbose=False)
+    finally:
+        demo.close()
+        store.close()

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import time
 from pathlib import Path
 
 import pytest
 
 from engine.service import datasets
-from tests.fakes import qa_file
+from tests.fakes import qa_file, served
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -41,28 +40,13 @@ def shared_data(tmp_path, monkeypatch):
 @pytest.fixture
 def live(echo, tiny_corpus, tmp_path, shared_data):
     """(the app served in this process over the tiny corpus, a gradio_client)."""
-    from gradio_client import Client
-
-    from app.ui import build_app
-    from engine.service.explorer import Explorer
     from engine.service.readiness import Preparation, Task
-    from engine.store.sessions import SessionStore
 
     prep = Preparation("tiny", dense=False)
     prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: tiny_corpus)}
     prep.run()
-    store = SessionStore(tmp_path / "runs.duckdb")
-    demo = build_app(Explorer(prep, store))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-                        quiet=True)
-    try:
-        yield demo, Client(f"http://127.0.0.1:{port}/", verbose=False)
-    finally:
-        demo.close()
-        store.close()
+    with served(prep, tmp_path / "runs.duckdb") as (_, demo, client):
+        yield demo, client
 
 
 def test_view_api_names_and_describes_every_result_of_the_documented_endpoints(live):

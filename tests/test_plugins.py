@@ -5,7 +5,6 @@ error and left out, and everything else still loads."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine.paradigms import plugins, registry
-from tests.fakes import ECHO, qa_file
+from tests.fakes import ECHO, qa_file, served
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "funnel-explorer-example"
 QUESTION = "Which river flows through Budapest?"
@@ -45,27 +44,11 @@ def example():
 @pytest.fixture
 def live(example, tiny_corpus, tmp_path):
     """(an Explorer over the tiny corpus, its app served here, a gradio_client)."""
-    from gradio_client import Client
-
-    from app.ui import build_app
-    from engine.service.explorer import Explorer
     from engine.service.readiness import Preparation
-    from engine.store.sessions import SessionStore
 
     prep = Preparation("tiny", dense=False, load=lambda progress: tiny_corpus).run()
-    store = SessionStore(tmp_path / "runs.duckdb")
-    explorer = Explorer(prep, store)
-    demo = build_app(explorer)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-                        quiet=True)
-    try:
-        yield explorer, Client(f"http://127.0.0.1:{port}/", verbose=False)
-    finally:
-        demo.close()
-        store.close()
+    with served(prep, tmp_path / "runs.duckdb") as (explorer, _, client):
+        yield explorer, client
 
 
 def test_the_example_plugin_adds_a_paradigm_and_a_reranker_from_its_package(example):

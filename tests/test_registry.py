@@ -5,7 +5,6 @@ and the UI's choices and generated parameter panels."""
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
@@ -14,6 +13,7 @@ from engine.errors import ConfigError
 from engine.paradigms.registry import PARADIGMS, make_config, spec
 from engine.service.store import make_paradigm
 from tests.conftest import TINY_DOCS
+from tests.fakes import served
 
 QUESTION = "Who painted A Sunday Afternoon?"
 
@@ -54,35 +54,16 @@ def test_the_cli_runs_it_and_lists_it_in_errors(echo, corpus_file, capsys):
     assert "Option 'k' must be an integer, got 'three' (str)" in capsys.readouterr().err
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def live_echo(echo, tiny_corpus, tmp_path):
     """The app with 'echo' registered, served in this process, and a gradio_client."""
-    from gradio_client import Client
-
-    from app.ui import build_app
-    from engine.service.explorer import Explorer
     from engine.service.readiness import Preparation, Task
-    from engine.store.sessions import SessionStore
 
     prep = Preparation("tiny", dense=False)
     prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: tiny_corpus)}
     prep.run()
-    store = SessionStore(tmp_path / "runs.duckdb")
-    demo = build_app(Explorer(prep, store))
-    port = _free_port()
-    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-                        quiet=True)
-    try:
-        yield demo, Client(f"http://127.0.0.1:{port}/", verbose=False)
-    finally:
-        demo.close()
-        store.close()
+    with served(prep, tmp_path / "runs.duckdb") as (_, demo, client):
+        yield demo, client
 
 
 def test_the_api_runs_it_validates_its_options_and_logs_refusals_in_one_line(live_echo,
