@@ -9,6 +9,7 @@ instead of staying silent, and the log never fills with a bar redrawn many times
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -27,7 +28,10 @@ def log_seconds() -> float:
 
 
 def duration(seconds: float) -> str:
-    """'40 s', '3 min', '1 h 5 min': how long, as a person would say it."""
+    """'40 s', '3 min', '1 h 5 min': how long, as a person would say it ('an unknown time'
+    for an infinite estimate)."""
+    if math.isinf(seconds):
+        return "an unknown time"
     if seconds < 90:
         return f"{seconds:.0f} s"
     minutes = round(seconds / 60)

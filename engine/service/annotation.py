@@ -28,6 +28,7 @@ from typing import Any
 
 from engine.errors import ConfigError, log_failure
 from engine.models.trained import SELECTION_CLASSIFIER
+from engine.service.builds import Paced
 from engine.store.labels import Label, LabelStore
 from engine.trace import RunTrace
 from engine.types import Corpus
@@ -87,7 +88,7 @@ def judged_pairs(trace: RunTrace, corpus: Corpus, labels: list[Label] = ()) -> l
 
 
 @dataclass
-class RetrainJob:
+class RetrainJob(Paced):
     """The state of the background retrain (written by its thread only)."""
 
     state: str = "idle"  # idle | waiting | running | done | failed | interrupted
@@ -109,27 +110,6 @@ class RetrainJob:
     paced_from: tuple[float, int] | None = None  # (when, done) of its first progress
     paused_at_pace: float = 0.0  # its turn's paused seconds when the pace began
     thread: threading.Thread | None = field(default=None, repr=False)
-
-    def report(self, done: int, total: int) -> None:
-        """The training's progress callback: `done` of `total` units of work."""
-        if self.paced_from is None or done < self.paced_from[1]:
-            self.paced_from = (time.monotonic(), done)
-            self.paused_at_pace = self.turn.paused_seconds if self.turn else 0.0
-        self.done, self.total = done, total
-
-    def seconds_left(self) -> float | None:
-        """How long the training still needs at the pace it keeps (None: too early to
-        tell), measured as the preparation's tasks measure theirs."""
-        from engine.service.readiness import PACE_SECONDS
-
-        if self.paced_from is None or not self.total:
-            return None
-        since, first = self.paced_from
-        paused = (self.turn.paused_seconds if self.turn else 0.0) - self.paused_at_pace
-        seconds = time.monotonic() - since - paused  # not the time it was paused
-        if seconds < PACE_SECONDS or self.done <= first:
-            return None
-        return max(0.0, (self.total - self.done) * seconds / (self.done - first))
 
     def waiting_for(self) -> str:
         """What it waits for now, as a phrase ("" once it runs)."""

@@ -18,16 +18,18 @@ knows its place in the queue and how long what runs before it is expected to tak
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from engine.progress import duration
+
 Progress = Callable[[int, int], None]
 
 SHORT_SECONDS = 120.0  # a build estimated within this goes first, pausing a long one
+PACE_SECONDS = 20.0  # a running build's time left is told once it kept a pace this long
 
 
 class Cancelled(Exception):
@@ -63,6 +65,39 @@ class Turn:
             if self.queue is not None:
                 self.queue.yield_to_short(self)
         return wrapped
+
+
+class Paced:
+    """The pace of a long build, for a dataclass with fields `done`, `total`, `turn` (its
+    Turn, once it has one), `paced_from` ((when, done) of its first progress report) and
+    `paused_at_pace` (its turn's paused seconds then): units a second since its first
+    report (setup before it not counted, nor the time its turn was paused while shorter
+    builds ran), told once it kept a pace for PACE_SECONDS."""
+
+    def report(self, done: int, total: int) -> None:
+        """Its progress callback: `done` of `total` units of work."""
+        if self.paced_from is None or done < self.paced_from[1]:
+            self.paced_from = (time.monotonic(), done)
+            self.paused_at_pace = self.turn.paused_seconds if self.turn else 0.0
+        self.done, self.total = done, total
+
+    def rate(self) -> float | None:
+        """Units a second at the pace it keeps; None before it kept one."""
+        if self.paced_from is None:
+            return None
+        since, first = self.paced_from
+        paused = (self.turn.paused_seconds if self.turn else 0.0) - self.paused_at_pace
+        seconds = time.monotonic() - since - paused
+        if seconds < PACE_SECONDS or self.done <= first:
+            return None
+        return (self.done - first) / seconds
+
+    def seconds_left(self) -> float | None:
+        """How long it still needs at the pace it keeps (None: too early to tell)."""
+        rate = self.rate()
+        if rate is None or not self.total:
+            return None
+        return max(0.0, (self.total - self.done) / rate)
 
 
 class BuildQueue:
@@ -170,13 +205,6 @@ class BuildQueue:
             out.append(f"{turn.label}: number {place} in the build queue; starts in about "
                        f"{duration(seconds)}, then takes about {duration(turn.seconds)}")
         return out
-
-
-def duration(seconds: float) -> str:
-    """'40 s', '3 min', '1 h 5 min' ('an unknown time' for an unknown estimate)."""
-    from engine.progress import duration as said
-
-    return said(seconds) if math.isfinite(seconds) else "an unknown time"
 
 
 BUILDS = BuildQueue()

@@ -37,7 +37,8 @@ from engine import qa_data
 from engine.errors import EngineError, check_choice
 from engine.paradigms.base import Need
 from engine.paradigms.registry import PARADIGMS
-from engine.service.builds import BUILDS, Cancelled, Turn
+from engine.progress import duration
+from engine.service.builds import BUILDS, Cancelled, Paced, Turn
 from engine.service.store import process_store
 from engine.types import Corpus
 
@@ -46,11 +47,10 @@ logger = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 
 CANCELLED = "cancelled while it waited for its turn to build"
-PACE_SECONDS = 20.0  # a running task's time left is told once it kept a pace this long
 
 
 @dataclass
-class Task:
+class Task(Paced):
     """One preparation step and its live state (written by the worker thread only)."""
 
     name: str
@@ -96,33 +96,6 @@ class Task:
         except Exception:  # noqa: BLE001 - an estimate is a courtesy, never a failure
             logger.exception("could not estimate %s", self.label)
             return math.inf
-
-    def report(self, done: int, total: int) -> None:
-        """Its progress callback: `done` of `total` units of work."""
-        if self.paced_from is None or done < self.paced_from[1]:
-            self.paced_from = (time.monotonic(), done)
-            self.paused_at_pace = self.turn.paused_seconds if self.turn else 0.0
-        self.done, self.total = done, total
-
-    def rate(self) -> float | None:
-        """Units a second since its first progress report (setup before it not counted, nor
-        the time it was paused while shorter builds ran), once it has kept a pace for
-        PACE_SECONDS; None before."""
-        if self.paced_from is None:
-            return None
-        since, first = self.paced_from
-        paused = (self.turn.paused_seconds if self.turn else 0.0) - self.paused_at_pace
-        seconds = time.monotonic() - since - paused
-        if seconds < PACE_SECONDS or self.done <= first:
-            return None
-        return (self.done - first) / seconds
-
-    def seconds_left(self) -> float | None:
-        """How long it still needs at the pace it keeps (None: too early to tell)."""
-        rate = self.rate()
-        if rate is None or not self.total:
-            return None
-        return max(0.0, (self.total - self.done) / rate)
 
     def expected(self) -> float:
         """About how many seconds it still needs: what it has left at its pace while it
@@ -182,16 +155,6 @@ class Task:
         """Whether running it is a long build (encoding, training) that takes its turn
         (BUILDS); loading what an earlier build cached is not."""
         return self.promised or (self.must_train is not None and self.must_train())
-
-
-def duration(seconds: float) -> str:
-    """'40 s', '3 min', '1 h 5 min': how long, as a person would say it."""
-    if math.isinf(seconds):
-        return "an unknown time"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    minutes = round(seconds / 60)
-    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
 class Preparation:
