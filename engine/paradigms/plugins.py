@@ -45,6 +45,10 @@ class Plugin:
     value: str  # module:attribute
     error: str = ""
 
+    def left_out(self) -> str:
+        """The status line's words for a plugin left out."""
+        return f"plugin '{self.name}' ({self.value}, from {self.package}): left out, {self.error}"
+
     @property
     def kind(self) -> str:
         return self.group.rsplit(".", 1)[-1].rstrip("s")  # "paradigm", "reranker"

@@ -241,8 +241,7 @@ class Explorer:
         from engine.paradigms.registry import failed_plugins
         from engine.service.builds import BUILDS
 
-        left_out = [f"plugin '{p.name}' ({p.value}, from {p.package}): left out, {p.error}"
-                    for p in failed_plugins()]
+        left_out = [plugin.left_out() for plugin in failed_plugins()]
         owned = {task.turn for preparation in (self._preparation,
                                                *self._corpora.loaded_preparations())
                  for task in preparation.tasks.values() if task.turn is not None}
@@ -253,7 +252,7 @@ class Explorer:
         line each with why."""
         from engine.paradigms.registry import failed_plugins
 
-        return [*(f"plugin '{p.name}': {p.error}" for p in failed_plugins()),
+        return [*(plugin.left_out() for plugin in failed_plugins()),
                 *(task.describe() for task in self._preparation.failed())]
 
     def standing_in(self) -> list[str]:
