@@ -72,6 +72,12 @@ class Resource(ABC):
         """The loaded resource from `store` (instant once its needs are prepared). An index
         or a model declares `stand_in` (engine.records.StandIn, None for the real one)."""
 
+    def loading(self, key: str, label: str, **options: Any) -> Need:
+        """The need `key` prepared by loading this resource (the store builds what is
+        missing), with the Need's other `options`."""
+        return Need(key, label, lambda corpus, progress, store: self.load(corpus, store),
+                    **options)
+
 
 class Uses:
     """A paradigm's resources, loaded: `uses.reader`, `uses.index`, ... by the field names
@@ -83,9 +89,6 @@ class Uses:
 
 class Resources:
     """Base of a paradigm's frozen dataclass of `Resource | None` fields."""
-
-    def needs(self) -> tuple[Need, ...]:
-        return needs_of(self)
 
     def load(self, corpus: Corpus, store: Store) -> Uses:
         """Every resource loaded from `store` for `corpus`, by field name."""
@@ -124,8 +127,8 @@ class BM25(Resource):
     units: UnitConfig
 
     def needs(self) -> tuple[Need, ...]:
-        return (Need(f"bm25 {_units_key(self.units)}", f"BM25 over {_describe(self.units)}",
-                     lambda corpus, progress, store: self.load(corpus, store)),)
+        return (self.loading(f"bm25 {_units_key(self.units)}",
+                             f"BM25 over {_describe(self.units)}"),)
 
     def load(self, corpus: Corpus, store: Store):
         return store.bm25(corpus, self.units)
@@ -181,9 +184,8 @@ class Encoder(Resource):
     model: str = ENCODER
 
     def needs(self) -> tuple[Need, ...]:
-        return (Need(f"encoder {self.model}", f"encoder {self.model}",
-                     lambda corpus, progress, store: self.load(corpus, store),
-                     per_corpus=False),)
+        return (self.loading(f"encoder {self.model}", f"encoder {self.model}",
+                             per_corpus=False),)
 
     def load(self, corpus: Corpus, store: Store):
         return store.encoder(self.model)
@@ -197,8 +199,7 @@ class Clusters(Resource):
     units: UnitConfig
 
     def needs(self) -> tuple[Need, ...]:
-        return (Need(f"clusters {_units_key(self.units)}", _describe(self.units),
-                     lambda corpus, progress, store: self.load(corpus, store)),)
+        return (self.loading(f"clusters {_units_key(self.units)}", _describe(self.units)),)
 
     def load(self, corpus: Corpus, store: Store):
         return store.clusters(corpus, self.units)
@@ -261,9 +262,8 @@ class Ranker(Resource):
         if stored is not None:
             return stored.needs()
 
-        return (Need(f"ranker {self.model} {self.granularity} {self.name}",
-                     f"re-ranker '{self.model}'",
-                     lambda corpus, progress, store: self.load(corpus, store)),)
+        return (self.loading(f"ranker {self.model} {self.granularity} {self.name}",
+                             f"re-ranker '{self.model}'"),)
 
     def load(self, corpus: Corpus, store: Store):
         """The stage itself, its model loaded (a cross-encoder) or its scores built."""
@@ -285,10 +285,8 @@ class Reader(Resource):
         c = self.config
         where = f" at {c.endpoint}" if c.endpoint else ""
 
-        return (Need(f"reader {c.model} {c.endpoint} {c.precision}",
-                     f"reader {c.model}{where}",
-                     lambda corpus, progress, store: self.load(corpus, store),
-                     per_corpus=False),)
+        return (self.loading(f"reader {c.model} {c.endpoint} {c.precision}",
+                             f"reader {c.model}{where}", per_corpus=False),)
 
     def load(self, corpus: Corpus, store: Store):
         c = self.config
@@ -300,9 +298,9 @@ def _model_need(key: str, label: str, resource: SelectionClassifier | QueryClass
     """Loading a classifier. "trained" names `trainer`: while it is not trained the load
     gives the model's untrained stand-in, and the service trains it in the background."""
     trained = resource.model == "trained"
-    return Need(key, label, lambda corpus, progress, store: resource.load(corpus, store),
-                per_corpus=False, trained_by=trainer if trained else "",
-                train_seconds=TRAINING_TIMES[trainer].seconds if trained else 0.0)
+    return resource.loading(key, label, per_corpus=False,
+                            trained_by=trainer if trained else "",
+                            train_seconds=TRAINING_TIMES[trainer].seconds if trained else 0.0)
 
 
 @dataclass(frozen=True)
