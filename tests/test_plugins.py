@@ -1,10 +1,11 @@
-"""Plugins by entry point: the example package installed with pip adds a paradigm and a
-re-ranker that answer through the API like the built-ins; a broken plugin is named with its
-error and left out, and everything else still loads."""
+"""Plugins by entry point: the example package installed with pip adds a paradigm, a
+re-ranker and a reader backend that answer through the API like the built-ins; a broken
+plugin is named with its error and left out, and everything else still loads."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -13,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.paradigms import plugins, registry
+from engine import plugins
+from engine.paradigms import registry
+from engine.readers import generators
 from tests.fakes import ECHO, qa_file, served
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "funnel-explorer-example"
+ADDED = ("overlap", "word-overlap", "best-sentence")  # what the example adds
 QUESTION = "Which river flows through Budapest?"
 
 
@@ -29,14 +33,14 @@ def _pip(*args: str) -> None:
 @pytest.fixture(scope="module")
 def example():
     """The example plugin package installed into this environment (and removed after)."""
-    for name in ("overlap", "word-overlap"):  # loaded at start if it was installed then
+    for name in ADDED:  # loaded at start if it was installed then
         registry.unload_plugin(name)
     _pip("install", "--no-deps", "--no-build-isolation", str(EXAMPLE))
     try:
         new = registry.load_plugins()
         yield {p.name: p for p in new}
     finally:
-        for name in ("overlap", "word-overlap"):
+        for name in ADDED:
             registry.unload_plugin(name)
         _pip("uninstall", "-y", "funnel-explorer-example")
 
@@ -52,18 +56,20 @@ def live(example, tiny_corpus, tmp_path):
 
 
 def test_the_example_plugin_adds_a_paradigm_and_a_reranker_from_its_package(example):
-    assert {n: (p.package, p.error) for n, p in example.items()} == {
-        "overlap": ("funnel-explorer-example", ""),
-        "word-overlap": ("funnel-explorer-example", "")}
+    assert {n: (p.kind, p.package, p.error) for n, p in example.items()} == {
+        "overlap": ("paradigm", "funnel-explorer-example", ""),
+        "word-overlap": ("reranker", "funnel-explorer-example", ""),
+        "best-sentence": ("generator", "funnel-explorer-example", "")}
     assert "overlap" in registry.names() and "word-overlap" in registry.RERANKERS
+    assert "best-sentence" in generators.BACKENDS
     assert [o.name for o in registry.spec("overlap").options()][:3] == ["M", "k", "reader.model"]
     # the built-ins come through the same loader, from no package
     assert [p.name for p in registry.PLUGINS if p.package == plugins.BUILT_IN] == [
-        "funnel", "flat", "longrag", "drrag", "best"]
+        "funnel", "flat", "longrag", "drrag", "best", "transformers", "openai"]
 
 
-def test_a_plugin_paradigm_and_reranker_answer_over_the_api_and_in_an_evaluation(live,
-                                                                                tmp_path):
+def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_evaluation(
+        live, tmp_path):
     explorer, client = live
     trace = json.loads(client.predict(QUESTION, "overlap", '{"M": 6, "k": 2}', api_name="/run"))
     assert [s["name"] for s in trace["stages"]] == ["bm25", "overlap"]
@@ -81,9 +87,20 @@ def test_a_plugin_paradigm_and_reranker_answer_over_the_api_and_in_an_evaluation
     status = explorer.evaluation_status(evaluation)
     assert (status["state"], status["done"]) == ("done", 2) and set(status["means"]) == {
         "overlap", "flat"}
+    # the plugin's backend reads for a built-in paradigm: its sentence, no model loaded
+    read = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "reader": '
+                                     '{"backend": "best-sentence"}}', api_name="/run"))
+    (step,) = read["llm_steps"]
+    read_words = set(re.findall(r"\w+", " ".join(
+        f"{c['unit']['title']} {c['unit']['text']}" for c in read["stages"][-1]["candidates"])))
+    assert "Danube" in step["output"] and set(re.findall(r"\w+", step["output"])) <= read_words
+    # the funnel's post-ranker reads attention, which that backend declares it cannot give
+    with pytest.raises(Exception, match="'best-sentence' backend cannot give"):
+        client.predict(QUESTION, "funnel", '{"attention_weight": 0.5, "reader": '
+                       '{"backend": "best-sentence"}}', api_name="/run")
     rows = [row for row in explorer.models() if row.role.endswith("(plugin)")]
-    assert {(r.name, r.status) for r in rows} == {("overlap", "ready"),
-                                                  ("word-overlap", "ready")}
+    assert {(r.name, r.status) for r in rows} == {
+        ("overlap", "ready"), ("word-overlap", "ready"), ("best-sentence", "ready")}
 
 
 BAD_CONFIG = ECHO.__class__(name="bad", label="Bad", description="k above its range",

@@ -1,9 +1,10 @@
-"""The registry: every paradigm and plugin re-ranker declared once, read by everything else.
+"""The registry: every paradigm, plugin re-ranker and reader backend declared once, read by
+everything else.
 
 The CLI's choices, the API's validation, background preparation, the UI's paradigm choices
 and its parameter panels all come from here; the service makes a paradigm, handed what it
 uses (engine.service.store.make_paradigm). Paradigms and re-rankers arrive through entry
-points, the built-in paradigms the same way as a plugin's (engine.paradigms.plugins): adding
+points, the built-in paradigms the same way as a plugin's (engine.plugins): adding
 a paradigm is one module (a Paradigm subclass, its config dataclass and a `SPEC`) and one
 entry point.
 """
@@ -13,10 +14,11 @@ from __future__ import annotations
 import json
 from dataclasses import is_dataclass
 
+from engine import plugins
 from engine.config import config_from_dict
 from engine.errors import ConfigError, check_choice
-from engine.paradigms import plugins
 from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec
+from engine.readers import generators
 
 PARADIGMS: dict[str, ParadigmSpec] = {}
 RERANKERS: dict[str, RerankerSpec] = {}
@@ -46,9 +48,13 @@ def _add_reranker(spec: object) -> None:
     RERANKERS[spec.name] = spec
 
 
+_ADD = {plugins.PARADIGM_GROUP: _add_paradigm, plugins.RERANKER_GROUP: _add_reranker,
+        plugins.GENERATOR_GROUP: generators.add_backend}
+generators.backends()  # loaded on first use: the paradigms' reader configs needed them
 PLUGINS: list[plugins.Plugin] = [
     *plugins.load(plugins.PARADIGM_GROUP, _add_paradigm),
-    *plugins.load(plugins.RERANKER_GROUP, _add_reranker)]
+    *plugins.load(plugins.RERANKER_GROUP, _add_reranker),
+    *generators.PLUGINS]
 DEFAULT = "funnel"  # what the CLI and the API run when no paradigm is named
 
 
@@ -60,8 +66,7 @@ def load_plugins() -> list[plugins.Plugin]:
     importlib.invalidate_caches()
     seen = {(p.group, p.name, p.package) for p in PLUGINS}
     new = []
-    for group, add in ((plugins.PARADIGM_GROUP, _add_paradigm),
-                       (plugins.RERANKER_GROUP, _add_reranker)):
+    for group, add in _ADD.items():
         found = [(ep, package) for ep, package in plugins.discover(group)
                  if (group, ep.name, package) not in seen]
         new += plugins.load(group, add, found)
@@ -70,9 +75,11 @@ def load_plugins() -> list[plugins.Plugin]:
 
 
 def unload_plugin(name: str) -> None:
-    """Forget a plugin's paradigm or re-ranker `name` (a package uninstalled, in tests)."""
+    """Forget a plugin's paradigm, re-ranker or backend `name` (a package uninstalled, in
+    tests)."""
     PARADIGMS.pop(name, None)
     RERANKERS.pop(name, None)
+    generators.BACKENDS.pop(name, None)
     PLUGINS[:] = [p for p in PLUGINS if p.name != name]
 
 

@@ -283,14 +283,15 @@ class Reader(Resource):
 
     def needs(self) -> tuple[Need, ...]:
         c = self.config
+        backend = c.backend_of().name
         where = f" at {c.endpoint}" if c.endpoint else ""
-
-        return (self.loading(f"reader {c.model} {c.endpoint} {c.precision}",
-                             f"reader {c.model}{where}", per_corpus=False),)
+        through = "" if backend in ("transformers", "openai") else f" ({backend})"
+        return (self.loading(f"reader {backend} {c.model} {c.endpoint} {c.precision}",
+                             f"reader {c.model}{where}{through}", per_corpus=False),)
 
     def load(self, corpus: Corpus, store: Store):
         c = self.config
-        return store.reader(c.model, c.endpoint, c.precision)
+        return store.reader(c.model, c.endpoint, c.precision, c.backend_of().name)
 
 
 def _model_need(key: str, label: str, resource: SelectionClassifier | QueryClassifier,

@@ -1,10 +1,12 @@
-"""Generators: an in-process Hugging Face causal LM, and an OpenAI-compatible HTTP endpoint.
+"""Generator backends: an in-process Hugging Face causal LM, an OpenAI-compatible HTTP
+endpoint, and whatever plugins add, in one table (`BACKENDS`, by name).
 
-`make_generator(model, endpoint)` picks one: with an `endpoint` (a base URL such as
-http://127.0.0.1:8000/v1) the model name is sent to that server, with the key from
+A reader's `backend` option picks one (`auto`: with an `endpoint`, a base URL such as
+http://127.0.0.1:8000/v1, the model name is sent to that server, with the key from
 `$FUNNEL_API_KEY` or `$OPENAI_API_KEY`; otherwise `model` is an alias ("smollm2"), a local
-folder or a hub id loaded in this process. In-process generators are shared: one per model
-for the whole process (`shared_generator`).
+folder or a hub id loaded in this process). In-process generators are shared: one per model
+for the whole process (`shared_generator`, called by the service's store only). Each backend
+declares its `Capabilities`; what needs one checks it there.
 
 Shortcuts taken on purpose: greedy decoding only (answers must be reproducible); stop strings
 are matched on the decoded text after every token (simple and exact, a few microseconds).
@@ -26,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import ConfigError, EngineError
+from engine import plugins
+from engine.errors import ConfigError, EngineError, check_choice
 from engine.readers.answers import LOOP_NGRAM, repeats_tail
-from engine.readers.base import Capabilities, Generation, Prompt
+from engine.readers.base import Capabilities, Generation, Generator, Prompt
 from engine.readers.batching import Batcher
 from engine.readers.prefix_cache import PrefixCache, plain_layers
 
@@ -399,35 +402,88 @@ def _shared_hf(model: str, precision: str) -> HFGenerator:
     return HFGenerator(model, precision=precision)
 
 
+def _in_process(model: str, endpoint: str, precision: str) -> HFGenerator:
+    """One in-process model per name and precision for the whole process."""
+    from engine.models.loading import resolve_precision
+
+    with _LOCK:  # two threads asking at once must not load the model twice
+        return _shared_hf(model, resolve_precision(precision))
+
+
+def _fid_in_process(model: str, precision: str) -> Any:
+    """The FiD reader sharing the in-process model's weights (the funnel's post-ranking)."""
+    from engine.readers.fid import shared_fid_reader
+
+    return shared_fid_reader(model, precision)
+
+
+def _client(model: str, endpoint: str, precision: str) -> OpenAIGenerator:
+    return OpenAIGenerator(model, endpoint)  # the precision is the server's business
+
+
 @dataclass(frozen=True)
 class Backend:
-    """A generator backend as a reader's `backend` option names it."""
+    """A generator backend as a reader's `backend` option names it: what it can do, and
+    `make(model, endpoint, precision)`, which returns its generator (sharing a loaded model
+    across runs is the backend's business), and `fid(model, precision)`, the FiD reader that
+    reads passages through the model's attention (FunnelRAG's post-ranking, the "fid"
+    prompt) for a backend that has one. A plugin adds a backend by an entry point in the
+    group `funnel_explorer.generators` naming a Backend (engine.plugins)."""
 
     name: str
     description: str
     capabilities: Capabilities
     remote: bool  # reached at an endpoint, not loaded in this process
+    make: Callable[[str, str, str], Generator]
+    fid: Callable[[str, str], Any] | None = None
 
 
-# the one table of backends: ReaderConfig.backend's choices, shared_generator's dispatch
-BACKENDS: dict[str, Backend] = {b.name: b for b in (
-    Backend("transformers", "the model in this process (torch)", HFGenerator.capabilities,
-            remote=False),
-    Backend("openai", "an OpenAI-compatible server at the reader's endpoint",
-            OpenAIGenerator.capabilities, remote=True))}
+TRANSFORMERS = Backend("transformers", "the model in this process (torch)",
+                       HFGenerator.capabilities, remote=False, make=_in_process,
+                       fid=_fid_in_process)
+OPENAI = Backend("openai", "an OpenAI-compatible server at the reader's endpoint",
+                 OpenAIGenerator.capabilities, remote=True, make=_client)
+
+# the one table of backends, ReaderConfig.backend's choices: the built-ins and the plugins'
+# entry points, loaded through the same code on first use (`backends()`)
+BACKENDS: dict[str, Backend] = {}
+PLUGINS: list[plugins.Plugin] = []
+_LOADING = threading.Lock()
 
 
-def shared_generator(model: str = "smollm2", endpoint: str = "",
-                     precision: str = "auto") -> HFGenerator | OpenAIGenerator:
-    """The generator for `model`: one in-process model per name and precision for the whole
-    process, or a client of the OpenAI-compatible server at `endpoint` (`precision` is the
-    server's business there)."""
-    if endpoint:
-        return OpenAIGenerator(model, endpoint)
-    from engine.models.loading import resolve_precision
+def add_backend(backend: object) -> None:
+    """Register a plugin's (or a built-in) backend, refusing what would break the reader."""
+    if not isinstance(backend, Backend):
+        raise ConfigError(f"names a {type(backend).__name__}, not a Backend")
+    if backend.name in BACKENDS or backend.name == "auto":
+        raise ConfigError(f"its backend name {backend.name!r} is taken already")
+    if not callable(backend.make):
+        raise ConfigError(f"backend {backend.name!r}: its make is not callable")
+    BACKENDS[backend.name] = backend
 
-    with _LOCK:  # two threads asking at once must not load the model twice
-        return _shared_hf(model, resolve_precision(precision))
+
+def backends() -> dict[str, Backend]:
+    """Every generator backend by name, the entry points loaded on the first call."""
+    with _LOADING:
+        if not PLUGINS:
+            PLUGINS.extend(plugins.load(plugins.GENERATOR_GROUP, add_backend))
+    return BACKENDS
+
+
+def backend_named(name: str, endpoint: str = "") -> Backend:
+    """Backend `name` (`auto`: openai with an endpoint, else transformers); an unknown name
+    lists the known ones."""
+    name = ("openai" if endpoint else "transformers") if name == "auto" else name
+    check_choice("reader backend", name, backends())
+    return BACKENDS[name]
+
+
+def shared_generator(model: str = "smollm2", endpoint: str = "", precision: str = "auto",
+                     backend: str = "auto") -> Generator:
+    """The generator of backend `backend` for `model` (`auto`: a client of the
+    OpenAI-compatible server at `endpoint` when one is given, else the model in this
+    process, one per name and precision for the whole process)."""
+    return backend_named(backend, endpoint).make(model, endpoint, precision)
 
 
 def loaded_generators() -> int:

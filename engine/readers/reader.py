@@ -22,7 +22,7 @@ from engine.models.loading import PRECISION_CHOICES
 from engine.readers import attention
 from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
 from engine.readers.base import Generation, Generator, prompt_text
-from engine.readers.generators import BACKENDS, Backend
+from engine.readers.generators import Backend, backend_named, backends
 from engine.readers.prompts import (
     TEMPLATES,
     BuiltPrompt,
@@ -50,9 +50,10 @@ class ReaderConfig:
                        "an endpoint: the model name the server knows)")
     endpoint: str = param("", "base URL of an OpenAI-compatible server, e.g. "
                           "http://127.0.0.1:8000/v1; empty: run the model in this process")
-    backend: str = param("auto", "generator backend (engine.readers.generators.BACKENDS): "
-                         "transformers (in this process), openai (an OpenAI-compatible "
-                         "server at endpoint), or auto: openai when an endpoint is set")
+    backend: str = param("auto", "generator backend (engine.readers.generators.BACKENDS; "
+                         "plugins add more): transformers (in this process), openai (an "
+                         "OpenAI-compatible server at endpoint), or auto: openai when an "
+                         "endpoint is set")
     prompt: str = param("fewshot", "answer prompt template (fid: fused blocks)",
                         choices=PROMPTS)
     packing: str = param("reverse", "passage order in the prompt: forward (best first), "
@@ -74,7 +75,7 @@ class ReaderConfig:
     def __post_init__(self) -> None:
         check_choice("aggregation scheme", self.aggregation, attention.SCHEMES)
         check_config(self)
-        check_choice("reader backend", self.backend, ("auto", *BACKENDS))
+        check_choice("reader backend", self.backend, ("auto", *backends()))
         backend = self.backend_of()
         if backend.remote and not self.endpoint:
             raise ConfigError(f"reader.backend {backend.name!r} reaches a server: set "
@@ -90,9 +91,7 @@ class ReaderConfig:
 
     def backend_of(self) -> Backend:
         """The backend that reads (`auto`: openai with an endpoint, else transformers)."""
-        name = ("openai" if self.endpoint else "transformers") if self.backend == "auto" \
-            else self.backend
-        return BACKENDS[name]
+        return backend_named(self.backend, self.endpoint)
 
 
 @dataclass(frozen=True)

@@ -191,15 +191,20 @@ def generator_rows() -> list[ModelRow]:
 
 
 def plugin_rows() -> list[ModelRow]:
-    """What installed plugins add (paradigms, re-rankers), each ready or left out with why."""
-    from engine.paradigms.plugins import BUILT_IN
+    """What installed plugins add (paradigms, re-rankers, reader backends), each ready or left
+    out with why."""
     from engine.paradigms.registry import PLUGINS, RERANKERS
+    from engine.plugins import BUILT_IN
+    from engine.readers.generators import BACKENDS
 
     option = {"paradigm": "a paradigm of every tab, the API and the CLI",
-              "reranker": "preranker (funnel), reranker (flat, best)"}
+              "reranker": "preranker (funnel), reranker (flat, best)",
+              "generator": "reader.backend (every paradigm)"}
+    described = {**{name: spec.description for name, spec in RERANKERS.items()},
+                 **{name: backend.description for name, backend in BACKENDS.items()}}
     return [ModelRow(f"{p.kind} (plugin)", p.name, f"plugin ({p.package}: {p.value})",
                      f"left out: {p.error}" if p.error else "ready",
-                     (RERANKERS[p.name].description,) if p.name in RERANKERS and not p.error
+                     (described[p.name],) if p.name in described and not p.error
                      else (), option.get(p.kind, ""))
             for p in PLUGINS if p.package != BUILT_IN]
 

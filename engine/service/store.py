@@ -182,16 +182,17 @@ class Store:
 
         return load_bi_encoder(model)
 
-    def reader(self, model: str, endpoint: str = "", precision: str = "auto") -> Any:
-        """The reader's generator and, for an in-process model, its FiD reader sharing the
-        loaded weights (engine.readers.reader.ReaderModels)."""
-        from engine.readers.fid import shared_fid_reader
-        from engine.readers.generators import shared_generator
+    def reader(self, model: str, endpoint: str = "", precision: str = "auto",
+               backend: str = "auto") -> Any:
+        """The reader's generator from backend `backend` and, where the backend has one,
+        its FiD reader (for the in-process model, sharing the loaded weights):
+        engine.readers.reader.ReaderModels."""
+        from engine.readers.generators import backend_named, shared_generator
         from engine.readers.reader import ReaderModels
 
-        generator = shared_generator(model, endpoint, precision)
-        fid = None if endpoint else shared_fid_reader(model, precision)
-        return ReaderModels(generator, fid)
+        generator = shared_generator(model, endpoint, precision, backend)
+        reads = backend_named(backend, endpoint).fid
+        return ReaderModels(generator, reads(model, precision) if reads else None)
 
     def ranker(self, model: str, corpus: Corpus, passages: UnitConfig, *,
                bi_encoder: str = "minilm", granularity: str = "documents",

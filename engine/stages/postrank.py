@@ -69,15 +69,17 @@ class FiDPostRanker(Stage):
                  attention_weight: float = 1.0, prior: Prior | None = None,
                  prior_name: str = "the pre-ranker's order") -> None:
         """`reader` reads the passages (the FiD reader sharing the reader's weights; None
-        for a reader on a server, which only attention weight 0 runs without);
+        for a backend without one, such as a server, which only attention weight 0 runs
+        without);
         `attention_weight` is w above; `prior` scores the passages
         whose order attention is fused with (None: the order they arrive in), and
         `prior_name` says what it is in the trace."""
         check_range("attention_weight", attention_weight, 0.0, 1.0)
         if reader is None and attention_weight > 0:
-            raise ConfigError(f"Post-ranking reads the reader's attention, and the reader at "
-                              f"{config.endpoint!r} is a server that returns none. Set "
-                              "attention_weight 0, or run the reader in this process.")
+            raise ConfigError(f"Post-ranking reads the passages through the reader's "
+                              f"attention, which the {config.backend_of().name!r} backend "
+                              "cannot give (it has no FiD reader). Set attention_weight 0, "
+                              "or use a backend that reads attention (transformers).")
         self.config, self._reader, self.attention_weight = config, reader, attention_weight
         self.prior, self.prior_name = prior, prior_name
 

@@ -1,19 +1,22 @@
-"""Plugins: paradigms and re-rankers that installed packages add through entry points.
+"""Plugins: paradigms, re-rankers and generator backends that installed packages add
+through entry points, one group per kind of thing the engine holds in a table.
 
 A package adds a paradigm by declaring an entry point in the group `funnel_explorer.paradigms`
-that names a `ParadigmSpec` (engine.paradigms.base), and a re-ranker with one in
-`funnel_explorer.rerankers` that names a `RerankerSpec` (engine.paradigms.base too), in its
-pyproject.toml:
+that names a `ParadigmSpec` (engine.paradigms.base), a re-ranker with one in
+`funnel_explorer.rerankers` that names a `RerankerSpec` (engine.paradigms.base too), and a
+reader backend with one in `funnel_explorer.generators` that names a `Backend`
+(engine.readers.generators), in its pyproject.toml:
 
     [project.entry-points."funnel_explorer.paradigms"]
     overlap = "funnel_example:OVERLAP"
 
-The engine's own paradigms are entry points too, loaded by the same code: they are written
-here rather than in the package metadata, so a checkout that was never reinstalled still has
-them (as `llm` registers its built-in models through its plugin hooks). A plugin that fails to
-import, names something of the wrong kind, clashes with a name already taken, or declares a
-paradigm whose default config does not construct is recorded with its error (`PLUGINS`) and
-left out: the app starts without it and says so. examples/funnel-explorer-example is a
+The engine's own paradigms and backends are entry points too, loaded by the same code: they
+are written here rather than in the package metadata, so a checkout that was never
+reinstalled still has them (as `llm` registers its built-in models through its plugin
+hooks). A plugin that fails to import, names something of the wrong kind, clashes with a
+name already taken, or declares a paradigm whose default config does not construct is
+recorded with its error (the registry's `PLUGINS`) and left out: the app starts without it
+and says so. examples/funnel-explorer-example is a
 plugin package; README.md, "Write a plugin", says how.
 """
 
@@ -27,11 +30,15 @@ logger = logging.getLogger(__name__)
 
 PARADIGM_GROUP = "funnel_explorer.paradigms"
 RERANKER_GROUP = "funnel_explorer.rerankers"
-GROUPS = (PARADIGM_GROUP, RERANKER_GROUP)
+GENERATOR_GROUP = "funnel_explorer.generators"
+GROUPS = (PARADIGM_GROUP, RERANKER_GROUP, GENERATOR_GROUP)
 
 BUILT_IN = "built-in"
-_BUILTINS = tuple(EntryPoint(name, f"engine.paradigms.{name}:SPEC", PARADIGM_GROUP)
-                  for name in ("funnel", "flat", "longrag", "drrag", "best"))
+_BUILTINS = (
+    *(EntryPoint(name, f"engine.paradigms.{name}:SPEC", PARADIGM_GROUP)
+      for name in ("funnel", "flat", "longrag", "drrag", "best")),
+    EntryPoint("transformers", "engine.readers.generators:TRANSFORMERS", GENERATOR_GROUP),
+    EntryPoint("openai", "engine.readers.generators:OPENAI", GENERATOR_GROUP))
 
 
 @dataclass(frozen=True)
@@ -51,7 +58,7 @@ class Plugin:
 
     @property
     def kind(self) -> str:
-        return self.group.rsplit(".", 1)[-1].rstrip("s")  # "paradigm", "reranker"
+        return self.group.rsplit(".", 1)[-1].rstrip("s")  # "paradigm", "reranker", ...
 
 
 def discover(group: str) -> list[tuple[EntryPoint, str]]:
