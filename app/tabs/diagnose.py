@@ -13,7 +13,7 @@ from functools import partial
 
 import gradio as gr
 
-from app.errors import refused_box
+from app.errors import refused_box, refusing
 from app.tabs.explore import open_evaluation_run
 from app.tabs.sessions import parse_ids
 from app.views.diagnosis import (
@@ -49,6 +49,7 @@ bind();
 """
 
 
+@refusing(outputs=10)
 def diagnose(explorer: Explorer, text, track) -> tuple:
     """(message, bars, flow choice, flow, segment choice, segment rows, pair A, pair B,
     attribution, evaluation id) of the evaluation picked (its id)."""
@@ -56,16 +57,12 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
         if not explorer.evaluations():
             return ("<div class='fe-progress'>No stored evaluation yet: start one in the "
                     "Evaluate tab, then come back here.</div>", *(gr.skip(),) * 9)
-        return (refused_box("Pick an evaluation from the list."), *(gr.skip(),) * 9)
-    try:
-        (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-        evaluation = explorer.evaluation(evaluation_id)
-        found = explorer.attribution(evaluation_id, track or "answer")
-    except EngineError as err:
-        return (refused_box(err), *(gr.skip(),) * 9)
+        raise EngineError("Pick an evaluation from the list.")
+    (evaluation_id,) = parse_ids(text, "evaluation")[:1]
+    evaluation = explorer.evaluation(evaluation_id)
+    found = explorer.attribution(evaluation_id, track or "answer")
     if not found:
-        return (refused_box(f"Evaluation {evaluation_id} has no stored question yet."),
-                *(gr.skip(),) * 9)
+        raise EngineError(f"Evaluation {evaluation_id} has no stored question yet.")
     names = list(found)
     skipped = "" if track != "support" or all(f["traced"] == f["total"]
                                               for f in found.values()) else (
@@ -105,16 +102,14 @@ def show_segment(explorer: Explorer, evaluation_id, found: dict | None, segment)
     return _segment_rows(explorer, evaluation_id, paradigm, positions)
 
 
+@refusing()
 def pair(explorer: Explorer, evaluation_id, a, b, other) -> str:
     """Paired differences of paradigm A against B, of this evaluation or of B in the
     evaluation picked in `other` (its id; "" for this one)."""
     if evaluation_id is None:
         return refused_box("Open an evaluation first (pick one and press Diagnose).")
-    try:
-        other_id = parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
-        return paired_table(explorer.paired(evaluation_id, a or "", b or "", other_id))
-    except EngineError as err:
-        return refused_box(err)
+    other_id = parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
+    return paired_table(explorer.paired(evaluation_id, a or "", b or "", other_id))
 
 
 def newest(explorer: Explorer, current) -> str:

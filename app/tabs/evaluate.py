@@ -20,7 +20,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from app.errors import refused_box
+from app.errors import refused_box, refusing
 from app.params import ParamPanels, config_json, param_panels, show_panels
 from app.tabs.corpora import corpus_choice, uploaded_path
 from app.tabs.diagnose import paired_tables
@@ -78,6 +78,8 @@ def begin(explorer: Explorer, params: ParamPanels, build_first: bool, path, uplo
     """Start an evaluation: (progress, followed id, poll timer, "Build and start" button,
     the four result views, the stored list)."""
     upload = uploaded_path(uploaded)
+    # its own except, not @refusing: the refusal names an upload by its file name, and
+    # one that needs a build first shows "Build and start"
     try:
         configs = {p: json.loads(config_json(p, params.keys(), list(widgets)))
                    for p in names or []}
@@ -104,35 +106,30 @@ def follow(explorer: Explorer, evaluation_id) -> tuple:
             *results(explorer, status), listing(explorer))
 
 
+@refusing()
 def stop(explorer: Explorer, evaluation_id) -> str:
-    try:
-        explorer.cancel_evaluation(evaluation_id)
-    except (EngineError, TypeError) as err:
-        return refused_box(err if isinstance(err, EngineError)
-                           else "No evaluation is running from this page.")
+    if evaluation_id is None:
+        return refused_box("No evaluation is running from this page.")
+    explorer.cancel_evaluation(evaluation_id)
     return "<div class='fe-kept'>Cancelling after the question in flight…</div>"
 
 
+@refusing(outputs=6)  # the evaluation followed stays
 def open_one(explorer: Explorer, text) -> tuple:
     """(progress, followed id, the four result views) of the stored evaluation typed."""
-    try:
-        (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-        status = explorer.evaluation_status(evaluation_id)
-        views = results(explorer, status)
-    except EngineError as err:
-        return (refused_box(err), *(gr.skip(),) * 5)  # the followed one stays
+    (evaluation_id,) = parse_ids(text, "evaluation")[:1]
+    status = explorer.evaluation_status(evaluation_id)
+    views = results(explorer, status)
     return (progress_html(status), evaluation_id, *views)
 
 
+@refusing(outputs=3)
 def compare_two(explorer: Explorer, text) -> tuple:
     """(difference table, recall plot, latency plot) of the two evaluations typed."""
-    try:
-        chosen_ids = parse_ids(text, "evaluation")
-        if len(chosen_ids) < 2:
-            raise EngineError("Give two evaluation ids to compare, like 3, 5.")
-        a, b = (explorer.evaluation(i) for i in chosen_ids[:2])
-    except EngineError as err:
-        return refused_box(err), gr.skip(), gr.skip()
+    chosen_ids = parse_ids(text, "evaluation")
+    if len(chosen_ids) < 2:
+        raise EngineError("Give two evaluation ids to compare, like 3, 5.")
+    a, b = (explorer.evaluation(i) for i in chosen_ids[:2])
     both = {f"{e.id}: {paradigm}": metrics for e in (a, b)
             for paradigm, metrics in e.summary.items()}
     return (difference_table(f"{a.id}: {a.name}", a.summary, f"{b.id}: {b.name}", b.summary)
@@ -140,13 +137,11 @@ def compare_two(explorer: Explorer, text) -> tuple:
             recall_latency_figure(both))
 
 
+@refusing(shape=lambda box, *_: (gr.File(visible=False), box))
 def export_one(explorer: Explorer, text, kind) -> tuple:
     """(the exported file, a message) of the evaluation typed, in format `kind`."""
-    try:
-        (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-        body = explorer.export_evaluation(evaluation_id, kind)
-    except EngineError as err:
-        return gr.File(visible=False), refused_box(err)
+    (evaluation_id,) = parse_ids(text, "evaluation")[:1]
+    body = explorer.export_evaluation(evaluation_id, kind)
     folder = Path(tempfile.mkdtemp(prefix="funnel-evaluation-"))
     path = folder / f"evaluation_{evaluation_id}_{kind}.{SUFFIXES[kind]}"
     path.write_text(body, encoding="utf-8")
