@@ -24,6 +24,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.errors import refusing
+from app.tabs.base import Refresh, Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
@@ -70,8 +71,9 @@ def _version_choices(status: dict) -> gr.Dropdown:
     return gr.Dropdown(choices=ids, value=chosen if chosen in ids else None)
 
 
-def build(explorer: Explorer) -> dict:
-    """The Annotate tab's widgets and events; returns what the tab's select event refreshes."""
+def build(explorer: Explorer) -> Tab:
+    """The Annotate tab's widgets and events; returns its corpus choice and what is read
+    again when the tab is shown (the stored labels, the classifier)."""
     gr.Markdown("Label the pairs DR-RAG's selection classifier judged: do the two documents "
                 "together answer the question? Keys: **y** positive, **n** negative, "
                 "**s** skip.")
@@ -128,8 +130,9 @@ def build(explorer: Explorer) -> dict:
     retrain.click(partial(start_retrain, explorer), None, classifier_outputs, **private)
     poll.tick(partial(refresh, explorer), None, classifier_outputs, **private)
     activate.click(partial(make_active, explorer), versions, classifier_outputs, **private)
-    return {"refresh": lambda: (labels_table(explorer.labels()), *refresh(explorer)),
-            "outputs": [stored, *classifier_outputs], "corpus": corpus}
+    return Tab(corpus=corpus, refresh=Refresh(
+        lambda: (labels_table(explorer.labels()), *refresh(explorer)),
+        [stored, *classifier_outputs]))
 
 
 # --- callbacks ----------------------------------------------------------------------------

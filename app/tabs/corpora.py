@@ -10,6 +10,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refused_box, refusing
+from app.tabs.base import Refresh, Tab
 from app.views.formatting import esc
 from engine.data.ingest import SUFFIXES, megabytes
 from engine.service.corpora import CorpusRow
@@ -61,9 +62,9 @@ def corpora_table(rows: list[CorpusRow]) -> str:
             + "".join(body) + "</tbody></table>")
 
 
-def build(explorer: Explorer, choices: list[gr.Dropdown]) -> dict:
-    """The Corpora tab; `choices` are the other tabs' corpus dropdowns, kept current.
-    Returns its `refresh` (function, outputs) for the tab's select event."""
+def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
+    """The Corpora tab; `choices` are the other tabs' corpus dropdowns, kept current from
+    every page load and whenever the tab is shown."""
     gr.Markdown(
         "Every corpus the app can search. Add your own: a JSONL, CSV or Parquet file with "
         "`id, title, text[, links]` columns, a `.zip` of `.txt`/`.md` files, or a QA "
@@ -126,7 +127,7 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> dict:
     def everything() -> tuple:  # the tab opened: the models too (not on every tick)
         return (*refreshed(explorer, [None] * len(shown)), models_table(explorer.models()))
 
-    return {"refresh": (everything, [*outputs, models])}
+    return Tab(refresh=Refresh(everything, [*outputs, models]), on_load=True)
 
 
 # --- callbacks ----------------------------------------------------------------------------

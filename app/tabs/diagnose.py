@@ -14,7 +14,8 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refused_box, refusing
-from app.tabs.explore import open_evaluation_run
+from app.tabs.base import Refresh, Tab
+from app.tabs.explore import ExploreTab, open_evaluation_run
 from app.tabs.sessions import parse_ids
 from app.views.diagnosis import (
     THIS_EVALUATION,
@@ -200,9 +201,10 @@ def views() -> Views:
                  gr.HTML(elem_id="fe-diag-paired"), clicks)
 
 
-def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
+def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     """The Diagnose tab's widgets and events; returns what the app runs when the tab is
-    selected: "refresh" (the evaluation pickers), "then" (the diagnosis of the one picked)."""
+    selected: the evaluation pickers read again, then the diagnosis of the one picked. A
+    question's row opens in the Explore tab's views (`exploring`)."""
     with gr.Row():
         ids = gr.Dropdown([], label="Evaluation (newest first)", scale=3,
                           elem_id="fe-diag-id")
@@ -223,11 +225,13 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
     shown.clicks.click(pick_bar, found, shown.segment, **private)
     shown.pair.click(partial(pair, explorer), [current, shown.a, shown.b, shown.other],
                      shown.paired, **private)
-    opened = [*exploring["outputs"], exploring["question"], exploring["paradigm"], tabs]
+    opened = exploring.opened(tabs)
 
     def open_row(evaluation_id, evt: gr.SelectData):
         return open_evaluation_run(explorer, len(opened), evaluation_id, evt.row_value)
 
     shown.rows.select(open_row, current, opened, **private)
-    return {"refresh": (partial(pickers, explorer), [ids, shown.other], [ids, shown.other]),
-            "then": (partial(diagnose, explorer), [ids, track], outputs)}
+    return Tab(refresh=Refresh(partial(pickers, explorer), [ids, shown.other],
+                               inputs=[ids, shown.other],
+                               then=Refresh(partial(diagnose, explorer), outputs,
+                                            inputs=[ids, track])))

@@ -22,9 +22,10 @@ import gradio as gr
 
 from app.errors import refused_box, refusing
 from app.params import ParamPanels, config_json, param_panels, show_panels
+from app.tabs.base import Refresh, Tab
 from app.tabs.corpora import corpus_choice, uploaded_path
 from app.tabs.diagnose import paired_tables
-from app.tabs.explore import open_evaluation_run
+from app.tabs.explore import ExploreTab, open_evaluation_run
 from app.tabs.picker import dataset_dropdown
 from app.tabs.sessions import parse_ids, pick_id
 from app.views.evaluation import (
@@ -214,9 +215,10 @@ def result_views() -> list:
     return [table, recall_plot, latency_plot, per_question]
 
 
-def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
-    """The Evaluate tab's widgets and events; returns what the app refreshes on select.
-    A per-question row opens in the Explore tab's views (`exploring`, from explore.build)."""
+def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
+    """The Evaluate tab's widgets and events; returns its stored list, read again on every
+    page load and when it is shown. A per-question row opens in the Explore tab's views
+    (`exploring`)."""
     entry = form(explorer)
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="fe-eval-start")
@@ -255,14 +257,15 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
     reopen.click(partial(open_one, explorer), ids, [progress, current, *views], **private)
     compare.click(partial(compare_two, explorer), ids, views[:3], **private)
     export.click(partial(export_one, explorer), [ids, fmt], [download, message], **private)
-    opened = [*exploring["outputs"], exploring["question"], exploring["paradigm"], tabs]
+    opened = exploring.opened(tabs)
 
     def open_row(evaluation_id, evt: gr.SelectData):
         return open_evaluation_run(explorer, len(opened), evaluation_id, evt.row_value)
 
     views[3].select(open_row, current, opened, **private)
     stored.select(pick, ids, ids, **private)
-    return {"table": stored, "refresh": lambda: listing(explorer), "corpus": entry.corpus}
+    return Tab(corpus=entry.corpus, refresh=Refresh(lambda: listing(explorer), [stored]),
+               on_load=True)
 
 
 def pick(current_ids, evt: gr.SelectData):

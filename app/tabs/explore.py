@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from functools import partial
 
 import gradio as gr
@@ -10,6 +11,7 @@ import gradio as gr
 from app.errors import refused_box, refusing
 from app.params import config_json, param_panels, show_panels
 from app.tabs import reread
+from app.tabs.base import Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
@@ -40,9 +42,22 @@ def trace_views(trace: RunTrace, heat_by: str = "layers") -> tuple:
             figures.heatmap_figure(trace, heat_by), tables)
 
 
-def build(explorer: Explorer) -> dict:
-    """The Explore tab's widgets and events; returns what other tabs show a run in:
-    `question`, `paradigm` and `outputs` (notice, the trace views, the trace JSON)."""
+@dataclass(frozen=True, kw_only=True)
+class ExploreTab(Tab):
+    """Explore built: what Evaluate's and Diagnose's rows open a stored run into."""
+
+    question: gr.Textbox
+    paradigm: gr.Radio
+    views: list[gr.Component]  # notice, the trace views, the trace JSON
+
+    def opened(self, tabs: gr.Tabs) -> list[gr.Component]:
+        """The outputs of open_evaluation_run: the views, question, paradigm and `tabs`
+        (the app's, switched to Explore)."""
+        return [*self.views, self.question, self.paradigm, tabs]
+
+
+def build(explorer: Explorer) -> ExploreTab:
+    """The Explore tab's widgets and events; returns what other tabs show a run in."""
     first = next(iter(PARADIGMS))
     picker = question_picker(explorer, "fe", lambda: gr.Radio(
         [(spec.label, name) for name, spec in PARADIGMS.items()], value=first,
@@ -90,7 +105,7 @@ def build(explorer: Explorer) -> dict:
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, **private)
     save.click(partial(save_current, explorer), [trace_state, save_name, save_notes],
                [saved, save_name, save_notes], **private)
-    return {"question": question, "paradigm": paradigm, "outputs": outputs, "corpus": corpus}
+    return ExploreTab(corpus=corpus, question=question, paradigm=paradigm, views=outputs)
 
 
 # --- callbacks ----------------------------------------------------------------------------

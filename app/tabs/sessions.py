@@ -10,6 +10,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.errors import refusing
+from app.tabs.base import Refresh, Tab
 from app.tabs.explore import trace_views
 from app.views import figures
 from app.views.formatting import compare_table, esc
@@ -77,7 +78,8 @@ def run_heading(run: SavedRun, trace: RunTrace) -> str:
             f"{esc(trace.paradigm)} · {esc(corpus)}{short}")
 
 
-def build(explorer: Explorer) -> dict:
+def build(explorer: Explorer) -> Tab:
+    """The Sessions tab; its list is read again on every page load and when it is shown."""
     with gr.Row():
         gr.Markdown("Click a run to pick it; click a second one to pick a pair to compare.")
         refresh = gr.Button("Refresh list", size="sm", scale=0)
@@ -123,7 +125,7 @@ def build(explorer: Explorer) -> dict:
                  api_visibility="private")
     export_button.click(partial(export_runs, explorer), [fmt, ids], [download, message],
                         api_visibility="private")
-    return {"table": table, "refresh": lambda: rows(explorer)}
+    return Tab(refresh=Refresh(lambda: rows(explorer), [table]), on_load=True)
 
 
 # --- callbacks ----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refused_box, refusing
+from app.tabs.base import Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import dataset_dropdown
 from app.tabs.sessions import parse_ids
@@ -124,7 +125,7 @@ def follow(explorer: Explorer, evaluation_id, metric) -> tuple:
             *frontier(explorer, str(evaluation_id), metric))
 
 
-def build(explorer: Explorer) -> dict:
+def build(explorer: Explorer) -> Tab:
     """The Sweep tab's widgets and events; returns its corpus choice."""
     with gr.Row():
         dataset = dataset_dropdown(explorer, "Dataset", first=True, scale=2,
@@ -184,4 +185,4 @@ def build(explorer: Explorer) -> dict:
                                                              table], **private)
     for event in (show.click, ids.submit, metric.change):
         event(partial(frontier, explorer), [ids, metric], [message, plot, table], **private)
-    return {"corpus": corpus}
+    return Tab(corpus=corpus)
