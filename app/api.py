@@ -6,7 +6,6 @@ engine refusal becomes a gr.Error that names the bad value and the fix.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from dataclasses import asdict
@@ -17,8 +16,8 @@ import gradio as gr
 from gradio.context import get_blocks_context
 from gradio_client.utils import python_type_to_json_schema
 
-from app.errors import refused
-from engine.errors import ConfigError, EngineError
+from app.errors import raising_refusals, refused
+from engine.errors import ConfigError
 from engine.paradigms.registry import DEFAULT, PARADIGMS, parse_config
 from engine.service.explorer import Explorer
 from engine.service.long_builds import BuildNeeded
@@ -283,18 +282,11 @@ CLASSIFIER = ("JSON text: the active classifier version, every version's held-ou
 
 def _endpoint(fn: Callable, returns: str, description: str) -> None:
     """Register `fn` as the endpoint /<its name>, its result named `returns` and described
-    in view_api, an engine refusal (EngineError) raised as the gr.Error that names it. gr.api
-    names every result "1st" and, under postponed annotations, types it Any; the one
+    in view_api, an engine refusal (EngineError) raised as the gr.Error that names it
+    (app.errors.raising_refusals, which keeps fn's signature and docstring for gr.api).
+    gr.api names every result "1st" and, under postponed annotations, types it Any; the one
     result's component is labelled and typed here instead."""
-
-    @functools.wraps(fn)  # gr.api reads fn's signature and docstring through it
-    def refusing(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except EngineError as err:
-            raise refused(err) from None
-
-    dependency = gr.api(refusing, api_name=fn.__name__)
+    dependency = gr.api(raising_refusals(fn), api_name=fn.__name__)
     (output,) = (get_blocks_context().blocks[i] for i in dependency["outputs"])
     output.label = returns
     output._api_info = {**python_type_to_json_schema(get_type_hints(fn)["return"]),

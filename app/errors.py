@@ -3,17 +3,27 @@
 A refused input (an engine error: bad config, empty question, unknown run id) is the user's
 to fix: it is shown to them and logged as one line, without a traceback. Anything else is
 an internal error and keeps its traceback in the log (`logger.exception` at the call site).
+
+A callback or an endpoint that refuses as a whole says so once, with a decorator: `refusing`
+shows the refusal in the page's box, `raising_refusals` raises it as a gr.Error (an API
+client's error, a toast in the page).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import gradio as gr
 
 from app.views.formatting import error_box
+from engine.errors import EngineError
 
 logger = logging.getLogger("app")
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _log(message: str) -> str:
@@ -29,3 +39,52 @@ def refused(err: Exception | str) -> gr.Error:
 def refused_box(err: Exception | str) -> str:
     """The in-page error box for a refused input, logged as one line."""
     return error_box(_log(str(err)))
+
+
+def refusing(outputs: int = 1, *, shape: Callable[..., Any] | None = None,
+             also: tuple[type[Exception], ...] = ()) -> Callable[[F], F]:
+    """A callback whose engine refusal (EngineError, or one of `also`: a file that is not
+    text, say) shows in its first output: the box then `outputs - 1` gr.skip()s (the box
+    alone for one output), so what the page showed before stays. With `shape`, the refusal
+    returns `shape(box, *args, **kwargs)`, given the callback's own arguments for a shape
+    that clears views or reads a list again from the explorer it was handed.
+
+    Any other exception propagates: it is a bug, not the user's to fix. Not for a
+    generator: its refusal is yielded, not returned."""
+
+    def refusal(err: Exception, *args, **kwargs):
+        box = refused_box(err)
+        if shape is not None:
+            return shape(box, *args, **kwargs)
+        return box if outputs == 1 else (box, *(gr.skip(),) * (outputs - 1))
+
+    return _on_refusal(refusal, (EngineError, *also))
+
+
+def raising_refusals(fn: F) -> F:
+    """`fn` with an engine refusal raised as `refused(err)`: the gr.Error an API client
+    reads, or a toast in the page, naming the bad value without a traceback."""
+    return _on_refusal(_raise_refused, (EngineError,))(fn)
+
+
+def _raise_refused(err: Exception, *args, **kwargs):
+    raise refused(err) from None
+
+
+def _on_refusal(handle: Callable[..., Any],
+                errors: tuple[type[Exception], ...]) -> Callable[[F], F]:
+    """The one try/except both decorators are: `errors` go to `handle(err, *args,
+    **kwargs)`. functools.wraps keeps the signature and docstring, which Gradio reads
+    (gr.api's endpoint description, an event's gr.SelectData argument)."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except errors as err:
+                return handle(err, *args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -7,12 +7,15 @@ into HTML and plotly figures; no ranking happens here.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 import gradio as gr
 
 from app import api
 from app.style import CSS
 from app.tabs import annotate, compare, corpora, diagnose, evaluate, explore, sessions, sweep
+from app.tabs.base import Tab
 from app.views.formatting import esc
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import Explorer
@@ -20,6 +23,7 @@ from engine.service.explorer import Explorer
 logger = logging.getLogger(__name__)
 
 STATUS_SECONDS = 2.0
+T = TypeVar("T", bound=Tab)
 
 
 def status_html(explorer: Explorer) -> str:
@@ -59,40 +63,32 @@ def build_app(explorer: Explorer) -> gr.Blocks:
         timer.tick(lambda: (status_html(explorer),
                             gr.Timer(active=not explorer.ready())),
                    None, [status, timer], api_visibility="private")
+        shown: list[tuple[gr.Tab, Tab]] = []  # every tab, in order, as built
+
+        def page(label: str, build: Callable[[], T]) -> T:
+            with gr.Tab(label, id=label.lower()) as tab:
+                built = build()
+            shown.append((tab, built))
+            return built
+
         with gr.Tabs() as tabs:
-            with gr.Tab("Explore", id="explore"):
-                exploring = explore.build(explorer)
-            with gr.Tab("Compare", id="compare"):
-                comparing = compare.build(explorer)
-            with gr.Tab("Sessions", id="sessions") as sessions_tab:
-                listing = sessions.build(explorer)
-            with gr.Tab("Annotate", id="annotate") as annotate_tab:
-                labelling = annotate.build(explorer)
-            with gr.Tab("Evaluate", id="evaluate") as evaluate_tab:
-                evaluations = evaluate.build(explorer, exploring, tabs)
-            with gr.Tab("Diagnose", id="diagnose") as diagnose_tab:
-                diagnosis = diagnose.build(explorer, exploring, tabs)
-            with gr.Tab("Sweep", id="sweep"):
-                sweeping = sweep.build(explorer)
-            with gr.Tab("Corpora", id="corpora") as corpora_tab:
-                listing_corpora = corpora.build(explorer, [
-                    exploring["corpus"], comparing["corpus"], labelling["corpus"],
-                    evaluations["corpus"], sweeping["corpus"]])
-        sessions_tab.select(listing["refresh"], None, listing["table"], api_visibility="private")
-        annotate_tab.select(labelling["refresh"], None, labelling["outputs"],
-                            api_visibility="private")
-        evaluate_tab.select(evaluations["refresh"], None, evaluations["table"],
-                            api_visibility="private")
-        diagnose_tab.select(*diagnosis["refresh"], api_visibility="private").then(
-            *diagnosis["then"], api_visibility="private")
-        refresh_corpora, corpora_outputs = listing_corpora["refresh"]
-        corpora_tab.select(refresh_corpora, None, corpora_outputs, api_visibility="private")
-        # lists filled on page load by private events: a component's callable value would
-        # add a public /lambda_N endpoint for every one of them
-        demo.load(refresh_corpora, None, corpora_outputs, api_visibility="private")
-        demo.load(listing["refresh"], None, listing["table"], api_visibility="private")
-        demo.load(evaluations["refresh"], None, evaluations["table"],
-                  api_visibility="private")
+            exploring = page("Explore", lambda: explore.build(explorer))
+            page("Compare", lambda: compare.build(explorer))
+            page("Sessions", lambda: sessions.build(explorer))
+            page("Annotate", lambda: annotate.build(explorer))
+            page("Evaluate", lambda: evaluate.build(explorer, exploring, tabs))
+            page("Diagnose", lambda: diagnose.build(explorer, exploring, tabs))
+            page("Sweep", lambda: sweep.build(explorer))
+            page("Corpora", lambda: corpora.build(
+                explorer, [built.corpus for _, built in shown if built.corpus is not None]))
+        # a tab reads again what it shows when it is selected and, for its lists, on every
+        # page load (private events: a component's callable value would add a public
+        # /lambda_N endpoint for every one of them)
+        for tab, built in shown:
+            if built.refresh is not None:
+                built.refresh.wire(tab.select)
+                if built.on_load:
+                    built.refresh.wire(demo.load)
         api.register(explorer)
     return demo
 

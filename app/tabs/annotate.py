@@ -23,13 +23,13 @@ from pathlib import Path
 
 import gradio as gr
 
-from app.errors import refused_box
+from app.errors import refusing
+from app.tabs.base import Refresh, Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
 from app.views.annotation import classifier_html, labels_table, pair_card, pairs_table
 from app.views.formatting import error_box, esc
-from engine.errors import EngineError
 from engine.paradigms.drrag import DRRAGParadigm
 from engine.service.explorer import Explorer
 from engine.trace import RunTrace
@@ -71,8 +71,9 @@ def _version_choices(status: dict) -> gr.Dropdown:
     return gr.Dropdown(choices=ids, value=chosen if chosen in ids else None)
 
 
-def build(explorer: Explorer) -> dict:
-    """The Annotate tab's widgets and events; returns what the tab's select event refreshes."""
+def build(explorer: Explorer) -> Tab:
+    """The Annotate tab's widgets and events; returns its corpus choice and what is read
+    again when the tab is shown (the stored labels, the classifier)."""
     gr.Markdown("Label the pairs DR-RAG's selection classifier judged: do the two documents "
                 "together answer the question? Keys: **y** positive, **n** negative, "
                 "**s** skip.")
@@ -129,26 +130,36 @@ def build(explorer: Explorer) -> dict:
     retrain.click(partial(start_retrain, explorer), None, classifier_outputs, **private)
     poll.tick(partial(refresh, explorer), None, classifier_outputs, **private)
     activate.click(partial(make_active, explorer), versions, classifier_outputs, **private)
-    return {"refresh": lambda: (labels_table(explorer.labels()), *refresh(explorer)),
-            "outputs": [stored, *classifier_outputs], "corpus": corpus}
+    return Tab(corpus=corpus, refresh=Refresh(
+        lambda: (labels_table(explorer.labels()), *refresh(explorer)),
+        [stored, *classifier_outputs]))
 
 
 # --- callbacks ----------------------------------------------------------------------------
 
 
+def _no_pairs(box: str, *_) -> tuple:
+    """No pairs to label after a refused or failed search (the last ones were another
+    question's): (notice, pairs, current, [question, id], card, table)."""
+    return box, [], 0, ["", ""], "", ""
+
+
 def find_pairs(explorer: Explorer, text, gold, how, k_value, corpus="") -> tuple:
     """Run drrag on the question over `corpus`: (notice, pairs, current, [question, id,
     corpus], card, table)."""
-    config = {"selection": how, "k": int(k_value), "k1": max(1, int(k_value) // 2)}
     try:
-        trace: RunTrace = explorer.run(target(text, gold), DRRAGParadigm.name,
-                                       json.dumps(config), corpus or "")
-        pairs = [asdict(p) for p in explorer.judged_pairs(trace)]
-    except EngineError as err:
-        return refused_box(err), [], 0, ["", ""], "", ""
+        return _pairs_found(explorer, text, gold, how, k_value, corpus)
     except Exception as err:  # noqa: BLE001 - the page must stay usable
         logger.exception("finding pairs failed")
-        return error_box(f"The run failed: {err}"), [], 0, ["", ""], "", ""
+        return _no_pairs(error_box(f"The run failed: {err}"))
+
+
+@refusing(shape=_no_pairs)
+def _pairs_found(explorer: Explorer, text, gold, how, k_value, corpus) -> tuple:
+    config = {"selection": how, "k": int(k_value), "k1": max(1, int(k_value) // 2)}
+    trace: RunTrace = explorer.run(target(text, gold), DRRAGParadigm.name,
+                                   json.dumps(config), corpus or "")
+    pairs = [asdict(p) for p in explorer.judged_pairs(trace)]
     message = ""
     if not pairs:
         message += error_box("The classifier judged no pair for this question (too few "
@@ -157,6 +168,8 @@ def find_pairs(explorer: Explorer, text, gold, how, k_value, corpus="") -> tuple
     return (message, pairs, 0, [trace.question, qid, corpus or ""],
             pair_card(trace.question, pairs, 0), pairs_table(pairs, 0))
 
+
+@refusing(outputs=6)  # the pairs and the pair shown stay
 def label(explorer: Explorer, value, pairs, at, question_and_id, who) -> tuple:
     """Store `value` for the current pair (None: skip) and move on: (notice, pairs,
     current, card, table, stored labels)."""
@@ -166,12 +179,9 @@ def label(explorer: Explorer, value, pairs, at, question_and_id, who) -> tuple:
                 gr.skip(), gr.skip(), gr.skip())
     if value is not None:
         p = pairs[at]
-        try:
-            explorer.add_label(question_text, p["d1_id"], p["d2_id"], value,
-                               question_id=qid, annotator=who or "",
-                               corpus=searched[0] if searched else "")
-        except EngineError as err:
-            return refused_box(err), pairs, at, gr.skip(), gr.skip(), gr.skip()
+        explorer.add_label(question_text, p["d1_id"], p["d2_id"], value,
+                           question_id=qid, annotator=who or "",
+                           corpus=searched[0] if searched else "")
         pairs = [*pairs[:at], {**p, "label": value}, *pairs[at + 1:]]
     at += 1
     return ("", pairs, at, pair_card(question_text, pairs, at), pairs_table(pairs, at),
@@ -183,12 +193,12 @@ def export_labels(explorer: Explorer) -> str:
     path.write_text(explorer.export_labels(), encoding="utf-8")
     return str(path)
 
+
+@refusing(shape=lambda box, explorer, *_: (box, labels_table(explorer.labels())),
+          also=(UnicodeDecodeError,))  # not a text file
 def import_labels(explorer: Explorer, file) -> tuple:
     path = Path(file if isinstance(file, str) else file.name)
-    try:
-        added, known = explorer.import_labels(path.read_text(encoding="utf-8"), path.name)
-    except (EngineError, UnicodeDecodeError) as err:
-        return refused_box(err), labels_table(explorer.labels())
+    added, known = explorer.import_labels(path.read_text(encoding="utf-8"), path.name)
     return (f"<div class='fe-kept'>Imported {added} labels from {esc(path.name)}; "
             f"{known} were already stored.</div>", labels_table(explorer.labels()))
 
@@ -199,20 +209,21 @@ def refresh(explorer: Explorer) -> tuple:
     return (classifier_html(status), _version_choices(status),
             figures.precision_recall_figure(status), gr.Timer(active=running))
 
+
+def _refused_classifier(box: str, explorer: Explorer, *_) -> tuple:
+    """A refused Retrain or Make active: the box over the classifier as it is, the
+    versions, curves and poll as they were."""
+    return (box + classifier_html(explorer.classifier_status()), gr.skip(), gr.skip(),
+            gr.skip())
+
+
+@refusing(shape=_refused_classifier)
 def start_retrain(explorer: Explorer) -> tuple:
-    try:
-        explorer.retrain_classifier()
-    except EngineError as err:
-        status = explorer.classifier_status()
-        return (refused_box(err) + classifier_html(status), gr.skip(), gr.skip(),
-                gr.skip())
+    explorer.retrain_classifier()
     return refresh(explorer)
 
+
+@refusing(shape=_refused_classifier)
 def make_active(explorer: Explorer, version) -> tuple:
-    try:
-        explorer.activate_classifier(version or "")
-    except EngineError as err:
-        status = explorer.classifier_status()
-        return (refused_box(err) + classifier_html(status), gr.skip(), gr.skip(),
-                gr.skip())
+    explorer.activate_classifier(version or "")
     return refresh(explorer)

@@ -9,6 +9,7 @@ import gradio as gr
 
 from app.errors import refused_box
 from app.params import config_json, param_panels, show_panels
+from app.tabs.base import Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
@@ -52,7 +53,7 @@ def view(traces, errors, running: str):
             f"<div class='fe-final-columns'>{columns}</div>")
 
 
-def build(explorer: Explorer) -> dict:
+def build(explorer: Explorer) -> Tab:
     """The Compare tab: its own question box and dataset picker (a picked question brings
     its gold, so every cut shows whether the gold answer and documents are still in)."""
     picker = question_picker(explorer, "fe-compare", lambda: gr.CheckboxGroup(
@@ -119,4 +120,4 @@ def build(explorer: Explorer) -> dict:
         trigger(compare, [question, picker.gold, chosen, equal, budget, corpus,
                           *params.inputs()],
                 [notice, table, timing, finals], api_visibility="private")
-    return {"corpus": corpus}
+    return Tab(corpus=corpus)

@@ -9,10 +9,10 @@ from functools import partial
 
 import gradio as gr
 
-from app.errors import refused_box
+from app.errors import refused_box, refusing
+from app.tabs.base import Refresh, Tab
 from app.views.formatting import esc
 from engine.data.ingest import SUFFIXES, megabytes
-from engine.errors import EngineError
 from engine.service.corpora import CorpusRow
 from engine.service.explorer import Explorer
 from engine.service.models import ModelRow
@@ -62,9 +62,9 @@ def corpora_table(rows: list[CorpusRow]) -> str:
             + "".join(body) + "</tbody></table>")
 
 
-def build(explorer: Explorer, choices: list[gr.Dropdown]) -> dict:
-    """The Corpora tab; `choices` are the other tabs' corpus dropdowns, kept current.
-    Returns its `refresh` (function, outputs) for the tab's select event."""
+def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
+    """The Corpora tab; `choices` are the other tabs' corpus dropdowns, kept current from
+    every page load and whenever the tab is shown."""
     gr.Markdown(
         "Every corpus the app can search. Add your own: a JSONL, CSV or Parquet file with "
         "`id, title, text[, links]` columns, a `.zip` of `.txt`/`.md` files, or a QA "
@@ -111,13 +111,8 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> dict:
             what = "Choose a file to upload" if upload_it else "Give a path on the server"
             return refreshed(explorer, current,
                              refused_box(f"{what} first, then a name for the corpus."))
-        try:
-            corpus = explorer.add_corpus(new_name, source, upload=upload_it, ray=address)
-        except (EngineError, ValueError) as err:
-            return refreshed(explorer, current, refused_box(err))
         return refreshed(explorer, current,
-                         f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read "
-                         "and prepared; the table shows how far.</div>")
+                         adding(explorer, new_name, source, upload_it, address))
 
     shown = [removable, *choices]  # their values: what a refresh keeps if still offered
     outputs = [message, table, timer, removable, *choices]
@@ -132,7 +127,7 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> dict:
     def everything() -> tuple:  # the tab opened: the models too (not on every tick)
         return (*refreshed(explorer, [None] * len(shown)), models_table(explorer.models()))
 
-    return {"refresh": (everything, [*outputs, models])}
+    return Tab(refresh=Refresh(everything, [*outputs, models]), on_load=True)
 
 
 # --- callbacks ----------------------------------------------------------------------------
@@ -178,13 +173,23 @@ def remove_asked(explorer: Explorer, corpus: str | None, pending: str | None,
             f"<div class='fe-error'>Press Remove again to remove corpus <b>{esc(corpus)}</b> "
             "for good: its stored file is deleted and no tab can search it any more.</div>")),
             corpus)
-    try:
-        explorer.remove_corpus(corpus)
-    except EngineError as err:
-        return (*refreshed(explorer, current, refused_box(err)), None)
-    return (*refreshed(explorer, current,
-                       f"<div class='fe-kept'>Removed corpus <b>{esc(corpus)}</b>.</div>"),
-            None)
+    return (*refreshed(explorer, current, removing(explorer, corpus)), None)
+
+
+@refusing(also=(ValueError,))
+def adding(explorer: Explorer, name: str, source: str, upload: bool, ray: str) -> str:
+    """The message after adding corpus `name` from `source` (refused: why), shown above
+    the table read again."""
+    corpus = explorer.add_corpus(name, source, upload=upload, ray=ray)
+    return (f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read and "
+            "prepared; the table shows how far.</div>")
+
+
+@refusing()
+def removing(explorer: Explorer, corpus: str) -> str:
+    """The message after removing `corpus` (refused: why)."""
+    explorer.remove_corpus(corpus)
+    return f"<div class='fe-kept'>Removed corpus <b>{esc(corpus)}</b>.</div>"
 
 
 def models_table(rows: list[ModelRow]) -> str:

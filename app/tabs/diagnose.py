@@ -13,8 +13,9 @@ from functools import partial
 
 import gradio as gr
 
-from app.errors import refused_box
-from app.tabs.explore import open_evaluation_run
+from app.errors import refused_box, refusing
+from app.tabs.base import Refresh, Tab
+from app.tabs.explore import ExploreTab, open_evaluation_run
 from app.tabs.sessions import parse_ids
 from app.views.diagnosis import (
     THIS_EVALUATION,
@@ -49,6 +50,7 @@ bind();
 """
 
 
+@refusing(outputs=10)
 def diagnose(explorer: Explorer, text, track) -> tuple:
     """(message, bars, flow choice, flow, segment choice, segment rows, pair A, pair B,
     attribution, evaluation id) of the evaluation picked (its id)."""
@@ -56,16 +58,12 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
         if not explorer.evaluations():
             return ("<div class='fe-progress'>No stored evaluation yet: start one in the "
                     "Evaluate tab, then come back here.</div>", *(gr.skip(),) * 9)
-        return (refused_box("Pick an evaluation from the list."), *(gr.skip(),) * 9)
-    try:
-        (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-        evaluation = explorer.evaluation(evaluation_id)
-        found = explorer.attribution(evaluation_id, track or "answer")
-    except EngineError as err:
-        return (refused_box(err), *(gr.skip(),) * 9)
+        raise EngineError("Pick an evaluation from the list.")
+    (evaluation_id,) = parse_ids(text, "evaluation")[:1]
+    evaluation = explorer.evaluation(evaluation_id)
+    found = explorer.attribution(evaluation_id, track or "answer")
     if not found:
-        return (refused_box(f"Evaluation {evaluation_id} has no stored question yet."),
-                *(gr.skip(),) * 9)
+        raise EngineError(f"Evaluation {evaluation_id} has no stored question yet.")
     names = list(found)
     skipped = "" if track != "support" or all(f["traced"] == f["total"]
                                               for f in found.values()) else (
@@ -105,16 +103,14 @@ def show_segment(explorer: Explorer, evaluation_id, found: dict | None, segment)
     return _segment_rows(explorer, evaluation_id, paradigm, positions)
 
 
+@refusing()
 def pair(explorer: Explorer, evaluation_id, a, b, other) -> str:
     """Paired differences of paradigm A against B, of this evaluation or of B in the
     evaluation picked in `other` (its id; "" for this one)."""
     if evaluation_id is None:
         return refused_box("Open an evaluation first (pick one and press Diagnose).")
-    try:
-        other_id = parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
-        return paired_table(explorer.paired(evaluation_id, a or "", b or "", other_id))
-    except EngineError as err:
-        return refused_box(err)
+    other_id = parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
+    return paired_table(explorer.paired(evaluation_id, a or "", b or "", other_id))
 
 
 def newest(explorer: Explorer, current) -> str:
@@ -205,9 +201,10 @@ def views() -> Views:
                  gr.HTML(elem_id="fe-diag-paired"), clicks)
 
 
-def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
+def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     """The Diagnose tab's widgets and events; returns what the app runs when the tab is
-    selected: "refresh" (the evaluation pickers), "then" (the diagnosis of the one picked)."""
+    selected: the evaluation pickers read again, then the diagnosis of the one picked. A
+    question's row opens in the Explore tab's views (`exploring`)."""
     with gr.Row():
         ids = gr.Dropdown([], label="Evaluation (newest first)", scale=3,
                           elem_id="fe-diag-id")
@@ -228,11 +225,13 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
     shown.clicks.click(pick_bar, found, shown.segment, **private)
     shown.pair.click(partial(pair, explorer), [current, shown.a, shown.b, shown.other],
                      shown.paired, **private)
-    opened = [*exploring["outputs"], exploring["question"], exploring["paradigm"], tabs]
+    opened = exploring.opened(tabs)
 
     def open_row(evaluation_id, evt: gr.SelectData):
         return open_evaluation_run(explorer, len(opened), evaluation_id, evt.row_value)
 
     shown.rows.select(open_row, current, opened, **private)
-    return {"refresh": (partial(pickers, explorer), [ids, shown.other], [ids, shown.other]),
-            "then": (partial(diagnose, explorer), [ids, track], outputs)}
+    return Tab(refresh=Refresh(partial(pickers, explorer), [ids, shown.other],
+                               inputs=[ids, shown.other],
+                               then=Refresh(partial(diagnose, explorer), outputs,
+                                            inputs=[ids, track])))

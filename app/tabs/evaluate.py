@@ -20,11 +20,12 @@ from pathlib import Path
 
 import gradio as gr
 
-from app.errors import refused_box
+from app.errors import refused_box, refusing
 from app.params import ParamPanels, config_json, param_panels, show_panels
+from app.tabs.base import Refresh, Tab
 from app.tabs.corpora import corpus_choice, uploaded_path
 from app.tabs.diagnose import paired_tables
-from app.tabs.explore import open_evaluation_run
+from app.tabs.explore import ExploreTab, open_evaluation_run
 from app.tabs.picker import dataset_dropdown
 from app.tabs.sessions import parse_ids, pick_id
 from app.views.evaluation import (
@@ -78,6 +79,8 @@ def begin(explorer: Explorer, params: ParamPanels, build_first: bool, path, uplo
     """Start an evaluation: (progress, followed id, poll timer, "Build and start" button,
     the four result views, the stored list)."""
     upload = uploaded_path(uploaded)
+    # its own except, not @refusing: the refusal names an upload by its file name, and
+    # one that needs a build first shows "Build and start"
     try:
         configs = {p: json.loads(config_json(p, params.keys(), list(widgets)))
                    for p in names or []}
@@ -104,35 +107,30 @@ def follow(explorer: Explorer, evaluation_id) -> tuple:
             *results(explorer, status), listing(explorer))
 
 
+@refusing()
 def stop(explorer: Explorer, evaluation_id) -> str:
-    try:
-        explorer.cancel_evaluation(evaluation_id)
-    except (EngineError, TypeError) as err:
-        return refused_box(err if isinstance(err, EngineError)
-                           else "No evaluation is running from this page.")
+    if evaluation_id is None:
+        return refused_box("No evaluation is running from this page.")
+    explorer.cancel_evaluation(evaluation_id)
     return "<div class='fe-kept'>Cancelling after the question in flight…</div>"
 
 
+@refusing(outputs=6)  # the evaluation followed stays
 def open_one(explorer: Explorer, text) -> tuple:
     """(progress, followed id, the four result views) of the stored evaluation typed."""
-    try:
-        (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-        status = explorer.evaluation_status(evaluation_id)
-        views = results(explorer, status)
-    except EngineError as err:
-        return (refused_box(err), *(gr.skip(),) * 5)  # the followed one stays
+    (evaluation_id,) = parse_ids(text, "evaluation")[:1]
+    status = explorer.evaluation_status(evaluation_id)
+    views = results(explorer, status)
     return (progress_html(status), evaluation_id, *views)
 
 
+@refusing(outputs=3)
 def compare_two(explorer: Explorer, text) -> tuple:
     """(difference table, recall plot, latency plot) of the two evaluations typed."""
-    try:
-        chosen_ids = parse_ids(text, "evaluation")
-        if len(chosen_ids) < 2:
-            raise EngineError("Give two evaluation ids to compare, like 3, 5.")
-        a, b = (explorer.evaluation(i) for i in chosen_ids[:2])
-    except EngineError as err:
-        return refused_box(err), gr.skip(), gr.skip()
+    chosen_ids = parse_ids(text, "evaluation")
+    if len(chosen_ids) < 2:
+        raise EngineError("Give two evaluation ids to compare, like 3, 5.")
+    a, b = (explorer.evaluation(i) for i in chosen_ids[:2])
     both = {f"{e.id}: {paradigm}": metrics for e in (a, b)
             for paradigm, metrics in e.summary.items()}
     return (difference_table(f"{a.id}: {a.name}", a.summary, f"{b.id}: {b.name}", b.summary)
@@ -140,13 +138,11 @@ def compare_two(explorer: Explorer, text) -> tuple:
             recall_latency_figure(both))
 
 
+@refusing(shape=lambda box, *_: (gr.File(visible=False), box))
 def export_one(explorer: Explorer, text, kind) -> tuple:
     """(the exported file, a message) of the evaluation typed, in format `kind`."""
-    try:
-        (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-        body = explorer.export_evaluation(evaluation_id, kind)
-    except EngineError as err:
-        return gr.File(visible=False), refused_box(err)
+    (evaluation_id,) = parse_ids(text, "evaluation")[:1]
+    body = explorer.export_evaluation(evaluation_id, kind)
     folder = Path(tempfile.mkdtemp(prefix="funnel-evaluation-"))
     path = folder / f"evaluation_{evaluation_id}_{kind}.{SUFFIXES[kind]}"
     path.write_text(body, encoding="utf-8")
@@ -219,9 +215,10 @@ def result_views() -> list:
     return [table, recall_plot, latency_plot, per_question]
 
 
-def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
-    """The Evaluate tab's widgets and events; returns what the app refreshes on select.
-    A per-question row opens in the Explore tab's views (`exploring`, from explore.build)."""
+def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
+    """The Evaluate tab's widgets and events; returns its stored list, read again on every
+    page load and when it is shown. A per-question row opens in the Explore tab's views
+    (`exploring`)."""
     entry = form(explorer)
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="fe-eval-start")
@@ -260,14 +257,15 @@ def build(explorer: Explorer, exploring: dict, tabs: gr.Tabs) -> dict:
     reopen.click(partial(open_one, explorer), ids, [progress, current, *views], **private)
     compare.click(partial(compare_two, explorer), ids, views[:3], **private)
     export.click(partial(export_one, explorer), [ids, fmt], [download, message], **private)
-    opened = [*exploring["outputs"], exploring["question"], exploring["paradigm"], tabs]
+    opened = exploring.opened(tabs)
 
     def open_row(evaluation_id, evt: gr.SelectData):
         return open_evaluation_run(explorer, len(opened), evaluation_id, evt.row_value)
 
     views[3].select(open_row, current, opened, **private)
     stored.select(pick, ids, ids, **private)
-    return {"table": stored, "refresh": lambda: listing(explorer), "corpus": entry.corpus}
+    return Tab(corpus=entry.corpus, refresh=Refresh(lambda: listing(explorer), [stored]),
+               on_load=True)
 
 
 def pick(current_ids, evt: gr.SelectData):

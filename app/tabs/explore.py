@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from functools import partial
 
 import gradio as gr
 
-from app.errors import refused_box
+from app.errors import refused_box, refusing
 from app.params import config_json, param_panels, show_panels
 from app.tabs import reread
+from app.tabs.base import Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
@@ -40,9 +42,22 @@ def trace_views(trace: RunTrace, heat_by: str = "layers") -> tuple:
             figures.heatmap_figure(trace, heat_by), tables)
 
 
-def build(explorer: Explorer) -> dict:
-    """The Explore tab's widgets and events; returns what other tabs show a run in:
-    `question`, `paradigm` and `outputs` (notice, the trace views, the trace JSON)."""
+@dataclass(frozen=True, kw_only=True)
+class ExploreTab(Tab):
+    """Explore built: what Evaluate's and Diagnose's rows open a stored run into."""
+
+    question: gr.Textbox
+    paradigm: gr.Radio
+    views: list[gr.Component]  # notice, the trace views, the trace JSON
+
+    def opened(self, tabs: gr.Tabs) -> list[gr.Component]:
+        """The outputs of open_evaluation_run: the views, question, paradigm and `tabs`
+        (the app's, switched to Explore)."""
+        return [*self.views, self.question, self.paradigm, tabs]
+
+
+def build(explorer: Explorer) -> ExploreTab:
+    """The Explore tab's widgets and events; returns what other tabs show a run in."""
     first = next(iter(PARADIGMS))
     picker = question_picker(explorer, "fe", lambda: gr.Radio(
         [(spec.label, name) for name, spec in PARADIGMS.items()], value=first,
@@ -90,7 +105,7 @@ def build(explorer: Explorer) -> dict:
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, **private)
     save.click(partial(save_current, explorer), [trace_state, save_name, save_notes],
                [saved, save_name, save_notes], **private)
-    return {"question": question, "paradigm": paradigm, "outputs": outputs, "corpus": corpus}
+    return ExploreTab(corpus=corpus, question=question, paradigm=paradigm, views=outputs)
 
 
 # --- callbacks ----------------------------------------------------------------------------
@@ -159,6 +174,7 @@ def build_box(needed: BuildNeeded) -> str:
                        "defaults).")
 
 
+@refusing(outputs=3)
 def save_current(explorer: Explorer, trace_json, name, notes) -> tuple:
     """(message, run name, notes) after Save: the name and notes clear once saved, so they
     never carry over to the next run's save; saving the same run again is refused
@@ -166,23 +182,23 @@ def save_current(explorer: Explorer, trace_json, name, notes) -> tuple:
     if not trace_json:
         return (error_box("Run a question first; there is nothing to save yet."),
                 gr.skip(), gr.skip())
-    try:
-        run_id = explorer.save_run(RunTrace.from_json(trace_json), name, notes)
-    except EngineError as err:
-        return refused_box(err), gr.skip(), gr.skip()
+    run_id = explorer.save_run(RunTrace.from_json(trace_json), name, notes)
     return f"<div class='fe-kept'>Saved as run {run_id}.</div>", "", ""
 
 
+def _refused_opening(box: str, explorer: Explorer, outputs: int, *_) -> tuple:
+    """A row that cannot open: the box in Explore's notice, the rest as it was."""
+    return (box, *(gr.skip(),) * (outputs - 1))
+
+
+@refusing(shape=_refused_opening)
 def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: list | None) -> tuple:
     """A per-question row opened in Explore: (notice, its trace views, trace JSON,
     question, paradigm, the selected tab), `outputs` values in all."""
     if evaluation_id is None or not row:
         return (gr.skip(),) * outputs
     position, paradigm = row[0], row[2]
-    try:
-        trace = explorer.evaluation_trace(evaluation_id, int(position), paradigm)
-    except EngineError as err:
-        return (refused_box(err), *(gr.skip(),) * (outputs - 1))
+    trace = explorer.evaluation_trace(evaluation_id, int(position), paradigm)
     notice = (f"<div class='fe-kept'>Evaluation {evaluation_id}, question {position}, "
               f"through {esc(paradigm)}: its stored trace (Run runs it again with the "
               "options shown).</div>")

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from app.errors import refused
+from app.errors import raising_refusals
 from app.views.formatting import esc
-from engine.errors import EngineError
 from engine.paradigms.base import MAX_QUESTION_CHARS
 from engine.service.explorer import Explorer
 from engine.types import Question
@@ -107,13 +106,11 @@ def question_picker(explorer: Explorer, prefix: str,
                               max_length=PASTE_LIMIT, elem_id=f"{prefix}-question")
         extra = beside() if beside else None
 
+    @raising_refusals  # a toast: the picker has no box of its own
     def load_dataset(path):
         if not path:
             return gr.update(choices=[], value=None, info=None)
-        try:
-            qs = explorer.questions(path)
-        except EngineError as err:
-            raise refused(err) from None
+        qs = explorer.questions(path)
         if explorer.corpus is None:  # nothing to look the evidence up in yet
             return gr.update(choices=[(question_label(q), q.id) for q in qs],
                              value=None, info="the corpus is still loading: pick the dataset "

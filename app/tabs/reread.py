@@ -12,11 +12,10 @@ from functools import partial
 
 import gradio as gr
 
-from app.errors import refused_box
+from app.errors import refusing
 from app.tabs.picker import shorten
 from app.views import figures
 from app.views.formatting import error_box, esc
-from engine.errors import EngineError
 from engine.paradigms.counterfactual import REREAD, candidates_of
 from engine.service.explorer import Explorer
 from engine.trace import RunTrace
@@ -55,15 +54,13 @@ def _answer(trace: RunTrace, head: str) -> str:
             f"read, {trace.reader_input_tokens:,} tokens</small></div></div>")
 
 
+@refusing(outputs=4)
 def reanswer(explorer: Explorer, trace_json: str, keep, add, oracle) -> tuple:
     """(both answers, heatmap as run, heatmap re-answered, the new trace JSON)."""
     if not trace_json:
         return error_box("Run a question first."), gr.skip(), gr.skip(), gr.skip()
     before = RunTrace.from_json(trace_json)
-    try:
-        after = explorer.reanswer(before, [*(keep or []), *(add or [])], bool(oracle))
-    except EngineError as err:
-        return refused_box(err), gr.skip(), gr.skip(), gr.skip()
+    after = explorer.reanswer(before, [*(keep or []), *(add or [])], bool(oracle))
     changed = after.stage(REREAD).details.note
     both = (f"<div class='fe-final-columns'>{_answer(before, 'As run')}"
             f"{_answer(after, f'Re-answered ({esc(changed)})')}</div>")
@@ -71,13 +68,11 @@ def reanswer(explorer: Explorer, trace_json: str, keep, add, oracle) -> tuple:
             after.to_json())
 
 
+@refusing()
 def save(explorer: Explorer, trace_json: str, name: str) -> str:
     if not trace_json:
         return error_box("Re-answer first; there is nothing to save yet.")
-    try:
-        run_id = explorer.save_run(RunTrace.from_json(trace_json), name or "re-answered")
-    except EngineError as err:
-        return refused_box(err)
+    run_id = explorer.save_run(RunTrace.from_json(trace_json), name or "re-answered")
     return f"<div class='fe-kept'>Saved the re-answered run as run {run_id}.</div>"
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import gradio as gr
 
-from app.errors import refused_box
+from app.errors import refusing
+from app.tabs.base import Refresh, Tab
 from app.tabs.explore import trace_views
 from app.views import figures
 from app.views.formatting import compare_table, esc
@@ -77,7 +78,8 @@ def run_heading(run: SavedRun, trace: RunTrace) -> str:
             f"{esc(trace.paradigm)} · {esc(corpus)}{short}")
 
 
-def build(explorer: Explorer) -> dict:
+def build(explorer: Explorer) -> Tab:
+    """The Sessions tab; its list is read again on every page load and when it is shown."""
     with gr.Row():
         gr.Markdown("Click a run to pick it; click a second one to pick a pair to compare.")
         refresh = gr.Button("Refresh list", size="sm", scale=0)
@@ -123,64 +125,71 @@ def build(explorer: Explorer) -> dict:
                  api_visibility="private")
     export_button.click(partial(export_runs, explorer), [fmt, ids], [download, message],
                         api_visibility="private")
-    return {"table": table, "refresh": lambda: rows(explorer)}
+    return Tab(refresh=Refresh(lambda: rows(explorer), [table]), on_load=True)
 
 
 # --- callbacks ----------------------------------------------------------------------------
 
 
+def _no_run(box: str, *_) -> tuple:
+    """A refused Open or Compare: the box, and the views cleared (they showed another
+    run)."""
+    return (box, "", "", None, None, gr.Plot(None, visible=False), "")
+
+
+@refusing(shape=_no_run)
 def open_run(explorer: Explorer, text) -> tuple:
     """(message, banner, answer, funnel, timing, reader attention, tables) of a saved run."""
-    try:
-        (run_id,) = parse_ids(text)[:1]
-        trace = explorer.load_run(run_id)
-    except EngineError as err:
-        return (refused_box(err), "", "", None, None, gr.Plot(None, visible=False), "")
+    (run_id,) = parse_ids(text)[:1]
+    trace = explorer.load_run(run_id)
     banner, answer, funnel, waterfall, heatmap, tables = trace_views(trace)
     return (f"<div class='fe-kept'>Run {run_id}, reopened from its saved trace.</div>",
             banner, answer, funnel, waterfall, gr.Plot(heatmap, visible=True), tables)
 
+
+@refusing(shape=_no_run)
 def compare_runs(explorer: Explorer, text) -> tuple:
     """The same boxes for two or more saved runs side by side."""
-    try:
-        chosen = parse_ids(text)
-        if len(chosen) < 2:
-            raise EngineError("Give two run ids to compare, like 3, 5.")
-        traces = [explorer.load_run(i) for i in chosen]
-    except EngineError as err:
-        return (refused_box(err), "", "", None, None, gr.Plot(None, visible=False), "")
+    chosen = parse_ids(text)
+    if len(chosen) < 2:
+        raise EngineError("Give two run ids to compare, like 3, 5.")
+    traces = [explorer.load_run(i) for i in chosen]
     saved = {r.id: r for r in explorer.saved_runs()}
     heads = [run_heading(saved[i], t) for i, t in zip(chosen, traces, strict=True)]
     # two runs' reader attention has no common grid: each shows on Open
     return ("", "", compare_table(traces, heads), figures.compare_funnel_figure(traces),
             figures.compare_figure(traces), gr.Plot(None, visible=False), "")
 
+
+def _refused_delete(box: str, explorer: Explorer, *_) -> tuple:
+    """A refused Delete: the box, the list read again (of several ids, those before the
+    refused one are gone) and nothing left to confirm."""
+    return box, rows(explorer), None
+
+
+@refusing(shape=_refused_delete)
 def delete_runs(explorer: Explorer, text, pending) -> tuple:
     """(message, list, pending ids): the first click names what would go; a second click
     on the same ids deletes them."""
-    try:
-        chosen = parse_ids(text)
-        if chosen != pending:
-            known = {r.id for r in explorer.saved_runs()}
-            missing = [i for i in chosen if i not in known]
-            if missing:
-                raise EngineError(f"No saved run {missing[0]}; pick ids from the list.")
-            return (f"<div class='fe-error'>Press Delete again to delete "
-                    f"{plural_runs(chosen)} for good.</div>", gr.skip(), chosen)
-        for run_id in chosen:
-            explorer.delete_run(run_id)
-    except EngineError as err:
-        return refused_box(err), rows(explorer), None
+    chosen = parse_ids(text)
+    if chosen != pending:
+        known = {r.id for r in explorer.saved_runs()}
+        missing = [i for i in chosen if i not in known]
+        if missing:
+            raise EngineError(f"No saved run {missing[0]}; pick ids from the list.")
+        return (f"<div class='fe-error'>Press Delete again to delete "
+                f"{plural_runs(chosen)} for good.</div>", gr.skip(), chosen)
+    for run_id in chosen:
+        explorer.delete_run(run_id)
     return (f"<div class='fe-kept'>Deleted {plural_runs(chosen)}.</div>", rows(explorer),
             None)
 
+
+@refusing(shape=lambda box, *_: (None, box))
 def export_runs(explorer: Explorer, kind, text) -> tuple:
     """(the exported file, a message): the runs typed, or every saved run."""
-    try:
-        chosen = parse_ids(text) if str(text or "").strip() else None
-        body = explorer.export_runs(kind, chosen)
-    except EngineError as err:
-        return None, refused_box(err)
+    chosen = parse_ids(text) if str(text or "").strip() else None
+    body = explorer.export_runs(kind, chosen)
     folder = Path(tempfile.mkdtemp(prefix="funnel-export-"))
     path = folder / f"funnel_runs_{kind}.{SUFFIXES.get(kind, kind)}"
     path.write_text(body, encoding="utf-8")

@@ -13,7 +13,8 @@ from functools import partial
 
 import gradio as gr
 
-from app.errors import refused_box
+from app.errors import refused_box, refusing
+from app.tabs.base import Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import dataset_dropdown
 from app.tabs.sessions import parse_ids
@@ -79,6 +80,8 @@ def begin(explorer: Explorer, build: bool, dataset, n, sample, seed, paradigm, f
           corpus="") -> tuple:
     """Start a sweep over `corpus` (its name; "": the start-up one): (progress, followed
     id, poll timer, "Build and start", ids box)."""
+    # its own except, not @refusing: a refusal that needs a build first shows "Build and
+    # start"
     try:
         options = {first: parse_values(first, first_values)} if first else {}
         if second and second != NONE:
@@ -95,17 +98,15 @@ def begin(explorer: Explorer, build: bool, dataset, n, sample, seed, paradigm, f
             gr.Timer(active=True), gr.Button(visible=False), str(evaluation_id))
 
 
+@refusing(outputs=3)
 def frontier(explorer: Explorer, ids_text, metric) -> tuple:
     """(message, plot, table) of every point of the evaluations typed."""
-    try:
-        ids = parse_ids(ids_text, "evaluation")
-        summaries = {}
-        for evaluation_id in ids:
-            means = explorer.evaluation_status(evaluation_id)["means"]
-            summaries.update({(label if len(ids) == 1 else f"{label} ({evaluation_id})"): s
-                              for label, s in means.items()})
-    except EngineError as err:
-        return refused_box(err), gr.skip(), gr.skip()
+    ids = parse_ids(ids_text, "evaluation")
+    summaries = {}
+    for evaluation_id in ids:
+        means = explorer.evaluation_status(evaluation_id)["means"]
+        summaries.update({(label if len(ids) == 1 else f"{label} ({evaluation_id})"): s
+                          for label, s in means.items()})
     points = frontier_points(summaries, metric or "AR@4")
     front = pareto(points)
     message = (f"<div class='fe-kept'>{len(points)} points, {len(front)} on the frontier "
@@ -124,7 +125,7 @@ def follow(explorer: Explorer, evaluation_id, metric) -> tuple:
             *frontier(explorer, str(evaluation_id), metric))
 
 
-def build(explorer: Explorer) -> dict:
+def build(explorer: Explorer) -> Tab:
     """The Sweep tab's widgets and events; returns its corpus choice."""
     with gr.Row():
         dataset = dataset_dropdown(explorer, "Dataset", first=True, scale=2,
@@ -184,4 +185,4 @@ def build(explorer: Explorer) -> dict:
                                                              table], **private)
     for event in (show.click, ids.submit, metric.change):
         event(partial(frontier, explorer), [ids, metric], [message, plot, table], **private)
-    return {"corpus": corpus}
+    return Tab(corpus=corpus)
