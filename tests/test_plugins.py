@@ -16,6 +16,7 @@ import pytest
 
 from engine import plugins
 from engine.paradigms import registry
+from engine.paradigms.base import RerankerSpec
 from engine.readers import generators
 from tests.fakes import ECHO, qa_file, served
 
@@ -64,8 +65,9 @@ def test_the_example_plugin_adds_a_paradigm_and_a_reranker_from_its_package(exam
     assert "best-sentence" in generators.BACKENDS
     assert [o.name for o in registry.spec("overlap").options()][:3] == ["M", "k", "reader.model"]
     # the built-ins come through the same loader, from no package
-    assert [p.name for p in registry.PLUGINS if p.package == plugins.BUILT_IN] == [
-        "funnel", "flat", "longrag", "drrag", "best", "transformers", "openai"]
+    built_in = [p.name for p in registry.PLUGINS if p.package == plugins.BUILT_IN]
+    assert {"funnel", "flat", "longrag", "drrag", "best", "transformers", "openai"} <= set(
+        built_in) and built_in == [ep.name for ep in plugins._BUILTINS]
 
 
 def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_evaluation(
@@ -118,6 +120,17 @@ def test_a_broken_plugin_is_named_with_its_error_and_left_out(value, error):
         (EntryPoint("broken", value, plugins.PARADIGM_GROUP), "broken-package")])
     assert error in loaded.error and loaded.package == "broken-package"
     assert registry.PARADIGMS == before  # nothing half-registered; the others unchanged
+
+
+CLASH = RerankerSpec("bm25", "a plugin re-ranker named like a built-in", lambda *a, **k: None)
+
+
+def test_a_plugin_reranker_cannot_take_a_built_in_name():
+    """(Store.ranker looks plugins up first: a plugin "bm25" would replace the stored
+    scores the preparation builds for the built-in one.)"""
+    (loaded,) = plugins.load(plugins.RERANKER_GROUP, registry._add_reranker, [
+        (EntryPoint("bm25", "tests.test_plugins:CLASH", plugins.RERANKER_GROUP), "pkg")])
+    assert "'bm25' is taken already" in loaded.error and "bm25" not in registry.RERANKERS
 
 
 def test_the_status_line_and_the_models_table_name_a_plugin_left_out(explorer, monkeypatch):

@@ -43,7 +43,9 @@ def _add_paradigm(spec: object) -> None:
 def _add_reranker(spec: object) -> None:
     if not isinstance(spec, RerankerSpec):
         raise ConfigError(f"names a {type(spec).__name__}, not a RerankerSpec")
-    if spec.name in RERANKERS:
+    from engine.stages.rerank import STORED
+
+    if spec.name in RERANKERS or spec.name in (*STORED, "trained", "none"):
         raise ConfigError(f"its re-ranker name {spec.name!r} is taken already")
     RERANKERS[spec.name] = spec
 
