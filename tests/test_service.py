@@ -175,9 +175,9 @@ def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_c
     from engine.train import trainers
 
     calls = []
-    toy = trainers.Trainer("toy", "a toy model", is_trained=lambda: False,
-                           train=lambda progress: calls.append("train"))
+    toy = trainers.Trainer("toy", "a toy model", train=lambda progress: calls.append("train"))
     monkeypatch.setitem(trainers.TRAINERS, "toy", toy)
+    monkeypatch.setattr(trainers, "trained_folder", lambda kind: None)  # never trained
     need = Need("toy model", "toy model", lambda corpus, progress, store: calls.append("load"),
                 trained_by="toy", train_seconds=60)
     index = Need("toy index", "toy index",

@@ -53,7 +53,7 @@ def train(args: argparse.Namespace) -> int:
 
 
 def _preranker(args: argparse.Namespace) -> int:
-    from engine.models.trained import TrainConfig, cached_preranker_path, training_report
+    from engine.models.cross_encoder import TrainConfig, cached_preranker_path, training_report
     from engine.train.fit_preranker import train_preranker
 
     config = _overrides(TrainConfig(), args)

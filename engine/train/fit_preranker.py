@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any
 
 from engine.cache import load_or_build, write_json_atomic
 from engine.metrics import gold_document_recall
-from engine.models.cross_encoder import score_pairs
-from engine.models.trained import PRERANKER, REPORT, TrainConfig, cache_key
+from engine.models.cross_encoder import REPORT, TrainConfig, cache_key, score_pairs
+from engine.models.trained import PRERANKER
 from engine.train.data import (
     Pair,
     QuestionGroup,

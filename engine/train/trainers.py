@@ -20,6 +20,7 @@ from engine.models.trained import (
     TRAIN_FILES,
     TRAINING_TIMES,
     TrainingTime,
+    trained_folder,
 )
 
 Progress = Callable[[int, int], None]
@@ -33,7 +34,6 @@ class Trainer:
 
     kind: str
     trains: str
-    is_trained: Callable[[], bool]
     train: Callable[[Progress], Path]
     data: tuple[str, ...] = TRAIN_FILES
 
@@ -41,11 +41,9 @@ class Trainer:
     def time(self) -> TrainingTime:
         return TRAINING_TIMES[self.kind]
 
-
-def _preranker_trained() -> bool:
-    from engine.models.trained import cached_preranker_path
-
-    return cached_preranker_path() is not None
+    def is_trained(self) -> bool:
+        """Whether the model "trained" names is there (engine.models.trained)."""
+        return trained_folder(self.kind) is not None
 
 
 def _train_preranker(progress: Progress) -> Path:
@@ -54,22 +52,10 @@ def _train_preranker(progress: Progress) -> Path:
     return train_preranker()
 
 
-def _selection_classifier_trained() -> bool:
-    from engine.models.selection_classifier import active_version
-
-    return active_version() is not None
-
-
 def _train_selection_classifier(progress: Progress) -> Path:
     from engine.train.fit_selection_classifier import train_classifier
 
     return train_classifier(progress=progress)
-
-
-def _query_classifier_trained() -> bool:
-    from engine.models.query_classifier import cached_query_classifier
-
-    return cached_query_classifier() is not None
 
 
 def _train_query_classifier(progress: Progress) -> Path:
@@ -79,11 +65,11 @@ def _train_query_classifier(progress: Progress) -> Path:
 
 
 TRAINERS: dict[str, Trainer] = {trainer.kind: trainer for trainer in (
-    Trainer(PRERANKER, "the cross-encoder pre-ranker", _preranker_trained, _train_preranker),
+    Trainer(PRERANKER, "the cross-encoder pre-ranker", _train_preranker),
     Trainer(SELECTION_CLASSIFIER, "DR-RAG's selection classifier C(q, d1, d2)",
-            _selection_classifier_trained, _train_selection_classifier),
-    Trainer(QUERY_CLASSIFIER, "the best-practices query classifier",
-            _query_classifier_trained, _train_query_classifier, KNOWLEDGE_FILES),
+            _train_selection_classifier),
+    Trainer(QUERY_CLASSIFIER, "the best-practices query classifier", _train_query_classifier,
+            KNOWLEDGE_FILES),
 )}
 
 
