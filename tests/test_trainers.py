@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -49,7 +49,7 @@ def test_every_trainer_says_how_long_it_takes_and_where_that_was_measured():
 def test_train_if_missing_trains_only_what_is_not_cached(monkeypatch, tmp_path):
     calls = []
     kind = next(iter(TRAINERS))
-    fake = replace(TRAINERS[kind], train=lambda progress: calls.append(progress))
+    fake = replace(TRAINERS[kind], fit=lambda config, progress: calls.append(progress))
     monkeypatch.setitem(trainers.TRAINERS, kind, fake)
     for folder in (tmp_path, None):
         monkeypatch.setattr(trainers, "trained_folder", lambda kind, folder=folder: folder)
@@ -87,3 +87,44 @@ def test_trained_means_the_selection_classifiers_active_version():
     set_active("first")  # not the newest
     assert trained_folder(SELECTION_CLASSIFIER) == versions_dir() / "first"
     assert model_location("trained", SELECTION_CLASSIFIER) == str(versions_dir() / "first")
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    seed: int = 13
+    epochs: int = 1
+    loud: bool = False
+
+
+def test_the_cli_trains_and_reports_through_a_row_of_the_table(monkeypatch, tmp_path, capsys):
+    from engine.cli.main import main
+
+    fitted, steps = [], []
+
+    def fit(config, progress):
+        progress(1, 2)
+        progress(2, 2)
+        steps.append(progress)
+        fitted.append(config)
+        return tmp_path
+
+    toy = trainers.Trainer(
+        "toy", "a toy model", config=ToyConfig, fit=fit,
+        cached=lambda config: tmp_path if config in fitted else None,
+        report=lambda folder: {"seconds": 3.0},
+        summary=lambda folder: [f"toy  {folder}", f"fitted      {len(fitted)} times"],
+        flags=(trainers.Flag("loud", "a louder toy", lambda c: replace(c, loud=True)),))
+    monkeypatch.setitem(trainers.TRAINERS, "toy", toy)  # one row: a choice of the CLI
+
+    assert main(["train", "toy", "--seed", "5", "--loud"]) == 0
+    assert fitted == [ToyConfig(seed=5, loud=True)] and steps  # progress went to the bar
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"toy  {tmp_path}"
+    assert lines[1].startswith("status      trained now; training took 3 s, ")
+    assert lines[2:] == ["fitted      1 times"]
+    assert main(["train", "toy", "--seed", "5", "--loud"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == ("status      cached (trained "
+                                                       "earlier); training took 3 s")
+    # a switch of one trainer is refused for another, before anything is trained
+    assert main(["train", "preranker", "--loud"]) == 2
+    assert "--loud is an option of toy only." in capsys.readouterr().err

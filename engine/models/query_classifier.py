@@ -61,6 +61,11 @@ def cached_query_classifier(config: QueryClassifierConfig | None = None) -> Path
     return existing_entry(KIND, key)
 
 
+def training_report(folder: Path) -> dict:
+    """The held-apart figures, threshold and timings saved beside a trained classifier."""
+    return json.loads((folder / REPORT).read_text(encoding="utf-8"))
+
+
 class QueryClassifier:
     """P(needs retrieval) of a request, and the threshold the decision uses."""
 
