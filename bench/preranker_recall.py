@@ -75,13 +75,13 @@ def bi_encoder_ranker(corpus, pools):
 
 
 def cross_encoder_ranker(corpus, max_length: int, batch_size: int):
-    from engine.models.cross_encoder import model_location
+    from engine.models.trained import PRERANKER, model_location
     from engine.service.store import process_store
     from engine.stages.rerank import CrossEncoderReranker
 
     stage = CrossEncoderReranker(process_store().cross_encoder("trained", max_length),
                                  "trained", batch_size=batch_size)
-    setup = {"model": model_location("trained"), "max_length": max_length}
+    setup = {"model": model_location("trained", PRERANKER), "max_length": max_length}
 
     def rank(query: str, doc_ids: list[str]) -> list[float]:
         candidates = [Candidate(unit=document_unit(corpus.by_id[d]), score=0.0, rank=i)

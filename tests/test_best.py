@@ -161,7 +161,7 @@ def test_query_classifier_trains_reports_and_is_cached(tiny_classifier_base, sha
         cached_query_classifier,
         load_query_classifier,
     )
-    from engine.train.fit_query_classifier import train_query_classifier
+    from engine.train.fit_query_classifier import summary, train_query_classifier
 
     config = QueryClassifierConfig(epochs=1, max_length=48, base_model=str(tiny_classifier_base))
     assert cached_query_classifier(config) is None
@@ -170,6 +170,9 @@ def test_query_classifier_trains_reports_and_is_cached(tiny_classifier_base, sha
     assert report["heldout_examples"] > 100 and 0.0 <= report["heldout_accuracy"] <= 1.0
     assert set(report["heldout_accuracy_by_kind"]) >= set(TEMPLATES)
     assert cached_query_classifier(config) == folder == train_query_classifier(config)
+    lines = summary(folder)  # what `python -m engine train query-classifier` prints
+    assert lines[0] == f"query classifier  {folder}"
+    assert f"held apart  accuracy {report['heldout_accuracy']:.3f}" in lines
     loaded = load_query_classifier(str(folder))
     assert loaded.max_length == 48  # it reads requests at the length it was trained at
     p = loaded.probabilities(["What is 2 plus 2?", "Hi!"])

@@ -10,8 +10,12 @@ import pytest
 
 from engine.config import check_config, config_from_dict, config_to_dict, describe, param
 from engine.errors import ConfigError
+from engine.paradigms.best import BestConfig
+from engine.paradigms.drrag import DRRAGConfig
 from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
+from engine.paradigms.longrag import LongRAGConfig
+from engine.paradigms.options import check_kept
 
 
 @dataclass(frozen=True)
@@ -73,3 +77,31 @@ def test_paradigm_configs_check_their_cross_field_rules():
     assert config_from_dict(FunnelConfig, {"attention_weight": 0.0, "reader": remote})
     with pytest.raises(ConfigError, match="Unknown prompt 'poem'"):
         config_from_dict(FlatConfig, {"reader": {"prompt": "poem"}})
+
+
+def test_options_the_paradigms_share_have_one_default_and_range():
+    """The encoder, passage sizes and hybrid weight come from engine.paradigms.options: every
+    paradigm's form offers the same default and range for each."""
+    shared = {"bi_encoder": "bi_encoder", "passage_tokens": "passage_tokens",
+              "index_passage_tokens": "passage_tokens", "hybrid_weight": "hybrid_weight"}
+    seen: dict[str, set] = {}
+    for cls in (FlatConfig, FunnelConfig, LongRAGConfig, DRRAGConfig, BestConfig):
+        for option in describe(cls):
+            if option.name in shared:
+                seen.setdefault(shared[option.name], set()).add(
+                    (option.default, option.low, option.high))
+    assert seen == {"bi_encoder": {("minilm", None, None)},
+                    "passage_tokens": {(100, 16, 1000)}, "hybrid_weight": {(0.7, 0.0, 1.0)}}
+
+
+def test_a_kept_count_above_the_found_count_names_both_and_the_fix():
+    @dataclass(frozen=True)
+    class Counts:
+        k: int = 5
+        M: int = 3
+
+    with pytest.raises(ConfigError) as err:
+        check_kept(Counts(), "k", "M", "the re-ranker cannot keep more than retrieval found")
+    assert str(err.value) == ("k=5 is more than M=3: the re-ranker cannot keep more than "
+                              "retrieval found. Lower k or raise M.")
+    check_kept(Counts(k=3), "k", "M", "as many as found is fine")

@@ -231,13 +231,18 @@ def tiny_config(tiny_classifier_base):
 def test_train_retrain_and_switch_back(tiny_config, data_dir):
     from engine.models.selection_classifier import (
         active_version,
-        classifier_location,
         set_active,
         shared_classifier,
         versions,
     )
+    from engine.models.trained import SELECTION_CLASSIFIER, model_location
     from engine.train.data import DEV_SOURCE
-    from engine.train.fit_selection_classifier import train_classifier, training_report
+    from engine.train.fit_selection_classifier import (
+        cached_classifier,
+        summary,
+        train_classifier,
+        training_report,
+    )
     from engine.train.selection_pairs import PairExample
 
     steps = []
@@ -247,7 +252,12 @@ def test_train_retrain_and_switch_back(tiny_config, data_dir):
     assert 0 < report["threshold"] < 1
     assert set(report["heldout"]) == {"accuracy", "precision", "recall", "f1", "pairs"}
     assert len(report["heldout_scores"]) == report["heldout"]["pairs"] > 50
-    assert active_version() == base.name and classifier_location("trained") == str(base)
+    assert active_version() == base.name
+    assert model_location("trained", SELECTION_CLASSIFIER) == str(base)
+    assert cached_classifier(tiny_config) == base
+    lines = summary(base)  # what `python -m engine train classifier` prints
+    assert lines[0] == f"classifier  {base} (now the active version)"
+    assert f"threshold   {report['threshold']:.3f} (best accuracy on the held-out pairs)" in lines
     probs = shared_classifier().probabilities("q?", [("a\nb", "c\nd")] * 2)
     assert len(probs) == 2 and probs[0] == probs[1] and 0 < probs[0] < 1
 
@@ -259,6 +269,7 @@ def test_train_retrain_and_switch_back(tiny_config, data_dir):
               PairExample(dev_question, "A\nx", "B\ny", 1, "human")]
     again = train_classifier(tiny_config, labels=labels)
     assert again != base and active_version() == again.name
+    assert cached_classifier(tiny_config) == base  # the labels make another entry
     report = training_report(again)
     assert (report["labels"], report["labels_set_aside"]) == (1, 1)  # dev500: never trained on
     assert [v["id"] for v in versions()] == [base.name, again.name]
@@ -296,10 +307,10 @@ def test_a_diverged_classifier_is_refused_not_saved(tiny_classifier_base):
 
 def test_untrained_classifier_names_the_command(data_dir):
     from engine.errors import ResourceMissingError
-    from engine.models.selection_classifier import classifier_location
+    from engine.models.trained import SELECTION_CLASSIFIER, model_location
 
     with pytest.raises(ResourceMissingError, match="python -m engine train classifier"):
-        classifier_location("trained")
+        model_location("trained", SELECTION_CLASSIFIER)
 
 
 def test_before_any_training_the_stand_in_decides_and_the_run_says_so(tiny_corpus, data_dir):

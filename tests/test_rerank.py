@@ -5,7 +5,7 @@ import re
 import pytest
 
 from engine.errors import ConfigError, ResourceMissingError
-from engine.models.cross_encoder import model_location
+from engine.models.trained import PRERANKER, model_location
 from engine.service.store import process_store
 from engine.stages.rerank import CrossEncoderReranker
 from engine.types import Candidate
@@ -41,16 +41,16 @@ def test_trained_model_missing_says_how_to_train(tiny_corpus):
     with pytest.raises(ResourceMissingError) as err:  # nothing is cached in this data dir
         process_store().ranker("trained", tiny_corpus, UnitConfig("passages"))
     assert "No trained pre-ranker in " in str(err.value)
-    assert str(err.value).endswith("Train it once (about 15 minutes on 2 CPU cores) with: "
+    assert str(err.value).endswith("Train it once (about 10 min on 2 CPU cores) with: "
                                    "python -m engine train preranker")
 
 
 def test_trained_model_resolves_to_the_cached_folder(monkeypatch, tmp_path):
-    import engine.models.trained
+    import engine.models.cross_encoder
 
-    monkeypatch.setattr(engine.models.trained, "cached_preranker_path",
+    monkeypatch.setattr(engine.models.cross_encoder, "cached_preranker_path",
                         lambda config=None: tmp_path)
-    assert model_location("trained") == str(tmp_path)
+    assert model_location("trained", PRERANKER) == str(tmp_path)
 
 
 def test_unreachable_hub_id_names_the_offline_choices(tiny_corpus):

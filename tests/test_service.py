@@ -168,16 +168,19 @@ def test_the_plan_is_what_the_registered_paradigms_need_shared_needs_once(echo):
 
 def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_corpus,
                                                                           monkeypatch):
+    from dataclasses import replace
     from types import SimpleNamespace
 
+    from engine.models.trained import PRERANKER
     from engine.paradigms.base import Need
     from engine.service import readiness
     from engine.train import trainers
 
     calls = []
-    toy = trainers.Trainer("toy", "a toy model", is_trained=lambda: False,
-                           train=lambda progress: calls.append("train"))
+    toy = replace(trainers.TRAINERS[PRERANKER], kind="toy", trains="a toy model",
+                  fit=lambda config, progress: calls.append("train"))
     monkeypatch.setitem(trainers.TRAINERS, "toy", toy)
+    monkeypatch.setattr(trainers, "trained_folder", lambda kind: None)  # never trained
     need = Need("toy model", "toy model", lambda corpus, progress, store: calls.append("load"),
                 trained_by="toy", train_seconds=60)
     index = Need("toy index", "toy index",

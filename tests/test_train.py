@@ -7,8 +7,12 @@ import re
 import pytest
 
 from engine.errors import ConfigError
-from engine.models.cross_encoder import score_pairs
-from engine.models.trained import TrainConfig, cached_preranker_path, training_report
+from engine.models.cross_encoder import (
+    TrainConfig,
+    cached_preranker_path,
+    score_pairs,
+    training_report,
+)
 from engine.train.data import (
     Pair,
     inverse_cloze_pairs,

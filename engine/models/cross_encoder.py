@@ -1,43 +1,93 @@
-"""Cross-encoders at query time: where a model is, loading it once, scoring pairs.
+"""The cross-encoder pre-ranker: what identifies the one trained here, where a model is,
+loading it once, scoring pairs.
 
-`model` is "trained" (the pre-ranker `python -m engine train preranker` caches; it is never
-trained at query time), an alias of engine.models.loading, a local folder or a hub id.
+A re-ranker option's model is "trained" (the pre-ranker `python -m engine train preranker`
+caches; it is never trained at query time: engine.models.trained.model_location finds it),
+an alias of engine.models.loading, a local folder or a hub id.
+
+The trained pre-ranker is named by its `TrainConfig`, the sha256 of every data file it was
+trained on and a format version (`cache_key`), so new data or a new recipe can never be
+mistaken for the old model. Training (engine/train/fit_preranker.py) writes it under that key.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.errors import ResourceMissingError
+from engine.cache import existing_entry, file_sha256
+from engine.errors import ConfigError, DataFormatError, check_choice
+from engine.models.trained import PRERANKER, TRAIN_FILES
+from engine.qa_data import require
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
 
-TRAIN_COMMAND = "python -m engine train preranker"
+PRERANKER_VERSION = 1
+REPORT = "training_report.json"
 
 
-def model_location(model: str) -> str:
-    """Where to load `model` from: the cached trained pre-ranker, an alias's folder, or as is.
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that decides the trained pre-ranker (its cache key, with the data)."""
 
-    Raises:
-        ResourceMissingError: for "trained" when no trained pre-ranker is cached.
-    """
-    if model != "trained":
-        from engine.models.loading import resolve
+    seed: int = 13
+    epochs: int = 1
+    batch_size: int = 16
+    learning_rate: float = 1e-4
+    max_length: int = 256
+    max_negatives: int = 2  # per training question (seeded sample of its distractors)
+    use_ict: bool = True  # also try supervised + inverse cloze, keep the better variant
+    ict_pairs: int = 100  # ICT queries; each gives one positive and one negative pair
+    validation_fraction: float = 0.2
+    loss: str = "listwise"  # or "bce" (pointwise binary cross-entropy)
+    base_model: str = "minilm"
 
-        return resolve(model)
-    from engine.models.trained import cached_preranker_path
-    from engine.paths import data_dir
+    def __post_init__(self) -> None:
+        check_choice("loss", self.loss, ("listwise", "bce"))
 
-    folder = cached_preranker_path()
-    if folder is None:
-        raise ResourceMissingError(
-            f"No trained pre-ranker in {data_dir() / 'cache' / 'preranker'}. Train it once "
-            f"(about 15 minutes on 2 CPU cores) with: {TRAIN_COMMAND}"
-        )
-    return str(folder)
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> TrainConfig:
+        data = json.loads(text)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"Unknown TrainConfig field(s) {unknown}. Known: {sorted(known)}.")
+        return cls(**data)
+
+
+def cache_key(config: TrainConfig) -> dict:
+    """Config + sha256 of every data file the training reads + format version."""
+    from engine.models.packaged import wiki_summaries_path
+    from engine.paths import POOLED_FILES
+
+    root = require(TRAIN_FILES, "no training data")
+    names = set(TRAIN_FILES) | (set(POOLED_FILES) if config.use_ict else set())
+    data = {name: file_sha256(root / name) for name in sorted(names) if (root / name).exists()}
+    if config.use_ict:
+        data["wiki"] = file_sha256(wiki_summaries_path())
+    return {"config": asdict(config), "data": data, "version": PRERANKER_VERSION}
+
+
+def cached_preranker_path(config: TrainConfig | None = None) -> Path | None:
+    """The verified cached pre-ranker for `config`, or None (never trains)."""
+    try:
+        key = cache_key(config or TrainConfig())
+    except (DataFormatError, OSError):  # without its training data it cannot be identified
+        return None
+    return existing_entry(PRERANKER, key)
+
+
+def training_report(folder: Path) -> dict:
+    """The validation figures and timings saved beside a trained pre-ranker."""
+    return json.loads((folder / REPORT).read_text(encoding="utf-8"))
 
 
 @lru_cache(maxsize=4)

@@ -1,9 +1,10 @@
 """The query classifier of the best-practices pipeline: does a request need retrieval?
 
 A MiniLM sequence classifier fine-tuned here (`python -m engine train query-classifier`;
-engine/train/fit_query_classifier.py) or any Hugging Face sequence-classifier folder or id whose
-label 1 means "needs retrieval". Loaded once per location; query-time code never imports
-the training code. Until one is trained (a fresh start trains it in the background in 1-3
+engine/train/fit_query_classifier.py; "trained" finds it through
+engine.models.trained.trained_folder) or any Hugging Face sequence-classifier folder or id
+whose label 1 means "needs retrieval". Loaded once per location; query-time code never
+imports the training code. Until one is trained (a fresh start trains it in the background in 1-3
 minutes), "trained" stands in with "always-retrieve": every request is retrieved for, what
 the pipeline does without the classifier, and the trace says so.
 """
@@ -17,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.cache import existing_entry, file_sha256
-from engine.errors import DataFormatError, ResourceMissingError
-from engine.models.trained import QUERY_CLASSIFIER
+from engine.errors import DataFormatError
+from engine.models.trained import QUERY_CLASSIFIER, TRAINED, model_location, trained_folder
 from engine.qa_data import require
 from engine.records import StandIn
 
-TRAIN_COMMAND = "python -m engine train query-classifier"
 REPORT = "training_report.json"
 KIND = QUERY_CLASSIFIER
 STAND_IN = "always-retrieve"
@@ -59,6 +59,11 @@ def cached_query_classifier(config: QueryClassifierConfig | None = None) -> Path
     except (DataFormatError, OSError):  # without its training data it cannot be identified
         return None
     return existing_entry(KIND, key)
+
+
+def training_report(folder: Path) -> dict:
+    """The held-apart figures, threshold and timings saved beside a trained classifier."""
+    return json.loads((folder / REPORT).read_text(encoding="utf-8"))
 
 
 class QueryClassifier:
@@ -103,20 +108,6 @@ class AlwaysRetrieve:
         return True, 1.0
 
 
-def query_classifier_location(model: str) -> str:
-    """"trained": the cached classifier trained here; aliases and paths as they are."""
-    if model != "trained":
-        from engine.models.loading import resolve
-
-        return resolve(model)
-    folder = cached_query_classifier()
-    if folder is None:
-        raise ResourceMissingError(
-            f"No trained query classifier yet. Train it once (about a minute on 2 CPU "
-            f"cores) with: {TRAIN_COMMAND}")
-    return str(folder)
-
-
 @lru_cache(maxsize=4)
 def load_query_classifier(location: str) -> QueryClassifier:
     from engine.models.loading import load_sequence_classifier
@@ -134,7 +125,7 @@ def shared_query_classifier(model: str = "trained") -> QueryClassifier | AlwaysR
     """The classifier `model` names; "trained" before one is trained is the stand-in."""
     if model == STAND_IN:
         return AlwaysRetrieve()
-    if model == "trained":  # one lookup: identifying the cache entry hashes its data files
-        folder = cached_query_classifier()
+    if model == TRAINED:  # one lookup: identifying the cache entry hashes its data files
+        folder = trained_folder(KIND)
         return AlwaysRetrieve() if folder is None else load_query_classifier(str(folder))
-    return load_query_classifier(query_classifier_location(model))
+    return load_query_classifier(model_location(model, KIND))

@@ -32,13 +32,18 @@ from typing import Any
 
 from engine.cache import MANIFEST, CacheInvalid, verify_entry, write_json_atomic
 from engine.errors import ResourceMissingError
-from engine.models.trained import SELECTION_CLASSIFIER
+from engine.models.trained import (
+    SELECTION_CLASSIFIER,
+    TRAINED,
+    model_location,
+    train_command,
+    trained_folder,
+)
 from engine.paths import data_dir
 from engine.records import StandIn
 
 logger = logging.getLogger(__name__)
 
-TRAIN_COMMAND = "python -m engine train classifier"
 KIND = SELECTION_CLASSIFIER  # cache family of trained versions
 REPORT = "selection.json"  # threshold and held-out metrics, written by training
 QUERY_TOKENS = 48  # the question's share of the budget; the rest is split between documents
@@ -168,27 +173,9 @@ def set_active(version: str) -> None:
     if version not in known:
         from engine.errors import ConfigError
 
-        raise ConfigError(f"Unknown classifier version {version!r}. Known: "
-                          f"{', '.join(known) or 'none (train one with ' + TRAIN_COMMAND + ')'}.")
+        listed = ", ".join(known) or f"none (train one with {train_command(KIND)})"
+        raise ConfigError(f"Unknown classifier version {version!r}. Known: {listed}.")
     write_json_atomic(_active_file(), {"id": version})
-
-
-def classifier_location(model: str) -> str:
-    """Where `model` loads from: "trained" is the active version; aliases and paths as is.
-
-    Raises:
-        ResourceMissingError: for "trained" when no version is trained yet.
-    """
-    if model != "trained":
-        from engine.models.loading import resolve
-
-        return resolve(model)
-    version = active_version()
-    if version is None:
-        raise ResourceMissingError(
-            f"No trained selection classifier in {versions_dir()}. Train it once (a few "
-            f"minutes on 2 CPU cores) with: {TRAIN_COMMAND}")
-    return str(versions_dir() / version)
 
 
 @lru_cache(maxsize=4)
@@ -228,9 +215,9 @@ def shared_classifier(model: str = "trained") -> PairClassifier:
     "trained" with no version trained yet is the stand-in, said so once in the log."""
     if model == STAND_IN:
         return stand_in_classifier()
-    if model == "trained" and active_version() is None:
+    if model == TRAINED and trained_folder(KIND) is None:
         if not stand_in_classifier.cache_info().currsize:
             logger.warning("No trained selection classifier yet: the untrained '%s' stand-in "
-                           "decides until one is trained (%s).", STAND_IN, TRAIN_COMMAND)
+                           "decides until one is trained (%s).", STAND_IN, train_command(KIND))
         return stand_in_classifier()
-    return load_classifier(classifier_location(model))
+    return load_classifier(model_location(model, KIND))

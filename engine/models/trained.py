@@ -1,20 +1,23 @@
-"""What identifies a model trained here, and where its cached folder is.
+"""The models trained here, and where they are.
 
-Training (engine/train) writes a model into the cache under `cache_key(config)`; query-time
-code finds it through this module and never imports the training code. A trained model is
-named by its config, the sha256 of every data file it was trained on and a format version,
-so new data or a new recipe can never be mistaken for the old model.
+Training (engine/train) writes each model into the cache; query-time code finds it through
+`trained_folder` and never imports the training code. Each model's own module knows its
+cached folders (the pre-ranker's and the query classifier's training config and cache key
+in `cross_encoder` and `query_classifier`, the selection classifier's versions in
+`selection_classifier`); this one names the models and says which folder "trained" means
+for each, so a model option's "trained" resolves, or fails with the command that trains
+it, in one way.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
-from engine.cache import existing_entry, file_sha256
-from engine.errors import ConfigError, DataFormatError, check_choice
-from engine.qa_data import require
+from engine.errors import ResourceMissingError, check_choice
+from engine.models.loading import resolve
+from engine.paths import data_dir
+from engine.progress import duration
 
 # The models trained here, each named once: the cache family it is stored under, the
 # trainer `Need.trained_by` names, the key of the trainers table (engine/train/trainers.py)
@@ -22,6 +25,12 @@ from engine.qa_data import require
 PRERANKER = "preranker"
 SELECTION_CLASSIFIER = "classifier"
 QUERY_CLASSIFIER = "query-classifier"
+NAMES = {PRERANKER: "pre-ranker", SELECTION_CLASSIFIER: "selection classifier",
+         QUERY_CLASSIFIER: "query classifier"}
+TRAINED = "trained"  # what a model option says to mean the model of its kind trained here
+
+# the training questions of the pre-ranker and the selection classifier (never dev500)
+TRAIN_FILES = ("hotpotqa/train100.json", "musique/train100.json")
 
 
 @dataclass(frozen=True)
@@ -43,65 +52,45 @@ TRAINING_TIMES = {
               "test suite shared the cores"),
 }
 
-PRERANKER_VERSION = 1
-TRAIN_FILES = ("hotpotqa/train100.json", "musique/train100.json")
-REPORT = "training_report.json"
+
+def train_command(kind: str) -> str:
+    """The command that trains model `kind` once."""
+    return f"python -m engine train {kind}"
 
 
-@dataclass(frozen=True)
-class TrainConfig:
-    """Everything that decides the trained pre-ranker (its cache key, with the data)."""
+def trained_folder(kind: str) -> Path | None:
+    """The folder of the model `kind` that "trained" means, or None while none is trained
+    (never trains): the cached pre-ranker or query classifier of the default recipe, the
+    selection classifier's active version."""
+    check_choice("trained model", kind, NAMES)
+    if kind == PRERANKER:
+        from engine.models.cross_encoder import cached_preranker_path
 
-    seed: int = 13
-    epochs: int = 1
-    batch_size: int = 16
-    learning_rate: float = 1e-4
-    max_length: int = 256
-    max_negatives: int = 2  # per training question (seeded sample of its distractors)
-    use_ict: bool = True  # also try supervised + inverse cloze, keep the better variant
-    ict_pairs: int = 100  # ICT queries; each gives one positive and one negative pair
-    validation_fraction: float = 0.2
-    loss: str = "listwise"  # or "bce" (pointwise binary cross-entropy)
-    base_model: str = "minilm"
+        return cached_preranker_path()
+    if kind == QUERY_CLASSIFIER:
+        from engine.models.query_classifier import cached_query_classifier
 
-    def __post_init__(self) -> None:
-        check_choice("loss", self.loss, ("listwise", "bce"))
+        return cached_query_classifier()
+    from engine.models.selection_classifier import active_version, versions_dir
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> TrainConfig:
-        data = json.loads(text)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"Unknown TrainConfig field(s) {unknown}. Known: {sorted(known)}.")
-        return cls(**data)
+    version = active_version()
+    return None if version is None else versions_dir() / version
 
 
-def cache_key(config: TrainConfig) -> dict:
-    """Config + sha256 of every data file the training reads + format version."""
-    from engine.models.packaged import wiki_summaries_path
-    from engine.paths import POOLED_FILES
+def model_location(model: str, kind: str) -> str:
+    """Where a model option's value loads from: "trained" is the model `kind` trained here,
+    an alias its packaged folder, a folder or hub id as it is.
 
-    root = require(TRAIN_FILES, "no training data")
-    names = set(TRAIN_FILES) | (set(POOLED_FILES) if config.use_ict else set())
-    data = {name: file_sha256(root / name) for name in sorted(names) if (root / name).exists()}
-    if config.use_ict:
-        data["wiki"] = file_sha256(wiki_summaries_path())
-    return {"config": asdict(config), "data": data, "version": PRERANKER_VERSION}
-
-
-def cached_preranker_path(config: TrainConfig | None = None) -> Path | None:
-    """The verified cached pre-ranker for `config`, or None (never trains)."""
-    try:
-        key = cache_key(config or TrainConfig())
-    except (DataFormatError, OSError):  # without its training data it cannot be identified
-        return None
-    return existing_entry(PRERANKER, key)
-
-
-def training_report(folder: Path) -> dict:
-    """The validation figures and timings saved beside a trained pre-ranker."""
-    return json.loads((folder / REPORT).read_text(encoding="utf-8"))
+    Raises:
+        ResourceMissingError: for "trained" while none is trained, with the command that
+            trains it and how long that took here.
+    """
+    if model != TRAINED:
+        return resolve(model)
+    folder = trained_folder(kind)
+    if folder is None:
+        raise ResourceMissingError(
+            f"No trained {NAMES[kind]} in {data_dir() / 'cache' / kind}. Train it once "
+            f"(about {duration(TRAINING_TIMES[kind].seconds)} on 2 CPU cores) with: "
+            f"{train_command(kind)}")
+    return str(folder)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import check_config, param
-from engine.errors import ConfigError
+from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
 from engine.paradigms.resources import (
     BM25,
@@ -57,22 +57,20 @@ class BestConfig:
                    high=1000)
     reranker: str = param(BI_ENCODER, "re-ranker of the M passages found: none, bi-encoder "
                           "(stored vectors), trained, or a cross-encoder folder or hub id")
-    bi_encoder: str = param("minilm", "dense encoder of the search, the bi-encoder "
-                            "re-ranker and the summariser: an alias, a folder or a hub id")
+    bi_encoder: str = options.bi_encoder("the search, the bi-encoder re-ranker and the "
+                                         "summariser")
     k: int = param(4, "k: passages handed to summarisation and the reader", low=1, high=50)
     summarise: bool = param(True, "extractive summarisation: keep the sentences closest to "
                             "the question")
     summary_tokens: int = param(200, "summarisation budget, in tokens", low=16, high=4096)
-    passage_tokens: int = param(100, "passage size in tokens (shared with flat)", low=16,
-                                high=1000)
-    reader: ReaderConfig = param(ReaderConfig(), "the generator (its packing is the "
-                                 "repacking module)")
+    passage_tokens: int = options.passage_tokens("passage size in tokens (shared with flat)")
+    reader: ReaderConfig = options.reader("the generator (its packing is the repacking "
+                                          "module)")
 
     def __post_init__(self) -> None:
         check_config(self)
-        if self.k > self.M:
-            raise ConfigError(f"k={self.k} is more than M={self.M}: the pipeline cannot keep "
-                              "more passages than retrieval found. Lower k or raise M.")
+        options.check_kept(self, "k", "M", "the pipeline cannot keep more passages than "
+                           "retrieval found")
 
     def passages(self) -> UnitConfig:
         return UnitConfig("passages", chunker=Chunker(self.passage_tokens))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import check_config, param
-from engine.errors import ConfigError
+from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
 from engine.paradigms.resources import (
     BM25,
@@ -27,7 +27,6 @@ from engine.paradigms.resources import (
 )
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
-from engine.stages.rerank import HYBRID_WEIGHT
 from engine.stages.retrieve import DocumentRetriever, ScoredDocumentRetriever
 from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
 from engine.units.build import UnitConfig
@@ -47,8 +46,7 @@ class DRRAGConfig:
     retriever: str = param("hybrid", "similarity matching: bm25 (over documents), dense (a "
                            "document scored by its best passage) or hybrid (BM25 + dense, "
                            "the funnel's document score)", choices=RETRIEVERS)
-    hybrid_weight: float = param(HYBRID_WEIGHT, "dense weight of the hybrid document score",
-                                 low=0.0, high=1.0)
+    hybrid_weight: float = options.hybrid_weight()
     selection: str = param("cfs", "sm: top-k alone; qdc: + query-document concatenation; "
                            "cis / cfs: + the classifier's inverse / forward selection",
                            choices=SELECTIONS)
@@ -64,16 +62,15 @@ class DRRAGConfig:
                             "hub id")
     threshold: float = param(0.0, "keep a pair when P >= threshold; 0 uses the threshold "
                              "chosen when the classifier was trained", low=0.0, high=1.0)
-    passage_tokens: int = param(100, "passage size of the dense index (shared with flat)",
-                                low=16, high=1000)
-    bi_encoder: str = param("minilm", "dense encoder: an alias, a folder or a hub id")
-    reader: ReaderConfig = param(ReaderConfig(), "the reader")
+    passage_tokens: int = options.passage_tokens("passage size of the dense index (shared "
+                                                 "with flat)")
+    bi_encoder: str = options.bi_encoder("the dense and hybrid similarity matching")
+    reader: ReaderConfig = options.reader()
 
     def __post_init__(self) -> None:
         check_config(self)
-        if self.selection != "sm" and self.k1 > self.k:
-            raise ConfigError(f"k1={self.k1} is more than k={self.k}: the static documents "
-                              "alone would not fit. Lower k1 or raise k.")
+        if self.selection != "sm":  # sm reads the top k alone: no static documents
+            options.check_kept(self, "k1", "k", "the static documents alone would not fit")
 
     def units(self) -> UnitConfig:
         if self.retriever == "bm25":

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import check_config, param
-from engine.errors import ConfigError
+from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
 from engine.paradigms.resources import Dense, Ranker, Reader, Resources
 from engine.readers.reader import ReaderConfig
@@ -23,22 +23,20 @@ from engine.units.chunking import Chunker
 class FlatConfig:
     M: int = param(50, "M: passages from dense retrieval", low=1, high=1000)
     k: int = param(4, "k: passages kept by the re-ranker and read", low=1, high=50)
-    passage_tokens: int = param(100, "passage size in tokens (early chunking)", low=16,
-                                high=1000)
-    bi_encoder: str = param("minilm", "dense encoder: an alias, a folder or a hub id")
+    passage_tokens: int = options.passage_tokens("passage size in tokens (early chunking)")
+    bi_encoder: str = options.bi_encoder("the retrieval and the bi-encoder re-ranker")
     # "bi-encoder" reads the stored vectors of the model that retrieved: the order stays
     # the dense one, in milliseconds. A cross-encoder (a folder, hub id or "trained") is
     # what the paradigm is built for, but none available offline beats that order
     # (bench/README.md)
     reranker: str = param("bi-encoder", "re-ranker: bi-encoder (stored vectors: keeps the "
                           "dense order), trained, or a cross-encoder folder or hub id")
-    reader: ReaderConfig = param(ReaderConfig(), "the reader")
+    reader: ReaderConfig = options.reader()
 
     def __post_init__(self) -> None:
         check_config(self)
-        if self.k > self.M:
-            raise ConfigError(f"k={self.k} is more than M={self.M}: the re-ranker cannot keep "
-                              "more passages than retrieval found. Lower k or raise M.")
+        options.check_kept(self, "k", "M", "the re-ranker cannot keep more passages than "
+                           "retrieval found")
 
     def passages(self) -> UnitConfig:
         return UnitConfig("passages", chunker=Chunker(self.passage_tokens))

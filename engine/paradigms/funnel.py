@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.errors import ConfigError
 from engine.index.documents import SCORERS
+from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
 from engine.paradigms.resources import BM25, Clusters, DocumentScores, Ranker, Reader, Resources
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
 from engine.stages.expand import chunk_documents, expand_to_documents
 from engine.stages.postrank import FiDPostRanker, fused_scores
-from engine.stages.rerank import BI_ENCODER, HYBRID_WEIGHT, StoredScoreReranker
+from engine.stages.rerank import BI_ENCODER, StoredScoreReranker
 from engine.stages.retrieve import ClusterRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
@@ -40,8 +41,7 @@ class FunnelConfig:
                                 "document's hybrid (BM25 + dense), dense or bm25 score, or "
                                 "text (BM25 over each cluster's whole text, the paper's)",
                                 choices=(*SCORERS, "text"))
-    hybrid_weight: float = param(HYBRID_WEIGHT, "dense weight of the hybrid document score",
-                                 low=0.0, high=1.0)
+    hybrid_weight: float = options.hybrid_weight()
     K: int = param(10, "K: clusters kept by the first stage", low=1, high=200)
     N: int = param(8, "N: documents kept by the pre-ranker", low=1, high=200)
     H: int = param(4, "H: passages kept by the post-ranker and read", low=1, high=50)
@@ -56,22 +56,21 @@ class FunnelConfig:
                                 "(documents by pre-ranker rank, passages in document order), "
                                 "passage (each passage's stored dense cosine), or both fused",
                                 choices=POSTRANK_PRIORS)
-    passage_tokens: int = param(100, "passage size in tokens (later chunking)", low=16,
-                                high=1000)
+    passage_tokens: int = options.passage_tokens("passage size in tokens (later chunking)")
     # stored scores, not the trained cross-encoder: on dev500 the bi-encoder keeps far more
     # gold documents (bench/preranker_recall.py), hybrid more still on the training
     # questions (bench/first_stage.py)
     preranker: str = param("hybrid", "pre-ranker: hybrid (BM25 + stored passage vectors), "
                            "bi-encoder (stored passage vectors), bm25, trained (the "
                            "cross-encoder trained here), or a cross-encoder folder or hub id")
-    bi_encoder: str = param("minilm", "dense encoder of the document scores, the "
-                            "pre-ranker's stored scores and the passage prior: an alias, a "
-                            "folder or a hub id")
-    index_passage_tokens: int = param(100, "passage size of the dense index the document "
-                                      "scores read (shared with flat)", low=16, high=1000)
+    bi_encoder: str = options.bi_encoder("the document scores, the pre-ranker's stored "
+                                         "scores and the passage prior")
+    index_passage_tokens: int = options.passage_tokens("passage size of the dense index the "
+                                                       "document scores read (shared with "
+                                                       "flat)")
     # mean_tokens, not eq3: on HotpotQA *train* paragraphs it finds the supporting ones best
     # (recall@2 0.40 vs eq3 0.23, random 0.18; bench/fid_scoring.py, bench/README.md).
-    reader: ReaderConfig = param(ReaderConfig(aggregation="mean_tokens"), "the reader")
+    reader: ReaderConfig = options.reader(aggregation="mean_tokens")
 
     def __post_init__(self) -> None:
         check_config(self)

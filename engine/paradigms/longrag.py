@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from engine.config import check_config, param
 from engine.index.documents import SCORERS
+from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
 from engine.paradigms.resources import BM25, Clusters, DocumentScores, Reader, Resources
 from engine.readers.prompts import LONG_ANSWER
 from engine.readers.reader import ReaderConfig, answer, extract_answer
 from engine.stages.base import run_stage
 from engine.stages.expand import ReaderContext
-from engine.stages.rerank import HYBRID_WEIGHT
 from engine.stages.retrieve import LongUnitRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
@@ -38,8 +38,7 @@ class LongRAGConfig:
                              "stored passage vector, LongRAG's), hybrid (BM25 + dense, best "
                              "member), bm25 (best member) or text (BM25 over whole units)",
                              choices=(*SCORERS, "text"))
-    hybrid_weight: float = param(HYBRID_WEIGHT, "dense weight of the hybrid document score",
-                                 low=0.0, high=1.0)
+    hybrid_weight: float = options.hybrid_weight()
     k: int = param(4, "k: units read", low=1, high=8)
     # 1000: on 60 training questions EM/F1 0.117/0.151 in 7.4 s a question against
     # 0.100/0.155 in 15.6 s at 2000 (fp32 on 2 cores; bench/README.md, "LongRAG in half the
@@ -53,11 +52,10 @@ class LongRAGConfig:
                        "from it: LongRAG's) or 1 (the short answer at once)", low=1, high=2)
     long_answer_tokens: int = param(48, "longest long answer (first turn), in model tokens",
                                     low=8, high=512)
-    bi_encoder: str = param("minilm", "dense encoder of the units' MaxP scores: an alias, "
-                            "a folder or a hub id")
-    index_passage_tokens: int = param(100, "MaxP chunk size: the passages of the dense index "
-                                      "(shared with flat)", low=16, high=1000)
-    reader: ReaderConfig = param(ReaderConfig(max_passage_tokens=4096), "the long reader")
+    bi_encoder: str = options.bi_encoder("the units' MaxP scores")
+    index_passage_tokens: int = options.passage_tokens("MaxP chunk size: the passages of the "
+                                                       "dense index (shared with flat)")
+    reader: ReaderConfig = options.reader("the long reader", max_passage_tokens=4096)
 
     def __post_init__(self) -> None:
         check_config(self)

@@ -122,9 +122,9 @@ def _source(name: str) -> tuple[str, str]:
 
 
 def reranker_rows() -> list[ModelRow]:
-    from engine.models.trained import TRAINING_TIMES, cached_preranker_path
+    from engine.models.trained import PRERANKER, TRAINING_TIMES, train_command, trained_folder
 
-    trained = cached_preranker_path()
+    trained = trained_folder(PRERANKER)
     option = "preranker (funnel), reranker (flat, best)"
     return [
         ModelRow("re-ranker", "hybrid", "stored scores", "ready",
@@ -134,8 +134,8 @@ def reranker_rows() -> list[ModelRow]:
         ModelRow("re-ranker", "bm25", "stored scores", "ready", ("BM25 over documents",),
                  option),
         ModelRow("re-ranker", "trained", "trained here (cross-encoder from MiniLM)",
-                 "ready" if trained else "not trained yet: python -m engine train preranker "
-                 f"(~{TRAINING_TIMES['preranker'].seconds / 60:.0f} min)",
+                 "ready" if trained else f"not trained yet: {train_command(PRERANKER)} "
+                 f"(~{TRAINING_TIMES[PRERANKER].seconds / 60:.0f} min)",
                  (str(trained),) if trained else (), option),
         ModelRow("re-ranker", "a folder or hub id", "your own", "any cross-encoder", (),
                  option)]
@@ -143,15 +143,15 @@ def reranker_rows() -> list[ModelRow]:
 
 def classifier_rows() -> list[ModelRow]:
     from engine.models.query_classifier import STAND_IN as ALWAYS
-    from engine.models.query_classifier import cached_query_classifier
     from engine.models.selection_classifier import STAND_IN as COSINES
     from engine.models.selection_classifier import versions
+    from engine.models.trained import QUERY_CLASSIFIER, trained_folder
 
     found = versions()
     active = [v["id"] for v in found if v["active"]]
     selection = "drrag: classifier"
     query = "best: classifier"
-    query_model = cached_query_classifier()
+    query_model = trained_folder(QUERY_CLASSIFIER)
     return [
         ModelRow("selection classifier", "trained", "trained here (DR-RAG's C(q, d1, d2))",
                  f"ready, version {active[0]} active" if found and active else

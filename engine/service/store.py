@@ -234,9 +234,10 @@ class Store:
     def cross_encoder(self, model: str, max_length: int = 256) -> Any:
         """The cross-encoder `model` ("trained": the cached trained pre-ranker, or the
         command that trains it; an alias, a folder or a hub id), loaded once per process."""
-        from engine.models.cross_encoder import load_cross_encoder, model_location
+        from engine.models.cross_encoder import load_cross_encoder
+        from engine.models.trained import PRERANKER, model_location
 
-        return load_cross_encoder(model_location(model), max_length)
+        return load_cross_encoder(model_location(model, PRERANKER), max_length)
 
     def selection_classifier(self, model: str) -> Any:
         """DR-RAG's selection classifier `model` ("trained" before one is trained: the

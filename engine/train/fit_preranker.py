@@ -47,8 +47,14 @@ from typing import TYPE_CHECKING, Any
 
 from engine.cache import load_or_build, write_json_atomic
 from engine.metrics import gold_document_recall
-from engine.models.cross_encoder import score_pairs
-from engine.models.trained import PRERANKER, REPORT, TrainConfig, cache_key
+from engine.models.cross_encoder import (
+    REPORT,
+    TrainConfig,
+    cache_key,
+    score_pairs,
+    training_report,
+)
+from engine.models.trained import PRERANKER
 from engine.train.data import (
     Pair,
     QuestionGroup,
@@ -150,3 +156,21 @@ def _build(folder: Path, config: TrainConfig) -> None:
     best[2].save(str(folder))
     write_json_atomic(folder / REPORT, report)
     logger.info("kept %s; trained in %.0f s", best[1], report["seconds"])
+
+
+def summary(folder: Path) -> list[str]:
+    """What `python -m engine train preranker` says of a trained pre-ranker: a line naming
+    it and its folder, then its held-out figures against the bi-encoder's."""
+    report = training_report(folder)
+    lines = [f"pre-ranker  {folder}",
+             f"questions   {report['train_questions']} train, "
+             f"{report['validation_questions']} held out (validation)",
+             f"validation  gold-document recall@{VALIDATION_K}, re-ranking each held-out "
+             "question's paragraphs:"]
+    for name, variant in report["variants"].items():
+        mark = "  <- kept" if name == report["kept"] else ""
+        lines.append(f"  {name:16} {variant[f'recall@{VALIDATION_K}']:.3f}  "
+                     f"({variant['pairs']:,} pairs, {variant['seconds']:.0f} s){mark}")
+    lines.append(f"  {'bi-encoder':16} {report[f'bi_encoder_recall@{VALIDATION_K}']:.3f}  "
+                 "(MiniLM cosine, baseline)")
+    return lines

@@ -23,6 +23,7 @@ from engine.models.query_classifier import (
     QueryClassifier,
     QueryClassifierConfig,
     cache_key,
+    training_report,
 )
 from engine.train.loop import seed_everything
 from engine.train.query_data import (
@@ -115,3 +116,16 @@ def _fit(examples: Sequence[QueryExample], config: QueryClassifierConfig):
                     statistics.fmean(losses))
     model.eval()
     return tokenizer, model
+
+
+def summary(folder: Path) -> list[str]:
+    """What `python -m engine train query-classifier` says of a trained classifier: a line
+    naming it and its folder, then its accuracy on the held-apart examples, by kind."""
+    report = training_report(folder)
+    lines = [f"query classifier  {folder}",
+             f"examples    {report['train_examples']} trained on, {report['heldout_examples']} "
+             "held apart (unseen templates, a fifth of the knowledge questions)",
+             f"held apart  accuracy {report['heldout_accuracy']:.3f}"]
+    lines += [f"  {kind:24} {accuracy:.3f}"
+              for kind, accuracy in report["heldout_accuracy_by_kind"].items()]
+    return lines

@@ -34,8 +34,8 @@ from dataclasses import asdict, dataclass
 from itertools import groupby
 from pathlib import Path
 
-from engine.cache import file_sha256, fingerprint, load_or_build, write_json_atomic
-from engine.errors import TrainingError
+from engine.cache import existing_entry, file_sha256, fingerprint, load_or_build, write_json_atomic
+from engine.errors import DataFormatError, TrainingError
 from engine.models.pair_model import new_pair_model
 from engine.models.selection_classifier import KIND, REPORT, load_classifier, set_active
 from engine.models.trained import TRAIN_FILES
@@ -83,6 +83,17 @@ def cache_key(config: ClassifierConfig, labels: Sequence[PairExample]) -> dict:
     return {"config": asdict(config), "version": CLASSIFIER_VERSION,
             "data": {name: file_sha256(root / name) for name in TRAIN_FILES},
             "labels": fingerprint([asdict(x) for x in labels]) if labels else ""}
+
+
+def cached_classifier(config: ClassifierConfig | None = None,
+                      labels: Sequence[PairExample] = ()) -> Path | None:
+    """The verified cached classifier trained with `config` on the training files plus
+    `labels`, or None (never trains; active or not)."""
+    try:
+        key = cache_key(config or ClassifierConfig(), labels)
+    except (DataFormatError, OSError):  # without its training data it cannot be identified
+        return None
+    return existing_entry(KIND, key)
 
 
 def held_out_questions(config: ClassifierConfig) -> list[QuestionGroup]:
@@ -312,3 +323,22 @@ def _batch_inputs(tokenizer, batch: Sequence[PairExample], max_length: int):
 
 def training_report(folder: Path) -> dict:
     return json.loads((folder / REPORT).read_text(encoding="utf-8"))
+
+
+def summary(folder: Path) -> list[str]:
+    """What `python -m engine train classifier` says of a trained version (which it makes
+    the active one): a line naming it and its folder, then its held-out figures."""
+    report = training_report(folder)
+    lines = [f"classifier  {folder} (now the active version)",
+             f"pairs       {report['train_pairs']:,} from {report['train_questions']} training "
+             f"questions; {report['heldout']['pairs']:,} from {report['heldout_questions']} "
+             "held out"]
+    for name, key in (("held out", "heldout"), ("at 0.5", "heldout_at_0.5")):
+        m = report[key]
+        lines.append(f"{name:11} accuracy {m['accuracy']:.3f}  precision "
+                     f"{m['precision']:.3f}  recall {m['recall']:.3f}  F1 {m['f1']:.3f}")
+    lines.append(f"threshold   {report['threshold']:.3f} (best accuracy on the held-out pairs)")
+    if report.get("heldout_auc") is not None:
+        lines.append(f"AUC         {report['heldout_auc']:.3f} (held out: P(a positive pair "
+                     "scores above a negative one))")
+    return lines

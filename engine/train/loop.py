@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import torch
     from sentence_transformers import CrossEncoder
 
-    from engine.models.trained import TrainConfig
+    from engine.models.cross_encoder import TrainConfig
 
 logger = logging.getLogger(__name__)
 

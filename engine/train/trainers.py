@@ -1,18 +1,21 @@
-"""Every model trained here, in one table: what it is, whether it is trained, how to train it.
+"""Every model trained here, in one table: what it is, whether it is trained, how to train it
+and what to say of it once trained.
 
 Keyed by the constants of engine.models.trained, which `Need.trained_by`, the app's
-background preparation (engine.service.readiness) and `python -m engine train` all use, so
-a trainer is named in one place. Training never runs at query time: only the service (when a
-paradigm's model is missing, or Retrain is pressed) and the CLI import this module.
+background preparation (engine.service.readiness) and `python -m engine train` (its choices,
+options and reports: engine/cli/train.py) all use, so adding a model trained here is one row
+of `TRAINERS`. Training never runs at query time: only the service (when a paradigm's model
+is missing, or Retrain is pressed) and the CLI import this module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from engine.models.query_classifier import KNOWLEDGE_FILES
+from engine.models import cross_encoder, query_classifier
 from engine.models.trained import (
     PRERANKER,
     QUERY_CLASSIFIER,
@@ -20,70 +23,84 @@ from engine.models.trained import (
     TRAIN_FILES,
     TRAINING_TIMES,
     TrainingTime,
+    trained_folder,
 )
+from engine.train import fit_preranker, fit_query_classifier, fit_selection_classifier
 
 Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
+class Flag:
+    """A command-line switch of one trainer, `--name`: `apply` changes its config."""
+
+    name: str
+    help: str
+    apply: Callable[[Any], Any]
+
+    @property
+    def dest(self) -> str:
+        """The switch's attribute on the parsed arguments."""
+        return self.name.replace("-", "_")
+
+
+@dataclass(frozen=True)
 class Trainer:
-    """One trainable model: `is_trained()` looks in the cache (never trains);
-    `train(progress)` trains it with its default recipe (or returns the cached one) on the
-    QA files `data` (engine.qa_data)."""
+    """One trainable model, and all that training it takes:
+    - `config()`: its default recipe, a config dataclass with `seed` and `epochs`;
+    - `fit(config, progress)`: the cached model of `config`'s folder, trained first if
+      missing (`progress(done, total)` for trainers that report it);
+    - `cached(config)`: that folder if it is cached, else None (never trains);
+    - `report(folder)`: the training report saved beside it (its "seconds" among them);
+    - `summary(folder)`: what the CLI says of it, a line naming it and its folder first,
+      then its held-out figures;
+    - `data`: the QA files it reads (engine.qa_data); `flags`: its own command-line switches.
+    """
 
     kind: str
     trains: str
-    is_trained: Callable[[], bool]
-    train: Callable[[Progress], Path]
+    config: Callable[[], Any]
+    fit: Callable[[Any, Progress], Path]
+    cached: Callable[[Any], Path | None]
+    report: Callable[[Path], dict]
+    summary: Callable[[Path], list[str]]
     data: tuple[str, ...] = TRAIN_FILES
+    flags: tuple[Flag, ...] = ()
 
     @property
     def time(self) -> TrainingTime:
         return TRAINING_TIMES[self.kind]
 
+    def is_trained(self) -> bool:
+        """Whether the model "trained" names is there (engine.models.trained)."""
+        return trained_folder(self.kind) is not None
 
-def _preranker_trained() -> bool:
-    from engine.models.trained import cached_preranker_path
-
-    return cached_preranker_path() is not None
-
-
-def _train_preranker(progress: Progress) -> Path:
-    from engine.train.fit_preranker import train_preranker
-
-    return train_preranker()
-
-
-def _selection_classifier_trained() -> bool:
-    from engine.models.selection_classifier import active_version
-
-    return active_version() is not None
-
-
-def _train_selection_classifier(progress: Progress) -> Path:
-    from engine.train.fit_selection_classifier import train_classifier
-
-    return train_classifier(progress=progress)
-
-
-def _query_classifier_trained() -> bool:
-    from engine.models.query_classifier import cached_query_classifier
-
-    return cached_query_classifier() is not None
-
-
-def _train_query_classifier(progress: Progress) -> Path:
-    from engine.train.fit_query_classifier import train_query_classifier
-
-    return train_query_classifier()
+    def train(self, progress: Progress, config: Any = None) -> Path:
+        """The folder of the model `config` (default: its default recipe) makes, trained
+        first unless it is cached."""
+        return self.fit(self.config() if config is None else config, progress)
 
 
 TRAINERS: dict[str, Trainer] = {trainer.kind: trainer for trainer in (
-    Trainer(PRERANKER, "the cross-encoder pre-ranker", _preranker_trained, _train_preranker),
+    Trainer(PRERANKER, "the cross-encoder pre-ranker", config=cross_encoder.TrainConfig,
+            fit=lambda config, progress: fit_preranker.train_preranker(config),
+            cached=cross_encoder.cached_preranker_path,
+            report=cross_encoder.training_report, summary=fit_preranker.summary,
+            flags=(Flag("no-ict", "supervised pairs only (no inverse-cloze variant)",
+                        lambda config: replace(config, use_ict=False)),)),
     Trainer(SELECTION_CLASSIFIER, "DR-RAG's selection classifier C(q, d1, d2)",
-            _selection_classifier_trained, _train_selection_classifier),
+            config=fit_selection_classifier.ClassifierConfig,
+            fit=lambda config, progress: fit_selection_classifier.train_classifier(
+                config, progress=progress),
+            cached=fit_selection_classifier.cached_classifier,
+            report=fit_selection_classifier.training_report,
+            summary=fit_selection_classifier.summary),
     Trainer(QUERY_CLASSIFIER, "the best-practices query classifier",
-            _query_classifier_trained, _train_query_classifier, KNOWLEDGE_FILES),
+            config=query_classifier.QueryClassifierConfig,
+            fit=lambda config, progress: fit_query_classifier.train_query_classifier(config),
+            cached=query_classifier.cached_query_classifier,
+            report=query_classifier.training_report, summary=fit_query_classifier.summary,
+            data=query_classifier.KNOWLEDGE_FILES),
 )}
 
 
