@@ -60,7 +60,7 @@ def _runs_api(explorer: Explorer) -> None:
         """Re-answer a run (a trace as `run` returned it) over the units whose ids are in
         the JSON list `passage_ids` (any candidate of its stages, in reading order), plus
         the question's gold supporting paragraphs with `oracle`: only the reader runs.
-        Returns the new trace JSON; its "reread" stage records what changed."""
+        Returns the new trace JSON; its "reanswer" stage records what changed."""
         trace = _trace(trace_json)
         try:
             ids = json.loads(passage_ids or "[]")
@@ -86,7 +86,7 @@ def _runs_api(explorer: Explorer) -> None:
 
     _endpoint(run, "trace_json", TRACE)
     _endpoint(save_run, "run_id", "the saved run's id, which load_run takes")
-    _endpoint(reanswer, "trace_json", TRACE + "; its 'reread' stage records what changed")
+    _endpoint(reanswer, "trace_json", TRACE + "; its 'reanswer' stage records what changed")
     _endpoint(list_runs, "runs_json", "JSON text: the saved runs, newest first, as a list of "
               "{id, name, notes, created, paradigm, question, answer, reader_tokens, seconds, "
               "metrics, corpus, corpus_fingerprint}")

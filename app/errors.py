@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import gradio as gr
 
-from app.views.formatting import error_box
+from app.views.trace import error_box
 from engine.errors import EngineError
 
 logger = logging.getLogger("app")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from app.ui import build_app, serve
 from engine.service.explorer import Explorer
-from engine.service.readiness import Preparation
+from engine.service.preparation import Preparation
 from engine.store.sessions import SessionStore
 
 # libraries whose INFO lines are about their own internals, not the app: faiss's loader

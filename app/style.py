@@ -1,4 +1,4 @@
-"""The app's stylesheet: the classes app/views/formatting.py and the tabs put on their HTML."""
+"""The app's stylesheet: the classes app/views/trace.py and the tabs put on their HTML."""
 
 CSS = """
 .fe-table { border-collapse: collapse; width: 100%; font-size: 0.9em; }

@@ -16,7 +16,7 @@ from app import api
 from app.style import CSS
 from app.tabs import annotate, compare, corpora, diagnose, evaluate, explore, sessions, sweep
 from app.tabs.base import Tab
-from app.views.formatting import esc
+from app.views.trace import esc
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import Explorer
 

@@ -135,7 +135,7 @@ DONE = re.compile(r"^(.+?): (ready|FAILED)")
 
 
 def _seconds(said: str) -> float:
-    """'40 s', '3 min', '1 h 5 min' (readiness.duration) back to seconds."""
+    """'40 s', '3 min', '1 h 5 min' (engine.progress.duration) back to seconds."""
     hours = re.search(r"(\d+) h", said)
     minutes = re.search(r"(\d+) min", said)
     seconds = re.search(r"(\d+) s", said)

@@ -36,7 +36,7 @@ SHARED_KINDS = ("bm25", "clusters", "dense", "graph", "models", "query-classifie
 def small_corpus(n: int, size: int):
     """`n` documents of `size` wiki summaries each, salted so none was encoded before."""
     from engine.data.corpus import read_wiki_summaries
-    from engine.types import Corpus, Document
+    from engine.documents import Corpus, Document
 
     salt = uuid.uuid4().hex[:8]
     summaries = read_wiki_summaries()[:n * size]
@@ -73,7 +73,7 @@ def main() -> None:
             os.symlink(source, folder / "cache" / kind)
     os.environ["FUNNEL_DATA_DIR"] = str(folder)
 
-    from engine.service.readiness import Preparation
+    from engine.service.preparation import Preparation
 
     wiki = Preparation("wiki").start()
     training = next(t for t in wiki.tasks.values() if t.name.startswith("train ")

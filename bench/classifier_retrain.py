@@ -20,12 +20,12 @@ from pathlib import Path
 
 from bench.common import markdown_table, save
 from engine.data.corpus import load_corpus
+from engine.documents import Question
 from engine.service.annotation import Annotation
 from engine.service.store import make_paradigm
 from engine.store.sessions import SessionStore
-from engine.train.data import load_question_groups, split_questions
 from engine.train.fit_selection_classifier import ClassifierConfig, train_classifier
-from engine.types import Question
+from engine.train.preranker_pairs import load_question_groups, split_questions
 
 
 def main() -> None:

@@ -27,8 +27,8 @@ from engine.models.selection_classifier import (
     stand_in_classifier,
     versions_dir,
 )
-from engine.train.data import load_question_groups, split_questions
 from engine.train.fit_selection_classifier import ClassifierConfig
+from engine.train.preranker_pairs import load_question_groups, split_questions
 from engine.train.selection_pairs import choose_threshold, dataset_pairs, pair_metrics, roc_auc
 
 

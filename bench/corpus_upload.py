@@ -32,7 +32,7 @@ def write_corpus(path: Path, passages: int) -> tuple[int, int]:
     `passages` 100-token passages (the engine's default chunker); returns (documents,
     passages)."""
     from engine.data.corpus import load_corpus
-    from engine.types import Document
+    from engine.documents import Document
     from engine.units.chunking import Chunker
 
     chunker = Chunker(max_tokens=100)

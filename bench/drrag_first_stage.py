@@ -12,7 +12,7 @@ Two question sets, each over the corpus holding its answers:
 
 Every first stage is the `drrag` paradigm's own (engine/paradigms/drrag.py): `bm25` over
 documents, `dense` (a document scored by its best stored passage vector) and `hybrid` at a
-few dense weights (the funnel's document score, engine/index/documents.py). Printed:
+few dense weights (the funnel's document score, engine/index/document_scores.py). Printed:
 
   1. the static documents at k1 = 1..5: the gold answer in their text ("answer", span
      answers only), the share of gold documents among them ("docs") and, for the training

@@ -31,7 +31,7 @@ import numpy as np
 from bench.common import markdown_table, save
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
-from engine.index.documents import DocumentScorer, group_max, group_top2
+from engine.index.document_scores import DocumentScorer, group_max, group_top2
 from engine.metrics import has_span_answer, normalize_answer
 from engine.paradigms.funnel import FunnelConfig
 from engine.paths import shared_data_dir

@@ -125,7 +125,7 @@ def serve(n: int, kind: str, limit: int, tune: bool, truth_file: Path) -> dict:
     from bench.synthetic import synthetic_corpus
     from engine.index.bm25 import bm25_index
     from engine.index.dense import dense_index
-    from engine.index.documents import DocumentScorer
+    from engine.index.document_scores import DocumentScorer
     from engine.service.store import process_store
     from engine.stages.expand import expand_to_documents
     from engine.stages.rerank import HYBRID_WEIGHT, StoredScoreReranker

@@ -31,7 +31,7 @@ import numpy as np
 
 from bench.common import dev500_questions, markdown_table, save, training_questions
 from engine.data.corpus import load_corpus
-from engine.index.documents import group_max
+from engine.index.document_scores import group_max
 from engine.metrics import answer_in, has_span_answer
 from engine.service.store import process_store
 from engine.text import count_tokens
@@ -113,7 +113,7 @@ def reader_part(corpus, questions, variants) -> dict:
 
 
 def cost_part(corpus, lengths) -> dict:
-    from engine.readers.generators import shared_generator
+    from engine.readers.backends import shared_generator
 
     generator = shared_generator("smollm2")
     text = " ".join(d.text for d in corpus.documents[:2000])

@@ -31,13 +31,13 @@ import numpy as np
 
 from bench.common import dev500_questions, markdown_table, save
 from engine.data.corpus import load_corpus
-from engine.index.documents import group_max
+from engine.documents import Candidate
+from engine.index.document_scores import group_max
 from engine.metrics import answer_in, has_span_answer, support_recall
 from engine.readers.reader import within_budget
 from engine.service.store import process_store
 from engine.stages.expand import MIN_CLIPPED_TOKENS
 from engine.text import count_tokens
-from engine.types import Candidate
 from engine.units.build import UnitConfig, document_unit
 from engine.units.chunking import Chunker
 

@@ -26,10 +26,10 @@ import time
 from bench.common import markdown_table, save
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
+from engine.documents import Candidate
 from engine.index.bm25 import bm25_index
 from engine.metrics import all_gold_at, gold_document_recall
 from engine.paths import shared_data_dir
-from engine.types import Candidate
 from engine.units.build import UnitConfig, document_unit
 
 RANKERS = ("bm25", "bi-encoder", "cross-encoder")

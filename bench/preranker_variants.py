@@ -29,8 +29,8 @@ import time
 
 from bench.common import save
 from engine.models.loading import load_bi_encoder, resolve
-from engine.train.data import load_question_groups, split_questions
 from engine.train.fit_preranker import _mean_recall
+from engine.train.preranker_pairs import load_question_groups, split_questions
 
 
 def joint_scorer(path: str):

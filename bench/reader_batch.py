@@ -21,7 +21,7 @@ from bench.common import WARM_UP, dev500_questions, markdown_table, save
 from engine.data.corpus import load_corpus
 from engine.eval.runner import answer_all
 from engine.paradigms.registry import names
-from engine.readers.generators import shared_generator
+from engine.readers.backends import shared_generator
 from engine.service.store import make_paradigm
 
 

@@ -24,13 +24,13 @@ import time
 
 from bench.common import markdown_table, save
 from bench.reader_prompts import dev_questions, train_questions
+from engine.documents import Candidate, Document
 from engine.metrics import exact_match, f1_score
 from engine.models.loading import PRECISIONS, load_causal_lm
 from engine.paradigms.funnel import FunnelConfig
+from engine.readers.backends import HFGenerator
 from engine.readers.fid import FiDReader
-from engine.readers.generators import HFGenerator
 from engine.readers.reader import ReaderConfig, answer
-from engine.types import Candidate, Document
 from engine.units.build import document_unit
 
 

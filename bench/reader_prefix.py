@@ -22,7 +22,7 @@ import numpy as np
 from bench.common import WARM_UP, dev500_questions, markdown_table, percentile, save
 from engine.data.corpus import load_corpus
 from engine.paradigms.registry import names
-from engine.readers.generators import shared_generator
+from engine.readers.backends import shared_generator
 from engine.service.store import make_paradigm
 
 

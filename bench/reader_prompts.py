@@ -29,12 +29,12 @@ import sys
 import time
 
 from bench.common import markdown_table, save
+from engine.documents import Candidate, Document
 from engine.metrics import exact_match, f1_score
 from engine.paths import shared_data_dir
 from engine.readers import prompts
 from engine.readers.prompts import EXAMPLES, TEMPLATES
 from engine.readers.reader import ReaderConfig, answer
-from engine.types import Candidate, Document
 from engine.units.build import document_unit
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from engine.data.corpus import load_corpus
+from engine.documents import Corpus, Document
 from engine.text import split_sentences
-from engine.types import Corpus, Document
 
 _SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in ("a", "e", "i", "o", "u", "ar", "en",
                                                          "is", "or", "un")]

@@ -1,6 +1,6 @@
 """How good is a training's "about N min left"? Train DR-RAG's selection classifier as the app
 does on a first start and, every few seconds, note the time left the status line would say
-(engine.service.readiness.Task: the pace kept since the first progress step); at the end,
+(engine.service.preparation.Task: the pace kept since the first progress step); at the end,
 compare each estimate's end with the real one.
 
     python -m bench.training_estimate [--every 10]
@@ -17,7 +17,7 @@ import argparse
 import threading
 import time
 
-from engine.service.readiness import Task
+from engine.service.preparation import Task
 
 
 def main() -> None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
+from engine.documents import Candidate, Corpus, Dataset, Document, Passage, Question, Unit
 from engine.errors import ConfigError, DataFormatError, EngineError, ResourceMissingError
 from engine.index.bm25 import BM25Index, bm25_index
-from engine.types import Candidate, Corpus, Dataset, Document, Passage, Question, Unit
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
 

@@ -26,8 +26,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+from engine.documents import Question
 from engine.errors import ConfigError
-from engine.types import Question
 
 _ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)

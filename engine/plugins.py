@@ -5,7 +5,7 @@ A package adds a paradigm by declaring an entry point in the group `funnel_explo
 that names a `ParadigmSpec` (engine.paradigms.base), a re-ranker with one in
 `funnel_explorer.rerankers` that names a `RerankerSpec` (engine.paradigms.base too), and a
 reader backend with one in `funnel_explorer.generators` that names a `Backend`
-(engine.readers.generators), in its pyproject.toml:
+(engine.readers.backends), in its pyproject.toml:
 
     [project.entry-points."funnel_explorer.paradigms"]
     overlap = "funnel_example:OVERLAP"
@@ -37,8 +37,8 @@ BUILT_IN = "built-in"
 _BUILTINS = (
     *(EntryPoint(name, f"engine.paradigms.{name}:SPEC", PARADIGM_GROUP)
       for name in ("funnel", "flat", "longrag", "drrag", "best")),
-    EntryPoint("transformers", "engine.readers.generators:TRANSFORMERS", GENERATOR_GROUP),
-    EntryPoint("openai", "engine.readers.generators:OPENAI", GENERATOR_GROUP))
+    EntryPoint("transformers", "engine.readers.backends:TRANSFORMERS", GENERATOR_GROUP),
+    EntryPoint("openai", "engine.readers.backends:OPENAI", GENERATOR_GROUP))
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from engine.documents import Candidate, Question, Unit
 from engine.metrics import answer_in
-from engine.records import (
+from engine.trace_details import (
     NO_DETAILS,
     ReadCount,
     ReaderAttention,
@@ -25,7 +26,6 @@ from engine.records import (
     details_from_extras,
     settings_from_extras,
 )
-from engine.types import Candidate, Question, Unit
 
 
 @dataclass(frozen=True)

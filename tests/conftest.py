@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.types import Corpus, Document
+from engine.documents import Corpus, Document
 
 
 @pytest.fixture(autouse=True)

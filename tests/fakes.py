@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import param
+from engine.documents import Candidate, Question, Unit
 from engine.paradigms.base import Paradigm, ParadigmSpec, annotate
-from engine.records import ReadCount, StageDetails
-from engine.service.readiness import Preparation, Task
+from engine.service.preparation import Preparation, Task
 from engine.stages.base import Stage, StageOutput, rerank, run_stage
 from engine.stages.expand import expand_to_documents
 from engine.trace import LLMStep, RunTrace, StageResult
-from engine.types import Candidate, Question, Unit
+from engine.trace_details import ReadCount, StageDetails
 
 
 class WordOverlapRanker(Stage):

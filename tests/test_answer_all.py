@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+from engine.documents import Question
 from engine.eval.runner import answer_all
-from engine.types import Question
 
 
 class SlowParadigm:

@@ -40,7 +40,7 @@ def shared_data(tmp_path, monkeypatch):
 @pytest.fixture
 def live(echo, tiny_corpus, tmp_path, shared_data):
     """(the app served in this process over the tiny corpus, a gradio_client)."""
-    from engine.service.readiness import Preparation, Task
+    from engine.service.preparation import Preparation, Task
 
     prep = Preparation("tiny", dense=False)
     prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: tiny_corpus)}

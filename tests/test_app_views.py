@@ -12,7 +12,7 @@ import pytest
 from app.params import config_json, label_of
 from app.tabs.sessions import parse_ids, pick_id
 from app.views import figures
-from app.views.formatting import (
+from app.views.trace import (
     answer_box,
     compare_table,
     esc,
@@ -23,11 +23,13 @@ from app.views.formatting import (
     stage_table,
 )
 from engine.config import config_from_dict
+from engine.documents import Candidate, Unit
 from engine.errors import EngineError
 from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
 from engine.paradigms.registry import PARADIGMS
-from engine.records import (
+from engine.trace import StageResult
+from engine.trace_details import (
     BestChunk,
     ClassifierCall,
     QueryDecision,
@@ -37,8 +39,6 @@ from engine.records import (
     WeighedSentence,
     deep_tuple,
 )
-from engine.trace import StageResult
-from engine.types import Candidate, Unit
 from tests.fakes import answer_step, ranked_stage, sample_trace
 
 
@@ -305,7 +305,7 @@ def test_an_out_of_range_number_typed_in_a_panel_is_refused_by_name_not_clamped(
 
 def test_picker_lists_questions_by_their_text_cut_at_a_word():
     from app.tabs.picker import question_label
-    from engine.types import Question
+    from engine.documents import Question
 
     long = Question("5a8b57f25542995d1e6f1371", "Were Scott Derrickson and Ed Wood of the same "
                     "nationality, and did either of them direct a film released in the year "
@@ -340,7 +340,7 @@ def test_clicking_runs_picks_one_then_a_pair_then_starts_again():
 
 def test_picked_gold_is_escaped_and_missing_evidence_points_to_the_pooled_corpus():
     from app.tabs.picker import gold_markdown
-    from engine.types import Question
+    from engine.documents import Question
 
     q = Question("q", "Who?", ("<b>Seurat</b>",), supporting_titles=("A", "B"))
     shown = gold_markdown(q, 1, 2)
@@ -367,8 +367,8 @@ def test_compared_saved_runs_are_headed_by_id_name_question_paradigm_and_corpus(
 
 
 def test_classifier_decisions_are_shown_escaped_with_gold_marks(tiny_corpus):
-    from app.views.formatting import decisions_table
-    from engine.types import Question
+    from app.views.trace import decisions_table
+    from engine.documents import Question
     from engine.units.build import document_unit
 
     docs = {d.id: d for d in tiny_corpus.documents}

@@ -15,12 +15,12 @@ from collections import Counter
 
 import pytest
 
+from engine.documents import Candidate, Question, Unit
 from engine.errors import ConfigError
 from engine.paradigms.registry import make_config
 from engine.service.store import make_paradigm
 from engine.stages.retrieve import fuse_hybrid, min_max
 from engine.train.query_data import TEMPLATES, build_examples
-from engine.types import Candidate, Question, Unit
 
 QUESTION = Question("q1", "Which river flows through Budapest?", answers=("Danube",),
                     supporting_titles=("Budapest",))

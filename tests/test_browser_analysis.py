@@ -16,8 +16,8 @@ import re
 
 import pytest
 
+from engine.documents import Corpus, Document
 from engine.trace import LLMStep, RunTrace
-from engine.types import Corpus, Document
 from tests import test_live_app as live
 from tests.conftest import TINY_DOCS
 from tests.fakes import ECHO, fake_preparation, ranked_stage

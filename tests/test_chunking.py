@@ -7,9 +7,9 @@ import re
 import pytest
 
 from engine.data.corpus import read_wiki_summaries
+from engine.documents import Document, Passage
 from engine.errors import ConfigError
 from engine.text import TOKEN_RE, count_tokens, split_sentences, token_spans
-from engine.types import Document, Passage
 from engine.units.chunking import Chunker
 
 # Five tokens each ("w w w w ." ), so packing is easy to predict.

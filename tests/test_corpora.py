@@ -12,7 +12,7 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.service.explorer import Explorer
-from engine.service.readiness import Preparation, Task
+from engine.service.preparation import Preparation, Task
 from tests.conftest import TINY_DOCS
 
 

@@ -143,7 +143,7 @@ def test_progress_is_reported_in_slices_and_gives_the_same_vectors(tiny_corpus, 
 
 
 def test_a_grown_corpus_encodes_only_its_new_passages(tiny_corpus, minilm, monkeypatch):
-    from engine.types import Corpus, Document
+    from engine.documents import Corpus, Document
 
     before = dense_index(tiny_corpus)
     grown = Corpus("grown", (*tiny_corpus.documents,
@@ -250,8 +250,8 @@ def test_recall_measures_a_degraded_index_as_worse(monkeypatch):
 
 def test_document_scores_over_an_approximate_index_floor_the_unreached(tiny_corpus, minilm,
                                                                         monkeypatch):
-    from engine.index import documents
-    from engine.index.documents import DocumentScorer
+    from engine.index import document_scores as documents
+    from engine.index.document_scores import DocumentScorer
 
     exact = DocumentScorer(tiny_corpus, dense=dense_index(tiny_corpus, kind="exact"),
                            how="dense").semantic(RIVER_QUESTION)

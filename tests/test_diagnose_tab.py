@@ -15,9 +15,9 @@ import pytest
 
 from app.tabs import diagnose
 from app.views.diagnosis import THIS_EVALUATION, evaluation_label, segment_choices
+from engine.documents import Question
 from engine.eval.summary import row
 from engine.store.evaluations import EvaluationStore
-from engine.types import Question
 from tests.fakes import gold_run, ranked_stage
 
 HIT, MISS = ("Seurat", "Georges Seurat painted it."), ("River", "The Danube flows east.")

@@ -8,14 +8,14 @@ from dataclasses import replace
 import pytest
 from scipy.stats import binomtest
 
+from engine.documents import Question
 from engine.errors import ConfigError
 from engine.eval import outcomes as oc
 from engine.eval.paired import bootstrap_interval, mcnemar, paired
 from engine.eval.summary import row
-from engine.records import QueryDecision, StageDetails
 from engine.stages.classify import QUERY
 from engine.trace import RunTrace, StageResult
-from engine.types import Question
+from engine.trace_details import QueryDecision, StageDetails
 from tests.fakes import gold_run, ranked_stage
 
 GOLD = Question("q1", "Who painted it?", answers=("Georges Seurat",),

@@ -13,11 +13,11 @@ import re
 
 import pytest
 
+from engine.documents import Candidate, Question
 from engine.index.bm25 import bm25_index
 from engine.stages.base import run_stage
 from engine.stages.retrieve import DocumentRetriever
 from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
-from engine.types import Candidate, Question
 from engine.units.build import UnitConfig, document_unit
 from tests.conftest import torch_single_thread
 
@@ -187,7 +187,7 @@ def test_pair_model_starts_as_the_bi_encoders_view_and_loads_as_a_sequence_class
 
 
 def test_training_pairs_follow_the_paper_and_are_balanced():
-    from engine.train.data import QuestionGroup
+    from engine.train.preranker_pairs import QuestionGroup
     from engine.train.selection_pairs import question_pairs
 
     paragraphs = tuple((t, f"{t}\ntext of {t}", t in ("A", "B", "C"))
@@ -236,13 +236,13 @@ def test_train_retrain_and_switch_back(tiny_config, data_dir):
         versions,
     )
     from engine.models.trained import SELECTION_CLASSIFIER, model_location
-    from engine.train.data import DEV_SOURCE
     from engine.train.fit_selection_classifier import (
         cached_classifier,
         summary,
         train_classifier,
         training_report,
     )
+    from engine.train.preranker_pairs import DEV_SOURCE
     from engine.train.selection_pairs import PairExample
 
     steps = []

@@ -13,9 +13,9 @@ import pytest
 
 from app.params import param_panels
 from app.tabs import evaluate, explore
+from engine.documents import Question
 from engine.eval.summary import row, summarise
 from engine.store.evaluations import EvaluationStore
-from engine.types import Question
 from tests.fakes import gold_run, qa_file, ranked_stage
 
 

@@ -7,11 +7,11 @@ import time
 
 import pytest
 
+from engine.documents import Question
 from engine.errors import ConfigError
 from engine.service.evaluation_jobs import EvaluationJob, EvaluationRequest, code_version
 from engine.store.evaluations import EvaluationStore
 from engine.store.sessions import SessionStore
-from engine.types import Question
 
 QUESTIONS = tuple(Question(f"q{i}", text, answers=(answer,), supporting_titles=(title,))
                   for i, (text, answer, title) in enumerate([

@@ -10,7 +10,7 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.eval.exports import FORMATS, export
-from engine.records import ReadCount
+from engine.trace_details import ReadCount
 from tests.fakes import sample_trace
 
 

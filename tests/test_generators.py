@@ -12,12 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from engine.readers.base import Message
-from engine.readers.generators import GeneratorError, HFGenerator, OpenAIGenerator, cut_at_stop
+from engine.documents import Candidate
+from engine.readers.backends import GeneratorError, HFGenerator, OpenAIGenerator, cut_at_stop
+from engine.readers.generator import Message
 from engine.readers.prompts import answer_prompt
 from engine.readers.reader import ReaderConfig, ReaderModels, answer
-from engine.records import ReadCount
-from engine.types import Candidate
+from engine.trace_details import ReadCount
 from engine.units.build import document_unit
 from tests.conftest import torch_single_thread
 
@@ -276,7 +276,7 @@ def test_any_causal_lm_folder_loads_as_a_generator(tiny_causal_lm, tmp_path):
     import torch
 
     from engine.errors import ResourceMissingError
-    from engine.readers.generators import shared_generator
+    from engine.readers.backends import shared_generator
 
     tokenizer, model = tiny_causal_lm
     model.save_pretrained(tmp_path / "tiny-llama")
@@ -314,7 +314,7 @@ def test_a_context_budget_keeps_the_best_passages_and_cuts_the_last(tiny_corpus)
 def test_each_backend_declares_what_it_can_and_the_reader_checks_it():
     from engine.config import config_from_dict
     from engine.errors import ConfigError
-    from engine.readers.generators import BACKENDS, HFGenerator
+    from engine.readers.backends import BACKENDS, HFGenerator
     from engine.readers.reader import ReaderConfig
 
     assert BACKENDS["transformers"].capabilities.attention is True

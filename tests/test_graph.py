@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.types import Corpus, Document
+from engine.documents import Corpus, Document
 from engine.units.graph import LinkConfig, build_link_graph, link_graph, title_surface
 
 

@@ -130,7 +130,7 @@ from engine.paradigms import registry
 from engine.service.evaluation_jobs import EvaluationJob, EvaluationRequest
 from engine.store.evaluations import EvaluationStore
 from engine.store.sessions import SessionStore
-from engine.types import Corpus, Document, Question
+from engine.documents import Corpus, Document, Question
 from tests.conftest import TINY_DOCS
 from tests.fakes import ECHO, EchoParadigm
 

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
+from engine.documents import Question
 from engine.errors import ConfigError, DataFormatError
-from engine.records import ClassifierCall, StageDetails
 from engine.service.annotation import Annotation, judged_pairs
 from engine.store.labels import Label, LabelStore
 from engine.store.sessions import SessionStore
 from engine.trace import RunTrace, StageResult
-from engine.types import Question
+from engine.trace_details import ClassifierCall, StageDetails
 
 
 def _label(question="Which river flows through Budapest?", d2="Danube", value=1, **kw):

@@ -231,10 +231,10 @@ def test_api_reanswers_a_run_over_other_units_and_the_gold_paragraphs(live_app):
     dropped = next(u for u in first if u not in read)  # dense had it, the re-ranker cut it
     again = json.loads(client.predict(json.dumps(trace), json.dumps([read[-1], dropped]),
                                       False, api_name="/reanswer"))
-    assert [s["name"] for s in again["stages"]] == ["dense", "reranker", "reread"]
-    reread = again["stages"][-1]
-    assert [c["unit"]["id"] for c in reread["candidates"]] == [read[-1], dropped]
-    assert reread["settings"]["added"] == [dropped] and again["llm_calls"] == 1
+    assert [s["name"] for s in again["stages"]] == ["dense", "reranker", "reanswer"]
+    reanswered = again["stages"][-1]
+    assert [c["unit"]["id"] for c in reanswered["candidates"]] == [read[-1], dropped]
+    assert reanswered["settings"]["added"] == [dropped] and again["llm_calls"] == 1
     assert again["answer"] and again["llm_steps"][0]["prompt_tokens"] > 0
     with pytest.raises(AppError, match="gold supporting paragraphs"):
         client.predict(json.dumps(trace), "[]", True, api_name="/reanswer")
@@ -754,20 +754,20 @@ def test_browser_diagnoses_an_evaluation_and_opens_a_question_of_an_outcome_in_e
     assert page.locator("#fe-question textarea").input_value() == question
 
     # what would the reader say with only the gold paragraphs? (the stored run has gold)
-    page.locator("#fe-reread").get_by_text("What would the reader say").click()
-    keep = page.locator("#fe-reread-keep input[type=checkbox]")
+    page.locator("#fe-reanswer").get_by_text("What would the reader say").click()
+    keep = page.locator("#fe-reanswer-keep input[type=checkbox]")
     for i in range(keep.count()):
         keep.nth(i).uncheck()
-    page.locator("#fe-reread-oracle input").check()
-    page.locator("#fe-reread-go").click()
-    page.wait_for_function("document.querySelector('#fe-reread-answers').innerText"
+    page.locator("#fe-reanswer-oracle input").check()
+    page.locator("#fe-reanswer-go").click()
+    page.wait_for_function("document.querySelector('#fe-reanswer-answers').innerText"
                            ".includes('1 oracle')", timeout=120_000)
-    answers = page.locator("#fe-reread-answers").inner_text()
+    answers = page.locator("#fe-reanswer-answers").inner_text()
     assert "As run" in answers and "EM" in answers.split("Re-answered")[1]
-    page.locator("#fe-reread-after .js-plotly-plot").wait_for(timeout=30_000)
-    page.screenshot(path=str(ARTIFACTS / "reread.png"), full_page=True)
-    page.locator("#fe-reread-save").click()
-    page.wait_for_function("document.querySelector('#fe-reread-saved').innerText"
+    page.locator("#fe-reanswer-after .js-plotly-plot").wait_for(timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "reanswer.png"), full_page=True)
+    page.locator("#fe-reanswer-save").click()
+    page.wait_for_function("document.querySelector('#fe-reanswer-saved').innerText"
                            ".includes('Saved the re-answered run as run')", timeout=30_000)
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from engine.data.corpus import load_corpus
 from engine.data.loaders import FORMATS, read_dataset
+from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError, DataFormatError
 from engine.paths import shared_data_dir
-from engine.types import Corpus, Dataset, Question
 
 # --- helpers ------------------------------------------------------------------------------
 

@@ -106,7 +106,7 @@ NOISY_WORK = textwrap.dedent("""
     from engine.models.loading import load_sequence_classifier
     from engine.models.packaged import smollm2_gguf_path
     from engine.models.pair_model import new_pair_model
-    from engine.types import Corpus, Document
+    from engine.documents import Corpus, Document
     from engine.units.build import UnitConfig
     from engine.units.cluster import clustering
     from tests.conftest import TINY_DOCS

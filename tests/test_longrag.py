@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engine.documents import Question
 from engine.errors import ConfigError
 from engine.paradigms.registry import make_config
 from engine.readers.prompts import extract_prompt
 from engine.service.store import make_paradigm, process_store
 from engine.stages.expand import ReaderContext
 from engine.text import count_tokens
-from engine.types import Question
 from tests.fakes import clusters
 
 QUESTION = Question("q1", "Which river flows through Budapest?", answers=("Danube",),

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from engine.documents import Question
 from engine.errors import ConfigError
 from engine.metrics import (
     accuracy,
@@ -20,7 +21,6 @@ from engine.metrics import (
     refined_exact_match,
     support_recall,
 )
-from engine.types import Question
 
 
 @pytest.mark.parametrize("raw,expected", [

@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
+from engine.documents import Question
 from engine.paradigms.registry import PARADIGMS, make_config
 from engine.service.store import make_paradigm, process_store
 from engine.trace import RunTrace
-from engine.types import Question
 from tests.conftest import TINY_DOCS
 
 pytestmark = pytest.mark.slow
@@ -186,8 +186,8 @@ def test_new_stage_parameters_load_nothing_again(tiny_corpus, shared_models):
     """One loaded index per fingerprint, one reader and one re-ranker per model: changing
     K, N, H, M or k (or the prompt) reuses them all."""
     from engine.models.cross_encoder import load_cross_encoder
+    from engine.readers.backends import loaded_generators
     from engine.readers.fid import loaded_fid_readers
-    from engine.readers.generators import loaded_generators
 
     def loaded():
         return (len(process_store()), loaded_generators(), loaded_fid_readers(),

@@ -17,7 +17,7 @@ import pytest
 from engine import plugins
 from engine.paradigms import registry
 from engine.paradigms.base import RerankerSpec
-from engine.readers import generators
+from engine.readers import backends
 from tests.fakes import ECHO, qa_file, served
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "funnel-explorer-example"
@@ -49,7 +49,7 @@ def example():
 @pytest.fixture
 def live(example, tiny_corpus, tmp_path):
     """(an Explorer over the tiny corpus, its app served here, a gradio_client)."""
-    from engine.service.readiness import Preparation
+    from engine.service.preparation import Preparation
 
     prep = Preparation("tiny", dense=False, load=lambda progress: tiny_corpus).run()
     with served(prep, tmp_path / "runs.duckdb") as (explorer, _, client):
@@ -62,7 +62,7 @@ def test_the_example_plugin_adds_a_paradigm_and_a_reranker_from_its_package(exam
         "word-overlap": ("reranker", "funnel-explorer-example", ""),
         "best-sentence": ("generator", "funnel-explorer-example", "")}
     assert "overlap" in registry.names() and "word-overlap" in registry.RERANKERS
-    assert "best-sentence" in generators.BACKENDS
+    assert "best-sentence" in backends.BACKENDS
     assert [o.name for o in registry.spec("overlap").options()][:3] == ["M", "k", "reader.model"]
     # the built-ins come through the same loader, from no package
     built_in = [p.name for p in registry.PLUGINS if p.package == plugins.BUILT_IN]

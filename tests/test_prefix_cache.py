@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.readers.base import Message
-from engine.readers.generators import HFGenerator
+from engine.documents import Candidate
+from engine.readers.backends import HFGenerator
+from engine.readers.generator import Message
 from engine.readers.prefix_cache import MIN_PREFIX_TOKENS, PrefixCache, common_length
 from engine.readers.prompts import answer_prompt, extract_prompt, hyde_prompt
 from engine.readers.reader import ReaderConfig, ReaderModels, answer
 from engine.trace import LLMStep
-from engine.types import Candidate
 from engine.units.build import document_unit
 from tests.conftest import torch_single_thread
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from engine.documents import Question
 from engine.paradigms.registry import PARADIGMS, PLUGINS, make_config, spec
 from engine.plugins import BUILT_IN
 from engine.service.store import make_paradigm, process_store
-from engine.types import Question
 from tests.conftest import torch_single_thread
 
 pytestmark = pytest.mark.slow
@@ -52,10 +52,10 @@ def loaded() -> dict[str, int]:
     from engine.models.loading import _bi_encoder, _causal_lm
     from engine.models.query_classifier import load_query_classifier
     from engine.models.selection_classifier import load_classifier
-    from engine.readers import fid, generators
+    from engine.readers import backends, fid
     from engine.service.store import process_store
 
-    caches = {"generators": generators._shared_hf, "FiD readers": fid._shared,
+    caches = {"generators": backends._shared_hf, "FiD readers": fid._shared,
               "encoders": _bi_encoder, "causal LMs": _causal_lm,
               "cross-encoders": load_cross_encoder,
               "selection classifiers": load_classifier,

@@ -118,7 +118,7 @@ def test_without_the_data_each_part_says_what_is_missing_and_the_fix(empty_qa):
 
 def test_a_first_start_fetches_the_data_before_anything_else(tmp_path, empty_qa,
                                                              monkeypatch, tiny_corpus):
-    from engine.service.readiness import Preparation
+    from engine.service.preparation import Preparation
 
     monkeypatch.setenv("FUNNEL_DATA_MIRROR", "http://127.0.0.1:9")
     prep = Preparation("tiny", dense=False, fetch_data=True, load=lambda p: tiny_corpus)
@@ -159,7 +159,7 @@ def test_a_training_without_its_data_fails_at_once_instead_of_queueing(empty_qa,
     certain to fail for lack of data."""
     import threading
 
-    from engine.service.readiness import Preparation
+    from engine.service.preparation import Preparation
 
     monkeypatch.setenv("FUNNEL_DATA_MIRROR", "http://127.0.0.1:9")
     loading = threading.Event()

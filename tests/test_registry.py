@@ -57,7 +57,7 @@ def test_the_cli_runs_it_and_lists_it_in_errors(echo, corpus_file, capsys):
 @pytest.fixture
 def live_echo(echo, tiny_corpus, tmp_path):
     """The app with 'echo' registered, served in this process, and a gradio_client."""
-    from engine.service.readiness import Preparation, Task
+    from engine.service.preparation import Preparation, Task
 
     prep = Preparation("tiny", dense=False)
     prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: tiny_corpus)}

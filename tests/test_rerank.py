@@ -4,11 +4,11 @@ import re
 
 import pytest
 
+from engine.documents import Candidate
 from engine.errors import ConfigError, ResourceMissingError
 from engine.models.trained import PRERANKER, model_location
 from engine.service.store import process_store
 from engine.stages.rerank import CrossEncoderReranker
-from engine.types import Candidate
 from engine.units.build import UnitConfig, document_unit
 from tests.conftest import torch_single_thread
 

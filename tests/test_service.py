@@ -11,7 +11,7 @@ import pytest
 from engine.errors import ConfigError
 from engine.service.evaluation_jobs import BuildNeeded
 from engine.service.explorer import Explorer, NotReady, parse_config
-from engine.service.readiness import Preparation, Task
+from engine.service.preparation import Preparation, Task
 from engine.trace import RunTrace
 from tests.fakes import fake_preparation, qa_file
 
@@ -129,7 +129,7 @@ def test_a_paradigm_waiting_for_preparation_says_for_what(prepared, explorer):
 
 
 def test_explorer_counts_a_questions_supporting_documents_in_its_corpus(prepared, explorer):
-    from engine.types import Question
+    from engine.documents import Question
 
     q = Question("q", "Who painted it?", ("Georges Seurat",),
                  supporting_titles=("Georges Seurat", "Not In This Corpus"))
@@ -173,7 +173,7 @@ def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_c
 
     from engine.models.trained import PRERANKER
     from engine.paradigms.base import Need
-    from engine.service import readiness
+    from engine.service import preparation
     from engine.train import trainers
 
     calls = []
@@ -187,7 +187,7 @@ def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_c
                  lambda corpus, progress, store: calls.append(("build", *prep.standing_in())),
                  slow=True, stand_in="toy BM25",
                  promise=lambda corpus, store: calls.append(f"promise over {corpus.name}") or True)
-    monkeypatch.setattr(readiness, "PARADIGMS",
+    monkeypatch.setattr(preparation, "PARADIGMS",
                         {"toy": SimpleNamespace(needs=lambda: (need, index))})
     prep = Preparation("tiny")
     assert list(prep.tasks) == ["corpus", "toy model", "toy index", "train toy"]

@@ -6,9 +6,9 @@ import inspect
 
 import pytest
 
+from engine.documents import Candidate, Unit
 from engine.errors import ConfigError, ResourceMissingError
 from engine.index.bm25 import bm25_index
-from engine.records import ClassifierCall
 from engine.service.store import process_store
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.stages.expand import ReaderContext
@@ -24,7 +24,7 @@ from engine.stages.retrieve import (
     ScoredDocumentRetriever,
 )
 from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
-from engine.types import Candidate, Unit
+from engine.trace_details import ClassifierCall
 from engine.units.build import UnitConfig, document_unit, passage_units
 from engine.units.chunking import Chunker
 

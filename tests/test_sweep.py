@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from engine.documents import Candidate, Unit
 from engine.errors import ConfigError
 from engine.eval.sweep import grid, pareto
 from engine.stages.base import Stage, StageOutput, rerank, reusing_stages, run_stage
-from engine.types import Candidate, Unit
 from tests.fakes import qa_file
 
 

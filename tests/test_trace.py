@@ -16,7 +16,12 @@ from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
 from engine.paradigms.registry import PARADIGMS
 from engine.readers.reader import ReaderConfig
-from engine.records import (
+from engine.service.store import make_paradigm
+from engine.stages.base import Stage, run_stage
+from engine.stages.expand import chunk_documents, expand_to_documents
+from engine.text import count_tokens
+from engine.trace import RunTrace, gold_lost_at
+from engine.trace_details import (
     BestChunk,
     ClassifierCall,
     QueryDecision,
@@ -25,11 +30,6 @@ from engine.records import (
     StageDetails,
     WeighedSentence,
 )
-from engine.service.store import make_paradigm
-from engine.stages.base import Stage, run_stage
-from engine.stages.expand import chunk_documents, expand_to_documents
-from engine.text import count_tokens
-from engine.trace import RunTrace, gold_lost_at
 from engine.units.chunking import Chunker
 from tests.fakes import WordOverlapRanker, clusters, sample_trace
 

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from engine.documents import Corpus, Document
 from engine.errors import ConfigError
 from engine.models.cross_encoder import (
     TrainConfig,
@@ -13,18 +14,17 @@ from engine.models.cross_encoder import (
     score_pairs,
     training_report,
 )
-from engine.train.data import (
+from engine.train.distill import bpr_loss, document_scores_from_passages, l2g_pairs
+from engine.train.fit_preranker import train_preranker
+from engine.train.loop import fit_cross_encoder, query_batches
+from engine.train.losses import listwise_loss
+from engine.train.preranker_pairs import (
     Pair,
     inverse_cloze_pairs,
     load_question_groups,
     split_questions,
     supervised_pairs,
 )
-from engine.train.distill import bpr_loss, document_scores_from_passages, l2g_pairs
-from engine.train.fit_preranker import train_preranker
-from engine.train.loop import fit_cross_encoder, query_batches
-from engine.train.losses import listwise_loss
-from engine.types import Corpus, Document
 from tests.conftest import torch_single_thread
 
 # --- tiny training files in the shared-data layout ----------------------------------------

@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from engine.index.documents import DocumentScorer, Groups, group_max, group_top2, top_k
+from engine.index.document_scores import DocumentScorer, Groups, group_max, group_top2, top_k
 from engine.index.vectors import VectorStore
 from tests.conftest import torch_single_thread
 

@@ -29,7 +29,7 @@ from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
 from app.views.annotation import classifier_html, labels_table, pair_card, pairs_table
-from app.views.formatting import error_box, esc
+from app.views.trace import error_box, esc
 from engine.paradigms.drrag import DRRAGParadigm
 from engine.service.explorer import Explorer
 from engine.trace import RunTrace

@@ -11,7 +11,7 @@ import gradio as gr
 
 from app.errors import refused_box, refusing
 from app.tabs.base import Refresh, Tab
-from app.views.formatting import esc
+from app.views.trace import esc
 from engine.data.ingest import SUFFIXES, megabytes
 from engine.service.corpora import CorpusRow
 from engine.service.explorer import Explorer

@@ -10,12 +10,12 @@ import gradio as gr
 
 from app.errors import refused_box, refusing
 from app.params import config_json, param_panels, show_panels
-from app.tabs import reread
+from app.tabs import reanswer
 from app.tabs.base import Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
-from app.views.formatting import (
+from app.views.trace import (
     answer_box,
     error_box,
     esc,
@@ -23,12 +23,12 @@ from app.views.formatting import (
     llm_steps_table,
     stage_table,
 )
+from engine.documents import Question
 from engine.errors import EngineError
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import Explorer
 from engine.service.long_builds import BuildNeeded
 from engine.trace import RunTrace
-from engine.types import Question
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def build(explorer: Explorer) -> ExploreTab:
         save_notes = gr.Textbox(label="Notes", scale=3, elem_id="fe-save-notes")
         save = gr.Button("Save run", scale=1, elem_id="fe-save")
     saved = gr.HTML(elem_id="fe-saved")
-    reread.build(explorer, trace_state)
+    reanswer.build(explorer, trace_state)
 
     def redraw_heatmap(trace_json, heat):
         if not trace_json:

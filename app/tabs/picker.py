@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import gradio as gr
 
 from app.errors import raising_refusals
-from app.views.formatting import esc
+from app.views.trace import esc
+from engine.documents import Question
 from engine.paradigms.base import MAX_QUESTION_CHARS
 from engine.service.explorer import Explorer
-from engine.types import Question
 
 PASTE_LIMIT = 25 * MAX_QUESTION_CHARS
 EXAMPLE = "Who painted A Sunday Afternoon on the Island of La Grande Jatte?"

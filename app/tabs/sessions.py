@@ -13,7 +13,7 @@ from app.errors import refusing
 from app.tabs.base import Refresh, Tab
 from app.tabs.explore import trace_views
 from app.views import figures
-from app.views.formatting import compare_table, esc
+from app.views.trace import compare_table, esc
 from engine.errors import EngineError
 from engine.eval.exports import SUFFIXES
 from engine.service.explorer import Explorer

@@ -26,7 +26,7 @@ from app.views.diagnosis import (
     tie_note,
 )
 from app.views.evaluation import progress_html
-from app.views.formatting import esc
+from app.views.trace import esc
 from engine.errors import ConfigError, EngineError
 from engine.eval.sweep import pareto, sweepable
 from engine.paradigms.registry import PARADIGMS, parse_config

@@ -3,9 +3,9 @@ and the classifier's versions, as HTML from engine records."""
 
 from __future__ import annotations
 
-from app.views.formatting import error_box, esc
+from app.views.trace import error_box, esc
 from engine.service.annotation import AUC_DECIMALS, JudgedPair
-from engine.service.readiness import duration
+from engine.service.preparation import duration
 from engine.store.labels import Label
 
 

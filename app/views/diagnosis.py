@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
-from app.views.formatting import esc
+from app.views.trace import esc
 from engine.eval import outcomes as oc
 
 LOST = ("#f58518", "#e45756", "#ff9d45", "#b279a2", "#ffbf79", "#9d755d")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
-from app.views.formatting import esc
+from app.views.trace import esc
 
 KS = (1, 2, 3, 4)
 HEAD = ("questions", *(f"AR@{k}" for k in KS))

@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 import plotly.colors as pc
 import plotly.graph_objects as go
 
-from engine.records import ReaderAttention
 from engine.stages.classify import QUERY
 from engine.trace import RunTrace
+from engine.trace_details import ReaderAttention
 
 logger = logging.getLogger(__name__)
 

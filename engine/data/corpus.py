@@ -18,10 +18,10 @@ from pathlib import Path
 
 from engine.data.loaders import read_dataset
 from engine.data.loaders.jsonio import load_json
+from engine.documents import Corpus, Document
 from engine.errors import ConfigError, DataFormatError
 from engine.models.packaged import wiki_summaries_path
 from engine.paths import POOLED_FILES
-from engine.types import Corpus, Document
 
 logger = logging.getLogger(__name__)
 

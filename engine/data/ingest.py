@@ -28,9 +28,9 @@ from engine.cache import atomic_path, write_json_atomic
 from engine.data.loaders import read_dataset
 from engine.data.loaders.jsonio import decode_text
 from engine.data.loaders.user import FOLDER_SUFFIXES, text_document
+from engine.documents import Corpus, Document
 from engine.errors import ConfigError, DataFormatError
 from engine.paths import data_dir
-from engine.types import Corpus, Document
 
 logger = logging.getLogger(__name__)
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from engine.documents import Corpus, Question
 from engine.errors import ConfigError
 from engine.index.on_ray import LOCAL, ray_cluster
 from engine.paradigms.base import MakeParadigm
 from engine.trace import RunTrace
-from engine.types import Corpus, Question
 
 logger = logging.getLogger(__name__)
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from engine.data.corpus import load_corpus, merge_documents
 from engine.data.loaders import read_dataset
+from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError
 from engine.eval.summary import row
 from engine.paradigms.base import MakeParadigm, Paradigm
 from engine.stages.base import reusing_stages
 from engine.trace import RunTrace
-from engine.types import Corpus, Dataset, Question
 
 logger = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.cache import load_or_build
+from engine.documents import Candidate, Corpus, Unit
 from engine.errors import check_range
-from engine.types import Candidate, Corpus, Unit
 from engine.units.build import UnitConfig, build_units, index_text, units_fingerprint
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class BM25Index:
 
     units: tuple[Unit, ...]
     retriever: bm25s.BM25
-    stand_in = None  # the real index (declared by every loaded resource: engine.records)
+    stand_in = None  # the real index (declared by every loaded resource: engine.trace_details)
 
     def _known_tokens(self, query: str) -> list[str]:
         """The query's analysed words that occur in the index (bm25s drops the others)."""

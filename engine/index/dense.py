@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.cache import existing_entry, load_or_build
+from engine.documents import Candidate, Corpus, Unit
 from engine.errors import check_choice, check_range
-from engine.index.recent import Recent
+from engine.index.query_memo import Recent
 from engine.index.vectors import VectorStore
 from engine.models.loading import ALIASES, load_bi_encoder, resolve, resolve_precision
 from engine.progress import LoggedProgress
 from engine.text import count_tokens
-from engine.types import Candidate, Corpus, Unit
 from engine.units.build import UnitConfig, build_units, index_text, units_fingerprint
 
 if TYPE_CHECKING:

@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.records import StandIn
+from engine.trace_details import StandIn
 
 if TYPE_CHECKING:
+    from engine.documents import Candidate, Unit
     from engine.index.bm25 import BM25Index
-    from engine.types import Candidate, Unit
 
 STAND_IN = "bm25"  # what stands in, in the settings of a stage that read a stand-in
 # what stands in, as the status line names it

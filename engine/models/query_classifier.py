@@ -21,7 +21,7 @@ from engine.cache import existing_entry, file_sha256
 from engine.errors import DataFormatError
 from engine.models.trained import QUERY_CLASSIFIER, TRAINED, model_location, trained_folder
 from engine.qa_data import require
-from engine.records import StandIn
+from engine.trace_details import StandIn
 
 REPORT = "training_report.json"
 KIND = QUERY_CLASSIFIER

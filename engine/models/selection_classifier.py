@@ -40,7 +40,7 @@ from engine.models.trained import (
     trained_folder,
 )
 from engine.paths import data_dir
-from engine.records import StandIn
+from engine.trace_details import StandIn
 
 logger = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar
 
 from engine.config import Option, describe
+from engine.documents import Candidate, Corpus, Question
 from engine.errors import ConfigError
 from engine.metrics import (
     answer_in,
@@ -31,7 +32,6 @@ from engine.metrics import (
 from engine.readers.reader import answer
 from engine.stages.classify import QUERY
 from engine.trace import LLMStep, RunTrace, StageResult, gold_flags
-from engine.types import Candidate, Corpus, Question
 
 MAX_QUESTION_CHARS = 2_000
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from engine.config import check_config, param
 from engine.errors import ConfigError
-from engine.index.documents import SCORERS
+from engine.index.document_scores import SCORERS
 from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
 from engine.paradigms.resources import BM25, Clusters, DocumentScores, Ranker, Reader, Resources

@@ -18,7 +18,7 @@ from engine import plugins
 from engine.config import config_from_dict
 from engine.errors import ConfigError, check_choice
 from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec
-from engine.readers import generators
+from engine.readers import backends
 
 PARADIGMS: dict[str, ParadigmSpec] = {}
 RERANKERS: dict[str, RerankerSpec] = {}
@@ -51,12 +51,12 @@ def _add_reranker(spec: object) -> None:
 
 
 _ADD = {plugins.PARADIGM_GROUP: _add_paradigm, plugins.RERANKER_GROUP: _add_reranker,
-        plugins.GENERATOR_GROUP: generators.add_backend}
-generators.backends()  # loaded on first use: the paradigms' reader configs needed them
+        plugins.GENERATOR_GROUP: backends.add_backend}
+backends.known_backends()  # loaded on first use: the paradigms' reader configs needed them
 PLUGINS: list[plugins.Plugin] = [
     *plugins.load(plugins.PARADIGM_GROUP, _add_paradigm),
     *plugins.load(plugins.RERANKER_GROUP, _add_reranker),
-    *generators.PLUGINS]
+    *backends.PLUGINS]
 DEFAULT = "funnel"  # what the CLI and the API run when no paradigm is named
 
 
@@ -81,7 +81,7 @@ def unload_plugin(name: str) -> None:
     tests)."""
     PARADIGMS.pop(name, None)
     RERANKERS.pop(name, None)
-    generators.BACKENDS.pop(name, None)
+    backends.BACKENDS.pop(name, None)
     PLUGINS[:] = [p for p in PLUGINS if p.name != name]
 
 

@@ -19,10 +19,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
+from engine.documents import Corpus
 from engine.index.stand_in import SCORES_LABEL, SEARCH_LABEL
 from engine.models.trained import QUERY_CLASSIFIER, SELECTION_CLASSIFIER, TRAINING_TIMES
 from engine.paradigms.base import Need, Progress
-from engine.types import Corpus
 from engine.units.build import UnitConfig
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class Resource(ABC):
     @abstractmethod
     def load(self, corpus: Corpus, store: Store) -> Any:
         """The loaded resource from `store` (instant once its needs are prepared). An index
-        or a model declares `stand_in` (engine.records.StandIn, None for the real one)."""
+        or a model declares `stand_in` (engine.trace_details.StandIn, None for the real one)."""
 
     def loading(self, key: str, label: str, **options: Any) -> Need:
         """The need `key` prepared by loading this resource (the store builds what is
@@ -207,7 +207,7 @@ class Clusters(Resource):
 
 @dataclass(frozen=True)
 class DocumentScores(Resource):
-    """Every document's score for a query (engine.index.documents): BM25 over documents
+    """Every document's score for a query (engine.index.document_scores): BM25 over documents
     ("bm25"), the dense index over `passages` ("dense"), or both ("hybrid", `weight`)."""
 
     how: str

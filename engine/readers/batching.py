@@ -6,7 +6,7 @@ a call; whichever caller gets the lock next takes every queued call (up to `max_
 runs them together, and the others find their results done when the lock comes to them.
 Nothing waits for a batch to fill: a call alone runs alone, at once.
 
-What "together" means is the generator's business (engine/readers/generators.py): each
+What "together" means is the generator's business (engine/readers/backends.py): each
 prompt is prefilled on its own (its prefix cache, its attention), and the greedy decoding
 steps of the batch run as one forward pass over a left-padded cache.
 """

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.readers.base import Message, Prompt
+from engine.readers.generator import Message, Prompt
 
 SYSTEM = "Answer the question from the context in a few words."
 

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.config import check_config, param
+from engine.documents import Candidate
 from engine.errors import ConfigError, check_choice
 from engine.models.loading import PRECISION_CHOICES
 from engine.readers import attention
 from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
-from engine.readers.base import Generation, Generator, prompt_text
-from engine.readers.generators import Backend, backend_named, backends
+from engine.readers.backends import Backend, backend_named, known_backends
+from engine.readers.generator import Generation, Generator, prompt_text
 from engine.readers.prompts import (
     TEMPLATES,
     BuiltPrompt,
@@ -30,10 +31,9 @@ from engine.readers.prompts import (
     extract_prompt,
     hyde_prompt,
 )
-from engine.records import ReadCount, ReaderAttention, deep_tuple
 from engine.text import clip_tokens, count_tokens
 from engine.trace import LLMStep
-from engine.types import Candidate
+from engine.trace_details import ReadCount, ReaderAttention, deep_tuple
 
 if TYPE_CHECKING:
     from engine.readers.fid import FiDReader
@@ -50,7 +50,7 @@ class ReaderConfig:
                        "an endpoint: the model name the server knows)")
     endpoint: str = param("", "base URL of an OpenAI-compatible server, e.g. "
                           "http://127.0.0.1:8000/v1; empty: run the model in this process")
-    backend: str = param("auto", "generator backend (engine.readers.generators.BACKENDS; "
+    backend: str = param("auto", "generator backend (engine.readers.backends.BACKENDS; "
                          "plugins add more): transformers (in this process), openai (an "
                          "OpenAI-compatible server at endpoint), or auto: openai when an "
                          "endpoint is set")
@@ -75,7 +75,7 @@ class ReaderConfig:
     def __post_init__(self) -> None:
         check_choice("aggregation scheme", self.aggregation, attention.SCHEMES)
         check_config(self)
-        check_choice("reader backend", self.backend, ("auto", *backends()))
+        check_choice("reader backend", self.backend, ("auto", *known_backends()))
         backend = self.backend_of()
         if backend.remote and not self.endpoint:
             raise ConfigError(f"reader.backend {backend.name!r} reaches a server: set "

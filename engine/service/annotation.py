@@ -26,12 +26,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from engine.documents import Corpus
 from engine.errors import ConfigError, log_failure
 from engine.models.trained import SELECTION_CLASSIFIER
 from engine.service.builds import Paced
 from engine.store.labels import Label, LabelStore
 from engine.trace import RunTrace
-from engine.types import Corpus
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class RetrainJob(Paced):
     def waiting_for(self) -> str:
         """What it waits for now, as a phrase ("" once it runs)."""
         from engine.service.builds import BUILDS
-        from engine.service.readiness import duration
+        from engine.service.preparation import duration
 
         if self.state != "waiting":
             return ""

@@ -5,7 +5,7 @@ kept), the packaged ones (`wiki`, `pooled`) and corpora users add (engine.data.i
 upload or a file under the allowed root). A request names its corpus (empty: the one the
 app started with), so two users can search two corpora at once. Everything of a corpus
 prepares at once except the long builds, which take turns across corpora
-(engine.service.readiness.BUILDS); meanwhile its paradigms answer on their stand-ins.
+(engine.service.preparation.BUILDS); meanwhile its paradigms answer on their stand-ins.
 
 A corpus nobody asked for in `idle_seconds`, with nothing left to prepare and no
 evaluation running over it, is released: its preparation dropped and its indexes evicted
@@ -31,11 +31,11 @@ from engine.data.ingest import (
     shown_as,
     stored_corpora,
 )
+from engine.documents import Corpus
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.registry import PARADIGMS
 from engine.paths import data_dir
-from engine.service.readiness import Preparation, Progress
-from engine.types import Corpus
+from engine.service.preparation import Preparation, Progress
 
 logger = logging.getLogger(__name__)
 

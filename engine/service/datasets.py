@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from engine.documents import Corpus, Dataset, Document, Question
 from engine.errors import ConfigError
-from engine.types import Corpus, Dataset, Document, Question
 
 # QA files of the shared data folder offered in the question picker (path -> label).
 DATASETS = {

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from engine.documents import Corpus, Question
 from engine.errors import ConfigError, log_failure
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
@@ -27,10 +28,9 @@ from engine.paradigms.base import Need
 from engine.paradigms.registry import make_config
 from engine.service.builds import BUILDS, Cancelled, Turn
 from engine.service.long_builds import LONG_BUILD_SECONDS, BuildNeeded, long_builds
-from engine.service.readiness import Preparation, duration
+from engine.service.preparation import Preparation, duration
 from engine.service.store import make_paradigm, process_store
 from engine.store.evaluations import EvaluationStore
-from engine.types import Corpus, Question
 
 logger = logging.getLogger(__name__)
 

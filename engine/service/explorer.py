@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from engine.cache import sweep_leftovers
+from engine.documents import Corpus, Question
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.base import Need, Paradigm, check_question
 from engine.paradigms.registry import make_config, parse_config, spec
@@ -40,13 +41,12 @@ from engine.service.long_builds import (
     long_builds,
 )
 from engine.service.models import ModelRow
-from engine.service.readiness import Preparation
+from engine.service.preparation import Preparation
 from engine.service.store import handed, make_paradigm
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
 from engine.store.labels import Label
 from engine.store.sessions import SavedRun, SessionStore
 from engine.trace import RunTrace
-from engine.types import Corpus, Question
 
 logger = logging.getLogger(__name__)
 
@@ -183,8 +183,8 @@ class Explorer:
         gold supporting documents with `oracle`, ranked first so that the reader reads them
         next to the question (after them, the small reader's EM did not rise; before them it
         rose 0.160 -> 0.250 for flat on 100 dev500 questions, bench/README.md): only the
-        reader runs again (engine.paradigms.counterfactual)."""
-        from engine.paradigms.counterfactual import reanswer
+        reader runs again (engine.paradigms.reanswer)."""
+        from engine.paradigms.reanswer import reanswer
 
         preparation = self._corpora.preparation(trace.corpus.get("name", ""))
         self._check_ready(trace.paradigm, preparation)

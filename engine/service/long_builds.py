@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from engine.documents import Corpus
 from engine.errors import EngineError
 from engine.paradigms.base import Need
 from engine.service.builds import BUILDS
-from engine.service.readiness import Preparation, duration
+from engine.service.preparation import Preparation, duration
 from engine.service.store import process_store
-from engine.types import Corpus
 
 # an evaluation prepares builds quicker than this itself (it runs minutes anyway)
 LONG_BUILD_SECONDS = 60.0

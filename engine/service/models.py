@@ -174,7 +174,7 @@ def classifier_rows() -> list[ModelRow]:
 
 
 def generator_rows() -> list[ModelRow]:
-    from engine.readers.generators import API_KEY_VARIABLES
+    from engine.readers.backends import API_KEY_VARIABLES
 
     converted = [str(folder) for folder, key in _manifests("models")]
     key_set = [v for v in API_KEY_VARIABLES if os.environ.get(v)]
@@ -195,7 +195,7 @@ def plugin_rows() -> list[ModelRow]:
     out with why."""
     from engine.paradigms.registry import PLUGINS, RERANKERS
     from engine.plugins import BUILT_IN
-    from engine.readers.generators import BACKENDS
+    from engine.readers.backends import BACKENDS
 
     option = {"paradigm": "a paradigm of every tab, the API and the CLI",
               "reranker": "preranker (funnel), reranker (flat, best)",

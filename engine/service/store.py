@@ -31,11 +31,11 @@ from engine.paradigms.registry import make_config, spec
 if TYPE_CHECKING:
     import numpy as np
 
+    from engine.documents import Corpus, Unit
     from engine.index.bm25 import BM25Index
     from engine.index.dense import DenseIndex
-    from engine.index.documents import DocumentScorer
+    from engine.index.document_scores import DocumentScorer
     from engine.index.stand_in import DenseStandIn
-    from engine.types import Corpus, Unit
     from engine.units.build import UnitConfig
 
 logger = logging.getLogger(__name__)
@@ -150,9 +150,9 @@ class Store:
     def documents(self, corpus: Corpus, how: str, weight: float, passages: UnitConfig,
                   model: str = "minilm", *, stand_in: bool = False) -> DocumentScorer:
         """Every document's score for a query from the indexes above: BM25 over documents
-        and/or the dense index over `passages` (engine.index.documents). With `stand_in`,
+        and/or the dense index over `passages` (engine.index.document_scores). With `stand_in`,
         while a promised build of that dense index is under way: BM25 alone, saying so."""
-        from engine.index.documents import DocumentScorer
+        from engine.index.document_scores import DocumentScorer
         from engine.units.build import UnitConfig
 
         dense_key = _dense_key(corpus, passages, model)
@@ -187,7 +187,7 @@ class Store:
         """The reader's generator from backend `backend` and, where the backend has one,
         its FiD reader (for the in-process model, sharing the loaded weights):
         engine.readers.reader.ReaderModels."""
-        from engine.readers.generators import backend_named, shared_generator
+        from engine.readers.backends import backend_named, shared_generator
         from engine.readers.reader import ReaderModels
 
         generator = shared_generator(model, endpoint, precision, backend)

@@ -23,10 +23,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from engine.documents import Candidate
 from engine.errors import check_range
-from engine.records import NO_DETAILS, StageDetails, StandIn
 from engine.trace import StageResult
-from engine.types import Candidate
+from engine.trace_details import NO_DETAILS, StageDetails, StandIn
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def _timed(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) ->
         stage.haystack if stage.haystack is not None else len(candidates))
     details, settings = out.details, stage.settings()
     stood_in = stage.stand_in
-    if stood_in is not None:  # it read a stand-in (engine.records.StandIn)
+    if stood_in is not None:  # it read a stand-in (engine.trace_details.StandIn)
         details = replace(details, note="; ".join(filter(None, (stood_in.note, details.note))))
         settings = {**settings, "stand_in": stood_in.what}
     return StageResult(name=stage.name, granularity=stage.granularity, n_in=n_in,

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.records import QueryDecision, StageDetails, StandIn
+from engine.documents import Candidate
 from engine.stages.base import Stage, StageOutput
-from engine.types import Candidate
+from engine.trace_details import QueryDecision, StageDetails, StandIn
 
 if TYPE_CHECKING:
     from engine.models.query_classifier import QueryClassifier

@@ -9,16 +9,16 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from engine.documents import Candidate, Corpus, Document, Unit
 from engine.readers.reader import within_budget
-from engine.records import StageDetails
 from engine.stages.base import Stage, StageOutput
 from engine.text import count_tokens
-from engine.types import Candidate, Corpus, Document, Unit
+from engine.trace_details import StageDetails
 from engine.units.build import document_unit, passage_units
 from engine.units.chunking import Chunker
 
 if TYPE_CHECKING:
-    from engine.index.documents import DocumentScorer
+    from engine.index.document_scores import DocumentScorer
 
 
 def expand_to_documents(corpus: Corpus, clusters: Sequence[Candidate]) -> tuple[Candidate, ...]:

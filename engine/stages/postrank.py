@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from engine.documents import Candidate
 from engine.errors import ConfigError, check_range
-from engine.records import StageDetails
 from engine.stages.base import Stage, StageOutput, rerank
-from engine.types import Candidate
+from engine.trace_details import StageDetails
 
 if TYPE_CHECKING:
     from engine.readers.fid import FiDReader

@@ -18,18 +18,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from engine.documents import Candidate
 from engine.errors import ConfigError, check_choice, check_range
 from engine.index.stand_in import STAND_IN
 from engine.models.cross_encoder import score_pairs
-from engine.records import StandIn
 from engine.stages.base import Reranker, StageOutput
-from engine.types import Candidate
+from engine.trace_details import StandIn
 from engine.units.build import GRANULARITIES
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
 
-    from engine.index.documents import DocumentScorer
+    from engine.index.document_scores import DocumentScorer
 
 # the dense part of the "hybrid" document score, chosen on the training questions
 # (bench/first_stage.py, bench/README.md)
@@ -87,7 +87,7 @@ class StoredScoreReranker(Reranker):
     """Re-rank by scores read from indexes already built: nothing is encoded at query time
     but the query.
 
-    Documents score by `engine.index.documents`: the stored dense passage vectors (a
+    Documents score by `engine.index.document_scores`: the stored dense passage vectors (a
     document as its best passage: "bi-encoder"), BM25 over documents, or their hybrid.
     Passages score by their own stored vector (the bi-encoder that retrieved them, so the
     dense order is kept).

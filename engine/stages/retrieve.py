@@ -12,13 +12,13 @@ from functools import cached_property
 
 import numpy as np
 
+from engine.documents import Candidate, Corpus, Unit
 from engine.errors import ConfigError, check_choice, check_range
 from engine.index.bm25 import BM25Index
 from engine.index.dense import MAX_K, DenseIndex
-from engine.index.documents import DocumentScorer, Groups, top_k
-from engine.records import BestChunk, StageDetails, StandIn
+from engine.index.document_scores import DocumentScorer, Groups, top_k
 from engine.stages.base import Stage, StageOutput
-from engine.types import Candidate, Corpus, Unit
+from engine.trace_details import BestChunk, StageDetails, StandIn
 from engine.units.build import document_unit
 
 
@@ -147,7 +147,7 @@ class ClusterRetriever(Stage):
     through the documents.
 
     Every document is scored (BM25, the stored dense passage vectors, or their hybrid:
-    engine.index.documents) and a cluster scores as its best member, so a cluster holding
+    engine.index.document_scores) and a cluster scores as its best member, so a cluster holding
     an obviously matching document is found however long the rest of it is. With
     `text_index` (BM25 over the clusters' whole texts, the paper's first stage) that index
     ranks the clusters instead. Either way each kept cluster is labelled by its members

@@ -20,9 +20,9 @@ from dataclasses import replace
 from itertools import combinations
 from typing import TYPE_CHECKING
 
-from engine.records import ClassifierCall, StageDetails, StandIn
+from engine.documents import Candidate
 from engine.stages.base import Stage, StageOutput
-from engine.types import Candidate
+from engine.trace_details import ClassifierCall, StageDetails, StandIn
 
 if TYPE_CHECKING:
     from engine.models.selection_classifier import PairClassifier

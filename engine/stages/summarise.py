@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.documents import Candidate
 from engine.errors import check_range
-from engine.records import StageDetails, WeighedSentence
 from engine.stages.base import Stage, StageOutput
 from engine.text import count_tokens, split_sentences
-from engine.types import Candidate
+from engine.trace_details import StageDetails, WeighedSentence
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

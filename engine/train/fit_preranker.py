@@ -55,7 +55,8 @@ from engine.models.cross_encoder import (
     training_report,
 )
 from engine.models.trained import PRERANKER
-from engine.train.data import (
+from engine.train.loop import fit_cross_encoder
+from engine.train.preranker_pairs import (
     Pair,
     QuestionGroup,
     inverse_cloze_pairs,
@@ -63,7 +64,6 @@ from engine.train.data import (
     split_questions,
     supervised_pairs,
 )
-from engine.train.loop import fit_cross_encoder
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder

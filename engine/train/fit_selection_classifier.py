@@ -40,8 +40,8 @@ from engine.models.pair_model import new_pair_model
 from engine.models.selection_classifier import KIND, REPORT, load_classifier, set_active
 from engine.models.trained import TRAIN_FILES
 from engine.qa_data import require
-from engine.train.data import QuestionGroup, load_question_groups, split_questions
 from engine.train.loop import optimizer_step, seed_everything
+from engine.train.preranker_pairs import QuestionGroup, load_question_groups, split_questions
 from engine.train.selection_pairs import (
     PairExample,
     choose_threshold,

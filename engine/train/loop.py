@@ -10,8 +10,8 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.train.data import Pair
 from engine.train.losses import bce_loss, listwise_loss
+from engine.train.preranker_pairs import Pair
 
 if TYPE_CHECKING:
     import torch

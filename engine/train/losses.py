@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-    from engine.train.data import Pair
+    from engine.train.preranker_pairs import Pair
 
 def listwise_loss(logits: torch.Tensor, batch: Sequence[Pair]) -> torch.Tensor:
     """Per query, each positive against that query's negatives: mean over positives of

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import permutations
 
 from engine.paths import shared_data_dir
-from engine.train.data import QuestionGroup
+from engine.train.preranker_pairs import QuestionGroup
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def usable_labels(labels: Sequence[PairExample], held_out: Sequence[QuestionGrou
     """(labels to train on, how many were set aside): none on a held-out or dev500
     question, so held-out figures stay comparable and evaluation stays clean."""
     from engine.data.loaders import read_dataset
-    from engine.train.data import DEV_SOURCE
+    from engine.train.preranker_pairs import DEV_SOURCE
 
     banned = {_key(g.query) for g in held_out}
     dev = shared_data_dir() / DEV_SOURCE

@@ -2,7 +2,7 @@
 and what to say of it once trained.
 
 Keyed by the constants of engine.models.trained, which `Need.trained_by`, the app's
-background preparation (engine.service.readiness) and `python -m engine train` (its choices,
+background preparation (engine.service.preparation) and `python -m engine train` (its choices,
 options and reports: engine/cli/train.py) all use, so adding a model trained here is one row
 of `TRAINERS`. Training never runs at query time: only the service (when a paradigm's model
 is missing, or Retrain is pressed) and the CLI import this module.

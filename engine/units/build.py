@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass
 
+from engine.documents import Corpus, Document, Unit
 from engine.errors import check_choice
-from engine.types import Corpus, Document, Unit
 from engine.units.chunking import Chunker
 from engine.units.cluster import Clustering, clustering
 from engine.units.graph import LinkConfig

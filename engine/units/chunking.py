@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.documents import Document, Passage
 from engine.errors import check_range
 from engine.text import split_sentences, token_spans
-from engine.types import Document, Passage
 
 
 @dataclass(frozen=True)

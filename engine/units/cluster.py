@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from engine.cache import load_or_build
+from engine.documents import Corpus, Document
 from engine.errors import check_choice, check_range
 from engine.progress import LoggedProgress
 from engine.text import count_tokens
-from engine.types import Corpus, Document
 from engine.units.graph import LinkConfig, LinkGraph, link_graph
 
 logger = logging.getLogger(__name__)

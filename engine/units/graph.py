@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.cache import load_or_build
+from engine.documents import Corpus
 from engine.progress import LoggedProgress
 from engine.text import WORD_RE
-from engine.types import Corpus
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.types import Corpus
+from engine.documents import Corpus
 from engine.units.cluster import cluster_size_histogram, clustering, doc_tokens
 from engine.units.graph import LinkConfig, link_graph
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from engine.data.loaders import qa, user
 from engine.data.loaders.jsonio import Record, iter_json_array, iter_jsonl, load_json, read_text
+from engine.documents import Dataset, Document, Question
 from engine.errors import DataFormatError
-from engine.types import Dataset, Document, Question
 
 __all__ = ["FORMATS", "read_dataset"]
 

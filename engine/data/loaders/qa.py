@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from engine.data.loaders.jsonio import Record
-from engine.types import Document, Question
+from engine.documents import Document, Question
 
 Paragraph = tuple[str, str]  # (title, text)
 

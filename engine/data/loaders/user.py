@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from engine.data.loaders.jsonio import Record, iter_jsonl, read_text
+from engine.documents import Document
 from engine.errors import DataFormatError
-from engine.types import Document
 
 FOLDER_SUFFIXES = (".txt", ".md")
 

@@ -3,8 +3,8 @@ shares the most words with the question (a classic extractive baseline, and the 
 wrap your own model or client in)."""
 import time
 
-from engine.readers.base import Capabilities, Generation, prompt_text
-from engine.readers.generators import Backend
+from engine.readers.backends import Backend
+from engine.readers.generator import Capabilities, Generation, prompt_text
 from engine.text import count_tokens, query_terms, split_sentences
 
 

@@ -1,4 +1,4 @@
-"""Re-answering a run with other evidence (engine.paradigms.counterfactual) through the
+"""Re-answering a run with other evidence (engine.paradigms.reanswer) through the
 Explorer: the toy paradigm's reader says Seurat's name only when what it reads mentions him,
 so what it is given to read shows in the answer."""
 
@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from engine.documents import Question
 from engine.errors import ConfigError
-from engine.paradigms.counterfactual import REREAD, reanswer
-from engine.types import Question
+from engine.paradigms.reanswer import REANSWER, reanswer
 from tests.fakes import EchoConfig, EchoParadigm, gold_run, ranked_stage
 
 GOLD = Question("q7", "Which river flows through Budapest and Vienna?",
@@ -33,11 +33,11 @@ def test_only_the_units_chosen_are_read_and_the_change_is_recorded(tiny_corpus):
     paradigm = EchoParadigm(tiny_corpus, EchoConfig())
     earlier = "Georges Seurat#2"  # a candidate the first stage had and the second dropped
     again = reanswer(paradigm, run, ["Budapest#1", earlier])
-    assert [s.name for s in again.stages] == ["first", "rerank", REREAD]
+    assert [s.name for s in again.stages] == ["first", "rerank", REANSWER]
     assert [c.unit.id for c in again.read] == ["Budapest#1", earlier]
     assert again.answer == "Georges Seurat" and again.metrics["EM"] == 1.0
-    assert run.metrics["EM"] == 0.0 and again.metrics["gold_doc_recall@reread"] == 1.0
-    changed = again.stage(REREAD).settings
+    assert run.metrics["EM"] == 0.0 and again.metrics["gold_doc_recall@reanswer"] == 1.0
+    changed = again.stage(REANSWER).settings
     assert changed["removed"] == ["Danube#0"] and changed["added"] == [earlier]
     assert changed["answer_before"] == "unknown" and changed["oracle"] == []
     assert [s.purpose for s in again.llm_steps] == ["answer"]  # the old answer is replaced
@@ -53,7 +53,7 @@ def test_the_oracle_adds_the_gold_supporting_paragraphs(explorer, run):
     again = explorer.reanswer(run, ["Danube"], oracle=True)
     assert [c.unit.id for c in again.read] == ["oracle:Georges Seurat", "Danube"]  # gold first
     assert again.answer == "Georges Seurat"
-    assert again.stage(REREAD).settings["oracle"] == ["Georges Seurat"]
+    assert again.stage(REANSWER).settings["oracle"] == ["Georges Seurat"]
 
 
 @pytest.mark.parametrize(("ids", "oracle", "message"), [
@@ -73,35 +73,35 @@ def test_the_oracle_needs_a_dataset_question(explorer):
     assert explorer.reanswer(typed, ["Danube"]).metrics == {}  # no gold: no metrics
 
 
-# --- Explore's re-read panel (app/tabs/reread.py) without a browser ------------------------
+# --- Explore's re-answer panel (app/tabs/reanswer.py) without a browser ------------------------
 
 
 def test_the_panel_offers_what_was_read_and_earlier_candidates_then_re_answers_and_saves(
         explorer, run):
-    from app.tabs import reread
+    from app.tabs import reanswer as panel_of
 
-    keep, add, oracle, panel = reread.choices(run.to_json())
+    keep, add, oracle, panel = panel_of.choices(run.to_json())
     assert keep.value == ["Danube", "Budapest", "Vienna"] and panel.visible is True
     assert keep.choices[0][0].startswith("#1 Danube: The Danube is a river")
     assert add.choices == []  # the toy ranks once: no earlier stage
     assert oracle.interactive is True  # the question names its supporting paragraphs
-    both, before, after, again = reread.reanswer(explorer, run.to_json(), ["Vienna"], [],
-                                                 True)
+    both, before, after, again = panel_of.reanswer(explorer, run.to_json(), ["Vienna"], [],
+                                                   True)
     assert "As run" in both and "Re-answered (re-read: 2 removed, 1 oracle)" in both
     assert "EM 0" in both.split("Re-answered")[0] and "EM 1" in both.split("Re-answered")[1]
-    saved = reread.save(explorer, again, "what if")
+    saved = panel_of.save(explorer, again, "what if")
     run_id = int(re.search(r"as run (\d+)", saved).group(1))
-    assert explorer.load_run(run_id).stage(REREAD).settings["oracle"] == ["Georges Seurat"]
-    refused, *_ = reread.reanswer(explorer, run.to_json(), ["Vienna"], ["Atlantis#9"], False)
+    assert explorer.load_run(run_id).stage(REANSWER).settings["oracle"] == ["Georges Seurat"]
+    refused, *_ = panel_of.reanswer(explorer, run.to_json(), ["Vienna"], ["Atlantis#9"], False)
     assert "Atlantis#9" in refused and "fe-error" in refused
     typed = explorer.run("Which river flows through Vienna?", "echo")
-    assert reread.choices(typed.to_json())[2].interactive is False
+    assert panel_of.choices(typed.to_json())[2].interactive is False
 
 
 def test_the_oracle_can_be_read_first(tiny_corpus):
     """Ranked first, the gold paragraphs are what a reverse-packing reader reads last, next
     to the question; the setting is recorded."""
-    from engine.types import Document
+    from engine.documents import Document
 
     kept = ranked_stage("rerank", ("Danube", "The Danube flows."), ("Budapest", "A capital."))
     run = gold_run(GOLD, kept, said="unknown", paradigm="echo")
@@ -112,5 +112,5 @@ def test_the_oracle_can_be_read_first(tiny_corpus):
     assert [c.unit.id for c in after.read] == ["Danube#0", "oracle:Georges Seurat"]
     assert [c.unit.id for c in first.read] == ["oracle:Georges Seurat", "Danube#0"]
     assert [c.rank for c in first.read] == [1, 2]
-    assert first.stage(REREAD).settings["oracle_first"] is True
-    assert after.stage(REREAD).settings["oracle_first"] is False
+    assert first.stage(REANSWER).settings["oracle_first"] is True
+    assert after.stage(REANSWER).settings["oracle_first"] is False

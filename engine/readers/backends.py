@@ -31,8 +31,8 @@ import numpy as np
 from engine import plugins
 from engine.errors import ConfigError, EngineError, check_choice
 from engine.readers.answers import LOOP_NGRAM, repeats_tail
-from engine.readers.base import Capabilities, Generation, Generator, Prompt
 from engine.readers.batching import Batcher
+from engine.readers.generator import Capabilities, Generation, Generator, Prompt
 from engine.readers.prefix_cache import PrefixCache, plain_layers
 
 logger = logging.getLogger(__name__)
@@ -445,7 +445,7 @@ OPENAI = Backend("openai", "an OpenAI-compatible server at the reader's endpoint
                  OpenAIGenerator.capabilities, remote=True, make=_client)
 
 # the one table of backends, ReaderConfig.backend's choices: the built-ins and the plugins'
-# entry points, loaded through the same code on first use (`backends()`)
+# entry points, loaded through the same code on first use (`known_backends()`)
 BACKENDS: dict[str, Backend] = {}
 PLUGINS: list[plugins.Plugin] = []
 _LOADING = threading.Lock()
@@ -462,7 +462,7 @@ def add_backend(backend: object) -> None:
     BACKENDS[backend.name] = backend
 
 
-def backends() -> dict[str, Backend]:
+def known_backends() -> dict[str, Backend]:
     """Every generator backend by name, the entry points loaded on the first call."""
     with _LOADING:
         if not PLUGINS:
@@ -474,7 +474,7 @@ def backend_named(name: str, endpoint: str = "") -> Backend:
     """Backend `name` (`auto`: openai with an endpoint, else transformers); an unknown name
     lists the known ones."""
     name = ("openai" if endpoint else "transformers") if name == "auto" else name
-    check_choice("reader backend", name, backends())
+    check_choice("reader backend", name, known_backends())
     return BACKENDS[name]
 
 

@@ -3,7 +3,7 @@
 Given a run's trace, the ids of the units to read (any candidate of any of its stages, in
 the order given) and, for a dataset question, its gold supporting documents (the
 "oracle"), the paradigm's reader answers again over exactly those. The new trace is the
-run's stages plus a `reread` stage listing what was read, whose settings record what
+run's stages plus a `reanswer` stage listing what was read, whose settings record what
 changed against what the run read (removed, added, oracle documents); its LLM steps are
 the run's steps before reading (HyDE) and the reader's new ones. With gold, the metrics are
 computed again, so EM and F1 with and without the change sit side by side.
@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from engine.documents import Candidate, Document, Unit
 from engine.errors import ConfigError
 from engine.paradigms.base import Paradigm, annotate
-from engine.records import StageDetails
 from engine.trace import RunTrace, StageResult
-from engine.types import Candidate, Document, Unit
+from engine.trace_details import StageDetails
 
-REREAD = "reread"
+REANSWER = "reanswer"
 READING = ("answer", "long answer")  # the reader's purposes; other steps stay
 ORACLE = "oracle:"  # the id prefix of a gold supporting document added to the reading
 MAX_UNITS = 50
@@ -62,7 +62,7 @@ def reanswer(paradigm: Paradigm, trace: RunTrace, unit_ids: Sequence[str],
                 "answer_before": trace.answer}
     note = ", ".join(f"{len(settings[k])} {k}" for k in ("removed", "added", "oracle")
                      if settings[k]) or "the same units"
-    stage = StageResult(REREAD, "passages", len(pool), ranked, 0.0,
+    stage = StageResult(REANSWER, "passages", len(pool), ranked, 0.0,
                         StageDetails(note=f"re-read: {note}"), settings)
     steps = tuple(paradigm.reader_steps(trace.question, ranked))
     kept = tuple(s for s in trace.llm_steps if s.purpose not in READING)

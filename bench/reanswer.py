@@ -2,15 +2,15 @@
 
 The first N HotpotQA dev500 questions (default 100), pooled corpus, flat and funnel at their
 defaults. Each question is run, then re-answered by the same reader (only the reader runs:
-engine.paradigms.counterfactual) over what it read plus the question's gold supporting
+engine.paradigms.reanswer) over what it read plus the question's gold supporting
 paragraphs (the oracle) ranked after them ("own + gold": with the default reverse packing
 they sit farthest from the question) or before them ("gold + own": next to the question),
 and over the gold paragraphs alone. Printed per paradigm: EM, F1, answer recall of what was
 read and reader tokens for each reading, and the paired differences against own with their
 95% bootstrap intervals and McNemar p.
 
-    python -m bench.counterfactual [--limit 100] [--readings own "gold + own" ...]
-        [--threads 2] [--out counterfactual]
+    python -m bench.reanswer [--limit 100] [--readings own "gold + own" ...]
+        [--threads 2] [--out reanswer]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from bench.common import dev500_questions, markdown_table, save
 from engine.data.corpus import load_corpus
 from engine.eval.paired import paired
 from engine.eval.summary import row
-from engine.paradigms.counterfactual import reanswer
+from engine.paradigms.reanswer import reanswer
 from engine.service.datasets import supporting_documents
 from engine.service.store import make_paradigm
 
@@ -40,7 +40,7 @@ def main() -> None:
                         help="what the reader reads (own is always read: the others are "
                         "paired against it)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", default="counterfactual")
+    parser.add_argument("--out", default="reanswer")
     args = parser.parse_args()
     import torch
 

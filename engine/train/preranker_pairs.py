@@ -24,7 +24,7 @@ from engine.paths import shared_data_dir
 from engine.text import split_sentences
 
 if TYPE_CHECKING:
-    from engine.types import Corpus, Question
+    from engine.documents import Corpus, Question
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""The engine's records: small, immutable, JSON-friendly.
+"""Documents and what is made of them (passages, units, candidates), questions, datasets and
+corpora: the records every layer passes around, small, immutable and JSON-friendly.
 
 Lineage is explicit: a passage knows its document and character span, a unit (cluster,
 document or passage as a retrieval unit) knows the documents it is made of.

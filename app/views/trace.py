@@ -10,10 +10,10 @@ import html
 import re
 from collections.abc import Sequence
 
+from engine.documents import Candidate
 from engine.stages.classify import QUERY
 from engine.text import query_terms, snippet
 from engine.trace import GoldFlags, RunTrace, StageResult, gold_lost_at
-from engine.types import Candidate
 
 SNIPPET_CHARS = 320
 

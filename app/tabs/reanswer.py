@@ -3,7 +3,7 @@
 Untick passages the reader read, add any candidate an earlier stage had, or (a dataset
 question) add its gold supporting paragraphs, then re-answer. The new answer shows beside
 the old with both heatmaps and EM/F1 where gold is known; the re-answered run is a trace of
-its own (its `reread` stage records what changed) and can be saved.
+its own (its `reanswer` stage records what changed) and can be saved.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import gradio as gr
 from app.errors import refusing
 from app.tabs.picker import shorten
 from app.views import figures
-from app.views.formatting import error_box, esc
-from engine.paradigms.counterfactual import REREAD, candidates_of
+from app.views.trace import error_box, esc
+from engine.documents import Candidate
+from engine.paradigms.reanswer import REANSWER, candidates_of
 from engine.service.explorer import Explorer
 from engine.trace import RunTrace
-from engine.types import Candidate
 
 
 def _label(prefix: str, c: Candidate) -> str:
@@ -61,7 +61,7 @@ def reanswer(explorer: Explorer, trace_json: str, keep, add, oracle) -> tuple:
         return error_box("Run a question first."), gr.skip(), gr.skip(), gr.skip()
     before = RunTrace.from_json(trace_json)
     after = explorer.reanswer(before, [*(keep or []), *(add or [])], bool(oracle))
-    changed = after.stage(REREAD).details.note
+    changed = after.stage(REANSWER).details.note
     both = (f"<div class='fe-final-columns'>{_answer(before, 'As run')}"
             f"{_answer(after, f'Re-answered ({esc(changed)})')}</div>")
     return (both, figures.heatmap_figure(before), figures.heatmap_figure(after),
@@ -79,24 +79,24 @@ def save(explorer: Explorer, trace_json: str, name: str) -> str:
 def build(explorer: Explorer, trace_state: gr.State) -> None:
     """The panel under Explore's tables, following the run in `trace_state`."""
     with gr.Accordion("What would the reader say with other passages?", open=False,
-                      visible=False, elem_id="fe-reread") as panel:
+                      visible=False, elem_id="fe-reanswer") as panel:
         keep = gr.CheckboxGroup([], label="Passages the reader read (untick to leave out)",
-                                elem_id="fe-reread-keep")
+                                elem_id="fe-reanswer-keep")
         add = gr.Dropdown([], multiselect=True, label="Add candidates an earlier stage had",
-                          elem_id="fe-reread-add")
+                          elem_id="fe-reanswer-add")
         oracle = gr.Checkbox(label="Add the gold supporting paragraphs (oracle), ranked first: "
                              "read next to the question",
-                             elem_id="fe-reread-oracle")
-        go = gr.Button("Re-answer", variant="primary", elem_id="fe-reread-go")
-        answers = gr.HTML(elem_id="fe-reread-answers")
+                             elem_id="fe-reanswer-oracle")
+        go = gr.Button("Re-answer", variant="primary", elem_id="fe-reanswer-go")
+        answers = gr.HTML(elem_id="fe-reanswer-answers")
         with gr.Row():
-            before = gr.Plot(label="Reader attention as run", elem_id="fe-reread-before")
-            after = gr.Plot(label="Reader attention re-answered", elem_id="fe-reread-after")
+            before = gr.Plot(label="Reader attention as run", elem_id="fe-reanswer-before")
+            after = gr.Plot(label="Reader attention re-answered", elem_id="fe-reanswer-after")
         with gr.Row():
             name = gr.Textbox(label="Run name", value="re-answered", scale=3,
-                              elem_id="fe-reread-name")
-            keep_it = gr.Button("Save the re-answered run", scale=1, elem_id="fe-reread-save")
-        saved = gr.HTML(elem_id="fe-reread-saved")
+                              elem_id="fe-reanswer-name")
+            keep_it = gr.Button("Save the re-answered run", scale=1, elem_id="fe-reanswer-save")
+        saved = gr.HTML(elem_id="fe-reanswer-saved")
     again = gr.State("")
     private = {"api_visibility": "private"}
     trace_state.change(choices, trace_state, [keep, add, oracle, panel], **private)

@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine import qa_data
+from engine.documents import Corpus
 from engine.errors import EngineError, check_choice
 from engine.paradigms.base import Need
 from engine.paradigms.registry import PARADIGMS
 from engine.progress import duration
 from engine.service.builds import BUILDS, Cancelled, Paced, Turn
 from engine.service.store import process_store
-from engine.types import Corpus
 
 logger = logging.getLogger(__name__)
 

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.errors import ConfigError, check_choice, check_range
-from engine.index.recent import Recent
+from engine.index.query_memo import Recent
 from engine.index.stand_in import STAND_IN
-from engine.records import StandIn
+from engine.trace_details import StandIn
 
 if TYPE_CHECKING:
+    from engine.documents import Corpus
     from engine.index.bm25 import BM25Index
     from engine.index.dense import DenseIndex
-    from engine.types import Corpus
 
 SCORERS = ("bm25", "dense", "hybrid")
 # passages an approximate dense index is asked for per query (its efSearch too), and BM25's
