@@ -70,6 +70,19 @@ def test_the_example_plugin_adds_a_paradigm_and_a_reranker_from_its_package(exam
         built_in) and built_in == [ep.name for ep in plugins._BUILTINS]
 
 
+@pytest.mark.parametrize("first", ["engine.readers.reader", "engine.paradigms.registry"])
+def test_a_process_started_with_the_plugin_installed_loads_it(example, first):
+    """A fresh start (the app's, the CLI's) imports the plugin while the backends' table
+    loads; the plugin's own ReaderConfig asks for that table (it once deadlocked there)."""
+    done = subprocess.run([sys.executable, "-c", f"import {first}\n"
+                           "from engine.paradigms import registry\n"
+                           "from engine.readers import backends\n"
+                           "print(sorted(registry.PARADIGMS), sorted(backends.BACKENDS))"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "'overlap'" in done.stdout and "'best-sentence'" in done.stdout
+
+
 def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_evaluation(
         live, tmp_path):
     explorer, client = live

@@ -448,7 +448,10 @@ OPENAI = Backend("openai", "an OpenAI-compatible server at the reader's endpoint
 # entry points, loaded through the same code on first use (`known_backends()`)
 BACKENDS: dict[str, Backend] = {}
 PLUGINS: list[plugins.Plugin] = []
-_LOADING = threading.Lock()
+# re-entrant: a plugin's module, imported while the table loads, may make a ReaderConfig,
+# which asks for the table (it then sees the built-ins, which load first)
+_LOADING = threading.RLock()
+_loaded = False
 
 
 def add_backend(backend: object) -> None:
@@ -464,8 +467,10 @@ def add_backend(backend: object) -> None:
 
 def known_backends() -> dict[str, Backend]:
     """Every generator backend by name, the entry points loaded on the first call."""
+    global _loaded
     with _LOADING:
-        if not PLUGINS:
+        if not _loaded:
+            _loaded = True
             PLUGINS.extend(plugins.load(plugins.GENERATOR_GROUP, add_backend))
     return BACKENDS
 
