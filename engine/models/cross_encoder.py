@@ -19,9 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.cache import existing_entry, file_sha256
-from engine.errors import ConfigError, DataFormatError, check_choice
-from engine.models.trained import PRERANKER, TRAIN_FILES
+from engine.cache import file_sha256
+from engine.errors import ConfigError, check_choice
+from engine.models.trained import PRERANKER, TRAIN_FILES, cached_model, read_report
 from engine.qa_data import require
 
 if TYPE_CHECKING:
@@ -78,16 +78,12 @@ def cache_key(config: TrainConfig) -> dict:
 
 def cached_preranker_path(config: TrainConfig | None = None) -> Path | None:
     """The verified cached pre-ranker for `config`, or None (never trains)."""
-    try:
-        key = cache_key(config or TrainConfig())
-    except (DataFormatError, OSError):  # without its training data it cannot be identified
-        return None
-    return existing_entry(PRERANKER, key)
+    return cached_model(PRERANKER, lambda: cache_key(config or TrainConfig()))
 
 
 def training_report(folder: Path) -> dict:
     """The validation figures and timings saved beside a trained pre-ranker."""
-    return json.loads((folder / REPORT).read_text(encoding="utf-8"))
+    return read_report(folder, REPORT)
 
 
 @lru_cache(maxsize=4)

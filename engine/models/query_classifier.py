@@ -17,9 +17,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.cache import existing_entry, file_sha256
-from engine.errors import DataFormatError
-from engine.models.trained import QUERY_CLASSIFIER, TRAINED, model_location, trained_folder
+from engine.cache import file_sha256
+from engine.models.trained import (
+    QUERY_CLASSIFIER,
+    TRAINED,
+    cached_model,
+    model_location,
+    read_report,
+    trained_folder,
+)
 from engine.qa_data import require
 from engine.trace_details import StandIn
 
@@ -54,16 +60,12 @@ def cache_key(config: QueryClassifierConfig) -> dict:
 
 def cached_query_classifier(config: QueryClassifierConfig | None = None) -> Path | None:
     """The verified cached classifier for `config`, or None (never trains)."""
-    try:
-        key = cache_key(config or QueryClassifierConfig())
-    except (DataFormatError, OSError):  # without its training data it cannot be identified
-        return None
-    return existing_entry(KIND, key)
+    return cached_model(KIND, lambda: cache_key(config or QueryClassifierConfig()))
 
 
 def training_report(folder: Path) -> dict:
     """The held-apart figures, threshold and timings saved beside a trained classifier."""
-    return json.loads((folder / REPORT).read_text(encoding="utf-8"))
+    return read_report(folder, REPORT)
 
 
 class QueryClassifier:

@@ -11,10 +11,13 @@ it, in one way.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import ResourceMissingError, check_choice
+from engine.cache import existing_entry
+from engine.errors import DataFormatError, ResourceMissingError, check_choice
 from engine.models.loading import resolve
 from engine.paths import data_dir
 from engine.progress import duration
@@ -51,6 +54,21 @@ TRAINING_TIMES = {
         60.0, "3 epochs on 611 examples, 2 threads, idle machine (59 s); 203 s while a "
               "test suite shared the cores"),
 }
+
+
+def cached_model(kind: str, key: Callable[[], dict]) -> Path | None:
+    """The verified cached model of `kind` under the cache key `key()` makes, or None
+    (never trains). Without its training data a model cannot be identified: None too."""
+    try:
+        made = key()
+    except (DataFormatError, OSError):
+        return None
+    return existing_entry(kind, made)
+
+
+def read_report(folder: Path, name: str) -> dict:
+    """The figures and timings a training saved beside its model (file `name`)."""
+    return json.loads((folder / name).read_text(encoding="utf-8"))
 
 
 def train_command(kind: str) -> str:
