@@ -354,3 +354,24 @@ def test_the_funnel_answers_through_an_endpoint_once_it_reads_no_attention(fake_
     assert trace.answer == "Danube" and [s.name for s in trace.stages] == [
         "clusters", "preranker", "postranker"]
     assert "skipped" in trace.stages[-1].details.note  # attention weight 0: no reader pass
+
+
+def test_each_token_said_has_the_models_own_log_probability(generator):
+    """(the logprobs capability: what leave-one-out attribution reads)"""
+    import torch
+
+    from engine.readers.backends import _Request
+
+    ids = generator.tokenizer("Budapest lies on the river", add_special_tokens=False)[
+        "input_ids"]
+    ((said, _, _, logprobs),) = generator._run([_Request(ids, [], False, 3, (), frozenset())])
+    assert len(logprobs) == len(said) >= 1 and all(lp < 0 for lp in logprobs)
+    with torch.inference_mode():
+        logits = generator.model(torch.tensor([ids + said[:1]])).logits[0].float()
+    expected = torch.log_softmax(logits, -1)
+    assert logprobs[0] == pytest.approx(float(expected[-2, said[0]]), abs=1e-3)
+    if len(said) > 1:
+        assert logprobs[1] == pytest.approx(float(expected[-1, said[1]]), abs=1e-3)
+    out = generator.generate("Budapest lies on the river", max_new_tokens=3)
+    assert len(out.logprobs) == out.output_tokens
+    assert generator.capabilities.logprobs is True

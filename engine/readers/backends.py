@@ -66,7 +66,7 @@ class HFGenerator:
     """
 
     capabilities = Capabilities(attention=True, ban_first=True, prefix_cache=True,
-                                batching=True)
+                                batching=True, logprobs=True)
 
     def __init__(self, model: str = "smollm2", tokenizer: Any = None, lm: Any = None,
                  precision: str = "auto") -> None:
@@ -125,7 +125,7 @@ class HFGenerator:
             raise ConfigError("The prompt is empty; there is nothing to continue.")
         request = _Request(ids, self.prefix_ids(prefix, text), bool(spans), max_new_tokens,
                            stop, frozenset(self._first_token_ids(ban_first)))
-        out_ids, attention, cached = self.batcher.submit(request)
+        out_ids, attention, cached, logprobs = self.batcher.submit(request)
         said, _ = cut_at_stop(self.tokenizer.decode(out_ids, skip_special_tokens=True).lstrip(),
                               stop)
         span_attention, span_tokens = (), ()
@@ -135,7 +135,8 @@ class HFGenerator:
             span_tokens = tuple(tuple(self.tokenizer.decode([ids[i]]) for i in idx)
                                 for idx in token_sets)
         return Generation(said, len(ids), len(out_ids), time.perf_counter() - start,
-                          span_attention, span_tokens, cached_tokens=cached)
+                          span_attention, span_tokens, cached_tokens=cached,
+                          logprobs=tuple(logprobs))
 
     # --- decoding -------------------------------------------------------------------------
 
@@ -195,11 +196,11 @@ class HFGenerator:
         return frozenset(i for i in vocab if "\n" in (text := self.tokenizer.decode([i]))
                          and not text.strip())
 
-    def _run(self, requests: Sequence[_Request]) -> list[tuple[list[int], Any, int]]:
+    def _run(self, requests: Sequence[_Request]) -> list[tuple[list[int], Any, int, list]]:
         """A batch of calls (engine/readers/batching.py): each prompt prefilled on its own,
         then greedy decoding of all of them at once. Per call: the tokens said, the last
-        prompt token's attention (if asked for) and the prompt tokens read from the prefix
-        cache."""
+        prompt token's attention (if asked for), the prompt tokens read from the prefix
+        cache and each token's log-probability."""
         import torch
 
         with torch.inference_mode():
@@ -216,7 +217,7 @@ class HFGenerator:
                     self._decode_together(answers, prefilled, [len(r.ids) for r in requests])
             finally:
                 self._attention("eager")  # as loaded: the FiD reader reads its weights
-        return [(a.out, attention, cached)
+        return [(a.out, attention, cached, a.logprobs)
                 for a, (_, _, attention, cached) in zip(answers, prefilled, strict=True)]
 
     def _decode(self, answer: _Continuation, logits, cache, position: int) -> None:
@@ -297,6 +298,7 @@ class _Continuation:
         self.request, self.eos_ids, self.decode = request, eos_ids, decode
         self.refused = eos_ids | request.banned_first | line_breaks
         self.out: list[int] = []
+        self.logprobs: list[float] = []  # each token's, under the model's own distribution
         self.said = ""
 
     def step(self, logits) -> int | None:
@@ -304,6 +306,7 @@ class _Continuation:
         fed back, None when the continuation has ended."""
         if len(self.out) >= self.request.max_new_tokens:
             return None
+        normaliser = float(logits.float().logsumexp(-1))  # before any token is refused
         if not self.said.strip():
             for token in self.refused:
                 logits[token] = float("-inf")
@@ -311,8 +314,9 @@ class _Continuation:
         if token in self.eos_ids:
             return None
         self.out.append(token)
+        self.logprobs.append(float(logits[token]) - normaliser)
         if repeats_tail(self.out):  # "2014S/S/S/S...": a loop, not an answer
-            del self.out[-LOOP_NGRAM:]
+            del self.out[-LOOP_NGRAM:], self.logprobs[-LOOP_NGRAM:]
             return None
         self.said = self.decode(self.out)
         stop = self.request.stop

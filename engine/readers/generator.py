@@ -45,6 +45,9 @@ class Generation:
     attention: tuple[np.ndarray, ...] = field(default=(), repr=False)
     span_tokens: tuple[tuple[str, ...], ...] = ()  # the tokens of each span, for display
     cached_tokens: int = 0  # prompt tokens whose states came from the prefix cache
+    # each generated token's log-probability under the model (a backend with `logprobs`),
+    # one per output token, the stop string's included
+    logprobs: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
