@@ -224,7 +224,13 @@ def encode_with(encoder: SentenceTransformer, texts: list[str],
 
 
 def model_identity(model: str) -> dict:
-    """What names `model`'s weights in a cache key: alias or path, plus config.json sha256."""
+    """What names `model`'s weights in a cache key: alias or path, plus config.json sha256
+    (a plugin's encoder: its name and version)."""
+    from engine.models.encoders import known_encoders
+
+    plugin = known_encoders().get(model)
+    if plugin is not None:
+        return {"plugin": model, "version": plugin.version}
     if model in ALIASES:
         return {"alias": model, "config_sha256": _config_sha256(Path(resolve(model)))}
     path = Path(model).expanduser()

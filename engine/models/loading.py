@@ -114,13 +114,19 @@ def resolve_precision(precision: str, flags: frozenset[str] | None = None) -> st
 
 
 def load_bi_encoder(name: str = "minilm", precision: str = "auto") -> SentenceTransformer:
-    """A sentence-transformers bi-encoder on the CPU, its weights in `precision` (see
-    `resolve_precision`); one per name and precision for the whole process."""
+    """A sentence-transformers bi-encoder on the CPU (or a plugin's encoder of that name,
+    engine.models.encoders), its weights in `precision` (see `resolve_precision`); one per
+    name and precision for the whole process."""
     return _bi_encoder(name, resolve_precision(precision))
 
 
 @lru_cache(maxsize=4)
 def _bi_encoder(name: str, precision: str) -> SentenceTransformer:
+    from engine.models.encoders import known_encoders
+
+    plugin = known_encoders().get(name)
+    if plugin is not None:
+        return plugin.load(precision)
     import torch
     from sentence_transformers import SentenceTransformer
 

@@ -17,6 +17,7 @@ from dataclasses import is_dataclass
 from engine import plugins
 from engine.config import config_from_dict
 from engine.errors import ConfigError, check_choice
+from engine.models import encoders
 from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec
 from engine.readers import backends
 
@@ -51,12 +52,14 @@ def _add_reranker(spec: object) -> None:
 
 
 _ADD = {plugins.PARADIGM_GROUP: _add_paradigm, plugins.RERANKER_GROUP: _add_reranker,
-        plugins.GENERATOR_GROUP: backends.add_backend}
+        plugins.GENERATOR_GROUP: backends.add_backend, plugins.ENCODER_GROUP: encoders.add_encoder}
 backends.known_backends()  # loaded on first use: the paradigms' reader configs needed them
+encoders.known_encoders()
 PLUGINS: list[plugins.Plugin] = [
     *plugins.load(plugins.PARADIGM_GROUP, _add_paradigm),
     *plugins.load(plugins.RERANKER_GROUP, _add_reranker),
-    *backends.PLUGINS]
+    *backends.PLUGINS,
+    *encoders.PLUGINS]
 DEFAULT = "funnel"  # what the CLI and the API run when no paradigm is named
 
 
@@ -82,6 +85,7 @@ def unload_plugin(name: str) -> None:
     PARADIGMS.pop(name, None)
     RERANKERS.pop(name, None)
     backends.BACKENDS.pop(name, None)
+    encoders.ENCODERS.pop(name, None)
     PLUGINS[:] = [p for p in PLUGINS if p.name != name]
 
 
