@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,12 +38,19 @@ class Option:
 
 
 def param(default: Any, help: str, *, low: float | None = None, high: float | None = None,
-          choices: Sequence[Any] = ()) -> Any:
-    """A dataclass field with its help text, range (inclusive) and choices."""
-    meta = {"help": help, "low": low, "high": high, "choices": tuple(choices)}
+          choices: Sequence[Any] | Callable[[], Sequence[Any]] = ()) -> Any:
+    """A dataclass field with its help text, range (inclusive) and choices: a sequence, or a
+    function that gives them when asked (choices plugins add, such as reader backends)."""
+    meta = {"help": help, "low": low, "high": high,
+            "choices": choices if callable(choices) else tuple(choices)}
     if dataclasses.is_dataclass(default):
         return field(default_factory=lambda: default, metadata=meta)
     return field(default=default, metadata=meta)
+
+
+def _choices(meta: Any) -> tuple[Any, ...]:
+    choices = meta.get("choices") or ()
+    return tuple(choices()) if callable(choices) else choices
 
 
 def _field_types(cls: type) -> dict[str, Any]:
@@ -66,7 +73,7 @@ def describe(cls: type, prefix: str = "") -> list[Option]:
             continue
         meta = f.metadata
         out.append(Option(f"{prefix}{f.name}", tp, default, meta.get("help", ""),
-                          meta.get("low"), meta.get("high"), meta.get("choices", ())))
+                          meta.get("low"), meta.get("high"), _choices(meta)))
     return out
 
 
@@ -85,7 +92,7 @@ def check_config(config: Any) -> None:
         low, high = meta.get("low"), meta.get("high")
         if low is not None and high is not None and not low <= value <= high:
             raise ConfigError(f"{f.name}={value!r} is out of range; allowed: {low} to {high}.")
-        choices = meta.get("choices") or ()
+        choices = _choices(meta)
         if choices and value not in choices:
             raise ConfigError(f"Unknown {f.name} {value!r}. Choose from: "
                               f"{', '.join(map(str, choices))}.")

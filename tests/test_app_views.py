@@ -136,8 +136,14 @@ def ranked_with_ids(name: str, *ids: str) -> StageResult:
 
 
 def test_heatmap_without_attention_says_so(tiny_corpus):
-    fig = figures.heatmap_figure(sample_trace(tiny_corpus))
-    assert "no reader attention yet" in fig.layout.annotations[0].text
+    # read by a backend that gives no attention: it is named, not promised for later
+    fig = figures.heatmap_figure(replace(sample_trace(tiny_corpus), config={
+        "reader": {"backend": "best-sentence"}}))
+    assert "backend (best-sentence) gave no attention" in fig.layout.annotations[0].text
+    # a run shown before its reader's step (Explore streams each stage as it ends)
+    streaming = replace(sample_trace(tiny_corpus), llm_steps=())
+    assert "no reader attention yet" in figures.heatmap_figure(
+        streaming).layout.annotations[0].text
     # a request answered without retrieval: nothing was read, and the figure says so
     skipped = replace(sample_trace(tiny_corpus), stages=())
     assert "read no passages" in figures.heatmap_figure(skipped).layout.annotations[0].text

@@ -329,7 +329,8 @@ def test_each_backend_declares_what_it_can_and_the_reader_checks_it():
              "reader.endpoint is set, but reader.backend 'transformers'"),
             ({"endpoint": "http://127.0.0.1:1/v1", "prompt": "fid"},
              "the 'openai' backend cannot give (it can: text alone)"),
-            ({"backend": "vllm"}, "Unknown reader backend 'vllm'")):
+            ({"backend": "vllm"},
+             "Unknown backend 'vllm'. Choose from: auto, transformers, openai")):
         with pytest.raises(ConfigError, match=re.escape(message)):
             config_from_dict(ReaderConfig, values)
 

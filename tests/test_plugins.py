@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 
 from engine import plugins
+from engine.models import encoders
 from engine.paradigms import registry
 from engine.paradigms.base import RerankerSpec
 from engine.readers import backends
 from tests.fakes import ECHO, qa_file, served
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "funnel-explorer-example"
-ADDED = ("overlap", "word-overlap", "best-sentence")  # what the example adds
+ADDED = ("overlap", "word-overlap", "best-sentence", "hashed-words")  # what the example adds
 QUESTION = "Which river flows through Budapest?"
 
 
@@ -33,7 +34,14 @@ def _pip(*args: str) -> None:
 
 @pytest.fixture(scope="module")
 def example():
-    """The example plugin package installed into this environment (and removed after)."""
+    """The example plugin package installed into this environment (and removed after,
+    unless it was installed before: a user who installed it keeps it)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        had_it = bool(distribution("funnel-explorer-example"))
+    except PackageNotFoundError:
+        had_it = False
     for name in ADDED:  # loaded at start if it was installed then
         registry.unload_plugin(name)
     _pip("install", "--no-deps", "--no-build-isolation", str(EXAMPLE))
@@ -43,7 +51,8 @@ def example():
     finally:
         for name in ADDED:
             registry.unload_plugin(name)
-        _pip("uninstall", "-y", "funnel-explorer-example")
+        if not had_it:
+            _pip("uninstall", "-y", "funnel-explorer-example")
 
 
 @pytest.fixture
@@ -60,9 +69,10 @@ def test_the_example_plugin_adds_a_paradigm_and_a_reranker_from_its_package(exam
     assert {n: (p.kind, p.package, p.error) for n, p in example.items()} == {
         "overlap": ("paradigm", "funnel-explorer-example", ""),
         "word-overlap": ("reranker", "funnel-explorer-example", ""),
-        "best-sentence": ("generator", "funnel-explorer-example", "")}
+        "best-sentence": ("generator", "funnel-explorer-example", ""),
+        "hashed-words": ("encoder", "funnel-explorer-example", "")}
     assert "overlap" in registry.names() and "word-overlap" in registry.RERANKERS
-    assert "best-sentence" in backends.BACKENDS
+    assert "best-sentence" in backends.BACKENDS and "hashed-words" in encoders.ENCODERS
     assert [o.name for o in registry.spec("overlap").options()][:3] == ["M", "k", "reader.model"]
     # the built-ins come through the same loader, from no package
     built_in = [p.name for p in registry.PLUGINS if p.package == plugins.BUILT_IN]
@@ -87,7 +97,7 @@ def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_ev
         live, tmp_path):
     explorer, client = live
     trace = json.loads(client.predict(QUESTION, "overlap", '{"M": 6, "k": 2}', api_name="/run"))
-    assert [s["name"] for s in trace["stages"]] == ["bm25", "overlap"]
+    assert [s["name"] for s in trace["stages"]] == ["bm25", "word-overlap"]
     assert len(trace["stages"][-1]["candidates"]) == 2 and trace["llm_calls"] == 1
     assert "Danube" in trace["stages"][-1]["candidates"][0]["unit"]["text"]
     # the plugin's re-ranker by name in a built-in paradigm's option
@@ -113,9 +123,18 @@ def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_ev
     with pytest.raises(Exception, match="'best-sentence' backend cannot give"):
         client.predict(QUESTION, "funnel", '{"attention_weight": 0.5, "reader": '
                        '{"backend": "best-sentence"}}', api_name="/run")
+    # the plugin's encoder builds a dense index that flat searches (its words, hashed)
+    hashed = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "bi_encoder": '
+                                       '"hashed-words"}', api_name="/run"))
+    assert "Danube" in hashed["stages"][0]["candidates"][0]["unit"]["text"]
+    scores = [[c["score"] for c in t["stages"][0]["candidates"]] for t in (hashed, flat)]
+    assert scores[0] != scores[1]  # another encoder's cosines
     rows = [row for row in explorer.models() if row.role.endswith("(plugin)")]
     assert {(r.name, r.status) for r in rows} == {
-        ("overlap", "ready"), ("word-overlap", "ready"), ("best-sentence", "ready")}
+        ("overlap", "ready"), ("word-overlap", "ready"), ("best-sentence", "ready"),
+        ("hashed-words", "ready")}
+    (built,) = [r for r in explorer.models() if r.role == "encoder" and r.name == "hashed-words"]
+    assert built.source == "plugin" and any("dense index" in t for t in built.built)
 
 
 BAD_CONFIG = ECHO.__class__(name="bad", label="Bad", description="k above its range",

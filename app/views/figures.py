@@ -135,9 +135,17 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     if found is None and trace.llm_steps and not any(s.candidates for s in trace.stages):
         return text_figure("The reader read no passages, so there is no attention over them "
                            "(no stage retrieved anything for this run).")
+    if found is None and trace.llm_steps:
+        reader = trace.config.get("reader") or {}
+        backend = reader.get("backend", "auto")
+        if backend == "auto":
+            backend = "openai" if reader.get("endpoint") else "transformers"
+        return text_figure(f"The reader's backend ({backend}) gave no attention weights, so "
+                           "there is no heatmap for this run (the transformers backend "
+                           "gives them; a server or a backend without attention does not).")
     if found is None:
         return text_figure("This run has no reader attention yet (it comes with the "
-                           "reader's step; a remote endpoint gives none).")
+                           "reader's step).")
     read, source = found
     attn = np.asarray(read.cells, dtype=float)  # [passage, layer, head]
     axis = {"layers": 2, "heads": 1}[by]

@@ -50,10 +50,10 @@ class ReaderConfig:
                        "an endpoint: the model name the server knows)")
     endpoint: str = param("", "base URL of an OpenAI-compatible server, e.g. "
                           "http://127.0.0.1:8000/v1; empty: run the model in this process")
-    backend: str = param("auto", "generator backend (engine.readers.backends.BACKENDS; "
-                         "plugins add more): transformers (in this process), openai (an "
-                         "OpenAI-compatible server at endpoint), or auto: openai when an "
-                         "endpoint is set")
+    backend: str = param("auto", "generator backend: transformers (the model in this "
+                         "process), openai (an OpenAI-compatible server at endpoint), a "
+                         "plugin's, or auto (openai when an endpoint is set, else "
+                         "transformers)", choices=lambda: ("auto", *known_backends()))
     prompt: str = param("fewshot", "answer prompt template (fid: fused blocks)",
                         choices=PROMPTS)
     packing: str = param("reverse", "passage order in the prompt: forward (best first), "
@@ -75,7 +75,6 @@ class ReaderConfig:
     def __post_init__(self) -> None:
         check_choice("aggregation scheme", self.aggregation, attention.SCHEMES)
         check_config(self)
-        check_choice("reader backend", self.backend, ("auto", *known_backends()))
         backend = self.backend_of()
         if backend.remote and not self.endpoint:
             raise ConfigError(f"reader.backend {backend.name!r} reaches a server: set "

@@ -48,7 +48,8 @@ def _manifests(kind: str) -> list[tuple[Path, dict]]:
 
 
 def _encoder_name(identity: dict) -> str:
-    return identity.get("alias") or identity.get("path") or identity.get("hub_id") or "?"
+    return identity.get("alias") or identity.get("plugin") or identity.get("path") or \
+        identity.get("hub_id") or "?"
 
 
 def _units(key: dict) -> str:
@@ -109,8 +110,11 @@ def _rows(keys_file: Path) -> int:
 
 def _source(name: str) -> tuple[str, str]:
     """Where an encoder named `name` comes from, and whether it is here."""
+    from engine.models.encoders import known_encoders
     from engine.models.loading import ALIASES, resolve
 
+    if name in known_encoders():
+        return "plugin", "ready"
     if name in ALIASES:
         try:
             return "packaged", f"ready ({resolve(name)})"
@@ -191,21 +195,30 @@ def generator_rows() -> list[ModelRow]:
 
 
 def plugin_rows() -> list[ModelRow]:
-    """What installed plugins add (paradigms, re-rankers, reader backends), each ready or left
-    out with why."""
-    from engine.paradigms.registry import PLUGINS, RERANKERS
+    """What installed plugins add (paradigms, re-rankers, reader backends, encoders), each
+    ready or left out with why."""
+    from engine.models.encoders import ENCODERS
+    from engine.paradigms.registry import PARADIGMS, PLUGINS, RERANKERS
     from engine.plugins import BUILT_IN
     from engine.readers.backends import BACKENDS
 
     option = {"paradigm": "a paradigm of every tab, the API and the CLI",
               "reranker": "preranker (funnel), reranker (flat, best)",
-              "generator": "reader.backend (every paradigm)"}
-    described = {**{name: spec.description for name, spec in RERANKERS.items()},
-                 **{name: backend.description for name, backend in BACKENDS.items()}}
-    return [ModelRow(f"{p.kind} (plugin)", p.name, f"plugin ({p.package}: {p.value})",
-                     f"left out: {p.error}" if p.error else "ready",
-                     (described[p.name],) if p.name in described and not p.error
-                     else (), option.get(p.kind, ""))
+              "generator": "reader.backend (every paradigm)",
+              "encoder": "bi_encoder (every paradigm)"}
+    described = {**{name: spec.description for name, spec in PARADIGMS.items()},
+                 **{name: spec.description for name, spec in RERANKERS.items()},
+                 **{name: backend.description for name, backend in BACKENDS.items()},
+                 **{name: spec.description for name, spec in ENCODERS.items()}}
+    roles = {"reranker": "re-ranker"}  # as the built-in rows name the role
+
+    def source(p) -> str:
+        what = described.get(p.name) if not p.error else ""
+        return f"plugin ({p.package}: {p.value})" + (f": {what}" if what else "")
+
+    return [ModelRow(f"{roles.get(p.kind, p.kind)} (plugin)", p.name, source(p),
+                     f"left out: {p.error}" if p.error else "ready", (),
+                     option.get(p.kind, ""))
             for p in PLUGINS if p.package != BUILT_IN]
 
 

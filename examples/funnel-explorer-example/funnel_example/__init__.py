@@ -2,9 +2,9 @@
 from dataclasses import dataclass
 
 from engine.config import param
+from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec
 from engine.paradigms.resources import BM25, Reader, Resources
-from engine.readers.reader import ReaderConfig
 from engine.stages.base import Reranker, run_stage
 from engine.stages.retrieve import BM25Retriever
 from engine.text import query_terms
@@ -13,7 +13,7 @@ from engine.units.build import UnitConfig
 
 class WordOverlapReranker(Reranker):
     """Candidates by the share of the query's words in their title and text."""
-    def __init__(self, granularity: str = "passages", name: str = "overlap") -> None:
+    def __init__(self, granularity: str = "passages", name: str = "word-overlap") -> None:
         self.granularity, self.name = granularity, name
 
     def scores(self, query, candidates):
@@ -26,7 +26,10 @@ class WordOverlapReranker(Reranker):
 class OverlapConfig:
     M: int = param(20, "M: passages BM25 retrieves", low=1, high=200)
     k: int = param(4, "k: passages kept and read", low=1, high=20)
-    reader: ReaderConfig = param(ReaderConfig(), "the reader")
+    reader: options.ReaderConfig = options.reader()  # engine/paradigms/options.py
+
+    def __post_init__(self):
+        options.check_kept(self, "k", "M", "the re-ranker keeps what BM25 found")
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,7 @@ class OverlapParadigm(Paradigm):
         return OverlapResources(BM25(UnitConfig("passages")), Reader(config.reader))
 
     def steps(self, question):
-        found = run_stage(BM25Retriever(self.uses.index), question, (), self.config.M)
-        yield found
+        yield (found := run_stage(BM25Retriever(self.uses.index), question, (), self.config.M))
         kept = run_stage(WordOverlapReranker(), question, found.candidates, self.config.k)
         yield kept
         yield from self.read(question, kept.candidates)
@@ -54,5 +56,4 @@ OVERLAP = ParadigmSpec("overlap", "Word overlap (an example plugin)",
                        "BM25 over passages, re-ranked by query-word overlap, then the reader.",
                        OverlapConfig, OverlapParadigm)
 WORD_OVERLAP = RerankerSpec("word-overlap", "the share of the query's words in each candidate",
-                            lambda corpus, passages, granularity, name:
-                            WordOverlapReranker(granularity, name))
+                            lambda corpus, passages, **how: WordOverlapReranker(**how))

@@ -13,8 +13,7 @@ class SentenceGenerator:
     `max_new_tokens` words; it declares no capability, so the reader asks for none."""
     capabilities = Capabilities()
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    name = "best-sentence"  # what the trace's LLM steps name (no model runs)
 
     def generate(self, prompt, *, max_new_tokens=32, stop=(), **_unasked) -> Generation:
         started, text = time.perf_counter(), prompt_text(prompt)
@@ -29,4 +28,4 @@ class SentenceGenerator:
 
 SENTENCE = Backend("best-sentence", "the context sentence sharing most words with the "
                    "question (no model)", SentenceGenerator.capabilities, remote=False,
-                   make=lambda model, endpoint, precision: SentenceGenerator(model))
+                   make=lambda model, endpoint, precision: SentenceGenerator())
