@@ -1,9 +1,10 @@
-"""Plugins: paradigms, re-rankers, generator backends and encoders that installed packages
-add through entry points, one group per kind of thing the engine holds in a table.
+"""Plugins: paradigms, re-rankers, retrievers, generator backends and encoders that installed
+packages add through entry points, one group per kind of thing the engine holds in a table.
 
 A package adds a paradigm by declaring an entry point in the group `funnel_explorer.paradigms`
 that names a `ParadigmSpec` (engine.paradigms.base), a re-ranker with one in
-`funnel_explorer.rerankers` that names a `RerankerSpec` (engine.paradigms.base too), and a
+`funnel_explorer.rerankers` that names a `RerankerSpec` (engine.paradigms.base too), a
+first-stage retriever with one in `funnel_explorer.retrievers` naming a `RetrieverSpec`, and a
 reader backend with one in `funnel_explorer.generators` that names a `Backend`
 (engine.readers.backends), and a bi-encoder with one in `funnel_explorer.encoders` that names
 an `EncoderSpec` (engine.models.encoders), in its pyproject.toml:
@@ -33,7 +34,8 @@ PARADIGM_GROUP = "funnel_explorer.paradigms"
 RERANKER_GROUP = "funnel_explorer.rerankers"
 GENERATOR_GROUP = "funnel_explorer.generators"
 ENCODER_GROUP = "funnel_explorer.encoders"
-GROUPS = (PARADIGM_GROUP, RERANKER_GROUP, GENERATOR_GROUP, ENCODER_GROUP)
+RETRIEVER_GROUP = "funnel_explorer.retrievers"
+GROUPS = (PARADIGM_GROUP, RERANKER_GROUP, GENERATOR_GROUP, ENCODER_GROUP, RETRIEVER_GROUP)
 
 BUILT_IN = "built-in"
 _BUILTINS = (

@@ -22,7 +22,8 @@ from engine.readers import backends
 from tests.fakes import ECHO, qa_file, served
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "funnel-explorer-example"
-ADDED = ("overlap", "word-overlap", "best-sentence", "hashed-words")  # what the example adds
+# what the example adds
+ADDED = ("overlap", "word-overlap", "title-match", "best-sentence", "hashed-words")
 QUESTION = "Which river flows through Budapest?"
 
 
@@ -69,10 +70,14 @@ def test_the_example_plugin_adds_a_paradigm_and_a_reranker_from_its_package(exam
     assert {n: (p.kind, p.package, p.error) for n, p in example.items()} == {
         "overlap": ("paradigm", "funnel-explorer-example", ""),
         "word-overlap": ("reranker", "funnel-explorer-example", ""),
+        "title-match": ("retriever", "funnel-explorer-example", ""),
         "best-sentence": ("generator", "funnel-explorer-example", ""),
         "hashed-words": ("encoder", "funnel-explorer-example", "")}
     assert "overlap" in registry.names() and "word-overlap" in registry.RERANKERS
     assert "best-sentence" in backends.BACKENDS and "hashed-words" in encoders.ENCODERS
+    assert "title-match" in registry.RETRIEVERS
+    assert [o.choices for o in registry.spec("flat").options() if o.name == "retriever"] == [
+        ("dense", "title-match")]  # flat's form offers it
     assert [o.name for o in registry.spec("overlap").options()][:3] == ["M", "k", "reader.model"]
     # the built-ins come through the same loader, from no package
     built_in = [p.name for p in registry.PLUGINS if p.package == plugins.BUILT_IN]
@@ -123,6 +128,11 @@ def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_ev
     with pytest.raises(Exception, match="'best-sentence' backend cannot give"):
         client.predict(QUESTION, "funnel", '{"attention_weight": 0.5, "reader": '
                        '{"backend": "best-sentence"}}', api_name="/run")
+    # the plugin's first stage in a built-in paradigm: the documents the question names
+    titled = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "retriever": '
+                                       '"title-match"}', api_name="/run"))
+    assert [s["name"] for s in titled["stages"]] == ["title-match", "reranker"]
+    assert {c["unit"]["title"] for c in titled["stages"][0]["candidates"]} == {"Budapest"}
     # the plugin's encoder builds a dense index that flat searches (its words, hashed)
     hashed = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "bi_encoder": '
                                        '"hashed-words"}', api_name="/run"))
@@ -131,8 +141,8 @@ def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_ev
     assert scores[0] != scores[1]  # another encoder's cosines
     rows = [row for row in explorer.models() if row.role.endswith("(plugin)")]
     assert {(r.name, r.status) for r in rows} == {
-        ("overlap", "ready"), ("word-overlap", "ready"), ("best-sentence", "ready"),
-        ("hashed-words", "ready")}
+        ("overlap", "ready"), ("word-overlap", "ready"), ("title-match", "ready"),
+        ("best-sentence", "ready"), ("hashed-words", "ready")}
     (built,) = [r for r in explorer.models() if r.role == "encoder" and r.name == "hashed-words"]
     assert built.source == "plugin" and any("dense index" in t for t in built.built)
 

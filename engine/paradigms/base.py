@@ -180,6 +180,18 @@ class RerankerSpec:
     make: Callable[..., object]
 
 
+@dataclass(frozen=True)
+class RetrieverSpec:
+    """A first-stage retriever a plugin adds, named in flat's `retriever` option.
+    `make(corpus, passages)` returns the stage (an engine.stages.base.Stage whose `run`
+    ignores the candidates it is given and returns the top `k` units of `passages`, an
+    engine.units.build.UnitConfig, of `corpus`); it is made once per corpus and kept."""
+
+    name: str
+    description: str
+    make: Callable[..., object]
+
+
 def check_question(text: str) -> str:
     """The question, stripped; empty or oversized questions are refused."""
     text = (text or "").strip()

@@ -1,7 +1,8 @@
 """Flat retrieval, the baseline of FunnelRAG and LongRAG: one granularity, one big index.
 
-Passages chunked up front ("early chunking") -> dense bi-encoder top-M over all of them ->
-re-ranking to k -> the reader answers over the k passages (one LLM step).
+Passages chunked up front ("early chunking") -> dense bi-encoder top-M over all of them (or
+a plugin's first-stage retriever) -> re-ranking to k -> the reader answers over the k
+passages (one LLM step).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import Dense, Ranker, Reader, Resources
+from engine.paradigms.resources import Dense, Ranker, Reader, Resources, Retriever
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
 from engine.stages.retrieve import DenseRetriever
@@ -19,10 +20,18 @@ from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
 
 
+def _retrievers() -> tuple[str, ...]:
+    from engine.paradigms.registry import retriever_choices
+
+    return retriever_choices()
+
+
 @dataclass(frozen=True)
 class FlatConfig:
     M: int = param(50, "M: passages from dense retrieval", low=1, high=1000)
     k: int = param(4, "k: passages kept by the re-ranker and read", low=1, high=50)
+    retriever: str = param("dense", "first stage: dense (the bi-encoder's index of the "
+                           "passages) or a retriever a plugin adds", choices=_retrievers)
     passage_tokens: int = options.passage_tokens("passage size in tokens (early chunking)")
     bi_encoder: str = options.bi_encoder("the retrieval and the bi-encoder re-ranker")
     # "bi-encoder" reads the stored vectors of the model that retrieved: the order stays
@@ -45,8 +54,9 @@ class FlatConfig:
 @dataclass(frozen=True)
 class FlatResources(Resources):
     reader: Reader
-    index: Dense
+    index: Dense | None  # the first stage: the dense index, or a plugin's retriever
     ranker: Ranker
+    retriever: Retriever | None
 
 
 class FlatParadigm(Paradigm):
@@ -54,14 +64,17 @@ class FlatParadigm(Paradigm):
 
     @classmethod
     def resources(cls, config: FlatConfig) -> FlatResources:
+        dense = config.retriever == "dense"
         return FlatResources(
-            Reader(config.reader), Dense(config.passages(), config.bi_encoder),
+            Reader(config.reader), Dense(config.passages(), config.bi_encoder) if dense else None,
             Ranker(config.reranker, config.passages(), config.bi_encoder,
-                   granularity="passages", name="reranker"))
+                   granularity="passages", name="reranker"),
+            None if dense else Retriever(config.retriever, config.passages()))
 
     def steps(self, question: str):
         cfg, uses = self.config, self.uses
-        first = run_stage(DenseRetriever(uses.index), question, (), cfg.M)
+        first_stage = uses.retriever or DenseRetriever(uses.index)
+        first = run_stage(first_stage, question, (), cfg.M)
         yield first
         ranked = run_stage(uses.ranker, question, first.candidates, cfg.k)
         yield ranked

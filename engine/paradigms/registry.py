@@ -18,11 +18,13 @@ from engine import plugins
 from engine.config import config_from_dict
 from engine.errors import ConfigError, check_choice
 from engine.models import encoders
-from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec
+from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec, RetrieverSpec
 from engine.readers import backends
 
 PARADIGMS: dict[str, ParadigmSpec] = {}
 RERANKERS: dict[str, RerankerSpec] = {}
+RETRIEVERS: dict[str, RetrieverSpec] = {}
+BUILT_IN_RETRIEVERS = ("dense",)  # flat's own first stage
 
 
 def _add_paradigm(spec: object) -> None:
@@ -51,11 +53,27 @@ def _add_reranker(spec: object) -> None:
     RERANKERS[spec.name] = spec
 
 
-_ADD = {plugins.PARADIGM_GROUP: _add_paradigm, plugins.RERANKER_GROUP: _add_reranker,
-        plugins.GENERATOR_GROUP: backends.add_backend, plugins.ENCODER_GROUP: encoders.add_encoder}
+def _add_retriever(spec: object) -> None:
+    if not isinstance(spec, RetrieverSpec):
+        raise ConfigError(f"names a {type(spec).__name__}, not a RetrieverSpec")
+    if spec.name in RETRIEVERS or spec.name in BUILT_IN_RETRIEVERS:
+        raise ConfigError(f"its retriever name {spec.name!r} is taken already")
+    RETRIEVERS[spec.name] = spec
+
+
+def retriever_choices() -> tuple[str, ...]:
+    """What flat's `retriever` option takes: its dense index, or a plugin's retriever."""
+    return (*BUILT_IN_RETRIEVERS, *RETRIEVERS)
+
+
+# what a paradigm's options name loads before the paradigms (their defaults are checked)
+_ADD = {plugins.RETRIEVER_GROUP: _add_retriever, plugins.RERANKER_GROUP: _add_reranker,
+        plugins.GENERATOR_GROUP: backends.add_backend, plugins.ENCODER_GROUP: encoders.add_encoder,
+        plugins.PARADIGM_GROUP: _add_paradigm}
 backends.known_backends()  # loaded on first use: the paradigms' reader configs needed them
 encoders.known_encoders()
 PLUGINS: list[plugins.Plugin] = [
+    *plugins.load(plugins.RETRIEVER_GROUP, _add_retriever),  # flat's option checks them
     *plugins.load(plugins.PARADIGM_GROUP, _add_paradigm),
     *plugins.load(plugins.RERANKER_GROUP, _add_reranker),
     *backends.PLUGINS,
@@ -84,6 +102,7 @@ def unload_plugin(name: str) -> None:
     tests)."""
     PARADIGMS.pop(name, None)
     RERANKERS.pop(name, None)
+    RETRIEVERS.pop(name, None)
     backends.BACKENDS.pop(name, None)
     encoders.ENCODERS.pop(name, None)
     PLUGINS[:] = [p for p in PLUGINS if p.name != name]

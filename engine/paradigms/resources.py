@@ -273,6 +273,22 @@ class Ranker(Resource):
 
 
 @dataclass(frozen=True)
+class Retriever(Resource):
+    """A plugin's first-stage retriever over `passages` (engine.paradigms.registry
+    .RETRIEVERS), made once per corpus: loaded, the stage."""
+
+    name: str
+    passages: UnitConfig
+
+    def needs(self) -> tuple[Need, ...]:
+        return (self.loading(f"retriever {self.name} {_units_key(self.passages)}",
+                             f"retriever '{self.name}' ({_describe(self.passages)})"),)
+
+    def load(self, corpus: Corpus, store: Store):
+        return store.retriever(self.name, corpus, self.passages)
+
+
+@dataclass(frozen=True)
 class Reader(Resource):
     """The reader's model in its precision, loaded once (converted from GGUF on a first
     start; nothing to load for a remote endpoint), with its FiD reader (FunnelRAG's

@@ -195,19 +195,21 @@ def generator_rows() -> list[ModelRow]:
 
 
 def plugin_rows() -> list[ModelRow]:
-    """What installed plugins add (paradigms, re-rankers, reader backends, encoders), each
-    ready or left out with why."""
+    """What installed plugins add (paradigms, re-rankers, retrievers, reader backends,
+    encoders), each ready or left out with why."""
     from engine.models.encoders import ENCODERS
-    from engine.paradigms.registry import PARADIGMS, PLUGINS, RERANKERS
+    from engine.paradigms.registry import PARADIGMS, PLUGINS, RERANKERS, RETRIEVERS
     from engine.plugins import BUILT_IN
     from engine.readers.backends import BACKENDS
 
     option = {"paradigm": "a paradigm of every tab, the API and the CLI",
               "reranker": "preranker (funnel), reranker (flat, best)",
               "generator": "reader.backend (every paradigm)",
-              "encoder": "bi_encoder (every paradigm)"}
+              "encoder": "bi_encoder (every paradigm)",
+              "retriever": "retriever (flat)"}
     described = {**{name: spec.description for name, spec in PARADIGMS.items()},
                  **{name: spec.description for name, spec in RERANKERS.items()},
+                 **{name: spec.description for name, spec in RETRIEVERS.items()},
                  **{name: backend.description for name, backend in BACKENDS.items()},
                  **{name: spec.description for name, spec in ENCODERS.items()}}
     roles = {"reranker": "re-ranker"}  # as the built-in rows name the role

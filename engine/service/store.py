@@ -194,6 +194,16 @@ class Store:
         reads = backend_named(backend, endpoint).fid
         return ReaderModels(generator, reads(model, precision) if reads else None)
 
+    def retriever(self, name: str, corpus: Corpus, passages: UnitConfig) -> Any:
+        """A plugin's first-stage retriever `name` over `passages` of `corpus`, made once
+        (engine.paradigms.registry.RETRIEVERS)."""
+        from engine.errors import check_choice
+        from engine.paradigms.registry import RETRIEVERS
+
+        check_choice("retriever", name, RETRIEVERS)
+        return self._get((f"retriever {name}", corpus.fingerprint, _key(passages)),
+                         lambda: RETRIEVERS[name].make(corpus, passages))
+
     def ranker(self, model: str, corpus: Corpus, passages: UnitConfig, *,
                bi_encoder: str = "minilm", granularity: str = "documents",
                name: str = "preranker", hybrid_weight: float | None = None,
