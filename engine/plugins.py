@@ -25,6 +25,8 @@ plugin package; README.md, "Write a plugin", says how.
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 
@@ -87,3 +89,39 @@ def load(group: str, add, found: list[tuple[EntryPoint, str]] | None = None) -> 
                            package, error)
             plugins.append(Plugin(ep.name, group, package, ep.value, error))
     return plugins
+
+
+def register(table: dict, spec: object, kind: type, what: str, *,
+             reserved: tuple[str, ...] = (), callables: tuple[str, ...] = ()) -> None:
+    """Put `spec` (a `kind`, named by its `name`) into `table`, refusing what would break
+    the app: another kind of object, a name taken (by the table or `reserved` for a
+    built-in), a field of `callables` that cannot be called. `what` names it in errors."""
+    from engine.errors import ConfigError
+
+    if not isinstance(spec, kind):
+        raise ConfigError(f"names a {type(spec).__name__}, not a {kind.__name__}")
+    if spec.name in table or spec.name in reserved:
+        raise ConfigError(f"its {what} name {spec.name!r} is taken already")
+    for field in callables:
+        if not callable(getattr(spec, field)):
+            raise ConfigError(f"{what} {spec.name!r}: its {field} is not callable")
+    table[spec.name] = spec
+
+
+class LoadedOnce:
+    """The entry points of `group`, handed to `add` on the first `load()` (later calls find
+    them loaded); `plugins` reports each. Re-entrant: a plugin's module, imported while the
+    group loads, may ask for the table it fills (it then sees what has loaded so far: the
+    built-ins, which come first)."""
+
+    def __init__(self, group: str, add: Callable[[object], None]) -> None:
+        self.group, self.add = group, add
+        self.plugins: list[Plugin] = []
+        self._lock, self._loaded = threading.RLock(), False
+
+    def load(self) -> list[Plugin]:
+        with self._lock:
+            if not self._loaded:
+                self._loaded = True
+                self.plugins.extend(load(self.group, self.add))
+        return self.plugins

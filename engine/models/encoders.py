@@ -14,13 +14,11 @@ only. Ray workers (encoding on a cluster) need the plugin installed too.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from engine import plugins
-from engine.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -31,30 +29,20 @@ class EncoderSpec:
     version: str = "1"
 
 
-ENCODERS: dict[str, EncoderSpec] = {}
-PLUGINS: list[plugins.Plugin] = []
-_LOADING = threading.RLock()  # re-entrant: a plugin's import may ask for the table
-_loaded = False
-
-
 def add_encoder(spec: object) -> None:
     """Register a plugin's encoder, refusing what would shadow another."""
     from engine.models.loading import ALIASES
 
-    if not isinstance(spec, EncoderSpec):
-        raise ConfigError(f"names a {type(spec).__name__}, not an EncoderSpec")
-    if spec.name in ENCODERS or spec.name in ALIASES:
-        raise ConfigError(f"its encoder name {spec.name!r} is taken already")
-    if not callable(spec.load):
-        raise ConfigError(f"encoder {spec.name!r}: its load is not callable")
-    ENCODERS[spec.name] = spec
+    plugins.register(ENCODERS, spec, EncoderSpec, "encoder", reserved=ALIASES,
+                     callables=("load",))
+
+
+ENCODERS: dict[str, EncoderSpec] = {}
+_ENTRY_POINTS = plugins.LoadedOnce(plugins.ENCODER_GROUP, add_encoder)
+PLUGINS = _ENTRY_POINTS.plugins
 
 
 def known_encoders() -> dict[str, EncoderSpec]:
     """The plugins' encoders by name, their entry points loaded on the first call."""
-    global _loaded
-    with _LOADING:
-        if not _loaded:
-            _loaded = True
-            PLUGINS.extend(plugins.load(plugins.ENCODER_GROUP, add_encoder))
+    _ENTRY_POINTS.load()
     return ENCODERS

@@ -44,21 +44,15 @@ def _add_paradigm(spec: object) -> None:
 
 
 def _add_reranker(spec: object) -> None:
-    if not isinstance(spec, RerankerSpec):
-        raise ConfigError(f"names a {type(spec).__name__}, not a RerankerSpec")
     from engine.stages.rerank import STORED
 
-    if spec.name in RERANKERS or spec.name in (*STORED, "trained", "none"):
-        raise ConfigError(f"its re-ranker name {spec.name!r} is taken already")
-    RERANKERS[spec.name] = spec
+    plugins.register(RERANKERS, spec, RerankerSpec, "re-ranker",
+                     reserved=(*STORED, "trained", "none"), callables=("make",))
 
 
 def _add_retriever(spec: object) -> None:
-    if not isinstance(spec, RetrieverSpec):
-        raise ConfigError(f"names a {type(spec).__name__}, not a RetrieverSpec")
-    if spec.name in RETRIEVERS or spec.name in BUILT_IN_RETRIEVERS:
-        raise ConfigError(f"its retriever name {spec.name!r} is taken already")
-    RETRIEVERS[spec.name] = spec
+    plugins.register(RETRIEVERS, spec, RetrieverSpec, "retriever",
+                     reserved=BUILT_IN_RETRIEVERS, callables=("make",))
 
 
 def retriever_choices() -> tuple[str, ...]:

@@ -448,34 +448,22 @@ TRANSFORMERS = Backend("transformers", "the model in this process (torch)",
 OPENAI = Backend("openai", "an OpenAI-compatible server at the reader's endpoint",
                  OpenAIGenerator.capabilities, remote=True, make=_client)
 
+def add_backend(backend: object) -> None:
+    """Register a plugin's (or a built-in) backend, refusing what would break the reader."""
+    plugins.register(BACKENDS, backend, Backend, "backend", reserved=("auto",),
+                     callables=("make",))
+
+
 # the one table of backends, ReaderConfig.backend's choices: the built-ins and the plugins'
 # entry points, loaded through the same code on first use (`known_backends()`)
 BACKENDS: dict[str, Backend] = {}
-PLUGINS: list[plugins.Plugin] = []
-# re-entrant: a plugin's module, imported while the table loads, may make a ReaderConfig,
-# which asks for the table (it then sees the built-ins, which load first)
-_LOADING = threading.RLock()
-_loaded = False
-
-
-def add_backend(backend: object) -> None:
-    """Register a plugin's (or a built-in) backend, refusing what would break the reader."""
-    if not isinstance(backend, Backend):
-        raise ConfigError(f"names a {type(backend).__name__}, not a Backend")
-    if backend.name in BACKENDS or backend.name == "auto":
-        raise ConfigError(f"its backend name {backend.name!r} is taken already")
-    if not callable(backend.make):
-        raise ConfigError(f"backend {backend.name!r}: its make is not callable")
-    BACKENDS[backend.name] = backend
+_ENTRY_POINTS = plugins.LoadedOnce(plugins.GENERATOR_GROUP, add_backend)
+PLUGINS = _ENTRY_POINTS.plugins
 
 
 def known_backends() -> dict[str, Backend]:
     """Every generator backend by name, the entry points loaded on the first call."""
-    global _loaded
-    with _LOADING:
-        if not _loaded:
-            _loaded = True
-            PLUGINS.extend(plugins.load(plugins.GENERATOR_GROUP, add_backend))
+    _ENTRY_POINTS.load()
     return BACKENDS
 
 
