@@ -56,7 +56,8 @@ class BestConfig:
     M: int = param(50, "M: passages retrieved (each list's depth in hybrid search)", low=1,
                    high=1000)
     reranker: str = param(BI_ENCODER, "re-ranker of the M passages found: none, bi-encoder "
-                          "(stored vectors), trained, or a cross-encoder folder or hub id")
+                          "(stored vectors), trained, a plugin's (the Models table lists "
+                          "them), or a cross-encoder folder or hub id")
     bi_encoder: str = options.bi_encoder("the search, the bi-encoder re-ranker and the "
                                          "summariser")
     k: int = param(4, "k: passages handed to summarisation and the reader", low=1, high=50)

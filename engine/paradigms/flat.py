@@ -39,7 +39,8 @@ class FlatConfig:
     # what the paradigm is built for, but none available offline beats that order
     # (bench/README.md)
     reranker: str = param("bi-encoder", "re-ranker: bi-encoder (stored vectors: keeps the "
-                          "dense order), trained, or a cross-encoder folder or hub id")
+                          "dense order), trained, a plugin's (the Models table lists them), "
+                          "or a cross-encoder folder or hub id")
     reader: ReaderConfig = options.reader()
 
     def __post_init__(self) -> None:

@@ -62,7 +62,8 @@ class FunnelConfig:
     # questions (bench/first_stage.py)
     preranker: str = param("hybrid", "pre-ranker: hybrid (BM25 + stored passage vectors), "
                            "bi-encoder (stored passage vectors), bm25, trained (the "
-                           "cross-encoder trained here), or a cross-encoder folder or hub id")
+                           "cross-encoder trained here), a plugin's (the Models table lists "
+                           "them), or a cross-encoder folder or hub id")
     bi_encoder: str = options.bi_encoder("the document scores, the pre-ranker's stored "
                                          "scores and the passage prior")
     index_passage_tokens: int = options.passage_tokens("passage size of the dense index the "

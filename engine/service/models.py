@@ -60,12 +60,15 @@ def _units(key: dict) -> str:
 
 
 def encoder_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
-    """The packaged MiniLM and every encoder that has built something here: its dense
-    indexes (by corpus name, or fingerprint for a corpus not loaded) and stored vectors."""
+    """The packaged MiniLM, every plugin's encoder and every encoder that has built
+    something here: its dense indexes (by corpus name, or fingerprint for a corpus not
+    loaded) and stored vectors."""
     from engine.index.dense import recall_note
     from engine.index.vectors import VectorStore
+    from engine.models.encoders import known_encoders
 
-    built: dict[str, list[str]] = {"minilm": []}
+    # the packaged one and every plugin's, listed even before they build anything
+    built: dict[str, list[str]] = {name: [] for name in ("minilm", *known_encoders())}
     for folder, key in _manifests("dense"):
         name = _encoder_name(key.get("model", {}))
         corpus = corpus_names.get(key.get("corpus", ""), f"corpus {key.get('corpus', '?')[:12]}")
@@ -221,7 +224,8 @@ def plugin_rows() -> list[ModelRow]:
     return [ModelRow(f"{roles.get(p.kind, p.kind)} (plugin)", p.name, source(p),
                      f"left out: {p.error}" if p.error else "ready", (),
                      option.get(p.kind, ""))
-            for p in PLUGINS if p.package != BUILT_IN]
+            for p in PLUGINS if p.package != BUILT_IN
+            and not (p.kind == "encoder" and not p.error)]  # encoder_rows lists those
 
 
 def model_rows(corpus_names: dict[str, str]) -> list[ModelRow]:

@@ -29,7 +29,7 @@ class OverlapConfig:
     reader: options.ReaderConfig = options.reader()  # engine/paradigms/options.py
 
     def __post_init__(self):
-        options.check_kept(self, "k", "M", "the re-ranker keeps what BM25 found")
+        options.check_kept(self, "k", "M", "the re-ranker cannot keep more than BM25 found")
 
 
 @dataclass(frozen=True)
