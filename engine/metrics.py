@@ -212,6 +212,36 @@ def all_gold_at(doc_ids_by_rank: Sequence[Sequence[str]], gold_titles: Sequence[
     return bool(gold_titles) and set(gold_titles) <= docs
 
 
+# trec_eval's measures an IR reader looks for first, at the reader's budget (4) and at 10
+IR_MEASURES = ("nDCG@10", "RR", "R@4", "R@10", "P@4")
+
+
+def document_ranking(doc_ids_by_rank: Sequence[Sequence[str]]) -> list[str]:
+    """The documents of ranked units, each at the rank of the first unit holding it (a
+    cluster's members in their order within it)."""
+    return list(dict.fromkeys(doc for unit in doc_ids_by_rank for doc in unit))
+
+
+def ir_measures_by_stage(rankings: dict[str, Sequence[str]],
+                         relevant: Sequence[str]) -> dict[str, dict[str, float]]:
+    """`IR_MEASURES` of each stage's document ranking ({stage: documents, best first})
+    against the `relevant` documents, computed by ir_measures (trec_eval's own code through
+    pytrec_eval), so they match trec_eval on the same run. A document's score is derived
+    from its rank (trec_eval orders by score, breaking ties by document id, which would
+    reorder a stage's equal scores); a stage that returned nothing scores 0."""
+    import ir_measures
+
+    measures = [ir_measures.parse_measure(name) for name in IR_MEASURES]
+    qrels = [ir_measures.Qrel(stage, doc, 1) for stage in rankings
+             for doc in dict.fromkeys(relevant)]
+    run = [ir_measures.ScoredDoc(stage, doc, float(len(docs) - rank))
+           for stage, docs in rankings.items() for rank, doc in enumerate(docs)]
+    found = {stage: dict.fromkeys(IR_MEASURES, 0.0) for stage in rankings}
+    for measured in ir_measures.iter_calc(measures, qrels, run):
+        found[measured.query_id][str(measured.measure)] = float(measured.value)
+    return found
+
+
 def contextual_integrity(source_titles: Sequence[str]) -> float:
     """Contextual-integrity entropy of the top-k passages (FunnelRAG, arXiv:2410.10293, C.3).
 

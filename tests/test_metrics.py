@@ -252,3 +252,38 @@ def test_answer_in_normalises_texts_one_by_one_as_if_joined():
         joined = f" {answer_words(' '.join(texts))} "
         expected = any(f" {n} " in joined for a in answers if (n := answer_words(a)))
         assert answer_in(texts, answers) == expected, (texts, answers)
+
+
+def test_ir_measures_of_each_stage_are_trec_evals():
+    """nDCG@10, RR, R@k and P@k from ir_measures, checked by hand on two documents."""
+    import math
+
+    from engine.metrics import document_ranking, ir_measures_by_stage
+
+    # a cluster's members count at its rank; a document seen again keeps its first rank
+    assert document_ranking([("x",), ("a", "y"), ("x", "b")]) == ["x", "a", "y", "b"]
+    found = ir_measures_by_stage({"first": ["x", "a", "y", "b"], "empty": [],
+                                  "ordered": ["a", "z"]}, ["a", "b"])
+    dcg = 1 / math.log2(3) + 1 / math.log2(5)
+    assert found["first"]["nDCG@10"] == pytest.approx(dcg / (1 + 1 / math.log2(3)))
+    assert (found["first"]["RR"], found["first"]["R@4"], found["first"]["P@4"]) == (
+        0.5, 1.0, 0.5)
+    assert set(found["empty"].values()) == {0.0}  # a stage that found nothing scores 0
+    # the stage's order holds (trec_eval puts "z" before "a" when their scores are equal)
+    assert found["ordered"]["RR"] == 1.0
+
+
+def test_every_cut_of_a_run_gets_the_ir_measures_of_its_documents():
+    from tests.fakes import gold_run, ranked_stage
+
+    gold = Question("q", "Who painted it?", answers=("Georges Seurat",),
+                    supporting_titles=("Georges Seurat", "A Sunday Afternoon"))
+    run = gold_run(gold, ranked_stage("first", ("Paul Signac", "x"), ("Georges Seurat", "y"),
+                                      ("A Sunday Afternoon", "z")),
+                   ranked_stage("kept", ("Georges Seurat", "y")))
+    assert run.metrics["RR@first"] == 0.5 and run.metrics["R@4@first"] == 1.0
+    assert run.metrics["R@4@kept"] == 0.5 and run.metrics["P@4@kept"] == 0.25
+    assert run.metrics["nDCG@10@kept"] == pytest.approx(1 / (1 + 1 / math.log2(3)), abs=1e-4)
+    # no supporting documents named: no document measures (SQuAD v2's unanswerable ones)
+    bare = gold_run(Question("q", "Who?", answers=("x",)), ranked_stage("first", ("a", "b")))
+    assert not any(key.startswith(("RR@", "nDCG")) for key in bare.metrics)

@@ -24,9 +24,11 @@ from engine.errors import ConfigError
 from engine.metrics import (
     answer_in,
     answer_recall_at,
+    document_ranking,
     exact_match,
     f1_score,
     gold_document_recall,
+    ir_measures_by_stage,
     refined_exact_match,
 )
 from engine.readers.reader import answer
@@ -218,6 +220,13 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
         if ranking:  # everything the reader reads (a token cap may read fewer)
             metrics["AR@read"] = float(answer_in([c.unit.text for c in trace.read],
                                                  gold.answers))
+    ranked = [s for s in trace.stages if s.granularity != QUERY]
+    if ranked and gold.supporting_titles:  # nDCG, MRR, R@k, P@k of every cut (trec_eval's)
+        rankings = {s.name: document_ranking([c.unit.doc_ids for c in s.candidates])
+                    for s in ranked}
+        for name, measured in ir_measures_by_stage(rankings, gold.supporting_titles).items():
+            metrics.update({f"{measure}@{name}": round(value, 4)
+                            for measure, value in measured.items()})
     for stage, stage_flags in zip(trace.stages, flags, strict=True):
         if stage.granularity == QUERY:
             continue
