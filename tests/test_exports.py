@@ -77,3 +77,38 @@ def test_unknown_format_and_nothing_to_export_are_named(traces):
         export(traces, "csv")
     with pytest.raises(ConfigError, match="Nothing to export"):
         export([], "ragas")
+
+
+def test_trec_files_give_trec_evals_measures_as_each_run_has_them(tmp_path):
+    """The per-stage run files and the qrels, read back by ir_measures (trec_eval's code),
+    score each stage as the run's own metrics say."""
+    import ir_measures
+
+    from engine.documents import Question
+    from engine.eval.exports import export_files
+    from tests.fakes import gold_run, ranked_stage
+
+    gold = Question("5a8b 57f2", "Who painted it?", answers=("Georges Seurat",),
+                    supporting_titles=("Georges Seurat", "A Sunday Afternoon"))
+    runs = [gold_run(gold, ranked_stage("first", ("Paul Signac", "x"), ("Georges Seurat", "y"),
+                                        ("A Sunday Afternoon", "z")),
+                     ranked_stage("kept", ("Georges Seurat", "y")), paradigm=name)
+            for name in ("flat", "funnel")]
+    files = export_files(runs, "trec")
+    assert sorted(files) == ["flat.first.run", "flat.kept.run", "funnel.first.run",
+                             "funnel.kept.run", "qrels.txt"]
+    assert files["qrels.txt"].splitlines() == ["5a8b_57f2 0 Georges_Seurat 1",
+                                               "5a8b_57f2 0 A_Sunday_Afternoon 1"]
+    assert files["flat.first.run"].splitlines()[1] == (
+        "5a8b_57f2 Q0 Georges_Seurat 2 2 flat.first")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    qrels = list(ir_measures.read_trec_qrels(str(tmp_path / "qrels.txt")))
+    for stage in ("first", "kept"):
+        run = list(ir_measures.read_trec_run(str(tmp_path / f"flat.{stage}.run")))
+        measured = ir_measures.calc_aggregate(
+            [ir_measures.parse_measure(m) for m in ("nDCG@10", "RR", "R@4", "P@4")], qrels, run)
+        for measure, value in measured.items():
+            assert runs[0].metrics[f"{measure}@{stage}"] == pytest.approx(value, abs=1e-4)
+    with pytest.raises(ConfigError, match="Unknown export format 'trek'"):
+        export_files(runs, "trek")

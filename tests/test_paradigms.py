@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from engine.documents import Question
+from engine.metrics import IR_MEASURES
 from engine.paradigms.registry import PARADIGMS, make_config
 from engine.service.store import make_paradigm, process_store
 from engine.trace import RunTrace
@@ -258,7 +259,8 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
                    "--corpus", str(corpus), "--config",
                    json.dumps({"funnel": FUNNEL, "flat": FLAT, "longrag": longrag,
                                "drrag": drrag, "best": best}),
-                   "--out", str(rows), "--json"], models_dir)
+                   "--out", str(rows), "--json", "--export", "trec", str(tmp_path / "trec")],
+                  models_dir)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(summary) == {*names, "paired"}
@@ -272,7 +274,7 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
     for name in names:
         assert summary[name]["questions"] == 2 and "AR@1" in summary[name]
         assert summary[name]["reader_tokens"] > 0 and "EM" in summary[name]
-    flat_stages = {f"{metric}@{stage}" for metric in ("AR", "gold_doc_recall")
+    flat_stages = {f"{metric}@{stage}" for metric in ("AR", "gold_doc_recall", *IR_MEASURES)
                    for stage in ("dense", "reranker")} | {
         f"seconds_{stage}{suffix}" for stage in ("dense", "reranker")
         for suffix in ("", "_median", "_p95")}
@@ -282,6 +284,20 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
     lines = [json.loads(line) for line in rows.read_text().splitlines()]
     assert [(r["question_id"], r["paradigm"]) for r in lines] == [
         (q, name) for q in ("q1", "q2") for name in names]
+    # the TREC export: trec_eval's code reading it gives the summary's per-stage means
+    import ir_measures
+
+    trec = tmp_path / "trec"
+    assert (trec / "qrels.txt").is_file() and (trec / "flat.dense.run").is_file()
+    qrels = list(ir_measures.read_trec_qrels(str(trec / "qrels.txt")))
+    for stage in ("dense", "reranker"):
+        run = list(ir_measures.read_trec_run(str(trec / f"flat.{stage}.run")))
+        measured = ir_measures.calc_aggregate([ir_measures.nDCG @ 10, ir_measures.RR],
+                                              qrels, run)
+        assert summary["flat"][f"nDCG@10@{stage}"] == pytest.approx(
+            measured[ir_measures.nDCG @ 10], abs=1e-3)
+        assert summary["flat"][f"RR@{stage}"] == pytest.approx(measured[ir_measures.RR],
+                                                               abs=1e-3)
 
 
 def test_cli_eval_on_a_local_ray_cluster_of_two_workers_matches_one_process(

@@ -43,6 +43,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help='JSON of options per paradigm name, e.g. {"NAME": {"K": 5}}')
     ev.add_argument("--out", default=None, help="JSONL of per-question rows (default: data/eval/)")
     ev.add_argument("--json", action="store_true", help="print the summary as JSON last")
+    ev.add_argument("--export", nargs=2, metavar=("FORMAT", "DIR"), default=None,
+                    help="also write the runs for another tool into DIR: ragas, ragchecker, "
+                         "flashrag, or trec (qrels.txt and a run file per paradigm and stage)")
     ev.add_argument("--ray", default="", metavar="ADDRESS",
                     help="run the questions as Ray tasks on the cluster at ADDRESS, or on "
                          "'local' workers started here (they share only the data directory)")
@@ -85,6 +88,8 @@ def print_trace(trace: RunTrace, show: int = 5) -> None:
 
 
 def evaluate(args: argparse.Namespace) -> int:
+    from engine.errors import check_choice
+    from engine.eval.exports import FILE_FORMATS, export_files
     from engine.eval.outcomes import attribution
     from engine.eval.paired import every_pair
     from engine.eval.runner import run_eval
@@ -103,11 +108,14 @@ def evaluate(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else data_dir() / "eval" / (
         f"{dataset.stem}-{'-'.join(paradigms)}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
-    rows = []
+    if args.export:  # refused before anything runs
+        check_choice("export format", args.export[0], FILE_FORMATS)
+    rows, traces = [], []
     with open(out, "w", encoding="utf-8") as handle:
         for row in run_eval(dataset, paradigms, args.corpus, args.limit, _json_arg(args.config),
                             progress=lambda i, n: sys.stderr.write(f"\r{i}/{n} questions"),
-                            ray=args.ray, workers=args.workers, make=make_paradigm):
+                            ray=args.ray, workers=args.workers, make=make_paradigm,
+                            keep=traces.append if args.export else None):
             rows.append(row)
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     sys.stderr.write("\n")
@@ -118,6 +126,12 @@ def evaluate(args: argparse.Namespace) -> int:
     for name, seen in found.items():
         _out(f"  {name}: " + ", ".join(f"{o} {n}" for o, n in seen["counts"].items()))
     _out(f"\nrows: {out}")
+    if args.export:
+        folder = Path(args.export[1])
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in export_files(traces, args.export[0]).items():
+            (folder / name).write_text(text, encoding="utf-8")
+        _out(f"exported ({args.export[0]}): {folder}")
     if args.json:
         diagnosed = {name: {**s, "outcomes": found[name]["counts"]}
                      for name, s in summary.items()}

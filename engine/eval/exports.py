@@ -16,6 +16,13 @@ tests/test_exports.py):
               contents: "title\\ntext"}], prompt, pred, metric_score}); its `Dataset`
               reads the lines back as `Item`s, output included
 
+A TREC export is several files (`export_files`): `qrels.txt` (`qid 0 docid 1` for every
+supporting document of every question that names them) and one run file per paradigm and
+stage, `<paradigm>.<stage>.run` (`qid Q0 docid rank score tag`), the stage's documents at the
+rank of the first unit holding them, scored from their rank (trec_eval orders by score and
+breaks ties by id, which would reorder a stage's equal scores); trec_eval, ir_measures and
+ranx read them.
+
 Runs of several paradigms share a question id, so ids then carry the paradigm
 ("drrag/5a8b57f2"), or the label each run is stored under (a sweep's grid point: "flat M=20
 k=4/5a8b57f2"). RAGChecker needs a gold answer for every query: a run without one is
@@ -24,14 +31,18 @@ refused by name.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Callable, Sequence
 
 from engine.errors import ConfigError
+from engine.metrics import document_ranking
 from engine.trace import RunTrace
 
 FORMATS = ("ragas", "ragchecker", "flashrag")
 SUFFIXES = {"ragas": "jsonl", "ragchecker": "json", "flashrag": "jsonl"}
+FILE_FORMATS = (*FORMATS, "trec")  # what export_files writes (the CLI's --export)
 
 
 def export(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = (),
@@ -116,3 +127,44 @@ def _ids(traces: Sequence[RunTrace], names: Sequence[str]) -> list[str]:
         own = trace.gold.id if trace.gold is not None and trace.gold.id else str(n)
         ids.append(f"{name}/{own}" if mixed else own)
     return ids
+
+
+def export_files(traces: Sequence[RunTrace], fmt: str,
+                 labels: Sequence[str] = ()) -> dict[str, str]:
+    """{file name: text} of `traces` in `fmt`: one file for ragas, ragchecker and
+    flashrag (`export`), a qrels file and a run file per paradigm and stage for trec."""
+    if fmt not in FILE_FORMATS:
+        raise ConfigError(f"Unknown export format {fmt!r}. Choose from: "
+                          f"{', '.join(FILE_FORMATS)}.")
+    if fmt != "trec":
+        return {f"{fmt}.{SUFFIXES[fmt]}": export(traces, fmt, labels)}
+    if not traces:
+        raise ConfigError("Nothing to export: no runs were given.")
+    names = list(labels) or [t.paradigm for t in traces]
+    qrels: dict[str, None] = {}
+    runs: dict[str, list[str]] = {}
+    for trace, name in zip(traces, names, strict=True):
+        qid = _trec_qid(trace)
+        if trace.gold is not None:
+            qrels.update(dict.fromkeys(f"{qid} 0 {_trec_id(doc)} 1"
+                                       for doc in trace.gold.supporting_titles))
+        for stage in trace.stages:
+            tag = _trec_id(f"{name}.{stage.name}")
+            docs = document_ranking([c.unit.doc_ids for c in stage.candidates])
+            runs.setdefault(f"{tag}.run", []).extend(
+                f"{qid} Q0 {_trec_id(doc)} {rank} {len(docs) - rank + 1} {tag}"
+                for rank, doc in enumerate(docs, start=1))
+    return {"qrels.txt": "".join(line + "\n" for line in qrels),
+            **{file: "".join(line + "\n" for line in lines) for file, lines in runs.items()}}
+
+
+def _trec_qid(trace: RunTrace) -> str:
+    """The question's id (its text's hash for a typed question), one token."""
+    if trace.gold is not None and trace.gold.id:
+        return _trec_id(trace.gold.id)
+    return "q" + hashlib.sha256(trace.question.encode("utf-8")).hexdigest()[:12]
+
+
+def _trec_id(text: str) -> str:
+    """A TREC field: white space would split it, so it becomes underscores."""
+    return re.sub(r"\s+", "_", text.strip()) or "_"

@@ -48,11 +48,12 @@ def _holds(corpus: Corpus, doc) -> bool:
 def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "pooled",
              limit: int | None = None, configs: dict[str, dict] | None = None,
              progress: Callable[[int, int], None] | None = None, ray: str = "",
-             workers: int = 2, *, make: MakeParadigm) -> Iterator[dict]:
+             workers: int = 2, *, make: MakeParadigm,
+             keep: Callable[[RunTrace], None] | None = None) -> Iterator[dict]:
     """Yield one row per (question, paradigm), questions in file order; with a `ray`
     address ("local": `workers` workers here) the questions run as Ray tasks
     (engine.eval.on_ray). `make(name, corpus, config)` makes a paradigm handed what it uses
-    (engine.service.store.make_paradigm)."""
+    (engine.service.store.make_paradigm); `keep` is handed every trace (an export)."""
     dataset = read_dataset(dataset_path)
     if not dataset.questions:
         raise ConfigError(f"{dataset_path} holds no questions (format {dataset.format!r}); "
@@ -64,7 +65,10 @@ def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "
                                           corpus_spec=corpus, dataset=str(dataset_path),
                                           make=make),
                                start=1):
-        yield from (row(trace) for trace in traces)
+        for trace in traces:
+            if keep is not None:
+                keep(trace)
+            yield row(trace)
         if progress:
             progress(i, len(questions))
 
