@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import gradio as gr
@@ -77,6 +78,13 @@ def test_an_uploaded_evaluation_runs_reopens_compares_exports_and_opens_a_run(
     exported, message = evaluate.export_one(explorer, str(evaluation_id), "ragas")
     lines = Path(exported.value["path"]).read_text().splitlines()
     assert len(lines) == 2 and json.loads(lines[0])["user_input"]
+    exported, message = evaluate.export_one(explorer, str(evaluation_id), "trec")
+    with zipfile.ZipFile(exported.value["path"]) as archive:  # qrels and a run per stage
+        names = archive.namelist()
+        assert "qrels.txt" in names and any(n.startswith("echo.") for n in names)
+        qrels = [line.split() for line in archive.read("qrels.txt").decode().splitlines()]
+        assert qrels and all(len(q) == 4 and q[1] == "0" and q[3] == "1" for q in qrels)
+    assert "files, zipped" in message
 
     shown = explore.open_evaluation_run(explorer, 11, evaluation_id, [1, "q0", "echo"])
     assert len(shown) == 11 and shown[-3:-1] == ("Who painted A Sunday Afternoon?", "echo")

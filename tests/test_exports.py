@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from engine.errors import ConfigError
-from engine.eval.exports import FORMATS, export
+from engine.eval.exports import FORMATS, export, export_files, without_gold
 from engine.trace_details import ReadCount
 from tests.fakes import sample_trace
 
@@ -30,13 +30,17 @@ def test_ragas_is_jsonl_of_single_turn_samples(traces):
     assert len(samples) == 2
     for sample, trace in zip(samples, traces, strict=True):
         assert set(sample) == {"user_input", "retrieved_contexts", "retrieved_context_ids",
-                               "response", "reference", "run_id", "paradigm"}
+                               "response", "reference", "reference_context_ids", "run_id",
+                               "paradigm"}
+        assert sample["reference_context_ids"] == list(trace.gold.supporting_titles)
         assert sample["paradigm"] == trace.paradigm
         assert sample["user_input"] == trace.question and sample["response"] == trace.answer
         assert sample["reference"] == "Georges Seurat"
         assert all(isinstance(c, str) for c in sample["retrieved_contexts"])
     assert [len(s["retrieved_contexts"]) for s in samples] == [2, 1]  # what each reader read
-    assert samples[1]["retrieved_context_ids"] == [traces[1].stages[-1].candidates[0].unit.id]
+    # the documents read, in the references' id space (ragas's IDBasedContextRecall)
+    assert samples[1]["retrieved_context_ids"] == list(
+        traces[1].stages[-1].candidates[0].unit.doc_ids)
 
 
 def test_ragchecker_is_one_results_object_with_string_ids(traces):
@@ -51,9 +55,25 @@ def test_ragchecker_is_one_results_object_with_string_ids(traces):
     assert single[0]["query_id"] == "q1"
 
 
-def test_ragchecker_refuses_a_run_without_gold(traces):
+def test_ragchecker_leaves_out_runs_without_gold_and_gives_every_run_its_own_id(traces):
+    typed = replace(traces[0], gold=None)
+    again = replace(traces[0], config={"K": 7})  # the same question and paradigm, rerun
+    results = json.loads(export([typed, traces[0], again], "ragchecker"))["results"]
+    assert [r["query_id"] for r in results] == ["q1", "q1#2"]  # the typed run left out
+    assert without_gold([typed, traces[0], again]) == 1
     with pytest.raises(ConfigError, match="RAGChecker needs a gold answer.*'0'"):
-        export([replace(traces[0], gold=None)], "ragchecker")
+        export([typed], "ragchecker")  # nothing to score at all: refused by name
+
+
+def test_ragas_puts_runs_without_gold_last_and_a_file_per_paradigm(traces, tiny_corpus):
+    typed = replace(traces[0], gold=None)
+    samples = [json.loads(line) for line in export([typed, traces[0]], "ragas").splitlines()]
+    assert "reference" in samples[0] and "reference" not in samples[1]
+    texts = {d.id: d.text for d in tiny_corpus.documents}
+    files = export_files(traces, "ragas", documents=texts.get)
+    assert sorted(files) == ["ragas.fake.jsonl", "ragas.other.jsonl"]
+    (sample,) = [json.loads(line) for line in files["ragas.fake.jsonl"].splitlines()]
+    assert sample["reference_contexts"] == [texts[t] for t in traces[0].gold.supporting_titles]
 
 
 def test_flashrag_items_carry_output_with_retrieval_result(traces):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -38,9 +39,10 @@ from app.views.evaluation import (
     recall_at_k_figure,
     recall_latency_figure,
 )
+from app.views.trace import esc
 from engine.data.ingest import shown_as
 from engine.errors import EngineError
-from engine.eval.exports import FORMATS, SUFFIXES
+from engine.eval.exports import FILE_FORMATS
 from engine.paradigms.registry import PARADIGMS
 from engine.service.evaluation_jobs import BuildNeeded
 from engine.service.explorer import Explorer
@@ -142,12 +144,22 @@ def compare_two(explorer: Explorer, text) -> tuple:
 def export_one(explorer: Explorer, text, kind) -> tuple:
     """(the exported file, a message) of the evaluation typed, in format `kind`."""
     (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-    body = explorer.export_evaluation(evaluation_id, kind)
+    files, note = explorer.export_evaluation_files(evaluation_id, kind)
     folder = Path(tempfile.mkdtemp(prefix="funnel-evaluation-"))
-    path = folder / f"evaluation_{evaluation_id}_{kind}.{SUFFIXES[kind]}"
-    path.write_text(body, encoding="utf-8")
+    stem = f"evaluation_{evaluation_id}_{kind}"
+    if len(files) == 1:  # one file as it is; several (a file per paradigm, per stage) zipped
+        ((name, body),) = files.items()
+        path = folder / f"{stem}.{name.rsplit('.', 1)[-1]}"
+        path.write_text(body, encoding="utf-8")
+    else:
+        path = folder / f"{stem}.zip"
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, body in files.items():
+                archive.writestr(name, body)
+    what = f"{len(files)} files, zipped" if len(files) > 1 else "one file"
     return (gr.File(str(path), visible=True),
-            f"<div class='fe-kept'>Exported evaluation {evaluation_id} as {kind}.</div>")
+            f"<div class='fe-kept'>Exported evaluation {evaluation_id} as {kind} ({what}"
+            f"{'; ' + esc(note) if note else ''}).</div>")
 
 
 # --- layout -------------------------------------------------------------------------------
@@ -237,7 +249,7 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
                          elem_id="fe-eval-ids")
         reopen = gr.Button("Open", scale=1, elem_id="fe-eval-open")
         compare = gr.Button("Compare two", scale=1, elem_id="fe-eval-compare")
-        fmt = gr.Dropdown(list(FORMATS), value=FORMATS[0], label="Export as", scale=1,
+        fmt = gr.Dropdown(list(FILE_FORMATS), value=FILE_FORMATS[0], label="Export as", scale=1,
                           elem_id="fe-eval-format")
         export = gr.Button("Export", scale=1, elem_id="fe-eval-export")
     download = gr.File(label="Export", interactive=False, visible=False,

@@ -88,6 +88,7 @@ def print_trace(trace: RunTrace, show: int = 5) -> None:
 
 
 def evaluate(args: argparse.Namespace) -> int:
+    from engine.data.loaders import read_dataset
     from engine.errors import check_choice
     from engine.eval.exports import FILE_FORMATS, export_files
     from engine.eval.outcomes import attribution
@@ -129,7 +130,8 @@ def evaluate(args: argparse.Namespace) -> int:
     if args.export:
         folder = Path(args.export[1])
         folder.mkdir(parents=True, exist_ok=True)
-        for name, text in export_files(traces, args.export[0]).items():
+        shipped = {d.id: d.text for d in read_dataset(dataset).documents}  # ragas's references
+        for name, text in export_files(traces, args.export[0], documents=shipped.get).items():
             (folder / name).write_text(text, encoding="utf-8")
         _out(f"exported ({args.export[0]}): {folder}")
     if args.json:

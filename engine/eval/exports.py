@@ -6,8 +6,15 @@ the reference. Formats, as the tools document them (field names checked in
 tests/test_exports.py):
 
   ragas       EvaluationDataset JSONL, one SingleTurnSample per line: user_input,
-              retrieved_contexts (strings), retrieved_context_ids, response, reference
-              (`EvaluationDataset.from_jsonl`); ragas drops keys it does not know
+              retrieved_contexts (strings), retrieved_context_ids (the documents read,
+              in the id space of reference_context_ids: the supporting documents, so
+              ragas's IDBasedContextRecall is our gold-document recall of what was
+              read), reference_contexts (their texts, where a corpus is given),
+              response, reference (the first gold answer: ragas takes one string)
+              (`EvaluationDataset.from_jsonl`); ragas drops keys it does not know, so
+              `export_files` writes one file per paradigm, and runs without gold come
+              after the rest (ragas refuses a reference metric for a whole file whose
+              first row has no reference)
   ragchecker  one JSON object {"results": [...]}, each with query_id, query, gt_answer,
               response and retrieved_context [{doc_id, text}] (`RAGResults.from_json`,
               `ragchecker-cli --input_path`)
@@ -25,8 +32,10 @@ ranx read them.
 
 Runs of several paradigms share a question id, so ids then carry the paradigm
 ("drrag/5a8b57f2"), or the label each run is stored under (a sweep's grid point: "flat M=20
-k=4/5a8b57f2"). RAGChecker needs a gold answer for every query: a run without one is
-refused by name.
+k=4/5a8b57f2"). RAGChecker needs a gold answer for every query: runs without one are left
+out (`without_gold` counts them), and an export of none with gold is refused by name. A
+question run twice by one paradigm (two saved runs, other options) gets "#2" on its
+second id, so every id is unique.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from engine.errors import ConfigError
@@ -43,14 +53,16 @@ from engine.trace import RunTrace
 FORMATS = ("ragas", "ragchecker", "flashrag")
 SUFFIXES = {"ragas": "jsonl", "ragchecker": "json", "flashrag": "jsonl"}
 FILE_FORMATS = (*FORMATS, "trec")  # what export_files writes (the CLI's --export)
+Documents = Callable[[str], "str | None"]  # a document's text by id (a corpus's lookup)
 
 
 def export(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = (),
-           runs: Sequence[str] = ()) -> str:
+           runs: Sequence[str] = (), documents: Documents | None = None) -> str:
     """The text of a `fmt` file holding `traces` (see the module docstring); `labels`
     name each run in place of its paradigm (a sweep's grid points). `runs` says what each
     run is where a refusal names it ("saved run 12 'Budapest'"); by default its id in the
-    file."""
+    file. `documents` gives a document's text by id (the corpus), for ragas's
+    reference_contexts."""
     if fmt not in FORMATS:
         raise ConfigError(f"Unknown export format {fmt!r}. Choose from: {', '.join(FORMATS)}.")
     if not traces:
@@ -59,30 +71,54 @@ def export(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = (),
     if len(names) != len(traces):
         raise ConfigError(f"{len(names)} labels for {len(traces)} runs: give one per run.")
     ids = _ids(traces, names)
+    shown = list(runs) or [f"run {i!r}" for i in ids]
+    chosen = list(zip(traces, ids, names, shown, strict=True))
     if fmt == "ragchecker":
-        for trace, shown in zip(traces, runs or [f"run {i!r}" for i in ids], strict=True):
-            _check_gold(trace, shown)
-    records = [_RECORDS[fmt](trace, run_id, name)
-               for trace, run_id, name in zip(traces, ids, names, strict=True)]
+        if not any(_has_gold(trace) for trace in traces):
+            _check_gold(traces[0], shown[0])
+        chosen = [c for c in chosen if _has_gold(c[0])]
+    elif fmt == "ragas":  # runs with gold first: ragas reads the first row's columns
+        chosen.sort(key=lambda c: not _has_gold(c[0]))
+    records = [_RECORDS[fmt](trace, run_id, name, documents)
+               for trace, run_id, name, _ in chosen]
     if fmt == "ragchecker":
         return json.dumps({"results": records}, ensure_ascii=False, indent=1)
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
-def ragas_sample(trace: RunTrace, run_id: str, name: str = "") -> dict:
+def without_gold(traces: Sequence[RunTrace]) -> int:
+    """How many of `traces` have no gold answer (RAGChecker's export leaves them out; ragas's
+    puts them last)."""
+    return sum(not _has_gold(trace) for trace in traces)
+
+
+def _has_gold(trace: RunTrace) -> bool:
+    return trace.gold is not None and bool(trace.gold.answers)
+
+
+def ragas_sample(trace: RunTrace, run_id: str, name: str = "",
+                 documents: Documents | None = None) -> dict:
     read = trace.read
     sample = {"user_input": trace.question,
               "retrieved_contexts": [c.unit.text for c in read],
-              "retrieved_context_ids": [c.unit.id for c in read],
+              # documents, as the references are: the ids of IDBasedContextRecall
+              "retrieved_context_ids": document_ranking([c.unit.doc_ids for c in read]),
               "response": trace.answer,
               # which run it is: ragas reads the fields above and ignores these
               "run_id": run_id, "paradigm": name or trace.paradigm}
-    if trace.gold is not None and trace.gold.answers:
-        sample["reference"] = trace.gold.answers[0]
+    gold = trace.gold
+    if gold is not None and gold.answers:
+        sample["reference"] = gold.answers[0]
+    if gold is not None and gold.supporting_titles:
+        titles = list(dict.fromkeys(gold.supporting_titles))
+        sample["reference_context_ids"] = titles
+        if documents is not None:
+            sample["reference_contexts"] = [text for text in map(documents, titles) if text]
     return sample
 
 
-def ragchecker_result(trace: RunTrace, run_id: str, name: str = "") -> dict:
+def ragchecker_result(trace: RunTrace, run_id: str, name: str = "",
+                      documents: Documents | None = None) -> dict:
     _check_gold(trace, f"run {run_id!r}")
     return {"query_id": run_id, "query": trace.question, "gt_answer": trace.gold.answers[0],
             "response": trace.answer,
@@ -90,7 +126,8 @@ def ragchecker_result(trace: RunTrace, run_id: str, name: str = "") -> dict:
                                   for c in trace.read]}
 
 
-def flashrag_item(trace: RunTrace, run_id: str, name: str = "") -> dict:
+def flashrag_item(trace: RunTrace, run_id: str, name: str = "",
+                  documents: Documents | None = None) -> dict:
     gold = trace.gold
     answers = [step for step in trace.llm_steps if step.purpose == "answer"]
     scores = {name: trace.metrics[key] for name, key in (("em", "EM"), ("f1", "F1"))
@@ -114,7 +151,7 @@ def _check_gold(trace: RunTrace, shown: str) -> None:
                           "questions, or pick the ragas or flashrag format.")
 
 
-_RECORDS: dict[str, Callable[[RunTrace, str, str], dict]] = {
+_RECORDS: dict[str, Callable[[RunTrace, str, str, Documents | None], dict]] = {
     "ragas": ragas_sample, "ragchecker": ragchecker_result, "flashrag": flashrag_item}
 
 
@@ -122,25 +159,34 @@ def _ids(traces: Sequence[RunTrace], names: Sequence[str]) -> list[str]:
     """Each run's id: its gold question id (else its position), with its paradigm (or
     label) in front when the runs mix them."""
     mixed = len(set(names)) > 1
-    ids = []
+    ids, seen = [], Counter()
     for n, (trace, name) in enumerate(zip(traces, names, strict=True)):
         own = trace.gold.id if trace.gold is not None and trace.gold.id else str(n)
-        ids.append(f"{name}/{own}" if mixed else own)
+        run_id = f"{name}/{own}" if mixed else own
+        seen[run_id] += 1  # the same question run again by the same paradigm
+        ids.append(run_id if seen[run_id] == 1 else f"{run_id}#{seen[run_id]}")
     return ids
 
 
-def export_files(traces: Sequence[RunTrace], fmt: str,
-                 labels: Sequence[str] = ()) -> dict[str, str]:
-    """{file name: text} of `traces` in `fmt`: one file for ragas, ragchecker and
-    flashrag (`export`), a qrels file and a run file per paradigm and stage for trec."""
+def export_files(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = (),
+                 documents: Documents | None = None) -> dict[str, str]:
+    """{file name: text} of `traces` in `fmt`: one file for ragchecker and flashrag
+    (`export`), one per paradigm for ragas (it drops the field that says which), a qrels
+    file and a run file per paradigm and stage for trec."""
     if fmt not in FILE_FORMATS:
         raise ConfigError(f"Unknown export format {fmt!r}. Choose from: "
                           f"{', '.join(FILE_FORMATS)}.")
+    names = list(labels) or [t.paradigm for t in traces]
+    if fmt == "ragas":
+        return {f"ragas.{_trec_id(name)}.jsonl":
+                export([t for t, n in zip(traces, names, strict=True) if n == name], fmt,
+                       [name] * names.count(name), documents=documents)
+                for name in dict.fromkeys(names)} if traces else {
+            "ragas.jsonl": export(traces, fmt)}
     if fmt != "trec":
-        return {f"{fmt}.{SUFFIXES[fmt]}": export(traces, fmt, labels)}
+        return {f"{fmt}.{SUFFIXES[fmt]}": export(traces, fmt, labels, documents=documents)}
     if not traces:
         raise ConfigError("Nothing to export: no runs were given.")
-    names = list(labels) or [t.paradigm for t in traces]
     qrels: dict[str, None] = {}
     runs: dict[str, list[str]] = {}
     for trace, name in zip(traces, names, strict=True):

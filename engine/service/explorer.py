@@ -436,6 +436,24 @@ class Explorer:
                       [f"evaluation {evaluation_id}'s run of question {r['position']} by "
                        f"{r['paradigm']!r}" for r in rows])
 
+    def export_evaluation_files(self, evaluation_id: int, fmt: str) -> tuple[dict, str]:
+        """({file name: text}, a note) of an evaluation for another tool
+        (engine.eval.exports.export_files: ragas one file per paradigm, trec qrels and a
+        run per stage); the note says what runs without gold became. ragas's
+        reference_contexts come from the corpus loaded here."""
+        from engine.eval.exports import export_files, without_gold
+
+        rows = self._evaluations.rows(evaluation_id)
+        traces = self._evaluations.traces(evaluation_id)
+        corpus = self.corpus
+        texts = {d.id: d.text for d in corpus.documents} if corpus is not None else {}
+        files = export_files(traces, fmt, [r["paradigm"] for r in rows], documents=texts.get)
+        missing = without_gold(traces)
+        note = {"ragchecker": f"{missing} runs without a gold answer left out",
+                "ragas": f"{missing} runs without a gold answer put after the rest"}.get(
+            fmt, "") if missing else ""
+        return files, note
+
     # --- diagnosis --------------------------------------------------------------------------
 
     def attribution(self, evaluation_id: int, track: str = "answer") -> dict[str, dict]:
