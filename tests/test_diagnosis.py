@@ -132,3 +132,44 @@ def test_outcomes_of_several_paradigms_line_up_from_the_earliest_loss_to_right()
              oc.NO_SPAN, oc.SKIPPED]
     assert oc.in_funnel_order(mixed) == [oc.SKIPPED, oc.NOT_RETRIEVED, "lost at reranker",
                                          "lost at cfs", oc.READ_WRONG, oc.RIGHT, oc.NO_SPAN]
+
+
+def test_more_than_two_paradigms_get_holm_corrected_p_values():
+    """Holm by hand: the smallest p times the number of tests, the next times one fewer,
+    never below the one before; two paradigms are one comparison and stay uncorrected."""
+    from engine.eval.paired import every_pair, holm
+
+    assert holm([0.01, 0.04, 0.03]) == [0.03, 0.06, 0.06]
+
+    def rows(paradigm: str, right: int) -> list[dict]:  # 20 questions, the first `right` EM 1
+        return [{"question_id": f"q{i}", "paradigm": paradigm, "span_answer": False,
+                 "metrics": {"EM": float(i < right)}, "seconds": {"answer": 1.0}}
+                for i in range(20)]
+
+    three = every_pair([*rows("a", 18), *rows("b", 6), *rows("c", 12)], resamples=200)
+    raw = [three[pair]["EM"]["p"] for pair in ("a-b", "a-c", "b-c")]
+    assert [three[pair]["EM"]["p_holm"] for pair in ("a-b", "a-c", "b-c")] == holm(raw)
+    assert three["a-b"]["EM"]["p_holm"] == pytest.approx(min(1.0, 3 * min(raw)), abs=1e-6)
+    two = every_pair([*rows("a", 18), *rows("b", 6)], resamples=200)
+    assert "p_holm" not in two["a-b"]["EM"]
+
+
+def test_tables_of_several_comparisons_show_holm_corrected_p():
+    from app.views.diagnosis import paired_table
+    from engine.eval.paired import correct_across, holm
+
+    def result(p: float) -> dict:
+        return {"a": "flat", "b": "flat", "shared": 20, "a_questions": 20, "b_questions": 20,
+                "resamples": 200, "seed": 0, "differences": [
+                    {"metric": "EM", "a": 0.5, "b": 0.3, "diff": 0.2, "ci": [0.05, 0.35],
+                     "p": p, "within_noise": False, "n": 20}]}
+
+    alone = result(0.02)
+    correct_across([alone])  # one comparison: nothing to correct
+    assert "Holm" not in paired_table(alone)
+    several = [result(0.02), result(0.04)]
+    correct_across(several)
+    assert [r["differences"][0]["p_holm"] for r in several] == holm([0.02, 0.04]) == [0.04,
+                                                                                     0.04]
+    shown = paired_table(several[0])
+    assert "<th>Holm p</th>" in shown and "<td>0.04</td>" in shown and "corrects" in shown

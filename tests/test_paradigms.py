@@ -266,7 +266,7 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
     assert set(summary) == {*names, "paired"}
     pairs = summary.pop("paired")
     assert len(pairs) == 10 and set(pairs["funnel-flat"]["EM"]) == {
-        "diff", "ci", "p", "within_noise", "n"}
+        "diff", "ci", "p", "p_holm", "within_noise", "n"}  # ten comparisons: Holm too
     assert pairs["funnel-flat"]["seconds"]["p"] is None  # McNemar is for binary metrics
     for name in names:  # every question has one outcome
         assert sum(summary[name]["outcomes"].values()) == 2, summary[name]["outcomes"]

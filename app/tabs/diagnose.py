@@ -29,6 +29,7 @@ from app.views.diagnosis import (
 from app.views.evaluation import ROW_COLUMNS, ROW_WIDTHS, question_rows
 from app.views.figures import text_figure
 from engine.errors import EngineError
+from engine.eval.paired import correct_across
 from engine.service.explorer import Explorer
 
 TRACKS = [("the gold answer", "answer"), ("all supporting documents", "support")]
@@ -145,12 +146,14 @@ def pick_bar(found: dict | None, evt: gr.EventData) -> object:
 def paired_tables(explorer: Explorer, a, b) -> str:
     """Per paradigm both evaluations ran: b minus a on their shared questions, with
     intervals (the difference column's sign)."""
-    parts = []
+    results, refusals = [], []
     for paradigm in (p for p in a.paradigms if p in b.paradigms):
         try:
-            parts.append(paired_table(explorer.paired(b.id, paradigm, paradigm, a.id)))
+            results.append(explorer.paired(b.id, paradigm, paradigm, a.id))
         except EngineError as err:
-            parts.append(refused_box(err))
+            refusals.append(refused_box(err))
+    correct_across(results)  # several paradigms compared: Holm-corrected p beside the raw
+    parts = [*map(paired_table, results), *refusals]
     return "<h4>Is the difference real?</h4>" + "".join(parts) if parts else ""
 
 

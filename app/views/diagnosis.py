@@ -149,6 +149,7 @@ def paired_table(result: dict) -> str:
     """A minus B per metric: both values, the difference, its 95% interval, the McNemar p
     and whether it is within noise."""
     rows = []
+    corrected = any("p_holm" in d for d in result["differences"])
     for d in result["differences"]:
         metric = d["metric"]
         low, high = d["ci"]
@@ -156,14 +157,17 @@ def paired_table(result: dict) -> str:
         verdict = ("within noise" if d["within_noise"] else
                    f"{'A' if d['diff'] > 0 else 'B'} {more}")
         p = "" if d["p"] is None else f"{d['p']:.3g}"
+        holm = f"<td>{d['p_holm']:.3g}</td>" if "p_holm" in d else (
+            "<td></td>" if corrected else "")
         rows.append(f"<tr class='{'fe-noise' if d['within_noise'] else 'fe-real'}'>"
                     f"<td>{esc(METRIC_LABELS.get(metric, metric))}</td>"
                     f"<td>{d['a']:.3f}</td><td>{d['b']:.3f}</td>"
                     f"<td>{_number(d['diff'], metric)}</td>"
                     f"<td>[{_number(low, metric)}, {_number(high, metric)}]</td>"
-                    f"<td>{p}</td><td>{verdict}</td><td>{d['n']}</td></tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("metric", "A", "B", "A − B", "95% interval",
-                                             "McNemar p", "", "questions"))
+                    f"<td>{p}</td>{holm}<td>{verdict}</td><td>{d['n']}</td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in (
+        "metric", "A", "B", "A − B", "95% interval", "McNemar p",
+        *(["Holm p"] if corrected else []), "", "questions"))
     shared = result["shared"]
     only = ""
     if shared < max(result["a_questions"], result["b_questions"]):
@@ -171,7 +175,9 @@ def paired_table(result: dict) -> str:
                 "shared ones are compared)")
     caption = (f"A = {esc(result['a'])}, B = {esc(result['b'])}: paired over {shared} "
                f"shared questions{only}; 95% intervals from {result['resamples']:,} paired "
-               f"bootstrap resamples (seed {result['seed']}).")
+               f"bootstrap resamples (seed {result['seed']})."
+               + (" Several comparisons are shown: Holm p corrects McNemar's p for their "
+                  "number." if corrected else ""))
     return (f"<div class='fe-paired'><p>{caption}</p><table class='fe-table'><thead><tr>"
             f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 

@@ -5,6 +5,10 @@ over the questions both answered, with a 95% percentile interval from a paired b
 (questions resampled with replacement, A and B together; seeded, 10,000 resamples, as
 UltraRAG's significance test) and, for the binary metrics (EM, AR@k), the exact McNemar
 p-value over the discordant questions. A difference whose interval holds 0 is within noise.
+When more than two paradigms are compared (every pair of an evaluation), each metric's
+McNemar p-values are also corrected for the number of pairs by Holm's step-down method
+(statsmodels' `multipletests`), as `p_holm`: the chance that any one of the pairs looks
+different by luck stays at the level asked.
 
 AR@k counts only questions with a span answer (as the summary does); gold-document recall
 only where the dataset names supporting documents.
@@ -130,4 +134,33 @@ def every_pair(rows: Sequence[dict], *, resamples: int = RESAMPLES,
             out[f"{a}-{b}"] = {d.metric: {k: v for k, v in d.to_dict().items()
                                           if k in ("diff", "ci", "p", "within_noise", "n")}
                                for d in differences}
+    if len(out) > 1:  # several comparisons: Holm-corrected p-values beside the raw ones
+        for metric in BINARY:
+            tested = [tests[metric] for tests in out.values()
+                      if tests.get(metric, {}).get("p") is not None]
+            for test, corrected in zip(tested, holm([t["p"] for t in tested]), strict=True):
+                test["p_holm"] = corrected
     return out
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down correction of `p_values` for their number (statsmodels)."""
+    if not p_values:
+        return []
+    from statsmodels.stats.multitest import multipletests
+
+    return [round(float(p), 6) for p in multipletests(list(p_values), method="holm")[1]]
+
+
+def correct_across(results: Sequence[dict]) -> None:
+    """Add `p_holm` to every McNemar p of several comparisons' results (each a dict with
+    "differences", as engine.service.diagnosis.paired_of gives), corrected per metric for
+    the number of comparisons; one comparison is left as it is."""
+    if len(results) < 2:
+        return
+    for metric in BINARY:
+        tested = [d for r in results for d in r["differences"]
+                  if d["metric"] == metric and d.get("p") is not None]
+        for difference, corrected in zip(tested, holm([d["p"] for d in tested]),
+                                         strict=True):
+            difference["p_holm"] = corrected
