@@ -270,6 +270,9 @@ def test_compare_table_shows_every_cut_with_gold_in_or_out(tiny_corpus):
     cut1, cut2 = (row.split("</tr>")[0] for row in table.split("<td>cut ")[1:])
     assert cut1.count("gold answer in") == 2 and "gold documents 1.00" in cut1
     assert "<b>rivers</b>: 2 of 5 documents" in cut2 and "gold answer out" in cut2
+    # trec_eval's measures of each cut (ir_measures): Seurat's documents kept, then dropped
+    assert f"nDCG@10 {trace.metrics['nDCG@10@overlap']:.2f}" in cut1
+    assert "RR 0.00 · R@4 0.00" in cut2
     assert cut2.endswith("<td></td>")  # the one-stage run has no second cut
 
     routed = StageResult("classify", "query", 1, (), 0.01, StageDetails(

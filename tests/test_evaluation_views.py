@@ -14,7 +14,8 @@ from app.views.evaluation import (
 
 SUMMARY = {
     "flat": {"questions": 2, "AR@1": 0.5, "AR@2": 0.5, "AR@3": 1.0, "AR@4": 1.0,
-             "AR@dense": 1.0, "gold_doc_recall@dense": 0.75, "EM": 0.5, "F1": 0.6,
+             "AR@dense": 1.0, "gold_doc_recall@dense": 0.75, "nDCG@10@dense": 0.61,
+             "RR@dense": 0.75, "EM": 0.5, "F1": 0.6,
              "seconds_dense_median": 0.01, "seconds_dense_p95": 0.02,
              "seconds_total_median": 1.2, "reader_tokens": 700.0, "llm_calls": 1.0},
     "<b>best</b>": {"questions": 2, "AR@1": 0.0, "AR@4": 0.5, "EM": 0.0, "F1": 0.1,
@@ -25,11 +26,12 @@ SUMMARY = {
 def test_the_paper_table_orders_recall_cuts_answers_then_stage_times():
     order = metric_order(SUMMARY)
     assert order[:5] == ["questions", "AR@1", "AR@2", "AR@3", "AR@4"]
-    assert order.index("gold_doc_recall@dense") < order.index("EM") < order.index(
-        "seconds_dense_median")
+    assert order.index("gold_doc_recall@dense") < order.index("nDCG@10@dense") < order.index(
+        "RR@dense") < order.index("EM") < order.index("seconds_dense_median")
     html = paper_table(SUMMARY)
     assert "<th>&lt;b&gt;best&lt;/b&gt;</th>" in html  # names are text, never markup
     assert "gold-document recall at dense" in html and "dense seconds (p95)" in html
+    assert "<td>nDCG@10 at dense</td><td>0.610</td>" in html and "MRR at dense" in html
     assert "<td>reader tokens</td><td>700</td><td>600</td>" in html  # big numbers whole
     assert "<td>EM</td><td>0.500</td><td>0.000</td>" in html
     assert paper_table({}) == ""

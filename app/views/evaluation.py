@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
 from app.views.trace import esc
+from engine.metrics import IR_MEASURES
 
 KS = (1, 2, 3, 4)
 HEAD = ("questions", *(f"AR@{k}" for k in KS))
@@ -48,11 +49,13 @@ def stage_order(summary: dict[str, dict]) -> list[str]:
 
 def metric_order(summary: dict[str, dict]) -> list[str]:
     """The table's rows: AR@1..4, answer recall at every cut in funnel order (then of all
-    the reader read), gold-document recall at every cut, the answer metrics and costs,
+    the reader read), gold-document recall at every cut, nDCG@10, MRR, R@4, R@10 and P@4
+    of every cut (engine.metrics.IR_MEASURES), the answer metrics and costs,
     then each stage's median and p95 seconds, stages in funnel order."""
     keys = list(dict.fromkeys(k for s in summary.values() for k in s))
     stages = stage_order(summary)
-    cuts = [*(f"AR@{s}" for s in stages), "AR@read", *(f"gold_doc_recall@{s}" for s in stages)]
+    cuts = [*(f"AR@{s}" for s in stages), "AR@read", *(f"gold_doc_recall@{s}" for s in stages),
+            *(f"{m}@{s}" for s in stages for m in IR_MEASURES)]  # trec_eval's, per cut
     cuts = [k for k in cuts if k in keys]
     cuts += [k for k in keys if k.startswith(("gold_doc_recall@", "AR@")) and k not in HEAD
              and k not in cuts]  # a cut without seconds (none today): after the known ones
@@ -64,6 +67,9 @@ def metric_order(summary: dict[str, dict]) -> list[str]:
 def label(key: str) -> str:
     if key in LABELS:
         return LABELS[key]
+    measure, _, stage = key.rpartition("@")
+    if measure in IR_MEASURES:  # the mean of RR over questions is MRR
+        return f"{'MRR' if measure == 'RR' else measure} at {stage}"
     if key.startswith("gold_doc_recall@"):
         return f"gold-document recall at {key.split('@', 1)[1]}"
     if key.startswith("AR@") and key not in HEAD:

@@ -287,6 +287,9 @@ def _cut(trace: RunTrace, index: int) -> str:
     if trace.gold is not None and trace.gold.supporting_titles \
             and f"gold_doc_recall@{s.name}" in m:
         cell += f" · gold documents {m[f'gold_doc_recall@{s.name}']:.2f}"
+    if f"nDCG@10@{s.name}" in m:  # trec_eval's, of the cut's documents
+        cell += (f"<br>nDCG@10 {m[f'nDCG@10@{s.name}']:.2f} · RR {m[f'RR@{s.name}']:.2f}"
+                 f" · R@4 {m[f'R@4@{s.name}']:.2f}")
     return cell
 
 
