@@ -191,3 +191,26 @@ def test_killing_a_writer_mid_save_loses_nothing_saved_before(tmp_path, tiny_cor
     assert names[1:] == [f"run {i}" for i in range(len(names) - 1)]  # no torn rows
     assert all(store.load(r.id) == trace for r in runs[:3])
     store.close()
+
+
+def test_the_cli_exports_saved_runs_for_other_tools(tmp_path, tiny_corpus, capsys):
+    """`funnel-engine sessions export FORMAT DIR`: ragas a file per paradigm, trec a qrels
+    file and a run per stage; a bad format or id is refused, nothing written."""
+    from engine.cli.main import main
+
+    path = tmp_path / "sessions.duckdb"
+    store = SessionStore(path)
+    trace = sample_trace(tiny_corpus)
+    first, _ = store.save(trace, "a"), store.save(trace, "rerun")
+    store.close()
+    assert main(["sessions", "export", "trec", str(tmp_path / "trec"), "--db", str(path)]) == 0
+    written = sorted(p.name for p in (tmp_path / "trec").iterdir())
+    assert written == ["fake.overlap.run", "fake.rivers.run", "qrels.txt"]
+    assert main(["sessions", "export", "ragas", str(tmp_path / "ragas"), "--db", str(path),
+                 "--ids", str(first)]) == 0
+    (ragas,) = (tmp_path / "ragas").iterdir()
+    assert ragas.name == "ragas.fake.jsonl" and len(ragas.read_text().splitlines()) == 1
+    assert main(["sessions", "export", "xml", str(tmp_path / "x"), "--db", str(path)]) == 2
+    assert main(["sessions", "export", "csv", str(tmp_path / "x"), "--db", str(path),
+                 "--ids", "3,x"]) == 2
+    assert "not '3,x'" in capsys.readouterr().err and not (tmp_path / "x").exists()

@@ -1,5 +1,5 @@
 """Command line: `python -m engine corpus-stats | search | formats | build | data | train |
-ask | eval`.
+ask | eval | sessions`.
 
 The CLI is the one part of the engine that writes to stdout (results) and stderr (errors);
 everything else logs.
@@ -80,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
                        "FUNNEL_SHARED_DATA if set, else the data directory's qa/)")
     data_sub.add_parser("status", help="every QA file: here and intact, or what is wrong")
     cli_run.add_parsers(sub)
+    sessions = sub.add_parser("sessions", help="the runs saved in the app (DuckDB)")
+    sessions_sub = sessions.add_subparsers(dest="action", required=True)
+    export = sessions_sub.add_parser(
+        "export", help="write saved runs for another tool: jsonl, csv, ragas, ragchecker, "
+                       "flashrag or trec")
+    export.add_argument("format")
+    export.add_argument("dir", help="the folder the files go to")
+    export.add_argument("--ids", default="", help="comma-separated run ids (default: all)")
+    export.add_argument("--db", default="", help="the sessions file (default: "
+                        "sessions.duckdb in the data directory)")
 
     cli_train.add_parser(sub)
     return parser
@@ -92,11 +102,34 @@ def main(argv: list[str] | None = None) -> int:
     try:
         commands = {"corpus-stats": _stats, "search": _search, "formats": _formats,
                     "build": _build, "data": _data,
-                    "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate}
+                    "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate,
+                    "sessions": _sessions}
         return commands[args.command](args)
     except EngineError as err:
         sys.stderr.write(f"error: {err}\n")
         return 2
+
+
+def _sessions(args: argparse.Namespace) -> int:
+    """`sessions export FORMAT DIR`: the saved runs' files, one line each."""
+    from pathlib import Path
+
+    from engine.errors import ConfigError, check_choice
+    from engine.eval.exports import FILE_FORMATS
+    from engine.store.sessions import SessionStore
+
+    check_choice("export format", args.format, ("jsonl", "csv", *FILE_FORMATS))
+    try:
+        ids = [int(i) for i in args.ids.split(",") if i.strip()] or None
+    except ValueError:
+        raise ConfigError(f"--ids takes run ids like 3,5, not {args.ids!r}.") from None
+    files = SessionStore(args.db or None).export_files(args.format, ids)
+    folder = Path(args.dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+        _out(f"{folder / name}")
+    return 0
 
 
 def _formats(args: argparse.Namespace) -> int:

@@ -202,6 +202,16 @@ class SessionStore:
                       runs=[f"saved run {run.id}" + (f" {run.name!r}" if run.name else "")
                             for run in runs])
 
+    def export_files(self, fmt: str, ids: list[int] | None = None) -> dict[str, str]:
+        """{file name: text} of runs `ids` (every saved run when None) in `fmt`: jsonl or
+        csv (one file), or another tool's (engine.eval.exports.export_files: ragas one file
+        per paradigm, trec qrels and a run file per paradigm and stage)."""
+        if fmt in ("jsonl", "csv"):
+            return {f"runs.{fmt}": self.export(fmt, ids)}
+        from engine.eval.exports import export_files
+
+        return export_files([self.load(run.id) for run in self._selected(ids)], fmt)
+
     def export_csv(self, ids: list[int] | None = None) -> str:
         """One CSV row per run: listing fields, seconds to the millisecond, metrics as JSON
         to four decimals (empty for a run without gold), no traces."""
