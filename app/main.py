@@ -12,6 +12,7 @@ from pathlib import Path
 
 from app.ui import build_app, serve
 from engine.service.explorer import Explorer
+from engine.service.otel import tracing_from
 from engine.service.preparation import Preparation
 from engine.store.sessions import SessionStore
 
@@ -63,6 +64,10 @@ def main() -> None:
     parser.add_argument("--sessions", default=env("FUNNEL_SESSIONS") or None,
                         help="the DuckDB file of saved runs (FUNNEL_SESSIONS; default "
                              "sessions.duckdb in the data directory)")
+    parser.add_argument("--otlp-endpoint", default=env("FUNNEL_OTLP_ENDPOINT", ""),
+                        help="send every run as OpenInference traces to this OTLP/HTTP "
+                             "collector, e.g. Phoenix at http://127.0.0.1:6006 "
+                             "(FUNNEL_OTLP_ENDPOINT; off by default)")
     args = parser.parse_args()
     if args.auth and ":" not in args.auth:
         parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
@@ -75,7 +80,8 @@ def main() -> None:
     configure_logging()
     # a first start fetches the QA data that is missing before anything else
     preparation = Preparation(args.corpus, fetch_data=True).start()
-    explorer = Explorer(preparation, SessionStore(args.sessions), corpus_root=root)
+    explorer = Explorer(preparation, SessionStore(args.sessions), corpus_root=root,
+                        tracing=tracing_from(args.otlp_endpoint))
     serve(build_app(explorer), server_name=args.host, server_port=args.port, share=args.share,
           auth=tuple(args.auth.split(":", 1)) if args.auth else None,
           max_file_size=int(args.max_upload_mb * 1024**2))

@@ -15,7 +15,7 @@ import random
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -31,6 +31,7 @@ from engine.service.long_builds import LONG_BUILD_SECONDS, BuildNeeded, long_bui
 from engine.service.preparation import Preparation, duration
 from engine.service.store import make_paradigm, process_store
 from engine.store.evaluations import EvaluationStore
+from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
 
@@ -99,10 +100,13 @@ class EvaluationJob:
 
     def __init__(self, evaluations: EvaluationStore, corpus: Corpus,
                  request: EvaluationRequest, prepare: Sequence[Need] = (),
-                 corpus_spec: str = "") -> None:
+                 corpus_spec: str = "", sent: Callable[[RunTrace], None] | None = None
+                 ) -> None:
         """`prepare`: what the configs need that the caller has not prepared, prepared
         (built or loaded) before the first question. `corpus_spec`: what Ray workers load
-        `corpus` from (a request with a Ray address needs it)."""
+        `corpus` from (a request with a Ray address needs it). `sent` is handed every run
+        once stored (to a trace collector)."""
+        self.sent = sent
         # the configs are read first: a bad name or config is refused before anything is
         # stored (the paradigms are made, handed what they use, once it is prepared)
         configs = [make_config(request.kind(label), request.configs.get(label))
@@ -174,6 +178,8 @@ class EvaluationJob:
                 found = [{**row(trace), "paradigm": label}
                          for trace, label in zip(traces, self.request.paradigms, strict=True)]
                 self.evaluations.add(self.id, position, traces, found)
+                for trace in traces if self.sent is not None else ():
+                    self.sent(trace)
                 self.rows.extend(found)
                 self.done += 1
             self.state = "cancelled" if self._cancel.is_set() else "done"
@@ -211,8 +217,9 @@ class EvaluationJobs:
     """The evaluations started in this process: one runs at a time (two would share the
     same two cores)."""
 
-    def __init__(self, evaluations: EvaluationStore) -> None:
-        self._evaluations = evaluations
+    def __init__(self, evaluations: EvaluationStore,
+                 sent: Callable[[RunTrace], None] | None = None) -> None:
+        self._evaluations, self._sent = evaluations, sent
         self._jobs: dict[int, EvaluationJob] = {}
         self._lock = threading.Lock()
 
@@ -239,7 +246,7 @@ class EvaluationJobs:
             if long and not build:
                 raise BuildNeeded(long, EVALUATION_CONFIRM)
             job = EvaluationJob(self._evaluations, corpus, request, prepare=pending,
-                                corpus_spec=preparation.corpus_spec).start()
+                                corpus_spec=preparation.corpus_spec, sent=self._sent).start()
             self._jobs[job.id] = job
         return job.id
 

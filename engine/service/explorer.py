@@ -41,6 +41,7 @@ from engine.service.long_builds import (
     long_builds,
 )
 from engine.service.models import ModelRow
+from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
 from engine.service.store import handed, make_paradigm
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
@@ -74,16 +75,20 @@ class Explorer:
 
     def __init__(self, preparation: Preparation, store: SessionStore, *,
                  corpus_root: Path | None = None, idle_seconds: float = IDLE_SECONDS,
-                 preparing: Callable[..., Preparation] = Preparation) -> None:
+                 preparing: Callable[..., Preparation] = Preparation,
+                 tracing: Tracing | None = None) -> None:
         """`preparation` prepares the corpus the app starts with (the default of every
         request); `corpus_root` is the folder server-side corpus paths may be read from
         (default: the data directory); `preparing` prepares any other corpus
-        (engine.service.corpora)."""
+        (engine.service.corpora); `tracing` sends every run (Explore, Compare, re-answer,
+        each question of an evaluation) to an OTLP collector as OpenInference spans."""
+        self._tracing = tracing
         self._runs = store
         self._evaluations = EvaluationStore(store)
         self._evaluations.mark_interrupted()  # left running by a process that died
         sweep_leftovers()  # and what such a process was writing (never read)
-        self._jobs = EvaluationJobs(self._evaluations)
+        self._jobs = EvaluationJobs(self._evaluations,
+                                    sent=tracing.send if tracing is not None else None)
         self._corpora = Corpora(preparation, root=corpus_root, idle_seconds=idle_seconds,
                                 in_use=self._jobs.corpora_in_use, preparing=preparing)
         self._preparation = preparation
@@ -139,7 +144,11 @@ class Explorer:
         for need, seconds in plan.builds:
             build_in_turn(need, plan.corpus, seconds)
         paradigm = handed(plan.name, plan.corpus, plan.config)
-        yield from paradigm.stream(question)
+        trace = None
+        for trace in paradigm.stream(question):
+            yield trace
+        if self._tracing is not None and trace is not None:
+            self._tracing.send(trace)  # the finished run (the last one streamed)
         self._prepared_by_runs.update(
             (plan.corpus.fingerprint, need.key)
             for need in type(paradigm).needs(paradigm.config))
@@ -195,7 +204,10 @@ class Explorer:
                               "paragraphs; this run's question has none. Pick a question "
                               "from a dataset, or untick the oracle.")
         paradigm = make_paradigm(trace.paradigm, corpus, trace.config)
-        return reanswer(paradigm, trace, unit_ids, gold, oracle_first=True)
+        again = reanswer(paradigm, trace, unit_ids, gold, oracle_first=True)
+        if self._tracing is not None:
+            self._tracing.send(again)
+        return again
 
     # --- corpora and their preparation ---------------------------------------------------
 

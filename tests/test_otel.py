@@ -1,0 +1,79 @@
+"""Runs out as OpenInference traces: the spans a run becomes, read back from the
+OpenTelemetry SDK's in-memory exporter (the SDK and the semantic conventions are the real
+packages)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.documents import Question
+from engine.service.otel import emit
+from tests.fakes import gold_run, ranked_stage
+
+
+@pytest.fixture
+def spans():
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider.get_tracer("test"), exporter
+
+
+def test_a_run_is_a_chain_with_a_retriever_a_reranker_and_an_llm_span(spans):
+    tracer, exporter = spans
+    gold = Question("q1", "Who painted it?", answers=("Georges Seurat",),
+                    supporting_titles=("Georges Seurat",))
+    run = gold_run(gold, ranked_stage("dense", ("Paul Signac", "He painted dots."),
+                                      ("Georges Seurat", "He painted it.")),
+                   ranked_stage("reranker", ("Georges Seurat", "He painted it.")),
+                   seconds=0.5)
+    emit(run, tracer, ended_ns=10_000_000_000)
+    found = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(found) == {"fake: run", "dense", "reranker", "reader: answer"}
+    kinds = {n: s.attributes["openinference.span.kind"] for n, s in found.items()}
+    assert kinds == {"fake: run": "CHAIN", "dense": "RETRIEVER", "reranker": "RERANKER",
+                     "reader: answer": "LLM"}
+    root = found["fake: run"]
+    assert all(s.parent.span_id == root.context.span_id for n, s in found.items() if s is not root)
+    assert root.attributes["output.value"] == "Georges Seurat"
+    assert json.loads(root.attributes["metadata"])["gold"]["answers"] == ["Georges Seurat"]
+    dense = found["dense"].attributes
+    assert [dense[f"retrieval.documents.{i}.document.id"] for i in (0, 1)] == [
+        "Paul Signac#0", "Georges Seurat#1"]
+    assert dense["retrieval.documents.1.document.score"] == pytest.approx(0.9)
+    assert dense["retrieval.documents.1.document.content"] == "He painted it."
+    reranker = found["reranker"].attributes
+    assert reranker["reranker.top_k"] == 1 and reranker["reranker.query"] == run.question
+    assert reranker["reranker.input_documents.1.document.id"] == "Georges Seurat#1"
+    assert reranker["reranker.output_documents.0.document.id"] == "Georges Seurat#0"
+    llm = found["reader: answer"].attributes
+    assert (llm["llm.token_count.prompt"], llm["llm.token_count.completion"]) == (10, 2)
+    # the run's own timings, end to end, ending when asked
+    assert root.end_time == 10_000_000_000 and found["reader: answer"].end_time == root.end_time
+    assert root.end_time - root.start_time == pytest.approx(0.52e9, rel=1e-6)
+
+
+def test_every_run_the_explorer_makes_is_sent_once_finished(prepared, monkeypatch):
+    """A run sends one CHAIN span with its stages and reader call once it has finished;
+    nothing is sent without a collector named (the default)."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from engine.service.explorer import Explorer
+    from engine.service.otel import Tracing, tracing_from
+
+    exporter = InMemorySpanExporter()
+    explorer = Explorer(*prepared, tracing=Tracing("memory", exporter=exporter))
+    run = explorer.run("Who painted A Sunday Afternoon?", "echo")
+    roots = [s for s in exporter.get_finished_spans() if s.parent is None]
+    assert [s.name for s in roots] == ["echo: run"]  # streamed stages are not sent
+    assert roots[0].attributes["output.value"] == run.answer
+    children = [s for s in exporter.get_finished_spans() if s.parent is not None]
+    assert [s.name for s in children] == [*(st.name for st in run.stages), "reader: answer"]
+    monkeypatch.delenv("FUNNEL_OTLP_ENDPOINT", raising=False)
+    assert tracing_from("") is None  # off by default
