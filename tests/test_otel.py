@@ -77,3 +77,22 @@ def test_every_run_the_explorer_makes_is_sent_once_finished(prepared, monkeypatc
     assert [s.name for s in children] == [*(st.name for st in run.stages), "reader: answer"]
     monkeypatch.delenv("FUNNEL_OTLP_ENDPOINT", raising=False)
     assert tracing_from("") is None  # off by default
+
+
+def test_a_long_retrieval_keeps_every_document_up_to_the_cap():
+    """OpenTelemetry keeps 128 attributes a span by default: a 60-passage retrieval lost
+    its first documents until the app's tracer raised the limit (found in a real Phoenix)."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from engine.service.otel import MAX_DOCUMENTS, Tracing
+
+    many = ranked_stage("dense", *((f"Doc {i}", f"text {i}") for i in range(MAX_DOCUMENTS + 20)))
+    run = gold_run(Question("q", "Who?", answers=("x",), supporting_titles=("Doc 3",)), many)
+    exporter = InMemorySpanExporter()
+    Tracing("memory", exporter=exporter).send(run)
+    (dense,) = [s for s in exporter.get_finished_spans() if s.name == "dense"]
+    ids = [dense.attributes.get(f"retrieval.documents.{i}.document.id")
+           for i in range(MAX_DOCUMENTS + 20)]
+    assert ids[:MAX_DOCUMENTS] == [f"Doc {i}#{i}" for i in range(MAX_DOCUMENTS)]
+    assert set(ids[MAX_DOCUMENTS:]) == {None}  # past the cap, not sent
+    assert json.loads(dense.attributes["metadata"])["kept"] == MAX_DOCUMENTS + 20

@@ -13,7 +13,8 @@ corpus, the gold and the metrics as metadata), with a child span per stage and p
 
 Spans carry the times the run measured, laid end to end from the run's start (stages and
 LLM calls in the order they ran). A document's content is cut at `MAX_CONTENT` characters
-(a LongRAG unit holds thousands of tokens). Sending is off unless an endpoint is named
+(a LongRAG unit holds thousands of tokens), and a list at its best `MAX_DOCUMENTS`
+(the stage's metadata says how many it kept). Sending is off unless an endpoint is named
 (`--otlp-endpoint`, `FUNNEL_OTLP_ENDPOINT`: Phoenix listens on http://127.0.0.1:6006);
 spans leave in a background batch, so a run never waits on the collector.
 """
@@ -36,6 +37,11 @@ logger = logging.getLogger(__name__)
 ENDPOINT_VARIABLE = "FUNNEL_OTLP_ENDPOINT"
 PROJECT = "funnel-explorer"  # the Phoenix project spans land in
 MAX_CONTENT = 4_000
+# documents listed per list (a flat search keeps up to 1,000 passages); each takes four
+# attributes, and OpenTelemetry drops a span's attributes past its limit (128 by default:
+# a 50-passage retrieval lost its first documents until the limit was raised)
+MAX_DOCUMENTS = 100
+MAX_ATTRIBUTES = 2 * 4 * MAX_DOCUMENTS + 64
 
 
 def _documents(prefix: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
@@ -43,7 +49,7 @@ def _documents(prefix: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
     from openinference.semconv.trace import DocumentAttributes as D
 
     out: dict[str, Any] = {}
-    for i, c in enumerate(candidates):
+    for i, c in enumerate(candidates[:MAX_DOCUMENTS]):
         at = f"{prefix}.{i}."
         out[at + D.DOCUMENT_ID] = c.unit.id
         out[at + D.DOCUMENT_SCORE] = float(c.score)
@@ -62,7 +68,8 @@ def stage_attributes(trace: RunTrace, index: int) -> dict[str, Any]:
 
     stage = trace.stages[index]
     metadata = {"granularity": stage.granularity, "n_in": stage.n_in,
-                "settings": stage.settings, "note": stage.details.note}
+                "kept": len(stage.candidates), "settings": stage.settings,
+                "note": stage.details.note}
     out: dict[str, Any] = {S.INPUT_VALUE: trace.question, S.METADATA: json.dumps(
         metadata, default=str)}
     if stage.granularity == QUERY:
@@ -143,12 +150,14 @@ class Tracing:
         """`exporter`: an OpenTelemetry span exporter to use instead of OTLP/HTTP to
         `endpoint` (the SDK's in-memory one, to read the spans back)."""
         from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace import SpanLimits, TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
         self.endpoint = endpoint.rstrip("/")
-        self.provider = TracerProvider(resource=Resource.create(
-            {"service.name": PROJECT, "openinference.project.name": project}))
+        self.provider = TracerProvider(
+            resource=Resource.create({"service.name": PROJECT,
+                                      "openinference.project.name": project}),
+            span_limits=SpanLimits(max_span_attributes=MAX_ATTRIBUTES))
         if exporter is None:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
                 OTLPSpanExporter,
