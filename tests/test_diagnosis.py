@@ -173,3 +173,16 @@ def test_tables_of_several_comparisons_show_holm_corrected_p():
                                                                                      0.04]
     shown = paired_table(several[0])
     assert "<th>Holm p</th>" in shown and "<td>0.04</td>" in shown and "corrects" in shown
+
+
+def test_paired_differences_include_the_sent_cuts_ndcg_and_mrr():
+    from engine.eval.paired import question_values
+
+    gold = Question("q", "Who?", answers=("Georges Seurat",), supporting_titles=("Seurat",))
+    hit = gold_run(gold, ranked_stage("dense", ("x", "a"), ("Seurat", "b")),
+                   ranked_stage("reranker", ("Seurat", "b"), ("x", "a")))
+    values = question_values(row(hit))
+    assert values["MRR"] == 1.0 and values["nDCG@10"] == pytest.approx(1.0)
+    assert values["MRR"] == hit.metrics["RR@reranker"] != hit.metrics["RR@dense"]
+    bare = gold_run(Question("q", "Who?", answers=("x",)), ranked_stage("dense", ("a", "b")))
+    assert "MRR" not in question_values(row(bare))  # no supporting documents named

@@ -17,6 +17,7 @@ COLORS = {oc.SKIPPED: "#79706e", oc.NOT_RETRIEVED: "#b2182b", oc.REACHED: "#4c78
 SEPARATOR = " · "
 THIS_EVALUATION = "(none: B from this evaluation)"
 METRIC_LABELS = {"gold_doc_recall": "gold-document recall (read)",
+                 "nDCG@10": "nDCG@10 (sent to the reader)", "MRR": "MRR (sent to the reader)",
                  "seconds": "seconds per question (median)"}
 
 
