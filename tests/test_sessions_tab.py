@@ -3,6 +3,7 @@ toy paradigm 'echo' and a real DuckDB file."""
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 from app.tabs import sessions
@@ -52,3 +53,9 @@ def test_export_names_what_it_exported(explorer):
     assert "every saved run" in message and Path(path).read_text().startswith("id,")
     path, message = sessions.export_runs(explorer, "csv", "x")
     assert path is None and "fe-error" in message
+    # TREC's qrels and a run file per stage come as one zip
+    path, message = sessions.export_runs(explorer, "trec", "")
+    assert path.endswith("funnel_runs_trec.zip") and "files, zipped" in message
+    with zipfile.ZipFile(path) as archive:
+        assert "qrels.txt" in archive.namelist() and any(
+            name.endswith(".run") for name in archive.namelist())

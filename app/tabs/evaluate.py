@@ -13,14 +13,13 @@ or export. A config that needs a long index build says which and how long, and w
 from __future__ import annotations
 
 import json
-import tempfile
-import zipfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import gradio as gr
 
+from app.downloads import download
 from app.errors import refused_box, refusing
 from app.params import ParamPanels, config_json, param_panels, show_panels
 from app.tabs.base import Refresh, Tab
@@ -145,18 +144,7 @@ def export_one(explorer: Explorer, text, kind) -> tuple:
     """(the exported file, a message) of the evaluation typed, in format `kind`."""
     (evaluation_id,) = parse_ids(text, "evaluation")[:1]
     files, note = explorer.export_evaluation_files(evaluation_id, kind)
-    folder = Path(tempfile.mkdtemp(prefix="funnel-evaluation-"))
-    stem = f"evaluation_{evaluation_id}_{kind}"
-    if len(files) == 1:  # one file as it is; several (a file per paradigm, per stage) zipped
-        ((name, body),) = files.items()
-        path = folder / f"{stem}.{name.rsplit('.', 1)[-1]}"
-        path.write_text(body, encoding="utf-8")
-    else:
-        path = folder / f"{stem}.zip"
-        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name, body in files.items():
-                archive.writestr(name, body)
-    what = f"{len(files)} files, zipped" if len(files) > 1 else "one file"
+    path, what = download(files, f"evaluation_{evaluation_id}_{kind}")
     return (gr.File(str(path), visible=True),
             f"<div class='fe-kept'>Exported evaluation {evaluation_id} as {kind} ({what}"
             f"{'; ' + esc(note) if note else ''}).</div>")

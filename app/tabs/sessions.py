@@ -3,26 +3,26 @@ exported."""
 
 from __future__ import annotations
 
-import tempfile
 from functools import partial
-from pathlib import Path
 
 import gradio as gr
 
+from app.downloads import download
 from app.errors import refusing
 from app.tabs.base import Refresh, Tab
 from app.tabs.explore import trace_views
 from app.views import figures
 from app.views.trace import compare_table, esc
 from engine.errors import EngineError
-from engine.eval.exports import SUFFIXES
 from engine.service.explorer import Explorer
 from engine.store.sessions import SavedRun
 from engine.trace import RunTrace
 
 EXPORTS = {"jsonl": "JSONL (full traces)", "csv": "CSV (metrics)",
-           "ragas": "ragas evaluation dataset (JSONL)", "ragchecker": "RAGChecker input (JSON)",
-           "flashrag": "FlashRAG dataset (JSONL)"}
+           "ragas": "ragas evaluation dataset (JSONL, a file per paradigm)",
+           "ragchecker": "RAGChecker input (JSON)",
+           "flashrag": "FlashRAG dataset (JSONL)",
+           "trec": "TREC run files per stage and qrels"}
 COLUMNS = ["id", "name", "paradigm", "corpus", "question", "answer", "EM", "F1",
            "reader tokens", "seconds", "saved", "notes"]
 
@@ -189,10 +189,7 @@ def delete_runs(explorer: Explorer, text, pending) -> tuple:
 def export_runs(explorer: Explorer, kind, text) -> tuple:
     """(the exported file, a message): the runs typed, or every saved run."""
     chosen = parse_ids(text) if str(text or "").strip() else None
-    body = explorer.export_runs(kind, chosen)
-    folder = Path(tempfile.mkdtemp(prefix="funnel-export-"))
-    path = folder / f"funnel_runs_{kind}.{SUFFIXES.get(kind, kind)}"
-    path.write_text(body, encoding="utf-8")
+    path, what = download(explorer.export_run_files(kind, chosen), f"funnel_runs_{kind}")
     which = f"runs {text.strip()}" if chosen else "every saved run"
     return str(path), (f"<div class='fe-kept'>Exported {esc(which)} as "
-                       f"{esc(EXPORTS[kind])}.</div>")
+                       f"{esc(EXPORTS[kind])} ({what}).</div>")

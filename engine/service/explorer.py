@@ -326,6 +326,11 @@ class Explorer:
         """Saved runs (all, or `run_ids`) as JSONL, CSV or an evaluation tool's format."""
         return self._runs.export(fmt, run_ids)
 
+    def export_run_files(self, fmt: str, run_ids: list[int] | None = None) -> dict[str, str]:
+        """Saved runs' files ({name: text}) in `fmt`: JSONL, CSV or another tool's
+        (engine.store.sessions.SessionStore.export_files)."""
+        return self._runs.export_files(fmt, run_ids)
+
     # --- annotation -----------------------------------------------------------------------
 
     def judged_pairs(self, trace: RunTrace) -> list[JudgedPair]:
