@@ -5,6 +5,7 @@ packages)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -54,6 +55,16 @@ def test_a_run_is_a_chain_with_a_retriever_a_reranker_and_an_llm_span(spans):
     assert reranker["reranker.output_documents.0.document.id"] == "Georges Seurat#0"
     llm = found["reader: answer"].attributes
     assert (llm["llm.token_count.prompt"], llm["llm.token_count.completion"]) == (10, 2)
+    assert {s.status.status_code.name for s in found.values()} == {"OK"}
+    # a stage that opens the units before it into others lists no input it did not rank
+    opened = gold_run(gold, ranked_stage("dense", ("Georges Seurat", "He painted it.")),
+                      replace(ranked_stage("preranker", ("Georges Seurat", "x")),
+                              granularity="documents", n_in=7))
+    exporter.clear()
+    emit(opened, tracer)
+    (pre,) = [s for s in exporter.get_finished_spans() if s.name == "preranker"]
+    assert not any(k.startswith("reranker.input_documents") for k in pre.attributes)
+    assert json.loads(pre.attributes["metadata"])["n_in"] == 7
     # the run's own timings, end to end, ending when asked
     assert root.end_time == 10_000_000_000 and found["reader: answer"].end_time == root.end_time
     assert root.end_time - root.start_time == pytest.approx(0.52e9, rel=1e-6)

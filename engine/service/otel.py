@@ -6,8 +6,9 @@ corpus, the gold and the metrics as metadata), with a child span per stage and p
 
 - the first stage that ranks (a retriever: no candidates come in) is a RETRIEVER span with
   its `retrieval.documents` (id, score, content and the unit's documents as metadata);
-- every later stage is a RERANKER span with its input and output documents, the query and
-  its k (`reranker.top_k`);
+- every later stage is a RERANKER span with its output documents, the query and its k
+  (`reranker.top_k`), and its input documents where it ranks the units the stage before
+  kept (a stage that opens clusters into documents says how many it ranked, `n_in`);
 - a decision about the query (best's classifier) is a CHAIN span saying what it decided;
 - every reader call is an LLM span: the model, the prompt, the output and the token counts.
 
@@ -87,7 +88,11 @@ def stage_attributes(trace: RunTrace, index: int) -> dict[str, Any]:
     out[S.OPENINFERENCE_SPAN_KIND] = Kind.RERANKER.value
     out[R.RERANKER_QUERY] = trace.question
     out[R.RERANKER_TOP_K] = len(stage.candidates)
-    out.update(_documents(R.RERANKER_INPUT_DOCUMENTS, before.candidates))
+    # its input is what the stage before kept, where the units are the same; a stage that
+    # opens them (the funnel's documents of clusters, passages of documents) ranked n_in
+    # units the trace does not list, and Phoenix would show the wrong ones as its input
+    if before.granularity == stage.granularity:
+        out.update(_documents(R.RERANKER_INPUT_DOCUMENTS, before.candidates))
     out.update(_documents(R.RERANKER_OUTPUT_DOCUMENTS, stage.candidates))
     return out
 
@@ -132,13 +137,16 @@ def emit(trace: RunTrace, tracer: Any, ended_ns: int | None = None) -> None:
               for i, step in enumerate(trace.llm_steps)]
     total = sum(int(seconds * 1e9) for _, seconds, _ in spans)
     at = (ended_ns or time.time_ns()) - total
+    ok = otel.Status(otel.StatusCode.OK)  # a run that ends has a trace; a failed one none
     root = tracer.start_span(f"{trace.paradigm}: run", start_time=at,
                              attributes=run_attributes(trace))
     context = otel.set_span_in_context(root)
     for name, seconds, attributes in spans:
         span = tracer.start_span(name, context=context, start_time=at, attributes=attributes)
         at += int(seconds * 1e9)
+        span.set_status(ok)
         span.end(end_time=at)
+    root.set_status(ok)
     root.end(end_time=at)
 
 
