@@ -178,7 +178,7 @@ def export_files(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = (
                           f"{', '.join(FILE_FORMATS)}.")
     names = list(labels) or [t.paradigm for t in traces]
     if fmt == "ragas":
-        return {f"ragas.{_trec_id(name)}.jsonl":
+        return {f"ragas.{trec_id(name)}.jsonl":
                 export([t for t, n in zip(traces, names, strict=True) if n == name], fmt,
                        [name] * names.count(name), documents=documents)
                 for name in dict.fromkeys(names)} if traces else {
@@ -192,13 +192,13 @@ def export_files(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = (
     for trace, name in zip(traces, names, strict=True):
         qid = _trec_qid(trace)
         if trace.gold is not None:
-            qrels.update(dict.fromkeys(f"{qid} 0 {_trec_id(doc)} 1"
+            qrels.update(dict.fromkeys(f"{qid} 0 {trec_id(doc)} 1"
                                        for doc in trace.gold.supporting_titles))
         for stage in trace.stages:
-            tag = _trec_id(f"{name}.{stage.name}")
+            tag = trec_id(f"{name}.{stage.name}")
             docs = document_ranking([c.unit.doc_ids for c in stage.candidates])
             runs.setdefault(f"{tag}.run", []).extend(
-                f"{qid} Q0 {_trec_id(doc)} {rank} {len(docs) - rank + 1} {tag}"
+                f"{qid} Q0 {trec_id(doc)} {rank} {len(docs) - rank + 1} {tag}"
                 for rank, doc in enumerate(docs, start=1))
     return {"qrels.txt": "".join(line + "\n" for line in qrels),
             **{file: "".join(line + "\n" for line in lines) for file, lines in runs.items()}}
@@ -207,10 +207,10 @@ def export_files(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = (
 def _trec_qid(trace: RunTrace) -> str:
     """The question's id (its text's hash for a typed question), one token."""
     if trace.gold is not None and trace.gold.id:
-        return _trec_id(trace.gold.id)
+        return trec_id(trace.gold.id)
     return "q" + hashlib.sha256(trace.question.encode("utf-8")).hexdigest()[:12]
 
 
-def _trec_id(text: str) -> str:
+def trec_id(text: str) -> str:
     """A TREC field: white space would split it, so it becomes underscores."""
     return re.sub(r"\s+", "_", text.strip()) or "_"
