@@ -54,3 +54,45 @@ def test_runs_must_name_the_corpus_documents_and_the_datasets_questions(tiny_cor
         imported_runs([("first", "a.run", "q9 Q0 Danube 1 1.0 t\n")], dataset, tiny_corpus)
     with pytest.raises(DataFormatError, match="field 'relevance'"):
         read_qrels("q1 0 Danube yes\n", "qrels.txt")
+
+
+def test_the_cli_stores_run_files_as_an_evaluation_next_to_ours(tmp_path, capsys):
+    """`funnel-engine import-runs dense=... rerank=... --dataset QA --corpus FILE`: one
+    stored evaluation, a question's runs reopened with their stages; a bad line stores
+    nothing."""
+    import json
+
+    from engine.cli.main import main
+    from engine.store.evaluations import EvaluationStore
+    from engine.store.sessions import SessionStore
+    from tests.conftest import TINY_DOCS
+    from tests.fakes import qa_file
+
+    corpus = tmp_path / "tiny.jsonl"
+    corpus.write_text("\n".join(json.dumps({"id": t, "title": t, "text": x})
+                                for t, x in TINY_DOCS))
+    qa = qa_file(tmp_path / "qa.jsonl", n=2)
+    (tmp_path / "dense.run").write_text("q0 Q0 Pointillism 1 0.9 mine\n"
+                                        "q0 Q0 Georges_Seurat 2 0.8 mine\n"
+                                        "q1 Q0 Danube 1 0.7 mine\n")
+    (tmp_path / "rerank.run").write_text("q0 Q0 Georges_Seurat 1 0.99 mine\n")
+    db = tmp_path / "s.duckdb"
+    args = ["import-runs", f"dense={tmp_path / 'dense.run'}", f"rerank={tmp_path / 'rerank.run'}",
+            "--dataset", qa, "--corpus", str(corpus), "--db", str(db), "--label", "mine"]
+    assert main(args) == 0
+    assert "stored 2 runs of 2 stages as evaluation 1" in capsys.readouterr().out
+    store = SessionStore(db)
+    (evaluation,) = EvaluationStore(store).list()
+    traces = EvaluationStore(store).traces(evaluation.id)
+    assert [t.paradigm for t in traces] == ["mine", "mine"]
+    assert [c.unit.id for c in traces[0].stages[0].candidates] == ["Pointillism",
+                                                                   "Georges Seurat"]
+    assert traces[0].metrics["RR@dense"] == 0.5 and traces[0].metrics["RR@rerank"] == 1.0
+    assert traces[1].stages[1].candidates == ()  # the reranker kept nothing for q1
+    store.close()
+    (tmp_path / "rerank.run").write_text("q0 Q0 Georges_Seurat one 0.99 mine\n")
+    assert main(args) == 2
+    assert "rerank.run, line 1: field 'rank'" in capsys.readouterr().err
+    store = SessionStore(db)
+    assert len(EvaluationStore(store).list()) == 1  # nothing more stored
+    store.close()

@@ -287,3 +287,15 @@ def test_every_cut_of_a_run_gets_the_ir_measures_of_its_documents():
     # no supporting documents named: no document measures (SQuAD v2's unanswerable ones)
     bare = gold_run(Question("q", "Who?", answers=("x",)), ranked_stage("first", ("a", "b")))
     assert not any(key.startswith(("RR@", "nDCG")) for key in bare.metrics)
+
+
+def test_a_stage_that_kept_nothing_keeps_no_gold():
+    """(a reranker that keeps nothing for a question: annotate raised 'k must be >= 1')"""
+    from engine.trace import StageResult
+    from tests.fakes import gold_run, ranked_stage
+
+    gold = Question("q", "Who?", answers=("Georges Seurat",), supporting_titles=("Seurat",))
+    run = gold_run(gold, ranked_stage("first", ("Seurat", "Georges Seurat")),
+                   StageResult("empty", "documents", 1, (), 0.0))
+    assert run.metrics["gold_doc_recall@empty"] == 0.0 and run.metrics["RR@empty"] == 0.0
+    assert run.metrics["AR@empty"] == 0.0

@@ -1,5 +1,5 @@
 """Command line: `python -m engine corpus-stats | search | formats | build | data | train |
-ask | eval | sessions`.
+ask | eval | import-runs | sessions`.
 
 The CLI is the one part of the engine that writes to stdout (results) and stderr (errors);
 everything else logs.
@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"corpus-stats": _stats, "search": _search, "formats": _formats,
                     "build": _build, "data": _data,
                     "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate,
+                    "import-runs": cli_run.import_runs,
                     "sessions": _sessions}
         return commands[args.command](args)
     except EngineError as err:

@@ -52,6 +52,86 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--workers", type=int, default=2,
                     help="with --ray local: how many one-CPU workers (default 2)")
 
+    imp = sub.add_parser("import-runs", help="store a pipeline's TREC run files (one per "
+                         "stage) as an evaluation, beside the paradigms' in the app")
+    imp.add_argument("stages", nargs="+", metavar="STAGE=FILE",
+                     help="each stage's name and TREC run file, in the order they ran")
+    imp.add_argument("--dataset", required=True, help="the QA file the runs answer (as eval)")
+    imp.add_argument("--corpus", default="pooled", help="the corpus whose document ids the "
+                     "runs name; the QA file's paragraphs are added (as eval)")
+    imp.add_argument("--qrels", default="", help="a qrels file: its relevant documents "
+                     "replace the QA file's supporting ones")
+    imp.add_argument("--label", default="imported", help="the pipeline's name in the tables")
+    imp.add_argument("--db", default="", help="the sessions file (default: sessions.duckdb "
+                     "in the data directory)")
+
+
+def import_runs(args: argparse.Namespace) -> int:
+    """Store TREC run files as an evaluation (engine.eval.imports); nothing is stored when
+    any file is refused."""
+    from engine.errors import ConfigError
+    from engine.eval.imports import imported_runs, read_qrels
+    from engine.eval.runner import eval_corpus
+    from engine.eval.summary import row, summarise
+    from engine.service.evaluation_jobs import code_version
+    from engine.store.evaluations import EvaluationStore
+    from engine.store.sessions import SessionStore
+
+    stages = []
+    for given in args.stages:
+        stage, sep, file = given.partition("=")
+        if not sep or not stage or not file:
+            raise ConfigError(f"{given!r}: give each stage as NAME=FILE, e.g. "
+                              "dense=runs/dense.run.")
+        stages.append((stage, file, _read(Path(file))))
+    dataset_path = _dataset_path(args.dataset)
+    from engine.data.loaders import read_dataset
+
+    dataset = read_dataset(dataset_path)
+    corpus = eval_corpus(dataset, args.corpus)
+    qrels = read_qrels(_read(Path(args.qrels)), args.qrels) if args.qrels else None
+    runs = imported_runs(stages, dataset, corpus, qrels, paradigm=args.label)
+    positions = {q.id: i for i, q in enumerate(dataset.questions, start=1)}
+    evaluations = EvaluationStore(SessionStore(args.db or None))
+    evaluation = evaluations.create(
+        dataset=dataset_path.name, questions=len(runs), paradigms=[args.label],
+        configs={args.label: {"imported": [f"{s}={f}" for s, f, _ in stages]}},
+        corpus=corpus.name, corpus_fingerprint=corpus.fingerprint,
+        code_version=code_version(), name=f"{args.label} (imported runs)")
+    rows = []
+    for trace in runs:
+        found = {**row(trace), "paradigm": args.label}
+        evaluations.add(evaluation, positions[trace.gold.id], [trace], [found])
+        rows.append(found)
+    evaluations.finish(evaluation, "done", summarise(rows))
+    _out(f"stored {len(runs)} runs of {len(stages)} stages as evaluation {evaluation}")
+    print_summary(summarise(rows))
+    return 0
+
+
+def _read(path: Path) -> str:
+    from engine.errors import ConfigError
+
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"Cannot read {path}: {err.strerror or err}.") from None
+
+
+def _dataset_path(name: str) -> Path:
+    """A listed dataset's name ("HotpotQA dev500"), a QA file's path, or one under the
+    shared data folder."""
+    from engine.paths import shared_data_dir
+    from engine.service.datasets import listed_path
+
+    dataset = Path(name)
+    listed = listed_path(name)
+    if listed is not None and not dataset.exists():
+        return shared_data_dir() / listed
+    if not dataset.exists() and (shared_data_dir() / name).exists():
+        return shared_data_dir() / name
+    return dataset
+
 
 def ask(args: argparse.Namespace) -> int:
     from engine.data.corpus import load_corpus
@@ -95,16 +175,10 @@ def evaluate(args: argparse.Namespace) -> int:
     from engine.eval.paired import every_pair
     from engine.eval.runner import run_eval
     from engine.eval.summary import summarise
-    from engine.paths import data_dir, shared_data_dir
-    from engine.service.datasets import listed_path
+    from engine.paths import data_dir
     from engine.service.store import make_paradigm
 
-    dataset = Path(args.dataset)
-    listed = listed_path(args.dataset)  # a listed dataset's name, as the app shows it
-    if listed is not None and not dataset.exists():
-        dataset = shared_data_dir() / listed
-    elif not dataset.exists() and (shared_data_dir() / args.dataset).exists():
-        dataset = shared_data_dir() / args.dataset
+    dataset = _dataset_path(args.dataset)  # a listed dataset's name, as the app shows it
     paradigms = [p.strip() for p in args.paradigm.split(",") if p.strip()]
     out = Path(args.out) if args.out else data_dir() / "eval" / (
         f"{dataset.stem}-{'-'.join(paradigms)}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
