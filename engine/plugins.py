@@ -18,15 +18,14 @@ reinstalled still has them (as `llm` registers its built-in models through its p
 hooks). A plugin that fails to import, names something of the wrong kind, clashes with a
 name already taken, or declares a paradigm whose default config does not construct is
 recorded with its error (the registry's `PLUGINS`) and left out: the app starts without it
-and says so. examples/funnel-explorer-example is a
-plugin package; README.md, "Write a plugin", says how.
+and says so. examples/funnel-explorer-example is a plugin package; README.md, "Write a
+plugin", says how.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 
@@ -108,20 +107,28 @@ def register(table: dict, spec: object, kind: type, what: str, *,
     table[spec.name] = spec
 
 
-class LoadedOnce:
-    """The entry points of `group`, handed to `add` on the first `load()` (later calls find
-    them loaded); `plugins` reports each. Re-entrant: a plugin's module, imported while the
-    group loads, may ask for the table it fills (it then sees what has loaded so far: the
-    built-ins, which come first)."""
+class Table:
+    """Things of `kind` by name (`entries`), filled from the entry points of `group` on the
+    first `known()` (later calls find them loaded); `plugins` reports each entry point.
+    Each is checked by `register` (`what`, `reserved`, `callables`). Re-entrant: a plugin's
+    module, imported while the group loads, may ask for the table it fills (it then sees
+    what has loaded so far: the built-ins, which come first)."""
 
-    def __init__(self, group: str, add: Callable[[object], None]) -> None:
-        self.group, self.add = group, add
+    def __init__(self, group: str, kind: type, what: str, *, reserved: tuple[str, ...] = (),
+                 callables: tuple[str, ...] = ()) -> None:
+        self.group, self.kind, self.what = group, kind, what
+        self.reserved, self.callables = reserved, callables
+        self.entries: dict = {}
         self.plugins: list[Plugin] = []
         self._lock, self._loaded = threading.RLock(), False
 
-    def load(self) -> list[Plugin]:
+    def add(self, spec: object) -> None:
+        register(self.entries, spec, self.kind, self.what, reserved=self.reserved,
+                 callables=self.callables)
+
+    def known(self) -> dict:
         with self._lock:
             if not self._loaded:
                 self._loaded = True
                 self.plugins.extend(load(self.group, self.add))
-        return self.plugins
+        return self.entries

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import plugins
+from engine.models.loading import ALIASES
 
 
 @dataclass(frozen=True)
@@ -29,20 +30,13 @@ class EncoderSpec:
     version: str = "1"
 
 
-def add_encoder(spec: object) -> None:
-    """Register a plugin's encoder, refusing what would shadow another."""
-    from engine.models.loading import ALIASES
-
-    plugins.register(ENCODERS, spec, EncoderSpec, "encoder", reserved=ALIASES,
-                     callables=("load",))
-
-
-ENCODERS: dict[str, EncoderSpec] = {}
-_ENTRY_POINTS = plugins.LoadedOnce(plugins.ENCODER_GROUP, add_encoder)
-PLUGINS = _ENTRY_POINTS.plugins
+_TABLE = plugins.Table(plugins.ENCODER_GROUP, EncoderSpec, "encoder", reserved=ALIASES,
+                       callables=("load",))  # an alias's name would shadow the packaged one
+ENCODERS: dict[str, EncoderSpec] = _TABLE.entries
+PLUGINS = _TABLE.plugins
+add_encoder = _TABLE.add  # the registry's for encoders installed after start-up
 
 
 def known_encoders() -> dict[str, EncoderSpec]:
     """The plugins' encoders by name, their entry points loaded on the first call."""
-    _ENTRY_POINTS.load()
-    return ENCODERS
+    return _TABLE.known()

@@ -448,23 +448,19 @@ TRANSFORMERS = Backend("transformers", "the model in this process (torch)",
 OPENAI = Backend("openai", "an OpenAI-compatible server at the reader's endpoint",
                  OpenAIGenerator.capabilities, remote=True, make=_client)
 
-def add_backend(backend: object) -> None:
-    """Register a plugin's (or a built-in) backend, refusing what would break the reader."""
-    plugins.register(BACKENDS, backend, Backend, "backend", reserved=("auto",),
-                     callables=("make",))
-
 
 # the one table of backends, ReaderConfig.backend's choices: the built-ins and the plugins'
 # entry points, loaded through the same code on first use (`known_backends()`)
-BACKENDS: dict[str, Backend] = {}
-_ENTRY_POINTS = plugins.LoadedOnce(plugins.GENERATOR_GROUP, add_backend)
-PLUGINS = _ENTRY_POINTS.plugins
+_TABLE = plugins.Table(plugins.GENERATOR_GROUP, Backend, "backend", reserved=("auto",),
+                       callables=("make",))
+BACKENDS: dict[str, Backend] = _TABLE.entries
+PLUGINS = _TABLE.plugins
+add_backend = _TABLE.add  # the registry's for backends installed after start-up
 
 
 def known_backends() -> dict[str, Backend]:
     """Every generator backend by name, the entry points loaded on the first call."""
-    _ENTRY_POINTS.load()
-    return BACKENDS
+    return _TABLE.known()
 
 
 def backend_named(name: str, endpoint: str = "") -> Backend:
