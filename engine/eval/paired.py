@@ -143,10 +143,7 @@ def every_pair(rows: Sequence[dict], *, resamples: int = RESAMPLES,
                                for d in differences}
     if len(out) > 1:  # several comparisons: Holm-corrected p-values beside the raw ones
         for metric in BINARY:
-            tested = [tests[metric] for tests in out.values()
-                      if tests.get(metric, {}).get("p") is not None]
-            for test, corrected in zip(tested, holm([t["p"] for t in tested]), strict=True):
-                test["p_holm"] = corrected
+            _add_holm([tests[metric] for tests in out.values() if metric in tests])
     return out
 
 
@@ -166,8 +163,11 @@ def correct_across(results: Sequence[dict]) -> None:
     if len(results) < 2:
         return
     for metric in BINARY:
-        tested = [d for r in results for d in r["differences"]
-                  if d["metric"] == metric and d.get("p") is not None]
-        for difference, corrected in zip(tested, holm([d["p"] for d in tested]),
-                                         strict=True):
-            difference["p_holm"] = corrected
+        _add_holm([d for r in results for d in r["differences"] if d["metric"] == metric])
+
+
+def _add_holm(tests: Sequence[dict]) -> None:
+    """Set `p_holm` on each of one metric's tests that has a p, corrected together."""
+    tested = [t for t in tests if t.get("p") is not None]
+    for test, corrected in zip(tested, holm([t["p"] for t in tested]), strict=True):
+        test["p_holm"] = corrected
