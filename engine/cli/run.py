@@ -69,6 +69,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def import_runs(args: argparse.Namespace) -> int:
     """Store TREC run files as an evaluation (engine.eval.imports); nothing is stored when
     any file is refused."""
+    from engine.data.loaders import read_dataset
     from engine.errors import ConfigError
     from engine.eval.imports import imported_runs, read_qrels
     from engine.eval.runner import eval_corpus
@@ -85,8 +86,6 @@ def import_runs(args: argparse.Namespace) -> int:
                               "dense=runs/dense.run.")
         stages.append((stage, file, _read(Path(file))))
     dataset_path = _dataset_path(args.dataset)
-    from engine.data.loaders import read_dataset
-
     dataset = read_dataset(dataset_path)
     corpus = eval_corpus(dataset, args.corpus)
     qrels = read_qrels(_read(Path(args.qrels)), args.qrels) if args.qrels else None
@@ -103,17 +102,21 @@ def import_runs(args: argparse.Namespace) -> int:
         found = {**row(trace), "paradigm": args.label}
         evaluations.add(evaluation, positions[trace.gold.id], [trace], [found])
         rows.append(found)
-    evaluations.finish(evaluation, "done", summarise(rows))
+    summary = summarise(rows)
+    evaluations.finish(evaluation, "done", summary)
     _out(f"stored {len(runs)} runs of {len(stages)} stages as evaluation {evaluation}")
-    print_summary(summarise(rows))
+    print_summary(summary)
     return 0
 
 
 def _read(path: Path) -> str:
+    """A run or qrels file's text (engine's UTF-8 reading: a bad byte named by its line);
+    a file that cannot be opened is refused by name."""
+    from engine.data.loaders.jsonio import read_text
     from engine.errors import ConfigError
 
     try:
-        return path.read_text(encoding="utf-8")
+        return read_text(path)
     except OSError as err:
         raise ConfigError(f"Cannot read {path}: {err.strerror or err}.") from None
 
