@@ -462,9 +462,13 @@ class Explorer:
 
         rows = self._evaluations.rows(evaluation_id)
         traces = self._evaluations.traces(evaluation_id)
-        corpus = self.corpus
-        texts = {d.id: d.text for d in corpus.documents} if corpus is not None else {}
-        files = export_files(traces, fmt, [r["paradigm"] for r in rows], documents=texts.get)
+        by_id = self.corpus.by_id if self.corpus is not None else {}
+
+        def text(doc_id: str) -> str | None:  # looked up, not copied (1M documents)
+            found = by_id.get(doc_id)
+            return found.text if found is not None else None
+
+        files = export_files(traces, fmt, [r["paradigm"] for r in rows], documents=text)
         missing = without_gold(traces)
         note = {"ragchecker": f"{missing} runs without a gold answer left out",
                 "ragas": f"{missing} runs without a gold answer put after the rest"}.get(
