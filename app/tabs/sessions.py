@@ -4,6 +4,7 @@ exported."""
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 import gradio as gr
 
@@ -103,6 +104,28 @@ def build(explorer: Explorer) -> Tab:
             export_button = gr.Button("Export", elem_id="fe-export")
             download = gr.File(label="Export", interactive=False, height=90,
                                elem_id="fe-export-file")
+    with gr.Accordion("Import a pipeline's runs", open=False):
+        gr.Markdown(
+            "Your own pipeline's runs, shown and measured like ours: **OpenInference "
+            "traces** (OTLP/JSON as a collector's file exporter writes it, or Phoenix's "
+            "spans as JSON), each trace a run whose RETRIEVER and RERANKER spans are its "
+            "stages; or **TREC run files** (`qid Q0 docid rank score tag`), one per stage "
+            "in the order they ran, with a `qrels` file if you have one. With a dataset "
+            "the runs become an evaluation (Evaluate, Diagnose, paired against ours); "
+            "without, traces are saved here as runs.")
+        with gr.Row():
+            uploads = gr.File(label="Trace or run files", file_count="multiple",
+                              file_types=[".json", ".jsonl", ".run", ".txt", ".trec"],
+                              height=120, elem_id="fe-import-files", scale=2)
+            with gr.Column(scale=1):
+                dataset = gr.Dropdown(
+                    [("none: save traces as runs", "")] + [
+                        (label, label) for label in explorer.datasets().values()],
+                    value="", label="Dataset the pipeline answered",
+                    info="its gold measures the runs", elem_id="fe-import-dataset")
+                label = gr.Textbox(label="Pipeline name", placeholder="my-pipeline",
+                                   max_length=80, elem_id="fe-import-label")
+                import_button = gr.Button("Import", elem_id="fe-import")
     message = gr.HTML(elem_id="fe-session-message")
     banner = gr.HTML()
     answer = gr.HTML(elem_id="fe-session-answer")
@@ -125,6 +148,8 @@ def build(explorer: Explorer) -> Tab:
                  api_visibility="private")
     export_button.click(partial(export_runs, explorer), [fmt, ids], [download, message],
                         api_visibility="private")
+    import_button.click(partial(import_pipeline, explorer), [uploads, dataset, label],
+                        [message, table], api_visibility="private")
     return Tab(refresh=Refresh(lambda: rows(explorer), [table]), on_load=True)
 
 
@@ -193,3 +218,24 @@ def export_runs(explorer: Explorer, kind, text) -> tuple:
     which = f"runs {text.strip()}" if chosen else "every saved run"
     return str(path), (f"<div class='fe-kept'>Exported {esc(which)} as "
                        f"{esc(EXPORTS[kind])} ({what}).</div>")
+
+
+@refusing(outputs=2)
+def import_pipeline(explorer: Explorer, uploads, dataset, label) -> tuple:
+    """(message, list): the uploaded files stored as an evaluation or as saved runs."""
+    from engine.data.loaders.jsonio import read_text
+
+    paths = [Path(getattr(f, "name", f)) for f in (uploads or [])]
+    if not paths:
+        raise EngineError("Upload trace files or TREC run files first.")
+    files = [(path.name, read_text(path)) for path in paths]
+    imported = explorer.import_pipeline(files, dataset or "", label or "")
+    if imported.evaluation is None:
+        first, last = imported.sessions[0], imported.sessions[-1]
+        where = f"runs {first}–{last}" if first != last else f"run {first}"
+        return (f"<div class='fe-kept'>Saved {imported.runs} traced runs as {where}: type "
+                "an id above and Open it.</div>", rows(explorer))
+    return (f"<div class='fe-kept'>Stored {imported.runs} runs of {esc(dataset)} as "
+            f"evaluation {imported.evaluation}: see it in Evaluate and Diagnose, and pair it "
+            "there with an evaluation of our paradigms on the same dataset.</div>",
+            rows(explorer))

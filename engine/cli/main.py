@@ -1,5 +1,5 @@
 """Command line: `python -m engine corpus-stats | search | formats | build | data | train |
-ask | eval | import-runs | sessions`.
+ask | eval | import-runs | import-traces | sessions`.
 
 The CLI is the one part of the engine that writes to stdout (results) and stderr (errors);
 everything else logs.
@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                     "build": _build, "data": _data,
                     "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate,
                     "import-runs": cli_run.import_runs,
+                    "import-traces": cli_run.import_traces,
                     "sessions": _sessions}
         return commands[args.command](args)
     except EngineError as err:

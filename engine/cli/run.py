@@ -65,17 +65,26 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--db", default="", help="the sessions file (default: sessions.duckdb "
                      "in the data directory)")
 
+    traced = sub.add_parser("import-traces", help="store a pipeline's OpenInference traces "
+                            "(OTLP/JSON or Phoenix's spans) as runs: an evaluation with "
+                            "--dataset, saved sessions without")
+    traced.add_argument("files", nargs="+", metavar="FILE", help="trace files")
+    traced.add_argument("--dataset", default="", help="the QA file the pipeline answered "
+                        "(as eval): its gold measures the runs, stored as an evaluation")
+    traced.add_argument("--label", default="imported", help="the pipeline's name in the "
+                        "tables")
+    traced.add_argument("--db", default="", help="the sessions file (default: "
+                        "sessions.duckdb in the data directory)")
+
 
 def import_runs(args: argparse.Namespace) -> int:
     """Store TREC run files as an evaluation (engine.eval.imports); nothing is stored when
     any file is refused."""
     from engine.data.loaders import read_dataset
     from engine.errors import ConfigError
-    from engine.eval.imports import imported_runs, read_qrels
+    from engine.eval.imports import imported_runs, read_qrels, store_imported
     from engine.eval.runner import eval_corpus
-    from engine.eval.summary import row, summarise
-    from engine.service.evaluation_jobs import code_version
-    from engine.store.evaluations import EvaluationStore
+    from engine.service.datasets import dataset_label
     from engine.store.sessions import SessionStore
 
     stages = []
@@ -90,22 +99,36 @@ def import_runs(args: argparse.Namespace) -> int:
     corpus = eval_corpus(dataset, args.corpus)
     qrels = read_qrels(_read(Path(args.qrels)), args.qrels) if args.qrels else None
     runs = imported_runs(stages, dataset, corpus, qrels, paradigm=args.label)
-    positions = {q.id: i for i, q in enumerate(dataset.questions, start=1)}
-    evaluations = EvaluationStore(SessionStore(args.db or None))
-    evaluation = evaluations.create(
-        dataset=dataset_path.name, questions=len(runs), paradigms=[args.label],
-        configs={args.label: {"imported": [f"{s}={f}" for s, f, _ in stages]}},
-        corpus=corpus.name, corpus_fingerprint=corpus.fingerprint,
-        code_version=code_version(), name=f"{args.label} (imported runs)")
-    rows = []
-    for trace in runs:
-        found = {**row(trace), "paradigm": args.label}
-        evaluations.add(evaluation, positions[trace.gold.id], [trace], [found])
-        rows.append(found)
-    summary = summarise(rows)
-    evaluations.finish(evaluation, "done", summary)
+    evaluation, summary = store_imported(
+        runs, dataset, dataset_label(str(dataset_path)), args.label,
+        [f"{s}={f}" for s, f, _ in stages], SessionStore(args.db or None), corpus)
     _out(f"stored {len(runs)} runs of {len(stages)} stages as evaluation {evaluation}")
     print_summary(summary)
+    return 0
+
+
+def import_traces(args: argparse.Namespace) -> int:
+    """Store a pipeline's OpenInference traces (engine.eval.traces): with a QA file, as an
+    evaluation measured against its gold; without, each run as a saved session. Nothing is
+    stored when any file is refused."""
+    from engine.data.loaders import read_dataset
+    from engine.eval.imports import import_files
+    from engine.service.datasets import dataset_label
+    from engine.store.sessions import SessionStore
+
+    files = [(file, _read(Path(file))) for file in args.files]
+    dataset_path = _dataset_path(args.dataset) if args.dataset else None
+    imported = import_files(
+        files, SessionStore(args.db or None),
+        dataset=read_dataset(dataset_path) if dataset_path else None,
+        dataset_name=dataset_label(str(dataset_path)) if dataset_path else "",
+        label=args.label, corpus=lambda: None)
+    if imported.evaluation is None:
+        first, last = imported.sessions[0], imported.sessions[-1]
+        _out(f"saved {imported.runs} traced runs as sessions {first}-{last}")
+        return 0
+    _out(f"stored {imported.runs} traced runs as evaluation {imported.evaluation}")
+    print_summary(imported.summary)
     return 0
 
 

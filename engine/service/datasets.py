@@ -85,11 +85,17 @@ def check_listed(dataset: str) -> str:
 def dataset_questions(dataset: str) -> tuple[Question, ...]:
     """Every question of a listed dataset (by its name or path), or of a QA file at path
     `dataset` (an upload)."""
+    return dataset_of(dataset).questions
+
+
+def dataset_of(dataset: str) -> Dataset:
+    """A listed dataset (by its name or path) with its documents, or a QA file at path
+    `dataset`."""
     if listed_path(dataset) is not None or not Path(dataset).is_file():
-        return _listed(check_listed(dataset)).questions
+        return _listed(check_listed(dataset))
     from engine.data.loaders import read_dataset
 
-    return read_dataset(dataset).questions
+    return read_dataset(dataset)
 
 
 def dataset_label(dataset: str) -> str:

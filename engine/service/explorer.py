@@ -20,12 +20,14 @@ from typing import NamedTuple
 from engine.cache import sweep_leftovers
 from engine.documents import Corpus, Question
 from engine.errors import ConfigError, EngineError
+from engine.eval.imports import Imported, import_files
 from engine.paradigms.base import Need, Paradigm, check_question
 from engine.paradigms.registry import make_config, parse_config, spec
 from engine.service.annotation import Annotation, JudgedPair
 from engine.service.corpora import IDLE_SECONDS, Corpora, CorpusRow, check_searched
 from engine.service.datasets import (
     dataset_label,
+    dataset_of,
     dataset_questions,
     listed_datasets,
     listed_questions,
@@ -332,6 +334,20 @@ class Explorer:
         return self._runs.export_files(fmt, run_ids)
 
     # --- annotation -----------------------------------------------------------------------
+
+    def import_pipeline(self, files: list[tuple[str, str]], dataset: str = "",
+                        label: str = "") -> Imported:
+        """Store a pipeline's trace files or TREC run files ((name, text); see
+        engine.eval.imports.import_files): with `dataset` (a listed one or a QA file) as an
+        evaluation beside the paradigms', without as saved sessions. TREC docids name the
+        start-up corpus's documents or the dataset's own."""
+        from engine.eval.runner import eval_corpus
+
+        chosen = dataset_of(dataset) if str(dataset or "").strip() else None
+        return import_files(files, self._runs, dataset=chosen,
+                            dataset_name=dataset_label(dataset) if chosen else "",
+                            label=label, corpus=lambda: eval_corpus(chosen,
+                                                                    self.corpus_spec()))
 
     def judged_pairs(self, trace: RunTrace) -> list[JudgedPair]:
         """The selection classifier's judged pairs of a drrag trace, in labelling order."""

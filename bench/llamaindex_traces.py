@@ -1,0 +1,144 @@
+"""Traces of another framework's RAG pipeline, made by its real OpenInference instrumentation.
+
+The pipeline is a LlamaIndex query engine as a user would write it: LlamaIndex's BM25
+retriever (top 10) over a QA file's paragraphs (one node each, the title in its metadata),
+its SentenceTransformerRerank with the pre-ranker trained here (top 4), and an LLM behind
+llama.cpp's OpenAI-compatible server (the packaged SmolLM2 GGUF, started by this script).
+`openinference-instrumentation-llama-index` traces every query; the spans are written as
+OTLP/JSON lines (one ExportTraceServiceRequest per question, ids in hex), the file an
+OpenTelemetry collector's file exporter writes. `funnel-engine import-traces` and the app's
+Sessions tab read them back as runs (engine.eval.traces).
+
+Run once, with the environment's python (its pins are not ours; it sees our packages):
+    python -m venv --system-site-packages .venvs/llamaindex
+    .venvs/llamaindex/bin/pip install llama-index-core==0.14.25 \
+        llama-index-retrievers-bm25==0.8.0 llama-index-llms-openai-like==0.8.1 \
+        openinference-instrumentation-llama-index==4.6.1 opentelemetry-sdk==1.45.2 \
+        opentelemetry-exporter-otlp-proto-common==1.45.2
+    .venvs/llamaindex/bin/python -m bench.llamaindex_traces \
+        --dataset hotpotqa/train100.json --limit 5 \
+        --out tests/data/llamaindex_train100.otlp.jsonl
+
+It needs llama.cpp's server in its own environment (FUNNEL_LLAMA_SERVER_PYTHON, as
+tests/test_llama_server.py) and the trained pre-ranker (`python -m engine train preranker`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from bench.common import ROOT
+from bench.phoenix_traces import free_port
+
+SERVER_PYTHON = Path(os.environ.get("FUNNEL_LLAMA_SERVER_PYTHON",
+                                    ROOT / ".venvs" / "llama-server" / "bin" / "python"))
+
+
+def start_llama_server() -> tuple[subprocess.Popen, str]:
+    from engine.models.packaged import smollm2_gguf_path
+
+    port = free_port()
+    server = subprocess.Popen([str(SERVER_PYTHON), "-m", "llama_cpp.server", "--model",
+                               str(smollm2_gguf_path()), "--model_alias", "smollm2-gguf",
+                               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+                               "--n_threads", "2"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=2):
+                return server, url
+        except OSError:
+            time.sleep(0.5)
+    server.terminate()
+    raise SystemExit("llama.cpp's server did not answer in 120 s")
+
+
+def query_engine(dataset, llm_url: str):
+    """LlamaIndex's BM25 -> cross-encoder rerank -> LLM query engine over `dataset`'s
+    paragraphs."""
+    from llama_index.core.postprocessor import SentenceTransformerRerank
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.schema import TextNode
+    from llama_index.llms.openai_like import OpenAILike
+    from llama_index.retrievers.bm25 import BM25Retriever
+
+    from engine.models.trained import PRERANKER, trained_folder
+
+    folder = trained_folder(PRERANKER)
+    if folder is None:
+        raise SystemExit("train the pre-ranker first: python -m engine train preranker")
+    nodes = [TextNode(text=doc.text, metadata={"title": doc.title}) for doc in dataset.documents]
+    retriever = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=10)
+    rerank = SentenceTransformerRerank(model=str(folder), top_n=4, device="cpu")
+    llm = OpenAILike(model="smollm2-gguf", api_base=llm_url, api_key="none",
+                     is_chat_model=True, context_window=2048, max_tokens=32, temperature=0.0)
+    return RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=[rerank],
+                                          response_mode="compact")
+
+
+def _hex_ids(node: object) -> object:
+    """protobuf's JSON writes ids as base64; OTLP/JSON writes them as hex."""
+    if isinstance(node, dict):
+        return {key: (base64.b64decode(value).hex() if key in ("traceId", "spanId",
+                                                                 "parentSpanId") else
+                      _hex_ids(value)) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_hex_ids(value) for value in node]
+    return node
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", default="hotpotqa/train100.json",
+                        help="a QA file under the shared data folder, or its path")
+    parser.add_argument("--limit", type=int, default=5, help="first N questions")
+    parser.add_argument("--out", required=True, help="the OTLP/JSON lines file to write")
+    args = parser.parse_args()
+
+    from google.protobuf.json_format import MessageToDict
+    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from engine.cli.run import _dataset_path
+    from engine.data.loaders import read_dataset
+
+    dataset = read_dataset(_dataset_path(args.dataset))
+    spans = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "llamaindex-rag"}))
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    LlamaIndexInstrumentor().instrument(tracer_provider=provider)
+    server, url = start_llama_server()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        engine = query_engine(dataset, url)
+        with out.open("w", encoding="utf-8") as lines:
+            for question in dataset.questions[:args.limit]:
+                started = time.perf_counter()
+                answer = engine.query(question.text)
+                request = MessageToDict(encode_spans(spans.get_finished_spans()))
+                spans.clear()
+                lines.write(json.dumps(_hex_ids(request), ensure_ascii=False) + "\n")
+                print(f"{time.perf_counter() - started:5.1f} s  {question.text[:60]!r} -> "
+                      f"{str(answer).strip()[:40]!r}")
+    finally:
+        server.terminate()
+        server.wait(30)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

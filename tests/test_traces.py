@@ -1,0 +1,154 @@
+"""A user's own pipeline in, from its OpenInference traces: our runs sent as spans come back
+as the same runs; traces of a real LlamaIndex pipeline (made by its OpenInference
+instrumentation, bench/llamaindex_traces.py) become runs with gold tracking; files that are
+not traces are refused by line and field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.documents import Dataset, Question
+from engine.errors import DataFormatError
+from engine.eval.traces import read_spans, traced_runs
+from tests.fakes import gold_run, ranked_stage
+
+LLAMAINDEX = Path(__file__).parent / "data" / "llamaindex_train100.otlp.jsonl"
+GOLD = Question("q1", "Who painted A Sunday Afternoon?", answers=("Georges Seurat",),
+                supporting_titles=("Georges Seurat", "A Sunday Afternoon"))
+
+
+def _otlp_json(*runs) -> str:
+    """`runs` as the OTLP/JSON request the SDK's exporter would send (protobuf's JSON
+    mapping: ids in base64), through engine.service.otel as the app sends them."""
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from engine.service.otel import Tracing
+
+    exporter = InMemorySpanExporter()
+    tracing = Tracing("unused", exporter=exporter)
+    for run in runs:
+        tracing.send(run)
+    return json.dumps(MessageToDict(encode_spans(exporter.get_finished_spans())))
+
+
+def _ours() -> tuple:
+    first = ranked_stage("first", ("Paul Signac", "He painted dots."),
+                         ("Georges Seurat", "Georges Seurat painted it."),
+                         ("A Sunday Afternoon", "A painting."))
+    return (gold_run(GOLD, first, ranked_stage("kept", ("Georges Seurat", "Georges Seurat "
+                                                        "painted it.")), paradigm="mine"),
+            gold_run(GOLD, first, said="Paul Signac", paradigm="other"))
+
+
+def test_our_runs_sent_as_spans_come_back_as_the_same_runs_and_measures():
+    ours = _ours()
+    dataset = Dataset("qa", "test", (GOLD,), ())
+    back = traced_runs([("ours.json", _otlp_json(*ours))], dataset, label="back")
+    assert len(back) == 2
+    for sent, run in zip(ours, back, strict=True):
+        assert (run.question, run.answer, run.paradigm) == (sent.question, sent.answer, "back")
+        assert [s.name for s in run.stages] == [s.name for s in sent.stages]
+        for a, b in zip(sent.stages, run.stages, strict=True):
+            assert [(c.unit.id, c.unit.doc_ids, c.score) for c in a.candidates] == [
+                (c.unit.id, c.unit.doc_ids, pytest.approx(c.score)) for c in b.candidates]
+            assert b.seconds == pytest.approx(a.seconds, abs=1e-6)
+        assert [(s.prompt_tokens, s.output_tokens) for s in run.llm_steps] == [(10, 2)]
+        assert run.metrics == pytest.approx(sent.metrics)
+    assert back[1].metrics["EM"] == 0.0 and back[0].metrics["EM"] == 1.0
+
+
+def test_phoenixs_nested_spans_read_as_the_collectors_flat_ones():
+    """Phoenix's client returns a span's attributes nested (retrieval -> documents -> [0]
+    -> document -> id) and its times as ISO strings; both spellings give one run."""
+    request = json.loads(_otlp_json(_ours()[0]))
+    phoenix = []
+    for span in request["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        nested: dict = {}
+        for item in span["attributes"]:
+            node, parts = nested, item["key"].split(".")
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = next(iter(item["value"].values()))
+        phoenix.append({"name": span["name"], "context": {"trace_id": span["traceId"],
+                                                          "span_id": span["spanId"]},
+                        "parent_id": span.get("parentSpanId"),
+                        "span_kind": nested["openinference"]["span"]["kind"],
+                        "start_time": "2026-11-26T10:00:00+00:00",
+                        "end_time": "2026-11-26T10:00:01.5+00:00", "attributes": nested})
+    (flat,) = traced_runs([("a.json", json.dumps(request))])
+    (run,) = traced_runs([("phoenix.jsonl", "\n".join(map(json.dumps, phoenix)))])
+    assert [[c.unit.id for c in s.candidates] for s in run.stages] == [
+        [c.unit.id for c in s.candidates] for s in flat.stages]
+    assert run.stages[0].seconds == 1.5 and run.answer == flat.answer
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("", "the file is empty"),
+    ('{"resourceSpans": []}\nnot json\n', "line 2: not JSON"),
+    ('{"spans": []}\n', "line 1: neither an OTLP request"),
+    ('{"context": {"span_id": "ab"}, "name": "x"}\n{"x": 1}\n',
+     "line 1: field 'trace_id': missing"),
+    ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "01", "spanId": "02", '
+     '"startTimeUnixNano": "soon"}]}]}]}', "field 'startTimeUnixNano': 'soon' is not a time"),
+])
+def test_a_file_that_is_not_traces_is_refused_by_line_and_field(text, error):
+    with pytest.raises(DataFormatError, match=error):
+        read_spans(text, "traces.jsonl")
+
+
+def test_a_trace_without_a_retriever_is_refused_by_its_trace_id():
+    span = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+            "name": "chat", "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+            "attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
+                           {"key": "input.value", "value": {"stringValue": "Hi?"}}]}
+    text = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+    with pytest.raises(DataFormatError, match="trace 0af7651916cd43dd8448eb211c80319c "
+                                              r"\('chat'\) has no RETRIEVER or RERANKER"):
+        traced_runs([("chat.json", text)])
+
+
+def test_the_cli_stores_traces_as_an_evaluation_or_as_sessions(tmp_path, capsys):
+    """`funnel-engine import-traces FILE --dataset QA`: one evaluation of the traced runs
+    at their questions' positions; without --dataset, saved sessions; a question the QA
+    file lacks stores nothing."""
+    from engine.cli.main import main
+    from engine.store.evaluations import EvaluationStore
+    from engine.store.sessions import SessionStore
+
+    other = Question("q2", "Which river flows through Budapest?", answers=("Danube",),
+                     supporting_titles=("Danube",))
+    second = gold_run(other, ranked_stage("first", ("Danube", "The Danube flows there.")),
+                      said="Danube", paradigm="mine")
+    traces = tmp_path / "traces.json"
+    traces.write_text(_otlp_json(_ours()[0], second))
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("\n".join(json.dumps({
+        "question_id": q.id, "question_text": q.text,
+        "answers_objects": [{"spans": list(q.answers)}],
+        "contexts": [{"id": "0", "title": q.supporting_titles[0], "is_supporting": True,
+                      "paragraph_text": q.answers[0]}]}) for q in (other, GOLD)))
+    db = tmp_path / "s.duckdb"
+    assert main(["import-traces", str(traces), "--dataset", str(qa), "--db", str(db),
+                 "--label", "llamaindex"]) == 0
+    assert "stored 2 traced runs as evaluation 1" in capsys.readouterr().out
+    store = SessionStore(db)
+    evaluations = EvaluationStore(store)
+    assert [(r["question_id"], r["paradigm"]) for r in evaluations.rows(1)] == [
+        ("q2", "llamaindex"), ("q1", "llamaindex")]  # the QA file's order
+    assert evaluations.trace(1, 1, "llamaindex").metrics["AR@first"] == 1.0
+    store.close()
+
+    assert main(["import-traces", str(traces), "--db", str(db)]) == 0
+    assert "saved 2 traced runs as sessions 1-2" in capsys.readouterr().out
+
+    qa.write_text(qa.read_text().splitlines()[0])  # Budapest only
+    assert main(["import-traces", str(traces), "--dataset", str(qa), "--db", str(db)]) == 2
+    assert "1 of 2 traced questions are not in" in capsys.readouterr().err
+    store = SessionStore(db)
+    assert len(EvaluationStore(store).list()) == 1 and len(store.list()) == 2
+    store.close()
