@@ -2,7 +2,9 @@
 
 The pipeline is a LlamaIndex query engine as a user would write it: LlamaIndex's BM25
 retriever (top 10) over a QA file's paragraphs (one node each, the title in its metadata),
-its SentenceTransformerRerank with the pre-ranker trained here (top 4), and an LLM behind
+its SentenceTransformerRerank with the pre-ranker trained here (top 4; the integration
+package's, which reports its input and output nodes: llama-index-core's own copy traces as a
+bare CHAIN span without them), and an LLM behind
 llama.cpp's OpenAI-compatible server (the packaged SmolLM2 GGUF, started by this script).
 `openinference-instrumentation-llama-index` traces every query; the spans are written as
 OTLP/JSON lines (one ExportTraceServiceRequest per question, ids in hex), the file an
@@ -13,6 +15,7 @@ Run once, with the environment's python (its pins are not ours; it sees our pack
     python -m venv --system-site-packages .venvs/llamaindex
     .venvs/llamaindex/bin/pip install llama-index-core==0.14.25 \
         llama-index-retrievers-bm25==0.8.0 llama-index-llms-openai-like==0.8.1 \
+        llama-index-postprocessor-sbert-rerank==0.6.0 \
         openinference-instrumentation-llama-index==4.6.1 opentelemetry-sdk==1.45.2 \
         opentelemetry-exporter-otlp-proto-common==1.45.2
     .venvs/llamaindex/bin/python -m bench.llamaindex_traces \
@@ -65,10 +68,10 @@ def start_llama_server() -> tuple[subprocess.Popen, str]:
 def query_engine(dataset, llm_url: str):
     """LlamaIndex's BM25 -> cross-encoder rerank -> LLM query engine over `dataset`'s
     paragraphs."""
-    from llama_index.core.postprocessor import SentenceTransformerRerank
     from llama_index.core.query_engine import RetrieverQueryEngine
     from llama_index.core.schema import TextNode
     from llama_index.llms.openai_like import OpenAILike
+    from llama_index.postprocessor.sbert_rerank import SentenceTransformerRerank
     from llama_index.retrievers.bm25 import BM25Retriever
 
     from engine.models.trained import PRERANKER, trained_folder

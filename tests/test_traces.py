@@ -12,7 +12,7 @@ import pytest
 
 from engine.documents import Dataset, Question
 from engine.errors import DataFormatError
-from engine.eval.traces import read_spans, traced_runs
+from engine.eval.traces import read_spans, traced_runs, unmatched
 from tests.fakes import gold_run, ranked_stage
 
 LLAMAINDEX = Path(__file__).parent / "data" / "llamaindex_train100.otlp.jsonl"
@@ -152,3 +152,34 @@ def test_the_cli_stores_traces_as_an_evaluation_or_as_sessions(tmp_path, capsys)
     store = SessionStore(db)
     assert len(EvaluationStore(store).list()) == 1 and len(store.list()) == 2
     store.close()
+
+
+def test_a_real_llamaindex_pipelines_traces_become_funnels_with_gold_tracking():
+    """Five train100 questions through LlamaIndex's BM25 retriever (10), its
+    SentenceTransformerRerank (4) and an LLM behind llama.cpp's server, traced by
+    openinference-instrumentation-llama-index (bench/llamaindex_traces.py made the file)."""
+    from engine.data.loaders import read_dataset
+    from engine.paths import shared_data_dir
+
+    dataset = read_dataset(shared_data_dir() / "hotpotqa" / "train100.json")
+    runs = traced_runs([(LLAMAINDEX.name, LLAMAINDEX.read_text(encoding="utf-8"))], dataset,
+                       label="llamaindex")
+    assert [r.question for r in runs] == [q.text for q in dataset.questions[:5]]
+    assert unmatched(runs) == []
+    for run in runs:
+        retrieve, rerank = run.stages  # the folded _retrieve and the CHAIN spans are no stages
+        assert (retrieve.name, rerank.name) == ("BM25Retriever", "SentenceTransformerRerank")
+        assert (len(retrieve.candidates), rerank.n_in, len(rerank.candidates)) == (10, 10, 4)
+        assert rerank.settings["top_k"] == 4
+        # the reranker kept 4 of the retriever's nodes, rescored
+        assert {c.unit.id for c in rerank.candidates} <= {c.unit.id for c in retrieve.candidates}
+        assert [c.score for c in rerank.candidates] == sorted(
+            (c.score for c in rerank.candidates), reverse=True)
+        (call,) = run.llm_steps  # the model's one call, not its predict/chat wrappers
+        assert call.model == "smollm2-gguf" and call.prompt_tokens > 100
+        assert run.question in call.prompt and call.output.strip() == run.answer
+        # gold by the nodes' metadata titles: the dataset's supporting documents
+        assert 0.0 <= run.metrics["gold_doc_recall@SentenceTransformerRerank"] <= \
+            run.metrics["gold_doc_recall@BM25Retriever"]
+        assert "nDCG@10@BM25Retriever" in run.metrics and "EM" in run.metrics
+    assert sum(r.metrics["gold_doc_recall@BM25Retriever"] for r in runs) >= 3

@@ -16,7 +16,8 @@ answer; each RETRIEVER span a stage of the documents it returned
 (`retrieval.documents.N.document.{id,score,content,metadata}`), each RERANKER span a stage
 of its output documents (`reranker.output_documents`; the input documents' count is its
 `n_in`), in the order they started, a span inside another of the same kind (LlamaIndex's
-`retrieve` around `_retrieve`) folded into it; each LLM span a reader call with its prompt,
+`retrieve` around `_retrieve`) folded into it; each innermost LLM span (the call the model
+answered, inside a framework's `predict` and `chat` wrappers) a reader call with its prompt,
 output, model and token counts. A document counts as part of the documents its metadata
 names (`documents`, as this engine writes), else of the one its metadata `title` names
 (QA files name supporting documents by title), else of its own id: that is what gold
@@ -43,6 +44,8 @@ RETRIEVER, RERANKER, LLM = "RETRIEVER", "RERANKER", "LLM"
 KIND = "openinference.span.kind"
 # a framework's retrievers return chunks; this engine's own spans say what they ranked
 PASSAGES, GRANULARITIES = "passages", ("clusters", "documents", "passages")
+DOCUMENT_LISTS = ("retrieval.documents.", "reranker.output_documents.",
+                  "reranker.input_documents.")
 FORMAT_FIX = ("give OTLP/JSON (a collector's file exporter: 'resourceSpans' per line) or "
               "Phoenix's spans (Client().spans.get_spans, as JSON)")
 
@@ -228,11 +231,18 @@ def _run(spans: list[Span], name: str, label: str) -> tuple[float, RunTrace]:
     root = min(roots, key=lambda s: s.start)
     where = f"trace {root.trace_id}"
     parents = {s.span_id: s for s in spans}
+    wrapping = {(parents[s.parent_id].span_id, s.kind) for s in spans
+                if s.parent_id in parents and parents[s.parent_id].kind == s.kind}
+    ranking = [s for s in spans if s.kind in (RETRIEVER, RERANKER)]
+    # of nested spans of one kind, the outermost that lists documents is the stage
+    listing = {s.span_id for s in ranking if any(k.startswith(DOCUMENT_LISTS)
+                                                 for k in s.attributes)} or {
+        s.span_id for s in ranking}
     stages, steps = [], []
     for span in sorted(spans, key=lambda s: (s.start, -s.end)):
-        if span.kind in (RETRIEVER, RERANKER) and not _inside_same_kind(span, parents):
+        if span.span_id in listing and not _inside_same_kind(span, parents, listing):
             stages.append(_stage(span, [s.name for s in stages]))
-        elif span.kind == LLM and not _inside_same_kind(span, parents):
+        elif span.kind == LLM and (span.span_id, LLM) not in wrapping:
             steps.append(_llm_step(span))
     if not stages:
         raise DataFormatError(name, f"{where} ({root.name!r}) has no RETRIEVER or RERANKER "
@@ -255,10 +265,11 @@ def _run(spans: list[Span], name: str, label: str) -> tuple[float, RunTrace]:
     return root.start, run
 
 
-def _inside_same_kind(span: Span, parents: dict[str, Span]) -> bool:
+def _inside_same_kind(span: Span, parents: dict[str, Span], among: set[str]) -> bool:
+    """Whether an ancestor of `span` in `among` is of its kind."""
     parent = parents.get(span.parent_id)
     while parent is not None:
-        if parent.kind == span.kind:
+        if parent.kind == span.kind and parent.span_id in among:
             return True
         parent = parents.get(parent.parent_id)
     return False
@@ -275,12 +286,22 @@ def _stage(span: Span, taken: list[str]) -> StageResult:
         n_in = len(_documents(attrs, "reranker.input_documents")) or len(candidates)
         settings = {key.removeprefix("reranker."): attrs[key]
                     for key in ("reranker.model_name", "reranker.top_k") if key in attrs}
-    name, n = span.name or span.kind.lower(), 2
+    base = _stage_name(span)
+    name, n = base, 2
     while name in taken:
-        name, n = f"{span.name or span.kind.lower()} {n}", n + 1
+        name, n = f"{base} {n}", n + 1
     granularity = candidates[0].unit.granularity if candidates else PASSAGES
     return StageResult(name, granularity, n_in, tuple(candidates), span.seconds,
                        settings={"span kind": span.kind, **settings})
+
+
+def _stage_name(span: Span) -> str:
+    """A span's name as a stage's: a method's span (LlamaIndex's
+    "SentenceTransformerRerank._postprocess_nodes") by its class."""
+    owner, dot, method = span.name.partition(".")
+    if dot and owner.isidentifier() and method.isidentifier():
+        return owner
+    return span.name or span.kind.lower()
 
 
 def _documents(attrs: dict[str, Any], prefix: str) -> list[Candidate]:
