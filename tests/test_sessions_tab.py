@@ -59,3 +59,26 @@ def test_export_names_what_it_exported(explorer):
     with zipfile.ZipFile(path) as archive:
         assert "qrels.txt" in archive.namelist() and any(
             name.endswith(".run") for name in archive.namelist())
+
+
+def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, tmp_path):
+    """Trace files uploaded without a dataset become saved runs; each opens like ours.
+    Files that are not traces are refused by name and line, nothing saved."""
+    from tests.test_traces import LLAMAINDEX
+
+    message, listed = sessions.import_pipeline(explorer, [str(LLAMAINDEX)], "", "li")
+    assert "Saved 5 traced runs as runs 1–5" in message and len(listed) == 5
+    assert [r.paradigm for r in explorer.saved_runs()] == ["li"] * 5
+    _, _, answer, funnel, _, _, tables = sessions.open_run(explorer, "1")
+    assert "BM25Retriever" in tables and "SentenceTransformerRerank" in tables
+    assert list(funnel.data[0].y) == ["BM25Retriever (passages)",
+                                      "SentenceTransformerRerank (passages)"]
+    assert [list(bar.x) for bar in funnel.data[:2]] == [[10, 10], [10, 4]]  # in, kept
+
+    bad = tmp_path / "spans.jsonl"
+    bad.write_text('{"resourceSpans": []}\n{"oops"\n')
+    message, _ = sessions.import_pipeline(explorer, [str(bad)], "", "li")
+    assert "spans.jsonl, line 2: not JSON" in message
+    message, _ = sessions.import_pipeline(explorer, None, "", "")
+    assert "Upload trace files" in message
+    assert len(explorer.saved_runs()) == 5
