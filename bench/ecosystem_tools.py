@@ -10,6 +10,9 @@ then:
   ranx 0.3.21 (.venvs/ranx)   nDCG@10, MRR, Recall@4 and P@4 of every stage's run file
   ir_measures (ours)          the same through trec_eval's code (pytrec_eval), and the means
                               of the metrics the runs carry
+  RAGChecker 0.1.9            its loader (RAGResults.from_json) on our ragchecker file: every
+  (.venvs/ragchecker)         run a result with its own query_id, gold answer and passages
+                              (its metrics need an LLM to extract claims: none here)
 
     python -m bench.ecosystem_tools [--traces data/bench/funnel_vs_flat_traces.jsonl]
 
@@ -18,6 +21,8 @@ langchain-community 0.4 removed, and its string metric needs rapidfuzz):
     python -m venv .venvs/ragas && .venvs/ragas/bin/pip install ragas==0.4.3 \
         "langchain-community==0.3.31" rapidfuzz==3.14.3
     python -m venv .venvs/ranx && .venvs/ranx/bin/pip install ranx==0.3.21
+    python -m venv --system-site-packages .venvs/ragchecker && \
+        .venvs/ragchecker/bin/pip install ragchecker==0.1.9
 """
 
 from __future__ import annotations
@@ -63,6 +68,17 @@ for path in sys.argv[2:]:
 print(json.dumps(out))
 """
 
+RAGCHECKER = """
+import json, sys
+from ragchecker import RAGResults
+with open(sys.argv[1], encoding="utf-8") as f:
+    results = RAGResults.from_json(f.read()).results
+ids = [r.query_id for r in results]
+print(json.dumps({"results": len(results), "unique query ids": len(set(ids)),
+                  "with a gold answer": sum(bool(r.gt_answer) for r in results),
+                  "retrieved passages": sum(len(r.retrieved_context) for r in results)}))
+"""
+
 MEASURES = {"nDCG@10": "ndcg@10", "RR": "mrr", "R@4": "recall@4", "P@4": "precision@4"}
 
 
@@ -90,7 +106,7 @@ def main() -> None:
     shipped = {d.id: d.text for d in
                read_dataset(shared_data_dir() / "hotpotqa" / "dev500_contexts.jsonl").documents}
     folder = Path(tempfile.mkdtemp(prefix="ecosystem-"))
-    for fmt in ("ragas", "trec"):
+    for fmt in ("ragas", "trec", "ragchecker"):
         for name, text in export_files(traces, fmt, documents=shipped.get).items():
             (folder / name).write_text(text, encoding="utf-8")
     paradigms = list(dict.fromkeys(t.paradigm for t in traces))
@@ -131,6 +147,13 @@ def main() -> None:
                          f"{theirs:.4f}"])
     print("\nTREC files per stage: our runs' means, ir_measures (trec_eval) and ranx:")
     print(markdown_table(["run", "measure", "ours", "ir_measures", "ranx"], rows))
+
+    (checker,) = folder.glob("*.json")
+    loaded = in_venv("ragchecker", RAGCHECKER, str(checker))
+    sent = sum(len(t.read) for t in traces)
+    report["ragchecker"] = {**loaded, "runs": len(traces), "passages read": sent}
+    print(f"\nRAGChecker's loader (RAGResults.from_json) on our {checker.name}: {loaded}; "
+          f"we wrote {len(traces)} runs reading {sent} passages")
     print(f"\nsaved {save('ecosystem_tools', report)}; files in {folder}")
 
 

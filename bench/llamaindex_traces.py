@@ -8,8 +8,10 @@ bare CHAIN span without them), and an LLM behind
 llama.cpp's OpenAI-compatible server (the packaged SmolLM2 GGUF, started by this script).
 `openinference-instrumentation-llama-index` traces every query; the spans are written as
 OTLP/JSON lines (one ExportTraceServiceRequest per question, ids in hex), the file an
-OpenTelemetry collector's file exporter writes. `funnel-engine import-traces` and the app's
-Sessions tab read them back as runs (engine.eval.traces).
+OpenTelemetry collector's file exporter writes; with `--phoenix-out` the same spans also go
+to a real Phoenix, and what Phoenix's client reads back (`spans.get_spans`) is written too:
+the two spellings of one set of runs. `funnel-engine import-traces` and the app's Sessions
+tab read either back as runs (engine.eval.traces).
 
 Run once, with the environment's python (its pins are not ours; it sees our packages):
     python -m venv --system-site-packages .venvs/llamaindex
@@ -19,8 +21,9 @@ Run once, with the environment's python (its pins are not ours; it sees our pack
         openinference-instrumentation-llama-index==4.6.1 opentelemetry-sdk==1.45.2 \
         opentelemetry-exporter-otlp-proto-common==1.45.2
     .venvs/llamaindex/bin/python -m bench.llamaindex_traces \
-        --dataset hotpotqa/train100.json --limit 5 \
-        --out tests/data/llamaindex_train100.otlp.jsonl
+        --dataset hotpotqa/train100.json --limit 3 \
+        --out tests/data/llamaindex_train100.otlp.jsonl \
+        --phoenix-out tests/data/llamaindex_train100.phoenix.json
 
 It needs llama.cpp's server in its own environment (FUNNEL_LLAMA_SERVER_PYTHON, as
 tests/test_llama_server.py) and the trained pre-ranker (`python -m engine train preranker`).
@@ -33,12 +36,15 @@ import base64
 import json
 import os
 import subprocess
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 from bench.common import ROOT
-from bench.phoenix_traces import free_port
+from bench.phoenix_traces import READ_BACK, free_port, start_phoenix
+
+PROJECT = "llamaindex-rag"
 
 SERVER_PYTHON = Path(os.environ.get("FUNNEL_LLAMA_SERVER_PYTHON",
                                     ROOT / ".venvs" / "llama-server" / "bin" / "python"))
@@ -105,6 +111,10 @@ def main() -> None:
                         help="a QA file under the shared data folder, or its path")
     parser.add_argument("--limit", type=int, default=5, help="first N questions")
     parser.add_argument("--out", required=True, help="the OTLP/JSON lines file to write")
+    parser.add_argument("--phoenix-out", default="",
+                        help="also send the spans to a Phoenix started here (.venvs/phoenix, "
+                             "as bench.phoenix_traces) and write the spans its client reads "
+                             "back to this JSON file: Phoenix's own export of the same runs")
     args = parser.parse_args()
 
     from google.protobuf.json_format import MessageToDict
@@ -120,8 +130,16 @@ def main() -> None:
 
     dataset = read_dataset(_dataset_path(args.dataset))
     spans = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": "llamaindex-rag"}))
+    provider = TracerProvider(resource=Resource.create({
+        "service.name": PROJECT, "openinference.project.name": PROJECT}))
     provider.add_span_processor(SimpleSpanProcessor(spans))
+    phoenix = None
+    if args.phoenix_out:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        phoenix, phoenix_url = start_phoenix(tempfile.mkdtemp(prefix="phoenix-"))
+        provider.add_span_processor(SimpleSpanProcessor(
+            OTLPSpanExporter(f"{phoenix_url}/v1/traces")))
     LlamaIndexInstrumentor().instrument(tracer_provider=provider)
     server, url = start_llama_server()
     out = Path(args.out)
@@ -137,9 +155,21 @@ def main() -> None:
                 lines.write(json.dumps(_hex_ids(request), ensure_ascii=False) + "\n")
                 print(f"{time.perf_counter() - started:5.1f} s  {question.text[:60]!r} -> "
                       f"{str(answer).strip()[:40]!r}")
+        if phoenix is not None:
+            time.sleep(3)  # Phoenix writes what it received in batches
+            python = ROOT / ".venvs" / "phoenix" / "bin" / "python"
+            read = subprocess.run([str(python), "-c", READ_BACK, phoenix_url, PROJECT],
+                                  capture_output=True, text=True, timeout=300, check=True)
+            found = json.loads(read.stdout.strip().splitlines()[-1])
+            Path(args.phoenix_out).write_text(json.dumps(found, ensure_ascii=False),
+                                              encoding="utf-8")
+            print(f"wrote {args.phoenix_out}: {len(found)} spans read back from Phoenix")
     finally:
         server.terminate()
         server.wait(30)
+        if phoenix is not None:
+            phoenix.terminate()
+            phoenix.wait(30)
     print(f"wrote {out}")
 
 

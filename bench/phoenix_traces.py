@@ -27,9 +27,17 @@ import urllib.request
 from dataclasses import replace
 
 from bench.common import ROOT, save
+from engine.eval.traces import traced_runs
 from engine.paradigms.base import annotate
 from engine.paths import data_dir
-from engine.service.otel import PROJECT, Tracing, emit, llm_attributes, stage_attributes
+from engine.service.otel import (
+    MAX_DOCUMENTS,
+    PROJECT,
+    Tracing,
+    emit,
+    llm_attributes,
+    stage_attributes,
+)
 from engine.trace import RunTrace
 
 READ_BACK = """
@@ -133,6 +141,17 @@ def main() -> None:
             matched += kind_ok and same
     checks["spans whose kind, document ids and scores and token counts match"] = (
         f"{matched} of {len(sent)}")
+    # and Phoenix's export read back as runs (engine.eval.traces, as import-traces reads it)
+    back = traced_runs([("phoenix", json.dumps(spans))])
+    by_question = {(run.question, run.config["root"]): run for run in back}
+    same = 0
+    for trace in traces:
+        run = by_question.get((trace.question, f"{trace.paradigm}: run"))
+        same += run is not None and [[(c.unit.id, round(c.score, 6)) for c in s.candidates]
+                                     for s in run.stages] == [
+            [(c.unit.id, round(c.score, 6)) for c in s.candidates[:MAX_DOCUMENTS]]
+            for s in trace.stages] and run.answer == trace.answer
+    checks["runs read back from Phoenix's export as the runs sent"] = f"{same} of {len(traces)}"
     checks["making one run's spans (ms)"] = round(per_run_ms, 2)
     for key, value in checks.items():
         print(f"{key:70} {value}")

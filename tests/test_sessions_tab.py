@@ -67,8 +67,8 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     from tests.test_traces import LLAMAINDEX
 
     message, listed = sessions.import_pipeline(explorer, [str(LLAMAINDEX)], "", "li")
-    assert "Saved 5 traced runs as runs 1–5" in message and len(listed) == 5
-    assert [r.paradigm for r in explorer.saved_runs()] == ["li"] * 5
+    assert "Saved 3 traced runs as runs 1–3" in message and len(listed) == 3
+    assert [r.paradigm for r in explorer.saved_runs()] == ["li"] * 3
     _, _, answer, funnel, _, _, tables = sessions.open_run(explorer, "1")
     assert "BM25Retriever" in tables and "SentenceTransformerRerank" in tables
     assert list(funnel.data[0].y) == ["BM25Retriever (passages)",
@@ -81,4 +81,4 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     assert "spans.jsonl, line 2: not JSON" in message
     message, _ = sessions.import_pipeline(explorer, None, "", "")
     assert "Upload trace files" in message
-    assert len(explorer.saved_runs()) == 5
+    assert len(explorer.saved_runs()) == 3

@@ -309,22 +309,28 @@ def _documents(attrs: dict[str, Any], prefix: str) -> list[Candidate]:
     for key, value in attrs.items():
         if key.startswith(prefix + "."):
             index, _, field = key[len(prefix) + 1:].partition(".")
-            if index.isdigit():
-                found.setdefault(int(index), {})[field.removeprefix("document.")] = value
+            if not index.isdigit():
+                continue
+            doc = found.setdefault(int(index), {"metadata": {}})
+            field = field.removeprefix("document.")
+            if field.startswith("metadata."):  # Phoenix nests the metadata's JSON
+                doc["metadata"][field.removeprefix("metadata.")] = value
+            elif field == "metadata" and isinstance(value, str):
+                try:
+                    doc["metadata"].update(json.loads(value))
+                except (json.JSONDecodeError, TypeError, ValueError):
+                    pass  # metadata that is not a JSON object names nothing
+            else:
+                doc[field] = value
     candidates = []
     for rank, (index, doc) in enumerate(sorted(found.items()), start=1):
-        metadata = doc.get("metadata") or {}
-        if isinstance(metadata, str):
-            try:
-                metadata = json.loads(metadata)
-            except json.JSONDecodeError:
-                metadata = {}
+        metadata = doc["metadata"]
         doc_id = str(doc.get("id") or f"{prefix}#{index}")
-        title = str(metadata.get("title") or doc_id) if isinstance(metadata, dict) else doc_id
-        named = metadata.get("documents") if isinstance(metadata, dict) else None
+        title = str(metadata.get("title") or doc_id)
+        named = metadata.get("documents")
         doc_ids = tuple(map(str, named)) if isinstance(named, list) and named else (title,)
         score = doc.get("score")
-        granularity = metadata.get("granularity") if isinstance(metadata, dict) else None
+        granularity = metadata.get("granularity")
         unit = Unit(doc_id, title, str(doc.get("content") or ""), doc_ids,
                     granularity if granularity in GRANULARITIES else PASSAGES)
         candidates.append(Candidate(unit, float(score) if score is not None else 0.0, rank))
