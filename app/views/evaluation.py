@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
 from app.views.trace import esc
+from engine.eval.labelled import PREFIX as LABELLED
 from engine.metrics import IR_MEASURES
 
 KS = (1, 2, 3, 4)
@@ -55,7 +56,8 @@ def metric_order(summary: dict[str, dict]) -> list[str]:
     keys = list(dict.fromkeys(k for s in summary.values() for k in s))
     stages = stage_order(summary)
     cuts = [*(f"AR@{s}" for s in stages), "AR@read", *(f"gold_doc_recall@{s}" for s in stages),
-            *(f"{m}@{s}" for s in stages for m in IR_MEASURES)]  # trec_eval's, per cut
+            *(f"{m}@{s}" for s in stages for m in IR_MEASURES),  # trec_eval's, per cut
+            *(f"{LABELLED}{m}@{s}" for s in stages for m in IR_MEASURES)]  # by Annotate
     cuts = [k for k in cuts if k in keys]
     cuts += [k for k in keys if k.startswith(("gold_doc_recall@", "AR@")) and k not in HEAD
              and k not in cuts]  # a cut without seconds (none today): after the known ones
@@ -67,6 +69,8 @@ def metric_order(summary: dict[str, dict]) -> list[str]:
 def label(key: str) -> str:
     if key in LABELS:
         return LABELS[key]
+    if key.startswith(LABELLED):
+        return f"{label(key.removeprefix(LABELLED))} (Annotate's labels)"
     measure, _, stage = key.rpartition("@")
     if measure in IR_MEASURES:  # the mean of RR over questions is MRR
         return f"{'MRR' if measure == 'RR' else measure} at {stage}"

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from engine.documents import Corpus, Question
 from engine.errors import ConfigError, log_failure
+from engine.eval.labelled import labelled_relevance, with_label_measures
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.paradigms.base import Need
@@ -31,6 +32,7 @@ from engine.service.long_builds import LONG_BUILD_SECONDS, BuildNeeded, long_bui
 from engine.service.preparation import Preparation, duration
 from engine.service.store import make_paradigm, process_store
 from engine.store.evaluations import EvaluationStore
+from engine.store.labels import LabelStore
 from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
@@ -174,7 +176,9 @@ class EvaluationJob:
                                   reuse=bool(self.request.kinds), make=make_paradigm,
                                   concurrency=1 if self.request.retrieval_only
                                   else QUESTIONS_IN_FLIGHT)
+            relevance = labelled_relevance(LabelStore(self.evaluations.store).list())
             for (position, _), traces in zip(self.questions, answered, strict=False):
+                traces = [with_label_measures(t, relevance) for t in traces]
                 found = [{**row(trace), "paradigm": label}
                          for trace, label in zip(traces, self.request.paradigms, strict=True)]
                 self.evaluations.add(self.id, position, traces, found)

@@ -21,6 +21,7 @@ from engine.cache import sweep_leftovers
 from engine.documents import Corpus, Question
 from engine.errors import ConfigError, EngineError
 from engine.eval.imports import Imported, import_files
+from engine.eval.labelled import labelled_relevance, with_label_measures
 from engine.paradigms.base import Need, Paradigm, check_question
 from engine.paradigms.registry import make_config, parse_config, spec
 from engine.service.annotation import Annotation, JudgedPair
@@ -146,8 +147,12 @@ class Explorer:
         for need, seconds in plan.builds:
             build_in_turn(need, plan.corpus, seconds)
         paradigm = handed(plan.name, plan.corpus, plan.config)
+        text = question.text if isinstance(question, Question) else question
+        relevance = labelled_relevance(self._annotation.labels.list(text))
         trace = None
         for trace in paradigm.stream(question):
+            # measured against Annotate's labels too, where the question has them
+            trace = with_label_measures(trace, relevance) if relevance else trace
             yield trace
         if self._tracing is not None and trace is not None:
             self._tracing.send(trace)  # the finished run (the last one streamed)
