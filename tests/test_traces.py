@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.documents import Dataset, Question
-from engine.errors import DataFormatError
+from engine.errors import ConfigError, DataFormatError
 from engine.eval.traces import read_spans, traced_runs, unmatched
 from tests.fakes import gold_run, ranked_stage
 
@@ -178,3 +178,10 @@ def test_phoenixs_export_of_the_same_spans_gives_the_same_runs():
     assert [seen(r) for r in phoenix] == [seen(r) for r in collector]
     assert [s.seconds for s in phoenix[0].stages] == pytest.approx(
         [s.seconds for s in collector[0].stages], abs=1e-5)
+
+
+def test_an_imported_run_is_not_answered_again_by_our_reader(explorer):
+    (run,) = traced_runs([("ours.json", _otlp_json(_ours()[0]))], label="theirs")
+    with pytest.raises(ConfigError, match="run of 'theirs' was imported .*ours.json.* not "
+                                          "here to answer again"):
+        explorer.reanswer(run, [run.stages[0].candidates[0].unit.id])

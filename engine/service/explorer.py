@@ -202,6 +202,12 @@ class Explorer:
         reader runs again (engine.paradigms.reanswer)."""
         from engine.paradigms.reanswer import reanswer
 
+        if "imported" in trace.config:
+            source = trace.config["imported"]
+            source = ", ".join(source) if isinstance(source, list) else source
+            raise ConfigError(f"This run of {trace.paradigm!r} was imported (from {source}): "
+                              "its pipeline is not here to answer again. Re-answer a run of "
+                              "one of our paradigms.")
         preparation = self._corpora.preparation(trace.corpus.get("name", ""))
         self._check_ready(trace.paradigm, preparation)
         corpus = check_searched(trace.corpus, preparation.corpus)
