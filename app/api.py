@@ -17,6 +17,7 @@ from gradio.context import get_blocks_context
 from gradio_client.utils import python_type_to_json_schema
 
 from app.errors import raising_refusals, refused
+from engine.data.loaders.jsonio import read_text
 from engine.errors import ConfigError
 from engine.paradigms.registry import DEFAULT, PARADIGMS, parse_config
 from engine.service.explorer import Explorer
@@ -181,6 +182,25 @@ def _evaluation_api(explorer: Explorer) -> None:
         """Every run of an evaluation as ragas JSONL, RAGChecker JSON or FlashRAG JSONL."""
         return explorer.export_evaluation(evaluation_id, fmt)
 
+    def export_evaluation_files(evaluation_id: int, fmt: str = "ragas") -> str:
+        """Every run of an evaluation as the files a tool reads, as Evaluate's download
+        holds them: ragas (a file per paradigm, rows without gold after the rest), trec
+        (qrels.txt and a run file per paradigm and stage), ragchecker or flashrag.
+        Returns {"files": {name: text}, "note"}."""
+        files, note = explorer.export_evaluation_files(evaluation_id, fmt)
+        return json.dumps({"files": files, "note": note})
+
+    def import_traces(file: dict, dataset: str = "", label: str = "imported") -> str:
+        """Store an uploaded trace file of a pipeline traced with OpenInference
+        (handle_file of OTLP/JSON or of Phoenix's spans as JSON): with `dataset` (a listed
+        one, or a QA file on the server) as an evaluation measured against its gold,
+        without as saved runs. Returns {"runs", "evaluation", "sessions"}."""
+        path, original = _uploaded(file)
+        imported = explorer.import_pipeline([(original, read_text(path))], dataset or "",
+                                            label or "")
+        return json.dumps({"runs": imported.runs, "evaluation": imported.evaluation,
+                           "sessions": list(imported.sessions)})
+
     _endpoint(evaluate, "evaluation_id", "the new evaluation's id; follow it with "
               "evaluation_status")
     _endpoint(evaluation_status, "status_json", "JSON text: {id, state, done, total, "
@@ -192,6 +212,10 @@ def _evaluation_api(explorer: Explorer) -> None:
               "summary per paradigm and one row per question and paradigm")
     _endpoint(export_evaluation, "export_text", "the export itself: ragas or FlashRAG "
               "JSONL, or RAGChecker JSON")
+    _endpoint(export_evaluation_files, "export_json", 'JSON text: {"files": {name: text}, '
+              '"note"}')
+    _endpoint(import_traces, "imported_json", 'JSON text: {"runs", "evaluation": its id or '
+              'null, "sessions": saved run ids}')
 
 
 def _diagnosis_api(explorer: Explorer) -> None:

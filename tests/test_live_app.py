@@ -215,10 +215,37 @@ def test_api_evaluates_a_qa_file_stores_reopens_and_exports_it(live_app, tmp_pat
     results = json.loads(client.predict(evaluation_id, "ragchecker",
                                         api_name="/export_evaluation"))["results"]
     assert {r["query_id"] for r in results} == {"best/q0", "flat/q0", "best/q1", "flat/q1"}
+    files = json.loads(client.predict(evaluation_id, "trec",
+                                      api_name="/export_evaluation_files"))["files"]
+    assert "qrels.txt" in files and any(name.startswith("flat.") for name in files)
     with pytest.raises(AppError, match="No evaluation with id 99999"):
         client.predict(99999, api_name="/load_evaluation")
     with pytest.raises(AppError, match="Unknown paradigm 'sparse'"):
         client.predict(str(qa), "sparse", "", 0, 0, 0, "", api_name="/evaluate")
+
+
+def test_api_imports_a_pipelines_traces_as_saved_runs(live_app, tmp_path):
+    """`import_traces`: an uploaded OpenInference trace file (a LlamaIndex pipeline's, as
+    Phoenix exported it) saved as runs that load_run reopens; a file that is not traces
+    refused by name and line, nothing saved."""
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    from tests.test_traces import LLAMAINDEX_PHOENIX
+
+    _, client = live_app
+    before = len(json.loads(client.predict(api_name="/list_runs")))
+    imported = json.loads(client.predict(handle_file(str(LLAMAINDEX_PHOENIX)), "", "li",
+                                         api_name="/import_traces"))
+    assert imported["runs"] == 3 and imported["evaluation"] is None
+    trace = json.loads(client.predict(imported["sessions"][0], api_name="/load_run"))
+    assert [s["name"] for s in trace["stages"]] == ["BM25Retriever",
+                                                   "SentenceTransformerRerank"]
+    bad = tmp_path / "spans.jsonl"
+    bad.write_text('{"resourceSpans": []}\nnot json\n')
+    with pytest.raises(AppError, match="spans.jsonl, line 2: not JSON"):
+        client.predict(handle_file(str(bad)), "", "li", api_name="/import_traces")
+    assert len(json.loads(client.predict(api_name="/list_runs"))) == before + 3
 
 
 def test_api_reanswers_a_run_over_other_units_and_the_gold_paragraphs(live_app):
