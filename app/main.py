@@ -1,6 +1,7 @@
 """Start Funnel Explorer: `python app.py` or `funnel-explorer` with [--host H] [--port P]
 [--corpus NAME] [--corpus-root DIR] [--max-upload-mb MB] [--share] [--auth USER:PASSWORD]
-[--sessions FILE]; each flag also reads an environment variable (see --help)."""
+[--sessions FILE] [--otlp-endpoint URL] [--otlp-receive PORT]; each flag also reads an
+environment variable (see --help)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from app.ui import build_app, serve
 from engine.service.explorer import Explorer
 from engine.service.otel import tracing_from
 from engine.service.preparation import Preparation
+from engine.service.receiver import TraceReceiver
 from engine.store.sessions import SessionStore
 
 # libraries whose INFO lines are about their own internals, not the app: faiss's loader
@@ -68,6 +70,12 @@ def main() -> None:
                         help="send every run as OpenInference traces to this OTLP/HTTP "
                              "collector, e.g. Phoenix at http://127.0.0.1:6006 "
                              "(FUNNEL_OTLP_ENDPOINT; off by default)")
+    parser.add_argument("--otlp-receive", type=int, metavar="PORT",
+                        default=int(env("FUNNEL_OTLP_RECEIVE") or 0),
+                        help="receive a pipeline's OpenInference traces over OTLP/HTTP at "
+                             "http://HOST:PORT/v1/traces (4318 is OTLP's port); each "
+                             "finished trace is saved as a run (FUNNEL_OTLP_RECEIVE; off "
+                             "by default)")
     args = parser.parse_args()
     if args.auth and ":" not in args.auth:
         parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
@@ -82,6 +90,14 @@ def main() -> None:
     preparation = Preparation(args.corpus, fetch_data=True).start()
     explorer = Explorer(preparation, SessionStore(args.sessions), corpus_root=root,
                         tracing=tracing_from(args.otlp_endpoint))
+    if args.otlp_receive:
+        receiver = TraceReceiver(lambda run: explorer.save_run(
+            run, f"{run.paradigm}: {run.question[:60]}"))
+        try:
+            receiver.serve(args.host, args.otlp_receive)
+        except (OSError, OverflowError) as err:
+            parser.error(f"--otlp-receive {args.otlp_receive}: cannot listen there ({err}); "
+                         "pick a free port, e.g. 4318")
     serve(build_app(explorer), server_name=args.host, server_port=args.port, share=args.share,
           auth=tuple(args.auth.split(":", 1)) if args.auth else None,
           max_file_size=int(args.max_upload_mb * 1024**2))

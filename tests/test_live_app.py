@@ -87,6 +87,9 @@ def _seed_classifiers(data: Path, base: Path) -> None:
                       lambda folder: folder)
 
 
+RECEIVER: dict[str, int] = {}  # the port the live app receives OTLP traces on
+
+
 @pytest.fixture(scope="module")
 def live_app(tmp_path_factory, sessions_file, tiny_classifier_base):
     """(url, client) of a running app whose paradigms are all ready."""
@@ -97,9 +100,10 @@ def live_app(tmp_path_factory, sessions_file, tiny_classifier_base):
     corpus = root / "tiny.jsonl"
     corpus.write_text("\n".join(json.dumps({"id": t, "title": t, "text": x}) for t, x in DOCS))
     port = _free_port()
+    RECEIVER["port"] = _free_port()
     env = {**os.environ, "FUNNEL_DATA_DIR": str(root / "data"), "FUNNEL_PORT": str(port),
            "FUNNEL_CORPUS": str(corpus), "FUNNEL_SESSIONS": str(sessions_file),
-           "OMP_NUM_THREADS": "1"}
+           "FUNNEL_OTLP_RECEIVE": str(RECEIVER["port"]), "OMP_NUM_THREADS": "1"}
     log = (root / "app.log").open("w")
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log,
                               stderr=subprocess.STDOUT)
@@ -246,6 +250,23 @@ def test_api_imports_a_pipelines_traces_as_saved_runs(live_app, tmp_path):
     with pytest.raises(AppError, match="spans.jsonl, line 2: not JSON"):
         client.predict(handle_file(str(bad)), "", "li", api_name="/import_traces")
     assert len(json.loads(client.predict(api_name="/list_runs"))) == before + 3
+
+
+def test_the_app_saves_runs_a_pipeline_sends_over_otlp(live_app):
+    """--otlp-receive: runs sent by the OpenTelemetry SDK's OTLP/HTTP exporter (protobuf),
+    as a pipeline's tracer would, show in the saved runs."""
+    from engine.service.otel import Tracing
+    from tests.test_traces import _ours
+
+    _, client = live_app
+    before = len(json.loads(client.predict(api_name="/list_runs")))
+    tracing = Tracing(f"http://127.0.0.1:{RECEIVER['port']}")
+    for run in _ours():
+        tracing.send(run)
+    tracing.flush()
+    runs = json.loads(client.predict(api_name="/list_runs"))
+    assert len(runs) == before + 2
+    assert {r["question"] for r in runs[:2]} == {_ours()[0].question}
 
 
 def test_api_reanswers_a_run_over_other_units_and_the_gold_paragraphs(live_app):

@@ -116,6 +116,15 @@ def _required(record: dict, key: str, name: str, line: int | None) -> Any:
     return value
 
 
+def otlp_spans(request: dict, name: str, line: int | None = None) -> Iterator[Span]:
+    """The spans of one OTLP/JSON ExportTraceServiceRequest (`name`, `line`: how errors
+    call it)."""
+    if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
+        raise DataFormatError(name, "not an OTLP request ('resourceSpans')", line=line,
+                              fix=FORMAT_FIX)
+    return _otlp_spans(request, name, line)
+
+
 def _otlp_spans(request: dict, name: str, line: int | None) -> Iterator[Span]:
     for resource in request["resourceSpans"] or ():
         for scope in resource.get("scopeSpans") or ():
@@ -223,6 +232,12 @@ def unmatched(runs: Sequence[RunTrace]) -> list[str]:
 
 def _key(question: str) -> str:
     return " ".join(question.casefold().split())
+
+
+def run_of(spans: list[Span], name: str, label: str) -> RunTrace:
+    """The run of one trace's `spans` (engine.eval.traces's rules), as paradigm `label`;
+    refused by `name` and trace id when it has no ranking span or no question."""
+    return _run(spans, name, label)[1]
 
 
 def _run(spans: list[Span], name: str, label: str) -> tuple[float, RunTrace]:

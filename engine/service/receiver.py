@@ -1,0 +1,154 @@
+"""A pipeline's traces in, live: an OTLP/HTTP receiver whose finished traces become saved runs.
+
+`--otlp-receive PORT` (FUNNEL_OTLP_RECEIVE) listens on http://HOST:PORT/v1/traces as an
+OpenTelemetry collector does (OTLP/HTTP's own port is 4318): point a pipeline's OTLP span
+exporter there (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces`) and
+every question it answers shows in Sessions as a run, read by engine.eval.traces's rules.
+Exporters send spans in batches, and a trace's spans may come in several; they wait by
+trace until its root span (the one without a parent, which ends last) arrives, then the
+trace becomes a run named by the sender's `service.name`. A trace that is no run (a chat
+call without a retriever) is logged and dropped; at most MAX_PENDING traces wait, the
+oldest dropped first. Bodies in protobuf (the exporters' default) or JSON, gzipped or not,
+are read; anything else is answered 400 or 415 with the reason.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from engine.errors import DataFormatError, EngineError
+from engine.eval.traces import Span, otlp_spans, run_of
+from engine.trace import RunTrace
+
+logger = logging.getLogger(__name__)
+
+RECEIVE_VARIABLE = "FUNNEL_OTLP_RECEIVE"
+PATH = "/v1/traces"
+MAX_PENDING = 1_000
+MAX_BODY = 64 * 1024 * 1024  # bytes of one request
+
+
+class TraceReceiver:
+    """Spans in, runs out: each finished trace handed to `save` (it returns the run's id)."""
+
+    def __init__(self, save: Callable[[RunTrace], int], label: str = "received") -> None:
+        self.save = save
+        self.label = label
+        self._pending: OrderedDict[str, list[Span]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.server: ThreadingHTTPServer | None = None
+
+    def receive(self, request: dict, sender: str = "request") -> list[int]:
+        """Take one OTLP/JSON request; returns the ids of the runs it finished."""
+        spans = list(otlp_spans(request, sender))  # a bad request is refused whole
+        services = {_service(r) for r in request["resourceSpans"]} - {""}
+        label = next(iter(services)) if len(services) == 1 else self.label
+        finished = []
+        with self._lock:
+            for span in spans:
+                self._pending.setdefault(span.trace_id, []).append(span)
+                if not span.parent_id:
+                    finished.append(self._pending.pop(span.trace_id))
+            while len(self._pending) > MAX_PENDING:
+                dropped, _ = self._pending.popitem(last=False)
+                logger.warning("dropped trace %s: its root span never came", dropped)
+        saved = []
+        for spans in finished:
+            try:
+                run = run_of(spans, sender, label)
+            except DataFormatError as err:
+                logger.info("a received trace is no run, dropped: %s", err)
+                continue
+            try:
+                saved.append(self.save(run))
+            except EngineError as err:  # sent twice (an exporter's retry): saved already
+                logger.info("a received run was not saved: %s", err)
+                continue
+            logger.info("received a run of %s: %r", label, run.question[:60])
+        return saved
+
+    def serve(self, host: str, port: int) -> str:
+        """Listen on host:port in a background thread; returns the endpoint's URL."""
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                if self.path.rstrip("/") != PATH:
+                    return self._answer(404, f"POST spans to {PATH}")
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_BODY:
+                    return self._answer(413, f"a request holds at most {MAX_BODY} bytes")
+                body = self.rfile.read(length)
+                if self.headers.get("Content-Encoding", "").lower() == "gzip":
+                    body = gzip.decompress(body)
+                kind = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+                try:
+                    request = _decoded(body, kind)
+                    receiver.receive(request, f"{self.client_address[0]}{PATH}")
+                except DataFormatError as err:
+                    return self._answer(400, str(err))
+                except ValueError as err:
+                    return self._answer(415 if "Content-Type" in str(err) else 400, str(err))
+                self._answer(200, "", kind)
+
+            def _answer(self, status: int, message: str, kind: str = "") -> None:
+                # an empty ExportTraceServiceResponse: no bytes in protobuf, {} in JSON
+                body = (b"{}" if kind == "application/json" else b"") if status == 200 else \
+                    json.dumps({"message": message}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", kind if status == 200 and kind else
+                                 "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args) -> None:  # noqa: A002
+                logger.debug("otlp receiver: " + format, *args)
+
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        threading.Thread(target=self.server.serve_forever, name="otlp-receiver",
+                         daemon=True).start()
+        url = f"http://{host}:{self.server.server_address[1]}{PATH}"
+        logger.info("Receiving OpenInference traces at %s", url)
+        return url
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+def _service(resource: dict) -> str:
+    """The `service.name` of one of a request's resourceSpans ("" if it names none)."""
+    for item in (resource.get("resource") or {}).get("attributes") or ():
+        if item.get("key") == "service.name":
+            return str((item.get("value") or {}).get("stringValue") or "")
+    return ""
+
+
+def _decoded(body: bytes, kind: str) -> dict:
+    """An OTLP request body as OTLP/JSON."""
+    if kind == "application/json":
+        try:
+            return json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ValueError(f"the body is not JSON: {err}") from None
+    if kind == "application/x-protobuf":
+        from google.protobuf.json_format import MessageToDict
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        try:
+            return MessageToDict(ExportTraceServiceRequest.FromString(body))
+        except DecodeError as err:
+            raise ValueError(f"the body is not an ExportTraceServiceRequest: {err}") from None
+    raise ValueError(f"Content-Type {kind!r}: send application/x-protobuf or "
+                     "application/json")

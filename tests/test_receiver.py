@@ -1,0 +1,77 @@
+"""A pipeline's traces in, live: the OpenTelemetry SDK's own OTLP/HTTP exporter (protobuf)
+sends runs to the receiver, which saves each finished trace as a run; JSON bodies, traces
+split across requests and bad bodies too."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from engine.service.otel import Tracing
+from engine.service.receiver import TraceReceiver
+from tests.test_traces import _otlp_json, _ours
+
+
+@pytest.fixture
+def receiver():
+    saved = []
+
+    def save(run):
+        saved.append(run)
+        return len(saved)
+
+    receiver = TraceReceiver(save)
+    url = receiver.serve("127.0.0.1", 0)
+    yield receiver, url, saved
+    receiver.close()
+
+
+def _post(url: str, body: bytes, kind: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, body, {"Content-Type": kind}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def test_runs_sent_by_the_sdks_otlp_exporter_are_saved_as_runs(receiver):
+    _, url, saved = receiver
+    tracing = Tracing(url.removesuffix("/v1/traces"))  # protobuf over HTTP, in a batch
+    for run in _ours():
+        tracing.send(run)
+    tracing.flush()
+    assert [(r.question, r.answer, r.paradigm) for r in saved] == [
+        (run.question, run.answer, "funnel-explorer") for run in _ours()]  # service.name
+    assert [[c.unit.id for c in s.candidates] for s in saved[0].stages] == [
+        [c.unit.id for c in s.candidates] for s in _ours()[0].stages]
+
+
+def test_a_trace_split_across_requests_becomes_a_run_when_its_root_arrives(receiver):
+    _, url, saved = receiver
+    request = json.loads(_otlp_json(_ours()[0]))
+    spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    root = [s for s in spans if not s.get("parentSpanId")]
+    children = [s for s in spans if s.get("parentSpanId")]
+    for part in (children, root):
+        request["resourceSpans"][0]["scopeSpans"][0]["spans"] = part
+        assert _post(url, json.dumps(request).encode(), "application/json") == (200, b"{}")
+        assert len(saved) == (part is root)
+    assert [s.name for s in saved[0].stages] == ["first", "kept"]
+
+
+@pytest.mark.parametrize(("body", "kind", "status", "says"), [
+    (b"{nope", "application/json", 400, "not JSON"),
+    (b'{"spans": []}', "application/json", 400, "not an OTLP request"),
+    (b"\xff\x00garbage", "application/x-protobuf", 400, "not an ExportTraceServiceRequest"),
+    (b"hello", "text/plain", 415, "send application/x-protobuf or application/json"),
+])
+def test_a_bad_body_is_answered_with_the_reason_and_saves_nothing(receiver, body, kind,
+                                                                   status, says):
+    _, url, saved = receiver
+    code, answer = _post(url, body, kind)
+    assert code == status and says in json.loads(answer)["message"]
+    assert saved == []
