@@ -31,7 +31,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -246,8 +246,9 @@ def _run(spans: list[Span], name: str, label: str) -> tuple[float, RunTrace]:
     root = min(roots, key=lambda s: s.start)
     where = f"trace {root.trace_id}"
     parents = {s.span_id: s for s in spans}
-    wrapping = {(parents[s.parent_id].span_id, s.kind) for s in spans
-                if s.parent_id in parents and parents[s.parent_id].kind == s.kind}
+    wrapping_a_call = {s.parent_id for s in spans
+                       if s.kind == LLM and s.parent_id in parents
+                       and parents[s.parent_id].kind == LLM}
     ranking = [s for s in spans if s.kind in (RETRIEVER, RERANKER)]
     # of nested spans of one kind, the outermost that lists documents is the stage
     listing = {s.span_id for s in ranking if any(k.startswith(DOCUMENT_LISTS)
@@ -257,7 +258,7 @@ def _run(spans: list[Span], name: str, label: str) -> tuple[float, RunTrace]:
     for span in sorted(spans, key=lambda s: (s.start, -s.end)):
         if span.span_id in listing and not _inside_same_kind(span, parents, listing):
             stages.append(_stage(span, [s.name for s in stages]))
-        elif span.kind == LLM and (span.span_id, LLM) not in wrapping:
+        elif span.kind == LLM and span.span_id not in wrapping_a_call:
             steps.append(_llm_step(span))
     if not stages:
         raise DataFormatError(name, f"{where} ({root.name!r}) has no RETRIEVER or RERANKER "
@@ -271,7 +272,7 @@ def _run(spans: list[Span], name: str, label: str) -> tuple[float, RunTrace]:
     if steps and not answer:
         answer = steps[-1].answer
     if steps:  # the run's answer is its last answer step's
-        steps[-1] = LLMStep(**{**steps[-1].__dict__, "answer": answer or steps[-1].answer})
+        steps[-1] = replace(steps[-1], answer=answer or steps[-1].answer)
     run = RunTrace(question, label, {"imported": name, "trace_id": root.trace_id,
                                      "root": root.name}, tuple(stages), tuple(steps), answer,
                    corpus={"name": f"{label} (as traced)", "fingerprint": "",
