@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 from app.tabs import sessions
+from app.views import figures
 
 
 def saved(explorer, *names: str) -> list[int]:
@@ -74,6 +75,8 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     assert list(funnel.data[0].y) == ["BM25Retriever (passages)",
                                       "SentenceTransformerRerank (passages)"]
     assert [list(bar.x) for bar in funnel.data[:2]] == [[10, 10], [10, 4]]  # in, kept
+    (said,) = figures.heatmap_figure(explorer.load_run(1)).layout.annotations
+    assert "imported from li&#x27;s traces, which carry no reader attention" in said.text
 
     bad = tmp_path / "spans.jsonl"
     bad.write_text('{"resourceSpans": []}\n{"oops"\n')

@@ -135,6 +135,10 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     if found is None and trace.llm_steps and not any(s.candidates for s in trace.stages):
         return text_figure("The reader read no passages, so there is no attention over them "
                            "(no stage retrieved anything for this run).")
+    if found is None and "imported" in trace.config:
+        return text_figure(f"This run was imported from {trace.paradigm}'s traces, which "
+                           "carry no reader attention: a heatmap comes with our paradigms' "
+                           "in-process reader.")
     if found is None and trace.llm_steps:
         reader = trace.config.get("reader") or {}
         backend = reader.get("backend", "auto")
