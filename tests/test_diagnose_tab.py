@@ -113,6 +113,18 @@ def test_pairing_two_evaluations_uses_only_their_shared_questions(explorer, prep
     assert "share no question id" in refused
 
 
+def test_bs_paradigms_follow_the_evaluation_b_comes_from(explorer, prepared):
+    """Picking another evaluation for B offers its paradigms (B kept where it ran it);
+    none picked offers the diagnosed one's again."""
+    first = store_evaluation(prepared, [flat_run, funnel_run])
+    second = store_evaluation(prepared, [funnel_run], ids=range(3, 9))
+    offered = diagnose.b_choices(explorer, first, str(second), "flat")
+    assert ([value for _, value in offered.choices], offered.value) == (["funnel"], "funnel")
+    kept = diagnose.b_choices(explorer, first, "", "funnel")
+    assert ([value for _, value in kept.choices], kept.value) == (["flat", "funnel"], "funnel")
+    assert diagnose.b_choices(explorer, first, "99", "flat") == gr.skip()  # no such one
+
+
 @pytest.mark.parametrize(("ids", "a", "b", "other", "named"), [
     ("abc", "", "", "", "'abc'"),
     ("99", "", "", "", "No evaluation with id 99"),

@@ -114,6 +114,20 @@ def pair(explorer: Explorer, evaluation_id, a, b, other) -> str:
     return paired_table(explorer.paired(evaluation_id, a or "", b or "", other_id))
 
 
+def b_choices(explorer: Explorer, evaluation_id, other, b) -> object:
+    """B's paradigm picker: the paradigms of the evaluation B comes from (the one
+    diagnosed while no other is picked), B kept where that one ran it."""
+    try:
+        source = parse_ids(other, "evaluation")[0] if str(other or "").strip() else \
+            evaluation_id
+        if source is None:
+            return gr.skip()
+        names = list(explorer.evaluation(source).paradigms)
+    except EngineError:  # deleted meanwhile: Pair says so
+        return gr.skip()
+    return gr.Dropdown(names, value=b if b in names else names[0])
+
+
 def newest(explorer: Explorer, current) -> str:
     """The evaluation picked when the tab opens: the one picked before while it is still
     stored, else the newest with a stored question."""
@@ -220,8 +234,13 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     private = {"api_visibility": "private"}
     outputs = [shown.message, shown.bars, shown.flow_choice, shown.flow, shown.segment,
                shown.rows, shown.a, shown.b, found, current]
+    # B's choices follow the evaluation B comes from, after a diagnosis reset them
+    choose_b = Refresh(partial(b_choices, explorer), [shown.b],
+                       inputs=[current, shown.other, shown.b])
     for event in (go.click, ids.input, track.change):
-        event(partial(diagnose, explorer), [ids, track], outputs, **private)
+        choose_b.wire(event(partial(diagnose, explorer), [ids, track], outputs,
+                            **private).then)
+    choose_b.wire(shown.other.change)
     shown.flow_choice.change(show_flow, [found, shown.flow_choice], shown.flow, **private)
     shown.segment.change(partial(show_segment, explorer), [current, found, shown.segment],
                          shown.rows, **private)
@@ -237,4 +256,4 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     return Tab(refresh=Refresh(partial(pickers, explorer), [ids, shown.other],
                                inputs=[ids, shown.other],
                                then=Refresh(partial(diagnose, explorer), outputs,
-                                            inputs=[ids, track])))
+                                            inputs=[ids, track], then=choose_b)))
