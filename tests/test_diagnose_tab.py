@@ -193,3 +193,25 @@ def test_a_click_on_a_bar_picks_its_segment_as_the_list_does(explorer, prepared)
         assert diagnose.pick_bar(found, gr.EventData(None, data)) == gr.skip()
     assert diagnose.pick_bar(None, gr.EventData(None, {"segment": "flat · answered right"})) \
         == gr.skip()  # no evaluation open
+
+
+def test_an_imported_pipelines_evaluation_is_diagnosed_and_opens_in_explore(explorer):
+    """LlamaIndex's traces of three train100 questions imported with their dataset: lost
+    per cut of its own stages, and a row opens its run in Explore with its gold, leaving
+    the paradigm picker alone (an imported pipeline is none of its choices)."""
+    from engine.paths import shared_data_dir
+    from tests.test_traces import LLAMAINDEX
+
+    imported = explorer.import_pipeline(
+        [(LLAMAINDEX.name, LLAMAINDEX.read_text(encoding="utf-8"))],
+        str(shared_data_dir() / "hotpotqa" / "train100.json"), "li")
+    *_, found, current = diagnose.diagnose(explorer, str(imported.evaluation), "support")
+    assert found["li"]["cuts"] == ["BM25Retriever", "SentenceTransformerRerank"]
+    assert found["li"]["total"] == 3
+    segment = next(value for _, value in segment_choices(found))
+    rows = diagnose.show_segment(explorer, current, found, segment)
+    opened = diagnose.open_evaluation_run(explorer, 12, current, rows[0])
+    trace = json.loads(opened[-4])
+    assert trace["paradigm"] == "li" and trace["gold"]["supporting_titles"]
+    assert any(any(flags["support"]) for flags in trace["gold_flags"])
+    assert opened[-2] == gr.skip()  # the paradigm picker keeps its choice

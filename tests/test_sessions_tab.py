@@ -85,3 +85,29 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     message, _ = sessions.import_pipeline(explorer, None, "", "")
     assert "Upload trace files" in message
     assert len(explorer.saved_runs()) == 3
+
+
+def test_import_stores_trec_run_files_with_a_dataset_as_an_evaluation(explorer, tmp_path):
+    """TREC run files (one per stage, named by it) and a qrels file, uploaded with a QA
+    file: one evaluation over the searched corpus's documents; without a dataset they are
+    refused, since their qids name its questions."""
+    from tests.fakes import qa_file
+
+    qa = qa_file(tmp_path / "qa.jsonl", n=2)
+    dense, rerank, qrels = tmp_path / "dense.run", tmp_path / "rerank.run", tmp_path / "qrels.txt"
+    dense.write_text("q0 Q0 Pointillism 1 0.9 t\nq0 Q0 Georges_Seurat 2 0.8 t\n"
+                     "q1 Q0 Danube 1 0.7 t\n")
+    rerank.write_text("q0 Q0 Georges_Seurat 1 0.99 t\n")
+    qrels.write_text("q0 0 Georges_Seurat 1\nq1 0 Georges_Seurat 1\n")
+    files = [str(dense), str(rerank), str(qrels)]
+    message, _ = sessions.import_pipeline(explorer, files, qa, "mine")
+    assert "Stored 2 runs of" in message and "as evaluation 1" in message
+    (stored,) = explorer.evaluations()
+    assert tuple(stored.paradigms) == ("mine",) and stored.done == 2
+    trace = explorer.evaluation_trace(stored.id, 1, "mine")
+    assert [s.name for s in trace.stages] == ["dense", "rerank"]
+    assert trace.metrics["RR@dense"] == 0.5 and trace.metrics["RR@rerank"] == 1.0
+
+    message, _ = sessions.import_pipeline(explorer, files, "", "mine")
+    assert "TREC run files name questions by id: pick the dataset" in message
+    assert len(explorer.evaluations()) == 1

@@ -202,5 +202,7 @@ def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: li
     notice = (f"<div class='fe-kept'>Evaluation {evaluation_id}, question {position}, "
               f"through {esc(paradigm)}: its stored trace (Run runs it again with the "
               "options shown).</div>")
-    return (notice, *trace_views(trace), trace.to_json(), trace.question, trace.paradigm,
+    # an imported pipeline is no choice of the paradigm picker: it keeps its choice
+    picked = trace.paradigm if trace.paradigm in PARADIGMS else gr.skip()
+    return (notice, *trace_views(trace), trace.to_json(), trace.question, picked,
             gr.Tabs(selected="explore"))

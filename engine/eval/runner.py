@@ -26,13 +26,14 @@ from engine.trace import RunTrace
 logger = logging.getLogger(__name__)
 
 
-def eval_corpus(dataset: Dataset, spec: str = "pooled") -> Corpus:
-    """Corpus `spec` plus the dataset's own documents (merged by id).
+def eval_corpus(dataset: Dataset, spec: str | Corpus = "pooled") -> Corpus:
+    """Corpus `spec` (a name or path, or a loaded corpus) plus the dataset's own documents
+    (merged by id).
 
     When the corpus already holds every one of them (dev500 inside the pooled corpus), it is
     returned unchanged, so its cached indexes are reused instead of rebuilt.
     """
-    base = load_corpus(spec)
+    base = spec if isinstance(spec, Corpus) else load_corpus(spec)
     extra = [d for d in dataset.documents if not _holds(base, d)]
     if not extra:
         return base

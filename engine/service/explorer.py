@@ -355,10 +355,16 @@ class Explorer:
         from engine.eval.runner import eval_corpus
 
         chosen = dataset_of(dataset) if str(dataset or "").strip() else None
+
+        def searched() -> Corpus:
+            if self.corpus is None:
+                raise NotReady("The corpus is still loading; import the run files once "
+                               "the status above the tabs says it is ready.")
+            return eval_corpus(chosen, self.corpus)
+
         return import_files(files, self._runs, dataset=chosen,
                             dataset_name=dataset_label(dataset) if chosen else "",
-                            label=label, corpus=lambda: eval_corpus(chosen,
-                                                                    self.corpus_spec()))
+                            label=label, corpus=searched)
 
     def judged_pairs(self, trace: RunTrace) -> list[JudgedPair]:
         """The selection classifier's judged pairs of a drrag trace, in labelling order."""
