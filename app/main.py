@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from textwrap import shorten
 
 from app.ui import build_app, serve
 from engine.service.explorer import Explorer
@@ -92,7 +93,7 @@ def main() -> None:
                         tracing=tracing_from(args.otlp_endpoint))
     if args.otlp_receive:
         receiver = TraceReceiver(lambda run: explorer.save_run(
-            run, f"{run.paradigm}: {run.question[:60]}"))
+            run, f"{run.paradigm}: {shorten(run.question, 60)}"))
         try:
             receiver.serve(args.host, args.otlp_receive)
         except (OSError, OverflowError) as err:

@@ -63,7 +63,7 @@ def main() -> None:
                                   paradigms=paradigms, configs={}, corpus="pooled",
                                   corpus_fingerprint="", code_version="bench",
                                   name="ours")
-        positions = {q.id: i for i, q in enumerate(dataset_of(DATASET).questions, start=1)}
+        positions = {q.id: i for i, q in enumerate(dataset_of(DATASET).questions)}
         for r in ours:
             trace = r.pop("trace")
             evaluations.add(mine, positions[r["question_id"]], [trace], [r])

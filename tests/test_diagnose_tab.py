@@ -125,6 +125,17 @@ def test_bs_paradigms_follow_the_evaluation_b_comes_from(explorer, prepared):
     assert diagnose.b_choices(explorer, first, "99", "flat") == gr.skip()  # no such one
 
 
+def test_a_pair_of_evaluations_over_different_corpora_says_so(explorer, prepared):
+    from app.views.diagnosis import paired_table
+
+    first = store_evaluation(prepared, [flat_run])
+    second = store_evaluation(prepared, [funnel_run], ids=range(3, 9))
+    result = explorer.paired(first, "", "", second)
+    assert "searched" not in paired_table(result)  # both searched "tiny"
+    warned = paired_table({**result, "b_corpus": "wiki"})
+    assert "A searched tiny, B searched wiki: the difference is as much the corpora" in warned
+
+
 @pytest.mark.parametrize(("ids", "a", "b", "other", "named"), [
     ("abc", "", "", "", "'abc'"),
     ("99", "", "", "", "No evaluation with id 99"),
@@ -215,3 +226,5 @@ def test_an_imported_pipelines_evaluation_is_diagnosed_and_opens_in_explore(expl
     assert trace["paradigm"] == "li" and trace["gold"]["supporting_titles"]
     assert any(any(flags["support"]) for flags in trace["gold_flags"])
     assert opened[-2] == gr.skip()  # the paradigm picker keeps its choice
+    assert "an imported pipeline's run: Run answers the question with the paradigm" in \
+        opened[0]

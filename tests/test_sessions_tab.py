@@ -67,8 +67,8 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     Files that are not traces are refused by name and line, nothing saved."""
     from tests.test_traces import LLAMAINDEX
 
-    message, listed = sessions.import_pipeline(explorer, [str(LLAMAINDEX)], "", "li")
-    assert "Saved 3 traced runs as runs 1–3" in message and len(listed) == 3
+    message, listed, box = sessions.import_pipeline(explorer, [str(LLAMAINDEX)], "", "li")
+    assert "Saved 3 runs as runs 1–3" in message and len(listed) == 3 and box is None
     assert [r.paradigm for r in explorer.saved_runs()] == ["li"] * 3
     _, _, answer, funnel, _, _, tables = sessions.open_run(explorer, "1")
     assert "BM25Retriever" in tables and "SentenceTransformerRerank" in tables
@@ -78,11 +78,18 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     (said,) = figures.heatmap_figure(explorer.load_run(1)).layout.annotations
     assert "imported from li&#x27;s traces, which carry no reader attention" in said.text
 
+    message, *_ = sessions.import_pipeline(explorer, [str(LLAMAINDEX)], "", "li")
+    assert "Nothing new: every traced run was saved before" in message  # imported again
+
     bad = tmp_path / "spans.jsonl"
     bad.write_text('{"resourceSpans": []}\n{"oops"\n')
-    message, _ = sessions.import_pipeline(explorer, [str(bad)], "", "li")
+    message, *_ = sessions.import_pipeline(explorer, [str(bad)], "", "li")
     assert "spans.jsonl, line 2: not JSON" in message
-    message, _ = sessions.import_pipeline(explorer, None, "", "")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Shopping list\n")
+    message, *_ = sessions.import_pipeline(explorer, [str(notes)], "", "li")
+    assert "notes.txt, line 1: a line has 6 fields" in message  # not "pick the dataset"
+    message, *_ = sessions.import_pipeline(explorer, None, "", "")
     assert "Upload trace files" in message
     assert len(explorer.saved_runs()) == 3
 
@@ -100,14 +107,14 @@ def test_import_stores_trec_run_files_with_a_dataset_as_an_evaluation(explorer, 
     rerank.write_text("q0 Q0 Georges_Seurat 1 0.99 t\n")
     qrels.write_text("q0 0 Georges_Seurat 1\nq1 0 Georges_Seurat 1\n")
     files = [str(dense), str(rerank), str(qrels)]
-    message, _ = sessions.import_pipeline(explorer, files, qa, "mine")
+    message, *_ = sessions.import_pipeline(explorer, files, qa, "mine")
     assert "Stored 2 runs of" in message and "as evaluation 1" in message
     (stored,) = explorer.evaluations()
     assert tuple(stored.paradigms) == ("mine",) and stored.done == 2
-    trace = explorer.evaluation_trace(stored.id, 1, "mine")
+    trace = explorer.evaluation_trace(stored.id, 0, "mine")  # the first question
     assert [s.name for s in trace.stages] == ["dense", "rerank"]
     assert trace.metrics["RR@dense"] == 0.5 and trace.metrics["RR@rerank"] == 1.0
 
-    message, _ = sessions.import_pipeline(explorer, files, "", "mine")
+    message, *_ = sessions.import_pipeline(explorer, files, "", "mine")
     assert "TREC run files name questions by id: pick the dataset" in message
     assert len(explorer.evaluations()) == 1

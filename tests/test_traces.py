@@ -117,7 +117,7 @@ def test_the_cli_stores_traces_as_an_evaluation_or_as_sessions(tmp_path, capsys)
     evaluations = EvaluationStore(store)
     assert [(r["question_id"], r["paradigm"]) for r in evaluations.rows(1)] == [
         ("q2", "llamaindex"), ("q1", "llamaindex")]  # the QA file's order
-    assert evaluations.trace(1, 1, "llamaindex").metrics["AR@first"] == 1.0
+    assert evaluations.trace(1, 0, "llamaindex").metrics["AR@first"] == 1.0
     store.close()
 
     assert main(["import-traces", str(traces), "--db", str(db)]) == 0

@@ -199,9 +199,11 @@ def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: li
         return (gr.skip(),) * outputs
     position, paradigm = row[0], row[2]
     trace = explorer.evaluation_trace(evaluation_id, int(position), paradigm)
+    again = ("an imported pipeline's run: Run answers the question with the paradigm "
+             "picked" if "imported" in trace.config else
+             "Run runs it again with the options shown")
     notice = (f"<div class='fe-kept'>Evaluation {evaluation_id}, question {position}, "
-              f"through {esc(paradigm)}: its stored trace (Run runs it again with the "
-              "options shown).</div>")
+              f"through {esc(paradigm)}: its stored trace ({again}).</div>")
     # an imported pipeline is no choice of the paradigm picker: it keeps its choice
     picked = trace.paradigm if trace.paradigm in PARADIGMS else gr.skip()
     return (notice, *trace_views(trace), trace.to_json(), trace.question, picked,

@@ -149,7 +149,7 @@ def build(explorer: Explorer) -> Tab:
     export_button.click(partial(export_runs, explorer), [fmt, ids], [download, message],
                         api_visibility="private")
     import_button.click(partial(import_pipeline, explorer), [uploads, dataset, label],
-                        [message, table], api_visibility="private")
+                        [message, table, uploads], api_visibility="private")
     return Tab(refresh=Refresh(lambda: rows(explorer), [table]), on_load=True)
 
 
@@ -220,9 +220,11 @@ def export_runs(explorer: Explorer, kind, text) -> tuple:
                        f"{esc(EXPORTS[kind])} ({what}).</div>")
 
 
-@refusing(outputs=2)
+@refusing(outputs=3)
 def import_pipeline(explorer: Explorer, uploads, dataset, label) -> tuple:
-    """(message, list): the uploaded files stored as an evaluation or as saved runs."""
+    """(message, list, the upload box): the uploaded files stored as an evaluation or as
+    saved runs; the box is emptied once they are stored (a second click would store them
+    again)."""
     from engine.data.loaders.jsonio import read_text
 
     paths = [Path(getattr(f, "name", f)) for f in (uploads or [])]
@@ -230,12 +232,18 @@ def import_pipeline(explorer: Explorer, uploads, dataset, label) -> tuple:
         raise EngineError("Upload trace files or TREC run files first.")
     files = [(path.name, read_text(path)) for path in paths]
     imported = explorer.import_pipeline(files, dataset or "", label or "")
-    if imported.evaluation is None:
-        first, last = imported.sessions[0], imported.sessions[-1]
-        where = f"runs {first}–{last}" if first != last else f"run {first}"
-        return (f"<div class='fe-kept'>Saved {imported.runs} traced runs as {where}: type "
-                "an id above and Open it.</div>", rows(explorer))
-    return (f"<div class='fe-kept'>Stored {imported.runs} runs of {esc(dataset)} as "
-            f"evaluation {imported.evaluation}: see it in Evaluate and Diagnose, and pair it "
-            "there with an evaluation of our paradigms on the same dataset.</div>",
-            rows(explorer))
+    runs = f"{imported.runs} {'run' if imported.runs == 1 else 'runs'}"
+    if imported.evaluation is not None:
+        return (f"<div class='fe-kept'>Stored {runs} of {esc(dataset)} as evaluation "
+                f"{imported.evaluation}: see it in Evaluate and Diagnose, and pair it there "
+                "with an evaluation of our paradigms on the same dataset (over a corpus that "
+                "holds its paragraphs).</div>", rows(explorer), None)
+    before = (f" {imported.already} of them saved before, left out." if imported.already
+              else "")
+    if not imported.sessions:
+        return ("<div class='fe-kept'>Nothing new: every traced run was saved before."
+                "</div>", gr.skip(), None)
+    first, last = imported.sessions[0], imported.sessions[-1]
+    where = f"runs {first}–{last}" if first != last else f"run {first}"
+    return (f"<div class='fe-kept'>Saved {runs} as {where}: type an id above and Open it."
+            f"{before}</div>", rows(explorer), None)

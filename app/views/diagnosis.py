@@ -179,6 +179,12 @@ def paired_table(result: dict) -> str:
                f"bootstrap resamples (seed {result['seed']})."
                + (" Several comparisons are shown: Holm p corrects McNemar's p for their "
                   "number." if corrected else ""))
+    a_corpus, b_corpus = result.get("a_corpus"), result.get("b_corpus")
+    if a_corpus and b_corpus and a_corpus != b_corpus:
+        caption += (f"</p><p class='fe-error'>A searched {esc(a_corpus)}, B searched "
+                    f"{esc(b_corpus)}: the difference is as much the corpora's as the "
+                    "pipelines'. For a fair pair, evaluate B over a corpus that holds the "
+                    "dataset's paragraphs (pooled holds dev500's).")
     return (f"<div class='fe-paired'><p>{caption}</p><table class='fe-table'><thead><tr>"
             f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 

@@ -109,7 +109,8 @@ def difference_table(a_name: str, a: dict[str, dict], b_name: str,
     shared = [p for p in a if p in b]
     if not shared:
         return ("<div class='fe-error'>These evaluations share no paradigm: nothing to "
-                "compare metric by metric.</div>")
+                "compare metric by metric. To pair two different pipelines on their shared "
+                "questions, use Diagnose's \"B from another evaluation\".</div>")
     parts = []
     for paradigm in shared:
         rows = []

@@ -124,8 +124,12 @@ def import_traces(args: argparse.Namespace) -> int:
         dataset_name=dataset_label(str(dataset_path)) if dataset_path else "",
         label=args.label, corpus=lambda: None)
     if imported.evaluation is None:
+        before = f" ({imported.already} saved before, left out)" if imported.already else ""
+        if not imported.sessions:
+            _out(f"nothing new: all {imported.already} traced runs were saved before")
+            return 0
         first, last = imported.sessions[0], imported.sessions[-1]
-        _out(f"saved {imported.runs} traced runs as sessions {first}-{last}")
+        _out(f"saved {imported.runs} traced runs as sessions {first}-{last}{before}")
         return 0
     _out(f"stored {imported.runs} traced runs as evaluation {imported.evaluation}")
     print_summary(imported.summary)

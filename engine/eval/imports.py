@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from textwrap import shorten
 from typing import TYPE_CHECKING
 
 from engine.documents import Candidate, Corpus, Dataset, Unit
@@ -142,17 +143,16 @@ def store_imported(runs: Sequence[RunTrace], dataset: Dataset, dataset_file: str
     the paradigms' evaluations; returns (its id, its summary). Traces carry their own
     documents, so `corpus` is None for them."""
     from engine.eval.summary import row, summarise
-    from engine.service.evaluation_jobs import code_version
     from engine.store.evaluations import EvaluationStore
 
-    positions = {q.id: i for i, q in enumerate(dataset.questions, start=1)}
+    positions = {q.id: i for i, q in enumerate(dataset.questions)}  # as evaluations count
     evaluations = EvaluationStore(store)
     evaluation = evaluations.create(
         dataset=dataset_file, questions=len(runs), paradigms=[label],
         configs={label: {"imported": sources}},
         corpus=corpus.name if corpus else f"{label} (as traced)",
         corpus_fingerprint=corpus.fingerprint if corpus else "",
-        code_version=code_version(), name=f"{label} (imported)")
+        code_version="imported", name=f"{label} (imported)")
     rows = []
     for trace in runs:
         found = {**row(trace), "paradigm": label}
@@ -171,6 +171,7 @@ class Imported:
     evaluation: int | None = None
     sessions: tuple[int, ...] = ()
     summary: dict = field(default_factory=dict)
+    already: int = 0  # runs left out as saved before (the same file imported again)
 
 
 def is_trace_file(text: str) -> bool:
@@ -201,25 +202,29 @@ def import_files(files: Sequence[tuple[str, str]], store: SessionStore, *,
     if traces:
         runs = traced_runs(traces, dataset, label)
         if dataset is None:
-            ids = tuple(store.save(run, name=f"{label}: {run.question[:60]}") for run in runs)
-            return Imported(len(runs), sessions=ids)
+            fresh = [run for run in runs if store.saved_as(run) is None]
+            ids = tuple(store.save(run, name=f"{label}: {shorten(run.question, 60)}")
+                        for run in fresh)
+            return Imported(len(fresh), sessions=ids, already=len(runs) - len(fresh))
         missing = unmatched(runs)
         if missing:
             raise ConfigError(f"{len(missing)} of {len(runs)} traced questions are not in "
-                              f"{dataset_name}, e.g. {missing[0][:80]!r}: pick the dataset "
-                              "the pipeline answered, or none to save them as sessions.")
+                              f"{dataset_name}, e.g. {shorten(missing[0], 80)!r}: pick the "
+                              "dataset the pipeline answered, or none to save them as runs.")
         evaluation, summary = store_imported(runs, dataset, dataset_name, label,
                                              [name for name, _ in files], store)
         return Imported(len(runs), evaluation, summary=summary)
-    if dataset is None:
-        raise ConfigError("TREC run files name questions by id: pick the dataset they "
-                          "answer.")
     qrels_files = [(n, t) for n, t in files if Path(n).name.lower().startswith("qrels")]
     stages = [(Path(n).stem.removesuffix(".run"), n, t) for n, t in files
               if (n, t) not in qrels_files]
     qrels = None
     for name, text in qrels_files:
         qrels = {**(qrels or {}), **read_qrels(text, name)}
+    if dataset is None:
+        for _, name, text in stages:  # a file that is no run is named as such first
+            read_run(text, name)
+        raise ConfigError("TREC run files name questions by id: pick the dataset they "
+                          "answer.")
     searched = corpus()
     runs = imported_runs(stages, dataset, searched, qrels, paradigm=label)
     evaluation, summary = store_imported(runs, dataset, dataset_name, label,

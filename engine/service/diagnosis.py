@@ -65,6 +65,7 @@ def paired_of(evaluations: EvaluationStore, evaluation_id: int, a: str = "", b: 
                           f"({len(ids_a)} and {len(ids_b)} questions), so nothing can be "
                           "paired; compare evaluations of the same dataset.")
     return {"a": f"{first.id}: {a}", "b": f"{second.id}: {b}",
+            "a_corpus": first.corpus, "b_corpus": second.corpus,
             "shared": len(ids_a & ids_b), "a_questions": len(ids_a),
             "b_questions": len(ids_b), "resamples": resamples, "seed": seed,
             "differences": [d.to_dict() for d in paired(rows_a, rows_b, resamples=resamples,
