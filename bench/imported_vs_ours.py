@@ -39,11 +39,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from engine.data.loaders.jsonio import read_text
-    from engine.eval.imports import import_files
     from engine.eval.paired import correct_across
     from engine.eval.summary import summarise
     from engine.service.datasets import dataset_of
     from engine.service.diagnosis import outcomes_of, paired_of
+    from engine.service.imports import import_files
     from engine.store.evaluations import EvaluationStore
     from engine.store.sessions import SessionStore
 

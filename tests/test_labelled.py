@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.documents import Question
-from engine.eval.labelled import labelled_relevance, with_label_measures
+from engine.service.labelled import labelled_relevance, with_label_measures
 from engine.store.labels import Label
 from tests.fakes import gold_run, ranked_stage
 

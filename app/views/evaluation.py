@@ -9,8 +9,8 @@ import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
 from app.views.trace import esc
-from engine.eval.labelled import PREFIX as LABELLED
 from engine.metrics import IR_MEASURES
+from engine.service.labelled import PREFIX as LABELLED
 
 KS = (1, 2, 3, 4)
 HEAD = ("questions", *(f"AR@{k}" for k in KS))

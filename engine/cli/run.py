@@ -82,9 +82,10 @@ def import_runs(args: argparse.Namespace) -> int:
     any file is refused."""
     from engine.data.loaders import read_dataset
     from engine.errors import ConfigError
-    from engine.eval.imports import imported_runs, read_qrels, store_imported
+    from engine.eval.imports import imported_runs, read_qrels
     from engine.eval.runner import eval_corpus
     from engine.service.datasets import dataset_label
+    from engine.service.imports import store_imported
     from engine.store.sessions import SessionStore
 
     stages = []
@@ -112,8 +113,8 @@ def import_traces(args: argparse.Namespace) -> int:
     evaluation measured against its gold; without, each run as a saved session. Nothing is
     stored when any file is refused."""
     from engine.data.loaders import read_dataset
-    from engine.eval.imports import import_files
     from engine.service.datasets import dataset_label
+    from engine.service.imports import import_files
     from engine.store.sessions import SessionStore
 
     files = [(file, _read(Path(file))) for file in args.files]

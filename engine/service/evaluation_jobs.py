@@ -22,12 +22,12 @@ from pathlib import Path
 
 from engine.documents import Corpus, Question
 from engine.errors import ConfigError, log_failure
-from engine.eval.labelled import labelled_relevance, with_label_measures
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.paradigms.base import Need
 from engine.paradigms.registry import make_config
 from engine.service.builds import BUILDS, Cancelled, Turn
+from engine.service.labelled import labelled_relevance, with_label_measures
 from engine.service.long_builds import LONG_BUILD_SECONDS, BuildNeeded, long_builds
 from engine.service.preparation import Preparation, duration
 from engine.service.store import make_paradigm, process_store

@@ -20,8 +20,6 @@ from typing import NamedTuple
 from engine.cache import sweep_leftovers
 from engine.documents import Corpus, Question
 from engine.errors import ConfigError, EngineError
-from engine.eval.imports import Imported, import_files
-from engine.eval.labelled import labelled_relevance, with_label_measures
 from engine.paradigms.base import Need, Paradigm, check_question
 from engine.paradigms.registry import make_config, parse_config, spec
 from engine.service.annotation import Annotation, JudgedPair
@@ -37,6 +35,8 @@ from engine.service.datasets import (
 )
 from engine.service.diagnosis import outcomes_of, paired_of
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationRequest
+from engine.service.imports import Imported, import_files
+from engine.service.labelled import labelled_relevance, with_label_measures
 from engine.service.long_builds import (
     RUN_BUILD_SECONDS,
     BuildNeeded,
