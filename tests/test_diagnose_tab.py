@@ -216,6 +216,10 @@ def test_an_imported_pipelines_evaluation_is_diagnosed_and_opens_in_explore(expl
     imported = explorer.import_pipeline(
         [(LLAMAINDEX.name, LLAMAINDEX.read_text(encoding="utf-8"))],
         str(shared_data_dir() / "hotpotqa" / "train100.json"), "li")
+    from app.views.evaluation import progress_html
+
+    status = progress_html(explorer.evaluation_status(imported.evaluation))
+    assert "done, 3 of 3 questions, imported from another pipeline's files" in status
     *_, found, current = diagnose.diagnose(explorer, str(imported.evaluation), "support")
     assert found["li"]["cuts"] == ["BM25Retriever", "SentenceTransformerRerank"]
     assert found["li"]["total"] == 3

@@ -177,6 +177,8 @@ def progress_html(status: dict) -> str:
     pace = f", about {left:,.0f} s left" if left is not None and status["state"] == "running" \
         else ""
     spent = f" in {status['seconds']:,.0f} s" if status.get("seconds") is not None else ""
+    if status.get("imported"):  # stored at once: its own time is in its runs' seconds
+        spent = ", imported from another pipeline's files"
     error = f": {esc(status['error'])}" if status.get("error") else ""
     kind = "fe-error" if status["state"] == "failed" else "fe-kept"
     return (f"<div class='{kind}'>Evaluation {status['id']}: {esc(status['state'])}, "

@@ -35,7 +35,7 @@ from engine.service.datasets import (
 )
 from engine.service.diagnosis import outcomes_of, paired_of
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationRequest
-from engine.service.imports import Imported, import_files
+from engine.service.imports import IMPORTED, Imported, import_files
 from engine.service.labelled import labelled_relevance, with_label_measures
 from engine.service.long_builds import (
     RUN_BUILD_SECONDS,
@@ -453,7 +453,8 @@ class Explorer:
         stored = self._evaluations.get(evaluation_id)
         return {"id": stored.id, "state": stored.state, "phase": "", "done": stored.done,
                 "total": stored.questions, "seconds": stored.seconds, "seconds_left": None,
-                "error": stored.error, "means": stored.summary}
+                "error": stored.error, "means": stored.summary,
+                "imported": stored.code_version == IMPORTED}
 
     def cancel_evaluation(self, evaluation_id: int) -> None:
         self._jobs.cancel(evaluation_id)

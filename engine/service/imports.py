@@ -19,6 +19,8 @@ from engine.eval.imports import imported_runs, read_qrels, read_run
 from engine.store.sessions import SessionStore
 from engine.trace import RunTrace
 
+IMPORTED = "imported"  # what an imported evaluation's code version says: no code of ours
+
 
 def store_imported(runs: Sequence[RunTrace], dataset: Dataset, dataset_file: str,
                    label: str, sources: list[str], store: SessionStore,
@@ -37,7 +39,7 @@ def store_imported(runs: Sequence[RunTrace], dataset: Dataset, dataset_file: str
         configs={label: {"imported": sources}},
         corpus=corpus.name if corpus else f"{label} (as traced)",
         corpus_fingerprint=corpus.fingerprint if corpus else "",
-        code_version="imported", name=f"{label} (imported)")
+        code_version=IMPORTED, name=f"{label} (imported)")
     rows = []
     for trace in runs:
         found = {**row(trace), "paradigm": label}
