@@ -27,6 +27,9 @@ from engine.trace_details import (
     settings_from_extras,
 )
 
+ANSWERED, FAILED, NO_CANDIDATES = "answered", "failed", "no candidates"
+STATUSES = (ANSWERED, FAILED, NO_CANDIDATES)
+
 
 @dataclass(frozen=True)
 class StageResult:
@@ -85,6 +88,18 @@ class RunTrace:
     gold: Question | None = None
     gold_flags: tuple[GoldFlags, ...] = ()
     metrics: dict = field(default_factory=dict)
+    error: str = ""  # a run that failed: what went wrong (it has no stages or metrics)
+
+    @property
+    def status(self) -> str:
+        """"failed" (see `error`), "no candidates" (it ranked, and no stage returned
+        anything), or "answered" (a run that decided it needs no retrieval included)."""
+        if self.error:
+            return FAILED
+        ranking = [s for s in self.stages if s.granularity != "query"]
+        if ranking and not any(s.candidates for s in ranking):
+            return NO_CANDIDATES
+        return ANSWERED
 
     @property
     def llm_calls(self) -> int:
@@ -130,6 +145,15 @@ class RunTrace:
     @classmethod
     def from_json(cls, text: str) -> RunTrace:
         return from_dict(json.loads(text))
+
+
+def failed_run(question: Question | str, paradigm: str, config: dict,
+               err: BaseException) -> RunTrace:
+    """The run of `question` that raised `err`: no stages, no metrics, the error named."""
+    gold = question if isinstance(question, Question) else None
+    text = question.text if isinstance(question, Question) else question
+    return RunTrace(text, paradigm, config, (), gold=gold,
+                    error=f"{type(err).__name__}: {err}")
 
 
 def gold_flags(stage: StageResult, gold: Question) -> GoldFlags:
@@ -203,7 +227,7 @@ def from_dict(d: dict[str, Any]) -> RunTrace:
     return RunTrace(
         question=d["question"], paradigm=d["paradigm"], config=d["config"], stages=stages,
         llm_steps=steps, answer=d.get("answer", ""), corpus=d.get("corpus", {}),
-        gold=gold, gold_flags=flags, metrics=d.get("metrics", {}),
+        gold=gold, gold_flags=flags, metrics=d.get("metrics", {}), error=d.get("error", ""),
     )
 
 

@@ -1,5 +1,6 @@
 """An evaluation job over the toy 'echo' paradigm and a real DuckDB file: every question's
-runs stored as it finishes, running means, a seeded sample, cancel, a failure kept."""
+runs stored as it finishes, running means, a seeded sample, cancel, a failed question kept
+as failed."""
 
 from __future__ import annotations
 
@@ -76,8 +77,11 @@ def test_cancel_stops_after_the_question_in_flight(evaluations, tiny_corpus, ech
     assert job.status()["state"] == "cancelled" and evaluations.get(job.id).done == 0
 
 
-def test_a_failing_paradigm_fails_the_job_and_keeps_what_was_stored(evaluations, tiny_corpus,
-                                                                    echo, monkeypatch):
+def test_a_failing_question_is_stored_as_failed_and_the_others_go_on(evaluations,
+                                                                     tiny_corpus, echo,
+                                                                     monkeypatch):
+    """A run that raises is a failed run naming the error: the evaluation goes on, counts
+    it as failed, keeps it out of the means and out of the outcomes (it lost no gold)."""
     from tests.fakes import EchoParadigm
 
     job = EvaluationJob(evaluations, tiny_corpus, _request())
@@ -93,8 +97,17 @@ def test_a_failing_paradigm_fails_the_job_and_keeps_what_was_stored(evaluations,
     monkeypatch.setattr(EchoParadigm, "run", flaky)
     job.run()
     stored = evaluations.get(job.id)
-    assert (stored.state, stored.done) == ("failed", 1)
-    assert "RuntimeError: the reader ran out of memory" in stored.error
+    assert (stored.state, stored.done) == ("done", 3)
+    rows = evaluations.rows(job.id)
+    assert [r["status"] for r in rows] == ["answered", "failed", "answered"]
+    assert rows[1]["error"] == "RuntimeError: the reader ran out of memory"
+    assert rows[1]["outcome"] == {"answer": None, "support": None}
+    means = stored.summary["echo"]
+    assert (means["questions"], means["failed"]) == (3, 1)
+    # the means are over the two answered questions only
+    assert means["EM"] == pytest.approx((rows[0]["metrics"]["EM"] + rows[2]["metrics"]["EM"])
+                                        / 2)
+    assert evaluations.trace(job.id, 1, "echo").error.startswith("RuntimeError")
 
 
 @pytest.mark.parametrize(("changes", "message"), [
@@ -112,3 +125,14 @@ def test_a_bad_config_is_refused_before_anything_is_stored(evaluations, tiny_cor
     with pytest.raises(ConfigError, match="k=9 is out of range"):
         EvaluationJob(evaluations, tiny_corpus, _request(configs={"echo": {"k": 9}}))
     assert evaluations.list() == []
+
+
+def test_the_status_line_counts_failed_runs_and_questions_not_run():
+    from app.views.evaluation import progress_html
+
+    line = progress_html({"id": 4, "state": "cancelled", "done": 3, "total": 5,
+                          "seconds": 9.0, "means": {"echo": {"questions": 3, "failed": 1},
+                                                    "flat": {"questions": 3,
+                                                             "no candidates": 2}}})
+    assert ("3 of 5 questions in 9 s; 1 run failed; 2 runs found no candidates; "
+            "2 questions not run") in line

@@ -107,3 +107,16 @@ def test_a_long_retrieval_keeps_every_document_up_to_the_cap():
     assert ids[:MAX_DOCUMENTS] == [f"Doc {i}#{i}" for i in range(MAX_DOCUMENTS)]
     assert set(ids[MAX_DOCUMENTS:]) == {None}  # past the cap, not sent
     assert json.loads(dense.attributes["metadata"])["kept"] == MAX_DOCUMENTS + 20
+
+
+def test_a_failed_run_is_an_errored_chain_naming_what_failed(spans):
+    from opentelemetry.trace import StatusCode
+
+    from engine.trace import failed_run
+
+    tracer, exporter = spans
+    gold = Question("q1", "Who painted it?", answers=("Georges Seurat",))
+    emit(failed_run(gold, "flat", {}, RuntimeError("out of memory")), tracer)
+    (root,) = exporter.get_finished_spans()
+    assert root.status.status_code == StatusCode.ERROR
+    assert root.status.description == "RuntimeError: out of memory"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import config_from_dict
+from engine.documents import Question
 from engine.errors import ConfigError
 from engine.paradigms.base import check_question
 from engine.paradigms.flat import FlatConfig
@@ -213,3 +214,19 @@ def test_run_stage_records_the_stage_settings_and_haystack(tiny_corpus):
     result = run_stage(summariser, "q", (), 1)
     assert result.settings == {"max_tokens": 7, "sentence_scorer": "minilm"}
     assert result.n_in == 0
+
+
+def test_a_runs_status_is_answered_failed_or_no_candidates_and_survives_json():
+    from engine.trace import failed_run
+    from tests.fakes import gold_run, ranked_stage
+
+    gold = Question("q1", "Who painted it?", answers=("Georges Seurat",))
+    answered = gold_run(gold, ranked_stage("dense", ("Georges Seurat", "He painted it.")))
+    empty = gold_run(gold, ranked_stage("dense"), said="")
+    failed = failed_run(gold, "flat", {"k": 4}, RuntimeError("out of memory"))
+    assert [r.status for r in (answered, empty, failed)] == [
+        "answered", "no candidates", "failed"]
+    back = RunTrace.from_json(failed.to_json())
+    assert (back.status, back.error, back.gold) == ("failed", "RuntimeError: out of memory",
+                                                    gold)
+    assert back.metrics == {} and back.stages == ()

@@ -13,11 +13,13 @@ from engine.metrics import IR_MEASURES
 from engine.service.labelled import PREFIX as LABELLED
 
 KS = (1, 2, 3, 4)
-HEAD = ("questions", *(f"AR@{k}" for k in KS))
+HEAD = ("questions", "failed", "no candidates", *(f"AR@{k}" for k in KS))
 ANSWER = ("EM", "F1", "refined_EM", "reader_tokens", "llm_calls", "docs_to_reader",
           "seconds_total_median")
-LABELS = {"questions": "questions", "refined_EM": "refined EM", "reader_tokens": "reader tokens",
-          "llm_calls": "LLM calls", "docs_to_reader": "documents read",
+LABELS = {"questions": "questions", "failed": "failed (not in the means)",
+          "no candidates": "found no candidates", "refined_EM": "refined EM",
+          "reader_tokens": "reader tokens", "llm_calls": "LLM calls",
+          "docs_to_reader": "documents read",
           "seconds_total_median": "seconds per question (median)",
           "AR@read": "answer recall of all the reader read"}
 ROW_COLUMNS = ["#", "question id", "paradigm", "question", "answer", "EM", "F1", "AR@4",
@@ -132,8 +134,11 @@ def question_rows(rows: list[dict]) -> list[list]:
     out = []
     for r in rows:
         m = r.get("metrics", {})
+        answer = (f"failed: {r['error']}" if r.get("status") == "failed" else
+                  "(found no candidates) " + r["answer"] if r.get("status") == "no candidates"
+                  else r["answer"])
         out.append([r.get("position", ""), r.get("question_id", ""), r["paradigm"],
-                    r["question"], r["answer"], m.get("EM", ""),
+                    r["question"], answer, m.get("EM", ""),
                     round(m["F1"], 3) if "F1" in m else "", m.get("AR@4", ""),
                     round(sum(r.get("seconds", {}).values()), 2)])
     return out
@@ -181,5 +186,13 @@ def progress_html(status: dict) -> str:
         spent = ", imported from another pipeline's files"
     error = f": {esc(status['error'])}" if status.get("error") else ""
     kind = "fe-error" if status["state"] == "failed" else "fe-kept"
+    means = list((status.get("means") or {}).values())
+    counts = [(sum(int(m.get(key, 0)) for m in means), "run", said)
+              for key, said in (("failed", "failed"), ("no candidates", "found no "
+                                                                        "candidates"))]
+    if status["state"] != "running" and done < total:
+        counts.append((total - done, "question", "not run"))
+    said = "".join(f"; {n} {what}{'s' if n != 1 else ''} {verb}"
+                   for n, what, verb in counts if n)
     return (f"<div class='{kind}'>Evaluation {status['id']}: {esc(status['state'])}, "
-            f"{done} of {total} questions{phase}{spent}{pace}{error}</div>")
+            f"{done} of {total} questions{phase}{spent}{pace}{said}{error}</div>")

@@ -251,14 +251,17 @@ def evaluate(args: argparse.Namespace) -> int:
 def print_summary(summary: dict[str, dict[str, float]]) -> None:
     stage_keys = sorted({k for s in summary.values() for k in s if k.startswith("seconds_")})
     recall_keys = sorted({k for s in summary.values() for k in s if k.startswith("gold_doc")})
-    headers = ["paradigm", "n", *TABLE_METRICS, *recall_keys, *stage_keys, "reader_tokens"]
+    # failed runs count among the questions, never in the means (engine.eval.summary)
+    statuses = [k for k in ("failed", "no candidates") if any(k in s for s in summary.values())]
+    headers = ["paradigm", "n", *statuses, *TABLE_METRICS, *recall_keys, *stage_keys,
+               "reader_tokens"]
     _out("| " + " | ".join(headers) + " |")
     _out("|" + "---|" * len(headers))
     for name, s in summary.items():
-        cells = [name, f"{s['questions']:.0f}"]
+        cells = [name, f"{s['questions']:.0f}", *(f"{s.get(k, 0):.0f}" for k in statuses)]
         cells += [f"{s[k]:.3f}" if k in s else "-" for k in (*TABLE_METRICS, *recall_keys)]
         cells += [f"{s[k]:.3f}" if k in s else "-" for k in stage_keys]
-        cells.append(f"{s['reader_tokens']:.0f}")
+        cells.append(f"{s['reader_tokens']:.0f}" if "reader_tokens" in s else "-")
         _out("| " + " | ".join(cells) + " |")
 
 

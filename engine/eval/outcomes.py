@@ -66,9 +66,10 @@ def held_after(trace: RunTrace, track: str) -> list[tuple[str, bool]]:
 
 
 def outcome(trace: RunTrace, track: str = "answer") -> str | None:
-    """The run's outcome on `track` (None: no gold, or no supporting documents named)."""
+    """The run's outcome on `track` (None: no gold, no supporting documents named, or the
+    run failed: a failure is no loss of the gold)."""
     gold = trace.gold
-    if gold is None or (track == "support" and not gold.supporting_titles):
+    if gold is None or trace.error or (track == "support" and not gold.supporting_titles):
         return None
     if track == "answer" and not has_span_answer(gold):
         return NO_SPAN

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from engine.errors import ConfigError
+from engine.trace import FAILED
 
 RESAMPLES = 10_000
 SEED = 0
@@ -102,9 +103,12 @@ def question_values(row: dict) -> dict[str, float]:
 
 def paired(rows_a: Sequence[dict], rows_b: Sequence[dict], *,
            resamples: int = RESAMPLES, seed: int = SEED) -> list[PairedDifference]:
-    """A minus B on every metric both have, over the questions (by id) both answered."""
-    a_by_id = {r["question_id"]: question_values(r) for r in rows_a}
-    b_by_id = {r["question_id"]: question_values(r) for r in rows_b}
+    """A minus B on every metric both have, over the questions (by id) both answered (a
+    failed run is no answer: its question is left out)."""
+    a_by_id = {r["question_id"]: question_values(r) for r in rows_a
+               if r.get("status") != FAILED}
+    b_by_id = {r["question_id"]: question_values(r) for r in rows_b
+               if r.get("status") != FAILED}
     shared = [q for q in a_by_id if q in b_by_id]
     if not shared:
         raise ConfigError("The two runs share no question id, so nothing can be paired; "

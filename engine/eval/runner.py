@@ -17,11 +17,11 @@ from pathlib import Path
 from engine.data.corpus import load_corpus, merge_documents
 from engine.data.loaders import read_dataset
 from engine.documents import Corpus, Dataset, Question
-from engine.errors import ConfigError
+from engine.errors import ConfigError, log_failure
 from engine.eval.summary import row
 from engine.paradigms.base import MakeParadigm, Paradigm
 from engine.stages.base import reusing_stages
-from engine.trace import RunTrace
+from engine.trace import RunTrace, failed_run
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +74,17 @@ def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "
             progress(i, len(questions))
 
 
+def _answered(paradigm: Paradigm, question: Question) -> RunTrace:
+    """`paradigm`'s run of `question`; one that raises is a failed run naming the error
+    (engine.trace.failed_run), so the other questions go on and the failure is never
+    counted as a wrong answer."""
+    try:
+        return paradigm.run(question)
+    except Exception as err:  # noqa: BLE001 - stored with the run, logged with its cause
+        log_failure(logger, f"{paradigm.name} on question {question.id!r}", err)
+        return failed_run(question, paradigm.name, asdict(paradigm.config), err)
+
+
 def answer_all(paradigms: Sequence[Paradigm], questions: Sequence[Question], *,
                ray: str = "", workers: int = 2, corpus_spec: str = "", dataset: str = "",
                cancelled: Callable[[], bool] = lambda: False,
@@ -104,7 +115,7 @@ def answer_all(paradigms: Sequence[Paradigm], questions: Sequence[Question], *,
 
     def answer(question: Question) -> list[RunTrace]:
         with reusing_stages() if reuse else nullcontext():
-            return [paradigm.run(question) for paradigm in paradigms]
+            return [_answered(paradigm, question) for paradigm in paradigms]
 
     if concurrency <= 1:
         for question in questions:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from engine.eval.outcomes import row_outcomes
 from engine.metrics import has_span_answer, support_recall
-from engine.trace import RunTrace
+from engine.trace import FAILED, NO_CANDIDATES, RunTrace
 
 
 def row(trace: RunTrace) -> dict:
@@ -35,6 +35,8 @@ def row(trace: RunTrace) -> dict:
         "llm_calls": trace.llm_calls,
         "docs_to_reader": docs_to_reader(trace),
         "gold_doc_recall": read_gold_doc_recall(trace),
+        "status": trace.status,
+        **({"error": trace.error} if trace.error else {}),
         **row_outcomes(trace),
     }
 
@@ -70,12 +72,23 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def summarise(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
-    """{paradigm: {metric: mean}} with AR over span-answer questions only (as LongRAG)."""
+    """{paradigm: {metric: mean}} with AR over span-answer questions only (as LongRAG).
+    A failed run counts among the questions and as `failed`, never in a mean (it is no
+    wrong answer); runs that found no candidates count as `no candidates` and in the means
+    (their pipeline answered nothing right)."""
     summary: dict[str, dict[str, float]] = {}
     for name in dict.fromkeys(r["paradigm"] for r in rows):
-        mine = [r for r in rows if r["paradigm"] == name]
+        every = [r for r in rows if r["paradigm"] == name]
+        mine = [r for r in every if r.get("status") != FAILED]
+        out: dict[str, float] = {"questions": len(every)}
+        for status in (FAILED, NO_CANDIDATES):
+            counted = sum(r.get("status") == status for r in every)
+            if counted:
+                out[status] = counted
+        summary[name] = out
+        if not mine:
+            continue
         spans = [r for r in mine if r["span_answer"]]
-        out: dict[str, float] = {"questions": len(mine)}
         for key in sorted({k for r in mine for k in r["metrics"]}):
             pool = spans if key.startswith("AR@") else mine
             values = [r["metrics"][key] for r in pool if key in r["metrics"]]
@@ -92,5 +105,4 @@ def summarise(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
         out["llm_calls"] = round(statistics.fmean(r.get("llm_calls", 0) for r in mine), 2)
         out["docs_to_reader"] = round(statistics.fmean(r.get("docs_to_reader", 0)
                                                        for r in mine), 2)
-        summary[name] = out
     return summary

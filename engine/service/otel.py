@@ -146,7 +146,8 @@ def emit(trace: RunTrace, tracer: Any, ended_ns: int | None = None) -> None:
         at += int(seconds * 1e9)
         span.set_status(ok)
         span.end(end_time=at)
-    root.set_status(ok)
+    # a failed run (engine.trace.failed_run) is an errored CHAIN naming what failed
+    root.set_status(otel.Status(otel.StatusCode.ERROR, trace.error) if trace.error else ok)
     root.end(end_time=at)
 
 
