@@ -234,12 +234,19 @@ def _diagnosis_api(explorer: Explorer) -> None:
         evaluation, or `a` of it against `b` of `other_evaluation_id` on the questions
         both answered. JSON: {a, b, shared, differences: [{metric, a, b, diff, ci, p,
         within_noise, n}]}."""
-        other = str(other_evaluation_id or "").strip()
-        if other and not other.isdigit():
-            raise ConfigError(f"other_evaluation_id={other_evaluation_id!r} is not an "
-                              "evaluation id; give a number from list_evaluations.")
         return json.dumps(explorer.paired(evaluation_id, a or "", b or "",
-                                          int(other) if other else None))
+                                          _other_id(other_evaluation_id)))
+
+    def regressions(evaluation_id: int, a: str = "", b: str = "",
+                    other_evaluation_id: str = "", metric: str = "EM") -> str:
+        """The questions B improved, regressed or left as A had them on `metric` (EM, F1,
+        AR@1..4, gold_doc_recall, nDCG@10, MRR or seconds; A and B as `paired` takes
+        them), regressions first. JSON: {a, b, metric, counts: {improved, regressed,
+        stayed right, stayed wrong, same}, questions: [{question_id, question, position_a,
+        position_b, a, b, change}]}."""
+        return json.dumps(explorer.regressions(evaluation_id, a or "", b or "",
+                                               _other_id(other_evaluation_id),
+                                               metric or "EM"))
 
     def sweep(paradigm: str, options_json: str, dataset: str, limit: int = 0,
               sample: int = 0, seed: int = 0, retrieval_only: bool = True,
@@ -263,6 +270,8 @@ def _diagnosis_api(explorer: Explorer) -> None:
               "{outcome: n}, questions: {outcome: [positions]}, traced, total}}")
     _endpoint(paired, "paired_json", "JSON text: {a, b, shared, differences: [{metric, a, "
               "b, diff, ci, p, within_noise, n}]}")
+    _endpoint(regressions, "regressions_json", "JSON text: {a, b, metric, counts, "
+              "questions: [{question_id, question, position_a, position_b, a, b, change}]}")
     _endpoint(sweep, "evaluation_id", "the sweep's evaluation id; follow it with "
               "evaluation_status")
 
@@ -315,6 +324,15 @@ def _endpoint(fn: Callable, returns: str, description: str) -> None:
     output.label = returns
     output._api_info = {**python_type_to_json_schema(get_type_hints(fn)["return"]),
                         "description": description}
+
+
+def _other_id(other_evaluation_id: str) -> int | None:
+    """The second evaluation's id of a pair ("" for none)."""
+    other = str(other_evaluation_id or "").strip()
+    if other and not other.isdigit():
+        raise ConfigError(f"other_evaluation_id={other_evaluation_id!r} is not an "
+                          "evaluation id; give a number from list_evaluations.")
+    return int(other) if other else None
 
 
 def _uploaded(file: dict) -> tuple[Path, str]:

@@ -21,7 +21,8 @@ ENDPOINTS = {"run", "add_corpus", "list_corpora", "remove_corpus", "save_run", "
              "list_runs", "load_run", "status", "annotate_pairs", "annotate_label",
              "list_labels", "retrain", "classifier_status", "activate_classifier", "evaluate",
              "evaluation_status", "list_evaluations", "load_evaluation", "export_evaluation",
-             "export_evaluation_files", "import_traces", "attribution", "paired", "sweep"}
+             "export_evaluation_files", "import_traces", "attribution", "paired", "regressions",
+             "sweep"}
 RETURNS_INT = {"save_run", "evaluate", "sweep"}  # ids; every other result is JSON
 
 

@@ -28,8 +28,10 @@ from app.views.diagnosis import (
 )
 from app.views.evaluation import ROW_COLUMNS, ROW_WIDTHS, question_rows
 from app.views.figures import text_figure
+from app.views.trace import compare_table, esc
 from engine.errors import EngineError
-from engine.eval.paired import correct_across
+from engine.eval.paired import METRICS, correct_across
+from engine.eval.regressions import CHANGES, REGRESSED, first_divergence
 from engine.service.explorer import Explorer
 
 TRACKS = [("the gold answer", "answer"), ("all supporting documents", "support")]
@@ -126,6 +128,51 @@ def b_choices(explorer: Explorer, evaluation_id, other, b) -> object:
     except EngineError:  # deleted meanwhile: Pair says so
         return gr.skip()
     return gr.Dropdown(names, value=b if b in names else names[0])
+
+
+CHANGE_COLUMNS = ["change", "question", "A", "B", "A's #", "B's #", "question id"]
+
+
+@refusing(outputs=3)
+def list_changes(explorer: Explorer, evaluation_id, a, b, other, metric, which) -> tuple:
+    """(message, the questions B changed on `metric` against A, as rows; the result kept
+    for a row's click), only those of change `which` ("" for all)."""
+    if evaluation_id is None:
+        raise EngineError("Open an evaluation first (pick one and press Diagnose).")
+    other_id = parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
+    found = explorer.regressions(evaluation_id, a or "", b or "", other_id, metric or "EM")
+    shown = [q for q in found["questions"] if not which or q["change"] == which]
+    counts = ", ".join(f"{n} {change}" for change, n in found["counts"].items())
+    message = (f"<div class='fe-kept'>B = {esc(found['b'])} against A = {esc(found['a'])} "
+               f"on {esc(found['metric'])}, {sum(found['counts'].values())} questions both "
+               f"answered: {esc(counts)}. Click a question to see both runs side by side."
+               "</div>")
+    rows = [[q["change"], q["question"], round(q["a"], 3), round(q["b"], 3),
+             q["position_a"], q["position_b"], q["question_id"]] for q in shown]
+    return message, rows, found
+
+
+def both_runs(explorer: Explorer, found: dict | None, row: list | None) -> str:
+    """Both runs of a changed question side by side, from the first cut where their
+    candidates part."""
+    if not found or not row:
+        return ""
+    position_a, position_b = row[4], row[5]
+    run_a = explorer.evaluation_trace(found["a_evaluation"], int(position_a),
+                                      found["a_paradigm"])
+    run_b = explorer.evaluation_trace(found["b_evaluation"], int(position_b),
+                                      found["b_paradigm"])
+    cut = first_divergence(run_a, run_b)
+    where = ("Every cut kept the same candidates: only the reader differs." if cut is None
+             else f"They part at cut {cut + 1} ({esc(_cut_name(run_a, cut))} against "
+                  f"{esc(_cut_name(run_b, cut))}).")
+    heads = [f"A = {esc(found['a'])}", f"B = {esc(found['b'])}"]
+    return (f"<div class='fe-kept'>{esc(row[1])} — {where}</div>"
+            + compare_table([run_a, run_b], heads))
+
+
+def _cut_name(run, index: int) -> str:
+    return run.stages[index].name if index < len(run.stages) else "nothing"
 
 
 def newest(explorer: Explorer, current) -> str:
@@ -247,6 +294,28 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     shown.clicks.click(pick_bar, found, shown.segment, **private)
     shown.pair.click(partial(pair, explorer), [current, shown.a, shown.b, shown.other],
                      shown.paired, **private)
+    gr.Markdown("### Which questions changed")
+    with gr.Row():
+        metric = gr.Dropdown(list(METRICS), value="EM", label="On metric", scale=1,
+                             elem_id="fe-diag-change-metric")
+        which = gr.Dropdown([("every change", ""), *((c, c) for c in CHANGES)],
+                            value=REGRESSED, label="Show", scale=1,
+                            elem_id="fe-diag-change-which")
+        listing = gr.Button("List B against A", scale=1, elem_id="fe-diag-changes")
+    changes_message = gr.HTML(elem_id="fe-diag-changes-message")
+    changes_rows = gr.Dataframe(headers=CHANGE_COLUMNS, interactive=False, wrap=True,
+                                max_height=360, label="Questions (click one for both runs)",
+                                elem_id="fe-diag-changes-rows")
+    side_by_side = gr.HTML(elem_id="fe-diag-both")
+    changed = gr.State(None)
+    listing.click(partial(list_changes, explorer),
+                  [current, shown.a, shown.b, shown.other, metric, which],
+                  [changes_message, changes_rows, changed], **private)
+
+    def open_both(found, evt: gr.SelectData):
+        return both_runs(explorer, found, evt.row_value)
+
+    changes_rows.select(open_both, changed, side_by_side, **private)
     opened = exploring.opened(tabs)
 
     def open_row(evaluation_id, evt: gr.SelectData):

@@ -6,11 +6,14 @@ Rows stored before rows carried outcomes get them from their stored traces.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from engine.errors import ConfigError
 from engine.eval.outcomes import attribution, row_outcomes
 from engine.eval.paired import RESAMPLES, SEED, paired
+from engine.eval.regressions import changes
 from engine.eval.summary import read_gold_doc_recall
-from engine.store.evaluations import EvaluationStore
+from engine.store.evaluations import EvaluationStore, StoredEvaluation
 
 
 def diagnosed_rows(evaluations: EvaluationStore, evaluation_id: int) -> list[dict]:
@@ -39,6 +42,45 @@ def paired_of(evaluations: EvaluationStore, evaluation_id: int, a: str = "", b: 
     """A minus B over their shared questions: paradigms `a` and `b` of one evaluation, or
     `a` of `evaluation_id` and `b` of `other_id` (each may be left empty when its
     evaluation ran one paradigm, or the other names one both ran)."""
+    pair = _paired_rows(evaluations, evaluation_id, a, b, other_id)
+    ids_a = {r["question_id"] for r in pair.rows_a}
+    ids_b = {r["question_id"] for r in pair.rows_b}
+    if not ids_a & ids_b:
+        raise ConfigError(f"Evaluations {pair.first.id} and {pair.second.id} share no "
+                          f"question id ({len(ids_a)} and {len(ids_b)} questions), so "
+                          "nothing can be paired; compare evaluations of the same dataset.")
+    return {"a": f"{pair.first.id}: {pair.a}", "b": f"{pair.second.id}: {pair.b}",
+            "a_corpus": pair.first.corpus, "b_corpus": pair.second.corpus,
+            "shared": len(ids_a & ids_b), "a_questions": len(ids_a),
+            "b_questions": len(ids_b), "resamples": resamples, "seed": seed,
+            "differences": [d.to_dict() for d in paired(pair.rows_a, pair.rows_b,
+                                                        resamples=resamples, seed=seed)]}
+
+
+def regressions_of(evaluations: EvaluationStore, evaluation_id: int, a: str = "",
+                   b: str = "", other_id: int | None = None, metric: str = "EM") -> dict:
+    """The questions B improved, regressed or left as A had them on `metric` (A and B as
+    `paired_of` takes them): engine.eval.regressions.changes, with both sides named."""
+    pair = _paired_rows(evaluations, evaluation_id, a, b, other_id)
+    return {"a": f"{pair.first.id}: {pair.a}", "b": f"{pair.second.id}: {pair.b}",
+            "a_evaluation": pair.first.id, "b_evaluation": pair.second.id,
+            "a_paradigm": pair.a, "b_paradigm": pair.b,
+            **changes(pair.rows_a, pair.rows_b, metric)}
+
+
+@dataclass(frozen=True)
+class PairedRows:
+    first: StoredEvaluation
+    second: StoredEvaluation
+    a: str
+    b: str
+    rows_a: list[dict]
+    rows_b: list[dict]
+
+
+def _paired_rows(evaluations: EvaluationStore, evaluation_id: int, a: str, b: str,
+                 other_id: int | None) -> PairedRows:
+    """A's and B's rows, each paradigm named or the one its evaluation ran."""
     first = evaluations.get(evaluation_id)
     second = evaluations.get(other_id) if other_id is not None else first
     if second is first:
@@ -59,17 +101,7 @@ def paired_of(evaluations: EvaluationStore, evaluation_id: int, a: str = "", b: 
                               f"{', '.join(evaluation.paradigms)}.")
     rows_a = [r for r in diagnosed_rows(evaluations, first.id) if r["paradigm"] == a]
     rows_b = [r for r in diagnosed_rows(evaluations, second.id) if r["paradigm"] == b]
-    ids_a, ids_b = {r["question_id"] for r in rows_a}, {r["question_id"] for r in rows_b}
-    if not ids_a & ids_b:
-        raise ConfigError(f"Evaluations {first.id} and {second.id} share no question id "
-                          f"({len(ids_a)} and {len(ids_b)} questions), so nothing can be "
-                          "paired; compare evaluations of the same dataset.")
-    return {"a": f"{first.id}: {a}", "b": f"{second.id}: {b}",
-            "a_corpus": first.corpus, "b_corpus": second.corpus,
-            "shared": len(ids_a & ids_b), "a_questions": len(ids_a),
-            "b_questions": len(ids_b), "resamples": resamples, "seed": seed,
-            "differences": [d.to_dict() for d in paired(rows_a, rows_b, resamples=resamples,
-                                                        seed=seed)]}
+    return PairedRows(first, second, a, b, rows_a, rows_b)
 
 
 def _only(evaluation, fallback: str) -> str:

@@ -33,7 +33,7 @@ from engine.service.datasets import (
     missing_note,
     supporting_documents,
 )
-from engine.service.diagnosis import outcomes_of, paired_of
+from engine.service.diagnosis import outcomes_of, paired_of, regressions_of
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationRequest
 from engine.service.imports import IMPORTED, Imported, import_files
 from engine.service.labelled import labelled_relevance, with_label_measures
@@ -515,6 +515,12 @@ class Explorer:
         """Per paradigm of a stored evaluation: where each question's gold was lost
         (engine.eval.outcomes), its counts in funnel order and the question positions."""
         return outcomes_of(self._evaluations, evaluation_id, track)
+
+    def regressions(self, evaluation_id: int, a: str = "", b: str = "",
+                    other_id: int | None = None, metric: str = "EM") -> dict:
+        """The questions B improved, regressed or left as A had them on `metric` (A and B
+        as `paired` takes them), regressions first (engine.eval.regressions)."""
+        return regressions_of(self._evaluations, evaluation_id, a, b, other_id, metric)
 
     def paired(self, evaluation_id: int, a: str = "", b: str = "",
                other_id: int | None = None) -> dict:

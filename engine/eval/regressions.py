@@ -1,0 +1,71 @@
+"""Regressions between runs: which questions one setting improved, which it broke.
+
+Two sets of eval rows (two paradigms of one evaluation, or one of each of two) are lined up
+by question id, and each shared question is classed on one metric: improved (B above A),
+regressed (B below A), or stayed (equal: for a right/wrong metric, right/right or
+wrong/wrong). A failed run is no answer: its question is left out, as paired comparisons
+leave it. Where two runs part is the first cut whose candidates differ (`first_divergence`),
+where their side-by-side view opens.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from engine.errors import ConfigError
+from engine.eval.paired import BINARY, METRICS, question_values
+from engine.trace import FAILED, RunTrace
+
+IMPROVED, REGRESSED, STAYED_RIGHT, STAYED_WRONG, SAME = (
+    "improved", "regressed", "stayed right", "stayed wrong", "same")
+CHANGES = (IMPROVED, REGRESSED, STAYED_RIGHT, STAYED_WRONG, SAME)
+
+
+def changes(rows_a: Sequence[dict], rows_b: Sequence[dict], metric: str = "EM") -> dict:
+    """{"metric", "counts": {change: n}, "questions": [{question_id, question, position_a,
+    position_b, a, b, change}]} over the questions both answered, regressions first, then
+    improvements, each by the size of the change."""
+    if metric not in METRICS:
+        raise ConfigError(f"metric={metric!r}: choose one of {', '.join(METRICS)}.")
+    a_rows = {r["question_id"]: r for r in rows_a if r.get("status") != FAILED}
+    b_rows = {r["question_id"]: r for r in rows_b if r.get("status") != FAILED}
+    found = []
+    for qid, a_row in a_rows.items():
+        b_row = b_rows.get(qid)
+        if b_row is None:
+            continue
+        a, b = question_values(a_row).get(metric), question_values(b_row).get(metric)
+        if a is None or b is None:
+            continue
+        found.append({"question_id": qid, "question": a_row["question"],
+                      "position_a": a_row.get("position"), "position_b": b_row.get("position"),
+                      "a": a, "b": b, "change": _change(a, b, metric)})
+    if not found:
+        raise ConfigError(f"No question has {metric} in both runs (they share "
+                          f"{len(a_rows.keys() & b_rows.keys())} answered questions).")
+    order = {REGRESSED: 0, IMPROVED: 1}
+    found.sort(key=lambda q: (order.get(q["change"], 2), -abs(q["b"] - q["a"])))
+    counts = Counter(q["change"] for q in found)
+    return {"metric": metric, "counts": {c: counts[c] for c in CHANGES if counts[c]},
+            "questions": found}
+
+
+def _change(a: float, b: float, metric: str) -> str:
+    if a != b:  # fewer seconds is better
+        return IMPROVED if (b < a) == (metric == "seconds") else REGRESSED
+    if metric in BINARY:
+        return STAYED_RIGHT if a else STAYED_WRONG
+    return SAME
+
+
+def first_divergence(a: RunTrace, b: RunTrace) -> int | None:
+    """The index of the first cut whose candidates (unit ids, in order) differ between the
+    two runs, None when every cut of both kept the same."""
+    for i in range(max(len(a.stages), len(b.stages))):
+        if i >= len(a.stages) or i >= len(b.stages):
+            return i
+        if [c.unit.id for c in a.stages[i].candidates] != \
+                [c.unit.id for c in b.stages[i].candidates]:
+            return i
+    return None
