@@ -237,19 +237,30 @@ def test_an_imported_pipelines_evaluation_is_diagnosed_and_opens_in_explore(expl
 def test_the_questions_b_changed_are_listed_and_open_both_runs(explorer, prepared):
     """flat against funnel: on AR@4 funnel's reader reads the answer for questions 0, 1, 2
     and 5 where flat's re-ranker lost it (improved), 3 and 4 stayed right; on EM funnel
-    broke question 0 (said "Vincent"). A row opens both runs from where they part."""
+    broke question 0 (said "Vincent"). A row opens both runs from where they part, with
+    the gold; the same paradigm twice is refused in the tab's words."""
     evaluation_id = store_evaluation(prepared, [flat_run, funnel_run])
-    message, rows, found = diagnose.list_changes(explorer, evaluation_id, "flat", "funnel",
-                                                 "", "AR@4", "")
+    message, table, found = diagnose.list_changes(explorer, evaluation_id, "flat", "funnel",
+                                                  "", "AR@4", "")
+    rows = table.value["data"]
     assert found["counts"] == {"improved": 4, "stayed right": 2}
+    assert "B = funnel (evaluation 1) against A = flat (evaluation 1) on AR@4" in message
     assert "4 improved, 2 stayed right" in message
+    assert table.value["headers"][2:4] == ["A's AR@4", "B's AR@4"]
     assert {r[6] for r in rows if r[0] == "improved"} == {"q0", "q1", "q2", "q5"}
     _, regressed, on_em = diagnose.list_changes(explorer, evaluation_id, "flat", "funnel",
                                                 "", "EM", "regressed")
-    assert [r[6] for r in regressed] == ["q0"] and on_em["counts"]["stayed right"] == 5
+    assert [r[6] for r in regressed.value["data"]] == ["q0"]
+    assert on_em["counts"]["stayed right"] == 5
+    none, *_ = diagnose.list_changes(explorer, evaluation_id, "flat", "funnel", "", "EM",
+                                     "improved")
+    assert "None improved." in none
     both = diagnose.both_runs(explorer, found, rows[0])
-    assert "They part at cut 1 (dense against clusters)" in both
-    assert "A = 1: flat" in both and "B = 1: funnel" in both
+    assert "They part at cut 1 (dense against clusters)" in both and "Gold: Georges" in both
+    assert "A = flat (evaluation 1)" in both and "B = funnel (evaluation 1)" in both
     refused, *_ = diagnose.list_changes(explorer, evaluation_id, "flat", "funnel", "",
                                         "BLEU", "")
     assert "metric=&#x27;BLEU&#x27;: choose one of EM" in refused
+    twice, *_ = diagnose.list_changes(explorer, evaluation_id, "flat", "flat",
+                                      str(evaluation_id), "EM", "")
+    assert "A and B are both &#x27;flat&#x27; of this evaluation: pick two different" in twice

@@ -107,7 +107,11 @@ def test_a_failing_question_is_stored_as_failed_and_the_others_go_on(evaluations
     # the means are over the two answered questions only
     assert means["EM"] == pytest.approx((rows[0]["metrics"]["EM"] + rows[2]["metrics"]["EM"])
                                         / 2)
-    assert evaluations.trace(job.id, 1, "echo").error.startswith("RuntimeError")
+    failed = evaluations.trace(job.id, 1, "echo")
+    assert failed.error.startswith("RuntimeError")
+    from app.views.trace import gold_banner
+
+    assert "This run failed, so it lost nothing" in gold_banner(failed)  # opened in Explore
 
 
 @pytest.mark.parametrize(("changes", "message"), [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from textwrap import shorten
 
 import gradio as gr
 
@@ -18,6 +19,7 @@ from app.tabs.base import Refresh, Tab
 from app.tabs.explore import ExploreTab, open_evaluation_run
 from app.tabs.sessions import parse_ids
 from app.views.diagnosis import (
+    METRIC_LABELS,
     THIS_EVALUATION,
     evaluation_choices,
     outcome_bars,
@@ -130,9 +132,6 @@ def b_choices(explorer: Explorer, evaluation_id, other, b) -> object:
     return gr.Dropdown(names, value=b if b in names else names[0])
 
 
-CHANGE_COLUMNS = ["change", "question", "A", "B", "A's #", "B's #", "question id"]
-
-
 @refusing(outputs=3)
 def list_changes(explorer: Explorer, evaluation_id, a, b, other, metric, which) -> tuple:
     """(message, the questions B changed on `metric` against A, as rows; the result kept
@@ -140,16 +139,28 @@ def list_changes(explorer: Explorer, evaluation_id, a, b, other, metric, which) 
     if evaluation_id is None:
         raise EngineError("Open an evaluation first (pick one and press Diagnose).")
     other_id = parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
-    found = explorer.regressions(evaluation_id, a or "", b or "", other_id, metric or "EM")
+    if a and a == b and other_id in (None, evaluation_id):
+        raise EngineError(f"A and B are both {a!r} of this evaluation: pick two different "
+                          "paradigms above, or B from another evaluation.")
+    metric = metric or "EM"
+    found = explorer.regressions(evaluation_id, a or "", b or "", other_id, metric)
     shown = [q for q in found["questions"] if not which or q["change"] == which]
     counts = ", ".join(f"{n} {change}" for change, n in found["counts"].items())
-    message = (f"<div class='fe-kept'>B = {esc(found['b'])} against A = {esc(found['a'])} "
-               f"on {esc(found['metric'])}, {sum(found['counts'].values())} questions both "
-               f"answered: {esc(counts)}. Click a question to see both runs side by side."
-               "</div>")
+    none = f" None {esc(which)}." if which and not shown else ""
+    message = (f"<div class='fe-kept'>B = {esc(_side(found, 'b'))} against A = "
+               f"{esc(_side(found, 'a'))} on {esc(metric)}, over the "
+               f"{sum(found['counts'].values())} questions both answered: {esc(counts)}."
+               f"{none} Click a question to see both runs side by side.</div>")
     rows = [[q["change"], q["question"], round(q["a"], 3), round(q["b"], 3),
              q["position_a"], q["position_b"], q["question_id"]] for q in shown]
-    return message, rows, found
+    headers = ["change", "question", f"A's {metric}", f"B's {metric}", "# in A", "# in B",
+               "question id"]
+    return message, gr.Dataframe(rows, headers=headers), found
+
+
+def _side(found: dict, side: str) -> str:
+    """"flat (evaluation 3)"."""
+    return f"{found[side + '_paradigm']} (evaluation {found[side + '_evaluation']})"
 
 
 def both_runs(explorer: Explorer, found: dict | None, row: list | None) -> str:
@@ -163,12 +174,28 @@ def both_runs(explorer: Explorer, found: dict | None, row: list | None) -> str:
     run_b = explorer.evaluation_trace(found["b_evaluation"], int(position_b),
                                       found["b_paradigm"])
     cut = first_divergence(run_a, run_b)
-    where = ("Every cut kept the same candidates: only the reader differs." if cut is None
-             else f"They part at cut {cut + 1} ({esc(_cut_name(run_a, cut))} against "
-                  f"{esc(_cut_name(run_b, cut))}).")
-    heads = [f"A = {esc(found['a'])}", f"B = {esc(found['b'])}"]
-    return (f"<div class='fe-kept'>{esc(row[1])} — {where}</div>"
+    if cut is not None:
+        where = (f"They part at cut {cut + 1} ({esc(_cut_name(run_a, cut))} against "
+                 f"{esc(_cut_name(run_b, cut))}).")
+    elif run_a.answer == run_b.answer:
+        where = "Every cut kept the same candidates, and both answered alike."
+    else:
+        where = "Every cut kept the same candidates: only the reader differs."
+    gold = run_a.gold or run_b.gold
+    said = f" Gold: {esc(' | '.join(gold.answers))}." if gold and gold.answers else ""
+    heads = [f"A = {esc(_side(found, 'a'))}", f"B = {esc(_side(found, 'b'))}"]
+    return (f"<div class='fe-kept'>{esc(shorten(str(row[1]), 200))} — {where}{said}</div>"
             + compare_table([run_a, run_b], heads))
+
+
+def relist(explorer: Explorer, found, *asked) -> tuple:
+    """The list again when its metric or filter changes, once it has been listed."""
+    if not found:
+        return gr.skip(), gr.skip(), gr.skip()
+    return list_changes(explorer, *asked)
+
+
+CHANGE_COLUMNS = ["change", "question", "A", "B", "# in A", "# in B", "question id"]
 
 
 def _cut_name(run, index: int) -> str:
@@ -294,23 +321,29 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     shown.clicks.click(pick_bar, found, shown.segment, **private)
     shown.pair.click(partial(pair, explorer), [current, shown.a, shown.b, shown.other],
                      shown.paired, **private)
-    gr.Markdown("### Which questions changed")
+    gr.Markdown("### Which questions changed\nB against A, as picked above: the questions "
+                "B answered better, worse or alike on one metric.")
     with gr.Row():
-        metric = gr.Dropdown(list(METRICS), value="EM", label="On metric", scale=1,
-                             elem_id="fe-diag-change-metric")
-        which = gr.Dropdown([("every change", ""), *((c, c) for c in CHANGES)],
+        metric = gr.Dropdown([(METRIC_LABELS.get(m, m), m) for m in METRICS], value="EM",
+                             label="On metric", scale=1, elem_id="fe-diag-change-metric")
+        which = gr.Dropdown([("every question", ""), *((c, c) for c in CHANGES)],
                             value=REGRESSED, label="Show", scale=1,
                             elem_id="fe-diag-change-which")
-        listing = gr.Button("List B against A", scale=1, elem_id="fe-diag-changes")
+        listing = gr.Button("List the questions", scale=1, elem_id="fe-diag-changes")
     changes_message = gr.HTML(elem_id="fe-diag-changes-message")
     changes_rows = gr.Dataframe(headers=CHANGE_COLUMNS, interactive=False, wrap=True,
                                 max_height=360, label="Questions (click one for both runs)",
+                                column_widths=["11%", "49%", "8%", "8%", "7%", "7%", "10%"],
                                 elem_id="fe-diag-changes-rows")
     side_by_side = gr.HTML(elem_id="fe-diag-both")
     changed = gr.State(None)
-    listing.click(partial(list_changes, explorer),
-                  [current, shown.a, shown.b, shown.other, metric, which],
-                  [changes_message, changes_rows, changed], **private)
+    asked = [current, shown.a, shown.b, shown.other, metric, which]
+    told = [changes_message, changes_rows, changed]
+    listing.click(partial(list_changes, explorer), asked, told, **private)
+    for picker in (metric, which):  # a listed choice is read again at once
+        picker.input(partial(relist, explorer), [changed, *asked], told, **private)
+    for picker in (shown.a, shown.b, shown.other, ids):  # what was listed no longer holds
+        picker.input(lambda: ("", [], None, ""), None, [*told, side_by_side], **private)
 
     def open_both(found, evt: gr.SelectData):
         return both_runs(explorer, found, evt.row_value)

@@ -5,6 +5,8 @@ engine.eval.summary.summarise."""
 
 from __future__ import annotations
 
+from textwrap import shorten
+
 import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
@@ -138,7 +140,7 @@ def question_rows(rows: list[dict]) -> list[list]:
                   "(found no candidates) " + r["answer"] if r.get("status") == "no candidates"
                   else r["answer"])
         out.append([r.get("position", ""), r.get("question_id", ""), r["paradigm"],
-                    r["question"], answer, m.get("EM", ""),
+                    shorten(r["question"], 300), shorten(answer, 300), m.get("EM", ""),
                     round(m["F1"], 3) if "F1" in m else "", m.get("AR@4", ""),
                     round(sum(r.get("seconds", {}).values()), 2)])
     return out

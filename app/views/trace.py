@@ -204,7 +204,11 @@ def llm_steps_table(trace: RunTrace) -> str:
 
 
 def gold_banner(trace: RunTrace) -> str:
-    """Where the gold answer was lost, or that it survived (empty without gold)."""
+    """Where the gold answer was lost, or that it survived (empty without gold); a failed
+    run says what failed instead."""
+    if trace.error:
+        return (f"<div class='fe-error'>This run failed, so it lost nothing and is left out "
+                f"of every mean: {esc(trace.error)}</div>")
     if trace.gold is None:
         return ""
     lost = gold_lost_at(trace)

@@ -3,7 +3,8 @@
 Two sets of eval rows (two paradigms of one evaluation, or one of each of two) are lined up
 by question id, and each shared question is classed on one metric: improved (B above A),
 regressed (B below A), or stayed (equal: for a right/wrong metric, right/right or
-wrong/wrong). A failed run is no answer: its question is left out, as paired comparisons
+wrong/wrong; seconds within 10% of each other are the machine's noise, the same). A
+failed run is no answer: its question is left out, as paired comparisons
 leave it. Where two runs part is the first cut whose candidates differ (`first_divergence`),
 where their side-by-side view opens.
 """
@@ -52,8 +53,12 @@ def changes(rows_a: Sequence[dict], rows_b: Sequence[dict], metric: str = "EM") 
 
 
 def _change(a: float, b: float, metric: str) -> str:
-    if a != b:  # fewer seconds is better
-        return IMPROVED if (b < a) == (metric == "seconds") else REGRESSED
+    if metric == "seconds":  # fewer is better; within 10% is the machine's noise
+        if abs(b - a) <= 0.1 * max(a, b):
+            return SAME
+        return IMPROVED if b < a else REGRESSED
+    if a != b:
+        return IMPROVED if b > a else REGRESSED
     if metric in BINARY:
         return STAYED_RIGHT if a else STAYED_WRONG
     return SAME

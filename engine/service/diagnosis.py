@@ -14,6 +14,7 @@ from engine.eval.paired import RESAMPLES, SEED, paired
 from engine.eval.regressions import changes
 from engine.eval.summary import read_gold_doc_recall
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
+from engine.trace import FAILED
 
 
 def diagnosed_rows(evaluations: EvaluationStore, evaluation_id: int) -> list[dict]:
@@ -43,8 +44,8 @@ def paired_of(evaluations: EvaluationStore, evaluation_id: int, a: str = "", b: 
     `a` of `evaluation_id` and `b` of `other_id` (each may be left empty when its
     evaluation ran one paradigm, or the other names one both ran)."""
     pair = _paired_rows(evaluations, evaluation_id, a, b, other_id)
-    ids_a = {r["question_id"] for r in pair.rows_a}
-    ids_b = {r["question_id"] for r in pair.rows_b}
+    ids_a = {r["question_id"] for r in pair.rows_a if r.get("status") != FAILED}
+    ids_b = {r["question_id"] for r in pair.rows_b if r.get("status") != FAILED}
     if not ids_a & ids_b:
         raise ConfigError(f"Evaluations {pair.first.id} and {pair.second.id} share no "
                           f"question id ({len(ids_a)} and {len(ids_b)} questions), so "
@@ -82,7 +83,8 @@ def _paired_rows(evaluations: EvaluationStore, evaluation_id: int, a: str, b: st
                  other_id: int | None) -> PairedRows:
     """A's and B's rows, each paradigm named or the one its evaluation ran."""
     first = evaluations.get(evaluation_id)
-    second = evaluations.get(other_id) if other_id is not None else first
+    # the evaluation itself picked as B's is no other evaluation
+    second = evaluations.get(other_id) if other_id not in (None, first.id) else first
     if second is first:
         if not a or not b:
             names = list(first.paradigms)
