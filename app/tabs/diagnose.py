@@ -70,9 +70,10 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
     if not found:
         raise EngineError(f"Evaluation {evaluation_id} has no stored question yet.")
     names = list(found)
-    skipped = "" if track != "support" or all(f["traced"] == f["total"]
-                                              for f in found.values()) else (
-        " Questions whose dataset names no supporting documents are left out.")
+    untraced = sum(f["total"] - f["traced"] for f in found.values())
+    skipped = "" if not untraced else (
+        f" {untraced} runs are left out: failed runs, and questions without gold"
+        + (" or naming no supporting documents." if track == "support" else "."))
     message = (f"<div class='fe-kept'>Evaluation {evaluation.id} ({evaluation.done} of "
                f"{evaluation.questions} questions, {evaluation.state}): each question counted "
                f"once per paradigm, by the first cut after which the gold stayed lost."
