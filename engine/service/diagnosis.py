@@ -83,8 +83,7 @@ def _paired_rows(evaluations: EvaluationStore, evaluation_id: int, a: str, b: st
                  other_id: int | None) -> PairedRows:
     """A's and B's rows, each paradigm named or the one its evaluation ran."""
     first = evaluations.get(evaluation_id)
-    # the evaluation itself picked as B's is no other evaluation
-    second = evaluations.get(other_id) if other_id not in (None, first.id) else first
+    second = evaluations.get(other_id) if other_id is not None else first
     if second is first:
         if not a or not b:
             names = list(first.paradigms)
