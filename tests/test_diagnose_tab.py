@@ -91,7 +91,7 @@ def test_a_segment_row_opens_its_stored_run_in_explore(explorer, prepared):
     rows = diagnose.show_segment(explorer, current, found, "flat · lost at reranker")
     opened = diagnose.open_evaluation_run(explorer, 12, current, rows[1])
     assert "question 1" in opened[0] and "flat" in opened[0]
-    assert json.loads(opened[-4])["question"] == "Who painted picture 1?"
+    assert json.loads(opened[-5])["question"] == "Who painted picture 1?"
 
 
 def test_pairing_two_paradigms_marks_what_is_within_noise(explorer, prepared):
@@ -226,10 +226,11 @@ def test_an_imported_pipelines_evaluation_is_diagnosed_and_opens_in_explore(expl
     segment = next(value for _, value in segment_choices(found))
     rows = diagnose.show_segment(explorer, current, found, segment)
     opened = diagnose.open_evaluation_run(explorer, 12, current, rows[0])
-    trace = json.loads(opened[-4])
+    trace = json.loads(opened[-5])
     assert trace["paradigm"] == "li" and trace["gold"]["supporting_titles"]
     assert any(any(flags["support"]) for flags in trace["gold_flags"])
-    assert opened[-2] == gr.skip()  # the paradigm picker keeps its choice
+    assert opened[-3] == gr.skip()  # the paradigm picker keeps its choice
+    assert opened[-2] == gr.skip()  # and the corpus picker: "li (as traced)" is none
     assert "an imported pipeline's run: Run answers the question with the paradigm" in \
         opened[0]
 

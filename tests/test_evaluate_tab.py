@@ -86,10 +86,11 @@ def test_an_uploaded_evaluation_runs_reopens_compares_exports_and_opens_a_run(
         assert qrels and all(len(q) == 4 and q[1] == "0" and q[3] == "1" for q in qrels)
     assert "files, zipped" in message
 
-    shown = explore.open_evaluation_run(explorer, 11, evaluation_id, [1, "q0", "echo"])
-    assert len(shown) == 11 and shown[-3:-1] == ("Who painted A Sunday Afternoon?", "echo")
+    shown = explore.open_evaluation_run(explorer, 12, evaluation_id, [1, "q0", "echo"])
+    assert len(shown) == 12 and shown[-4:-2] == ("Who painted A Sunday Afternoon?", "echo")
+    assert shown[-2] == explorer.evaluation(evaluation_id).corpus  # what it searched
     assert shown[-1].selected == "explore"
-    refusal, *rest = explore.open_evaluation_run(explorer, 11, evaluation_id, [9, "q9", "echo"])
+    refusal, *rest = explore.open_evaluation_run(explorer, 12, evaluation_id, [9, "q9", "echo"])
     assert refusal.startswith("<div class='fe-error'>") and "9" in refusal
 
 

@@ -104,7 +104,7 @@ def test_a_sweep_is_stored_as_an_evaluation_of_its_grid_points(explorer, tmp_pat
 
     opened = explore.open_evaluation_run(explorer, 11, evaluation_id, [1, "q1", "echo k=3"])
     assert "question 1, through echo k=3" in opened[0]
-    assert opened[-2] == "echo"  # Explore's paradigm choice: the paradigm, not the label
+    assert opened[-3] == "echo"  # Explore's paradigm choice: the paradigm, not the label
     with pytest.raises(ConfigError, match="k=9 is out of range"):
         explorer.sweep(qa, "echo", {"k": [1, 9]})
 

@@ -51,9 +51,9 @@ class ExploreTab(Tab):
     views: list[gr.Component]  # notice, the trace views, the trace JSON
 
     def opened(self, tabs: gr.Tabs) -> list[gr.Component]:
-        """The outputs of open_evaluation_run: the views, question, paradigm and `tabs`
-        (the app's, switched to Explore)."""
-        return [*self.views, self.question, self.paradigm, tabs]
+        """The outputs of open_evaluation_run: the views, question, paradigm, corpus and
+        `tabs` (the app's, switched to Explore)."""
+        return [*self.views, self.question, self.paradigm, self.corpus, tabs]
 
 
 def build(explorer: Explorer) -> ExploreTab:
@@ -194,7 +194,9 @@ def _refused_opening(box: str, explorer: Explorer, outputs: int, *_) -> tuple:
 @refusing(shape=_refused_opening)
 def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: list | None) -> tuple:
     """A per-question row opened in Explore: (notice, its trace views, trace JSON,
-    question, paradigm, the selected tab), `outputs` values in all."""
+    question, paradigm, corpus, the selected tab), `outputs` values in all; the paradigm
+    and corpus pickers are set to the run's where they offer them, so that Run runs it
+    again over what it searched."""
     if evaluation_id is None or not row:
         return (gr.skip(),) * outputs
     position, paradigm = row[0], row[2]
@@ -206,5 +208,7 @@ def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: li
               f"through {esc(paradigm)}: its stored trace ({again}).</div>")
     # an imported pipeline is no choice of the paradigm picker: it keeps its choice
     picked = trace.paradigm if trace.paradigm in PARADIGMS else gr.skip()
-    return (notice, *trace_views(trace), trace.to_json(), trace.question, picked,
+    searched = explorer.evaluation(evaluation_id).corpus
+    corpus = searched if searched in explorer.corpus_names() else gr.skip()
+    return (notice, *trace_views(trace), trace.to_json(), trace.question, picked, corpus,
             gr.Tabs(selected="explore"))
