@@ -133,3 +133,21 @@ def save(name: str, payload: object) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2))
     return path
+
+
+def answering(server, url: str, seconds: float, pause: float, what: str) -> None:
+    """Wait until `url` answers a GET (a server subprocess `server` starting); stop it and
+    exit naming `what` when it does not within `seconds`."""
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(pause)
+    server.kill()
+    raise SystemExit(f"{what} did not answer {url} within {seconds:.0f} s")
+

@@ -38,10 +38,9 @@ import os
 import subprocess
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-from bench.common import ROOT
+from bench.common import ROOT, answering
 from bench.phoenix_traces import READ_BACK, free_port, start_phoenix
 
 PROJECT = "llamaindex-rag"
@@ -60,15 +59,8 @@ def start_llama_server() -> tuple[subprocess.Popen, str]:
                                "--n_threads", "2"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=2):
-                return server, url
-        except OSError:
-            time.sleep(0.5)
-    server.terminate()
-    raise SystemExit("llama.cpp's server did not answer in 120 s")
+    answering(server, f"{url}/models", 120, 0.5, "llama.cpp's server")
+    return server, url
 
 
 def query_engine(dataset, llm_url: str):

@@ -23,10 +23,9 @@ import socket
 import subprocess
 import tempfile
 import time
-import urllib.request
 from dataclasses import replace
 
-from bench.common import ROOT, save
+from bench.common import ROOT, answering, save
 from engine.eval.traces import traced_runs
 from engine.paradigms.base import annotate
 from engine.paths import data_dir
@@ -62,15 +61,8 @@ def start_phoenix(folder: str) -> tuple[subprocess.Popen, str]:
     server = subprocess.Popen([str(ROOT / ".venvs" / "phoenix" / "bin" / "phoenix"), "serve"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=2):
-                return server, url
-        except OSError:
-            time.sleep(1)
-    server.kill()
-    raise SystemExit("Phoenix did not answer /healthz within 180 s")
+    answering(server, f"{url}/healthz", 180, 1, "Phoenix")
+    return server, url
 
 
 def expected(trace: RunTrace) -> dict[str, dict]:

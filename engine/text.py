@@ -118,3 +118,9 @@ def snippet(text: str, query: str = "", width: int = 160, phrases: tuple[str, ..
         end = max(flat.rfind(" ", start, end), start + width // 2)
     piece = flat[start:end].strip()
     return ("… " if start else "") + piece + (" …" if end < len(flat) else "")
+
+
+def question_key(text: str) -> str:
+    """A question as matched across sources (a trace, a QA file, a label): case and
+    spacing aside."""
+    return " ".join(text.casefold().split())

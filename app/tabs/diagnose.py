@@ -115,16 +115,19 @@ def pair(explorer: Explorer, evaluation_id, a, b, other) -> str:
     evaluation picked in `other` (its id; "" for this one)."""
     if evaluation_id is None:
         return refused_box("Open an evaluation first (pick one and press Diagnose).")
-    other_id = parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
-    return paired_table(explorer.paired(evaluation_id, a or "", b or "", other_id))
+    return paired_table(explorer.paired(evaluation_id, a or "", b or "", _other_id(other)))
+
+
+def _other_id(other) -> int | None:
+    """The evaluation B comes from, as its picker says ("" for the one diagnosed)."""
+    return parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
 
 
 def b_choices(explorer: Explorer, evaluation_id, other, b) -> object:
     """B's paradigm picker: the paradigms of the evaluation B comes from (the one
     diagnosed while no other is picked), B kept where that one ran it."""
     try:
-        source = parse_ids(other, "evaluation")[0] if str(other or "").strip() else \
-            evaluation_id
+        source = _other_id(other) or evaluation_id
         if source is None:
             return gr.skip()
         names = list(explorer.evaluation(source).paradigms)
@@ -139,7 +142,7 @@ def list_changes(explorer: Explorer, evaluation_id, a, b, other, metric, which) 
     for a row's click), only those of change `which` ("" for all)."""
     if evaluation_id is None:
         raise EngineError("Open an evaluation first (pick one and press Diagnose).")
-    other_id = parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
+    other_id = _other_id(other)
     if a and a == b and other_id in (None, evaluation_id):
         raise EngineError(f"A and B are both {a!r} of this evaluation: pick two different "
                           "paradigms above, or B from another evaluation.")

@@ -38,6 +38,7 @@ from typing import Any
 from engine.documents import Candidate, Dataset, Unit
 from engine.errors import DataFormatError
 from engine.paradigms.base import annotate
+from engine.text import question_key
 from engine.trace import LLMStep, RunTrace, StageResult
 
 RETRIEVER, RERANKER, LLM = "RETRIEVER", "RERANKER", "LLM"
@@ -218,20 +219,16 @@ def traced_runs(files: Sequence[tuple[str, str]], dataset: Dataset | None = None
     for name, text in files:
         for span in read_spans(text, name):
             spans.setdefault(span.trace_id, []).append((name, span))
-    questions = {_key(q.text): q for q in dataset.questions} if dataset else {}
+    questions = {question_key(q.text): q for q in dataset.questions} if dataset else {}
     runs = [_run([s for _, s in found], found[0][0], label) for found in spans.values()]
     runs.sort(key=lambda pair: pair[0])
-    return [annotate(run, questions[_key(run.question)])
-            if _key(run.question) in questions else run for _, run in runs]
+    return [annotate(run, questions[question_key(run.question)])
+            if question_key(run.question) in questions else run for _, run in runs]
 
 
 def unmatched(runs: Sequence[RunTrace]) -> list[str]:
     """The questions of `runs` that no QA file's question gave gold to."""
     return [run.question for run in runs if run.gold is None]
-
-
-def _key(question: str) -> str:
-    return " ".join(question.casefold().split())
 
 
 def run_of(spans: list[Span], name: str, label: str) -> RunTrace:

@@ -18,13 +18,10 @@ from dataclasses import replace
 from engine.metrics import document_ranking, ir_measures_by_stage
 from engine.stages.classify import QUERY
 from engine.store.labels import Label
+from engine.text import question_key
 from engine.trace import RunTrace
 
 PREFIX = "labels:"
-
-
-def question_key(text: str) -> str:
-    return " ".join(text.casefold().split())
 
 
 def labelled_relevance(labels: Iterable[Label]) -> dict[str, tuple[str, ...]]:
