@@ -20,6 +20,7 @@ from app.errors import raising_refusals, refused
 from engine.data.loaders.jsonio import read_text
 from engine.errors import ConfigError
 from engine.paradigms.registry import DEFAULT, PARADIGMS, parse_config
+from engine.readers.ablation import agreement, reading_step
 from engine.service.explorer import Explorer
 from engine.service.long_builds import BuildNeeded
 from engine.trace import RunTrace
@@ -35,8 +36,8 @@ def register(explorer: Explorer) -> None:
 
 
 def _runs_api(explorer: Explorer) -> None:
-    """Named endpoints for gradio_client: run, save_run, reanswer, list_runs, load_run,
-    status."""
+    """Named endpoints for gradio_client: run, save_run, reanswer, ablation, list_runs,
+    load_run, status."""
 
     def run(question: str, paradigm: str = DEFAULT, config_json: str = "",
             corpus: str = "", build: bool = False) -> str:
@@ -72,6 +73,25 @@ def _runs_api(explorer: Explorer) -> None:
                           'give e.g. ["Danube#0", "Vienna#1"].')
         return explorer.reanswer(trace, ids, bool(oracle)).to_json()
 
+    def ablation(run_id: int = 0, evaluation_id: int = 0, position: int = -1,
+                 paradigm: str = "", trace_json: str = "") -> str:
+        """Leave-one-out attribution of a stored run: saved run `run_id`, or question
+        `position` of evaluation `evaluation_id` through `paradigm`, or a trace as `run`
+        returned it. The run's reader reads its passages again with each one left out
+        (nothing else runs). JSON: {ablation: {passages (prompt order), answer, logprob,
+        without, effects, answers_without, changed, most, tokens_read, seconds},
+        agreement: {spearman, same_top, attended, most} or null (no attention), trace}."""
+        trace = _stored_trace(explorer, run_id, evaluation_id, position, paradigm,
+                              trace_json)
+        attributed = explorer.ablation(trace)
+        step = reading_step(attributed)
+        found = step.ablation
+        agreed = agreement(step.attention, found) if step.attention is not None else None
+        return json.dumps({"ablation": {**asdict(found), "effects": found.effects,
+                                        "changed": found.changed, "most": found.most},
+                           "agreement": asdict(agreed) if agreed else None,
+                           "trace": attributed.to_dict()})
+
     def list_runs() -> str:
         """Saved runs, newest first, as a JSON list of {id, name, paradigm, question, ...}."""
         return json.dumps([vars(r) for r in explorer.saved_runs()])
@@ -88,6 +108,9 @@ def _runs_api(explorer: Explorer) -> None:
     _endpoint(run, "trace_json", TRACE)
     _endpoint(save_run, "run_id", "the saved run's id, which load_run takes")
     _endpoint(reanswer, "trace_json", TRACE + "; its 'reanswer' stage records what changed")
+    _endpoint(ablation, "ablation_json", "JSON text: {ablation, agreement, trace}: what "
+              "leaving each passage read out does to the answer, how attention ranks them "
+              "against it, and the trace with the ablation on its reader step")
     _endpoint(list_runs, "runs_json", "JSON text: the saved runs, newest first, as a list of "
               "{id, name, notes, created, paradigm, question, answer, reader_tokens, seconds, "
               "metrics, corpus, corpus_fingerprint}")
@@ -219,13 +242,44 @@ def _evaluation_api(explorer: Explorer) -> None:
 
 
 def _diagnosis_api(explorer: Explorer) -> None:
-    """Named endpoints that diagnose evaluations: attribution, paired, sweep."""
+    """Named endpoints that diagnose evaluations: attribution, ceilings, ceiling_table,
+    ablation_agreement, paired, regressions, sweep."""
 
     def attribution(evaluation_id: int, track: str = "answer") -> str:
         """Per paradigm of an evaluation, where each question lost the gold `track`
         ("answer" or "support": all supporting documents) as JSON: {paradigm: {cuts,
         counts: {outcome: n}, questions: {outcome: [positions]}, traced, total}}."""
         return json.dumps(explorer.attribution(evaluation_id, track or "answer"))
+
+    def ceilings(evaluation_id: int, paradigms: str = "", build: bool = False) -> int:
+        """Start the ceiling evaluation of stored evaluation `evaluation_id`: each of its
+        dataset questions' runs by `paradigms` (comma-separated; empty: all it ran) again
+        with one cut made perfect (the gold supporting paragraphs first, added where the
+        stage was not given them), for every cut, the later stages and the reader run as
+        usual. Returns the new evaluation's id; follow it with evaluation_status and read
+        it with ceiling_table."""
+        names = [n.strip() for n in (paradigms or "").split(",") if n.strip()]
+        try:
+            return explorer.ceilings(int(evaluation_id), names or None, bool(build))
+        except BuildNeeded as err:
+            raise refused(f"{err} Over the API: pass build=True.") from None
+
+    def ceiling_table(evaluation_id: int) -> str:
+        """A ceiling evaluation (the id `ceilings` returned) against the evaluation it came
+        from. JSON: {id, baseline, state, done, questions, paradigms: {paradigm: {actual:
+        {AR@4, EM, F1, gold_doc_recall, runs}, cuts: [{label, means, differences: [{metric,
+        a, b, diff, ci, p, p_holm, within_noise, n}]}], pays_most: {metric: label}}}}."""
+        return json.dumps(explorer.ceiling_table(int(evaluation_id)))
+
+    def ablation_agreement(evaluation_id: int) -> str:
+        """Per paradigm of an evaluation run with reader.ablation: how often attention's
+        most attended passage is the one the answer depends on most (leave-one-out), the
+        Spearman correlation of the two, how often leaving one passage out changes the
+        answer, and the ablation's cost against the answer's. JSON: {paradigm: {runs,
+        compared, same_top, spearman_mean, spearman_median, spearman_runs, answer_changes,
+        passages, ablation_seconds, answer_seconds, cost_ratio, tokens_ratio}}; {} when no
+        run has an ablation."""
+        return json.dumps(explorer.ablation_agreement(evaluation_id))
 
     def paired(evaluation_id: int, a: str = "", b: str = "",
                other_evaluation_id: str = "") -> str:
@@ -268,6 +322,12 @@ def _diagnosis_api(explorer: Explorer) -> None:
 
     _endpoint(attribution, "attribution_json", "JSON text: {paradigm: {cuts, counts: "
               "{outcome: n}, questions: {outcome: [positions]}, traced, total}}")
+    _endpoint(ceilings, "evaluation_id", "the ceiling evaluation's id; follow it with "
+              "evaluation_status, read it with ceiling_table")
+    _endpoint(ceiling_table, "ceilings_json", "JSON text: {id, baseline, state, paradigms: "
+              "{paradigm: {actual, cuts: [{label, means, differences}], pays_most}}}")
+    _endpoint(ablation_agreement, "agreement_json", "JSON text: {paradigm: {runs, "
+              "same_top, spearman_mean, answer_changes, cost_ratio, ...}}")
     _endpoint(paired, "paired_json", "JSON text: {a, b, shared, differences: [{metric, a, "
               "b, diff, ci, p, within_noise, n}]}")
     _endpoint(regressions, "regressions_json", "JSON text: {a, b, metric, counts, "
@@ -348,6 +408,26 @@ def _uploaded(file: dict) -> tuple[Path, str]:
         raise refused(f"file {path!r} was not uploaded to this app; pass "
                       "handle_file('corpus.jsonl') so that the client uploads it.")
     return resolved, str(file.get("orig_name") or resolved.name)
+
+
+def _stored_trace(explorer: Explorer, run_id: int, evaluation_id: int, position: int,
+                  paradigm: str, trace_json: str) -> RunTrace:
+    """The one run a request names: a saved run, an evaluation's run, or a trace."""
+    named = [n for n, given in (("run_id", run_id), ("evaluation_id", evaluation_id),
+                                ("trace_json", trace_json)) if given]
+    if len(named) != 1:
+        raise refused(f"Name one run: {' and '.join(named) or 'none'} given. Pass run_id (a "
+                      "saved run), or evaluation_id with position and paradigm, or "
+                      "trace_json (what `run` returned).")
+    if run_id:
+        return explorer.load_run(int(run_id))
+    if evaluation_id:
+        if int(position) < 0 or not paradigm:
+            raise refused(f"evaluation_id={evaluation_id} names an evaluation; give the "
+                          "run's question position (as its rows show it, from 0) and "
+                          "paradigm too.")
+        return explorer.evaluation_trace(int(evaluation_id), int(position), paradigm)
+    return _trace(trace_json)
 
 
 def _trace(trace_json: str) -> RunTrace:

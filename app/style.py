@@ -11,6 +11,7 @@ mark.gold { background: #f6c343; font-weight: bold; }
 .fe-answer { background: #b8860b; } .fe-support { background: #4c78a8; }
 .fe-kept-badge { background: #2e7d32; } .fe-dropped { background: #9e9e9e; }
 .fe-lost { background: #fde2e1; border-left: 4px solid #d9534f; padding: 6px 10px; }
+.fe-ablation tr.fe-changed td { background: #fde2e1; }
 .fe-kept { background: #e3f4e1; border-left: 4px solid #5cb85c; padding: 6px 10px; }
 /* Compare's final passages: as many columns as fit (five at 1,216 px), long words wrap */
 .fe-final-columns { display: grid; gap: 16px;

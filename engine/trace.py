@@ -17,9 +17,11 @@ from engine.documents import Candidate, Question, Unit
 from engine.metrics import answer_in
 from engine.trace_details import (
     NO_DETAILS,
+    Ablation,
     ReadCount,
     ReaderAttention,
     StageDetails,
+    ablation_from_dict,
     attention_from_dict,
     attention_from_extras,
     details_from_dict,
@@ -52,7 +54,8 @@ class LLMStep:
     `answer` is the short answer extracted from `output` when `purpose` is "answer"; the
     run's answer is that of its last answer step. `attention` is the reader's over the
     passages it read (in-process readers only); `capped` says how many of the passages
-    offered a token cap let it read.
+    offered a token cap let it read; `ablation`, when asked for, what leaving each passage
+    out does to the answer.
     """
 
     purpose: str  # "answer", "long answer", "hyde", ...
@@ -66,6 +69,7 @@ class LLMStep:
     attention: ReaderAttention | None = None
     capped: ReadCount | None = None
     cached_tokens: int = 0  # of prompt_tokens, those read from the prefix cache
+    ablation: Ablation | None = None
 
 
 @dataclass(frozen=True)
@@ -209,7 +213,8 @@ def _llm_step(d: dict[str, Any]) -> LLMStep:
     else:
         attention = attention_from_dict(d["attention"]) if d.get("attention") else None
         capped = ReadCount(**d["capped"]) if d.get("capped") else None
-    return LLMStep(**{**d, "attention": attention, "capped": capped})
+    ablation = ablation_from_dict(d["ablation"]) if d.get("ablation") else None
+    return LLMStep(**{**d, "attention": attention, "capped": capped, "ablation": ablation})
 
 
 def from_dict(d: dict[str, Any]) -> RunTrace:

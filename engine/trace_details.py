@@ -85,6 +85,48 @@ class ReaderAttention:
 
 
 @dataclass(frozen=True)
+class Ablation:
+    """Leave-one-out attribution of a reader call (engine/readers/ablation.py).
+
+    `logprob` is the log-probability of the answer the reader gave with every passage read
+    (its tokens' sum, the stop token's included); `without[p]` is that of the same answer
+    with passage p left out and the rest of the prompt unchanged; `answers_without[p]` is
+    what the reader says then (greedy). Passages in `ReaderAttention`'s order (the prompt's).
+    """
+
+    passages: tuple[str, ...]
+    answer: str
+    logprob: float
+    without: tuple[float, ...]
+    answers_without: tuple[str, ...]
+    answer_tokens: int  # tokens of the answer scored
+    tokens_read: int  # tokens the model read for all the variants
+    seconds: float
+
+    @property
+    def effects(self) -> tuple[float, ...]:
+        """Per passage: how much less likely the answer is without it (log-probability
+        with minus without; below 0: more likely without it)."""
+        return tuple(self.logprob - w for w in self.without)
+
+    @property
+    def changed(self) -> tuple[bool, ...]:
+        """Per passage: whether the answer without it is another answer (normalised as
+        exact match normalises)."""
+        from engine.metrics import normalize_answer
+
+        said = normalize_answer(self.answer)
+        return tuple(normalize_answer(a) != said for a in self.answers_without)
+
+    @property
+    def most(self) -> str:
+        """The passage the answer depends on most ("" when none was read)."""
+        effects = self.effects
+        return self.passages[max(range(len(effects)), key=effects.__getitem__)] \
+            if effects else ""
+
+
+@dataclass(frozen=True)
 class StageDetails:
     """What a stage says about its run beyond the candidates; every field optional."""
 
@@ -136,6 +178,10 @@ def details_from_dict(d: dict) -> StageDetails:
 
 def attention_from_dict(d: dict) -> ReaderAttention:
     return ReaderAttention(**{k: deep_tuple(v) for k, v in d.items()})
+
+
+def ablation_from_dict(d: dict) -> Ablation:
+    return Ablation(**{k: deep_tuple(v) for k, v in d.items()})
 
 
 # --- traces stored before these records: free-form `extras` dicts -----------------------

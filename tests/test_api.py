@@ -18,12 +18,13 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 # every endpoint the README documents, and nothing else
 ENDPOINTS = {"run", "add_corpus", "list_corpora", "remove_corpus", "save_run", "reanswer",
+             "ablation", "ablation_agreement", "ceilings", "ceiling_table",
              "list_runs", "load_run", "status", "annotate_pairs", "annotate_label",
              "list_labels", "retrain", "classifier_status", "activate_classifier", "evaluate",
              "evaluation_status", "list_evaluations", "load_evaluation", "export_evaluation",
              "export_evaluation_files", "import_traces", "attribution", "paired", "regressions",
              "sweep"}
-RETURNS_INT = {"save_run", "evaluate", "sweep"}  # ids; every other result is JSON
+RETURNS_INT = {"save_run", "evaluate", "sweep", "ceilings"}  # ids; every other result is JSON
 
 
 @pytest.fixture

@@ -547,3 +547,24 @@ def test_the_status_says_what_stands_in_while_builds_and_training_go_on():
     assert "Ready" not in page and "1 task failed" in page
     assert page.index("1 task failed") < page.index("Answering: ")
     assert "Not here yet: HotpotQA dev500" in page and "<details class='fe-status' open" in page
+
+
+def test_ablation_bars_stand_beside_the_heatmap_rows_they_belong_to(tiny_corpus):
+    """A bar per passage left out, on its heatmap row; red where the answer changes; the
+    subtitle gives attention's agreement with it; the answers in the hover escaped."""
+    from engine.trace_details import Ablation
+
+    trace, _ = _with_attention(sample_trace(tiny_corpus))
+    step = replace(trace.llm_steps[0], attention=trace.stages[-1].details.attention,
+                   ablation=Ablation(("p2", "p<1>"), "Seurat", -1.0, (-4.0, -1.5),
+                                     ("<i>Monet</i>", "Seurat"), 3, 40, 0.3))
+    fig = figures.heatmap_figure(replace(trace, llm_steps=(step,)))
+    heat, bars = fig.data
+    assert heat.type == "heatmap" and bars.type == "bar"
+    assert list(bars.y) == ["* #2 p2", "#1 p&lt;1&gt;"] and set(bars.y) == set(heat.y)
+    assert list(bars.x) == pytest.approx([3.0, 0.5])
+    assert list(bars.marker.color) == [figures.CHANGED, figures.KEPT]
+    assert "&lt;i&gt;Monet&lt;/i&gt;" in bars.hovertext[0] and "<i>" not in bars.hovertext[0]
+    assert "leaving out 1 of 2 passages changes the answer" in fig.layout.title.text
+    assert "too few passages for a rank correlation" in fig.layout.title.text
+    assert len(figures.heatmap_figure(trace).data) == 1  # no ablation, no bars

@@ -34,6 +34,9 @@ def test_the_paper_table_orders_recall_cuts_answers_then_stage_times():
     assert "<td>nDCG@10 at dense</td><td>0.610</td>" in html and "MRR at dense" in html
     assert "<td>reader tokens</td><td>700</td><td>600</td>" in html  # big numbers whole
     assert "<td>EM</td><td>0.500</td><td>0.000</td>" in html
+    assert "<td>LLM calls</td><td>1</td><td></td>" in html  # a count's mean, not "1.000"
+    assert "<td>LLM calls</td><td>1.5</td>" in paper_table(
+        {"longrag": {"questions": 2, "llm_calls": 1.5}})
     assert paper_table({}) == ""
 
 

@@ -299,6 +299,45 @@ def test_api_reanswers_a_run_over_other_units_and_the_gold_paragraphs(live_app):
             client.predict(json.dumps(trace), ids, False, api_name="/reanswer")
 
 
+def test_api_ablation_of_a_saved_run_an_evaluations_run_and_across_an_evaluation(
+        live_app, tmp_path):
+    """`ablation`: leave-one-out attribution of a stored run by the real packaged reader;
+    `ablation_agreement`: attention against it over an evaluation run with
+    reader.ablation."""
+    from gradio_client.exceptions import AppError
+
+    _, client = live_app
+    trace = json.loads(client.predict(QUESTION, "flat", '{"k": 3}', api_name="/run"))
+    run_id = client.predict(json.dumps(trace), "to attribute", "", api_name="/save_run")
+    found = json.loads(client.predict(run_id, 0, -1, "", "", api_name="/ablation"))
+    ablation, read = found["ablation"], trace["stages"][-1]["candidates"]
+    assert sorted(ablation["passages"]) == sorted(c["unit"]["id"] for c in read)
+    assert len(ablation["without"]) == len(ablation["effects"]) == len(read) == 3
+    assert ablation["effects"][0] == pytest.approx(ablation["logprob"] - ablation["without"][0],
+                                                   abs=1e-4)
+    assert ablation["answer"] == trace["answer"] and ablation["tokens_read"] > 0
+    assert found["agreement"]["most"] == ablation["most"]
+    assert found["trace"]["llm_steps"][0]["ablation"]["passages"] == ablation["passages"]
+    assert found["trace"]["stages"] == trace["stages"]  # nothing but the reader ran
+
+    configs = json.dumps({"flat": {"k": 3, "reader": {"ablation": True}}})
+    evaluation_id = _evaluated(client, _qa_file(tmp_path), "flat,funnel", configs)
+    across = json.loads(client.predict(evaluation_id, api_name="/ablation_agreement"))
+    assert list(across) == ["flat"]  # funnel's reader was not asked
+    assert across["flat"]["runs"] == across["flat"]["compared"] == 2
+    assert 0 <= across["flat"]["same_top"] <= 1 and across["flat"]["cost_ratio"] > 0
+    stored = json.loads(client.predict(0, evaluation_id, 1, "funnel", "",
+                                       api_name="/ablation"))
+    assert stored["ablation"]["passages"] and stored["trace"]["paradigm"] == "funnel"
+    for args, message in [((0, 0, -1, "", ""), "Name one run: none given"),
+                          ((run_id, evaluation_id, 0, "flat", ""),
+                           "run_id and evaluation_id given"),
+                          ((0, evaluation_id, -1, "flat", ""), "question position"),
+                          ((0, evaluation_id, 7, "flat", ""), "no run of question 7")]:
+        with pytest.raises(AppError, match=message):
+            client.predict(*args, api_name="/ablation")
+
+
 def test_api_attribution_and_paired_differences_of_a_stored_evaluation(live_app, tmp_path):
     from gradio_client.exceptions import AppError
 
@@ -447,13 +486,24 @@ def test_browser_explore_save_and_reopen(live_app, browser):
                          ".data[0].y, document.querySelectorAll('#fe-heatmap .ytick').length]")
     assert len(rows[0]) == len(set(rows[0])) == rows[1] > 0, rows
     page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
-    run_id = _save(page, "browser run")
+    # leave-one-out attribution: a bar per passage read beside its heatmap row, and a table
+    page.locator("#fe-ablate").click()
+    page.locator("#fe-tables table.fe-ablation").wait_for(timeout=120_000)
+    expect(page.locator("#fe-ablation")).to_contain_text("Attributed: 4 passages")
+    plotted = page.evaluate("() => document.querySelector('#fe-heatmap .js-plotly-plot')"
+                            ".data.map(t => [t.type, t.y])")
+    assert [t for t, _ in plotted] == ["heatmap", "bar"]
+    assert len(plotted[1][1]) == 4 and set(plotted[1][1]) <= set(plotted[0][1])
+    assert page.locator("#fe-tables table.fe-ablation tbody tr").count() == 4
+    page.screenshot(path=str(ARTIFACTS / "explore_ablation.png"), full_page=True)
+    run_id = _save(page, "browser run")  # saved with its ablation
     # the same run is saved once: the twin is a run of its own
     page.locator("#fe-save-name textarea").fill("cleared when the run starts")
     page.locator("#fe-run").click()
     expect(page.locator("#fe-save-name textarea")).to_have_value("", timeout=30_000)
     page.locator("#fe-answer .fe-answer-box").wait_for(state="detached", timeout=60_000)
     page.locator("#fe-answer .fe-answer-box").wait_for(timeout=180_000)
+    expect(page.locator("#fe-ablation")).not_to_contain_text("Attributed")  # the last run's
     twin_id = _save(page, "browser twin")
     page.get_by_role("tab", name="Sessions").click()
     ids = page.locator("#fe-session-ids textarea")
@@ -463,6 +513,8 @@ def test_browser_explore_save_and_reopen(live_app, browser):
     page.locator("#fe-session-tables table.fe-table").nth(2).wait_for(timeout=30_000)
     assert f"Run {run_id}, reopened" in page.locator("#fe-session-message").inner_text()
     page.locator("#fe-session-heatmap .js-plotly-plot").wait_for(timeout=30_000)
+    assert page.evaluate("() => document.querySelector('#fe-session-heatmap .js-plotly-plot')"
+                         ".data.length") == 2  # the ablation was saved with the run
     page.screenshot(path=str(ARTIFACTS / "sessions.png"), full_page=True)
     _row(page, "browser twin").click()  # a second click makes a pair
     expect(ids).to_have_value(f"{run_id}, {twin_id}", timeout=10_000)

@@ -183,5 +183,7 @@ def test_phoenixs_export_of_the_same_spans_gives_the_same_runs():
 def test_an_imported_run_is_not_answered_again_by_our_reader(explorer):
     (run,) = traced_runs([("ours.json", _otlp_json(_ours()[0]))], label="theirs")
     with pytest.raises(ConfigError, match="run of 'theirs' was imported .*ours.json.* not "
-                                          "here to answer again"):
+                                          "here to read again. Re-answer a run"):
         explorer.reanswer(run, [run.stages[0].candidates[0].unit.id])
+    with pytest.raises(ConfigError, match="imported .* Attribute a run of one of our"):
+        explorer.ablation(run)

@@ -21,6 +21,9 @@ from app.tabs.sessions import parse_ids
 from app.views.diagnosis import (
     METRIC_LABELS,
     THIS_EVALUATION,
+    agreement_table,
+    ceiling_figure,
+    ceiling_table,
     evaluation_choices,
     outcome_bars,
     outcome_flow,
@@ -192,6 +195,60 @@ def both_runs(explorer: Explorer, found: dict | None, row: list | None) -> str:
             + compare_table([run_a, run_b], heads))
 
 
+POLL_SECONDS = 2.0
+
+
+@refusing(outputs=4)
+def start_ceilings(explorer: Explorer, evaluation_id) -> tuple:
+    """(message, plot, ceiling evaluation id, poll timer) once the ceilings of the
+    evaluation open have started."""
+    if evaluation_id is None:
+        raise EngineError("Open an evaluation first (pick one and press Diagnose).")
+    started = explorer.ceilings(evaluation_id)
+    return (f"<div class='fe-progress'>Ceiling evaluation {started} started: every cut of "
+            f"evaluation {evaluation_id} made perfect in turn. Its table shows here as "
+            "questions finish; it is listed with the other evaluations.</div>",
+            gr.Plot(visible=False), started, gr.Timer(active=True))
+
+
+@refusing(outputs=4)
+def show_ceilings(explorer: Explorer, evaluation_id) -> tuple:
+    """The newest ceilings of the evaluation open (or the evaluation itself, if it holds
+    ceilings), as for `follow_ceilings`."""
+    if evaluation_id is None:
+        raise EngineError("Open an evaluation first (pick one and press Diagnose).")
+    if explorer.evaluation(evaluation_id).baseline is not None:
+        return follow_ceilings(explorer, evaluation_id)
+    found = next((e.id for e in explorer.evaluations() if e.baseline == evaluation_id), None)
+    if found is None:
+        raise EngineError(f"No ceilings of evaluation {evaluation_id} yet: press \"Compute "
+                          "each stage's ceiling\".")
+    return follow_ceilings(explorer, found)
+
+
+def follow_ceilings(explorer: Explorer, ceiling_id) -> tuple:
+    """(table, plot, ceiling evaluation id, poll timer: on while it runs)."""
+    if ceiling_id is None:
+        return gr.skip(), gr.skip(), gr.skip(), gr.Timer(active=False)
+    state = explorer.evaluation_status(ceiling_id)["state"]
+    running = state == "running"
+    if not explorer.evaluation_rows(ceiling_id):
+        return (f"<div class='fe-progress'>Ceiling evaluation {ceiling_id} is {state}; no "
+                "question is finished yet.</div>", gr.Plot(visible=False), ceiling_id,
+                gr.Timer(active=running))
+    found = explorer.ceiling_table(ceiling_id)
+    return (ceiling_table(found), gr.Plot(ceiling_figure(found), visible=True), ceiling_id,
+            gr.Timer(active=running))
+
+
+@refusing()
+def ablation_agreement(explorer: Explorer, evaluation_id) -> str:
+    """Attention against leave-one-out attribution, per paradigm of the evaluation open."""
+    if evaluation_id is None:
+        raise EngineError("Open an evaluation first (pick one and press Diagnose).")
+    return agreement_table(explorer.ablation_agreement(evaluation_id))
+
+
 def relist(explorer: Explorer, found, *asked) -> tuple:
     """The list again when its metric or filter changes, once it has been listed."""
     if not found:
@@ -340,6 +397,30 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
                                 column_widths=["11%", "49%", "8%", "8%", "7%", "7%", "10%"],
                                 elem_id="fe-diag-changes-rows")
     side_by_side = gr.HTML(elem_id="fe-diag-both")
+    gr.Markdown("### Which stage's improvement pays most?\nEach cut made perfect in turn "
+                "(the gold supporting paragraphs first, added where the stage was not given "
+                "them), the later stages and the reader run as usual: a ceiling evaluation "
+                "of its own, paired with this one.")
+    with gr.Row():
+        start = gr.Button("Compute each stage's ceiling", scale=1,
+                          elem_id="fe-diag-ceilings-go")
+        show = gr.Button("Show the ceilings", scale=1, elem_id="fe-diag-ceilings-show")
+    ceilings = gr.HTML(elem_id="fe-diag-ceilings")
+    ceilings_plot = gr.Plot(label="Ceiling minus as run", visible=False,
+                            elem_id="fe-diag-ceilings-plot")
+    ceiling_id, poll = gr.State(None), gr.Timer(POLL_SECONDS, active=False)
+    shown_ceilings = [ceilings, ceilings_plot, ceiling_id, poll]
+    start.click(partial(start_ceilings, explorer), current, shown_ceilings, **private)
+    show.click(partial(show_ceilings, explorer), current, shown_ceilings, **private)
+    poll.tick(partial(follow_ceilings, explorer), ceiling_id, shown_ceilings, **private)
+    ids.input(lambda: ("", gr.Plot(visible=False), None, gr.Timer(active=False)), None,
+              shown_ceilings, **private)
+    gr.Markdown("### Does attention point at what the answer came from?\nPer paradigm, over "
+                "the runs evaluated with the reader's leave-one-out ablation: attention "
+                "against what leaving each passage out does to the answer.")
+    compare = gr.Button("Compare attention with ablation", elem_id="fe-diag-ablation-go")
+    agreement = gr.HTML(elem_id="fe-diag-ablation")
+    compare.click(partial(ablation_agreement, explorer), current, agreement, **private)
     changed = gr.State(None)
     asked = [current, shown.a, shown.b, shown.other, metric, which]
     told = [changes_message, changes_rows, changed]
@@ -348,6 +429,7 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
         picker.input(partial(relist, explorer), [changed, *asked], told, **private)
     for picker in (shown.a, shown.b, shown.other, ids):  # what was listed no longer holds
         picker.input(lambda: ("", [], None, ""), None, [*told, side_by_side], **private)
+    ids.input(lambda: "", None, agreement, **private)
 
     def open_both(found, evt: gr.SelectData):
         return both_runs(explorer, found, evt.row_value)

@@ -16,6 +16,7 @@ from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
 from app.views.trace import (
+    ablation_table,
     answer_box,
     error_box,
     esc,
@@ -26,6 +27,7 @@ from app.views.trace import (
 from engine.documents import Question
 from engine.errors import EngineError
 from engine.paradigms.registry import PARADIGMS
+from engine.readers.ablation import reading_step
 from engine.service.explorer import Explorer
 from engine.service.long_builds import BuildNeeded
 from engine.trace import RunTrace
@@ -36,7 +38,7 @@ logger = logging.getLogger(__name__)
 def trace_views(trace: RunTrace, heat_by: str = "layers") -> tuple:
     """(banner, answer, funnel, waterfall, heatmap, tables) of a (partial) trace."""
     tables = "".join(stage_table(trace, i) for i in range(len(trace.stages)))
-    tables += llm_steps_table(trace)
+    tables += llm_steps_table(trace) + ablation_table(trace)
     return (gold_banner(trace), answer_box(trace) if trace.answer else "",
             figures.funnel_figure(trace), figures.waterfall_figure(trace),
             figures.heatmap_figure(trace, heat_by), tables)
@@ -78,6 +80,10 @@ def build(explorer: Explorer) -> ExploreTab:
         waterfall_plot = gr.Plot(label="Timing", elem_id="fe-waterfall")
     heat_by = gr.Radio(["layers", "heads"], value="layers", label="Heatmap columns")
     heatmap = gr.Plot(label="Reader attention", elem_id="fe-heatmap")
+    with gr.Row():
+        attribute = gr.Button("Attribute the answer: leave each passage out", scale=1,
+                              elem_id="fe-ablate")
+        attributed = gr.HTML(ATTRIBUTE_HINT, elem_id="fe-ablation")
     tables = gr.HTML(elem_id="fe-tables")
     with gr.Row():
         save_name = gr.Textbox(label="Run name", scale=2, elem_id="fe-save-name")
@@ -98,17 +104,24 @@ def build(explorer: Explorer) -> ExploreTab:
     private = {"api_visibility": "private"}
     for trigger in (run.click, question.submit):
         trigger(partial(ask, explorer, params.keys(), False), inputs, run_outputs, **private)
+        trigger(lambda: ATTRIBUTE_HINT, None, attributed, **private)  # the last run's
     build_run.click(partial(ask, explorer, params.keys(), True), inputs, run_outputs,
                     **private)
     paradigm.change(lambda name: show_panels(params, name), paradigm,
                     list(params.groups.values()), **private)
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, **private)
+    attribute.click(partial(attribute_run, explorer), [trace_state, heat_by],
+                    [attributed, heatmap, tables, trace_state], **private)
     save.click(partial(save_current, explorer), [trace_state, save_name, save_notes],
                [saved, save_name, save_notes], **private)
     return ExploreTab(corpus=corpus, question=question, paradigm=paradigm, views=outputs)
 
 
 # --- callbacks ----------------------------------------------------------------------------
+
+ATTRIBUTE_HINT = ("<small>Reads the answer again without each passage the reader read (about "
+                  "one answer's time more): bars beside the heatmap, a table under the LLM "
+                  "calls.</small>")
 
 # the trace views and trace JSON of no run: what a refused run leaves, so that the last
 # run's answer and figures never stand under a refusal as if they were this question's
@@ -142,6 +155,24 @@ def ask(explorer: Explorer, keys: list, build_first: bool, text, gold: Question 
     except Exception as err:  # noqa: BLE001 - the page must stay usable
         logger.exception("run failed")
         yield (error_box(f"The run failed: {err}"), *_kept_or_cleared(shown), hidden, *same)
+
+
+@refusing(outputs=4)
+def attribute_run(explorer: Explorer, trace_json, heat) -> tuple:
+    """(notice, heatmap, tables, trace JSON) once the run shown has its leave-one-out
+    attribution (Explorer.ablation)."""
+    if not trace_json:
+        return error_box("Run a question first; there is no answer to attribute yet."), \
+            gr.skip(), gr.skip(), gr.skip()
+    trace = explorer.ablation(RunTrace.from_json(trace_json))
+    _, _, _, _, heatmap, tables = trace_views(trace, heat)
+    ablation = reading_step(trace).ablation
+    changed = sum(ablation.changed)
+    said = (f"leaving out {changed} of them changes the answer" if changed else
+            "no single one left out changes the answer")
+    notice = (f"<div class='fe-kept'>Attributed: {len(ablation.passages)} passages read again "
+              f"without each in {ablation.seconds:.2f} s; {said}.</div>")
+    return notice, heatmap, tables, trace.to_json()
 
 
 def _start(explorer: Explorer, question, name: str, config: str, corpus: str,

@@ -252,3 +252,111 @@ def frontier_figure(points: list[tuple[str, float, float]], front: list[str],
                       yaxis_range=[0, 1.05], height=420,
                       margin={"l": 50, "r": 20, "t": 50, "b": 40})
     return fig
+
+
+def agreement_table(found: dict[str, dict]) -> str:
+    """Per paradigm: attention against leave-one-out attribution over the runs that carry
+    an ablation (engine.eval.ablations), or how to get such runs."""
+    if not found:
+        return ("<div class='fe-progress'>No run of this evaluation has a leave-one-out "
+                "attribution. Evaluate with the reader option <b>ablation</b> ticked (in "
+                "each paradigm's reader options), or attribute one run in Explore.</div>")
+
+    def share(value) -> str:
+        return "–" if value is None else f"{value:.0%}"
+
+    def number(value, digits: int = 2) -> str:
+        return "–" if value is None else f"{value:+.{digits}f}"
+
+    rows = "".join(
+        f"<tr><td>{esc(p)}</td><td>{s['runs']}</td><td>{share(s['same_top'])} "
+        f"<small>of {s['compared']}</small></td><td>{number(s['spearman_mean'])} / "
+        f"{number(s['spearman_median'])}</td><td>{share(s['answer_changes'])}</td>"
+        f"<td>{s['passages']:.1f}</td><td>{s['ablation_seconds']:.2f} s <small>"
+        f"({s['cost_ratio']:.2f}× the answer's {s['answer_seconds']:.2f} s)</small></td></tr>"
+        for p, s in found.items())
+    return ("<table class='fe-table'><thead><tr><th>paradigm</th><th>runs</th>"
+            "<th>attention's top passage = the one the answer depends on most</th>"
+            "<th>Spearman, mean / median</th><th>runs where leaving one passage out changes "
+            "the answer</th><th>passages read</th><th>ablation per run</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table><small>Leave-one-out: the answer's log-probability "
+            "with each passage read left out; attention: the reader's at the answer's first "
+            "token (eq3), over the same passages.</small>")
+
+
+CEILING_SHOWN = ("AR@4", "EM", "F1")  # the end metrics the chart plots
+
+
+def ceiling_table(found: dict) -> str:
+    """Per paradigm: the actual run's means, then each cut made perfect: its means and the
+    difference from the actual run with its 95% interval and (Holm-corrected) McNemar p;
+    the cut that pays most on each metric in bold."""
+    parts = []
+    for paradigm, entry in found["paradigms"].items():
+        metrics = [m for m in ("AR@4", "EM", "F1", "gold_doc_recall") if m in entry["actual"]]
+        best = entry.get("pays_most", {})
+        head = "".join(f"<th>{esc(METRIC_LABELS.get(m, m))}</th>" for m in metrics)
+        rows = [f"<tr><td>as run</td>{''.join(_mean(entry['actual'], m) for m in metrics)}"
+                f"<td>{entry['actual']['runs']}</td></tr>"]
+        for cut in entry["cuts"]:
+            diffs = {d["metric"]: d for d in cut["differences"]}
+            cells = "".join(_ceiling_cell(cut["means"], diffs.get(m), m,
+                                          best.get(m) == cut["label"]) for m in metrics)
+            name = cut["label"].split(": ", 1)[-1]
+            rows.append(f"<tr><td>{esc(name)}</td>{cells}<td>{cut['means']['runs']}</td></tr>")
+        parts.append(f"<div class='fe-stage'><b>{esc(paradigm)}</b></div><table class='fe-table "
+                     f"fe-ceilings'><thead><tr><th>made perfect</th>{head}<th>runs</th></tr>"
+                     f"</thead><tbody>{''.join(rows)}</tbody></table>")
+    state = "" if found["state"] == "done" else (
+        f" It is {found['state']}: {found['done']} of {found['questions']} questions so far.")
+    return (f"<div class='fe-kept'>Ceiling evaluation {found['id']} of evaluation "
+            f"{found['baseline']}: each cut made perfect in turn (the gold supporting "
+            "paragraphs first, added where the stage was not given them), the later stages "
+            "and the reader run as usual. Each cell: the mean, and its difference from the "
+            "run as it was with a 95% paired-bootstrap interval and McNemar p (Holm-corrected "
+            f"over every cut shown); bold: the cut that pays most.{state}</div>"
+            + "".join(parts))
+
+
+def _mean(means: dict, metric: str) -> str:
+    return f"<td>{means[metric]:.3f}</td>" if metric in means else "<td>–</td>"
+
+
+def _ceiling_cell(means: dict, d: dict | None, metric: str, best: bool) -> str:
+    if d is None or metric not in means:
+        return _mean(means, metric)
+    low, high = d["ci"]
+    p = d.get("p_holm", d.get("p"))
+    test = f", p {p:.2g}" if p is not None else ""
+    value = f"{means[metric]:.3f} ({d['diff']:+.3f} [{low:+.3f}, {high:+.3f}]{test})"
+    return f"<td>{'<b>' + value + '</b>' if best else value}</td>"
+
+
+@failsafe
+def ceiling_figure(found: dict) -> go.Figure:
+    """Ceiling minus actual per cut made perfect, per paradigm, on AR@4, EM and F1, with
+    95% intervals: which stage's improvement pays most."""
+    if not found or not found.get("paradigms"):
+        return text_figure("No ceilings yet.")
+    x = [[], []]
+    values: dict[str, list] = {m: [] for m in CEILING_SHOWN}
+    for paradigm, entry in found["paradigms"].items():
+        for cut in entry["cuts"]:
+            x[0].append(paradigm)
+            x[1].append(cut["label"].split(": perfect ", 1)[-1])
+            diffs = {d["metric"]: d for d in cut["differences"]}
+            for metric in CEILING_SHOWN:
+                values[metric].append(diffs.get(metric))
+    fig = go.Figure()
+    for metric, found_diffs in values.items():
+        if not any(found_diffs):
+            continue
+        diff = [d["diff"] if d else None for d in found_diffs]
+        fig.add_bar(x=x, y=diff, name=metric, error_y={
+            "type": "data", "symmetric": False,
+            "array": [d["ci"][1] - d["diff"] if d else 0 for d in found_diffs],
+            "arrayminus": [d["diff"] - d["ci"][0] if d else 0 for d in found_diffs]})
+    fig.update_layout(barmode="group", title="Ceiling minus as run, per cut made perfect "
+                      "(95% paired intervals)", yaxis_title="difference", height=420,
+                      margin={"l": 50, "r": 20, "t": 50, "b": 60})
+    return fig

@@ -88,7 +88,12 @@ def label(key: str) -> str:
     return key
 
 
-def _cell(value) -> str:
+COUNTS = ("llm_calls", "docs_to_reader")  # means of counts: "1", "1.5", not "1.000"
+
+
+def _cell(value, key: str = "") -> str:
+    if isinstance(value, float) and key in COUNTS:
+        return f"{value:,.2f}".rstrip("0").rstrip(".")
     if isinstance(value, float):
         return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.0f}"
     return esc(str(value)) if value is not None else ""
@@ -101,7 +106,8 @@ def paper_table(summary: dict[str, dict]) -> str:
     names = list(summary)
     head = "".join(f"<th>{esc(n)}</th>" for n in names)
     rows = "".join(f"<tr><td>{esc(label(k))}</td>"
-                   + "".join(f"<td>{_cell(summary[n].get(k))}</td>" for n in names) + "</tr>"
+                   + "".join(f"<td>{_cell(summary[n].get(k), k)}</td>" for n in names)
+                   + "</tr>"
                    for k in metric_order(summary))
     return (f"<table class='fe-table fe-eval'><thead><tr><th></th>{head}</tr></thead>"
             f"<tbody>{rows}</tbody></table>")

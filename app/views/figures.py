@@ -13,10 +13,12 @@ from collections.abc import Callable, Sequence
 
 import plotly.colors as pc
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
+from engine.readers.ablation import agreement, reading_step
 from engine.stages.classify import QUERY
 from engine.trace import RunTrace
-from engine.trace_details import ReaderAttention
+from engine.trace_details import Ablation, ReaderAttention
 
 logger = logging.getLogger(__name__)
 
@@ -166,14 +168,68 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
              for p in passages]
     hover = [[f"{name}<br>{by[:-1]} {j}<br>tokens: {html.escape(' | '.join(t))}"
               for j in range(cells.shape[1])] for name, t in zip(named, tokens, strict=False)]
-    fig = go.Figure(go.Heatmap(z=cells, y=labels, text=hover, colorscale="Viridis",
-                               hovertemplate="%{text}<br>attention %{z:.4f}<extra></extra>",
-                               colorbar={"title": "attention"}))
+    heat = go.Heatmap(z=cells, y=labels, text=hover, colorscale="Viridis",
+                      hovertemplate="%{text}<br>attention %{z:.4f}<extra></extra>",
+                      colorbar={"title": "attention"})
     star = " (* = answered from)" if kept else ""
-    fig.update_layout(title=f"Attention per passage x {by[:-1]}: {source}{star}",
-                      xaxis={"title": by[:-1]}, yaxis={"autorange": "reversed"},
-                      height=max(HEIGHT, 28 * len(labels) + 120), margin={"l": 10, "r": 10})
+    title = f"Attention per passage x {by[:-1]}: {source}{star}"
+    step = reading_step(trace)
+    if step is None:
+        fig = go.Figure(heat)
+    else:  # leave-one-out bars beside the heatmap, row for row
+        fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.66, 0.34],
+                            horizontal_spacing=0.12)
+        heat.colorbar.update(x=0.58, thickness=12)
+        fig.add_trace(heat, row=1, col=1)
+        fig.add_trace(_ablation_bars(step.ablation, dict(zip(passages, labels, strict=True))),
+                      row=1, col=2)
+        fig.update_xaxes(title="answer log-prob lost without it", zeroline=True, row=1, col=2)
+        title += "<br><sub>" + _agreement_line(step) + "</sub>"
+    fig.update_layout(title=title, yaxis={"autorange": "reversed"}, showlegend=False,
+                      height=max(HEIGHT, 28 * len(labels) + 140), margin={"l": 10, "r": 10})
+    fig.update_xaxes(title=by[:-1], row=1, col=1) if step else fig.update_xaxes(title=by[:-1])
     return fig
+
+
+CHANGED, KEPT = "#e45756", "#9ca3af"
+
+
+def _ablation_bars(ablation: Ablation, labels: dict[str, str]) -> go.Bar:
+    """One bar per passage left out: how much less likely the answer is without it, red
+    where the reader then says something else."""
+    shown = [i for i, p in enumerate(ablation.passages) if p in labels]
+    changed, effects = ablation.changed, ablation.effects
+    said = [html.escape(f"“{a}”" if a else "nothing", quote=False)
+            for a in ablation.answers_without]
+    hover = [f"{labels[ablation.passages[i]]}<br>without it the reader says {said[i]}"
+             f"{' (another answer)' if changed[i] else ' (the same answer)'}<br>"
+             f"log-prob of “{html.escape(ablation.answer, quote=False)}”: "
+             f"{ablation.logprob:.2f} with it, {ablation.without[i]:.2f} without"
+             for i in shown]
+    return go.Bar(y=[labels[ablation.passages[i]] for i in shown],
+                  x=[effects[i] for i in shown], orientation="h",
+                  text=[f"{effects[i]:+.2f}" for i in shown], textposition="auto",
+                  hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+                  marker_color=[CHANGED if changed[i] else KEPT for i in shown])
+
+
+def _agreement_line(step) -> str:
+    """The subtitle over the bars: what leaving passages out did, and whether attention
+    ranks them as ablation does."""
+    ablation = step.ablation
+    n = sum(ablation.changed)
+    said = (f"leaving out {n} of {len(ablation.passages)} passages changes the answer (red)"
+            if n else f"no single passage left out changes the answer "
+                      f"({len(ablation.passages)} tried)")
+    agreed = agreement(step.attention, ablation) if step.attention is not None else None
+    if agreed is None:
+        return f"Leave-one-out: {said}."
+    rho = f"Spearman {agreed.spearman:+.2f}" if agreed.spearman is not None else \
+        "too few passages for a rank correlation"
+    top = ("attention's top passage is the one the answer depends on most"
+           if agreed.same_top else "attention's top passage is not the one the answer "
+                                   "depends on most")
+    return f"Leave-one-out: {said}; against the reader's attention: {rho}, {top}."
 
 
 @failsafe

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from engine.documents import Candidate
+from engine.readers.ablation import reading_step
 from engine.stages.classify import QUERY
 from engine.text import query_terms, snippet
 from engine.trace import GoldFlags, RunTrace, StageResult, gold_lost_at
@@ -201,6 +202,31 @@ def llm_steps_table(trace: RunTrace) -> str:
             "<thead><tr><th>#</th><th>purpose</th><th>model</th><th>tokens in</th>"
             "<th>tokens out</th><th>s</th><th>said</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def ablation_table(trace: RunTrace) -> str:
+    """The reader's answer with each passage read left out (leave-one-out), in the order
+    the prompt held them: the answer's log-probability lost, and what it says then."""
+    step = reading_step(trace)
+    if step is None:
+        return ""
+    ablation = step.ablation
+    titles = {c.unit.id: c.unit.title for s in trace.stages for c in s.candidates}
+    rows = []
+    for n, (p, lost, said, changed) in enumerate(zip(
+            ablation.passages, ablation.effects, ablation.answers_without, ablation.changed,
+            strict=True), start=1):
+        mark = " class='fe-changed'" if changed else ""
+        rows.append(f"<tr{mark}><td>{n}</td><td>{esc(titles.get(p, p))}<br><small>{esc(p)}"
+                    f"</small></td><td>{lost:+.2f}</td><td>{esc(said or '(nothing)')}"
+                    f"{' (another answer)' if changed else ''}</td></tr>")
+    return (f"<div class='fe-stage'><b>Leave-one-out attribution</b> of "
+            f"“{esc(ablation.answer)}” ({step.purpose} step): log-probability "
+            f"{ablation.logprob:.2f} with every passage; {ablation.tokens_read:,} tokens read "
+            f"again in {ablation.seconds:.2f} s (the answer took {step.seconds:.2f} s)</div>"
+            "<table class='fe-table fe-ablation'><thead><tr><th>#</th><th>passage left out "
+            "(prompt order)</th><th>log-prob lost</th><th>the reader then says</th></tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def gold_banner(trace: RunTrace) -> str:

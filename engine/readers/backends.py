@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -32,8 +32,15 @@ from engine import plugins
 from engine.errors import ConfigError, EngineError, check_choice
 from engine.readers.answers import LOOP_NGRAM, repeats_tail
 from engine.readers.batching import Batcher
-from engine.readers.generator import Capabilities, Generation, Generator, Prompt
-from engine.readers.prefix_cache import PrefixCache, plain_layers
+from engine.readers.generator import (
+    Ablated,
+    Capabilities,
+    Generation,
+    Generator,
+    Prompt,
+    Variant,
+)
+from engine.readers.prefix_cache import PrefixCache, common_length, plain_layers
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +70,13 @@ class HFGenerator:
 
     A prompt's declared fixed opening (`prefix`) is not read again: its key/value states are
     computed once and copied in (engine/readers/prefix_cache.py).
+
+    Leave-one-out attribution (`ablate`) reads each variant of a prompt only from where it
+    departs from the prompt, on the prompt's own key/value states (as AttriBoT does).
     """
 
     capabilities = Capabilities(attention=True, ban_first=True, prefix_cache=True,
-                                batching=True, logprobs=True)
+                                batching=True, logprobs=True, ablation=True)
 
     def __init__(self, model: str = "smollm2", tokenizer: Any = None, lm: Any = None,
                  precision: str = "auto") -> None:
@@ -76,7 +86,8 @@ class HFGenerator:
             tokenizer, lm = load_causal_lm(model, precision)
         self.name, self.tokenizer, self.model = model, tokenizer, lm
         self.prefix_cache = PrefixCache(self._forward, self._new_cache)
-        self.batcher = Batcher(self._run, model_lock(lm), MAX_BATCH)
+        self.lock = model_lock(lm)
+        self.batcher = Batcher(self._run, self.lock, MAX_BATCH)
         self._prefix_ids: dict[str, list[int]] = {}
         self.eos_ids = {i for i in (tokenizer.eos_token_id,
                                     tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -117,35 +128,151 @@ class HFGenerator:
                  spans: tuple[tuple[int, int], ...] = (),
                  ban_first: tuple[str, ...] = (), prefix: Prompt = "") -> Generation:
         start = time.perf_counter()
+        encoded, request = self._request(prompt, max_new_tokens, stop, spans, ban_first, prefix)
+        out_ids, attention, cached, logprobs = self.batcher.submit(request)
+        return self._generation(encoded, request, spans, out_ids, attention, cached, logprobs,
+                                start)
+
+    def ablate(self, prompt: Prompt, variants: Sequence[Prompt], *, max_new_tokens: int = 32,
+               stop: tuple[str, ...] = (), spans: tuple[tuple[int, int], ...] = (),
+               ban_first: tuple[str, ...] = (), prefix: Prompt = "") -> Ablated:
+        """`generate(prompt, ...)`, and under each of `variants` (the prompt with something
+        left out) that answer's log-probability and the variant's own greedy answer.
+
+        A variant is read from the first token where it departs from `prompt`, on
+        `prompt`'s key/value states up to there; the answer's tokens go through in the same
+        forward pass, whose logits also say whether the variant's greedy choice keeps to
+        them. The variants that leave them are decoded on from there, together in one batch.
+        """
+        import torch
+
+        start = time.perf_counter()
+        encoded, request = self._request(prompt, max_new_tokens, stop, spans, ban_first, prefix)
+        ids = request.ids
+        with self.lock, torch.inference_mode():
+            try:
+                logits, cache, attention, cached = self._prefill(ids, request.prefix_ids,
+                                                                 request.want_attention)
+                # the prompt's states, kept: decoding appends to copies (DynamicLayer cats)
+                states = _states(cache) if plain_layers(cache) else None
+                base = self._continuation(request)
+                self._decode(base, logits, cache, len(ids))
+                said = self._generation(encoded, request, spans, base.out, attention, cached,
+                                        base.logprobs, start)
+                scored = [self._variant(v, ids, states, base.out, request) for v in variants]
+                self._decode_departures([s for s in scored if s.departed is not None])
+            finally:
+                self._attention("eager")
+        return Ablated(said, tuple(s.scored(self, stop) for s in scored),
+                       time.perf_counter() - start)
+
+    def _request(self, prompt: Prompt, max_new_tokens: int, stop: tuple[str, ...],
+                 spans: tuple[tuple[int, int], ...], ban_first: tuple[str, ...],
+                 prefix: Prompt) -> tuple[Any, _Request]:
+        """The prompt tokenised (with offsets when spans are asked for) and its call."""
         text = self.render(prompt)
         encoded = self.tokenizer(text, add_special_tokens=False,
                                  return_offsets_mapping=bool(spans))
         ids = encoded["input_ids"]
         if not ids:
             raise ConfigError("The prompt is empty; there is nothing to continue.")
-        request = _Request(ids, self.prefix_ids(prefix, text), bool(spans), max_new_tokens,
-                           stop, frozenset(self._first_token_ids(ban_first)))
-        out_ids, attention, cached, logprobs = self.batcher.submit(request)
-        said, _ = cut_at_stop(self.tokenizer.decode(out_ids, skip_special_tokens=True).lstrip(),
-                              stop)
+        return encoded, _Request(ids, self.prefix_ids(prefix, text), bool(spans),
+                                 max_new_tokens, stop,
+                                 frozenset(self._first_token_ids(ban_first)))
+
+    def _generation(self, encoded: Any, request: _Request, spans: tuple[tuple[int, int], ...],
+                    out_ids: list[int], attention: Any, cached: int, logprobs: list[float],
+                    start: float) -> Generation:
+        """A call's `Generation`: what it said, and its attention cut into the spans."""
+        ids = encoded["input_ids"]
         span_attention, span_tokens = (), ()
         if spans and attention is not None:
             token_sets = [_tokens_in(encoded["offset_mapping"], a, b) for a, b in spans]
             span_attention = tuple(attention[:, :, idx] for idx in token_sets)
             span_tokens = tuple(tuple(self.tokenizer.decode([ids[i]]) for i in idx)
                                 for idx in token_sets)
-        return Generation(said, len(ids), len(out_ids), time.perf_counter() - start,
-                          span_attention, span_tokens, cached_tokens=cached,
-                          logprobs=tuple(logprobs))
+        return Generation(self._said(out_ids, request.stop), len(ids), len(out_ids),
+                          time.perf_counter() - start, span_attention, span_tokens,
+                          cached_tokens=cached, logprobs=tuple(logprobs))
+
+    def _variant(self, prompt: Prompt, ids: list[int], states: list | None,
+                 answer: list[int], like: _Request) -> _Scored:
+        """One variant of `ids` scored on the answer `answer` (see `ablate`): its greedy
+        continuation follows the answer's tokens until it departs from them, where it is
+        left for `_decode_departures`."""
+        import torch
+
+        own_ids = self.tokenizer(self.render(prompt), add_special_tokens=False)["input_ids"]
+        if not own_ids:
+            raise ConfigError("A variant of the prompt is empty; there is nothing to score.")
+        shared = min(common_length(ids, own_ids), len(own_ids) - 1) if states else 0
+        cache = self._cache_of(states, shared)
+        fed = own_ids[shared:] + answer
+        # rows that predict each answer token, and the one after the answer
+        rows = self._forward(fed, shared, cache, keep=len(answer) + 1).logits[0].float()
+        logprob = float(rows[:-1].log_softmax(-1)[torch.arange(len(answer)),
+                                                  torch.tensor(answer)].sum()) if answer else 0.0
+        scored = _Scored(self._continuation(replace(like, ids=own_ids)), logprob, len(fed))
+        for j, row in enumerate(rows):
+            token = scored.own.step(row.clone())
+            if token is None:
+                break
+            if j == len(answer) or token != answer[j]:  # its own way from here
+                position = len(own_ids) + j
+                scored.departed = (token, position, self._cache_of(_states(cache), position))
+                break
+        return scored
+
+    def _decode_departures(self, departed: list[_Scored]) -> None:
+        """The variants that left the answer, decoded on from where each left it: the token
+        each chose read into its cache, then greedy decoding of all of them together."""
+        if not departed:
+            return
+        prefilled, positions = [], []
+        for scored in departed:
+            token, position, cache = scored.departed
+            logits = self._forward([token], position, cache).logits[0, -1]
+            prefilled.append((logits, cache))
+            positions.append(position + 1)
+            scored.read += 1
+        before = [len(s.own.out) for s in departed]
+        answers = [s.own for s in departed]
+        if len(departed) == 1 or not plain_layers(prefilled[0][1]):
+            for answer, (logits, cache), position in zip(answers, prefilled, positions,
+                                                         strict=True):
+                self._decode(answer, logits, cache, position)
+        else:
+            self._decode_together(answers, prefilled, positions)
+        for scored, n in zip(departed, before, strict=True):
+            scored.read += len(scored.own.out) - n
+
+    def _continuation(self, request: _Request) -> _Continuation:
+        return _Continuation(request, self.eos_ids, self._line_break_ids, self.tokenizer.decode)
+
+    def _said(self, out: list[int], stop: tuple[str, ...]) -> str:
+        return cut_at_stop(self.tokenizer.decode(out, skip_special_tokens=True).lstrip(),
+                           stop)[0]
+
+    def _cache_of(self, states: list | None, n: int):
+        """A new cache holding the first `n` positions of `states` (none: an empty one)."""
+        cache = self._new_cache()
+        if states and n:
+            for layer, (keys, values) in enumerate(states):
+                cache.update(keys[..., :n, :], values[..., :n, :], layer)
+        return cache
 
     # --- decoding -------------------------------------------------------------------------
 
-    def _forward(self, ids: list[int], position: int, cache: Any, attentions: bool = False):
+    def _forward(self, ids: list[int], position: int, cache: Any, attentions: bool = False,
+                 keep: int = 1):
+        """The model over `ids` from `position` into `cache`; logits of the last `keep`
+        tokens only (the vocabulary projection of a whole prompt is ~10% of its prefill)."""
         import torch
 
         return self.model(input_ids=torch.tensor([ids]),
                           position_ids=torch.arange(position, position + len(ids))[None],
-                          past_key_values=cache, use_cache=True, output_attentions=attentions)
+                          past_key_values=cache, use_cache=True, output_attentions=attentions,
+                          logits_to_keep=keep)
 
     def _new_cache(self):
         from transformers import DynamicCache
@@ -207,8 +334,7 @@ class HFGenerator:
             try:
                 prefilled = [self._prefill(r.ids, r.prefix_ids, r.want_attention)
                              for r in requests]
-                answers = [_Continuation(r, self.eos_ids, self._line_break_ids,
-                                         self.tokenizer.decode) for r in requests]
+                answers = [self._continuation(r) for r in requests]
                 if len(requests) == 1 or not plain_layers(prefilled[0][1]):
                     for answer, (logits, cache, _, _), r in zip(answers, prefilled, requests,
                                                                 strict=True):
@@ -274,6 +400,19 @@ class HFGenerator:
         return stacked, mask
 
 
+class _Scored:
+    """A variant being scored (HFGenerator.ablate): its own greedy continuation, the
+    answer's log-probability under it, tokens read, and where it departed from the answer
+    (the token it chose, at which position, its cache up to there), if it did."""
+
+    def __init__(self, own: _Continuation, logprob: float, read: int) -> None:
+        self.own, self.logprob, self.read = own, logprob, read
+        self.departed: tuple[int, int, Any] | None = None
+
+    def scored(self, generator: HFGenerator, stop: tuple[str, ...]) -> Variant:
+        return Variant(self.logprob, generator._said(self.own.out, stop), self.read)
+
+
 @dataclass(frozen=True)
 class _Request:
     """One generator call as the batch runs it."""
@@ -323,6 +462,11 @@ class _Continuation:
         if stop and cut_at_stop(self.said.lstrip(), stop)[1]:
             return None
         return token if len(self.out) < self.request.max_new_tokens else None
+
+
+def _states(cache: Any) -> list[tuple[Any, Any]]:
+    """Each layer's (keys, values) of a plain cache."""
+    return [(layer.keys, layer.values) for layer in cache.layers]
 
 
 def _tokens_in(offsets: list[tuple[int, int]], start: int, end: int) -> list[int]:

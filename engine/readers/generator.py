@@ -51,19 +51,41 @@ class Generation:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """A prompt with something left out, as leave-one-out scores it (`Generator.ablate`):
+    the full prompt's answer's log-probability under it (its tokens' sum), its own greedy
+    continuation, and the tokens the model read for it."""
+
+    logprob: float
+    text: str
+    tokens_read: int
+
+
+@dataclass(frozen=True)
+class Ablated:
+    """The full prompt's greedy answer (`base`) and each variant's scoring of it."""
+
+    base: Generation
+    variants: tuple[Variant, ...]
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a generator backend can do. What needs one checks it here, never the backend's
     name: the attention heatmap, FiD post-ranking and the "fid" prompt need `attention`
     (the first answer token's attention over parts of the prompt); `ban_first` refuses
     words at the answer's start; `prefix_cache` reads a prompt's fixed opening once;
     `batching` answers concurrent calls as one batch; `logprobs` gives token
-    log-probabilities."""
+    log-probabilities; `ablation` scores a prompt's answer under variants of the prompt
+    (leave-one-out attribution, `ablate`)."""
 
     attention: bool = False
     ban_first: bool = False
     prefix_cache: bool = False
     batching: bool = False
     logprobs: bool = False
+    ablation: bool = False
 
     def names(self) -> list[str]:
         return [name for name, able in vars(self).items() if able]

@@ -20,7 +20,7 @@ from engine.config import check_config, param
 from engine.documents import Candidate
 from engine.errors import ConfigError, check_choice
 from engine.models.loading import PRECISION_CHOICES
-from engine.readers import attention
+from engine.readers import ablation, attention
 from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
 from engine.readers.backends import Backend, backend_named, known_backends
 from engine.readers.generator import Generation, Generator, prompt_text
@@ -33,7 +33,7 @@ from engine.readers.prompts import (
 )
 from engine.text import clip_tokens, count_tokens
 from engine.trace import LLMStep
-from engine.trace_details import ReadCount, ReaderAttention, deep_tuple
+from engine.trace_details import Ablation, ReadCount, ReaderAttention, deep_tuple
 
 if TYPE_CHECKING:
     from engine.readers.fid import FiDReader
@@ -71,6 +71,9 @@ class ReaderConfig:
                                     high=100_000)
     precision: str = param("auto", "weights of an in-process model: fp32, bf16, or auto (bf16 "
                            "where the CPU has native bf16 units)", choices=PRECISION_CHOICES)
+    ablation: bool = param(False, "leave-one-out attribution: score the answer again with "
+                           "each passage read left out, and say whether it changes "
+                           "(engine/readers/ablation.py; about one answer's time more)")
 
     def __post_init__(self) -> None:
         check_choice("aggregation scheme", self.aggregation, attention.SCHEMES)
@@ -82,11 +85,20 @@ class ReaderConfig:
         if self.endpoint and not backend.remote:
             raise ConfigError(f"reader.endpoint is set, but reader.backend {backend.name!r} "
                               "runs the model in this process; clear one of them.")
+        can = ", ".join(backend.capabilities.names()) or "text alone"
         if self.prompt == "fid" and not backend.capabilities.attention:
-            can = ", ".join(backend.capabilities.names()) or "text alone"
             raise ConfigError(f"The 'fid' prompt reads passages through the reader's own "
                               f"attention, which the {backend.name!r} backend cannot give "
                               f"(it can: {can}); pick another prompt.")
+        if self.ablation and not backend.capabilities.ablation:
+            raise ConfigError(f"reader.ablation scores the answer under the prompt with each "
+                              f"passage left out, which the {backend.name!r} backend cannot "
+                              f"(it can: {can}); use the transformers backend or untick "
+                              "ablation.")
+        if self.ablation and self.prompt == "fid":
+            raise ConfigError("reader.ablation leaves passages out of one prompt; the 'fid' "
+                              "prompt reads each passage on its own. Pick another prompt "
+                              "or untick ablation.")
 
     def backend_of(self) -> Backend:
         """The backend that reads (`auto`: openai with an endpoint, else transformers)."""
@@ -125,18 +137,29 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     order = repack(len(passages), config.packing)
     passages = [passages[i] for i in order]
     pairs = [(pairs[i][0], clip_tokens(pairs[i][1], config.max_passage_tokens)) for i in order]
-    built = answer_prompt(template or config.prompt, question, pairs)
-    out = generator.generate(built.prompt,
-                             max_new_tokens=max_new_tokens or config.max_answer_tokens,
-                             stop=built.stop, **_able(generator, built, question))
+    template = template or config.prompt
+    max_new_tokens = max_new_tokens or config.max_answer_tokens
+    built = answer_prompt(template, question, pairs)
+    ablated = None
+    if config.ablation:  # the answer, and the answer scored without each passage
+        variants = [answer_prompt(template, question, pairs[:i] + pairs[i + 1:]).prompt
+                    for i in range(len(pairs))]
+        ablated = generator.ablate(built.prompt, variants, max_new_tokens=max_new_tokens,
+                                   stop=built.stop, **_able(generator, built, question))
+        out = ablated.base
+    else:
+        out = generator.generate(built.prompt, max_new_tokens=max_new_tokens, stop=built.stop,
+                                 **_able(generator, built, question))
     attention_read = None
     if out.attention:
         top = [attention.content_tokens(tokens.__getitem__, attn, config.lr)
                for attn, tokens in zip(out.attention, out.span_tokens, strict=True)]
         attention_read = reader_attention(passages, out.attention, top, config.lr,
                                           range(len(passages)))
+    found = ablation.record(ablated, [c.unit.id for c in passages],
+                            short=purpose == "answer") if ablated else None
     return _step(purpose, generator, built, out, attention=attention_read, capped=capped,
-                 answer=short_answer(out.text) if purpose == "answer" else "")
+                 answer=short_answer(out.text) if purpose == "answer" else "", ablation=found)
 
 
 def _able(generator: Generator, built: BuiltPrompt, question: str = "",
@@ -145,9 +168,9 @@ def _able(generator: Generator, built: BuiltPrompt, question: str = "",
     attention over the passages' spans (the heatmap), a ban on opening words, the prompt's
     fixed opening to reuse. A backend without them answers from the text alone."""
     can = generator.capabilities
-    return {"spans": built.spans if spans and can.attention else (),
-            "ban_first": _banned(question) if question and can.ban_first else (),
-            "prefix": built.prefix if can.prefix_cache else ""}
+    asked = {"ban_first": _banned(question) if question and can.ban_first else (),
+             "prefix": built.prefix if can.prefix_cache else ""}
+    return {**asked, "spans": built.spans if can.attention else ()} if spans else asked
 
 
 def _banned(question: str) -> tuple[str, ...]:
@@ -158,12 +181,14 @@ def _banned(question: str) -> tuple[str, ...]:
 
 def _step(purpose: str, generator: Generator, built: BuiltPrompt, out: Generation,
           answer: str = "", attention: ReaderAttention | None = None,
-          capped: ReadCount | None = None) -> LLMStep:
-    """One generator call as the trace records it."""
+          capped: ReadCount | None = None, ablation: Ablation | None = None) -> LLMStep:
+    """One generator call as the trace records it (its seconds: the answer's own, an
+    ablation's are its own)."""
     return LLMStep(purpose=purpose, model=generator.name, prompt=prompt_text(built.prompt),
                    output=out.text, prompt_tokens=out.prompt_tokens,
                    output_tokens=out.output_tokens, seconds=out.seconds, answer=answer,
-                   attention=attention, capped=capped, cached_tokens=out.cached_tokens)
+                   attention=attention, capped=capped, cached_tokens=out.cached_tokens,
+                   ablation=ablation)
 
 
 def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,

@@ -6,11 +6,12 @@ Rows stored before rows carried outcomes get them from their stored traces.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.errors import ConfigError
 from engine.eval.outcomes import attribution, row_outcomes
-from engine.eval.paired import RESAMPLES, SEED, paired
+from engine.eval.paired import RESAMPLES, SEED, correct_across, paired, question_values
 from engine.eval.regressions import changes
 from engine.eval.summary import read_gold_doc_recall
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
@@ -113,3 +114,62 @@ def _only(evaluation, fallback: str) -> str:
         return fallback
     raise ConfigError(f"Evaluation {evaluation.id} ran {', '.join(evaluation.paradigms)}; "
                       "name the paradigm to pair from it.")
+
+
+CEILING_METRICS = ("AR@4", "EM", "F1", "gold_doc_recall")
+
+
+def ceilings_of(evaluations: EvaluationStore, ceiling_id: int,
+                metrics: Sequence[str] = CEILING_METRICS) -> dict:
+    """A ceiling evaluation against its baseline: per paradigm, the baseline's means and,
+    per cut made perfect, its means and the paired differences (ceiling minus actual, 95%
+    bootstrap interval, McNemar p, Holm-corrected across every cut shown) on `metrics`,
+    the cut that pays most on each metric named."""
+    ceiling = evaluations.get(ceiling_id)
+    if ceiling.baseline is None:
+        raise ConfigError(f"Evaluation {ceiling_id} is no ceiling evaluation; compute the "
+                          "ceilings of an evaluation first (Diagnose, or the API's "
+                          "ceilings), then read them by the id it returns.")
+    baseline = evaluations.get(ceiling.baseline)
+    rows = evaluations.rows(ceiling_id)
+    actual = evaluations.rows(baseline.id)
+    out: dict[str, dict] = {}
+    compared = []
+    for label in ceiling.paradigms:
+        paradigm = label.split(":", 1)[0]  # engine.eval.ceilings.label
+        mine = [r for r in rows if r["paradigm"] == label]
+        theirs = [r for r in actual if r["paradigm"] == paradigm]
+        found = {d.metric: d.to_dict() for d in paired(mine, theirs) if d.metric in metrics}
+        entry = out.setdefault(paradigm, {"actual": _means(theirs, metrics), "cuts": []})
+        result = {"label": label, "means": _means(mine, metrics),
+                  "differences": [found[m] for m in metrics if m in found]}
+        entry["cuts"].append(result)
+        compared.append(result)
+    correct_across(compared)
+    for entry in out.values():
+        entry["pays_most"] = _pays_most(entry["cuts"], metrics)
+    return {"id": ceiling.id, "baseline": baseline.id, "state": ceiling.state,
+            "done": ceiling.done, "questions": ceiling.questions, "paradigms": out}
+
+
+def _pays_most(cuts: list[dict], metrics: Sequence[str]) -> dict[str, str]:
+    """Per metric, the cut whose ceiling gains most over the run as it was (none where no
+    cut gains)."""
+    best = {}
+    for metric in metrics:
+        gains = [(d["diff"], cut["label"]) for cut in cuts for d in cut["differences"]
+                 if d["metric"] == metric and d["diff"] > 0]
+        if gains:
+            best[metric] = max(gains)[1]
+    return best
+
+
+def _means(rows: list[dict], metrics: Sequence[str]) -> dict:
+    """Mean of each metric over the rows that have it (failed runs left out)."""
+    answered = [question_values(r) for r in rows if r.get("status") != FAILED]
+    means = {}
+    for metric in metrics:
+        values = [v[metric] for v in answered if metric in v]
+        if values:
+            means[metric] = round(sum(values) / len(values), 4)
+    return {**means, "runs": len(answered)}

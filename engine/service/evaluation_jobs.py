@@ -15,7 +15,7 @@ import random
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -67,6 +67,12 @@ class EvaluationRequest:
     # (engine.eval.sweep); its stages' results are reused across grid points
     kinds: dict = field(default_factory=dict)
     retrieval_only: bool = False  # stop before the reader
+    # a ceiling evaluation (engine/eval/ceilings.py): each label's runs are `baseline`'s
+    # runs of its paradigm with cut `cuts[label]` made perfect; `positions` are the
+    # questions' positions in `baseline`
+    baseline: int | None = None
+    cuts: dict = field(default_factory=dict)
+    positions: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.paradigms:
@@ -89,7 +95,8 @@ class EvaluationRequest:
 
     def chosen(self) -> list[tuple[int, Question]]:
         """(position in the file, question) of every question to run, in file order."""
-        indexed = list(enumerate(self.questions))
+        indexed = list(zip(self.positions, self.questions, strict=True)) if self.positions \
+            else list(enumerate(self.questions))
         if self.sample:
             picked = random.Random(self.seed).sample(indexed, min(self.sample, len(indexed)))
             return sorted(picked, key=lambda pair: pair[0])
@@ -121,7 +128,7 @@ class EvaluationJob:
             configs={label: asdict(config)
                      for label, config in zip(request.paradigms, configs, strict=True)},
             corpus=corpus.name, corpus_fingerprint=corpus.fingerprint,
-            code_version=code_version(), name=request.name)
+            code_version=code_version(), name=request.name, baseline=request.baseline)
         self.prepare, self.corpus_spec = list(prepare), corpus_spec
         self.rows: list[dict] = []
         self.state, self.error, self.done = "running", "", 0
@@ -170,12 +177,15 @@ class EvaluationJob:
                                        request.configs.get(label),
                                        retrieval_only=request.retrieval_only)
                          for label in request.paradigms]
-            answered = answer_all(paradigms, [q for _, q in self.questions],
-                                  ray=self.request.ray, workers=self.request.workers,
-                                  corpus_spec=self.corpus_spec, cancelled=self._cancel.is_set,
-                                  reuse=bool(self.request.kinds), make=make_paradigm,
-                                  concurrency=1 if self.request.retrieval_only
-                                  else QUESTIONS_IN_FLIGHT)
+            if request.baseline is not None:
+                answered = self._ceilings(paradigms)
+            else:
+                answered = answer_all(paradigms, [q for _, q in self.questions],
+                                      ray=request.ray, workers=request.workers,
+                                      corpus_spec=self.corpus_spec,
+                                      cancelled=self._cancel.is_set, reuse=bool(request.kinds),
+                                      make=make_paradigm, concurrency=1
+                                      if request.retrieval_only else QUESTIONS_IN_FLIGHT)
             relevance = labelled_relevance(LabelStore(self.evaluations.store).list())
             for (position, _), traces in zip(self.questions, answered, strict=False):
                 traces = [with_label_measures(t, relevance) for t in traces]
@@ -194,6 +204,20 @@ class EvaluationJob:
         self.evaluations.finish(self.id, self.state, summarise(self.rows), self.error)
         logger.info("evaluation %d %s: %d of %d questions", self.id, self.state, self.done,
                     len(self.questions))
+
+    def _ceilings(self, paradigms: list) -> Iterator[list[RunTrace]]:
+        """Per question: each label's run of it, the baseline's run with one cut perfect
+        (engine.eval.ceilings), until cancelled."""
+        from engine.eval.ceilings import ceiling
+
+        request = self.request
+        for position, _ in self.questions:
+            if self._cancel.is_set():
+                return
+            yield [ceiling(paradigm, self.evaluations.trace(request.baseline, position,
+                                                            request.kind(label)),
+                           request.cuts[label])
+                   for paradigm, label in zip(paradigms, request.paradigms, strict=True)]
 
     def cancel(self) -> None:
         self._cancel.set()

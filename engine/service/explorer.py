@@ -33,7 +33,7 @@ from engine.service.datasets import (
     missing_note,
     supporting_documents,
 )
-from engine.service.diagnosis import outcomes_of, paired_of, regressions_of
+from engine.service.diagnosis import ceilings_of, outcomes_of, paired_of, regressions_of
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationRequest
 from engine.service.imports import IMPORTED, Imported, import_files
 from engine.service.labelled import labelled_relevance, with_label_measures
@@ -50,7 +50,7 @@ from engine.service.store import handed, make_paradigm
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
 from engine.store.labels import Label
 from engine.store.sessions import SavedRun, SessionStore
-from engine.trace import RunTrace
+from engine.trace import FAILED, RunTrace
 
 logger = logging.getLogger(__name__)
 
@@ -202,15 +202,7 @@ class Explorer:
         reader runs again (engine.paradigms.reanswer)."""
         from engine.paradigms.reanswer import reanswer
 
-        if "imported" in trace.config:
-            source = trace.config["imported"]
-            source = ", ".join(source) if isinstance(source, list) else source
-            raise ConfigError(f"This run of {trace.paradigm!r} was imported (from {source}): "
-                              "its pipeline is not here to answer again. Re-answer a run of "
-                              "one of our paradigms.")
-        preparation = self._corpora.preparation(trace.corpus.get("name", ""))
-        self._check_ready(trace.paradigm, preparation)
-        corpus = check_searched(trace.corpus, preparation.corpus)
+        corpus = self._searched_again(trace, "Re-answer")
         gold = supporting_documents(trace.gold, corpus) if oracle and trace.gold else ()
         if oracle and not gold:
             raise ConfigError("The oracle adds a dataset question's gold supporting "
@@ -221,6 +213,51 @@ class Explorer:
         if self._tracing is not None:
             self._tracing.send(again)
         return again
+
+    def ablation(self, trace: RunTrace) -> RunTrace:
+        """`trace` with leave-one-out attribution on its reader step (engine/readers/
+        ablation.py): the run's reader reads what it read again, with and without each
+        passage; nothing else runs. The step's `ablation` says what each passage does to
+        the answer."""
+        from dataclasses import replace
+
+        from engine.readers.ablation import reading_step
+
+        if trace.status == FAILED:
+            raise ConfigError(f"This run failed ({trace.error}); there is no answer to "
+                              "attribute. Run the question again first.")
+        if not trace.read:
+            raise ConfigError("The reader read no passages in this run, so there is "
+                              "nothing to leave out.")
+        corpus = self._searched_again(trace, "Attribute")
+        config = {**trace.config, "reader": {**trace.config.get("reader", {}),
+                                             "ablation": True}}
+        paradigm = make_paradigm(trace.paradigm, corpus, config)
+        again = replace(trace, llm_steps=tuple(paradigm.reader_steps(trace.question,
+                                                                      trace.read)))
+        found = reading_step(again)
+        if found is None:
+            raise ConfigError(f"{trace.paradigm!r} has no reader step over passages to "
+                              "attribute.")
+        steps = list(trace.llm_steps)
+        at = max((i for i, s in enumerate(steps) if s.purpose == found.purpose), default=None)
+        if at is None:
+            raise ConfigError(f"This run has no {found.purpose!r} step to attribute.")
+        steps[at] = replace(steps[at], ablation=found.ablation)
+        return replace(trace, llm_steps=tuple(steps))
+
+    def _searched_again(self, trace: RunTrace, doing: str) -> Corpus:
+        """The corpus `trace` searched, once its paradigm is ready over it, for running
+        part of the run again; an imported run is refused (its pipeline is not here)."""
+        if "imported" in trace.config:
+            source = trace.config["imported"]
+            source = ", ".join(source) if isinstance(source, list) else source
+            raise ConfigError(f"This run of {trace.paradigm!r} was imported (from {source}): "
+                              f"its pipeline is not here to read again. {doing} a run of "
+                              "one of our paradigms.")
+        preparation = self._corpora.preparation(trace.corpus.get("name", ""))
+        self._check_ready(trace.paradigm, preparation)
+        return check_searched(trace.corpus, preparation.corpus)
 
     # --- corpora and their preparation ---------------------------------------------------
 
@@ -439,6 +476,62 @@ class Explorer:
             kinds={p.label: paradigm for p in points}, retrieval_only=retrieval_only)
         return self._jobs.start(request, preparation, build)
 
+    def ceilings(self, evaluation_id: int, paradigms: list[str] | None = None,
+                 build: bool = False) -> int:
+        """Start the ceiling evaluation of stored evaluation `evaluation_id`: each of its
+        dataset questions' runs by `paradigms` (all of them by default) again with one cut
+        made perfect, for every cut (engine.eval.ceilings); returns its id. Its runs reuse
+        the stored ones' stages before the cut; `ceiling_table` pairs them with these."""
+        from engine.eval.ceilings import cut_stages, label
+        from engine.paradigms.registry import PARADIGMS
+
+        source = self._evaluations.get(evaluation_id)
+        if source.baseline is not None:
+            raise ConfigError(f"Evaluation {evaluation_id} holds ceilings already (of "
+                              f"evaluation {source.baseline}); pick the evaluation they "
+                              "came from.")
+        if source.code_version == IMPORTED:
+            raise ConfigError(f"Evaluation {evaluation_id} was imported: its pipeline is not "
+                              "here to run again with a perfect stage.")
+        names = list(paradigms or source.paradigms)
+        ours = [n for n in names if n in source.paradigms and n in PARADIGMS]
+        if ours != names:
+            bad = next(n for n in names if n not in ours)
+            raise ConfigError(f"{bad!r} is not a paradigm evaluation {evaluation_id} ran "
+                              f"(it ran: {', '.join(source.paradigms)}; a sweep's grid "
+                              "points have no ceilings).")
+        preparation = self._corpora.preparation(source.corpus)
+        for name in names:
+            self._check_ready(name, preparation)
+        check_searched({"name": source.corpus, "fingerprint": source.corpus_fingerprint},
+                       preparation.corpus)
+        rows = self._evaluations.rows(evaluation_id)
+        runs = list(zip(rows, self._evaluations.traces(evaluation_id), strict=True))
+        golds = {r["position"]: t.gold for r, t in runs if t.gold is not None}
+        labels, configs, kinds, cuts = [], {}, {}, {}
+        for name in names:
+            sample = next((t for r, t in runs if r["paradigm"] == name and t.gold is not None
+                           and cut_stages(t)), None)
+            for n, i in enumerate(cut_stages(sample) if sample else [], start=1):
+                labelled = label(name, n, sample.stages[i].name)
+                labels.append(labelled)
+                configs[labelled], kinds[labelled], cuts[labelled] = (
+                    source.configs[name], name, n)
+        if not labels:
+            raise ConfigError(f"Evaluation {evaluation_id} has no run of a dataset question "
+                              "with gold and a ranking stage, so no stage has a ceiling.")
+        positions = sorted(golds)
+        request = EvaluationRequest(
+            source.dataset, tuple(golds[p] for p in positions), tuple(labels), configs,
+            name=f"ceilings of evaluation {evaluation_id}", kinds=kinds,
+            baseline=evaluation_id, cuts=cuts, positions=tuple(positions))
+        return self._jobs.start(request, preparation, build)
+
+    def ceiling_table(self, ceiling_id: int) -> dict:
+        """A ceiling evaluation against the evaluation it came from, per paradigm and cut
+        (engine.service.diagnosis.ceilings_of)."""
+        return ceilings_of(self._evaluations, ceiling_id)
+
     def wait_for_evaluation(self, evaluation_id: int, timeout: float | None = None) -> None:
         """Block until the evaluation started here ends (or `timeout` seconds pass)."""
         job = self._jobs.get(evaluation_id)
@@ -515,6 +608,13 @@ class Explorer:
         """Per paradigm of a stored evaluation: where each question's gold was lost
         (engine.eval.outcomes), its counts in funnel order and the question positions."""
         return outcomes_of(self._evaluations, evaluation_id, track)
+
+    def ablation_agreement(self, evaluation_id: int) -> dict[str, dict]:
+        """Per paradigm of a stored evaluation: attention against leave-one-out attribution
+        over its runs that carry an ablation (engine.eval.ablations)."""
+        from engine.eval.ablations import agreement_summary
+
+        return agreement_summary(self._evaluations.traces(evaluation_id))
 
     def regressions(self, evaluation_id: int, a: str = "", b: str = "",
                     other_id: int | None = None, metric: str = "EM") -> dict:

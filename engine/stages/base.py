@@ -11,13 +11,15 @@ up) are read by the pipeline into the trace.
 Within `reusing_stages()` (a sweep answering one question at many settings) a stage that is
 `prefix_stable` (its top k is the head of its top k' > k: retrievers and re-rankers that
 sort by a score) runs once per question and input; a smaller k is cut from what it gave.
+Within `replaying(stored, at, change)` (a stage's ceiling, engine/eval/ceilings.py) a run's
+stages up to `at` are its stored results, the one at `at` changed, the rest run as usual.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -129,6 +131,41 @@ def reusing_stages() -> Iterator[dict]:
         _reused.reset(token)
 
 
+class _Replay:
+    """The stored results of a run's stages, handed back in order (see `replaying`)."""
+
+    def __init__(self, stored: Sequence[StageResult], at: int,
+                 change: Callable[[StageResult, Sequence[Candidate]], StageResult]) -> None:
+        self.stored, self.at, self.change, self.next = tuple(stored), at, change, 0
+
+    def result(self, stage: Stage, candidates: Sequence[Candidate]) -> StageResult | None:
+        n, self.next = self.next, self.next + 1
+        if n > self.at:
+            return None
+        stored = self.stored[n]
+        if stored.name != stage.name:
+            raise RuntimeError(f"Replaying a run: its stage {n + 1} was {stored.name!r}, "
+                               f"this run's is {stage.name!r}; the config differs.")
+        return self.change(stored, candidates) if n == self.at else stored
+
+
+_replayed: ContextVar[_Replay | None] = ContextVar("replayed_stages", default=None)
+
+
+@contextmanager
+def replaying(stored: Sequence[StageResult], at: int,
+              change: Callable[[StageResult, Sequence[Candidate]], StageResult]
+              ) -> Iterator[None]:
+    """Within the block, one run's `run_stage` calls give back `stored` (a run of the same
+    question and config) instead of running, up to the `at`-th (from 0), which gives
+    `change(stored result, the candidates it was given)`; the later ones run as usual."""
+    token = _replayed.set(_Replay(stored, at, change))
+    try:
+        yield
+    finally:
+        _replayed.reset(token)
+
+
 def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) -> StageResult:
     """Run `stage` and wrap its output with its name, input size and wall time.
 
@@ -138,6 +175,9 @@ def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int)
     (`StageOutput.n_in`: LongRAG's context counts the documents of the units it was given);
     any other stage reports the candidates it was given.
     """
+    replay = _replayed.get()
+    if replay is not None and (given := replay.result(stage, candidates)) is not None:
+        return given
     memo = _reused.get()
     key = stage.reuse_key() if memo is not None else None
     if key is not None:

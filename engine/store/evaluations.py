@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 STATES = ("running", "done", "cancelled", "failed", "interrupted")
 MAX_NAME_CHARS = 200
 _COLUMNS = ("id", "name", "dataset", "questions", "paradigms", "configs", "corpus",
-            "corpus_fingerprint", "code_version", "state", "summary", "error")
+            "corpus_fingerprint", "code_version", "state", "summary", "error", "baseline")
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class StoredEvaluation:
     done: int  # questions stored so far
     created: str
     seconds: float | None = None  # from start to finish; None while it runs
+    # a ceiling evaluation (engine/eval/ceilings.py): the evaluation its runs improve on
+    baseline: int | None = None
 
 
 class EvaluationStore:
@@ -56,18 +58,19 @@ class EvaluationStore:
 
     def create(self, *, dataset: str, questions: int, paradigms: Sequence[str],
                configs: dict, corpus: str, corpus_fingerprint: str, code_version: str,
-               name: str = "") -> int:
-        """A new evaluation, state "running"; returns its id."""
+               name: str = "", baseline: int | None = None) -> int:
+        """A new evaluation, state "running"; returns its id. `baseline`: the evaluation a
+        ceiling evaluation's runs are paired against."""
         name = (name or "").strip() or f"{dataset}: {', '.join(paradigms)}"
         if len(name) > MAX_NAME_CHARS:
             raise ConfigError(f"The evaluation name has {len(name)} characters; the limit is "
                               f"{MAX_NAME_CHARS}. Shorten it.")
         ((evaluation_id,),) = self.store.execute(
             "INSERT INTO evaluations (name, dataset, questions, paradigms, configs, corpus, "
-            "corpus_fingerprint, code_version, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
-            "'running') RETURNING id",
+            "corpus_fingerprint, code_version, state, baseline) VALUES (?, ?, ?, ?, ?, ?, ?, "
+            "?, 'running', ?) RETURNING id",
             [name, dataset, questions, json.dumps(list(paradigms)), json.dumps(configs),
-             corpus, corpus_fingerprint, code_version])
+             corpus, corpus_fingerprint, code_version, baseline])
         return int(evaluation_id)
 
     def add(self, evaluation_id: int, position: int, traces: Sequence[RunTrace],
@@ -161,8 +164,9 @@ class EvaluationStore:
             id=int(r[0]), name=r[1], dataset=r[2], questions=int(r[3]),
             paradigms=tuple(json.loads(r[4])), configs=json.loads(r[5]), corpus=r[6],
             corpus_fingerprint=r[7], code_version=r[8], state=r[9],
-            summary=json.loads(r[10]) if r[10] else {}, error=r[11] or "", done=int(r[12]),
-            created=r[13], seconds=None if r[14] is None else round(float(r[14]), 1))
+            summary=json.loads(r[10]) if r[10] else {}, error=r[11] or "",
+            baseline=None if r[12] is None else int(r[12]), done=int(r[13]),
+            created=r[14], seconds=None if r[15] is None else round(float(r[15]), 1))
 
     def _known(self, evaluation_id: int) -> int:
         evaluation_id = self._id(evaluation_id)

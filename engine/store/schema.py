@@ -74,4 +74,8 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                trace JSON NOT NULL,
                PRIMARY KEY (evaluation_id, position, paradigm))""",
     )),
+    (6, "the evaluation a ceiling evaluation's runs are paired against (engine/eval/"
+        "ceilings.py)", (
+        "ALTER TABLE evaluations ADD COLUMN baseline BIGINT",
+    )),
 )

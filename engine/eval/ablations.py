@@ -1,0 +1,69 @@
+"""Attention against leave-one-out attribution across an evaluation, per paradigm.
+
+For every run whose reader step carries an ablation (`reader.ablation`, or added to a
+stored run) and attention: whether attention's most attended passage is the one the answer
+depends on most, the rank correlation of the two over the passages read, how often leaving
+one passage out changes the answer, and what the ablation cost against the answer itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from statistics import fmean, median
+
+from engine.readers.ablation import agreement, reading_step
+from engine.trace import FAILED, RunTrace
+
+
+def run_agreement(trace: RunTrace) -> dict | None:
+    """One run's row: attention against ablation (None: the run has no ablation)."""
+    step = reading_step(trace)
+    if step is None or trace.status == FAILED:
+        return None
+    ablation = step.ablation
+    agreed = agreement(step.attention, ablation) if step.attention is not None else None
+    return {"passages": len(ablation.passages), "most": ablation.most,
+            "attended": agreed.attended if agreed else "",
+            "same_top": agreed.same_top if agreed else None,
+            "spearman": agreed.spearman if agreed else None,
+            "changed": sum(ablation.changed),
+            "effect": max(ablation.effects, default=0.0),
+            "ablation_seconds": ablation.seconds, "answer_seconds": step.seconds,
+            "tokens_read": ablation.tokens_read, "prompt_tokens": step.prompt_tokens}
+
+
+def agreement_summary(traces: Sequence[RunTrace]) -> dict:
+    """Per paradigm (in the order first met): runs with an ablation, how often attention's
+    top passage is ablation's (`same_top`, over runs of two or more passages with
+    attention), the mean and median Spearman correlation, the share of runs some single
+    passage's removal changes the answer of, and the cost: ablation seconds and tokens per
+    run against the answer step's."""
+    by: dict[str, list[dict]] = {}
+    for trace in traces:
+        row = run_agreement(trace)
+        if row is not None:
+            by.setdefault(trace.paradigm, []).append(row)
+    return {paradigm: _summary(rows) for paradigm, rows in by.items()}
+
+
+def _summary(rows: list[dict]) -> dict:
+    tops = [r["same_top"] for r in rows if r["same_top"] is not None]
+    rhos = [r["spearman"] for r in rows if r["spearman"] is not None]
+    answer_s = fmean(r["answer_seconds"] for r in rows)
+    return {
+        "runs": len(rows),
+        "compared": len(tops),
+        "same_top": round(fmean(tops), 4) if tops else None,
+        "spearman_mean": round(fmean(rhos), 4) if rhos else None,
+        "spearman_median": round(median(rhos), 4) if rhos else None,
+        "spearman_runs": len(rhos),
+        "answer_changes": round(fmean(r["changed"] > 0 for r in rows), 4),
+        "passages": round(fmean(r["passages"] for r in rows), 2),
+        "ablation_seconds": round(fmean(r["ablation_seconds"] for r in rows), 4),
+        "answer_seconds": round(answer_s, 4),
+        "cost_ratio": round(fmean(r["ablation_seconds"] for r in rows) / answer_s, 3)
+        if answer_s else None,
+        "tokens_ratio": round(fmean(r["tokens_read"] for r in rows)
+                              / fmean(r["prompt_tokens"] for r in rows), 3)
+        if any(r["prompt_tokens"] for r in rows) else None,
+    }

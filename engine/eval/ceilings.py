@@ -1,0 +1,106 @@
+"""Each stage's ceiling: a run's end metrics had one of its cuts been perfect.
+
+Haystack 1.x evaluated each node "isolated" (given perfect input) against "integrated";
+here, over a funnel: for a stored run of a dataset question and one of its cuts (its
+ranking stages, in order), the stages before the cut give back their stored results, the
+cut's output is made perfect, and the later stages and the reader run as usual
+(engine.stages.base.replaying). Perfect means: the units holding a gold supporting
+document first, as many as there are — those the stage was given (a first-stage
+retriever is given the whole corpus: those it ranked), then each gold document none of
+them holds, added as a unit of its own (its whole paragraph, as the oracle re-reader adds
+it) — then the rest of what the stage kept, as many as it kept in all. A cut that is
+perfect already, or a run with no such cut, is its own ceiling (nothing runs again).
+
+A ceiling evaluation stores these runs as "paradigms" labelled by their cut ("funnel:
+perfect cut 2 (preranker)"), each paired against the evaluation it came from
+(engine.service.diagnosis.ceilings_of).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from engine.documents import Candidate, Corpus, Question, Unit
+from engine.paradigms.base import Paradigm
+from engine.paradigms.reanswer import ORACLE
+from engine.stages.base import replaying
+from engine.stages.classify import QUERY
+from engine.trace import FAILED, RunTrace, StageResult
+from engine.units.build import document_unit
+
+PERFECT = "perfect"  # the settings key of the stage made perfect
+
+
+def cut_stages(trace: RunTrace) -> list[int]:
+    """The indexes in `trace.stages` of its cuts: every ranking stage (a query
+    classification is none), in order."""
+    return [i for i, s in enumerate(trace.stages) if s.granularity != QUERY]
+
+
+def label(paradigm: str, cut: int, stage: str) -> str:
+    """How a ceiling evaluation names the runs with cut `cut` (from 1) perfect."""
+    return f"{paradigm}: perfect cut {cut} ({stage})"
+
+
+def perfect(result: StageResult, given: Sequence[Candidate], gold: Question,
+            corpus: Corpus) -> StageResult:
+    """`result` with its output made perfect (see the module docstring); `result` itself
+    when that changes nothing."""
+    titles = list(dict.fromkeys(gold.supporting_titles))
+    wanted = set(titles)
+    pool = {c.unit.id: c for c in (*result.candidates, *given)}  # output first
+    held = [c for c in pool.values() if wanted.intersection(c.unit.doc_ids)]
+    covered = {d for c in held for d in c.unit.doc_ids}
+    added = [corpus.by_id[t] for t in titles if t not in covered and t in corpus.by_id]
+    added_units = [_unit(doc, result.granularity) for doc in added]
+    top = max((c.score for c in result.candidates), default=0.0)
+    head = [*held, *(Candidate(u, top, 0) for u in added_units)]
+    ids = {c.unit.id for c in head}
+    rest = [c for c in result.candidates if c.unit.id not in ids]
+    kept = (head + rest)[:max(len(result.candidates), len(head))]
+    if [c.unit.id for c in kept] == [c.unit.id for c in result.candidates]:
+        return result
+    moved = [c.unit.id for c in held]
+    missing = [t for t in titles if t not in covered and t not in corpus.by_id]
+    settings = {**result.settings, PERFECT: {"gold_first": moved,
+                                             "added": [u.id for u in added_units],
+                                             "not_in_corpus": missing}}
+    note = (f"made perfect: {len(moved)} gold unit(s) first, {len(added_units)} added"
+            + (f", {len(missing)} gold document(s) not in the corpus" if missing else ""))
+    return replace(result, candidates=tuple(replace(c, rank=n)
+                                            for n, c in enumerate(kept, start=1)),
+                   settings=settings, details=replace(result.details, note=note))
+
+
+def _unit(doc, granularity: str) -> Unit:
+    """A gold document added to a stage's output, as a unit of the stage's granularity
+    (a document as itself; otherwise its whole paragraph, named as the oracle's)."""
+    if granularity == "documents":
+        return document_unit(doc)
+    return Unit(f"{ORACLE}{doc.id}", doc.title, doc.text, (doc.id,), granularity)
+
+
+class _Unchanged(Exception):
+    """The cut is perfect already: the run is its own ceiling."""
+
+
+def ceiling(paradigm: Paradigm, actual: RunTrace, cut: int) -> RunTrace:
+    """`actual`, a run of `paradigm` (same config) of a dataset question, run again with
+    its `cut`-th cut (from 1) perfect; `actual` itself where that changes nothing, where
+    the run has no such cut or no gold, or where it failed."""
+    stages = cut_stages(actual)
+    if actual.status == FAILED or actual.gold is None or not 1 <= cut <= len(stages):
+        return actual
+
+    def change(stored: StageResult, given: Sequence[Candidate]) -> StageResult:
+        better = perfect(stored, given, actual.gold, paradigm.corpus)
+        if better is stored:
+            raise _Unchanged
+        return better
+
+    try:
+        with replaying(actual.stages, stages[cut - 1], change):
+            return paradigm.run(actual.gold)
+    except _Unchanged:
+        return actual
