@@ -243,7 +243,7 @@ def _evaluation_api(explorer: Explorer) -> None:
 
 def _diagnosis_api(explorer: Explorer) -> None:
     """Named endpoints that diagnose evaluations: attribution, ceilings, ceiling_table,
-    ablation_agreement, paired, regressions, sweep."""
+    coverage, ablation_agreement, paired, regressions, sweep."""
 
     def attribution(evaluation_id: int, track: str = "answer") -> str:
         """Per paradigm of an evaluation, where each question lost the gold `track`
@@ -270,6 +270,17 @@ def _diagnosis_api(explorer: Explorer) -> None:
         {AR@4, EM, F1, gold_doc_recall, runs}, cuts: [{label, means, differences: [{metric,
         a, b, diff, ci, p, p_holm, within_noise, n}]}], pays_most: {metric: label}}}}."""
         return json.dumps(explorer.ceiling_table(int(evaluation_id)))
+
+    def coverage(evaluation_id: int) -> str:
+        """An evaluation's questions and its corpus's passages in one 2-D map of their
+        stored vectors (two principal components fitted on the questions and a sample of
+        the passages), each question's cosine to its nearest passage, and the k-means groups
+        of questions far from every passage with the passages nearest them. Cached per
+        corpus and evaluation. JSON: {questions: [{position, question_id, question, x, y,
+        cover, group, outcomes: {paradigm: outcome}, nearest}], passages: [{id, title, x,
+        y}], groups: [{group, size, median_cover, far, positions, nearest}], far_below,
+        fitted_on, explained}."""
+        return json.dumps(explorer.coverage(int(evaluation_id)))
 
     def ablation_agreement(evaluation_id: int) -> str:
         """Per paradigm of an evaluation run with reader.ablation: how often attention's
@@ -322,6 +333,9 @@ def _diagnosis_api(explorer: Explorer) -> None:
 
     _endpoint(attribution, "attribution_json", "JSON text: {paradigm: {cuts, counts: "
               "{outcome: n}, questions: {outcome: [positions]}, traced, total}}")
+    _endpoint(coverage, "coverage_json", "JSON text: {questions: [{position, x, y, cover, "
+              "outcomes, nearest}], passages: [{id, title, x, y}], groups: [{size, "
+              "median_cover, far, positions, nearest}], far_below, fitted_on}")
     _endpoint(ceilings, "evaluation_id", "the ceiling evaluation's id; follow it with "
               "evaluation_status, read it with ceiling_table")
     _endpoint(ceiling_table, "ceilings_json", "JSON text: {id, baseline, state, paradigms: "

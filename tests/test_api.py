@@ -18,7 +18,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 # every endpoint the README documents, and nothing else
 ENDPOINTS = {"run", "add_corpus", "list_corpora", "remove_corpus", "save_run", "reanswer",
-             "ablation", "ablation_agreement", "ceilings", "ceiling_table",
+             "ablation", "ablation_agreement", "ceilings", "ceiling_table", "coverage",
              "list_runs", "load_run", "status", "annotate_pairs", "annotate_label",
              "list_labels", "retrain", "classifier_status", "activate_classifier", "evaluate",
              "evaluation_status", "list_evaluations", "load_evaluation", "export_evaluation",

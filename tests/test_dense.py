@@ -305,3 +305,23 @@ def test_another_encoders_build_is_estimated_at_its_own_speed(tiny_corpus, minil
     monkeypatch.setattr(dense, "encode", real_encode)
     dense_index(tiny_corpus, passages, folder)
     assert dense.build_seconds(tiny_corpus, passages, folder) == 0.0  # built: a load
+
+
+def test_a_unit_the_index_does_not_hold_is_encoded_as_the_index_encodes_its_own(
+        tiny_corpus, minilm):
+    """(a stage's ceiling adds a gold paragraph the passage index never held; a re-ranker
+    reading stored vectors scores it like the rest)"""
+    from dataclasses import replace
+
+    from engine.units.build import index_text
+
+    index = dense_index(tiny_corpus)
+    held = index.units[:2]
+    stranger = replace(index.units[3], id="oracle:" + index.units[3].id)
+    vectors = index.unit_vectors([held[0], stranger, held[1]])
+    assert np.array_equal(vectors[0], index.vectors[0])
+    assert np.array_equal(vectors[2], index.vectors[1])
+    alone = dense.encode([index_text(stranger)], precision=index.precision)[0]
+    assert np.allclose(vectors[1], alone, atol=1e-6)
+    assert float(vectors[1] @ index.vectors[3]) > 0.99  # same text (encoded in a batch there)
+    assert index.unit_vectors([]).shape == (0, index.vectors.shape[1])

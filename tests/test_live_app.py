@@ -326,6 +326,26 @@ def test_api_ablation_of_a_saved_run_an_evaluations_run_and_across_an_evaluation
     assert list(across) == ["flat"]  # funnel's reader was not asked
     assert across["flat"]["runs"] == across["flat"]["compared"] == 2
     assert 0 <= across["flat"]["same_top"] <= 1 and across["flat"]["cost_ratio"] > 0
+    # the questions among the corpus's passages, from the dense index's own vectors
+    mapped = json.loads(client.predict(evaluation_id, api_name="/coverage"))
+    assert [q["position"] for q in mapped["questions"]] == [0, 1]
+    assert set(mapped["questions"][0]["outcomes"]) == {"flat", "funnel"}
+    assert mapped["fitted_on"]["corpus_passages"] == len(mapped["passages"]) > 0
+    assert all(-1 <= q["cover"] <= 1 and q["nearest"] for q in mapped["questions"])
+    assert json.loads(client.predict(evaluation_id, api_name="/coverage")) == mapped  # cached
+    # each stage's ceiling, stored as an evaluation and paired with this one
+    ceilings = _ended(client, client.predict(evaluation_id, "flat", False,
+                                             api_name="/ceilings"))
+    table = json.loads(client.predict(ceilings, api_name="/ceiling_table"))
+    assert table["baseline"] == evaluation_id and table["state"] == "done"
+    cuts = table["paradigms"]["flat"]["cuts"]
+    assert [c["label"] for c in cuts] == ["flat: perfect cut 1 (dense)",
+                                          "flat: perfect cut 2 (reranker)"]
+    for cut in cuts:
+        recall = next(d for d in cut["differences"] if d["metric"] == "gold_doc_recall")
+        assert recall["diff"] >= 0 and cut["means"]["gold_doc_recall"] == 1.0
+    with pytest.raises(AppError, match="no ceiling evaluation"):
+        client.predict(evaluation_id, api_name="/ceiling_table")
     stored = json.loads(client.predict(0, evaluation_id, 1, "funnel", "",
                                        api_name="/ablation"))
     assert stored["ablation"]["passages"] and stored["trace"]["paradigm"] == "funnel"

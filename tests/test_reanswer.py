@@ -5,6 +5,7 @@ so what it is given to read shows in the answer."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -96,6 +97,8 @@ def test_the_panel_offers_what_was_read_and_earlier_candidates_then_re_answers_a
     assert "Atlantis#9" in refused and "fe-error" in refused
     typed = explorer.run("Which river flows through Vienna?", "echo")
     assert panel_of.choices(typed.to_json())[2].interactive is False
+    imported = replace(run, config={"imported": "spans.json"})  # no reader of ours
+    assert panel_of.choices(imported.to_json())[3].visible is False
 
 
 def test_the_oracle_can_be_read_first(tiny_corpus):

@@ -24,6 +24,8 @@ from app.views.diagnosis import (
     agreement_table,
     ceiling_figure,
     ceiling_table,
+    coverage_figure,
+    coverage_table,
     evaluation_choices,
     outcome_bars,
     outcome_flow,
@@ -241,6 +243,23 @@ def follow_ceilings(explorer: Explorer, ceiling_id) -> tuple:
             gr.Timer(active=running))
 
 
+@refusing(outputs=4)
+def map_coverage(explorer: Explorer, evaluation_id) -> tuple:
+    """(far groups, map, the colouring paradigm's picker, the map's data) of the evaluation
+    open (computed once, then cached)."""
+    if evaluation_id is None:
+        raise EngineError("Open an evaluation first (pick one and press Diagnose).")
+    found = explorer.coverage(evaluation_id)
+    names = list(dict.fromkeys(p for q in found["questions"] for p in q["outcomes"]))
+    first = names[0] if names else ""
+    return (coverage_table(found), gr.Plot(coverage_figure(found, first), visible=True),
+            gr.Dropdown(names, value=first or None), found)
+
+
+def recolour(found: dict | None, paradigm) -> object:
+    return coverage_figure(found, paradigm or "") if found else gr.skip()
+
+
 @refusing()
 def ablation_agreement(explorer: Explorer, evaluation_id) -> str:
     """Attention against leave-one-out attribution, per paradigm of the evaluation open."""
@@ -415,6 +434,22 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     poll.tick(partial(follow_ceilings, explorer), ceiling_id, shown_ceilings, **private)
     ids.input(lambda: ("", gr.Plot(visible=False), None, gr.Timer(active=False)), None,
               shown_ceilings, **private)
+    gr.Markdown("### Questions the corpus does not cover\nThe evaluation's questions among "
+                "the corpus's passages, in one map of their stored vectors; groups of "
+                "questions far from every passage are flagged with the passages nearest "
+                "them.")
+    with gr.Row():
+        draw = gr.Button("Map questions and passages", scale=1, elem_id="fe-diag-map-go")
+        colour = gr.Dropdown([], label="Colour questions by the outcome of", scale=1,
+                             elem_id="fe-diag-map-paradigm")
+    mapped = gr.State(None)
+    map_plot = gr.Plot(label="Coverage map", visible=False, elem_id="fe-diag-map")
+    far_groups = gr.HTML(elem_id="fe-diag-far")
+    map_views = [far_groups, map_plot, colour, mapped]
+    draw.click(partial(map_coverage, explorer), current, map_views, **private)
+    colour.input(recolour, [mapped, colour], map_plot, **private)
+    ids.input(lambda: ("", gr.Plot(visible=False), gr.Dropdown([]), None), None, map_views,
+              **private)
     gr.Markdown("### Does attention point at what the answer came from?\nPer paradigm, over "
                 "the runs evaluated with the reader's leave-one-out ablation: attention "
                 "against what leaving each passage out does to the answer.")

@@ -253,7 +253,8 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     start.click(partial(begin, explorer, params, False), entry.inputs(), started, **private)
     confirm.click(partial(begin, explorer, params, True), entry.inputs(), started, **private)
     poll.tick(partial(follow, explorer), current, [progress, poll, *views, stored], **private)
-    cancel.click(partial(stop, explorer), current, message, **private)
+    # in the progress line, which the next poll replaces with how the evaluation ended
+    cancel.click(partial(stop, explorer), current, progress, **private)
     reopen.click(partial(open_one, explorer), ids, [progress, current, *views], **private)
     compare.click(partial(compare_two, explorer), ids, views[:3], **private)
     export.click(partial(export_one, explorer), [ids, fmt], [download, message], **private)

@@ -43,7 +43,8 @@ def choices(trace_json: str) -> tuple:
             gr.Checkbox(value=False, interactive=has_gold,
                         info=None if has_gold else "Only a dataset question names its gold "
                                                    "supporting paragraphs."),
-            gr.Accordion(visible=bool(trace.stages)))
+            # an imported pipeline's run has no reader here to answer again
+            gr.Accordion(visible=bool(trace.stages) and "imported" not in trace.config))
 
 
 def _answer(trace: RunTrace, head: str) -> str:

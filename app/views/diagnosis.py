@@ -360,3 +360,77 @@ def ceiling_figure(found: dict) -> go.Figure:
                       "(95% paired intervals)", yaxis_title="difference", height=420,
                       margin={"l": 50, "r": 20, "t": 50, "b": 60})
     return fig
+
+
+FAR_NOTE = "<br>in a group far from the corpus"
+
+
+@failsafe
+def coverage_figure(found: dict, paradigm: str = "") -> go.Figure:
+    """The coverage map: a sample of the corpus's passages in grey, the questions coloured
+    by `paradigm`'s outcome (the first paradigm's by default), the questions of groups far
+    from the corpus ringed in red."""
+    questions = found.get("questions") or []
+    if not questions:
+        return text_figure("No questions to map.")
+    paradigm = paradigm or next(iter(questions[0]["outcomes"]), "")
+    far = {p for g in found["groups"] if g["far"] for p in g["positions"]}
+    fig = go.Figure()
+    passages = found["passages"]
+    fig.add_scattergl(x=[p["x"] for p in passages], y=[p["y"] for p in passages],
+                      mode="markers", name="passages (a sample)",
+                      marker={"size": 3, "color": "#c7c7c7"},
+                      text=[esc(p["title"]) for p in passages],
+                      hovertemplate="passage: %{text}<extra></extra>")
+    outcomes = [q["outcomes"].get(paradigm, "") for q in questions]
+    cuts = [o.removeprefix("lost at ") for o in outcomes if o.startswith("lost at ")]
+    for outcome in oc.in_funnel_order(set(outcomes)):
+        shown = [q for q, o in zip(questions, outcomes, strict=True) if o == outcome]
+        fig.add_scattergl(
+            x=[q["x"] for q in shown], y=[q["y"] for q in shown], mode="markers",
+            name=outcome or "no outcome",
+            marker={"size": 9, "color": color(outcome, cuts) if outcome else "#4c78a8",
+                    "line": {"width": [3 if q["position"] in far else 0 for q in shown],
+                             "color": "#d62728"}},
+            text=[f"#{q['position']} {esc(q['question'][:90])}<br>nearest passage: "
+                  f"{esc(q['nearest'][0]['title'] if q['nearest'] else '-')} (cosine "
+                  f"{q['cover']:.2f}){FAR_NOTE if q['position'] in far else ''}"
+                  for q in shown],
+            hovertemplate="%{text}<extra>" + esc(outcome) + "</extra>")
+    fitted = found["fitted_on"]
+    share = sum(found["explained"])
+    fig.update_layout(
+        title={"text": f"Questions ({esc(paradigm)}'s outcome) among the corpus's passages",
+               "subtitle": {"text": f"2 principal components of the stored vectors ({share:.0%} "
+                                    f"of their variance), fitted on {fitted['questions']} "
+                                    f"questions and {fitted['passages']:,} of "
+                                    f"{fitted['corpus_passages']:,} passages; red rings: "
+                                    "groups far from every passage"}},
+        height=560, xaxis={"title": "component 1"}, yaxis={"title": "component 2"},
+        legend={"orientation": "h", "y": -0.15}, margin={"l": 50, "r": 20, "t": 80, "b": 40})
+    return fig
+
+
+def coverage_table(found: dict) -> str:
+    """The groups of questions far from the corpus, each with the passages nearest it."""
+    far = [g for g in found["groups"] if g["far"]]
+    by_position = {q["position"]: q for q in found["questions"]}
+    head = (f"<div class='fe-kept'>{len(found['questions'])} questions in "
+            f"{len(found['groups'])} groups; a group is far from the corpus when its "
+            f"questions' median nearest-passage cosine is below {found['far_below']:.3f}, "
+            "the lower quartile over all questions.</div>")
+    if not far:
+        return head + "<div class='fe-progress'>No group of questions is far from the corpus."
+    rows = []
+    for g in far:
+        asked = "<br>".join(f"#{p} {esc(by_position[p]['question'][:120])}"
+                            for p in g["positions"][:5])
+        more = f"<br><small>and {len(g['positions']) - 5} more</small>" \
+            if len(g["positions"]) > 5 else ""
+        near = "<br>".join(f"<b>{esc(n['title'])}</b> ({n['cosine']:.2f}): "
+                           f"{esc(n['text'][:140])}" for n in g["nearest"])
+        rows.append(f"<tr><td>{g['size']}</td><td>{g['median_cover']:.3f}</td>"
+                    f"<td>{asked}{more}</td><td>{near}</td></tr>")
+    return (head + "<table class='fe-table fe-coverage'><thead><tr><th>questions</th>"
+            "<th>median cosine to the nearest passage</th><th>which</th><th>the passages "
+            f"nearest the group</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")

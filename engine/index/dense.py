@@ -26,7 +26,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -128,6 +128,19 @@ class DenseIndex:
     @cached_property
     def _recent(self) -> Recent[np.ndarray]:
         return Recent()
+
+    def unit_vectors(self, units: Sequence[Unit]) -> np.ndarray:
+        """The vectors of `units`: the stored row of each unit the index holds; one it does
+        not hold (a gold paragraph a stage's ceiling adds) is encoded now, as the index
+        encodes its units."""
+        rows = self.row_of
+        missing = [u for u in units if u.id not in rows]
+        extra = dict(zip((u.id for u in missing),
+                         encode([index_text(u) for u in missing], self.model,
+                                precision=self.precision), strict=True)) if missing else {}
+        return np.stack([self.vectors[rows[u.id]] if u.id in rows else extra[u.id]
+                         for u in units]) if units else np.zeros((0, self.index.d),
+                                                                 dtype=np.float32)
 
     def encode_queries(self, queries: list[str]) -> np.ndarray:
         """Unit-length float32 query embeddings, shape (len(queries), dim). The last few

@@ -33,7 +33,13 @@ from engine.service.datasets import (
     missing_note,
     supporting_documents,
 )
-from engine.service.diagnosis import ceilings_of, outcomes_of, paired_of, regressions_of
+from engine.service.diagnosis import (
+    ceilings_of,
+    diagnosed_rows,
+    outcomes_of,
+    paired_of,
+    regressions_of,
+)
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationRequest
 from engine.service.imports import IMPORTED, Imported, import_files
 from engine.service.labelled import labelled_relevance, with_label_measures
@@ -531,6 +537,48 @@ class Explorer:
         """A ceiling evaluation against the evaluation it came from, per paradigm and cut
         (engine.service.diagnosis.ceilings_of)."""
         return ceilings_of(self._evaluations, ceiling_id)
+
+    def coverage(self, evaluation_id: int) -> dict:
+        """An evaluation's questions and its corpus's passages in one 2-D map, the questions
+        far from every passage flagged in groups (engine.eval.coverage), over the dense
+        index the app prepared (flat's default); computed once per corpus and evaluation
+        and cached."""
+        import json
+
+        from engine.cache import load_or_build
+        from engine.eval.coverage import Asked, coverage
+        from engine.index.dense import DenseIndex
+        from engine.service.store import process_store
+
+        source = self._evaluations.get(evaluation_id)
+        preparation = self._corpora.preparation(source.corpus)
+        self._check_ready("flat", preparation)
+        corpus = check_searched({"fingerprint": source.corpus_fingerprint},
+                                preparation.corpus)
+        flat = make_config("flat")
+        index = process_store().dense(corpus, flat.passages(), flat.bi_encoder, stand_in=True)
+        if not isinstance(index, DenseIndex):
+            raise ConfigError(f"The dense index of corpus '{corpus.name}' is still being "
+                              "built; the map is drawn from its vectors, so map once the "
+                              "status says it is ready.")
+        rows = diagnosed_rows(self._evaluations, evaluation_id)
+        asked: dict[int, Asked] = {}
+        for r in rows:
+            question = Question(r["question_id"], r["question"])
+            found = asked.setdefault(r["position"], Asked(r["position"], question, {}))
+            found.outcomes[r["paradigm"]] = r.get("outcome", {}).get("answer", "")
+        if not asked:
+            raise ConfigError(f"Evaluation {evaluation_id} has no stored question yet.")
+        key = {"corpus": corpus.fingerprint, "evaluation": evaluation_id,
+               "runs": len(rows), "encoder": flat.bi_encoder,
+               "passage_tokens": flat.passage_tokens, "version": 1}
+
+        def build(folder: Path) -> None:
+            found = coverage(index, [asked[p] for p in sorted(asked)])
+            (folder / "coverage.json").write_text(json.dumps(found), encoding="utf-8")
+
+        return load_or_build("coverage", key, build, lambda folder: json.loads(
+            (folder / "coverage.json").read_text(encoding="utf-8")))
 
     def wait_for_evaluation(self, evaluation_id: int, timeout: float | None = None) -> None:
         """Block until the evaluation started here ends (or `timeout` seconds pass)."""

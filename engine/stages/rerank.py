@@ -135,7 +135,7 @@ class StoredScoreReranker(Reranker):
         if self.granularity == "passages":
             dense = self.documents.dense
             q = dense.encode_queries([query])[0]
-            return [float(dense.vectors[dense.row_of[c.unit.id]] @ q) for c in candidates]
+            return [float(v @ q) for v in dense.unit_vectors([c.unit for c in candidates])]
         scores, index_of = self.documents.scores(query), self.documents.corpus.index_of
         return [float(scores[index_of[c.unit.id]]) for c in candidates]
 
