@@ -140,6 +140,7 @@ def test_more_than_two_paradigms_get_holm_corrected_p_values():
     from engine.eval.paired import every_pair, holm
 
     assert holm([0.01, 0.04, 0.03]) == [0.03, 0.06, 0.06]
+    assert holm([1.5e-30, 0.5]) == [3e-30, 0.5]  # a tiny p is never rounded to 0
 
     def rows(paradigm: str, right: int) -> list[dict]:  # 20 questions, the first `right` EM 1
         return [{"question_id": f"q{i}", "paradigm": paradigm, "span_answer": False,

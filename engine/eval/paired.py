@@ -152,12 +152,13 @@ def every_pair(rows: Sequence[dict], *, resamples: int = RESAMPLES,
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down correction of `p_values` for their number (statsmodels)."""
+    """Holm's step-down correction of `p_values` for their number (statsmodels), to four
+    significant figures (a p of 1e-30 stays one, never 0)."""
     if not p_values:
         return []
     from statsmodels.stats.multitest import multipletests
 
-    return [round(float(p), 6) for p in multipletests(list(p_values), method="holm")[1]]
+    return [float(f"{p:.4g}") for p in multipletests(list(p_values), method="holm")[1]]
 
 
 def correct_across(results: Sequence[dict]) -> None:
