@@ -102,7 +102,8 @@ def test_the_reader_keeps_the_ablation_in_its_step_and_the_trace(generator):
 def test_ablation_is_refused_where_a_backend_or_prompt_cannot_give_it():
     with pytest.raises(ConfigError, match="reader.ablation .* 'openai' backend cannot"):
         ReaderConfig(endpoint="http://127.0.0.1:9/v1", ablation=True)
-    with pytest.raises(ConfigError, match="'fid' prompt reads each passage on its own"):
+    with pytest.raises(ConfigError, match="'fid' prompt reads each passage on its own, so its "
+                                          "answers cannot be attributed"):
         ReaderConfig(prompt="fid", ablation=True)
 
 
@@ -150,6 +151,11 @@ def test_an_evaluation_counts_agreement_and_cost_per_paradigm():
     assert flat["spearman_mean"] == pytest.approx(0.25) and flat["answer_changes"] == 0.5
     assert flat["cost_ratio"] == pytest.approx(0.5) and flat["tokens_ratio"] == 0.3
     assert summary["funnel"]["same_top"] == 1.0
+    # an evaluation's labels (a sweep's points, a ceiling's cuts) keep their runs apart
+    labelled = agreement_summary(traces, ["flat: cut 1", "flat: cut 2", "flat: cut 1",
+                                          "flat: cut 2", "funnel"])
+    assert list(labelled) == ["flat: cut 1", "flat: cut 2", "funnel"]
+    assert labelled["flat: cut 1"]["runs"] == labelled["flat: cut 2"]["runs"] == 1
 
 
 @pytest.fixture(scope="module")

@@ -556,13 +556,15 @@ def test_ablation_bars_stand_beside_the_heatmap_rows_they_belong_to(tiny_corpus)
 
     trace, _ = _with_attention(sample_trace(tiny_corpus))
     step = replace(trace.llm_steps[0], attention=trace.stages[-1].details.attention,
-                   ablation=Ablation(("p2", "p<1>"), "Seurat", -1.0, (-4.0, -1.5),
+                   ablation=Ablation(("p2", "p<1>"), "Seurat", -1.0, (-4.0, -0.5),
                                      ("<i>Monet</i>", "Seurat"), 3, 40, 0.3))
     fig = figures.heatmap_figure(replace(trace, llm_steps=(step,)))
     heat, bars = fig.data
     assert heat.type == "heatmap" and bars.type == "bar"
     assert list(bars.y) == ["* #2 p2", "#1 p&lt;1&gt;"] and set(bars.y) == set(heat.y)
-    assert list(bars.x) == pytest.approx([3.0, 0.5])
+    assert list(bars.x) == pytest.approx([3.0, -0.5])
+    low, high = fig.layout.xaxis2.range  # room for each label outside its bar, both sides
+    assert low < -0.5 - 0.5 and high > 3.0 + 0.5 and bars.cliponaxis is False
     assert list(bars.marker.color) == [figures.CHANGED, figures.KEPT]
     assert "&lt;i&gt;Monet&lt;/i&gt;" in bars.hovertext[0] and "<i>" not in bars.hovertext[0]
     assert "leaving out 1 of 2 passages changes the answer" in fig.layout.title.text

@@ -82,7 +82,14 @@ def test_bad_ids_and_states_are_named(store, tiny_corpus):
         evaluations.get(99)
     with pytest.raises(ConfigError, match="Evaluation ids are numbers; got 'x'"):
         evaluations.rows("x")
-    with pytest.raises(ConfigError, match="no run of question 7 by 'fake'"):
+    with pytest.raises(ConfigError, match="no run of question 7 by 'fake': it has no stored "
+                                          "run yet"):
+        evaluations.trace(evaluation_id, 7, "fake")
+    runs = _runs(tiny_corpus)
+    for position in (0, 2):
+        evaluations.add(evaluation_id, position, runs, [row(t) for t in runs])
+    with pytest.raises(ConfigError, match="no run of question 7 by 'fake': its questions are "
+                                          "at positions 0 to 2, run by fake, other"):
         evaluations.trace(evaluation_id, 7, "fake")
     with pytest.raises(ConfigError, match="state='running'"):
         evaluations.finish(evaluation_id, "running", {})

@@ -284,11 +284,14 @@ def _cut_name(run, index: int) -> str:
 
 def newest(explorer: Explorer, current) -> str:
     """The evaluation picked when the tab opens: the one picked before while it is still
-    stored, else the newest with a stored question."""
+    stored, else the newest with a stored question (an evaluation's ceilings only when
+    nothing else is stored: they are read beside the evaluation they came from)."""
     stored = explorer.evaluations()
     if str(current or "").strip() in {str(e.id) for e in stored}:
         return str(current)
-    return next((str(e.id) for e in stored if e.done), "")
+    done = [e for e in stored if e.done]
+    return next((str(e.id) for e in done if e.baseline is None),
+                str(done[0].id) if done else "")
 
 
 def pickers(explorer: Explorer, current, other) -> tuple:
@@ -431,7 +434,8 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     shown_ceilings = [ceilings, ceilings_plot, ceiling_id, poll]
     start.click(partial(start_ceilings, explorer), current, shown_ceilings, **private)
     show.click(partial(show_ceilings, explorer), current, shown_ceilings, **private)
-    poll.tick(partial(follow_ceilings, explorer), ceiling_id, shown_ceilings, **private)
+    poll.tick(partial(follow_ceilings, explorer), ceiling_id, shown_ceilings,
+              show_progress="hidden", **private)
     ids.input(lambda: ("", gr.Plot(visible=False), None, gr.Timer(active=False)), None,
               shown_ceilings, **private)
     gr.Markdown("### Questions the corpus does not cover\nThe evaluation's questions among "

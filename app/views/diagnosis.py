@@ -260,7 +260,8 @@ def agreement_table(found: dict[str, dict]) -> str:
     if not found:
         return ("<div class='fe-progress'>No run of this evaluation has a leave-one-out "
                 "attribution. Evaluate with the reader option <b>ablation</b> ticked (in "
-                "each paradigm's reader options), or attribute one run in Explore.</div>")
+                "each paradigm's reader options). Explore's \"Attribute the answer\" "
+                "attributes the one run it shows, not the stored evaluation.</div>")
 
     def share(value) -> str:
         return "–" if value is None else f"{value:.0%}"
@@ -314,7 +315,10 @@ def ceiling_table(found: dict) -> str:
             "paragraphs first, added where the stage was not given them), the later stages "
             "and the reader run as usual. Each cell: the mean, and its difference from the "
             "run as it was with a 95% paired-bootstrap interval and McNemar p (Holm-corrected "
-            f"over every cut shown); bold: the cut that pays most.{state}</div>"
+            "over every cut shown); bold: the cut that pays most. A cut whose ceiling is "
+            "+0.000 throughout had its gold cut again by a later stage, which scores what it "
+            "is given by its own scores and keeps its top few: improving that cut alone "
+            f"pays nothing.{state}</div>"
             + "".join(parts))
 
 

@@ -183,7 +183,8 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
         fig.add_trace(heat, row=1, col=1)
         fig.add_trace(_ablation_bars(step.ablation, dict(zip(passages, labels, strict=True))),
                       row=1, col=2)
-        fig.update_xaxes(title="answer log-prob lost without it", zeroline=True, row=1, col=2)
+        fig.update_xaxes(title="answer log-prob lost without it", zeroline=True,
+                         range=_padded(step.ablation.effects), row=1, col=2)
         title += "<br><sub>" + _agreement_line(step) + "</sub>"
     fig.update_layout(title=title, yaxis={"autorange": "reversed"}, showlegend=False,
                       height=max(HEIGHT, 28 * len(labels) + 140), margin={"l": 10, "r": 10})
@@ -208,9 +209,17 @@ def _ablation_bars(ablation: Ablation, labels: dict[str, str]) -> go.Bar:
              for i in shown]
     return go.Bar(y=[labels[ablation.passages[i]] for i in shown],
                   x=[effects[i] for i in shown], orientation="h",
-                  text=[f"{effects[i]:+.2f}" for i in shown], textposition="auto",
+                  text=[f"{effects[i]:+.2f}" for i in shown], textposition="outside",
+                  cliponaxis=False,
                   hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
                   marker_color=[CHANGED if changed[i] else KEPT for i in shown])
+
+
+def _padded(values: Sequence[float]) -> list[float]:
+    """An axis range holding 0 and `values` with room for a label outside each bar."""
+    low, high = min(0.0, *values), max(0.0, *values)
+    room = 0.35 * ((high - low) or 1.0)
+    return [low - room if low < 0 else low - room / 4, high + room]
 
 
 def _agreement_line(step) -> str:

@@ -210,22 +210,25 @@ def ablation_table(trace: RunTrace) -> str:
     step = reading_step(trace)
     if step is None:
         return ""
+    from app.views.figures import row_labels
+
     ablation = step.ablation
-    titles = {c.unit.id: c.unit.title for s in trace.stages for c in s.candidates}
+    labels = row_labels(trace, ablation.passages)  # as the heatmap's rows are labelled
     rows = []
-    for n, (p, lost, said, changed) in enumerate(zip(
-            ablation.passages, ablation.effects, ablation.answers_without, ablation.changed,
-            strict=True), start=1):
+    for label, p, lost, said, changed in zip(
+            labels, ablation.passages, ablation.effects, ablation.answers_without,
+            ablation.changed, strict=True):
         mark = " class='fe-changed'" if changed else ""
-        rows.append(f"<tr{mark}><td>{n}</td><td>{esc(titles.get(p, p))}<br><small>{esc(p)}"
-                    f"</small></td><td>{lost:+.2f}</td><td>{esc(said or '(nothing)')}"
+        rows.append(f"<tr{mark}><td>{esc(label)}<br><small>{esc(p)}</small></td>"
+                    f"<td>{lost:+.2f}</td><td>{esc(said or '(nothing)')}"
                     f"{' (another answer)' if changed else ''}</td></tr>")
     return (f"<div class='fe-stage'><b>Leave-one-out attribution</b> of "
             f"“{esc(ablation.answer)}” ({step.purpose} step): log-probability "
             f"{ablation.logprob:.2f} with every passage; {ablation.tokens_read:,} tokens read "
             f"again in {ablation.seconds:.2f} s (the answer took {step.seconds:.2f} s)</div>"
-            "<table class='fe-table fe-ablation'><thead><tr><th>#</th><th>passage left out "
-            "(prompt order)</th><th>log-prob lost</th><th>the reader then says</th></tr>"
+            "<table class='fe-table fe-ablation'><thead><tr><th>passage left out (in the "
+            "prompt's order; # its rank, as on the heatmap)</th><th>log-prob lost</th>"
+            "<th>the reader then says</th></tr>"
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 

@@ -32,17 +32,19 @@ def run_agreement(trace: RunTrace) -> dict | None:
             "tokens_read": ablation.tokens_read, "prompt_tokens": step.prompt_tokens}
 
 
-def agreement_summary(traces: Sequence[RunTrace]) -> dict:
-    """Per paradigm (in the order first met): runs with an ablation, how often attention's
+def agreement_summary(traces: Sequence[RunTrace], labels: Sequence[str] = ()) -> dict:
+    """Per paradigm (in the order first met; per label where `labels` name each trace's
+    place in its evaluation, a sweep's grid point or a ceiling's cut): runs with an
+    ablation, how often attention's
     top passage is ablation's (`same_top`, over runs of two or more passages with
     attention), the mean and median Spearman correlation, the share of runs some single
     passage's removal changes the answer of, and the cost: ablation seconds and tokens per
     run against the answer step's."""
     by: dict[str, list[dict]] = {}
-    for trace in traces:
+    for n, trace in enumerate(traces):
         row = run_agreement(trace)
         if row is not None:
-            by.setdefault(trace.paradigm, []).append(row)
+            by.setdefault(labels[n] if labels else trace.paradigm, []).append(row)
     return {paradigm: _summary(rows) for paradigm, rows in by.items()}
 
 

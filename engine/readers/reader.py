@@ -96,9 +96,10 @@ class ReaderConfig:
                               f"(it can: {can}); use the transformers backend or untick "
                               "ablation.")
         if self.ablation and self.prompt == "fid":
-            raise ConfigError("reader.ablation leaves passages out of one prompt; the 'fid' "
-                              "prompt reads each passage on its own. Pick another prompt "
-                              "or untick ablation.")
+            raise ConfigError("Leave-one-out attribution (reader.ablation) leaves passages "
+                              "out of one prompt; the 'fid' prompt reads each passage on its "
+                              "own, so its answers cannot be attributed. Pick another prompt "
+                              "(or leave ablation off).")
 
     def backend_of(self) -> Backend:
         """The backend that reads (`auto`: openai with an endpoint, else transformers)."""

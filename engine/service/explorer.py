@@ -662,7 +662,9 @@ class Explorer:
         over its runs that carry an ablation (engine.eval.ablations)."""
         from engine.eval.ablations import agreement_summary
 
-        return agreement_summary(self._evaluations.traces(evaluation_id))
+        rows = self._evaluations.rows(evaluation_id)  # the traces' order: each one's label
+        return agreement_summary(self._evaluations.traces(evaluation_id),
+                                 [r["paradigm"] for r in rows])
 
     def regressions(self, evaluation_id: int, a: str = "", b: str = "",
                     other_id: int | None = None, metric: str = "EM") -> dict:

@@ -133,8 +133,13 @@ class EvaluationStore:
                                    "AND position = ? AND paradigm = ?",
                                    [self._known(evaluation_id), position, paradigm])
         if not found:
+            ((low, high, names),) = self.store.execute(
+                "SELECT min(position), max(position), list(DISTINCT paradigm ORDER BY "
+                "paradigm) FROM evaluation_runs WHERE evaluation_id = ?", [evaluation_id])
+            held = (f"its questions are at positions {low} to {high}, run by "
+                    f"{', '.join(names)}" if names else "it has no stored run yet")
             raise ConfigError(f"Evaluation {evaluation_id} has no run of question "
-                              f"{position} by {paradigm!r}.")
+                              f"{position} by {paradigm!r}: {held}.")
         return RunTrace.from_json(found[0][0])
 
     def traces(self, evaluation_id: int) -> list[RunTrace]:
