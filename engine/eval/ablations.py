@@ -22,12 +22,10 @@ def run_agreement(trace: RunTrace) -> dict | None:
         return None
     ablation = step.ablation
     agreed = agreement(step.attention, ablation) if step.attention is not None else None
-    return {"passages": len(ablation.passages), "most": ablation.most,
-            "attended": agreed.attended if agreed else "",
+    return {"passages": len(ablation.passages),
             "same_top": agreed.same_top if agreed else None,
             "spearman": agreed.spearman if agreed else None,
             "changed": sum(ablation.changed),
-            "effect": max(ablation.effects, default=0.0),
             "ablation_seconds": ablation.seconds, "answer_seconds": step.seconds,
             "tokens_read": ablation.tokens_read, "prompt_tokens": step.prompt_tokens}
 
@@ -52,6 +50,7 @@ def _summary(rows: list[dict]) -> dict:
     tops = [r["same_top"] for r in rows if r["same_top"] is not None]
     rhos = [r["spearman"] for r in rows if r["spearman"] is not None]
     answer_s = fmean(r["answer_seconds"] for r in rows)
+    ablation_s = fmean(r["ablation_seconds"] for r in rows)
     return {
         "runs": len(rows),
         "compared": len(tops),
@@ -61,10 +60,9 @@ def _summary(rows: list[dict]) -> dict:
         "spearman_runs": len(rhos),
         "answer_changes": round(fmean(r["changed"] > 0 for r in rows), 4),
         "passages": round(fmean(r["passages"] for r in rows), 2),
-        "ablation_seconds": round(fmean(r["ablation_seconds"] for r in rows), 4),
+        "ablation_seconds": round(ablation_s, 4),
         "answer_seconds": round(answer_s, 4),
-        "cost_ratio": round(fmean(r["ablation_seconds"] for r in rows) / answer_s, 3)
-        if answer_s else None,
+        "cost_ratio": round(ablation_s / answer_s, 3) if answer_s else None,
         "tokens_ratio": round(fmean(r["tokens_read"] for r in rows)
                               / fmean(r["prompt_tokens"] for r in rows), 3)
         if any(r["prompt_tokens"] for r in rows) else None,

@@ -40,7 +40,13 @@ from engine.readers.generator import (
     Prompt,
     Variant,
 )
-from engine.readers.prefix_cache import PrefixCache, common_length, plain_layers
+from engine.readers.prefix_cache import (
+    PrefixCache,
+    common_length,
+    holding,
+    layer_states,
+    plain_layers,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +160,7 @@ class HFGenerator:
                 logits, cache, attention, cached = self._prefill(ids, request.prefix_ids,
                                                                  request.want_attention)
                 # the prompt's states, kept: decoding appends to copies (DynamicLayer cats)
-                states = _states(cache) if plain_layers(cache) else None
+                states = layer_states(cache) if plain_layers(cache) else None
                 base = self._continuation(request)
                 self._decode(base, logits, cache, len(ids))
                 said = self._generation(encoded, request, spans, base.out, attention, cached,
@@ -219,7 +225,8 @@ class HFGenerator:
                 break
             if j == len(answer) or token != answer[j]:  # its own way from here
                 position = len(own_ids) + j
-                scored.departed = (token, position, self._cache_of(_states(cache), position))
+                scored.departed = (token, position,
+                                   self._cache_of(layer_states(cache), position))
                 break
         return scored
 
@@ -236,13 +243,7 @@ class HFGenerator:
             positions.append(position + 1)
             scored.read += 1
         before = [len(s.own.out) for s in departed]
-        answers = [s.own for s in departed]
-        if len(departed) == 1 or not plain_layers(prefilled[0][1]):
-            for answer, (logits, cache), position in zip(answers, prefilled, positions,
-                                                         strict=True):
-                self._decode(answer, logits, cache, position)
-        else:
-            self._decode_together(answers, prefilled, positions)
+        self._decode_all([s.own for s in departed], prefilled, positions)
         for scored, n in zip(departed, before, strict=True):
             scored.read += len(scored.own.out) - n
 
@@ -256,10 +257,7 @@ class HFGenerator:
     def _cache_of(self, states: list | None, n: int):
         """A new cache holding the first `n` positions of `states` (none: an empty one)."""
         cache = self._new_cache()
-        if states and n:
-            for layer, (keys, values) in enumerate(states):
-                cache.update(keys[..., :n, :], values[..., :n, :], layer)
-        return cache
+        return holding(cache, states, n) if states and n else cache
 
     # --- decoding -------------------------------------------------------------------------
 
@@ -335,16 +333,21 @@ class HFGenerator:
                 prefilled = [self._prefill(r.ids, r.prefix_ids, r.want_attention)
                              for r in requests]
                 answers = [self._continuation(r) for r in requests]
-                if len(requests) == 1 or not plain_layers(prefilled[0][1]):
-                    for answer, (logits, cache, _, _), r in zip(answers, prefilled, requests,
-                                                                strict=True):
-                        self._decode(answer, logits, cache, len(r.ids))
-                else:
-                    self._decode_together(answers, prefilled, [len(r.ids) for r in requests])
+                self._decode_all(answers, prefilled, [len(r.ids) for r in requests])
             finally:
                 self._attention("eager")  # as loaded: the FiD reader reads its weights
         return [(a.out, attention, cached, a.logprobs)
                 for a, (_, _, attention, cached) in zip(answers, prefilled, strict=True)]
+
+    def _decode_all(self, answers: list[_Continuation], prefilled: list,
+                    positions: list[int]) -> None:
+        """Greedy tokens of several prompts, each prefilled as (logits, cache, ...) up to its
+        position: in one batch where their caches stack, else one prompt at a time."""
+        if len(answers) == 1 or not plain_layers(prefilled[0][1]):
+            for answer, done, position in zip(answers, prefilled, positions, strict=True):
+                self._decode(answer, done[0], done[1], position)
+        else:
+            self._decode_together(answers, prefilled, positions)
 
     def _decode(self, answer: _Continuation, logits, cache, position: int) -> None:
         """One prompt's greedy tokens, one forward pass per token."""
@@ -462,11 +465,6 @@ class _Continuation:
         if stop and cut_at_stop(self.said.lstrip(), stop)[1]:
             return None
         return token if len(self.out) < self.request.max_new_tokens else None
-
-
-def _states(cache: Any) -> list[tuple[Any, Any]]:
-    """Each layer's (keys, values) of a plain cache."""
-    return [(layer.keys, layer.values) for layer in cache.layers]
 
 
 def _tokens_in(offsets: list[tuple[int, int]], start: int, end: int) -> list[int]:

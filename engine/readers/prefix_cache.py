@@ -61,9 +61,7 @@ class PrefixCache:
         states = self._states(tuple(prefix_ids))
         if states is None:
             return cache, 0
-        for layer, (keys, values) in enumerate(states):
-            cache.update(keys[..., :n, :], values[..., :n, :], layer)
-        return cache, n
+        return holding(cache, states, n), n
 
     def _states(self, key: tuple[int, ...]) -> list[tuple[Any, Any]] | None:
         if key in self._entries:
@@ -76,7 +74,7 @@ class PrefixCache:
             logger.info("prefix cache off: this model's cache is not a plain growing one")
             self.enabled = False
             return None
-        self._entries[key] = [(layer.keys, layer.values) for layer in cache.layers]
+        self._entries[key] = layer_states(cache)
         while len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
         return self._entries[key]
@@ -87,3 +85,16 @@ def plain_layers(cache: Any) -> bool:
 
     layers = getattr(cache, "layers", None)
     return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+
+
+def layer_states(cache: Any) -> list[tuple[Any, Any]]:
+    """Each layer's (keys, values) of a plain cache. Kept, they stay as they are: a cache
+    grows by concatenation into new tensors (DynamicLayer), never writing into these."""
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def holding(cache: Any, states: Sequence[tuple[Any, Any]], n: int) -> Any:
+    """`cache` (empty) filled with the first `n` positions of every layer's `states`."""
+    for layer, (keys, values) in enumerate(states):
+        cache.update(keys[..., :n, :], values[..., :n, :], layer)
+    return cache

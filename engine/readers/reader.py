@@ -73,7 +73,8 @@ class ReaderConfig:
                            "where the CPU has native bf16 units)", choices=PRECISION_CHOICES)
     ablation: bool = param(False, "leave-one-out attribution: score the answer again with "
                            "each passage read left out, and say whether it changes "
-                           "(engine/readers/ablation.py; about one answer's time more)")
+                           "(engine/readers/ablation.py; about 1.5 answers' time more "
+                           "for four passages)")
 
     def __post_init__(self) -> None:
         check_choice("aggregation scheme", self.aggregation, attention.SCHEMES)
