@@ -43,6 +43,7 @@ _BUILTINS = (
     *(EntryPoint(name, f"engine.paradigms.{name}:SPEC", PARADIGM_GROUP)
       for name in ("funnel", "flat", "longrag", "drrag", "best")),
     EntryPoint("transformers", "engine.readers.backends:TRANSFORMERS", GENERATOR_GROUP),
+    EntryPoint("onnx", "engine.readers.backends:ONNX", GENERATOR_GROUP),
     EntryPoint("openai", "engine.readers.backends:OPENAI", GENERATOR_GROUP))
 
 

@@ -74,7 +74,7 @@ def test_each_variant_scores_and_answers_as_if_read_whole(generator, template):
 
 
 def _plain_request(generator: HFGenerator, prompt: str, stop):
-    from engine.readers.backends import _Request
+    from engine.readers.greedy import Request as _Request
 
     ids = generator.tokenizer(prompt, add_special_tokens=False)["input_ids"]
     return _Request(ids, [], False, 5, stop, frozenset())

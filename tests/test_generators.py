@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from engine.documents import Candidate
-from engine.readers.backends import GeneratorError, HFGenerator, OpenAIGenerator, cut_at_stop
+from engine.readers.backends import GeneratorError, HFGenerator, OpenAIGenerator
 from engine.readers.generator import Message
+from engine.readers.greedy import cut_at_stop
 from engine.readers.prompts import answer_prompt
 from engine.readers.reader import ReaderConfig, ReaderModels, answer
 from engine.trace_details import ReadCount
@@ -330,7 +331,7 @@ def test_each_backend_declares_what_it_can_and_the_reader_checks_it():
             ({"endpoint": "http://127.0.0.1:1/v1", "prompt": "fid"},
              "the 'openai' backend cannot give (it can: text alone)"),
             ({"backend": "vllm"},
-             "Unknown backend 'vllm'. Choose from: auto, transformers, openai")):
+             "Unknown backend 'vllm'. Choose from: auto, transformers, onnx, openai")):
         with pytest.raises(ConfigError, match=re.escape(message)):
             config_from_dict(ReaderConfig, values)
 
@@ -361,7 +362,7 @@ def test_each_token_said_has_the_models_own_log_probability(generator):
     """(the logprobs capability: what leave-one-out attribution reads)"""
     import torch
 
-    from engine.readers.backends import _Request
+    from engine.readers.greedy import Request as _Request
 
     ids = generator.tokenizer("Budapest lies on the river", add_special_tokens=False)[
         "input_ids"]

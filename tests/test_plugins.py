@@ -81,7 +81,7 @@ def test_the_example_plugin_adds_a_paradigm_and_a_reranker_from_its_package(exam
     assert [o.name for o in registry.spec("overlap").options()][:3] == ["M", "k", "reader.model"]
     # the built-ins come through the same loader, from no package
     built_in = [p.name for p in registry.PLUGINS if p.package == plugins.BUILT_IN]
-    assert {"funnel", "flat", "longrag", "drrag", "best", "transformers", "openai"} <= set(
+    assert {"funnel", "flat", "longrag", "drrag", "best", "transformers", "onnx", "openai"} <= set(
         built_in) and built_in == [ep.name for ep in plugins._BUILTINS]
 
 

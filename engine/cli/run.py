@@ -206,6 +206,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from engine.eval.paired import every_pair
     from engine.eval.runner import run_eval
     from engine.eval.summary import summarise
+    from engine.paradigms.registry import unattended
     from engine.paths import data_dir
     from engine.service.store import make_paradigm
 
@@ -217,8 +218,10 @@ def evaluate(args: argparse.Namespace) -> int:
     if args.export:  # refused before anything runs
         check_choice("export format", args.export[0], FILE_FORMATS)
     rows, traces = [], []
+    given = _json_arg(args.config) or {}
+    configs = {name: unattended(name, given.get(name)) for name in paradigms}  # no heatmap
     with open(out, "w", encoding="utf-8") as handle:
-        for row in run_eval(dataset, paradigms, args.corpus, args.limit, _json_arg(args.config),
+        for row in run_eval(dataset, paradigms, args.corpus, args.limit, configs,
                             progress=lambda i, n: sys.stderr.write(f"\r{i}/{n} questions"),
                             ray=args.ray, workers=args.workers, make=make_paradigm,
                             keep=traces.append if args.export else None):

@@ -76,7 +76,7 @@ class FunnelConfig:
     def __post_init__(self) -> None:
         check_config(self)
         backend = self.reader.backend_of()
-        if self.attention_weight > 0 and not backend.capabilities.attention:
+        if self.attention_weight > 0 and backend.fid is None:
             raise ConfigError(f"The funnel's post-ranker reads the reader's attention, which "
                               f"the {backend.name!r} backend cannot give; set "
                               "attention_weight 0 (the pre-ranker's order) or use a backend "

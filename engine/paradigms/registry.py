@@ -132,6 +132,19 @@ def make_config(name: str, values: dict | None = None) -> object:
     return config_from_dict(spec(name).config, values or {})
 
 
+def unattended(name: str, values: dict | None = None) -> dict:
+    """Paradigm `name`'s config dict for runs that show no heatmap (evaluations, sweeps):
+    its reader's attention off unless `values` sets it, so an `auto` reader answers through
+    the fastest in-process runtime (ONNX Runtime; bench/README.md, "Reader runtimes"). A
+    paradigm without a reader is left as it is."""
+    from engine.readers.reader import ReaderConfig
+
+    values = dict(values or {})
+    if isinstance(getattr(make_config(name), "reader", None), ReaderConfig):
+        values["reader"] = {"attention": False, **(values.get("reader") or {})}
+    return values
+
+
 def parse_config(text: str, limit: int = 10_000) -> dict:
     """A config dict from JSON text ('' or whitespace means the defaults)."""
     text = (text or "").strip()

@@ -1,10 +1,12 @@
-"""Generator backends: an in-process Hugging Face causal LM, an OpenAI-compatible HTTP
+"""Generator backends: an in-process Hugging Face causal LM in torch ("transformers") or
+exported to ONNX Runtime ("onnx", engine/readers/onnx_runtime.py), an OpenAI-compatible HTTP
 endpoint, and whatever plugins add, in one table (`BACKENDS`, by name).
 
 A reader's `backend` option picks one (`auto`: with an `endpoint`, a base URL such as
 http://127.0.0.1:8000/v1, the model name is sent to that server, with the key from
 `$FUNNEL_API_KEY` or `$OPENAI_API_KEY`; otherwise `model` is an alias ("smollm2"), a local
-folder or a hub id loaded in this process). In-process generators are shared: one per model
+folder or a hub id loaded in this process, through ONNX Runtime when the run asks for
+nothing only torch gives: `in_process_backend`). In-process generators are shared: one per model
 for the whole process (`shared_generator`, called by the service's store only). Each backend
 declares its `Capabilities`; what needs one checks it there.
 
@@ -14,6 +16,7 @@ are matched on the decoded text after every token (simple and exact, a few micro
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -23,23 +26,33 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from engine import plugins
-from engine.errors import ConfigError, EngineError, check_choice
-from engine.readers.answers import LOOP_NGRAM, repeats_tail
+from engine.errors import ConfigError, check_choice
+from engine.models.loading import PRECISION_CHOICES
+from engine.models.onnx_export import ONNX_PRECISIONS
 from engine.readers.batching import Batcher
 from engine.readers.generator import (
     Ablated,
     Capabilities,
     Generation,
     Generator,
+    GeneratorError,
     Prompt,
     Variant,
 )
+from engine.readers.greedy import (
+    Continuation,
+    Request,
+    TokenGenerator,
+    cut_at_stop,
+    tokens_in,
+)
+from engine.readers.onnx_runtime import ORTGenerator
 from engine.readers.prefix_cache import (
     PrefixCache,
     common_length,
@@ -51,20 +64,11 @@ from engine.readers.prefix_cache import (
 logger = logging.getLogger(__name__)
 
 API_KEY_VARIABLES = ("FUNNEL_API_KEY", "OPENAI_API_KEY")
+READER_PRECISIONS = (*PRECISION_CHOICES, *ONNX_PRECISIONS[:1])  # auto fp32 bf16 int8
 MAX_BATCH = 8  # reader calls decoded together at most (bench/README.md, "The reader's cost")
 
 
-class GeneratorError(EngineError):
-    """A generator could not produce text (an endpoint that fails or answers nonsense)."""
-
-
-def cut_at_stop(text: str, stop: tuple[str, ...]) -> tuple[str, bool]:
-    """`text` up to the first stop string, and whether one was found."""
-    hits = [text.index(s) for s in stop if s and s in text]
-    return (text[: min(hits)], True) if hits else (text, False)
-
-
-class HFGenerator:
+class HFGenerator(TokenGenerator):
     """Greedy generation with a causal LM loaded in this process (the "transformers"
     backend).
 
@@ -90,45 +94,11 @@ class HFGenerator:
 
         if lm is None:
             tokenizer, lm = load_causal_lm(model, precision)
-        self.name, self.tokenizer, self.model = model, tokenizer, lm
+        super().__init__(tokenizer)
+        self.name, self.model = model, lm
         self.prefix_cache = PrefixCache(self._forward, self._new_cache)
         self.lock = model_lock(lm)
         self.batcher = Batcher(self._run, self.lock, MAX_BATCH)
-        self._prefix_ids: dict[str, list[int]] = {}
-        self.eos_ids = {i for i in (tokenizer.eos_token_id,
-                                    tokenizer.convert_tokens_to_ids("<|im_end|>")
-                                    if "<|im_end|>" in tokenizer.get_vocab() else None)
-                        if i is not None}
-
-    def render(self, prompt: Prompt) -> str:
-        """Chat messages through the tokenizer's chat template; text as it is."""
-        if isinstance(prompt, str):
-            return prompt
-        if not getattr(self.tokenizer, "chat_template", None):
-            return "\n\n".join(m.content for m in prompt) + "\n"
-        return self.tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in prompt],
-            tokenize=False, add_generation_prompt=True)
-
-    def prefix_ids(self, prefix: Prompt, text: str) -> list[int]:
-        """The token ids of a prompt's fixed opening (chat: its leading messages, rendered as
-        the template renders them inside the prompt), or none when `text` does not start with
-        it (a chat template that renders earlier turns differently once more follow)."""
-        if not prefix:
-            return []
-        if isinstance(prefix, str):
-            opening = prefix
-        elif getattr(self.tokenizer, "chat_template", None):
-            opening = self.tokenizer.apply_chat_template(
-                [{"role": m.role, "content": m.content} for m in prefix], tokenize=False)
-        else:
-            opening = "\n\n".join(m.content for m in prefix) + "\n\n"
-        if not text.startswith(opening):
-            return []
-        if opening not in self._prefix_ids:
-            self._prefix_ids[opening] = self.tokenizer(opening, add_special_tokens=False)[
-                "input_ids"]
-        return self._prefix_ids[opening]
 
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
                  spans: tuple[tuple[int, int], ...] = (),
@@ -172,28 +142,14 @@ class HFGenerator:
         return Ablated(said, tuple(s.scored(self, stop) for s in scored),
                        time.perf_counter() - start)
 
-    def _request(self, prompt: Prompt, max_new_tokens: int, stop: tuple[str, ...],
-                 spans: tuple[tuple[int, int], ...], ban_first: tuple[str, ...],
-                 prefix: Prompt) -> tuple[Any, _Request]:
-        """The prompt tokenised (with offsets when spans are asked for) and its call."""
-        text = self.render(prompt)
-        encoded = self.tokenizer(text, add_special_tokens=False,
-                                 return_offsets_mapping=bool(spans))
-        ids = encoded["input_ids"]
-        if not ids:
-            raise ConfigError("The prompt is empty; there is nothing to continue.")
-        return encoded, _Request(ids, self.prefix_ids(prefix, text), bool(spans),
-                                 max_new_tokens, stop,
-                                 frozenset(self._first_token_ids(ban_first)))
-
-    def _generation(self, encoded: Any, request: _Request, spans: tuple[tuple[int, int], ...],
+    def _generation(self, encoded: Any, request: Request, spans: tuple[tuple[int, int], ...],
                     out_ids: list[int], attention: Any, cached: int, logprobs: list[float],
                     start: float) -> Generation:
         """A call's `Generation`: what it said, and its attention cut into the spans."""
         ids = encoded["input_ids"]
         span_attention, span_tokens = (), ()
         if spans and attention is not None:
-            token_sets = [_tokens_in(encoded["offset_mapping"], a, b) for a, b in spans]
+            token_sets = [tokens_in(encoded["offset_mapping"], a, b) for a, b in spans]
             span_attention = tuple(attention[:, :, idx] for idx in token_sets)
             span_tokens = tuple(tuple(self.tokenizer.decode([ids[i]]) for i in idx)
                                 for idx in token_sets)
@@ -202,7 +158,7 @@ class HFGenerator:
                           cached_tokens=cached, logprobs=tuple(logprobs))
 
     def _variant(self, prompt: Prompt, ids: list[int], states: list | None,
-                 answer: list[int], like: _Request) -> _Scored:
+                 answer: list[int], like: Request) -> _Scored:
         """One variant of `ids` scored on the answer `answer` (see `ablate`): its greedy
         continuation follows the answer's tokens until it departs from them, where it is
         left for `_decode_departures`."""
@@ -246,13 +202,6 @@ class HFGenerator:
         self._decode_all([s.own for s in departed], prefilled, positions)
         for scored, n in zip(departed, before, strict=True):
             scored.read += len(scored.own.out) - n
-
-    def _continuation(self, request: _Request) -> _Continuation:
-        return _Continuation(request, self.eos_ids, self._line_break_ids, self.tokenizer.decode)
-
-    def _said(self, out: list[int], stop: tuple[str, ...]) -> str:
-        return cut_at_stop(self.tokenizer.decode(out, skip_special_tokens=True).lstrip(),
-                           stop)[0]
 
     def _cache_of(self, states: list | None, n: int):
         """A new cache holding the first `n` positions of `states` (none: an empty one)."""
@@ -304,24 +253,7 @@ class HFGenerator:
         except (ValueError, ImportError, AttributeError) as err:
             logger.debug("attention %s unavailable for %s: %s", implementation, self.name, err)
 
-    def _first_token_ids(self, words: tuple[str, ...]) -> set[int]:
-        """Token ids that open any of `words` (as written, capitalised, after a space)."""
-        ids = set()
-        for word in words:
-            for form in (word, word.capitalize(), " " + word, " " + word.capitalize()):
-                encoded = self.tokenizer.encode(form, add_special_tokens=False)
-                if encoded:
-                    ids.add(encoded[0])
-        return ids
-
-    @cached_property
-    def _line_break_ids(self) -> frozenset[int]:
-        """Tokens that are only white space with a line break in it."""
-        vocab = self.tokenizer.get_vocab().values()
-        return frozenset(i for i in vocab if "\n" in (text := self.tokenizer.decode([i]))
-                         and not text.strip())
-
-    def _run(self, requests: Sequence[_Request]) -> list[tuple[list[int], Any, int, list]]:
+    def _run(self, requests: Sequence[Request]) -> list[tuple[list[int], Any, int, list]]:
         """A batch of calls (engine/readers/batching.py): each prompt prefilled on its own,
         then greedy decoding of all of them at once. Per call: the tokens said, the last
         prompt token's attention (if asked for), the prompt tokens read from the prefix
@@ -339,7 +271,7 @@ class HFGenerator:
         return [(a.out, attention, cached, a.logprobs)
                 for a, (_, _, attention, cached) in zip(answers, prefilled, strict=True)]
 
-    def _decode_all(self, answers: list[_Continuation], prefilled: list,
+    def _decode_all(self, answers: list[Continuation], prefilled: list,
                     positions: list[int]) -> None:
         """Greedy tokens of several prompts, each prefilled as (logits, cache, ...) up to its
         position: in one batch where their caches stack, else one prompt at a time."""
@@ -349,13 +281,13 @@ class HFGenerator:
         else:
             self._decode_together(answers, prefilled, positions)
 
-    def _decode(self, answer: _Continuation, logits, cache, position: int) -> None:
+    def _decode(self, answer: Continuation, logits, cache, position: int) -> None:
         """One prompt's greedy tokens, one forward pass per token."""
         while (token := answer.step(logits)) is not None:
             logits = self._forward([token], position, cache).logits[0, -1]
             position += 1
 
-    def _decode_together(self, answers: list[_Continuation], prefilled: list,
+    def _decode_together(self, answers: list[Continuation], prefilled: list,
                          lengths: list[int]) -> None:
         """Greedy tokens of several prompts, one forward pass per step for all of them: their
         caches are laid side by side, left-padded to the longest (the padding masked), each
@@ -408,67 +340,12 @@ class _Scored:
     answer's log-probability under it, tokens read, and where it departed from the answer
     (the token it chose, at which position, its cache up to there), if it did."""
 
-    def __init__(self, own: _Continuation, logprob: float, read: int) -> None:
+    def __init__(self, own: Continuation, logprob: float, read: int) -> None:
         self.own, self.logprob, self.read = own, logprob, read
         self.departed: tuple[int, int, Any] | None = None
 
     def scored(self, generator: HFGenerator, stop: tuple[str, ...]) -> Variant:
         return Variant(self.logprob, generator._said(self.own.out, stop), self.read)
-
-
-@dataclass(frozen=True)
-class _Request:
-    """One generator call as the batch runs it."""
-
-    ids: list[int]
-    prefix_ids: list[int]
-    want_attention: bool
-    max_new_tokens: int
-    stop: tuple[str, ...]
-    banned_first: frozenset[int]
-
-
-class _Continuation:
-    """One prompt's greedy continuation, token by token (alone or in a batch, the same
-    rules). Until something visible is said, the end token, line breaks and the banned first
-    tokens are refused (an empty answer is never the best one; a bare space may open a
-    number, so it stays allowed); stop strings count from the first visible character on; a
-    looping tail ends it."""
-
-    def __init__(self, request: _Request, eos_ids: set[int], line_breaks: frozenset[int],
-                 decode: Callable[[list[int]], str]) -> None:
-        self.request, self.eos_ids, self.decode = request, eos_ids, decode
-        self.refused = eos_ids | request.banned_first | line_breaks
-        self.out: list[int] = []
-        self.logprobs: list[float] = []  # each token's, under the model's own distribution
-        self.said = ""
-
-    def step(self, logits) -> int | None:
-        """Choose the next token from `logits` (changed in place); return it if it is to be
-        fed back, None when the continuation has ended."""
-        if len(self.out) >= self.request.max_new_tokens:
-            return None
-        normaliser = float(logits.float().logsumexp(-1))  # before any token is refused
-        if not self.said.strip():
-            for token in self.refused:
-                logits[token] = float("-inf")
-        token = int(logits.argmax())
-        if token in self.eos_ids:
-            return None
-        self.out.append(token)
-        self.logprobs.append(float(logits[token]) - normaliser)
-        if repeats_tail(self.out):  # "2014S/S/S/S...": a loop, not an answer
-            del self.out[-LOOP_NGRAM:], self.logprobs[-LOOP_NGRAM:]
-            return None
-        self.said = self.decode(self.out)
-        stop = self.request.stop
-        if stop and cut_at_stop(self.said.lstrip(), stop)[1]:
-            return None
-        return token if len(self.out) < self.request.max_new_tokens else None
-
-
-def _tokens_in(offsets: list[tuple[int, int]], start: int, end: int) -> list[int]:
-    return [i for i, (a, b) in enumerate(offsets) if a >= start and b <= end and b > a]
 
 
 class OpenAIGenerator:
@@ -563,6 +440,27 @@ def _fid_in_process(model: str, precision: str) -> Any:
     return shared_fid_reader(model, precision)
 
 
+@lru_cache(maxsize=2)
+def _shared_onnx(model: str, precision: str) -> Generator:
+    from engine.readers.onnx_runtime import ORTGenerator
+
+    return ORTGenerator(model, precision)
+
+
+def _onnx_in_process(model: str, endpoint: str, precision: str) -> Generator:
+    """One ONNX Runtime session per model and precision for the process. auto is fp32: it
+    answers as torch fp32 does (200 of 200 dev500 answers) on every CPU; int8 is faster but
+    changed half of them (bench/README.md, "Reader runtimes")."""
+    with _LOCK:
+        return _shared_onnx(model, "fp32" if precision == "auto" else precision)
+
+
+def _fid_beside_onnx(model: str, precision: str) -> Any:
+    """The torch FiD reader for post-ranking beside an ONNX generator (its weights in the
+    CPU's own precision: ONNX's int8 is not torch's)."""
+    return _fid_in_process(model, "fp32" if precision == "fp32" else "auto")
+
+
 def _client(model: str, endpoint: str, precision: str) -> OpenAIGenerator:
     return OpenAIGenerator(model, endpoint)  # the precision is the server's business
 
@@ -582,11 +480,21 @@ class Backend:
     remote: bool  # reached at an endpoint, not loaded in this process
     make: Callable[[str, str, str], Generator]
     fid: Callable[[str, str], Any] | None = None
+    # the reader precisions it runs (ReaderConfig.precision; "auto" is the backend's choice)
+    precisions: tuple[str, ...] = READER_PRECISIONS
+    needs: str = ""  # the module it imports to run, if not one the engine needs anyway
+
+    def installed(self) -> bool:
+        return not self.needs or importlib.util.find_spec(self.needs) is not None
 
 
 TRANSFORMERS = Backend("transformers", "the model in this process (torch)",
                        HFGenerator.capabilities, remote=False, make=_in_process,
-                       fid=_fid_in_process)
+                       fid=_fid_in_process, precisions=PRECISION_CHOICES)
+ONNX = Backend("onnx", "the model in this process through ONNX Runtime (fp32, or int8 "
+               "weights; no attention)", ORTGenerator.capabilities, remote=False,
+               make=_onnx_in_process, fid=_fid_beside_onnx,
+               precisions=("auto", *ONNX_PRECISIONS), needs="onnxruntime")
 OPENAI = Backend("openai", "an OpenAI-compatible server at the reader's endpoint",
                  OpenAIGenerator.capabilities, remote=True, make=_client)
 
@@ -613,6 +521,17 @@ def backend_named(name: str, endpoint: str = "") -> Backend:
     return BACKENDS[name]
 
 
+def in_process_backend(wants: Capabilities, precision: str = "auto") -> Backend:
+    """The fastest in-process backend that can do all `wants` asks for in `precision`:
+    onnx (where ONNX Runtime is installed), else transformers."""
+    for backend in (ONNX, TRANSFORMERS):
+        can = backend.capabilities
+        if all(getattr(can, name) for name in wants.names()) and \
+                precision in backend.precisions and backend.installed():
+            return backend
+    return TRANSFORMERS
+
+
 def shared_generator(model: str = "smollm2", endpoint: str = "", precision: str = "auto",
                      backend: str = "auto") -> Generator:
     """The generator of backend `backend` for `model` (`auto`: a client of the
@@ -623,5 +542,5 @@ def shared_generator(model: str = "smollm2", endpoint: str = "", precision: str 
 
 def loaded_generators() -> int:
     """How many in-process generators are loaded (for the memory checks)."""
-    return _shared_hf.cache_info().currsize
+    return _shared_hf.cache_info().currsize + _shared_onnx.cache_info().currsize
 

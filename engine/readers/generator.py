@@ -13,6 +13,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from engine.errors import EngineError
+
+
+class GeneratorError(EngineError):
+    """A generator could not produce text (an endpoint that fails or answers nonsense)."""
+
 
 @dataclass(frozen=True)
 class Message:

@@ -81,6 +81,10 @@ class PrefixCache:
 
 
 def plain_layers(cache: Any) -> bool:
+    """Whether `cache` keeps every position's states, layer by layer (a cache of another
+    runtime says so itself, `plain`)."""
+    if hasattr(cache, "plain"):
+        return bool(cache.plain)
     from transformers.cache_utils import DynamicLayer
 
     layers = getattr(cache, "layers", None)

@@ -19,11 +19,16 @@ import numpy as np
 from engine.config import check_config, param
 from engine.documents import Candidate
 from engine.errors import ConfigError, check_choice
-from engine.models.loading import PRECISION_CHOICES
 from engine.readers import ablation, attention
 from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
-from engine.readers.backends import Backend, backend_named, known_backends
-from engine.readers.generator import Generation, Generator, prompt_text
+from engine.readers.backends import (
+    READER_PRECISIONS,
+    Backend,
+    backend_named,
+    in_process_backend,
+    known_backends,
+)
+from engine.readers.generator import Capabilities, Generation, Generator, prompt_text
 from engine.readers.prompts import (
     TEMPLATES,
     BuiltPrompt,
@@ -51,8 +56,11 @@ class ReaderConfig:
     endpoint: str = param("", "base URL of an OpenAI-compatible server, e.g. "
                           "http://127.0.0.1:8000/v1; empty: run the model in this process")
     backend: str = param("auto", "generator backend: transformers (the model in this "
-                         "process), openai (an OpenAI-compatible server at endpoint), a "
-                         "plugin's, or auto (openai when an endpoint is set, else "
+                         "process, torch), onnx (the model in this process through ONNX "
+                         "Runtime: torch fp32's answers 1.4x faster, no attention), openai (an "
+                         "OpenAI-compatible server at endpoint), a plugin's, or auto (openai "
+                         "when an endpoint is set; else onnx when the run asks for nothing "
+                         "only torch gives: attention, ablation, the fid prompt, bf16; else "
                          "transformers)", choices=lambda: ("auto", *known_backends()))
     prompt: str = param("fewshot", "answer prompt template (fid: fused blocks)",
                         choices=PROMPTS)
@@ -69,8 +77,14 @@ class ReaderConfig:
                                     "one read is cut, later ones dropped); 0: no cap. "
                                     "Compare's equal reader budget sets it", low=0,
                                     high=100_000)
-    precision: str = param("auto", "weights of an in-process model: fp32, bf16, or auto (bf16 "
-                           "where the CPU has native bf16 units)", choices=PRECISION_CHOICES)
+    precision: str = param("auto", "weights of an in-process model: fp32, bf16 (torch), int8 "
+                           "(onnx), or auto (onnx: fp32; torch: bf16 where the CPU has "
+                           "native bf16 units, else fp32)", choices=READER_PRECISIONS)
+    attention: bool = param(True, "the first answer token's attention over the passages "
+                            "(Explore's heatmap), where the backend gives it (torch); off, "
+                            "the auto backend answers through ONNX Runtime (torch fp32's "
+                            "answers, 1.4x faster) "
+                            "(bench/README.md, \"Reader runtimes\")")
     ablation: bool = param(False, "leave-one-out attribution: score the answer again with "
                            "each passage read left out, and say whether it changes "
                            "(engine/readers/ablation.py; about 1.5 answers' time more "
@@ -80,6 +94,14 @@ class ReaderConfig:
         check_choice("aggregation scheme", self.aggregation, attention.SCHEMES)
         check_config(self)
         backend = self.backend_of()
+        if self.precision not in backend.precisions:
+            others = [b.name for b in known_backends().values()
+                      if self.precision in b.precisions and not b.remote]
+            raise ConfigError(f"reader.precision {self.precision!r} is not one the "
+                              f"{backend.name!r} backend runs ({', '.join(backend.precisions)})"
+                              f"; {self.precision} runs on {' or '.join(others)}"
+                              + (" (auto picks onnx with reader.attention off)"
+                                 if "onnx" in others else "") + ".")
         if backend.remote and not self.endpoint:
             raise ConfigError(f"reader.backend {backend.name!r} reaches a server: set "
                               "reader.endpoint, e.g. http://127.0.0.1:8000/v1.")
@@ -103,8 +125,13 @@ class ReaderConfig:
                               "(or leave ablation off).")
 
     def backend_of(self) -> Backend:
-        """The backend that reads (`auto`: openai with an endpoint, else transformers)."""
-        return backend_named(self.backend, self.endpoint)
+        """The backend that reads (`auto`: openai with an endpoint, else the fastest
+        in-process backend that gives what the run asks for)."""
+        if self.backend != "auto" or self.endpoint:
+            return backend_named(self.backend, self.endpoint)
+        wants = Capabilities(attention=self.attention or self.prompt == "fid",
+                             ablation=self.ablation)
+        return in_process_backend(wants, self.precision)
 
 
 @dataclass(frozen=True)

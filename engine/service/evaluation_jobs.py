@@ -25,7 +25,7 @@ from engine.errors import ConfigError, log_failure
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.paradigms.base import Need
-from engine.paradigms.registry import make_config
+from engine.paradigms.registry import make_config, unattended
 from engine.service.builds import BUILDS, Cancelled, Turn
 from engine.service.labelled import labelled_relevance, with_label_measures
 from engine.service.long_builds import LONG_BUILD_SECONDS, BuildNeeded, long_builds
@@ -93,6 +93,14 @@ class EvaluationRequest:
         """The paradigm a label runs (itself, but for a sweep's grid points)."""
         return self.kinds.get(label, label)
 
+    def config(self, label: str) -> dict:
+        """The config dict `label` runs with: as given, its reader's attention off unless
+        the config sets it (no heatmap is shown: an auto reader answers through ONNX
+        Runtime); a ceiling's as given (its runs read as its baseline's read)."""
+        given = self.configs.get(label)
+        return dict(given or {}) if self.baseline is not None else \
+            unattended(self.kind(label), given)
+
     def chosen(self) -> list[tuple[int, Question]]:
         """(position in the file, question) of every question to run, in file order."""
         indexed = list(zip(self.positions, self.questions, strict=True)) if self.positions \
@@ -118,7 +126,7 @@ class EvaluationJob:
         self.sent = sent
         # the configs are read first: a bad name or config is refused before anything is
         # stored (the paradigms are made, handed what they use, once it is prepared)
-        configs = [make_config(request.kind(label), request.configs.get(label))
+        configs = [make_config(request.kind(label), request.config(label))
                    for label in request.paradigms]
         self.evaluations, self.corpus, self.request = evaluations, corpus, request
         self.questions = request.chosen()
@@ -174,7 +182,7 @@ class EvaluationJob:
             self.phase, self._asking = "", time.monotonic()
             request = self.request
             paradigms = [make_paradigm(request.kind(label), self.corpus,
-                                       request.configs.get(label),
+                                       request.config(label),
                                        retrieval_only=request.retrieval_only)
                          for label in request.paradigms]
             if request.baseline is not None:
@@ -285,7 +293,7 @@ class EvaluationJobs:
         pending: dict[str, Need] = {}
         for label in request.paradigms:
             name = request.kind(label)
-            config = make_config(name, request.configs.get(label))
+            config = make_config(name, request.config(label))
             for need in preparation.unprepared(name, config):
                 pending.setdefault(need.key, need)
         return list(pending.values())

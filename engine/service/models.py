@@ -184,11 +184,17 @@ def generator_rows() -> list[ModelRow]:
     from engine.readers.backends import API_KEY_VARIABLES
 
     converted = [str(folder) for folder, key in _manifests("models")]
+    exported = [f"{key.get('precision')}: {folder}" for folder, key in _manifests("onnx")]
     key_set = [v for v in API_KEY_VARIABLES if os.environ.get(v)]
     option = "reader.model, reader.endpoint (every paradigm)"
     return [
         ModelRow("generator", "smollm2", "packaged (SmolLM2-135M-Instruct, GGUF)", "ready",
                  tuple(f"converted weights: {c}" for c in converted), option),
+        ModelRow("generator", "smollm2 through ONNX Runtime", "exported here (int8)",
+                 "ready" if exported else "exported on first use (~20 s): runs with "
+                 "reader.attention off, evaluations and sweeps by default",
+                 tuple(f"ONNX export {e}" for e in exported),
+                 "reader.backend onnx, or auto with reader.attention off"),
         ModelRow("generator", "a folder or hub id", "your own", "any causal LM", (), option),
         ModelRow("generator", "an OpenAI-compatible endpoint", "your own",
                  "reader.endpoint = its /v1 address, reader.model = its model name; API key "
