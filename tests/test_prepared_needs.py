@@ -22,9 +22,10 @@ QUESTION = Question("q1", "Which river flows through Budapest?", answers=("Danub
 SHORT = {"reader": {"max_answer_tokens": 4}}
 # each registered paradigm at its defaults, and the options that load something else
 CASES = {
-    "flat": [{}, {"reranker": "minilm"}],
+    "flat": [{}, {"reranker": "minilm"}, {"reader": {**SHORT["reader"], "attention": False}}],
     "funnel": [{}, {"cluster_scores": "text", "postrank_prior": "preranker",
-                    "preranker": "minilm"}, {"bi_encoder": "MINILM_FOLDER"}],
+                    "preranker": "minilm"}, {"bi_encoder": "MINILM_FOLDER"},
+               {"attention_weight": 1.0, "reader": {**SHORT["reader"], "attention": False}}],
     "longrag": [{"long_answer_tokens": 8}, {"unit_scores": "text", "turns": 1},
                 {"bi_encoder": "MINILM_FOLDER", "turns": 1}],
     "drrag": [{"classifier": "TINY"}, {"retriever": "bm25", "selection": "cfs",
@@ -34,6 +35,7 @@ CASES = {
                                       "reranker": "minilm"},
              {"classify": False, "bi_encoder": "MINILM_FOLDER"}],
 }
+# attention off: the reader through ONNX Runtime (the funnel's FiD post-ranking in torch)
 # "MINILM_FOLDER": the packaged MiniLM named by its folder, as another encoder is named: the
 # paradigm's every dense part must load that encoder's index and nothing else
 
@@ -55,7 +57,8 @@ def loaded() -> dict[str, int]:
     from engine.readers import backends, fid
     from engine.service.store import process_store
 
-    caches = {"generators": backends._shared_hf, "FiD readers": fid._shared,
+    caches = {"generators": backends._shared_hf, "ONNX generators": backends._shared_onnx,
+              "FiD readers": fid._shared,
               "encoders": _bi_encoder, "causal LMs": _causal_lm,
               "cross-encoders": load_cross_encoder,
               "selection classifiers": load_classifier,
