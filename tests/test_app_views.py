@@ -140,6 +140,10 @@ def test_heatmap_without_attention_says_so(tiny_corpus):
     fig = figures.heatmap_figure(replace(sample_trace(tiny_corpus), config={
         "reader": {"backend": "best-sentence"}}))
     assert "backend (best-sentence) gave no attention" in fig.layout.annotations[0].text
+    # an evaluation's run, read with attention off: how to get its heatmap
+    fig = figures.heatmap_figure(replace(sample_trace(tiny_corpus), config={
+        "reader": {"attention": False}}))
+    assert "through ONNX Runtime (reader.attention off" in fig.layout.annotations[0].text
     # a run shown before its reader's step (Explore streams each stage as it ends)
     streaming = replace(sample_trace(tiny_corpus), llm_steps=())
     assert "no reader attention yet" in figures.heatmap_figure(

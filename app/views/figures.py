@@ -127,6 +127,19 @@ def reader_attention(trace: RunTrace) -> tuple[ReaderAttention, str] | None:
     return None
 
 
+def _reader_backend(reader: dict) -> str:
+    """The backend a stored run's reader config resolves to (as given, where it no longer
+    parses)."""
+    from engine.config import config_from_dict
+    from engine.errors import EngineError
+    from engine.readers.reader import ReaderConfig
+
+    try:
+        return config_from_dict(ReaderConfig, reader).backend_of().name
+    except (EngineError, TypeError, ValueError):
+        return str(reader.get("backend", "auto"))
+
+
 @failsafe
 def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     """Reader attention (first decoded token) per passage x layer or head; hover shows the
@@ -142,10 +155,13 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
                            "carry no reader attention: a heatmap comes with our paradigms' "
                            "in-process reader.")
     if found is None and trace.llm_steps:
-        reader = trace.config.get("reader") or {}
-        backend = reader.get("backend", "auto")
-        if backend == "auto":
-            backend = "openai" if reader.get("endpoint") else "transformers"
+        backend = _reader_backend(trace.config.get("reader") or {})
+        if backend == "onnx":
+            return text_figure("The reader answered through ONNX Runtime (reader.attention "
+                               "off, as evaluations and sweeps read), which gives no attention "
+                               "weights, so there is no heatmap for this run. Run it again "
+                               "with reader.attention on, or attribute it (leave each passage "
+                               "out), to read it through torch with its attention.")
         return text_figure(f"The reader's backend ({backend}) gave no attention weights, so "
                            "there is no heatmap for this run (the transformers backend "
                            "gives them; a server or a backend without attention does not).")

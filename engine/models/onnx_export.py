@@ -8,7 +8,8 @@ embeddings, SkipSimplifiedLayerNormalization). Two changes follow:
   its end only, and projecting every position costs ~20% of a 479-token prefill;
 - for int8, every MatMul's weights are quantised per output channel and its activations on
   the fly (`onnxruntime.quantization.quantize_dynamic`; u8 x s8 products, VNNI where the CPU
-  has it): 2.6x fp32's prefill on an avx512_vnni CPU (bench/README.md, "Reader runtimes").
+  has it): 2.2x fp32's prefill on an avx512_vnni CPU, but the small reader's answers
+  change (bench/README.md, "Reader runtimes side by side").
 
 The export is cached by the checkpoint's files, the precision and the tools' versions.
 """

@@ -84,7 +84,7 @@ class ReaderConfig:
                             "(Explore's heatmap), where the backend gives it (torch); off, "
                             "the auto backend answers through ONNX Runtime (torch fp32's "
                             "answers, 1.4x faster) "
-                            "(bench/README.md, \"Reader runtimes\")")
+                            "(bench/README.md, \"Reader runtimes side by side\")")
     ablation: bool = param(False, "leave-one-out attribution: score the answer again with "
                            "each passage read left out, and say whether it changes "
                            "(engine/readers/ablation.py; about 1.5 answers' time more "
