@@ -8,7 +8,7 @@ code. Widget values go back to the engine as the paradigm's JSON config.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import gradio as gr
 
@@ -37,9 +37,10 @@ def label_of(name: str) -> str:
     return ": ".join(part.replace("_", " ") for part in name.split("."))
 
 
-def widget(option: Option, elem_id: str) -> gr.Component:
-    """The input widget for one declared option."""
+def widget(option: Option, elem_id: str, value: object = None) -> gr.Component:
+    """The input widget for one declared option, showing `value` (None: its default)."""
     label, info = label_of(option.name), option.help
+    option = replace(option, default=value) if value is not None else option
     if option.choices:
         return gr.Dropdown(list(option.choices), value=option.default, label=label, info=info,
                            elem_id=elem_id)
@@ -57,8 +58,11 @@ def widget(option: Option, elem_id: str) -> gr.Component:
     return gr.Textbox(value=option.default, label=label, info=info, elem_id=elem_id)
 
 
-def param_panels(prefix: str, visible: set[str] | None = None) -> ParamPanels:
-    """An accordion of options per registered paradigm (only `visible` ones shown)."""
+def param_panels(prefix: str, visible: set[str] | None = None,
+                 defaults: dict[str, object] | None = None) -> ParamPanels:
+    """An accordion of options per registered paradigm (only `visible` ones shown); an
+    option named in `defaults` starts at that value instead of its own default (the
+    Evaluate tab's reader reads without attention, as evaluations do by default)."""
     panels = ParamPanels()
     for name, spec in PARADIGMS.items():
         shown = visible is None or name in visible
@@ -66,7 +70,8 @@ def param_panels(prefix: str, visible: set[str] | None = None) -> ParamPanels:
                           elem_id=f"{prefix}-params-{name}") as group:
             for option in spec.options():
                 panels.widgets.append((name, option.name, widget(
-                    option, f"{prefix}-{name}-{option.name.replace('.', '-')}")))
+                    option, f"{prefix}-{name}-{option.name.replace('.', '-')}",
+                    (defaults or {}).get(option.name))))
         panels.groups[name] = group
     return panels
 

@@ -143,7 +143,8 @@ def test_heatmap_without_attention_says_so(tiny_corpus):
     # an evaluation's run, read with attention off: how to get its heatmap
     fig = figures.heatmap_figure(replace(sample_trace(tiny_corpus), config={
         "reader": {"attention": False}}))
-    assert "through ONNX Runtime (reader.attention off" in fig.layout.annotations[0].text
+    assert "through ONNX Runtime (backend onnx, or auto with reader.attention off" in \
+        fig.layout.annotations[0].text
     # a run shown before its reader's step (Explore streams each stage as it ends)
     streaming = replace(sample_trace(tiny_corpus), llm_steps=())
     assert "no reader attention yet" in figures.heatmap_figure(

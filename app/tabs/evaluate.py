@@ -199,7 +199,9 @@ def form(explorer: Explorer) -> Form:
                          elem_id="fe-eval-ray")
         corpus = corpus_choice(explorer, "fe-eval-corpus")
     return Form(dataset, upload, limit, sample, seed, chosen, name, ray, corpus,
-                param_panels("fe-eval", set(FIRST)))
+                # an evaluation shows no heatmap: its reader answers through ONNX Runtime
+                # unless attention is ticked (engine.paradigms.registry.unattended)
+                param_panels("fe-eval", set(FIRST), {"reader.attention": False}))
 
 
 def result_views() -> list:

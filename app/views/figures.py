@@ -32,10 +32,15 @@ LEGEND_ROW, LEGEND_PER_ROW = 24, 5  # a horizontal legend's row height and entri
 MANY_COLOURS = pc.qualitative.Dark24
 
 
-def text_figure(message: str) -> go.Figure:
-    """A blank figure holding one short message."""
+def text_figure(message: str, width: int = 100) -> go.Figure:
+    """A blank figure holding one message, in lines of at most `width` characters (a
+    plotly annotation does not wrap)."""
+    import textwrap
+
     fig = go.Figure()
-    fig.add_annotation(text=html.escape(message), showarrow=False, x=0.5, y=0.5,
+    lines = textwrap.wrap(message, width) or [""]
+    fig.add_annotation(text="<br>".join(html.escape(line) for line in lines),
+                       showarrow=False, x=0.5, y=0.5,
                        xref="paper", yref="paper", font={"size": 14})
     fig.update_layout(xaxis={"visible": False}, yaxis={"visible": False}, height=HEIGHT)
     return fig
@@ -157,10 +162,11 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
     if found is None and trace.llm_steps:
         backend = _reader_backend(trace.config.get("reader") or {})
         if backend == "onnx":
-            return text_figure("The reader answered through ONNX Runtime (reader.attention "
-                               "off, as evaluations and sweeps read), which gives no attention "
-                               "weights, so there is no heatmap for this run. Run it again "
-                               "with reader.attention on, or attribute it (leave each passage "
+            return text_figure("The reader answered through ONNX Runtime (backend onnx, or "
+                               "auto with reader.attention off, as evaluations and sweeps "
+                               "read), which gives no attention weights, so there is no "
+                               "heatmap for this run. Run it again with backend auto and "
+                               "reader.attention on, or attribute it (leave each passage "
                                "out), to read it through torch with its attention.")
         return text_figure(f"The reader's backend ({backend}) gave no attention weights, so "
                            "there is no heatmap for this run (the transformers backend "
