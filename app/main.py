@@ -46,9 +46,12 @@ def configure_logging(level: int = logging.INFO) -> None:
 def main() -> None:
     env = os.environ.get
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--host", default=env("FUNNEL_HOST", "127.0.0.1"), help="FUNNEL_HOST")
-    parser.add_argument("--port", type=int, default=int(env("FUNNEL_PORT", 7860)),
-                        help="FUNNEL_PORT")
+    # Gradio's own variables are read too: a Gradio user sets those first
+    parser.add_argument("--host", default=env("FUNNEL_HOST") or env("GRADIO_SERVER_NAME")
+                        or "127.0.0.1", help="FUNNEL_HOST or GRADIO_SERVER_NAME")
+    parser.add_argument("--port", type=int, default=int(env("FUNNEL_PORT")
+                                                        or env("GRADIO_SERVER_PORT") or 7860),
+                        help="FUNNEL_PORT or GRADIO_SERVER_PORT")
     parser.add_argument("--corpus", default=env("FUNNEL_CORPUS", "wiki"),
                         help="wiki, pooled, an added corpus's name or a corpus file/folder "
                              "(FUNNEL_CORPUS)")
