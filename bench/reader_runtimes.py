@@ -36,8 +36,7 @@ from engine.models.loading import NATIVE_BF16_FLAGS, cpu_flags
 from engine.paths import data_dir
 from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
 from engine.readers.prompts import answer_prompt
-from engine.readers.reader import ReaderConfig, ReaderModels, answer, repack
-from engine.text import clip_tokens
+from engine.readers.reader import ReaderConfig, ReaderModels, answer, packed
 from engine.trace import RunTrace
 
 BASELINE = "torch bf16 + heatmap"
@@ -124,9 +123,7 @@ def prompt_ids(traces: list[RunTrace], tokenizer, config: ReaderConfig) -> list[
     """The answer prompts' token ids as `answer` builds them."""
     out = []
     for trace in traces:
-        read = [trace.read[i] for i in repack(len(trace.read), config.packing)]
-        pairs = [(c.unit.title, clip_tokens(c.unit.text, config.max_passage_tokens))
-                 for c in read]
+        _, pairs = packed(trace.read, config)
         text = answer_prompt(config.prompt, trace.question, pairs).prompt
         out.append(tokenizer(text, add_special_tokens=False)["input_ids"])
     return out

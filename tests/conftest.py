@@ -82,9 +82,9 @@ def torch_single_thread():
 def tiny_causal_lm():
     """(tokenizer, model): a randomly initialised 2-layer Llama with a byte-level BPE
     tokenizer trained here on the tiny corpus, ChatML tokens included. Seeded; no files."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     bpe = Tokenizer(models.BPE())
@@ -95,14 +95,24 @@ def tiny_causal_lm():
     bpe.train_from_iterator([text for _, text in TINY_DOCS] * 3, trainer)
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>",
                                         pad_token="<|endoftext|>")
+    return tokenizer, random_llama(tokenizer)
+
+
+def random_llama(tokenizer, hidden_size: int = 32):
+    """A seeded random 2-layer Llama over `tokenizer` (4 heads, 2 key/value heads), eager
+    attention, in eval mode."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden_size,
+                         intermediate_size=2 * hidden_size, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2,
                          max_position_embeddings=4096, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.pad_token_id)
     model = LlamaForCausalLM(config)
     model.set_attn_implementation("eager")
-    return tokenizer, model.eval()
+    return model.eval()
 
 
 @pytest.fixture(scope="session")

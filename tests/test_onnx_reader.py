@@ -13,7 +13,7 @@ from engine.readers.backends import HFGenerator
 from engine.readers.generator import GeneratorError
 from engine.readers.reader import ReaderConfig, ReaderModels, answer
 from engine.units.build import document_unit
-from tests.conftest import torch_single_thread
+from tests.conftest import random_llama, torch_single_thread
 
 pytest.importorskip("onnxruntime")
 one_thread = pytest.fixture(autouse=True)(torch_single_thread)
@@ -25,18 +25,8 @@ PROMPT = "The Danube is a river that flows through Budapest and Vienna. Vienna i
 def tiny_lm(tiny_causal_lm):
     """(tokenizer, model): the tiny Llama's tokenizer over a seeded random 2-layer Llama
     with heads of 16 (ONNX Runtime's fused attention takes multiples of 16)."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     tokenizer, _ = tiny_causal_lm
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=4096, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id)
-    model = LlamaForCausalLM(config)
-    model.set_attn_implementation("eager")
-    return tokenizer, model.eval()
+    return tokenizer, random_llama(tokenizer, hidden_size=64)
 
 
 @pytest.fixture(scope="module")

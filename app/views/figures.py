@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import html
 import logging
+import textwrap
 from collections.abc import Callable, Sequence
 
 import plotly.colors as pc
@@ -35,8 +36,6 @@ MANY_COLOURS = pc.qualitative.Dark24
 def text_figure(message: str, width: int = 100) -> go.Figure:
     """A blank figure holding one message, in lines of at most `width` characters (a
     plotly annotation does not wrap)."""
-    import textwrap
-
     fig = go.Figure()
     lines = textwrap.wrap(message, width) or [""]
     fig.add_annotation(text="<br>".join(html.escape(line) for line in lines),

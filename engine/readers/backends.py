@@ -64,7 +64,7 @@ from engine.readers.prefix_cache import (
 logger = logging.getLogger(__name__)
 
 API_KEY_VARIABLES = ("FUNNEL_API_KEY", "OPENAI_API_KEY")
-READER_PRECISIONS = (*PRECISION_CHOICES, *ONNX_PRECISIONS[:1])  # auto fp32 bf16 int8
+READER_PRECISIONS = tuple(dict.fromkeys((*PRECISION_CHOICES, *ONNX_PRECISIONS)))  # + int8
 MAX_BATCH = 8  # reader calls decoded together at most (bench/README.md, "The reader's cost")
 
 

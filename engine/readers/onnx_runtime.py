@@ -1,7 +1,7 @@
 """The reader's model in ONNX Runtime: the "onnx" generator backend.
 
-The model is exported once (engine/models/onnx_export.py), int8 by default; prompts are
-rendered, tokenised and decoded greedily by the same code as the torch path
+The model is exported once (engine/models/onnx_export.py), fp32 unless int8 is asked;
+prompts are rendered, tokenised and decoded greedily by the same code as the torch path
 (engine/readers/greedy.py), so the two differ only in the logits they compute. The prompt's
 fixed opening is read once (engine/readers/prefix_cache.py, on this runtime's key/value
 arrays). What it cannot give: attention weights (ONNX Runtime's fused attention returns
@@ -59,6 +59,8 @@ class ORTGenerator(TokenGenerator):
         outputs = [o.name for o in self.session.get_outputs()]
         self._read = ["logits", *(f"present.{i}.{kind}" for i in range(self.layers)
                                   for kind in ("key", "value"))]
+        self._past = [(f"past_key_values.{i}.key", f"past_key_values.{i}.value")
+                      for i in range(self.layers)]
         missing = set(self._read) - set(outputs)
         if missing:
             raise GeneratorError(f"The ONNX model of {model!r} has no outputs "
@@ -100,9 +102,8 @@ class ORTGenerator(TokenGenerator):
 
         feed: dict[str, Any] = {"input_ids": np.array([ids], np.int64),
                                 "attention_mask": np.ones((1, position + len(ids)), np.int64)}
-        for i, layer in enumerate(cache.layers):
-            feed[f"past_key_values.{i}.key"] = layer.keys
-            feed[f"past_key_values.{i}.value"] = layer.values
+        for (keys, values), layer in zip(self._past, cache.layers, strict=True):
+            feed[keys], feed[values] = layer.keys, layer.values
         logits, *present = self.session.run(self._read, feed)
         cache.layers = [ArrayLayer(k, v) for k, v in zip(present[::2], present[1::2],
                                                            strict=True)]
@@ -127,6 +128,5 @@ class ArrayCache:
 
     def update(self, keys: np.ndarray, values: np.ndarray, layer: int) -> None:
         held = self.layers[layer]
-        self.layers[layer] = ArrayLayer(
-            np.ascontiguousarray(np.concatenate([held.keys, keys], axis=2)),
-            np.ascontiguousarray(np.concatenate([held.values, values], axis=2)))
+        self.layers[layer] = ArrayLayer(np.concatenate([held.keys, keys], axis=2),
+                                        np.concatenate([held.values, values], axis=2))

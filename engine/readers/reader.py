@@ -163,9 +163,7 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
         step = _fid_answer(question, passages, pairs, config, purpose, reader.fid)
         return replace(step, capped=capped)
     generator = reader.generator
-    order = repack(len(passages), config.packing)
-    passages = [passages[i] for i in order]
-    pairs = [(pairs[i][0], clip_tokens(pairs[i][1], config.max_passage_tokens)) for i in order]
+    passages, pairs = packed(passages, config)
     template = template or config.prompt
     max_new_tokens = max_new_tokens or config.max_answer_tokens
     built = answer_prompt(template, question, pairs)
@@ -260,6 +258,15 @@ def within_budget(candidates: Sequence[Candidate], max_tokens: int,
         out.append(cand)
         left -= size
     return out
+
+
+def packed(passages: Sequence[Candidate], config: ReaderConfig
+           ) -> tuple[list[Candidate], list[tuple[str, str]]]:
+    """The passages in the prompt's order (`config.packing`), and each one's (title, text)
+    as the prompt reads it (cut to `config.max_passage_tokens`)."""
+    order = [passages[i] for i in repack(len(passages), config.packing)]
+    return order, [(c.unit.title, clip_tokens(c.unit.text, config.max_passage_tokens))
+                   for c in order]
 
 
 def repack(n: int, packing: str) -> list[int]:
