@@ -50,6 +50,17 @@ def run_child(script: Path, *args: str) -> dict:
 TRAIN_FILES = ("hotpotqa/train100.json", "musique/train100.json")
 
 
+CPU_FLAGS_SHOWN = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+
+
+def shown_cpu_flags() -> list[str]:
+    """This CPU's flags that decide a runtime's speed (vector width, int8 dot products,
+    native bf16, AMX): recorded with every figure."""
+    from engine.models.loading import cpu_flags
+
+    return [flag for flag in CPU_FLAGS_SHOWN if flag in cpu_flags()]
+
+
 def training_questions(limit: int = 0) -> list:
     """HotpotQA and MuSiQue train100 questions (the first `limit` of each): defaults are
     chosen on these, never on dev500."""

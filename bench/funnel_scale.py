@@ -82,7 +82,7 @@ def build(n: int) -> dict:
     from engine.index.bm25 import bm25_index
     from engine.index.dense import dense_index, encoder_identity
     from engine.index.vectors import SHARD_TEXTS, VectorStore, text_keys
-    from engine.models.loading import resolve_precision
+    from engine.models.loading import resolve_encoder_precision
     from engine.service.store import process_store
     from engine.units.build import build_units, index_text
 
@@ -95,7 +95,7 @@ def build(n: int) -> dict:
     scale_dir = os.environ.pop("FUNNEL_DATA_DIR")  # the pooled index is in the usual one
     pooled = dense_index(load_corpus("pooled"))
     os.environ["FUNNEL_DATA_DIR"] = scale_dir
-    store = VectorStore(encoder_identity("minilm", resolve_precision("auto")))
+    store = VectorStore(encoder_identity("minilm", resolve_encoder_precision("auto")))
     done = 0
     for rows in synthetic_vectors(corpus, units, pooled, batch=SHARD_TEXTS):
         texts = [index_text(u) for u in units[done:done + len(rows)]]

@@ -38,10 +38,10 @@ def texts(limit: int) -> list[str]:
 def child(mode: str, limit: int) -> dict:
     from engine.index.dense import encode, encoder_identity
     from engine.index.vectors import VectorStore
-    from engine.models.loading import resolve_precision
+    from engine.models.loading import resolve_encoder_precision
 
     todo = texts(limit)
-    precision = resolve_precision("auto")
+    precision = resolve_encoder_precision("auto")
     start = time.perf_counter()
     if mode == "one":
         import torch
@@ -65,13 +65,13 @@ def compare(folders: dict[str, Path], limit: int) -> dict:
 
     from engine.index.dense import encoder_identity
     from engine.index.vectors import VectorStore
-    from engine.models.loading import resolve_precision
+    from engine.models.loading import resolve_encoder_precision
 
     todo = texts(limit)
     vectors = {}
     for mode, folder in folders.items():
         os.environ["FUNNEL_DATA_DIR"] = str(folder)
-        store = VectorStore(encoder_identity("minilm", resolve_precision("auto")))
+        store = VectorStore(encoder_identity("minilm", resolve_encoder_precision("auto")))
         assert not store.missing(todo), f"{mode} left texts unencoded"
         vectors[mode] = store.encode(todo, lambda batch: None)
     cosines = np.sum(vectors["one"] * vectors["ray"], axis=1)

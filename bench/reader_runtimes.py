@@ -30,7 +30,7 @@ import tempfile
 import time
 from dataclasses import replace
 
-from bench.common import dev500_questions, markdown_table, save
+from bench.common import dev500_questions, markdown_table, save, shown_cpu_flags
 from engine.metrics import exact_match, f1_score
 from engine.models.loading import NATIVE_BF16_FLAGS, cpu_flags
 from engine.paths import data_dir
@@ -40,9 +40,6 @@ from engine.readers.reader import ReaderConfig, ReaderModels, answer, packed
 from engine.trace import RunTrace
 
 BASELINE = "torch bf16 + heatmap"
-FLAGS_SHOWN = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
-
-
 class Blind:
     """A generator without its attention: a run that shows no heatmap."""
 
@@ -279,7 +276,7 @@ def report(rows: dict, long_rows: dict, flops: dict, traces, args, wall: float) 
     """Print the table and save the figures (called after each part)."""
     base = [r["answer"] for r in rows[BASELINE]]
     fp32 = [r["answer"] for r in rows["torch fp32"]]
-    flags = sorted(f for f in FLAGS_SHOWN if f in cpu_flags())
+    flags = shown_cpu_flags()
     payload = {"questions": len(traces), "threads": args.threads, "cpu_flags": flags,
                "native_bf16": bool(NATIVE_BF16_FLAGS & cpu_flags()),
                "answer_wall_s": round(wall, 1), "runtimes": {}}

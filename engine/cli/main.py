@@ -148,7 +148,7 @@ def _build(args: argparse.Namespace) -> int:
     from engine.data.corpus import load_corpus
     from engine.errors import check_range
     from engine.index.dense import dense_index, index_kind
-    from engine.models.loading import resolve_precision
+    from engine.models.loading import resolve_encoder_precision
     from engine.units.build import build_units, index_text
 
     check_range("--max-tokens", args.max_tokens, 16, 1000)
@@ -162,7 +162,7 @@ def _build(args: argparse.Namespace) -> int:
         from engine.index.on_ray import encode_on_ray
 
         encoded = encode_on_ray([index_text(u) for u in units], args.encoder,
-                                resolve_precision("auto"), args.ray, args.workers)
+                                resolve_encoder_precision("auto"), args.ray, args.workers)
     index = dense_index(corpus, config, args.encoder, kind=kind)
     seconds = time.perf_counter() - started
     where = f", {encoded:,} encoded on Ray ({args.ray})" if encoded is not None else ""

@@ -39,7 +39,13 @@ from engine.documents import Candidate, Corpus, Unit
 from engine.errors import check_choice, check_range
 from engine.index.query_memo import Recent
 from engine.index.vectors import VectorStore
-from engine.models.loading import ALIASES, load_bi_encoder, resolve, resolve_precision
+from engine.models.loading import (
+    ALIASES,
+    load_bi_encoder,
+    query_precision,
+    resolve,
+    resolve_encoder_precision,
+)
 from engine.progress import LoggedProgress
 from engine.text import count_tokens
 from engine.units.build import UnitConfig, build_units, index_text, units_fingerprint
@@ -57,13 +63,15 @@ MAX_K = 10_000
 # 8 / 16 / 32 / 128 reached 0.35 / 0.54 / 0.79 / 0.84 of that. 64 and 128 were within
 # noise of each other across runs. Not in the cache key: it changes speed, not the vectors.
 DEFAULT_BATCH_SIZE = 64
-# bf16 where the CPU multiplies it natively, fp32 elsewhere (engine.models.loading
-# `resolve_precision`): bench/dense_precision.py, figures in bench/README.md.
+# bf16 where the CPU multiplies it natively, fp32 through ONNX Runtime elsewhere
+# (engine.models.loading `resolve_encoder_precision`): bench/dense_precision.py and
+# bench/encoder_runtimes.py, figures in bench/README.md.
 DEFAULT_PRECISION = "auto"
 # building the pooled passage index (35,297 passages, 2,367,137 engine tokens) took 318 s
-# in bf16 and 688 s in fp32 on this machine's 2 cores (bench/results/dense_precision.json):
-# what `build_seconds` estimates a build from
-ENCODE_TOKENS_PER_SECOND = {"bf16": 7_400.0, "fp32": 3_400.0}
+# in bf16 (torch), 533 s in fp32 and 255 s in int8 (ONNX Runtime) on this machine's 2
+# cores (bench/dense_precision.py, bench/encoder_runtimes.py): what `build_seconds`
+# estimates a build from
+ENCODE_TOKENS_PER_SECOND = {"bf16": 7_400.0, "fp32": 4_400.0, "int8": 9_300.0}
 INDEX_FILE = "faiss.index"
 VECTORS_FILE = "vectors.npy"  # an approximate index's exact vectors, memory-mapped
 RECALL_FILE = "recall.json"
@@ -216,10 +224,14 @@ def encode(texts: list[str], model: str = "minilm", batch_size: int = DEFAULT_BA
     """Embeddings of `texts` by the bi-encoder `model`, L2-normalised, float32, C-ordered.
 
     `queries` picks the model's query prompt instead of its document prompt (MiniLM has
-    neither, so both give the same vectors for it). `precision` is the weights' ("bf16"
-    encodes in bfloat16); vectors are normalised in float32 either way.
+    neither, so both give the same vectors for it), and the precision queries are encoded
+    in (engine.models.loading `query_precision`). `precision` is the documents' ("auto":
+    `resolve_encoder_precision`); vectors are normalised in float32 either way.
     """
-    return encode_with(load_bi_encoder(model, precision), texts, batch_size,  # "auto" resolved
+    precision = resolve_encoder_precision(precision)
+    if queries:
+        precision = query_precision(model, precision)
+    return encode_with(load_bi_encoder(model, precision), texts, batch_size,
                        queries=queries, show_progress=show_progress)
 
 
@@ -256,7 +268,7 @@ def model_identity(model: str) -> dict:
 def encoder_identity(model: str, precision: str) -> dict:
     """What names an encoder's vectors: its weights (`model_identity`) and the precision
     they were encoded in ("auto" resolved)."""
-    return {**model_identity(model), "precision": resolve_precision(precision)}
+    return {**model_identity(model), "precision": resolve_encoder_precision(precision)}
 
 
 def _config_sha256(folder: Path) -> str | None:
@@ -415,14 +427,14 @@ def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
         model: a bi-encoder alias ("minilm"), local path or hub id.
         batch_size: encoding batch size when building (speed only; not in the cache key).
         progress: called as `progress(done, total)` while building (not when loading).
-        precision: of the encoder's weights while encoding ("fp32", "bf16", or "auto":
-            bf16 where the CPU has native bf16 units).
+        precision: the encoder's while encoding ("fp32", "bf16", "int8", or "auto":
+            `resolve_encoder_precision`).
         kind: "exact", "hnsw" (approximate), or "auto": exact below APPROXIMATE_FROM units.
 
     Raises:
         ResourceMissingError: the model cannot be found or loaded.
     """
-    precision = resolve_precision(precision)
+    precision = resolve_encoder_precision(precision)
     units = build_units(corpus, config)
     kind = index_kind(kind, len(units))
     key = _cache_key(corpus, config, units, model, precision, kind)
@@ -439,7 +451,7 @@ def build_seconds(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
     """About how long `dense_index(corpus, config, model)` takes here: 0 when its cache
     exists, else the encoding of the texts no earlier build encoded at `encoding_rate`
     (the rest only loads)."""
-    precision = resolve_precision(precision)
+    precision = resolve_encoder_precision(precision)
     units = build_units(corpus, config)
     kind = index_kind(kind, len(units))
     if existing_entry("dense", _cache_key(corpus, config, units, model, precision, kind)):

@@ -14,6 +14,7 @@ Models are process-global (loaded once, `lru_cache`); heavy imports happen insid
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import weakref
@@ -113,11 +114,48 @@ def resolve_precision(precision: str, flags: frozenset[str] | None = None) -> st
     return "bf16" if NATIVE_BF16_FLAGS & (cpu_flags() if flags is None else flags) else "fp32"
 
 
+ENCODER_PRECISIONS = ("fp32", "bf16", "int8")
+ENCODER_PRECISION_ENV = "FUNNEL_ENCODER_PRECISION"
+
+
+def resolve_encoder_precision(precision: str = "auto",
+                              flags: frozenset[str] | None = None) -> str:
+    """The bi-encoder's precision: `precision` when it names one of ENCODER_PRECISIONS;
+    "auto" is $FUNNEL_ENCODER_PRECISION when set, else what `resolve_precision` picks for
+    this CPU. fp32 and int8 run in ONNX Runtime, bf16 in torch (engine.models.onnx_encoder).
+    Vectors are stored by the resolved precision."""
+    if precision == "auto":
+        precision = os.environ.get(ENCODER_PRECISION_ENV, "").strip() or "auto"
+        check_choice(f"${ENCODER_PRECISION_ENV}", precision, ("auto", *ENCODER_PRECISIONS))
+    else:
+        check_choice("encoder precision", precision, ("auto", *ENCODER_PRECISIONS))
+    return resolve_precision(precision, flags) if precision == "auto" else precision
+
+
+def query_precision(name: str, precision: str) -> str:
+    """The precision `name` encodes a query in when its documents are in `precision`
+    (resolved): bf16 documents get fp32 queries through ONNX Runtime, others their own.
+    One query at a time, ONNX Runtime fp32 took 5.7 ms against torch bf16's 8.1 ms, and the
+    training questions' AR@4 stayed the same (bench/README.md, "Fast on any CPU")."""
+    from engine.models.encoders import known_encoders
+
+    if precision == "bf16" and name not in known_encoders() and onnx_installed():
+        return "fp32"
+    return precision
+
+
+def onnx_installed() -> bool:
+    """Whether ONNX Runtime can be imported here (without importing it)."""
+    from importlib.util import find_spec
+
+    return find_spec("onnxruntime") is not None
+
+
 def load_bi_encoder(name: str = "minilm", precision: str = "auto") -> SentenceTransformer:
     """A sentence-transformers bi-encoder on the CPU (or a plugin's encoder of that name,
-    engine.models.encoders), its weights in `precision` (see `resolve_precision`); one per
-    name and precision for the whole process."""
-    return _bi_encoder(name, resolve_precision(precision))
+    engine.models.encoders) in `precision` (see `resolve_encoder_precision`); one per name
+    and precision for the whole process."""
+    return _bi_encoder(name, resolve_encoder_precision(precision))
 
 
 @lru_cache(maxsize=4)
@@ -127,6 +165,19 @@ def _bi_encoder(name: str, precision: str) -> SentenceTransformer:
     plugin = known_encoders().get(name)
     if plugin is not None:
         return plugin.load(precision)
+    if precision != "bf16":
+        from engine.models.onnx_encoder import onnx_bi_encoder
+
+        if precision == "int8" or onnx_installed():
+            try:
+                return onnx_bi_encoder(name, precision)
+            except ResourceMissingError:
+                raise
+            except Exception as err:  # noqa: BLE001 - an exporter fails in many ways
+                if precision == "int8":
+                    raise
+                logger.warning("Encoding with %s in torch: its ONNX export failed (%s)",
+                               name, err)
     import torch
     from sentence_transformers import SentenceTransformer
 

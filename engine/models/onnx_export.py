@@ -26,7 +26,7 @@ from pathlib import Path
 
 from engine.cache import load_or_build
 from engine.errors import ConfigError, EngineError, ResourceMissingError
-from engine.models.loading import resolve
+from engine.models.loading import ALIASES, resolve
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def onnx_model_dir(model: str, precision: str) -> Path:
         raise ConfigError(f"ONNX precision {precision!r} is not one of "
                           f"{', '.join(ONNX_PRECISIONS)}.")
     source = checkpoint_folder(model)
-    key = {"source": _fingerprint(source), "precision": precision,
+    key = {"source": fingerprint(source), "precision": precision,
            "tools": _versions(), "version": EXPORT_VERSION}
     return load_or_build("onnx", key, lambda folder: export(source, folder, precision),
                          _checked)
@@ -62,12 +62,12 @@ def checkpoint_folder(model: str) -> Path:
     except Exception as err:  # noqa: BLE001 - the hub's own errors vary by version
         logger.debug("no local snapshot of %r: %s", model, err)
         raise ResourceMissingError(
-            f"Cannot export model {model!r} to ONNX: it is neither an alias (smollm2) nor a "
-            "local folder, and no copy of it is in the local Hugging Face cache. Give a "
-            "folder, or download the model first.") from None
+            f"Cannot export model {model!r} to ONNX: it is neither an alias "
+            f"({', '.join(ALIASES)}) nor a local folder, and no copy of it is in the local "
+            "Hugging Face cache. Give a folder, or download the model first.") from None
 
 
-def _fingerprint(folder: Path) -> dict:
+def fingerprint(folder: Path) -> dict:
     files = sorted(p for p in folder.iterdir() if p.suffix in _WEIGHT_SUFFIXES)
     return {"folder": str(folder.resolve()),
             "files": {p.name: p.stat().st_size for p in files},
@@ -113,10 +113,13 @@ def export(source: Path, folder: Path, precision: str) -> None:
     shutil.rmtree(folder / "builder-cache", ignore_errors=True)
 
 
-def quantise(source: Path, target: Path, exclude: tuple[str, ...] = ()) -> None:
-    """int8 weights per output channel of every MatMul but the nodes named in `exclude`,
+def quantise(source: Path, target: Path, exclude: tuple[str, ...] = (),
+             op_types: tuple[str, ...] | None = ("MatMul",)) -> None:
+    """int8 weights per output channel of every node of `op_types` (None: every type the
+    quantiser knows, fused attention included) but the nodes named in `exclude`,
     activations quantised on the fly (one scale per tensor). The quantiser logs a line per
     tensor on the root logger at INFO, and advice at WARNING: both held back here."""
+    from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     root = logging.getLogger()
@@ -124,8 +127,10 @@ def quantise(source: Path, target: Path, exclude: tuple[str, ...] = ()) -> None:
     root.setLevel(max(level, logging.ERROR))
     try:
         quantize_dynamic(source, target, weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul"], nodes_to_exclude=list(exclude),
-                         use_external_data_format=True)
+                         op_types_to_quantize=list(op_types) if op_types else None,
+                         nodes_to_exclude=list(exclude), use_external_data_format=True,
+                         # fused nodes (com.microsoft) defeat ONNX's shape inference
+                         extra_options={"DefaultTensorType": TensorProto.FLOAT})
     finally:
         root.setLevel(level)
 

@@ -66,6 +66,7 @@ def encoder_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
     from engine.index.dense import recall_note
     from engine.index.vectors import VectorStore
     from engine.models.encoders import known_encoders
+    from engine.models.packaged import minilm_path
 
     # the packaged one and every plugin's, listed even before they build anything
     built: dict[str, list[str]] = {name: [] for name in ("minilm", *known_encoders())}
@@ -90,6 +91,14 @@ def encoder_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
             continue  # another format version's store
         built.setdefault(_encoder_name(identity), []).append(
             f"{texts:,} texts' vectors stored ({identity.get('precision', '?')})")
+    try:
+        packaged = str(minilm_path().resolve())
+    except ResourceMissingError:
+        packaged = ""
+    for folder, key in _manifests("onnx-encoder"):
+        source = key.get("source", {}).get("folder", "?")
+        built.setdefault("minilm" if source == packaged else source, []).append(
+            f"ONNX Runtime export ({key.get('precision', '?')}): {folder}")
     rows = []
     for name, things in built.items():
         source, status = _source("minilm" if name == "minilm" else name)

@@ -118,12 +118,12 @@ class Store:
         if corpus.fingerprint not in self._ray:
             return 0
         from engine.index.on_ray import encode_on_ray
-        from engine.models.loading import resolve_precision
+        from engine.models.loading import resolve_encoder_precision
         from engine.units.build import build_units, index_text
 
         address, workers = self._ray[corpus.fingerprint]
         texts = [index_text(u) for u in build_units(corpus, config)]
-        return encode_on_ray(texts, model, resolve_precision("auto"), address, workers,
+        return encode_on_ray(texts, model, resolve_encoder_precision("auto"), address, workers,
                              progress=progress)
 
     def _standing_in(self, dense_key: tuple) -> bool:
