@@ -16,7 +16,9 @@ Indexes, each searched one query at a time on one thread:
 Per setting: recall@100 (mean over queries), median and p90 ms (re-scoring included), the
 index's own bytes; build seconds (two threads) and the process's peak memory.
 
-    python -m bench.ann_million [--documents 1000000] [--skip-hnsw] [--usearch]
+    python -m bench.ann_million [--documents 1000000] [--hnsw 32:40 64:80 ...]
+        [--hnsw-ef 400 800 1600] [--ivf-lists 4096 8192] [--ivf-probes 8 16 32 64]
+        [--binary] [--usearch 100 200 400]
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ IVF_LISTS = (4096, 8192)
 IVF_PROBES = (8, 16, 32, 64)
 RESCORED = (200, 400)
 USEARCH_EF = (100, 200, 400)
+BINARY_DEPTHS = (1000, 2000, 4000)
 
 
 def vectors(n: int) -> np.memmap:
@@ -113,32 +116,45 @@ def rescored(matrix: np.ndarray, candidates: np.ndarray, query: np.ndarray) -> n
     return candidates[np.argsort(-scores)[:K]]
 
 
-def hnsw_rows(matrix, sets: dict) -> list[dict]:
+def hnsw_rows(matrix, sets: dict, links: int, construction: int,
+              sweep: tuple[int, ...]) -> list[dict]:
+    """faiss HNSW over SQ8 vectors (the engine's `_hnsw`, with `links` and `construction`
+    in place of HNSW_M and HNSW_EF_CONSTRUCTION), its `sweep` candidates re-scored exactly
+    as `DenseIndex.top` does."""
     import faiss
 
-    from engine.index.dense import _hnsw  # noqa: PLC2701 - today's index, built as it is
+    from engine.index import dense
 
-    start = time.perf_counter()
-    index = _hnsw(matrix)
-    built = time.perf_counter() - start
+    saved = dense.HNSW_M, dense.HNSW_EF_CONSTRUCTION
+    dense.HNSW_M, dense.HNSW_EF_CONSTRUCTION = links, construction
+    try:
+        start = time.perf_counter()
+        index = dense._hnsw(matrix)  # noqa: SLF001 - the engine's index, built as it is
+        built = time.perf_counter() - start
+    finally:
+        dense.HNSW_M, dense.HNSW_EF_CONSTRUCTION = saved
     rows = []
     faiss.omp_set_num_threads(1)
-    for ef in HNSW_EF:
+    for ef in sweep:
         index.hnsw.efSearch = ef
         for name, (queries, truth) in sets.items():
-            got = timed_search(lambda q: index.search(q[None], K)[1][0], queries, truth)
-            rows.append({"index": "hnsw-sq8 M=32", "setting": f"efSearch {ef}",
+            got = timed_search(lambda q, e=ef: rescored(matrix, index.search(q[None], e)[1][0],
+                                                        q), queries, truth)
+            logging.info("hnsw M=%d efC=%d ef %d %s: %s", links, construction, ef, name, got)
+            rows.append({"index": f"hnsw-sq8 M={links} efC={construction}",
+                         "setting": f"efSearch {ef}, re-score {ef}",
                          "questions": name, **got, "build s": round(built),
                          "index MiB": round(faiss.serialize_index(index).nbytes / 2**20)})
     faiss.omp_set_num_threads(2)
     return rows
 
 
-def ivf_rows(matrix, sets: dict) -> list[dict]:
+def ivf_rows(matrix, sets: dict, lists_tried: tuple[int, ...],
+             probes_tried: tuple[int, ...]) -> list[dict]:
     import faiss
 
     rows = []
-    for lists in IVF_LISTS:
+    for lists in lists_tried:
         start = time.perf_counter()
         quantiser = faiss.IndexFlatIP(DIM)
         index = faiss.IndexIVFScalarQuantizer(quantiser, DIM, lists,
@@ -153,7 +169,7 @@ def ivf_rows(matrix, sets: dict) -> list[dict]:
         built = time.perf_counter() - start
         size = round(faiss.serialize_index(index).nbytes / 2**20)
         faiss.omp_set_num_threads(1)
-        for probes in IVF_PROBES:
+        for probes in probes_tried:
             index.nprobe = probes
             for depth in RESCORED:
                 for name, (queries, truth) in sets.items():
@@ -169,7 +185,32 @@ def ivf_rows(matrix, sets: dict) -> list[dict]:
     return rows
 
 
-def usearch_rows(matrix, sets: dict) -> list[dict]:
+def binary_rows(matrix, sets: dict) -> list[dict]:
+    """Sign bits of every vector (48 bytes each) scanned exactly by Hamming distance, the
+    best `depth` re-scored against the fp32 vectors."""
+    import faiss
+
+    start = time.perf_counter()
+    index = faiss.IndexBinaryFlat(DIM)
+    for first in range(0, len(matrix), 131_072):
+        index.add(np.packbits(np.asarray(matrix[first:first + 131_072]) > 0, axis=1))
+    built = time.perf_counter() - start
+    rows = []
+    faiss.omp_set_num_threads(1)
+    for depth in BINARY_DEPTHS:
+        for name, (queries, truth) in sets.items():
+            got = timed_search(
+                lambda q, d=depth: rescored(
+                    matrix, index.search(np.packbits(q > 0)[None], d)[1][0], q),
+                queries, truth)
+            rows.append({"index": "binary (sign bits)", "setting": f"re-score {depth}",
+                         "questions": name, **got, "build s": round(built),
+                         "index MiB": round(index.ntotal * DIM / 8 / 2**20)})
+    faiss.omp_set_num_threads(2)
+    return rows
+
+
+def usearch_rows(matrix, sets: dict, sweep: tuple[int, ...]) -> list[dict]:
     from usearch.index import Index
 
     start = time.perf_counter()
@@ -179,7 +220,7 @@ def usearch_rows(matrix, sets: dict) -> list[dict]:
         index.add(np.arange(first, first + len(block)), block, threads=2)
     built = time.perf_counter() - start
     rows = []
-    for ef in USEARCH_EF:
+    for ef in sweep:
         index.expansion_search = ef
         for name, (queries, truth) in sets.items():
             got = timed_search(lambda q: np.asarray(index.search(q, K, threads=1).keys,
@@ -194,8 +235,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--documents", type=int, default=1_000_000)
-    parser.add_argument("--skip-hnsw", action="store_true")
-    parser.add_argument("--usearch", action="store_true")
+    parser.add_argument("--hnsw", nargs="*", default=["32:40"], metavar="M:EFC",
+                        help="HNSW graphs to build (links:efConstruction); none to skip")
+    parser.add_argument("--hnsw-ef", type=int, nargs="+", default=list(HNSW_EF))
+    parser.add_argument("--ivf-lists", type=int, nargs="*", default=list(IVF_LISTS))
+    parser.add_argument("--ivf-probes", type=int, nargs="+", default=list(IVF_PROBES))
+    parser.add_argument("--binary", action="store_true")
+    parser.add_argument("--usearch", type=int, nargs="*", default=[], metavar="EXPANSION",
+                        help="usearch's expansion_search values (none: skip usearch)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     import faiss
@@ -210,11 +257,14 @@ def main() -> None:
     for name, found in (("train", training_questions()), ("dev500", dev500_questions(200))):
         queries = encode([q.text for q in found], queries=True)
         sets[name] = (queries, exact_top(matrix, queries))
-    rows = ivf_rows(matrix, sets)
-    if not args.skip_hnsw:
-        rows += hnsw_rows(matrix, sets)
+    rows = ivf_rows(matrix, sets, tuple(args.ivf_lists), tuple(args.ivf_probes))
+    if args.binary:
+        rows += binary_rows(matrix, sets)
+    for graph in args.hnsw:
+        links, construction = (int(x) for x in graph.split(":"))
+        rows += hnsw_rows(matrix, sets, links, construction, tuple(args.hnsw_ef))
     if args.usearch:
-        rows += usearch_rows(matrix, sets)
+        rows += usearch_rows(matrix, sets, tuple(args.usearch))
     report = {"documents": args.documents, "passages": len(matrix),
               "vectors s": round(made), "cpu_flags": shown_cpu_flags(),
               "peak MiB": round(peak_rss_mb()), "rows": rows}

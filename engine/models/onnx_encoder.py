@@ -4,7 +4,7 @@ tokeniser, prompts, length-sorted batches, pooling, progress bars) stays
 sentence-transformers' own, so the vectors are the model's vectors.
 
 The export, once per checkpoint, precision and tool versions (cached through
-`load_or_build`, ~15 s for MiniLM):
+`load_or_build`, ~5 s for MiniLM):
 1. `torch.onnx.export` of the transformer with eager attention: the pattern ONNX Runtime's
    optimizer recognises (the SDPA export leaves the attention unfused).
 2. BERT-family graphs are optimised by `onnxruntime.transformers.optimizer`: fused
@@ -124,7 +124,7 @@ def export(model: SentenceTransformer, folder: Path, precision: str) -> None:
 
     transformer = model[0].model
     model_type = transformer.config.model_type
-    logger.info("Exporting the %s encoder to ONNX (%s; once, ~15 s)", model_type, precision)
+    logger.info("Exporting the %s encoder to ONNX (%s; once, ~5 s)", model_type, precision)
     plain = folder / "plain.onnx"
     probe = model[0].tokenizer(["hello world", "a longer probe sentence"], padding=True,
                                return_tensors="pt")
