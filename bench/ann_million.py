@@ -8,8 +8,9 @@ MiniLM query vectors of the HotpotQA and MuSiQue train100 questions (where a set
 chosen) and of the first 200 dev500 questions (reported). Truth: the exact top 100 of each.
 
 Indexes, each searched one query at a time on one thread:
-  hnsw-sq8   today's: faiss HNSW over 8-bit scalar-quantised vectors (M=32, efC=40),
-             efSearch swept
+  hnsw-sq8   the engine's: faiss HNSW over 8-bit scalar-quantised vectors (`--hnsw`
+             names the graphs' M and efConstruction), efSearch swept, its candidates
+             re-scored exactly as `DenseIndex.top` does
   ivf-sq8    faiss IVF over 8-bit scalar-quantised vectors, nprobe swept, then the best k'
              candidates re-scored exactly against the memory-mapped fp32 vectors
   usearch    usearch's own HNSW over i8 vectors (with --usearch; `pip install usearch`)
