@@ -74,6 +74,30 @@ def retrieval(corpus, questions, index) -> dict:
             "gold_recall@4": round(statistics.fmean(gold), 3), "tops": tops}
 
 
+def pooled_indexes(precisions, report: dict) -> tuple:
+    """The pooled corpus and its dense passage index in each of `precisions` (built or
+    loaded); each one's seconds go into `report` as "index_seconds_<precision>"."""
+    corpus = load_corpus("pooled")
+    units = UnitConfig("passages", chunker=Chunker(100))
+    built = {}
+    for precision in precisions:
+        start = time.perf_counter()
+        built[precision] = dense_index(corpus, units, precision=precision)
+        report[f"index_seconds_{precision}"] = round(time.perf_counter() - start, 1)
+    return corpus, built
+
+
+def question_sets() -> dict[str, list]:
+    """QUESTION_SETS' questions by set name."""
+    sets = {}
+    for name, files in QUESTION_SETS.items():
+        sets[name] = []
+        for path, limit in files:
+            found = read_dataset(shared_data_dir() / path).questions
+            sets[name] += found[:limit] if limit else found
+    return sets
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -100,19 +124,9 @@ def main() -> None:
     print(f"\ncosine(fp32, bf16) per passage: min {speed['cosine_min']}, mean "
           f"{speed['cosine_mean']}")
     if not args.skip_retrieval:
-        corpus = load_corpus("pooled")
-        units = UnitConfig("passages", chunker=Chunker(100))
-        built = {}
-        for precision in PRECISIONS:
-            start = time.perf_counter()
-            built[precision] = dense_index(corpus, units, precision=precision)
-            report[f"index_seconds_{precision}"] = round(time.perf_counter() - start, 1)
+        corpus, built = pooled_indexes(PRECISIONS, report)
         rows, results = [], {}
-        for name, files in QUESTION_SETS.items():
-            questions = []
-            for path, limit in files:
-                found = read_dataset(shared_data_dir() / path).questions
-                questions += found[:limit] if limit else found
+        for name, questions in question_sets().items():
             by = {p: retrieval(corpus, questions, built[p]) for p in PRECISIONS}
             same = np.mean([a == b for a, b in zip(by["fp32"]["tops"], by["bf16"]["tops"],
                                                     strict=True)])

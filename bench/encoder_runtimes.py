@@ -28,15 +28,10 @@ import time
 import numpy as np
 
 from bench.common import markdown_table, percentile, save, shown_cpu_flags, training_questions
-from bench.dense_precision import QUESTION_SETS, retrieval
+from bench.dense_precision import pooled_indexes, question_sets, retrieval
 from bench.dense_throughput import sample_texts
-from engine.data.corpus import load_corpus
-from engine.data.loaders import read_dataset
-from engine.index.dense import dense_index, encode_with
+from engine.index.dense import encode_with
 from engine.models.loading import from_pretrained, load_bi_encoder, resolve
-from engine.paths import shared_data_dir
-from engine.units.build import UnitConfig
-from engine.units.chunking import Chunker
 
 RUNTIMES = ("torch fp32", "torch bf16", "onnx fp32", "onnx int8")
 INDEXED = ("fp32", "bf16", "int8")  # the precisions an index is built in (fp32: onnx)
@@ -86,19 +81,9 @@ def query_ms(models: dict, queries: list[str]) -> dict:
 
 def retrieval_table(report: dict) -> list[list]:
     """AR@1..4 per question set and precision (the index of each built or loaded)."""
-    corpus = load_corpus("pooled")
-    units = UnitConfig("passages", chunker=Chunker(100))
-    built = {}
-    for precision in INDEXED:
-        start = time.perf_counter()
-        built[precision] = dense_index(corpus, units, precision=precision)
-        report[f"index_seconds_{precision}"] = round(time.perf_counter() - start, 1)
+    corpus, built = pooled_indexes(INDEXED, report)
     rows, results = [], {}
-    for name, files in QUESTION_SETS.items():
-        questions = []
-        for path, limit in files:
-            found = read_dataset(shared_data_dir() / path).questions
-            questions += found[:limit] if limit else found
+    for name, questions in question_sets().items():
         by = {p: retrieval(corpus, questions, built[p]) for p in INDEXED}
         results[name] = {}
         for p in INDEXED:
