@@ -13,6 +13,8 @@ from pathlib import Path
 from textwrap import shorten
 
 from app.ui import build_app, serve
+from engine.errors import ConfigError
+from engine.models.loading import resolve_encoder_precision
 from engine.service.explorer import Explorer
 from engine.service.otel import tracing_from
 from engine.service.preparation import Preparation
@@ -89,6 +91,10 @@ def main() -> None:
     root = Path(args.corpus_root) if args.corpus_root else None
     if root is not None and not root.is_dir():
         parser.error(f"--corpus-root {args.corpus_root!r} is not a folder")
+    try:  # a typo in the environment is named now, not at the first question
+        resolve_encoder_precision()
+    except ConfigError as err:
+        parser.error(str(err))
     configure_logging()
     # a first start fetches the QA data that is missing before anything else
     preparation = Preparation(args.corpus, fetch_data=True).start()

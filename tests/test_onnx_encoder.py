@@ -158,3 +158,15 @@ def test_the_models_view_lists_the_exports(fresh_encoders):
     loading.load_bi_encoder("minilm", "fp32")
     minilm = next(row for row in encoder_rows({}) if row.name == "minilm")
     assert any(thing.startswith("ONNX Runtime export (fp32): ") for thing in minilm.built)
+
+
+def test_the_app_names_a_wrong_encoder_precision_at_start(monkeypatch, capsys):
+    from app import main as app_main
+
+    monkeypatch.setenv(loading.ENCODER_PRECISION_ENV, "fp8")
+    monkeypatch.setattr("sys.argv", ["app.py"])
+    monkeypatch.setattr(app_main, "Preparation", None)  # never reached
+    with pytest.raises(SystemExit) as stopped:
+        app_main.main()
+    assert stopped.value.code == 2
+    assert "FUNNEL_ENCODER_PRECISION 'fp8'" in capsys.readouterr().err
