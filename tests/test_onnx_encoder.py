@@ -158,6 +158,9 @@ def test_the_models_view_lists_the_exports(fresh_encoders):
     loading.load_bi_encoder("minilm", "fp32")
     minilm = next(row for row in encoder_rows({}) if row.name == "minilm")
     assert any(thing.startswith("ONNX Runtime export (fp32): ") for thing in minilm.built)
+    documents = loading.resolve_encoder_precision()
+    assert f"; encodes documents in {documents}, " in minilm.status
+    assert "queries in fp32, ONNX Runtime" in minilm.status or documents == "int8"
 
 
 def test_the_app_names_a_wrong_encoder_precision_at_start(monkeypatch, capsys):

@@ -102,6 +102,8 @@ def encoder_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
     rows = []
     for name, things in built.items():
         source, status = _source("minilm" if name == "minilm" else name)
+        if name == "minilm":
+            status = f"{status}; {_runtimes(name)}"
         rows.append(ModelRow("encoder", name, source, status, tuple(things),
                              "bi_encoder (every paradigm)"))
     rows.append(ModelRow("encoder", "a folder or hub id", "your own",
@@ -109,6 +111,18 @@ def encoder_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
                          "built on first use, with a time estimate measured on its own "
                          "encoding speed", (), "bi_encoder (every paradigm)"))
     return rows
+
+
+def _runtimes(name: str) -> str:
+    """How `name` encodes here: documents and queries, each in its precision and runtime."""
+    from engine.models.loading import query_precision, resolve_encoder_precision
+
+    def runtime(precision: str) -> str:
+        return f"{precision}, {'torch' if precision == 'bf16' else 'ONNX Runtime'}"
+
+    documents = resolve_encoder_precision()
+    return (f"encodes documents in {runtime(documents)}; queries in "
+            f"{runtime(query_precision(name, documents))} ($FUNNEL_ENCODER_PRECISION)")
 
 
 def _rows(keys_file: Path) -> int:
