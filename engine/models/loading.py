@@ -124,11 +124,11 @@ def resolve_encoder_precision(precision: str = "auto",
     "auto" is $FUNNEL_ENCODER_PRECISION when set, else what `resolve_precision` picks for
     this CPU. fp32 and int8 run in ONNX Runtime, bf16 in torch (engine.models.onnx_encoder).
     Vectors are stored by the resolved precision."""
+    named_by = "encoder precision"
     if precision == "auto":
         precision = os.environ.get(ENCODER_PRECISION_ENV, "").strip() or "auto"
-        check_choice(f"${ENCODER_PRECISION_ENV}", precision, ("auto", *ENCODER_PRECISIONS))
-    else:
-        check_choice("encoder precision", precision, ("auto", *ENCODER_PRECISIONS))
+        named_by = f"${ENCODER_PRECISION_ENV}"
+    check_choice(named_by, precision, ("auto", *ENCODER_PRECISIONS))
     return resolve_precision(precision, flags) if precision == "auto" else precision
 
 

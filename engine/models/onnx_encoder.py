@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from engine.cache import load_or_build
 from engine.errors import EngineError, ResourceMissingError
 from engine.models.loading import from_pretrained, onnx_installed, resolve
-from engine.models.onnx_export import checkpoint_folder, fingerprint, quantise
+from engine.models.onnx_export import checkpoint_folder, fingerprint, held_back, quantise
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -40,7 +38,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 EXPORT_VERSION = 1
-ONNX_ENCODER_PRECISIONS = ("fp32", "int8")
 INSTALL = "pip install onnxruntime==1.32.0 onnx==1.23.2"
 SAME_COSINE = 0.9999
 INT8_COSINE = 0.95
@@ -169,27 +166,13 @@ def _hidden_states(transformer: Any, names: list[str]) -> Any:
 def _fuse(source: Path, target: Path, config: Any) -> None:
     from onnxruntime.transformers import optimizer
 
-    with _quiet("onnx_model", "onnx_model_bert", "fusion_base"):  # a line per fusion
+    with held_back(logging.WARNING, "onnx_model", "onnx_model_bert", "fusion_base"):
         fused = optimizer.optimize_model(str(source), model_type="bert",
                                          num_heads=config.num_attention_heads,
                                          hidden_size=config.hidden_size)
         logger.info("ONNX encoder fusions: %s",
                     {k: v for k, v in fused.get_fused_operator_statistics().items() if v})
         fused.save_model_to_file(str(target))
-
-
-@contextmanager
-def _quiet(*names: str) -> Iterator[None]:
-    """Hold the loggers `names` at WARNING meanwhile."""
-    loggers = [logging.getLogger(name) for name in names]
-    levels = [each.level for each in loggers]
-    for each in loggers:
-        each.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for each, level in zip(loggers, levels, strict=True):
-            each.setLevel(level)
 
 
 def _check(model: SentenceTransformer, path: Path, precision: str) -> None:

@@ -21,6 +21,8 @@ import logging
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
@@ -122,17 +124,27 @@ def quantise(source: Path, target: Path, exclude: tuple[str, ...] = (),
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(max(level, logging.ERROR))
-    try:
+    with held_back(logging.ERROR, ""):
         quantize_dynamic(source, target, weight_type=QuantType.QInt8, per_channel=True,
                          op_types_to_quantize=list(op_types) if op_types else None,
                          nodes_to_exclude=list(exclude), use_external_data_format=True,
                          # fused nodes (com.microsoft) defeat ONNX's shape inference
                          extra_options={"DefaultTensorType": TensorProto.FLOAT})
+
+
+@contextmanager
+def held_back(level: int, *names: str) -> Iterator[None]:
+    """Hold the loggers `names` ("" for the root logger) at `level` or above meanwhile:
+    ONNX Runtime's tools log a line per tensor or fusion."""
+    loggers = [logging.getLogger(name or None) for name in names]
+    levels = [each.level for each in loggers]
+    for each, was in zip(loggers, levels, strict=True):
+        each.setLevel(max(was, level))
+    try:
+        yield
     finally:
-        root.setLevel(level)
+        for each, was in zip(loggers, levels, strict=True):
+            each.setLevel(was)
 
 
 def last_position_logits(path: Path) -> None:
