@@ -66,16 +66,16 @@ def test_wiki_answers_the_seurat_question():
 
 def test_index_key_follows_the_unit_texts(tiny_corpus, data_dir, monkeypatch):
     """Changing how units are made (here: the chunker's output) must not reuse an index."""
-    import engine.units.build
+    import engine.index.bm25
 
     config = UnitConfig("passages", chunker=Chunker(max_tokens=10))
     bm25_index(tiny_corpus, config)
-    original = engine.units.build.passage_units
+    original = engine.index.bm25.build_units
 
-    def shouted(documents, chunker):
-        return tuple(replace(u, text=u.text.upper()) for u in original(documents, chunker))
+    def shouted(corpus, config):
+        return tuple(replace(u, text=u.text.upper()) for u in original(corpus, config))
 
-    monkeypatch.setattr(engine.units.build, "passage_units", shouted)
+    monkeypatch.setattr(engine.index.bm25, "build_units", shouted)
     bm25_index(tiny_corpus, config)
     assert len(list((data_dir / "cache" / "bm25").iterdir())) == 2
 

@@ -317,3 +317,41 @@ def test_invariants_hold_on_wikipedia_summaries(
             assert p.end in ends, (document.id, p.id)
         if overlap == 0:
             assert sum(p.n_tokens for p in passages) == count_tokens(document.text)
+
+
+def test_a_corpus_passages_are_spans_that_read_as_the_chunker_splits(tiny_corpus, data_dir):
+    """The corpus's passage units hold (document, start, end) rows, not texts; every unit read
+    from them is the one `Chunker.split` makes, and ids map back to rows without a dict."""
+    from engine.units.build import UnitConfig, build_units, units_fingerprint
+    from engine.units.lazy import PassageUnits
+
+    chunker = Chunker(max_tokens=10, overlap=3)
+    units = build_units(tiny_corpus, UnitConfig("passages", chunker))
+    made = tuple(
+        (p.id, d.title, p.text, (d.id,), (p.start, p.end))
+        for d in tiny_corpus.documents for p in chunker.split(d))
+    assert isinstance(units, PassageUnits) and len(units) == len(made) > len(tiny_corpus)
+    assert [(u.id, u.title, u.text, u.doc_ids, u.span) for u in units] == list(made)
+    assert units[-1] == units[len(units) - 1] and units[1:3] == (units[1], units[2])
+    assert units == tuple(units) and units != tuple(units)[:-1]
+    with pytest.raises(IndexError):
+        units[len(units)]  # noqa: B018
+    rows = units.row_of
+    assert all(rows[u.id] == n for n, u in enumerate(units))
+    last = tiny_corpus.documents[-1].id
+    count = sum(1 for u in units if u.doc_ids == (last,))
+    for missing in (f"{last}#{count}", f"{last}#x", "nowhere#0", last):
+        assert missing not in rows
+    # the spans are cached: a second corpus load reads them, and they make the same units
+    assert len(list((data_dir / "cache" / "passage-spans").iterdir())) == 1
+    again = build_units(tiny_corpus, UnitConfig("passages", chunker))
+    assert units_fingerprint(again) == units_fingerprint(tuple(units))
+
+
+def test_a_corpus_documents_are_units_sharing_the_documents_text(tiny_corpus):
+    from engine.units.build import UnitConfig, build_units
+
+    units = build_units(tiny_corpus, UnitConfig("documents"))
+    assert [u.id for u in units] == [d.id for d in tiny_corpus.documents]
+    assert all(u.text is d.text for u, d in zip(units, tiny_corpus.documents, strict=True))
+    assert units.row_of[tiny_corpus.documents[3].id] == 3 and "absent" not in units.row_of

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -206,6 +207,29 @@ def test_the_exact_index_holds_its_vectors_once(tiny_corpus, minilm):
     assert np.array_equal(index.vectors, again)
     assert np.shares_memory(index.vectors, dense.faiss_vectors(index.index))
     assert not index.vectors.flags.writeable
+
+
+def _mapped_file(address: int) -> str:
+    """The file whose memory mapping holds `address` in this process ('' if anonymous)."""
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split()
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        if start <= address < end:
+            return fields[5] if len(fields) > 5 else ""
+    raise AssertionError(f"{address:#x} is not mapped")
+
+
+def test_a_loaded_index_is_memory_mapped_from_its_cache_file(tiny_corpus, minilm, data_dir):
+    """A loaded index's vectors are pages of its file, not the process's own memory: what
+    keeps a million-passage process within its memory goal."""
+    loaded = dense_index(tiny_corpus, kind="exact")
+    address = loaded.vectors.__array_interface__["data"][0]
+    assert _mapped_file(address).endswith(f"/{dense.INDEX_FILE}")
+    copied = loaded.index.reconstruct_n(0, loaded.index.ntotal)  # a copy in our own memory
+    assert np.array_equal(loaded.vectors, copied)
+    query = loaded.encode_queries([RIVER_QUESTION])[0]
+    rows, scores = loaded.top(query, 3)
+    assert rows.tolist() == np.argsort(-(copied @ query), kind="stable")[:3].tolist()
 
 
 def test_an_approximate_index_finds_what_the_exact_one_finds(tiny_corpus, minilm, data_dir):

@@ -10,7 +10,8 @@ Beyond APPROXIMATE_FROM units the index is approximate (`kind="auto"`): an HNSW 
 stay on disk in the cache entry and are memory-mapped (`vectors`), so the process holds no
 float32 matrix of them at all. Its recall@100 against the exact scan is measured when it is
 built and kept with it (`recall`). An exact index holds its vectors once, in faiss: `vectors`
-is a view of faiss's own copy. Why HNSW and not IVF-PQ, and the threshold: bench/README.md,
+is a view of faiss's own copy. Either index file is memory-mapped when loaded, so a large
+index lives in pages the kernel can drop, not in the process's own memory. Why HNSW and not IVF-PQ, and the threshold: bench/README.md,
 "Millions of passages on one machine".
 
 Shortcuts taken on purpose:
@@ -26,7 +27,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -49,6 +50,7 @@ from engine.models.loading import (
 from engine.progress import LoggedProgress
 from engine.text import count_tokens
 from engine.units.build import UnitConfig, build_units, index_text, units_fingerprint
+from engine.units.lazy import LazyUnits
 
 if TYPE_CHECKING:
     import faiss
@@ -135,8 +137,11 @@ class DenseIndex:
         return f"approximate (HNSW{recall})"
 
     @cached_property
-    def row_of(self) -> dict[str, int]:
-        """Each unit id's row in `vectors`."""
+    def row_of(self) -> Mapping[str, int]:
+        """Each unit id's row in `vectors` (a corpus's passages or documents answer it from
+        their spans, without a dictionary of every id)."""
+        if isinstance(self.units, LazyUnits):
+            return self.units.row_of
         return {unit.id: row for row, unit in enumerate(self.units)}
 
     @cached_property
@@ -407,7 +412,10 @@ def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
     ids = json.loads((folder / "unit_ids.json").read_text(encoding="utf-8"))
     if ids != [u.id for u in units]:
         raise ValueError("index unit ids do not match the corpus units")
-    index = faiss.read_index(str(folder / INDEX_FILE))
+    # memory-mapped, not read: the graph and codes are pages the kernel can drop and read
+    # again, not the process's own memory (1.4 GB at 1.66M passages). Such an index cannot
+    # grow; nothing adds to a loaded one.
+    index = faiss.read_index(str(folder / INDEX_FILE), faiss.IO_FLAG_MMAP_IFC)
     if index.ntotal != len(units):
         raise ValueError(f"index holds {index.ntotal} vectors for {len(units)} units")
     if not (folder / VECTORS_FILE).exists():

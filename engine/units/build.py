@@ -7,15 +7,21 @@ indexes store only their scores and unit ids and rebuild the unit texts on load.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
+from engine.cache import load_or_build
 from engine.documents import Corpus, Document, Unit
 from engine.errors import check_choice
 from engine.units.chunking import Chunker
 from engine.units.cluster import Clustering, clustering
 from engine.units.graph import LinkConfig
+from engine.units.lazy import DocumentUnits, PassageUnits
 
 GRANULARITIES = ("clusters", "documents", "passages")
+SPANS_VERSION = 1  # bump when the passage spans' file changes
 
 
 @dataclass(frozen=True)
@@ -42,12 +48,14 @@ class UnitConfig:
         return {"granularity": "documents"}
 
 
-def build_units(corpus: Corpus, config: UnitConfig) -> tuple[Unit, ...]:
-    """The units of `corpus` at `config.granularity`, in a stable order."""
+def build_units(corpus: Corpus, config: UnitConfig) -> Sequence[Unit]:
+    """The units of `corpus` at `config.granularity`, in a stable order. Documents and
+    passages are views of the corpus (engine.units.lazy) that make a unit when it is read."""
     if config.granularity == "documents":
-        return tuple(document_unit(doc) for doc in corpus.documents)
+        return DocumentUnits(corpus.documents, corpus.index_of)
     if config.granularity == "passages":
-        return passage_units(corpus.documents, config.chunker)
+        return PassageUnits(corpus.documents, passage_spans(corpus, config.chunker),
+                            corpus.index_of)
     found = clustering(corpus, config.cluster_algorithm, config.cluster_tokens, config.links)
     return cluster_units(corpus, found)
 
@@ -57,14 +65,26 @@ def document_unit(doc: Document) -> Unit:
                 granularity="documents")
 
 
-def passage_units(documents: tuple[Document, ...] | list[Document],
-                  chunker: Chunker) -> tuple[Unit, ...]:
+def passage_units(documents: Sequence[Document], chunker: Chunker) -> PassageUnits:
     """Every passage of `documents` as a unit titled by its document."""
-    return tuple(
-        Unit(id=p.id, title=doc.title, text=p.text, doc_ids=(doc.id,), granularity="passages",
-             span=(p.start, p.end))
-        for doc in documents for p in chunker.split(doc)
-    )
+    return PassageUnits(documents, _spans(documents, chunker))
+
+
+def passage_spans(corpus: Corpus, chunker: Chunker) -> np.ndarray:
+    """(document row, start, end) of every passage of `corpus`, cached: chunking a million
+    documents takes a minute, reading their spans back a fraction of a second."""
+    key = {"corpus": corpus.fingerprint, "max_tokens": chunker.max_tokens,
+           "overlap": chunker.overlap, "version": SPANS_VERSION}
+    return load_or_build(
+        "passage-spans", key,
+        lambda folder: np.save(folder / "spans.npy", _spans(corpus.documents, chunker)),
+        lambda folder: np.load(folder / "spans.npy"))
+
+
+def _spans(documents: Sequence[Document], chunker: Chunker) -> np.ndarray:
+    rows = [(d, start, end) for d, doc in enumerate(documents)
+            for start, end in chunker.spans(doc.text)]
+    return np.array(rows, dtype=np.int32).reshape(-1, 3)
 
 
 def cluster_units(corpus: Corpus, found: Clustering, *, text: bool = True
@@ -84,7 +104,7 @@ def cluster_units(corpus: Corpus, found: Clustering, *, text: bool = True
     return tuple(units)
 
 
-def units_fingerprint(units: tuple[Unit, ...]) -> str:
+def units_fingerprint(units: Sequence[Unit]) -> str:
     """sha256 over every unit's id, documents and text: part of every index's cache key, so
     a change in chunking or clustering can never reuse an index built over other units."""
     digest = hashlib.sha256()

@@ -43,6 +43,11 @@ class Chunker:
             for n, group in enumerate(groups)
         )
 
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """The character span (start, end) of each passage of `text`, in order: what
+        `split` makes, without the passages."""
+        return [(group[0][0], group[-1][1]) for group in self._pack(self._pieces(text))]
+
     def _pieces(self, text: str) -> list[tuple[int, int, int]]:
         """(start, end, n_tokens) of each sentence, long sentences cut to fit."""
         pieces = []
