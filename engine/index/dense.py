@@ -11,8 +11,8 @@ stay on disk in the cache entry and are memory-mapped (`vectors`), so the proces
 float32 matrix of them at all. Its recall@100 against the exact scan is measured when it is
 built and kept with it (`recall`). An exact index holds its vectors once, in faiss: `vectors`
 is a view of faiss's own copy. Either index file is memory-mapped when loaded, so a large
-index lives in pages the kernel can drop, not in the process's own memory. Why HNSW and not IVF-PQ, and the threshold: bench/README.md,
-"Millions of passages on one machine".
+index lives in pages the kernel can drop, not in the process's own memory. Why HNSW and not
+IVF-PQ, and the threshold: bench/README.md, "Millions of passages on one machine".
 
 Shortcuts taken on purpose:
 - the model's identity in the cache key is its alias or resolved path plus the sha256 of
