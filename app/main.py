@@ -1,6 +1,7 @@
 """Start Funnel Explorer: `python app.py` or `funnel-explorer` with [--host H] [--port P]
 [--corpus NAME] [--corpus-root DIR] [--max-upload-mb MB] [--share] [--auth USER:PASSWORD]
-[--sessions FILE] [--otlp-endpoint URL] [--otlp-receive PORT]; each flag also reads an
+[--sessions FILE] [--otlp-endpoint URL] [--otlp-receive PORT] [--ray ADDRESS]
+[--shards N]; each flag also reads an
 environment variable (see --help)."""
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from textwrap import shorten
 
 from app.ui import build_app, serve
 from engine.errors import ConfigError
+from engine.index.shards import DEFAULT_SHARDS
 from engine.models.loading import resolve_encoder_precision
 from engine.service.explorer import Explorer
 from engine.service.otel import tracing_from
 from engine.service.preparation import Preparation
 from engine.service.receiver import TraceReceiver
+from engine.service.store import process_store
 from engine.store.sessions import SessionStore
 
 # libraries whose INFO lines are about their own internals, not the app: faiss's loader
@@ -82,6 +85,15 @@ def main() -> None:
                              "http://HOST:PORT/v1/traces (4318 is OTLP's port); each "
                              "finished trace is saved as a run (FUNNEL_OTLP_RECEIVE; off "
                              "by default)")
+    parser.add_argument("--ray", default=env("FUNNEL_RAY", ""), metavar="ADDRESS",
+                        help="serve every corpus's dense index from Ray actors, one index "
+                             "shard each, at this cluster (host:port, ray://host:port, or "
+                             "'local' for workers on this machine); its workers must see "
+                             "the data directory (FUNNEL_RAY; off by default)")
+    parser.add_argument("--shards", type=int, default=int(env("FUNNEL_RAY_SHARDS") or
+                                                          DEFAULT_SHARDS),
+                        help=f"index shards with --ray (FUNNEL_RAY_SHARDS; default "
+                             f"{DEFAULT_SHARDS}); with 'local', as many workers start")
     args = parser.parse_args()
     if args.auth and ":" not in args.auth:
         parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
@@ -95,6 +107,11 @@ def main() -> None:
         resolve_encoder_precision()
     except ConfigError as err:
         parser.error(str(err))
+    if args.ray:
+        try:
+            process_store().serve_on_ray(None, args.ray, args.shards, workers=args.shards)
+        except ConfigError as err:
+            parser.error(f"--ray {args.ray!r} --shards {args.shards}: {err}")
     configure_logging()
     # a first start fetches the QA data that is missing before anything else
     preparation = Preparation(args.corpus, fetch_data=True).start()

@@ -292,6 +292,12 @@ def test_a_corpus_added_with_a_ray_address_is_encoded_by_ray_workers(explorer, t
     with pytest.raises(ConfigError, match="No Ray cluster answers at '127.0.0.1:9'"):
         explorer.add_corpus("raw", write_jsonl(tmp_path / "b.jsonl", tiny_rows()),
                             upload=True, ray="127.0.0.1:9")
+    with pytest.raises(ConfigError, match="Ray shards needs a Ray address"):
+        explorer.add_corpus("raw", write_jsonl(tmp_path / "c.jsonl", tiny_rows()),
+                            upload=True, shards=2)
+    with pytest.raises(ConfigError, match="shards=65 is out of range"):
+        explorer.add_corpus("raw", write_jsonl(tmp_path / "d.jsonl", tiny_rows()),
+                            upload=True, ray="local", shards=65)
     assert "raw" not in explorer.corpus_names()  # refused before anything was read
     source = write_jsonl(tmp_path / "ray.jsonl", tiny_rows())
     explorer.add_corpus("onray", source, upload=True, ray="local")

@@ -13,6 +13,7 @@ from app.errors import refused_box, refusing
 from app.tabs.base import Refresh, Tab
 from app.views.trace import esc
 from engine.data.ingest import SUFFIXES, megabytes
+from engine.index.shards import DEFAULT_SHARDS
 from engine.service.corpora import CorpusRow
 from engine.service.explorer import Explorer
 from engine.service.models import ModelRow
@@ -86,11 +87,16 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
                               info="under the folder the app allows (--corpus-root)")
             path_name = gr.Textbox(label="Name", elem_id="fe-corpus-path-name", scale=1)
             add_path = gr.Button("Add from path", elem_id="fe-corpus-add-path", scale=1)
-    ray = gr.Textbox(label="Encode on Ray (optional)", elem_id="fe-corpus-ray",
-                     placeholder="empty: in this process",
-                     info="a Ray cluster's address (host:port or ray://host:port) that sees "
-                          "this data directory, or 'local' for two local workers: the "
-                          "dense passages of the next corpus added are encoded there")
+    with gr.Row():
+        ray = gr.Textbox(label="Ray (optional)", elem_id="fe-corpus-ray", scale=2,
+                         placeholder="empty: in this process",
+                         info="a Ray cluster's address (host:port or ray://host:port) that "
+                              "sees this data directory, or 'local' for two local workers: "
+                              "the dense passages of the next corpus added are encoded there")
+        sharded = gr.Checkbox(label=f"Serve its dense index from {DEFAULT_SHARDS} Ray shards",
+                              elem_id="fe-corpus-shards", scale=1,
+                              info="one index shard per Ray actor, searched side by side and "
+                                   "merged exactly: for a corpus past one machine's memory")
     with gr.Row():
         removable = gr.Dropdown(_added(explorer.corpora()), value=None, label="Added corpus",
                                 scale=2, elem_id="fe-corpus-remove-name")
@@ -105,21 +111,23 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
         "the reader also an OpenAI-compatible endpoint.")
     models = gr.HTML(models_table(explorer.models()), elem_id="fe-models-table")
 
-    def added(new_name: str, source, upload_it: bool, address: str, *current) -> tuple:
+    def added(new_name: str, source, upload_it: bool, address: str, shards: bool,
+              *current) -> tuple:
         source = uploaded_path(source) if upload_it else (source or "").strip()
         if not source:
             what = "Choose a file to upload" if upload_it else "Give a path on the server"
             return refreshed(explorer, current,
                              refused_box(f"{what} first, then a name for the corpus."))
         return refreshed(explorer, current,
-                         adding(explorer, new_name, source, upload_it, address))
+                         adding(explorer, new_name, source, upload_it, address,
+                                DEFAULT_SHARDS if shards else 0))
 
     shown = [removable, *choices]  # their values: what a refresh keeps if still offered
     outputs = [message, table, timer, removable, *choices]
-    add.click(lambda n, f, r, *c: added(n, f, True, r, *c), [name, upload, ray, *shown],
-              outputs, api_visibility="private")
-    add_path.click(lambda n, p, r, *c: added(n, p, False, r, *c), [path_name, path, ray, *shown],
-                   outputs, api_visibility="private")
+    add.click(lambda n, f, r, s, *c: added(n, f, True, r, s, *c),
+              [name, upload, ray, sharded, *shown], outputs, api_visibility="private")
+    add_path.click(lambda n, p, r, s, *c: added(n, p, False, r, s, *c),
+                   [path_name, path, ray, sharded, *shown], outputs, api_visibility="private")
     remove.click(partial(remove_asked, explorer), [removable, pending, *choices],
                  [*outputs, pending], api_visibility="private")
     timer.tick(lambda *c: refreshed(explorer, c), shown, outputs, api_visibility="private")
@@ -177,10 +185,11 @@ def remove_asked(explorer: Explorer, corpus: str | None, pending: str | None,
 
 
 @refusing(also=(ValueError,))
-def adding(explorer: Explorer, name: str, source: str, upload: bool, ray: str) -> str:
+def adding(explorer: Explorer, name: str, source: str, upload: bool, ray: str,
+           shards: int = 0) -> str:
     """The message after adding corpus `name` from `source` (refused: why), shown above
     the table read again."""
-    corpus = explorer.add_corpus(name, source, upload=upload, ray=ray)
+    corpus = explorer.add_corpus(name, source, upload=upload, ray=ray, shards=shards)
     return (f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read and "
             "prepared; the table shows how far.</div>")
 

@@ -180,23 +180,7 @@ class DenseIndex:
         """The rows of the `k` units closest to the query `vector` and their cosines, best
         first: exact, or the HNSW's candidates (`ef`, default HNSW_EF_SEARCH, or `k` if
         more) rescored exactly."""
-        k = min(k, self.index.ntotal)
-        if not k:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
-        if self.exact:
-            scores, rows = self.index.search(query, k)
-            keep = rows[0] >= 0
-            return rows[0][keep], scores[0][keep]
-        import faiss
-
-        wanted = min(max(k, ef or HNSW_EF_SEARCH), self.index.ntotal)
-        _, rows = self.index.search(query, wanted,
-                                    params=faiss.SearchParametersHNSW(efSearch=wanted))
-        rows = np.sort(rows[0][rows[0] >= 0])  # file order: fewer pages read
-        scores = self.vectors[rows] @ query[0]
-        best = np.argsort(-scores, kind="stable")[:k]
-        return rows[best], scores[best]
+        return top_rows(self.index, None if self.exact else self.vectors, vector, k, ef)
 
     def search(self, query: str, k: int = 10) -> list[Candidate]:
         """Top-`k` units for `query` by cosine similarity, best first."""
@@ -206,6 +190,28 @@ class DenseIndex:
         rows, scores = self.top(self.encode_queries([query])[0], k)
         return [Candidate(unit=self.units[int(i)], score=float(s), rank=rank)
                 for rank, (i, s) in enumerate(zip(rows, scores, strict=True), start=1)]
+
+
+def top_rows(index: faiss.Index, stored: np.ndarray | None, vector: np.ndarray, k: int,
+             ef: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`DenseIndex.top` over a faiss `index`: an exact one's top `k` (`stored` None), or an
+    HNSW one's candidates rescored exactly against its `stored` vectors."""
+    k = min(k, index.ntotal)
+    if not k:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
+    if stored is None:
+        scores, rows = index.search(query, k)
+        keep = rows[0] >= 0
+        return rows[0][keep], scores[0][keep]
+    import faiss
+
+    wanted = min(max(k, ef or HNSW_EF_SEARCH), index.ntotal)
+    _, rows = index.search(query, wanted, params=faiss.SearchParametersHNSW(efSearch=wanted))
+    rows = np.sort(rows[0][rows[0] >= 0])  # file order: fewer pages read
+    scores = stored[rows] @ query[0]
+    best = np.argsort(-scores, kind="stable")[:k]
+    return rows[best], scores[best]
 
 
 class _Owned:
@@ -429,6 +435,16 @@ def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
                       recall=measured["recall@100"], recall_ef=measured.get("ef_search"))
 
 
+def stored_vectors(folder: Path) -> np.ndarray:
+    """The exact vectors a saved index entry holds, memory-mapped (read-only): an HNSW
+    entry's vectors file, or the exact index's own codes."""
+    import faiss
+
+    if (folder / VECTORS_FILE).exists():
+        return np.load(folder / VECTORS_FILE, mmap_mode="r")
+    return faiss_vectors(faiss.read_index(str(folder / INDEX_FILE), faiss.IO_FLAG_MMAP_IFC))
+
+
 def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
                 model: str = "minilm", batch_size: int = DEFAULT_BATCH_SIZE,
                 progress: Progress | None = None,
@@ -457,6 +473,24 @@ def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
         lambda folder: build_dense(units, folder, model, batch_size, progress, precision,
                                    kind),
         lambda folder: load_dense(units, folder, model, precision))
+
+
+def dense_entry(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
+                model: str = "minilm", progress: Progress | None = None,
+                precision: str = "auto", kind: str = "auto"
+                ) -> tuple[Sequence[Unit], Path, str]:
+    """What `dense_index` builds, built or found in the cache but not loaded: its units, its
+    entry folder and its kind (for shards that load their part of it elsewhere)."""
+    precision = resolve_encoder_precision(precision)
+    units = build_units(corpus, config)
+    kind = index_kind(kind, len(units))
+    key = _cache_key(corpus, config, units, model, precision, kind)
+    folder = load_or_build(
+        "dense", key,
+        lambda folder: build_dense(units, folder, model, DEFAULT_BATCH_SIZE, progress,
+                                   precision, kind),
+        lambda folder: folder)
+    return units, folder, kind
 
 
 def build_seconds(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),

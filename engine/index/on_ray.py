@@ -7,7 +7,8 @@ directory itself, as a one-process build would. The dense index is then built as
 finds every text encoded and only loads the vectors. So an interrupted Ray build keeps every
 finished shard, and a one-process build after it encodes only what is left.
 
-Ray is imported here only (`ray_cluster`, which evaluations on Ray use too). `ADDRESS` is a
+Ray is imported here only (`ray_cluster`, which evaluations on Ray use too, and `connect`,
+which index shards served from Ray keep, engine.index.shards). `ADDRESS` is a
 running cluster ("ray://host:10001" or "host:6379", whose workers see the same data
 directory and packages) or "local": `workers` one-CPU workers started on this machine for
 the build and stopped after it. A worker encodes with one torch thread: two one-thread
@@ -56,11 +57,11 @@ def check_address(address: str, workers: int) -> None:
                           "(ray start --head) or use 'local'.") from None
 
 
-@contextmanager
-def ray_cluster(address: str, workers: int = 2) -> Iterator[Any]:
-    """The `ray` module connected to the cluster at `address` ("local": `workers` one-CPU
-    workers started here), its workers seeing this process's engine, caches and data
-    (`engine.paths.worker_environment`); shut down on leaving."""
+# the cluster this process stays connected to while it serves index shards from it
+_serving: dict[str, Any] = {}
+
+
+def _init(address: str, workers: int) -> Any:
     check_address(address, workers)
     try:
         import ray
@@ -75,10 +76,52 @@ def ray_cluster(address: str, workers: int = 2) -> Iterator[Any]:
                  logging_level=logging.WARNING)
     else:
         ray.init(address=address, runtime_env=runtime_env, logging_level=logging.WARNING)
+    return ray
+
+
+def _other_cluster(address: str) -> ConfigError:
+    serving = next(iter(_serving))
+    return ConfigError(f"This process serves index shards from the Ray cluster at "
+                       f"{serving!r} and Ray connects a process to one cluster: use "
+                       f"{serving!r} instead of {address!r}, or restart without it.")
+
+
+@contextmanager
+def ray_cluster(address: str, workers: int = 2) -> Iterator[Any]:
+    """The `ray` module connected to the cluster at `address` ("local": `workers` one-CPU
+    workers started here), its workers seeing this process's engine, caches and data
+    (`engine.paths.worker_environment`); shut down on leaving, unless the process stays
+    connected to it to serve index shards (`connect`)."""
+    if address in _serving:
+        yield _serving[address]
+        return
+    if _serving:
+        raise _other_cluster(address)
+    ray = _init(address, workers)
     try:
         yield ray
     finally:
         ray.shutdown()
+
+
+def connect(address: str, workers: int = 2) -> Any:
+    """The `ray` module connected to `address` for as long as this process runs (index
+    shards live in its actors): connected once, then the same connection. Ray connects a
+    process to one cluster, so another address is refused, naming the one in use."""
+    if address not in _serving:
+        if _serving:
+            raise _other_cluster(address)
+        _serving[address] = _init(address, workers)
+        logger.info("Ray: connected to %s to serve index shards",
+                    f"a local cluster of {workers} workers" if address == LOCAL else address)
+    return _serving[address]
+
+
+def disconnect() -> None:
+    """Leave the cluster `connect` joined (its actors, and the shards they hold, end)."""
+    for ray in _serving.values():
+        ray.shutdown()
+    _serving.clear()
 
 
 def encode_shard(model: str, precision: str, texts: Sequence[str], batch_size: int) -> int:

@@ -131,22 +131,31 @@ class Corpora:
     # --- adding and removing --------------------------------------------------------------
 
     def add(self, name: str, source: str | Path, *, upload: bool,
-            original: str = "", ray: str = "", workers: int = 2) -> str:
+            original: str = "", ray: str = "", workers: int = 2, shards: int = 0) -> str:
         """Add corpus `name` read from `source` (an uploaded file, or a server-side path
         under the root) and prepare it in the background; returns its name at once. What
         can be refused without reading it is refused here, the rest in its status. Errors
         name an upload as `original` (default: its file name), not where the server keeps
         it. With `ray` (an address or "local" with `workers`), its dense passages are
-        encoded as Ray tasks (engine.index.on_ray)."""
+        encoded as Ray tasks (engine.index.on_ray), and with `shards` its dense indexes are
+        served by that many Ray actors there (engine.index.shards)."""
         from engine.service.store import process_store
 
         name = (name or "").strip()
         shown = original or Path(source).name
         ray = (ray or "").strip()
+        if shards and not ray:
+            raise ConfigError("Serving a corpus from Ray shards needs a Ray address: give "
+                              "one (host:port, ray://host:port or 'local').")
         if ray:
             from engine.index.on_ray import check_address
 
             check_address(ray, workers)
+        if shards:
+            from engine.errors import check_range
+            from engine.index.shards import MAX_SHARDS
+
+            check_range("shards", shards, 1, MAX_SHARDS)
         try:
             path = check_source(source, root=None if upload else self.root)
         except (EngineError, ValueError) as err:
@@ -161,6 +170,8 @@ class Corpora:
                                   ) from None
             if ray:
                 process_store().encode_on_ray(corpus, ray, workers)
+            if shards:
+                process_store().serve_on_ray(corpus, ray, shards, workers)
             return corpus
 
         with self._lock:

@@ -64,6 +64,9 @@ class Store:
         self._promised: dict[tuple, str] = {}
         # corpus fingerprint -> (Ray address, local workers) its dense encoding runs on
         self._ray: dict[str, tuple[str, int]] = {}
+        # corpus fingerprint ("" for every corpus) -> (Ray address, shards, local workers)
+        # its dense indexes are served from (engine.index.shards)
+        self._shards: dict[str, tuple[str, int, int]] = {}
 
     def bm25(self, corpus: Corpus, config: UnitConfig) -> BM25Index:
         """The BM25 index of `corpus` at `config`'s units (built or loaded once)."""
@@ -89,8 +92,28 @@ class Store:
         if self._promised.get(key):
             raise EngineError(f"Building the dense index failed ({self._promised[key]}); "
                               "restart the app to build it again.")
+        sharded = self._shards.get(corpus.fingerprint) or self._shards.get("")
+        if sharded:
+            from engine.index.shards import sharded_dense_index
+
+            address, shards, workers = sharded
+            return self._get(key, lambda: sharded_dense_index(
+                corpus, config, model, address, shards, workers=workers, progress=progress))
         return self._get(key, lambda: dense_index(corpus, config, model=model,
                                                   progress=progress))
+
+    def serve_on_ray(self, corpus: Corpus | None, address: str, shards: int = 2,
+                     workers: int = 2) -> None:
+        """Serve the dense indexes of `corpus` (None: of every corpus) from `shards` Ray
+        actors at `address` ("local": `workers` workers here) from their next load on
+        (engine.index.shards)."""
+        from engine.errors import check_range
+        from engine.index.on_ray import check_address
+        from engine.index.shards import MAX_SHARDS
+
+        check_range("shards", shards, 1, MAX_SHARDS)
+        check_address(address, workers)
+        self._shards["" if corpus is None else corpus.fingerprint] = (address, shards, workers)
 
     def promise_dense(self, corpus: Corpus, config: UnitConfig, model: str = "minilm") -> None:
         """A background preparation will build this dense index: until it is loaded, callers

@@ -1,0 +1,92 @@
+"""engine.index.shards: a dense index served by Ray actors, one shard each, gives what one
+index gives (a local Ray cluster of two workers)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.errors import ConfigError
+from engine.index.dense import dense_index
+from engine.index.document_scores import DocumentScorer
+from engine.index.shards import ShardedDenseIndex, merge_top, sharded_dense_index
+from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
+
+# short passages: the tiny corpus's eight documents make seventeen rows to shard
+PASSAGES = UnitConfig("passages", Chunker(max_tokens=10))
+QUESTIONS = ("Which river flows through Budapest?", "Who painted A Sunday Afternoon?",
+             "pointillism technique dots", "capital city on the Danube")
+
+
+def test_the_merge_keeps_the_best_of_every_shard_ties_by_row():
+    found = [(np.array([3, 1]), np.array([0.9, 0.5], dtype=np.float32)),
+             (np.array([7, 5, 6]), np.array([0.9, 0.8, 0.1], dtype=np.float32)),
+             (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))]
+    rows, scores = merge_top(found, 4)
+    assert rows.tolist() == [3, 7, 5, 1] and scores.tolist() == pytest.approx([.9, .9, .8, .5])
+    assert merge_top(found, 10)[0].tolist() == [3, 7, 5, 1, 6]
+
+
+@pytest.fixture
+def local_ray(data_dir):
+    """A local Ray cluster of two workers that see this test's data directory."""
+    from engine.index.on_ray import disconnect
+
+    yield "local"
+    disconnect()
+
+
+def test_two_ray_shards_give_one_index_top_k(tiny_corpus, local_ray, data_dir):
+    one = dense_index(tiny_corpus, PASSAGES, kind="exact")
+    sharded = sharded_dense_index(tiny_corpus, PASSAGES, "minilm", local_ray, 2, workers=2,
+                                  kind="exact")
+    assert isinstance(sharded, ShardedDenseIndex) and sharded.exact
+    assert len(sharded.index.actors) == 2 and len(sharded.units) == len(one.units) > 12
+    assert "2 Ray shards (exact)" in sharded.description
+    for question in QUESTIONS:
+        vector = one.encode_queries([question])[0]
+        for k in (1, 5, len(one.units)):
+            rows, scores = sharded.top(vector, k)
+            expected_rows, expected = one.top(vector, k)
+            assert rows.tolist() == expected_rows.tolist()
+            assert np.allclose(scores, expected, atol=1e-6)
+        assert [c.unit for c in sharded.search(question, 5)] == \
+            [c.unit for c in one.search(question, 5)]
+    # rows gathered from the shards that hold them, and every row's cosine
+    rows = np.array([len(one.units) - 1, 0, 9, 3, 9])
+    assert np.array_equal(sharded.vectors[rows], one.vectors[rows])
+    assert np.array_equal(sharded.vectors[-1], one.vectors[-1])
+    assert np.allclose(sharded.vectors @ vector, one.vectors @ vector, atol=1e-6)
+    # the first stage's document scores read the shards as they read one index
+    bm25 = None
+    for how in ("dense",):
+        local = DocumentScorer(tiny_corpus, bm25, one, how).scores(QUESTIONS[0])
+        remote = DocumentScorer(tiny_corpus, bm25, sharded, how).scores(QUESTIONS[0])
+        assert np.allclose(local, remote, atol=1e-6)
+    # an HNSW shard builds its graph once (cached) and finds the same rows here
+    hnsw = sharded_dense_index(tiny_corpus, PASSAGES, "minilm", local_ray, 3, kind="hnsw")
+    assert not hnsw.exact and len(hnsw.index.actors) == 3
+    assert len(list((data_dir / "cache" / "dense-shard").iterdir())) == 3
+    vector = one.encode_queries([QUESTIONS[1]])[0]
+    assert hnsw.top(vector, 10)[0].tolist() == one.top(vector, 10)[0].tolist()
+    memory = hnsw.index.memory()
+    assert len(memory) == 3 and all(m["anonymous"] > 0 for m in memory)
+    # one process, one Ray cluster: another address is refused, naming both
+    with pytest.raises(ConfigError, match="'local'.*'10.0.0.1:6379'"):
+        sharded_dense_index(tiny_corpus, PASSAGES, "minilm", "10.0.0.1:6379", 2)
+
+
+def test_the_store_serves_a_corpus_from_shards_when_asked(tiny_corpus, local_ray):
+    from engine.service.store import Store
+
+    store = Store()
+    with pytest.raises(ConfigError, match="shards=0"):
+        store.serve_on_ray(tiny_corpus, local_ray, shards=0)
+    with pytest.raises(ConfigError, match="not host:port"):
+        store.serve_on_ray(tiny_corpus, "nowhere", shards=2)
+    store.serve_on_ray(tiny_corpus, local_ray, shards=2)
+    index = store.dense(tiny_corpus, PASSAGES)
+    assert isinstance(index, ShardedDenseIndex) and index is store.dense(tiny_corpus, PASSAGES)
+    found = index.search(QUESTIONS[0], 3)
+    assert found[0].unit.doc_ids[0] in {"Danube", "Budapest"}
