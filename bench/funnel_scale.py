@@ -218,6 +218,9 @@ def main() -> None:
     parser.add_argument("--tune", action="store_true", help="sweep efSearch on train100")
     parser.add_argument("--keep", type=Path, help="keep each size's builds under this "
                         "folder and reuse them on the next run (default: a temporary one)")
+    parser.add_argument("--kinds", nargs="+", choices=("exact", "hnsw"),
+                        default=["exact", "hnsw"], help="the indexes served (hnsw alone "
+                        "needs the exact one's top 100 from an earlier run with --keep)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)  # step, size
     parser.add_argument("--truth", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -248,7 +251,7 @@ def main() -> None:
                           run_child(Path(__file__), "--child", "build", str(n))}
             built.write_text(json.dumps(results[n]["build"]))
             print(f"{n:,} built: {results[n]['build']}", file=sys.stderr, flush=True)
-            for kind in ("exact", "hnsw"):
+            for kind in args.kinds:
                 results[n][kind] = run_child(
                     Path(__file__), "--child", kind, str(n), "--questions",
                     str(args.questions), "--truth", str(folder / "truth.json"),

@@ -210,7 +210,8 @@ def test_the_exact_index_holds_its_vectors_once(tiny_corpus, minilm):
 
 
 def _mapped_file(address: int) -> str:
-    """The file whose memory mapping holds `address` in this process ('' if anonymous)."""
+    """The file whose memory mapping holds `address` in this process ('' or '[heap]' for
+    the process's own memory)."""
     for line in Path("/proc/self/maps").read_text().splitlines():
         fields = line.split()
         start, end = (int(x, 16) for x in fields[0].split("-"))
@@ -219,17 +220,22 @@ def _mapped_file(address: int) -> str:
     raise AssertionError(f"{address:#x} is not mapped")
 
 
-def test_a_loaded_index_is_memory_mapped_from_its_cache_file(tiny_corpus, minilm, data_dir):
-    """A loaded index's vectors are pages of its file, not the process's own memory: what
-    keeps a million-passage process within its memory goal."""
-    loaded = dense_index(tiny_corpus, kind="exact")
-    address = loaded.vectors.__array_interface__["data"][0]
-    assert _mapped_file(address).endswith(f"/{dense.INDEX_FILE}")
-    copied = loaded.index.reconstruct_n(0, loaded.index.ntotal)  # a copy in our own memory
-    assert np.array_equal(loaded.vectors, copied)
-    query = loaded.encode_queries([RIVER_QUESTION])[0]
-    rows, scores = loaded.top(query, 3)
-    assert rows.tolist() == np.argsort(-(copied @ query), kind="stable")[:3].tolist()
+def test_a_loaded_approximate_index_is_memory_mapped_from_its_cache_file(tiny_corpus, minilm,
+                                                                        data_dir):
+    """A loaded HNSW index's graph and codes are pages of its file, not the process's own
+    memory (what keeps a million-passage process within its memory goal); an exact index,
+    scanned whole by every search, is read into memory."""
+    import faiss
+
+    approximate = dense_index(tiny_corpus, kind="hnsw")
+    hnsw = faiss.downcast_index(approximate.index)
+    codes = faiss.downcast_index(hnsw.storage).codes.data()
+    assert _mapped_file(int(codes)).endswith(f"/{dense.INDEX_FILE}")
+    exact = dense_index(tiny_corpus, kind="exact")
+    assert not _mapped_file(exact.vectors.__array_interface__["data"][0]).endswith(
+        f"/{dense.INDEX_FILE}")
+    query = exact.encode_queries([RIVER_QUESTION])[0]
+    assert approximate.top(query, 5)[0].tolist() == exact.top(query, 5)[0].tolist()
 
 
 def test_an_approximate_index_finds_what_the_exact_one_finds(tiny_corpus, minilm, data_dir):

@@ -10,7 +10,7 @@ Beyond APPROXIMATE_FROM units the index is approximate (`kind="auto"`): an HNSW 
 stay on disk in the cache entry and are memory-mapped (`vectors`), so the process holds no
 float32 matrix of them at all. Its recall@100 against the exact scan is measured when it is
 built and kept with it (`recall`). An exact index holds its vectors once, in faiss: `vectors`
-is a view of faiss's own copy. Either index file is memory-mapped when loaded, so a large
+is a view of faiss's own copy. An HNSW index file is memory-mapped when loaded, so a large
 index lives in pages the kernel can drop, not in the process's own memory. Why HNSW and not
 IVF-PQ, and the threshold: bench/README.md, "Millions of passages on one machine".
 
@@ -418,13 +418,18 @@ def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
     ids = json.loads((folder / "unit_ids.json").read_text(encoding="utf-8"))
     if ids != [u.id for u in units]:
         raise ValueError("index unit ids do not match the corpus units")
-    # memory-mapped, not read: the graph and codes are pages the kernel can drop and read
-    # again, not the process's own memory (1.4 GB at 1.66M passages). Such an index cannot
-    # grow; nothing adds to a loaded one.
-    index = faiss.read_index(str(folder / INDEX_FILE), faiss.IO_FLAG_MMAP_IFC)
+    # an approximate index is memory-mapped, not read: its graph and codes are pages the
+    # kernel can drop and read again, not the process's own memory (1.4 GB at 1.66M
+    # passages), and a search touches few of them. An exact index is read: every search
+    # scans every page, and pages dropped between questions (as this machine's proactive
+    # reclaim does) made the exact first stage at 1.66M passages 3x slower mapped. A
+    # mapped index cannot grow; nothing adds to a loaded one.
+    approximate = (folder / VECTORS_FILE).exists()
+    index = faiss.read_index(str(folder / INDEX_FILE),
+                             faiss.IO_FLAG_MMAP_IFC if approximate else 0)
     if index.ntotal != len(units):
         raise ValueError(f"index holds {index.ntotal} vectors for {len(units)} units")
-    if not (folder / VECTORS_FILE).exists():
+    if not approximate:
         return DenseIndex(units, index, model, precision)
     stored = np.load(folder / VECTORS_FILE, mmap_mode="r")
     if stored.shape[0] != len(units):

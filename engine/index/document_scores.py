@@ -23,6 +23,7 @@ from engine.errors import ConfigError, check_choice, check_range
 from engine.index.query_memo import Recent
 from engine.index.stand_in import STAND_IN
 from engine.trace_details import StandIn
+from engine.units.lazy import PassageUnits
 
 if TYPE_CHECKING:
     from engine.documents import Corpus
@@ -130,29 +131,38 @@ class DocumentScorer:
     @cached_property
     def _passage_documents(self) -> np.ndarray:
         """Each dense row's document, as a position in the corpus."""
+        units = self.dense.units
+        if isinstance(units, PassageUnits) and units.documents is self.corpus.documents:
+            return units.spans[:, 0].astype(np.int64)  # the spans name it: no unit is made
         index_of = self.corpus.index_of
-        return np.fromiter((index_of[u.doc_ids[0]] for u in self.dense.units), dtype=np.int64,
-                           count=len(self.dense.units))
+        return np.fromiter((index_of[u.doc_ids[0]] for u in units), dtype=np.int64,
+                           count=len(units))
 
     @cached_property
     def _passage_groups(self) -> Groups:
         return Groups(self._passage_documents, len(self.corpus))
 
     @cached_property
-    def _rows_of_document(self) -> list[np.ndarray]:
-        """Each document's dense rows (corpus order; empty for a passage-less document)."""
+    def _document_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The dense rows in document order and where each document's begin (corpus order,
+        one bound more than documents): two arrays, not an array per document."""
         owners = self._passage_documents
         order = np.argsort(owners, kind="stable")
-        bounds = np.searchsorted(owners[order], np.arange(len(self.corpus) + 1))
-        return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        return order, np.searchsorted(owners[order], np.arange(len(self.corpus) + 1))
+
+    def _rows_of(self, documents: Sequence[int]) -> np.ndarray:
+        """The dense rows of the documents at these corpus positions."""
+        order, bounds = self._document_rows
+        if not len(documents):
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([order[bounds[d]:bounds[d + 1]] for d in documents])
 
     def best_passage(self, query: str, doc_ids: Sequence[str]) -> tuple[int, float] | None:
         """The dense row of the passage of `doc_ids` closest to `query` and its cosine (the
         chunk that wins a MaxP score), or None without dense vectors or passages."""
         if self.dense is None or self.stand_in_reason:
             return None
-        rows = [self._rows_of_document[self.corpus.index_of[d]] for d in doc_ids]
-        rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        rows = self._rows_of([self.corpus.index_of[d] for d in doc_ids])
         if not rows.size:
             return None
         cosines = self.dense.vectors[rows] @ self.dense.encode_queries([query])[0]
@@ -188,7 +198,7 @@ class DocumentScorer:
         if cosines.size:
             np.maximum(out, cosines[-1], out=out)
         if also is not None and also.size:
-            extra = np.sort(np.concatenate([self._rows_of_document[d] for d in also]))
+            extra = np.sort(self._rows_of(also))
             exact = group_max(self.dense.vectors[extra] @ q, self._passage_documents[extra], n)
             out[also] = exact[also]
         return out

@@ -81,13 +81,14 @@ def onnx_transformer(path: Path, config: Any, threads: int = 0) -> Any:
     """A module that stands in for the transformers model inside sentence-transformers'
     Transformer module: called with the tokeniser's tensors, it runs the graph at `path`
     and returns the last hidden states. `config` is the model's (sentence-transformers
-    reads the hidden size from it)."""
+    reads the hidden size from it). `threads` (0: as many as torch uses, so a process, a
+    Ray worker or a benchmark that set torch's threads sets these too)."""
     import numpy as np
     import onnxruntime as ort
     import torch
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
+    options.intra_op_num_threads = threads or torch.get_num_threads()
     options.log_severity_level = 3
     # no spinning between runs: its idle threads would hold the cores torch's next
     # operation needs (a query through torch took 6x longer after one through here)
