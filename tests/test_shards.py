@@ -3,6 +3,9 @@ index gives (a local Ray cluster of two workers)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -86,7 +89,17 @@ def test_the_store_serves_a_corpus_from_shards_when_asked(tiny_corpus, local_ray
     with pytest.raises(ConfigError, match="not host:port"):
         store.serve_on_ray(tiny_corpus, "nowhere", shards=2)
     store.serve_on_ray(tiny_corpus, local_ray, shards=2)
-    index = store.dense(tiny_corpus, PASSAGES)
+    # loaded on a thread that then ends, as a corpus's preparation loads it: the shards
+    # outlive it (a local cluster's processes die with the thread that started them)
+    loaded = []
+    preparing = threading.Thread(target=lambda: loaded.append(store.dense(tiny_corpus,
+                                                                          PASSAGES)))
+    preparing.start()
+    preparing.join()
+    time.sleep(1)
+    import ray  # the cluster's own processes (GCS, raylet) are alive: Ray's record of them
+    assert not ray._private.worker._global_node.dead_processes()  # noqa: SLF001
+    index = loaded[0]
     assert isinstance(index, ShardedDenseIndex) and index is store.dense(tiny_corpus, PASSAGES)
     found = index.search(QUESTIONS[0], 3)
     assert found[0].unit.doc_ids[0] in {"Danube", "Budapest"}

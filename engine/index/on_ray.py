@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import socket
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -108,20 +110,51 @@ def connect(address: str, workers: int = 2) -> Any:
     """The `ray` module connected to `address` for as long as this process runs (index
     shards live in its actors): connected once, then the same connection. Ray connects a
     process to one cluster, so another address is refused, naming the one in use."""
-    if address not in _serving:
-        if _serving:
-            raise _other_cluster(address)
-        _serving[address] = _init(address, workers)
-        logger.info("Ray: connected to %s to serve index shards",
-                    f"a local cluster of {workers} workers" if address == LOCAL else address)
+    with _connecting:
+        if address not in _serving:
+            if _serving:
+                raise _other_cluster(address)
+            _serving[address] = _on_held_thread(lambda: _init(address, workers))
+            logger.info("Ray: connected to %s to serve index shards",
+                        f"a local cluster of {workers} workers" if address == LOCAL
+                        else address)
     return _serving[address]
 
 
 def disconnect() -> None:
     """Leave the cluster `connect` joined (its actors, and the shards they hold, end)."""
-    for ray in _serving.values():
-        ray.shutdown()
-    _serving.clear()
+    with _connecting:
+        for ray in _serving.values():
+            ray.shutdown()
+        _serving.clear()
+        _release.set()
+
+
+_connecting = threading.Lock()
+_release = threading.Event()
+
+
+def _on_held_thread(start: Callable[[], Any]) -> Any:
+    """`start()` run on a thread that lives until `disconnect`: the processes of a local
+    Ray cluster are killed when the *thread* that started them ends (Ray sets
+    PR_SET_PDEATHSIG), and the thread asking (a request's, a corpus preparation's) ends
+    long before the shards may."""
+    result: queue.Queue = queue.Queue()
+
+    def hold() -> None:
+        try:
+            result.put((start(), None))
+        except BaseException as err:  # noqa: BLE001 - handed to the caller, raised there
+            result.put((None, err))
+            return
+        _release.wait()
+
+    _release.clear()
+    threading.Thread(target=hold, name="ray-connection", daemon=True).start()
+    ray, error = result.get()
+    if error is not None:
+        raise error
+    return ray
 
 
 def encode_shard(model: str, precision: str, texts: Sequence[str], batch_size: int) -> int:
