@@ -89,6 +89,8 @@ def test_the_store_serves_a_corpus_from_shards_when_asked(tiny_corpus, local_ray
     with pytest.raises(ConfigError, match="not host:port"):
         store.serve_on_ray(tiny_corpus, "nowhere", shards=2)
     store.serve_on_ray(tiny_corpus, local_ray, shards=2)
+    assert store.served_by(tiny_corpus.fingerprint) == "2 Ray shards at 'local'"
+    assert store.served_by("another corpus") == ""
     # loaded on a thread that then ends, as a corpus's preparation loads it: the shards
     # outlive it (a local cluster's processes die with the thread that started them)
     loaded = []
@@ -103,3 +105,14 @@ def test_the_store_serves_a_corpus_from_shards_when_asked(tiny_corpus, local_ray
     assert isinstance(index, ShardedDenseIndex) and index is store.dense(tiny_corpus, PASSAGES)
     found = index.search(QUESTIONS[0], 3)
     assert found[0].unit.doc_ids[0] in {"Danube", "Budapest"}
+
+
+def test_the_corpora_table_says_where_a_corpus_is_served():
+    from app.tabs.corpora import corpora_table
+    from engine.service.corpora import CorpusRow
+
+    here = CorpusRow("wiki", "started with", "ready", 8, "abc")
+    there = CorpusRow("big <one>", "added", "ready", 8, "def", served_by="2 Ray shards at 'local'")
+    html = corpora_table([here, there])
+    assert html.count("dense index:") == 1
+    assert "dense index: 2 Ray shards at &#x27;local&#x27;" in html and "big &lt;one&gt;" in html

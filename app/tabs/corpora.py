@@ -36,6 +36,13 @@ def corpus_choice(explorer: Explorer, elem_id: str) -> gr.Dropdown:
                        info="what is searched; add your own in the Corpora tab")
 
 
+def served(row: CorpusRow) -> str:
+    """Where a corpus's dense index is served, under its status, when not in the app."""
+    if not row.served_by:
+        return ""
+    return f"<br><small class='fe-corpus-served'>dense index: {esc(row.served_by)}</small>"
+
+
 def corpora_table(rows: list[CorpusRow]) -> str:
     """Every corpus as an HTML table, with its preparation's lines while it prepares and
     its error when it failed."""
@@ -45,7 +52,8 @@ def corpora_table(rows: list[CorpusRow]) -> str:
         body.append(
             f"<tr data-corpus='{esc(row.name)}'><td><b>{esc(row.name)}</b></td>"
             f"<td>{esc(row.origin)}</td>"
-            f"<td class='fe-corpus-{esc(row.status.replace(' ', '-'))}'>{esc(row.status)}</td>"
+            f"<td class='fe-corpus-{esc(row.status.replace(' ', '-'))}'>{esc(row.status)}"
+            f"{served(row)}</td>"
             f"<td>{documents}</td><td><code>{esc(row.fingerprint or '-')}</code></td>"
             f"<td>{esc(', '.join(row.built) or '-')}</td>"
             f"<td>{megabytes(row.disk_bytes) if row.disk_bytes else '-'}</td>"

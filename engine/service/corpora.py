@@ -58,6 +58,7 @@ class CorpusRow:
     progress: tuple[str, ...] = field(default=())  # its preparation's lines while loaded
     error: str = ""
     answering: tuple[str, ...] = ()  # the paradigms that can answer over it now
+    served_by: str = ""  # where its dense index is served when not here: "2 Ray shards at ..."
 
 
 class Corpora:
@@ -280,6 +281,7 @@ class Corpora:
     def rows(self) -> list[CorpusRow]:
         """Every corpus with its state, size and what is built for it."""
         from engine.cache import entries_built_from
+        from engine.service.store import process_store
 
         states = {}  # first, so that a corpus ready here is stored below
         for name in self.names():
@@ -310,6 +312,7 @@ class Corpora:
                 built=tuple(sorted({_built(kind, folder) for kind, _, folder in entries})),
                 disk_bytes=disk,
                 progress=tuple(preparation.status_lines(own=True)) if preparation else (),
+                served_by=process_store().served_by(fingerprint) if fingerprint else "",
                 error=(corpus_task.error if corpus_task is not None
                        and corpus_task.state == "failed" else ""),
                 answering=tuple(p for p in PARADIGMS if preparation is not None

@@ -102,6 +102,12 @@ class Store:
         return self._get(key, lambda: dense_index(corpus, config, model=model,
                                                   progress=progress))
 
+    def served_by(self, corpus_fingerprint: str) -> str:
+        """Where the dense indexes of the corpus with this fingerprint are served when not
+        in this process ("2 Ray shards at 'local'"), or ""."""
+        sharded = self._shards.get(corpus_fingerprint) or self._shards.get("")
+        return f"{sharded[1]} Ray shards at {sharded[0]!r}" if sharded else ""
+
     def serve_on_ray(self, corpus: Corpus | None, address: str, shards: int = 2,
                      workers: int = 2) -> None:
         """Serve the dense indexes of `corpus` (None: of every corpus) from `shards` Ray
