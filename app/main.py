@@ -107,6 +107,9 @@ def main() -> None:
         resolve_encoder_precision()
     except ConfigError as err:
         parser.error(str(err))
+    if args.shards != DEFAULT_SHARDS and not args.ray:
+        parser.error(f"--shards {args.shards} sets how many Ray shards serve the dense "
+                     "indexes: give --ray ADDRESS too (or 'local' for workers here)")
     if args.ray:
         try:
             process_store().serve_on_ray(None, args.ray, args.shards, workers=args.shards)

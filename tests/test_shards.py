@@ -116,3 +116,19 @@ def test_the_corpora_table_says_where_a_corpus_is_served():
     html = corpora_table([here, there])
     assert html.count("dense index:") == 1
     assert "dense index: 2 Ray shards at &#x27;local&#x27;" in html and "big &lt;one&gt;" in html
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["--ray", "nowhere"], "--ray 'nowhere' --shards 2: Ray address 'nowhere' is not host:port"),
+    (["--ray", "local", "--shards", "0"], "shards=0 is out of range; allowed: 1 to 64"),
+    (["--shards", "4"], "--shards 4 sets how many Ray shards serve the dense indexes: give "
+                        "--ray ADDRESS too"),
+])
+def test_the_app_names_a_wrong_ray_setting_at_start(argv, named, monkeypatch, capsys):
+    from app import main as app_main
+
+    monkeypatch.setattr("sys.argv", ["app.py", *argv])
+    monkeypatch.setattr(app_main, "Preparation", None)  # never reached
+    with pytest.raises(SystemExit) as stopped:
+        app_main.main()
+    assert stopped.value.code == 2 and named in capsys.readouterr().err
