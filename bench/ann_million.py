@@ -119,7 +119,7 @@ def rescored(matrix: np.ndarray, candidates: np.ndarray, query: np.ndarray) -> n
 
 def hnsw_rows(matrix, sets: dict, links: int, construction: int,
               sweep: tuple[int, ...]) -> list[dict]:
-    """faiss HNSW over SQ8 vectors (the engine's `_hnsw`, with `links` and `construction`
+    """faiss HNSW over SQ8 vectors (the engine's `hnsw_index`, with `links` and `construction`
     in place of HNSW_M and HNSW_EF_CONSTRUCTION), its `sweep` candidates re-scored exactly
     as `DenseIndex.top` does."""
     import faiss
@@ -130,7 +130,7 @@ def hnsw_rows(matrix, sets: dict, links: int, construction: int,
     dense.HNSW_M, dense.HNSW_EF_CONSTRUCTION = links, construction
     try:
         start = time.perf_counter()
-        index = dense._hnsw(matrix)  # noqa: SLF001 - the engine's index, built as it is
+        index = dense.hnsw_index(matrix)  # the engine's index, built as it is
         built = time.perf_counter() - start
     finally:
         dense.HNSW_M, dense.HNSW_EF_CONSTRUCTION = saved

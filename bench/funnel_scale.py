@@ -199,10 +199,9 @@ def serve(n: int, kind: str, limit: int, tune: bool, truth_file: Path) -> dict:
 def resident() -> dict[str, int]:
     """Resident memory now, MiB: anonymous (the process's own) and file-backed (pages of
     memory-mapped files, which the kernel may drop and read again)."""
-    fields = dict(line.split(":", 1) for line in
-                  Path("/proc/self/status").read_text().splitlines() if ":" in line)
-    return {f"{name} MiB": round(int(fields[key].split()[0]) / 1024)
-            for name, key in (("anonymous", "RssAnon"), ("file-backed", "RssFile"))}
+    from engine.index.shards import resident_memory
+
+    return {f"{name} MiB": mib for name, mib in resident_memory().items()}
 
 
 def _recall(found: list[list[int]], truth: list[list[int]]) -> float:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -97,6 +97,7 @@ HNSW_EF_SEARCH = 800
 RECALL_QUERIES = 100  # pseudo-queries the recall is measured with at build time
 SAMPLE_TEXTS = 64  # texts timed to estimate the build of an encoder other than MiniLM
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -341,7 +342,7 @@ def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
                 time.perf_counter() - started)
     if kind == "hnsw":
         vectors.flush()
-        index = _hnsw(vectors)
+        index = hnsw_index(vectors)
         recall = measure_recall(index, vectors)
         (folder / RECALL_FILE).write_text(json.dumps({"recall@100": recall,
                                                       "ef_search": HNSW_EF_SEARCH}),
@@ -355,7 +356,7 @@ def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
     (folder / "unit_ids.json").write_text(json.dumps([u.id for u in units]), encoding="utf-8")
 
 
-def _hnsw(vectors: np.ndarray, slice_rows: int = 65_536) -> faiss.Index:
+def hnsw_index(vectors: np.ndarray, slice_rows: int = 65_536) -> faiss.Index:
     """An HNSW graph over 8-bit scalar-quantised `vectors` (inner product), added a slice at
     a time from `vectors` (which may be memory-mapped)."""
     import faiss
@@ -470,14 +471,9 @@ def dense_index(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
         ResourceMissingError: the model cannot be found or loaded.
     """
     precision = resolve_encoder_precision(precision)
-    units = build_units(corpus, config)
-    kind = index_kind(kind, len(units))
-    key = _cache_key(corpus, config, units, model, precision, kind)
-    return load_or_build(
-        "dense", key,
-        lambda folder: build_dense(units, folder, model, batch_size, progress, precision,
-                                   kind),
-        lambda folder: load_dense(units, folder, model, precision))
+    return _dense_cached(corpus, config, model, batch_size, progress, precision, kind,
+                         lambda units, folder, kind: load_dense(units, folder, model,
+                                                                precision))
 
 
 def dense_entry(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
@@ -486,16 +482,23 @@ def dense_entry(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
                 ) -> tuple[Sequence[Unit], Path, str]:
     """What `dense_index` builds, built or found in the cache but not loaded: its units, its
     entry folder and its kind (for shards that load their part of it elsewhere)."""
-    precision = resolve_encoder_precision(precision)
+    return _dense_cached(corpus, config, model, DEFAULT_BATCH_SIZE, progress,
+                         resolve_encoder_precision(precision), kind,
+                         lambda units, folder, kind: (units, folder, kind))
+
+
+def _dense_cached(corpus: Corpus, config: UnitConfig, model: str, batch_size: int,
+                  progress: Progress | None, precision: str, kind: str,
+                  load: Callable[[Sequence[Unit], Path, str], T]) -> T:
+    """The cache entry of the dense index of `corpus` (built first if missing), read by
+    `load(units, folder, kind)`; `precision` resolved, `kind` not yet."""
     units = build_units(corpus, config)
     kind = index_kind(kind, len(units))
-    key = _cache_key(corpus, config, units, model, precision, kind)
-    folder = load_or_build(
-        "dense", key,
-        lambda folder: build_dense(units, folder, model, DEFAULT_BATCH_SIZE, progress,
-                                   precision, kind),
-        lambda folder: folder)
-    return units, folder, kind
+    return load_or_build(
+        "dense", _cache_key(corpus, config, units, model, precision, kind),
+        lambda folder: build_dense(units, folder, model, batch_size, progress, precision,
+                                   kind),
+        lambda folder: load(units, folder, kind))
 
 
 def build_seconds(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),

@@ -37,6 +37,8 @@ from engine.index.dense import (
     HNSW_M,
     DenseIndex,
     dense_entry,
+    faiss_vectors,
+    hnsw_index,
     stored_vectors,
     top_rows,
 )
@@ -54,6 +56,11 @@ MAX_SHARDS = 64
 SHARD_FILE = "shard.faiss"
 
 
+def check_shards(shards: int) -> None:
+    """Refuse a shard count out of 1..MAX_SHARDS, naming it."""
+    check_range("shards", shards, 1, MAX_SHARDS)
+
+
 class DenseShard:
     """Rows [start, stop) of a saved dense index, searchable: the state of one Ray actor."""
 
@@ -64,19 +71,18 @@ class DenseShard:
         vectors = stored_vectors(Path(folder))[start:stop]
         self.start = start
         if kind == "exact":
-            self.stored = None
+            self.stored = None  # top_rows scans the index itself
             self.index = faiss.IndexFlatIP(vectors.shape[1])
             self.index.add(np.ascontiguousarray(vectors))
+            self.vectors = faiss_vectors(self.index)  # its copy, in this worker's memory
         else:
-            from engine.index.dense import _hnsw
-
-            self.stored = vectors
+            self.stored = self.vectors = vectors  # memory-mapped, for re-scoring
             key = {"entry": Path(folder).name, "start": start, "stop": stop,
                    "index": {"M": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION},
                    "version": SHARD_VERSION}
             self.index = load_or_build(
                 "dense-shard", key,
-                lambda out: faiss.write_index(_hnsw(vectors), str(out / SHARD_FILE)),
+                lambda out: faiss.write_index(hnsw_index(vectors), str(out / SHARD_FILE)),
                 lambda out: faiss.read_index(str(out / SHARD_FILE), faiss.IO_FLAG_MMAP_IFC))
 
     def size(self) -> int:
@@ -89,25 +95,24 @@ class DenseShard:
 
     def rows(self, rows: np.ndarray) -> np.ndarray:
         """The vectors of these shard-local rows."""
-        if self.stored is not None:
-            return np.asarray(self.stored[rows], dtype=np.float32)
-        return np.stack([self.index.reconstruct(int(r)) for r in rows]) if len(rows) else \
-            np.zeros((0, self.index.d), dtype=np.float32)
+        return np.asarray(self.vectors[rows], dtype=np.float32)
 
     def cosines(self, vector: np.ndarray) -> np.ndarray:
         """Every row's cosine to the query `vector`."""
-        if self.stored is not None:
-            return np.asarray(self.stored @ vector, dtype=np.float32)
-        from engine.index.dense import faiss_vectors
-
-        return faiss_vectors(self.index) @ vector
+        return np.asarray(self.vectors @ vector, dtype=np.float32)
 
     def memory(self) -> dict[str, int]:
-        """This worker's resident memory, MiB: its own (anonymous) and file-backed."""
-        fields = dict(line.split(":", 1) for line in
-                      Path("/proc/self/status").read_text().splitlines() if ":" in line)
-        return {name: round(int(fields[key].split()[0]) / 1024)
-                for name, key in (("anonymous", "RssAnon"), ("file-backed", "RssFile"))}
+        """This worker's resident memory (`resident_memory`)."""
+        return resident_memory()
+
+
+def resident_memory() -> dict[str, int]:
+    """This process's resident memory, MiB: its own (anonymous) and file-backed (pages of
+    memory-mapped files, which the kernel may drop and read again)."""
+    fields = dict(line.split(":", 1) for line in
+                  Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    return {name: round(int(fields[key].split()[0]) / 1024)
+            for name, key in (("anonymous", "RssAnon"), ("file-backed", "RssFile"))}
 
 
 class Shards:
@@ -219,7 +224,7 @@ def sharded_dense_index(corpus: Corpus, config: UnitConfig, model: str, address:
     the cache first, then each actor loads its rows."""
     from engine.models.loading import resolve_encoder_precision
 
-    check_range("shards", shards, 1, MAX_SHARDS)
+    check_shards(shards)
     precision = resolve_encoder_precision("auto")
     units, folder, kind = dense_entry(corpus, config, model, progress, precision, kind)
     ray = connect(address, workers)

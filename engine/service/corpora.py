@@ -153,10 +153,9 @@ class Corpora:
 
             check_address(ray, workers)
         if shards:
-            from engine.errors import check_range
-            from engine.index.shards import MAX_SHARDS
+            from engine.index.shards import check_shards
 
-            check_range("shards", shards, 1, MAX_SHARDS)
+            check_shards(shards)
         try:
             path = check_source(source, root=None if upload else self.root)
         except (EngineError, ValueError) as err:

@@ -92,7 +92,7 @@ class Store:
         if self._promised.get(key):
             raise EngineError(f"Building the dense index failed ({self._promised[key]}); "
                               "restart the app to build it again.")
-        sharded = self._shards.get(corpus.fingerprint) or self._shards.get("")
+        sharded = self._sharding(corpus.fingerprint)
         if sharded:
             from engine.index.shards import sharded_dense_index
 
@@ -105,19 +105,22 @@ class Store:
     def served_by(self, corpus_fingerprint: str) -> str:
         """Where the dense indexes of the corpus with this fingerprint are served when not
         in this process ("2 Ray shards at 'local'"), or ""."""
-        sharded = self._shards.get(corpus_fingerprint) or self._shards.get("")
+        sharded = self._sharding(corpus_fingerprint)
         return f"{sharded[1]} Ray shards at {sharded[0]!r}" if sharded else ""
+
+    def _sharding(self, corpus_fingerprint: str) -> tuple[str, int, int] | None:
+        """(address, shards, workers) the corpus's dense indexes are served from, or None."""
+        return self._shards.get(corpus_fingerprint) or self._shards.get("")
 
     def serve_on_ray(self, corpus: Corpus | None, address: str, shards: int = 2,
                      workers: int = 2) -> None:
         """Serve the dense indexes of `corpus` (None: of every corpus) from `shards` Ray
         actors at `address` ("local": `workers` workers here) from their next load on
         (engine.index.shards)."""
-        from engine.errors import check_range
         from engine.index.on_ray import check_address
-        from engine.index.shards import MAX_SHARDS
+        from engine.index.shards import check_shards
 
-        check_range("shards", shards, 1, MAX_SHARDS)
+        check_shards(shards)
         check_address(address, workers)
         self._shards["" if corpus is None else corpus.fingerprint] = (address, shards, workers)
 

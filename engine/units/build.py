@@ -19,6 +19,7 @@ from engine.units.chunking import Chunker
 from engine.units.cluster import Clustering, clustering
 from engine.units.graph import LinkConfig
 from engine.units.lazy import DocumentUnits, PassageUnits
+from engine.units.lazy import document_unit as document_unit  # a document as a unit, here too
 
 GRANULARITIES = ("clusters", "documents", "passages")
 SPANS_VERSION = 1  # bump when the passage spans' file changes
@@ -58,11 +59,6 @@ def build_units(corpus: Corpus, config: UnitConfig) -> Sequence[Unit]:
                             corpus.index_of)
     found = clustering(corpus, config.cluster_algorithm, config.cluster_tokens, config.links)
     return cluster_units(corpus, found)
-
-
-def document_unit(doc: Document) -> Unit:
-    return Unit(id=doc.id, title=doc.title, text=doc.text, doc_ids=(doc.id,),
-                granularity="documents")
 
 
 def passage_units(documents: Sequence[Document], chunker: Chunker) -> PassageUnits:

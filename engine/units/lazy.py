@@ -79,9 +79,7 @@ class DocumentUnits(LazyUnits):
         return len(self.documents)
 
     def _unit(self, row: int) -> Unit:
-        doc = self.documents[row]
-        return Unit(id=doc.id, title=doc.title, text=doc.text, doc_ids=(doc.id,),
-                    granularity="documents")
+        return document_unit(self.documents[row])
 
     def position(self, unit_id: str) -> int | None:
         if self._index_of is None:
@@ -126,6 +124,12 @@ class PassageUnits(LazyUnits):
         if d is None or int(n) >= self._first[d + 1] - self._first[d]:
             return None
         return int(self._first[d]) + int(n)
+
+
+def document_unit(doc: Document) -> Unit:
+    """A document as a retrieval unit (its text is the document's own string)."""
+    return Unit(id=doc.id, title=doc.title, text=doc.text, doc_ids=(doc.id,),
+                granularity="documents")
 
 
 class _Rows(Mapping[str, int]):
