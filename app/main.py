@@ -1,8 +1,8 @@
 """Start Funnel Explorer: `python app.py` or `funnel-explorer` with [--host H] [--port P]
 [--corpus NAME] [--corpus-root DIR] [--max-upload-mb MB] [--share] [--auth USER:PASSWORD]
 [--sessions FILE] [--otlp-endpoint URL] [--otlp-receive PORT] [--ray ADDRESS]
-[--shards N]; each flag also reads an
-environment variable (see --help)."""
+[--shards N] [--qdrant WHERE]; each flag also reads an environment variable (see
+--help)."""
 
 from __future__ import annotations
 
@@ -94,6 +94,12 @@ def main() -> None:
                                                           DEFAULT_SHARDS),
                         help=f"index shards with --ray (FUNNEL_RAY_SHARDS; default "
                              f"{DEFAULT_SHARDS}); with 'local', as many workers start")
+    parser.add_argument("--qdrant", default=env("FUNNEL_QDRANT", ""), metavar="WHERE",
+                        help="serve every corpus's dense indexes from Qdrant: a server's "
+                             "URL (http://host:6333; API key from QDRANT_API_KEY) or a "
+                             "folder for Qdrant's local mode; a corpus's passages live in "
+                             "the collection named after it, written from this app's index "
+                             "if missing (FUNNEL_QDRANT; off by default)")
     args = parser.parse_args()
     if args.auth and ":" not in args.auth:
         parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
@@ -110,6 +116,14 @@ def main() -> None:
     if args.shards != DEFAULT_SHARDS and not args.ray:
         parser.error(f"--shards {args.shards} sets how many Ray shards serve the dense "
                      "indexes: give --ray ADDRESS too (or 'local' for workers here)")
+    if args.ray and args.qdrant:
+        parser.error(f"--ray {args.ray!r} and --qdrant {args.qdrant!r} both serve the dense "
+                     "indexes: choose one")
+    if args.qdrant:
+        try:
+            process_store().serve_from_qdrant(None, args.qdrant)
+        except ConfigError as err:
+            parser.error(f"--qdrant {args.qdrant!r}: {err}")
     if args.ray:
         try:
             process_store().serve_on_ray(None, args.ray, args.shards, workers=args.shards)

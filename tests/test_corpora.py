@@ -353,3 +353,37 @@ def test_a_corpus_is_ready_when_its_own_tasks_are_while_the_process_still_trains
     assert _status(prep) == "ready"  # its progress list shows only its own tasks, all ready
     prep.tasks["dense"].state = "running"
     assert _status(prep) == "preparing"
+
+
+def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, tmp_path):
+    pytest.importorskip("qdrant_client")
+    from engine.index.qdrant import QdrantDenseIndex, close_clients
+    from engine.paradigms.flat import FlatConfig
+    from engine.service.store import process_store
+
+    where = str(tmp_path / "qdrant")
+    rows = tiny_rows(Danube="The Danube flows through four capitals.")  # its own fingerprint
+    for settings, named in (({"collection": "x"}, "needs a Qdrant location"),
+                            ({"qdrant": where, "shards": 2, "ray": "local"},
+                             "Ray shards or from Qdrant, not both"),
+                            ({"qdrant": "ftp://x"}, "neither a server's URL"),
+                            ({"qdrant": where, "collection": "a b"}, "is not 1-200")):
+        with pytest.raises(ConfigError, match=named):
+            explorer.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True,
+                                **settings)
+    assert "inq" not in explorer.corpus_names()  # refused before anything was read
+    explorer.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True,
+                        qdrant=where, collection="my.notes")
+    row = settled(explorer, "inq")
+    corpus = explorer._corpora.preparation("inq").corpus
+    try:
+        assert row.status == "ready"
+        assert row.served_by == f"Qdrant collection 'my.notes' at {where}"
+        index = process_store().dense(corpus, FlatConfig().passages())
+        assert isinstance(index, QdrantDenseIndex) and index.index.name == "my.notes"
+        assert index.search("Which river flows through capitals?", 1)[0].unit.doc_ids == \
+            ("Danube",)
+        assert all(r.served_by == "" for r in explorer.corpora() if r.name != "inq")
+    finally:
+        process_store()._served.pop(corpus.fingerprint)  # noqa: SLF001  (the process's store)
+        close_clients()

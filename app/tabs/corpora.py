@@ -106,6 +106,15 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
                               info="one index shard per Ray actor, searched side by side and "
                                    "merged exactly: for a corpus past one machine's memory")
     with gr.Row():
+        qdrant = gr.Textbox(label="Qdrant (optional)", elem_id="fe-corpus-qdrant", scale=2,
+                            placeholder="empty: in this process",
+                            info="serve its dense index from Qdrant instead: a server's URL "
+                                 "(http://host:6333) or a folder for Qdrant's local mode")
+        collection = gr.Textbox(label="Collection", elem_id="fe-corpus-collection", scale=1,
+                                placeholder="default: the corpus's name",
+                                info="holding its passages' vectors (payload 'unit': the "
+                                     "passage id); written from this app's index if missing")
+    with gr.Row():
         removable = gr.Dropdown(_added(explorer.corpora()), value=None, label="Added corpus",
                                 scale=2, elem_id="fe-corpus-remove-name")
         remove = gr.Button("Remove", variant="stop", elem_id="fe-corpus-remove", scale=1)
@@ -120,7 +129,7 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
     models = gr.HTML(models_table(explorer.models()), elem_id="fe-models-table")
 
     def added(new_name: str, source, upload_it: bool, address: str, shards: bool,
-              *current) -> tuple:
+              where: str, named: str, *current) -> tuple:
         source = uploaded_path(source) if upload_it else (source or "").strip()
         if not source:
             what = "Choose a file to upload" if upload_it else "Give a path on the server"
@@ -128,14 +137,15 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
                              refused_box(f"{what} first, then a name for the corpus."))
         return refreshed(explorer, current,
                          adding(explorer, new_name, source, upload_it, address,
-                                DEFAULT_SHARDS if shards else 0))
+                                DEFAULT_SHARDS if shards else 0, where, named))
 
     shown = [removable, *choices]  # their values: what a refresh keeps if still offered
     outputs = [message, table, timer, removable, *choices]
-    add.click(lambda n, f, r, s, *c: added(n, f, True, r, s, *c),
-              [name, upload, ray, sharded, *shown], outputs, api_visibility="private")
-    add_path.click(lambda n, p, r, s, *c: added(n, p, False, r, s, *c),
-                   [path_name, path, ray, sharded, *shown], outputs, api_visibility="private")
+    serving = [ray, sharded, qdrant, collection]
+    add.click(lambda n, f, *c: added(n, f, True, *c), [name, upload, *serving, *shown],
+              outputs, api_visibility="private")
+    add_path.click(lambda n, p, *c: added(n, p, False, *c), [path_name, path, *serving, *shown],
+                   outputs, api_visibility="private")
     remove.click(partial(remove_asked, explorer), [removable, pending, *choices],
                  [*outputs, pending], api_visibility="private")
     timer.tick(lambda *c: refreshed(explorer, c), shown, outputs, api_visibility="private")
@@ -194,10 +204,11 @@ def remove_asked(explorer: Explorer, corpus: str | None, pending: str | None,
 
 @refusing(also=(ValueError,))
 def adding(explorer: Explorer, name: str, source: str, upload: bool, ray: str,
-           shards: int = 0) -> str:
+           shards: int = 0, qdrant: str = "", collection: str = "") -> str:
     """The message after adding corpus `name` from `source` (refused: why), shown above
     the table read again."""
-    corpus = explorer.add_corpus(name, source, upload=upload, ray=ray, shards=shards)
+    corpus = explorer.add_corpus(name, source, upload=upload, ray=ray, shards=shards,
+                                 qdrant=qdrant, collection=collection)
     return (f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read and "
             "prepared; the table shows how far.</div>")
 

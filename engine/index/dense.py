@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -213,6 +213,34 @@ def top_rows(index: faiss.Index, stored: np.ndarray | None, vector: np.ndarray, 
     scores = stored[rows] @ query[0]
     best = np.argsort(-scores, kind="stable")[:k]
     return rows[best], scores[best]
+
+
+class RemoteVectors:
+    """The vectors of an index held elsewhere (Ray shards, a vector database) as the engine
+    reads an index's `vectors`: rows indexed (gathered from where they are held), or times a
+    query vector (every row's cosine). `held` answers `rows(rows)`, `cosines(vector)`,
+    `ntotal` and `d`."""
+
+    dtype = np.dtype(np.float32)
+    ndim = 2
+
+    def __init__(self, held: Any) -> None:
+        self._held = held
+        self.shape = (held.ntotal, held.d)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows: Any) -> np.ndarray:
+        if isinstance(rows, slice):
+            return self._held.rows(np.arange(*rows.indices(len(self))))
+        if np.ndim(rows) == 0:
+            row = int(rows)
+            return self._held.rows(np.array([row + len(self) if row < 0 else row]))[0]
+        return self._held.rows(np.asarray(rows))
+
+    def __matmul__(self, vector: np.ndarray) -> np.ndarray:
+        return self._held.cosines(vector)
 
 
 class _Owned:

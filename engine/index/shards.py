@@ -36,6 +36,7 @@ from engine.index.dense import (
     HNSW_EF_CONSTRUCTION,
     HNSW_M,
     DenseIndex,
+    RemoteVectors,
     dense_entry,
     faiss_vectors,
     hnsw_index,
@@ -166,32 +167,6 @@ def merge_top(found: list[tuple[np.ndarray, np.ndarray]], k: int
     return rows[best], scores[best]
 
 
-class ShardVectors:
-    """A sharded index's vectors as the engine reads an index's `vectors`: rows indexed
-    (gathered from their shards), or times a query vector (every row's cosine)."""
-
-    dtype = np.dtype(np.float32)
-    ndim = 2
-
-    def __init__(self, shards: Shards) -> None:
-        self._shards = shards
-        self.shape = (shards.ntotal, shards.d)
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __getitem__(self, rows: Any) -> np.ndarray:
-        if isinstance(rows, slice):
-            return self._shards.rows(np.arange(*rows.indices(len(self))))
-        if np.ndim(rows) == 0:
-            row = int(rows)
-            return self._shards.rows(np.array([row + len(self) if row < 0 else row]))[0]
-        return self._shards.rows(np.asarray(rows))
-
-    def __matmul__(self, vector: np.ndarray) -> np.ndarray:
-        return self._shards.cosines(vector)
-
-
 @dataclass(frozen=True)
 class ShardedDenseIndex(DenseIndex):
     """A `DenseIndex` whose `index` is Ray shards (`Shards`): searched, re-scored and read
@@ -202,8 +177,8 @@ class ShardedDenseIndex(DenseIndex):
         return self.index.kind == "exact"
 
     @cached_property
-    def vectors(self) -> ShardVectors:  # type: ignore[override]
-        return ShardVectors(self.index)
+    def vectors(self) -> RemoteVectors:  # type: ignore[override]
+        return RemoteVectors(self.index)
 
     @property
     def description(self) -> str:

@@ -132,14 +132,17 @@ class Corpora:
     # --- adding and removing --------------------------------------------------------------
 
     def add(self, name: str, source: str | Path, *, upload: bool,
-            original: str = "", ray: str = "", workers: int = 2, shards: int = 0) -> str:
+            original: str = "", ray: str = "", workers: int = 2, shards: int = 0,
+            qdrant: str = "", collection: str = "") -> str:
         """Add corpus `name` read from `source` (an uploaded file, or a server-side path
         under the root) and prepare it in the background; returns its name at once. What
         can be refused without reading it is refused here, the rest in its status. Errors
         name an upload as `original` (default: its file name), not where the server keeps
         it. With `ray` (an address or "local" with `workers`), its dense passages are
         encoded as Ray tasks (engine.index.on_ray), and with `shards` its dense indexes are
-        served by that many Ray actors there (engine.index.shards)."""
+        served by that many Ray actors there (engine.index.shards); with `qdrant` (a
+        server's URL or a local-mode folder) they are served from Qdrant collections, its
+        passages from `collection` (default: its name; engine.index.qdrant)."""
         from engine.service.store import process_store
 
         name = (name or "").strip()
@@ -156,6 +159,20 @@ class Corpora:
             from engine.index.shards import check_shards
 
             check_shards(shards)
+        qdrant, collection = (qdrant or "").strip(), (collection or "").strip()
+        if collection and not qdrant:
+            raise ConfigError(f"Qdrant collection {collection!r} needs a Qdrant location: "
+                              "give a server's URL (http://host:6333) or a folder for "
+                              "Qdrant's local mode.")
+        if qdrant:
+            if shards:
+                raise ConfigError("A corpus's dense index is served from Ray shards or from "
+                                  "Qdrant, not both: choose one.")
+            from engine.index.qdrant import check_collection, check_location
+
+            check_location(qdrant)
+            if collection:
+                check_collection(collection)
         try:
             path = check_source(source, root=None if upload else self.root)
         except (EngineError, ValueError) as err:
@@ -172,6 +189,8 @@ class Corpora:
                 process_store().encode_on_ray(corpus, ray, workers)
             if shards:
                 process_store().serve_on_ray(corpus, ray, shards, workers)
+            if qdrant:
+                process_store().serve_from_qdrant(corpus, qdrant, collection)
             return corpus
 
         with self._lock:
@@ -311,7 +330,7 @@ class Corpora:
                 built=tuple(sorted({_built(kind, folder) for kind, _, folder in entries})),
                 disk_bytes=disk,
                 progress=tuple(preparation.status_lines(own=True)) if preparation else (),
-                served_by=process_store().served_by(fingerprint) if fingerprint else "",
+                served_by=process_store().served_by(fingerprint, name) if fingerprint else "",
                 error=(corpus_task.error if corpus_task is not None
                        and corpus_task.state == "failed" else ""),
                 answering=tuple(p for p in PARADIGMS if preparation is not None

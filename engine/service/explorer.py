@@ -288,13 +288,16 @@ class Explorer:
         return model_rows(self._corpora.named_fingerprints())
 
     def add_corpus(self, name: str, source: str | Path, *, upload: bool,
-                   original: str = "", ray: str = "", shards: int = 0) -> str:
+                   original: str = "", ray: str = "", shards: int = 0, qdrant: str = "",
+                   collection: str = "") -> str:
         """Add corpus `name` from an uploaded file or a path under the corpus root; it is
         read, stored and prepared in the background (`corpora()` shows how far). `ray`: a
         Ray address (or "local") to encode its dense passages on, and with `shards`, to
-        serve its dense indexes from that many Ray actors."""
+        serve its dense indexes from that many Ray actors. `qdrant`: a Qdrant server's URL
+        or local-mode folder to serve them from instead, its passages from `collection`
+        (default: the corpus's name)."""
         return self._corpora.add(name, source, upload=upload, original=original, ray=ray,
-                                 shards=shards)
+                                 shards=shards, qdrant=qdrant, collection=collection)
 
     def remove_corpus(self, name: str) -> None:
         self._corpora.remove(name)

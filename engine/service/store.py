@@ -53,6 +53,43 @@ class Clusters(NamedTuple):
     assignment: np.ndarray
 
 
+class RayShards(NamedTuple):
+    """Dense indexes served by `shards` Ray actors at `address` (engine.index.shards)."""
+
+    address: str
+    shards: int
+    workers: int  # with address "local": the local cluster's workers
+
+    def described(self, corpus_name: str = "") -> str:
+        return f"{self.shards} Ray shards at {self.address!r}"
+
+
+class InQdrant(NamedTuple):
+    """Dense indexes served from Qdrant collections at `where` (engine.index.qdrant)."""
+
+    where: str
+    collection: str = ""  # the primary index's collection; "" names it after the corpus
+
+    def collection_for(self, corpus_name: str, config: UnitConfig, model: str) -> str:
+        """The collection serving the dense index over `config` units with encoder `model`:
+        the named one (else the corpus's name) for the flat paradigm's passages with its
+        default encoder, which most stages search; for another index that name plus what
+        differs ("wiki.passages-200-20.minilm", "wiki.documents.bge")."""
+        from engine.index.qdrant import check_collection, derived_collection
+        from engine.paradigms.flat import FlatConfig
+
+        base = self.collection or check_collection(corpus_name)
+        primary = FlatConfig()
+        if config.key() == primary.passages().key() and model == primary.bi_encoder:
+            return base
+        return derived_collection(base, config, model)
+
+    def described(self, corpus_name: str = "") -> str:
+        name = self.collection or corpus_name
+        return f"Qdrant collection {name!r} at {self.where}" if name else \
+            f"Qdrant at {self.where}"
+
+
 class Store:
     """Loaded indexes keyed by what they are built from."""
 
@@ -64,9 +101,9 @@ class Store:
         self._promised: dict[tuple, str] = {}
         # corpus fingerprint -> (Ray address, local workers) its dense encoding runs on
         self._ray: dict[str, tuple[str, int]] = {}
-        # corpus fingerprint ("" for every corpus) -> (Ray address, shards, local workers)
-        # its dense indexes are served from (engine.index.shards)
-        self._shards: dict[str, tuple[str, int, int]] = {}
+        # corpus fingerprint ("" for every corpus) -> where its dense indexes are served
+        # from: Ray shards (engine.index.shards) or a Qdrant collection (engine.index.qdrant)
+        self._served: dict[str, RayShards | InQdrant] = {}
 
     def bm25(self, corpus: Corpus, config: UnitConfig) -> BM25Index:
         """The BM25 index of `corpus` at `config`'s units (built or loaded once)."""
@@ -92,25 +129,33 @@ class Store:
         if self._promised.get(key):
             raise EngineError(f"Building the dense index failed ({self._promised[key]}); "
                               "restart the app to build it again.")
-        sharded = self._sharding(corpus.fingerprint)
-        if sharded:
+        served = self._serving(corpus.fingerprint)
+        if isinstance(served, RayShards):
             from engine.index.shards import sharded_dense_index
 
-            address, shards, workers = sharded
             return self._get(key, lambda: sharded_dense_index(
-                corpus, config, model, address, shards, workers=workers, progress=progress))
+                corpus, config, model, served.address, served.shards, workers=served.workers,
+                progress=progress))
+        if isinstance(served, InQdrant):
+            from engine.index.qdrant import qdrant_dense_index
+
+            collection = served.collection_for(corpus.name, config, model)
+            return self._get(key, lambda: qdrant_dense_index(
+                corpus, config, model, served.where, collection, progress))
         return self._get(key, lambda: dense_index(corpus, config, model=model,
                                                   progress=progress))
 
-    def served_by(self, corpus_fingerprint: str) -> str:
-        """Where the dense indexes of the corpus with this fingerprint are served when not
-        in this process ("2 Ray shards at 'local'"), or ""."""
-        sharded = self._sharding(corpus_fingerprint)
-        return f"{sharded[1]} Ray shards at {sharded[0]!r}" if sharded else ""
+    def served_by(self, corpus_fingerprint: str, corpus_name: str = "") -> str:
+        """Where the dense indexes of the corpus with this fingerprint (and name) are served
+        when not in this process ("2 Ray shards at 'local'", "Qdrant collection 'wiki' at
+        http://qdrant:6333"), or ""."""
+        served = self._serving(corpus_fingerprint)
+        return served.described(corpus_name) if served else ""
 
-    def _sharding(self, corpus_fingerprint: str) -> tuple[str, int, int] | None:
-        """(address, shards, workers) the corpus's dense indexes are served from, or None."""
-        return self._shards.get(corpus_fingerprint) or self._shards.get("")
+    def _serving(self, corpus_fingerprint: str) -> RayShards | InQdrant | None:
+        """Where the corpus's dense indexes are served from: its own setting, else every
+        corpus's, else None (here)."""
+        return self._served.get(corpus_fingerprint) or self._served.get("")
 
     def serve_on_ray(self, corpus: Corpus | None, address: str, shards: int = 2,
                      workers: int = 2) -> None:
@@ -122,7 +167,21 @@ class Store:
 
         check_shards(shards)
         check_address(address, workers)
-        self._shards["" if corpus is None else corpus.fingerprint] = (address, shards, workers)
+        self._served["" if corpus is None else corpus.fingerprint] = RayShards(
+            address, shards, workers)
+
+    def serve_from_qdrant(self, corpus: Corpus | None, where: str,
+                          collection: str = "") -> None:
+        """Serve the dense indexes of `corpus` (None: of every corpus) from Qdrant at `where`
+        (a server's URL or a local-mode folder) from their next load on: its passages from
+        `collection` (default: the corpus's name), its other indexes from collections named
+        after it (`InQdrant.collection_for`); missing ones are written from this
+        process's index (engine.index.qdrant)."""
+        from engine.index.qdrant import check_collection, check_location
+
+        served = InQdrant(check_location(where),
+                          check_collection(collection) if collection else "")
+        self._served["" if corpus is None else corpus.fingerprint] = served
 
     def promise_dense(self, corpus: Corpus, config: UnitConfig, model: str = "minilm") -> None:
         """A background preparation will build this dense index: until it is loaded, callers

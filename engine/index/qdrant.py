@@ -1,0 +1,384 @@
+"""A dense index served from a Qdrant collection: a corpus added with a Qdrant location (a
+server's URL, or a folder for Qdrant's local mode) and a collection name, or every corpus
+with `funnel-explorer --qdrant WHERE`.
+
+A collection holds one dense index: a point per unit, its vector the unit's embedding by
+the index's encoder, its payload naming the unit (`{"unit": "Danube#2", "document":
+"Danube"}`). A collection that does not exist yet is written from the index built (or
+found) in the cache, point id = the unit's row. One that exists is served as it is, so
+vectors that already live in Qdrant are searched without encoding the corpus here, after
+checks that it holds this corpus's units: its size, its vectors' dimension and distance,
+and the payloads of a sample of points. Points with other ids (written by another tool)
+are mapped to rows by their payloads' unit ids, read once.
+
+Every dense stage searches it: `top` asks Qdrant for the k nearest points (a server
+searches its HNSW graph at `hnsw_ef` = the engine's efSearch; local mode scans every
+vector), `vectors[rows]` retrieves points' vectors (re-scoring, a document's best
+passage). It counts as approximate (`exact` False): the funnel's first stage scores
+documents from its top APPROXIMATE_DEPTH passages, as over an HNSW index, and never reads
+every vector.
+
+The same client serves a Qdrant cluster (`http://host:6333`; an API key from
+QDRANT_API_KEY) and local mode, which the tests use. Why Qdrant and not Milvus, and what
+100M passages would take: bench/README.md, "Ray shards and vector databases".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engine.errors import ConfigError, ResourceMissingError
+from engine.index.dense import (
+    HNSW_EF_SEARCH,
+    DenseIndex,
+    RemoteVectors,
+    dense_entry,
+    stored_vectors,
+)
+
+if TYPE_CHECKING:
+    from engine.documents import Corpus, Unit
+    from engine.units.build import UnitConfig
+
+logger = logging.getLogger(__name__)
+
+UNIT_KEY = "unit"  # the payload key naming a point's unit id
+DOCUMENT_KEY = "document"  # and its document's (filters by document)
+API_KEY_ENV = "QDRANT_API_KEY"
+WRITE_SLICE = 4096  # points written between two progress reports
+READ_SLICE = 1024  # points retrieved or scrolled per request
+INSTALL = "pip install -e '.[qdrant]' (qdrant-client)"
+_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
+
+Progress = Callable[[int, int], None]
+
+
+def check_location(where: str) -> str:
+    """`where` stripped if it names a Qdrant server (http:// or https:// URL) or a folder
+    for local mode (an existing folder, or one to make in an existing folder)."""
+    where = (where or "").strip()
+    if _is_server(where):
+        return where
+    if where and "://" not in where and Path(where).expanduser().parent.is_dir():
+        return where
+    raise ConfigError(f"Qdrant location {where!r} is neither a server's URL "
+                      "(http://host:6333) nor a folder for Qdrant's local mode; give one.")
+
+
+def check_collection(name: str) -> str:
+    """`name` stripped if Qdrant can name a collection so, else a ConfigError naming it."""
+    name = (name or "").strip()
+    if not _NAME.fullmatch(name):
+        raise ConfigError(f"Qdrant collection name {name!r} is not 1-200 letters, digits, "
+                          "'_', '.' or '-'; give another.")
+    return name
+
+
+def _is_server(where: str) -> bool:
+    return where.startswith(("http://", "https://"))
+
+
+def derived_collection(base: str, config: UnitConfig, model: str) -> str:
+    """The collection named after `base` for the dense index over `config` units with
+    encoder `model`: `base` plus the units and the encoder ("wiki.passages-200-20.minilm");
+    a model given by path or hub id adds a hash of it (two folders named alike differ)."""
+    key = config.key()
+    units = {"passages": lambda: f"passages-{key.get('max_tokens')}-{key.get('overlap')}",
+             "documents": lambda: "documents"}.get(
+        key["granularity"],
+        lambda: f"clusters-{key['algorithm']}-{key['max_tokens']}-{_digest(key)}")()
+    encoder = re.sub(r"[^A-Za-z0-9_.\-]+", "-", Path(model).name or model).strip("-.")[:60]
+    if model != encoder:
+        encoder += f"-{_digest(model)}"
+    return check_collection(f"{base}.{units}.{encoder}"[:200])
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
+
+
+_clients: dict[str, Any] = {}
+_clients_lock = threading.Lock()
+
+
+def client_for(where: str) -> Any:
+    """One Qdrant client per location in this process (local mode locks its folder)."""
+    where = check_location(where)
+    with _clients_lock:
+        if where not in _clients:
+            try:
+                from qdrant_client import QdrantClient
+            except ImportError:
+                raise ResourceMissingError(f"Serving from Qdrant needs its client: {INSTALL}."
+                                           ) from None
+            if _is_server(where):
+                _clients[where] = QdrantClient(url=where, api_key=os.environ.get(API_KEY_ENV))
+            else:  # local mode: its stores are read from the threads requests arrive on
+                _clients[where] = QdrantClient(path=str(Path(where).expanduser()),
+                                               force_disable_check_same_thread=True)
+        return _clients[where]
+
+
+def close_clients() -> None:
+    """Close every client (local mode frees its folder)."""
+    with _clients_lock:
+        for client in _clients.values():
+            client.close()
+        _clients.clear()
+
+
+class Collection:
+    """A Qdrant collection holding a dense index's units, searched and read by row."""
+
+    def __init__(self, client: Any, where: str, name: str, d: int, ntotal: int,
+                 using: str | None, point_of_row: np.ndarray | None) -> None:
+        self.client, self.where, self.name, self.d, self.ntotal = client, where, name, d, ntotal
+        self.using = using  # the vector's name in a collection of named vectors
+        # each row's point id where they differ (points written by another tool)
+        self.point_of_row = point_of_row
+        # local mode is one in-process store: one request at a time
+        self._lock = None if _is_server(where) else threading.Lock()
+
+    @cached_property
+    def row_of_point(self) -> dict:
+        return {point: row for row, point in enumerate(self.point_of_row.tolist())}
+
+    def _points(self, rows: np.ndarray) -> list:
+        return (rows.tolist() if self.point_of_row is None
+                else self.point_of_row[rows].tolist())
+
+    def _rows(self, points: Sequence) -> np.ndarray:
+        if self.point_of_row is None:
+            return np.asarray(points, dtype=np.int64)
+        return np.array([self.row_of_point[p] for p in points], dtype=np.int64)
+
+    def _call(self, method: str, **arguments: Any) -> Any:
+        if self._lock is None:
+            return getattr(self.client, method)(self.name, **arguments)
+        with self._lock:
+            return getattr(self.client, method)(self.name, **arguments)
+
+    def top(self, vector: np.ndarray, k: int, ef: int | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of the `k` points nearest `vector` and their cosines, best first, ties
+        by row; a server's HNSW searched at efSearch `ef` (default HNSW_EF_SEARCH) or `k`."""
+        from qdrant_client import models
+
+        k = min(k, self.ntotal)
+        if not k:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        # a server searches its HNSW graph; local mode scans every vector (no parameters)
+        searching = {} if self._lock else {"search_params": models.SearchParams(
+            hnsw_ef=max(k, ef or HNSW_EF_SEARCH))}
+        found = self._call("query_points", query=np.asarray(vector, dtype=np.float32),
+                           using=self.using, limit=k, with_payload=False,
+                           **searching).points
+        rows = self._rows([point.id for point in found])
+        scores = np.array([point.score for point in found], dtype=np.float32)
+        best = np.lexsort((rows, -scores))
+        return rows[best], scores[best]
+
+    def rows(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of `rows`, retrieved from their points."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty((len(rows), self.d), dtype=np.float32)
+        for start in range(0, len(rows), READ_SLICE):
+            part = rows[start:start + READ_SLICE]
+            records = self._call("retrieve", ids=self._points(np.unique(part)),
+                                 with_payload=False, with_vectors=True)
+            got = dict(zip(self._rows([r.id for r in records]).tolist(),
+                           (self._vector(r) for r in records), strict=True))
+            missing = sorted(set(part.tolist()) - set(got))
+            if missing:
+                raise ConfigError(f"Qdrant collection {self.name!r} at {self.where} lost the "
+                                  f"point of row {missing[0]} since it was opened; restart "
+                                  "the app to check it again.")
+            out[start:start + len(part)] = [got[row] for row in part.tolist()]
+        return _unit_length(out)
+
+    def cosines(self, vector: np.ndarray) -> np.ndarray:
+        """Every row's cosine to `vector`, in row order (every vector read: for checks, not
+        for a question's first stage)."""
+        out = np.empty(self.ntotal, dtype=np.float32)
+        offset = None
+        while True:
+            records, offset = self._call("scroll", limit=READ_SLICE, offset=offset,
+                                         with_payload=False, with_vectors=True)
+            if records:
+                rows = self._rows([r.id for r in records])
+                out[rows] = _unit_length(np.stack([self._vector(r) for r in records])
+                                         ) @ vector
+            if offset is None:
+                return out
+
+    def _vector(self, record: Any) -> np.ndarray:
+        vector = record.vector[self.using] if self.using else record.vector
+        return np.asarray(vector, dtype=np.float32)
+
+
+def _unit_length(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (a collection of dot-product vectors may hold others)."""
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+@dataclass(frozen=True)
+class QdrantDenseIndex(DenseIndex):
+    """A `DenseIndex` whose `index` is a Qdrant collection (`Collection`): searched and
+    read through it; this process holds the units and no vector."""
+
+    @property
+    def exact(self) -> bool:
+        return False
+
+    @cached_property
+    def vectors(self) -> RemoteVectors:  # type: ignore[override]
+        return RemoteVectors(self.index)
+
+    @property
+    def description(self) -> str:
+        return f"Qdrant collection {self.index.name!r} at {self.index.where}"
+
+    def top(self, vector: np.ndarray, k: int, ef: int | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+        return self.index.top(vector, k, ef)
+
+
+def qdrant_dense_index(corpus: Corpus, config: UnitConfig, model: str, where: str,
+                       collection: str, progress: Progress | None = None
+                       ) -> QdrantDenseIndex:
+    """`dense_index(corpus, config, model)` served from Qdrant `collection` at `where`: an
+    existing collection checked and opened, a missing one written from the cached index
+    (built first if need be)."""
+    from engine.models.loading import load_bi_encoder, resolve_encoder_precision
+    from engine.units.build import build_units
+
+    collection = check_collection(collection)
+    client = client_for(where)
+    precision = resolve_encoder_precision("auto")
+    if client.collection_exists(collection):
+        units = build_units(corpus, config)
+        dim = load_bi_encoder(model, precision).get_embedding_dimension()
+        opened = open_collection(client, where, collection, units, dim, model)
+        logger.info("Dense: %d %s served by Qdrant collection %r at %s", len(units),
+                    config.granularity, collection, where)
+    else:
+        units, folder, _ = dense_entry(corpus, config, model, progress, precision)
+        vectors = stored_vectors(folder)  # a memory map: read slice by slice
+        write_collection(client, collection, units, vectors, progress)
+        opened = Collection(client, where, collection, vectors.shape[1], len(units), None,
+                            None)
+    return QdrantDenseIndex(units, opened, model, precision)
+
+
+def write_collection(client: Any, name: str, units: Sequence[Unit], vectors: np.ndarray,
+                     progress: Progress | None = None) -> None:
+    """Create collection `name` (cosine) holding `units` with their `vectors`, point id =
+    row. One that fails midway is deleted: no half-written collection is served."""
+    from qdrant_client import models
+
+    started = time.perf_counter()
+    client.create_collection(name, vectors_config=models.VectorParams(
+        size=int(vectors.shape[1]), distance=models.Distance.COSINE))
+    try:
+        for start in range(0, len(units), WRITE_SLICE):
+            stop = min(start + WRITE_SLICE, len(units))
+            client.upload_collection(
+                name, vectors=np.ascontiguousarray(vectors[start:stop], dtype=np.float32),
+                payload=[{UNIT_KEY: u.id, DOCUMENT_KEY: u.doc_ids[0] if u.doc_ids else ""}
+                         for u in units[start:stop]],
+                ids=range(start, stop), batch_size=256, wait=True)
+            if progress is not None:
+                progress(stop, len(units))
+    except BaseException:
+        client.delete_collection(name)
+        raise
+    logger.info("Qdrant: wrote %d points into collection %r in %.1f s", len(units), name,
+                time.perf_counter() - started)
+
+
+def open_collection(client: Any, where: str, name: str, units: Sequence[Unit], dim: int,
+                    model: str) -> Collection:
+    """An existing collection, checked to hold `units` as vectors of dimension `dim`."""
+    from qdrant_client import models
+
+    fix = ("delete the collection (it is then written from this corpus's index) or name "
+           "another")
+    params = client.get_collection(name).config.params.vectors
+    using = None
+    if isinstance(params, dict):
+        if len(params) != 1:
+            raise ConfigError(f"Qdrant collection {name!r} at {where} holds named vectors "
+                              f"{', '.join(sorted(params))}; serve a collection of one kind "
+                              "of vector.")
+        (using, params), = params.items()
+    if params.size != dim:
+        raise ConfigError(f"Qdrant collection {name!r} at {where} holds {params.size}-"
+                          f"dimensional vectors, but encoder {model!r} makes {dim}-"
+                          "dimensional ones: name the encoder that made them (bi_encoder), "
+                          f"or {fix}.")
+    if params.distance not in (models.Distance.COSINE, models.Distance.DOT):
+        raise ConfigError(f"Qdrant collection {name!r} at {where} ranks by "
+                          f"{params.distance.value} distance; the engine ranks by cosine: "
+                          f"{fix}.")
+    count = client.count(name, exact=True).count
+    if count != len(units):
+        raise ConfigError(f"Qdrant collection {name!r} at {where} holds {count:,} points, "
+                          f"but the corpus has {len(units):,} units here: {fix}.")
+    return Collection(client, where, name, dim, len(units), using,
+                      None if _rows_are_ids(client, name, units) else
+                      _point_of_row(client, where, name, units))
+
+
+def _rows_are_ids(client: Any, name: str, units: Sequence[Unit]) -> bool:
+    """Whether a sample of points (first, middle, last row) has id = row and names that
+    row's unit, as `write_collection` writes them."""
+    if not units:
+        return True
+    sample = sorted({0, len(units) // 2, len(units) - 1})
+    records = client.retrieve(name, ids=sample, with_payload=[UNIT_KEY])
+    named = {r.id: (r.payload or {}).get(UNIT_KEY) for r in records}
+    return all(named.get(row) == units[row].id for row in sample)
+
+
+def _point_of_row(client: Any, where: str, name: str, units: Sequence[Unit]) -> np.ndarray:
+    """Each row's point id, read from every point's payload."""
+    from engine.units.lazy import LazyUnits
+
+    row_of = (units.row_of if isinstance(units, LazyUnits)
+              else {u.id: row for row, u in enumerate(units)})
+    point_of_row: list = [None] * len(units)
+    offset = None
+    while True:
+        records, offset = client.scroll(name, limit=READ_SLICE, offset=offset,
+                                        with_payload=[UNIT_KEY], with_vectors=False)
+        for record in records:
+            unit = (record.payload or {}).get(UNIT_KEY)
+            row = row_of.get(unit) if isinstance(unit, str) else None
+            if row is None:
+                raise ConfigError(f"Qdrant collection {name!r} at {where}: point {record.id!r} "
+                                  f"names unit {unit!r} in its payload's {UNIT_KEY!r}, which "
+                                  "this corpus does not have: write the collection from this "
+                                  "corpus (delete it, and it is written here) or name another.")
+            point_of_row[row] = record.id
+        if offset is None:
+            break
+    if None in point_of_row:  # as many points as units, so another unit has two
+        row = point_of_row.index(None)
+        raise ConfigError(f"Qdrant collection {name!r} at {where} has no point naming unit "
+                          f"{units[row].id!r} (another unit has two): write the collection "
+                          "from this corpus (delete it, and it is written here) or name "
+                          "another.")
+    return np.array(point_of_row, dtype=object)

@@ -1,0 +1,210 @@
+"""engine.index.qdrant: a corpus's dense index served from a Qdrant collection (Qdrant's
+local mode, the client a Qdrant cluster is served by) gives what one index gives, to every
+dense stage."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from engine.errors import ConfigError
+from engine.index.dense import dense_index
+from engine.index.document_scores import DocumentScorer
+from engine.index.qdrant import (
+    UNIT_KEY,
+    QdrantDenseIndex,
+    check_collection,
+    check_location,
+    client_for,
+    close_clients,
+    derived_collection,
+    qdrant_dense_index,
+)
+from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
+
+PASSAGES = UnitConfig("passages", Chunker(max_tokens=10))  # seventeen rows
+QUESTIONS = ("Which river flows through Budapest?", "Who painted A Sunday Afternoon?",
+             "pointillism technique dots", "capital city on the Danube")
+
+
+@pytest.fixture
+def where(tmp_path):
+    """A folder for Qdrant's local mode; its client closed after the test."""
+    yield str(tmp_path / "qdrant")
+    close_clients()
+
+
+def same_as_one_index(served: QdrantDenseIndex, one) -> None:
+    """`served` ranks, scores and reads vectors as the exact in-process index `one` does."""
+    for question in QUESTIONS:
+        vector = one.encode_queries([question])[0]
+        for k in (1, 5, len(one.units), len(one.units) + 3):
+            rows, scores = served.top(vector, k)
+            expected_rows, expected = one.top(vector, k)
+            assert rows.tolist() == expected_rows.tolist()
+            assert np.allclose(scores, expected, atol=1e-5)
+        assert [c.unit for c in served.search(question, 5)] == \
+            [c.unit for c in one.search(question, 5)]
+    rows = np.array([len(one.units) - 1, 0, 9, 3, 9])
+    assert np.allclose(served.vectors[rows], one.vectors[rows], atol=1e-6)
+    assert np.allclose(served.vectors[-1], one.vectors[-1], atol=1e-6)
+    assert np.allclose(served.vectors @ vector, one.vectors @ vector, atol=1e-5)
+
+
+def test_a_missing_collection_is_written_from_the_index_then_served(tiny_corpus, where):
+    one = dense_index(tiny_corpus, PASSAGES, kind="exact")
+    written = []
+    served = qdrant_dense_index(tiny_corpus, PASSAGES, "minilm", where, "tiny",
+                                progress=lambda done, total: written.append((done, total)))
+    assert isinstance(served, QdrantDenseIndex) and not served.exact
+    assert written[-1] == (len(one.units), len(one.units))
+    assert served.description == f"Qdrant collection 'tiny' at {where}"
+    assert served.index.point_of_row is None  # its points' ids are rows
+    same_as_one_index(served, one)
+    point = client_for(where).retrieve("tiny", ids=[3], with_payload=True)[0]
+    assert point.payload == {UNIT_KEY: one.units[3].id, "document": one.units[3].doc_ids[0]}
+    # the funnel's first stage scores documents from it as from one index (its top
+    # APPROXIMATE_DEPTH passages here hold every passage)
+    for question in QUESTIONS:
+        local = DocumentScorer(tiny_corpus, None, one, "dense").scores(question)
+        remote = DocumentScorer(tiny_corpus, None, served, "dense").scores(question)
+        assert np.allclose(local, remote, atol=1e-5)
+    # opened again (another process, a restart): searched as it is, not written again
+    close_clients()
+    again = qdrant_dense_index(tiny_corpus, PASSAGES, "minilm", where, "tiny",
+                               progress=lambda *_: pytest.fail("written again"))
+    same_as_one_index(again, one)
+
+
+def test_points_written_by_another_tool_are_mapped_by_their_payload(tiny_corpus, where):
+    from qdrant_client import models
+
+    one = dense_index(tiny_corpus, PASSAGES, kind="exact")
+    client = client_for(where)
+    client.create_collection("theirs", vectors_config={"dense": models.VectorParams(
+        size=one.vectors.shape[1], distance=models.Distance.DOT)})
+    order = np.random.default_rng(0).permutation(len(one.units))  # written in any order
+    client.upsert("theirs", points=[models.PointStruct(
+        id=str(uuid.uuid4()), vector={"dense": (one.vectors[row] * 3.0).tolist()},
+        payload={UNIT_KEY: one.units[row].id, "source": "their pipeline"})
+        for row in order.tolist()])
+    served = qdrant_dense_index(tiny_corpus, PASSAGES, "minilm", where, "theirs",
+                                progress=lambda *_: pytest.fail("encoded the corpus"))
+    assert served.index.point_of_row is not None and served.index.using == "dense"
+    vector = one.encode_queries([QUESTIONS[0]])[0]
+    rows, _ = served.top(vector, 5)
+    assert rows.tolist() == one.top(vector, 5)[0].tolist()
+    assert np.allclose(served.vectors[rows], one.vectors[rows], atol=1e-6)  # unit length
+
+
+@pytest.mark.parametrize(("spoil", "named"), [
+    ("dimension", "holds 8-dimensional vectors, but encoder 'minilm' makes 384-dimensional"),
+    ("distance", "ranks by Euclid distance; the engine ranks by cosine"),
+    ("count", "holds 16 points, but the corpus has 17 units here"),
+    ("unit", "names unit 'Atlantis#0' in its payload's 'unit', which this corpus does not"),
+    ("twice", "has no point naming unit"),
+])
+def test_a_collection_that_does_not_hold_the_corpus_is_refused_naming_why(
+        tiny_corpus, where, spoil, named):
+    from qdrant_client import models
+
+    one = dense_index(tiny_corpus, PASSAGES, kind="exact")
+    vectors, ids = one.vectors, [u.id for u in one.units]
+    if spoil == "dimension":
+        vectors = vectors[:, :8]
+    if spoil == "count":
+        vectors, ids = vectors[1:], ids[1:]
+    if spoil in {"unit", "twice"}:
+        ids = ["Atlantis#0" if spoil == "unit" else ids[1], *ids[1:]]
+    client = client_for(where)
+    client.create_collection("spoilt", vectors_config=models.VectorParams(
+        size=vectors.shape[1],
+        distance=models.Distance.EUCLID if spoil == "distance" else models.Distance.COSINE))
+    client.upsert("spoilt", points=[
+        models.PointStruct(id=row + 100, vector=vector.tolist(), payload={UNIT_KEY: unit})
+        for row, (vector, unit) in enumerate(zip(vectors, ids, strict=True))])
+    with pytest.raises(ConfigError, match="Qdrant collection 'spoilt'") as refused:
+        qdrant_dense_index(tiny_corpus, PASSAGES, "minilm", where, "spoilt")
+    assert named in str(refused.value)
+    assert "delete" in str(refused.value) or "serve a collection" in str(refused.value)
+
+
+def test_locations_and_collection_names_are_checked(tmp_path):
+    assert check_location(" http://qdrant:6333 ") == "http://qdrant:6333"
+    assert check_location(str(tmp_path / "new")) == str(tmp_path / "new")
+    for bad in ("", "grpc://qdrant:6334", str(tmp_path / "no" / "such" / "folder")):
+        with pytest.raises(ConfigError, match="neither a server's URL"):
+            check_location(bad)
+    assert check_collection(" wiki.passages ") == "wiki.passages"
+    for bad in ("", "a/b", "x" * 201):
+        with pytest.raises(ConfigError, match="is not 1-200 letters"):
+            check_collection(bad)
+
+
+def test_an_index_other_than_the_primary_gets_a_collection_named_after_it(tmp_path):
+    passages = UnitConfig("passages", Chunker(max_tokens=200, overlap=20))
+    assert derived_collection("wiki", passages, "minilm") == "wiki.passages-200-20.minilm"
+    assert derived_collection("wiki", UnitConfig("documents"), "e5") == "wiki.documents.e5"
+    one, two = (derived_collection("wiki", passages, str(tmp_path / p / "bge"))
+                for p in ("a", "b"))
+    assert one.startswith("wiki.passages-200-20.bge-") and one != two
+    clusters = derived_collection("wiki", UnitConfig("clusters"), "minilm")
+    assert clusters.startswith("wiki.clusters-funnelrag-4096-")
+
+
+def test_the_store_serves_every_dense_stage_from_qdrant_when_asked(tiny_corpus, where,
+                                                                  monkeypatch):
+    from engine.index.qdrant import INSTALL  # noqa: F401  (the extra is installed here)
+    from engine.paradigms.flat import FlatConfig
+    from engine.service.store import InQdrant, Store, make_paradigm
+
+    served, here = Store(), Store()
+    with pytest.raises(ConfigError, match="neither a server's URL"):
+        served.serve_from_qdrant(tiny_corpus, "nowhere://x")
+    served.serve_from_qdrant(tiny_corpus, where)
+    assert served.served_by(tiny_corpus.fingerprint, tiny_corpus.name) == \
+        f"Qdrant collection {tiny_corpus.name!r} at {where}"
+    assert served.served_by("another corpus") == ""
+    index = served.dense(tiny_corpus, FlatConfig().passages())
+    assert isinstance(index, QdrantDenseIndex) and index.index.name == tiny_corpus.name
+    other = served.dense(tiny_corpus, PASSAGES)
+    assert other.index.name == InQdrant(where).collection_for(tiny_corpus.name, PASSAGES,
+                                                              "minilm")
+    assert other.index.name != tiny_corpus.name
+    # every paradigm's stages rank what they rank over an index in this process, asking
+    # Qdrant (its nearest points, or their vectors) where they read dense vectors
+    from engine.index.qdrant import Collection
+
+    asked = []
+    for method in ("top", "rows"):
+        original = getattr(Collection, method)
+        monkeypatch.setattr(Collection, method, lambda self, *a, _o=original, _m=method, **k:
+                            (asked.append(_m), _o(self, *a, **k))[1])
+    for paradigm, config in (("flat", {}), ("flat", {"reranker": "bi-encoder"}),
+                             ("funnel", {}), ("best", {"search": "dense"}),
+                             ("drrag", {"retriever": "dense", "selection": "sm"})):
+        asked.clear()
+        runs = [make_paradigm(paradigm, tiny_corpus, config, retrieval_only=True,
+                              store=store).run(QUESTIONS[0]) for store in (served, here)]
+        assert asked, f"{paradigm} {config} never asked Qdrant"
+        stages = [[(s.name, [c.unit.id for c in s.candidates]) for s in run.stages]
+                  for run in runs]
+        assert stages[0] == stages[1], (paradigm, config)
+        assert any(s.candidates for s in runs[0].stages)
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["--qdrant", "ftp://x"], "--qdrant 'ftp://x': Qdrant location 'ftp://x' is neither"),
+    (["--qdrant", "http://q:6333", "--ray", "local"], "both serve the dense indexes"),
+])
+def test_the_app_names_a_wrong_qdrant_setting_at_start(argv, named, monkeypatch, capsys):
+    from app import main as app_main
+
+    monkeypatch.setattr("sys.argv", ["app.py", *argv])
+    monkeypatch.setattr(app_main, "Preparation", None)  # never reached
+    with pytest.raises(SystemExit) as stopped:
+        app_main.main()
+    assert stopped.value.code == 2 and named in capsys.readouterr().err
