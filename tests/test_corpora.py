@@ -355,7 +355,8 @@ def test_a_corpus_is_ready_when_its_own_tasks_are_while_the_process_still_trains
     assert _status(prep) == "preparing"
 
 
-def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, tmp_path):
+def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, prepared,
+                                                                   tmp_path):
     pytest.importorskip("qdrant_client")
     from engine.index.qdrant import QdrantDenseIndex, close_clients
     from engine.paradigms.flat import FlatConfig
@@ -384,6 +385,13 @@ def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, tmp
         assert index.search("Which river flows through capitals?", 1)[0].unit.doc_ids == \
             ("Danube",)
         assert all(r.served_by == "" for r in explorer.corpora() if r.name != "inq")
-    finally:
+        # a restart (a new app over the same data directory) serves it from there again
         process_store()._served.pop(corpus.fingerprint)  # noqa: SLF001  (the process's store)
+        close_clients()
+        restarted = Explorer(*prepared, preparing=corpus_only)
+        restarted._corpora.preparation("inq")  # noqa: SLF001  (as a request naming it does)
+        assert settled(restarted, "inq").served_by == f"Qdrant collection 'my.notes' at {where}"
+        assert process_store().served_by(corpus.fingerprint, "inq") == row.served_by
+    finally:
+        process_store()._served.pop(corpus.fingerprint, None)  # noqa: SLF001
         close_clients()

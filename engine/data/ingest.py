@@ -21,7 +21,7 @@ import re
 import shutil
 import time
 import zipfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from engine.cache import atomic_path, write_json_atomic
@@ -66,6 +66,9 @@ class StoredCorpus:
     source: str  # the file it was read from (its name, for an upload)
     documents: int
     added: float  # seconds since the epoch
+    # where its dense indexes are encoded and served when not here, as added (kept across
+    # restarts): {"ray", "workers", "shards"} or {"qdrant", "collection"}
+    serving: dict = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -204,10 +207,11 @@ def _read_zip(path: Path) -> list[Document]:
     return documents
 
 
-def ingest(name: str, source: Path, *, original: str = "") -> Corpus:
+def ingest(name: str, source: Path, *, original: str = "", serving: dict | None = None
+           ) -> Corpus:
     """Read `source`, store it as corpus `name` (atomically: a failure writes nothing) and
     return it as `load_corpus(name)` would; `original` names the uploaded file in the
-    record (default: the source's name)."""
+    record (default: the source's name), `serving` where its dense indexes are served."""
     started = time.monotonic()
     stored_as = (stored_path(name).name,)
     documents = [replace(doc, sources=stored_as) for doc in read_documents(source)]
@@ -219,7 +223,8 @@ def ingest(name: str, source: Path, *, original: str = "") -> Corpus:
             for doc in documents:
                 out.write(json.dumps({"id": doc.id, "title": doc.title, "text": doc.text,
                                       "links": list(doc.links)}, ensure_ascii=False) + "\n")
-        stored = StoredCorpus(name, original or source.name, len(documents), time.time())
+        stored = StoredCorpus(name, original or source.name, len(documents), time.time(),
+                              dict(serving or {}))
         write_json_atomic(folder / "meta.json", asdict(stored))
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.data.corpus import NAMED_CORPORA, corpus_name
+from engine.data.corpus import NAMED_CORPORA, corpus_name, load_corpus
 from engine.data.ingest import (
     StoredCorpus,
     check_name,
@@ -117,7 +117,8 @@ class Corpora:
             if started:
                 self.resolve(name)  # not removed meanwhile
                 logger.info("preparing corpus %r on first use", name)
-                preparation = self._preparing(name, dense=self._dense, train=False).start()
+                preparation = self._preparing(name, dense=self._dense, train=False,
+                                              load=_served_as_added(name)).start()
                 self._preparations[name] = preparation
             self._used[name] = time.monotonic()
         if started:
@@ -179,19 +180,16 @@ class Corpora:
             raise ConfigError(shown_as(err, Path(source), shown) if upload else str(err)
                               ) from None
 
+        serving = ({"ray": ray, "workers": workers, "shards": shards} if ray else
+                   {"qdrant": qdrant, "collection": collection} if qdrant else {})
+
         def load(progress: Progress) -> Corpus:
             try:
-                corpus = ingest(name, path, original=shown)
+                corpus = ingest(name, path, original=shown, serving=serving)
             except (EngineError, ValueError, OSError) as err:  # shown in its row
                 raise ConfigError(shown_as(err, path, shown) if upload else str(err)
                                   ) from None
-            if ray:
-                process_store().encode_on_ray(corpus, ray, workers)
-            if shards:
-                process_store().serve_on_ray(corpus, ray, shards, workers)
-            if qdrant:
-                process_store().serve_from_qdrant(corpus, qdrant, collection)
-            return corpus
+            return served(corpus, serving)
 
         with self._lock:
             self._forget_failed(name)
@@ -368,3 +366,28 @@ def _status(preparation: Preparation | None) -> str:
     # the process's classifiers still train
     return "preparing" if preparation.busy(own=True) else "ready"
 
+
+
+def served(corpus: Corpus, serving: dict) -> Corpus:
+    """`corpus`, its dense indexes encoded and served where `serving` (a StoredCorpus's)
+    says: Ray workers and shards, or Qdrant; nothing for an empty one."""
+    from engine.service.store import process_store
+
+    store = process_store()
+    if serving.get("ray"):
+        store.encode_on_ray(corpus, serving["ray"], serving.get("workers", 2))
+        if serving.get("shards"):
+            store.serve_on_ray(corpus, serving["ray"], serving["shards"],
+                               serving.get("workers", 2))
+    if serving.get("qdrant"):
+        store.serve_from_qdrant(corpus, serving["qdrant"], serving.get("collection", ""))
+    return corpus
+
+
+def _served_as_added(name: str) -> Callable[[Progress], Corpus] | None:
+    """How an added corpus loads after a restart: where its dense indexes were served when
+    it was added, served there again (None: as any named corpus loads)."""
+    record = next((c for c in stored_corpora() if c.name == name), None)
+    if record is None or not record.serving:
+        return None
+    return lambda progress: served(load_corpus(name), record.serving)
