@@ -35,13 +35,9 @@ def serve(n: int, side: str, kind: str, shards: int, limit: int, vectors_file: P
     import faiss
 
     from bench.synthetic import synthetic_corpus
-    from engine.index.bm25 import bm25_index
     from engine.index.dense import dense_index
-    from engine.index.document_scores import DocumentScorer
     from engine.index.shards import sharded_dense_index
     from engine.service.store import process_store
-    from engine.stages.rerank import HYBRID_WEIGHT
-    from engine.stages.retrieve import ClusterRetriever
 
     faiss.omp_set_num_threads(1)
     corpus = synthetic_corpus(n)
@@ -57,7 +53,25 @@ def serve(n: int, side: str, kind: str, shards: int, limit: int, vectors_file: P
     texts = questions(limit)
     if not vectors_file.exists():
         np.save(vectors_file, dense.encode_queries(texts))
-    vectors = np.load(vectors_file)
+    out = {"index": dense.description, "load s": round(load_seconds, 1),
+           **timed_questions(corpus, clusters, documents, dense, texts,
+                             np.load(vectors_file)),
+           "peak MiB": round(peak_rss_mb()), **resident()}
+    if side == "shards":
+        out["workers MiB"] = dense.index.memory()
+    return out
+
+
+def timed_questions(corpus, clusters, documents, dense, texts: list[str],
+                    vectors: np.ndarray) -> dict:
+    """Per question (its vector given: no encoding timed): flat's top-100 over `dense` and
+    the funnel's first stage (hybrid document scores over `documents` BM25 and `dense`,
+    K=10 `clusters`); their latencies and every top-100's rows."""
+    from engine.index.bm25 import bm25_index
+    from engine.index.document_scores import DocumentScorer
+    from engine.stages.rerank import HYBRID_WEIGHT
+    from engine.stages.retrieve import ClusterRetriever
+
     scorer = DocumentScorer(corpus, bm25_index(corpus, documents), dense, "hybrid",
                             HYBRID_WEIGHT)
     first = ClusterRetriever(clusters.units, clusters.assignment, corpus, scorer)
@@ -72,13 +86,8 @@ def serve(n: int, side: str, kind: str, shards: int, limit: int, vectors_file: P
         start = time.perf_counter()
         first.run(text, (), 10)
         seconds["first stage"].append(time.perf_counter() - start)
-    out = {"index": dense.description, "load s": round(load_seconds, 1),
-           "peak MiB": round(peak_rss_mb()), **resident(),
-           **{name: latency_summary(values) for name, values in seconds.items()},
-           "top-100": found}
-    if side == "shards":
-        out["workers MiB"] = dense.index.memory()
-    return out
+    return {**{name: latency_summary(values) for name, values in seconds.items()},
+            "top-100": found}
 
 
 def main() -> None:

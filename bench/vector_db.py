@@ -36,7 +36,6 @@ import numpy as np
 
 from bench.common import (
     ROOT,
-    latency_summary,
     markdown_table,
     peak_rss_mb,
     run_child,
@@ -44,6 +43,7 @@ from bench.common import (
     shown_cpu_flags,
 )
 from bench.funnel_scale import configs, questions, resident
+from bench.ray_shards import timed_questions
 
 COLLECTION = "bench-pooled"
 SIDES = ("one", "written", "opened")
@@ -56,13 +56,9 @@ def serve(side: str, where: str, limit: int, vectors_file: Path) -> dict:
     import faiss
 
     from engine.data.corpus import load_corpus
-    from engine.index.bm25 import bm25_index
     from engine.index.dense import dense_index
-    from engine.index.document_scores import DocumentScorer
     from engine.index.qdrant import qdrant_dense_index
     from engine.service.store import process_store
-    from engine.stages.rerank import HYBRID_WEIGHT
-    from engine.stages.retrieve import ClusterRetriever
 
     faiss.omp_set_num_threads(1)
     corpus = load_corpus("pooled")
@@ -79,25 +75,11 @@ def serve(side: str, where: str, limit: int, vectors_file: Path) -> dict:
     texts = questions(limit)
     if not vectors_file.exists():
         np.save(vectors_file, dense.encode_queries(texts))
-    vectors = np.load(vectors_file)
-    scorer = DocumentScorer(corpus, bm25_index(corpus, documents), dense, "hybrid",
-                            HYBRID_WEIGHT)
-    first = ClusterRetriever(clusters.units, clusters.assignment, corpus, scorer)
-    seconds: dict[str, list[float]] = {"flat top-100": [], "first stage": []}
-    found = []
-    for text, vector in zip(texts, vectors, strict=True):
-        start = time.perf_counter()
-        rows, _ = dense.top(vector, 100)
-        seconds["flat top-100"].append(time.perf_counter() - start)
-        found.append(rows.tolist())
-        dense._recent.get(text, lambda v=vector: v)  # noqa: SLF001 - the memo answers
-        start = time.perf_counter()
-        first.run(text, (), 10)
-        seconds["first stage"].append(time.perf_counter() - start)
     return {"index": dense.description, "passages": len(dense.units),
-            "load s": round(load_seconds, 1), "peak MiB": round(peak_rss_mb()), **resident(),
-            **{name: latency_summary(values) for name, values in seconds.items()},
-            "top-100": found}
+            "load s": round(load_seconds, 1),
+            **timed_questions(corpus, clusters, documents, dense, texts,
+                              np.load(vectors_file)),
+            "peak MiB": round(peak_rss_mb()), **resident()}
 
 
 def main() -> None:

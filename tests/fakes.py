@@ -158,3 +158,18 @@ def served(prep: Preparation, sessions: Path) -> Iterator[tuple]:
     finally:
         demo.close()
         store.close()
+
+
+def app_refuses_at_start(argv: list[str], monkeypatch, capsys) -> str:
+    """What `funnel-explorer ARGV` says on stderr when it refuses to start (exit code 2),
+    before it prepares anything."""
+    import pytest
+
+    from app import main as app_main
+
+    monkeypatch.setattr("sys.argv", ["app.py", *argv])
+    monkeypatch.setattr(app_main, "Preparation", None)  # never reached
+    with pytest.raises(SystemExit) as stopped:
+        app_main.main()
+    assert stopped.value.code == 2
+    return capsys.readouterr().err

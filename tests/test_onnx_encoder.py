@@ -164,12 +164,7 @@ def test_the_models_view_lists_the_exports(fresh_encoders):
 
 
 def test_the_app_names_a_wrong_encoder_precision_at_start(monkeypatch, capsys):
-    from app import main as app_main
+    from tests.fakes import app_refuses_at_start
 
     monkeypatch.setenv(loading.ENCODER_PRECISION_ENV, "fp8")
-    monkeypatch.setattr("sys.argv", ["app.py"])
-    monkeypatch.setattr(app_main, "Preparation", None)  # never reached
-    with pytest.raises(SystemExit) as stopped:
-        app_main.main()
-    assert stopped.value.code == 2
-    assert "FUNNEL_ENCODER_PRECISION 'fp8'" in capsys.readouterr().err
+    assert "FUNNEL_ENCODER_PRECISION 'fp8'" in app_refuses_at_start([], monkeypatch, capsys)

@@ -201,10 +201,6 @@ def test_the_store_serves_every_dense_stage_from_qdrant_when_asked(tiny_corpus, 
     (["--qdrant", "http://q:6333", "--ray", "local"], "both serve the dense indexes"),
 ])
 def test_the_app_names_a_wrong_qdrant_setting_at_start(argv, named, monkeypatch, capsys):
-    from app import main as app_main
+    from tests.fakes import app_refuses_at_start
 
-    monkeypatch.setattr("sys.argv", ["app.py", *argv])
-    monkeypatch.setattr(app_main, "Preparation", None)  # never reached
-    with pytest.raises(SystemExit) as stopped:
-        app_main.main()
-    assert stopped.value.code == 2 and named in capsys.readouterr().err
+    assert named in app_refuses_at_start(argv, monkeypatch, capsys)

@@ -125,10 +125,6 @@ def test_the_corpora_table_says_where_a_corpus_is_served():
                         "--ray ADDRESS too"),
 ])
 def test_the_app_names_a_wrong_ray_setting_at_start(argv, named, monkeypatch, capsys):
-    from app import main as app_main
+    from tests.fakes import app_refuses_at_start
 
-    monkeypatch.setattr("sys.argv", ["app.py", *argv])
-    monkeypatch.setattr(app_main, "Preparation", None)  # never reached
-    with pytest.raises(SystemExit) as stopped:
-        app_main.main()
-    assert stopped.value.code == 2 and named in capsys.readouterr().err
+    assert named in app_refuses_at_start(argv, monkeypatch, capsys)

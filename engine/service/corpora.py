@@ -144,7 +144,6 @@ class Corpora:
         served by that many Ray actors there (engine.index.shards); with `qdrant` (a
         server's URL or a local-mode folder) they are served from Qdrant collections, its
         passages from `collection` (default: its name; engine.index.qdrant)."""
-        from engine.service.store import process_store
 
         name = (name or "").strip()
         shown = original or Path(source).name
