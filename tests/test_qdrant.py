@@ -132,6 +132,22 @@ def test_a_collection_that_does_not_hold_the_corpus_is_refused_naming_why(
     assert "delete" in str(refused.value) or "serve a collection" in str(refused.value)
 
 
+def test_a_server_that_does_not_answer_and_a_folder_in_use_are_named(tiny_corpus, where):
+    from engine.errors import EngineError
+
+    with pytest.raises(EngineError, match=r"Qdrant at http://127.0.0.1:9 did not answer as "
+                                          r"asked \(.*refused.*\): check that its server"):
+        qdrant_dense_index(tiny_corpus, PASSAGES, "minilm", "http://127.0.0.1:9", "tiny")
+    from qdrant_client import QdrantClient
+
+    holder = QdrantClient(path=where)  # as another process would hold it
+    try:
+        with pytest.raises(ConfigError, match="is open in another process"):
+            client_for(where)
+    finally:
+        holder.close()
+
+
 def test_locations_and_collection_names_are_checked(tmp_path):
     assert check_location(" http://qdrant:6333 ") == "http://qdrant:6333"
     assert check_location(str(tmp_path / "new")) == str(tmp_path / "new")

@@ -32,7 +32,8 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.errors import ConfigError, ResourceMissingError
+from engine.errors import ConfigError, EngineError, ResourceMissingError
 from engine.index.dense import (
     HNSW_EF_SEARCH,
     DenseIndex,
@@ -127,9 +128,29 @@ def client_for(where: str) -> Any:
             if _is_server(where):
                 _clients[where] = QdrantClient(url=where, api_key=os.environ.get(API_KEY_ENV))
             else:  # local mode: its stores are read from the threads requests arrive on
-                _clients[where] = QdrantClient(path=str(Path(where).expanduser()),
-                                               force_disable_check_same_thread=True)
+                try:
+                    _clients[where] = QdrantClient(path=str(Path(where).expanduser()),
+                                                   force_disable_check_same_thread=True)
+                except RuntimeError as err:  # another process holds the folder
+                    raise ConfigError(f"Qdrant's local mode folder {where!r} is open in "
+                                      "another process (local mode serves one): stop it, "
+                                      "or serve the collection from a Qdrant server (its "
+                                      "URL).") from err
         return _clients[where]
+
+
+@contextmanager
+def answering(where: str) -> Iterator[None]:
+    """Qdrant's client errors (no server at the URL, a refused key, a failed request) as
+    an EngineError naming the location."""
+    from qdrant_client.http.exceptions import ApiException
+
+    try:
+        yield
+    except ApiException as err:
+        raise EngineError(f"Qdrant at {where} did not answer as asked ({err}): check that "
+                          "its server runs at that address (and QDRANT_API_KEY, if it asks "
+                          "for a key).") from err
 
 
 def close_clients() -> None:
@@ -166,9 +187,7 @@ class Collection:
         return np.array([self.row_of_point[p] for p in points], dtype=np.int64)
 
     def _call(self, method: str, **arguments: Any) -> Any:
-        if self._lock is None:
-            return getattr(self.client, method)(self.name, **arguments)
-        with self._lock:
+        with answering(self.where), self._lock or nullcontext():
             return getattr(self.client, method)(self.name, **arguments)
 
     def top(self, vector: np.ndarray, k: int, ef: int | None = None
@@ -268,16 +287,20 @@ def qdrant_dense_index(corpus: Corpus, config: UnitConfig, model: str, where: st
     collection = check_collection(collection)
     client = client_for(where)
     precision = resolve_encoder_precision("auto")
-    if client.collection_exists(collection):
+    with answering(where):
+        exists = client.collection_exists(collection)
+    if exists:
         units = build_units(corpus, config)
         dim = load_bi_encoder(model, precision).get_embedding_dimension()
-        opened = open_collection(client, where, collection, units, dim, model)
+        with answering(where):
+            opened = open_collection(client, where, collection, units, dim, model)
         logger.info("Dense: %d %s served by Qdrant collection %r at %s", len(units),
                     config.granularity, collection, where)
     else:
         units, folder, _ = dense_entry(corpus, config, model, progress, precision)
         vectors = stored_vectors(folder)  # a memory map: read slice by slice
-        write_collection(client, collection, units, vectors, progress)
+        with answering(where):
+            write_collection(client, collection, units, vectors, progress)
         opened = Collection(client, where, collection, vectors.shape[1], len(units), None,
                             None)
     return QdrantDenseIndex(units, opened, model, precision)
