@@ -63,9 +63,14 @@ def runtimes(threads: int) -> dict:
 
 
 def flat_reads(limit: int) -> list[RunTrace]:
-    """The flat runs of bench/ablation.py, question by question (their reader's input)."""
+    """The flat runs of bench/ablation.py, question by question (their reader's input);
+    where it has not run here, flat's retrieval at its defaults over the pooled corpus,
+    which gives the passages those runs read (kept in data/bench/flat_reads.jsonl)."""
+    path = data_dir() / "bench" / "ablation_traces.jsonl"
+    if not path.exists():
+        path = flat_retrievals(limit)
     found = []
-    with (data_dir() / "bench" / "ablation_traces.jsonl").open(encoding="utf-8") as lines:
+    with path.open(encoding="utf-8") as lines:
         for line in lines:
             if '"paradigm": "flat"' in line[:2000]:
                 trace = RunTrace.from_json(line)
@@ -74,6 +79,22 @@ def flat_reads(limit: int) -> list[RunTrace]:
             if len(found) == limit:
                 break
     return found
+
+
+def flat_retrievals(limit: int):
+    """The first `limit` dev500 questions through flat's retrieval (no reader), saved."""
+    from engine.data.corpus import load_corpus
+    from engine.service.store import make_paradigm
+
+    path = data_dir() / "bench" / "flat_reads.jsonl"
+    if path.exists() and sum(1 for _ in path.open(encoding="utf-8")) >= limit:
+        return path
+    flat = make_paradigm("flat", load_corpus("pooled"), retrieval_only=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for question in dev500_questions(limit):
+            out.write(flat.run(question).to_json() + "\n")
+    return path
 
 
 def answer_steps(traces: list[RunTrace], generators: dict, config: ReaderConfig) -> dict:
