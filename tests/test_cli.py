@@ -119,3 +119,17 @@ def test_build_refuses_a_bad_ray_address_and_worker_count(corpus_file, data_dir)
         result = run("build", "--corpus", str(corpus_file), "--ray", address,
                      env_dir=data_dir)
         assert result.returncode == 2 and message in result.stderr, result.stderr[-500:]
+
+
+def test_build_serves_the_index_from_a_qdrant_collection(corpus_file, data_dir, tmp_path):
+    pytest.importorskip("qdrant_client")
+    where = tmp_path / "qdrant"
+    result = run("build", "--corpus", str(corpus_file), "--qdrant", str(where),
+                 env_dir=data_dir, FUNNEL_PROGRESS_SECONDS="0")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert re.search(rf"served from Qdrant collection '[\w-]+' at {where} \(\d+ points",
+                     result.stdout), result.stdout
+    assert "Qdrant: writing" in result.stderr
+    again = run("build", "--corpus", str(corpus_file), "--qdrant", str(where),
+                "--collection", "bad name", env_dir=data_dir)
+    assert again.returncode == 2 and "'bad name' is not 1-200 letters" in again.stderr

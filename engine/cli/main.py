@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="encode as Ray tasks: host:port, ray://host:port or 'local'")
     build.add_argument("--workers", type=int, default=2,
                        help="one-CPU workers of a local Ray cluster (default 2)")
+    build.add_argument("--qdrant", metavar="WHERE", default="",
+                       help="then serve it from Qdrant (a server's URL or a local-mode "
+                            "folder): its collection written if missing, else checked")
+    build.add_argument("--collection", default="",
+                       help="with --qdrant: the collection (default: the one the app "
+                            "names, after the corpus)")
     data = sub.add_parser("data", help="the QA data: where each file comes from, which "
                           "are here, and fetching the missing ones")
     data_sub = data.add_subparsers(dest="data_command", required=True)
@@ -168,6 +174,16 @@ def _build(args: argparse.Namespace) -> int:
     where = f", {encoded:,} encoded on Ray ({args.ray})" if encoded is not None else ""
     _out(f"{corpus.name}: {len(units):,} passages, {index.description} dense index with "
          f"{args.encoder} in {seconds:.1f} s{where}")
+    if args.qdrant:
+        from engine.index.qdrant import qdrant_dense_index
+        from engine.service.store import InQdrant
+
+        started = time.perf_counter()
+        collection = args.collection or InQdrant(args.qdrant).collection_for(
+            corpus.name, config, args.encoder)
+        served = qdrant_dense_index(corpus, config, args.encoder, args.qdrant, collection)
+        _out(f"served from {served.description} ({len(units):,} points, "
+             f"{time.perf_counter() - started:.1f} s)")
     return 0
 
 

@@ -312,6 +312,9 @@ def write_collection(client: Any, name: str, units: Sequence[Unit], vectors: np.
     row. One that fails midway is deleted: no half-written collection is served."""
     from qdrant_client import models
 
+    from engine.progress import LoggedProgress
+
+    progress = LoggedProgress(logger, f"Qdrant: writing {name!r}", "points", then=progress)
     started = time.perf_counter()
     client.create_collection(name, vectors_config=models.VectorParams(
         size=int(vectors.shape[1]), distance=models.Distance.COSINE))
@@ -323,8 +326,7 @@ def write_collection(client: Any, name: str, units: Sequence[Unit], vectors: np.
                 payload=[{UNIT_KEY: u.id, DOCUMENT_KEY: u.doc_ids[0] if u.doc_ids else ""}
                          for u in units[start:stop]],
                 ids=range(start, stop), batch_size=256, wait=True)
-            if progress is not None:
-                progress(stop, len(units))
+            progress(stop, len(units))
     except BaseException:
         client.delete_collection(name)
         raise
