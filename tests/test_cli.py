@@ -130,6 +130,9 @@ def test_build_serves_the_index_from_a_qdrant_collection(corpus_file, data_dir, 
     assert re.search(rf"served from Qdrant collection '[\w-]+' at {where} \(\d+ points",
                      result.stdout), result.stdout
     assert "Qdrant: writing" in result.stderr
-    again = run("build", "--corpus", str(corpus_file), "--qdrant", str(where),
-                "--collection", "bad name", env_dir=data_dir)
-    assert again.returncode == 2 and "'bad name' is not 1-200 letters" in again.stderr
+    for settings, named in ((["--qdrant", str(where), "--collection", "bad name"],
+                             "'bad name' is not 1-200 letters"),
+                            (["--collection", "mine"], "Qdrant location '' is neither")):
+        refused = run("build", "--corpus", str(corpus_file), *settings, env_dir=data_dir)
+        assert refused.returncode == 2 and named in refused.stderr, refused.stderr[-500:]
+        assert "passages," not in refused.stdout  # refused before building

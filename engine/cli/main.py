@@ -158,6 +158,12 @@ def _build(args: argparse.Namespace) -> int:
     from engine.units.build import build_units, index_text
 
     check_range("--max-tokens", args.max_tokens, 16, 1000)
+    if args.qdrant or args.collection:  # refused before a build, not after it
+        from engine.index.qdrant import check_collection, check_location
+
+        check_location(args.qdrant)
+        if args.collection:
+            check_collection(args.collection)
     corpus = load_corpus(args.corpus)
     config = UnitConfig("passages", Chunker(args.max_tokens))
     units = build_units(corpus, config)
