@@ -88,7 +88,7 @@ def test_points_written_by_another_tool_are_mapped_by_their_payload(tiny_corpus,
         size=one.vectors.shape[1], distance=models.Distance.DOT)})
     order = np.random.default_rng(0).permutation(len(one.units))  # written in any order
     client.upsert("theirs", points=[models.PointStruct(
-        id=str(uuid.uuid4()), vector={"dense": (one.vectors[row] * 3.0).tolist()},
+        id=str(uuid.uuid4()), vector={"dense": one.vectors[row].tolist()},
         payload={UNIT_KEY: one.units[row].id, "source": "their pipeline"})
         for row in order.tolist()])
     served = qdrant_dense_index(tiny_corpus, PASSAGES, "minilm", where, "theirs",
@@ -97,12 +97,13 @@ def test_points_written_by_another_tool_are_mapped_by_their_payload(tiny_corpus,
     vector = one.encode_queries([QUESTIONS[0]])[0]
     rows, _ = served.top(vector, 5)
     assert rows.tolist() == one.top(vector, 5)[0].tolist()
-    assert np.allclose(served.vectors[rows], one.vectors[rows], atol=1e-6)  # unit length
+    assert np.allclose(served.vectors[rows], one.vectors[rows], atol=1e-6)
 
 
 @pytest.mark.parametrize(("spoil", "named"), [
     ("dimension", "holds 8-dimensional vectors, but encoder 'minilm' makes 384-dimensional"),
     ("distance", "ranks by Euclid distance; the engine ranks by cosine"),
+    ("length", "ranks by dot product over vectors that are not of unit length (norms 3.000"),
     ("count", "holds 16 points, but the corpus has 17 units here"),
     ("unit", "names unit 'Atlantis#0' in its payload's 'unit', which this corpus does not"),
     ("twice", "has no point naming unit"),
@@ -115,6 +116,8 @@ def test_a_collection_that_does_not_hold_the_corpus_is_refused_naming_why(
     vectors, ids = one.vectors, [u.id for u in one.units]
     if spoil == "dimension":
         vectors = vectors[:, :8]
+    if spoil == "length":
+        vectors = vectors * 3.0
     if spoil == "count":
         vectors, ids = vectors[1:], ids[1:]
     if spoil in {"unit", "twice"}:
@@ -122,7 +125,8 @@ def test_a_collection_that_does_not_hold_the_corpus_is_refused_naming_why(
     client = client_for(where)
     client.create_collection("spoilt", vectors_config=models.VectorParams(
         size=vectors.shape[1],
-        distance=models.Distance.EUCLID if spoil == "distance" else models.Distance.COSINE))
+        distance={"distance": models.Distance.EUCLID, "length": models.Distance.DOT}.get(
+            spoil, models.Distance.COSINE)))
     client.upsert("spoilt", points=[
         models.PointStruct(id=row + 100, vector=vector.tolist(), payload={UNIT_KEY: unit})
         for row, (vector, unit) in enumerate(zip(vectors, ids, strict=True))])

@@ -358,6 +358,16 @@ def open_collection(client: Any, where: str, name: str, units: Sequence[Unit], d
         raise ConfigError(f"Qdrant collection {name!r} at {where} ranks by "
                           f"{params.distance.value} distance; the engine ranks by cosine: "
                           f"{fix}.")
+    if params.distance == models.Distance.DOT:  # ranks as cosine only over unit vectors
+        records, _ = client.scroll(name, limit=3, with_payload=False, with_vectors=True)
+        norms = [float(np.linalg.norm(r.vector[using] if using else r.vector))
+                 for r in records]
+        if any(abs(norm - 1) > 1e-3 for norm in norms):
+            raise ConfigError(f"Qdrant collection {name!r} at {where} ranks by dot product "
+                              f"over vectors that are not of unit length (norms "
+                              f"{', '.join(f'{n:.3f}' for n in norms)}), which is not "
+                              f"cosine: write them normalised or with cosine distance, or "
+                              f"{fix}.")
     count = client.count(name, exact=True).count
     if count != len(units):
         raise ConfigError(f"Qdrant collection {name!r} at {where} holds {count:,} points, "
