@@ -17,6 +17,7 @@ from app.ui import build_app, serve
 from engine.errors import ConfigError
 from engine.index.shards import DEFAULT_SHARDS
 from engine.models.loading import resolve_encoder_precision
+from engine.service.corpora import served_as_added
 from engine.service.explorer import Explorer
 from engine.service.otel import tracing_from
 from engine.service.preparation import Preparation
@@ -131,7 +132,9 @@ def main() -> None:
             parser.error(f"--ray {args.ray!r} --shards {args.shards}: {err}")
     configure_logging()
     # a first start fetches the QA data that is missing before anything else
-    preparation = Preparation(args.corpus, fetch_data=True).start()
+    # an added corpus is served where it was added to be (Ray shards, Qdrant)
+    preparation = Preparation(args.corpus, fetch_data=True,
+                              load=served_as_added(args.corpus)).start()
     explorer = Explorer(preparation, SessionStore(args.sessions), corpus_root=root,
                         tracing=tracing_from(args.otlp_endpoint))
     if args.otlp_receive:

@@ -386,12 +386,21 @@ def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, pre
             ("Danube",)
         assert all(r.served_by == "" for r in explorer.corpora() if r.name != "inq")
         # a restart (a new app over the same data directory) serves it from there again
-        process_store()._served.pop(corpus.fingerprint)  # noqa: SLF001  (the process's store)
+        process_store().serve_here(corpus)
+        process_store().evict(corpus.fingerprint)
         close_clients()
         restarted = Explorer(*prepared, preparing=corpus_only)
         restarted._corpora.preparation("inq")  # noqa: SLF001  (as a request naming it does)
         assert settled(restarted, "inq").served_by == f"Qdrant collection 'my.notes' at {where}"
-        assert process_store().served_by(corpus.fingerprint, "inq") == row.served_by
+        again = process_store().dense(corpus, FlatConfig().passages())
+        assert isinstance(again, QdrantDenseIndex) and again is not index
+        # removed, then added again without Qdrant: served here
+        restarted.remove_corpus("inq")
+        assert process_store().served_by(corpus.fingerprint, "inq") == ""
+        restarted.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True)
+        assert settled(restarted, "inq").served_by == ""
+        here = process_store().dense(corpus, FlatConfig().passages())
+        assert not isinstance(here, QdrantDenseIndex)
     finally:
         process_store()._served.pop(corpus.fingerprint, None)  # noqa: SLF001
         close_clients()

@@ -79,6 +79,31 @@ def test_a_missing_collection_is_written_from_the_index_then_served(tiny_corpus,
     same_as_one_index(again, one)
 
 
+def test_a_collection_written_from_other_content_or_grown_since_is_refused(tiny_corpus,
+                                                                          where, tmp_path):
+    from engine.documents import Corpus
+
+    served = qdrant_dense_index(tiny_corpus, PASSAGES, "minilm", where, "tiny")
+    assert client_for(where + "/") is client_for(str(tmp_path / "." / "qdrant"))  # one folder
+    # the same passage ids over an edited text: the collection's vectors are not its own
+    edited = Corpus("tiny", tuple(doc if doc.id != "Vienna" else
+                                  type(doc)(doc.id, doc.title, doc.text.replace("Austria",
+                                                                                "Europe"))
+                                  for doc in tiny_corpus.documents))
+    with pytest.raises(ConfigError, match="was written from another index than this "
+                                          "corpus's \\(its corpus differ\\): delete"):
+        qdrant_dense_index(edited, PASSAGES, "minilm", where, "tiny")
+    # a point added after it was opened is named, not a wrong row
+    from qdrant_client import models
+
+    vector = served.encode_queries([QUESTIONS[0]])[0]
+    client_for(where).upsert("tiny", points=[models.PointStruct(
+        id=len(served.units), vector=vector.tolist(), payload={UNIT_KEY: "new#0"})])
+    with pytest.raises(ConfigError, match=f"holds point {len(served.units)}, which it did "
+                                          "not hold when it was opened"):
+        served.top(vector, 3)
+
+
 def test_points_written_by_another_tool_are_mapped_by_their_payload(tiny_corpus, where):
     from qdrant_client import models
 
@@ -139,14 +164,14 @@ def test_a_collection_that_does_not_hold_the_corpus_is_refused_naming_why(
 def test_a_server_that_does_not_answer_and_a_folder_in_use_are_named(tiny_corpus, where):
     from engine.errors import EngineError
 
-    with pytest.raises(EngineError, match=r"Qdrant at http://127.0.0.1:9 did not answer as "
-                                          r"asked \(.*refused.*\): check that its server"):
+    with pytest.raises(EngineError, match=r"Qdrant at http://127.0.0.1:9 did not answer "
+                                          r"\(.*refused.*\): check that its server runs"):
         qdrant_dense_index(tiny_corpus, PASSAGES, "minilm", "http://127.0.0.1:9", "tiny")
     from qdrant_client import QdrantClient
 
     holder = QdrantClient(path=where)  # as another process would hold it
     try:
-        with pytest.raises(ConfigError, match="is open in another process"):
+        with pytest.raises(ConfigError, match="is open in another Qdrant client"):
             client_for(where)
     finally:
         holder.close()

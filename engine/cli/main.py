@@ -72,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="then serve it from Qdrant (a server's URL or a local-mode "
                             "folder): its collection written if missing, else checked")
     build.add_argument("--collection", default="",
-                       help="with --qdrant: the collection (default: the one the app "
-                            "names, after the corpus)")
+                       help="with --qdrant: the collection of the default passages and "
+                            "encoder, as the Corpora tab names it (default: the corpus's "
+                            "name); others are named after it")
     data = sub.add_parser("data", help="the QA data: where each file comes from, which "
                           "are here, and fetching the missing ones")
     data_sub = data.add_subparsers(dest="data_command", required=True)
@@ -185,7 +186,7 @@ def _build(args: argparse.Namespace) -> int:
         from engine.service.store import InQdrant
 
         started = time.perf_counter()
-        collection = args.collection or InQdrant(args.qdrant).collection_for(
+        collection = InQdrant(args.qdrant, args.collection).collection_for(
             corpus.name, config, args.encoder)
         served = qdrant_dense_index(corpus, config, args.encoder, args.qdrant, collection)
         _out(f"served from {served.description} ({len(units):,} points, "

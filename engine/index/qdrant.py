@@ -33,7 +33,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -47,6 +47,7 @@ from engine.index.dense import (
     DenseIndex,
     RemoteVectors,
     dense_entry,
+    encoder_identity,
     stored_vectors,
 )
 
@@ -58,6 +59,7 @@ logger = logging.getLogger(__name__)
 
 UNIT_KEY = "unit"  # the payload key naming a point's unit id
 DOCUMENT_KEY = "document"  # and its document's (filters by document)
+IDENTITY_KEY = "funnel_explorer"  # collection metadata: the corpus, units, encoder written
 API_KEY_ENV = "QDRANT_API_KEY"
 WRITE_SLICE = 4096  # points written between two progress reports
 READ_SLICE = 1024  # points retrieved or scrolled per request
@@ -68,13 +70,14 @@ Progress = Callable[[int, int], None]
 
 
 def check_location(where: str) -> str:
-    """`where` stripped if it names a Qdrant server (http:// or https:// URL) or a folder
-    for local mode (an existing folder, or one to make in an existing folder)."""
+    """`where` stripped if it names a Qdrant server (http:// or https:// URL), or as an
+    absolute path if it names a folder for local mode (an existing folder, or one to make
+    in an existing folder)."""
     where = (where or "").strip()
     if _is_server(where):
         return where
     if where and "://" not in where and Path(where).expanduser().parent.is_dir():
-        return where
+        return str(Path(where).expanduser().resolve())  # one client per folder, any spelling
     raise ConfigError(f"Qdrant location {where!r} is neither a server's URL "
                       "(http://host:6333) nor a folder for Qdrant's local mode; give one.")
 
@@ -129,28 +132,57 @@ def client_for(where: str) -> Any:
                 _clients[where] = QdrantClient(url=where, api_key=os.environ.get(API_KEY_ENV))
             else:  # local mode: its stores are read from the threads requests arrive on
                 try:
-                    _clients[where] = QdrantClient(path=str(Path(where).expanduser()),
-                                                   force_disable_check_same_thread=True)
+                    _clients[where] = _OneAtATime(QdrantClient(
+                        path=where, force_disable_check_same_thread=True))
                 except RuntimeError as err:  # another process holds the folder
                     raise ConfigError(f"Qdrant's local mode folder {where!r} is open in "
-                                      "another process (local mode serves one): stop it, "
-                                      "or serve the collection from a Qdrant server (its "
-                                      "URL).") from err
+                                      "another Qdrant client, another process's most likely "
+                                      "(local mode serves one): stop it, or serve the "
+                                      "collection from a Qdrant server (its URL).") from err
         return _clients[where]
+
+
+class _OneAtATime:
+    """A local-mode client taking one request at a time: local mode is one in-process store
+    whose collections a concurrent write would change under another request."""
+
+    def __init__(self, client: Any) -> None:
+        self._client, self._lock = client, threading.RLock()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
+        if not callable(method):
+            return method
+
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return method(*args, **kwargs)
+        return locked
 
 
 @contextmanager
 def answering(where: str) -> Iterator[None]:
     """Qdrant's client errors (no server at the URL, a refused key, a failed request) as
     an EngineError naming the location."""
-    from qdrant_client.http.exceptions import ApiException
+    from qdrant_client.http.exceptions import (
+        ApiException,
+        ResponseHandlingException,
+        UnexpectedResponse,
+    )
 
     try:
         yield
+    except ResponseHandlingException as err:
+        raise EngineError(f"Qdrant at {where} did not answer ({err}): check that its server "
+                          "runs at that address.") from err
+    except UnexpectedResponse as err:
+        key = (" (QDRANT_API_KEY: the key it asks for)" if err.status_code in (401, 403)
+               else "")
+        raise EngineError(f"Qdrant at {where} refused a request with status "
+                          f"{err.status_code}{key}: {err.content.decode(errors='replace')[:300]}"
+                          ) from err
     except ApiException as err:
-        raise EngineError(f"Qdrant at {where} did not answer as asked ({err}): check that "
-                          "its server runs at that address (and QDRANT_API_KEY, if it asks "
-                          "for a key).") from err
+        raise EngineError(f"Qdrant at {where} failed a request: {err}") from err
 
 
 def close_clients() -> None:
@@ -170,8 +202,7 @@ class Collection:
         self.using = using  # the vector's name in a collection of named vectors
         # each row's point id where they differ (points written by another tool)
         self.point_of_row = point_of_row
-        # local mode is one in-process store: one request at a time
-        self._lock = None if _is_server(where) else threading.Lock()
+        self.local = not _is_server(where)
 
     @cached_property
     def row_of_point(self) -> dict:
@@ -183,11 +214,19 @@ class Collection:
 
     def _rows(self, points: Sequence) -> np.ndarray:
         if self.point_of_row is None:
-            return np.asarray(points, dtype=np.int64)
-        return np.array([self.row_of_point[p] for p in points], dtype=np.int64)
+            rows = np.asarray(points, dtype=np.int64)
+            unknown = [p for p in points if not 0 <= p < self.ntotal]
+        else:
+            unknown = [p for p in points if p not in self.row_of_point]
+            rows = np.array([self.row_of_point.get(p, -1) for p in points], dtype=np.int64)
+        if unknown:
+            raise ConfigError(f"Qdrant collection {self.name!r} at {self.where} holds point "
+                              f"{unknown[0]!r}, which it did not hold when it was opened; "
+                              "restart the app to check it again.")
+        return rows
 
     def _call(self, method: str, **arguments: Any) -> Any:
-        with answering(self.where), self._lock or nullcontext():
+        with answering(self.where):
             return getattr(self.client, method)(self.name, **arguments)
 
     def top(self, vector: np.ndarray, k: int, ef: int | None = None
@@ -200,7 +239,7 @@ class Collection:
         if not k:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         # a server searches its HNSW graph; local mode scans every vector (no parameters)
-        searching = {} if self._lock else {"search_params": models.SearchParams(
+        searching = {} if self.local else {"search_params": models.SearchParams(
             hnsw_ef=max(k, ef or HNSW_EF_SEARCH))}
         found = self._call("query_points", query=np.asarray(vector, dtype=np.float32),
                            using=self.using, limit=k, with_payload=False,
@@ -285,31 +324,36 @@ def qdrant_dense_index(corpus: Corpus, config: UnitConfig, model: str, where: st
     from engine.units.build import build_units
 
     collection = check_collection(collection)
+    where = check_location(where)
     client = client_for(where)
     precision = resolve_encoder_precision("auto")
+    identity = {"corpus": corpus.fingerprint, "units": config.key(),
+                "encoder": encoder_identity(model, precision)}
     with answering(where):
         exists = client.collection_exists(collection)
     if exists:
         units = build_units(corpus, config)
         dim = load_bi_encoder(model, precision).get_embedding_dimension()
         with answering(where):
-            opened = open_collection(client, where, collection, units, dim, model)
+            opened = open_collection(client, where, collection, units, dim, model,
+                                     json.loads(json.dumps(identity)))
         logger.info("Dense: %d %s served by Qdrant collection %r at %s", len(units),
                     config.granularity, collection, where)
     else:
         units, folder, _ = dense_entry(corpus, config, model, progress, precision)
         vectors = stored_vectors(folder)  # a memory map: read slice by slice
         with answering(where):
-            write_collection(client, collection, units, vectors, progress)
+            write_collection(client, collection, units, vectors, progress, identity)
         opened = Collection(client, where, collection, vectors.shape[1], len(units), None,
                             None)
     return QdrantDenseIndex(units, opened, model, precision)
 
 
 def write_collection(client: Any, name: str, units: Sequence[Unit], vectors: np.ndarray,
-                     progress: Progress | None = None) -> None:
+                     progress: Progress | None = None, identity: dict | None = None) -> None:
     """Create collection `name` (cosine) holding `units` with their `vectors`, point id =
-    row. One that fails midway is deleted: no half-written collection is served."""
+    row, and `identity` (what the vectors are of) as its metadata. One that fails midway
+    is deleted: no half-written collection is served."""
     from qdrant_client import models
 
     from engine.progress import LoggedProgress
@@ -317,7 +361,8 @@ def write_collection(client: Any, name: str, units: Sequence[Unit], vectors: np.
     progress = LoggedProgress(logger, f"Qdrant: writing {name!r}", "points", then=progress)
     started = time.perf_counter()
     client.create_collection(name, vectors_config=models.VectorParams(
-        size=int(vectors.shape[1]), distance=models.Distance.COSINE))
+        size=int(vectors.shape[1]), distance=models.Distance.COSINE),
+        metadata={IDENTITY_KEY: identity} if identity else None)
     try:
         for start in range(0, len(units), WRITE_SLICE):
             stop = min(start + WRITE_SLICE, len(units))
@@ -335,13 +380,21 @@ def write_collection(client: Any, name: str, units: Sequence[Unit], vectors: np.
 
 
 def open_collection(client: Any, where: str, name: str, units: Sequence[Unit], dim: int,
-                    model: str) -> Collection:
-    """An existing collection, checked to hold `units` as vectors of dimension `dim`."""
+                    model: str, identity: dict | None = None) -> Collection:
+    """An existing collection, checked to hold `units` as vectors of dimension `dim`: one
+    this engine wrote must name the same `identity` (corpus, units, encoder)."""
     from qdrant_client import models
 
     fix = ("delete the collection (it is then written from this corpus's index) or name "
            "another")
-    params = client.get_collection(name).config.params.vectors
+    config = client.get_collection(name).config
+    written = (getattr(config, "metadata", None) or {}).get(IDENTITY_KEY)
+    if written is not None and identity is not None and written != identity:
+        differs = ", ".join(k for k in sorted(set(written) | set(identity))
+                            if written.get(k) != identity.get(k))
+        raise ConfigError(f"Qdrant collection {name!r} at {where} was written from another "
+                          f"index than this corpus's (its {differs} differ): {fix}.")
+    params = config.params.vectors
     using = None
     if isinstance(params, dict):
         if len(params) != 1:

@@ -118,7 +118,7 @@ class Corpora:
                 self.resolve(name)  # not removed meanwhile
                 logger.info("preparing corpus %r on first use", name)
                 preparation = self._preparing(name, dense=self._dense, train=False,
-                                              load=_served_as_added(name)).start()
+                                              load=served_as_added(name)).start()
                 self._preparations[name] = preparation
             self._used[name] = time.monotonic()
         if started:
@@ -277,6 +277,7 @@ class Corpora:
                  if p.corpus is not None and p.corpus.fingerprint == corpus.fingerprint]
         if not twins:  # a corpus of the same content still searches the same indexes
             process_store().evict(corpus.fingerprint)
+            process_store().serve_here(corpus)  # where it is served: set again on load
 
     def loaded(self) -> list[str]:
         return list(self._preparations)
@@ -373,6 +374,7 @@ def served(corpus: Corpus, serving: dict) -> Corpus:
     from engine.service.store import process_store
 
     store = process_store()
+    store.serve_here(corpus)  # an earlier corpus of this content served elsewhere: not now
     if serving.get("ray"):
         store.encode_on_ray(corpus, serving["ray"], serving.get("workers", 2))
         if serving.get("shards"):
@@ -383,7 +385,7 @@ def served(corpus: Corpus, serving: dict) -> Corpus:
     return corpus
 
 
-def _served_as_added(name: str) -> Callable[[Progress], Corpus] | None:
+def served_as_added(name: str) -> Callable[[Progress], Corpus] | None:
     """How an added corpus loads after a restart: where its dense indexes were served when
     it was added, served there again (None: as any named corpus loads)."""
     record = next((c for c in stored_corpora() if c.name == name), None)

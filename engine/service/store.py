@@ -170,6 +170,11 @@ class Store:
         self._served["" if corpus is None else corpus.fingerprint] = RayShards(
             address, shards, workers)
 
+    def serve_here(self, corpus: Corpus) -> None:
+        """Serve `corpus`'s dense indexes from this process again (as every corpus's setting
+        says, if any) from their next load on."""
+        self._served.pop(corpus.fingerprint, None)
+
     def serve_from_qdrant(self, corpus: Corpus | None, where: str,
                           collection: str = "") -> None:
         """Serve the dense indexes of `corpus` (None: of every corpus) from Qdrant at `where`
