@@ -173,3 +173,32 @@ def app_refuses_at_start(argv: list[str], monkeypatch, capsys) -> str:
         app_main.main()
     assert stopped.value.code == 2
     return capsys.readouterr().err
+
+
+def serves_as(served, one, questions: Sequence[str], *, score_atol: float,
+              vector_atol: float = 0.0) -> None:
+    """Assert that the dense index `served` (remote: shards, a vector database) ranks,
+    scores and reads vectors as the exact in-process index `one` does: for every question
+    the same top-k rows for k = 1, 5, every row and more, their cosines within
+    `score_atol`, and the same `search`; gathered rows (negative ones too) within
+    `vector_atol` (0: identical), and every row's cosine within `score_atol`."""
+    import numpy as np
+
+    for question in questions:
+        vector = one.encode_queries([question])[0]
+        for k in (1, 5, len(one.units), len(one.units) + 3):
+            rows, scores = served.top(vector, k)
+            expected_rows, expected = one.top(vector, k)
+            assert rows.tolist() == expected_rows.tolist()
+            assert np.allclose(scores, expected, atol=score_atol)
+        assert [c.unit for c in served.search(question, 5)] == \
+            [c.unit for c in one.search(question, 5)]
+
+    def same(got, want) -> bool:
+        return (np.array_equal(got, want) if vector_atol == 0
+                else np.allclose(got, want, atol=vector_atol))
+
+    rows = np.array([len(one.units) - 1, 0, 9, 3, 9])
+    assert same(served.vectors[rows], one.vectors[rows])
+    assert same(served.vectors[-1], one.vectors[-1])
+    assert np.allclose(served.vectors @ vector, one.vectors @ vector, atol=score_atol)

@@ -24,6 +24,7 @@ from engine.index.qdrant import (
 )
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
+from tests.fakes import serves_as
 
 PASSAGES = UnitConfig("passages", Chunker(max_tokens=10))  # seventeen rows
 QUESTIONS = ("Which river flows through Budapest?", "Who painted A Sunday Afternoon?",
@@ -37,23 +38,6 @@ def where(tmp_path):
     close_clients()
 
 
-def same_as_one_index(served: QdrantDenseIndex, one) -> None:
-    """`served` ranks, scores and reads vectors as the exact in-process index `one` does."""
-    for question in QUESTIONS:
-        vector = one.encode_queries([question])[0]
-        for k in (1, 5, len(one.units), len(one.units) + 3):
-            rows, scores = served.top(vector, k)
-            expected_rows, expected = one.top(vector, k)
-            assert rows.tolist() == expected_rows.tolist()
-            assert np.allclose(scores, expected, atol=1e-5)
-        assert [c.unit for c in served.search(question, 5)] == \
-            [c.unit for c in one.search(question, 5)]
-    rows = np.array([len(one.units) - 1, 0, 9, 3, 9])
-    assert np.allclose(served.vectors[rows], one.vectors[rows], atol=1e-6)
-    assert np.allclose(served.vectors[-1], one.vectors[-1], atol=1e-6)
-    assert np.allclose(served.vectors @ vector, one.vectors @ vector, atol=1e-5)
-
-
 def test_a_missing_collection_is_written_from_the_index_then_served(tiny_corpus, where):
     one = dense_index(tiny_corpus, PASSAGES, kind="exact")
     written = []
@@ -63,7 +47,7 @@ def test_a_missing_collection_is_written_from_the_index_then_served(tiny_corpus,
     assert written[-1] == (len(one.units), len(one.units))
     assert served.description == f"Qdrant collection 'tiny' at {where}"
     assert served.index.point_of_row is None  # its points' ids are rows
-    same_as_one_index(served, one)
+    serves_as(served, one, QUESTIONS, score_atol=1e-5, vector_atol=1e-6)
     point = client_for(where).retrieve("tiny", ids=[3], with_payload=True)[0]
     assert point.payload == {UNIT_KEY: one.units[3].id, "document": one.units[3].doc_ids[0]}
     # the funnel's first stage scores documents from it as from one index (its top
@@ -76,7 +60,7 @@ def test_a_missing_collection_is_written_from_the_index_then_served(tiny_corpus,
     close_clients()
     again = qdrant_dense_index(tiny_corpus, PASSAGES, "minilm", where, "tiny",
                                progress=lambda *_: pytest.fail("written again"))
-    same_as_one_index(again, one)
+    serves_as(again, one, QUESTIONS, score_atol=1e-5, vector_atol=1e-6)
 
 
 def test_a_collection_written_from_other_content_or_grown_since_is_refused(tiny_corpus,

@@ -15,6 +15,7 @@ from engine.index.document_scores import DocumentScorer
 from engine.index.shards import ShardedDenseIndex, merge_top, sharded_dense_index
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
+from tests.fakes import serves_as
 
 # short passages: the tiny corpus's eight documents make seventeen rows to shard
 PASSAGES = UnitConfig("passages", Chunker(max_tokens=10))
@@ -47,20 +48,8 @@ def test_two_ray_shards_give_one_index_top_k(tiny_corpus, local_ray, data_dir):
     assert isinstance(sharded, ShardedDenseIndex) and sharded.exact
     assert len(sharded.index.actors) == 2 and len(sharded.units) == len(one.units) > 12
     assert "2 Ray shards (exact)" in sharded.description
-    for question in QUESTIONS:
-        vector = one.encode_queries([question])[0]
-        for k in (1, 5, len(one.units)):
-            rows, scores = sharded.top(vector, k)
-            expected_rows, expected = one.top(vector, k)
-            assert rows.tolist() == expected_rows.tolist()
-            assert np.allclose(scores, expected, atol=1e-6)
-        assert [c.unit for c in sharded.search(question, 5)] == \
-            [c.unit for c in one.search(question, 5)]
-    # rows gathered from the shards that hold them, and every row's cosine
-    rows = np.array([len(one.units) - 1, 0, 9, 3, 9])
-    assert np.array_equal(sharded.vectors[rows], one.vectors[rows])
-    assert np.array_equal(sharded.vectors[-1], one.vectors[-1])
-    assert np.allclose(sharded.vectors @ vector, one.vectors @ vector, atol=1e-6)
+    # the same top k, and rows gathered from the shards that hold them, identical
+    serves_as(sharded, one, QUESTIONS, score_atol=1e-6)
     # the first stage's document scores read the shards as they read one index
     bm25 = None
     for how in ("dense",):

@@ -283,8 +283,12 @@ class Collection:
                 return out
 
     def _vector(self, record: Any) -> np.ndarray:
-        vector = record.vector[self.using] if self.using else record.vector
-        return np.asarray(vector, dtype=np.float32)
+        return vector_of(record, self.using)
+
+
+def vector_of(record: Any, using: str | None) -> np.ndarray:
+    """A retrieved point's vector (`using`: its name in a collection of named vectors)."""
+    return np.asarray(record.vector[using] if using else record.vector, dtype=np.float32)
 
 
 def _unit_length(vectors: np.ndarray) -> np.ndarray:
@@ -330,22 +334,20 @@ def qdrant_dense_index(corpus: Corpus, config: UnitConfig, model: str, where: st
     identity = {"corpus": corpus.fingerprint, "units": config.key(),
                 "encoder": encoder_identity(model, precision)}
     with answering(where):
-        exists = client.collection_exists(collection)
-    if exists:
-        units = build_units(corpus, config)
-        dim = load_bi_encoder(model, precision).get_embedding_dimension()
-        with answering(where):
+        if client.collection_exists(collection):
+            units = build_units(corpus, config)
+            dim = load_bi_encoder(model, precision).get_embedding_dimension()
+            # compared with the metadata as it comes back from JSON (tuples as lists)
             opened = open_collection(client, where, collection, units, dim, model,
                                      json.loads(json.dumps(identity)))
-        logger.info("Dense: %d %s served by Qdrant collection %r at %s", len(units),
-                    config.granularity, collection, where)
-    else:
-        units, folder, _ = dense_entry(corpus, config, model, progress, precision)
-        vectors = stored_vectors(folder)  # a memory map: read slice by slice
-        with answering(where):
+            logger.info("Dense: %d %s served by Qdrant collection %r at %s", len(units),
+                        config.granularity, collection, where)
+        else:
+            units, folder, _ = dense_entry(corpus, config, model, progress, precision)
+            vectors = stored_vectors(folder)  # a memory map: read slice by slice
             write_collection(client, collection, units, vectors, progress, identity)
-        opened = Collection(client, where, collection, vectors.shape[1], len(units), None,
-                            None)
+            opened = Collection(client, where, collection, vectors.shape[1], len(units),
+                                None, None)
     return QdrantDenseIndex(units, opened, model, precision)
 
 
@@ -413,8 +415,7 @@ def open_collection(client: Any, where: str, name: str, units: Sequence[Unit], d
                           f"{fix}.")
     if params.distance == models.Distance.DOT:  # ranks as cosine only over unit vectors
         records, _ = client.scroll(name, limit=3, with_payload=False, with_vectors=True)
-        norms = [float(np.linalg.norm(r.vector[using] if using else r.vector))
-                 for r in records]
+        norms = [float(np.linalg.norm(vector_of(r, using))) for r in records]
         if any(abs(norm - 1) > 1e-3 for norm in norms):
             raise ConfigError(f"Qdrant collection {name!r} at {where} ranks by dot product "
                               f"over vectors that are not of unit length (norms "
