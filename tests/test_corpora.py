@@ -356,7 +356,7 @@ def test_a_corpus_is_ready_when_its_own_tasks_are_while_the_process_still_trains
 
 
 def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, prepared,
-                                                                   tmp_path):
+                                                                   tmp_path, monkeypatch):
     pytest.importorskip("qdrant_client")
     from engine.index.qdrant import QdrantDenseIndex, close_clients
     from engine.paradigms.flat import FlatConfig
@@ -373,8 +373,9 @@ def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, pre
             explorer.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True,
                                 **settings)
     assert "inq" not in explorer.corpus_names()  # refused before anything was read
+    monkeypatch.chdir(tmp_path)  # a relative folder is kept as an absolute one
     explorer.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True,
-                        qdrant=where, collection="my.notes")
+                        qdrant="qdrant", collection="my.notes")
     row = settled(explorer, "inq")
     corpus = explorer._corpora.preparation("inq").corpus
     try:

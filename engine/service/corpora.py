@@ -170,7 +170,7 @@ class Corpora:
                                   "Qdrant, not both: choose one.")
             from engine.index.qdrant import check_collection, check_location
 
-            check_location(qdrant)
+            qdrant = check_location(qdrant)  # a folder as an absolute path, for meta.json
             if collection:
                 check_collection(collection)
         try:
