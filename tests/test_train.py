@@ -143,7 +143,7 @@ def test_train_config_round_trips_json():
 
 def test_training_is_seeded_and_separates_positives():
     _minilm()
-    from engine.train.loop import new_cross_encoder, seed_everything
+    from engine.train.loop import new_cross_encoder, seeded
 
     pairs = [(p.query, p.text) for p in EASY_PAIRS]
     positive = [p.label == 1 for p in EASY_PAIRS]
@@ -153,8 +153,8 @@ def test_training_is_seeded_and_separates_positives():
         neg = [s for s, y in zip(scores, positive, strict=True) if not y]
         return sum(pos) / len(pos) - sum(neg) / len(neg)
 
-    seed_everything(QUICK.seed)
-    before = score_pairs(new_cross_encoder("minilm", 64), pairs)
+    with seeded(QUICK.seed):
+        before = score_pairs(new_cross_encoder("minilm", 64), pairs)
     first = score_pairs(fit_cross_encoder(EASY_PAIRS, QUICK, progress=False), pairs)
     second = score_pairs(fit_cross_encoder(EASY_PAIRS, QUICK, progress=False), pairs)
     assert first == second

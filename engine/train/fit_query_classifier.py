@@ -25,7 +25,7 @@ from engine.models.query_classifier import (
     cache_key,
     training_report,
 )
-from engine.train.loop import seed_everything
+from engine.train.loop import seeded
 from engine.train.query_data import (
     QueryExample,
     build_examples,
@@ -83,6 +83,11 @@ def _build(folder: Path, config: QueryClassifierConfig) -> None:
 
 
 def _fit(examples: Sequence[QueryExample], config: QueryClassifierConfig):
+    with seeded(config.seed):  # the new head's weights are random
+        return _fit_seeded(examples, config)
+
+
+def _fit_seeded(examples: Sequence[QueryExample], config: QueryClassifierConfig):
     import random
 
     import torch
@@ -90,7 +95,6 @@ def _fit(examples: Sequence[QueryExample], config: QueryClassifierConfig):
 
     from engine.models.loading import quiet_transformers, resolve
 
-    seed_everything(config.seed)
     location = resolve(config.base_model)
     quiet_transformers()  # its load report lists the new head, which is about to be trained
     tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)

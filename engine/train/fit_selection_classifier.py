@@ -40,7 +40,7 @@ from engine.models.pair_model import new_pair_model
 from engine.models.selection_classifier import KIND, REPORT, load_classifier, set_active
 from engine.models.trained import TRAIN_FILES
 from engine.qa_data import require
-from engine.train.loop import optimizer_step, seed_everything
+from engine.train.loop import optimizer_step, seeded
 from engine.train.preranker_pairs import QuestionGroup, load_question_groups, split_questions
 from engine.train.selection_pairs import (
     PairExample,
@@ -198,10 +198,15 @@ def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classif
     starts from a calibrated bi-encoder view; then `config.epochs` passes fine-tune the
     encoder (word embeddings frozen, as for the pre-ranker) and the head with binary
     cross-entropy, epoch e on `epoch_pairs[e]`."""
+    with seeded(config.seed):  # before the model: the new head's weights are random
+        return _fit_classifier(epoch_pairs, config, progress)
+
+
+def _fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: ClassifierConfig,
+                    progress: Progress | None):
     import torch
     from transformers import get_linear_schedule_with_warmup
 
-    seed_everything(config.seed)  # before the model: the new head's weights are random
     tokenizer, model = new_pair_model(config.base_model)
     # progress in units of work, one a pair trained on: a frozen forward pass costs about
     # a quarter of a training step's (forward and backward), so the pace measured in the

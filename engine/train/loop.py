@@ -1,13 +1,20 @@
 """The fit loop for cross-encoders: seeded, a plain torch loop (AdamW, linear warm-up and
 decay) rather than `CrossEncoderTrainer`, which needs the `datasets` package and hides the
-data order. Word embeddings stay frozen."""
+data order. Word embeddings stay frozen.
+
+Training runs inside the app, beside everything else the process does, so it never seeds
+process-wide generators: Python's `random` draws OpenTelemetry's trace and span ids, and
+reseeding it made a restart's runs reuse earlier runs' ids (lost or merged in Phoenix).
+Data order comes from `random.Random(seed)`; torch's own generator, which a new head's
+weights and dropout draw from, is forked for the fit and restored after it (`seeded`)."""
 
 from __future__ import annotations
 
 import logging
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from engine.train.losses import bce_loss, listwise_loss
@@ -21,13 +28,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-def seed_everything(seed: int) -> None:
-    import numpy as np
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """torch's CPU generator seeded with `seed` inside the block and restored after it, so a
+    fit is repeatable and the process's other draws go on as if it never ran. Python's and
+    NumPy's global generators are left alone: training draws from its own."""
     import torch
 
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def new_cross_encoder(base_model: str, max_length: int) -> CrossEncoder:
@@ -75,12 +85,17 @@ def query_batches(pairs: Sequence[Pair], batch_size: int, seed: int) -> list[lis
 def fit_cross_encoder(pairs: Sequence[Pair], config: TrainConfig,
                       progress: bool = True) -> CrossEncoder:
     """A new cross-encoder from `config.base_model`, trained on `pairs` (seeded)."""
+    with seeded(config.seed):  # before the model: the new head's weights are random
+        return _fit_cross_encoder(pairs, config, progress)
+
+
+def _fit_cross_encoder(pairs: Sequence[Pair], config: TrainConfig,
+                       progress: bool) -> CrossEncoder:
     import torch
     from transformers import get_linear_schedule_with_warmup
 
     from engine.progress import LoggedProgress
 
-    seed_everything(config.seed)  # before the model: the new head's weights are random
     model = new_cross_encoder(config.base_model, config.max_length)
     make = query_batches if config.loss == "listwise" else batches
     plan = [make(pairs, config.batch_size, config.seed + epoch) for epoch in range(config.epochs)]
