@@ -81,6 +81,22 @@ def test_bad_input_exits_2_with_a_message(args, message, corpus_file, data_dir):
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("command", ["eval", "import-traces"])
+def test_an_unknown_dataset_names_the_listed_ones_the_missing_and_the_fetch(
+        command, tmp_path, data_dir):
+    """`--dataset hotpotqa` is neither a file nor a listed name: the error lists the
+    datasets, which are missing from an empty data folder, and the command that gets them."""
+    trace = tmp_path / "t.json"
+    trace.write_text("{}")
+    args = ("eval", "--paradigm", "flat") if command == "eval" else ("import-traces", str(trace))
+    result = run(*args, "--dataset", "hotpotqa", env_dir=data_dir,
+                 FUNNEL_SHARED_DATA=str(tmp_path / "empty"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "Did you mean 'HotpotQA dev500' or 'HotpotQA train100'?" in result.stderr
+    assert "HotpotQA dev500 (missing)" in result.stderr
+    assert "funnel-engine data fetch" in result.stderr
+
+
 def test_malformed_corpus_names_file_and_line(tmp_path, data_dir):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "title": "A", "text": "fine"}\n{"id": "b", "title": "B"}\n')

@@ -150,18 +150,9 @@ def _read(path: Path) -> str:
 
 
 def _dataset_path(name: str) -> Path:
-    """A listed dataset's name ("HotpotQA dev500"), a QA file's path, or one under the
-    shared data folder."""
-    from engine.paths import shared_data_dir
-    from engine.service.datasets import listed_path
+    from engine.service.datasets import dataset_file
 
-    dataset = Path(name)
-    listed = listed_path(name)
-    if listed is not None and not dataset.exists():
-        return shared_data_dir() / listed
-    if not dataset.exists() and (shared_data_dir() / name).exists():
-        return shared_data_dir() / name
-    return dataset
+    return dataset_file(name)
 
 
 def ask(args: argparse.Namespace) -> int:

@@ -82,6 +82,35 @@ def check_listed(dataset: str) -> str:
                       "QA file.")
 
 
+def dataset_file(name: str) -> Path:
+    """The QA file `name` names for the command line: a listed dataset's name ("HotpotQA
+    dev500"), a QA file or folder's path, or a path under the shared data folder. Anything
+    else is refused with the listed datasets, which of them are missing and the fix."""
+    from engine.paths import shared_data_dir
+
+    given = Path(name)
+    if given.exists():
+        return given
+    listed = listed_path(name)
+    if listed is not None:
+        return shared_data_dir() / check_listed(name)
+    if (shared_data_dir() / name).is_file():
+        return shared_data_dir() / name
+    here = listed_datasets()
+    key = " ".join(str(name).split()).casefold()
+    close = [label for label in DATASETS.values() if key and key in label.casefold()]
+    hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+    from engine.qa_data import how_to_get
+
+    listed = ", ".join(label + ("" if path in here else " (missing)")
+                       for path, label in DATASETS.items())
+    if len(here) < len(DATASETS):
+        listed += f"; for the missing ones {how_to_get()}"
+    raise ConfigError(f"Dataset {name!r}: no such QA file, and no listed dataset is named "
+                      f"so.{hint} The listed datasets: {listed}. Or give a QA file's path "
+                      "(`funnel-engine formats` lists the layouts read).")
+
+
 def dataset_questions(dataset: str) -> tuple[Question, ...]:
     """Every question of a listed dataset (by its name or path), or of a QA file at path
     `dataset` (an upload)."""
