@@ -109,6 +109,27 @@ def test_points_written_by_another_tool_are_mapped_by_their_payload(tiny_corpus,
     assert np.allclose(served.vectors[rows], one.vectors[rows], atol=1e-6)
 
 
+def test_score_units_of_a_collection_are_its_search_scores(tiny_corpus, where):
+    """Units scored by id (engine.index.unit_scores) from a written collection and from one
+    whose points another tool wrote (point ids mapped by payload), as Qdrant's search
+    scores them."""
+    from qdrant_client import models
+
+    from tests.test_unit_scores import scores_as_searched
+
+    scores_as_searched(qdrant_dense_index(tiny_corpus, PASSAGES, "minilm", where, "tiny"),
+                       atol=1e-5)
+    one = dense_index(tiny_corpus, PASSAGES, kind="exact")
+    client_for(where).create_collection("theirs", vectors_config=models.VectorParams(
+        size=one.vectors.shape[1], distance=models.Distance.COSINE))
+    client_for(where).upsert("theirs", points=[models.PointStruct(
+        id=str(uuid.uuid4()), vector=one.vectors[row].tolist(),
+        payload={UNIT_KEY: one.units[row].id}) for row in range(len(one.units))])
+    theirs = qdrant_dense_index(tiny_corpus, PASSAGES, "minilm", where, "theirs")
+    assert theirs.index.point_of_row is not None
+    scores_as_searched(theirs, atol=1e-5)
+
+
 @pytest.mark.parametrize(("spoil", "named"), [
     ("dimension", "holds 8-dimensional vectors, but encoder 'minilm' makes 384-dimensional"),
     ("distance", "ranks by Euclid distance; the engine ranks by cosine"),

@@ -69,6 +69,15 @@ def test_two_ray_shards_give_one_index_top_k(tiny_corpus, local_ray, data_dir):
         sharded_dense_index(tiny_corpus, PASSAGES, "minilm", "10.0.0.1:6379", 2)
 
 
+def test_score_units_of_ray_shards_are_their_search_scores(tiny_corpus, local_ray):
+    """Units scored by id (engine.index.unit_scores): their vectors gathered from the
+    shards holding them, as the shards' merged search scores them."""
+    from tests.test_unit_scores import scores_as_searched
+
+    scores_as_searched(sharded_dense_index(tiny_corpus, PASSAGES, "minilm", local_ray, 2,
+                                           workers=2, kind="exact"), QUESTIONS, atol=1e-5)
+
+
 def test_the_store_serves_a_corpus_from_shards_when_asked(tiny_corpus, local_ray):
     from engine.service.store import Store
 

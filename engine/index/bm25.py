@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ import numpy as np
 from engine.cache import load_or_build
 from engine.documents import Candidate, Corpus, Unit
 from engine.errors import check_range
+from engine.index.unit_scores import row_mapping, scores_by_id
 from engine.units.build import UnitConfig, build_units, index_text, units_fingerprint
 
 if TYPE_CHECKING:
@@ -91,6 +93,16 @@ class BM25Index:
         if not tokens:
             return np.zeros(len(self.units), dtype=np.float32)
         return self.retriever.get_scores(tokens)
+
+    @cached_property
+    def row_of(self) -> Mapping[str, int]:
+        """Each unit id's row in the index."""
+        return row_mapping(self.units)
+
+    def score_units(self, query: str, ids: Sequence[str]) -> np.ndarray:
+        """The BM25 score of each unit of `ids` for `query`, as `search` scores it (0: no
+        query word in it; -inf: a unit the index does not hold): engine.index.unit_scores."""
+        return scores_by_id(self.row_of, ids, lambda rows: self.scores(query)[rows])
 
 
 def build_bm25(units: tuple[Unit, ...], folder: Path) -> None:

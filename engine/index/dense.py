@@ -39,6 +39,7 @@ from engine.cache import existing_entry, load_or_build
 from engine.documents import Candidate, Corpus, Unit
 from engine.errors import check_choice, check_range
 from engine.index.query_memo import Recent
+from engine.index.unit_scores import row_mapping, scores_by_id
 from engine.index.vectors import VectorStore
 from engine.models.loading import (
     ALIASES,
@@ -50,7 +51,6 @@ from engine.models.loading import (
 from engine.progress import LoggedProgress
 from engine.text import count_tokens
 from engine.units.build import UnitConfig, build_units, index_text, units_fingerprint
-from engine.units.lazy import LazyUnits
 
 if TYPE_CHECKING:
     import faiss
@@ -141,9 +141,7 @@ class DenseIndex:
     def row_of(self) -> Mapping[str, int]:
         """Each unit id's row in `vectors` (a corpus's passages or documents answer it from
         their spans, without a dictionary of every id)."""
-        if isinstance(self.units, LazyUnits):
-            return self.units.row_of
-        return {unit.id: row for row, unit in enumerate(self.units)}
+        return row_mapping(self.units)
 
     @cached_property
     def _recent(self) -> Recent[np.ndarray]:
@@ -182,6 +180,13 @@ class DenseIndex:
         first: exact, or the HNSW's candidates (`ef`, default HNSW_EF_SEARCH, or `k` if
         more) rescored exactly."""
         return top_rows(self.index, None if self.exact else self.vectors, vector, k, ef)
+
+    def score_units(self, query: str, ids: Sequence[str]) -> np.ndarray:
+        """The cosine of each unit of `ids` to `query`, from its stored vector (as an exact
+        search scores it, and an HNSW one re-scores it; Ray shards and Qdrant send the rows'
+        vectors), -inf for a unit the index does not hold: engine.index.unit_scores."""
+        return scores_by_id(self.row_of, ids, lambda rows: np.asarray(
+            self.vectors[rows], dtype=np.float32) @ self.encode_queries([query])[0])
 
     def search(self, query: str, k: int = 10) -> list[Candidate]:
         """Top-`k` units for `query` by cosine similarity, best first."""

@@ -444,10 +444,9 @@ def _rows_are_ids(client: Any, name: str, units: Sequence[Unit]) -> bool:
 
 def _point_of_row(client: Any, where: str, name: str, units: Sequence[Unit]) -> np.ndarray:
     """Each row's point id, read from every point's payload."""
-    from engine.units.lazy import LazyUnits
+    from engine.index.unit_scores import row_mapping
 
-    row_of = (units.row_of if isinstance(units, LazyUnits)
-              else {u.id: row for row, u in enumerate(units)})
+    row_of = row_mapping(units)
     point_of_row: list = [None] * len(units)
     offset = None
     while True:

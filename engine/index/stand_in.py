@@ -20,6 +20,10 @@ from typing import TYPE_CHECKING
 from engine.trace_details import StandIn
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import numpy as np
+
     from engine.documents import Candidate, Unit
     from engine.index.bm25 import BM25Index
 
@@ -56,4 +60,8 @@ class DenseStandIn:
     def search(self, query: str, k: int = 10) -> list[Candidate]:
         """Top-`k` units for `query` by BM25 (those with a positive score), best first."""
         return self.bm25.search(query, k)
+
+    def score_units(self, query: str, ids: Sequence[str]) -> np.ndarray:
+        """BM25's scores of units `ids` for `query` (engine.index.unit_scores)."""
+        return self.bm25.score_units(query, ids)
 
