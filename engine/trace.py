@@ -55,7 +55,9 @@ class LLMStep:
     run's answer is that of its last answer step. `attention` is the reader's over the
     passages it read (in-process readers only); `capped` says how many of the passages
     offered a token cap let it read; `ablation`, when asked for, what leaving each passage
-    out does to the answer.
+    out does to the answer. `answer_cut`: the answer reached the reader's answer-token cap,
+    so `answer` ends at the last whole word before it (shown with a trailing "…", scored
+    without it).
     """
 
     purpose: str  # "answer", "long answer", "hyde", ...
@@ -70,6 +72,7 @@ class LLMStep:
     capped: ReadCount | None = None
     cached_tokens: int = 0  # of prompt_tokens, those read from the prefix cache
     ablation: Ablation | None = None
+    answer_cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,13 @@ class RunTrace:
         if ranking and not any(s.candidates for s in ranking):
             return NO_CANDIDATES
         return ANSWERED
+
+    @property
+    def answer_cut(self) -> bool:
+        """Whether the run's answer (its last answer step's) was cut at the reader's
+        answer-token cap."""
+        said = [step for step in self.llm_steps if step.purpose == "answer"]
+        return bool(said) and said[-1].answer_cut
 
     @property
     def llm_calls(self) -> int:

@@ -157,10 +157,12 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             return self._send(401, {"error": {"message": "bad key"}})
         usage = {"prompt_tokens": 11, "completion_tokens": 2}
         if self.path == "/v1/completions":
-            return self._send(200, {"choices": [{"text": " Danube\nQuestion: more"}],
+            return self._send(200, {"choices": [{"text": " Danube\nQuestion: more",
+                                                 "finish_reason": "length"}],
                                     "usage": usage})
         if self.path == "/v1/chat/completions":
-            return self._send(200, {"choices": [{"message": {"content": "The Danube"}}],
+            return self._send(200, {"choices": [{"message": {"content": "The Danube"},
+                                                 "finish_reason": "length"}],
                                     "usage": usage})
         return self._send(404, {"error": "no such path"})
 
@@ -192,12 +194,14 @@ def test_openai_generator_completion_and_chat(fake_server):
     gen = OpenAIGenerator("tiny-remote", fake_server)
     out = gen.generate("Context: ...\nAnswer:", max_new_tokens=8, stop=("\n",))
     assert out.text == " Danube" and (out.prompt_tokens, out.output_tokens) == (11, 2)
+    assert not out.at_cap  # the server hit its cap, but our stop string ended the answer first
     path, body, auth = FakeOpenAI.requests[-1]
     assert path == "/v1/completions" and auth == "Bearer sekret"
     assert body == {"model": "tiny-remote", "prompt": "Context: ...\nAnswer:",
                     "max_tokens": 8, "temperature": 0, "stop": ["\n"]}
     chat = gen.generate((Message("user", "Which river?"),))
     assert chat.text == "The Danube" and FakeOpenAI.requests[-1][0] == "/v1/chat/completions"
+    assert chat.at_cap  # finish_reason "length": the server's max_tokens cap ended it
     assert FakeOpenAI.requests[-1][1]["messages"] == [{"role": "user", "content": "Which river?"}]
 
 

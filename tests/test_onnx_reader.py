@@ -85,6 +85,7 @@ def test_greedy_decoding_says_what_torch_says(tiny_lm, tiny_onnx):
         b = torch_side.generate(prompt, max_new_tokens=8, prefix=PROMPT[:40])
         assert (a.text, a.output_tokens) == (b.text, b.output_tokens)
         assert a.output_tokens == 8 and a.prompt_tokens == b.prompt_tokens
+        assert a.at_cap and b.at_cap  # 8 tokens said, none a stop: the cap ended them
         np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-3)
 
 

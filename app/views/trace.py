@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from engine.documents import Candidate
 from engine.readers.ablation import reading_step
+from engine.readers.answers import CUT_MARK
 from engine.stages.classify import QUERY
 from engine.text import query_terms, snippet
 from engine.trace import GoldFlags, RunTrace, StageResult, gold_lost_at
@@ -189,8 +190,9 @@ def llm_steps_table(trace: RunTrace) -> str:
     rows = []
     for n, step in enumerate(trace.llm_steps, start=1):
         said = esc(step.output.strip() or "(nothing)")
-        if step.answer and step.answer != step.output.strip():
-            said += f"<br><small>short answer: {esc(step.answer)}</small>"
+        if step.answer and (step.answer != step.output.strip() or step.answer_cut):
+            said += (f"<br><small>short answer: "
+                     f"{shown_answer(step.answer, step.answer_cut)}</small>")
         cached = (f"<br><small>{step.cached_tokens:,} cached</small>"
                   if step.cached_tokens else "")
         rows.append(f"<tr><td>{n}</td><td>{esc(step.purpose)}</td><td>{esc(step.model)}</td>"
@@ -250,8 +252,23 @@ def gold_banner(trace: RunTrace) -> str:
     return "<div class='fe-lost'>No stage retrieved the gold answer.</div>"
 
 
+def shown_answer(answer: str, cut: bool) -> str:
+    """An answer, escaped; one the reader's answer-token cap cut ends in "…" with a tooltip
+    saying so (EM and F1 score it without the mark)."""
+    if not cut:
+        return esc(answer)
+    return (f"{esc(answer)}<span class='fe-cut' title='cut at the reader&#39;s answer-token "
+            f"cap (reader.max_answer_tokens); it ends at the last whole word, and EM/F1 "
+            f"score it without this mark'>{CUT_MARK}</span>")
+
+
 def answer_box(trace: RunTrace) -> str:
-    parts = [f"<div class='fe-answer-box'><b>Answer:</b> {esc(trace.answer or '(none)')}"]
+    shown = shown_answer(trace.answer, trace.answer_cut) if trace.answer else "(none)"
+    parts = [f"<div class='fe-answer-box'><b>Answer:</b> {shown}"]
+    if trace.answer_cut:
+        cap = (trace.config.get("reader") or {}).get("max_answer_tokens")
+        parts.append(f" <small>(cut at the reader's {f'{cap}-token ' if cap else ''}answer "
+                     "cap, reader.max_answer_tokens)</small>")
     if trace.gold is not None:
         parts.append(f"<br><b>Gold:</b> {esc(' | '.join(trace.gold.answers))}")
         m = trace.metrics
@@ -277,7 +294,7 @@ def compare_table(traces: Sequence[RunTrace], heads: Sequence[str] = ()) -> str:
 
     rows = [("reader tokens", [f"{t.reader_input_tokens:,}" for t in traces]),
             ("seconds", [f"{t.seconds:.2f}" for t in traces]),
-            ("answer", [esc(t.answer) for t in traces]),
+            ("answer", [shown_answer(t.answer, t.answer_cut) for t in traces]),
             ("EM / F1", [_scores(t) for t in traces])]
     rows += [(f"AR@{k} (final passages)", final(f"AR@{k}")) for k in (1, 2, 3, 4)
              if any(f"AR@{k}" in t.metrics for t in traces)]

@@ -155,7 +155,8 @@ class HFGenerator(TokenGenerator):
                                 for idx in token_sets)
         return Generation(self._said(out_ids, request.stop), len(ids), len(out_ids),
                           time.perf_counter() - start, span_attention, span_tokens,
-                          cached_tokens=cached, logprobs=tuple(logprobs))
+                          cached_tokens=cached, logprobs=tuple(logprobs),
+                          at_cap=self._at_cap(out_ids, request))
 
     def _variant(self, prompt: Prompt, ids: list[int], states: list | None,
                  answer: list[int], like: Request) -> _Scored:
@@ -393,9 +394,11 @@ class OpenAIGenerator:
         except (KeyError, IndexError, TypeError) as err:
             raise GeneratorError(f"{self.base_url}{path} answered without choices[0] "
                                  f"({err!r}); is it an OpenAI-compatible server?") from None
-        text, _ = cut_at_stop(text or "", stop)
+        text, stopped = cut_at_stop(text or "", stop)
+        # the server says why it stopped: "length" is the max_tokens cap
         return Generation(text, int(usage.get("prompt_tokens", 0)),
-                          int(usage.get("completion_tokens", 0)), time.perf_counter() - start)
+                          int(usage.get("completion_tokens", 0)), time.perf_counter() - start,
+                          at_cap=choice.get("finish_reason") == "length" and not stopped)
 
     def _post(self, path: str, body: dict) -> dict:
         request = urllib.request.Request(

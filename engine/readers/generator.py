@@ -54,6 +54,9 @@ class Generation:
     # each generated token's log-probability under the model (a backend with `logprobs`),
     # one per output token, the stop string's included
     logprobs: tuple[float, ...] = ()
+    # it ended because it reached max_new_tokens (no stop string, end token or loop ended
+    # it first): what it said may stop mid-word (engine.readers.answers.short_answer_of)
+    at_cap: bool = False
 
 
 @dataclass(frozen=True)

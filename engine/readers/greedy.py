@@ -147,6 +147,12 @@ class TokenGenerator:
         return cut_at_stop(self.tokenizer.decode(out, skip_special_tokens=True).lstrip(),
                            stop)[0]
 
+    def _at_cap(self, out: list[int], request: Request) -> bool:
+        """Whether a continuation ended at its token cap: it holds `max_new_tokens` tokens
+        and no stop string (an end token is never kept, a loop's tail is dropped)."""
+        return len(out) >= request.max_new_tokens and not cut_at_stop(
+            self.tokenizer.decode(out, skip_special_tokens=True).lstrip(), request.stop)[1]
+
     def _first_token_ids(self, words: tuple[str, ...]) -> set[int]:
         """Token ids that open any of `words` (as written, capitalised, after a space)."""
         ids = set()

@@ -89,7 +89,8 @@ class ORTGenerator(TokenGenerator):
                 position += 1
         return Generation(self._said(answer.out, stop), len(ids), len(answer.out),
                           time.perf_counter() - start, cached_tokens=cached,
-                          logprobs=tuple(answer.logprobs))
+                          logprobs=tuple(answer.logprobs),
+                          at_cap=self._at_cap(answer.out, request))
 
     def _new_cache(self) -> ArrayCache:
         empty = np.zeros((1, self.heads, 0, self.head_size), np.float32)

@@ -20,7 +20,7 @@ from engine.config import check_config, param
 from engine.documents import Candidate
 from engine.errors import ConfigError, check_choice
 from engine.readers import ablation, attention
-from engine.readers.answers import YES_NO, is_yes_no_question, short_answer
+from engine.readers.answers import YES_NO, is_yes_no_question, short_answer_of
 from engine.readers.backends import (
     READER_PRECISIONS,
     Backend,
@@ -186,7 +186,7 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     found = ablation.record(ablated, [c.unit.id for c in passages],
                             short=purpose == "answer") if ablated else None
     return _step(purpose, generator, built, out, attention=attention_read, capped=capped,
-                 answer=short_answer(out.text) if purpose == "answer" else "", ablation=found)
+                 answer=purpose == "answer", ablation=found)
 
 
 def _able(generator: Generator, built: BuiltPrompt, question: str = "",
@@ -207,15 +207,17 @@ def _banned(question: str) -> tuple[str, ...]:
 
 
 def _step(purpose: str, generator: Generator, built: BuiltPrompt, out: Generation,
-          answer: str = "", attention: ReaderAttention | None = None,
+          answer: bool = False, attention: ReaderAttention | None = None,
           capped: ReadCount | None = None, ablation: Ablation | None = None) -> LLMStep:
     """One generator call as the trace records it (its seconds: the answer's own, an
-    ablation's are its own)."""
+    ablation's are its own); with `answer`, the short answer it gave, ended at a whole word
+    and flagged when the answer-token cap cut it."""
+    short, cut = short_answer_of(out.text, out.at_cap) if answer else ("", False)
     return LLMStep(purpose=purpose, model=generator.name, prompt=prompt_text(built.prompt),
                    output=out.text, prompt_tokens=out.prompt_tokens,
-                   output_tokens=out.output_tokens, seconds=out.seconds, answer=answer,
+                   output_tokens=out.output_tokens, seconds=out.seconds, answer=short,
                    attention=attention, capped=capped, cached_tokens=out.cached_tokens,
-                   ablation=ablation)
+                   ablation=ablation, answer_cut=cut)
 
 
 def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
@@ -225,7 +227,7 @@ def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
     built = extract_prompt(question, long_answer.output)
     out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,
                              stop=built.stop, **_able(generator, built, question, spans=False))
-    return _step("answer", generator, built, out, answer=short_answer(out.text))
+    return _step("answer", generator, built, out, answer=True)
 
 
 def hyde(question: str, config: ReaderConfig, reader: ReaderModels,
@@ -294,13 +296,15 @@ def _fid_answer(question: str, passages: Sequence[Candidate], pairs: list[tuple[
     read = reader_attention(passages, tuple(out.token_attention), out.top_tokens, config.lr,
                             out.answered_from)
     layout = reader.layout
+    # decoding stops at a line break or the end token before the cap, so a full count is it
+    short, cut = short_answer_of(out.answer, out.answer_tokens >= config.max_answer_tokens)
     return LLMStep(purpose=purpose, model=reader.name,
                    prompt=f"{len(pairs)} fused blocks of: " + layout.head.format(title="<title>")
                    + "<passage>" + layout.tail.format(question=question) + layout.end,
                    output=out.answer, prompt_tokens=out.input_tokens,
                    output_tokens=out.answer_tokens,
                    seconds=out.encode_seconds + out.score_seconds + out.answer_seconds,
-                   answer=out.answer, attention=read)
+                   answer=short, attention=read, answer_cut=cut)
 
 
 def reader_attention(passages: Sequence[Candidate], token_attention: Sequence[np.ndarray],
