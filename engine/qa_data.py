@@ -90,6 +90,27 @@ QA_FILES: tuple[QAFile, ...] = (
 )
 BY_PATH = {f.path: f for f in QA_FILES}
 
+# The QA files offered as datasets: path -> the name the app shows, the API and the CLI
+# take, evaluations store and a corpus with a dataset's paragraphs is named by
+# ("wiki+HotpotQA dev500": engine.data.corpus.with_paragraphs).
+DATASETS = {
+    "hotpotqa/dev500_contexts.jsonl": "HotpotQA dev500",
+    "hotpotqa/train100.json": "HotpotQA train100",
+    "musique/train100.json": "MuSiQue train100",
+    "squad/small_v2.json": "SQuAD v2 (small)",
+    "nq_open/dev.jsonl": "NQ-open dev",
+}
+
+
+def dataset_path(name: str) -> Path | None:
+    """The QA file a listed dataset's name (case and spacing aside) or its path under the
+    QA data folder names; None for any other name."""
+    key = " ".join(str(name or "").split()).casefold()
+    for path, label in DATASETS.items():
+        if key in (label.casefold(), path):
+            return shared_data_dir() / path
+    return None
+
 
 class DataMissing(ResourceMissingError):
     """QA files a task needs are not in the QA data folder; the message names the fix."""

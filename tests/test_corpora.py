@@ -405,3 +405,40 @@ def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, pre
     finally:
         process_store()._served.pop(corpus.fingerprint, None)  # noqa: SLF001
         close_clients()
+
+
+def test_an_evaluation_searches_its_corpus_plus_the_datasets_paragraphs_as_the_cli_does(
+        explorer, tmp_path):
+    """One corpus rule for the app's Evaluate and the CLI's eval: the chosen corpus plus
+    the QA file's paragraphs it lacks, a corpus of its own named "<corpus>+<dataset>" and
+    loadable by that name (a restart, Diagnose's ceilings, Ray workers)."""
+    from engine.data.corpus import load_corpus
+    from engine.data.loaders import read_dataset
+    from engine.eval.runner import eval_corpus
+
+    explorer.add_corpus("mine", write_jsonl(tmp_path / "c.jsonl", tiny_rows()), upload=True)
+    assert settled(explorer, "mine").status == "ready"
+    qa = tmp_path / "heron.jsonl"
+    qa.write_text(json.dumps({
+        "question_id": "q0", "question_text": "What was Seurat's heron called?",
+        "answers_objects": [{"spans": ["Pointille"]}],
+        "contexts": [{"id": "0", "title": "Seurat's heron", "is_supporting": True,
+                      "paragraph_text": "Seurat's heron was called Pointille."}]}))
+    evaluation = explorer.evaluate(str(qa), ["echo"], corpus="mine")
+    explorer.wait_for_evaluation(evaluation, 30)
+    stored = explorer.evaluation(evaluation)
+    assert stored.state == "done" and stored.corpus == f"mine+{qa}"
+    run = explorer.evaluation_trace(evaluation, 0, "echo")
+    assert run.corpus["name"] == stored.corpus
+    cli = eval_corpus(read_dataset(qa), "mine", str(qa))  # as `funnel-engine eval` does
+    assert (cli.name, cli.fingerprint) == (stored.corpus, stored.corpus_fingerprint)
+    assert load_corpus(stored.corpus).fingerprint == stored.corpus_fingerprint
+    assert "Seurat's heron" in cli.by_id and len(cli) == len(load_corpus("mine")) + 1
+    assert stored.corpus in explorer.corpus_names()  # listed while it is loaded
+    # a corpus that holds the dataset's paragraphs already is searched as it is
+    again = explorer.evaluate(str(qa), ["echo"], corpus=stored.corpus)
+    explorer.wait_for_evaluation(again, 30)
+    assert explorer.evaluation(again).corpus == stored.corpus
+    with pytest.raises(ConfigError, match=r"'nowhere.json' is neither a listed dataset"):
+        explorer.run("q", "echo", corpus="mine+nowhere.json")
+

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from engine.cli import CORPUS_HELP
+from engine.cli import CORPUS_HELP, EVAL_CORPUS_HELP, default_corpus
 from engine.paradigms.registry import DEFAULT, names
 from engine.trace import RunTrace, gold_lost_at
 
@@ -37,7 +37,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                          "file (a path, or one under the shared data folder)")
     ev.add_argument("--paradigm", default=",".join(names()),
                     help=f"comma-separated, of: {', '.join(names())} (default: all)")
-    ev.add_argument("--corpus", default="pooled", help="haystack; the file's paragraphs are added")
+    ev.add_argument("--corpus", default=default_corpus(), help=EVAL_CORPUS_HELP)
     ev.add_argument("--limit", type=int, default=None, help="first N questions only")
     ev.add_argument("--config", default="{}",
                     help='JSON of options per paradigm name, e.g. {"NAME": {"K": 5}}')
@@ -57,8 +57,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("stages", nargs="+", metavar="STAGE=FILE",
                      help="each stage's name and TREC run file, in the order they ran")
     imp.add_argument("--dataset", required=True, help="the QA file the runs answer (as eval)")
-    imp.add_argument("--corpus", default="pooled", help="the corpus whose document ids the "
-                     "runs name; the QA file's paragraphs are added (as eval)")
+    imp.add_argument("--corpus", default=default_corpus(), help="the corpus whose document "
+                     "ids the runs name (as eval: " + EVAL_CORPUS_HELP + ")")
     imp.add_argument("--qrels", default="", help="a qrels file: its relevant documents "
                      "replace the QA file's supporting ones")
     imp.add_argument("--label", default="imported", help="the pipeline's name in the tables")
@@ -71,15 +71,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     traced.add_argument("files", nargs="+", metavar="FILE", help="trace files")
     traced.add_argument("--dataset", default="", help="the QA file the pipeline answered "
                         "(as eval): its gold measures the runs, stored as an evaluation")
-    traced.add_argument("--label", default="imported", help="the pipeline's name in the "
-                        "tables")
+    traced.add_argument("--label", default="", help="the pipeline's name in the tables "
+                        "(default: its service.name, or Phoenix project). A file of several "
+                        "pipelines (several service.names) gives one paradigm each, named "
+                        "by their service.name; --label then prefixes them (LABEL: name)")
+    traced.add_argument("--searched", type=int, default=0, metavar="N",
+                        help="how many units the pipeline's retrievers search (its corpus's "
+                             "size), kept as their candidates in where no span says it")
     traced.add_argument("--db", default="", help="the sessions file (default: "
                         "sessions.duckdb in the data directory)")
 
 
 def import_runs(args: argparse.Namespace) -> int:
-    """Store TREC run files as an evaluation (engine.eval.imports); nothing is stored when
-    any file is refused."""
+    """Store TREC run files as an evaluation (engine.eval.imports), whole or not at all
+    (engine.service.imports)."""
     from engine.data.loaders import read_dataset
     from engine.errors import ConfigError
     from engine.eval.imports import imported_runs, read_qrels
@@ -97,21 +102,22 @@ def import_runs(args: argparse.Namespace) -> int:
         stages.append((stage, file, _read(Path(file))))
     dataset_path = _dataset_path(args.dataset)
     dataset = read_dataset(dataset_path)
-    corpus = eval_corpus(dataset, args.corpus)
+    corpus = eval_corpus(dataset, args.corpus, dataset_label(str(dataset_path)))
     qrels = read_qrels(_read(Path(args.qrels)), args.qrels) if args.qrels else None
     runs = imported_runs(stages, dataset, corpus, qrels, paradigm=args.label)
     evaluation, summary = store_imported(
         runs, dataset, dataset_label(str(dataset_path)), args.label,
         [f"{s}={f}" for s, f, _ in stages], SessionStore(args.db or None), corpus)
-    _out(f"stored {len(runs)} runs of {len(stages)} stages as evaluation {evaluation}")
+    _out(f"stored {len(runs)} runs of {len(stages)} stages as evaluation {evaluation} "
+         f"(corpus {corpus.name})")
     print_summary(summary)
     return 0
 
 
 def import_traces(args: argparse.Namespace) -> int:
     """Store a pipeline's OpenInference traces (engine.eval.traces): with a QA file, as an
-    evaluation measured against its gold; without, each run as a saved session. Nothing is
-    stored when any file is refused."""
+    evaluation measured against its gold (a paradigm per pipeline the files hold); without,
+    each run as a saved session. Stored whole or not at all (engine.service.imports)."""
     from engine.data.loaders import read_dataset
     from engine.service.datasets import dataset_label
     from engine.service.imports import import_files
@@ -123,7 +129,7 @@ def import_traces(args: argparse.Namespace) -> int:
         files, SessionStore(args.db or None),
         dataset=read_dataset(dataset_path) if dataset_path else None,
         dataset_name=dataset_label(str(dataset_path)) if dataset_path else "",
-        label=args.label, corpus=lambda: None)
+        label=args.label, corpus=lambda: None, searched=args.searched)
     if imported.evaluation is None:
         before = f" ({imported.already} saved before, left out)" if imported.already else ""
         if not imported.sessions:
@@ -132,7 +138,8 @@ def import_traces(args: argparse.Namespace) -> int:
         first, last = imported.sessions[0], imported.sessions[-1]
         _out(f"saved {imported.runs} traced runs as sessions {first}-{last}{before}")
         return 0
-    _out(f"stored {imported.runs} traced runs as evaluation {imported.evaluation}")
+    _out(f"stored {imported.runs} traced runs of {', '.join(imported.paradigms)} as "
+         f"evaluation {imported.evaluation}")
     print_summary(imported.summary)
     return 0
 
@@ -199,6 +206,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from engine.eval.summary import summarise
     from engine.paradigms.registry import unattended
     from engine.paths import data_dir
+    from engine.service.datasets import dataset_label
     from engine.service.store import make_paradigm
 
     dataset = _dataset_path(args.dataset)  # a listed dataset's name, as the app shows it
@@ -208,18 +216,23 @@ def evaluate(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.export:  # refused before anything runs
         check_choice("export format", args.export[0], FILE_FORMATS)
-    rows, traces = [], []
+    rows, traces, searched = [], [], []
     given = _json_arg(args.config) or {}
     configs = {name: unattended(name, given.get(name)) for name in paradigms}  # no heatmap
     with open(out, "w", encoding="utf-8") as handle:
         for row in run_eval(dataset, paradigms, args.corpus, args.limit, configs,
                             progress=lambda i, n: sys.stderr.write(f"\r{i}/{n} questions"),
                             ray=args.ray, workers=args.workers, make=make_paradigm,
-                            keep=traces.append if args.export else None):
+                            keep=traces.append if args.export else None,
+                            label=dataset_label(str(dataset)), searched=searched.append):
             rows.append(row)
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     sys.stderr.write("\n")
     summary = summarise(rows)
+    corpus = searched[0] if searched else None
+    if corpus is not None:  # beside every figure: what was searched
+        _out(f"corpus {corpus.name}: {len(corpus.documents):,} documents, fingerprint "
+             f"{corpus.fingerprint[:12]}")
     print_summary(summary)
     found = attribution(rows)
     _out("\nwhere the gold answer was lost (questions):")
@@ -234,7 +247,8 @@ def evaluate(args: argparse.Namespace) -> int:
             (folder / name).write_text(text, encoding="utf-8")
         _out(f"exported ({args.export[0]}): {folder}")
     if args.json:
-        diagnosed = {name: {**s, "outcomes": found[name]["counts"]}
+        diagnosed = {name: {**s, "outcomes": found[name]["counts"],
+                            "corpus": corpus.name if corpus else ""}
                      for name, s in summary.items()}
         if len(summary) > 1:
             diagnosed["paired"] = every_pair(rows)

@@ -7,6 +7,9 @@
 - a corpus added by name (engine.data.ingest: uploaded or read from a server-side path and
   stored under the data directory).
 - any path `read_dataset` understands: that file's or folder's documents.
+- `BASE+DATASET`: corpus BASE plus the paragraphs of QA file DATASET (a listed dataset's
+  name or a path) that BASE lacks: what every evaluation searches (`with_paragraphs`), so
+  the app, the CLI and Ray workers load "wiki+HotpotQA dev500" alike.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 
 from engine.data.loaders import read_dataset
 from engine.data.loaders.jsonio import load_json
-from engine.documents import Corpus, Document
+from engine.documents import Corpus, Dataset, Document
 from engine.errors import ConfigError, DataFormatError
 from engine.models.packaged import wiki_summaries_path
 from engine.paths import POOLED_FILES
@@ -40,6 +43,9 @@ def load_corpus(spec: str = "wiki") -> Corpus:
         return Corpus("wiki", tuple(read_wiki_summaries()))
     if spec == "pooled":
         return pooled_corpus()
+    base, plus, dataset = spec.partition("+")
+    if plus and base and dataset and not Path(spec).exists():
+        return with_paragraphs(load_corpus(base), _qa_file(dataset), dataset)
     if NAME_RE.fullmatch(spec) and stored_path(spec).exists():
         return Corpus(corpus_name(spec), tuple(read_dataset(stored_path(spec)).documents))
     path = Path(spec)
@@ -49,6 +55,36 @@ def load_corpus(spec: str = "wiki") -> Corpus:
                           "such file or folder. Give a corpus's name or an existing path.")
     dataset = read_dataset(path)
     return Corpus(corpus_name(spec), tuple(merge_documents(dataset.documents)))
+
+
+def with_paragraphs(base: Corpus, dataset: Dataset, label: str = "") -> Corpus:
+    """`base` plus `dataset`'s own documents that it does not hold (merged by id), named
+    "<base>+<label>" (label: how the dataset is named, by default its file's stem). This is
+    the one corpus rule of evaluations, in the app and the CLI alike: the gold paragraphs
+    of a QA file are always in the haystack, among the corpus's own documents. When `base`
+    holds every one of them already (dev500 inside the pooled corpus) it is returned
+    unchanged, so its cached indexes are reused instead of rebuilt."""
+    extra = [d for d in dataset.documents if not _holds(base, d)]
+    if not extra:
+        return base
+    return Corpus(f"{base.name}+{label or dataset.name}",
+                  tuple(merge_documents([*base.documents, *extra])))
+
+
+def _holds(corpus: Corpus, doc: Document) -> bool:
+    kept = corpus.by_id.get(doc.id)
+    return kept is not None and " ".join(doc.text.split()) in " ".join(kept.text.split())
+
+
+def _qa_file(name: str) -> Dataset:
+    from engine.qa_data import dataset_path
+
+    path = dataset_path(name) or Path(name)
+    if not path.exists():
+        raise ConfigError(f"Unknown corpus part {name!r}: 'BASE+DATASET' adds a QA file's "
+                          "paragraphs to corpus BASE, and this is neither a listed dataset "
+                          "nor a QA file. Give a dataset's name (HotpotQA dev500) or a path.")
+    return read_dataset(path)
 
 
 def corpus_name(spec: str) -> str:

@@ -1,7 +1,8 @@
 """Answer a QA file's questions with paradigms: here, or as Ray tasks.
 
-The corpus defaults to the pooled corpus plus the file's own paragraphs, so a question is
-answered from a real haystack. Each (question, paradigm) gives one row (engine.eval.summary).
+The corpus is the one named plus the file's own paragraphs it lacks (`eval_corpus`), as in
+the app, so a question's gold is always in the haystack. Each (question, paradigm) gives one
+row (engine.eval.summary).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 
-from engine.data.corpus import load_corpus, merge_documents
+from engine.data.corpus import load_corpus, with_paragraphs
 from engine.data.loaders import read_dataset
 from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError, log_failure
@@ -26,41 +27,34 @@ from engine.trace import RunTrace, failed_run
 logger = logging.getLogger(__name__)
 
 
-def eval_corpus(dataset: Dataset, spec: str | Corpus = "pooled") -> Corpus:
+def eval_corpus(dataset: Dataset, spec: str | Corpus = "wiki", label: str = "") -> Corpus:
     """Corpus `spec` (a name or path, or a loaded corpus) plus the dataset's own documents
-    (merged by id).
-
-    When the corpus already holds every one of them (dev500 inside the pooled corpus), it is
-    returned unchanged, so its cached indexes are reused instead of rebuilt.
-    """
+    it lacks, named "<corpus>+<label>" (engine.data.corpus.with_paragraphs: the one rule
+    of every evaluation)."""
     base = spec if isinstance(spec, Corpus) else load_corpus(spec)
-    extra = [d for d in dataset.documents if not _holds(base, d)]
-    if not extra:
-        return base
-    return Corpus(f"{base.name}+{dataset.name}",
-                  tuple(merge_documents([*base.documents, *extra])))
+    return with_paragraphs(base, dataset, label)
 
 
-def _holds(corpus: Corpus, doc) -> bool:
-    kept = corpus.by_id.get(doc.id)
-    return kept is not None and " ".join(doc.text.split()) in " ".join(kept.text.split())
-
-
-def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "pooled",
+def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "wiki",
              limit: int | None = None, configs: dict[str, dict] | None = None,
              progress: Callable[[int, int], None] | None = None, ray: str = "",
              workers: int = 2, *, make: MakeParadigm,
-             keep: Callable[[RunTrace], None] | None = None) -> Iterator[dict]:
+             keep: Callable[[RunTrace], None] | None = None, label: str = "",
+             searched: Callable[[Corpus], None] | None = None) -> Iterator[dict]:
     """Yield one row per (question, paradigm), questions in file order; with a `ray`
     address ("local": `workers` workers here) the questions run as Ray tasks
     (engine.eval.on_ray). `make(name, corpus, config)` makes a paradigm handed what it uses
-    (engine.service.store.make_paradigm); `keep` is handed every trace (an export)."""
+    (engine.service.store.make_paradigm); `keep` is handed every trace (an export). The
+    corpus searched is `corpus` plus the file's paragraphs it lacks, named with `label`
+    (`eval_corpus`), handed to `searched` before the first question."""
     dataset = read_dataset(dataset_path)
     if not dataset.questions:
         raise ConfigError(f"{dataset_path} holds no questions (format {dataset.format!r}); "
                           "give a QA file such as hotpotqa/dev500_contexts.jsonl.")
     questions = dataset.questions[:limit] if limit else dataset.questions
-    haystack = eval_corpus(dataset, corpus)
+    haystack = eval_corpus(dataset, corpus, label)
+    if searched is not None:
+        searched(haystack)
     built = [make(name, haystack, (configs or {}).get(name)) for name in paradigms]
     for i, traces in enumerate(answer_all(built, questions, ray=ray, workers=workers,
                                           corpus_spec=corpus, dataset=str(dataset_path),

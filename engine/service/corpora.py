@@ -31,7 +31,7 @@ from engine.data.ingest import (
     shown_as,
     stored_corpora,
 )
-from engine.documents import Corpus
+from engine.documents import Corpus, Dataset
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.registry import PARADIGMS
 from engine.paths import data_dir
@@ -99,6 +99,16 @@ class Corpora:
         default_preparation = self._preparations[self.default]
         if name == default_preparation.corpus_spec:
             return self.default
+        base, plus, dataset = name.partition("+")
+        if plus and base and dataset and name not in self.names():
+            self.resolve(base)  # an unknown base is named as such
+            from engine.qa_data import dataset_path
+
+            if dataset_path(dataset) is None and not Path(dataset).is_file():
+                raise ConfigError(f"Corpus {name!r} adds the paragraphs of {dataset!r} to "
+                                  f"{base!r}, but {dataset!r} is neither a listed dataset "
+                                  "nor a QA file here.")
+            return name
         if name not in self.names():
             raise ConfigError(f"Unknown corpus {name!r}; choose one of "
                               f"{', '.join(self.names())}, or add it first (Corpora tab, "
@@ -125,6 +135,21 @@ class Corpora:
             preparation.wait_quick(LOAD_WAIT_SECONDS)
         self.release_idle()
         return preparation
+
+    def for_dataset(self, name: str, dataset: Dataset, label: str) -> Preparation:
+        """The preparation of what an evaluation of `dataset` (named `label`) over corpus
+        `name` searches: the corpus plus the dataset's paragraphs it lacks, a corpus of its
+        own named "<corpus>+<label>" (engine.data.corpus.with_paragraphs: the CLI's rule
+        too), or the corpus itself when it holds them all. Prepared as any corpus is, its
+        long builds taking their turn; while the corpus loads, its own preparation."""
+        from engine.data.corpus import with_paragraphs
+
+        preparation = self.preparation(name)
+        loaded = preparation.corpus
+        if loaded is None:
+            return preparation  # the caller says what it waits for
+        searched = with_paragraphs(loaded, dataset, label)
+        return preparation if searched is loaded else self.preparation(searched.name)
 
     @property
     def _dense(self) -> bool:

@@ -7,15 +7,7 @@ from pathlib import Path
 
 from engine.documents import Corpus, Dataset, Document, Question
 from engine.errors import ConfigError
-
-# QA files of the shared data folder offered in the question picker (path -> label).
-DATASETS = {
-    "hotpotqa/dev500_contexts.jsonl": "HotpotQA dev500",
-    "hotpotqa/train100.json": "HotpotQA train100",
-    "musique/train100.json": "MuSiQue train100",
-    "squad/small_v2.json": "SQuAD v2 (small)",
-    "nq_open/dev.jsonl": "NQ-open dev",
-}
+from engine.qa_data import DATASETS  # the QA files offered (path -> label)
 
 
 def listed_datasets() -> dict[str, str]:

@@ -27,7 +27,6 @@ from engine.service.corpora import IDLE_SECONDS, Corpora, CorpusRow, check_searc
 from engine.service.datasets import (
     dataset_label,
     dataset_of,
-    dataset_questions,
     listed_datasets,
     listed_questions,
     missing_note,
@@ -408,7 +407,7 @@ class Explorer:
             if self.corpus is None:
                 raise NotReady("The corpus is still loading; import the run files once "
                                "the status above the tabs says it is ready.")
-            return eval_corpus(chosen, self.corpus)
+            return eval_corpus(chosen, self.corpus, dataset_label(dataset))
 
         return import_files(files, self._runs, dataset=chosen,
                             dataset_name=dataset_label(dataset) if chosen else "",
@@ -449,8 +448,9 @@ class Explorer:
                  build: bool = False, ray: str = "", dataset_name: str = "",
                  corpus: str = "") -> int:
         """Start evaluating `dataset` (a listed one, or a QA file) through `paradigms` over
-        `corpus` (empty: the start-up one), in the background; returns the evaluation's
-        id. One runs at a time (two would share the same two cores).
+        `corpus` (empty: the start-up one) plus the dataset's paragraphs it lacks (a corpus
+        of its own, "wiki+HotpotQA dev500": the CLI's rule too), in the background; returns
+        the evaluation's id. One runs at a time (two would share the same two cores).
 
         A config may need an index the app has not prepared (another passage size, say).
         Quick ones are prepared when the evaluation starts; one that takes longer than
@@ -459,11 +459,12 @@ class Explorer:
         the questions run as Ray tasks (engine.eval.on_ray). `dataset_name` names the
         dataset in the stored evaluation (default: its label, or the file's path).
         """
-        preparation = self._corpora.preparation(corpus)
+        chosen = dataset_of(dataset)
+        preparation = self._corpora.for_dataset(corpus, chosen, dataset_label(dataset))
         for paradigm in paradigms:
             self._check_ready(paradigm, preparation)
         request = EvaluationRequest(dataset_name or dataset_label(dataset),
-                                    dataset_questions(dataset), tuple(paradigms),
+                                    chosen.questions, tuple(paradigms),
                                     dict(configs or {}), limit, sample, seed, name,
                                     ray=(ray or "").strip())
         return self._jobs.start(request, preparation, build)
@@ -477,11 +478,12 @@ class Explorer:
         paradigms are the grid points (engine.eval.sweep); returns its id."""
         from engine.eval.sweep import grid
 
-        preparation = self._corpora.preparation(corpus)
+        chosen = dataset_of(dataset)
+        preparation = self._corpora.for_dataset(corpus, chosen, dataset_label(dataset))
         self._check_ready(paradigm, preparation)
         points = grid(paradigm, options, config)
         request = EvaluationRequest(
-            dataset_name or dataset_label(dataset), dataset_questions(dataset),
+            dataset_name or dataset_label(dataset), chosen.questions,
             tuple(p.label for p in points), {p.label: p.config for p in points}, limit,
             sample, seed, name or f"sweep of {paradigm}: {', '.join(options)}",
             kinds={p.label: paradigm for p in points}, retrieval_only=retrieval_only)
