@@ -156,3 +156,34 @@ def test_diagnose_starts_follows_and_shows_an_evaluations_ceilings(explorer, tmp
     assert diagnose.show_ceilings(explorer, started)[0] == table  # the ceilings themselves
     assert "No run of this evaluation has a leave-one-out" in diagnose.ablation_agreement(
         explorer, baseline)
+
+
+def test_the_ceilings_say_how_many_questions_gold_the_corpus_lacks_and_which_holds_it(
+        explorer, tmp_path, tiny_corpus):
+    """A perfect cut adds only the gold the corpus holds: where it lacks some, the ceiling
+    table says how many questions that leaves low and names the corpora that hold them."""
+    from app.views.diagnosis import ceiling_table
+    from engine.data.loaders import read_dataset
+    from engine.documents import Corpus
+    from engine.service.diagnosis import gold_coverage
+
+    qa = qa_file(tmp_path / "qa.jsonl", n=2)
+    baseline = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}})
+    explorer.wait_for_evaluation(baseline, 30)
+    ceilings = explorer.ceilings(baseline)
+    explorer.wait_for_evaluation(ceilings, 30)
+    table = explorer.ceiling_table(ceilings)
+    assert table["gold"] == {"corpus": "tiny", "questions": 2, "lacking": 0, "none": 0,
+                             "holds_it": []}  # the corpus holds every gold document
+    assert "lacks gold" not in ceiling_table(table)
+
+    without = Corpus("tiny-less", tuple(d for d in tiny_corpus.documents
+                                        if d.id != "Georges Seurat"))
+    dataset = read_dataset(qa)
+    gold = gold_coverage(explorer._evaluations, baseline, without, dataset, qa)
+    assert gold == {"corpus": "tiny-less", "questions": 2, "lacking": 2, "none": 2,
+                    "holds_it": [f"tiny-less+{qa}"]}
+    shown = ceiling_table({**table, "gold": gold})
+    assert ("The corpus 'tiny-less' lacks gold supporting documents of 2 of the 2 "
+            "questions") in shown
+    assert f"evaluate over 'tiny-less+{qa}', which holds them" in shown

@@ -310,7 +310,8 @@ def ceiling_table(found: dict) -> str:
                      f"</thead><tbody>{''.join(rows)}</tbody></table>")
     state = "" if found["state"] == "done" else (
         f" It is {found['state']}: {found['done']} of {found['questions']} questions so far.")
-    return (f"<div class='fe-kept'>Ceiling evaluation {found['id']} of evaluation "
+    return (_gold_missing(found.get("gold"))
+            + f"<div class='fe-kept'>Ceiling evaluation {found['id']} of evaluation "
             f"{found['baseline']}: each cut made perfect in turn (the gold supporting "
             "paragraphs first, added where the stage was not given them), the later stages "
             "and the reader run as usual. Each cell: the mean, and its difference from the "
@@ -320,6 +321,22 @@ def ceiling_table(found: dict) -> str:
             "is given by its own scores and keeps its top few: improving that cut alone "
             f"pays nothing.{state}</div>"
             + "".join(parts))
+
+
+def _gold_missing(gold: dict | None) -> str:
+    """A warning when the evaluation's corpus lacks some questions' gold documents: a
+    perfect cut adds only what the corpus holds, so their ceilings stay low."""
+    if not gold or not gold["lacking"]:
+        return ""
+    offer = " or ".join(f"'{esc(name)}'" for name in gold["holds_it"])
+    offer = (f" To measure their ceilings, evaluate over {offer}, which hold"
+             f"{'s' if len(gold['holds_it']) == 1 else ''} them, and compute the ceilings "
+             "of that evaluation." if offer else "")
+    return (f"<div class='fe-error'>The corpus '{esc(gold['corpus'])}' lacks gold supporting "
+            f"documents of {gold['lacking']} of the {gold['questions']} questions with "
+            f"supporting documents ({gold['none']} have none of theirs there): a perfect cut "
+            "can add only the gold the corpus holds, so their ceilings stay as low as the "
+            f"run.{offer}</div>")
 
 
 def _mean(means: dict, metric: str) -> str:

@@ -136,6 +136,11 @@ class Corpora:
         self.release_idle()
         return preparation
 
+    def corpus_if_loaded(self, name: str) -> Corpus | None:
+        """Corpus `name` if it is loaded now (never starts loading it)."""
+        preparation = self._preparations.get((name or "").strip() or self.default)
+        return preparation.corpus if preparation is not None else None
+
     def for_dataset(self, name: str, dataset: Dataset, label: str) -> Preparation:
         """The preparation of what an evaluation of `dataset` (named `label`) over corpus
         `name` searches: the corpus plus the dataset's paragraphs it lacks, a corpus of its

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from engine.documents import Corpus, Dataset
 from engine.errors import ConfigError
 from engine.eval.outcomes import attribution, row_outcomes
 from engine.eval.paired import RESAMPLES, SEED, correct_across, paired, question_values
@@ -173,3 +174,28 @@ def _means(rows: list[dict], metrics: Sequence[str]) -> dict:
         if values:
             means[metric] = round(sum(values) / len(values), 4)
     return {**means, "runs": len(answered)}
+
+
+def gold_coverage(evaluations: EvaluationStore, evaluation_id: int, corpus: Corpus,
+                  dataset: Dataset, label: str) -> dict:
+    """How many of the evaluation's questions with supporting documents have some of them
+    missing from `corpus` (`lacking`; `none`: not one of them there), and the corpora that
+    would hold them: the corpus plus the dataset's paragraphs (what an evaluation searches
+    now: engine.data.corpus.with_paragraphs) and, for a listed dataset, `pooled`. A
+    perfect cut can add only the gold the corpus holds, so these questions' ceilings stay
+    low whatever the stages do."""
+    from engine.data.corpus import with_paragraphs
+    from engine.qa_data import dataset_path
+
+    asked = {r["question_id"] for r in evaluations.rows(evaluation_id)}
+    golds = [q for q in dataset.questions if q.id in asked and q.supporting_titles]
+    there = [sum(t in corpus.by_id for t in set(q.supporting_titles)) for q in golds]
+    lacking = sum(n < len(set(q.supporting_titles)) for n, q in zip(there, golds, strict=True))
+    holds = []
+    if lacking:
+        grown = with_paragraphs(corpus, dataset, label)
+        holds = [grown.name] if grown is not corpus else []
+        if dataset_path(label) is not None and corpus.name != "pooled":
+            holds.append("pooled")
+    return {"corpus": corpus.name, "questions": len(golds), "lacking": lacking,
+            "none": sum(n == 0 for n in there), "holds_it": holds}

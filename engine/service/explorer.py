@@ -35,6 +35,7 @@ from engine.service.datasets import (
 from engine.service.diagnosis import (
     ceilings_of,
     diagnosed_rows,
+    gold_coverage,
     outcomes_of,
     paired_of,
     regressions_of,
@@ -542,8 +543,27 @@ class Explorer:
 
     def ceiling_table(self, ceiling_id: int) -> dict:
         """A ceiling evaluation against the evaluation it came from, per paradigm and cut
-        (engine.service.diagnosis.ceilings_of)."""
-        return ceilings_of(self._evaluations, ceiling_id)
+        (engine.service.diagnosis.ceilings_of), and under `gold` how many questions' gold
+        documents its corpus lacks (`gold_coverage`; None while that corpus is not
+        loaded)."""
+        table = ceilings_of(self._evaluations, ceiling_id)
+        table["gold"] = self.gold_coverage(table["baseline"])
+        return table
+
+    def gold_coverage(self, evaluation_id: int) -> dict | None:
+        """engine.service.diagnosis.gold_coverage of a stored evaluation over the corpus it
+        searched, if that corpus is loaded as it was (None otherwise, or for a QA file no
+        longer here)."""
+        source = self._evaluations.get(evaluation_id)
+        corpus = self._corpora.corpus_if_loaded(source.corpus)
+        if corpus is None or corpus.fingerprint != source.corpus_fingerprint:
+            return None
+        try:
+            dataset = dataset_of(source.dataset)
+        except EngineError:
+            return None
+        return gold_coverage(self._evaluations, evaluation_id, corpus, dataset,
+                             dataset_label(source.dataset))
 
     def coverage(self, evaluation_id: int) -> dict:
         """An evaluation's questions and its corpus's passages in one 2-D map, the questions
