@@ -149,3 +149,23 @@ def test_the_server_log_shows_only_our_lines_while_indexes_and_models_load(bare_
     assert any(line.startswith("INFO engine.index.bm25: BM25: indexing 8") for line in lines)
     ours = re.compile(r"(DEBUG|INFO|WARNING|ERROR) (app|engine)(\.\w+)*: ")
     assert [line for line in lines if not ours.match(line)] == []
+
+
+def test_loading_indexes_logs_one_info_line_per_kind_and_corpus(caplog):
+    """A session loads an index kind over many settings (unit sizes, grid points): one INFO
+    line names the kind and corpus, every load with its settings goes to DEBUG."""
+    from engine.service.store import Store
+
+    store = Store()
+    caplog.set_level(logging.DEBUG, logger="engine.service.store")
+    for settings in ('{"units": 100}', '{"units": 200}', '{"units": 300}'):
+        store._get(("bm25", "fingerprint-of-wiki", settings), object)
+    store._get(("bm25", "fingerprint-of-wiki", '{"units": 100}'), object)  # loaded already
+    store._get(("dense", "fingerprint-of-wiki", '{"units": 100}', "minilm"), object)
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records
+             if r.name == "engine.service.store"]
+    info = [m for level, m in lines if level == logging.INFO]
+    assert info == ["loading bm25 index of corpus fingerprint-",
+                    "loading dense index of corpus fingerprint-"]  # 12 characters of it
+    debug = [m for level, m in lines if level == logging.DEBUG]
+    assert len(debug) == 4 and '{"units": 300}' in debug[2]

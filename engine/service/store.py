@@ -104,6 +104,8 @@ class Store:
         # corpus fingerprint ("" for every corpus) -> where its dense indexes are served
         # from: Ray shards (engine.index.shards) or a Qdrant collection (engine.index.qdrant)
         self._served: dict[str, RayShards | InQdrant] = {}
+        # (kind, corpus fingerprint) of the indexes whose loading was logged at INFO once
+        self._announced: set[tuple[str, str]] = set()
 
     def bm25(self, corpus: Corpus, config: UnitConfig) -> BM25Index:
         """The BM25 index of `corpus` at `config`'s units (built or loaded once)."""
@@ -384,7 +386,12 @@ class Store:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:  # one build per key; the others wait and then find it loaded
             if key not in self._indexes:
-                logger.info("loading %s index %s", key[0], key[2])
+                # one INFO line per kind of index and corpus; every load, settings and
+                # all, at DEBUG
+                if key[:2] not in self._announced:
+                    self._announced.add(key[:2])
+                    logger.info("loading %s index of corpus %s", key[0], key[1][:12])
+                logger.debug("loading %s index %s", key[0], key[1:])
                 self._indexes[key] = load()
         return self._indexes[key]
 
