@@ -8,10 +8,12 @@ from dataclasses import replace
 
 import pytest
 
+from engine.documents import Question
 from engine.errors import ConfigError
 from engine.eval.exports import FORMATS, export, export_files, without_gold
+from engine.trace import LLMStep
 from engine.trace_details import ReadCount
-from tests.fakes import sample_trace
+from tests.fakes import gold_run, ranked_stage, sample_trace
 
 
 @pytest.fixture
@@ -31,7 +33,10 @@ def test_ragas_is_jsonl_of_single_turn_samples(traces):
     for sample, trace in zip(samples, traces, strict=True):
         assert set(sample) == {"user_input", "retrieved_contexts", "retrieved_context_ids",
                                "response", "reference", "reference_context_ids", "run_id",
-                               "paradigm"}
+                               "paradigm", "retrieved_passage_ids", "answer_cut",
+                               "id_spaces"}
+        assert set(sample["id_spaces"]) == {"retrieved_context_ids", "reference_context_ids",
+                                            "retrieved_passage_ids", "run_id"}
         assert sample["reference_context_ids"] == list(trace.gold.supporting_titles)
         assert sample["paradigm"] == trace.paradigm
         assert sample["user_input"] == trace.question and sample["response"] == trace.answer
@@ -41,6 +46,33 @@ def test_ragas_is_jsonl_of_single_turn_samples(traces):
     # the documents read, in the references' id space (ragas's IDBasedContextRecall)
     assert samples[1]["retrieved_context_ids"] == list(
         traces[1].stages[-1].candidates[0].unit.doc_ids)
+
+
+def test_ragas_names_passages_beside_documents_and_each_run_by_its_paradigm():
+    """Four passages of three documents read: four contexts, four passage ids in their
+    order, three document ids (each once, best first: IDBasedContextRecall's); the run id
+    is the run's (paradigm and question), also in a file of one paradigm."""
+    gold = Question("q1", "Who painted A Sunday Afternoon?", ("Georges Seurat",),
+                    ("A Sunday Afternoon", "Georges Seurat"))
+    read = ranked_stage("rerank", ("A Sunday Afternoon", "It hangs in Chicago."),
+                        ("Georges Seurat", "Seurat was a French painter."),
+                        ("A Sunday Afternoon", "Seurat painted it from 1884."),
+                        ("Paris", "Paris is the capital of France."))
+    step = LLMStep("answer", "m", "p", "Georges Seu", 10, 24, 0.1, answer="Georges",
+                   answer_cut=True)
+    run = replace(gold_run(gold, read), llm_steps=(step,), answer="Georges")
+    (sample,) = [json.loads(line) for line in
+                 export_files([run], "ragas")["ragas.fake.jsonl"].splitlines()]
+    assert len(sample["retrieved_contexts"]) == 4
+    assert sample["retrieved_passage_ids"] == ["A Sunday Afternoon#0", "Georges Seurat#1",
+                                               "A Sunday Afternoon#2", "Paris#3"]
+    assert sample["retrieved_context_ids"] == ["A Sunday Afternoon", "Georges Seurat", "Paris"]
+    assert sample["run_id"] == "fake/q1" and sample["paradigm"] == "fake"
+    assert sample["response"] == "Georges" and sample["answer_cut"] is True
+    assert "document" in sample["id_spaces"]["retrieved_context_ids"]
+    assert "one per retrieved_contexts" in sample["id_spaces"]["retrieved_passage_ids"]
+    again = json.loads(export([run, run], "ragas").splitlines()[1])
+    assert again["run_id"] == "fake/q1#2"  # the same question run again keeps its own id
 
 
 def test_ragchecker_is_one_results_object_with_string_ids(traces):

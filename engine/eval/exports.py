@@ -7,14 +7,19 @@ tests/test_exports.py):
 
   ragas       EvaluationDataset JSONL, one SingleTurnSample per line: user_input,
               retrieved_contexts (strings), retrieved_context_ids (the documents read,
-              in the id space of reference_context_ids: the supporting documents, so
-              ragas's IDBasedContextRecall is our gold-document recall of what was
-              read), reference_contexts (their texts, where a corpus is given),
-              response, reference (the first gold answer: ragas takes one string)
-              (`EvaluationDataset.from_jsonl`); ragas drops keys it does not know, so
-              `export_files` writes one file per paradigm, and runs without gold come
-              after the rest (ragas refuses a reference metric for a whole file whose
-              first row has no reference)
+              each once, best first, in the id space of reference_context_ids: the
+              supporting documents, so ragas's IDBasedContextRecall is our gold-document
+              recall of what was read; four passages of three documents give three),
+              reference_contexts (their texts, where a corpus is given), response,
+              reference (the first gold answer: ragas takes one string)
+              (`EvaluationDataset.from_jsonl`). Beside them, which ragas drops (it drops
+              keys it does not know): retrieved_passage_ids (the passages read, one per
+              retrieved_contexts entry, in order), run_id ("<paradigm>/<question id>",
+              the run's own), paradigm, answer_cut (the answer-token cap cut the
+              response) and id_spaces (this paragraph, short, so the file says which id
+              space each field uses). `export_files` writes one file per paradigm, and
+              runs without gold come after the rest (ragas refuses a reference metric for
+              a whole file whose first row has no reference)
   ragchecker  one JSON object {"results": [...]}, each with query_id, query, gt_answer,
               response and retrieved_context [{doc_id, text}] (`RAGResults.from_json`,
               `ragchecker-cli --input_path`)
@@ -31,11 +36,11 @@ breaks ties by id, which would reorder a stage's equal scores); trec_eval, ir_me
 ranx read them.
 
 Runs of several paradigms share a question id, so ids then carry the paradigm
-("drrag/5a8b57f2"), or the label each run is stored under (a sweep's grid point: "flat M=20
-k=4/5a8b57f2"). RAGChecker needs a gold answer for every query: runs without one are left
-out (`without_gold` counts them), and an export of none with gold is refused by name. A
-question run twice by one paradigm (two saved runs, other options) gets "#2" on its
-second id, so every id is unique.
+("drrag/5a8b57f2"; ragas's run_id always does, its files being one per paradigm), or the
+label each run is stored under (a sweep's grid point: "flat M=20 k=4/5a8b57f2"). RAGChecker
+needs a gold answer for every query: runs without one are left out (`without_gold` counts
+them), and an export of none with gold is refused by name. A question run twice by one
+paradigm (two saved runs, other options) gets "#2" on its second id, so every id is unique.
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ def export(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = (),
     names = list(labels) or [t.paradigm for t in traces]
     if len(names) != len(traces):
         raise ConfigError(f"{len(names)} labels for {len(traces)} runs: give one per run.")
-    ids = _ids(traces, names)
+    ids = _ids(traces, names, named=fmt == "ragas")
     shown = list(runs) or [f"run {i!r}" for i in ids]
     chosen = list(zip(traces, ids, names, shown, strict=True))
     if fmt == "ragchecker":
@@ -96,6 +101,16 @@ def _has_gold(trace: RunTrace) -> bool:
     return trace.gold is not None and bool(trace.gold.answers)
 
 
+# what each id field of a ragas sample holds, written into every sample (ragas ignores it)
+RAGAS_ID_SPACES = {
+    "retrieved_context_ids": "documents read (their ids, titles in the packaged corpora), "
+                             "each once, best first; the id space of reference_context_ids",
+    "reference_context_ids": "the question's supporting documents (document ids)",
+    "retrieved_passage_ids": "passages read (unit ids), one per retrieved_contexts entry, "
+                             "in order",
+    "run_id": "the run: <paradigm>/<question id> (#2, #3 for a question run again)"}
+
+
 def ragas_sample(trace: RunTrace, run_id: str, name: str = "",
                  documents: Documents | None = None) -> dict:
     read = trace.read
@@ -104,8 +119,11 @@ def ragas_sample(trace: RunTrace, run_id: str, name: str = "",
               # documents, as the references are: the ids of IDBasedContextRecall
               "retrieved_context_ids": document_ranking([c.unit.doc_ids for c in read]),
               "response": trace.answer,
-              # which run it is: ragas reads the fields above and ignores these
-              "run_id": run_id, "paradigm": name or trace.paradigm}
+              # which run it is and what it read: ragas reads the fields above and ignores
+              # these
+              "retrieved_passage_ids": [c.unit.id for c in read],
+              "run_id": run_id, "paradigm": name or trace.paradigm,
+              "answer_cut": trace.answer_cut, "id_spaces": RAGAS_ID_SPACES}
     gold = trace.gold
     if gold is not None and gold.answers:
         sample["reference"] = gold.answers[0]
@@ -135,7 +153,8 @@ def flashrag_item(trace: RunTrace, run_id: str, name: str = "",
     return {"id": run_id, "question": trace.question,
             "golden_answers": list(gold.answers) if gold else [],
             "metadata": {"paradigm": name or trace.paradigm, "config": trace.config,
-                         "supporting_titles": list(gold.supporting_titles) if gold else []},
+                         "supporting_titles": list(gold.supporting_titles) if gold else [],
+                         "answer_cut": trace.answer_cut},
             "output": {"retrieval_result": [{"id": c.unit.id,
                                              "contents": f"{c.unit.title}\n{c.unit.text}"}
                                             for c in trace.read],
@@ -155,10 +174,11 @@ _RECORDS: dict[str, Callable[[RunTrace, str, str, Documents | None], dict]] = {
     "ragas": ragas_sample, "ragchecker": ragchecker_result, "flashrag": flashrag_item}
 
 
-def _ids(traces: Sequence[RunTrace], names: Sequence[str]) -> list[str]:
+def _ids(traces: Sequence[RunTrace], names: Sequence[str], named: bool = False
+         ) -> list[str]:
     """Each run's id: its gold question id (else its position), with its paradigm (or
-    label) in front when the runs mix them."""
-    mixed = len(set(names)) > 1
+    label) in front when the runs mix them or `named` asks for it always."""
+    mixed = named or len(set(names)) > 1
     ids, seen = [], Counter()
     for n, (trace, name) in enumerate(zip(traces, names, strict=True)):
         own = trace.gold.id if trace.gold is not None and trace.gold.id else str(n)
