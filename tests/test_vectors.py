@@ -72,6 +72,31 @@ def test_an_interrupted_build_keeps_its_finished_shards(data_dir):
     assert np.array_equal(resumed, CountingEncoder()(texts))
 
 
+def test_a_slow_build_writes_a_shard_every_shard_seconds(data_dir, monkeypatch):
+    """On a slow or busy CPU a shard of SHARD_TEXTS texts takes minutes: the store writes
+    what it encoded at least every SHARD_SECONDS, so a killed build loses only its last
+    seconds (here every slice is past due)."""
+    import engine.index.vectors
+
+    monkeypatch.setattr(engine.index.vectors, "SHARD_SECONDS", 0.0)
+    texts = [f"passage {i}" for i in range(7)]
+    calls = []
+
+    def fails_on_the_fourth_slice(batch: list[str]) -> np.ndarray:
+        calls.append(batch)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return CountingEncoder()(batch)
+
+    store = VectorStore({"alias": "fake"})
+    with pytest.raises(KeyboardInterrupt):
+        store.encode(texts, fails_on_the_fourth_slice, slice_size=2, shard_size=1000)
+    assert len(list(store.folder.iterdir())) == 3  # one a slice, none of the fourth
+    encoder = CountingEncoder()
+    assert np.array_equal(store.encode(texts, encoder, slice_size=2), CountingEncoder()(texts))
+    assert encoder.seen == texts[6:]
+
+
 def test_a_damaged_shard_is_deleted_and_its_texts_encoded_again(data_dir, caplog):
     encoder = CountingEncoder()
     store = VectorStore({"alias": "fake"})

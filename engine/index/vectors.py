@@ -4,10 +4,10 @@ Each encoder (its identity and precision) has a folder of shards under
 `<data_dir>/cache/vectors/<encoder>/`; a shard is an ordinary fingerprinted cache entry
 (engine.cache: written atomically, verified on load) holding the sha256 keys of the texts
 it encoded and their vectors. `VectorStore.encode` looks every text up in the shards, encodes
-only the missing ones and writes them as new shards of at most SHARD_TEXTS texts (an
-interrupted build keeps what it finished). So a corpus that adds a QA file's
-paragraphs to an indexed corpus encodes just those paragraphs, and a damaged shard is
-deleted and its texts encoded again.
+only the missing ones and writes them as new shards of at most SHARD_TEXTS texts, one at
+least every SHARD_SECONDS (an interrupted or killed build keeps all but its last seconds).
+So a corpus that adds a QA file's paragraphs to an indexed corpus encodes just those
+paragraphs, and a damaged shard is deleted and its texts encoded again.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -29,6 +30,9 @@ logger = logging.getLogger(__name__)
 VECTORS_VERSION = 1
 KEY_BYTES = 16  # of a text's sha256: collisions are out of reach at any corpus size
 SHARD_TEXTS = 8192  # texts a shard holds at most: a minute or two of encoding here
+# a shard is written at least this often while encoding, so a build killed on a slow or
+# busy CPU (8,192 texts took 5 minutes beside other work) loses at most this much of it
+SHARD_SECONDS = 30.0
 SLICE_TEXTS = 1024  # texts encoded between two progress reports
 Progress = Callable[[int, int], None]
 Encode = Callable[[list[str]], np.ndarray]
@@ -103,21 +107,23 @@ class VectorStore:
             for row in np.flatnonzero(np.isin(shard_keys, keys)):
                 found[shard_keys[row].tobytes()] = shard_vectors[row]
         missing = list(dict.fromkeys(k for k in keys.tolist() if k not in found))
-        logger.info("Vectors: %d texts, %d to encode, the others encoded before",
+        logger.info("Vectors: %d texts, %d to encode, the others encoded before (by an "
+                    "earlier build, or by one that was stopped: its shards are kept)",
                     len(texts), len(missing))
         if missing:
             first = {k: i for i, k in reversed(list(enumerate(keys.tolist())))}
             todo = [texts[first[k]] for k in missing]
-            written, parts = 0, []
+            written, parts, since = 0, [], time.monotonic()
             for start in range(0, len(todo), slice_size):
                 parts.append(np.asarray(encode(todo[start:start + slice_size]),
                                         dtype=np.float32))
                 done = min(start + slice_size, len(todo))
-                if done - written >= shard_size or done == len(todo):
+                if (done - written >= shard_size or done == len(todo)
+                        or time.monotonic() - since >= SHARD_SECONDS):
                     made = np.concatenate(parts)
                     self._write(np.array(missing[written:done], dtype=keys.dtype), made)
                     found.update(zip(missing[written:done], made, strict=True))
-                    written, parts = done, []
+                    written, parts, since = done, [], time.monotonic()
                 if progress:
                     progress(done, len(todo))
         if not len(texts):
