@@ -12,6 +12,7 @@ client's error, a toast in the page).
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -65,6 +66,56 @@ def raising_refusals(fn: F) -> F:
     """`fn` with an engine refusal raised as `refused(err)`: the gr.Error an API client
     reads, or a toast in the page, naming the bad value without a traceback."""
     return _on_refusal(_raise_refused, (EngineError,))(fn)
+
+
+def log_internal_errors(demo: gr.Blocks) -> gr.Blocks:
+    """Every event and endpoint of `demo` with its internal errors logged: anything but a
+    refusal is logged with its traceback (`logger.exception`; Gradio alone prints it to
+    stderr, outside the log, and the page shows a bare "Error" or the exception's text as
+    if it were the user's) and reaches the page or the API client as one line that says it
+    is a bug and where its traceback is. A refusal that no decorator of the callback
+    caught is raised as `refused` (one log line, no traceback). Call it once the events
+    are wired."""
+    for block_fn in demo.fns.values():
+        if block_fn.fn is not None:
+            block_fn.fn = _logging_internal_errors(block_fn.fn, block_fn.name)
+    return demo
+
+
+def _internal(err: Exception, name: str) -> gr.Error:
+    logger.exception("internal error in %s", name)
+    return gr.Error(f"Internal error in {name} ({type(err).__name__}: {err}). This is a bug, "
+                    "not your input: the server log has its traceback. Try again; if it "
+                    "comes back, report it with that traceback.", print_exception=False)
+
+
+def _logging_internal_errors(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def generating(*args, **kwargs):
+            try:
+                yield from fn(*args, **kwargs)
+            except gr.Error:
+                raise
+            except EngineError as err:
+                raise refused(err) from None
+            except Exception as err:
+                raise _internal(err, name) from err
+
+        return generating
+
+    @functools.wraps(fn)
+    def calling(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except EngineError as err:
+            raise refused(err) from None
+        except Exception as err:
+            raise _internal(err, name) from err
+
+    return calling
 
 
 def _raise_refused(err: Exception, *args, **kwargs):

@@ -13,6 +13,7 @@ from typing import TypeVar
 import gradio as gr
 
 from app import api
+from app.errors import log_internal_errors
 from app.style import CSS
 from app.tabs import annotate, compare, corpora, diagnose, evaluate, explore, sessions, sweep
 from app.tabs.base import Tab
@@ -90,7 +91,7 @@ def build_app(explorer: Explorer) -> gr.Blocks:
                 if built.on_load:
                     built.refresh.wire(demo.load)
         api.register(explorer)
-    return demo
+    return log_internal_errors(demo)
 
 
 def serve(demo: gr.Blocks, **launch_kwargs):

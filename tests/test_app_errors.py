@@ -78,3 +78,49 @@ def test_an_endpoint_raises_the_refusal_as_a_gr_error_without_its_chain():
     # gr.api and Gradio's events read the signature and docstring through the wrapper
     assert str(inspect.signature(load_run)) == "(run_id: 'int') -> 'str'"
     assert load_run.__doc__ == "The saved trace JSON of run `run_id`."
+
+
+def test_an_internal_error_is_logged_with_its_traceback_and_named_a_bug(caplog):
+    """What the first question to a half-built corpus met: a bug in a callback reached the
+    page as a bare "unhashable type: 'slice'" with no log line (Gradio prints tracebacks
+    to stderr, outside the log). Every event of the app logs it with its traceback and the
+    client reads that it is a bug; a refusal stays one line, generators too."""
+    from gradio_client import Client
+
+    from app.errors import log_internal_errors
+    from tests.fakes import free_port
+
+    def answer(question: str) -> str:
+        if question == "refuse":
+            raise ConfigError("The question is empty.")
+        return {}[slice(0, 1)]  # a bug
+
+    def stream(question: str):
+        yield "first"
+        raise TypeError("unhashable type: 'slice'")
+
+    with gr.Blocks() as demo:
+        box, out = gr.Textbox(), gr.Textbox()
+        gr.Button().click(answer, box, out, api_name="answer")
+        gr.Button().click(stream, box, out, api_name="stream")
+    log_internal_errors(demo)
+    port = free_port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
+                        quiet=True)
+    try:
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        with caplog.at_level(logging.INFO, logger="app"):
+            for api_name in ("/answer", "/stream"):
+                with pytest.raises(Exception, match=r"Internal error in (answer|stream) "
+                                   r"\(TypeError: unhashable type: 'slice'\)\. This is a bug"):
+                    client.predict("why", api_name=api_name)
+            with pytest.raises(Exception, match="The question is empty.") as refused:
+                client.predict("refuse", api_name="/answer")
+            assert "Internal error" not in str(refused.value)
+    finally:
+        demo.close()
+    bugs = [r for r in caplog.records if r.getMessage().startswith("internal error in")]
+    assert [r.getMessage() for r in bugs] == ["internal error in answer",
+                                              "internal error in stream"]
+    assert all(r.exc_info and r.exc_info[0] is TypeError for r in bugs)
+    assert any(r.getMessage() == "refused: The question is empty." for r in caplog.records)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from engine.documents import Candidate
+from engine.eval.traces import searched_in
 from engine.readers.ablation import reading_step
 from engine.readers.answers import CUT_MARK
 from engine.stages.classify import QUERY
@@ -95,12 +96,30 @@ def stage_table(trace: RunTrace, index: int) -> str:
     note = f"<br><small>{esc(stage.details.note)}</small>" if stage.details.note else ""
     if stage.details.order:
         note += f"<br><small>listed {esc(stage.details.order)}, not by score</small>"
-    head = (f"<div class='fe-stage'><b>{esc(stage.name)}</b> ({esc(stage.granularity)}): "
-            f"{stage.n_in:,} in, {len(stage.candidates)} kept, {stage.seconds:.2f} s"
-            f"{read}{note}</div>")
+    head = (f"<div class='fe-stage'><b>{esc(stage.name)}</b> ({esc(stage.granularity)})"
+            f"{_made_by(trace)}: {stage_in(stage)} in, {len(stage.candidates)} kept, "
+            f"{stage.seconds:.2f} s{read}{note}</div>")
     return (f"{head}<table class='fe-table'><thead><tr><th>rank</th><th>score</th>"
             f"<th>title</th><th>text</th><th>gold</th></tr></thead><tbody>{''.join(rows)}"
             "</tbody></table>" + decisions_table(trace, index) + sentences_table(trace, index))
+
+
+def stage_in(stage: StageResult) -> str:
+    """A stage's candidates in, as a stage's head says it: an imported one's with what
+    says it (its span, its input documents, the corpus given), "?" where nothing does."""
+    searched = searched_in(stage)
+    said = stage.settings.get("searched")
+    if searched is None:
+        return ("<span title='the trace does not say how many candidates this stage "
+                "searched (give it as import-traces --searched, or in the span&#39;s "
+                "metadata as searched)'>? (not in the trace)</span>")
+    return f"{searched:,}" + (f" <small>({esc(said)})</small>" if said else "")
+
+
+def _made_by(trace: RunTrace) -> str:
+    """", by PIPELINE" for an imported run (the service or project its spans name)."""
+    pipeline = trace.config.get("pipeline") if "imported" in trace.config else None
+    return f", by {esc(pipeline)}" if pipeline else ""
 
 
 def sentences_table(trace: RunTrace, index: int) -> str:
@@ -327,7 +346,9 @@ def _cut(trace: RunTrace, index: int) -> str:
         p = decision.probability if decision else None
         return (f"<b>{esc(s.name)}</b>: {verdict}" + (f" (P {p:.3f})" if p is not None else "")
                 + f", {s.seconds:.2f} s")
-    cell = (f"<b>{esc(s.name)}</b>: {len(s.candidates)} of {s.n_in:,} {esc(s.granularity)}, "
+    searched = searched_in(s)
+    cell = (f"<b>{esc(s.name)}</b>: {len(s.candidates)} of "
+            f"{'?' if searched is None else f'{searched:,}'} {esc(s.granularity)}, "
             f"{s.seconds:.2f} s")
     m = trace.metrics
     if f"AR@{s.name}" in m:
