@@ -213,16 +213,19 @@ def _evaluation_api(explorer: Explorer) -> None:
         files, note = explorer.export_evaluation_files(evaluation_id, fmt)
         return json.dumps({"files": files, "note": note})
 
-    def import_traces(file: dict, dataset: str = "", label: str = "imported") -> str:
+    def import_traces(file: dict, dataset: str = "", label: str = "") -> str:
         """Store an uploaded trace file of a pipeline traced with OpenInference
         (handle_file of OTLP/JSON or of Phoenix's spans as JSON): with `dataset` (a listed
-        one, or a QA file on the server) as an evaluation measured against its gold,
-        without as saved runs. Returns {"runs", "evaluation", "sessions"}."""
+        one, or a QA file on the server) as an evaluation measured against its gold, one
+        paradigm per pipeline the file holds (its service.name), without as saved runs.
+        `label` names one pipeline, or prefixes several ("LABEL: name"). Stored whole or
+        not at all. Returns {"runs", "evaluation", "sessions", "paradigms"}."""
         path, original = _uploaded(file)
         imported = explorer.import_pipeline([(original, read_text(path))], dataset or "",
                                             label or "")
         return json.dumps({"runs": imported.runs, "evaluation": imported.evaluation,
-                           "sessions": list(imported.sessions)})
+                           "sessions": list(imported.sessions),
+                           "paradigms": list(imported.paradigms)})
 
     _endpoint(evaluate, "evaluation_id", "the new evaluation's id; follow it with "
               "evaluation_status")
@@ -238,7 +241,7 @@ def _evaluation_api(explorer: Explorer) -> None:
     _endpoint(export_evaluation_files, "export_json", 'JSON text: {"files": {name: text}, '
               '"note"}')
     _endpoint(import_traces, "imported_json", 'JSON text: {"runs", "evaluation": its id or '
-              'null, "sessions": saved run ids}')
+              'null, "sessions": saved run ids, "paradigms": one per pipeline}')
 
 
 def _diagnosis_api(explorer: Explorer) -> None:

@@ -29,6 +29,7 @@ class DataFormatError(EngineError, ValueError):
             message += f" ({fix})"
         super().__init__(message)
         self.path, self.line, self.field = path, line, field
+        self.problem, self.fix = problem, fix
 
 
 class ResourceMissingError(EngineError, FileNotFoundError):

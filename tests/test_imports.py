@@ -40,7 +40,10 @@ def test_exported_trec_files_come_back_as_runs_with_the_same_rankings_and_measur
     ("q1 Q0 a 1 2.0 t\nq1 Q0 b first 1.0 t\n", "line 2: field 'rank': 'first' is not an integer"),
     ("q1 Q0 a 1 high t\n", "line 1: field 'score': 'high' is not a number"),
     ("q1 Q0 a 1 2 t\nq1 Q0 a 2 1 t\n", "line 2: field 'docid': document 'a' is listed twice"),
-    ("\n\n", "no run lines")])
+    ("\n\n", "no run lines"),
+    # two systems' runs in one file would be ranked as one
+    ("q1 Q0 a 1 2 bm25\nq1 Q0 b 1 2 dense\n", "line 2: field 'tag': 'dense', while earlier "
+                                              "lines name 'bm25': one file holds one system")])
 def test_a_file_that_is_not_a_trec_run_is_refused_by_line_and_field(text, error):
     with pytest.raises(DataFormatError, match=error):
         read_run(text, "stage1.run")
@@ -89,6 +92,10 @@ def test_the_cli_stores_run_files_as_an_evaluation_next_to_ours(tmp_path, capsys
                                                                    "Georges Seurat"]
     assert traces[0].metrics["RR@dense"] == 0.5 and traces[0].metrics["RR@rerank"] == 1.0
     assert traces[1].stages[1].candidates == ()  # the reranker kept nothing for q1
+    # the first file searched the corpus, the second re-ranked what the first kept
+    assert [(s.n_in, s.settings["searched"]) for s in traces[0].stages] == [
+        (len(TINY_DOCS), f"the corpus {traces[0].corpus['name']!r}"), (2, "what dense kept")]
+    assert traces[0].config["tags"] == {"dense": "mine", "rerank": "mine"}
     store.close()
     (tmp_path / "rerank.run").write_text("q0 Q0 Georges_Seurat one 0.99 mine\n")
     assert main(args) == 2

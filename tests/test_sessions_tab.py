@@ -68,13 +68,18 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     from tests.test_traces import LLAMAINDEX
 
     message, listed, box = sessions.import_pipeline(explorer, [str(LLAMAINDEX)], "", "li")
-    assert "Saved 3 runs as runs 1–3" in message and len(listed) == 3 and box is None
+    assert "Saved 3 runs of li as runs 1–3" in message and len(listed) == 3 and box is None
     assert [r.paradigm for r in explorer.saved_runs()] == ["li"] * 3
     _, _, answer, funnel, _, _, tables = sessions.open_run(explorer, "1")
     assert "BM25Retriever" in tables and "SentenceTransformerRerank" in tables
     assert list(funnel.data[0].y) == ["BM25Retriever (passages)",
                                       "SentenceTransformerRerank (passages)"]
-    assert [list(bar.x) for bar in funnel.data[:2]] == [[10, 10], [10, 4]]  # in, kept
+    # in, kept: how many BM25 searched is not in the trace (no bar, not "10 of 10")
+    assert [list(bar.x) for bar in funnel.data[:2]] == [[None, 10], [10, 4]]
+    assert list(funnel.data[0].text)[0] == "? (not in the trace)"
+    assert "BM25Retriever</b> (passages), by llamaindex-rag: <span" in tables
+    assert "? (not in the trace)</span> in, 10 kept" in tables
+    assert "10 <small>(its input documents)</small> in, 4 kept" in tables
     (said,) = figures.heatmap_figure(explorer.load_run(1)).layout.annotations
     assert "imported from li&#x27;s traces, which carry no reader attention" in said.text
 
@@ -84,11 +89,32 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     bad = tmp_path / "spans.jsonl"
     bad.write_text('{"resourceSpans": []}\n{"oops"\n')
     message, *_ = sessions.import_pipeline(explorer, [str(bad)], "", "li")
-    assert "spans.jsonl, line 2: not JSON" in message
+    assert "spans.jsonl: no format an import reads fits it; tried as OpenInference " \
+           "traces (OTLP/JSON or Phoenix&#x27;s spans): line 2: not JSON" in message
     notes = tmp_path / "notes.txt"
     notes.write_text("Shopping list\n")
     message, *_ = sessions.import_pipeline(explorer, [str(notes)], "", "li")
-    assert "notes.txt, line 1: a line has 6 fields" in message  # not "pick the dataset"
+    assert "notes.txt: no format an import reads fits it; tried as a TREC run file (qid Q0 " \
+           "docid rank score tag): line 1: a line has 6 fields" in message  # not "pick the dataset"
+    # JSON of another shape: refused by the field's path and what was expected (it raised
+    # an AttributeError in Gradio's queue: red "Error" badges and a traceback in the log)
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"resourceSpans": "x"}')
+    message, *_ = sessions.import_pipeline(explorer, [str(odd)], "", "li")
+    assert ("odd.json: no format an import reads fits it; tried as OpenInference traces "
+            "(OTLP/JSON or Phoenix&#x27;s spans): line 1: field &#x27;resourceSpans&#x27;: "
+            "expected a list of resources, got a string" in message)
+    # named .json but no JSON: every format tried, each with why it refused (it was read
+    # as a TREC run alone: "field 'rank': 'json' is not an integer")
+    prose = tmp_path / "export.json"
+    prose.write_text("this is not json at all\n")
+    message, *_ = sessions.import_pipeline(explorer, [str(prose)], "", "li")
+    assert "export.json: no format an import reads fits it; tried as a TREC run file" in message
+    assert "file (qid Q0 docid rank score tag): line 1: field &#x27;rank&#x27;: &#x27;json&#x27; " \
+           "is not an integer; as a TREC qrels file (qid 0 docid relevance): line 1: a line " \
+           "has 4 fields" in message
+    assert "as OpenInference traces (OTLP/JSON or Phoenix&#x27;s spans): line 1: not JSON" \
+        in message
     message, *_ = sessions.import_pipeline(explorer, None, "", "")
     assert "Upload trace files" in message
     assert len(explorer.saved_runs()) == 3

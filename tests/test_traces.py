@@ -12,7 +12,7 @@ import pytest
 
 from engine.documents import Dataset, Question
 from engine.errors import ConfigError, DataFormatError
-from engine.eval.traces import read_spans, traced_runs, unmatched
+from engine.eval.traces import NOT_SAID, read_spans, searched_in, traced_runs, unmatched
 from tests.fakes import gold_run, ranked_stage
 
 LLAMAINDEX = Path(__file__).parent / "data" / "llamaindex_train100.otlp.jsonl"
@@ -59,6 +59,9 @@ def test_our_runs_sent_as_spans_come_back_as_the_same_runs_and_measures():
             assert [(c.unit.id, c.unit.doc_ids, c.score) for c in a.candidates] == [
                 (c.unit.id, c.unit.doc_ids, pytest.approx(c.score)) for c in b.candidates]
             assert b.seconds == pytest.approx(a.seconds, abs=1e-6)
+            # how many it searched, from the metadata our spans write
+            assert (b.n_in, b.settings["searched"]) == (a.n_in, "the span's metadata (n_in)")
+        assert run.config["pipeline"] == "funnel-explorer"  # the spans' service.name
         assert [(s.prompt_tokens, s.output_tokens) for s in run.llm_steps] == [(10, 2)]
         assert run.metrics == pytest.approx(sent.metrics)
     assert back[1].metrics["EM"] == 0.0 and back[0].metrics["EM"] == 1.0
@@ -69,9 +72,25 @@ def test_our_runs_sent_as_spans_come_back_as_the_same_runs_and_measures():
     ('{"resourceSpans": []}\nnot json\n', "line 2: not JSON"),
     ('{"spans": []}\n', "line 1: neither an OTLP request"),
     ('{"context": {"span_id": "ab"}, "name": "x"}\n{"x": 1}\n',
-     "line 1: field 'trace_id': missing"),
+     "line 1: field 'context.trace_id': missing"),
     ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "01", "spanId": "02", '
-     '"startTimeUnixNano": "soon"}]}]}]}', "field 'startTimeUnixNano': 'soon' is not a time"),
+     '"startTimeUnixNano": "soon"}]}]}]}',
+     r"field 'resourceSpans\[0\].scopeSpans\[0\].spans\[0\].startTimeUnixNano': 'soon' is "
+     "not a time"),
+    # a field of another type is named by its path and what was expected (it raised an
+    # AttributeError from deep inside the reading)
+    ('{"resourceSpans": "x"}', r"line 1: field 'resourceSpans': expected a list of "
+                               r'resources, got a string \("x"\)'),
+    ('{"resourceSpans": [{"scopeSpans": {"spans": []}}]}',
+     r"field 'resourceSpans\[0\].scopeSpans': expected a list of scopes, got an object"),
+    ('{"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": '
+     '"svc"}]}, "scopeSpans": []}]}',
+     r"field 'resourceSpans\[0\].resource.attributes\[0\].value': expected an object"),
+    ('{"resourceSpans": [{"scopeSpans": [{"spans": [7]}]}]}',
+     r"field 'resourceSpans\[0\].scopeSpans\[0\].spans\[0\]': expected an object, got a "
+     "number"),
+    ('[{"context": {"trace_id": "a", "span_id": "b"}, "attributes": ["x"]}]',
+     "field 'attributes': expected an object, got a list"),
 ])
 def test_a_file_that_is_not_traces_is_refused_by_line_and_field(text, error):
     with pytest.raises(DataFormatError, match=error):
@@ -112,7 +131,7 @@ def test_the_cli_stores_traces_as_an_evaluation_or_as_sessions(tmp_path, capsys)
     db = tmp_path / "s.duckdb"
     assert main(["import-traces", str(traces), "--dataset", str(qa), "--db", str(db),
                  "--label", "llamaindex"]) == 0
-    assert "stored 2 traced runs as evaluation 1" in capsys.readouterr().out
+    assert "stored 2 traced runs of llamaindex as evaluation 1" in capsys.readouterr().out
     store = SessionStore(db)
     evaluations = EvaluationStore(store)
     assert [(r["question_id"], r["paradigm"]) for r in evaluations.rows(1)] == [
@@ -148,6 +167,11 @@ def test_a_real_llamaindex_pipelines_traces_become_funnels_with_gold_tracking():
         assert (retrieve.name, rerank.name) == ("BM25Retriever", "SentenceTransformerRerank")
         assert (len(retrieve.candidates), rerank.n_in, len(rerank.candidates)) == (10, 10, 4)
         assert rerank.settings["top_k"] == 4
+        # nothing says how many BM25 searched: unknown, not "10 of 10"
+        assert searched_in(retrieve) is None and retrieve.settings["searched"] == NOT_SAID
+        assert rerank.settings["searched"] == "its input documents"
+        assert run.config["pipeline"] == "llamaindex-rag"  # its resource's service.name
+        assert run.paradigm == "llamaindex"
         # the reranker kept 4 of the retriever's nodes, rescored
         assert {c.unit.id for c in rerank.candidates} <= {c.unit.id for c in retrieve.candidates}
         assert [c.score for c in rerank.candidates] == sorted(
@@ -187,3 +211,35 @@ def test_an_imported_run_is_not_answered_again_by_our_reader(explorer):
         explorer.reanswer(run, [run.stages[0].candidates[0].unit.id])
     with pytest.raises(ConfigError, match="imported .* Attribute a run of one of our"):
         explorer.ablation(run)
+
+
+def test_how_many_a_stage_searched_is_what_the_span_or_the_importer_says():
+    """A retriever's metadata (`using_metadata({"corpus_size": ...})`) or the corpus size
+    given at import; a reranker without input documents re-ranked what the stage before
+    kept; a retriever's top_k from its metadata."""
+    def span(n, parent, kind, attributes):
+        return {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": f"{n:016x}",
+                "parentSpanId": parent, "name": kind.lower(), "startTimeUnixNano": str(n),
+                "endTimeUnixNano": str(n + 1), "attributes": [
+                    {"key": k, "value": {"stringValue": v} if isinstance(v, str) else
+                     {"intValue": str(v)}}
+                    for k, v in {"openinference.span.kind": kind, **attributes}.items()]}
+
+    docs = {f"retrieval.documents.{i}.document.id": f"d{i}" for i in range(3)}
+    reranked = {"reranker.output_documents.0.document.id": "d1", "reranker.top_k": 1}
+    spans = [span(1, "", "CHAIN", {"input.value": "Which river?"}),
+             span(2, f"{1:016x}", "RETRIEVER", {**docs, "metadata": json.dumps(
+                 {"corpus_size": 14033, "top_k": 3})}),
+             span(3, f"{1:016x}", "RETRIEVER", docs),
+             span(4, f"{1:016x}", "RERANKER", reranked)]
+    text = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
+    (run,) = traced_runs([("t.json", text)])
+    told, untold, rerank = run.stages
+    assert (told.n_in, told.settings["searched"], told.settings["top_k"]) == (
+        14033, "the span's metadata (corpus_size)", 3)
+    assert searched_in(untold) is None  # its output's 3 would be a lie
+    assert (rerank.n_in, rerank.settings["searched"]) == (3, "what retriever 2 kept")
+    assert (run.paradigm, run.config["pipeline"]) == ("imported", "not named in the trace")
+    (given,) = traced_runs([("t.json", text)], label="mine", searched=500)
+    assert [s.n_in for s in given.stages] == [14033, 500, 3]  # the span wins
+    assert given.stages[1].settings["searched"] == "the corpus size given at import"

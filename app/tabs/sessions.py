@@ -110,9 +110,11 @@ def build(explorer: Explorer) -> Tab:
             "traces** (OTLP/JSON as a collector's file exporter writes it, or Phoenix's "
             "spans as JSON), each trace a run whose RETRIEVER and RERANKER spans are its "
             "stages; or **TREC run files** (`qid Q0 docid rank score tag`), one per stage "
-            "in the order they ran, with a `qrels` file if you have one. With a dataset "
-            "the runs become an evaluation (Evaluate, Diagnose, paired against ours); "
-            "without, traces are saved here as runs.")
+            "in the order they ran, with a `qrels` file if you have one (each file is told "
+            "apart by its content). With a dataset the runs become an evaluation (Evaluate, "
+            "Diagnose, paired against ours), one paradigm per pipeline the traces name "
+            "(their `service.name`); without, traces are saved here as runs. An import is "
+            "stored whole or not at all.")
         with gr.Row():
             uploads = gr.File(label="Trace or run files", file_count="multiple",
                               file_types=[".json", ".jsonl", ".run", ".txt", ".trec"],
@@ -124,7 +126,9 @@ def build(explorer: Explorer) -> Tab:
                     value="", label="Dataset the pipeline answered",
                     info="its gold measures the runs", elem_id="fe-import-dataset")
                 label = gr.Textbox(label="Pipeline name", placeholder="my-pipeline",
-                                   max_length=80, elem_id="fe-import-label")
+                                   max_length=80, elem_id="fe-import-label",
+                                   info="default: the traces' service.name; with several "
+                                        "pipelines in the files, a prefix of each one's")
                 import_button = gr.Button("Import", elem_id="fe-import")
     message = gr.HTML(elem_id="fe-session-message")
     banner = gr.HTML()
@@ -233,11 +237,12 @@ def import_pipeline(explorer: Explorer, uploads, dataset, label) -> tuple:
     files = [(path.name, read_text(path)) for path in paths]
     imported = explorer.import_pipeline(files, dataset or "", label or "")
     runs = f"{imported.runs} {'run' if imported.runs == 1 else 'runs'}"
+    pipelines = ", ".join(imported.paradigms)
     if imported.evaluation is not None:
-        return (f"<div class='fe-kept'>Stored {runs} of {esc(dataset)} as evaluation "
-                f"{imported.evaluation}: see it in Evaluate and Diagnose, and pair it there "
-                "with an evaluation of our paradigms on the same dataset (over a corpus that "
-                "holds its paragraphs).</div>", rows(explorer), None)
+        return (f"<div class='fe-kept'>Stored {runs} of {esc(dataset)} by {esc(pipelines)} as "
+                f"evaluation {imported.evaluation}: see it in Evaluate and Diagnose, and pair "
+                "it there with an evaluation of our paradigms on the same dataset (over a "
+                "corpus that holds its paragraphs).</div>", rows(explorer), None)
     before = (f" {imported.already} of them saved before, left out." if imported.already
               else "")
     if not imported.sessions:
@@ -245,5 +250,5 @@ def import_pipeline(explorer: Explorer, uploads, dataset, label) -> tuple:
                 "</div>", gr.skip(), None)
     first, last = imported.sessions[0], imported.sessions[-1]
     where = f"runs {first}–{last}" if first != last else f"run {first}"
-    return (f"<div class='fe-kept'>Saved {runs} as {where}: type an id above and Open it."
-            f"{before}</div>", rows(explorer), None)
+    return (f"<div class='fe-kept'>Saved {runs} of {esc(pipelines)} as {where}: type an id "
+            f"above and Open it.{before}</div>", rows(explorer), None)

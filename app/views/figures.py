@@ -16,6 +16,7 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from engine.eval.traces import searched_in
 from engine.readers.ablation import agreement, reading_step
 from engine.stages.classify import QUERY
 from engine.trace import RunTrace
@@ -78,14 +79,16 @@ def funnel_figure(trace: RunTrace) -> go.Figure:
     stages = [trace.stages[i] for i in ranking]
     labels = [f"{s.name} ({s.granularity})" for s in stages]
     fig = go.Figure()
-    series = [("candidates in", [s.n_in for s in stages], "#c7d4e8"),
+    # an imported stage whose trace does not say how many it searched has no "in" bar
+    series = [("candidates in", [searched_in(s) for s in stages], "#c7d4e8"),
               ("kept", [len(s.candidates) for s in stages], STAGE)]
     colours = {"kept, holding the answer": GOLD, "kept, holding a supporting document": SUPPORT}
     series += [(name, [counts[i] for i in ranking], colours[name])
                for name, counts in _gold_counts(trace).items()]
     for name, counts, color in series:
         fig.add_bar(y=labels, x=counts, name=name, orientation="h", marker_color=color,
-                    text=[f"{n:,}" for n in counts], textposition="outside", cliponaxis=False)
+                    text=["? (not in the trace)" if n is None else f"{n:,}" for n in counts],
+                    textposition="outside", cliponaxis=False)
     # the title sits right of the panel's own label (which covers the top left corner), the
     # note as plotly's subtitle on a line of its own under it (set inline as <sub>, it ran
     # into the title), and the legend below the axis, where however many series there are

@@ -172,10 +172,13 @@ def ask(args: argparse.Namespace) -> int:
 
 
 def print_trace(trace: RunTrace, show: int = 5) -> None:
+    from engine.eval.traces import searched_in
+
     _out(f"{trace.paradigm}: {trace.question}")
     for n, stage in enumerate(trace.stages, start=1):
+        searched = searched_in(stage)  # None: an imported trace does not say
         _out(f"\nstage {n}  {stage.name} ({stage.granularity})  {len(stage.candidates)} of "
-             f"{stage.n_in or 'index'}  {stage.seconds:.3f} s")
+             f"{'?' if searched is None else searched or 'index'}  {stage.seconds:.3f} s")
         flags = trace.gold_flags[n - 1] if trace.gold_flags else None
         for i, cand in enumerate(stage.candidates[:show]):
             mark = " [answer]" if flags and flags.answer[i] else ""

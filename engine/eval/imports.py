@@ -10,6 +10,11 @@ texts come from the corpus (its ids are the runs' docids), so the runs are measu
 are: answer recall and gold-document recall at each cut, trec_eval's nDCG, MRR, R@k and
 P@k, and, stored, outcomes and paired comparisons against our paradigms on the same
 questions. A file that is not TREC is refused by name, line and field; nothing is kept.
+
+A stage's candidates in (`n_in`): the first stage searched the corpus (its size); a later
+one re-ranked what the stage before kept when its documents are among them, else it too
+searched the corpus. Each file's `tag` (the system that made it, one per file) is kept in
+the runs' config.
 """
 
 from __future__ import annotations
@@ -47,12 +52,30 @@ def _number(name: str, value: str, n: int, field: str, kind: type) -> float | in
 
 def read_run(text: str, name: str) -> dict[str, list[tuple[str, float]]]:
     """{qid: [(docid, score), ...] best first} of a TREC run file's `text` (`name` is how
-    errors call it): ordered by rank, a document listed twice for a query refused."""
+    errors call it): ordered by rank, a document listed twice for a query refused, as is a
+    file of two systems' runs (two tags)."""
+    return _read_run(text, name)[0]
+
+
+def run_tag(text: str, name: str) -> str:
+    """The system a TREC run file's lines name (its `tag`)."""
+    return _read_run(text, name)[1]
+
+
+def _read_run(text: str, name: str) -> tuple[dict[str, list[tuple[str, float]]], str]:
     found: dict[str, list[tuple[int, str, float]]] = {}
+    first_tag = None
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        qid, _, docid, rank, score, _ = _fields(name, line, n, RUN_FIELDS)
+        qid, _, docid, rank, score, tag = _fields(name, line, n, RUN_FIELDS)
+        if first_tag is None:
+            first_tag = tag
+        elif tag != first_tag:
+            raise DataFormatError(name, f"{tag!r}, while earlier lines name {first_tag!r}: "
+                                  "one file holds one system's run", line=n, field="tag",
+                                  fix="write each system's (each pipeline's) run to a file "
+                                      "of its own")
         ranked = found.setdefault(qid, [])
         if any(docid == seen for _, seen, _ in ranked):
             raise DataFormatError(name, f"document {docid!r} is listed twice for query "
@@ -62,8 +85,8 @@ def read_run(text: str, name: str) -> dict[str, list[tuple[str, float]]]:
     if not found:
         raise DataFormatError(name, "no run lines", fix="a TREC run file holds lines "
                               "'qid Q0 docid rank score tag'")
-    return {qid: [(docid, score) for _, docid, score in sorted(ranked, key=lambda r: r[0])]
-            for qid, ranked in found.items()}
+    return ({qid: [(docid, score) for _, docid, score in sorted(ranked, key=lambda r: r[0])]
+             for qid, ranked in found.items()}, first_tag or "")
 
 
 def read_qrels(text: str, name: str) -> dict[str, tuple[str, ...]]:
@@ -86,6 +109,7 @@ def imported_runs(stages: Sequence[tuple[str, str, str]], dataset: Dataset, corp
     gold (the qrels' relevant documents where given). A docid the corpus lacks is refused by
     the file that names it."""
     rankings = [(stage, name, read_run(text, name)) for stage, name, text in stages]
+    tags = {stage: run_tag(text, name) for stage, name, text in stages}
     if not rankings:
         raise ConfigError("Give at least one run file (one per stage).")
     names = [stage for stage, _, _ in rankings]
@@ -106,17 +130,20 @@ def imported_runs(stages: Sequence[tuple[str, str, str]], dataset: Dataset, corp
         if qrels is not None:  # the corpus's ids, as the runs' docids are read
             question = replace(question, supporting_titles=tuple(
                 by_id[d].id if d in by_id else d for d in qrels.get(qid, ())))
-        results = tuple(_stage(stage, name, ranking.get(qid, []), corpus, by_id, qid)
-                        for stage, name, ranking in rankings)
-        runs.append(annotate(RunTrace(question.text, paradigm, {"imported": names},
-                                      results, corpus={"name": corpus.name,
+        results: list[StageResult] = []
+        for stage, name, ranking in rankings:
+            results.append(_stage(stage, name, ranking.get(qid, []), corpus, by_id, qid,
+                                  results[-1] if results else None))
+        config = {"imported": names, "pipeline": paradigm, "tags": tags}
+        runs.append(annotate(RunTrace(question.text, paradigm, config, tuple(results),
+                                      corpus={"name": corpus.name,
                                                        "fingerprint": corpus.fingerprint,
                                                        "documents": len(corpus)}), question))
     return runs
 
 
 def _stage(stage: str, name: str, ranked: list[tuple[str, float]], corpus: Corpus,
-           by_id: dict, qid: str) -> StageResult:
+           by_id: dict, qid: str, before: StageResult | None) -> StageResult:
     candidates = []
     for rank, (docid, score) in enumerate(ranked, start=1):
         doc = by_id.get(docid)
@@ -126,4 +153,10 @@ def _stage(stage: str, name: str, ranked: list[tuple[str, float]], corpus: Corpu
                                   fix="the runs' docids must be the corpus's document ids")
         unit: Unit = document_unit(doc)
         candidates.append(Candidate(unit, score, rank))
-    return StageResult(stage, "documents", len(candidates), tuple(candidates), 0.0)
+    kept = {c.unit.id for c in before.candidates} if before is not None else set()
+    if before is not None and {c.unit.id for c in candidates} <= kept:
+        n_in, said = len(before.candidates), f"what {before.name} kept"
+    else:
+        n_in, said = len(corpus), f"the corpus {corpus.name!r}"
+    return StageResult(stage, "documents", n_in, tuple(candidates), 0.0,
+                       settings={"searched": said})

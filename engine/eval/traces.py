@@ -1,229 +1,106 @@
 """A user's own pipeline in, from its OpenInference traces: each trace one run like ours.
 
 A pipeline instrumented with OpenInference (LangChain, LlamaIndex, Haystack, DSPy, ... or
-this engine's own runs, engine.service.otel) leaves one trace per question. Two spellings
-of those traces are read:
-
-- OTLP/JSON, what an OpenTelemetry collector's file exporter writes and an OTLP/HTTP
-  receiver gets: `{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}`, one such
-  request per line or one per file;
-- Phoenix's spans, as its client returns them (`Client().spans.get_spans(...)`, written as
-  a JSON list or one span per line): `{"name", "context": {"trace_id", "span_id"},
-  "parent_id", "span_kind", "start_time", "end_time", "attributes"}`.
+this engine's own runs, engine.service.otel) leaves one trace per question, read from
+OTLP/JSON or Phoenix's spans by engine.eval.spans.
 
 A trace becomes a `RunTrace`: its root span's input is the question and its output the
 answer; each RETRIEVER span a stage of the documents it returned
 (`retrieval.documents.N.document.{id,score,content,metadata}`), each RERANKER span a stage
-of its output documents (`reranker.output_documents`; the input documents' count is its
-`n_in`), in the order they started, a span inside another of the same kind (LlamaIndex's
-`retrieve` around `_retrieve`) folded into it; each innermost LLM span (the call the model
-answered, inside a framework's `predict` and `chat` wrappers) a reader call with its prompt,
-output, model and token counts. A document counts as part of the documents its metadata
-names (`documents`, as this engine writes), else of the one its metadata `title` names
-(QA files name supporting documents by title), else of its own id: that is what gold
-supporting documents are matched against. A question that a QA file holds (same text, up to
-case and spacing) gets its gold answers and supporting documents, and the run is measured
-as ours are. A file neither spelling reads is refused by name, line and field.
+of its output documents (`reranker.output_documents`), in the order they started, a span
+inside another of the same kind (LlamaIndex's `retrieve` around `_retrieve`) folded into it;
+each innermost LLM span (the call the model answered, inside a framework's `predict` and
+`chat` wrappers) a reader call with its prompt, output, model and token counts. A document
+counts as part of the documents its metadata names (`documents`, as this engine writes),
+else of the one its metadata `title` names (QA files name supporting documents by title),
+else of its own id: that is what gold supporting documents are matched against. A question
+that a QA file holds (same text, up to case and spacing) gets its gold answers and
+supporting documents, and the run is measured as ours are.
+
+How many candidates a stage searched (its `n_in`) is what the span says: its `metadata`
+(`n_in` as this engine writes it, or `searched` / `corpus_size` set by the user through
+OpenInference's `using_metadata`), a reranker's input documents, else for a reranker what
+the stage before kept and for a retriever the corpus size the importer gives; a stage
+whose searched count nothing says keeps n_in 0 and says so (`settings["searched"]`), never
+its own output's count. `reranker.top_k`, or a `top_k` in the metadata, is kept as the
+stage's top_k.
+
+Which pipeline made a run is its spans' `service.name` (or Phoenix project), kept in its
+config as "pipeline"; a file holding several pipelines' traces gives one paradigm per
+pipeline (`paradigm_names`).
 """
 
 from __future__ import annotations
 
-import base64
 import json
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from engine.documents import Candidate, Dataset, Unit
 from engine.errors import DataFormatError
+from engine.eval.spans import Span, otlp_spans, read_spans
 from engine.paradigms.base import annotate
 from engine.text import question_key
 from engine.trace import LLMStep, RunTrace, StageResult
 
+__all__ = ["Span", "otlp_spans", "paradigm_names", "read_spans", "run_of", "searched_in",
+           "traced_runs", "unmatched"]
+
 RETRIEVER, RERANKER, LLM = "RETRIEVER", "RERANKER", "LLM"
-KIND = "openinference.span.kind"
 # a framework's retrievers return chunks; this engine's own spans say what they ranked
 PASSAGES, GRANULARITIES = "passages", ("clusters", "documents", "passages")
 DOCUMENT_LISTS = ("retrieval.documents.", "reranker.output_documents.",
                   "reranker.input_documents.")
-FORMAT_FIX = ("give OTLP/JSON (a collector's file exporter: 'resourceSpans' per line) or "
-              "Phoenix's spans (Client().spans.get_spans, as JSON)")
+UNNAMED = "imported"  # the paradigm of one pipeline that names itself nowhere, unlabelled
+NOT_SAID = "not in the trace"  # settings["searched"] of a stage whose n_in nothing says
+SEARCHED_KEYS = ("n_in", "searched", "corpus_size")  # of a span's metadata, in this order
 
 
-@dataclass(frozen=True)
-class Span:
-    """One span, its attributes flattened to OpenInference's dotted names."""
-
-    trace_id: str
-    span_id: str
-    parent_id: str
-    name: str
-    kind: str
-    start: float  # seconds since the epoch
-    end: float
-    attributes: dict[str, Any]
-
-    @property
-    def seconds(self) -> float:
-        return max(0.0, self.end - self.start)
-
-
-def read_spans(text: str, name: str) -> list[Span]:
-    """Every span of a trace file's `text` (`name` is how errors call it), either
-    spelling, in the file's order."""
-    spans = [span for n, record in _records(text, name) for span in _spans(record, name, n)]
-    if not spans:
-        raise DataFormatError(name, "no spans", fix=FORMAT_FIX)
-    return spans
-
-
-def _records(text: str, name: str) -> Iterator[tuple[int | None, Any]]:
-    """(line, record) of a JSON document (a list is its items) or of JSON lines."""
-    stripped = text.strip()
-    if not stripped:
-        raise DataFormatError(name, "the file is empty", fix=FORMAT_FIX)
-    try:
-        whole = json.loads(stripped)
-    except json.JSONDecodeError:
-        whole = None
-    if whole is not None:  # one document: its line is known when it is one line
-        line = 1 if "\n" not in stripped else None
-        yield from ((line, item) for item in (whole if isinstance(whole, list) else [whole]))
-        return
-    for n, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                yield n, json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataFormatError(name, f"not JSON: {err.msg}", line=n,
-                                      fix=FORMAT_FIX) from None
-
-
-def _spans(record: Any, name: str, line: int | None) -> Iterator[Span]:
-    if isinstance(record, dict) and "resourceSpans" in record:
-        yield from _otlp_spans(record, name, line)
-    elif isinstance(record, dict) and isinstance(record.get("context"), dict):
-        yield _phoenix_span(record, name, line)
-    else:
-        raise DataFormatError(name, "neither an OTLP request ('resourceSpans') nor a "
-                              "Phoenix span ('context')", line=line, fix=FORMAT_FIX)
-
-
-def _required(record: dict, key: str, name: str, line: int | None) -> Any:
-    value = record.get(key)
-    if value in (None, ""):
-        raise DataFormatError(name, "missing", line=line, field=key, fix=FORMAT_FIX)
-    return value
-
-
-def otlp_spans(request: dict, name: str, line: int | None = None) -> Iterator[Span]:
-    """The spans of one OTLP/JSON ExportTraceServiceRequest (`name`, `line`: how errors
-    call it)."""
-    if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
-        raise DataFormatError(name, "not an OTLP request ('resourceSpans')", line=line,
-                              fix=FORMAT_FIX)
-    return _otlp_spans(request, name, line)
-
-
-def _otlp_spans(request: dict, name: str, line: int | None) -> Iterator[Span]:
-    for resource in request["resourceSpans"] or ():
-        for scope in resource.get("scopeSpans") or ():
-            for raw in scope.get("spans") or ():
-                attributes = _flat({item.get("key", ""): _otlp_value(item.get("value") or {})
-                                    for item in raw.get("attributes") or ()})
-                yield Span(_id(_required(raw, "traceId", name, line)),
-                           _id(_required(raw, "spanId", name, line)),
-                           _id(raw.get("parentSpanId") or ""),
-                           str(raw.get("name", "")), str(attributes.get(KIND, "")).upper(),
-                           _nanos(raw.get("startTimeUnixNano"), "startTimeUnixNano", name,
-                                  line),
-                           _nanos(raw.get("endTimeUnixNano"), "endTimeUnixNano", name, line),
-                           attributes)
-
-
-def _phoenix_span(raw: dict, name: str, line: int | None) -> Span:
-    context = raw["context"]
-    attributes = _flat(raw.get("attributes") or {})
-    kind = raw.get("span_kind") or attributes.get(KIND, "")
-    return Span(str(_required(context, "trace_id", name, line)),
-                str(_required(context, "span_id", name, line)), str(raw.get("parent_id") or ""),
-                str(raw.get("name", "")), str(kind).upper(),
-                _iso(raw.get("start_time"), "start_time", name, line),
-                _iso(raw.get("end_time"), "end_time", name, line), attributes)
-
-
-def _id(value: str) -> str:
-    """A trace or span id as hex (OTLP/JSON writes hex; protobuf's JSON mapping base64)."""
-    value = str(value)
-    if len(value) in (16, 32) and all(c in "0123456789abcdefABCDEF" for c in value):
-        return value.lower()
-    try:
-        return base64.b64decode(value, validate=True).hex()
-    except ValueError:
-        return value
-
-
-def _otlp_value(value: dict) -> Any:
-    for key in ("stringValue", "boolValue", "doubleValue"):
-        if key in value:
-            return value[key]
-    if "intValue" in value:
-        return int(value["intValue"])  # a string in JSON (64 bits)
-    if "arrayValue" in value:
-        return [_otlp_value(v) for v in (value["arrayValue"].get("values") or ())]
-    if "kvlistValue" in value:
-        return {kv.get("key", ""): _otlp_value(kv.get("value") or {})
-                for kv in value["kvlistValue"].get("values") or ()}
-    return None
-
-
-def _flat(attributes: dict, prefix: str = "") -> dict[str, Any]:
-    """Dotted names for nested attributes (Phoenix nests `retrieval.documents.0.document.id`
-    as retrieval -> documents -> [0] -> document -> id); lists of plain values stay lists."""
-    out: dict[str, Any] = {}
-    for key, value in attributes.items():
-        at = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(_flat(value, at + "."))
-        elif isinstance(value, list) and any(isinstance(v, dict) for v in value):
-            out.update(_flat({str(i): v for i, v in enumerate(value)}, at + "."))
-        else:
-            out[at] = value
-    return out
-
-
-def _nanos(value: Any, field: str, name: str, line: int | None) -> float:
-    try:
-        return int(value) / 1e9
-    except (TypeError, ValueError):
-        raise DataFormatError(name, f"{value!r} is not a time in nanoseconds", line=line,
-                              field=field) from None
-
-
-def _iso(value: Any, field: str, name: str, line: int | None) -> float:
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise DataFormatError(name, f"{value!r} is not an ISO time", line=line,
-                              field=field) from None
+def paradigm_names(pipelines: Sequence[str], label: str = "") -> dict[str, str]:
+    """The paradigm each pipeline's runs are stored as ({pipeline: paradigm}; "" is traces
+    that name no pipeline). One pipeline: `label` names it, else its own name, else
+    "imported". Several: each its own name, or with `label` "LABEL: name" (a label never
+    merges two pipelines: their runs of one question would be one paradigm's twice)."""
+    label = " ".join(str(label or "").split())
+    named = list(dict.fromkeys(pipelines))
+    if len(named) <= 1:
+        return {p: label or p or UNNAMED for p in named}
+    own = {p: p or "unnamed" for p in named}
+    return {p: f"{label}: {own[p]}" if label else own[p] for p in named}
 
 
 def traced_runs(files: Sequence[tuple[str, str]], dataset: Dataset | None = None,
-                label: str = "imported") -> list[RunTrace]:
+                label: str = "", searched: int = 0) -> list[RunTrace]:
     """The runs of every trace in `files` ((file name, text)), in the order their root spans
-    started, as paradigm `label`; those whose question `dataset` holds annotated against
-    its gold. A trace without a RETRIEVER or RERANKER span, or without a question, is
-    refused by its file and trace id."""
+    started, each as its pipeline's paradigm (`paradigm_names`: `label` names one pipeline,
+    prefixes several); those whose question `dataset` holds annotated against its gold.
+    `searched`: how many units the pipeline's retrievers search (its corpus's size), where
+    a span does not say. A trace without a RETRIEVER or RERANKER span, or without a
+    question, is refused by its file and trace id."""
     spans: dict[str, list[tuple[str, Span]]] = {}
     for name, text in files:
         for span in read_spans(text, name):
             spans.setdefault(span.trace_id, []).append((name, span))
+    pipelines = {trace: _pipeline_of([s for _, s in found]) for trace, found in spans.items()}
+    names = paradigm_names(list(pipelines.values()), label)
     questions = {question_key(q.text): q for q in dataset.questions} if dataset else {}
-    runs = [_run([s for _, s in found], found[0][0], label) for found in spans.values()]
+    runs = [_run([s for _, s in found], found[0][0], names[pipelines[trace]],
+                 pipelines[trace], searched) for trace, found in spans.items()]
     runs.sort(key=lambda pair: pair[0])
     return [annotate(run, questions[question_key(run.question)])
             if question_key(run.question) in questions else run for _, run in runs]
+
+
+def searched_in(stage: StageResult) -> int | None:
+    """How many candidates a stage searched: its n_in, or None where an imported trace
+    does not say (shown as unknown, never as its output's count)."""
+    return None if stage.settings.get("searched") == NOT_SAID else stage.n_in
+
+
+def _pipeline_of(spans: list[Span]) -> str:
+    """The pipeline one trace's spans name (its first span that names one)."""
+    return next((s.pipeline for s in spans if s.pipeline), "")
 
 
 def unmatched(runs: Sequence[RunTrace]) -> list[str]:
@@ -231,13 +108,16 @@ def unmatched(runs: Sequence[RunTrace]) -> list[str]:
     return [run.question for run in runs if run.gold is None]
 
 
-def run_of(spans: list[Span], name: str, label: str) -> RunTrace:
-    """The run of one trace's `spans` (engine.eval.traces's rules), as paradigm `label`;
-    refused by `name` and trace id when it has no ranking span or no question."""
-    return _run(spans, name, label)[1]
+def run_of(spans: list[Span], name: str, label: str = "") -> RunTrace:
+    """The run of one trace's `spans` (engine.eval.traces's rules), as paradigm `label`
+    (default: the pipeline its spans name, else "imported"); refused by `name` and trace
+    id when it has no ranking span or no question."""
+    pipeline = _pipeline_of(spans)
+    return _run(spans, name, label or pipeline or UNNAMED, pipeline)[1]
 
 
-def _run(spans: list[Span], name: str, label: str) -> tuple[float, RunTrace]:
+def _run(spans: list[Span], name: str, label: str, pipeline: str = "",
+         searched: int = 0) -> tuple[float, RunTrace]:
     ids = {s.span_id for s in spans}
     roots = [s for s in spans if s.parent_id not in ids]
     root = min(roots, key=lambda s: s.start)
@@ -251,10 +131,11 @@ def _run(spans: list[Span], name: str, label: str) -> tuple[float, RunTrace]:
     listing = {s.span_id for s in ranking if any(k.startswith(DOCUMENT_LISTS)
                                                  for k in s.attributes)} or {
         s.span_id for s in ranking}
-    stages, steps = [], []
+    stages: list[StageResult] = []
+    steps = []
     for span in sorted(spans, key=lambda s: (s.start, -s.end)):
         if span.span_id in listing and not _inside_same_kind(span, parents, listing):
-            stages.append(_stage(span, [s.name for s in stages]))
+            stages.append(_stage(span, stages, searched))
         elif span.kind == LLM and span.span_id not in wrapping_a_call:
             steps.append(_llm_step(span))
     if not stages:
@@ -270,11 +151,12 @@ def _run(spans: list[Span], name: str, label: str) -> tuple[float, RunTrace]:
         answer = steps[-1].answer
     if steps:  # the run's answer is its last answer step's
         steps[-1] = replace(steps[-1], answer=answer or steps[-1].answer)
-    run = RunTrace(question, label, {"imported": name, "trace_id": root.trace_id,
-                                     "root": root.name}, tuple(stages), tuple(steps), answer,
+    config = {"imported": name, "trace_id": root.trace_id, "root": root.name,
+              "pipeline": pipeline or "not named in the trace"}
+    run = RunTrace(question, label, config, tuple(stages), tuple(steps), answer,
                    corpus={"name": f"{label} (as traced)", "fingerprint": "",
-                           "documents": len({c.unit.id for s in stages
-                                             for c in s.candidates})})
+                           "documents": searched or len({c.unit.id for s in stages
+                                                         for c in s.candidates})})
     return root.start, run
 
 
@@ -288,24 +170,71 @@ def _inside_same_kind(span: Span, parents: dict[str, Span], among: set[str]) -> 
     return False
 
 
-def _stage(span: Span, taken: list[str]) -> StageResult:
+def _stage(span: Span, before: list[StageResult], searched: int) -> StageResult:
     attrs = span.attributes
+    metadata = _metadata(attrs)
     if span.kind == RETRIEVER:
         candidates = _documents(attrs, "retrieval.documents")
-        n_in = len(candidates)
         settings = {}
     else:
         candidates = _documents(attrs, "reranker.output_documents")
-        n_in = len(_documents(attrs, "reranker.input_documents")) or len(candidates)
         settings = {key.removeprefix("reranker."): attrs[key]
                     for key in ("reranker.model_name", "reranker.top_k") if key in attrs}
+    top_k = metadata.get("top_k", metadata.get("similarity_top_k"))
+    if _count(top_k) is not None and "top_k" not in settings:
+        settings["top_k"] = top_k
+    n_in, said = _searched(span, metadata, before, searched)
     base = _stage_name(span)
+    taken = [s.name for s in before]
     name, n = base, 2
     while name in taken:
         name, n = f"{base} {n}", n + 1
     granularity = candidates[0].unit.granularity if candidates else PASSAGES
     return StageResult(name, granularity, n_in, tuple(candidates), span.seconds,
-                       settings={"span kind": span.kind, **settings})
+                       settings={"span kind": span.kind, "searched": said, **settings})
+
+
+def _searched(span: Span, metadata: dict, before: list[StageResult],
+              searched: int) -> tuple[int, str]:
+    """(how many candidates a stage searched, what says so)."""
+    for key in SEARCHED_KEYS:
+        if _count(metadata.get(key)) is not None:
+            return _count(metadata[key]), f"the span's metadata ({key})"
+    if span.kind == RERANKER:
+        listed = len(_documents(span.attributes, "reranker.input_documents"))
+        if listed:
+            return listed, "its input documents"
+        if before:
+            return len(before[-1].candidates), f"what {before[-1].name} kept"
+    elif searched:
+        return searched, "the corpus size given at import"
+    return 0, NOT_SAID
+
+
+def _count(value: Any) -> int | None:
+    """A count a span's attribute gives (a whole number, or a string of one), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and value >= 0 else None
+    text = str(value).strip() if isinstance(value, int | str) else ""
+    return int(text) if text.isdigit() else None
+
+
+def _metadata(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A span's `metadata` (OpenInference: a JSON object as a string; Phoenix nests it)."""
+    found: dict[str, Any] = {}
+    raw = attrs.get("metadata")
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict):
+            found.update(parsed)
+    found.update({k.removeprefix("metadata."): v for k, v in attrs.items()
+                  if k.startswith("metadata.")})
+    return found
 
 
 def _stage_name(span: Span) -> str:

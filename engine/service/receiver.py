@@ -6,7 +6,8 @@ exporter there (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/tra
 every question it answers shows in Sessions as a run, read by engine.eval.traces's rules.
 Exporters send spans in batches, and a trace's spans may come in several; they wait by
 trace until its root span (the one without a parent, which ends last) arrives, then the
-trace becomes a run named by the sender's `service.name`. A trace that is no run (a chat
+trace becomes a run named by its sender's `service.name` (each trace by its own: a collector
+may batch several pipelines' spans), and keeps it as its pipeline. A trace that is no run (a chat
 call without a retriever) is logged and dropped; at most MAX_PENDING traces wait, the
 oldest dropped first. Bodies in protobuf (the exporters' default) or JSON, gzipped or not,
 are read; anything else is answered 400 or 415 with the reason.
@@ -47,8 +48,6 @@ class TraceReceiver:
     def receive(self, request: dict, sender: str = "request") -> list[int]:
         """Take one OTLP/JSON request; returns the ids of the runs it finished."""
         spans = list(otlp_spans(request, sender))  # a bad request is refused whole
-        services = {_service(r) for r in request["resourceSpans"]} - {""}
-        label = next(iter(services)) if len(services) == 1 else self.label
         finished = []
         with self._lock:
             for span in spans:
@@ -60,6 +59,9 @@ class TraceReceiver:
                 logger.warning("dropped trace %s: its root span never came", dropped)
         saved = []
         for spans in finished:
+            # each trace named by its own sender's service.name (a collector may batch
+            # several pipelines' spans in one request)
+            label = next((s.pipeline for s in spans if s.pipeline), self.label)
             try:
                 run = run_of(spans, sender, label)
             except DataFormatError as err:
@@ -122,14 +124,6 @@ class TraceReceiver:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
-
-
-def _service(resource: dict) -> str:
-    """The `service.name` of one of a request's resourceSpans ("" if it names none)."""
-    for item in (resource.get("resource") or {}).get("attributes") or ():
-        if item.get("key") == "service.name":
-            return str((item.get("value") or {}).get("stringValue") or "")
-    return ""
 
 
 def _decoded(body: bytes, kind: str) -> dict:

@@ -5,7 +5,9 @@ corpus and its fingerprint, the code version), how far it got (running, done, ca
 failed, or interrupted when the process died mid-run) and, per question and paradigm, the
 eval row (engine.eval.summary.row) and the full trace, so any question's run reopens in
 Explore exactly. A question's runs are stored in one transaction as they finish: a crash
-loses at most the question in flight.
+loses at most the question in flight, and the evaluation, marked interrupted at the next
+start, resumes from the questions it lacks (its `plan` says which it meant to run). An
+import is stored whole (`store_whole`): its row and every run in one transaction.
 """
 
 from __future__ import annotations
@@ -22,9 +24,13 @@ from engine.trace import RunTrace
 logger = logging.getLogger(__name__)
 
 STATES = ("running", "done", "cancelled", "failed", "interrupted")
+RESUMABLE = ("cancelled", "failed", "interrupted")  # ended before every question ran
+IMPORTED = "imported"  # the code version of an evaluation imported from files
 MAX_NAME_CHARS = 200
 _COLUMNS = ("id", "name", "dataset", "questions", "paradigms", "configs", "corpus",
             "corpus_fingerprint", "code_version", "state", "summary", "error", "baseline")
+_INSERT_RUN = ("INSERT INTO evaluation_runs (evaluation_id, position, paradigm, question_id, "
+               "row, trace) VALUES (?, ?, ?, ?, ?, ?)")
 
 
 @dataclass(frozen=True)
@@ -58,29 +64,66 @@ class EvaluationStore:
 
     def create(self, *, dataset: str, questions: int, paradigms: Sequence[str],
                configs: dict, corpus: str, corpus_fingerprint: str, code_version: str,
-               name: str = "", baseline: int | None = None) -> int:
+               name: str = "", baseline: int | None = None, plan: dict | None = None) -> int:
         """A new evaluation, state "running"; returns its id. `baseline`: the evaluation a
-        ceiling evaluation's runs are paired against."""
+        ceiling evaluation's runs are paired against; `plan`: what a resume needs to run
+        the questions it lacks (engine.service.evaluation_jobs)."""
+        sql, params = self._insert(dataset, questions, paradigms, configs, corpus,
+                                   corpus_fingerprint, code_version, name, baseline, plan)
+        ((evaluation_id,),) = self.store.execute(sql + " RETURNING id", params)
+        return int(evaluation_id)
+
+    def store_whole(self, runs: Sequence[tuple[int, RunTrace, dict]], summary: dict, *,
+                    dataset: str, paradigms: Sequence[str], configs: dict, corpus: str,
+                    corpus_fingerprint: str, code_version: str, name: str = "") -> int:
+        """An evaluation stored finished, with every run ((position, trace, eval row)), in
+        one transaction: all or nothing, whatever fails or kills the process meanwhile (an
+        import); returns its id. Two runs of one question by one paradigm are refused
+        before anything is written."""
+        seen: dict[tuple[int, str], RunTrace] = {}
+        for position, trace, row in runs:
+            key = (position, row.get("paradigm", trace.paradigm))
+            if key in seen:
+                raise ConfigError(f"Two runs of question {position} ({trace.question[:80]!r}) "
+                                  f"by {key[1]!r}: an evaluation keeps one run per question "
+                                  "and paradigm.")
+            seen[key] = trace
+        ((evaluation_id,),) = self.store.execute("SELECT nextval('evaluation_ids')")
+        sql, params = self._insert(dataset, len({p for p, _, _ in runs}), paradigms, configs,
+                                   corpus, corpus_fingerprint, code_version, name, None, None)
+        statements = [(sql.replace("(name, ", "(id, summary, finished, name, ", 1)
+                       .replace("VALUES (", "VALUES (?, ?, current_timestamp, ", 1)
+                       .replace("'running'", "'done'"),
+                       [int(evaluation_id), json.dumps(summary), *params])]
+        statements += [(_INSERT_RUN, [evaluation_id, position,
+                                      row.get("paradigm", trace.paradigm),
+                                      row.get("question_id", ""), json.dumps(row),
+                                      trace.to_json()]) for position, trace, row in runs]
+        self.store.transaction(statements)
+        logger.info("evaluation %d stored whole: %d runs", evaluation_id, len(runs))
+        return int(evaluation_id)
+
+    @staticmethod
+    def _insert(dataset: str, questions: int, paradigms: Sequence[str], configs: dict,
+                corpus: str, corpus_fingerprint: str, code_version: str, name: str,
+                baseline: int | None, plan: dict | None) -> tuple[str, list]:
         name = (name or "").strip() or f"{dataset}: {', '.join(paradigms)}"
         if len(name) > MAX_NAME_CHARS:
             raise ConfigError(f"The evaluation name has {len(name)} characters; the limit is "
                               f"{MAX_NAME_CHARS}. Shorten it.")
-        ((evaluation_id,),) = self.store.execute(
-            "INSERT INTO evaluations (name, dataset, questions, paradigms, configs, corpus, "
-            "corpus_fingerprint, code_version, state, baseline) VALUES (?, ?, ?, ?, ?, ?, ?, "
-            "?, 'running', ?) RETURNING id",
-            [name, dataset, questions, json.dumps(list(paradigms)), json.dumps(configs),
-             corpus, corpus_fingerprint, code_version, baseline])
-        return int(evaluation_id)
+        return ("INSERT INTO evaluations (name, dataset, questions, paradigms, configs, "
+                "corpus, corpus_fingerprint, code_version, state, baseline, plan) VALUES (?, "
+                "?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+                [name, dataset, questions, json.dumps(list(paradigms)), json.dumps(configs),
+                 corpus, corpus_fingerprint, code_version, baseline,
+                 None if plan is None else json.dumps(plan)])
 
     def add(self, evaluation_id: int, position: int, traces: Sequence[RunTrace],
             rows: Sequence[dict]) -> None:
         """One question's runs (a trace and its eval row per paradigm), all or none; each
         is stored under its row's paradigm (a sweep's grid point label)."""
-        insert = ("INSERT INTO evaluation_runs (evaluation_id, position, paradigm, "
-                  "question_id, row, trace) VALUES (?, ?, ?, ?, ?, ?)")
         self.store.transaction([
-            (insert, [evaluation_id, position, row.get("paradigm", trace.paradigm),
+            (_INSERT_RUN, [evaluation_id, position, row.get("paradigm", trace.paradigm),
                       row.get("question_id", ""),
                       json.dumps(row), trace.to_json()])
             for trace, row in zip(traces, rows, strict=True)])
@@ -94,17 +137,41 @@ class EvaluationStore:
                            [state, json.dumps(summary), error, self._known(evaluation_id)])
 
     def mark_interrupted(self) -> int:
-        """Evaluations left "running" by a process that died; returns how many."""
+        """Evaluations left "running" by a process that died (or was killed); returns how
+        many. Each says how far it got and the way on: an evaluation resumes from the
+        questions it lacks, an import (stored whole since, never left half) is removed and
+        imported again."""
         found = self.store.execute(
-            "UPDATE evaluations e SET state = 'interrupted', error = 'interrupted: the app "
-            "stopped while it ran, after ' || (SELECT count(DISTINCT position) FROM "
+            "UPDATE evaluations e SET state = 'interrupted', error = 'interrupted: the "
+            "process stopped while it ran, after ' || (SELECT count(DISTINCT position) FROM "
             "evaluation_runs r WHERE r.evaluation_id = e.id) || ' of ' || e.questions || "
-            "' questions (each stored whole); start it again to run every question' "
-            "WHERE state = 'running' RETURNING id")
+            "' questions (each stored whole); ' || CASE WHEN e.code_version = ? THEN "
+            "'remove it and import the files again' ELSE 'resume it to run the questions it "
+            "lacks, or remove it' END WHERE state = 'running' RETURNING id", [IMPORTED])
         if found:
             logger.info("evaluations: %d left running by an earlier process marked "
                         "interrupted", len(found))
         return len(found)
+
+    def plan(self, evaluation_id: int) -> dict | None:
+        """What evaluation `evaluation_id` planned to run (None: stored before plans were
+        kept, or an import)."""
+        ((plan,),) = self.store.execute("SELECT plan FROM evaluations WHERE id = ?",
+                                        [self._known(evaluation_id)])
+        return None if plan is None else json.loads(plan)
+
+    def positions(self, evaluation_id: int) -> set[int]:
+        """The positions of the questions stored so far."""
+        return {int(p) for (p,) in self.store.execute(
+            "SELECT DISTINCT position FROM evaluation_runs WHERE evaluation_id = ?",
+            [self._known(evaluation_id)])}
+
+    def reopen(self, evaluation_id: int) -> None:
+        """An ended evaluation running again (a resume): state "running", its error and
+        end cleared; its stored runs stay."""
+        self.store.execute("UPDATE evaluations SET state = 'running', error = '', "
+                           "summary = NULL, finished = NULL WHERE id = ?",
+                           [self._known(evaluation_id)])
 
     def list(self) -> list[StoredEvaluation]:
         """Every evaluation, newest first."""

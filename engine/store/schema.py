@@ -1,7 +1,7 @@
 """The sessions database's schema: every migration, in order.
 
 `SessionStore` applies each once, in a transaction, and records it in `schema_migrations`.
-Saved runs (1-4), classifier labels and stored evaluations (5) share the one DuckDB file.
+Saved runs (1-4), classifier labels and stored evaluations (5-7) share the one DuckDB file.
 """
 
 from __future__ import annotations
@@ -77,5 +77,10 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (6, "the evaluation a ceiling evaluation's runs are paired against (engine/eval/"
         "ceilings.py)", (
         "ALTER TABLE evaluations ADD COLUMN baseline BIGINT",
+    )),
+    (7, "what an evaluation planned to run (its questions with their positions, sweep kinds, "
+        "ceiling cuts), so an interrupted one resumes from the questions it lacks (engine/"
+        "service/evaluation_jobs.py)", (
+        "ALTER TABLE evaluations ADD COLUMN plan JSON",
     )),
 )

@@ -7,8 +7,9 @@ order, inside a transaction and recorded in `schema_migrations`; every statement
 values as parameters.
 
 Durability: each save is one transaction (DuckDB writes its WAL before it commits), so a
-crash or kill during a save loses that save at most, never an earlier one. A file DuckDB
-cannot open is never overwritten or deleted: the error names it and the way out.
+crash or kill during a save loses that save at most, never an earlier one; an import's runs
+are saved in one transaction (`save_all`), all or none. A file DuckDB cannot open is never
+overwritten or deleted: the error names it and the way out.
 
 The store is shared by the app's worker threads: one connection, one lock.
 """
@@ -32,6 +33,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_FILE = "sessions.duckdb"
 MAX_NAME_CHARS = 200
 MAX_NOTES_CHARS = 20_000
+PROGRESS_EVERY = 200  # statements of a long transaction between two debug lines
 
 EXPORT_COLUMNS = ("id", "name", "notes", "created", "paradigm", "corpus", "corpus_fingerprint",
                   "question", "answer", "reader_tokens", "seconds", "metrics")
@@ -115,6 +117,22 @@ class SessionStore:
 
     def save(self, trace: RunTrace, name: str = "", notes: str = "") -> int:
         """Store `trace` under `name` (default: the question) and return its id."""
+        (run_id,) = self.save_all([trace], [name], notes)
+        return run_id
+
+    def save_all(self, traces: list[RunTrace], names: list[str],
+                 notes: str = "") -> list[int]:
+        """Store every trace (under its name in `names`; empty: its question) in one
+        transaction, all or none (an import's runs); returns their ids."""
+        statements = [self._save_statement(trace, name, notes)
+                      for trace, name in zip(traces, names, strict=True)]
+        ids = [int(rows[0][0]) for rows in self.transaction(statements)]
+        for run_id, (_, params) in zip(ids, statements, strict=True):
+            logger.info("sessions: saved run %d (%s)", run_id, params[0])
+        return ids
+
+    @staticmethod
+    def _save_statement(trace: RunTrace, name: str, notes: str) -> tuple[str, list]:
         name = (name or "").strip() or trace.question[:80]
         if len(name) > MAX_NAME_CHARS:
             raise ConfigError(f"The run name has {len(name)} characters; the limit is "
@@ -122,16 +140,12 @@ class SessionStore:
         if len(notes or "") > MAX_NOTES_CHARS:
             raise ConfigError(f"The notes have {len(notes):,} characters; the limit is "
                               f"{MAX_NOTES_CHARS:,}. Shorten them.")
-        with self._lock:
-            (run_id,) = self._con.execute(
-                "INSERT INTO runs (name, notes, question, paradigm, trace, metrics, "
+        return ("INSERT INTO runs (name, notes, question, paradigm, trace, metrics, "
                 "reader_tokens, seconds, corpus, corpus_fingerprint) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 [name, notes or "", trace.question, trace.paradigm, trace.to_json(),
                  json.dumps(trace.metrics), trace.reader_input_tokens, trace.seconds,
-                 trace.corpus.get("name", ""), trace.corpus.get("fingerprint", "")]).fetchone()
-        logger.info("sessions: saved run %d (%s)", run_id, name)
-        return int(run_id)
+                 trace.corpus.get("name", ""), trace.corpus.get("fingerprint", "")])
 
     def saved_as(self, trace: RunTrace) -> tuple[int, str] | None:
         """(id, name) of the first saved run whose trace is `trace` exactly, or None. Two
@@ -228,17 +242,23 @@ class SessionStore:
         with self._lock:
             return self._con.execute(sql, params or []).fetchall()
 
-    def transaction(self, statements: list[tuple[str, list]]) -> None:
-        """Parameterised statements applied all or none."""
+    def transaction(self, statements: list[tuple[str, list]]) -> list[list[tuple]]:
+        """Parameterised statements applied all or none (an import's every row: a crash
+        or a kill before COMMIT leaves none of them); returns each one's rows."""
+        found = []
         with self._lock:
             self._con.execute("BEGIN TRANSACTION")
             try:
-                for sql, params in statements:
-                    self._con.execute(sql, params)
+                for n, (sql, params) in enumerate(statements, start=1):
+                    found.append(self._con.execute(sql, params).fetchall())
+                    if n % PROGRESS_EVERY == 0:
+                        logger.debug("sessions: %d of %d statements of a transaction "
+                                     "applied, not yet committed", n, len(statements))
                 self._con.execute("COMMIT")
-            except Exception:
+            except BaseException:
                 self._con.execute("ROLLBACK")
                 raise
+        return found
 
     def close(self) -> None:
         with self._lock:
