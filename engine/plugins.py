@@ -18,18 +18,42 @@ reinstalled still has them (as `llm` registers its built-in models through its p
 hooks). A plugin that fails to import, names something of the wrong kind, clashes with a
 name already taken, or declares a paradigm whose default config does not construct is
 recorded with its error (the registry's `PLUGINS`) and left out: the app starts without it
-and says so. examples/funnel-explorer-example is a plugin package; README.md, "Write a
-plugin", says how.
+and says so (a WARNING of this module's logger, written with its level and name even
+before the app or the CLI has set up logging). What a plugin imports is engine.api;
+examples/funnel-explorer-example is a plugin package; README.md, "Write a plugin", says how.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 logger = logging.getLogger(__name__)
+
+
+class _UntilLoggingIsSet(logging.Handler):
+    """A record written to stderr with its level and logger while nothing has configured
+    logging yet: plugins load while the app's and the CLI's modules are imported, before
+    either sets up its log, and Python's last resort would write the message alone. Once
+    the root logger has a handler, that handler writes it instead."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if logging.getLogger().handlers:
+            return
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # noqa: BLE001 - as logging's own handlers do
+            self.handleError(record)
+
+
+_early = _UntilLoggingIsSet(logging.WARNING)
+_early.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+logger.addHandler(_early)
 
 PARADIGM_GROUP = "funnel_explorer.paradigms"
 RERANKER_GROUP = "funnel_explorer.rerankers"
@@ -92,10 +116,12 @@ def load(group: str, add, found: list[tuple[EntryPoint, str]] | None = None) -> 
 
 
 def register(table: dict, spec: object, kind: type, what: str, *,
-             reserved: tuple[str, ...] = (), callables: tuple[str, ...] = ()) -> None:
+             reserved: tuple[str, ...] = (), callables: tuple[str, ...] = (),
+             check: Callable[[Any], None] | None = None) -> None:
     """Put `spec` (a `kind`, named by its `name`) into `table`, refusing what would break
     the app: another kind of object, a name taken (by the table or `reserved` for a
-    built-in), a field of `callables` that cannot be called. `what` names it in errors."""
+    built-in), a field of `callables` that cannot be called, or what `check(spec)` raises
+    on. `what` names it in errors."""
     from engine.errors import ConfigError
 
     if not isinstance(spec, kind):
@@ -105,6 +131,8 @@ def register(table: dict, spec: object, kind: type, what: str, *,
     for field in callables:
         if not callable(getattr(spec, field)):
             raise ConfigError(f"{what} {spec.name!r}: its {field} is not callable")
+    if check is not None:
+        check(spec)
     table[spec.name] = spec
 
 

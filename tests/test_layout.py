@@ -9,9 +9,12 @@ from pathlib import Path
 ENGINE = Path(__file__).resolve().parent.parent / "engine"
 
 # Lowest first. The core modules (engine/*.py) sit below every package; models (packaged
-# resources and loading) below data, whose named corpora come from packaged files.
+# resources and loading) below data, whose named corpora come from packaged files. `api`
+# (engine/api.py, what a plugin imports) gathers names from the layers below the service's
+# and sits at the top: no engine module imports it.
 LAYERS = ("core", "models", "data", "units", "index", "readers", "stages", "train",
-          "paradigms", "eval", "store", "service", "cli")
+          "paradigms", "eval", "store", "service", "cli", "api")
+TOP_MODULES = ("api",)  # modules of engine/ itself that are a layer of their own
 QUERY_TIME = ("models", "index", "readers", "stages", "paradigms", "eval")
 # the service answers questions and, when asked (Retrain, a first start with no classifier),
 # runs training jobs: it may import training, but only inside the function that trains
@@ -21,7 +24,7 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "faiss", "bm25s", "du
 
 def _layer(module: str) -> str:
     parts = module.split(".")
-    if len(parts) > 2 and parts[1] in LAYERS:
+    if len(parts) > 2 and parts[1] in LAYERS or len(parts) == 2 and parts[1] in TOP_MODULES:
         return parts[1]
     return "core"
 
@@ -79,6 +82,18 @@ def test_stages_paradigms_and_the_reader_import_no_process_wide_lookup():
                 wrong += [f"{name} imports {a.name}" for a in node.names
                           if a.name.startswith("engine.service")]
     assert wrong == []
+
+
+def test_what_a_plugin_imports_reaches_no_process_wide_lookup():
+    """engine/api.py gathers stages, specs and resource declarations, never the service's
+    store or another lookup: a plugin declares what it reads and is handed it loaded."""
+    tree = ast.parse((ENGINE / "api.py").read_text(encoding="utf-8"))
+    names = {alias.asname or alias.name for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) for alias in node.names}
+    modules = [module for module, _ in _imports(tree)]
+    assert modules and all(m.startswith("engine.") for m in modules if m != "__future__")
+    assert [m for m in modules if _layer(m) in ("train", "eval", "store", "service", "cli")
+            ] == [] and names & LOOKUPS == set()
 
 
 def test_query_time_code_never_imports_training():

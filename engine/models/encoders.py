@@ -9,7 +9,9 @@ show_progress_bar=, convert_to_numpy=)`, `encode_document(...)` (the same argume
 key of every index and vector store built with it, so a changed encoder never reads the
 vectors of its earlier version. The built-in encoders are the aliases of
 engine.models.loading and anything sentence-transformers loads, so the group holds plugins
-only. Ray workers (encoding on a cluster) need the plugin installed too.
+only. Ray workers (encoding on a cluster) need the plugin installed too. Unlike a plugin's
+re-ranker or retriever, an encoder declares no resources: its vectors are cached by text
+and shared by every corpus, so they may not depend on one corpus's indexes.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from engine.metrics import (
 from engine.readers.reader import answer
 from engine.stages.classify import QUERY
 from engine.trace import LLMStep, RunTrace, StageResult, gold_flags
+from engine.units.build import UnitConfig
 
 MAX_QUESTION_CHARS = 2_000
 
@@ -171,15 +172,35 @@ class ParadigmSpec:
 
 
 @dataclass(frozen=True)
+class StageAt:
+    """Where a plugin's stage runs, as its spec's `resources(at)` is told: `units`, the
+    units of the candidates it ranks or returns (the paradigm's passages, or documents);
+    `passages`, the paradigm's passages; `bi_encoder`, the paradigm's dense encoder."""
+
+    units: UnitConfig
+    passages: UnitConfig
+    bi_encoder: str
+
+
+@dataclass(frozen=True)
 class RerankerSpec:
     """A re-ranker a plugin adds, named in any paradigm's re-ranker option (flat's and
     best's `reranker`, funnel's `preranker`) as the built-in ones are. `make(corpus,
     passages, granularity=..., name=...)` returns the stage (an engine.stages.base.Reranker
-    over candidates of that granularity, called `name` in traces)."""
+    over candidates of that granularity, called `name` in traces).
+
+    `resources(at)` (a `StageAt`) declares what the stage reads as a paradigm declares it:
+    a `Resources` dataclass of engine.paradigms.resources objects (`BM25(at.units)`,
+    `Dense(at.units, at.bi_encoder)`, ...), or None. The app then prepares them in the
+    background with the paradigm that names the re-ranker (they are among its needs), and
+    `make` is handed them loaded as `uses=` (an engine.paradigms.resources.Uses: one field
+    per resource, and `uses.stand_in`, what stands in for one of them, None when every one
+    is the real thing)."""
 
     name: str
     description: str
     make: Callable[..., object]
+    resources: Callable[[StageAt], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -187,11 +208,14 @@ class RetrieverSpec:
     """A first-stage retriever a plugin adds, named in flat's `retriever` option.
     `make(corpus, passages)` returns the stage (an engine.stages.base.Stage whose `run`
     ignores the candidates it is given and returns the top `k` units of `passages`, an
-    engine.units.build.UnitConfig, of `corpus`); it is made once per corpus and kept."""
+    engine.units.build.UnitConfig, of `corpus`); it is made once per corpus (and again
+    when a resource that stood in is replaced by the real one) and kept. `resources(at)`
+    declares what it reads, handed to `make` loaded as `uses=`, as for a `RerankerSpec`."""
 
     name: str
     description: str
     make: Callable[..., object]
+    resources: Callable[[StageAt], Any] | None = None
 
 
 def check_question(text: str) -> str:

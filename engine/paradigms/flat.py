@@ -70,7 +70,7 @@ class FlatParadigm(Paradigm):
             Reader(config.reader), Dense(config.passages(), config.bi_encoder) if dense else None,
             Ranker(config.reranker, config.passages(), config.bi_encoder,
                    granularity="passages", name="reranker"),
-            None if dense else Retriever(config.retriever, config.passages()))
+            None if dense else Retriever(config.retriever, config.passages(), config.bi_encoder))
 
     def steps(self, question: str):
         cfg, uses = self.config, self.uses

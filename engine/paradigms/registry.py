@@ -19,6 +19,7 @@ from engine.config import config_from_dict
 from engine.errors import ConfigError, check_choice
 from engine.models import encoders
 from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec, RetrieverSpec
+from engine.paradigms.plugin_stages import check_resources
 from engine.readers import backends
 
 PARADIGMS: dict[str, ParadigmSpec] = {}
@@ -47,12 +48,14 @@ def _add_reranker(spec: object) -> None:
     from engine.stages.rerank import STORED
 
     plugins.register(RERANKERS, spec, RerankerSpec, "re-ranker",
-                     reserved=(*STORED, "trained", "none"), callables=("make",))
+                     reserved=(*STORED, "trained", "none"), callables=("make",),
+                     check=lambda spec: check_resources(spec, "re-ranker"))
 
 
 def _add_retriever(spec: object) -> None:
     plugins.register(RETRIEVERS, spec, RetrieverSpec, "retriever",
-                     reserved=BUILT_IN_RETRIEVERS, callables=("make",))
+                     reserved=BUILT_IN_RETRIEVERS, callables=("make",),
+                     check=lambda spec: check_resources(spec, "retriever"))
 
 
 def retriever_choices() -> tuple[str, ...]:
@@ -68,8 +71,9 @@ backends.known_backends()  # loaded on first use: the paradigms' reader configs 
 encoders.known_encoders()
 PLUGINS: list[plugins.Plugin] = [
     *plugins.load(plugins.RETRIEVER_GROUP, _add_retriever),  # flat's option checks them
-    *plugins.load(plugins.PARADIGM_GROUP, _add_paradigm),
+    # before the paradigms: a paradigm naming a plugin's re-ranker prepares what it reads
     *plugins.load(plugins.RERANKER_GROUP, _add_reranker),
+    *plugins.load(plugins.PARADIGM_GROUP, _add_paradigm),
     *backends.PLUGINS,
     *encoders.PLUGINS]
 DEFAULT = "funnel"  # what the CLI and the API run when no paradigm is named

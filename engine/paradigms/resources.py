@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from engine.documents import Corpus
 from engine.index.stand_in import SCORES_LABEL, SEARCH_LABEL
 from engine.models.trained import QUERY_CLASSIFIER, SELECTION_CLASSIFIER, TRAINING_TIMES
-from engine.paradigms.base import Need, Progress
+from engine.paradigms.base import Need, Progress, StageAt
 from engine.units.build import UnitConfig
 
 if TYPE_CHECKING:
     from engine.readers.reader import ReaderConfig
+    from engine.trace_details import StandIn
 
 # the dense encoder a resource uses unless its paradigm's `bi_encoder` option names another
 ENCODER = "minilm"
@@ -46,6 +47,8 @@ class Store(Protocol):
                       error: str) -> None: ...
     def encode_remotely(self, corpus: Corpus, config: UnitConfig, model: str,
                         progress: Progress | None = None) -> None: ...
+    def retriever(self, name: str, corpus: Corpus, passages: UnitConfig,
+                  bi_encoder: str = ENCODER) -> Any: ...
     def clusters(self, corpus: Corpus, config: UnitConfig) -> Any: ...
     def documents(self, corpus: Corpus, how: str, weight: float, passages: UnitConfig,
                   model: str = ENCODER, *, stand_in: bool = False) -> Any: ...
@@ -80,11 +83,23 @@ class Resource(ABC):
 
 
 class Uses:
-    """A paradigm's resources, loaded: `uses.reader`, `uses.index`, ... by the field names
-    of its `Resources` (None where a field is None)."""
+    """A paradigm's (or a plugin stage's) resources, loaded: `uses.reader`, `uses.index`,
+    ... by the field names of its `Resources` (None where a field is None)."""
 
     def __init__(self, loaded: dict[str, Any]) -> None:
         self.__dict__.update(loaded)
+
+    @property
+    def stand_in(self) -> StandIn | None:
+        """What stands in for one of these resources (the first that declares one: BM25
+        for a dense index still being built), None when every one is the real thing; a
+        stage reading them gives it as its own `stand_in`, and the trace says so."""
+        return next(iter(self.stand_ins()), None)
+
+    def stand_ins(self) -> tuple[StandIn, ...]:
+        """What stands in for each resource that is not the real thing yet."""
+        return tuple(found for value in vars(self).values()
+                     if (found := getattr(value, "stand_in", None)) is not None)
 
 
 class Resources:
@@ -257,13 +272,25 @@ class Ranker(Resource):
         return DocumentScores(how, HYBRID_WEIGHT if self.weight is None else self.weight,
                               self.passages, self.bi_encoder)
 
+    def at(self) -> StageAt:
+        """Where it runs, as a plugin re-ranker's `resources(at)` is told."""
+        units = self.passages if self.granularity == "passages" else UnitConfig(
+            self.granularity)
+        return StageAt(units, self.passages, self.bi_encoder)
+
     def needs(self) -> tuple[Need, ...]:
+        from engine.paradigms.plugin_stages import plugin_needs, plugin_spec
+
         stored = self._stored()
         if stored is not None:
             return stored.needs()
-
-        return (self.loading(f"ranker {self.model} {self.granularity} {self.name}",
-                             f"re-ranker '{self.model}'"),)
+        key, label = f"ranker {self.model} {self.granularity} {self.name}", \
+            f"re-ranker '{self.model}'"
+        plugin = plugin_spec("RERANKERS", self.model)
+        if plugin is not None and plugin.resources is not None:  # what it reads first
+            return plugin_needs(plugin, self.at(), self, f"{key} {self.bi_encoder} "
+                                f"{_units_key(self.passages)}", label)
+        return (self.loading(key, label),)
 
     def load(self, corpus: Corpus, store: Store):
         """The stage itself, its model loaded (a cross-encoder) or its scores built."""
@@ -275,17 +302,27 @@ class Ranker(Resource):
 @dataclass(frozen=True)
 class Retriever(Resource):
     """A plugin's first-stage retriever over `passages` (engine.paradigms.registry
-    .RETRIEVERS), made once per corpus: loaded, the stage."""
+    .RETRIEVERS), made once per corpus, after the resources it declares: loaded, the
+    stage."""
 
     name: str
     passages: UnitConfig
+    bi_encoder: str = ENCODER
 
     def needs(self) -> tuple[Need, ...]:
-        return (self.loading(f"retriever {self.name} {_units_key(self.passages)}",
-                             f"retriever '{self.name}' ({_describe(self.passages)})"),)
+        from engine.paradigms.plugin_stages import plugin_needs, plugin_spec
+
+        key = f"retriever {self.name} {_units_key(self.passages)}"
+        label = f"retriever '{self.name}' ({_describe(self.passages)})"
+        plugin = plugin_spec("RETRIEVERS", self.name)
+        if plugin is not None and plugin.resources is not None:
+            return plugin_needs(plugin, StageAt(self.passages, self.passages,
+                                                self.bi_encoder), self,
+                                f"{key} {self.bi_encoder}", label)
+        return (self.loading(key, label),)
 
     def load(self, corpus: Corpus, store: Store):
-        return store.retriever(self.name, corpus, self.passages)
+        return store.retriever(self.name, corpus, self.passages, self.bi_encoder)
 
 
 @dataclass(frozen=True)

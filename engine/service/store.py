@@ -292,15 +292,24 @@ class Store:
         reads = backend_named(backend, endpoint).fid
         return ReaderModels(generator, reads(model, precision) if reads else None)
 
-    def retriever(self, name: str, corpus: Corpus, passages: UnitConfig) -> Any:
-        """A plugin's first-stage retriever `name` over `passages` of `corpus`, made once
-        (engine.paradigms.registry.RETRIEVERS)."""
+    def retriever(self, name: str, corpus: Corpus, passages: UnitConfig,
+                  bi_encoder: str = "minilm") -> Any:
+        """A plugin's first-stage retriever `name` over `passages` of `corpus`
+        (engine.paradigms.registry.RETRIEVERS), handed the resources it declares loaded
+        from here (engine.paradigms.plugin_stages): made once, and again once what stood
+        in for one of them is replaced by the real one."""
         from engine.errors import check_choice
+        from engine.paradigms.base import StageAt
+        from engine.paradigms.plugin_stages import plugin_uses
         from engine.paradigms.registry import RETRIEVERS
 
         check_choice("retriever", name, RETRIEVERS)
-        return self._get((f"retriever {name}", corpus.fingerprint, _key(passages)),
-                         lambda: RETRIEVERS[name].make(corpus, passages))
+        spec = RETRIEVERS[name]
+        handed = plugin_uses(spec, StageAt(passages, passages, bi_encoder), corpus, self)
+        uses = handed.get("uses")
+        return self._get((f"retriever {name}", corpus.fingerprint, _key(passages), bi_encoder,
+                          uses.stand_ins() if uses is not None else ()),
+                         lambda: spec.make(corpus, passages, **handed))
 
     def ranker(self, model: str, corpus: Corpus, passages: UnitConfig, *,
                bi_encoder: str = "minilm", granularity: str = "documents",
@@ -311,7 +320,9 @@ class Store:
         "bi-encoder", "bm25" and "hybrid" read stored scores (the dense index of
         `bi_encoder` over `passages`, BM25 over documents: built once, shared with the
         other paradigms); a name a plugin registered is its re-ranker
-        (engine.paradigms.registry.RERANKERS); anything else is a cross-encoder ("trained",
+        (engine.paradigms.registry.RERANKERS), handed the resources it declares loaded from
+        here (with their stand-ins: a plugin's stage is made for each paradigm made);
+        anything else is a cross-encoder ("trained",
         an alias, a local folder or a hub id), loaded once per process. `stand_in`: stored
         scores stand in while the dense index is being built (engine.index.stand_in).
         """
@@ -325,8 +336,13 @@ class Store:
             StoredScoreReranker,
         )
 
-        if model in RERANKERS:  # a plugin's
-            return RERANKERS[model].make(corpus, passages, granularity=granularity, name=name)
+        if model in RERANKERS:  # a plugin's, handed the resources it declares
+            from engine.paradigms.plugin_stages import plugin_uses
+            from engine.paradigms.resources import Ranker
+
+            at = Ranker(model, passages, bi_encoder, granularity, name).at()
+            return RERANKERS[model].make(corpus, passages, granularity=granularity, name=name,
+                                         **plugin_uses(RERANKERS[model], at, corpus, self))
         if model not in STORED:
             return CrossEncoderReranker(self.cross_encoder(model), model,
                                         granularity=granularity, name=name)
@@ -430,5 +446,6 @@ def handed(name: str, corpus: Corpus, config: object, *, retrieval_only: bool = 
     resources loaded from `store` (the process's by default) now, once for all its runs."""
     paradigm = spec(name).paradigm
     resources = paradigm.resources(config)
-    uses = resources.load(corpus, store or _SHARED) if resources is not None else None
+    store = _SHARED if store is None else store  # not `store or`: an empty Store is falsy
+    uses = resources.load(corpus, store) if resources is not None else None
     return paradigm(corpus, config, uses, retrieval_only=retrieval_only)
