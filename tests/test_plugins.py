@@ -5,6 +5,7 @@ plugin is named with its error and left out, and everything else still loads."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -186,3 +187,28 @@ def test_the_status_line_and_the_models_table_name_a_plugin_left_out(explorer, m
     assert any("plugin 'broken'" in line for line in explorer.failures())
     (row,) = [r for r in explorer.models() if r.name == "broken"]
     assert row.role == "paradigm (plugin)" and row.status.startswith("left out: Module")
+
+
+@pytest.mark.parametrize("configured", [False, True], ids=["at start", "logging set up"])
+def test_a_plugin_left_out_at_start_is_a_warning_of_a_named_logger(tmp_path, configured):
+    """At start, plugins load while the app's modules are imported, before it sets up its
+    log: the line still has its level and logger (not Python's last resort, which writes
+    the message alone), and once logging is set up it is written once, by its handler."""
+    dist = tmp_path / "broken_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\n"
+                                   "Version: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[{plugins.PARADIGM_GROUP}]\n"
+                                           "broken = no_such_plugin_module:SPEC\n")
+    setup = ("import logging; logging.basicConfig(format='%(levelname)s|%(name)s|%(message)s')\n"
+             if configured else "")
+    done = subprocess.run([sys.executable, "-c", setup + "import engine.paradigms.registry"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              filter(None, (str(tmp_path), os.environ.get("PYTHONPATH"))))})
+    assert done.returncode == 0, done.stderr[-2000:]
+    message = ("plugin 'broken' (no_such_plugin_module:SPEC, from broken-plugin) left out: "
+               "ModuleNotFoundError: No module named 'no_such_plugin_module'")
+    lines = [line for line in done.stderr.splitlines() if "'broken'" in line]
+    assert lines == [f"WARNING|engine.plugins|{message}" if configured
+                     else f"WARNING engine.plugins: {message}"]
