@@ -1,9 +1,12 @@
-"""Plugins by entry point: the example package installed with pip adds a paradigm, a
-re-ranker and a reader backend that answer through the API like the built-ins; a broken
-plugin is named with its error and left out, and everything else still loads."""
+"""Plugins by entry point: the example package installed with pip adds paradigms,
+re-rankers (one fusing BM25's and the dense index's ranks, which it declares and is handed),
+a retriever, a reader backend and an encoder that answer through the API like the built-ins,
+importing nothing of the engine but engine.api; a broken plugin is named with its error and
+left out, and everything else still loads."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -24,7 +27,8 @@ from tests.fakes import ECHO, qa_file, served
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "funnel-explorer-example"
 # what the example adds
-ADDED = ("overlap", "word-overlap", "title-match", "best-sentence", "hashed-words")
+ADDED = ("overlap", "fusion", "word-overlap", "rrf", "title-match", "best-sentence",
+         "hashed-words")
 QUESTION = "Which river flows through Budapest?"
 
 
@@ -70,7 +74,9 @@ def live(example, tiny_corpus, tmp_path):
 def test_the_example_plugin_adds_a_paradigm_and_a_reranker_from_its_package(example):
     assert {n: (p.kind, p.package, p.error) for n, p in example.items()} == {
         "overlap": ("paradigm", "funnel-explorer-example", ""),
+        "fusion": ("paradigm", "funnel-explorer-example", ""),
         "word-overlap": ("reranker", "funnel-explorer-example", ""),
+        "rrf": ("reranker", "funnel-explorer-example", ""),
         "title-match": ("retriever", "funnel-explorer-example", ""),
         "best-sentence": ("generator", "funnel-explorer-example", ""),
         "hashed-words": ("encoder", "funnel-explorer-example", "")}
@@ -142,10 +148,67 @@ def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_ev
     assert scores[0] != scores[1]  # another encoder's cosines
     rows = [row for row in explorer.models() if row.role.endswith("(plugin)")]
     assert {(r.name, r.status) for r in rows} == {
-        ("overlap", "ready"), ("word-overlap", "ready"), ("title-match", "ready"),
-        ("best-sentence", "ready")}  # the encoder's row is with the encoders, once:
+        ("overlap", "ready"), ("fusion", "ready"), ("word-overlap", "ready"),
+        ("rrf", "ready"), ("title-match", "ready"), ("best-sentence", "ready")}
+    # the encoder's row is with the encoders, once:
     (built,) = [r for r in explorer.models() if r.name == "hashed-words"]
     assert built.source == "plugin" and any("dense index" in t for t in built.built)
+
+
+def test_the_example_imports_nothing_of_the_engine_but_its_plugin_api():
+    imported = {node.module if isinstance(node, ast.ImportFrom) else alias.name
+                for path in sorted((EXAMPLE / "funnel_example").glob("*.py"))
+                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(node, ast.Import | ast.ImportFrom)
+                for alias in node.names}
+    assert {m for m in imported if m.split(".")[0] == "engine"} == {"engine.api"}
+    assert imported - {"engine.api"} <= {"collections", "dataclasses", "numpy", "time", "zlib",
+                                         "funnel_example.rrf"}
+
+
+def _rrf(candidates, *rankings):
+    """Reciprocal rank fusion by hand: each candidate's sum of 1 / (60 + its rank) over
+    `rankings` (lists of unit ids, best first)."""
+    return {c: sum(1 / (60 + ranking.index(c) + 1) for ranking in rankings)
+            for c in candidates}
+
+
+def test_the_rrf_reranker_fuses_bm25_and_dense_ranks_through_the_engine(live, tiny_corpus):
+    """In flat (its dense top 6 re-ranked by "rrf") and in the example's own paradigm, the
+    re-ranker's scores are RRF computed by hand from BM25's ranking (its own search) and the
+    dense one (the first stage's) of the candidates; what it declared is what the app
+    prepares for the paradigm using it."""
+    from engine.index.bm25 import bm25_index
+    from engine.service.preparation import Preparation
+    from engine.units.build import UnitConfig
+
+    explorer, client = live
+    bm25 = {c.unit.id: c.score for c in bm25_index(tiny_corpus, UnitConfig("passages"))
+            .search(QUESTION, 100)}
+    for paradigm, config, k in (("flat", '{"M": 6, "k": 6, "reranker": "rrf"}', 6),
+                                ("fusion", '{"M": 6, "k": 3}', 3)):
+        trace = json.loads(client.predict(QUESTION, paradigm, config, api_name="/run"))
+        first, fused = trace["stages"]
+        assert (first["name"], fused["name"]) == ("dense", "reranker" if paradigm == "flat"
+                                                  else "rrf")
+        dense = [c["unit"]["id"] for c in first["candidates"]]
+        lexical = sorted(dense, key=lambda i: -bm25.get(i, 0.0))  # ties: the dense order
+        assert lexical != dense  # two rankings to fuse
+        expected = _rrf(dense, lexical, dense)
+        best = sorted(dense, key=lambda i: -expected[i])[:k]
+        assert [c["unit"]["id"] for c in fused["candidates"]] == best
+        assert [c["score"] for c in fused["candidates"]] == pytest.approx(
+            [expected[i] for i in best], abs=1e-12)
+        assert "stand_in" not in fused["settings"]
+    assert trace["paradigm"] == "fusion" and trace["llm_calls"] == 1  # then the reader
+    # the paradigm using it waits for BM25 over its passages; the dense index and the
+    # stage are made last, BM25 standing in meanwhile
+    prep = Preparation("tiny", load=lambda progress: tiny_corpus)
+    waits = prep.needs["fusion"]
+    assert any(key.startswith("bm25") and '"passages"' in key for key in waits)
+    assert not any(key.startswith("dense") for key in waits)
+    assert [t.stand_in for t in prep.tasks.values() if t.name.startswith("dense minilm")] == [
+        "BM25 over the same passages"]
 
 
 BAD_CONFIG = ECHO.__class__(name="bad", label="Bad", description="k above its range",

@@ -1,14 +1,22 @@
 """A Funnel Explorer plugin: BM25 over passages, re-ranked by a re-ranker of its own."""
 from dataclasses import dataclass
 
-from engine.config import param
-from engine.paradigms import options
-from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec
-from engine.paradigms.resources import BM25, Reader, Resources
-from engine.stages.base import Reranker, run_stage
-from engine.stages.retrieve import BM25Retriever
-from engine.text import query_terms
-from engine.units.build import UnitConfig
+from engine.api import (
+    BM25,
+    BM25Retriever,
+    Paradigm,
+    ParadigmSpec,
+    Reader,
+    ReaderConfig,
+    Reranker,
+    RerankerSpec,
+    Resources,
+    UnitConfig,
+    options,
+    param,
+    query_terms,
+    run_stage,
+)
 
 
 class WordOverlapReranker(Reranker):
@@ -26,7 +34,7 @@ class WordOverlapReranker(Reranker):
 class OverlapConfig:
     M: int = param(20, "M: passages BM25 retrieves", low=1, high=200)
     k: int = param(4, "k: passages kept and read", low=1, high=20)
-    reader: options.ReaderConfig = options.reader()  # engine/paradigms/options.py
+    reader: ReaderConfig = options.reader()  # the built-ins' shared option
 
     def __post_init__(self):
         options.check_kept(self, "k", "M", "the re-ranker cannot keep more than BM25 found")

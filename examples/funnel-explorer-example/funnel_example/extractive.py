@@ -3,9 +3,15 @@ shares the most words with the question (a classic extractive baseline, and the 
 wrap your own model or client in)."""
 import time
 
-from engine.readers.backends import Backend
-from engine.readers.generator import Capabilities, Generation, prompt_text
-from engine.text import count_tokens, query_terms, split_sentences
+from engine.api import (
+    Backend,
+    Capabilities,
+    Generation,
+    count_tokens,
+    prompt_text,
+    query_terms,
+    split_sentences,
+)
 
 
 class SentenceGenerator:

@@ -4,8 +4,7 @@ import zlib
 
 import numpy as np
 
-from engine.models.encoders import EncoderSpec
-from engine.text import query_terms
+from engine.api import EncoderSpec, query_terms
 
 
 class HashedWords:

@@ -2,11 +2,7 @@
 the question names (a lexical entity match; its word table is made once per corpus)."""
 from collections import defaultdict
 
-from engine.documents import Candidate
-from engine.paradigms.base import RetrieverSpec
-from engine.stages.base import Stage, StageOutput
-from engine.text import query_terms
-from engine.units.build import build_units
+from engine.api import Candidate, RetrieverSpec, Stage, StageOutput, build_units, query_terms
 
 
 class TitleMatch(Stage):
