@@ -18,6 +18,14 @@ mark.gold { background: #f6c343; font-weight: bold; }
   grid-template-columns: repeat(auto-fit, minmax(200px, 1fr)); }
 .fe-final-column { min-width: 0; overflow-wrap: anywhere; }
 .fe-progress { background: #e8f0fb; border-left: 4px solid #4c78a8; padding: 6px 10px; }
+/* Explore's run under way: a turning ring before the words */
+.fe-running { background: #e8f0fb; border-left: 4px solid #4c78a8; padding: 6px 10px; }
+.fe-running::before { content: ""; display: inline-block; width: 0.8em; height: 0.8em;
+  margin-right: 8px; vertical-align: -1px; border: 2px solid #4c78a8;
+  border-right-color: transparent; border-radius: 50%; animation: fe-turn 0.8s linear infinite; }
+@keyframes fe-turn { to { transform: rotate(360deg); } }
+/* Gradio fades an output while its event is pending: the notice that says so stays clear */
+#fe-notice .pending { opacity: 1; }
 .fe-error { background: #fff4e5; border-left: 4px solid #f0ad4e; padding: 6px 10px; }
 .fe-answer-box { font-size: 1.05em; padding: 6px 0; }
 .fe-prompt { white-space: pre-wrap; max-height: 300px; overflow-y: auto; font-size: 0.85em; }

@@ -175,6 +175,53 @@ def test_browser_explore_clears_a_refused_run_saves_once_and_asks_before_a_build
     expect(build).to_be_hidden()
 
 
+def test_browser_run_clears_the_last_answer_at_once_while_it_waits_its_turn(
+        echo_app, browser, monkeypatch):
+    """Under load a run waited ~20 s for the server with the last run's answer on screen.
+    One page's run is held in the paradigm, so another page's run waits in the queue:
+    the browser clears the last answer and says a run is under way before the server
+    takes it, and the new answer shows once it does."""
+    import threading
+
+    from playwright.sync_api import expect
+
+    release, steps = threading.Event(), EchoParadigm.steps
+
+    def held(self, question):
+        if "held" in question:
+            release.wait(60)
+        yield from steps(self, question)
+
+    monkeypatch.setattr(EchoParadigm, "steps", held)
+    url, _ = echo_app
+    pages = [browser.new_page(viewport={"width": 1400, "height": 900}) for _ in range(2)]
+    for page in pages:
+        page.goto(url)
+        page.locator("#fe-paradigm input[value=echo]").check()
+        page.locator("#fe-params-echo").get_by_text("options").click()
+    other, page = pages
+    answer, notice = page.locator("#fe-answer"), page.locator("#fe-notice")
+    try:
+        _run(page, QUESTION)
+        expect(answer).to_contain_text("Georges Seurat", timeout=30_000)
+        expect(page.locator("#fe-funnel .js-plotly-plot")).to_have_count(1)
+        _run(other, QUESTION + " (held)")  # takes the run's one place in the queue
+        expect(other.locator("#fe-notice")).to_contain_text("Running echo", timeout=30_000)
+        _run(page, QUESTION)
+        expect(notice).to_contain_text("Running echo", timeout=5_000)
+        page.screenshot(path=str(ARTIFACTS / "explore-run-waiting.png"))
+        expect(answer.locator(".fe-answer-box")).to_have_count(0)  # Gradio's queue line stays
+        expect(page.locator("#fe-funnel .js-plotly-plot")).to_have_count(0)
+        expect(page.locator("#fe-tables")).to_have_text("")
+        expect(page.locator("#fe-tables .fe-stage")).to_have_count(0)
+        assert not release.is_set()  # the server has not taken this page's run yet
+    finally:
+        release.set()
+    expect(answer).to_contain_text("Georges Seurat", timeout=30_000)
+    expect(notice).not_to_contain_text("Running", timeout=10_000)
+    expect(other.locator("#fe-answer")).to_contain_text("Georges Seurat", timeout=30_000)
+
+
 def _offered(page, elem_id: str) -> list[str]:
     """The options a dropdown offers, as the browser lists them."""
     page.locator(f"#{elem_id} input").click()

@@ -40,6 +40,20 @@ def test_a_refused_run_clears_the_last_runs_answer_and_figures(explorer):
         assert refused[VIEWS] == ("", "", None, None, None, "", "")
 
 
+def test_a_new_run_clears_the_last_runs_views_at_once_and_says_it_is_under_way(explorer):
+    *_, done = asked(explorer, QUESTION)
+    assert "Running" not in done[0]  # the finished run's notice says nothing is running
+    first, *stages, last = asked(explorer, QUESTION)
+    # before anything of the new run: the last run's answer and figures are gone
+    assert first[VIEWS] == explore.CLEARED and "Running <b>echo</b>" in first[0]
+    assert "1 stage done" in stages[0][0] and "Georges Seurat" in last[2]
+    assert "Running" not in last[0]
+    # the browser does the same the moment Run is pressed (RUNNING_JS): the notice and the
+    # views but the trace JSON
+    assert '</div>`, "", "", null, null, null, ""]' in explore.RUNNING_JS
+    assert "fe-running" in explore.running_box("echo") and "fe-running" in explore.RUNNING_JS
+
+
 def test_a_question_over_the_limit_is_refused_by_the_one_rule_the_api_follows(explorer):
     text = "Seurat " * 3_000  # 21,000 characters: the UI once cut it and ran, the API refused
     with pytest.raises(ConfigError) as api:

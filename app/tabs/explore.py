@@ -102,11 +102,19 @@ def build(explorer: Explorer) -> ExploreTab:
     inputs = [question, picker.gold, paradigm, heat_by, corpus, *params.inputs()]
     run_outputs = [*outputs, build_run, save_name, save_notes, saved]
     private = {"api_visibility": "private"}
+    for trigger in (run.click, question.submit, build_run.click):
+        # in the browser at once, before the server takes the run (under load it waited
+        # ~20 s with the last run's answer on screen): the last run's views go and the
+        # notice says a run is under way
+        trigger(None, paradigm, outputs[:-1], js=RUNNING_JS, **private)
+    # Gradio's queue place and seconds beside the notice only, not a veil over every view
+    progress = {"show_progress": "minimal", "show_progress_on": notice}
     for trigger in (run.click, question.submit):
-        trigger(partial(ask, explorer, params.keys(), False), inputs, run_outputs, **private)
+        trigger(partial(ask, explorer, params.keys(), False), inputs, run_outputs, **private,
+                **progress)
         trigger(lambda: ATTRIBUTE_HINT, None, attributed, **private)  # the last run's
     build_run.click(partial(ask, explorer, params.keys(), True), inputs, run_outputs,
-                    **private)
+                    **private, **progress)
     paradigm.change(lambda name: show_panels(params, name), paradigm,
                     list(params.groups.values()), **private)
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, **private)
@@ -128,15 +136,33 @@ ATTRIBUTE_HINT = ("<small>Reads the answer again without each passage the reader
 CLEARED = ("", "", None, None, None, "", "")
 
 
+def running_box(paradigm: str, stages: int = 0) -> str:
+    """The notice while a run is under way: which paradigm, how many stages are done."""
+    done = (f": {stages} stage{'s' if stages != 1 else ''} done, the next under way"
+            if stages else "; its stages show as they finish")
+    return f"<div class='fe-running'>Running <b>{esc(paradigm)}</b>{done}…</div>"
+
+
+# the same notice and cleared views, set by the browser the moment Run is pressed (the
+# notice, then the views of CLEARED but the trace JSON, which the server clears)
+RUNNING_JS = """(paradigm) => {
+  const name = String(paradigm ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return [`<div class='fe-running'>Running <b>${name}</b>; its stages show as they `
+          + `finish…</div>`, "", "", null, null, null, ""];
+}"""
+
+
 def ask(explorer: Explorer, keys: list, build_first: bool, text, gold: Question | None,
         name, heat, searched, *widgets):
     """Run the question, yielding (notice, the trace views, trace JSON, "Build and run"
     button, run name, notes, save message) as each stage arrives. A new run clears the
-    run name, notes and save message (they were the last run's). A refused run, or one
-    that fails before its first stage, clears the last run's views; one that needs a long
-    build says which and how long and shows "Build and run" (`build_first`: build it)."""
+    last run's views, run name, notes and save message at once (they were the last
+    run's; the browser cleared the views already, RUNNING_JS) and says it is under way
+    until it ends. A refused run or a failed one leaves what it showed of its own; one
+    that needs a long build says which and how long and shows "Build and run"
+    (`build_first`: build it)."""
     hidden, same = gr.Button(visible=False), (gr.skip(),) * 3  # name, notes, message
-    yield ("", *(gr.skip(),) * len(CLEARED), hidden, "", "", "")
+    yield (running_box(name), *CLEARED, hidden, "", "", "")
     shown = False
     try:
         config = config_json(name, keys, list(widgets))
@@ -146,7 +172,8 @@ def ask(explorer: Explorer, keys: list, build_first: bool, text, gold: Question 
             yield (notice, *(gr.skip(),) * len(CLEARED), hidden, *same)
         for trace in runs:
             shown = True
-            yield (notice, *trace_views(trace, heat), "", hidden, *same)
+            yield (notice + running_box(name, len(trace.stages)), *trace_views(trace, heat),
+                   "", hidden, *same)
         yield (notice, *trace_views(trace, heat), trace.to_json(), hidden, *same)
     except BuildNeeded as err:
         yield (build_box(err), *CLEARED, gr.Button(visible=True), *same)
