@@ -1,6 +1,7 @@
 """engine/api.py, what a plugin may import: its names stay (one that disappears fails here),
-each is named in its reference (the module's docstring), and it imports in a fresh process
-first or after the registry (no import cycle)."""
+each is named in its reference (the module's docstring) and in README.md's "Write a
+plugin", and it imports in a fresh process first or after the registry (no import
+cycle)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,16 @@ def test_its_reference_names_every_name():
     """The docstring is the plugin author's reference: every exported name is in it."""
     words = set(re.findall(r"\w+", api.__doc__))
     assert [name for name in api.__all__ if name not in words] == []
+
+
+def test_the_readme_names_every_name_a_plugin_may_use():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Write a plugin"):readme.index("\n## ", readme.index(
+        "## Write a plugin") + 1)]
+    named = set(re.findall(r"\w+", section))
+    assert "engine.api" in section and [n for n in api.__all__ if n not in named] == []
 
 
 def test_the_stages_and_specs_are_the_engines_own():
