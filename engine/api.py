@@ -1,21 +1,21 @@
 """What a plugin may import: `from engine.api import ...`, and nothing else of the engine.
 
 A plugin is an installed package that names its specs in entry points of its
-pyproject.toml, one group per kind (examples/funnel-explorer-example is one):
+pyproject.toml, one group per kind: `funnel_explorer.paradigms` (a `ParadigmSpec`),
+`funnel_explorer.rerankers` (a `RerankerSpec`), `funnel_explorer.retrievers` (a
+`RetrieverSpec`), `funnel_explorer.generators` (a `Backend`), `funnel_explorer.encoders` (an
+`EncoderSpec`). examples/funnel-explorer-example is one:
 
-    [project.entry-points."funnel_explorer.paradigms"]    overlap = "pkg:OVERLAP"  # ParadigmSpec
-    [project.entry-points."funnel_explorer.rerankers"]    rrf = "pkg.fusion:RRF"   # RerankerSpec
-    [project.entry-points."funnel_explorer.retrievers"]   ... RetrieverSpec
-    [project.entry-points."funnel_explorer.generators"]   ... Backend
-    [project.entry-points."funnel_explorer.encoders"]     ... EncoderSpec
+    [project.entry-points."funnel_explorer.rerankers"]
+    rrf = "funnel_example.rrf:RRF_RERANKER"
 
 Kinds:
 - `ParadigmSpec(name, label, description, config, paradigm)`: `config` is a frozen
   dataclass of `param(default, help, low=, high=, choices=)` fields (its options form and
   API validation; `options.reader()` (a `ReaderConfig`), `options.bi_encoder(of)`,
-  `options.passage_tokens(help)`
-  and `options.check_kept(config, "k", "M", why)` are the built-ins' shared options: import
-  the `options` module, not its functions; call `check_config(self)` in `__post_init__`).
+  `options.passage_tokens(help)` and `options.check_kept(config, "k", "M", why)` are the
+  built-ins' shared options: import the `options` module, not its functions;
+  `check_config(config)` checks a config's ranges and choices).
   `paradigm` is a `Paradigm` subclass with a `name`, a `resources(config)` classmethod
   returning a `Resources` dataclass of what it reads, handed to it loaded as `self.uses`,
   and `steps(question)` yielding each stage's `run_stage(stage, question, candidates, k)`
@@ -45,7 +45,7 @@ Resources (each a `Resource`, declared, then handed loaded; one per field of a `
 dataclass):
 `BM25(units)` (a BM25 index), `Dense(units, model)` (a dense index and its query encoder),
 `DocumentScores(how, weight, passages, model)`, `Clusters(units)`, `Ranker(model, passages,
-bi_encoder, granularity, name)` (a re-ranking stage), `Retriever(name, passages)`,
+bi_encoder, granularity, name)` (a re-ranking stage), `Retriever(name, passages, bi_encoder)`,
 `Reader(config)`, `Encoder(model)`, `SelectionClassifier(model)`, `QueryClassifier(model)`.
 `UnitConfig("passages", Chunker(max_tokens))` or `UnitConfig("documents")` names units.
 A loaded BM25 or dense index (exact, HNSW, Ray shards, Qdrant, or BM25 standing in while
@@ -58,10 +58,11 @@ whether it is a stand-in: `resource.stand_in` (a `StandIn`, None for the real on
 
 Records: a `Candidate(unit, score, rank)` holds a `Unit(id, title, text, doc_ids,
 granularity)`; a `Corpus` holds `Document`s (`corpus.documents`, `corpus.index_of[id]`); a
-`Question` is a gold question (a document's `Passage`s are chunks of it);
+`Question` holds a question's gold answers and supporting titles; a `Passage` is a
+chunk of a document;
 `StageOutput(candidates, details=StageDetails(note=...), n_in=)` is what a `Stage.run`
 returns; `StageResult`, `LLMStep` and `RunTrace` are what a run records. Text
-helpers: `query_terms(text)` (lower-cased words without stopwords), `count_tokens`,
+helpers: `query_terms(text)` (its lower-cased words of 3+ letters, no stopwords), `count_tokens`,
 `split_sentences`; `build_units(corpus, units)`, `index_text(unit)`. Errors: raise
 `ConfigError` for a bad option (its message names the value and the fix), `EngineError`
 for something that failed.
