@@ -188,8 +188,23 @@ def _evaluation_api(explorer: Explorer) -> None:
                                  corpus=corpus or "")
 
     def evaluation_status(evaluation_id: int) -> str:
-        """{id, state, done, total, seconds, seconds_left, error, means} as JSON."""
+        """{id, state, done, total, seconds, seconds_left, error, means, partial} as JSON
+        (partial: it ended before every question ran; its means are of those stored)."""
         return json.dumps(explorer.evaluation_status(evaluation_id))
+
+    def resume_evaluation(evaluation_id: int) -> int:
+        """Go on with a stored evaluation that ended before every question ran
+        (interrupted by a crash or a kill, cancelled, or failed): the questions it lacks,
+        through the same paradigms and configs, over the corpus it searched (refused with
+        the reason if that corpus changed, or it was imported). Returns its id; follow it
+        with evaluation_status."""
+        return explorer.resume_evaluation(int(evaluation_id), build=True)
+
+    def remove_evaluation(evaluation_id: int) -> str:
+        """Delete a stored evaluation and every run of it (one running here is refused:
+        cancel it first). Returns {"removed": its id}."""
+        explorer.remove_evaluation(int(evaluation_id))
+        return json.dumps({"removed": int(evaluation_id)})
 
     def list_evaluations() -> str:
         """Stored evaluations, newest first, as a JSON list."""
@@ -230,7 +245,10 @@ def _evaluation_api(explorer: Explorer) -> None:
     _endpoint(evaluate, "evaluation_id", "the new evaluation's id; follow it with "
               "evaluation_status")
     _endpoint(evaluation_status, "status_json", "JSON text: {id, state, done, total, "
-              "seconds, seconds_left, error, means}")
+              "seconds, seconds_left, error, means, partial}")
+    _endpoint(resume_evaluation, "evaluation_id", "the resumed evaluation's id; follow it "
+              "with evaluation_status")
+    _endpoint(remove_evaluation, "removed_json", 'JSON text: {"removed": the id}')
     _endpoint(list_evaluations, "evaluations_json", "JSON text: the stored evaluations, "
               "newest first, as a list of {id, name, dataset, questions, paradigms, configs, "
               "corpus, state, done, created, seconds, ...}")

@@ -152,3 +152,32 @@ def explorer(prepared):
     from engine.service.explorer import Explorer
 
     return Explorer(*prepared)
+
+
+@pytest.fixture
+def interrupted(explorer, tmp_path, monkeypatch):
+    """(explorer, evaluation id, the question ids echo answered): an evaluation of five
+    questions whose process died after two were stored, as the next start finds it."""
+    from engine.store.evaluations import EvaluationStore
+    from tests.fakes import EchoParadigm, qa_file
+
+    qa = qa_file(tmp_path / "qa.jsonl", n=5)
+    real, asked = EchoParadigm.run, []
+
+    def counting(self, question):
+        asked.append(question.id)
+        if len(asked) == 2:  # the process dies after this question: stop the job there
+            for job in explorer._jobs._jobs.values():
+                job.cancel()
+        return real(self, question)
+
+    monkeypatch.setattr(EchoParadigm, "run", counting)
+    evaluation = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, name="five")
+    explorer.wait_for_evaluation(evaluation, 60)
+    store = explorer._evaluations.store
+    # a killed process leaves its evaluation running, found so by the next start
+    store.execute("UPDATE evaluations SET state = 'running', summary = NULL, finished = "
+                  "NULL WHERE id = ?", [evaluation])
+    del explorer._jobs._jobs[evaluation]
+    assert EvaluationStore(store).mark_interrupted() == 1
+    return explorer, evaluation, asked

@@ -23,8 +23,9 @@ ENDPOINTS = {"run", "add_corpus", "list_corpora", "remove_corpus", "save_run", "
              "list_labels", "retrain", "classifier_status", "activate_classifier", "evaluate",
              "evaluation_status", "list_evaluations", "load_evaluation", "export_evaluation",
              "export_evaluation_files", "import_traces", "attribution", "paired", "regressions",
-             "sweep"}
-RETURNS_INT = {"save_run", "evaluate", "sweep", "ceilings"}  # ids; every other result is JSON
+             "sweep", "resume_evaluation", "remove_evaluation"}
+RETURNS_INT = {"save_run", "evaluate", "sweep", "ceilings",
+               "resume_evaluation"}  # ids; every other result is JSON
 
 
 @pytest.fixture
@@ -131,3 +132,48 @@ def test_a_refused_upload_is_logged_as_one_line(live, tmp_path, caplog, capfd):
     assert [(r.levelname, r.exc_info) for r in failed] == [("WARNING", None)]
     assert "notes.jsonl" in failed[0].getMessage() and "\n" not in failed[0].getMessage()
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_trace_file_of_another_shape_is_refused_by_field_not_a_traceback(live, tmp_path,
+                                                                          capfd):
+    """`import_traces` of JSON of an unexpected type raised an AttributeError in Gradio's
+    queue; a non-JSON file named .json was read as a TREC run alone."""
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    _, client = live
+    odd, prose = tmp_path / "odd.json", tmp_path / "prose.json"
+    odd.write_text('{"resourceSpans": "x"}')
+    prose.write_text("this is not json at all\n")  # six words: a TREC line's count
+    capfd.readouterr()
+    with pytest.raises(AppError, match=r"odd.json: no format an import reads fits it; tried "
+                                       r"as OpenInference traces .*: line 1: field "
+                                       r"'resourceSpans': expected a list of resources, got "
+                                       r"a string"):
+        client.predict(handle_file(str(odd)), "", "", api_name="/import_traces")
+    with pytest.raises(AppError, match=r"prose.json: .*tried as a TREC run file .*: line 1: "
+                                       r"field 'rank': 'json' is not an integer; as a TREC "
+                                       r"qrels file .*; as OpenInference traces .*: line 1: "
+                                       r"not JSON"):
+        client.predict(handle_file(str(prose)), "", "", api_name="/import_traces")
+    logged = capfd.readouterr().err
+    assert "AttributeError" not in logged and "Traceback" not in logged
+    assert json.loads(client.predict(api_name="/list_runs")) == []
+
+
+def test_an_evaluation_is_resumed_or_removed_through_the_api(live):
+    from gradio_client.exceptions import AppError
+
+    _, client = live
+    evaluation_id = client.predict("HotpotQA dev500", "echo", '{"echo": {"k": 1}}', 2,
+                                   api_name="/evaluate")
+    status = _ended(client, evaluation_id)
+    assert (status["state"], status["partial"]) == ("done", False)
+    with pytest.raises(AppError, match=f"Evaluation {evaluation_id} is done: only an "
+                                       "interrupted, cancelled or failed evaluation resumes"):
+        client.predict(evaluation_id, api_name="/resume_evaluation")
+    assert json.loads(client.predict(evaluation_id, api_name="/remove_evaluation")) == {
+        "removed": evaluation_id}
+    assert json.loads(client.predict(api_name="/list_evaluations")) == []
+    with pytest.raises(AppError, match=f"No evaluation with id {evaluation_id}"):
+        client.predict(evaluation_id, api_name="/remove_evaluation")

@@ -128,3 +128,47 @@ def test_the_table_lists_cuts_and_stage_times_in_the_order_the_stages_run(explor
     assert labels.index("answer recall at postranker") < labels.index(
         "answer recall of all the reader read") < labels.index("gold-document recall at "
                                                                "clusters")
+
+
+def test_an_interrupted_evaluation_shows_its_partial_table_and_resumes_or_goes(interrupted):
+    """Its stored questions' table marked partial in the warning style (it showed no table,
+    both plots "No evaluation yet", in the success style), Resume and Remove offered;
+    Resume runs the questions it lacks, Remove deletes it on a second click."""
+    explorer, evaluation, asked = interrupted
+    progress, followed, table, recall, latency, rows = evaluate.open_one(explorer,
+                                                                         str(evaluation))
+    assert progress.startswith("<div class='fe-error'>") and "interrupted, 2 of 5" in progress
+    assert "class='fe-error fe-partial'>Partial: interrupted after 2 of 5 questions" in table
+    assert "Resume runs the 3 it lacks" in table and "<th>echo</th>" in table
+    for figure in (recall, latency):
+        assert figure.layout.title.subtitle.text == "partial: 2 of 5 questions (interrupted)"
+        assert figure.data  # plotted, not "No evaluation yet"
+    assert len(rows) == 2
+    resume, remove = evaluate.actions(explorer, followed)
+    assert resume.visible is True and remove.visible is True
+
+    progress, timer, resume, remove = evaluate.resume_one(explorer, followed)
+    assert timer.active is True and resume.visible is False
+    explorer.wait_for_evaluation(evaluation, 60)
+    progress, timer, table, *_ = evaluate.follow(explorer, evaluation)
+    assert progress.startswith("<div class='fe-kept'>") and "done, 5 of 5" in progress
+    assert "Partial" not in table and asked == ["q0", "q1", "q2", "q3", "q4"]
+    resume, remove = evaluate.actions(explorer, evaluation)
+    assert resume.visible is False and remove.visible is True  # a done one is not resumed
+
+    said, kept, pending, *_ = evaluate.remove_one(explorer, evaluation, None)
+    assert "Press Remove again to delete evaluation" in said and pending == evaluation
+    assert explorer.evaluations()  # nothing deleted yet
+    said, followed, pending, resume, remove, *views, listing = evaluate.remove_one(
+        explorer, evaluation, pending)
+    assert f"Removed evaluation {evaluation}" in said and followed is None
+    assert explorer.evaluations() == [] and listing == []
+    assert evaluate.actions(explorer, evaluation)[0].visible is False
+
+
+def test_a_refused_resume_says_why_in_the_progress_line(interrupted):
+    explorer, evaluation, _ = interrupted
+    explorer._evaluations.store.execute(
+        "UPDATE evaluations SET corpus_fingerprint = 'f00d' WHERE id = ?", [evaluation])
+    said, *_ = evaluate.resume_one(explorer, evaluation)
+    assert said.startswith("<div class='fe-error'>") and "fingerprint f00d" in said

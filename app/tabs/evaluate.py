@@ -6,8 +6,11 @@ running means; Cancel stops after the question in flight. A finished (or stopped
 evaluation shows the paper-style table, recall@k and recall-against-latency plots and one
 row per question and paradigm; clicking a row opens that run's stored trace in Explore.
 Evaluations are stored: pick one or two from the list to reopen, compare metric by metric,
-or export. A config that needs a long index build says which and how long, and waits for
-"Build and start".
+or export. One that ended before every question ran (interrupted by a crash or a kill,
+cancelled, failed) shows its stored questions' table marked partial, in the warning style,
+with Resume (the questions it lacks, same paradigms, configs and corpus) and Remove. A
+config that needs a long index build says which and how long, and waits for "Build and
+start".
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from app.views.evaluation import (
     ROW_WIDTHS,
     difference_table,
     paper_table,
+    partial_note,
     progress_html,
     question_rows,
     recall_at_k_figure,
@@ -45,6 +49,7 @@ from engine.eval.exports import FILE_FORMATS
 from engine.paradigms.registry import PARADIGMS
 from engine.service.evaluation_jobs import BuildNeeded
 from engine.service.explorer import Explorer
+from engine.store.evaluations import RESUMABLE
 
 POLL_SECONDS = 2.0
 LIST_COLUMNS = ["id", "name", "dataset", "paradigms", "questions", "state", "corpus",
@@ -60,10 +65,62 @@ def listing(explorer: Explorer) -> list[list]:
 
 def results(explorer: Explorer, status: dict) -> tuple:
     """(table, recall plot, latency plot, per-question rows) of an evaluation, from its
-    status: a running one's means so far, or a stored one's summary."""
+    status: a running one's means so far, or a stored one's summary; one that ended before
+    every question ran (interrupted, cancelled, failed) marked partial above its table and
+    in its plots' titles."""
     summary = status["means"]
-    return (paper_table(summary), recall_at_k_figure(summary), recall_latency_figure(summary),
+    note = (f"partial: {status['done']} of {status['total']} questions "
+            f"({status['state']})" if status.get("partial") else "")
+    return (partial_note(status) + paper_table(summary), recall_at_k_figure(summary, note),
+            recall_latency_figure(summary, note),
             question_rows(explorer.evaluation_rows(status["id"])))
+
+
+def actions(explorer: Explorer, evaluation_id) -> tuple:
+    """(Resume, Remove) of the evaluation shown: Resume for one that ended before every
+    question ran (not an import), Remove for any that is not running."""
+    if evaluation_id is None:
+        return gr.Button(visible=False), gr.Button(visible=False)
+    try:
+        status = explorer.evaluation_status(evaluation_id)
+    except EngineError:  # removed meanwhile
+        return gr.Button(visible=False), gr.Button(visible=False)
+    ended = status["state"] != "running"
+    return (gr.Button(visible=ended and status["state"] in RESUMABLE
+                      and not status.get("imported")), gr.Button(visible=ended))
+
+
+def resume_one(explorer: Explorer, evaluation_id) -> tuple:
+    """Resume the evaluation shown: (progress, timer, Resume, Remove). A config's long
+    build, confirmed when it first started, is built again if it is gone."""
+    if evaluation_id is None:
+        return refused_box("Open an evaluation first."), gr.skip(), gr.skip(), gr.skip()
+    try:
+        explorer.resume_evaluation(evaluation_id, build=True)
+    except EngineError as err:
+        return refused_box(err), gr.skip(), gr.skip(), gr.skip()
+    return (progress_html(explorer.evaluation_status(evaluation_id)), gr.Timer(active=True),
+            gr.Button(visible=False), gr.Button(visible=False))
+
+
+def remove_one(explorer: Explorer, evaluation_id, pending) -> tuple:
+    """Remove the evaluation shown, on a second click: (progress, followed id, pending,
+    Resume, Remove, the four result views, the stored list)."""
+    keep = (gr.skip(),) * 7
+    if evaluation_id is None:
+        return refused_box("Open an evaluation first."), gr.skip(), None, *keep
+    if pending != evaluation_id:
+        stored = explorer.evaluation(evaluation_id)
+        return (f"<div class='fe-error'>Press Remove again to delete evaluation "
+                f"{evaluation_id} ({esc(stored.name)}) and its {stored.done} stored "
+                "questions' runs for good.</div>", gr.skip(), evaluation_id, *keep)
+    try:
+        explorer.remove_evaluation(evaluation_id)
+    except EngineError as err:
+        return refused_box(err), gr.skip(), None, *keep
+    return (f"<div class='fe-kept'>Removed evaluation {evaluation_id}.</div>", None, None,
+            gr.Button(visible=False), gr.Button(visible=False), "", None, None, [],
+            listing(explorer))
 
 
 def upload_notice(uploaded) -> dict:
@@ -226,6 +283,9 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
         start = gr.Button("Start", variant="primary", elem_id="fe-eval-start")
         confirm = gr.Button("Build and start", visible=False, elem_id="fe-eval-build")
         cancel = gr.Button("Cancel", variant="stop", elem_id="fe-eval-cancel")
+        # for the evaluation shown, once it ended (Resume: before every question ran)
+        resume = gr.Button("Resume", visible=False, elem_id="fe-eval-resume")
+        remove = gr.Button("Remove", variant="stop", visible=False, elem_id="fe-eval-remove")
     current = gr.State(None)  # the evaluation being followed
     progress = gr.HTML(elem_id="fe-eval-progress")
     poll = gr.Timer(POLL_SECONDS, active=False)
@@ -254,10 +314,18 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     started = [progress, current, poll, confirm, *views, stored]
     start.click(partial(begin, explorer, params, False), entry.inputs(), started, **private)
     confirm.click(partial(begin, explorer, params, True), entry.inputs(), started, **private)
-    poll.tick(partial(follow, explorer), current, [progress, poll, *views, stored], **private)
+    buttons = [resume, remove]
+    shown = partial(actions, explorer)
+    poll.tick(partial(follow, explorer), current, [progress, poll, *views, stored],
+              **private).then(shown, current, buttons, **private)
     # in the progress line, which the next poll replaces with how the evaluation ended
     cancel.click(partial(stop, explorer), current, progress, **private)
-    reopen.click(partial(open_one, explorer), ids, [progress, current, *views], **private)
+    reopen.click(partial(open_one, explorer), ids, [progress, current, *views],
+                 **private).then(shown, current, buttons, **private)
+    resume.click(partial(resume_one, explorer), current, [progress, poll, *buttons], **private)
+    pending = gr.State(None)  # the evaluation a first Remove click asked to confirm
+    remove.click(partial(remove_one, explorer), [current, pending],
+                 [progress, current, pending, *buttons, *views, stored], **private)
     compare.click(partial(compare_two, explorer), ids, views[:3], **private)
     export.click(partial(export_one, explorer), [ids, fmt], [download, message], **private)
     opened = exploring.opened(tabs)

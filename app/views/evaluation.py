@@ -153,32 +153,38 @@ def question_rows(rows: list[dict]) -> list[list]:
 
 
 @failsafe
-def recall_at_k_figure(summary: dict[str, dict]) -> go.Figure:
-    """AR@1..4 per paradigm, as lines."""
+def recall_at_k_figure(summary: dict[str, dict], note: str = "") -> go.Figure:
+    """AR@1..4 per paradigm, as lines; `note` under the title ("partial: ...")."""
     if not summary:
         return text_figure("No evaluation yet.")
     fig = go.Figure([go.Scatter(x=list(KS), y=[s.get(f"AR@{k}") for k in KS],
                                 mode="lines+markers", name=name)
                      for name, s in summary.items()])
-    fig.update_layout(title="Answer recall of what the reader read, at k",
+    fig.update_layout(title=_titled("Answer recall of what the reader read, at k", note),
                       xaxis_title="k", yaxis_title="AR@k", yaxis_range=[0, 1],
                       xaxis={"tickvals": list(KS)}, height=340,
-                      margin={"l": 50, "r": 20, "t": 50, "b": 40})
+                      margin={"l": 50, "r": 20, "t": 70 if note else 50, "b": 40})
     return fig
 
 
+def _titled(title: str, note: str) -> dict:
+    return {"text": title, **({"subtitle": {"text": note}} if note else {})}
+
+
 @failsafe
-def recall_latency_figure(summary: dict[str, dict]) -> go.Figure:
-    """Each paradigm as a point: median seconds per question against AR@4."""
+def recall_latency_figure(summary: dict[str, dict], note: str = "") -> go.Figure:
+    """Each paradigm as a point: median seconds per question against AR@4; `note` under
+    the title."""
     if not summary:
         return text_figure("No evaluation yet.")
     fig = go.Figure([go.Scatter(x=[s.get("seconds_total_median")], y=[s.get("AR@4")],
                                 mode="markers+text", text=[name], textposition="top center",
                                 name=name, marker={"size": 12})
                      for name, s in summary.items()])
-    fig.update_layout(title="Recall against latency", xaxis_title="seconds per question "
-                      "(median)", yaxis_title="AR@4", yaxis_range=[0, 1], showlegend=False,
-                      height=340, margin={"l": 50, "r": 20, "t": 50, "b": 40})
+    fig.update_layout(title=_titled("Recall against latency", note),
+                      xaxis_title="seconds per question (median)", yaxis_title="AR@4",
+                      yaxis_range=[0, 1], showlegend=False,
+                      height=340, margin={"l": 50, "r": 20, "t": 70 if note else 50, "b": 40})
     return fig
 
 
@@ -193,7 +199,8 @@ def progress_html(status: dict) -> str:
     if status.get("imported"):  # stored at once: its own time is in its runs' seconds
         spent = ", imported from another pipeline's files"
     error = f": {esc(status['error'])}" if status.get("error") else ""
-    kind = "fe-error" if status["state"] == "failed" else "fe-kept"
+    # an evaluation that ended before every question ran is a warning, never a success
+    kind = {"running": "fe-progress", "done": "fe-kept"}.get(status["state"], "fe-error")
     means = list((status.get("means") or {}).values())
     counts = [(sum(int(m.get(key, 0)) for m in means), "run", said)
               for key, said in (("failed", "failed"), ("no candidates", "found no "
@@ -204,3 +211,16 @@ def progress_html(status: dict) -> str:
                    for n, what, verb in counts if n)
     return (f"<div class='{kind}'>Evaluation {status['id']}: {esc(status['state'])}, "
             f"{done} of {total} questions{phase}{spent}{pace}{said}{error}</div>")
+
+
+def partial_note(status: dict) -> str:
+    """What the table and plots of an evaluation that ended before every question ran
+    stand for (empty for any other): the questions stored, and how to go on."""
+    if not status.get("partial"):
+        return ""
+    done, total = status["done"], status["total"]
+    way = ("Remove it and import the files again" if status.get("imported") else
+           f"Resume runs the {total - done} it lacks; Remove deletes it")
+    return (f"<div class='fe-error fe-partial'>Partial: {esc(status['state'])} after {done} "
+            f"of {total} questions; the figures below are of those {done} only. {way}."
+            "</div>")

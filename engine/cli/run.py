@@ -31,10 +31,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ask.add_argument("--config", default="{}", help="paradigm options as JSON, e.g. '{\"K\": 5}'")
     ask.add_argument("--show", type=int, default=5, help="candidates shown per stage")
 
-    ev = sub.add_parser("eval", help="run paradigms over a QA file and summarise")
-    ev.add_argument("--dataset", required=True,
+    ev = sub.add_parser("eval", help="run paradigms over a QA file and summarise, or resume "
+                        "a stored evaluation (--resume ID)")
+    ev.add_argument("--dataset", default="",
                     help='a listed dataset as the app names it ("HotpotQA dev500"), or a QA '
                          "file (a path, or one under the shared data folder)")
+    ev.add_argument("--resume", type=int, default=None, metavar="ID",
+                    help="go on with stored evaluation ID (interrupted, cancelled or failed, "
+                         "as the app's Evaluate lists it): the questions it lacks, with its "
+                         "paradigms, configs and corpus; stored in --db")
+    ev.add_argument("--db", default="", help="with --resume: the sessions file (default: "
+                    "sessions.duckdb in the data directory)")
     ev.add_argument("--paradigm", default=",".join(names()),
                     help=f"comma-separated, of: {', '.join(names())} (default: all)")
     ev.add_argument("--corpus", default=default_corpus(), help=EVAL_CORPUS_HELP)
@@ -212,6 +219,13 @@ def evaluate(args: argparse.Namespace) -> int:
     from engine.service.datasets import dataset_label
     from engine.service.store import make_paradigm
 
+    if args.resume is not None:
+        return resume(args)
+    if not args.dataset:
+        from engine.errors import ConfigError
+
+        raise ConfigError("Give --dataset (a listed dataset or a QA file), or --resume ID to "
+                          "go on with a stored evaluation.")
     dataset = _dataset_path(args.dataset)  # a listed dataset's name, as the app shows it
     paradigms = [p.strip() for p in args.paradigm.split(",") if p.strip()]
     out = Path(args.out) if args.out else data_dir() / "eval" / (
@@ -257,6 +271,39 @@ def evaluate(args: argparse.Namespace) -> int:
             diagnosed["paired"] = every_pair(rows)
         _out(json.dumps(diagnosed))
     return 0
+
+
+def resume(args: argparse.Namespace) -> int:
+    """`eval --resume ID`: a stored evaluation that ended before every question ran goes on
+    here over the questions it lacks, with its paradigms, configs and corpus (loaded by its
+    name; refused if its fingerprint changed, or it was imported), stored as it goes."""
+    from engine.data.corpus import load_corpus
+    from engine.service.evaluation_jobs import EvaluationJob
+    from engine.service.resume import finish_whole, resumable, resumable_plan, resume_request
+    from engine.store.evaluations import EvaluationStore
+    from engine.store.sessions import SessionStore
+
+    evaluations = EvaluationStore(SessionStore(args.db or None))
+    stored = evaluations.get(args.resume)
+    resumable_plan(evaluations, stored)  # refused before its corpus is loaded
+    corpus = load_corpus(stored.corpus)
+    plan, missing = resumable(evaluations, stored, corpus)
+    if not missing:
+        finish_whole(evaluations, stored)
+        _out(f"evaluation {stored.id} lacked no question: marked done")
+        print_summary(evaluations.get(stored.id).summary)
+        return 0
+    job = EvaluationJob(evaluations, corpus, resume_request(stored, plan, missing),
+                        resumed=stored.id).start()
+    while job.state == "running":
+        job.wait(1.0)
+        sys.stderr.write(f"\r{job.done}/{job.total} questions")
+    sys.stderr.write("\n")
+    status = job.status()
+    _out(f"evaluation {stored.id} {status['state']}: {status['done']} of {status['total']} "
+         f"questions ({len(missing)} run now), corpus {stored.corpus}")
+    print_summary(status["means"])
+    return 0 if status["state"] == "done" else 1
 
 
 def print_summary(summary: dict[str, dict[str, float]]) -> None:

@@ -1,5 +1,7 @@
 """An evaluation running in the background: a QA file's questions through paradigms, each
-question's runs stored as they finish, with progress, running means and cancellation.
+question's runs stored as they finish, with progress, running means and cancellation; one
+that ended before every question ran resumes from the questions it lacks (`resume`,
+engine.service.resume).
 
 The app starts one with `EvaluationJob(...).start()` and polls `status()`; questions are
 answered by `engine.eval.runner.answer_all`, as the command line's `eval` answers them
@@ -117,12 +119,16 @@ class EvaluationJob:
 
     def __init__(self, evaluations: EvaluationStore, corpus: Corpus,
                  request: EvaluationRequest, prepare: Sequence[Need] = (),
-                 corpus_spec: str = "", sent: Callable[[RunTrace], None] | None = None
-                 ) -> None:
+                 corpus_spec: str = "", sent: Callable[[RunTrace], None] | None = None,
+                 resumed: int | None = None) -> None:
         """`prepare`: what the configs need that the caller has not prepared, prepared
         (built or loaded) before the first question. `corpus_spec`: what Ray workers load
         `corpus` from (a request with a Ray address needs it). `sent` is handed every run
-        once stored (to a trace collector)."""
+        once stored (to a trace collector). `resumed`: the stored evaluation this one goes
+        on with (its request is the questions it lacks, engine.service.resume); its stored
+        runs count among the questions done and in the means."""
+        from engine.service.resume import plan_of
+
         self.sent = sent
         # the configs are read first: a bad name or config is refused before anything is
         # stored (the paradigms are made, handed what they use, once it is prepared)
@@ -130,16 +136,26 @@ class EvaluationJob:
                    for label in request.paradigms]
         self.evaluations, self.corpus, self.request = evaluations, corpus, request
         self.questions = request.chosen()
-        self.id = evaluations.create(
-            dataset=request.dataset, questions=len(self.questions),
-            paradigms=request.paradigms,
-            configs={label: asdict(config)
-                     for label, config in zip(request.paradigms, configs, strict=True)},
-            corpus=corpus.name, corpus_fingerprint=corpus.fingerprint,
-            code_version=code_version(), name=request.name, baseline=request.baseline)
-        self.prepare, self.corpus_spec = list(prepare), corpus_spec
         self.rows: list[dict] = []
-        self.state, self.error, self.done = "running", "", 0
+        if resumed is None:
+            self.id = evaluations.create(
+                dataset=request.dataset, questions=len(self.questions),
+                paradigms=request.paradigms,
+                configs={label: asdict(config)
+                         for label, config in zip(request.paradigms, configs, strict=True)},
+                corpus=corpus.name, corpus_fingerprint=corpus.fingerprint,
+                code_version=code_version(), name=request.name, baseline=request.baseline,
+                plan=plan_of(self.questions, request.kinds, request.cuts,
+                             request.retrieval_only))
+        else:
+            self.id = resumed
+            self.rows = [{k: v for k, v in r.items() if k != "position"}
+                         for r in evaluations.rows(resumed)]
+            evaluations.reopen(resumed)
+        self.before = evaluations.get(self.id).done  # questions stored before this run
+        self.total = self.before + len(self.questions)
+        self.prepare, self.corpus_spec = list(prepare), corpus_spec
+        self.state, self.error, self.done = "running", "", self.before
         self.phase = ""  # what is being prepared before the first question
         self._started = self._asking = time.monotonic()  # the job; its first question
         self._ended: float | None = None
@@ -211,7 +227,7 @@ class EvaluationJob:
         self._ended = time.monotonic()
         self.evaluations.finish(self.id, self.state, summarise(self.rows), self.error)
         logger.info("evaluation %d %s: %d of %d questions", self.id, self.state, self.done,
-                    len(self.questions))
+                    self.total)
 
     def _ceilings(self, paradigms: list) -> Iterator[list[RunTrace]]:
         """Per question: each label's run of it, the baseline's run with one cut perfect
@@ -239,14 +255,16 @@ class EvaluationJob:
         so far), running means."""
         now = self._ended if self._ended is not None else time.monotonic()
         elapsed = now - self._started
-        total = len(self.questions)
-        pace = (now - self._asking) / self.done if self.done else None
+        total, answered = self.total, self.done - self.before  # answered by this run
+        pace = (now - self._asking) / answered if answered else None
         left = pace * (total - self.done) if pace is not None else None
         return {"id": self.id, "state": self.state, "phase": self.phase,
                 "done": self.done, "total": total,
                 "seconds": round(elapsed, 1),
                 "seconds_left": round(left, 1) if left is not None else None,
-                "error": self.error, "means": summarise(self.rows) if self.rows else {}}
+                "error": self.error, "means": summarise(self.rows) if self.rows else {},
+                # ended before every question ran: its means are of the questions stored
+                "partial": self.state not in ("running", "done") and self.done < total}
 
 
 class EvaluationJobs:
@@ -269,22 +287,51 @@ class EvaluationJobs:
         `build` confirms it. One the app's own preparation is still building (the dense
         index on a first start, which questions meanwhile answer with a stand-in for) is
         waited for: an evaluation never scores the dense index's stand-in."""
+        return self._launch(request, preparation, build)
+
+    def resume(self, evaluation_id: int, preparation: Preparation,
+               build: bool = False) -> int:
+        """Go on with stored evaluation `evaluation_id` (interrupted, cancelled or failed)
+        over the questions it lacks, with its paradigms and configs, over `preparation`'s
+        corpus, which must be the one it searched (engine.service.resume says what is
+        refused); returns its id. One that lacks no question is finished at once."""
+        from engine.service.resume import finish_whole, resumable, resume_request
+
         with self._lock:
-            running = [job for job in self._jobs.values() if job.state == "running"]
-            if running:
-                job = running[0]
-                raise ConfigError(f"Evaluation {job.id} is still running ({job.done} of "
-                                  f"{len(job.questions)} questions); wait for it or cancel "
-                                  "it first.")
+            self._refuse_if_running()
+        stored = self._evaluations.get(evaluation_id)
+        plan, missing = resumable(self._evaluations, stored, preparation.corpus)
+        if not missing:  # every question stored; the process died before it finished
+            self._jobs.pop(stored.id, None)  # a job of this process said how it ended
+            finish_whole(self._evaluations, stored)
+            logger.info("evaluation %d resumed: no question missing, finished", stored.id)
+            return stored.id
+        logger.info("evaluation %d resumed: %d of %d questions to go", stored.id,
+                    len(missing), len(plan["questions"]))
+        return self._launch(resume_request(stored, plan, missing), preparation, build,
+                            resumed=stored.id)
+
+    def _launch(self, request: EvaluationRequest, preparation: Preparation, build: bool,
+                resumed: int | None = None) -> int:
+        with self._lock:
+            self._refuse_if_running()
             corpus = preparation.corpus
             pending = self._unprepared(corpus, request, preparation)
             long = long_builds(preparation, pending, LONG_BUILD_SECONDS)
             if long and not build:
                 raise BuildNeeded(long, EVALUATION_CONFIRM)
             job = EvaluationJob(self._evaluations, corpus, request, prepare=pending,
-                                corpus_spec=preparation.corpus_spec, sent=self._sent).start()
+                                corpus_spec=preparation.corpus_spec, sent=self._sent,
+                                resumed=resumed).start()
             self._jobs[job.id] = job
         return job.id
+
+    def _refuse_if_running(self) -> None:
+        running = [job for job in self._jobs.values() if job.state == "running"]
+        if running:
+            job = running[0]
+            raise ConfigError(f"Evaluation {job.id} is still running ({job.done} of "
+                              f"{job.total} questions); wait for it or cancel it first.")
 
     @staticmethod
     def _unprepared(corpus: Corpus, request: EvaluationRequest,

@@ -619,13 +619,41 @@ class Explorer:
         if job is not None:
             return job.status()
         stored = self._evaluations.get(evaluation_id)
+        means = stored.summary
+        if not means and stored.done:  # ended without a summary (interrupted): its rows'
+            from engine.eval.summary import summarise
+
+            means = summarise(self._evaluations.rows(stored.id))
         return {"id": stored.id, "state": stored.state, "phase": "", "done": stored.done,
                 "total": stored.questions, "seconds": stored.seconds, "seconds_left": None,
-                "error": stored.error, "means": stored.summary,
-                "imported": stored.code_version == IMPORTED}
+                "error": stored.error, "means": means,
+                "imported": stored.code_version == IMPORTED,
+                "partial": stored.state != "done" and stored.done < stored.questions}
 
     def cancel_evaluation(self, evaluation_id: int) -> None:
         self._jobs.cancel(evaluation_id)
+
+    def resume_evaluation(self, evaluation_id: int, build: bool = False) -> int:
+        """Go on with a stored evaluation that ended before every question ran
+        (interrupted, cancelled or failed): its questions not yet stored, through its
+        paradigms and configs, over the corpus it searched (refused, with the reason, if
+        that corpus changed or it was imported: engine.service.resume); returns its id."""
+        from engine.service.resume import resumable_plan
+
+        stored = self._evaluations.get(evaluation_id)
+        kinds = resumable_plan(self._evaluations, stored).get("kinds") or {}  # before loading
+        preparation = self._corpora.preparation(stored.corpus)
+        for paradigm in dict.fromkeys(kinds.get(label, label) for label in stored.paradigms):
+            self._check_ready(paradigm, preparation)
+        return self._jobs.resume(evaluation_id, preparation, build)
+
+    def remove_evaluation(self, evaluation_id: int) -> None:
+        """Delete a stored evaluation and its runs (one running here is refused: cancel
+        it first)."""
+        job = self._jobs.get(evaluation_id)
+        if job is not None and job.state == "running":
+            raise ConfigError(f"Evaluation {evaluation_id} is running; cancel it first.")
+        self._evaluations.delete(evaluation_id)
 
     def evaluations(self) -> list[StoredEvaluation]:
         """Stored evaluations, newest first."""
