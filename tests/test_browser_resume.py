@@ -1,0 +1,103 @@
+"""An interrupted evaluation as a user meets it in Chromium at 1400 px (issue 50, point 7):
+opened in Evaluate, its stored questions' table and plots marked partial in the warning
+style (it showed no table, "No evaluation yet" twice, in the success style), Resume runs the
+questions it lacks to the end, Remove deletes it on a second click.
+
+The app is served from this process over the tiny corpus with the toy paradigm 'echo':
+nothing loads a model. A screenshot goes to FUNNEL_ARTIFACTS."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.documents import Corpus, Document
+from tests import test_live_app as live
+from tests.conftest import TINY_DOCS
+from tests.fakes import ECHO, EchoParadigm, fake_preparation, qa_file
+
+browser = live.browser  # the live app's headless Chromium, as a fixture here too
+
+
+@pytest.fixture()
+def served(tmp_path):
+    """(url, id of an evaluation of five questions interrupted after two)."""
+    from app.ui import build_app, serve
+    from engine.paradigms import registry
+    from engine.service.explorer import Explorer
+    from engine.store.evaluations import EvaluationStore
+    from engine.store.sessions import SessionStore
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("FUNNEL_DATA_DIR", str(tmp_path / "data"))
+        registry.register(ECHO)
+        corpus = Corpus("tiny", tuple(Document(id=t, title=t, text=x, sources=("test",))
+                                      for t, x in TINY_DOCS))
+        store = SessionStore(tmp_path / "runs.duckdb")
+        explorer = Explorer(fake_preparation(corpus, {"corpus": lambda p: corpus}).run(),
+                            store)
+        real = EchoParadigm.run
+
+        def dies(self, question):  # the process is killed after the second question
+            if question.id == "q1":
+                for job in explorer._jobs._jobs.values():
+                    job.cancel()
+            return real(self, question)
+
+        env.setattr(EchoParadigm, "run", dies)
+        evaluation = explorer.evaluate(qa_file(tmp_path / "qa.jsonl", n=5), ["echo"])
+        explorer.wait_for_evaluation(evaluation, 60)
+        env.setattr(EchoParadigm, "run", real)
+        store.execute("UPDATE evaluations SET state = 'running', summary = NULL, finished = "
+                      "NULL WHERE id = ?",
+                      [evaluation])
+        del explorer._jobs._jobs[evaluation]
+        assert EvaluationStore(store).mark_interrupted() == 1  # as the next start does
+        demo = build_app(explorer)
+        port = live._free_port()
+        serve(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
+              quiet=True)
+        try:
+            yield f"http://127.0.0.1:{port}/", evaluation
+        finally:
+            demo.close()
+            store.close()
+            registry.unregister(ECHO.name)
+
+
+def test_an_interrupted_evaluation_is_partial_then_resumed_then_removed(served, browser):
+    from playwright.sync_api import expect
+
+    url, evaluation = served
+    live.ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(url)
+    page.get_by_role("tab", name="Evaluate").click()
+    page.locator("#fe-eval-ids textarea, #fe-eval-ids input").first.fill(str(evaluation))
+    page.locator("#fe-eval-open").click()
+    progress = page.locator("#fe-eval-progress")
+    expect(progress).to_contain_text("interrupted, 2 of 5 questions", timeout=30_000)
+    expect(progress.locator(".fe-error")).to_be_visible()  # the warning style
+    table = page.locator("#fe-eval-table")
+    expect(table.locator(".fe-partial")).to_contain_text(
+        "Partial: interrupted after 2 of 5 questions")
+    expect(table.locator("table")).to_contain_text("echo")
+    for plot in ("#fe-eval-recall", "#fe-eval-latency"):
+        expect(page.locator(plot)).to_contain_text("partial: 2 of 5 questions")
+        expect(page.locator(plot)).not_to_contain_text("No evaluation yet")
+    resume, remove = page.locator("#fe-eval-resume"), page.locator("#fe-eval-remove")
+    expect(resume).to_be_visible()
+    expect(remove).to_be_visible()
+    page.screenshot(path=str(live.ARTIFACTS / "evaluate_interrupted_1400.png"), full_page=True)
+
+    resume.click()
+    expect(progress).to_contain_text("done, 5 of 5 questions", timeout=60_000)
+    expect(progress.locator(".fe-kept")).to_be_visible()
+    expect(table).not_to_contain_text("Partial")
+    expect(resume).to_be_hidden()
+
+    remove.click()
+    expect(progress).to_contain_text(f"Press Remove again to delete evaluation {evaluation}")
+    remove.click()
+    expect(progress).to_contain_text(f"Removed evaluation {evaluation}")
+    expect(page.locator("#fe-eval-list")).not_to_contain_text("five")
+    expect(remove).to_be_hidden()
