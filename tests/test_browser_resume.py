@@ -1,7 +1,8 @@
 """An interrupted evaluation as a user meets it in Chromium at 1400 px (issue 50, point 7):
 opened in Evaluate, its stored questions' table and plots marked partial in the warning
 style (it showed no table, "No evaluation yet" twice, in the success style), Resume runs the
-questions it lacks to the end, Remove deletes it on a second click.
+questions it lacks to the end, Remove deletes it on a second click; and Sessions' import of
+a JSON trace file of another shape, refused by its field in the page.
 
 The app is served from this process over the tiny corpus with the toy paradigm 'echo':
 nothing loads a model. A screenshot goes to FUNNEL_ARTIFACTS."""
@@ -101,3 +102,26 @@ def test_an_interrupted_evaluation_is_partial_then_resumed_then_removed(served, 
     expect(progress).to_contain_text(f"Removed evaluation {evaluation}")
     expect(page.locator("#fe-eval-list")).not_to_contain_text("five")
     expect(remove).to_be_hidden()
+
+
+def test_a_trace_file_of_another_shape_is_refused_by_field_in_the_page(served, browser,
+                                                                      tmp_path):
+    """Sessions' import of `{"resourceSpans": "x"}` showed only red "Error" badges and
+    toasts (an AttributeError in Gradio's queue): the refusal box names the field."""
+    from playwright.sync_api import expect
+
+    url, _ = served
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"resourceSpans": "x"}')
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(url)
+    page.get_by_role("tab", name="Sessions").click()
+    page.get_by_text("Import a pipeline's runs").click()
+    page.locator("#fe-import-files input[type=file]").set_input_files(str(odd))
+    expect(page.locator("#fe-import-files")).to_contain_text("odd.json", timeout=30_000)
+    page.locator("#fe-import").click()
+    message = page.locator("#fe-session-message")
+    expect(message).to_contain_text("field 'resourceSpans': expected a list of resources, "
+                                    "got a string", timeout=30_000)
+    expect(message.locator(".fe-error")).to_be_visible()
+    expect(page.get_by_text("Error", exact=True)).to_have_count(0)
