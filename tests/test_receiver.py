@@ -75,3 +75,18 @@ def test_a_bad_body_is_answered_with_the_reason_and_saves_nothing(receiver, body
     code, answer = _post(url, body, kind)
     assert code == status and says in json.loads(answer)["message"]
     assert saved == []
+
+
+def test_one_request_of_two_pipelines_saves_each_run_under_its_own_service(receiver):
+    """A collector batches several pipelines' spans in one request: each trace is named by
+    its own resource's service.name (the request's one name, or "received", before)."""
+    from tests.test_import_whole import LLAMAINDEX, as_pipeline
+
+    rec, _, saved = receiver
+    text = LLAMAINDEX.read_text(encoding="utf-8").splitlines()[0]
+    mine = json.loads(text)
+    theirs = json.loads(as_pipeline(text, "haystack-rag"))
+    both = {"resourceSpans": mine["resourceSpans"] + theirs["resourceSpans"]}
+    assert rec.receive(both) == [1, 2]
+    assert sorted((r.paradigm, r.config["pipeline"]) for r in saved) == [
+        ("haystack-rag", "haystack-rag"), ("llamaindex-rag", "llamaindex-rag")]
