@@ -219,7 +219,8 @@ def test_an_imported_pipelines_evaluation_is_diagnosed_and_opens_in_explore(expl
     from app.views.evaluation import progress_html
 
     status = progress_html(explorer.evaluation_status(imported.evaluation))
-    assert "done, 3 of 3 questions, imported from another pipeline's files" in status
+    assert ("done, 3 of 3 questions over corpus 'li (as traced)', imported from another "
+            "pipeline's files") in status
     *_, found, current = diagnose.diagnose(explorer, str(imported.evaluation), "support")
     assert found["li"]["cuts"] == ["BM25Retriever", "SentenceTransformerRerank"]
     assert found["li"]["total"] == 3

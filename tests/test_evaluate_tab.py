@@ -62,7 +62,7 @@ def test_an_uploaded_evaluation_runs_reopens_compares_exports_and_opens_a_run(
     assert explorer.evaluation(evaluation_id).dataset == "qa.jsonl (uploaded)"
 
     progress, timer, table, _, _, rows, listing = evaluate.follow(explorer, evaluation_id)
-    assert "done, 2 of 2 questions" in progress and timer.active is False
+    assert "done, 2 of 2 questions over corpus 'tiny'" in progress and timer.active is False
     assert "EM" in table and len(rows) == 2 and listing[0][0] == evaluation_id
 
     progress, reopened, *_ = evaluate.open_one(explorer, str(evaluation_id))

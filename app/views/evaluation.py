@@ -209,8 +209,9 @@ def progress_html(status: dict) -> str:
         counts.append((total - done, "question", "not run"))
     said = "".join(f"; {n} {what}{'s' if n != 1 else ''} {verb}"
                    for n, what, verb in counts if n)
+    corpus = f" over corpus '{esc(status['corpus'])}'" if status.get("corpus") else ""
     return (f"<div class='{kind}'>Evaluation {status['id']}: {esc(status['state'])}, "
-            f"{done} of {total} questions{phase}{spent}{pace}{said}{error}</div>")
+            f"{done} of {total} questions{corpus}{phase}{spent}{pace}{said}{error}</div>")
 
 
 def partial_note(status: dict) -> str:

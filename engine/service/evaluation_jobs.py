@@ -263,6 +263,7 @@ class EvaluationJob:
                 "seconds": round(elapsed, 1),
                 "seconds_left": round(left, 1) if left is not None else None,
                 "error": self.error, "means": summarise(self.rows) if self.rows else {},
+                "corpus": self.corpus.name,  # what was searched, beside every figure
                 # ended before every question ran: its means are of the questions stored
                 "partial": self.state not in ("running", "done") and self.done < total}
 

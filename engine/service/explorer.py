@@ -626,7 +626,7 @@ class Explorer:
             means = summarise(self._evaluations.rows(stored.id))
         return {"id": stored.id, "state": stored.state, "phase": "", "done": stored.done,
                 "total": stored.questions, "seconds": stored.seconds, "seconds_left": None,
-                "error": stored.error, "means": means,
+                "error": stored.error, "means": means, "corpus": stored.corpus,
                 "imported": stored.code_version == IMPORTED,
                 "partial": stored.state != "done" and stored.done < stored.questions}
 
