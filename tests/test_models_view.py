@@ -38,6 +38,9 @@ def test_every_role_is_listed_with_your_own_model_as_an_option(data_dir):
     assert by(rows, "re-ranker", "trained").status.startswith("not trained yet")
     assert by(rows, "selection classifier", "trained").status.startswith("not trained yet")
     assert by(rows, "encoder", "minilm").built == ()
+    # the ONNX reader says what runs (fp32 by default), as its exports do ("fp32: ...")
+    onnx = by(rows, "generator", "smollm2 through ONNX Runtime")
+    assert onnx.source.startswith("exported here (fp32;") and "int8 with reader." in onnx.source
 
 
 def test_an_encoders_indexes_and_vectors_are_listed_by_corpus(built, tiny_corpus, data_dir):

@@ -193,7 +193,9 @@ def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_c
     assert list(prep.tasks) == ["corpus", "toy model", "toy index", "train toy"]
     # the paradigm waits for neither the training nor the index a stand-in answers for
     assert prep.needs["toy"] == ("corpus", "toy model")
-    assert "untrained stand-in" in prep.tasks["train toy"].label
+    training = prep.tasks["train toy"]  # says its stand-in answers only until it ends
+    assert "untrained stand-in answers meanwhile" in training.describe()
+    assert "untrained stand-in" in training.headline()
     prep.tasks["corpus"].action = lambda progress: tiny_corpus
     for name in ("corpus", "toy model"):
         prep.tasks[name].state = "ready"
@@ -207,6 +209,8 @@ def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_c
                       "1 classifier still training; untrained stand-ins decide meanwhile"),
                      "train", "load"]
     assert prep.ready() and prep.standing_in() == []
+    assert training.describe().startswith("training a toy model: ready (")
+    assert "stand-in" not in training.describe() + training.headline()
     assert "train toy" not in Preparation("tiny", dense=False).tasks
 
 

@@ -213,7 +213,9 @@ def generator_rows() -> list[ModelRow]:
     return [
         ModelRow("generator", "smollm2", "packaged (SmolLM2-135M-Instruct, GGUF)", "ready",
                  tuple(f"converted weights: {c}" for c in converted), option),
-        ModelRow("generator", "smollm2 through ONNX Runtime", "exported here (int8)",
+        # what runs: fp32 (auto); int8 only when reader.precision asks for it
+        ModelRow("generator", "smollm2 through ONNX Runtime",
+                 "exported here (fp32; int8 with reader.precision int8)",
                  "ready" if exported else "exported on first use (~20 s): runs with "
                  "reader.attention off, evaluations and sweeps by default",
                  tuple(f"ONNX export {e}" for e in exported),

@@ -76,13 +76,22 @@ class Task(Paced):
     trained_by: Task | None = field(default=None, repr=False)  # training it waits for
     per_corpus: bool = True  # False: the process's (a model), not this corpus's own
     cannot_run: Callable[[], str] | None = None  # why it would fail now ("": it can run)
+    meanwhile: str = ""  # what answers while it waits or runs, said only then
+
+    @property
+    def shown(self) -> str:
+        """Its label, with what answers meanwhile while it waits or runs (a training that
+        ended no longer says its untrained stand-in answers)."""
+        if self.meanwhile and self.state in ("waiting", "running"):
+            return f"{self.label} ({self.meanwhile})"
+        return self.label
 
     def headline(self) -> str:
         """What it is and its state, without figures that go stale once shown."""
         state = {"running": "training" if self.train_seconds else "building",
                  "waiting": "waiting for its turn",
                  "failed": f"FAILED - {self.error}"}.get(self.state, self.state)
-        return f"{self.label} ({state})"
+        return f"{self.shown} ({state})"
 
     @property
     def behind(self) -> bool:
@@ -125,31 +134,31 @@ class Task(Paced):
             if self.turn is not None and self.turn.state == "paused":
                 doing = "paused while a shorter build runs"
             meanwhile = f"; {self.stand_in} stands in meanwhile" if self.promised else ""
-            return f"{self.label}: {doing}{part}, {elapsed:.0f} s so far{meanwhile}"
+            return f"{self.shown}: {doing}{part}, {elapsed:.0f} s so far{meanwhile}"
         if self.state == "ready" and self.trained_by and self.trained_by.state != "ready":
-            return (f"{self.label}: its untrained stand-in answers ({self.seconds:.1f} s to "
+            return (f"{self.shown}: its untrained stand-in answers ({self.seconds:.1f} s to "
                     f"load) until {self.trained_by.label.split(' (')[0]} ends"
                     + (" (it failed: the stand-in stays)" if self.trained_by.state == "failed"
                        else ""))
         if self.state == "ready":
-            return f"{self.label}: ready ({self.seconds:.1f} s)"
+            return f"{self.shown}: ready ({self.seconds:.1f} s)"
         if self.state == "failed":
-            return f"{self.label}: FAILED - {self.error}"
+            return f"{self.shown}: FAILED - {self.error}"
         if self.behind:
             place, seconds = BUILDS.wait_of(self.turn)
             starts = (f"starts in about {duration(seconds)}" if math.isfinite(seconds) else
                       "starts when the builds before it end")
             takes = (f", then takes about {duration(self.turn.seconds)}"
                      if math.isfinite(self.turn.seconds) else "")
-            return f"{self.label}: number {place} in the build queue; {starts}{takes}"
+            return f"{self.shown}: number {place} in the build queue; {starts}{takes}"
         if ahead and math.isfinite(ahead):
             takes = self.expected()
-            return (f"{self.label}: waiting for the tasks above; starts in about "
+            return (f"{self.shown}: waiting for the tasks above; starts in about "
                     f"{duration(ahead)}" + (f", then takes about {duration(takes)}"
                                              if takes and math.isfinite(takes) else ""))
         if ahead:
-            return f"{self.label}: waiting for the tasks above (how long they take is unknown)"
-        return f"{self.label}: waiting for its turn"
+            return f"{self.shown}: waiting for the tasks above (how long they take is unknown)"
+        return f"{self.shown}: waiting for its turn"
 
     def builds(self) -> bool:
         """Whether running it is a long build (encoding, training) that takes its turn
@@ -232,8 +241,8 @@ class Preparation:
                 return str(err)
             return ""
 
-        self.tasks[name] = Task(name, f"training {trainer.trains} (its untrained stand-in "
-                                "answers meanwhile)", action, slow=True,
+        self.tasks[name] = Task(name, f"training {trainer.trains}", action, slow=True,
+                                meanwhile="its untrained stand-in answers meanwhile",
                                 train_seconds=need.train_seconds,
                                 estimate=lambda: need.train_seconds, per_corpus=False,
                                 must_train=lambda: not trainer.is_trained(),
