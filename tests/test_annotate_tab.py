@@ -138,10 +138,19 @@ def test_a_waiting_retrain_says_what_it_waits_for_and_keeps_polling():
 
     waiting_for = ("the first-start training of this classifier (the version a retrain "
                    "improves on and is compared with): training <C>: 3/10 (30%)")
-    status = _status("first", state="waiting", labels=3)
-    status["retrain"]["waiting_for"] = waiting_for
+    status = _status("first", state="waiting", labels=3, set_aside=2)
+    status["retrain"].update(waiting_for=waiting_for, starts_in=1_200.0)
     html = classifier_html(status)
-    assert "Retrain on 3 labels waiting" in html and "starts by itself when that ends" in html
+    # the whole wait up front: until it starts, then its own training; the labels counted
+    # as the versions table counts them
+    assert ("Retrain on 3 labels (2 more set aside: on held-out or dev500 questions): "
+            "<b>about 33 min in all: about 20 min until it starts, then about 13 min of "
+            "training</b>") in html
+    assert "starts by itself when that ends" in html
+    status["retrain"]["starts_in"] = float("inf")
+    assert "it starts when the builds before it end (how long they take is not known yet)" \
+        in classifier_html(status)
+    status["retrain"]["starts_in"] = 1_200.0
     assert "training &lt;C&gt;: 3/10" in html  # escaped
 
     class Service:
@@ -165,3 +174,32 @@ def test_without_a_version_the_panel_says_what_makes_one(first, said):
 
     status = {**_status("", state="idle"), "versions": [], "first_training": first}
     assert said in classifier_html(status)
+
+
+def test_annotate_lists_training_questions_first_and_says_whose_labels_train(explorer):
+    """Seen: HotpotQA dev500 offered first, its labels never training, learnt only after
+    Retrain; and 300 of its 500 questions listed without a word."""
+    from app.tabs import picker
+    from engine.service.annotation import labelling_order, trainable
+    from engine.service.datasets import dataset_questions
+
+    dev, train = "hotpotqa/dev500_contexts.jsonl", "hotpotqa/train100.json"
+    if not {dev, train} <= set(explorer.datasets()):
+        pytest.skip("the QA data is not here (funnel-engine data fetch)")
+    offered = [path for _, path in picker.dataset_choices(explorer,
+                                                          order=labelling_order)["choices"]]
+    assert offered[:2] == [train, "musique/train100.json"] and offered[-1] == dev
+    listed, note = picker.questions_update(explorer, dev, labelling=True)
+    assert "Labels on HotpotQA dev500 questions never train" in note
+    assert listed["info"].startswith("The first 300 of its 500 questions, in the file's order")
+    listed, note = picker.questions_update(explorer, train, labelling=True)
+    trains = trainable(dataset_questions(train))
+    assert 0 < len(trains) < 100
+    assert (f"Labels on {len(trains)} of its 100 questions train the classifier; the other "
+            f"{100 - len(trains)} are held out") in note
+    held = [q for label, q in listed["choices"] if label.endswith(" · held out")]
+    assert len(held) == 100 - len(trains) and not set(held) & trains
+    assert listed["info"].startswith("All its 100 questions")
+    # Explore's and Compare's picker: no note on labels, no marks
+    listed, note = picker.questions_update(explorer, train)
+    assert note == "" and not any("held out" in label for label, _ in listed["choices"])

@@ -187,7 +187,7 @@ def slow(config, examples, progress, activate=True):
     time.sleep(60)
 
 fit.train_classifier = slow
-Annotation._check_usable_labels = lambda self: 3  # as if three labels were stored
+Annotation._check_usable_labels = lambda self: (3, 0)  # as if three labels were stored
 annotation = Annotation(lambda name: None, SessionStore(sys.argv[1]))
 annotation.retrain()
 time.sleep(60)

@@ -53,13 +53,6 @@ KEYS_JS = """
 """
 
 
-SET_ASIDE = ("*Labels on HotpotQA dev500 questions and on the training questions held out "
-             "for the classifier's figures are stored but set aside when retraining, so the "
-             "held-out figures stay comparable and evaluation stays clean: to teach the "
-             "classifier, label pairs of other questions (typed ones, or the other "
-             "datasets').*")
-
-
 def _version_choices(status: dict) -> gr.Dropdown:
     """Every version, newest first; chosen: a retrained version kept inactive because it
     is worse (one press of Make active uses it anyway), else the active one."""
@@ -77,10 +70,11 @@ def build(explorer: Explorer) -> Tab:
     gr.Markdown("Label the pairs DR-RAG's selection classifier judged: do the two documents "
                 "together answer the question? Keys: **y** positive, **n** negative, "
                 "**s** skip.")
+    # the datasets whose labels train first; beside the picker, whether the chosen one's do
     picker = question_picker(explorer, "fe-annotate", lambda: gr.Radio(
-        STRATEGIES, value="cis", label="Pairs from", scale=1, elem_id="fe-annotate-strategy"))
+        STRATEGIES, value="cis", label="Pairs from", scale=1, elem_id="fe-annotate-strategy"),
+        labelling=True)
     question, strategy = picker.question, picker.beside
-    gr.Markdown(SET_ASIDE, elem_id="fe-annotate-set-aside")
     with gr.Row():
         k = gr.Slider(2, 8, value=4, step=1, label="k: documents whose pairs are judged")
         annotator = gr.Textbox(label="Your name (stored with each label)",

@@ -12,9 +12,12 @@ from dataclasses import dataclass
 import gradio as gr
 
 from app.errors import raising_refusals
+from app.views.annotation import SET_ASIDE, trains_note
 from app.views.trace import esc
 from engine.documents import Question
 from engine.paradigms.base import MAX_QUESTION_CHARS
+from engine.service.annotation import labelling_order, trainable
+from engine.service.datasets import dataset_questions
 from engine.service.explorer import Explorer
 
 PASTE_LIMIT = 25 * MAX_QUESTION_CHARS
@@ -65,38 +68,81 @@ def gold_markdown(q: Question, held: int, total: int) -> str:
     return text
 
 
-def dataset_choices(explorer: Explorer, first: bool = False, **kwargs) -> dict:
+Order = Callable[[dict[str, str]], dict[str, str]]
+
+
+def dataset_choices(explorer: Explorer, first: bool = False, order: Order | None = None,
+                    **kwargs) -> dict:
     """The listed datasets that are here as a dropdown update (the first one picked with
-    `first`), saying in its info which are missing and the one command that fetches them."""
+    `first`; in `order`'s order), saying in its info which are missing and the one command
+    that fetches them."""
     datasets = explorer.datasets()
+    datasets = order(datasets) if order is not None else datasets
     return gr.update(choices=[(label, path) for path, label in datasets.items()],
                      info=explorer.datasets_note() or None, **kwargs,
                      **({"value": next(iter(datasets), None)} if first else {}))
 
 
 def dataset_dropdown(explorer: Explorer, label: str, first: bool = False,
-                     **kwargs) -> gr.Dropdown:
-    """A dropdown of the listed datasets, by name. Its choices are read again whenever it
-    is opened: the QA data may arrive after the page was built (a first start fetches it
-    in the background)."""
-    update = dataset_choices(explorer, first)
+                     order: Order | None = None, **kwargs) -> gr.Dropdown:
+    """A dropdown of the listed datasets, by name (in `order`'s order). Its choices are
+    read again whenever it is opened: the QA data may arrive after the page was built (a
+    first start fetches it in the background)."""
+    update = dataset_choices(explorer, first, order)
     dropdown = gr.Dropdown(update["choices"], value=update.get("value"), label=label,
                            info=update["info"], **kwargs)
-    dropdown.focus(lambda: dataset_choices(explorer), None, dropdown,
+    dropdown.focus(lambda: dataset_choices(explorer, order=order), None, dropdown,
                    api_visibility="private", queue=False)
     return dropdown
 
 
+def questions_update(explorer: Explorer, path, labelling: bool = False) -> tuple[dict, str]:
+    """(the question dropdown's update, the note on labels) for the dataset picked: its
+    listed questions marked by how much of their gold evidence the start-up corpus holds,
+    and how many of its questions are listed. `labelling` (Annotate): the questions whose
+    labels cannot train are marked "held out" and the note says which labels train."""
+    if not path:
+        return gr.update(choices=[], value=None, info=None), SET_ASIDE if labelling else ""
+    qs = explorer.questions(path)
+    total = len(dataset_questions(path))
+    listed = (f"All its {total} questions" if len(qs) == total else
+              f"The first {len(qs)} of its {total} questions, in the file's order (a "
+              "shorter list opens quickly; Evaluate runs them all)")
+    trains = trainable(dataset_questions(path)) if labelling else None
+    held = "" if trains is None or not trains else " · held out"
+    note = trains_note(explorer.datasets().get(path, path), total, trains) if labelling \
+        else ""
+
+    def shown(q: Question, mark: str = "") -> str:
+        return question_label(q, mark) + (held if held and q.id not in trains else "")
+
+    if explorer.corpus is None:  # nothing to look the evidence up in yet
+        return gr.update(choices=[(shown(q), q.id) for q in qs], value=None,
+                         info=f"{listed}. The corpus is still loading: pick the dataset "
+                              "again to see which questions it can answer"), note
+    marked = [(evidence_mark(*explorer.supporting_in_corpus(q)), q) for q in qs]
+    whole = sum(mark == HELD for mark, _ in marked)
+    return gr.update(choices=[(shown(q, mark), q.id) for mark, q in marked], value=None,
+                     info=f"{listed}. {HELD} the start-up corpus holds every supporting "
+                          f"document ({whole} of {len(qs)}), {PART} some, {NONE} none, "
+                          f"{UNKNOWN} not named by the dataset"), note
+
+
 def question_picker(explorer: Explorer, prefix: str,
-                    beside: Callable[[], gr.Component] | None = None) -> QuestionPicker:
+                    beside: Callable[[], gr.Component] | None = None,
+                    labelling: bool = False) -> QuestionPicker:
     """Dataset and question dropdowns, the gold shown, and the question textbox with what
-    `beside` builds to its right; element ids start with `prefix` (#fe-question)."""
+    `beside` builds to its right; element ids start with `prefix` (#fe-question).
+    `labelling` (Annotate): the datasets whose labels train come first, and a note beside
+    the picker says whether the chosen dataset's labels can train."""
     gold = gr.State(None)
     with gr.Row():
         dataset = dataset_dropdown(explorer, "Dataset (optional)", scale=1,
+                                   order=labelling_order if labelling else None,
                                    elem_id=f"{prefix}-dataset")
         picked = gr.Dropdown([], label="Question from the dataset", scale=3,
                              elem_id=f"{prefix}-picked")
+    trains = gr.Markdown(SET_ASIDE, elem_id=f"{prefix}-trains", visible=labelling)
     gold_info = gr.Markdown(elem_id=f"{prefix}-gold")
     with gr.Row():
         question = gr.Textbox(label="Question", value=EXAMPLE, scale=4, lines=1,
@@ -108,20 +154,7 @@ def question_picker(explorer: Explorer, prefix: str,
 
     @raising_refusals  # a toast: the picker has no box of its own
     def load_dataset(path):
-        if not path:
-            return gr.update(choices=[], value=None, info=None)
-        qs = explorer.questions(path)
-        if explorer.corpus is None:  # nothing to look the evidence up in yet
-            return gr.update(choices=[(question_label(q), q.id) for q in qs],
-                             value=None, info="the corpus is still loading: pick the dataset "
-                                              "again to see which questions it can answer")
-        marked = [(evidence_mark(*explorer.supporting_in_corpus(q)), q) for q in qs]
-        whole = sum(mark == HELD for mark, _ in marked)
-        return gr.update(choices=[(question_label(q, mark), q.id) for mark, q in marked],
-                         value=None,
-                         info=f"{HELD} the start-up corpus holds every supporting document "
-                              f"({whole} of {len(qs)}), {PART} some, {NONE} none, "
-                              f"{UNKNOWN} not named by the dataset")
+        return questions_update(explorer, path, labelling)
 
     def pick(path, qid):
         q = next((q for q in explorer.questions(path) if q.id == qid), None) \
@@ -130,7 +163,7 @@ def question_picker(explorer: Explorer, prefix: str,
             return gr.update(), None, ""
         return q.text, q, gold_markdown(q, *explorer.supporting_in_corpus(q))
 
-    dataset.change(load_dataset, dataset, picked, api_visibility="private")
+    dataset.change(load_dataset, dataset, [picked, trains], api_visibility="private")
     picked.change(pick, [dataset, picked], [question, gold, gold_info], api_visibility="private")
     return QuestionPicker(question, gold, extra)
 

@@ -3,10 +3,37 @@ and the classifier's versions, as HTML from engine records."""
 
 from __future__ import annotations
 
+import math
+
 from app.views.trace import error_box, esc
 from engine.service.annotation import AUC_DECIMALS, JudgedPair
 from engine.service.preparation import duration
 from engine.store.labels import Label
+
+SET_ASIDE = ("*Labels on HotpotQA dev500 questions and on the training questions held out "
+             "for the classifier's figures are stored but set aside when retraining, so the "
+             "held-out figures stay comparable and evaluation stays clean: to teach the "
+             "classifier, label pairs of other questions (typed ones, or the other "
+             "datasets').*")
+
+
+def trains_note(dataset: str, total: int, trains: set[str] | None) -> str:
+    """Beside Annotate's picker: whether labels on the chosen dataset's questions train the
+    classifier (`trains`: the ids of those whose labels do; None: unknown)."""
+    if trains is None:
+        return SET_ASIDE
+    name = esc(dataset)
+    if not trains:
+        return (f"⚠ **Labels on {name} questions never train**: its questions are held out "
+                "for evaluation, so Retrain sets their labels aside (they are kept). To "
+                "teach the classifier, pick a training dataset (listed first) or type a "
+                "question.")
+    if len(trains) == total:
+        return f"Labels on {name} questions train the classifier when you press Retrain."
+    held = total - len(trains)
+    return (f"Labels on {len(trains):,} of its {total:,} questions train the classifier; the "
+            f"other {held:,} are held out for the classifier's own figures (marked "
+            "\"held out\" in the list): their labels are kept but set aside when retraining.")
 
 
 def _truth(value: int | None) -> str:
@@ -70,10 +97,33 @@ def plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
+def trained_on(job: dict) -> str:
+    """The labels a retrain trains on, and those it sets aside, as the versions table
+    counts them: "3 labels (2 more set aside: on held-out or dev500 questions)"."""
+    aside = job.get("set_aside", 0)
+    return plural(job["labels"], "label") + (
+        f" ({aside:,} more set aside: on held-out or dev500 questions)" if aside else "")
+
+
 RULE = (f"A retrained version becomes active only if its held-out AUC (to {AUC_DECIMALS} "
         "decimals, on the same held-out pairs) is at least the active version's. "
         "Otherwise the active version stays, and the new one is kept: choose it under "
         "Versions and press Make active to use it anyway.")
+
+
+def whole_wait(job: dict) -> str:
+    """A waiting retrain's whole wait, up front: until its training starts (the
+    first-start training's time left, or the builds ahead of it), then its own training
+    (timed from the first-start training's pace here when it kept one)."""
+    starts, takes = job.get("starts_in", 0.0), job.get("takes", 0.0)
+    own = f"about {duration(takes)} of training"
+    if not math.isfinite(starts):
+        return (f"it starts when the builds before it end (how long they take is not known "
+                f"yet), then takes {own}")
+    if starts < 1:
+        return f"{own}, starting now"
+    return (f"about {duration(starts + takes)} in all: about {duration(starts)} until it "
+            f"starts, then {own}")
 
 
 def _no_version(status: dict) -> str:
@@ -127,9 +177,10 @@ def _retrain_html(job: dict, active: str | None) -> str:
               "meanwhile.")
     if job["state"] == "waiting":
         return (f"<div class='fe-progress' id='fe-retrain-waiting'>Retrain on "
-                f"{plural(job['labels'], 'label')} waiting ({duration(job.get('waited', 0))} "
-                f"so far) for {esc(job.get('waiting_for') or 'its turn')}. It starts by itself "
-                "when that ends: one long build runs at a time here, the shortest first."
+                f"{trained_on(job)}: <b>{whole_wait(job)}</b>. Waiting "
+                f"({duration(job.get('waited', 0))} so far) for "
+                f"{esc(job.get('waiting_for') or 'its turn')}. It starts by itself when that "
+                "ends: one long build runs at a time here, the shortest first."
                 f"{before}</div>")
     if job["state"] == "running":
         part, left = "", ""
@@ -139,7 +190,9 @@ def _retrain_html(job: dict, active: str | None) -> str:
             part = f": {job['done']:,}/{job['total']:,} ({job['done'] / job['total']:.0%})"
             if job.get("left") is not None:  # told once it has kept a pace
                 left = f", about {duration(job['left'])} left"
-        return (f"<div class='fe-progress'>Retraining on {plural(job['labels'], 'label')}"
+            elif job.get("takes", 0) > job["seconds"]:  # until then, what it was expected
+                left = f", about {duration(job['takes'] - job['seconds'])} left as expected"
+        return (f"<div class='fe-progress'>Retraining on {trained_on(job)}"
                 f"{esc(part)}, {job['seconds']:.0f} s so far{left}.{before}</div>")
     if job["state"] == "failed":
         return error_box(f"The retrain failed: {job['error']}")
@@ -159,7 +212,7 @@ def _retrain_done_html(job: dict, active: str | None) -> str:
                 f"the active version {after} was trained on these very labels. Label more "
                 "pairs, then retrain.</div>")
     waited = job.get("waited", 0)
-    head = (f"Retrained in {duration(job['seconds'])} on {plural(job['labels'], 'label')}"
+    head = (f"Retrained in {duration(job['seconds'])} on {trained_on(job)}"
             + (f" (after waiting {duration(waited)} for its turn)" if waited >= 1 else ""))
     new, old = compared.get("after") or {}, compared.get("before") or {}
     if not job["before"]:

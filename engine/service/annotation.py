@@ -17,29 +17,28 @@ make active anyway.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import threading
 import time
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
-from engine.documents import Corpus
-from engine.errors import ConfigError, log_failure
-from engine.models.trained import SELECTION_CLASSIFIER
-from engine.service.builds import Paced
+from engine.documents import Corpus, Question
+from engine.errors import ConfigError, EngineError, log_failure
+from engine.service.retrain_job import (
+    FIRST_TRAINING,
+    RetrainJob,
+    record,
+    recorded_job,
+    timed,
+)
 from engine.store.labels import Label, LabelStore
 from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
 
-FIRST_TRAINING = f"train {SELECTION_CLASSIFIER}"  # the preparation task that trains it first
 AUC_DECIMALS = 3  # the held-out AUC as the Annotate tab shows it, and as the rule compares it
 POLL_SECONDS = 0.5  # how often a retrain waiting for the first-start training looks again
-FIRST_TRAINING_PHRASE = ("the first-start training of this classifier (the version a retrain "
-                         "improves on and is compared with)")
 
 
 @dataclass(frozen=True)
@@ -87,102 +86,36 @@ def judged_pairs(trace: RunTrace, corpus: Corpus, labels: list[Label] = ()) -> l
     return sorted(pairs, key=lambda p: (not p.disagrees, abs(p.probability - p.threshold)))
 
 
-@dataclass
-class RetrainJob(Paced):
-    """The state of the background retrain (written by its thread only)."""
+def labelling_order(datasets: dict[str, str]) -> dict[str, str]:
+    """The listed datasets ({path: label}) as Annotate offers them: the classifier's
+    training files first (their labels train, but for the held-out questions), then the
+    others, the evaluation questions (HotpotQA dev500: their labels never train) last."""
+    from engine.models.trained import TRAIN_FILES
+    from engine.train.preranker_pairs import DEV_SOURCE
 
-    state: str = "idle"  # idle | waiting | running | done | failed | interrupted
-    done: int = 0
-    total: int = 0
-    error: str = ""
-    before: str = ""  # version ids: the one active when training began, and the new one
-    after: str = ""
-    labels: int = 0
-    queued: float = 0.0  # when Retrain was pressed
-    started: float = 0.0  # when its training began, after the wait
-    seconds: float = 0.0  # training time, once ended
-    waited: float = 0.0  # time waiting for its turn, once it began
-    phase: str = ""  # what it does beside the training steps
-    activated: bool = False  # the new version was made active (`not_worse`)
-    compared: dict = field(default_factory=dict)  # both versions on the same held-out pairs
-    first_training: Any = field(default=None, repr=False)  # the Task it waits for, if any
-    turn: Any = field(default=None, repr=False)  # its Turn in BUILDS, once it asked
-    paced_from: tuple[float, int] | None = None  # (when, done) of its first progress
-    paused_at_pace: float = 0.0  # its turn's paused seconds when the pace began
-    thread: threading.Thread | None = field(default=None, repr=False)
+    def rank(path: str) -> int:
+        return 0 if path in TRAIN_FILES else 2 if path == DEV_SOURCE else 1
 
-    def waiting_for(self) -> str:
-        """What it waits for now, as a phrase ("" once it runs)."""
-        from engine.service.builds import BUILDS
-        from engine.service.preparation import duration
-
-        if self.state != "waiting":
-            return ""
-        if self.first_training is not None:
-            return f"{FIRST_TRAINING_PHRASE}: {self.first_training.describe()}"
-        place, seconds = BUILDS.wait_of(self.turn) if self.turn is not None else (0, 0.0)
-        if not place:  # not in the queue yet, or just given its turn
-            return "its turn among the long builds"
-        starts = (f"starts in about {duration(seconds)}" if math.isfinite(seconds) else
-                  "starts when the builds before it end")
-        running = "; ".join(t.label for t in BUILDS.running())
-        return (f"its turn among the long builds: number {place} in the queue, {starts}"
-                + (f" (running now: {running})" if running else ""))
-
-    def describe(self) -> dict:
-        now = time.monotonic()
-        training = self.seconds or (now - self.started if self.started else 0.0)
-        waited = self.waited or (now - self.queued if self.state == "waiting" else 0.0)
-        paused = self.turn is not None and self.turn.state == "paused"
-        left = self.seconds_left() if self.state == "running" else None
-        return {"state": self.state, "done": self.done, "total": self.total,
-                "error": self.error, "before": self.before, "after": self.after,
-                "labels": self.labels, "seconds": round(training, 1),
-                "left": None if left is None else round(left, 1),
-                "waited": round(waited, 1), "waiting_for": self.waiting_for(),
-                "phase": "paused while a shorter build runs" if paused else self.phase,
-                "activated": self.activated, "compared": self.compared}
+    return dict(sorted(datasets.items(), key=lambda item: rank(item[0])))
 
 
-# what a retrain's record keeps (data/retrain.json): how it ended survives a restart, and one
-# the process died in is told as interrupted
-RECORDED = ("state", "error", "before", "after", "labels", "seconds", "waited", "activated",
-            "compared")
+def trainable(questions: Sequence[Question]) -> set[str] | None:
+    """The ids of `questions` whose labels a retrain trains on, by its own rule
+    (engine.train.selection_pairs.usable_labels: not a held-out training question, not a
+    dev500 one); None when it cannot tell (the training data is missing)."""
+    from engine.models.selection_classifier import active_version
+    from engine.train.fit_selection_classifier import ClassifierConfig, held_out_questions
+    from engine.train.selection_pairs import PairExample, usable_labels
 
-
-def retrain_record() -> Path:
-    from engine.paths import data_dir
-
-    return data_dir() / "retrain.json"
-
-
-def record(job: RetrainJob) -> None:
-    """Write the retrain's state where a restart finds it (atomically)."""
-    from engine.cache import write_json_atomic
-
-    write_json_atomic(retrain_record(), {name: getattr(job, name) for name in RECORDED})
-
-
-def recorded_job() -> RetrainJob:
-    """The last retrain as its record left it: one still waiting or running then was
-    interrupted by the process's end (a hard stop) and is said so."""
-    path = retrain_record()
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-        job = RetrainJob(**{name: found[name] for name in RECORDED if name in found})
-    except FileNotFoundError:
-        return RetrainJob()
-    except (OSError, ValueError, TypeError) as err:
-        logger.warning("ignoring the damaged retrain record %s: %s", path, err)
-        return RetrainJob()
-    if job.state in ("waiting", "running"):
-        was = "training" if job.state == "running" else "waiting for its turn"
-        job.state = "interrupted"
-        job.error = (f"the app stopped while this retrain on {job.labels} labels was {was}; "
-                     "nothing of it was kept (the active version is unchanged). Press Retrain "
-                     "to start it again.")
-        record(job)
-    return job
+        held_out = held_out_questions(_recipe(active_version() or "") or ClassifierConfig())
+    except (EngineError, OSError) as err:  # the training files are missing
+        logger.info("cannot tell which questions' labels train: %s", err)
+        return None
+    kept, _ = usable_labels([PairExample(q.text, "", "", 0, "human") for q in questions],
+                            held_out)
+    texts = {x.query for x in kept}
+    return {q.id for q in questions if q.text in texts}
 
 
 def not_worse(after: dict, before: dict | None) -> bool:
@@ -275,8 +208,12 @@ class Annotation:
         with self._lock:
             if self.job.state in ("waiting", "running"):
                 return self.status()
-            labels = self._check_usable_labels()
-            self.job = RetrainJob(state="waiting", queued=time.monotonic(), labels=labels)
+            labels, set_aside = self._check_usable_labels()
+            self.job = RetrainJob(state="waiting", queued=time.monotonic(), labels=labels,
+                                  set_aside=set_aside)
+            # what it waits for, said from the first status on (its thread keeps it)
+            self.job.first_training = self._first_training()
+            self.job.own = timed(self.job.first_training)
             record(self.job)
             self.job.thread = threading.Thread(target=self._retrain, args=(self.job,),
                                                name="retrain", daemon=True)
@@ -292,27 +229,25 @@ class Annotation:
 
         return _recipe(version) or ClassifierConfig(), training_examples(self.labels.list())
 
-    def _check_usable_labels(self) -> int:
-        """How many labels a retrain would read (a ConfigError if none can train)."""
+    def _check_usable_labels(self) -> tuple[int, int]:
+        """(how many stored labels a retrain trains on, how many it sets aside); a
+        ConfigError if none can train."""
         from engine.models.selection_classifier import active_version
-        from engine.train.fit_selection_classifier import held_out_questions
-        from engine.train.selection_pairs import usable_labels
 
         config, examples = self._training_input(active_version() or "")
         if not examples:
             raise ConfigError("There are no labels to retrain on yet: find pairs and label "
                               "some (y / n), then retrain.")
-        usable, set_aside = usable_labels(examples, held_out_questions(config))
+        usable, set_aside = self._usable(examples, config)
         if not usable:
             raise ConfigError(
                 f"None of the {set_aside} stored labels can train: all are on held-out "
                 "training questions or HotpotQA dev500 questions, which are set aside so the "
                 "held-out figures stay comparable. Label pairs of other questions (typed "
                 "questions count), then retrain.")
-        return len(examples)
+        return usable, set_aside
 
     def _retrain(self, job: RetrainJob) -> None:
-        from engine.models.trained import TRAINING_TIMES
         from engine.service.builds import BUILDS
 
         def waits(turn) -> None:
@@ -321,9 +256,7 @@ class Annotation:
         try:
             self._wait_for_first_training(job)
             with BUILDS.turn(f"retraining DR-RAG's selection classifier with {job.labels} "
-                             "labels",
-                             TRAINING_TIMES[SELECTION_CLASSIFIER].seconds,
-                             on_wait=waits) as turn:
+                             "labels", job.own_seconds(), on_wait=waits) as turn:
                 job.turn, turn.left = turn, job.seconds_left
                 job.waited = time.monotonic() - job.queued
                 self._train(job, turn.progress(job.report))
@@ -342,6 +275,7 @@ class Annotation:
         queue alone might let the retrain go first)."""
         while (task := self._first_training()) is not None:
             job.first_training = task
+            job.own = timed(task) or job.own
             time.sleep(POLL_SECONDS)
         job.first_training = None
 
@@ -367,7 +301,7 @@ class Annotation:
         if job.before:  # pinned: a version kept inactive must not take over as the newest
             set_active(job.before)
         config, examples = self._training_input(job.before)
-        job.labels = len(examples)
+        job.labels, job.set_aside = self._usable(examples, config)
         job.after = train_classifier(config, examples, progress, activate=False).name
         job.compared = self._compare(job, config)
         job.activated = not_worse(job.compared["after"], job.compared["before"])
@@ -377,6 +311,16 @@ class Annotation:
                     job.after, job.compared["after"]["heldout_auc"], job.before or "none",
                     (job.compared["before"] or {}).get("heldout_auc"),
                     "made active" if job.activated else "kept, not active")
+
+    @staticmethod
+    def _usable(examples: list, config) -> tuple[int, int]:
+        """(labels trained on, labels set aside) of `examples` under `config`, as
+        train_classifier counts them."""
+        from engine.train.fit_selection_classifier import held_out_questions
+        from engine.train.selection_pairs import usable_labels
+
+        usable, set_aside = usable_labels(examples, held_out_questions(config))
+        return len(usable), set_aside
 
     @staticmethod
     def _compare(job: RetrainJob, config) -> dict:
