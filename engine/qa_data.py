@@ -120,10 +120,21 @@ class FetchFailed(EngineError):
     """The QA data could not be fetched (no network, a bad mirror, a wrong checksum)."""
 
 
-def how_to_get() -> str:
-    """The one command (and the alternative) that puts the QA data in place."""
+def how_to_get(fetch_state: str = "") -> str:
+    """The one command (and the alternative) that puts the QA data in place. `fetch_state`
+    is the app's background fetch, where one was started: "waiting" or "running" (say it
+    is under way), "failed" (say so and how to try again), "" (none known: say a first
+    start of the app fetches it)."""
+    elsewhere = "or set FUNNEL_SHARED_DATA to a folder that holds the files"
+    if fetch_state == "failed":
+        return (f"the app's background fetch of it failed (see its line): run "
+                f"`{FETCH_COMMAND}` to try again (FUNNEL_DATA_MIRROR=<URL or folder> fetches "
+                f"from a mirror), {elsewhere}")
+    if fetch_state in ("waiting", "running"):
+        return (f"the app is fetching it in the background now (see its line); or run "
+                f"`{FETCH_COMMAND}`, {elsewhere}")
     return (f"run `{FETCH_COMMAND}` (the app also fetches it in the background on a first "
-            "start), or set FUNNEL_SHARED_DATA to a folder that holds the files")
+            f"start), {elsewhere}")
 
 
 def missing(paths: Iterable[str] | None = None, root: Path | None = None) -> list[str]:

@@ -118,6 +118,7 @@ def test_without_the_data_each_part_says_what_is_missing_and_the_fix(empty_qa):
 
 def test_a_first_start_fetches_the_data_before_anything_else(tmp_path, empty_qa,
                                                              monkeypatch, tiny_corpus):
+    from engine.service import datasets
     from engine.service.preparation import Preparation
 
     monkeypatch.setenv("FUNNEL_DATA_MIRROR", "http://127.0.0.1:9")
@@ -129,6 +130,18 @@ def test_a_first_start_fetches_the_data_before_anything_else(tmp_path, empty_qa,
     assert prep.tasks["corpus"].state == "ready"  # a corpus not made of the QA data loads
     assert [t.name for t in prep.failed()] == ["qa data"]
     assert "FAILED - No network answers" in prep.tasks["qa data"].describe()
+    # the status line says the fetch failed and how to try again, not that the app fetches
+    # it in the background (seen right after that fetch failed)
+    from engine.service.explorer import Explorer
+    from engine.store.sessions import SessionStore
+
+    store = SessionStore(tmp_path / "s.duckdb")
+    note = Explorer(prep, store).datasets_note()
+    store.close()
+    assert "the app's background fetch of it failed (see its line): run `funnel-engine " \
+           "data fetch` to try again" in note and "FUNNEL_DATA_MIRROR" in note
+    assert "also fetches it in the background" not in note
+    assert "the app is fetching it in the background now" in datasets.missing_note("running")
     if LOCAL.is_dir():
         monkeypatch.setenv("FUNNEL_DATA_MIRROR", str(mirror_of(LOCAL, tmp_path / "m")))
         again = Preparation("tiny", dense=False, fetch_data=True, load=lambda p: tiny_corpus)

@@ -18,15 +18,16 @@ def listed_datasets() -> dict[str, str]:
     return {path: label for path, label in DATASETS.items() if (root / path).exists()}
 
 
-def missing_note() -> str:
-    """'' when every listed dataset is here; else which are not and how to get them."""
+def missing_note(fetch_state: str = "") -> str:
+    """'' when every listed dataset is here; else which are not and how to get them
+    (`fetch_state`: the app's background fetch, engine.qa_data.how_to_get)."""
     from engine.qa_data import how_to_get, missing
 
     absent = missing(DATASETS)
     if not absent:
         return ""
     names = ", ".join(DATASETS[path] for path in absent)
-    return f"Not here yet: {names} (the QA data is missing; {how_to_get()})."
+    return f"Not here yet: {names} (the QA data is missing; {how_to_get(fetch_state)})."
 
 
 def listed_path(dataset: str) -> str | None:

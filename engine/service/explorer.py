@@ -345,8 +345,10 @@ class Explorer:
         return listed_datasets()
 
     def datasets_note(self) -> str:
-        """'' when every listed dataset is here; else which are missing and the fix."""
-        return missing_note()
+        """'' when every listed dataset is here; else which are missing and the fix, as
+        the app's background fetch of them stands (under way, or failed: try again)."""
+        fetching = self._preparation.tasks.get("qa data")
+        return missing_note(fetching.state if fetching is not None else "")
 
     def questions(self, dataset: str, limit: int = 300) -> tuple[Question, ...]:
         """The first `limit` questions of a listed dataset."""
