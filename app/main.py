@@ -1,5 +1,6 @@
 """Start Funnel Explorer: `python app.py` or `funnel-explorer` with [--host H] [--port P]
-[--corpus NAME] [--corpus-root DIR] [--max-upload-mb MB] [--share] [--auth USER:PASSWORD]
+[--data-dir DIR] [--corpus NAME] [--corpus-root DIR] [--max-upload-mb MB] [--share]
+[--auth USER:PASSWORD]
 [--sessions FILE] [--otlp-endpoint URL] [--otlp-receive PORT] [--ray ADDRESS]
 [--shards N] [--qdrant WHERE]; each flag also reads an environment variable (see
 --help)."""
@@ -17,6 +18,7 @@ from app.ui import build_app, serve
 from engine.errors import ConfigError
 from engine.index.shards import DEFAULT_SHARDS
 from engine.models.loading import resolve_encoder_precision
+from engine.paths import DATA_DIR_HELP, use_data_dir
 from engine.service.corpora import served_as_added
 from engine.service.explorer import Explorer
 from engine.service.otel import tracing_from
@@ -58,6 +60,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=int(env("FUNNEL_PORT")
                                                         or env("GRADIO_SERVER_PORT") or 7860),
                         help="FUNNEL_PORT or GRADIO_SERVER_PORT")
+    parser.add_argument("--data-dir", metavar="DIR", default=env("FUNNEL_DATA_DIR") or None,
+                        help=DATA_DIR_HELP)
     parser.add_argument("--corpus", default=env("FUNNEL_CORPUS", "wiki"),
                         help="wiki, pooled, an added corpus's name or a corpus file/folder "
                              "(FUNNEL_CORPUS)")
@@ -102,6 +106,11 @@ def main() -> None:
                              "the collection named after it, written from this app's index "
                              "if missing (FUNNEL_QDRANT; off by default)")
     args = parser.parse_args()
+    if args.data_dir:  # before anything reads it (engine.paths.data_dir)
+        try:
+            use_data_dir(args.data_dir)
+        except ConfigError as err:
+            parser.error(str(err))
     if args.auth and ":" not in args.auth:
         parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
     if args.max_upload_mb <= 0:

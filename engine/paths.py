@@ -28,6 +28,25 @@ def data_dir() -> Path:
     return path
 
 
+# the --data-dir option of both entry points (app/main.py, engine/cli/main.py)
+DATA_DIR_HELP = ("the folder of caches, indexes, trained models, added corpora and the "
+                 "sessions database (sets FUNNEL_DATA_DIR; default <project>/data); the QA "
+                 "data folder is FUNNEL_SHARED_DATA's, else DIR/qa once fetched")
+
+
+def use_data_dir(folder: str) -> Path:
+    """Make `folder` the data directory of this process and of what it starts (Ray
+    workers read FUNNEL_DATA_DIR too): made if missing; a file there is refused."""
+    from engine.errors import ConfigError
+
+    path = Path(folder).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--data-dir {folder!r} is a file; give a folder (it is made if "
+                          "missing).")
+    os.environ["FUNNEL_DATA_DIR"] = str(path)
+    return data_dir()
+
+
 def shared_data_dir() -> Path:
     """The QA data folder (engine.qa_data lists its files): `$FUNNEL_SHARED_DATA` when set;
     else the data directory's `qa/` once something was fetched there; else a `shared/data`

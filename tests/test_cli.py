@@ -152,3 +152,34 @@ def test_build_serves_the_index_from_a_qdrant_collection(corpus_file, data_dir, 
         refused = run("build", "--corpus", str(corpus_file), *settings, env_dir=data_dir)
         assert refused.returncode == 2 and named in refused.stderr, refused.stderr[-500:]
         assert "passages," not in refused.stdout  # refused before building
+
+
+def test_data_dir_is_an_option_of_both_entry_points_and_says_its_variable(
+        tmp_path, data_dir, monkeypatch, capsys):
+    """Seen: --help named no data directory (FUNNEL_DATA_DIR was only in the README)."""
+    import os
+
+    from engine.cli.main import build_parser, main
+
+    assert "--data-dir DIR" in build_parser().format_help()
+    assert "FUNNEL_DATA_DIR" in build_parser().format_help()
+    other = tmp_path / "other data"
+    assert main(["--data-dir", str(other), "sessions", "export", "csv",
+                 str(tmp_path / "out")]) == 0
+    assert os.environ["FUNNEL_DATA_DIR"] == str(other.resolve())
+    assert (other / "sessions.duckdb").is_file()  # the sessions database is the option's
+    a_file = tmp_path / "a file"
+    a_file.write_text("x")
+    assert main(["--data-dir", str(a_file), "formats"]) == 2
+    assert "--data-dir" in capsys.readouterr().err
+    from app import main as app_main
+
+    monkeypatch.setattr(sys, "argv", ["app.py", "--help"])
+    with pytest.raises(SystemExit):
+        app_main.main()
+    said = capsys.readouterr().out
+    assert "--data-dir DIR" in said and "FUNNEL_DATA_DIR" in said
+    monkeypatch.setattr(sys, "argv", ["app.py", "--data-dir", str(a_file)])
+    with pytest.raises(SystemExit):  # refused before anything starts
+        app_main.main()
+    assert "is a file; give a folder" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from engine.cli import CORPUS_HELP
 from engine.cli import run as cli_run
 from engine.cli import train as cli_train
 from engine.errors import EngineError
+from engine.paths import DATA_DIR_HELP, use_data_dir
 from engine.text import snippet
 from engine.units.build import GRANULARITIES, UnitConfig
 from engine.units.chunking import Chunker
@@ -33,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine",
                                      description="Funnel Explorer retrieval engine.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP + "; before the "
+                        "command: funnel-engine --data-dir DIR eval ...")
     sub = parser.add_subparsers(dest="command", required=True)
 
     stats = sub.add_parser("corpus-stats", help="documents, tokens, links, clusters")
@@ -107,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
+        if args.data_dir:  # before anything reads it
+            use_data_dir(args.data_dir)
         commands = {"corpus-stats": _stats, "search": _search, "formats": _formats,
                     "build": _build, "data": _data,
                     "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate,
