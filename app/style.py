@@ -33,5 +33,12 @@ mark.gold { background: #f6c343; font-weight: bold; }
 .fe-noise td { color: #888; }
 .fe-real td:nth-child(4), .fe-real td:nth-child(7) { font-weight: bold; }
 .fe-failed { color: #c62828; }
+/* the status box: one line, worst news first, cut with an ellipsis; opened, its lines
+   scroll within a third of the screen, so the tabs stay in view */
+#fe-status button.label-wrap > span:first-child { white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; min-width: 0; flex: 1; text-align: left; }
+#fe-status.fe-status-failed { border-left: 4px solid #c62828; }
+#fe-status.fe-status-failed button.label-wrap > span:first-child { color: #c62828; }
+#fe-status .fe-status-lines { max-height: 33vh; overflow-y: auto; margin: 0; }
 .fe-yes { color: #2e7d32; font-weight: bold; } .fe-no { color: #c62828; font-weight: bold; }
 """

@@ -27,27 +27,53 @@ STATUS_SECONDS = 2.0
 T = TypeVar("T", bound=Tab)
 
 
-def status_html(explorer: Explorer) -> str:
-    """The status line: what failed first (it never reads "Ready" over a failure), then
-    the paradigms that answer now and what stands in meanwhile; every task below it."""
-    lines = "".join(f"<li>{esc(line)}</li>" for line in explorer.status())
+def status_summary(explorer: Explorer) -> tuple[str, bool]:
+    """(the status folded to one line, whether anything failed): the worst news first -
+    what failed (it never reads "Ready" over a failure), the paradigms still waiting -
+    then those that answer now, what stands in meanwhile, the QA data missing, the
+    corpus."""
     failures = explorer.failures()
     answering = [p for p in PARADIGMS if explorer.ready(p)]
-    head = f"Corpus <b>{esc(explorer.corpus_spec)}</b>. "
+    waiting = [p for p in PARADIGMS if p not in answering]
+    news = []
     if failures:
-        head += (f"<b class='fe-failed'>{len(failures)} task{'s' if len(failures) > 1 else ''}"
-                 f" failed</b> (see below). ")
-    head += (f"{'Answering' if failures else 'Ready'}: {esc(', '.join(answering))}"
-             if answering else "Nothing answers yet (preparing…)")
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        news.append(f"✖ {len(failures)} task{'s' if len(failures) > 1 else ''} failed: "
+                    f"{failures[0]}{more}")
+    if waiting:
+        news.append(f"Waiting: {', '.join(waiting)}")
+    news.append(f"{'Answering' if failures or waiting else 'Ready'}: {', '.join(answering)}"
+                if answering else "Nothing answers yet (preparing…)")
     standing_in = explorer.standing_in()  # no paradigm waits for these (readiness)
     if standing_in:
-        head += ". In the background: " + esc("; ".join(standing_in))
+        news.append("In the background: " + "; ".join(standing_in))
     note = explorer.datasets_note()
     if note:
-        head += ". " + esc(note)
-    opened = failures or not explorer.ready()
-    return (f"<details class='fe-status' {'open' if opened else ''}>"
-            f"<summary>{head}</summary><ul>{lines}</ul></details>")
+        news.append(note)
+    news.append(f"corpus {explorer.corpus_spec}")
+    return " · ".join(news), bool(failures)
+
+
+def status_lines(explorer: Explorer) -> str:
+    """Every line of the status, unfolded: what failed first, then every task and build
+    with how far it has got, what stands in, the QA data missing."""
+    failures = explorer.failures()
+    lines = [f"<li class='fe-failed'>{esc(line)}</li>" for line in failures]
+    lines += [f"<li>{esc(line)}</li>" for line in explorer.status() if line not in failures]
+    lines += [f"<li>{esc(line)}</li>" for line in explorer.standing_in()]
+    note = explorer.datasets_note()
+    if note:
+        lines.append(f"<li>{esc(note)}</li>")
+    return f"<ul class='fe-status-lines'>{''.join(lines)}</ul>"
+
+
+def status_update(explorer: Explorer) -> tuple:
+    """(the status box, its lines): folded to one line unless the user opened it (its
+    open state is the browser's: an update never sets it), marked when something failed."""
+    summary, failed = status_summary(explorer)
+    return (gr.update(label=summary, elem_classes=["fe-status"]
+                      + (["fe-status-failed"] if failed else [])),
+            status_lines(explorer))
 
 
 def build_app(explorer: Explorer) -> gr.Blocks:
@@ -56,14 +82,18 @@ def build_app(explorer: Explorer) -> gr.Blocks:
         gr.Markdown("# Funnel Explorer\nWatch a question pass through a retrieval funnel: "
                     "clusters → documents → passages → answer.")
         # filled on every page load: a value built with the app goes stale (it showed
-        # "Nothing answers yet" on a page opened long after everything was ready)
-        status = gr.HTML("<div class='fe-status'>Reading the status…</div>",
-                         elem_id="fe-status")
-        demo.load(lambda: status_html(explorer), None, status, api_visibility="private")
+        # "Nothing answers yet" on a page opened long after everything was ready); one
+        # line, worst news first, however much builds or fails (opened, it fills
+        # two-thirds of a 900-px screen and pushed the tabs below the fold)
+        with gr.Accordion("Reading the status…", open=False, elem_id="fe-status",
+                          elem_classes=["fe-status"]) as status:
+            lines = gr.HTML(elem_id="fe-status-lines")
+        demo.load(lambda: status_update(explorer), None, [status, lines],
+                  api_visibility="private", show_progress="hidden")
         timer = gr.Timer(STATUS_SECONDS)
-        timer.tick(lambda: (status_html(explorer),
-                            gr.Timer(active=not explorer.ready())),
-                   None, [status, timer], api_visibility="private")
+        timer.tick(lambda: (*status_update(explorer), gr.Timer(active=not explorer.ready())),
+                   None, [status, lines, timer], api_visibility="private",
+                   show_progress="hidden")
         shown: list[tuple[gr.Tab, Tab]] = []  # every tab, in order, as built
 
         def page(label: str, build: Callable[[], T]) -> T:

@@ -529,7 +529,7 @@ def test_a_stage_not_listed_by_score_says_how_it_is_listed(tiny_corpus):
 def test_the_status_says_what_stands_in_while_builds_and_training_go_on():
     from types import SimpleNamespace
 
-    from app.ui import status_html
+    from app.ui import status_lines, status_summary
 
     standing = ["BM25 over the same passages stands in until the dense index (minilm, "
                 "100-token passages) is built",
@@ -539,19 +539,44 @@ def test_the_status_says_what_stands_in_while_builds_and_training_go_on():
                                standing_in=lambda: standing, failures=lambda: failures,
                                datasets_note=lambda: "",
                                ready=lambda name=None: name is not None)
-    page = status_html(explorer)
-    assert "Ready: " + ", ".join(PARADIGMS) in page and "wiki&lt;1&gt;" in page
-    assert "In the background: BM25 over the same passages stands in" in page
-    assert "1 classifier still training; untrained stand-ins decide" in page
+    line, failed = status_summary(explorer)
+    assert line.startswith("Ready: " + ", ".join(PARADIGMS)) and not failed
+    assert "In the background: BM25 over the same passages stands in" in line
+    assert "1 classifier still training; untrained stand-ins decide" in line
+    assert line.endswith("corpus wiki<1>")  # an accordion's label: text, shown as it is
+    assert "<li>1 classifier still training" in status_lines(explorer)
     standing.clear()
-    assert "In the background" not in status_html(explorer)
-    # a failed task is said first, and the line no longer reads "Ready" over it
-    failures.append("fetching the QA data: FAILED - No network answers")
-    explorer.datasets_note = lambda: "Not here yet: HotpotQA dev500 (run `fetch`)"
-    page = status_html(explorer)
-    assert "Ready" not in page and "1 task failed" in page
-    assert page.index("1 task failed") < page.index("Answering: ")
-    assert "Not here yet: HotpotQA dev500" in page and "<details class='fe-status' open" in page
+    assert "In the background" not in status_summary(explorer)[0]
+
+
+def test_the_status_is_one_line_with_the_worst_news_first():
+    """Seen: while anything built or failed, the status box opened to two-thirds of a
+    900-px screen and pushed the tabs below the fold. Folded, its one line reads what
+    failed first, then the paradigms still waiting, then what answers."""
+    from types import SimpleNamespace
+
+    from app.ui import status_lines, status_summary, status_update
+
+    first = next(iter(PARADIGMS))
+    failures = ["fetching the QA data: FAILED - No network answers",
+                "train <selection>: FAILED - out of memory"]
+    explorer = SimpleNamespace(
+        corpus_spec="wiki", failures=lambda: failures, standing_in=lambda: [],
+        status=lambda: ["corpus: ready", *failures, "dense index: building 40%"],
+        datasets_note=lambda: "Not here yet: HotpotQA dev500 (run `fetch`)",
+        ready=lambda name=None: name == first)
+    line, failed = status_summary(explorer)
+    assert failed and "Ready" not in line
+    assert line.startswith("✖ 2 tasks failed: fetching the QA data: FAILED - No network "
+                           "answers (and 1 more) · Waiting: ")
+    assert line.index("Waiting: ") < line.index(f"Answering: {first}")
+    assert "Not here yet: HotpotQA dev500" in line
+    lines = status_lines(explorer)
+    assert lines.index("out of memory") < lines.index("corpus: ready")  # failures first
+    assert lines.count("No network answers") == 1 and "&lt;selection&gt;" in lines
+    box, _ = status_update(explorer)
+    assert box["label"] == line and "fe-status-failed" in box["elem_classes"]
+    assert "open" not in box  # an update never opens or closes it: the user does
 
 
 def test_ablation_bars_stand_beside_the_heatmap_rows_they_belong_to(tiny_corpus):

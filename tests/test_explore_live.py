@@ -222,6 +222,42 @@ def test_browser_run_clears_the_last_answer_at_once_while_it_waits_its_turn(
     expect(other.locator("#fe-answer")).to_contain_text("Georges Seurat", timeout=30_000)
 
 
+def test_browser_status_is_one_line_worst_news_first_and_stays_as_the_user_left_it(
+        echo_app, browser, monkeypatch):
+    """Seen: while anything built or failed, the opened status box filled two-thirds of a
+    900-px screen and pushed the tabs below the fold."""
+    from playwright.sync_api import expect
+
+    from engine.paradigms.registry import PARADIGMS
+    from engine.service.explorer import Explorer
+
+    failures = ["fetching the QA data: FAILED - No network answers for the QA data",
+                "train selection classifier: FAILED - out of memory"]
+    monkeypatch.setattr(Explorer, "failures", lambda self: list(failures))
+    # all but echo wait, so the status keeps polling meanwhile
+    monkeypatch.setattr(Explorer, "ready", lambda self, name=None, corpus="": name == "echo")
+    url, _ = echo_app
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(url)
+    status = page.locator("#fe-status")
+    label = status.locator("button.label-wrap > span").first
+    expect(label).to_contain_text("✖ 2 tasks failed: fetching the QA data", timeout=30_000)
+    assert label.inner_text().index("Waiting: ") < label.inner_text().index("Answering: echo")
+    assert status.bounding_box()["height"] < 80  # one line
+    tabs = page.get_by_role("tab", name="Diagnose")
+    assert tabs.bounding_box()["y"] + tabs.bounding_box()["height"] < 900 / 3
+    page.screenshot(path=str(ARTIFACTS / "status-folded.png"))
+    label.click()  # opened by the user: the lines, failures first, within a third
+    lines = page.locator("#fe-status-lines li")
+    expect(lines.first).to_contain_text("FAILED - No network answers")
+    assert page.locator("#fe-status-lines ul").bounding_box()["height"] <= 900 / 3 + 1
+    page.screenshot(path=str(ARTIFACTS / "status-opened.png"))
+    failures.pop()  # the next poll says so, and leaves the box open as the user left it
+    expect(label).to_contain_text("✖ 1 task failed", timeout=30_000)
+    expect(page.locator("#fe-status-lines")).to_be_visible()
+    assert [p for p in PARADIGMS if p != "echo"][0] in label.inner_text()  # a waiting one
+
+
 def _offered(page, elem_id: str) -> list[str]:
     """The options a dropdown offers, as the browser lists them."""
     page.locator(f"#{elem_id} input").click()
