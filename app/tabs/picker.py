@@ -107,7 +107,7 @@ def questions_update(explorer: Explorer, path, labelling: bool = False) -> tuple
     total = len(dataset_questions(path))
     listed = (f"All its {total} questions" if len(qs) == total else
               f"The first {len(qs)} of its {total} questions, in the file's order (a "
-              "shorter list opens quickly; Evaluate runs them all)")
+              "shorter list opens quickly; Evaluate can run them all)")
     trains = trainable(dataset_questions(path)) if labelling else None
     held = "" if trains is None or not trains else " · held out"
     note = trains_note(explorer.datasets().get(path, path), total, trains) if labelling \
