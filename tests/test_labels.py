@@ -396,6 +396,12 @@ def test_a_retrain_takes_its_turn_in_the_build_queue_and_says_its_place(
     assert job["waiting_for"] == ("its turn among the long builds: number 1 in the queue, "
                                   "starts when the builds before it end (running now: "
                                   "task dense)")
+    # the whole wait as far as it is known: the build before it has no estimate
+    from app.views.annotation import classifier_html
+
+    assert job["starts_in"] == float("inf") and job["takes"] == 786.0
+    assert ("it starts when the builds before it end (how long they take is not known "
+            "yet), then takes about 13 min of training") in classifier_html(annotation.status())
     release.set()
     annotation.job.thread.join(20)
     assert annotation.status()["retrain"]["state"] == "done"

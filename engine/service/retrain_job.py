@@ -93,7 +93,12 @@ class RetrainJob(Paced):
             # then the retrain asks for its turn: next, unless a shorter build came meanwhile
             queued = BUILDS.wait_of(task.turn)[1] if task.behind else 0.0
             return queued + task.expected()
-        return BUILDS.wait_of(self.turn)[1] if self.turn is not None else 0.0
+        if self.turn is not None:
+            return BUILDS.wait_of(self.turn)[1]
+        # not in the queue yet (just pressed): what runs, and what waits that would go first
+        own = self.own_seconds()
+        return (sum(t.remaining() for t in BUILDS.running())
+                + sum(t.seconds for t in BUILDS.waiting() if t.seconds <= own))
 
     def describe(self) -> dict:
         now = time.monotonic()
