@@ -34,11 +34,12 @@ def test_ragas_is_jsonl_of_single_turn_samples(traces):
         assert set(sample) == {"user_input", "retrieved_contexts", "retrieved_context_ids",
                                "response", "reference", "reference_context_ids", "run_id",
                                "paradigm", "retrieved_passage_ids", "answer_cut",
-                               "id_spaces"}
+                               "id_spaces", "corpus"}
         assert set(sample["id_spaces"]) == {"retrieved_context_ids", "reference_context_ids",
                                             "retrieved_passage_ids", "run_id"}
         assert sample["reference_context_ids"] == list(trace.gold.supporting_titles)
         assert sample["paradigm"] == trace.paradigm
+        assert sample["corpus"] == trace.corpus["name"]  # what the run searched
         assert sample["user_input"] == trace.question and sample["response"] == trace.answer
         assert sample["reference"] == "Georges Seurat"
         assert all(isinstance(c, str) for c in sample["retrieved_contexts"])
@@ -108,7 +109,7 @@ def test_ragas_puts_runs_without_gold_last_and_a_file_per_paradigm(traces, tiny_
     assert sample["reference_contexts"] == [texts[t] for t in traces[0].gold.supporting_titles]
 
 
-def test_flashrag_items_carry_output_with_retrieval_result(traces):
+def test_flashrag_items_carry_output_with_retrieval_result(traces, tiny_corpus):
     items = [json.loads(line) for line in export(traces, "flashrag").splitlines()]
     assert isinstance(items, list) and len(items) == 2
     item = items[0]
@@ -122,6 +123,7 @@ def test_flashrag_items_carry_output_with_retrieval_result(traces):
                                              "contents": f"{first.title}\n{first.text}"}
     assert set(output["metric_score"]) == {"em", "f1"}
     assert item["metadata"]["paradigm"] == "fake"
+    assert item["metadata"]["corpus"] == tiny_corpus.name  # what the run searched
 
 
 def test_unknown_format_and_nothing_to_export_are_named(traces):

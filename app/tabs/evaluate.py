@@ -202,9 +202,11 @@ def export_one(explorer: Explorer, text, kind) -> tuple:
     (evaluation_id,) = parse_ids(text, "evaluation")[:1]
     files, note = explorer.export_evaluation_files(evaluation_id, kind)
     path, what = download(files, f"evaluation_{evaluation_id}_{kind}")
+    corpus = explorer.evaluation(evaluation_id).corpus
     return (gr.File(str(path), visible=True),
             f"<div class='fe-kept'>Exported evaluation {evaluation_id} as {kind} ({what}"
-            f"{'; ' + esc(note) if note else ''}).</div>")
+            f"{'; ' + esc(note) if note else ''}; its runs searched corpus "
+            f"'{esc(corpus)}').</div>")
 
 
 # --- layout -------------------------------------------------------------------------------

@@ -123,6 +123,7 @@ def ragas_sample(trace: RunTrace, run_id: str, name: str = "",
               # these
               "retrieved_passage_ids": [c.unit.id for c in read],
               "run_id": run_id, "paradigm": name or trace.paradigm,
+              "corpus": trace.corpus.get("name", ""),  # what was searched
               "answer_cut": trace.answer_cut, "id_spaces": RAGAS_ID_SPACES}
     gold = trace.gold
     if gold is not None and gold.answers:
@@ -154,6 +155,7 @@ def flashrag_item(trace: RunTrace, run_id: str, name: str = "",
             "golden_answers": list(gold.answers) if gold else [],
             "metadata": {"paradigm": name or trace.paradigm, "config": trace.config,
                          "supporting_titles": list(gold.supporting_titles) if gold else [],
+                         "corpus": trace.corpus.get("name", ""),
                          "answer_cut": trace.answer_cut},
             "output": {"retrieval_result": [{"id": c.unit.id,
                                              "contents": f"{c.unit.title}\n{c.unit.text}"}
