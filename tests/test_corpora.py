@@ -427,14 +427,18 @@ def test_an_evaluation_searches_its_corpus_plus_the_datasets_paragraphs_as_the_c
     evaluation = explorer.evaluate(str(qa), ["echo"], corpus="mine")
     explorer.wait_for_evaluation(evaluation, 30)
     stored = explorer.evaluation(evaluation)
-    assert stored.state == "done" and stored.corpus == f"mine+{qa}"
+    assert stored.state == "done" and stored.corpus == "mine+heron.jsonl"  # no server path
     run = explorer.evaluation_trace(evaluation, 0, "echo")
     assert run.corpus["name"] == stored.corpus
     cli = eval_corpus(read_dataset(qa), "mine", str(qa))  # as `funnel-engine eval` does
-    assert (cli.name, cli.fingerprint) == (stored.corpus, stored.corpus_fingerprint)
-    assert load_corpus(stored.corpus).fingerprint == stored.corpus_fingerprint
+    assert (cli.name, cli.fingerprint) == (f"mine+{qa}", stored.corpus_fingerprint)
+    assert load_corpus(f"mine+{qa}").fingerprint == stored.corpus_fingerprint  # Ray workers
     assert "Seurat's heron" in cli.by_id and len(cli) == len(load_corpus("mine")) + 1
     assert stored.corpus in explorer.corpus_names()  # listed while it is loaded
+    assert explorer._corpora.preparation(stored.corpus).corpus_spec == f"mine+{qa}"
+    # by its spec too (a restart's Diagnose or Resume, a corpus typed in a request)
+    assert explorer.run("heron", "echo", corpus=f"mine+{qa}").corpus["fingerprint"] == (
+        stored.corpus_fingerprint)
     # a corpus that holds the dataset's paragraphs already is searched as it is
     again = explorer.evaluate(str(qa), ["echo"], corpus=stored.corpus)
     explorer.wait_for_evaluation(again, 30)

@@ -78,7 +78,9 @@ class Corpora:
         self._preparations: dict[str, Preparation] = {self.default: default}
         self._used: dict[str, float] = {self.default: time.monotonic()}
         self._fingerprints: dict[str, str] = {}
-        self._lock = threading.Lock()
+        # corpora evaluations made here: name -> (base corpus, QA file, label)
+        self._derived: dict[str, tuple[str, str, str]] = {}
+        self._lock = threading.RLock()
 
     # --- choosing -------------------------------------------------------------------------
 
@@ -99,15 +101,7 @@ class Corpora:
         default_preparation = self._preparations[self.default]
         if name == default_preparation.corpus_spec:
             return self.default
-        base, plus, dataset = name.partition("+")
-        if plus and base and dataset and name not in self.names():
-            self.resolve(base)  # an unknown base is named as such
-            from engine.qa_data import dataset_path
-
-            if dataset_path(dataset) is None and not Path(dataset).is_file():
-                raise ConfigError(f"Corpus {name!r} adds the paragraphs of {dataset!r} to "
-                                  f"{base!r}, but {dataset!r} is neither a listed dataset "
-                                  "nor a QA file here.")
+        if name not in self.names() and self._derived_source(name) is not None:
             return name
         if name not in self.names():
             raise ConfigError(f"Unknown corpus {name!r}; choose one of "
@@ -127,8 +121,11 @@ class Corpora:
             if started:
                 self.resolve(name)  # not removed meanwhile
                 logger.info("preparing corpus %r on first use", name)
-                preparation = self._preparing(name, dense=self._dense, train=False,
-                                              load=served_as_added(name)).start()
+                derived = self._derived_source(name)
+                spec, load = (name, served_as_added(name)) if derived is None else \
+                    self._derived_load(*derived)
+                preparation = self._preparing(spec, dense=self._dense, train=False,
+                                              load=load).start()
                 self._preparations[name] = preparation
             self._used[name] = time.monotonic()
         if started:
@@ -141,8 +138,9 @@ class Corpora:
         preparation = self._preparations.get((name or "").strip() or self.default)
         return preparation.corpus if preparation is not None else None
 
-    def for_dataset(self, name: str, dataset: Dataset, label: str) -> Preparation:
-        """The preparation of what an evaluation of `dataset` (named `label`) over corpus
+    def for_dataset(self, name: str, dataset: Dataset, label: str, path: str) -> Preparation:
+        """The preparation of what an evaluation of `dataset` (read from `path`, shown as
+        `label`: a listed dataset's name or a file's, never a server path) over corpus
         `name` searches: the corpus plus the dataset's paragraphs it lacks, a corpus of its
         own named "<corpus>+<label>" (engine.data.corpus.with_paragraphs: the CLI's rule
         too), or the corpus itself when it holds them all. Prepared as any corpus is, its
@@ -154,7 +152,46 @@ class Corpora:
         if loaded is None:
             return preparation  # the caller says what it waits for
         searched = with_paragraphs(loaded, dataset, label)
-        return preparation if searched is loaded else self.preparation(searched.name)
+        if searched is loaded:
+            return preparation
+        with self._lock:
+            self._derived[searched.name] = (self.resolve(name), str(path), label)
+        return self.preparation(searched.name)
+
+    def _derived_source(self, name: str) -> tuple[str, str, str] | None:
+        """(base corpus, QA file, label) of a corpus "<base>+<dataset>": one an evaluation
+        made here, or a base corpus and a listed dataset's name or a QA file's path (after
+        a restart: Diagnose, Resume). None for any other name; a ConfigError for a known
+        base with a dataset that is neither."""
+        if name in self._derived:
+            return self._derived[name]
+        base, plus, dataset = name.partition("+")
+        if not (plus and base and dataset):
+            return None
+        base = self.resolve(base)  # an unknown base is named as such
+        from engine.qa_data import dataset_path
+
+        path = dataset_path(dataset) or Path(dataset)
+        if not path.is_file():
+            raise ConfigError(f"Corpus {name!r} adds the paragraphs of {dataset!r} to "
+                              f"{base!r}, but {dataset!r} is neither a listed dataset nor a "
+                              "QA file here: evaluate it again to make that corpus.")
+        return base, str(path), dataset
+
+    def _derived_load(self, base: str, path: str, label: str
+                      ) -> tuple[str, Callable[[Progress], Corpus]]:
+        """(spec, load) of corpus "<base>+<label>": `load` adds the QA file's paragraphs to
+        the base corpus as loaded here (whatever its spec); `spec` loads the same corpus
+        anywhere else (a Ray worker: engine.data.corpus.load_corpus)."""
+        from engine.data.corpus import with_paragraphs
+        from engine.data.loaders import read_dataset
+
+        def load(progress: Progress) -> Corpus:
+            return with_paragraphs(_loaded(self.preparation(base), base), read_dataset(path),
+                                   label)
+
+        loaded = self._preparations.get(base)  # an added or packaged one: its spec is its name
+        return f"{loaded.corpus_spec if loaded is not None else base}+{path}", load
 
     @property
     def _dense(self) -> bool:
@@ -422,3 +459,14 @@ def served_as_added(name: str) -> Callable[[Progress], Corpus] | None:
     if record is None or not record.serving:
         return None
     return lambda progress: served(load_corpus(name), record.serving)
+
+
+def _loaded(preparation: Preparation, name: str) -> Corpus:
+    """The corpus `preparation` loads, once it has (a ConfigError naming `name` if it
+    failed)."""
+    task = preparation.tasks["corpus"]
+    while task.state in ("waiting", "running"):
+        time.sleep(0.05)
+    if task.state != "ready":
+        raise ConfigError(f"Corpus {name!r} could not be read: {task.error}")
+    return task.result

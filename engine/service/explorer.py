@@ -18,16 +18,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 from engine.cache import sweep_leftovers
-from engine.documents import Corpus, Question
+from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.base import Need, Paradigm, check_question
 from engine.paradigms.registry import make_config, parse_config, spec
 from engine.service.annotation import Annotation, JudgedPair
 from engine.service.corpora import IDLE_SECONDS, Corpora, CorpusRow, check_searched
 from engine.service.datasets import (
+    dataset_file,
     dataset_label,
     dataset_of,
     listed_datasets,
+    listed_path,
     listed_questions,
     missing_note,
     supporting_documents,
@@ -463,7 +465,7 @@ class Explorer:
         dataset in the stored evaluation (default: its label, or the file's path).
         """
         chosen = dataset_of(dataset)
-        preparation = self._corpora.for_dataset(corpus, chosen, dataset_label(dataset))
+        preparation = self._searched(corpus, dataset, chosen, dataset_name)
         for paradigm in paradigms:
             self._check_ready(paradigm, preparation)
         request = EvaluationRequest(dataset_name or dataset_label(dataset),
@@ -471,6 +473,18 @@ class Explorer:
                                     dict(configs or {}), limit, sample, seed, name,
                                     ray=(ray or "").strip())
         return self._jobs.start(request, preparation, build)
+
+    def _searched(self, corpus: str, dataset: str, chosen: Dataset,
+                  shown: str = "") -> Preparation:
+        """The preparation of what an evaluation of `chosen` (read from `dataset`) over
+        `corpus` searches: the corpus plus its paragraphs the corpus lacks, named after a
+        listed dataset, or after the file as the user named it (`shown`, an upload's name
+        without "(uploaded)"), never after a path on the server."""
+        listed = listed_path(dataset) is not None
+        label = dataset_label(dataset) if listed else (
+            (shown or "").removesuffix(" (uploaded)").strip() or Path(dataset).name)
+        path = dataset_file(dataset) if listed else Path(dataset)
+        return self._corpora.for_dataset(corpus, chosen, label, str(path))
 
     def sweep(self, dataset: str, paradigm: str, options: dict, config: dict | None = None,
               *, limit: int = 0, sample: int = 0, seed: int = 0,
@@ -482,7 +496,7 @@ class Explorer:
         from engine.eval.sweep import grid
 
         chosen = dataset_of(dataset)
-        preparation = self._corpora.for_dataset(corpus, chosen, dataset_label(dataset))
+        preparation = self._searched(corpus, dataset, chosen, dataset_name)
         self._check_ready(paradigm, preparation)
         points = grid(paradigm, options, config)
         request = EvaluationRequest(
