@@ -171,7 +171,8 @@ def test_an_evaluation_killed_midway_keeps_its_questions_and_says_it_was_interru
     assert stored.state == "interrupted" and 3 <= stored.done < 200
     assert len(explorer.evaluation_rows(stored.id)) == stored.done  # every finished question
     status = explorer.evaluation_status(stored.id)
-    assert "interrupted" in status["error"] and "resume it to run the questions it lacks" in status["error"]
+    assert "interrupted" in status["error"]
+    assert "resume it to run the questions it lacks" in status["error"]
     assert f"{stored.done} of 200 questions" in status["error"]
     store.close()
 
