@@ -146,8 +146,8 @@ def test_a_trace_file_of_another_shape_is_refused_by_field_not_a_traceback(live,
     odd.write_text('{"resourceSpans": "x"}')
     prose.write_text("this is not json at all\n")  # six words: a TREC line's count
     capfd.readouterr()
-    with pytest.raises(AppError, match=r"odd.json: no format an import reads fits it; tried "
-                                       r"as OpenInference traces .*: line 1: field "
+    with pytest.raises(AppError, match=r"odd.json: JSON, so read as OpenInference traces "
+                                       r".*, which it is not: line 1: field "
                                        r"'resourceSpans': expected a list of resources, got "
                                        r"a string"):
         client.predict(handle_file(str(odd)), "", "", api_name="/import_traces")

@@ -258,12 +258,12 @@ def test_a_label_names_one_pipeline_and_prefixes_several():
 @pytest.mark.parametrize(("name", "text", "said"), [
     # JSON of another shape: by the field's path and what was expected
     ("odd.json", '{"resourceSpans": "x"}',
-     "odd.json: no format an import reads fits it; tried as OpenInference traces (OTLP/JSON "
-     "or Phoenix's spans): line 1: field 'resourceSpans': expected a list of resources, got "
-     'a string ("x"); as a TREC run file'),
+     "odd.json: JSON, so read as OpenInference traces (OTLP/JSON or Phoenix's spans), which "
+     "it is not: line 1: field 'resourceSpans': expected a list of resources, got a string "
+     '("x") (give trace files'),
     ("odd.json", '[{"context": {"trace_id": "a", "span_id": "b"}, "attributes": 3}]',
-     "tried as OpenInference traces (OTLP/JSON or Phoenix's spans): line 1: field "
-     "'attributes': expected an object, got a number (3)"),
+     "read as OpenInference traces (OTLP/JSON or Phoenix's spans), which it is not: line 1: "
+     "field 'attributes': expected an object, got a number (3)"),
     # no JSON, named .json: tried as TREC first (its content), then the rest
     ("run.json", "Q1 Q0 doc json 1.0 mine\n",
      "run.json: no format an import reads fits it; tried as a TREC run file (qid Q0 docid "

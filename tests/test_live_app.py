@@ -247,8 +247,8 @@ def test_api_imports_a_pipelines_traces_as_saved_runs(live_app, tmp_path):
                                                    "SentenceTransformerRerank"]
     bad = tmp_path / "spans.jsonl"
     bad.write_text('{"resourceSpans": []}\nnot json\n')
-    with pytest.raises(AppError, match="spans.jsonl: no format an import reads fits it; "
-                                       r"tried as OpenInference traces .*: line 2: not JSON"):
+    with pytest.raises(AppError, match="spans.jsonl: JSON, so read as OpenInference traces "
+                                       r".*, which it is not: line 2: not JSON"):
         client.predict(handle_file(str(bad)), "", "li", api_name="/import_traces")
     assert len(json.loads(client.predict(api_name="/list_runs"))) == before + 3
 

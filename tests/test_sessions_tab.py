@@ -89,8 +89,8 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     bad = tmp_path / "spans.jsonl"
     bad.write_text('{"resourceSpans": []}\n{"oops"\n')
     message, *_ = sessions.import_pipeline(explorer, [str(bad)], "", "li")
-    assert "spans.jsonl: no format an import reads fits it; tried as OpenInference " \
-           "traces (OTLP/JSON or Phoenix&#x27;s spans): line 2: not JSON" in message
+    assert "spans.jsonl: JSON, so read as OpenInference traces (OTLP/JSON or " \
+           "Phoenix&#x27;s spans), which it is not: line 2: not JSON" in message
     notes = tmp_path / "notes.txt"
     notes.write_text("Shopping list\n")
     message, *_ = sessions.import_pipeline(explorer, [str(notes)], "", "li")
@@ -101,9 +101,10 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     odd = tmp_path / "odd.json"
     odd.write_text('{"resourceSpans": "x"}')
     message, *_ = sessions.import_pipeline(explorer, [str(odd)], "", "li")
-    assert ("odd.json: no format an import reads fits it; tried as OpenInference traces "
-            "(OTLP/JSON or Phoenix&#x27;s spans): line 1: field &#x27;resourceSpans&#x27;: "
-            "expected a list of resources, got a string" in message)
+    assert ("odd.json: JSON, so read as OpenInference traces (OTLP/JSON or Phoenix&#x27;s "
+            "spans), which it is not: line 1: field &#x27;resourceSpans&#x27;: expected a "
+            "list of resources, got a string" in message)
+    assert "TREC" not in message.split("(give")[0]  # no TREC reading of a JSON object
     # named .json but no JSON: every format tried, each with why it refused (it was read
     # as a TREC run alone: "field 'rank': 'json' is not an integer")
     prose = tmp_path / "export.json"

@@ -95,16 +95,24 @@ class Imported:
 
 
 def file_kind(name: str, text: str) -> str:
-    """What an import file is, read from its content: TRACES, RUN or QRELS. A file none
-    of them reads is refused, naming each format tried and why it refused (the likelier
-    first: traces for JSON, TREC for lines of words)."""
+    """What an import file is, read from its content: TRACES, RUN or QRELS. JSON is read
+    as traces only (no other format is JSON) and refused with that reader's reason; a file
+    of lines none of them reads is refused naming each format tried and why it refused."""
     from engine.eval.traces import read_spans
 
     readers = {TRACES: lambda: read_spans(text, name), RUN: lambda: read_run(text, name),
                QRELS: lambda: _qrels(text, name)}
-    order = [TRACES, RUN, QRELS] if text.lstrip()[:1] in ("{", "[") else [RUN, QRELS, TRACES]
+    fix = ("give trace files (OTLP/JSON or Phoenix's spans), or TREC run files, one per "
+           "stage, and a qrels file")
+    if text.lstrip()[:1] in ("{", "["):  # JSON: of the formats read, only traces are
+        try:
+            readers[TRACES]()
+        except DataFormatError as err:
+            raise DataFormatError(name, f"JSON, so read as {FORMATS[TRACES]}, which it is "
+                                  f"not: {_reason(err)}", fix=fix) from None
+        return TRACES
     refusals = []
-    for kind in order:
+    for kind in (RUN, QRELS, TRACES):
         try:
             readers[kind]()
         except DataFormatError as err:
@@ -112,9 +120,7 @@ def file_kind(name: str, text: str) -> str:
             continue
         return kind
     raise DataFormatError(name, "no format an import reads fits it; tried " +
-                          "; ".join(refusals),
-                          fix="give trace files (OTLP/JSON or Phoenix's spans), or TREC run "
-                              "files, one per stage, and a qrels file")
+                          "; ".join(refusals), fix=fix)
 
 
 def _qrels(text: str, name: str) -> dict:
