@@ -357,9 +357,10 @@ def test_picked_gold_is_escaped_and_missing_evidence_points_to_the_pooled_corpus
     from engine.documents import Question
 
     q = Question("q", "Who?", ("<b>Seurat</b>",), supporting_titles=("A", "B"))
-    shown = gold_markdown(q, 1, 2)
+    shown = gold_markdown(q, 1, 2, corpus="wiki", grown="wiki+HotpotQA dev500")
     assert "&lt;b&gt;Seurat&lt;/b&gt;" in shown and "<b>" not in shown
-    assert "holds 1 of its 2 supporting documents" in shown and "`pooled` corpus" in shown
+    assert "Corpus wiki holds 1 of its 2 supporting documents" in shown
+    assert "`wiki+HotpotQA dev500`" in shown and "`pooled` corpus" in shown
     assert "`pooled` corpus" not in gold_markdown(q, 2, 2)
 
 

@@ -436,6 +436,13 @@ def test_an_evaluation_searches_its_corpus_plus_the_datasets_paragraphs_as_the_c
     assert "Seurat's heron" in cli.by_id and len(cli) == len(load_corpus("mine")) + 1
     assert stored.corpus in explorer.corpus_names()  # listed while it is loaded
     assert explorer._corpora.preparation(stored.corpus).corpus_spec == f"mine+{qa}"
+    # Explore's gold note counts the question's evidence in the corpus chosen
+    from engine.documents import Question
+
+    heron = Question("q0", "What was Seurat's heron called?", ("Pointille",),
+                     supporting_titles=("Seurat's heron",))
+    assert explorer.supporting_in_corpus(heron, stored.corpus) == (1, 1)
+    assert explorer.supporting_in_corpus(heron, "mine") == (0, 1)
     # by its spec too (a restart's Diagnose or Resume, a corpus typed in a request)
     assert explorer.run("heron", "echo", corpus=f"mine+{qa}").corpus["fingerprint"] == (
         stored.corpus_fingerprint)

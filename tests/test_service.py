@@ -134,6 +134,10 @@ def test_explorer_counts_a_questions_supporting_documents_in_its_corpus(prepared
     q = Question("q", "Who painted it?", ("Georges Seurat",),
                  supporting_titles=("Georges Seurat", "Not In This Corpus"))
     assert explorer.supporting_in_corpus(q) == (1, 2)
+    assert explorer.counted_corpus() == "tiny"
+    # a corpus not loaded: counted in the start-up one, and said so
+    assert explorer.supporting_in_corpus(q, "pooled") == (1, 2)
+    assert explorer.counted_corpus("pooled") == "tiny"
     loading = Explorer(Preparation("tiny", dense=False), prepared[1])  # no corpus yet
     assert loading.supporting_in_corpus(q) == (0, 2)
 

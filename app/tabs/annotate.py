@@ -82,6 +82,7 @@ def build(explorer: Explorer) -> Tab:
     with gr.Row():
         corpus = corpus_choice(explorer, "fe-annotate-corpus")
         find = gr.Button("Find pairs", variant="primary", elem_id="fe-annotate-run")
+    picker.follow(explorer, corpus)
     notice = gr.HTML(elem_id="fe-annotate-notice")
     pairs_state, current, asked = gr.State([]), gr.State(0), gr.State(["", ""])
     card = gr.HTML(elem_id="fe-annotate-card")

@@ -72,6 +72,7 @@ def build(explorer: Explorer) -> Tab:
     with gr.Row():
         corpus = corpus_choice(explorer, "fe-compare-corpus")
         go = gr.Button("Compare", variant="primary", elem_id="fe-compare-run", scale=2)
+    picker.follow(explorer, corpus)
     notice = gr.HTML(elem_id="fe-compare-notice")
     table = gr.HTML(elem_id="fe-compare-table")
     timing = gr.Plot(label="Seconds per stage", elem_id="fe-compare-timing")

@@ -70,6 +70,7 @@ def build(explorer: Explorer) -> ExploreTab:
     with gr.Row():
         corpus = corpus_choice(explorer, "fe-corpus")
         run = gr.Button("Run", variant="primary", elem_id="fe-run", scale=2)
+    picker.follow(explorer, corpus)
     notice = gr.HTML(elem_id="fe-notice")
     build_run = gr.Button("Build and run", variant="primary", visible=False,
                           elem_id="fe-build-run")

@@ -29,6 +29,28 @@ class QuestionPicker:
     question: gr.Textbox
     gold: gr.State  # the picked dataset Question, or None
     beside: gr.Component | None  # what `beside` built to the right of the question
+    dataset: gr.Dropdown
+    picked: gr.Dropdown
+    gold_info: gr.Markdown
+
+    def follow(self, explorer: Explorer, corpus: gr.Dropdown) -> None:
+        """The picked question's gold note counted in the corpus the tab searches, again
+        whenever that choice changes."""
+        def note(path, qid, chosen):
+            q = next((q for q in explorer.questions(path) if q.id == qid), None) \
+                if path and qid else None
+            if q is None:
+                return ""
+            chosen = (chosen or "").strip()
+            counted = explorer.counted_corpus(chosen)
+            shown = counted if counted == chosen or not chosen else (
+                f"{counted} (counted there: {chosen} loads on its first question)")
+            return gold_markdown(q, *explorer.supporting_in_corpus(q, chosen), corpus=shown,
+                                 grown=f"{counted}+{explorer.datasets().get(path, path)}")
+
+        for event in (self.picked.change, corpus.change):
+            event(note, [self.dataset, self.picked, corpus], self.gold_info,
+                  api_visibility="private")
 
 
 HELD, PART, NONE, UNKNOWN = "●", "◐", "○", "·"
@@ -57,14 +79,19 @@ def question_label(q: Question, mark: str = "") -> str:
     return f"{mark} {shorten(q.text)}".strip()
 
 
-def gold_markdown(q: Question, held: int, total: int) -> str:
-    """The picked question's gold, and a hint when the corpus lacks its evidence."""
+def gold_markdown(q: Question, held: int, total: int, corpus: str = "the start-up corpus",
+                  grown: str = "") -> str:
+    """The picked question's gold, and, when `corpus` lacks some of its evidence, the
+    corpora that hold it: `grown` (the corpus plus the dataset's paragraphs, what an
+    evaluation of the dataset searches) and `pooled`."""
     text = (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
             f"**Supporting titles:** {esc(' | '.join(q.supporting_titles)) or '(none)'}")
     if held < total:
-        text += (f"  \n*The start-up corpus holds {held} of its {total} supporting "
-                 "documents, so gold-document recall over it cannot reach 1. Choose the "
-                 "`pooled` corpus to search every dataset's paragraphs too.*")
+        offer = (f"the corpus `{esc(grown)}` (it plus this dataset's paragraphs: what an "
+                 "evaluation of the dataset searches) or " if grown else "")
+        text += (f"  \n*Corpus {esc(corpus)} holds {held} of its {total} supporting "
+                 f"documents, so gold-document recall over it cannot reach 1. Choose {offer}"
+                 "the `pooled` corpus (every dataset's paragraphs) to search them too.*")
     return text
 
 
@@ -160,12 +187,13 @@ def question_picker(explorer: Explorer, prefix: str,
         q = next((q for q in explorer.questions(path) if q.id == qid), None) \
             if path and qid else None
         if q is None:
-            return gr.update(), None, ""
-        return q.text, q, gold_markdown(q, *explorer.supporting_in_corpus(q))
+            return gr.update(), None
+        return q.text, q
 
     dataset.change(load_dataset, dataset, [picked, trains], api_visibility="private")
-    picked.change(pick, [dataset, picked], [question, gold, gold_info], api_visibility="private")
-    return QuestionPicker(question, gold, extra)
+    picked.change(pick, [dataset, picked], [question, gold], api_visibility="private")
+    # the gold note: QuestionPicker.follow, once the tab's corpus choice is built
+    return QuestionPicker(question, gold, extra, dataset, picked, gold_info)
 
 
 def target(text: str, gold: Question | None) -> str | Question:

@@ -124,8 +124,10 @@ class Corpora:
                 derived = self._derived_source(name)
                 spec, load = (name, served_as_added(name)) if derived is None else \
                     self._derived_load(*derived)
-                preparation = self._preparing(spec, dense=self._dense, train=False,
-                                              load=load).start()
+                # a corpus an evaluation made: its slow builds are the evaluation's own
+                # (confirmed, queued and shown in its progress), not a second build queued
+                preparation = self._preparing(spec, dense=self._dense and derived is None,
+                                              train=False, load=load).start()
                 self._preparations[name] = preparation
             self._used[name] = time.monotonic()
         if started:

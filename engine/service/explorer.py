@@ -356,13 +356,21 @@ class Explorer:
         """The first `limit` questions of a listed dataset."""
         return listed_questions(dataset, limit)
 
-    def supporting_in_corpus(self, question: Question) -> tuple[int, int]:
-        """(how many of the question's supporting documents the corpus holds, how many it
-        has); (0, n) too while the corpus is still loading."""
-        corpus = self._preparation.corpus
+    def supporting_in_corpus(self, question: Question, corpus: str = "") -> tuple[int, int]:
+        """(how many of the question's supporting documents corpus `corpus` holds (empty
+        or not loaded: the start-up one), how many it has); (0, n) too while the corpus is
+        still loading."""
+        loaded = self._corpora.corpus_if_loaded(corpus) if corpus else None
+        loaded = loaded if loaded is not None else self._preparation.corpus
         titles = question.supporting_titles
-        held = sum(t in corpus.by_id for t in titles) if corpus is not None else 0
+        held = sum(t in loaded.by_id for t in titles) if loaded is not None else 0
         return held, len(titles)
+
+    def counted_corpus(self, corpus: str = "") -> str:
+        """The name of the corpus `supporting_in_corpus(q, corpus)` counts in."""
+        if corpus and self._corpora.corpus_if_loaded(corpus) is not None:
+            return corpus.strip()
+        return self._corpora.default
 
     # --- saved runs -----------------------------------------------------------------------
 
