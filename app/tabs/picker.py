@@ -43,9 +43,13 @@ class QuestionPicker:
                 return ""
             chosen = (chosen or "").strip()
             counted = explorer.counted_corpus(chosen)
-            shown = counted if counted == chosen or not chosen else (
-                f"{counted} (counted there: {chosen} loads on its first question)")
-            return gold_markdown(q, *explorer.supporting_in_corpus(q, chosen), corpus=shown,
+            held, total = explorer.supporting_in_corpus(q, chosen)
+            if chosen and counted != chosen:  # not loaded: nothing to count in yet
+                return gold_markdown(q, total, total) + (
+                    f"  \n*Corpus {esc(chosen)} is not loaded yet (it loads on its first "
+                    f"question); the start-up corpus {esc(counted)} holds {held} of the "
+                    f"{total} supporting documents.*")
+            return gold_markdown(q, held, total, corpus=counted,
                                  grown=f"{counted}+{explorer.datasets().get(path, path)}")
 
         for event in (self.picked.change, corpus.change):
