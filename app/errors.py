@@ -11,10 +11,11 @@ client's error, a toast in the page).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import gradio as gr
@@ -89,31 +90,32 @@ def _internal(err: Exception, name: str) -> gr.Error:
                     "comes back, report it with that traceback.", print_exception=False)
 
 
+@contextlib.contextmanager
+def _reported(name: str) -> Iterator[None]:
+    """A refusal raised as `refused` (a gr.Error as it is), anything else as `_internal`."""
+    try:
+        yield
+    except gr.Error:
+        raise
+    except EngineError as err:
+        raise refused(err) from None
+    except Exception as err:
+        raise _internal(err, name) from err
+
+
 def _logging_internal_errors(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def generating(*args, **kwargs):
-            try:
+            with _reported(name):
                 yield from fn(*args, **kwargs)
-            except gr.Error:
-                raise
-            except EngineError as err:
-                raise refused(err) from None
-            except Exception as err:
-                raise _internal(err, name) from err
 
         return generating
 
     @functools.wraps(fn)
     def calling(*args, **kwargs):
-        try:
+        with _reported(name):
             return fn(*args, **kwargs)
-        except gr.Error:
-            raise
-        except EngineError as err:
-            raise refused(err) from None
-        except Exception as err:
-            raise _internal(err, name) from err
 
     return calling
 

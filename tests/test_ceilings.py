@@ -107,13 +107,19 @@ def test_the_stages_before_the_cut_are_replayed_and_an_unchanged_cut_runs_nothin
     assert cut_stages(actual) == [0, 1]
 
 
-def test_a_ceiling_evaluation_is_stored_paired_with_its_baseline_and_refused_where_it_cannot_be(
-        explorer, tmp_path):
+def _ceilings_of_an_evaluation(explorer, tmp_path) -> tuple[str, int, int]:
+    """(the QA file, its evaluation through echo, that evaluation's ceilings), both done."""
     qa = qa_file(tmp_path / "qa.jsonl", n=2)
     baseline = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}})
     explorer.wait_for_evaluation(baseline, 30)
     ceilings = explorer.ceilings(baseline)
     explorer.wait_for_evaluation(ceilings, 30)
+    return qa, baseline, ceilings
+
+
+def test_a_ceiling_evaluation_is_stored_paired_with_its_baseline_and_refused_where_it_cannot_be(
+        explorer, tmp_path):
+    _, baseline, ceilings = _ceilings_of_an_evaluation(explorer, tmp_path)
     stored = explorer.evaluation(ceilings)
     assert stored.state == "done" and stored.baseline == baseline
     assert stored.paradigms == (label("echo", 1, "overlap"),)
@@ -167,11 +173,7 @@ def test_the_ceilings_say_how_many_questions_gold_the_corpus_lacks_and_which_hol
     from engine.documents import Corpus
     from engine.service.diagnosis import gold_coverage
 
-    qa = qa_file(tmp_path / "qa.jsonl", n=2)
-    baseline = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}})
-    explorer.wait_for_evaluation(baseline, 30)
-    ceilings = explorer.ceilings(baseline)
-    explorer.wait_for_evaluation(ceilings, 30)
+    qa, baseline, ceilings = _ceilings_of_an_evaluation(explorer, tmp_path)
     table = explorer.ceiling_table(ceilings)
     assert table["gold"] == {"corpus": "tiny", "questions": 2, "lacking": 0, "none": 0,
                              "holds_it": []}  # the corpus holds every gold document

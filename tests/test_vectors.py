@@ -26,6 +26,19 @@ class CountingEncoder:
                         dtype=np.float32)
 
 
+class FailsOnSlice:
+    """An encoder interrupted (as by Ctrl-C or a kill) when asked for its `n`-th slice."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.calls = n, 0
+
+    def __call__(self, batch: list[str]) -> np.ndarray:
+        self.calls += 1
+        if self.calls == self.n:
+            raise KeyboardInterrupt
+        return CountingEncoder()(batch)
+
+
 def test_only_texts_never_seen_are_encoded(data_dir):
     encoder = CountingEncoder()
     store = VectorStore({"alias": "fake"})
@@ -54,14 +67,7 @@ def test_encoders_do_not_share_vectors(data_dir):
 
 def test_an_interrupted_build_keeps_its_finished_shards(data_dir):
     texts = [f"passage {i}" for i in range(7)]
-    calls = []
-
-    def fails_on_the_fourth_slice(batch: list[str]) -> np.ndarray:
-        calls.append(batch)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return CountingEncoder()(batch)
-
+    fails_on_the_fourth_slice = FailsOnSlice(4)
     store = VectorStore({"alias": "fake"})
     with pytest.raises(KeyboardInterrupt):
         store.encode(texts, fails_on_the_fourth_slice, slice_size=2, shard_size=4)
@@ -80,14 +86,7 @@ def test_a_slow_build_writes_a_shard_every_shard_seconds(data_dir, monkeypatch):
 
     monkeypatch.setattr(engine.index.vectors, "SHARD_SECONDS", 0.0)
     texts = [f"passage {i}" for i in range(7)]
-    calls = []
-
-    def fails_on_the_fourth_slice(batch: list[str]) -> np.ndarray:
-        calls.append(batch)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return CountingEncoder()(batch)
-
+    fails_on_the_fourth_slice = FailsOnSlice(4)
     store = VectorStore({"alias": "fake"})
     with pytest.raises(KeyboardInterrupt):
         store.encode(texts, fails_on_the_fourth_slice, slice_size=2, shard_size=1000)
