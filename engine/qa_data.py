@@ -102,14 +102,21 @@ DATASETS = {
 }
 
 
+def listed_dataset(name: str) -> str | None:
+    """The listed QA file (its path in the QA data folder) that `name` names: its label,
+    case and spacing aside, or that path; None for any other name."""
+    name = str(name or "").strip()
+    if name in DATASETS:
+        return name
+    key = " ".join(name.split()).casefold()
+    return next((path for path, label in DATASETS.items() if label.casefold() == key), None)
+
+
 def dataset_path(name: str) -> Path | None:
-    """The QA file a listed dataset's name (case and spacing aside) or its path under the
-    QA data folder names; None for any other name."""
-    key = " ".join(str(name or "").split()).casefold()
-    for path, label in DATASETS.items():
-        if key in (label.casefold(), path):
-            return shared_data_dir() / path
-    return None
+    """Where the listed QA file `name` names lives (`listed_dataset`); None for any other
+    name."""
+    listed = listed_dataset(name)
+    return shared_data_dir() / listed if listed is not None else None
 
 
 class DataMissing(ResourceMissingError):

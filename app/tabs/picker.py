@@ -14,6 +14,7 @@ import gradio as gr
 from app.errors import raising_refusals
 from app.views.annotation import SET_ASIDE, trains_note
 from app.views.trace import esc
+from engine.data.corpus import grown_name
 from engine.documents import Question
 from engine.paradigms.base import MAX_QUESTION_CHARS
 from engine.service.annotation import labelling_order, trainable
@@ -50,7 +51,7 @@ class QuestionPicker:
                     f"question); the start-up corpus {esc(counted)} holds {held} of the "
                     f"{total} supporting documents.*")
             return gold_markdown(q, held, total, corpus=counted,
-                                 grown=f"{counted}+{explorer.datasets().get(path, path)}")
+                                 grown=grown_name(counted, explorer.datasets().get(path, path)))
 
         for event in (self.picked.change, corpus.change):
             event(note, [self.dataset, self.picked, corpus], self.gold_info,

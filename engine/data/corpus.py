@@ -64,11 +64,22 @@ def with_paragraphs(base: Corpus, dataset: Dataset, label: str = "") -> Corpus:
     of a QA file are always in the haystack, among the corpus's own documents. When `base`
     holds every one of them already (dev500 inside the pooled corpus) it is returned
     unchanged, so its cached indexes are reused instead of rebuilt."""
-    extra = [d for d in dataset.documents if not _holds(base, d)]
+    extra = lacking(base, dataset)
     if not extra:
         return base
-    return Corpus(f"{base.name}+{label or dataset.name}",
+    return Corpus(grown_name(base.name, label or dataset.name),
                   tuple(merge_documents([*base.documents, *extra])))
+
+
+def lacking(base: Corpus, dataset: Dataset) -> list[Document]:
+    """`dataset`'s own documents that `base` does not hold (a document of the same id
+    holds one whose text it contains, whitespace aside)."""
+    return [d for d in dataset.documents if not _holds(base, d)]
+
+
+def grown_name(base: str, label: str) -> str:
+    """The name of corpus `base` with the paragraphs of the dataset named `label`."""
+    return f"{base}+{label}"
 
 
 def _holds(corpus: Corpus, doc: Document) -> bool:

@@ -147,18 +147,16 @@ class Corpora:
         own named "<corpus>+<label>" (engine.data.corpus.with_paragraphs: the CLI's rule
         too), or the corpus itself when it holds them all. Prepared as any corpus is, its
         long builds taking their turn; while the corpus loads, its own preparation."""
-        from engine.data.corpus import with_paragraphs
+        from engine.data.corpus import grown_name, lacking
 
         preparation = self.preparation(name)
         loaded = preparation.corpus
-        if loaded is None:
-            return preparation  # the caller says what it waits for
-        searched = with_paragraphs(loaded, dataset, label)
-        if searched is loaded:
-            return preparation
+        if loaded is None or not lacking(loaded, dataset):
+            return preparation  # still loading (the caller says so), or it holds them all
+        grown = grown_name(loaded.name, label)  # made (merged) once, by its own load
         with self._lock:
-            self._derived[searched.name] = (self.resolve(name), str(path), label)
-        return self.preparation(searched.name)
+            self._derived[grown] = (self.resolve(name), str(path), label)
+        return self.preparation(grown)
 
     def _derived_source(self, name: str) -> tuple[str, str, str] | None:
         """(base corpus, QA file, label) of a corpus "<base>+<dataset>": one an evaluation

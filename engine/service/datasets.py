@@ -35,13 +35,12 @@ def listed_path(dataset: str) -> str | None:
     label ("HotpotQA dev500": what the app shows, the API takes and evaluations store; case
     and spacing aside); its path ("hotpotqa/dev500_contexts.jsonl", also under the shared
     data folder) is still accepted, as it was the API's name before."""
+    from engine.qa_data import listed_dataset
+
     name = str(dataset or "").strip()
-    if name in DATASETS:
-        return name
-    key = " ".join(name.split()).casefold()
-    for path, label in DATASETS.items():
-        if label.casefold() == key:
-            return path
+    listed = listed_dataset(name)
+    if listed is not None:
+        return listed
     if name:
         from engine.paths import shared_data_dir
 

@@ -184,18 +184,17 @@ def gold_coverage(evaluations: EvaluationStore, evaluation_id: int, corpus: Corp
     now: engine.data.corpus.with_paragraphs) and, for a listed dataset, `pooled`. A
     perfect cut can add only the gold the corpus holds, so these questions' ceilings stay
     low whatever the stages do."""
-    from engine.data.corpus import with_paragraphs
+    from engine.data.corpus import grown_name, lacking
     from engine.qa_data import dataset_path
 
     asked = {r["question_id"] for r in evaluations.rows(evaluation_id)}
     golds = [q for q in dataset.questions if q.id in asked and q.supporting_titles]
     there = [sum(t in corpus.by_id for t in set(q.supporting_titles)) for q in golds]
-    lacking = sum(n < len(set(q.supporting_titles)) for n, q in zip(there, golds, strict=True))
+    short = sum(n < len(set(q.supporting_titles)) for n, q in zip(there, golds, strict=True))
     holds = []
-    if lacking:
-        grown = with_paragraphs(corpus, dataset, label)
-        holds = [grown.name] if grown is not corpus else []
+    if short:
+        holds = [grown_name(corpus.name, label)] if lacking(corpus, dataset) else []
         if dataset_path(label) is not None and corpus.name != "pooled":
             holds.append("pooled")
-    return {"corpus": corpus.name, "questions": len(golds), "lacking": lacking,
+    return {"corpus": corpus.name, "questions": len(golds), "lacking": short,
             "none": sum(n == 0 for n in there), "holds_it": holds}
