@@ -72,6 +72,11 @@ class Question:
     source: str = ""
 
 
+def question_from_dict(d: dict) -> Question:
+    """A Question from its `asdict` form (JSON lists back to tuples)."""
+    return Question(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
 @dataclass(frozen=True)
 class Dataset:
     """Questions plus the documents a QA file ships with (may be empty, e.g. NQ-open)."""

@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine.documents import Candidate, Question, Unit
+from engine.documents import Candidate, Question, Unit, question_from_dict
 from engine.metrics import answer_in
 from engine.trace_details import (
     NO_DETAILS,
@@ -232,7 +232,7 @@ def from_dict(d: dict[str, Any]) -> RunTrace:
     stages = tuple(_stage(s) for s in d["stages"])
     gold = d.get("gold")
     if gold is not None:
-        gold = Question(**{k: tuple(v) if isinstance(v, list) else v for k, v in gold.items()})
+        gold = question_from_dict(gold)
     flags = tuple(GoldFlags(tuple(f["answer"]), tuple(f["support"]))
                   for f in d.get("gold_flags", ()))
     if "llm_steps" in d:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, fields
 
-from engine.documents import Corpus, Question
+from engine.documents import Corpus, Question, question_from_dict
 from engine.errors import ConfigError
 from engine.store.evaluations import IMPORTED, RESUMABLE, EvaluationStore, StoredEvaluation
 
@@ -30,9 +30,8 @@ def plan_of(chosen: list[tuple[int, Question]], kinds: dict, cuts: dict,
 
 def planned_questions(plan: dict) -> list[tuple[int, Question]]:
     """(position, question) of every question a plan chose."""
-    return [(int(position), Question(**{k: tuple(v) if isinstance(v, list) else v
-                                        for k, v in question.items()
-                                        if k in _QUESTION_FIELDS}))
+    return [(int(position), question_from_dict({k: v for k, v in question.items()
+                                                 if k in _QUESTION_FIELDS}))
             for position, question in plan["questions"]]
 
 
