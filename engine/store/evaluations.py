@@ -89,12 +89,11 @@ class EvaluationStore:
                                   "and paradigm.")
             seen[key] = trace
         ((evaluation_id,),) = self.store.execute("SELECT nextval('evaluation_ids')")
-        sql, params = self._insert(dataset, len({p for p, _, _ in runs}), paradigms, configs,
-                                   corpus, corpus_fingerprint, code_version, name, None, None)
-        statements = [(sql.replace("(name, ", "(id, summary, finished, name, ", 1)
-                       .replace("VALUES (", "VALUES (?, ?, current_timestamp, ", 1)
-                       .replace("'running'", "'done'"),
-                       [int(evaluation_id), json.dumps(summary), *params])]
+        statements = [
+            self._insert(dataset, len({p for p, _, _ in runs}), paradigms, configs, corpus,
+                         corpus_fingerprint, code_version, name, None, None, state="done",
+                         sql={"finished": "current_timestamp"}, id=int(evaluation_id),
+                         summary=json.dumps(summary))]
         statements += [(_INSERT_RUN, [evaluation_id, position,
                                       row.get("paradigm", trace.paradigm),
                                       row.get("question_id", ""), json.dumps(row),
@@ -106,17 +105,24 @@ class EvaluationStore:
     @staticmethod
     def _insert(dataset: str, questions: int, paradigms: Sequence[str], configs: dict,
                 corpus: str, corpus_fingerprint: str, code_version: str, name: str,
-                baseline: int | None, plan: dict | None) -> tuple[str, list]:
+                baseline: int | None, plan: dict | None, state: str = "running",
+                sql: dict[str, str] | None = None, **more: object) -> tuple[str, list]:
+        """The INSERT of an evaluation's row in `state`; `more`: other columns' values and
+        `sql` other columns' SQL expressions (an import stored whole gives its id, summary
+        and finished time)."""
         name = (name or "").strip() or f"{dataset}: {', '.join(paradigms)}"
         if len(name) > MAX_NAME_CHARS:
             raise ConfigError(f"The evaluation name has {len(name)} characters; the limit is "
                               f"{MAX_NAME_CHARS}. Shorten it.")
-        return ("INSERT INTO evaluations (name, dataset, questions, paradigms, configs, "
-                "corpus, corpus_fingerprint, code_version, state, baseline, plan) VALUES (?, "
-                "?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
-                [name, dataset, questions, json.dumps(list(paradigms)), json.dumps(configs),
-                 corpus, corpus_fingerprint, code_version, baseline,
-                 None if plan is None else json.dumps(plan)])
+        columns = {"name": name, "dataset": dataset, "questions": questions,
+                   "paradigms": json.dumps(list(paradigms)), "configs": json.dumps(configs),
+                   "corpus": corpus, "corpus_fingerprint": corpus_fingerprint,
+                   "code_version": code_version, "state": state, "baseline": baseline,
+                   "plan": None if plan is None else json.dumps(plan), **more}
+        sql = sql or {}
+        return (f"INSERT INTO evaluations ({', '.join([*columns, *sql])}) VALUES "
+                f"({', '.join(['?'] * len(columns) + list(sql.values()))})",
+                list(columns.values()))
 
     def add(self, evaluation_id: int, position: int, traces: Sequence[RunTrace],
             rows: Sequence[dict]) -> None:
