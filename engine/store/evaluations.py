@@ -78,16 +78,8 @@ class EvaluationStore:
                     corpus_fingerprint: str, code_version: str, name: str = "") -> int:
         """An evaluation stored finished, with every run ((position, trace, eval row)), in
         one transaction: all or nothing, whatever fails or kills the process meanwhile (an
-        import); returns its id. Two runs of one question by one paradigm are refused
-        before anything is written."""
-        seen: dict[tuple[int, str], RunTrace] = {}
-        for position, trace, row in runs:
-            key = (position, row.get("paradigm", trace.paradigm))
-            if key in seen:
-                raise ConfigError(f"Two runs of question {position} ({trace.question[:80]!r}) "
-                                  f"by {key[1]!r}: an evaluation keeps one run per question "
-                                  "and paradigm.")
-            seen[key] = trace
+        import); returns its id. Two runs of one question by one paradigm break the runs'
+        key, so nothing is stored (engine.service.imports refuses them first, by name)."""
         ((evaluation_id,),) = self.store.execute("SELECT nextval('evaluation_ids')")
         statements = [
             self._insert(dataset, len({p for p, _, _ in runs}), paradigms, configs, corpus,
