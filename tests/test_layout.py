@@ -133,13 +133,14 @@ def test_the_app_talks_to_the_engine_through_explorer_methods_only():
     assert {"save_run", "evaluation_rows", "judged_pairs", "ready"} <= public
 
 
-def test_the_readme_layout_names_every_module():
-    """README.md's Layout section names each module of engine/ and app/ (as `name`), so a
-    module added without a word there fails here."""
+def test_the_codebase_page_names_every_module():
+    """The Layout section of docs/codebase.md names each module of engine/ and app/ (as
+    `name`), so a module added without a word there fails here."""
     import re
 
-    readme = (ENGINE.parent / "README.md").read_text(encoding="utf-8")
-    layout = readme[readme.index("## Layout"):readme.index("\n## ", readme.index("## Layout") + 1)]
+    page = (ENGINE.parent / "docs" / "codebase.md").read_text(encoding="utf-8")
+    start = page.index("## Layout")
+    layout = page[start:page.index("\n## ", start + 1)]
     named = {name.removesuffix(".py") for name in re.findall(r"`([\w.]+)`", layout)}
     modules = [path for package in ("engine", "app")
                for path in sorted((ENGINE.parent / package).rglob("*.py"))
