@@ -2,9 +2,52 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from engine.documents import Corpus, Document
+
+# where browser tests leave their screenshots (docs/shots.py crops the docs' pictures from them)
+ARTIFACTS = Path(os.environ.get("FUNNEL_ARTIFACTS",
+                                Path(__file__).resolve().parent.parent / "test-artifacts"))
+END_TO_END = ("live", "browser", "server", "training")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """A test using the browser is marked `browser`, and every end-to-end test `slow`, so
+    `-m "not slow"` (the four-minute loop) leaves them all out."""
+    for item in items:
+        if "browser" in item.fixturenames:
+            item.add_marker(pytest.mark.browser)
+        if any(item.get_closest_marker(name) for name in END_TO_END):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium, one per test module (no sandbox as root; no background calls
+    on a closed net); skipped, saying so, where it or playwright is missing. Module-scoped,
+    not session-scoped: Playwright's sync API keeps an event loop in this thread while it
+    is open, which other modules' asyncio code must not meet."""
+    import shutil
+    from pathlib import Path
+
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="pip install playwright (browser tests)")
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.skip("Debian chromium missing: apt-get install -y chromium")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run",
+            "--disable-quic"])
+        yield launched
+        launched.close()
 
 
 @pytest.fixture(autouse=True)

@@ -164,6 +164,7 @@ def smollm2():
     return HFGenerator("smollm2", precision="fp32")
 
 
+@pytest.mark.slow
 def test_the_packaged_reader_loses_its_answer_without_the_passage_that_holds_it(smollm2):
     pairs = [("Orla Quinn", "Orla Quinn is an Irish sculptor born in the town of Kesh in "
                             "1970."),

@@ -96,6 +96,7 @@ def test_the_answer_box_marks_the_cut_and_names_the_cap():
     assert CUT_MARK in compare_table([cut, whole])
 
 
+@pytest.mark.slow
 def test_the_packaged_reader_cut_mid_name_ends_at_a_whole_word():
     """SmolLM2 (the logic is the model's): at 24 tokens it says "Akira Kurosawa" whole;
     capped at 4 it says "Akira Kuro", which ends at "Akira", flagged."""

@@ -14,6 +14,8 @@ import pytest
 from engine.service import datasets
 from tests.fakes import qa_file, served
 
+pytestmark = pytest.mark.live
+
 API_PAGE = Path(__file__).resolve().parent.parent / "docs" / "gradio-api.md"
 
 # every endpoint docs/gradio-api.md describes, and nothing else

@@ -141,6 +141,7 @@ def test_query_classification_can_skip_retrieval(tiny_corpus, shared_models,
     assert [s.name for s in trace.stages] == ["classify", "hybrid", "reranker", "summary"]
 
 
+@pytest.mark.slow
 def test_before_the_query_classifier_is_trained_every_request_retrieves(tiny_corpus,
                                                                         shared_models):
     from engine.models.query_classifier import STAND_IN, shared_query_classifier

@@ -23,7 +23,8 @@ from tests.conftest import TINY_DOCS
 from tests.fakes import ECHO, fake_preparation, ranked_stage
 from tests.test_diagnose_tab import flat_run, funnel_run, store_evaluation
 
-browser = live.browser  # the live app's headless Chromium, as a fixture here too
+pytestmark = pytest.mark.live
+
 ARTIFACTS = live.ARTIFACTS
 
 WIDTHS = (1400, 1920)

@@ -16,7 +16,7 @@ from tests import test_live_app as live
 from tests.conftest import TINY_DOCS
 from tests.fakes import ECHO, EchoParadigm, fake_preparation, qa_file
 
-browser = live.browser  # the live app's headless Chromium, as a fixture here too
+pytestmark = pytest.mark.live
 
 
 @pytest.fixture()

@@ -113,6 +113,7 @@ def test_seurat_question_on_the_default_corpus(data_dir):
         "A Sunday Afternoon on the Island of La Grande Jatte")
 
 
+@pytest.mark.slow
 def test_build_makes_the_dense_index_and_says_what_it_built(corpus_file, data_dir):
     # progress lines every 0 s instead of every 30 s: the tiny corpus encodes in one slice
     result = run("build", "--corpus", str(corpus_file), "--index", "hnsw", env_dir=data_dir,
@@ -137,6 +138,7 @@ def test_build_refuses_a_bad_ray_address_and_worker_count(corpus_file, data_dir)
         assert result.returncode == 2 and message in result.stderr, result.stderr[-500:]
 
 
+@pytest.mark.slow
 def test_build_serves_the_index_from_a_qdrant_collection(corpus_file, data_dir, tmp_path):
     pytest.importorskip("qdrant_client")
     where = tmp_path / "qdrant"

@@ -277,6 +277,7 @@ def test_a_run_over_a_corpus_replaced_under_its_name_is_not_re_answered(explorer
         explorer.judged_pairs(run)
 
 
+@pytest.mark.server
 def test_a_corpus_added_with_a_ray_address_is_encoded_by_ray_workers(explorer, tmp_path,
                                                                      data_dir, monkeypatch):
     pytest.importorskip("ray")

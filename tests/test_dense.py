@@ -308,6 +308,7 @@ def test_the_vectors_view_outlives_its_index(tiny_corpus, minilm):
     assert np.array_equal(view, expected)
 
 
+@pytest.mark.slow
 def test_another_encoders_build_is_estimated_at_its_own_speed(tiny_corpus, minilm, data_dir,
                                                               monkeypatch):
     from engine.models.packaged import minilm_path

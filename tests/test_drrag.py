@@ -228,6 +228,7 @@ def tiny_config(tiny_classifier_base):
     return ClassifierConfig(base_model=str(tiny_classifier_base), epochs=1, max_length=64)
 
 
+@pytest.mark.training
 def test_train_retrain_and_switch_back(tiny_config, data_dir):
     from engine.models.selection_classifier import (
         active_version,

@@ -11,21 +11,18 @@ saying so, where either is missing. Screenshots go to FUNNEL_ARTIFACTS (default:
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import socket
-from pathlib import Path
 
 import pytest
 
 from engine.paradigms.base import Need
+from tests.conftest import ARTIFACTS
 from tests.fakes import EchoParadigm
 from tests.test_corpora import corpus_only, tiny_rows, write_jsonl
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(os.environ.get("FUNNEL_ARTIFACTS", ROOT / "test-artifacts"))
+pytestmark = pytest.mark.live
+
 QUESTION = "Who painted A Sunday Afternoon?"
 LONG = ("Seurat painting " * 1_250)[:19_999] + "?"  # 20,000 characters: the UI once cut it
 
@@ -89,22 +86,6 @@ def test_api_refuses_a_long_question_and_a_long_build_and_saves_a_run_once(echo_
         client.predict(trace, "twice", "", api_name="/save_run")
     assert [r["id"] for r in json.loads(client.predict(api_name="/list_runs"))] == [run_id]
 
-
-@pytest.fixture
-def browser():
-    """Headless Debian chromium (no sandbox as root; no background calls on a closed net)."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="pip install playwright (browser tests)")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium missing: apt-get install -y chromium")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run",
-            "--disable-quic"])
-        yield launched
-        launched.close()
 
 
 def _run(page, question: str, k: int = 1) -> None:

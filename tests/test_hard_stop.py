@@ -99,6 +99,7 @@ dense_index(corpus, precision="fp32")
 """
 
 
+@pytest.mark.slow
 def test_a_dense_build_killed_while_encoding_resumes_where_it_stopped(data_dir, tmp_path):
     pytest.importorskip("sentence_transformers")
     from engine.data.corpus import load_corpus

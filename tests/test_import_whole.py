@@ -214,6 +214,7 @@ def _big_import(folder: Path, questions: int) -> tuple[Path, Path]:
     return qa, traces
 
 
+@pytest.mark.slow
 def test_a_kill_midway_leaves_nothing_half_stored(tmp_path):
     """The import runs in a process of its own, SIGKILLed once its debug log says the first
     runs were written (inside the transaction); the database then holds no evaluation and

@@ -125,6 +125,7 @@ def test_a_retrain_with_no_label_that_can_train_is_refused(tiny_corpus, tmp_path
     assert annotation.labels.count() == 1  # nothing lost
 
 
+@pytest.mark.training
 def test_retrain_adds_a_version_compares_both_on_the_same_pairs_and_can_switch_back(
         tiny_corpus, tmp_path, tiny_classifier_base):
     """A real (tiny) training. The version before it was trained before held-out pairs were

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -22,14 +21,13 @@ from pathlib import Path
 import pytest
 
 from engine.paradigms.registry import PARADIGMS
+from tests.conftest import ARTIFACTS
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.live
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHOICES = ", ".join(sorted(PARADIGMS))
 QUESTION = "Who painted A Sunday Afternoon on the Island of La Grande Jatte?"
-ARTIFACTS = Path(os.environ.get("FUNNEL_ARTIFACTS", ROOT / "test-artifacts"))
 EVIL = "<img src=x onerror=\"document.title='pwned'\"> Seurat trap"
 DOCS = [
     ("Georges Seurat", "Georges Seurat was a French painter who devised pointillism. He "
@@ -466,21 +464,6 @@ def _retrain_ended(client, seconds: float = 300) -> dict:
             return job
         time.sleep(1)
 
-
-@pytest.fixture
-def browser():
-    """Headless Debian chromium (no sandbox as root; no background calls on a closed net)."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="pip install playwright (browser tests)")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium missing: apt-get install -y chromium")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        yield launched
-        launched.close()
 
 
 def test_browser_explore_save_and_reopen(live_app, browser):

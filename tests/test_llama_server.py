@@ -22,10 +22,10 @@ SERVER_PYTHON = Path(os.environ.get("FUNNEL_LLAMA_SERVER_PYTHON",
                                     ROOT / ".venvs" / "llama-server" / "bin" / "python"))
 QUESTION = "Which river flows through Budapest?"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.server, pytest.mark.skipif(
     not SERVER_PYTHON.exists(),
     reason=f"llama.cpp's server is not installed at {SERVER_PYTHON}: bash .ci/run installs "
-           "it (about 6 minutes), or set FUNNEL_LLAMA_SERVER_PYTHON")
+           "it (about 6 minutes), or set FUNNEL_LLAMA_SERVER_PYTHON")]
 
 
 @pytest.fixture(scope="module")

@@ -138,6 +138,7 @@ def bare_encoder(tmp_path):
     return tmp_path / "bert"
 
 
+@pytest.mark.slow
 def test_the_server_log_shows_only_our_lines_while_indexes_and_models_load(bare_encoder):
     done = subprocess.run([sys.executable, "-c", NOISY_WORK, str(bare_encoder)],
                           capture_output=True, text=True, timeout=300)

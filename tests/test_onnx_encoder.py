@@ -57,6 +57,7 @@ def test_fp32_gives_torch_vectors_and_rankings(fresh_encoders, torch_fp32):
     assert model.get_embedding_dimension() == 384
 
 
+@pytest.mark.slow
 def test_int8_is_near_fp32_but_not_it(fresh_encoders, torch_fp32):
     model = loading.load_bi_encoder("minilm", "int8")
     assert runs_onnx(model)
@@ -79,6 +80,7 @@ def test_bf16_stays_in_torch(fresh_encoders):
     assert next(model.parameters()).dtype == torch.bfloat16
 
 
+@pytest.mark.slow
 def test_export_is_cached_and_a_damaged_one_rebuilt(fresh_encoders, monkeypatch):
     loading.load_bi_encoder("minilm", "fp32")
     entries = list((fresh_encoders / "cache" / "onnx-encoder").iterdir())
@@ -98,6 +100,7 @@ def test_export_is_cached_and_a_damaged_one_rebuilt(fresh_encoders, monkeypatch)
     assert len(exports) == 1  # the damaged export was rebuilt, not read
 
 
+@pytest.mark.slow
 def test_an_int8_graph_unlike_the_model_is_refused(no_encoders, data_dir, monkeypatch):
     # this test's own data directory: a new export
     monkeypatch.setattr(onnx_encoder, "INT8_COSINE", 0.999999)

@@ -60,6 +60,7 @@ def tiny_onnx(tiny_folder, onnx_cache):
     return ORTGenerator(str(tiny_folder), "fp32", threads=1)
 
 
+@pytest.mark.slow
 def test_the_export_computes_the_torch_models_logits(tiny_lm, tiny_onnx):
     import torch
 
@@ -100,6 +101,7 @@ def test_the_prefix_cache_changes_nothing_but_the_tokens_read(tiny_onnx):
     np.testing.assert_allclose(cached.logprobs, plain.logprobs, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_the_int8_export_quantises_every_matmul_and_still_reads(tiny_folder, onnx_cache):
     import onnx
 

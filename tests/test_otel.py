@@ -151,7 +151,7 @@ print(json.dumps([[s.context.trace_id, s.context.span_id] for s in exporter.get_
 """
 
 
-@pytest.mark.slow
+@pytest.mark.training
 def test_span_ids_never_repeat_across_trainings_and_a_restart():
     """Training seeds its own generators: the global `random` OpenTelemetry draws ids from
     was reseeded by each fit, so runs after two trainings, or after a restart that trained

@@ -105,6 +105,7 @@ def test_a_process_started_with_the_plugin_installed_loads_it(example, first):
     assert "'overlap'" in done.stdout and "'best-sentence'" in done.stdout
 
 
+@pytest.mark.live
 def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_evaluation(
         live, tmp_path):
     explorer, client = live

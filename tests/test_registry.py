@@ -66,6 +66,7 @@ def live_echo(echo, tiny_corpus, tmp_path):
         yield demo, client
 
 
+@pytest.mark.live
 def test_the_api_runs_it_validates_its_options_and_logs_refusals_in_one_line(live_echo,
                                                                             caplog, capfd):
     from gradio_client.exceptions import AppError

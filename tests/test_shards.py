@@ -41,6 +41,7 @@ def local_ray(data_dir):
     disconnect()
 
 
+@pytest.mark.server
 def test_two_ray_shards_give_one_index_top_k(tiny_corpus, local_ray, data_dir):
     one = dense_index(tiny_corpus, PASSAGES, kind="exact")
     sharded = sharded_dense_index(tiny_corpus, PASSAGES, "minilm", local_ray, 2, workers=2,
@@ -69,6 +70,7 @@ def test_two_ray_shards_give_one_index_top_k(tiny_corpus, local_ray, data_dir):
         sharded_dense_index(tiny_corpus, PASSAGES, "minilm", "10.0.0.1:6379", 2)
 
 
+@pytest.mark.server
 def test_score_units_of_ray_shards_are_their_search_scores(tiny_corpus, local_ray):
     """Units scored by id (engine.index.unit_scores): their vectors gathered from the
     shards holding them, as the shards' merged search scores them."""
@@ -78,6 +80,7 @@ def test_score_units_of_ray_shards_are_their_search_scores(tiny_corpus, local_ra
                                            workers=2, kind="exact"), QUESTIONS, atol=1e-5)
 
 
+@pytest.mark.server
 def test_the_store_serves_a_corpus_from_shards_when_asked(tiny_corpus, local_ray):
     from engine.service.store import Store
 

@@ -164,7 +164,10 @@ def test_the_contract_covers_every_stage_class():
         engine.stages.classify.QueryClassification}
 
 
-@pytest.mark.parametrize("cls", list(STAGES), ids=lambda c: c.__name__)
+# the cross-encoder's contract converts the packaged MiniLM first (about 10 s): slow
+@pytest.mark.parametrize("cls", [
+    pytest.param(cls, marks=pytest.mark.slow) if cls is CrossEncoderReranker else cls
+    for cls in STAGES], ids=lambda c: c.__name__)
 def test_stage_contract(cls, tiny_corpus, request):
     make, inputs = STAGES[cls]
     stage = make(tiny_corpus, request.getfixturevalue("tiny_causal_lm")) \

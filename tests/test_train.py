@@ -141,6 +141,7 @@ def test_train_config_round_trips_json():
         TrainConfig.from_json('{"lr": 1}')
 
 
+@pytest.mark.training
 def test_training_is_seeded_and_separates_positives():
     _minilm()
     from engine.train.loop import new_cross_encoder, seeded
@@ -161,6 +162,7 @@ def test_training_is_seeded_and_separates_positives():
     assert margin(first) > 0 and margin(first) > margin(before)
 
 
+@pytest.mark.training
 def test_trained_preranker_is_cached_and_reused(shared, monkeypatch):
     _minilm()
     import engine.train.fit_preranker
@@ -243,6 +245,7 @@ def test_bpr_loss_is_mean_negative_log_sigmoid_of_the_gap():
 # --- command line -------------------------------------------------------------------------
 
 
+@pytest.mark.training
 def test_cli_trains_then_reports_the_cached_model(shared, capsys):
     _minilm()
     from engine.cli.main import main
