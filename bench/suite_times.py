@@ -1,0 +1,93 @@
+"""The test suite's time per marker: the whole suite once, each test timed (setup, call and
+teardown) with the markers it carries, then the inner loop (`-m "not slow"`) on its own, as a
+contributor runs it.
+
+    python bench/suite_times.py [--skip-fast] [-- extra pytest arguments]
+
+Prints, per marker, how many tests carry it and the seconds they took, and the wall time of
+both runs. Run it on an idle machine: every test shares its 2 cores. Loaded by pytest
+(`-p suite_times`) this file is the plugin that times each test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKERS = ("slow", "live", "browser", "server", "training")
+OUT = "SUITE_TIMES_OUT"
+
+
+# -- the plugin (inside pytest) ---------------------------------------------------------------
+
+_times: list[dict] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = time.perf_counter()
+    yield
+    _times.append({"test": item.nodeid, "seconds": time.perf_counter() - start,
+                   "markers": sorted({m.name for m in item.iter_markers()} & set(MARKERS))})
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if os.environ.get(OUT):
+        Path(os.environ[OUT]).write_text(json.dumps(_times))
+
+
+# -- the runner ------------------------------------------------------------------------------
+
+def run(args: list[str], out: Path) -> tuple[float, int, list[dict]]:
+    """(wall seconds, pytest's exit code, each test's time) of one pytest run."""
+    env = {**os.environ, OUT: str(out),
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")])}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "suite_times",
+                           "-p", "no:cacheprovider", *args], cwd=ROOT, env=env)
+    return time.perf_counter() - start, done.returncode, json.loads(out.read_text())
+
+
+def table(times: list[dict]) -> list[tuple[str, int, float]]:
+    """(marker set, tests, seconds): each marker, the tests with none, and all."""
+    rows: dict[str, list[float]] = defaultdict(list)
+    for t in times:
+        for name in t["markers"] or ["not slow"]:
+            rows[name].append(t["seconds"])
+        rows["all"].append(t["seconds"])
+    order = ["not slow", *MARKERS, "all"]
+    return [(name, len(rows[name]), sum(rows[name])) for name in order if name in rows]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skip-fast", action="store_true",
+                        help="time the whole suite only, not the inner loop on its own")
+    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
+    args = parser.parse_args()
+    out = ROOT / "bench" / "results" / "suite_times.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    wall, code, times = run(args.pytest_args, out)
+    print(f"\nwhole suite: {len(times)} tests, {wall / 60:.1f} min wall (exit {code})")
+    print(f"{'marker':<10} {'tests':>6} {'seconds':>9} {'share':>6}")
+    total = sum(t["seconds"] for t in times) or 1.0
+    for name, n, seconds in table(times):
+        print(f"{name:<10} {n:>6} {seconds:>9.0f} {seconds / total:>6.0%}")
+    if not args.skip_fast:
+        fast_wall, fast_code, fast = run(["-m", "not slow", *args.pytest_args], out)
+        print(f"\ninner loop (-m 'not slow') alone: {len(fast)} tests, "
+              f"{fast_wall / 60:.1f} min wall (exit {fast_code}); "
+              f"{fast_wall / wall:.2f} of the whole suite's time")
+
+
+if __name__ == "__main__":
+    main()
