@@ -67,6 +67,14 @@ def with_paragraphs(base: Corpus, dataset: Dataset, label: str = "") -> Corpus:
                   tuple(merge_documents([*base.documents, *extra])))
 
 
+def eval_corpus(dataset: Dataset, spec: str | Corpus = "wiki", label: str = "") -> Corpus:
+    """Corpus `spec` (a name or path, or a loaded corpus) plus the dataset's own documents
+    it lacks, named "<corpus>+<label>" (`with_paragraphs`: the one rule of every
+    evaluation)."""
+    base = spec if isinstance(spec, Corpus) else load_corpus(spec)
+    return with_paragraphs(base, dataset, label)
+
+
 def lacking(base: Corpus, dataset: Dataset) -> list[Document]:
     """`dataset`'s own documents that `base` does not hold (a document of the same id
     holds one whose text it contains, whitespace aside)."""

@@ -412,7 +412,7 @@ class Explorer:
         engine.eval.imports.import_files): with `dataset` (a listed one or a QA file) as an
         evaluation beside the paradigms', without as saved sessions. TREC docids name the
         start-up corpus's documents or the dataset's own."""
-        from engine.eval.runner import eval_corpus
+        from engine.data.corpus import eval_corpus
 
         chosen = dataset_of(dataset) if str(dataset or "").strip() else None
 
