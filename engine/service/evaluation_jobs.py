@@ -6,9 +6,9 @@ engine.service.resume).
 The app starts one with `EvaluationJob(...).start()` (what it runs: an
 engine.service.evaluation_request.EvaluationRequest, imported from here too) and polls
 `status()`; questions are answered by `engine.eval.runner.answer_all`, as the command
-line's `eval` answers them (here or as Ray tasks). The corpus is the one the caller prepared, and what the configs
-need beyond it is only what the caller passes as `prepare` (the app asks first before a
-long build).
+line's `eval` answers them (here or as Ray tasks). The corpus is the one the caller
+prepared, and what the configs need beyond it is only what the caller passes as `prepare`
+(the app asks first before a long build).
 """
 
 from __future__ import annotations
