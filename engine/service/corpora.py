@@ -31,9 +31,9 @@ from engine.data.ingest import (
     shown_as,
     stored_corpora,
 )
-from engine.documents import Corpus, Dataset
+from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError, EngineError
-from engine.paradigms.registry import PARADIGMS
+from engine.paradigms.registry import PARADIGMS, spec
 from engine.paths import data_dir
 from engine.service.preparation import Preparation, Progress
 
@@ -42,6 +42,10 @@ logger = logging.getLogger(__name__)
 IDLE_SECONDS = 30 * 60
 # how long a request naming a corpus that is not loaded waits for it to load
 LOAD_WAIT_SECONDS = 60.0
+
+
+class NotReady(EngineError):
+    """A paradigm's models or indexes are still being prepared."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class Corpora:
         the corpora an evaluation runs over (never released); `preparing(spec, dense=,
         load=)` makes another corpus's preparation."""
         self.default = corpus_name(default.corpus_spec)
+        self.startup = default  # the start-up corpus's preparation, always kept
         self.root = root or data_dir()
         self._idle, self._in_use, self._preparing = idle_seconds, in_use, preparing
         self._preparations: dict[str, Preparation] = {self.default: default}
@@ -196,6 +201,75 @@ class Corpora:
     @property
     def _dense(self) -> bool:
         return self._preparations[self.default].dense
+
+    # --- readiness and status -------------------------------------------------------------
+
+    def check_ready(self, name: str, preparation: Preparation) -> None:
+        """Refuse running paradigm `name` over `preparation`'s corpus when that corpus could
+        not be read (ConfigError, with the fix) or the paradigm still waits for something
+        (NotReady, naming what and where its progress shows)."""
+        spec(name)  # an unknown name: the ConfigError listing the registered ones
+        loading = preparation.tasks["corpus"]
+        if loading.state == "failed":
+            raise ConfigError(f"Corpus '{preparation.corpus_spec}' could not be read: "
+                              f"{loading.error}. Nothing can run over it; "
+                              f"{self.fix_for_failed(preparation.corpus_spec)}.")
+        waiting = preparation.missing(name)
+        if waiting:
+            # no progress figures: a notice stays on the page while they move on; the
+            # status line above the tabs (and the `status` endpoint) keeps them current
+            where = ("The status above the tabs (or the status endpoint) shows"
+                     if preparation is self.startup else
+                     f"The Corpora tab (or list_corpora) shows corpus "
+                     f"'{preparation.corpus_spec}' and")
+            raise NotReady(f"'{name}' is not ready yet; waiting for: "
+                           + "; ".join(t.headline() for t in waiting)
+                           + f". {where} how far each has got; run again when it lists "
+                           f"'{name}' as ready.")
+
+    def ready(self, name: str | None = None, corpus: str = "") -> bool:
+        """Whether paradigm `name` can answer now over `corpus` (None: whether everything
+        of the start-up corpus is prepared). Asking about a corpus starts preparing it."""
+        preparation = self.preparation(corpus) if corpus else self.startup
+        return preparation.ready() if name is None else not preparation.missing(name)
+
+    def supporting_in_corpus(self, question: Question, corpus: str = "") -> tuple[int, int]:
+        """(how many of the question's supporting documents corpus `corpus` holds (empty
+        or not loaded: the start-up one), how many it has); (0, n) too while the corpus is
+        still loading."""
+        loaded = self.corpus_if_loaded(corpus) if corpus else None
+        loaded = loaded if loaded is not None else self.startup.corpus
+        titles = question.supporting_titles
+        held = sum(t in loaded.by_id for t in titles) if loaded is not None else 0
+        return held, len(titles)
+
+    def counted_corpus(self, corpus: str = "") -> str:
+        """The name of the corpus `supporting_in_corpus(q, corpus)` counts in."""
+        if corpus and self.corpus_if_loaded(corpus) is not None:
+            return corpus.strip()
+        return self.default
+
+    def status(self) -> list[str]:
+        """The start-up corpus's tasks, then every other long build in the process's build
+        queue (a run's confirmed build, an evaluation's, a retrain), each with how long it
+        still needs or its place in the queue; the added corpora's own builds are listed
+        in the Corpora tab."""
+        from engine.paradigms.registry import failed_plugins
+        from engine.service.builds import BUILDS
+
+        left_out = [plugin.left_out() for plugin in failed_plugins()]
+        owned = {task.turn for preparation in (self.startup,
+                                               *self.loaded_preparations())
+                 for task in preparation.tasks.values() if task.turn is not None}
+        return [*left_out, *self.startup.status_lines(), *BUILDS.lines(skip=owned)]
+
+    def failures(self) -> list[str]:
+        """What failed while preparing the start-up corpus (or fetching the QA data), a
+        line each with why."""
+        from engine.paradigms.registry import failed_plugins
+
+        return [*(plugin.left_out() for plugin in failed_plugins()),
+                *(task.describe() for task in self.startup.failed())]
 
     # --- adding and removing --------------------------------------------------------------
 
