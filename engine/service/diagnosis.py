@@ -21,6 +21,7 @@ from engine.eval.summary import read_gold_doc_recall
 from engine.paradigms.registry import make_config
 from engine.service.corpora import Corpora, check_searched
 from engine.service.datasets import dataset_label, dataset_of
+from engine.service.readiness import check_ready
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
 from engine.trace import FAILED
 
@@ -271,7 +272,7 @@ class Diagnoses:
 
         source = self._store.get(evaluation_id)
         preparation = self._corpora.preparation(source.corpus)
-        self._corpora.check_ready("flat", preparation)
+        check_ready(self._corpora, "flat", preparation)
         corpus = check_searched({"fingerprint": source.corpus_fingerprint},
                                 preparation.corpus)
         flat = make_config("flat")

@@ -19,6 +19,7 @@ from engine.service.evaluation_jobs import EvaluationJobs
 from engine.service.evaluation_request import EvaluationRequest
 from engine.service.imports import IMPORTED
 from engine.service.preparation import Preparation
+from engine.service.readiness import check_ready
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
 from engine.trace import RunTrace
 
@@ -52,7 +53,7 @@ class Evaluations:
         chosen = dataset_of(dataset)
         preparation = self._searched(corpus, dataset, chosen, dataset_name)
         for paradigm in paradigms:
-            self._corpora.check_ready(paradigm, preparation)
+            check_ready(self._corpora, paradigm, preparation)
         request = EvaluationRequest(dataset_name or dataset_label(dataset),
                                     chosen.questions, tuple(paradigms),
                                     dict(configs or {}), limit, sample, seed, name,
@@ -82,7 +83,7 @@ class Evaluations:
 
         chosen = dataset_of(dataset)
         preparation = self._searched(corpus, dataset, chosen, dataset_name)
-        self._corpora.check_ready(paradigm, preparation)
+        check_ready(self._corpora, paradigm, preparation)
         points = grid(paradigm, options, config)
         request = EvaluationRequest(
             dataset_name or dataset_label(dataset), chosen.questions,
@@ -117,7 +118,7 @@ class Evaluations:
                               "points have no ceilings).")
         preparation = self._corpora.preparation(source.corpus)
         for name in names:
-            self._corpora.check_ready(name, preparation)
+            check_ready(self._corpora, name, preparation)
         check_searched({"name": source.corpus, "fingerprint": source.corpus_fingerprint},
                        preparation.corpus)
         rows = self._store.rows(evaluation_id)
@@ -153,7 +154,7 @@ class Evaluations:
         kinds = resumable_plan(self._store, stored).get("kinds") or {}  # before loading
         preparation = self._corpora.preparation(stored.corpus)
         for paradigm in dict.fromkeys(kinds.get(label, label) for label in stored.paradigms):
-            self._corpora.check_ready(paradigm, preparation)
+            check_ready(self._corpora, paradigm, preparation)
         return self._jobs.resume(evaluation_id, preparation, build)
 
     def wait_for_evaluation(self, evaluation_id: int, timeout: float | None = None) -> None:

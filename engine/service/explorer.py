@@ -7,7 +7,8 @@ documentation are:
 - runs (engine.service.runs.Runs): a question through a paradigm, re-answered over other
   passages or attributed passage by passage; runs saved, exported and imported;
 - corpora (engine.service.corpora.Corpora): the corpora a request may name, each prepared
-  in the background; whether a paradigm can answer over one; the app's status line;
+  in the background, and their rows (engine.service.corpus_rows); whether a paradigm can
+  answer over one, and the app's status line (engine.service.readiness);
 - datasets (engine.service.datasets): the listed QA files and their questions;
 - evaluations (engine.service.evaluations.Evaluations): evaluations, sweeps and ceilings
   run in the background, stored ones read and exported;
@@ -28,9 +29,10 @@ from engine.cache import sweep_leftovers
 from engine.documents import Corpus, Question
 from engine.paradigms.base import Paradigm
 from engine.paradigms.registry import parse_config as parse_config
+from engine.service import readiness
 from engine.service.annotation import Annotation, JudgedPair
-from engine.service.corpora import IDLE_SECONDS, Corpora, CorpusRow
-from engine.service.corpora import NotReady as NotReady
+from engine.service.corpora import IDLE_SECONDS, Corpora
+from engine.service.corpus_rows import CorpusRow
 from engine.service.datasets import listed_datasets, listed_questions, missing_note
 from engine.service.diagnosis import Diagnoses
 from engine.service.evaluation_jobs import EvaluationJobs
@@ -39,6 +41,7 @@ from engine.service.imports import Imported
 from engine.service.models import ModelRow
 from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
+from engine.service.readiness import NotReady as NotReady
 from engine.service.runs import Runs
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
 from engine.store.labels import Label
@@ -128,7 +131,7 @@ class Explorer:
         """A pipeline's trace or TREC run files stored as an evaluation or as sessions."""
         return self._runs.import_pipeline(files, dataset, label)
 
-    # --- corpora and their preparation: engine.service.corpora ----------------------------
+    # --- corpora and their preparation: engine.service.corpora, readiness ----------------
 
     @property
     def corpus(self) -> Corpus | None:
@@ -167,11 +170,11 @@ class Explorer:
 
     def status(self) -> list[str]:
         """The start-up corpus's tasks, then every other long build of the process."""
-        return self._corpora.status()
+        return readiness.status(self._corpora)
 
     def failures(self) -> list[str]:
         """What failed while preparing the start-up corpus, a line each with why."""
-        return self._corpora.failures()
+        return readiness.failures(self._corpora)
 
     def standing_in(self) -> list[str]:
         """What answers meanwhile for builds and training still under way (stand-ins)."""
@@ -179,15 +182,15 @@ class Explorer:
 
     def ready(self, name: str | None = None, corpus: str = "") -> bool:
         """Whether paradigm `name` can answer now over `corpus` (None: everything)."""
-        return self._corpora.ready(name, corpus)
+        return readiness.ready(self._corpora, name, corpus)
 
     def supporting_in_corpus(self, question: Question, corpus: str = "") -> tuple[int, int]:
         """(supporting documents of `question` that `corpus` holds, how many it has)."""
-        return self._corpora.supporting_in_corpus(question, corpus)
+        return readiness.supporting_in_corpus(self._corpora, question, corpus)
 
     def counted_corpus(self, corpus: str = "") -> str:
         """The name of the corpus `supporting_in_corpus(q, corpus)` counts in."""
-        return self._corpora.counted_corpus(corpus)
+        return readiness.counted_corpus(self._corpora, corpus)
 
     # --- datasets: engine.service.datasets ------------------------------------------------
 

@@ -19,7 +19,7 @@ from engine.documents import Corpus, Question
 from engine.errors import ConfigError
 from engine.paradigms.base import Need, Paradigm, check_question
 from engine.paradigms.registry import make_config, parse_config, spec
-from engine.service.corpora import Corpora, NotReady, check_searched
+from engine.service.corpora import Corpora, check_searched
 from engine.service.datasets import dataset_label, dataset_of, supporting_documents
 from engine.service.imports import Imported, import_files
 from engine.service.labelled import labelled_relevance, with_label_measures
@@ -31,6 +31,7 @@ from engine.service.long_builds import (
 )
 from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
+from engine.service.readiness import NotReady, check_ready
 from engine.service.store import handed, make_paradigm
 from engine.store.labels import LabelStore
 from engine.store.sessions import SavedRun, SessionStore
@@ -81,7 +82,7 @@ class Runs:
         spec(name)  # an unknown name before a bad config
         config = make_config(name, parse_config(config_json))
         preparation = self._corpora.preparation(corpus)
-        self._corpora.check_ready(name, preparation)
+        check_ready(self._corpora, name, preparation)
         pending = self._unprepared(preparation, name, config)
         long = long_builds(preparation, pending, RUN_BUILD_SECONDS)
         if long and not build:
@@ -200,7 +201,7 @@ class Runs:
                               f"its pipeline is not here to read again. {doing} a run of "
                               "one of our paradigms.")
         preparation = self._corpora.preparation(trace.corpus.get("name", ""))
-        self._corpora.check_ready(trace.paradigm, preparation)
+        check_ready(self._corpora, trace.paradigm, preparation)
         return check_searched(trace.corpus, preparation.corpus)
 
     # --- saved runs -----------------------------------------------------------------------
