@@ -33,12 +33,12 @@ from engine.service import readiness
 from engine.service.annotation import Annotation, JudgedPair
 from engine.service.corpora import IDLE_SECONDS, Corpora
 from engine.service.corpus_rows import CorpusRow
-from engine.service.datasets import listed_datasets, listed_questions, missing_note
+from engine.service.datasets import listed_datasets, listed_questions
 from engine.service.diagnosis import Diagnoses
 from engine.service.evaluation_jobs import EvaluationJobs
 from engine.service.evaluations import Evaluations
 from engine.service.imports import Imported
-from engine.service.models import ModelRow
+from engine.service.models import ModelRow, model_rows
 from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
 from engine.service.readiness import NotReady as NotReady
@@ -164,8 +164,6 @@ class Explorer:
     def models(self) -> list[ModelRow]:
         """The models each role can use here and what each has built
         (engine.service.models)."""
-        from engine.service.models import model_rows
-
         return model_rows(self._corpora.named_fingerprints())
 
     def status(self) -> list[str]:
@@ -199,10 +197,8 @@ class Explorer:
         return listed_datasets()
 
     def datasets_note(self) -> str:
-        """'' when every listed dataset is here; else which are missing and the fix, as
-        the app's background fetch of them stands (under way, or failed: try again)."""
-        fetching = self._preparation.tasks.get("qa data")
-        return missing_note(fetching.state if fetching is not None else "")
+        """'' when every listed dataset is here; else which are missing and the fix."""
+        return readiness.datasets_note(self._corpora)
 
     def questions(self, dataset: str, limit: int = 300) -> tuple[Question, ...]:
         """The first `limit` questions of a listed dataset."""

@@ -4,8 +4,9 @@
 (ConfigError, with the fix) or whose paradigm still waits for an index or a model
 (`NotReady`, naming what and where its progress shows); `ready` asks the same without
 refusing. `status` and `failures` are the lines above the app's tabs: the start-up corpus's
-tasks and the process's other long builds, and what failed. Each takes the app's corpora
-(engine.service.corpora.Corpora).
+tasks and the process's other long builds, and what failed; `datasets_note`, the listed QA
+files that are not here yet, as the start-up preparation's fetch of them stands. Each
+takes the app's corpora (engine.service.corpora.Corpora).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from engine.documents import Question
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.registry import spec
 from engine.service.corpora import Corpora
+from engine.service.datasets import missing_note
 from engine.service.preparation import Preparation
 
 
@@ -92,3 +94,10 @@ def failures(corpora: Corpora) -> list[str]:
 
     return [*(plugin.left_out() for plugin in failed_plugins()),
             *(task.describe() for task in corpora.startup.failed())]
+
+
+def datasets_note(corpora: Corpora) -> str:
+    """'' when every listed dataset is here; else which are missing and the fix, as the
+    app's background fetch of them stands (under way, or failed: try again)."""
+    fetching = corpora.startup.tasks.get("qa data")
+    return missing_note(fetching.state if fetching is not None else "")
