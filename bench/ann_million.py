@@ -124,16 +124,16 @@ def hnsw_rows(matrix, sets: dict, links: int, construction: int,
     as `DenseIndex.top` does."""
     import faiss
 
-    from engine.index import dense
+    from engine.index import faiss_index
 
-    saved = dense.HNSW_M, dense.HNSW_EF_CONSTRUCTION
-    dense.HNSW_M, dense.HNSW_EF_CONSTRUCTION = links, construction
+    saved = faiss_index.HNSW_M, faiss_index.HNSW_EF_CONSTRUCTION
+    faiss_index.HNSW_M, faiss_index.HNSW_EF_CONSTRUCTION = links, construction
     try:
         start = time.perf_counter()
-        index = dense.hnsw_index(matrix)  # the engine's index, built as it is
+        index = faiss_index.hnsw_index(matrix)  # the engine's index, built as it is
         built = time.perf_counter() - start
     finally:
-        dense.HNSW_M, dense.HNSW_EF_CONSTRUCTION = saved
+        faiss_index.HNSW_M, faiss_index.HNSW_EF_CONSTRUCTION = saved
     rows = []
     faiss.omp_set_num_threads(1)
     for ef in sweep:

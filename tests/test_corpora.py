@@ -344,7 +344,7 @@ def test_a_corpus_waiting_for_another_build_can_be_cancelled_not_one_building(ti
 
 
 def test_a_corpus_is_ready_when_its_own_tasks_are_while_the_process_still_trains(tiny_corpus):
-    from engine.service.corpora import _status
+    from engine.service.corpus_rows import _status
     from tests.fakes import fake_preparation
 
     prep = fake_preparation(tiny_corpus, {"corpus": lambda p: None, "dense": lambda p: None,

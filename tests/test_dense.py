@@ -274,7 +274,9 @@ def test_recall_measures_a_degraded_index_as_worse(monkeypatch):
     coarse = faiss.IndexHNSWFlat(32, 2, faiss.METRIC_INNER_PRODUCT)
     coarse.hnsw.efConstruction = 2
     coarse.add(vectors)
-    monkeypatch.setattr(dense, "HNSW_EF_SEARCH", 10)
+    from engine.index import faiss_index
+
+    monkeypatch.setattr(faiss_index, "HNSW_EF_SEARCH", 10)
     assert dense.measure_recall(coarse, vectors, k=10, queries=20) < 0.9
 
 
@@ -311,6 +313,7 @@ def test_the_vectors_view_outlives_its_index(tiny_corpus, minilm):
 @pytest.mark.slow
 def test_another_encoders_build_is_estimated_at_its_own_speed(tiny_corpus, minilm, data_dir,
                                                               monkeypatch):
+    from engine.index import encoding
     from engine.models.packaged import minilm_path
 
     folder = str(minilm_path())  # MiniLM named by its folder: "another encoder" here
@@ -318,7 +321,7 @@ def test_another_encoders_build_is_estimated_at_its_own_speed(tiny_corpus, minil
     estimate = dense.build_seconds(tiny_corpus, passages, folder)
     texts = [index_text(u) for u in build_units(tiny_corpus, passages)]
     name = json.dumps(dense.encoder_identity(folder, "auto"), sort_keys=True)
-    measured = dense._RATES[name]
+    measured = encoding._RATES[name]
     assert estimate == pytest.approx(sum(count_tokens(t) for t in texts) / measured)
     real_encode = dense.encode
 
@@ -328,12 +331,12 @@ def test_another_encoders_build_is_estimated_at_its_own_speed(tiny_corpus, minil
         time.sleep(2.0)
         return real_encode(texts, *args, **kwargs)
 
-    monkeypatch.setattr(dense, "encode", slow)
-    monkeypatch.setattr(dense, "_RATES", {})
+    monkeypatch.setattr(encoding, "encode", slow)
+    monkeypatch.setattr(encoding, "_RATES", {})
     # ...is estimated at 2 s or more: the tiny corpus's texts are all in the timed sample
     assert len(texts) <= dense.SAMPLE_TEXTS
     assert dense.build_seconds(tiny_corpus, passages, folder) >= 2.0
-    monkeypatch.setattr(dense, "encode", real_encode)
+    monkeypatch.setattr(encoding, "encode", real_encode)
     dense_index(tiny_corpus, passages, folder)
     assert dense.build_seconds(tiny_corpus, passages, folder) == 0.0  # built: a load
 

@@ -1,10 +1,15 @@
 """The engine's layers: no module imports from a layer above its own, query-time code never
-imports the training package, and no heavy library is imported at module level."""
+imports the training package, and no heavy library is imported at module level. And a
+codebase learnt in an hour: no import cycle among the engine's modules nor the app's
+(imports inside functions count), no module over 400 lines without a reason written at its
+top, and an Explorer that hands every call to the collaborator of its concern."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 ENGINE = Path(__file__).resolve().parent.parent / "engine"
 
@@ -147,3 +152,144 @@ def test_the_codebase_page_names_every_module():
                if path.name not in ("__init__.py", "__main__.py")]
     assert len(modules) > 100
     assert [str(p.relative_to(ENGINE.parent)) for p in modules if p.stem not in named] == []
+
+
+# --- no circles -----------------------------------------------------------------------------
+
+def _parsed(package: str) -> dict[str, ast.Module]:
+    """Every module of `package` ("engine" or "app") by dotted name, parsed."""
+    root = ENGINE.parent
+    return {".".join(p for p in path.relative_to(root).with_suffix("").parts
+                     if p != "__init__"): ast.parse(path.read_text(encoding="utf-8"))
+            for path in sorted((root / package).rglob("*.py"))}
+
+
+def _import_graph(modules: dict[str, ast.Module], package: str) -> dict[str, set[str]]:
+    """{module: the modules of `package` it imports}. Every import counts: at module level,
+    inside a function, under TYPE_CHECKING. `from a import b` is an edge to module a.b if
+    there is one, else to a (or the nearest module above it); the package itself is none."""
+    def module_of(name: str) -> str:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {}
+    for name, tree in modules.items():
+        targets = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets += [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
+                            else node.module for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets += [a.name for a in node.names]
+        graph[name] = {module_of(t) for t in targets
+                       if t.startswith(f"{package}.")} - {name, package, ""}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle ("a -> b -> a") for each group of modules that import each other, round
+    and round (each strongly connected group of more than one module, Tarjan's)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = {stack.pop()}
+            while v not in group:
+                group.add(stack.pop())
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_round(graph, group) for group in groups]
+
+
+def _round(graph: dict[str, set[str]], group: set[str]) -> str:
+    """The shortest way from the group's first module back to it, through the group."""
+    start = min(group)
+    ways, queue = {start: [start]}, [start]
+    for v in queue:  # breadth first: the queue grows while it is read
+        for w in sorted(graph[v] & group):
+            if w == start:
+                return " -> ".join([*ways[v], start])
+            if w not in ways:
+                ways[w] = [*ways[v], w]
+                queue.append(w)
+    raise AssertionError(f"{sorted(group)} holds no cycle")
+
+
+def test_a_cycle_is_found_through_an_import_inside_a_function():
+    modules = {name: ast.parse(source) for name, source in {
+        "engine.a": "from engine.b import f\n",
+        "engine.b": "def f():\n    from engine.c import g\n    return g()\n",
+        "engine.c": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                    "    from engine import a\n",
+        "engine.d": "import engine.a\nfrom engine import b\n"}.items()}
+    graph = _import_graph(modules, "engine")
+    assert graph == {"engine.a": {"engine.b"}, "engine.b": {"engine.c"},
+                     "engine.c": {"engine.a"}, "engine.d": {"engine.a", "engine.b"}}
+    assert _cycles(graph) == ["engine.a -> engine.b -> engine.c -> engine.a"]
+
+
+@pytest.mark.parametrize("package", ["engine", "app"])
+def test_no_import_cycle_among_the_modules_of(package):
+    """A module imports only what sits below it: what two modules both need is in a
+    module below them both, never reached by an import inside a function."""
+    modules = _parsed(package)
+    assert len(modules) > 20
+    assert _cycles(_import_graph(modules, package)) == []
+
+
+# --- modules a newcomer reads whole ---------------------------------------------------------
+
+MAX_LINES = 400
+REASON = "Longer than 400 lines because"  # what a longer module's docstring says, and why
+# reworked on another branch of issue 51 (Diagnose's sub-tabs); each leaves this set once
+# that work is merged (the test below says so when it is no longer over without a reason)
+REWORKED_ELSEWHERE = {"app/tabs/diagnose.py", "app/views/diagnosis.py"}
+
+
+def test_no_module_is_over_400_lines_without_a_reason_at_its_top():
+    long, done = [], []
+    for package in ("engine", "app"):
+        for path in sorted((ENGINE.parent / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            name = path.relative_to(ENGINE.parent).as_posix()
+            over = len(text.splitlines()) > MAX_LINES and \
+                REASON not in (ast.get_docstring(ast.parse(text)) or "")
+            if name in REWORKED_ELSEWHERE:
+                done += [] if over else [name]
+            elif over:
+                long.append(f"{name}: {len(text.splitlines())} lines")
+    assert long == [], f"split these by concern, or say at their top {REASON!r} ..."
+    assert done == [], "no longer over 400 lines without a reason: drop from REWORKED_ELSEWHERE"
+
+
+def test_the_explorer_hands_every_call_to_the_collaborator_of_its_concern():
+    """engine/service/explorer.py is under 400 lines; Explorer does no work of its own: no
+    helper method, and each public method, docstring aside, is one statement that hands the
+    call on (to runs, corpora, evaluations, diagnoses or annotation)."""
+    path = ENGINE / "service" / "explorer.py"
+    text = path.read_text(encoding="utf-8")
+    assert len(text.splitlines()) < MAX_LINES
+    (explorer,) = [node for node in ast.parse(text).body
+                   if isinstance(node, ast.ClassDef) and node.name == "Explorer"]
+    methods = [node for node in explorer.body if isinstance(node, ast.FunctionDef)]
+    assert len(methods) > 50
+    assert [m.name for m in methods if m.name.startswith("_") and m.name != "__init__"] == []
+    thick = [m.name for m in methods if m.name != "__init__"
+             and len(m.body[1:] if ast.get_docstring(m) else m.body) != 1]
+    assert thick == []

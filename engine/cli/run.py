@@ -92,10 +92,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def import_runs(args: argparse.Namespace) -> int:
     """Store TREC run files as an evaluation (engine.eval.imports), whole or not at all
     (engine.service.imports)."""
+    from engine.data.corpus import eval_corpus
     from engine.data.loaders import read_dataset
     from engine.errors import ConfigError
     from engine.eval.imports import imported_runs, read_qrels
-    from engine.eval.runner import eval_corpus
     from engine.service.datasets import dataset_label
     from engine.service.imports import store_imported
     from engine.store.sessions import SessionStore

@@ -15,12 +15,11 @@
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Iterable
 from pathlib import Path
 
 from engine.data.loaders import read_dataset
 from engine.data.loaders.jsonio import load_json
+from engine.data.merge import merge_documents
 from engine.documents import Corpus, Dataset, Document
 from engine.errors import ConfigError, DataFormatError
 from engine.models.packaged import wiki_summaries_path
@@ -29,9 +28,6 @@ from engine.paths import POOLED_FILES
 logger = logging.getLogger(__name__)
 
 NAMED_CORPORA = ("wiki", "pooled")
-
-
-_SPACE_RE = re.compile(r"\s+")
 
 
 def load_corpus(spec: str = "wiki") -> Corpus:
@@ -69,6 +65,14 @@ def with_paragraphs(base: Corpus, dataset: Dataset, label: str = "") -> Corpus:
         return base
     return Corpus(grown_name(base.name, label or dataset.name),
                   tuple(merge_documents([*base.documents, *extra])))
+
+
+def eval_corpus(dataset: Dataset, spec: str | Corpus = "wiki", label: str = "") -> Corpus:
+    """Corpus `spec` (a name or path, or a loaded corpus) plus the dataset's own documents
+    it lacks, named "<corpus>+<label>" (`with_paragraphs`: the one rule of every
+    evaluation)."""
+    base = spec if isinstance(spec, Corpus) else load_corpus(spec)
+    return with_paragraphs(base, dataset, label)
 
 
 def lacking(base: Corpus, dataset: Dataset) -> list[Document]:
@@ -131,36 +135,3 @@ def pooled_corpus(data_root: Path | None = None) -> Corpus:
     for name in POOLED_FILES:
         documents.extend(read_dataset(data_root / name).documents)
     return Corpus("pooled", tuple(merge_documents(documents)))
-
-
-def merge_documents(documents: Iterable[Document]) -> list[Document]:
-    """One document per id, in first-seen order; distinct texts of an id are joined.
-
-    A text equal to, or contained in, one already kept (whitespace-normalised) is dropped,
-    so the same paragraph shipped by two datasets appears once; sources and links are
-    unioned so each document remembers every file it came from.
-    """
-    merged: dict[str, list[Document]] = {}
-    for doc in documents:
-        merged.setdefault(doc.id, []).append(doc)
-    return [_merge_group(group) for group in merged.values()]
-
-
-def _merge_group(group: list[Document]) -> Document:
-    if len(group) == 1:
-        return group[0]
-    texts: list[str] = []
-    normal: list[str] = []
-    for doc in sorted(group, key=lambda d: -len(d.text)):  # longest first: containment
-        key = _SPACE_RE.sub(" ", doc.text).strip()
-        if not any(key in kept for kept in normal):
-            texts.append(doc.text.strip())
-            normal.append(key)
-    order = {id(doc): i for i, doc in enumerate(group)}  # restore first-seen order
-    texts.sort(key=lambda t: min(order[id(d)] for d in group if d.text.strip() == t))
-    first = group[0]
-    return Document(
-        id=first.id, title=first.title, text="\n\n".join(texts),
-        sources=tuple(dict.fromkeys(s for d in group for s in d.sources)),
-        links=tuple(dict.fromkeys(link for d in group for link in d.links)),
-    )

@@ -28,6 +28,7 @@ from engine.cache import atomic_path, write_json_atomic
 from engine.data.loaders import read_dataset
 from engine.data.loaders.jsonio import decode_text
 from engine.data.loaders.user import FOLDER_SUFFIXES, text_document
+from engine.data.merge import merge_documents
 from engine.documents import Corpus, Document
 from engine.errors import ConfigError, DataFormatError
 from engine.paths import data_dir
@@ -177,8 +178,6 @@ def read_documents(path: Path) -> list[Document]:
     if path.suffix.lower() == ".zip":
         documents = _read_zip(path)
     else:
-        from engine.data.corpus import merge_documents
-
         documents = merge_documents(read_dataset(path).documents)  # QA paragraphs by title
     if not documents:
         raise DataFormatError(path, "holds no documents with text",

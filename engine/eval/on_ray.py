@@ -49,11 +49,10 @@ class Haystack:
         return cls(absolute(spec), corpus.fingerprint, absolute(dataset))
 
     def load(self) -> Corpus:
-        from engine.data.corpus import load_corpus
+        from engine.data.corpus import eval_corpus, load_corpus
 
         if self.dataset:
             from engine.data.loaders import read_dataset
-            from engine.eval.runner import eval_corpus
 
             corpus = eval_corpus(read_dataset(self.dataset), self.spec)
         else:

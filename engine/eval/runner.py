@@ -1,8 +1,8 @@
 """Answer a QA file's questions with paradigms: here, or as Ray tasks.
 
-The corpus is the one named plus the file's own paragraphs it lacks (`eval_corpus`), as in
-the app, so a question's gold is always in the haystack. Each (question, paradigm) gives one
-row (engine.eval.summary).
+The corpus is the one named plus the file's own paragraphs it lacks (`eval_corpus`, in
+engine.data.corpus and imported from here too), as in the app, so a question's gold is
+always in the haystack. Each (question, paradigm) gives one row (engine.eval.summary).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 
-from engine.data.corpus import load_corpus, with_paragraphs
+from engine.data.corpus import eval_corpus
 from engine.data.loaders import read_dataset
-from engine.documents import Corpus, Dataset, Question
+from engine.documents import Corpus, Question
 from engine.errors import ConfigError, log_failure
 from engine.eval.summary import row
 from engine.paradigms.base import MakeParadigm, Paradigm
@@ -25,14 +25,6 @@ from engine.stages.base import reusing_stages
 from engine.trace import RunTrace, failed_run
 
 logger = logging.getLogger(__name__)
-
-
-def eval_corpus(dataset: Dataset, spec: str | Corpus = "wiki", label: str = "") -> Corpus:
-    """Corpus `spec` (a name or path, or a loaded corpus) plus the dataset's own documents
-    it lacks, named "<corpus>+<label>" (engine.data.corpus.with_paragraphs: the one rule
-    of every evaluation)."""
-    base = spec if isinstance(spec, Corpus) else load_corpus(spec)
-    return with_paragraphs(base, dataset, label)
 
 
 def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "wiki",

@@ -19,11 +19,14 @@ Shortcuts taken on purpose:
   its config.json, not a hash of the weights (fast, but weights retrained in place under an
   unchanged config.json would not invalidate the cache: bump DENSE_VERSION or move them).
 - units longer than the model's max_seq_length (256 word pieces for MiniLM) are truncated.
+
+Below it: the encoder's side (engine.index.encoding: `encode`, `encoder_identity`, the
+encoding rate a build's estimate reads) and faiss's (engine.index.faiss_index: searching,
+the HNSW graph, its recall, `faiss_vectors`); their names are imported from here too.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -38,64 +41,51 @@ import numpy as np
 from engine.cache import existing_entry, load_or_build
 from engine.documents import Candidate, Corpus, Unit
 from engine.errors import check_choice, check_range
+from engine.index.encoding import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_PRECISION,
+    encode,
+    encoder_identity,
+    encoding_rate,
+)
+from engine.index.encoding import ENCODE_TOKENS_PER_SECOND as ENCODE_TOKENS_PER_SECOND
+from engine.index.encoding import SAMPLE_TEXTS as SAMPLE_TEXTS
+from engine.index.encoding import encode_with as encode_with
+from engine.index.encoding import model_identity as model_identity
+from engine.index.faiss_index import (
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
+    RECALL_FILE,
+    faiss_vectors,
+    hnsw_index,
+    measure_recall,
+    top_rows,
+)
+from engine.index.faiss_index import HNSW_EF_SEARCH as HNSW_EF_SEARCH
+from engine.index.faiss_index import recall_note as recall_note
 from engine.index.query_memo import Recent
 from engine.index.unit_scores import row_mapping, scores_by_id
 from engine.index.vectors import VectorStore
-from engine.models.loading import (
-    ALIASES,
-    load_bi_encoder,
-    query_precision,
-    resolve,
-    resolve_encoder_precision,
-)
+from engine.models.loading import load_bi_encoder, resolve_encoder_precision
 from engine.progress import LoggedProgress
 from engine.text import count_tokens
 from engine.units.build import UnitConfig, build_units, index_text, units_fingerprint
 
 if TYPE_CHECKING:
     import faiss
-    from sentence_transformers import SentenceTransformer
 
 logger = logging.getLogger(__name__)
 
 DENSE_VERSION = 1
 MAX_K = 10_000
-# bench/dense_throughput.py (bench/results/dense_throughput.json): 2,000 pooled passages,
-# MiniLM, 2 cores shared with other jobs (load 4-7): batch size 64 encoded 23.3 passages/s,
-# 8 / 16 / 32 / 128 reached 0.35 / 0.54 / 0.79 / 0.84 of that. 64 and 128 were within
-# noise of each other across runs. Not in the cache key: it changes speed, not the vectors.
-DEFAULT_BATCH_SIZE = 64
-# bf16 where the CPU multiplies it natively, fp32 through ONNX Runtime elsewhere
-# (engine.models.loading `resolve_encoder_precision`): bench/dense_precision.py and
-# bench/encoder_runtimes.py, figures in bench/README.md.
-DEFAULT_PRECISION = "auto"
-# building the pooled passage index (35,297 passages, 2,367,137 engine tokens) took 318 s
-# in bf16 (torch), 533 s in fp32 and 255 s in int8 (ONNX Runtime) on this machine's 2
-# cores (bench/dense_precision.py, bench/encoder_runtimes.py): what `build_seconds`
-# estimates a build from
-ENCODE_TOKENS_PER_SECOND = {"bf16": 7_400.0, "fp32": 4_400.0, "int8": 9_300.0}
 INDEX_FILE = "faiss.index"
 VECTORS_FILE = "vectors.npy"  # an approximate index's exact vectors, memory-mapped
-RECALL_FILE = "recall.json"
 INDEX_KINDS = ("auto", "exact", "hnsw")
 # bench/ann_choice.py and bench/funnel_scale.py (bench/README.md, "Millions of passages on
 # one machine"): an exact top-100 costs ~0.1 ms per 1,000 passages on one thread here (16 ms
 # at 166k passages, 160 ms at 1.66M); HNSW's stays under 10 ms at either size. From 400k
 # passages the exact scan alone passes 40 ms.
 APPROXIMATE_FROM = 400_000
-# bench/ann_million.py at 1.66M passages, one thread (bench/README.md, "A million passages
-# that keep their recall"): M=32, efConstruction=40 kept 0.86 of the exact top-100 at
-# efSearch 800 (6.1 ms) and 0.93 at 2400 (16.5 ms); the denser graph keeps 0.98 at 800
-# (9.6 ms), built in 19 min on two cores instead of 5, its index 1.45 GB instead of 1.04.
-# IVF-SQ8 (0.86 at 10 ms), sign bits re-scored (0.88 at 11 ms) and usearch i8 (0.82 at
-# 3.3 ms, expansion 400) kept less in the same time.
-HNSW_M = 64  # graph degree (128 links per node at level 0)
-HNSW_EF_CONSTRUCTION = 100
-# candidates searched and re-scored per query, chosen on the training questions at 1.66M
-# passages: the highest recall@100 (0.981) whose search stays within flat's 10 ms (9.6 ms)
-HNSW_EF_SEARCH = 800
-RECALL_QUERIES = 100  # pseudo-queries the recall is measured with at build time
-SAMPLE_TEXTS = 64  # texts timed to estimate the build of an encoder other than MiniLM
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
 
@@ -198,28 +188,6 @@ class DenseIndex:
                 for rank, (i, s) in enumerate(zip(rows, scores, strict=True), start=1)]
 
 
-def top_rows(index: faiss.Index, stored: np.ndarray | None, vector: np.ndarray, k: int,
-             ef: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """`DenseIndex.top` over a faiss `index`: an exact one's top `k` (`stored` None), or an
-    HNSW one's candidates rescored exactly against its `stored` vectors."""
-    k = min(k, index.ntotal)
-    if not k:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
-    if stored is None:
-        scores, rows = index.search(query, k)
-        keep = rows[0] >= 0
-        return rows[0][keep], scores[0][keep]
-    import faiss
-
-    wanted = min(max(k, ef or HNSW_EF_SEARCH), index.ntotal)
-    _, rows = index.search(query, wanted, params=faiss.SearchParametersHNSW(efSearch=wanted))
-    rows = np.sort(rows[0][rows[0] >= 0])  # file order: fewer pages read
-    scores = stored[rows] @ query[0]
-    best = np.argsort(-scores, kind="stable")[:k]
-    return rows[best], scores[best]
-
-
 class RemoteVectors:
     """The vectors of an index held elsewhere (Ray shards, a vector database) as the engine
     reads an index's `vectors`: rows indexed (gathered from where they are held), or times a
@@ -246,85 +214,6 @@ class RemoteVectors:
 
     def __matmul__(self, vector: np.ndarray) -> np.ndarray:
         return self._held.cosines(vector)
-
-
-class _Owned:
-    """An array interface that keeps its memory's owner alive (the array's `base`)."""
-
-    def __init__(self, view: np.ndarray, owner: object) -> None:
-        self.__array_interface__ = view.__array_interface__
-        self.owner = owner
-
-
-def faiss_vectors(index: faiss.Index) -> np.ndarray:
-    """A read-only view (no copy) of the vectors an exact faiss index holds; the view keeps
-    `index` alive."""
-    import faiss
-
-    flat = faiss.downcast_index(index)
-    view = faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * flat.d).reshape(flat.ntotal,
-                                                                              flat.d)
-    matrix = np.asarray(_Owned(view, index))
-    matrix.setflags(write=False)
-    return matrix
-
-
-def encode(texts: list[str], model: str = "minilm", batch_size: int = DEFAULT_BATCH_SIZE, *,
-           queries: bool = False, show_progress: bool = False,
-           precision: str = DEFAULT_PRECISION) -> np.ndarray:
-    """Embeddings of `texts` by the bi-encoder `model`, L2-normalised, float32, C-ordered.
-
-    `queries` picks the model's query prompt instead of its document prompt (MiniLM has
-    neither, so both give the same vectors for it), and the precision queries are encoded
-    in (engine.models.loading `query_precision`). `precision` is the documents' ("auto":
-    `resolve_encoder_precision`); vectors are normalised in float32 either way.
-    """
-    precision = resolve_encoder_precision(precision)
-    if queries:
-        precision = query_precision(model, precision)
-    return encode_with(load_bi_encoder(model, precision), texts, batch_size,
-                       queries=queries, show_progress=show_progress)
-
-
-def encode_with(encoder: SentenceTransformer, texts: list[str],
-                batch_size: int = DEFAULT_BATCH_SIZE, *, queries: bool = False,
-                show_progress: bool = False) -> np.ndarray:
-    """Embeddings of `texts` by a loaded bi-encoder, as `encode` gives them."""
-    if not texts:
-        return np.zeros((0, encoder.get_embedding_dimension()), dtype=np.float32)
-    method = encoder.encode_query if queries else encoder.encode_document
-    vectors = np.asarray(method(texts, batch_size=batch_size, show_progress_bar=show_progress,
-                                convert_to_numpy=True), dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    return np.ascontiguousarray(vectors)
-
-
-def model_identity(model: str) -> dict:
-    """What names `model`'s weights in a cache key: alias or path, plus config.json sha256
-    (a plugin's encoder: its name and version)."""
-    from engine.models.encoders import known_encoders
-
-    plugin = known_encoders().get(model)
-    if plugin is not None:
-        return {"plugin": model, "version": plugin.version}
-    if model in ALIASES:
-        return {"alias": model, "config_sha256": _config_sha256(Path(resolve(model)))}
-    path = Path(model).expanduser()
-    if path.exists():
-        path = path.resolve()
-        return {"path": str(path), "config_sha256": _config_sha256(path)}
-    return {"hub_id": model}
-
-
-def encoder_identity(model: str, precision: str) -> dict:
-    """What names an encoder's vectors: its weights (`model_identity`) and the precision
-    they were encoded in ("auto" resolved)."""
-    return {**model_identity(model), "precision": resolve_encoder_precision(precision)}
-
-
-def _config_sha256(folder: Path) -> str | None:
-    config = folder / "config.json"
-    return hashlib.sha256(config.read_bytes()).hexdigest() if config.is_file() else None
 
 
 # --- building, loading, caching ---------------------------------------------------------
@@ -387,60 +276,6 @@ def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
         index.add(vectors)
     faiss.write_index(index, str(folder / INDEX_FILE))
     (folder / "unit_ids.json").write_text(json.dumps([u.id for u in units]), encoding="utf-8")
-
-
-def hnsw_index(vectors: np.ndarray, slice_rows: int = 65_536) -> faiss.Index:
-    """An HNSW graph over 8-bit scalar-quantised `vectors` (inner product), added a slice at
-    a time from `vectors` (which may be memory-mapped)."""
-    import faiss
-
-    index = faiss.IndexHNSWSQ(vectors.shape[1], faiss.ScalarQuantizer.QT_8bit, HNSW_M,
-                              faiss.METRIC_INNER_PRODUCT)
-    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-    sample = np.random.default_rng(0).choice(len(vectors), min(len(vectors), 100_000),
-                                             replace=False)
-    index.train(np.ascontiguousarray(vectors[np.sort(sample)]))
-    for start in range(0, len(vectors), slice_rows):
-        index.add(np.ascontiguousarray(vectors[start:start + slice_rows]))
-    return index
-
-
-def measure_recall(index: faiss.Index, vectors: np.ndarray, k: int = 100,
-                   queries: int = RECALL_QUERIES, slice_rows: int = 262_144) -> float:
-    """Recall@`k` of an approximate `index` (searched as `DenseIndex.top` searches it)
-    against an exact scan of `vectors`, for `queries` pseudo-queries: the normalised
-    midpoints of random pairs of stored vectors (a question between two passages)."""
-    rng = np.random.default_rng(0)
-    pairs = rng.integers(0, len(vectors), size=(queries, 2))
-    probes = vectors[pairs[:, 0]] + vectors[pairs[:, 1]]
-    probes /= np.maximum(np.linalg.norm(probes, axis=1, keepdims=True), 1e-12)
-    probes = probes.astype(np.float32)
-    truth_scores = np.full((queries, k), -np.inf, dtype=np.float32)
-    truth_rows = np.zeros((queries, k), dtype=np.int64)
-    for start in range(0, len(vectors), slice_rows):  # one pass over the file
-        scores = probes @ np.asarray(vectors[start:start + slice_rows]).T
-        rows = np.broadcast_to(np.arange(start, start + scores.shape[1]), scores.shape)
-        both = np.concatenate([truth_scores, scores], axis=1)
-        keep = np.argsort(-both, axis=1, kind="stable")[:, :k]
-        truth_rows = np.take_along_axis(np.concatenate([truth_rows, rows], axis=1), keep, 1)
-        truth_scores = np.take_along_axis(both, keep, 1)
-    probe = DenseIndex((), index, stored=vectors)
-    found = 0
-    for vector, truth in zip(probes, truth_rows, strict=True):
-        rows, _ = probe.top(vector, k)
-        found += len(np.intersect1d(rows, truth))
-    return round(found / (queries * min(k, len(vectors))), 4)
-
-
-def recall_note(folder: Path) -> str:
-    """"recall@100 R vs exact at efSearch E" of the approximate index built in `folder`
-    (as measured when it was built), or "" for an exact one."""
-    path = folder / RECALL_FILE
-    if not path.is_file():
-        return ""
-    measured = json.loads(path.read_text(encoding="utf-8"))
-    at = f" at efSearch {measured['ef_search']}" if measured.get("ef_search") else ""
-    return f"recall@100 {measured['recall@100']:.3f} vs exact{at}"
 
 
 def load_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
@@ -550,29 +385,6 @@ def build_seconds(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
     if not todo:
         return 0.0
     return sum(count_tokens(t) for t in todo) / encoding_rate(model, precision, todo)
-
-
-_RATES: dict[str, float] = {}
-
-
-def encoding_rate(model: str, precision: str, texts: list[str]) -> float:
-    """Engine tokens per second `model` encodes here: MiniLM's measured
-    ENCODE_TOKENS_PER_SECOND, and any other encoder's timed once per process on a sample
-    of `texts` (SAMPLE_TEXTS, after one warm-up batch): a larger model's build is estimated
-    at its own speed, not MiniLM's."""
-    if model == "minilm":
-        return ENCODE_TOKENS_PER_SECOND[precision]
-    name = json.dumps(encoder_identity(model, precision), sort_keys=True)
-    if name not in _RATES:
-        sample = texts[:: max(1, len(texts) // SAMPLE_TEXTS)][:SAMPLE_TEXTS]
-        encode(sample[:4], model, precision=precision)  # warm-up: loading, first batch
-        started = time.perf_counter()
-        encode(sample, model, precision=precision)
-        seconds = max(time.perf_counter() - started, 1e-3)
-        _RATES[name] = sum(count_tokens(t) for t in sample) / seconds
-        logger.info("Dense: %s encodes ~%.0f tokens/s here (%d texts timed)", model,
-                    _RATES[name], len(sample))
-    return _RATES[name]
 
 
 def _cache_key(corpus: Corpus, config: UnitConfig, units: tuple[Unit, ...], model: str,

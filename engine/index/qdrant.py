@@ -19,29 +19,25 @@ documents from its top APPROXIMATE_DEPTH passages, as over an HNSW index, and ne
 every vector.
 
 The same client serves a Qdrant cluster (`http://host:6333`; an API key from
-QDRANT_API_KEY) and local mode, which the tests use. Why Qdrant and not Milvus, and what
-100M passages would take: bench/README.md, "Ray shards and vector databases".
+QDRANT_API_KEY) and local mode, which the tests use: locations, collection names and the
+clients are engine.index.qdrant_locations (their names imported from here too). Why Qdrant
+and not Milvus, and what 100M passages would take: bench/README.md, "Ray shards and vector
+databases".
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
-import re
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.errors import ConfigError, EngineError, ResourceMissingError
+from engine.errors import ConfigError
 from engine.index.dense import (
     HNSW_EF_SEARCH,
     DenseIndex,
@@ -50,6 +46,16 @@ from engine.index.dense import (
     encoder_identity,
     stored_vectors,
 )
+from engine.index.qdrant_locations import INSTALL as INSTALL
+from engine.index.qdrant_locations import (
+    answering,
+    check_collection,
+    check_location,
+    client_for,
+    is_server,
+)
+from engine.index.qdrant_locations import close_clients as close_clients
+from engine.index.qdrant_locations import derived_collection as derived_collection
 
 if TYPE_CHECKING:
     from engine.documents import Corpus, Unit
@@ -60,137 +66,10 @@ logger = logging.getLogger(__name__)
 UNIT_KEY = "unit"  # the payload key naming a point's unit id
 DOCUMENT_KEY = "document"  # and its document's (filters by document)
 IDENTITY_KEY = "funnel_explorer"  # collection metadata: the corpus, units, encoder written
-API_KEY_ENV = "QDRANT_API_KEY"
 WRITE_SLICE = 4096  # points written between two progress reports
 READ_SLICE = 1024  # points retrieved or scrolled per request
-INSTALL = "pip install -e '.[qdrant]' (qdrant-client)"
-_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
 
 Progress = Callable[[int, int], None]
-
-
-def check_location(where: str) -> str:
-    """`where` stripped if it names a Qdrant server (http:// or https:// URL), or as an
-    absolute path if it names a folder for local mode (an existing folder, or one to make
-    in an existing folder)."""
-    where = (where or "").strip()
-    if _is_server(where):
-        return where
-    if where and "://" not in where and Path(where).expanduser().parent.is_dir():
-        return str(Path(where).expanduser().resolve())  # one client per folder, any spelling
-    raise ConfigError(f"Qdrant location {where!r} is neither a server's URL "
-                      "(http://host:6333) nor a folder for Qdrant's local mode; give one.")
-
-
-def check_collection(name: str) -> str:
-    """`name` stripped if Qdrant can name a collection so, else a ConfigError naming it."""
-    name = (name or "").strip()
-    if not _NAME.fullmatch(name):
-        raise ConfigError(f"Qdrant collection name {name!r} is not 1-200 letters, digits, "
-                          "'_', '.' or '-'; give another.")
-    return name
-
-
-def _is_server(where: str) -> bool:
-    return where.startswith(("http://", "https://"))
-
-
-def derived_collection(base: str, config: UnitConfig, model: str) -> str:
-    """The collection named after `base` for the dense index over `config` units with
-    encoder `model`: `base` plus the units and the encoder ("wiki.passages-200-20.minilm");
-    a model given by path or hub id adds a hash of it (two folders named alike differ)."""
-    key = config.key()
-    units = {"passages": lambda: f"passages-{key.get('max_tokens')}-{key.get('overlap')}",
-             "documents": lambda: "documents"}.get(
-        key["granularity"],
-        lambda: f"clusters-{key['algorithm']}-{key['max_tokens']}-{_digest(key)}")()
-    encoder = re.sub(r"[^A-Za-z0-9_.\-]+", "-", Path(model).name or model).strip("-.")[:60]
-    if model != encoder:
-        encoder += f"-{_digest(model)}"
-    return check_collection(f"{base}.{units}.{encoder}"[:200])
-
-
-def _digest(value: object) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
-
-
-_clients: dict[str, Any] = {}
-_clients_lock = threading.Lock()
-
-
-def client_for(where: str) -> Any:
-    """One Qdrant client per location in this process (local mode locks its folder)."""
-    where = check_location(where)
-    with _clients_lock:
-        if where not in _clients:
-            try:
-                from qdrant_client import QdrantClient
-            except ImportError:
-                raise ResourceMissingError(f"Serving from Qdrant needs its client: {INSTALL}."
-                                           ) from None
-            if _is_server(where):
-                _clients[where] = QdrantClient(url=where, api_key=os.environ.get(API_KEY_ENV))
-            else:  # local mode: its stores are read from the threads requests arrive on
-                try:
-                    _clients[where] = _OneAtATime(QdrantClient(
-                        path=where, force_disable_check_same_thread=True))
-                except RuntimeError as err:  # another process holds the folder
-                    raise ConfigError(f"Qdrant's local mode folder {where!r} is open in "
-                                      "another Qdrant client, another process's most likely "
-                                      "(local mode serves one): stop it, or serve the "
-                                      "collection from a Qdrant server (its URL).") from err
-        return _clients[where]
-
-
-class _OneAtATime:
-    """A local-mode client taking one request at a time: local mode is one in-process store
-    whose collections a concurrent write would change under another request."""
-
-    def __init__(self, client: Any) -> None:
-        self._client, self._lock = client, threading.RLock()
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._client, name)
-        if not callable(method):
-            return method
-
-        def locked(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return method(*args, **kwargs)
-        return locked
-
-
-@contextmanager
-def answering(where: str) -> Iterator[None]:
-    """Qdrant's client errors (no server at the URL, a refused key, a failed request) as
-    an EngineError naming the location."""
-    from qdrant_client.http.exceptions import (
-        ApiException,
-        ResponseHandlingException,
-        UnexpectedResponse,
-    )
-
-    try:
-        yield
-    except ResponseHandlingException as err:
-        raise EngineError(f"Qdrant at {where} did not answer ({err}): check that its server "
-                          "runs at that address.") from err
-    except UnexpectedResponse as err:
-        key = (" (QDRANT_API_KEY: the key it asks for)" if err.status_code in (401, 403)
-               else "")
-        raise EngineError(f"Qdrant at {where} refused a request with status "
-                          f"{err.status_code}{key}: {err.content.decode(errors='replace')[:300]}"
-                          ) from err
-    except ApiException as err:
-        raise EngineError(f"Qdrant at {where} failed a request: {err}") from err
-
-
-def close_clients() -> None:
-    """Close every client (local mode frees its folder)."""
-    with _clients_lock:
-        for client in _clients.values():
-            client.close()
-        _clients.clear()
 
 
 class Collection:
@@ -202,7 +81,7 @@ class Collection:
         self.using = using  # the vector's name in a collection of named vectors
         # each row's point id where they differ (points written by another tool)
         self.point_of_row = point_of_row
-        self.local = not _is_server(where)
+        self.local = not is_server(where)
 
     @cached_property
     def row_of_point(self) -> dict:

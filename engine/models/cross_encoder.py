@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from engine.cache import file_sha256
 from engine.errors import ConfigError, check_choice
-from engine.models.trained import PRERANKER, TRAIN_FILES, cached_model, read_report
+from engine.models.kinds import PRERANKER, TRAIN_FILES, cached_model, read_report
 from engine.qa_data import require
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import plugins
-from engine.models.loading import ALIASES
+from engine.models.pretrained import ALIASES
 
 
 @dataclass(frozen=True)

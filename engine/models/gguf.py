@@ -57,7 +57,7 @@ def convert_gguf(gguf: Path, folder: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from engine.models.loading import quiet_transformers
+    from engine.models.pretrained import quiet_transformers
 
     quiet_transformers()
     logger.info("Converting %s to safetensors (once; ~20 s)", gguf.name)

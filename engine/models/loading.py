@@ -8,7 +8,10 @@ Aliases name the offline models this machine has:
 Anything else is passed to `from_pretrained` as a path or hub id; with no hub reachable a
 hub id fails, and the error says which aliases work offline.
 
-Models are process-global (loaded once, `lru_cache`); heavy imports happen inside.
+Models are process-global (loaded once, `lru_cache`); heavy imports happen inside. Below
+this, and imported from here too: `resolve` (engine.models.locations), `from_pretrained`,
+`quiet_transformers`, `onnx_installed` and `ALIASES` (engine.models.pretrained), which the
+models loaded here (encoders, the ONNX export, the GGUF conversion) use without this module.
 """
 
 from __future__ import annotations
@@ -23,63 +26,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ResourceMissingError, check_choice
-from engine.models.packaged import minilm_path
+from engine.models.locations import resolve as resolve
+from engine.models.pretrained import ALIASES as ALIASES
+from engine.models.pretrained import from_pretrained as from_pretrained
+from engine.models.pretrained import onnx_installed as onnx_installed
+from engine.models.pretrained import quiet_transformers as quiet_transformers
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 logger = logging.getLogger(__name__)
-
-ALIASES = ("minilm", "smollm2")
-
-
-def resolve(name_or_path: str) -> str:
-    """A loadable location for an alias, a local path or a hub id (returned unchanged)."""
-    if name_or_path == "minilm":
-        return str(minilm_path())
-    if name_or_path == "smollm2":
-        from engine.models.gguf import smollm2_dir
-
-        return str(smollm2_dir())
-    return name_or_path
-
-
-def quiet_transformers() -> None:
-    """Keep transformers' and sentence-transformers' chatter out of the log before a model
-    loads: transformers writes a "LOAD REPORT" table in terminal colours for every head a
-    classifier is about to train (and notes about tensor-parallel plans, meaningless on one
-    CPU) through a handler of its own, and draws a bar while it reads weights;
-    sentence-transformers announces each load. Their errors still show; set
-    TRANSFORMERS_VERBOSITY=warning to see transformers' warnings again."""
-    import os
-
-    from transformers.utils import logging as transformers_logging
-
-    if not os.environ.get("TRANSFORMERS_VERBOSITY"):
-        transformers_logging.set_verbosity_error()
-    transformers_logging.disable_progress_bar()
-    logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-
-
-def from_pretrained(loader: Any, location: str, *, aliases: tuple[str, ...] = ALIASES,
-                    **kwargs: Any) -> Any:
-    """`loader(location, **kwargs)`; a model that cannot be found gets an error naming it
-    and the `aliases` that load offline (the library's own message, about hub
-    connections, is logged)."""
-    quiet_transformers()
-    try:
-        return loader(location, **kwargs)
-    except OSError as err:
-        logger.debug("loading %r failed: %s", location, err)
-        if Path(location).exists():
-            reason = f"the folder cannot be read as this kind of model ({err})"
-        else:
-            reason = "it is neither an alias nor a local folder, and no model hub is reachable"
-        raise ResourceMissingError(
-            f"Cannot load model {location!r}: {reason}. Use an alias "
-            f"({', '.join(aliases)}) or a local model folder."
-        ) from None
-
 
 PRECISIONS = ("fp32", "bf16")
 PRECISION_CHOICES = ("auto", *PRECISIONS)
@@ -142,13 +98,6 @@ def query_precision(name: str, precision: str) -> str:
     if precision == "bf16" and name not in known_encoders() and onnx_installed():
         return "fp32"
     return precision
-
-
-def onnx_installed() -> bool:
-    """Whether ONNX Runtime can be imported here (without importing it)."""
-    from importlib.util import find_spec
-
-    return find_spec("onnxruntime") is not None
 
 
 def load_bi_encoder(name: str = "minilm", precision: str = "auto") -> SentenceTransformer:

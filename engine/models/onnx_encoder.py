@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from engine.cache import load_or_build
 from engine.errors import EngineError, ResourceMissingError
-from engine.models.loading import from_pretrained, onnx_installed, resolve
+from engine.models.locations import resolve
 from engine.models.onnx_export import checkpoint_folder, fingerprint, held_back, quantise
+from engine.models.pretrained import from_pretrained, onnx_installed
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

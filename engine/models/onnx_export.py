@@ -28,7 +28,8 @@ from pathlib import Path
 
 from engine.cache import load_or_build
 from engine.errors import ConfigError, EngineError, ResourceMissingError
-from engine.models.loading import ALIASES, resolve
+from engine.models.locations import resolve
+from engine.models.pretrained import ALIASES
 
 logger = logging.getLogger(__name__)
 

@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.cache import file_sha256
-from engine.models.trained import (
+from engine.models.kinds import (
     QUERY_CLASSIFIER,
     TRAINED,
     cached_model,
-    model_location,
+    option_location,
     read_report,
-    trained_folder,
 )
 from engine.qa_data import require
 from engine.trace_details import StandIn
@@ -128,6 +127,6 @@ def shared_query_classifier(model: str = "trained") -> QueryClassifier | AlwaysR
     if model == STAND_IN:
         return AlwaysRetrieve()
     if model == TRAINED:  # one lookup: identifying the cache entry hashes its data files
-        folder = trained_folder(KIND)
+        folder = cached_query_classifier()
         return AlwaysRetrieve() if folder is None else load_query_classifier(str(folder))
-    return load_query_classifier(model_location(model, KIND))
+    return load_query_classifier(option_location(model, KIND, cached_query_classifier))

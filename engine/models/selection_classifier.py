@@ -32,13 +32,7 @@ from typing import Any
 
 from engine.cache import MANIFEST, CacheInvalid, verify_entry, write_json_atomic
 from engine.errors import ResourceMissingError
-from engine.models.trained import (
-    SELECTION_CLASSIFIER,
-    TRAINED,
-    model_location,
-    train_command,
-    trained_folder,
-)
+from engine.models.kinds import SELECTION_CLASSIFIER, TRAINED, option_location, train_command
 from engine.paths import data_dir
 from engine.trace_details import StandIn
 
@@ -167,6 +161,13 @@ def active_version() -> str | None:
     return newest.name if newest else None
 
 
+def active_folder() -> Path | None:
+    """The folder of the version "trained" means (`active_version`), or None while none is
+    trained."""
+    version = active_version()
+    return None if version is None else versions_dir() / version
+
+
 def set_active(version: str) -> None:
     """Make `version` (an id from `versions()`) the one "trained" loads."""
     known = [v["id"] for v in versions()]
@@ -215,9 +216,9 @@ def shared_classifier(model: str = "trained") -> PairClassifier:
     "trained" with no version trained yet is the stand-in, said so once in the log."""
     if model == STAND_IN:
         return stand_in_classifier()
-    if model == TRAINED and trained_folder(KIND) is None:
+    if model == TRAINED and active_folder() is None:
         if not stand_in_classifier.cache_info().currsize:
             logger.warning("No trained selection classifier yet: the untrained '%s' stand-in "
                            "decides until one is trained (%s).", STAND_IN, train_command(KIND))
         return stand_in_classifier()
-    return load_classifier(model_location(model, KIND))
+    return load_classifier(option_location(model, KIND, active_folder))

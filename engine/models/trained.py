@@ -4,76 +4,30 @@ Training (engine/train) writes each model into the cache; query-time code finds 
 `trained_folder` and never imports the training code. Each model's own module knows its
 cached folders (the pre-ranker's and the query classifier's training config and cache key
 in `cross_encoder` and `query_classifier`, the selection classifier's versions in
-`selection_classifier`); this one names the models and says which folder "trained" means
-for each, so a model option's "trained" resolves, or fails with the command that trains
-it, in one way.
+`selection_classifier`); this one says which folder "trained" means for each, so a model
+option's "trained" resolves, or fails with the command that trains it, in one way. The
+models' names, training times and the helpers their modules share are in
+engine.models.kinds, below them, and are imported from here too.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from engine.cache import existing_entry
-from engine.errors import DataFormatError, ResourceMissingError, check_choice
-from engine.models.loading import resolve
-from engine.paths import data_dir
-from engine.progress import duration
-
-# The models trained here, each named once: the cache family it is stored under, the
-# trainer `Need.trained_by` names, the key of the trainers table (engine/train/trainers.py)
-# and the argument of `python -m engine train`.
-PRERANKER = "preranker"
-SELECTION_CLASSIFIER = "classifier"
-QUERY_CLASSIFIER = "query-classifier"
-NAMES = {PRERANKER: "pre-ranker", SELECTION_CLASSIFIER: "selection classifier",
-         QUERY_CLASSIFIER: "query classifier"}
-TRAINED = "trained"  # what a model option says to mean the model of its kind trained here
-
-# the training questions of the pre-ranker and the selection classifier (never dev500)
-TRAIN_FILES = ("hotpotqa/train100.json", "musique/train100.json")
-
-
-@dataclass(frozen=True)
-class TrainingTime:
-    """How long training a model took here, and under what conditions (2 CPU cores)."""
-
-    seconds: float
-    measured: str
-
-
-# measured figures (bench/README.md); a machine shared with other work takes longer
-TRAINING_TIMES = {
-    PRERANKER: TrainingTime(600.0, "1 epoch plus its inverse-cloze variant, idle machine"),
-    SELECTION_CLASSIFIER: TrainingTime(
-        786.0, "feature pass and 3 epochs on 888 pairs, 2 threads, idle machine; a "
-               "retrain with 50 labels took 1,013 s"),
-    QUERY_CLASSIFIER: TrainingTime(
-        60.0, "3 epochs on 611 examples, 2 threads, idle machine (59 s); 203 s while a "
-              "test suite shared the cores"),
-}
-
-
-def cached_model(kind: str, key: Callable[[], dict]) -> Path | None:
-    """The verified cached model of `kind` under the cache key `key()` makes, or None
-    (never trains). Without its training data a model cannot be identified: None too."""
-    try:
-        made = key()
-    except (DataFormatError, OSError):
-        return None
-    return existing_entry(kind, made)
-
-
-def read_report(folder: Path, name: str) -> dict:
-    """The figures and timings a training saved beside its model (file `name`)."""
-    return json.loads((folder / name).read_text(encoding="utf-8"))
-
-
-def train_command(kind: str) -> str:
-    """The command that trains model `kind` once."""
-    return f"python -m engine train {kind}"
+from engine.errors import check_choice
+from engine.models import cross_encoder, query_classifier, selection_classifier
+from engine.models.kinds import NAMES as NAMES
+from engine.models.kinds import PRERANKER as PRERANKER
+from engine.models.kinds import QUERY_CLASSIFIER as QUERY_CLASSIFIER
+from engine.models.kinds import SELECTION_CLASSIFIER as SELECTION_CLASSIFIER
+from engine.models.kinds import TRAIN_FILES as TRAIN_FILES
+from engine.models.kinds import TRAINED as TRAINED
+from engine.models.kinds import TRAINING_TIMES as TRAINING_TIMES
+from engine.models.kinds import TrainingTime as TrainingTime
+from engine.models.kinds import cached_model as cached_model
+from engine.models.kinds import option_location
+from engine.models.kinds import read_report as read_report
+from engine.models.kinds import train_command as train_command
 
 
 def trained_folder(kind: str) -> Path | None:
@@ -82,17 +36,10 @@ def trained_folder(kind: str) -> Path | None:
     selection classifier's active version."""
     check_choice("trained model", kind, NAMES)
     if kind == PRERANKER:
-        from engine.models.cross_encoder import cached_preranker_path
-
-        return cached_preranker_path()
+        return cross_encoder.cached_preranker_path()
     if kind == QUERY_CLASSIFIER:
-        from engine.models.query_classifier import cached_query_classifier
-
-        return cached_query_classifier()
-    from engine.models.selection_classifier import active_version, versions_dir
-
-    version = active_version()
-    return None if version is None else versions_dir() / version
+        return query_classifier.cached_query_classifier()
+    return selection_classifier.active_folder()
 
 
 def model_location(model: str, kind: str) -> str:
@@ -103,12 +50,4 @@ def model_location(model: str, kind: str) -> str:
         ResourceMissingError: for "trained" while none is trained, with the command that
             trains it and how long that took here.
     """
-    if model != TRAINED:
-        return resolve(model)
-    folder = trained_folder(kind)
-    if folder is None:
-        raise ResourceMissingError(
-            f"No trained {NAMES[kind]} in {data_dir() / 'cache' / kind}. Train it once "
-            f"(about {duration(TRAINING_TIMES[kind].seconds)} on 2 CPU cores) with: "
-            f"{train_command(kind)}")
-    return str(folder)
+    return option_location(model, kind, lambda: trained_folder(kind))

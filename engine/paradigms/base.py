@@ -7,8 +7,9 @@ trace after every step; the run's answer is that of its last "answer" step, and 
 tokens and LLM calls are counted from the steps. With a `Question`, gold flags and metrics
 are filled in too.
 
-What a paradigm needs prepared (indexes, models) is declared as `Need`s, so the app can
-prepare them in the background and say what a paradigm still waits for.
+What a paradigm needs prepared (indexes, models) is declared as `Need`s (engine.paradigms
+.needs, below this module, as are `StageAt` and `Progress`: imported from here too), so the
+app can prepare them in the background and say what a paradigm still waits for.
 """
 
 from __future__ import annotations
@@ -31,54 +32,16 @@ from engine.metrics import (
     ir_measures_by_stage,
     refined_exact_match,
 )
+from engine.paradigms.needs import Need as Need
+from engine.paradigms.needs import Progress as Progress
+from engine.paradigms.needs import StageAt, needs_of
 from engine.readers.reader import answer
 from engine.stages.classify import QUERY
 from engine.trace import LLMStep, RunTrace, StageResult, gold_flags
-from engine.units.build import UnitConfig
 
 MAX_QUESTION_CHARS = 2_000
 
 Step = StageResult | LLMStep
-Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class Need:
-    """Something a paradigm needs before its first question: prepared once per process.
-
-    `key` names it across paradigms (two paradigms needing the same index share one task);
-    `prepare(corpus, progress, store)` builds or loads it (from the process's store,
-    engine.service.store); `slow` ones are prepared last. A model
-    trained here names its trainer in `trained_by` and roughly how long training takes on 2
-    cores in `train_seconds`: until it is trained, `prepare` loads the model's untrained
-    stand-in and the paradigm runs on that, while the service trains the model in the
-    background, the quicker first (query-time code never imports training). A slow need
-    that may already be cached says how long preparing it would take here with
-    `build_seconds(corpus)` (0: only a load), so nobody starts a long build without being
-    told. A slow need something else answers for meanwhile names that in `stand_in` (the
-    dense index: BM25, engine.index.stand_in), and paradigms do not wait for it; the service
-    calls `promise(corpus, store)` once the corpus is loaded, which says whether the stand-in will
-    answer (True: it must be built) or the need only loads. A model that is loaded once for
-    the whole process (the reader, an encoder, a classifier) says `per_corpus=False`, so a
-    corpus's own progress does not repeat it.
-    """
-
-    key: str
-    label: str
-    prepare: Callable[[Corpus, Progress, Any], Any]
-    slow: bool = False
-    trained_by: str = ""
-    train_seconds: float = 0.0
-    build_seconds: Callable[[Corpus], float] | None = None
-    stand_in: str = ""
-    promise: Callable[[Corpus, Any], bool] | None = None
-    per_corpus: bool = True  # False: a model the process loads once for every corpus
-
-    def seconds_to_prepare(self, corpus: Corpus) -> float:
-        """About how long preparing it takes here: 0 for a load or a quick build."""
-        if self.build_seconds is not None:
-            return self.build_seconds(corpus)
-        return 0.0
 
 
 class Paradigm(ABC):
@@ -103,8 +66,6 @@ class Paradigm(ABC):
     @classmethod
     def needs(cls, config: Any) -> tuple[Need, ...]:
         """What this paradigm needs prepared to run with `config`: its resources' needs."""
-        from engine.paradigms.resources import needs_of
-
         resources = cls.resources(config)
         return needs_of(resources) if resources is not None else ()
 
@@ -169,17 +130,6 @@ class ParadigmSpec:
     def needs(self, config: object | None = None) -> tuple[Need, ...]:
         """What the paradigm needs prepared with `config` (its defaults when None)."""
         return self.paradigm.needs(config if config is not None else self.config())
-
-
-@dataclass(frozen=True)
-class StageAt:
-    """Where a plugin's stage runs, as its spec's `resources(at)` is told: `units`, the
-    units of the candidates it ranks or returns (the paradigm's passages, or documents);
-    `passages`, the paradigm's passages; `bi_encoder`, the paradigm's dense encoder."""
-
-    units: UnitConfig
-    passages: UnitConfig
-    bi_encoder: str
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """A plugin's re-ranker or first-stage retriever and the resources it declares
-(`RerankerSpec.resources`, `RetrieverSpec.resources`: engine.paradigms.base): what it
+(`RerankerSpec.resources`, `RetrieverSpec.resources`: engine.paradigms.base; what it may
+declare: engine.paradigms.needs): what it
 returned checked when the plugin loads, what preparing it means (the declared resources,
 then making the stage), and the resources handed to its `make` loaded, from the same store
 a paradigm's are loaded from (engine.service.store)."""
@@ -11,8 +12,7 @@ from typing import Any
 
 from engine.documents import Corpus
 from engine.errors import ConfigError
-from engine.paradigms.base import Need, StageAt
-from engine.paradigms.resources import ENCODER, Resource, Resources, Store, needs_of
+from engine.paradigms.needs import ENCODER, Need, Resource, Resources, StageAt, Store, needs_of
 from engine.units.build import UnitConfig
 
 
@@ -63,11 +63,3 @@ def plugin_needs(spec: Any, at: StageAt, stage: Resource, key: str, label: str
     slow = [need for need in needs if need.slow]
     return (*needs, stage.loading(key, label, slow=bool(slow), stand_in=next(
         (need.stand_in for need in slow if need.stand_in), "")))
-
-
-def plugin_spec(table: str, name: str) -> Any:
-    """The spec a plugin registered as `name` in the registry's `table` ("RERANKERS",
-    "RETRIEVERS"), or None."""
-    from engine.paradigms import registry
-
-    return getattr(registry, table).get(name)

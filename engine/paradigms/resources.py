@@ -9,117 +9,38 @@ paradigm's needs and then running a question loads nothing new into the process-
 (tests/test_prepared_needs.py checks every registered paradigm).
 
 Each `Need` is keyed by what it loads, so two paradigms needing the same index or model
-share one preparation task.
+share one preparation task. What a resource is (`Resource`, `Resources`, `Uses`, the `Store`
+it loads from, `needs_of`) is in engine.paradigms.needs, below this module, and imported from
+here too.
 """
 
 from __future__ import annotations
 
 import json
-from abc import ABC, abstractmethod
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from engine.documents import Corpus
 from engine.index.stand_in import SCORES_LABEL, SEARCH_LABEL
 from engine.models.trained import QUERY_CLASSIFIER, SELECTION_CLASSIFIER, TRAINING_TIMES
-from engine.paradigms.base import Need, Progress, StageAt
+from engine.paradigms.needs import ENCODER, Need, Progress, Resource, StageAt, Store
+from engine.paradigms.needs import Resources as Resources
+from engine.paradigms.needs import Uses as Uses
+from engine.paradigms.needs import needs_of as needs_of
+from engine.paradigms.plugin_stages import plugin_needs
 from engine.units.build import UnitConfig
 
 if TYPE_CHECKING:
     from engine.readers.reader import ReaderConfig
-    from engine.trace_details import StandIn
-
-# the dense encoder a resource uses unless its paradigm's `bi_encoder` option names another
-ENCODER = "minilm"
 
 
-class Store(Protocol):
-    """Where resources are loaded from: the process's loaded indexes and models
-    (engine.service.store.Store), or a test's own. A plugin's resource loads through it
-    too."""
+def plugin_spec(table: str, name: str) -> Any:
+    """The spec a plugin registered as `name` in the registry's `table` ("RERANKERS",
+    "RETRIEVERS"), or None. The registry is imported when first asked: importing it loads
+    the plugins' entry points, the built-in paradigms among them, which import this module."""
+    from engine.paradigms import registry
 
-    def bm25(self, corpus: Corpus, config: UnitConfig) -> Any: ...
-    def dense(self, corpus: Corpus, config: UnitConfig, model: str = ENCODER,
-              progress: Progress | None = None, *, stand_in: bool = False) -> Any: ...
-    def promise_dense(self, corpus: Corpus, config: UnitConfig, model: str = ENCODER
-                      ) -> None: ...
-    def break_promise(self, corpus: Corpus, config: UnitConfig, model: str,
-                      error: str) -> None: ...
-    def encode_remotely(self, corpus: Corpus, config: UnitConfig, model: str,
-                        progress: Progress | None = None) -> None: ...
-    def retriever(self, name: str, corpus: Corpus, passages: UnitConfig,
-                  bi_encoder: str = ENCODER) -> Any: ...
-    def clusters(self, corpus: Corpus, config: UnitConfig) -> Any: ...
-    def documents(self, corpus: Corpus, how: str, weight: float, passages: UnitConfig,
-                  model: str = ENCODER, *, stand_in: bool = False) -> Any: ...
-    def encoder(self, model: str) -> Any: ...
-    def reader(self, model: str, endpoint: str = "", precision: str = "auto") -> Any: ...
-    def ranker(self, model: str, corpus: Corpus, passages: UnitConfig, *,
-               bi_encoder: str = ENCODER, granularity: str = "documents",
-               name: str = "preranker", hybrid_weight: float | None = None,
-               stand_in: bool = False) -> Any: ...
-    def cross_encoder(self, model: str, max_length: int = 256) -> Any: ...
-    def selection_classifier(self, model: str) -> Any: ...
-    def query_classifier(self, model: str) -> Any: ...
-
-
-class Resource(ABC):
-    """One thing a paradigm runs on: what preparing it means, and loading it."""
-
-    @abstractmethod
-    def needs(self) -> tuple[Need, ...]:
-        """What to prepare so that `load` finds everything loaded."""
-
-    @abstractmethod
-    def load(self, corpus: Corpus, store: Store) -> Any:
-        """The loaded resource from `store` (instant once its needs are prepared). An index
-        or a model declares `stand_in` (engine.trace_details.StandIn, None for the real one)."""
-
-    def loading(self, key: str, label: str, **options: Any) -> Need:
-        """The need `key` prepared by loading this resource (the store builds what is
-        missing), with the Need's other `options`."""
-        return Need(key, label, lambda corpus, progress, store: self.load(corpus, store),
-                    **options)
-
-
-class Uses:
-    """A paradigm's (or a plugin stage's) resources, loaded: `uses.reader`, `uses.index`,
-    ... by the field names of its `Resources` (None where a field is None)."""
-
-    def __init__(self, loaded: dict[str, Any]) -> None:
-        self.__dict__.update(loaded)
-
-    @property
-    def stand_in(self) -> StandIn | None:
-        """What stands in for one of these resources (the first that declares one: BM25
-        for a dense index still being built), None when every one is the real thing; a
-        stage reading them gives it as its own `stand_in`, and the trace says so."""
-        return next(iter(self.stand_ins()), None)
-
-    def stand_ins(self) -> tuple[StandIn, ...]:
-        """What stands in for each resource that is not the real thing yet."""
-        return tuple(found for value in vars(self).values()
-                     if (found := getattr(value, "stand_in", None)) is not None)
-
-
-class Resources:
-    """Base of a paradigm's frozen dataclass of `Resource | None` fields."""
-
-    def load(self, corpus: Corpus, store: Store) -> Uses:
-        """Every resource loaded from `store` for `corpus`, by field name."""
-        return Uses({f.name: None if (r := getattr(self, f.name)) is None
-                     else r.load(corpus, store) for f in fields(self)})
-
-
-def needs_of(resources: Any) -> tuple[Need, ...]:
-    """Every need of a paradigm's resources (a dataclass of `Resource | None` fields), each
-    key once, in field order."""
-    found: dict[str, Need] = {}
-    for field in fields(resources):
-        resource = getattr(resources, field.name)
-        for need in resource.needs() if resource is not None else ():
-            found.setdefault(need.key, need)
-    return tuple(found.values())
+    return getattr(registry, table).get(name)
 
 
 def _describe(units: UnitConfig) -> str:
@@ -279,8 +200,6 @@ class Ranker(Resource):
         return StageAt(units, self.passages, self.bi_encoder)
 
     def needs(self) -> tuple[Need, ...]:
-        from engine.paradigms.plugin_stages import plugin_needs, plugin_spec
-
         stored = self._stored()
         if stored is not None:
             return stored.needs()
@@ -310,8 +229,6 @@ class Retriever(Resource):
     bi_encoder: str = ENCODER
 
     def needs(self) -> tuple[Need, ...]:
-        from engine.paradigms.plugin_stages import plugin_needs, plugin_spec
-
         key = f"retriever {self.name} {_units_key(self.passages)}"
         label = f"retriever '{self.name}' ({_describe(self.passages)})"
         plugin = plugin_spec("RETRIEVERS", self.name)

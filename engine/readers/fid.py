@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -28,8 +28,17 @@ from engine.readers import attention
 from engine.readers.answers import LOOP_NGRAM, repeats_tail, short_answer
 from engine.readers.prompts import fid_layout
 
-if TYPE_CHECKING:
-    from engine.readers.reader import ReaderConfig
+
+class FiDSettings(Protocol):
+    """What a FiD reader reads of the reader's options: an engine.readers.reader
+    .ReaderConfig, which sits above this module (it checks its backend against the
+    backends' table, whose in-process backends make FiD readers)."""
+
+    max_passage_tokens: int
+    aggregation: str
+    lr: int
+    max_answer_tokens: int
+
 
 @dataclass(frozen=True)
 class ReaderOutput:
@@ -75,7 +84,7 @@ class FiDReader:
 
     # --- public ---------------------------------------------------------------------------
 
-    def read(self, question: str, passages: Sequence[tuple[str, str]], config: ReaderConfig,
+    def read(self, question: str, passages: Sequence[tuple[str, str]], config: FiDSettings,
              answer_top: int | None = None, answer: bool = True) -> ReaderOutput:
         """Score every (title, text) passage and, with `answer`, answer from the
         `answer_top` best (all passages when None) reusing their encoded blocks."""

@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.readers import attention
-from engine.readers.fid import ReaderOutput
-
-if TYPE_CHECKING:
-    from engine.readers.reader import ReaderConfig
+from engine.readers.fid import FiDSettings, ReaderOutput
 
 
 class Seq2SeqFiDReader:
@@ -38,7 +34,7 @@ class Seq2SeqFiDReader:
         lm.set_attn_implementation("eager")  # scoring needs the attention weights
         self.name, self.tokenizer, self.model = model, tokenizer, lm.eval()
 
-    def read(self, question: str, passages: Sequence[tuple[str, str]], config: ReaderConfig,
+    def read(self, question: str, passages: Sequence[tuple[str, str]], config: FiDSettings,
              answer_top: int | None = None, answer: bool = True) -> ReaderOutput:
         """Score every (title, text) passage and, with `answer`, answer from the
         `answer_top` best."""

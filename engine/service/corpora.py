@@ -10,6 +10,11 @@ prepares at once except the long builds, which take turns across corpora
 A corpus nobody asked for in `idle_seconds`, with nothing left to prepare and no
 evaluation running over it, is released: its preparation dropped and its indexes evicted
 from the process-wide stores. They stay cached on disk, so using it again only loads.
+
+Beside it: each corpus's row as the Corpora tab lists it (engine.service.corpus_rows,
+`CorpusRow`), where an added corpus's dense indexes are served (engine.service.serving,
+`served_as_added`; both names imported from here too), and whether a paradigm can answer
+over a corpus (engine.service.readiness).
 """
 
 from __future__ import annotations
@@ -18,12 +23,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.data.corpus import NAMED_CORPORA, corpus_name, load_corpus
+from engine.data.corpus import NAMED_CORPORA, corpus_name
 from engine.data.ingest import (
-    StoredCorpus,
     check_name,
     check_source,
     ingest,
@@ -33,32 +36,16 @@ from engine.data.ingest import (
 )
 from engine.documents import Corpus, Dataset
 from engine.errors import ConfigError, EngineError
-from engine.paradigms.registry import PARADIGMS
 from engine.paths import data_dir
+from engine.service.corpus_rows import CorpusRow, corpus_rows
 from engine.service.preparation import Preparation, Progress
+from engine.service.serving import served, served_as_added, serving_of
 
 logger = logging.getLogger(__name__)
 
 IDLE_SECONDS = 30 * 60
 # how long a request naming a corpus that is not loaded waits for it to load
 LOAD_WAIT_SECONDS = 60.0
-
-
-@dataclass(frozen=True)
-class CorpusRow:
-    """One corpus as the Corpora view and `list_corpora` show it."""
-
-    name: str
-    origin: str  # "started with" | "packaged" | "added"
-    status: str  # "ready" | "preparing" | "failed" | "not loaded"
-    documents: int | None
-    fingerprint: str  # first 12 hex digits; "" until it was loaded once
-    built: tuple[str, ...] = ()  # cache kinds on disk for it (bm25, dense, clusters, ...)
-    disk_bytes: int = 0  # its stored file plus those caches
-    progress: tuple[str, ...] = field(default=())  # its preparation's lines while loaded
-    error: str = ""
-    answering: tuple[str, ...] = ()  # the paradigms that can answer over it now
-    served_by: str = ""  # where its dense index is served when not here: "2 Ray shards at ..."
 
 
 class Corpora:
@@ -73,6 +60,7 @@ class Corpora:
         the corpora an evaluation runs over (never released); `preparing(spec, dense=,
         load=)` makes another corpus's preparation."""
         self.default = corpus_name(default.corpus_spec)
+        self.startup = default  # the start-up corpus's preparation, always kept
         self.root = root or data_dir()
         self._idle, self._in_use, self._preparing = idle_seconds, in_use, preparing
         self._preparations: dict[str, Preparation] = {self.default: default}
@@ -214,40 +202,12 @@ class Corpora:
 
         name = (name or "").strip()
         shown = original or Path(source).name
-        ray = (ray or "").strip()
-        if shards and not ray:
-            raise ConfigError("Serving a corpus from Ray shards needs a Ray address: give "
-                              "one (host:port, ray://host:port or 'local').")
-        if ray:
-            from engine.index.on_ray import check_address
-
-            check_address(ray, workers)
-        if shards:
-            from engine.index.shards import check_shards
-
-            check_shards(shards)
-        qdrant, collection = (qdrant or "").strip(), (collection or "").strip()
-        if collection and not qdrant:
-            raise ConfigError(f"Qdrant collection {collection!r} needs a Qdrant location: "
-                              "give a server's URL (http://host:6333) or a folder for "
-                              "Qdrant's local mode.")
-        if qdrant:
-            if shards:
-                raise ConfigError("A corpus's dense index is served from Ray shards or from "
-                                  "Qdrant, not both: choose one.")
-            from engine.index.qdrant import check_collection, check_location
-
-            qdrant = check_location(qdrant)  # a folder as an absolute path, for meta.json
-            if collection:
-                check_collection(collection)
+        serving = serving_of(ray, workers, shards, qdrant, collection)
         try:
             path = check_source(source, root=None if upload else self.root)
         except (EngineError, ValueError) as err:
             raise ConfigError(shown_as(err, Path(source), shown) if upload else str(err)
                               ) from None
-
-        serving = ({"ray": ray, "workers": workers, "shards": shards} if ray else
-                   {"qdrant": qdrant, "collection": collection} if qdrant else {})
 
         def load(progress: Progress) -> Corpus:
             try:
@@ -362,45 +322,9 @@ class Corpora:
         return {fingerprint: name for name, fingerprint in self._fingerprints.items()}
 
     def rows(self) -> list[CorpusRow]:
-        """Every corpus with its state, size and what is built for it."""
-        from engine.cache import entries_built_from
-        from engine.service.store import process_store
-
-        states = {}  # first, so that a corpus ready here is stored below
-        for name in self.names():
-            preparation = self._preparations.get(name)
-            corpus = preparation.corpus if preparation is not None else None
-            if corpus is not None:
-                self._fingerprints[name] = corpus.fingerprint
-            states[name] = (preparation, corpus, _status(preparation))
-        stored = {c.name: c for c in stored_corpora()}
-        built = entries_built_from(set(self._fingerprints.values()))
-        rows = []
-        for name, (preparation, corpus, status) in states.items():
-            fingerprint = self._fingerprints.get(name, "")
-            entries = built.get(fingerprint, [])
-            record: StoredCorpus | None = stored.get(name)
-            disk = sum(size for _, size, _ in entries)
-            if record is not None and record.path.exists():
-                disk += record.path.stat().st_size
-            corpus_task = preparation.tasks["corpus"] if preparation is not None else None
-            rows.append(CorpusRow(
-                name=name,
-                origin=("started with" if name == self.default else
-                        "packaged" if name in NAMED_CORPORA else "added"),
-                status=status,
-                documents=(len(corpus) if corpus is not None else
-                           record.documents if record is not None else None),
-                fingerprint=fingerprint[:12],
-                built=tuple(sorted({_built(kind, folder) for kind, _, folder in entries})),
-                disk_bytes=disk,
-                progress=tuple(preparation.status_lines(own=True)) if preparation else (),
-                served_by=process_store().served_by(fingerprint, name) if fingerprint else "",
-                error=(corpus_task.error if corpus_task is not None
-                       and corpus_task.state == "failed" else ""),
-                answering=tuple(p for p in PARADIGMS if preparation is not None
-                                and corpus is not None and not preparation.missing(p))))
-        return rows
+        """Every corpus with its state, size and what is built for it
+        (engine.service.corpus_rows)."""
+        return corpus_rows(self.names(), self._preparations, self._fingerprints, self.default)
 
 
 def check_searched(searched: dict, corpus: Corpus) -> Corpus:
@@ -413,52 +337,6 @@ def check_searched(searched: dict, corpus: Corpus) -> Corpus:
                           f"{fingerprint[:12]}); it holds other texts now "
                           f"({corpus.fingerprint[:12]}). Run the question again over it.")
     return corpus
-
-
-def _built(kind: str, folder: Path) -> str:
-    """A cache entry's kind as the Corpora view lists it: an approximate dense index with
-    the recall measured when it was built."""
-    from engine.index.dense import recall_note
-
-    note = recall_note(folder) if kind == "dense" else ""
-    return f"dense (approximate: HNSW, {note})" if note else kind
-
-
-def _status(preparation: Preparation | None) -> str:
-    if preparation is None:
-        return "not loaded"
-    if preparation.tasks["corpus"].state == "failed":
-        return "failed"
-    # its own tasks, as its progress list shows them: the start-up corpus is ready while
-    # the process's classifiers still train
-    return "preparing" if preparation.busy(own=True) else "ready"
-
-
-
-def served(corpus: Corpus, serving: dict) -> Corpus:
-    """`corpus`, its dense indexes encoded and served where `serving` (a StoredCorpus's)
-    says: Ray workers and shards, or Qdrant; nothing for an empty one."""
-    from engine.service.store import process_store
-
-    store = process_store()
-    store.serve_here(corpus)  # an earlier corpus of this content served elsewhere: not now
-    if serving.get("ray"):
-        store.encode_on_ray(corpus, serving["ray"], serving.get("workers", 2))
-        if serving.get("shards"):
-            store.serve_on_ray(corpus, serving["ray"], serving["shards"],
-                               serving.get("workers", 2))
-    if serving.get("qdrant"):
-        store.serve_from_qdrant(corpus, serving["qdrant"], serving.get("collection", ""))
-    return corpus
-
-
-def served_as_added(name: str) -> Callable[[Progress], Corpus] | None:
-    """How an added corpus loads after a restart: where its dense indexes were served when
-    it was added, served there again (None: as any named corpus loads)."""
-    record = next((c for c in stored_corpora() if c.name == name), None)
-    if record is None or not record.serving:
-        return None
-    return lambda progress: served(load_corpus(name), record.serving)
 
 
 def _loaded(preparation: Preparation, name: str) -> Corpus:

@@ -1,20 +1,27 @@
 """Diagnosis of stored evaluations: where each paradigm lost the answer, and whether the
 difference between two paradigms (or two evaluations) is beyond noise.
 
-Rows stored before rows carried outcomes get them from their stored traces.
+Rows stored before rows carried outcomes get them from their stored traces. `Diagnoses`
+answers the Diagnose tab's calls (through the Explorer) with these, over the corpora an
+evaluation searched.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from engine.documents import Corpus, Dataset
-from engine.errors import ConfigError
+from engine.documents import Corpus, Dataset, Question
+from engine.errors import ConfigError, EngineError
 from engine.eval.outcomes import attribution, row_outcomes
 from engine.eval.paired import RESAMPLES, SEED, correct_across, paired, question_values
 from engine.eval.regressions import changes
 from engine.eval.summary import read_gold_doc_recall
+from engine.paradigms.registry import make_config
+from engine.service.corpora import Corpora, check_searched
+from engine.service.datasets import dataset_label, dataset_of
+from engine.service.readiness import check_ready
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
 from engine.trace import FAILED
 
@@ -198,3 +205,106 @@ def gold_coverage(evaluations: EvaluationStore, evaluation_id: int, corpus: Corp
             holds.append("pooled")
     return {"corpus": corpus.name, "questions": len(golds), "lacking": short,
             "none": sum(n == 0 for n in there), "holds_it": holds}
+
+
+class Diagnoses:
+    """What Diagnose asks of stored evaluations (the Explorer hands its calls here): where
+    each paradigm lost the gold, paired differences and the questions that changed, each
+    stage's ceiling, the gold the corpus lacks, the coverage map and attention against
+    leave-one-out attribution."""
+
+    def __init__(self, store: EvaluationStore, corpora: Corpora) -> None:
+        """`store` keeps the evaluations; `corpora` loads the corpus each searched."""
+        self._store, self._corpora = store, corpora
+
+    def attribution(self, evaluation_id: int, track: str = "answer") -> dict[str, dict]:
+        """Per paradigm of a stored evaluation: where each question's gold was lost
+        (engine.eval.outcomes), its counts in funnel order and the question positions."""
+        return outcomes_of(self._store, evaluation_id, track)
+
+    def paired(self, evaluation_id: int, a: str = "", b: str = "",
+               other_id: int | None = None) -> dict:
+        """Paired differences A minus B with bootstrap intervals and McNemar p-values:
+        two paradigms of one evaluation, or of two evaluations on their shared questions."""
+        return paired_of(self._store, evaluation_id, a, b, other_id)
+
+    def regressions(self, evaluation_id: int, a: str = "", b: str = "",
+                    other_id: int | None = None, metric: str = "EM") -> dict:
+        """The questions B improved, regressed or left as A had them on `metric` (A and B
+        as `paired` takes them), regressions first (engine.eval.regressions)."""
+        return regressions_of(self._store, evaluation_id, a, b, other_id, metric)
+
+    def ceiling_table(self, ceiling_id: int) -> dict:
+        """A ceiling evaluation against the evaluation it came from, per paradigm and cut
+        (engine.service.diagnosis.ceilings_of), and under `gold` how many questions' gold
+        documents its corpus lacks (`gold_coverage`; None while that corpus is not
+        loaded)."""
+        table = ceilings_of(self._store, ceiling_id)
+        table["gold"] = self.gold_coverage(table["baseline"])
+        return table
+
+    def gold_coverage(self, evaluation_id: int) -> dict | None:
+        """engine.service.diagnosis.gold_coverage of a stored evaluation over the corpus it
+        searched, if that corpus is loaded as it was (None otherwise, or for a QA file no
+        longer here)."""
+        source = self._store.get(evaluation_id)
+        corpus = self._corpora.corpus_if_loaded(source.corpus)
+        if corpus is None or corpus.fingerprint != source.corpus_fingerprint:
+            return None
+        try:
+            dataset = dataset_of(source.dataset)
+        except EngineError:
+            return None
+        return gold_coverage(self._store, evaluation_id, corpus, dataset,
+                             dataset_label(source.dataset))
+
+    def coverage(self, evaluation_id: int) -> dict:
+        """An evaluation's questions and its corpus's passages in one 2-D map, the questions
+        far from every passage flagged in groups (engine.eval.coverage), over the dense
+        index the app prepared (flat's default); computed once per corpus and evaluation
+        and cached."""
+        import json
+
+        from engine.cache import load_or_build
+        from engine.eval.coverage import Asked, coverage
+        from engine.index.dense import DenseIndex
+        from engine.service.store import process_store
+
+        source = self._store.get(evaluation_id)
+        preparation = self._corpora.preparation(source.corpus)
+        check_ready(self._corpora, "flat", preparation)
+        corpus = check_searched({"fingerprint": source.corpus_fingerprint},
+                                preparation.corpus)
+        flat = make_config("flat")
+        index = process_store().dense(corpus, flat.passages(), flat.bi_encoder, stand_in=True)
+        if not isinstance(index, DenseIndex):
+            raise ConfigError(f"The dense index of corpus '{corpus.name}' is still being "
+                              "built; the map is drawn from its vectors, so map once the "
+                              "status says it is ready.")
+        rows = diagnosed_rows(self._store, evaluation_id)
+        asked: dict[int, Asked] = {}
+        for r in rows:
+            question = Question(r["question_id"], r["question"])
+            found = asked.setdefault(r["position"], Asked(r["position"], question, {}))
+            found.outcomes[r["paradigm"]] = r.get("outcome", {}).get("answer", "")
+        if not asked:
+            raise ConfigError(f"Evaluation {evaluation_id} has no stored question yet.")
+        key = {"corpus": corpus.fingerprint, "evaluation": evaluation_id,
+               "runs": len(rows), "encoder": flat.bi_encoder,
+               "passage_tokens": flat.passage_tokens, "version": 1}
+
+        def build(folder: Path) -> None:
+            found = coverage(index, [asked[p] for p in sorted(asked)])
+            (folder / "coverage.json").write_text(json.dumps(found), encoding="utf-8")
+
+        return load_or_build("coverage", key, build, lambda folder: json.loads(
+            (folder / "coverage.json").read_text(encoding="utf-8")))
+
+    def ablation_agreement(self, evaluation_id: int) -> dict[str, dict]:
+        """Per paradigm of a stored evaluation: attention against leave-one-out attribution
+        over its runs that carry an ablation (engine.eval.ablations)."""
+        from engine.eval.ablations import agreement_summary
+
+        rows = self._store.rows(evaluation_id)  # the traces' order: each one's label
+        return agreement_summary(self._store.traces(evaluation_id),
+                                 [r["paradigm"] for r in rows])

@@ -3,32 +3,33 @@ question's runs stored as they finish, with progress, running means and cancella
 that ended before every question ran resumes from the questions it lacks (`resume`,
 engine.service.resume).
 
-The app starts one with `EvaluationJob(...).start()` and polls `status()`; questions are
-answered by `engine.eval.runner.answer_all`, as the command line's `eval` answers them
-(here or as Ray tasks). The corpus is the one the caller prepared, and what the configs
-need beyond it is only what the caller passes as `prepare` (the app asks first before a
-long build).
+The app starts one with `EvaluationJob(...).start()` (what it runs: an
+engine.service.evaluation_request.EvaluationRequest, imported from here too) and polls
+`status()`; questions are answered by `engine.eval.runner.answer_all`, as the command
+line's `eval` answers them (here or as Ray tasks). The corpus is the one the caller
+prepared, and what the configs need beyond it is only what the caller passes as `prepare`
+(the app asks first before a long build).
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 
-from engine.documents import Corpus, Question
+from engine.documents import Corpus
 from engine.errors import ConfigError, log_failure
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.paradigms.base import Need
-from engine.paradigms.registry import make_config, unattended
+from engine.paradigms.registry import make_config
 from engine.service.builds import BUILDS, Cancelled, Turn
+from engine.service.evaluation_request import EvaluationRequest
 from engine.service.labelled import labelled_relevance, with_label_measures
 from engine.service.long_builds import LONG_BUILD_SECONDS, BuildNeeded, long_builds
 from engine.service.preparation import Preparation, duration
@@ -39,7 +40,6 @@ from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
 
-MAX_QUESTIONS = 5_000
 # what a long build asks of whoever starts the evaluation (engine.service.long_builds)
 EVALUATION_CONFIRM = ("Confirm to build it before the first question (the app stays usable), "
                       "or keep the options the app prepared.")
@@ -48,69 +48,6 @@ EVALUATION_CONFIRM = ("Confirm to build it before the first question (the app st
 # questions, fp32 SmolLM2): 2, 4 and 8 in flight gave 0.86-0.89x one at a time's questions a
 # minute, same answers: prefill is compute-bound and the answers are a few tokens.
 QUESTIONS_IN_FLIGHT = 1
-
-
-@dataclass(frozen=True)
-class EvaluationRequest:
-    """What to evaluate: a dataset's questions (the first `limit`, or a `sample` of them
-    drawn with `seed`), through `paradigms` with their `configs`."""
-
-    dataset: str  # the dataset's name as listed (or the file it came from)
-    questions: tuple[Question, ...]
-    paradigms: tuple[str, ...]
-    configs: dict = field(default_factory=dict)  # {paradigm: config dict}
-    limit: int = 0  # 0: every question
-    sample: int = 0  # > 0: a seeded random sample of this many, in file order
-    seed: int = 0
-    name: str = ""
-    ray: str = ""  # a Ray address, or "local": the questions run as Ray tasks
-    workers: int = 2  # with ray="local"
-    # a sweep: `paradigms` are its grid points' labels, each the paradigm `kinds[label]`
-    # (engine.eval.sweep); its stages' results are reused across grid points
-    kinds: dict = field(default_factory=dict)
-    retrieval_only: bool = False  # stop before the reader
-    # a ceiling evaluation (engine/eval/ceilings.py): each label's runs are `baseline`'s
-    # runs of its paradigm with cut `cuts[label]` made perfect; `positions` are the
-    # questions' positions in `baseline`
-    baseline: int | None = None
-    cuts: dict = field(default_factory=dict)
-    positions: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not self.paradigms:
-            raise ConfigError("Pick at least one paradigm to evaluate.")
-        if not self.questions:
-            raise ConfigError(f"The dataset {self.dataset!r} holds no questions.")
-        for name, value in (("limit", self.limit), ("sample", self.sample)):
-            if not 0 <= value <= MAX_QUESTIONS:
-                raise ConfigError(f"{name}={value} is out of range; allowed: 0 (every "
-                                  f"question) to {MAX_QUESTIONS:,}.")
-        if self.limit and self.sample:
-            raise ConfigError("Give a question limit or a sample size, not both.")
-        if self.kinds and self.ray:
-            raise ConfigError("A sweep runs here, not on Ray (it reuses each question's "
-                              "stages across grid points); leave the Ray address empty.")
-
-    def kind(self, label: str) -> str:
-        """The paradigm a label runs (itself, but for a sweep's grid points)."""
-        return self.kinds.get(label, label)
-
-    def config(self, label: str) -> dict:
-        """The config dict `label` runs with: as given, its reader's attention off unless
-        the config sets it (no heatmap is shown: an auto reader answers through ONNX
-        Runtime); a ceiling's as given (its runs read as its baseline's read)."""
-        given = self.configs.get(label)
-        return dict(given or {}) if self.baseline is not None else \
-            unattended(self.kind(label), given)
-
-    def chosen(self) -> list[tuple[int, Question]]:
-        """(position in the file, question) of every question to run, in file order."""
-        indexed = list(zip(self.positions, self.questions, strict=True)) if self.positions \
-            else list(enumerate(self.questions))
-        if self.sample:
-            picked = random.Random(self.seed).sample(indexed, min(self.sample, len(indexed)))
-            return sorted(picked, key=lambda pair: pair[0])
-        return indexed[: self.limit] if self.limit else indexed
 
 
 class EvaluationJob:

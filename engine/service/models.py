@@ -204,7 +204,7 @@ def classifier_rows() -> list[ModelRow]:
 
 
 def generator_rows() -> list[ModelRow]:
-    from engine.readers.backends import API_KEY_VARIABLES
+    from engine.readers.openai_client import API_KEY_VARIABLES
 
     converted = [str(folder) for folder, key in _manifests("models")]
     exported = [f"{key.get('precision')}: {folder}" for folder, key in _manifests("onnx")]

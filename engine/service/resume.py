@@ -16,6 +16,7 @@ from dataclasses import asdict, fields
 
 from engine.documents import Corpus, Question, question_from_dict
 from engine.errors import ConfigError
+from engine.service.evaluation_request import EvaluationRequest
 from engine.store.evaluations import IMPORTED, RESUMABLE, EvaluationStore, StoredEvaluation
 
 _QUESTION_FIELDS = {f.name for f in fields(Question)}
@@ -72,11 +73,9 @@ def resumable_plan(evaluations: EvaluationStore, stored: StoredEvaluation) -> di
 
 
 def resume_request(stored: StoredEvaluation, plan: dict,
-                   missing: list[tuple[int, Question]]):
+                   missing: list[tuple[int, Question]]) -> EvaluationRequest:
     """The EvaluationRequest of the questions evaluation `stored` lacks (`missing`), as it
     first ran them: its paradigms, configs, name, sweep kinds, ceiling cuts, here."""
-    from engine.service.evaluation_jobs import EvaluationRequest
-
     return EvaluationRequest(
         stored.dataset, tuple(q for _, q in missing), stored.paradigms, dict(stored.configs),
         name=stored.name, kinds=dict(plan.get("kinds") or {}),

@@ -7,7 +7,9 @@ process: changing a stage parameter (K, N, H, M, k) never loads, verifies or hol
 copy of an index: only what the index is built from (the corpus fingerprint, the unit
 config, the encoder) names it. Two threads asking for the same missing index wait for one
 build. Models (the reader, encoders, cross-encoders, classifiers) are loaded once per
-process by their own modules' caches, looked up through the same `Store`.
+process by their own modules' caches, looked up through the same `Store` (the lookups it
+inherits: engine.service.model_lookups). Where a corpus's dense indexes are served when not
+here is engine.service.remote_indexes (`RayShards`, `InQdrant`, imported from here too).
 
 A dense index the app's background preparation has promised (`promise_dense`) is stood in
 for by BM25 until its build ends, for callers that ask `stand_in=True` (a question's
@@ -27,6 +29,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from engine.errors import EngineError
 from engine.paradigms.base import Paradigm
 from engine.paradigms.registry import make_config, spec
+from engine.service.model_lookups import ModelLookups
+from engine.service.remote_indexes import InQdrant, RayShards
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,45 +57,9 @@ class Clusters(NamedTuple):
     assignment: np.ndarray
 
 
-class RayShards(NamedTuple):
-    """Dense indexes served by `shards` Ray actors at `address` (engine.index.shards)."""
-
-    address: str
-    shards: int
-    workers: int  # with address "local": the local cluster's workers
-
-    def described(self, corpus_name: str = "") -> str:
-        return f"{self.shards} Ray shards at {self.address!r}"
-
-
-class InQdrant(NamedTuple):
-    """Dense indexes served from Qdrant collections at `where` (engine.index.qdrant)."""
-
-    where: str
-    collection: str = ""  # the primary index's collection; "" names it after the corpus
-
-    def collection_for(self, corpus_name: str, config: UnitConfig, model: str) -> str:
-        """The collection serving the dense index over `config` units with encoder `model`:
-        the named one (else the corpus's name) for the flat paradigm's passages with its
-        default encoder, which most stages search; for another index that name plus what
-        differs ("wiki.passages-200-20.minilm", "wiki.documents.bge")."""
-        from engine.index.qdrant import check_collection, derived_collection
-        from engine.paradigms.flat import FlatConfig
-
-        base = self.collection or check_collection(corpus_name)
-        primary = FlatConfig()
-        if config.key() == primary.passages().key() and model == primary.bi_encoder:
-            return base
-        return derived_collection(base, config, model)
-
-    def described(self, corpus_name: str = "") -> str:
-        name = self.collection or corpus_name
-        return f"Qdrant collection {name!r} at {self.where}" if name else \
-            f"Qdrant at {self.where}"
-
-
-class Store:
-    """Loaded indexes keyed by what they are built from."""
+class Store(ModelLookups):
+    """Loaded indexes keyed by what they are built from, and the stages made from them; the
+    models are looked up as `ModelLookups` does."""
 
     def __init__(self) -> None:
         self._indexes: dict[tuple, Any] = {}
@@ -272,26 +240,6 @@ class Store:
         return self._get(("documents", corpus.fingerprint, _key(passages), model, how, weight),
                          load)
 
-    # --- models ---------------------------------------------------------------------
-
-    def encoder(self, model: str) -> Any:
-        """The bi-encoder `model` (sentence-transformers), loaded once per process."""
-        from engine.models.loading import load_bi_encoder
-
-        return load_bi_encoder(model)
-
-    def reader(self, model: str, endpoint: str = "", precision: str = "auto",
-               backend: str = "auto") -> Any:
-        """The reader's generator from backend `backend` and, where the backend has one,
-        its FiD reader (for the in-process model, sharing the loaded weights):
-        engine.readers.reader.ReaderModels."""
-        from engine.readers.backends import backend_named, shared_generator
-        from engine.readers.reader import ReaderModels
-
-        generator = shared_generator(model, endpoint, precision, backend)
-        reads = backend_named(backend, endpoint).fid
-        return ReaderModels(generator, reads(model, precision) if reads else None)
-
     def retriever(self, name: str, corpus: Corpus, passages: UnitConfig,
                   bi_encoder: str = "minilm") -> Any:
         """A plugin's first-stage retriever `name` over `passages` of `corpus`
@@ -354,28 +302,6 @@ class Store:
         documents = self.documents(corpus, how, weight, passages, bi_encoder,
                                    stand_in=stand_in)
         return StoredScoreReranker(documents, granularity=granularity, name=name)
-
-    def cross_encoder(self, model: str, max_length: int = 256) -> Any:
-        """The cross-encoder `model` ("trained": the cached trained pre-ranker, or the
-        command that trains it; an alias, a folder or a hub id), loaded once per process."""
-        from engine.models.cross_encoder import load_cross_encoder
-        from engine.models.trained import PRERANKER, model_location
-
-        return load_cross_encoder(model_location(model, PRERANKER), max_length)
-
-    def selection_classifier(self, model: str) -> Any:
-        """DR-RAG's selection classifier `model` ("trained" before one is trained: the
-        untrained stand-in, which declares itself)."""
-        from engine.models.selection_classifier import shared_classifier
-
-        return shared_classifier(model)
-
-    def query_classifier(self, model: str) -> Any:
-        """The best-practices query classifier `model` ("trained" before one is trained:
-        the always-retrieve stand-in)."""
-        from engine.models.query_classifier import shared_query_classifier
-
-        return shared_query_classifier(model)
 
     def __len__(self) -> int:
         return len(self._indexes)

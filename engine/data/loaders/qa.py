@@ -10,7 +10,7 @@ Formats (names used in errors and on the CLI):
 - `nq-open`: JSONL, `question, answer[]` (no paragraphs)
 
 A dataset's paragraphs become documents keyed by title; paragraphs sharing a title are
-merged (engine.data.corpus.merge_documents), so gold supporting titles are document ids.
+merged (engine.data.merge.merge_documents), so gold supporting titles are document ids.
 """
 
 from __future__ import annotations

@@ -1,0 +1,128 @@
+"""A bi-encoder's vectors: texts encoded L2-normalised in float32 (`encode`), what names an
+encoder's vectors in a cache key (`encoder_identity`: its weights and precision), and how
+fast an encoder encodes here (`encoding_rate`, which a dense build's estimate reads).
+engine.index.dense builds and searches its indexes with these; the passage vector store
+(engine.index.vectors) keeps vectors by `encoder_identity`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.models.loading import (
+    ALIASES,
+    load_bi_encoder,
+    query_precision,
+    resolve,
+    resolve_encoder_precision,
+)
+from engine.text import count_tokens
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+logger = logging.getLogger(__name__)
+
+# bench/dense_throughput.py (bench/results/dense_throughput.json): 2,000 pooled passages,
+# MiniLM, 2 cores shared with other jobs (load 4-7): batch size 64 encoded 23.3 passages/s,
+# 8 / 16 / 32 / 128 reached 0.35 / 0.54 / 0.79 / 0.84 of that. 64 and 128 were within
+# noise of each other across runs. Not in the cache key: it changes speed, not the vectors.
+DEFAULT_BATCH_SIZE = 64
+# bf16 where the CPU multiplies it natively, fp32 through ONNX Runtime elsewhere
+# (engine.models.loading `resolve_encoder_precision`): bench/dense_precision.py and
+# bench/encoder_runtimes.py, figures in bench/README.md.
+DEFAULT_PRECISION = "auto"
+# building the pooled passage index (35,297 passages, 2,367,137 engine tokens) took 318 s
+# in bf16 (torch), 533 s in fp32 and 255 s in int8 (ONNX Runtime) on this machine's 2
+# cores (bench/dense_precision.py, bench/encoder_runtimes.py): what `build_seconds`
+# estimates a build from
+ENCODE_TOKENS_PER_SECOND = {"bf16": 7_400.0, "fp32": 4_400.0, "int8": 9_300.0}
+SAMPLE_TEXTS = 64  # texts timed to estimate the build of an encoder other than MiniLM
+
+
+def encode(texts: list[str], model: str = "minilm", batch_size: int = DEFAULT_BATCH_SIZE, *,
+           queries: bool = False, show_progress: bool = False,
+           precision: str = DEFAULT_PRECISION) -> np.ndarray:
+    """Embeddings of `texts` by the bi-encoder `model`, L2-normalised, float32, C-ordered.
+
+    `queries` picks the model's query prompt instead of its document prompt (MiniLM has
+    neither, so both give the same vectors for it), and the precision queries are encoded
+    in (engine.models.loading `query_precision`). `precision` is the documents' ("auto":
+    `resolve_encoder_precision`); vectors are normalised in float32 either way.
+    """
+    precision = resolve_encoder_precision(precision)
+    if queries:
+        precision = query_precision(model, precision)
+    return encode_with(load_bi_encoder(model, precision), texts, batch_size,
+                       queries=queries, show_progress=show_progress)
+
+
+def encode_with(encoder: SentenceTransformer, texts: list[str],
+                batch_size: int = DEFAULT_BATCH_SIZE, *, queries: bool = False,
+                show_progress: bool = False) -> np.ndarray:
+    """Embeddings of `texts` by a loaded bi-encoder, as `encode` gives them."""
+    if not texts:
+        return np.zeros((0, encoder.get_embedding_dimension()), dtype=np.float32)
+    method = encoder.encode_query if queries else encoder.encode_document
+    vectors = np.asarray(method(texts, batch_size=batch_size, show_progress_bar=show_progress,
+                                convert_to_numpy=True), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return np.ascontiguousarray(vectors)
+
+
+def model_identity(model: str) -> dict:
+    """What names `model`'s weights in a cache key: alias or path, plus config.json sha256
+    (a plugin's encoder: its name and version)."""
+    from engine.models.encoders import known_encoders
+
+    plugin = known_encoders().get(model)
+    if plugin is not None:
+        return {"plugin": model, "version": plugin.version}
+    if model in ALIASES:
+        return {"alias": model, "config_sha256": _config_sha256(Path(resolve(model)))}
+    path = Path(model).expanduser()
+    if path.exists():
+        path = path.resolve()
+        return {"path": str(path), "config_sha256": _config_sha256(path)}
+    return {"hub_id": model}
+
+
+def encoder_identity(model: str, precision: str) -> dict:
+    """What names an encoder's vectors: its weights (`model_identity`) and the precision
+    they were encoded in ("auto" resolved)."""
+    return {**model_identity(model), "precision": resolve_encoder_precision(precision)}
+
+
+def _config_sha256(folder: Path) -> str | None:
+    config = folder / "config.json"
+    return hashlib.sha256(config.read_bytes()).hexdigest() if config.is_file() else None
+
+
+_RATES: dict[str, float] = {}
+
+
+def encoding_rate(model: str, precision: str, texts: list[str]) -> float:
+    """Engine tokens per second `model` encodes here: MiniLM's measured
+    ENCODE_TOKENS_PER_SECOND, and any other encoder's timed once per process on a sample
+    of `texts` (SAMPLE_TEXTS, after one warm-up batch): a larger model's build is estimated
+    at its own speed, not MiniLM's."""
+    if model == "minilm":
+        return ENCODE_TOKENS_PER_SECOND[precision]
+    name = json.dumps(encoder_identity(model, precision), sort_keys=True)
+    if name not in _RATES:
+        sample = texts[:: max(1, len(texts) // SAMPLE_TEXTS)][:SAMPLE_TEXTS]
+        encode(sample[:4], model, precision=precision)  # warm-up: loading, first batch
+        started = time.perf_counter()
+        encode(sample, model, precision=precision)
+        seconds = max(time.perf_counter() - started, 1e-3)
+        _RATES[name] = sum(count_tokens(t) for t in sample) / seconds
+        logger.info("Dense: %s encodes ~%.0f tokens/s here (%d texts timed)", model,
+                    _RATES[name], len(sample))
+    return _RATES[name]
