@@ -8,15 +8,15 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import sys
 from pathlib import Path
 from textwrap import shorten
 
 from app.ui import build_app, serve
 from engine.errors import ConfigError
 from engine.index.shards import DEFAULT_SHARDS
+from engine.logs import QUIET_LOGGERS as QUIET_LOGGERS
+from engine.logs import configure_logging
 from engine.models.loading import resolve_encoder_precision
 from engine.paths import DATA_DIR_HELP, use_data_dir
 from engine.service.corpora import served_as_added
@@ -26,29 +26,6 @@ from engine.service.preparation import Preparation
 from engine.service.receiver import TraceReceiver
 from engine.service.store import process_store
 from engine.store.sessions import SessionStore
-
-# libraries whose INFO lines are about their own internals, not the app: faiss's loader
-# reports every optional instruction-set build it tries (a ModuleNotFoundError for AVX-512
-# on most CPUs), sentence-transformers announces each load and, at INFO, draws a tqdm bar
-# per encoding call into the log
-QUIET_LOGGERS = ("faiss.loader", "sentence_transformers", "bm25s", "httpx")
-
-
-def configure_logging(level: int = logging.INFO) -> None:
-    """The server log as an operator needs it: the app's and the engine's lines at `level`,
-    libraries' chatter at WARNING, and no progress bars: transformers' weight-loading bar
-    follows huggingface_hub's switch when transformers is imported, which happens later,
-    where a model is loaded)."""
-    from huggingface_hub.utils import disable_progress_bars
-
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(max(level, logging.WARNING))
-    disable_progress_bars()
-    if "transformers" in sys.modules:  # imported already: it read the switch back then
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()
 
 
 def main() -> None:

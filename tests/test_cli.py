@@ -185,3 +185,20 @@ def test_data_dir_is_an_option_of_both_entry_points_and_says_its_variable(
     with pytest.raises(SystemExit):  # refused before anything starts
         app_main.main()
     assert "is a file; give a folder" in capsys.readouterr().err
+
+
+def test_eval_progress_in_a_pipe_is_a_line_at_every_tenth_and_library_chatter_is_quiet(capsys):
+    """Redrawn with \\r, the counts ran into one line in a file or a pipe; and the command
+    line's log keeps faiss's loader lines out, as the app's does."""
+    import logging
+
+    from engine.cli import main as cli_main
+    from engine.cli.run import _progress, _progress_done
+
+    for done in range(1, 21):
+        _progress(done, 20)
+    _progress_done()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"{n}/20 questions" for n in range(2, 21, 2)]
+    assert cli_main.main(["formats"]) == 0
+    assert logging.getLogger("faiss.loader").getEffectiveLevel() == logging.WARNING

@@ -147,6 +147,26 @@ def test_an_empty_answer_scores_zero_and_a_run_not_yet_answered_scores_nothing(t
     assert "EM" not in streaming.metrics and "AR@4" in streaming.metrics
 
 
+
+def test_a_question_naming_no_supporting_document_has_no_gold_document_recall(tiny_corpus):
+    """A user's QA file with answers only: no gold-document recall at any cut (the CLI
+    showed 0.000, as if every gold document were lost), while one naming them keeps it, and
+    the evaluation's table leaves the column out."""
+    from engine.eval.summary import summarise
+    from engine.paradigms.base import annotate
+    from tests.fakes import sample_trace
+
+    trace = sample_trace(tiny_corpus)
+    assert trace.metrics["gold_doc_recall@" + trace.stages[0].name] == 1.0
+    answers_only = replace(trace.gold, supporting_titles=())
+    scored = annotate(replace(trace, metrics={}), answers_only)
+    assert [k for k in scored.metrics if k.startswith("gold_doc")] == []
+    assert "AR@" + trace.stages[0].name in scored.metrics and "EM" in scored.metrics
+    row = {"paradigm": "fake", "metrics": scored.metrics, "span_answer": True, "seconds": {},
+           "reader_tokens": 0}
+    assert not any(k.startswith("gold_doc") for k in summarise([row])["fake"])
+
+
 # --- typed records ---------------------------------------------------------------------------
 
 

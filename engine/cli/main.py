@@ -17,6 +17,7 @@ from engine.cli import CORPUS_HELP
 from engine.cli import run as cli_run
 from engine.cli import train as cli_train
 from engine.errors import EngineError
+from engine.logs import configure_logging
 from engine.paths import DATA_DIR_HELP, use_data_dir
 from engine.text import snippet
 from engine.units.build import GRANULARITIES, UnitConfig
@@ -107,8 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    configure_logging(logging.DEBUG if args.verbose else logging.INFO)  # as the app's log
     try:
         if args.data_dir:  # before anything reads it
             use_data_dir(args.data_dir)

@@ -169,6 +169,20 @@ def _dataset_path(name: str) -> Path:
     return dataset_file(name)
 
 
+def _progress(done: int, total: int) -> None:
+    """`done/total questions` on stderr: redrawn in place on a terminal; in a file or a
+    pipe a line at every tenth of the way (redrawn there, the counts ran into one line)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r{done}/{total} questions")
+    elif done == total or done % max(1, total // 10) == 0:
+        sys.stderr.write(f"{done}/{total} questions\n")
+
+
+def _progress_done() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+
+
 def ask(args: argparse.Namespace) -> int:
     from engine.data.corpus import load_corpus
     from engine.service.store import make_paradigm
@@ -238,13 +252,13 @@ def evaluate(args: argparse.Namespace) -> int:
     configs = {name: unattended(name, given.get(name)) for name in paradigms}  # no heatmap
     with open(out, "w", encoding="utf-8") as handle:
         for row in run_eval(dataset, paradigms, args.corpus, args.limit, configs,
-                            progress=lambda i, n: sys.stderr.write(f"\r{i}/{n} questions"),
+                            progress=_progress,
                             ray=args.ray, workers=args.workers, make=make_paradigm,
                             keep=traces.append if args.export else None,
                             label=dataset_label(str(dataset)), searched=searched.append):
             rows.append(row)
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    sys.stderr.write("\n")
+    _progress_done()
     summary = summarise(rows)
     corpus = searched[0] if searched else None
     if corpus is not None:  # beside every figure: what was searched
@@ -295,10 +309,13 @@ def resume(args: argparse.Namespace) -> int:
         return 0
     job = EvaluationJob(evaluations, corpus, resume_request(stored, plan, missing),
                         resumed=stored.id).start()
+    shown = -1
     while job.state == "running":
         job.wait(1.0)
-        sys.stderr.write(f"\r{job.done}/{job.total} questions")
-    sys.stderr.write("\n")
+        if job.done != shown:
+            shown = job.done
+            _progress(job.done, job.total)
+    _progress_done()
     status = job.status()
     _out(f"evaluation {stored.id} {status['state']}: {status['done']} of {status['total']} "
          f"questions ({len(missing)} run now), corpus {stored.corpus}")

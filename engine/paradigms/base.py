@@ -208,9 +208,10 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
         # of the gold documents survive
         metrics[f"AR@{stage.name}"] = float(any(stage_flags.answer))
         docs = [c.unit.doc_ids for c in stage.candidates]
-        metrics[f"gold_doc_recall@{stage.name}"] = gold_document_recall(
-            docs, gold.supporting_titles, len(docs)) if gold.supporting_titles and docs \
-            else 0.0  # a stage that kept nothing keeps no gold
+        if gold.supporting_titles:  # a question naming none has no such recall (shown "-")
+            metrics[f"gold_doc_recall@{stage.name}"] = gold_document_recall(
+                docs, gold.supporting_titles, len(docs)) if docs \
+                else 0.0  # a stage that kept nothing keeps no gold
     if any(step.purpose == "answer" for step in trace.llm_steps):  # answered, even if empty
         metrics["EM"] = exact_match(trace.answer, gold.answers)
         metrics["F1"] = f1_score(trace.answer, gold.answers)
