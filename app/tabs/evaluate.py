@@ -27,7 +27,7 @@ from app.errors import refused_box, refusing
 from app.params import ParamPanels, config_json, param_panels, show_panels
 from app.tabs.base import Refresh, Tab
 from app.tabs.corpora import corpus_choice, uploaded_path
-from app.tabs.diagnose import paired_tables
+from app.tabs.difference import paired_tables
 from app.tabs.explore import ExploreTab, open_evaluation_run
 from app.tabs.picker import dataset_dropdown
 from app.tabs.sessions import parse_ids, pick_id
