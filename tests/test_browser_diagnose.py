@@ -1,14 +1,19 @@
-"""Diagnose's views as a new user meets them in Chromium at 1400x900: each of its seven
-sub-tabs opened in the order they are read (what was lost, is the difference real, which
-questions, why) shows its plot or table on a page at most two screens tall (the one page
-they were on stood 2,835 px here, 5,356 px over real data).
+"""Diagnose's views, and the long tabs' contents lines, as a new user meets them in Chromium
+at 1400x900: each of Diagnose's seven sub-tabs opened in the order they are read (what was
+lost, is the difference real, which questions, why) shows its plot or table on a page at
+most two screens tall (the one page they were on stood 2,835 px here, 5,356 px over real
+data); each link of a long tab's contents line (Explore after a run, Compare, Sessions
+with a run open, Annotate, Evaluate with an evaluation open, Corpora) brings its view to
+the top of the screen, the line still above it; a short tab (Sweep) stays short without
+one.
 
 The app is served from this process over the tiny corpus with the toy paradigm 'echo': a
 stored evaluation of hand-built flat and funnel runs (tests.test_diagnose_tab) over the
-corpus as it is (so its coverage map is drawn, with the packaged encoder), and an echo
-evaluation with its ceilings. Screenshots of the viewport go to FUNNEL_ARTIFACTS (default
-<repo>/test-artifacts): diagnose-<view>.png per sub-tab, for the docs; page-heights.json
-records each page's height.
+corpus as it is (so its coverage map is drawn, with the packaged encoder), an echo
+evaluation with its ceilings, a saved run, and for Compare runs shaped like every built-in
+paradigm's (tests.test_browser_analysis). Screenshots of the viewport go to
+FUNNEL_ARTIFACTS (default <repo>/test-artifacts), for the docs: diagnose-<view>.png per
+sub-tab, tab-<tab>.png per tab; page-heights.json records each page's height.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import pytest
 
 from tests import test_live_app as live
 from tests.fakes import ECHO, fake_preparation, qa_file
+from tests.test_browser_analysis import QUESTION, SHAPES, shaped_run
 from tests.test_diagnose_tab import flat_run, funnel_run, store_evaluation
 
 browser = live.browser  # the live app's headless Chromium, as a fixture here too
@@ -52,10 +58,14 @@ def diagnosed(tmp_path_factory):
         store = SessionStore(root / "runs.duckdb")
         preparation = fake_preparation(corpus, {"corpus": lambda progress: corpus}).run()
         explorer = Explorer(preparation, store)
+        real_run = explorer.run
+        explorer.run = lambda question, name, *rest: (  # Compare's runs
+            shaped_run(question, name) if name in SHAPES else real_run(question, name, *rest))
         echo = explorer.evaluate(qa_file(root / "qa.jsonl", n=3), ["echo"],
                                  {"echo": {"k": 1}}, name="echo")
         explorer.wait_for_evaluation(echo, 60)
         explorer.wait_for_evaluation(explorer.ceilings(echo), 60)
+        explorer.save_run(shaped_run(QUESTION, "funnel"), "funnel, shaped")  # for Sessions
         mixed = store_evaluation((preparation, store), [flat_run, funnel_run],
                                  fingerprint=corpus.fingerprint)
         demo = build_app(explorer)
@@ -202,4 +212,86 @@ def test_each_diagnose_view_shows_its_content_on_a_page_at_most_two_screens_tall
     if view != "lost":  # the first shows how an evaluation is picked; the rest, their view
         page.evaluate("document.querySelector('#fe-diag-message').scrollIntoView()")
     page.screenshot(path=str(ARTIFACTS / f"diagnose-{view}.png"))
+    page.close()
+
+
+# each long tab's contents line, as (tab, what fills it first, the links' views)
+def _run_echo(page):
+    page.locator("#fe-paradigm").get_by_text("Echo (a toy)").click()
+    page.locator("#fe-question textarea").fill(QUESTION)
+    page.locator("#fe-run").click()
+    page.locator("#fe-tables table").first.wait_for(timeout=60_000)
+
+
+def _compare(page):
+    page.locator("#fe-compare-question textarea").fill(QUESTION)
+    page.locator("#fe-compare-run").click()
+    page.locator("#fe-compare-finals .fe-final-column").first.wait_for(timeout=60_000)
+
+
+def _open_evaluation(evaluation: int):
+    def fill(page):
+        page.locator("#fe-eval-ids textarea").fill(str(evaluation))
+        page.locator("#fe-eval-open").click()
+        page.locator("#fe-eval-recall .js-plotly-plot").wait_for(timeout=60_000)
+    return fill
+
+
+def _open_run(page):
+    page.locator("#fe-session-ids textarea").fill("1")
+    page.locator("#fe-open").click()
+    page.locator("#fe-session-tables table").first.wait_for(timeout=60_000)
+
+
+def _nothing(page):
+    page.wait_for_timeout(1000)
+
+
+@pytest.mark.parametrize("tab", ["Explore", "Compare", "Sessions", "Annotate", "Evaluate",
+                                 "Corpora"])
+def test_a_long_tabs_contents_line_brings_each_view_to_the_top_and_stays_above_it(
+        diagnosed, browser, tab):
+    url, mixed, _ = diagnosed
+    fill = {"Explore": _run_echo, "Compare": _compare, "Sessions": _open_run,
+            "Evaluate": _open_evaluation(mixed)}.get(tab, _nothing)
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(url)
+    page.get_by_role("tab", name=tab, exact=True).click()
+    line = page.locator(".block.fe-contents:visible")
+    line.wait_for(timeout=30_000)
+    fill(page)
+    page.wait_for_timeout(500)
+    HEIGHTS[tab] = page.evaluate(HEIGHT)
+    page.evaluate("window.scrollTo(0, 0)")  # as the tab opens (Evaluate's Open scrolled)
+    page.screenshot(path=str(ARTIFACTS / f"tab-{tab.lower()}.png"))
+    links = line.locator("a")
+    reached = []
+    for i in range(links.count()):
+        target = page.locator(links.nth(i).get_attribute("href"))
+        if not target.is_visible():  # e.g. Explore's re-answer before a run
+            continue
+        links.nth(i).click()
+        page.wait_for_timeout(300)
+        top, bar = target.bounding_box()["y"], line.bounding_box()
+        # under the line, at the top of the screen (or as high as the page's end lets it)
+        at_end = page.evaluate("window.scrollY + innerHeight >= "
+                               "document.documentElement.scrollHeight - 2")
+        assert bar["y"] >= -0.5 and bar["y"] + bar["height"] <= top + 0.5, (tab, i, top, bar)
+        assert top < 120 or at_end and top < VIEWPORT["height"], (tab, i, top)
+        reached.append(links.nth(i).inner_text())
+    assert len(reached) >= 3, reached
+    page.close()
+
+
+def test_a_short_tab_stays_short_without_a_contents_line(diagnosed, browser):
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(diagnosed[0])
+    page.get_by_role("tab", name="Sweep").click()
+    page.locator("#fe-sweep-ids textarea").fill(str(diagnosed[1]))
+    page.locator("#fe-sweep-plot").click()  # its points, plotted: the longest it gets
+    page.locator("#fe-sweep-frontier .js-plotly-plot").wait_for(timeout=30_000)
+    page.wait_for_timeout(500)
+    HEIGHTS["Sweep"] = page.evaluate(HEIGHT)
+    assert HEIGHTS["Sweep"] <= MOST and not page.locator(".block.fe-contents:visible").count()
+    page.screenshot(path=str(ARTIFACTS / "tab-sweep.png"))
     page.close()
