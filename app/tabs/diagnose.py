@@ -228,8 +228,9 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     shown.clicks.click(pick_bar, found, shown.segment, **PRIVATE)
     pair.pair.click(partial(difference.pair, explorer), [current, pair.a, pair.b, pair.other],
                     pair.paired, **PRIVATE)
-    for picker in (ids, pair.a, pair.b, pair.other):  # what was paired no longer holds
-        picker.input(lambda: "", None, pair.paired, **PRIVATE)
+    # another evaluation's pair no longer holds (a pick of A or B leaves the table, which
+    # names both, until Pair: a clear on their pick could land after a quick Pair's table)
+    ids.input(lambda: "", None, pair.paired, **PRIVATE)
     opened = exploring.opened(tabs)
 
     def open_row(evaluation_id, evt: gr.SelectData):
