@@ -40,5 +40,15 @@ mark.gold { background: #f6c343; font-weight: bold; }
 #fe-status.fe-status-failed { border-left: 4px solid #c62828; }
 #fe-status.fe-status-failed button.label-wrap > span:first-child { color: #c62828; }
 #fe-status .fe-status-lines { max-height: 33vh; overflow-y: auto; margin: 0; }
+/* a long tab's contents line (app.tabs.contents): at the top of the screen as the page
+   scrolls; a view its links lead to comes to rest under it, not behind it */
+.block.fe-contents { position: sticky; top: 0; z-index: 50; padding: 4px 0;
+  background: var(--body-background-fill); border-bottom: 1px solid var(--border-color-primary); }
+.fe-contents-links { font-size: 0.95em; }
+.fe-contents-links a { margin: 0 4px; }
+[id^="fe-"] { scroll-margin-top: 56px; }
+/* Gradio's container hides its overflow, which makes it the scroller a sticky line sticks
+   in (never scrolled: the line went up with the page); clipped, the page is the scroller */
+.gradio-container { overflow: clip !important; }
 .fe-yes { color: #2e7d32; font-weight: bold; } .fe-no { color: #c62828; font-weight: bold; }
 """

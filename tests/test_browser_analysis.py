@@ -222,6 +222,7 @@ def test_diagnose_picks_evaluations_by_name_and_a_bar_click_lists_its_questions(
     assert "Who painted picture 0?" not in rows.inner_text()
     page.screenshot(path=str(ARTIFACTS / "diagnose-bar-click.png"), full_page=True)
     # "Is the difference real?" picks B's evaluation from the same list, or none
+    page.locator("#fe-diag-tab-paired-button").click()
     page.locator("#fe-diag-other input").click()
     others = _options(page, "#fe-diag-other")
     assert others[0].startswith("(none") and [o.split(":")[0] for o in others[1:]] == [

@@ -142,25 +142,25 @@ def test_a_ceiling_evaluation_is_stored_paired_with_its_baseline_and_refused_whe
 
 
 def test_diagnose_starts_follows_and_shows_an_evaluations_ceilings(explorer, tmp_path):
-    from app.tabs import diagnose
+    from app.tabs import probes
 
     qa = qa_file(tmp_path / "qa.jsonl", n=2)
     baseline = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}})
     explorer.wait_for_evaluation(baseline, 30)
-    refused = diagnose.show_ceilings(explorer, baseline)
+    refused = probes.show_ceilings(explorer, baseline)
     assert f"No ceilings of evaluation {baseline} yet" in refused[0]
-    message, _, started, timer = diagnose.start_ceilings(explorer, baseline)
+    message, _, started, timer = probes.start_ceilings(explorer, baseline)
     assert f"Ceiling evaluation {started} started" in message
     explorer.wait_for_evaluation(started, 30)
-    table, plot, followed, timer = diagnose.follow_ceilings(explorer, started)
+    table, plot, followed, timer = probes.follow_ceilings(explorer, started)
     assert followed == started and "<td>perfect cut 1 (overlap)</td>" in table
     assert "<b>1.000 (+1.000 [+1.000, +1.000])</b>" in table  # gold-document recall pays
     assert "<b>1.000 (+0.000" not in table  # no gain, nothing in bold
     assert plot.visible
     assert timer.active is False  # done: the poll stops
-    assert diagnose.show_ceilings(explorer, baseline)[0] == table
-    assert diagnose.show_ceilings(explorer, started)[0] == table  # the ceilings themselves
-    assert "No run of this evaluation has a leave-one-out" in diagnose.ablation_agreement(
+    assert probes.show_ceilings(explorer, baseline)[0] == table
+    assert probes.show_ceilings(explorer, started)[0] == table  # the ceilings themselves
+    assert "No run of this evaluation has a leave-one-out" in probes.ablation_agreement(
         explorer, baseline)
 
 
@@ -168,7 +168,7 @@ def test_the_ceilings_say_how_many_questions_gold_the_corpus_lacks_and_which_hol
         explorer, tmp_path, tiny_corpus):
     """A perfect cut adds only the gold the corpus holds: where it lacks some, the ceiling
     table says how many questions that leaves low and names the corpora that hold them."""
-    from app.views.diagnosis import ceiling_table
+    from app.views.probes import ceiling_table
     from engine.data.loaders import read_dataset
     from engine.documents import Corpus
     from engine.service.diagnosis import gold_coverage

@@ -13,7 +13,7 @@ import gradio as gr
 import plotly.graph_objects as go
 import pytest
 
-from app.tabs import diagnose
+from app.tabs import diagnose, difference
 from app.views.diagnosis import THIS_EVALUATION, evaluation_label, segment_choices
 from engine.documents import Question
 from engine.eval.summary import row
@@ -42,11 +42,15 @@ def funnel_run(i: int):
                     paradigm="funnel", seconds=3.0)
 
 
-def store_evaluation(prepared, runs, ids=range(6), with_outcomes=True) -> int:
+def store_evaluation(prepared, runs, ids=range(6), with_outcomes=True,
+                     fingerprint: str = "f") -> int:
+    """A done evaluation of `runs` over questions `ids`, over corpus 'tiny' as it was at
+    `fingerprint` (the default is none it ever had: a map or a ceiling of it is refused)."""
     evaluations = EvaluationStore(prepared[1])
     names = [make(0).paradigm for make in runs]
     evaluation_id = evaluations.create(dataset="toy", questions=len(ids), paradigms=names,
-                                       configs={}, corpus="tiny", corpus_fingerprint="f",
+                                       configs={}, corpus="tiny",
+                                       corpus_fingerprint=fingerprint,
                                        code_version="t")
     for position, i in enumerate(ids):
         traces = [make(i) for make in runs]
@@ -96,7 +100,7 @@ def test_a_segment_row_opens_its_stored_run_in_explore(explorer, prepared):
 
 def test_pairing_two_paradigms_marks_what_is_within_noise(explorer, prepared):
     evaluation_id = store_evaluation(prepared, [flat_run, funnel_run])
-    table = diagnose.pair(explorer, evaluation_id, "flat", "funnel", "")
+    table = difference.pair(explorer, evaluation_id, "flat", "funnel", "")
     assert "paired over 6 shared questions" in table and "10,000" in table
     assert "within noise" in table  # EM 2/6 against 5/6 on six questions
     seconds = table.split("seconds per question")[1].split("</tr>")[0]
@@ -106,10 +110,10 @@ def test_pairing_two_paradigms_marks_what_is_within_noise(explorer, prepared):
 def test_pairing_two_evaluations_uses_only_their_shared_questions(explorer, prepared):
     first = store_evaluation(prepared, [flat_run])
     second = store_evaluation(prepared, [funnel_run], ids=range(3, 9))
-    table = diagnose.pair(explorer, first, "", "", str(second))
+    table = difference.pair(explorer, first, "", "", str(second))
     assert "paired over 3 shared questions" in table and "A has 6, B 6" in table
     apart = store_evaluation(prepared, [funnel_run], ids=range(20, 23))
-    refused = diagnose.pair(explorer, first, "", "", str(apart))
+    refused = difference.pair(explorer, first, "", "", str(apart))
     assert "share no question id" in refused
 
 
@@ -118,11 +122,11 @@ def test_bs_paradigms_follow_the_evaluation_b_comes_from(explorer, prepared):
     none picked offers the diagnosed one's again."""
     first = store_evaluation(prepared, [flat_run, funnel_run])
     second = store_evaluation(prepared, [funnel_run], ids=range(3, 9))
-    offered = diagnose.b_choices(explorer, first, str(second), "flat")
+    offered = difference.b_choices(explorer, first, str(second), "flat")
     assert ([value for _, value in offered.choices], offered.value) == (["funnel"], "funnel")
-    kept = diagnose.b_choices(explorer, first, "", "funnel")
+    kept = difference.b_choices(explorer, first, "", "funnel")
     assert ([value for _, value in kept.choices], kept.value) == (["flat", "funnel"], "funnel")
-    assert diagnose.b_choices(explorer, first, "99", "flat") == gr.skip()  # no such one
+    assert difference.b_choices(explorer, first, "99", "flat") == gr.skip()  # no such one
 
 
 def test_a_pair_of_evaluations_over_different_corpora_says_so(explorer, prepared):
@@ -148,7 +152,7 @@ def test_bad_input_is_refused_by_name(explorer, prepared, ids, a, b, other, name
     if ids is not None:
         message = diagnose.diagnose(explorer, ids, "answer")[0]
     else:
-        message = diagnose.pair(explorer, evaluation_id, a, b, other)
+        message = difference.pair(explorer, evaluation_id, a, b, other)
     assert named in html.unescape(message) and "fe-error" in message
 
 
@@ -179,7 +183,7 @@ def test_the_pickers_offer_every_stored_evaluation_by_name_newest_first(explorer
     assert (picked.value, other.value) == (str(first), str(second))  # kept on reopening
     picked, other = diagnose.pickers(explorer, "99", "98")
     assert (picked.value, other.value) == (str(second), "")
-    table = diagnose.pair(explorer, first, "flat", "funnel", str(second))
+    table = difference.pair(explorer, first, "flat", "funnel", str(second))
     assert "paired over 3 shared questions" in table
 
 
@@ -242,7 +246,7 @@ def test_the_questions_b_changed_are_listed_and_open_both_runs(explorer, prepare
     broke question 0 (said "Vincent"). A row opens both runs from where they part, with
     the gold; the same paradigm twice is refused in the tab's words."""
     evaluation_id = store_evaluation(prepared, [flat_run, funnel_run])
-    message, table, found = diagnose.list_changes(explorer, evaluation_id, "flat", "funnel",
+    message, table, found = difference.list_changes(explorer, evaluation_id, "flat", "funnel",
                                                   "", "AR@4", "")
     rows = table.value["data"]
     assert found["counts"] == {"improved": 4, "stayed right": 2}
@@ -250,19 +254,19 @@ def test_the_questions_b_changed_are_listed_and_open_both_runs(explorer, prepare
     assert "4 improved, 2 stayed right" in message
     assert table.value["headers"][2:4] == ["A's AR@4", "B's AR@4"]
     assert {r[6] for r in rows if r[0] == "improved"} == {"q0", "q1", "q2", "q5"}
-    _, regressed, on_em = diagnose.list_changes(explorer, evaluation_id, "flat", "funnel",
+    _, regressed, on_em = difference.list_changes(explorer, evaluation_id, "flat", "funnel",
                                                 "", "EM", "regressed")
     assert [r[6] for r in regressed.value["data"]] == ["q0"]
     assert on_em["counts"]["stayed right"] == 5
-    none, *_ = diagnose.list_changes(explorer, evaluation_id, "flat", "funnel", "", "EM",
+    none, *_ = difference.list_changes(explorer, evaluation_id, "flat", "funnel", "", "EM",
                                      "improved")
     assert "None improved." in none
-    both = diagnose.both_runs(explorer, found, rows[0])
+    both = difference.both_runs(explorer, found, rows[0])
     assert "They part at cut 1 (dense against clusters)" in both and "Gold: Georges" in both
     assert "A = flat (evaluation 1)" in both and "B = funnel (evaluation 1)" in both
-    refused, *_ = diagnose.list_changes(explorer, evaluation_id, "flat", "funnel", "",
+    refused, *_ = difference.list_changes(explorer, evaluation_id, "flat", "funnel", "",
                                         "BLEU", "")
     assert "metric=&#x27;BLEU&#x27;: choose one of EM" in refused
-    twice, *_ = diagnose.list_changes(explorer, evaluation_id, "flat", "flat",
+    twice, *_ = difference.list_changes(explorer, evaluation_id, "flat", "flat",
                                       str(evaluation_id), "EM", "")
     assert "A and B are both &#x27;flat&#x27; of this evaluation: pick two different" in twice

@@ -838,14 +838,17 @@ def test_browser_diagnoses_an_evaluation_and_opens_a_question_of_an_outcome_in_e
     # run, never alone); the tab's own refresh on opening runs in the same queue
     expect(page.locator("#fe-diag-message")).to_contain_text(
         f"Evaluation {evaluation_id} (2 of 2 questions", timeout=90_000)
-    page.wait_for_function(  # one stacked bar per paradigm, and the first one's flow
+    page.wait_for_function(  # one stacked bar per paradigm
         "['flat', 'funnel', 'best'].every(p => document.querySelector('#fe-diag-bars')"
-        ".textContent.includes(p)) && document.querySelector('#fe-diag-flow')"
-        ".textContent.includes('questions (2)')", timeout=30_000)
+        ".textContent.includes(p))", timeout=30_000)
+    page.locator("#fe-diag-tab-flow-button").click()  # the first one's flow, in its view
+    page.wait_for_function("document.querySelector('#fe-diag-flow')?.textContent"
+                           ".includes('questions (2)')", timeout=30_000)
     page.locator("#fe-diag-flow-of input").click()
     page.locator("#fe-diag-flow-of").get_by_role("option", name="funnel").click()
     page.wait_for_function("document.querySelector('#fe-diag-flow').textContent"
                            ".includes('funnel: every question')", timeout=30_000)
+    page.locator("#fe-diag-tab-paired-button").click()
     page.locator("#fe-diag-b input").click()
     page.locator("#fe-diag-b").get_by_role("option", name="best").click()
     page.locator("#fe-diag-pair").click()
@@ -862,6 +865,7 @@ def test_browser_diagnoses_an_evaluation_and_opens_a_question_of_an_outcome_in_e
     expect(page.locator("#fe-diag-paired")).to_contain_text(
         f"B = {evaluation_id}: best: paired over 2 shared", timeout=30_000)
 
+    page.locator("#fe-diag-tab-lost-button").click()
     segment = page.locator("#fe-diag-segment input").input_value()  # "flat · <outcome>"
     paradigm = segment.split(" · ")[0]
     assert paradigm in ("flat", "funnel", "best")

@@ -127,7 +127,7 @@ def test_the_tab_offers_each_paradigms_options_and_refuses_what_is_not_a_number(
 
 
 def test_the_frontier_table_tells_points_apart_in_milliseconds_or_says_they_tie():
-    from app.views.diagnosis import frontier_columns, frontier_rows, tie_note
+    from app.views.frontier import frontier_columns, frontier_rows, tie_note
 
     points = [("flat M=10", 0.0851, 0.5), ("flat M=20", 0.0853, 0.6), ("flat M=50", 0.0849, 0.6)]
     rows = frontier_rows(points, pareto(points))

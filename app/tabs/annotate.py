@@ -25,6 +25,7 @@ import gradio as gr
 
 from app.errors import refusing
 from app.tabs.base import Refresh, Tab
+from app.tabs.contents import contents
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
@@ -64,9 +65,15 @@ def _version_choices(status: dict) -> gr.Dropdown:
     return gr.Dropdown(choices=ids, value=chosen if chosen in ids else None)
 
 
+# the contents line's links (app.tabs.contents): pairs, labels and classifier fill two screens
+VIEWS = [("Find pairs", "fe-annotate-dataset"), ("Label them", "fe-annotate-notice"),
+         ("Stored labels", "fe-labels-head"), ("The classifier", "fe-classifier-head")]
+
+
 def build(explorer: Explorer) -> Tab:
     """The Annotate tab's widgets and events; returns its corpus choice and what is read
     again when the tab is shown (the stored labels, the classifier)."""
+    contents(VIEWS, "fe-annotate-contents")
     gr.Markdown("Label the pairs DR-RAG's selection classifier judged: do the two documents "
                 "together answer the question? Keys: **y** positive, **n** negative, "
                 "**s** skip.")
@@ -91,14 +98,14 @@ def build(explorer: Explorer) -> Tab:
         no = gr.Button("Negative (n)", elem_id="fe-label-no")
         skip = gr.Button("Skip (s)", elem_id="fe-label-skip")
     table = gr.HTML(elem_id="fe-annotate-pairs")
-    gr.Markdown("### Stored labels")
+    gr.Markdown("### Stored labels", elem_id="fe-labels-head")
     stored = gr.HTML(labels_table(explorer.labels()), elem_id="fe-labels")
     with gr.Row():
         export = gr.Button("Export labels (JSONL)", elem_id="fe-labels-export")
         upload = gr.UploadButton("Import labels (JSONL)", file_types=[".jsonl", ".txt"],
                                  elem_id="fe-labels-import")
         download = gr.File(label="Exported labels", interactive=False, height=90)
-    gr.Markdown("### The classifier")
+    gr.Markdown("### The classifier", elem_id="fe-classifier-head")
     status = explorer.classifier_status()
     info = gr.HTML(classifier_html(status), elem_id="fe-classifier")
     with gr.Row():

@@ -10,6 +10,7 @@ import gradio as gr
 from app.errors import refused_box
 from app.params import config_json, param_panels, show_panels
 from app.tabs.base import Tab
+from app.tabs.contents import contents
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
@@ -53,9 +54,15 @@ def view(traces, errors, running: str):
             f"<div class='fe-final-columns'>{columns}</div>")
 
 
+# the contents line's links (app.tabs.contents): five paradigms' columns fill over two screens
+VIEWS = [("Question", "fe-compare-dataset"), ("Side by side", "fe-compare-notice"),
+         ("Seconds per stage", "fe-compare-timing"), ("Final passages", "fe-compare-finals")]
+
+
 def build(explorer: Explorer) -> Tab:
     """The Compare tab: its own question box and dataset picker (a picked question brings
     its gold, so every cut shows whether the gold answer and documents are still in)."""
+    contents(VIEWS, "fe-compare-contents")
     picker = question_picker(explorer, "fe-compare", lambda: gr.CheckboxGroup(
         [(spec.label, name) for name, spec in PARADIGMS.items()], value=list(PARADIGMS),
         label="Paradigms", scale=1, elem_id="fe-compare-paradigms"))

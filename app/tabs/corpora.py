@@ -11,6 +11,7 @@ import gradio as gr
 
 from app.errors import refused_box, refusing
 from app.tabs.base import Refresh, Tab
+from app.tabs.contents import contents
 from app.views.trace import esc
 from engine.data.ingest import SUFFIXES, megabytes
 from engine.index.shards import DEFAULT_SHARDS
@@ -71,9 +72,15 @@ def corpora_table(rows: list[CorpusRow]) -> str:
             + "".join(body) + "</tbody></table>")
 
 
+# the contents line's links (app.tabs.contents): corpora and models fill over two screens
+VIEWS = [("Corpora", "fe-corpora-table"), ("Add a corpus", "fe-corpus-file"),
+         ("Remove one", "fe-corpus-remove-name"), ("Models", "fe-models-head")]
+
+
 def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
     """The Corpora tab; `choices` are the other tabs' corpus dropdowns, kept current from
     every page load and whenever the tab is shown."""
+    contents(VIEWS, "fe-corpora-contents")
     gr.Markdown(
         "Every corpus the app can search. Add your own: a JSONL, CSV or Parquet file with "
         "`id, title, text[, links]` columns, a `.zip` of `.txt`/`.md` files, or a QA "
@@ -125,7 +132,7 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
         "### Models\nWhat each role can use here and what it has built. A paradigm's "
         "option names the model (`bi_encoder`, `preranker`/`reranker`, `classifier`, "
         "`reader`): a packaged alias, a model trained here, or your own folder or hub id; "
-        "the reader also an OpenAI-compatible endpoint.")
+        "the reader also an OpenAI-compatible endpoint.", elem_id="fe-models-head")
     models = gr.HTML(models_table(explorer.models()), elem_id="fe-models-table")
 
     def added(new_name: str, source, upload_it: bool, address: str, shards: bool,

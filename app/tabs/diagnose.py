@@ -1,44 +1,43 @@
-"""Diagnose: what a stored evaluation says about each paradigm.
+"""Diagnose: what a stored evaluation says about each paradigm, in views read in turn.
 
-Where each paradigm lost the gold answer (or its supporting documents) question by
-question, as one stacked bar per paradigm and a flow per paradigm; the questions of any
-outcome, each opening its stored run in Explore; and whether the difference between two
-paradigms, or two evaluations on their shared questions, is beyond noise.
+Pick an evaluation (newest first) and what to follow (the gold answer or all supporting
+documents); the views, one screen each, go from what was lost to why:
+
+1. Where it is lost: one stacked bar per paradigm, each question counted once by the first
+   cut after which the gold stayed lost; the questions of any outcome (a click on a bar
+   lists them), each opening its stored run in Explore.
+2. Flow: one paradigm's questions through each cut.
+3. Stage ceilings: what each cut made perfect would pay (app.tabs.probes).
+4. Is the difference real?: paradigm A against B, or two evaluations on their shared
+   questions, with paired intervals (app.tabs.difference).
+5. Which questions changed: the questions B answered better or worse, both runs side by
+   side.
+6. Corpus coverage and 7. attention against ablation: why (app.tabs.probes).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from textwrap import shorten
 
 import gradio as gr
 
-from app.errors import refused_box, refusing
+from app.errors import refusing
+from app.tabs import difference, probes
 from app.tabs.base import Refresh, Tab
 from app.tabs.explore import ExploreTab, open_evaluation_run
 from app.tabs.sessions import parse_ids
 from app.views.diagnosis import (
-    METRIC_LABELS,
     THIS_EVALUATION,
-    agreement_table,
-    ceiling_figure,
-    ceiling_table,
-    coverage_figure,
-    coverage_table,
     evaluation_choices,
     outcome_bars,
     outcome_flow,
-    paired_table,
     segment_choices,
     segment_positions,
 )
 from app.views.evaluation import ROW_COLUMNS, ROW_WIDTHS, question_rows
 from app.views.figures import text_figure
-from app.views.trace import compare_table, esc
 from engine.errors import EngineError
-from engine.eval.paired import METRICS, correct_across
-from engine.eval.regressions import CHANGES, REGRESSED, first_divergence
 from engine.service.explorer import Explorer
 
 TRACKS = [("the gold answer", "answer"), ("all supporting documents", "support")]
@@ -114,174 +113,6 @@ def show_segment(explorer: Explorer, evaluation_id, found: dict | None, segment)
     return _segment_rows(explorer, evaluation_id, paradigm, positions)
 
 
-@refusing()
-def pair(explorer: Explorer, evaluation_id, a, b, other) -> str:
-    """Paired differences of paradigm A against B, of this evaluation or of B in the
-    evaluation picked in `other` (its id; "" for this one)."""
-    if evaluation_id is None:
-        return refused_box("Open an evaluation first (pick one and press Diagnose).")
-    return paired_table(explorer.paired(evaluation_id, a or "", b or "", _other_id(other)))
-
-
-def _other_id(other) -> int | None:
-    """The evaluation B comes from, as its picker says ("" for the one diagnosed)."""
-    return parse_ids(other, "evaluation")[0] if str(other or "").strip() else None
-
-
-def b_choices(explorer: Explorer, evaluation_id, other, b) -> object:
-    """B's paradigm picker: the paradigms of the evaluation B comes from (the one
-    diagnosed while no other is picked), B kept where that one ran it."""
-    try:
-        source = _other_id(other) or evaluation_id
-        if source is None:
-            return gr.skip()
-        names = list(explorer.evaluation(source).paradigms)
-    except EngineError:  # deleted meanwhile: Pair says so
-        return gr.skip()
-    return gr.Dropdown(names, value=b if b in names else names[0])
-
-
-@refusing(outputs=3)
-def list_changes(explorer: Explorer, evaluation_id, a, b, other, metric, which) -> tuple:
-    """(message, the questions B changed on `metric` against A, as rows; the result kept
-    for a row's click), only those of change `which` ("" for all)."""
-    if evaluation_id is None:
-        raise EngineError("Open an evaluation first (pick one and press Diagnose).")
-    other_id = _other_id(other)
-    if a and a == b and other_id in (None, evaluation_id):
-        raise EngineError(f"A and B are both {a!r} of this evaluation: pick two different "
-                          "paradigms above, or B from another evaluation.")
-    metric = metric or "EM"
-    found = explorer.regressions(evaluation_id, a or "", b or "", other_id, metric)
-    shown = [q for q in found["questions"] if not which or q["change"] == which]
-    counts = ", ".join(f"{n} {change}" for change, n in found["counts"].items())
-    none = f" None {esc(which)}." if which and not shown else ""
-    message = (f"<div class='fe-kept'>B = {esc(_side(found, 'b'))} against A = "
-               f"{esc(_side(found, 'a'))} on {esc(metric)}, over the "
-               f"{sum(found['counts'].values())} questions both answered: {esc(counts)}."
-               f"{none} Click a question to see both runs side by side.</div>")
-    rows = [[q["change"], q["question"], round(q["a"], 3), round(q["b"], 3),
-             q["position_a"], q["position_b"], q["question_id"]] for q in shown]
-    headers = ["change", "question", f"A's {metric}", f"B's {metric}", "# in A", "# in B",
-               "question id"]
-    return message, gr.Dataframe(rows, headers=headers), found
-
-
-def _side(found: dict, side: str) -> str:
-    """"flat (evaluation 3)"."""
-    return f"{found[side + '_paradigm']} (evaluation {found[side + '_evaluation']})"
-
-
-def both_runs(explorer: Explorer, found: dict | None, row: list | None) -> str:
-    """Both runs of a changed question side by side, from the first cut where their
-    candidates part."""
-    if not found or not row:
-        return ""
-    position_a, position_b = row[4], row[5]
-    run_a = explorer.evaluation_trace(found["a_evaluation"], int(position_a),
-                                      found["a_paradigm"])
-    run_b = explorer.evaluation_trace(found["b_evaluation"], int(position_b),
-                                      found["b_paradigm"])
-    cut = first_divergence(run_a, run_b)
-    if cut is not None:
-        where = (f"They part at cut {cut + 1} ({esc(_cut_name(run_a, cut))} against "
-                 f"{esc(_cut_name(run_b, cut))}).")
-    elif run_a.answer == run_b.answer:
-        where = "Every cut kept the same candidates, and both answered alike."
-    else:
-        where = "Every cut kept the same candidates: only the reader differs."
-    gold = run_a.gold or run_b.gold
-    said = f" Gold: {esc(' | '.join(gold.answers))}." if gold and gold.answers else ""
-    heads = [f"A = {esc(_side(found, 'a'))}", f"B = {esc(_side(found, 'b'))}"]
-    return (f"<div class='fe-kept'>{esc(shorten(str(row[1]), 200))} — {where}{said}</div>"
-            + compare_table([run_a, run_b], heads))
-
-
-POLL_SECONDS = 2.0
-
-
-@refusing(outputs=4)
-def start_ceilings(explorer: Explorer, evaluation_id) -> tuple:
-    """(message, plot, ceiling evaluation id, poll timer) once the ceilings of the
-    evaluation open have started."""
-    if evaluation_id is None:
-        raise EngineError("Open an evaluation first (pick one and press Diagnose).")
-    started = explorer.ceilings(evaluation_id)
-    return (f"<div class='fe-progress'>Ceiling evaluation {started} started: every cut of "
-            f"evaluation {evaluation_id} made perfect in turn. Its table shows here as "
-            "questions finish; it is listed with the other evaluations.</div>",
-            gr.Plot(visible=False), started, gr.Timer(active=True))
-
-
-@refusing(outputs=4)
-def show_ceilings(explorer: Explorer, evaluation_id) -> tuple:
-    """The newest ceilings of the evaluation open (or the evaluation itself, if it holds
-    ceilings), as for `follow_ceilings`."""
-    if evaluation_id is None:
-        raise EngineError("Open an evaluation first (pick one and press Diagnose).")
-    if explorer.evaluation(evaluation_id).baseline is not None:
-        return follow_ceilings(explorer, evaluation_id)
-    found = next((e.id for e in explorer.evaluations() if e.baseline == evaluation_id), None)
-    if found is None:
-        raise EngineError(f"No ceilings of evaluation {evaluation_id} yet: press \"Compute "
-                          "each stage's ceiling\".")
-    return follow_ceilings(explorer, found)
-
-
-def follow_ceilings(explorer: Explorer, ceiling_id) -> tuple:
-    """(table, plot, ceiling evaluation id, poll timer: on while it runs)."""
-    if ceiling_id is None:
-        return gr.skip(), gr.skip(), gr.skip(), gr.Timer(active=False)
-    state = explorer.evaluation_status(ceiling_id)["state"]
-    running = state == "running"
-    if not explorer.evaluation_rows(ceiling_id):
-        return (f"<div class='fe-progress'>Ceiling evaluation {ceiling_id} is {state}; no "
-                "question is finished yet.</div>", gr.Plot(visible=False), ceiling_id,
-                gr.Timer(active=running))
-    found = explorer.ceiling_table(ceiling_id)
-    return (ceiling_table(found), gr.Plot(ceiling_figure(found), visible=True), ceiling_id,
-            gr.Timer(active=running))
-
-
-@refusing(outputs=4)
-def map_coverage(explorer: Explorer, evaluation_id) -> tuple:
-    """(far groups, map, the colouring paradigm's picker, the map's data) of the evaluation
-    open (computed once, then cached)."""
-    if evaluation_id is None:
-        raise EngineError("Open an evaluation first (pick one and press Diagnose).")
-    found = explorer.coverage(evaluation_id)
-    names = list(dict.fromkeys(p for q in found["questions"] for p in q["outcomes"]))
-    first = names[0] if names else ""
-    return (coverage_table(found), gr.Plot(coverage_figure(found, first), visible=True),
-            gr.Dropdown(names, value=first or None), found)
-
-
-def recolour(found: dict | None, paradigm) -> object:
-    return coverage_figure(found, paradigm or "") if found else gr.skip()
-
-
-@refusing()
-def ablation_agreement(explorer: Explorer, evaluation_id) -> str:
-    """Attention against leave-one-out attribution, per paradigm of the evaluation open."""
-    if evaluation_id is None:
-        raise EngineError("Open an evaluation first (pick one and press Diagnose).")
-    return agreement_table(explorer.ablation_agreement(evaluation_id))
-
-
-def relist(explorer: Explorer, found, *asked) -> tuple:
-    """The list again when its metric or filter changes, once it has been listed."""
-    if not found:
-        return gr.skip(), gr.skip(), gr.skip()
-    return list_changes(explorer, *asked)
-
-
-CHANGE_COLUMNS = ["change", "question", "A", "B", "# in A", "# in B", "question id"]
-
-
-def _cut_name(run, index: int) -> str:
-    return run.stages[index].name if index < len(run.stages) else "nothing"
-
-
 def newest(explorer: Explorer, current) -> str:
     """The evaluation picked when the tab opens: the one picked before while it is still
     stored, else the newest with a stored question (an evaluation's ceilings only when
@@ -314,65 +145,40 @@ def pick_bar(found: dict | None, evt: gr.EventData) -> object:
     return gr.update(value=segment)  # the choices stay: a Dropdown without them warns
 
 
-def paired_tables(explorer: Explorer, a, b) -> str:
-    """Per paradigm both evaluations ran: b minus a on their shared questions, with
-    intervals (the difference column's sign)."""
-    results, refusals = [], []
-    for paradigm in (p for p in a.paradigms if p in b.paradigms):
-        try:
-            results.append(explorer.paired(b.id, paradigm, paradigm, a.id))
-        except EngineError as err:
-            refusals.append(refused_box(err))
-    correct_across(results)  # several paradigms compared: Holm-corrected p beside the raw
-    parts = [*map(paired_table, results), *refusals]
-    return "<h4>Is the difference real?</h4>" + "".join(parts) if parts else ""
-
-
 # --- layout -------------------------------------------------------------------------------
+
+# the views in the order they are read: (label, id); each one's tab is elem_id
+# fe-diag-tab-<id>, its button fe-diag-tab-<id>-button
+VIEWS = (("Where it is lost", "lost"), ("Flow", "flow"), ("Stage ceilings", "ceilings"),
+         ("Is the difference real?", "paired"), ("Which questions changed", "changed"),
+         ("Corpus coverage", "coverage"), ("Attention vs. ablation", "attention"))
+PRIVATE = {"api_visibility": "private"}
 
 
 @dataclass
-class Views:
-    message: gr.HTML
+class Outcomes:
+    """"Where it is lost": the bars and the questions of the outcome picked."""
+
     bars: gr.Plot
+    clicks: gr.HTML
     segment: gr.Dropdown
     rows: gr.Dataframe
-    flow_choice: gr.Dropdown
-    flow: gr.Plot
-    a: gr.Dropdown
-    b: gr.Dropdown
-    other: gr.Dropdown
-    pair: gr.Button
-    paired: gr.HTML
-    clicks: gr.HTML
 
 
-def views() -> Views:
-    """The tab's views, the questions of an outcome right under the bars whose clicks pick
-    it."""
-    message = gr.HTML(elem_id="fe-diag-message")
+def outcome_views() -> Outcomes:
+    """The bars, and right under them the questions of the outcome whose bar was
+    clicked."""
     bars = gr.Plot(label="Outcomes per paradigm (click a bar to list its questions)",
                    elem_id="fe-diag-bars")
     # a gr.Plot has only a change event in Gradio 6: a plotly click reaches Python through
     # this hidden element, which listens on the bars' plot and triggers its own click
     clicks = gr.HTML(js_on_load=BAR_CLICKS_JS, visible="hidden", elem_id="fe-diag-clicks")
     segment = gr.Dropdown([], label="Questions with outcome", elem_id="fe-diag-segment")
-    rows = gr.Dataframe(headers=ROW_COLUMNS, interactive=False, wrap=True, max_height=360,
+    rows = gr.Dataframe(headers=ROW_COLUMNS, interactive=False, wrap=True, max_height=300,
                         column_widths=ROW_WIDTHS,
                         label="Click a row to open its stored run in Explore",
                         elem_id="fe-diag-rows")
-    flow_choice = gr.Dropdown([], label="Flow of", elem_id="fe-diag-flow-of")
-    flow = gr.Plot(label="Flow", elem_id="fe-diag-flow")  # full width: its labels need it
-    gr.Markdown("### Is the difference real?")
-    with gr.Row():
-        a = gr.Dropdown([], label="A: paradigm", scale=1, elem_id="fe-diag-a")
-        b = gr.Dropdown([], label="B: paradigm", scale=1, elem_id="fe-diag-b")
-        other = gr.Dropdown([(THIS_EVALUATION, "")], value="", scale=2,
-                            label="B from another evaluation (pairs the questions both "
-                                  "answered)", elem_id="fe-diag-other")
-        pairing = gr.Button("Pair A with B", scale=1, elem_id="fe-diag-pair")
-    return Views(message, bars, segment, rows, flow_choice, flow, a, b, other, pairing,
-                 gr.HTML(elem_id="fe-diag-paired"), clicks)
+    return Outcomes(bars, clicks, segment, rows)
 
 
 def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
@@ -385,102 +191,53 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
         track = gr.Radio(TRACKS, value="answer", label="Follow", scale=2,
                          elem_id="fe-diag-track")
         go = gr.Button("Diagnose", variant="primary", scale=1, elem_id="fe-diag-go")
-    shown = views()
+    message = gr.HTML(elem_id="fe-diag-message")
     found, current = gr.State(None), gr.State(None)
+    view = {key: label for label, key in VIEWS}
+    with gr.Tabs(elem_id="fe-diag-views"):
+        with gr.Tab(view["lost"], id="lost", elem_id="fe-diag-tab-lost"):
+            shown = outcome_views()
+        with gr.Tab(view["flow"], id="flow", elem_id="fe-diag-tab-flow"):
+            flow_choice = gr.Dropdown([], label="Flow of", elem_id="fe-diag-flow-of")
+            flow = gr.Plot(label="Flow", elem_id="fe-diag-flow")  # full width: its labels
+        with gr.Tab(view["ceilings"], id="ceilings", elem_id="fe-diag-tab-ceilings"):
+            probes.ceiling_views(explorer, current, ids)
+        with gr.Tab(view["paired"], id="paired", elem_id="fe-diag-tab-paired"):
+            pair = difference.pair_views()
+        with gr.Tab(view["changed"], id="changed", elem_id="fe-diag-tab-changed"):
+            pick_line = difference.change_views(explorer, current, pair, ids)
+        with gr.Tab(view["coverage"], id="coverage", elem_id="fe-diag-tab-coverage"):
+            probes.coverage_views(explorer, current, ids)
+        with gr.Tab(view["attention"], id="attention", elem_id="fe-diag-tab-attention"):
+            probes.agreement_views(explorer, current, ids)
 
-    private = {"api_visibility": "private"}
-    outputs = [shown.message, shown.bars, shown.flow_choice, shown.flow, shown.segment,
-               shown.rows, shown.a, shown.b, found, current]
-    # B's choices follow the evaluation B comes from, after a diagnosis reset them
-    choose_b = Refresh(partial(b_choices, explorer), [shown.b],
-                       inputs=[current, shown.other, shown.b])
+    outputs = [message, shown.bars, flow_choice, flow, shown.segment,
+               shown.rows, pair.a, pair.b, found, current]
+    # B's choices follow the evaluation B comes from, after a diagnosis reset them; then
+    # "Which questions changed" says which A and B are picked
+    said = Refresh(difference.picked, [pick_line], inputs=[pair.a, pair.b, pair.other])
+    choose_b = Refresh(partial(difference.b_choices, explorer), [pair.b],
+                       inputs=[current, pair.other, pair.b], then=said)
     for event in (go.click, ids.input, track.change):
         choose_b.wire(event(partial(diagnose, explorer), [ids, track], outputs,
-                            **private).then)
-    choose_b.wire(shown.other.change)
-    shown.flow_choice.change(show_flow, [found, shown.flow_choice], shown.flow, **private)
+                            **PRIVATE).then)
+    choose_b.wire(pair.other.change)
+    flow_choice.change(show_flow, [found, flow_choice], flow, **PRIVATE)
     shown.segment.change(partial(show_segment, explorer), [current, found, shown.segment],
-                         shown.rows, **private)
-    shown.clicks.click(pick_bar, found, shown.segment, **private)
-    shown.pair.click(partial(pair, explorer), [current, shown.a, shown.b, shown.other],
-                     shown.paired, **private)
-    gr.Markdown("### Which questions changed\nB against A, as picked above: the questions "
-                "B answered better, worse or alike on one metric.")
-    with gr.Row():
-        metric = gr.Dropdown([(METRIC_LABELS.get(m, m), m) for m in METRICS], value="EM",
-                             label="On metric", scale=1, elem_id="fe-diag-change-metric")
-        which = gr.Dropdown([("every question", ""), *((c, c) for c in CHANGES)],
-                            value=REGRESSED, label="Show", scale=1,
-                            elem_id="fe-diag-change-which")
-        listing = gr.Button("List the questions", scale=1, elem_id="fe-diag-changes")
-    changes_message = gr.HTML(elem_id="fe-diag-changes-message")
-    changes_rows = gr.Dataframe(headers=CHANGE_COLUMNS, interactive=False, wrap=True,
-                                max_height=360, label="Questions (click one for both runs)",
-                                column_widths=["11%", "49%", "8%", "8%", "7%", "7%", "10%"],
-                                elem_id="fe-diag-changes-rows")
-    side_by_side = gr.HTML(elem_id="fe-diag-both")
-    gr.Markdown("### Which stage's improvement pays most?\nEach cut made perfect in turn "
-                "(the gold supporting paragraphs first, added where the stage was not given "
-                "them), the later stages and the reader run as usual: a ceiling evaluation "
-                "of its own, paired with this one.")
-    with gr.Row():
-        start = gr.Button("Compute each stage's ceiling", scale=1,
-                          elem_id="fe-diag-ceilings-go")
-        show = gr.Button("Show the ceilings", scale=1, elem_id="fe-diag-ceilings-show")
-    ceilings = gr.HTML(elem_id="fe-diag-ceilings")
-    ceilings_plot = gr.Plot(label="Ceiling minus as run", visible=False,
-                            elem_id="fe-diag-ceilings-plot")
-    ceiling_id, poll = gr.State(None), gr.Timer(POLL_SECONDS, active=False)
-    shown_ceilings = [ceilings, ceilings_plot, ceiling_id, poll]
-    start.click(partial(start_ceilings, explorer), current, shown_ceilings, **private)
-    show.click(partial(show_ceilings, explorer), current, shown_ceilings, **private)
-    poll.tick(partial(follow_ceilings, explorer), ceiling_id, shown_ceilings,
-              show_progress="hidden", **private)
-    ids.input(lambda: ("", gr.Plot(visible=False), None, gr.Timer(active=False)), None,
-              shown_ceilings, **private)
-    gr.Markdown("### Questions the corpus does not cover\nThe evaluation's questions among "
-                "the corpus's passages, in one map of their stored vectors; groups of "
-                "questions far from every passage are flagged with the passages nearest "
-                "them.")
-    with gr.Row():
-        draw = gr.Button("Map questions and passages", scale=1, elem_id="fe-diag-map-go")
-        colour = gr.Dropdown([], label="Colour questions by the outcome of", scale=1,
-                             elem_id="fe-diag-map-paradigm")
-    mapped = gr.State(None)
-    map_plot = gr.Plot(label="Coverage map", visible=False, elem_id="fe-diag-map")
-    far_groups = gr.HTML(elem_id="fe-diag-far")
-    map_views = [far_groups, map_plot, colour, mapped]
-    draw.click(partial(map_coverage, explorer), current, map_views, **private)
-    colour.input(recolour, [mapped, colour], map_plot, **private)
-    ids.input(lambda: ("", gr.Plot(visible=False), gr.Dropdown([]), None), None, map_views,
-              **private)
-    gr.Markdown("### Does attention point at what the answer came from?\nPer paradigm, over "
-                "the runs evaluated with the reader's leave-one-out ablation: attention "
-                "against what leaving each passage out does to the answer.")
-    compare = gr.Button("Compare attention with ablation", elem_id="fe-diag-ablation-go")
-    agreement = gr.HTML(elem_id="fe-diag-ablation")
-    compare.click(partial(ablation_agreement, explorer), current, agreement, **private)
-    changed = gr.State(None)
-    asked = [current, shown.a, shown.b, shown.other, metric, which]
-    told = [changes_message, changes_rows, changed]
-    listing.click(partial(list_changes, explorer), asked, told, **private)
-    for picker in (metric, which):  # a listed choice is read again at once
-        picker.input(partial(relist, explorer), [changed, *asked], told, **private)
-    for picker in (shown.a, shown.b, shown.other, ids):  # what was listed no longer holds
-        picker.input(lambda: ("", [], None, ""), None, [*told, side_by_side], **private)
-    ids.input(lambda: "", None, agreement, **private)
-
-    def open_both(found, evt: gr.SelectData):
-        return both_runs(explorer, found, evt.row_value)
-
-    changes_rows.select(open_both, changed, side_by_side, **private)
+                         shown.rows, **PRIVATE)
+    shown.clicks.click(pick_bar, found, shown.segment, **PRIVATE)
+    pair.pair.click(partial(difference.pair, explorer), [current, pair.a, pair.b, pair.other],
+                    pair.paired, **PRIVATE)
+    # another evaluation's pair no longer holds (a pick of A or B leaves the table, which
+    # names both, until Pair: a clear on their pick could land after a quick Pair's table)
+    ids.input(lambda: "", None, pair.paired, **PRIVATE)
     opened = exploring.opened(tabs)
 
     def open_row(evaluation_id, evt: gr.SelectData):
         return open_evaluation_run(explorer, len(opened), evaluation_id, evt.row_value)
 
-    shown.rows.select(open_row, current, opened, **private)
-    return Tab(refresh=Refresh(partial(pickers, explorer), [ids, shown.other],
-                               inputs=[ids, shown.other],
+    shown.rows.select(open_row, current, opened, **PRIVATE)
+    return Tab(refresh=Refresh(partial(pickers, explorer), [ids, pair.other],
+                               inputs=[ids, pair.other],
                                then=Refresh(partial(diagnose, explorer), outputs,
                                             inputs=[ids, track], then=choose_b)))

@@ -26,8 +26,9 @@ from app.downloads import download
 from app.errors import refused_box, refusing
 from app.params import ParamPanels, config_json, param_panels, show_panels
 from app.tabs.base import Refresh, Tab
+from app.tabs.contents import contents, scroll_to
 from app.tabs.corpora import corpus_choice, uploaded_path
-from app.tabs.diagnose import paired_tables
+from app.tabs.difference import paired_tables
 from app.tabs.explore import ExploreTab, open_evaluation_run
 from app.tabs.picker import dataset_dropdown
 from app.tabs.sessions import parse_ids, pick_id
@@ -276,10 +277,17 @@ def result_views() -> list:
     return [table, recall_plot, latency_plot, per_question]
 
 
+# the contents line's links (app.tabs.contents): an evaluation open fills four screens
+VIEWS = [("New evaluation", "fe-eval-dataset"), ("Progress", "fe-eval-progress"),
+         ("Table", "fe-eval-table"), ("Recall plots", "fe-eval-recall"),
+         ("Per question", "fe-eval-rows"), ("Stored evaluations", "fe-eval-stored")]
+
+
 def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     """The Evaluate tab's widgets and events; returns its stored list, read again on every
     page load and when it is shown. A per-question row opens in the Explore tab's views
     (`exploring`)."""
+    contents(VIEWS, "fe-eval-contents")
     entry = form(explorer)
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="fe-eval-start")
@@ -292,7 +300,7 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     progress = gr.HTML(elem_id="fe-eval-progress")
     poll = gr.Timer(POLL_SECONDS, active=False)
     views = result_views()
-    gr.Markdown("### Stored evaluations")
+    gr.Markdown("### Stored evaluations", elem_id="fe-eval-stored")
     stored = gr.Dataframe(headers=LIST_COLUMNS,  # filled on page load (app.ui)
                           interactive=False, wrap=True, max_height=300,
                           elem_id="fe-eval-list")
@@ -322,13 +330,16 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
               **private).then(shown, current, buttons, **private)
     # in the progress line, which the next poll replaces with how the evaluation ended
     cancel.click(partial(stop, explorer), current, progress, **private)
+    # Open and Compare two are under the list, what they show at the top: it is brought up
     reopen.click(partial(open_one, explorer), ids, [progress, current, *views],
-                 **private).then(shown, current, buttons, **private)
+                 **private).then(shown, current, buttons, **private).then(
+        None, js=scroll_to("fe-eval-progress"), **private)
     resume.click(partial(resume_one, explorer), current, [progress, poll, *buttons], **private)
     pending = gr.State(None)  # the evaluation a first Remove click asked to confirm
     remove.click(partial(remove_one, explorer), [current, pending],
                  [progress, current, pending, *buttons, *views, stored], **private)
-    compare.click(partial(compare_two, explorer), ids, views[:3], **private)
+    compare.click(partial(compare_two, explorer), ids, views[:3], **private).then(
+        None, js=scroll_to("fe-eval-table"), **private)
     export.click(partial(export_one, explorer), [ids, fmt], [download, message], **private)
     opened = exploring.opened(tabs)
 

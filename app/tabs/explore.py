@@ -12,6 +12,7 @@ from app.errors import refused_box, refusing
 from app.params import config_json, param_panels, show_panels
 from app.tabs import reanswer
 from app.tabs.base import Tab
+from app.tabs.contents import contents
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
@@ -58,8 +59,15 @@ class ExploreTab(Tab):
         return [*self.views, self.question, self.paradigm, self.corpus, tabs]
 
 
+# the contents line's links (app.tabs.contents): a run's views fill over two screens
+VIEWS = [("Question", "fe-dataset"), ("Answer", "fe-notice"), ("Funnel and timing", "fe-funnel"),
+         ("Reader attention", "fe-heatmap"), ("Passages per stage", "fe-tables"),
+         ("Save the run", "fe-save-name"), ("Re-answer", "fe-reanswer")]
+
+
 def build(explorer: Explorer) -> ExploreTab:
     """The Explore tab's widgets and events; returns what other tabs show a run in."""
+    contents(VIEWS, "fe-contents")
     first = next(iter(PARADIGMS))
     picker = question_picker(explorer, "fe", lambda: gr.Radio(
         [(spec.label, name) for name, spec in PARADIGMS.items()], value=first,

@@ -11,6 +11,7 @@ import gradio as gr
 from app.downloads import download
 from app.errors import refusing
 from app.tabs.base import Refresh, Tab
+from app.tabs.contents import contents, scroll_to
 from app.tabs.explore import trace_views
 from app.views import figures
 from app.views.trace import compare_table, esc
@@ -79,8 +80,14 @@ def run_heading(run: SavedRun, trace: RunTrace) -> str:
             f"{esc(trace.paradigm)} · {esc(corpus)}{short}")
 
 
+# the contents line's links (app.tabs.contents): a run opened under the list fills two screens
+VIEWS = [("Saved runs", "fe-sessions-table"), ("The run opened", "fe-session-message"),
+         ("Funnel and timing", "fe-session-funnel"), ("Passages per stage", "fe-session-tables")]
+
+
 def build(explorer: Explorer) -> Tab:
     """The Sessions tab; its list is read again on every page load and when it is shown."""
+    contents(VIEWS, "fe-sessions-contents")
     with gr.Row():
         gr.Markdown("Click a run to pick it; click a second one to pick a pair to compare.")
         refresh = gr.Button("Refresh list", size="sm", scale=0)
@@ -145,8 +152,9 @@ def build(explorer: Explorer) -> Tab:
     views = [message, banner, answer, funnel_plot, waterfall_plot, heatmap, tables]
     refresh.click(lambda: rows(explorer), None, table, api_visibility="private")
     table.select(select_row, ids, ids, api_visibility="private")
-    open_.click(partial(open_run, explorer), ids, views, api_visibility="private")
-    compare.click(partial(compare_runs, explorer), ids, views, api_visibility="private")
+    for button, show in ((open_, open_run), (compare, compare_runs)):  # shown under the list
+        button.click(partial(show, explorer), ids, views, api_visibility="private").then(
+            None, js=scroll_to("fe-session-message"), api_visibility="private")
     pending = gr.State(None)  # the ids a first Delete click asked to confirm
     delete.click(partial(delete_runs, explorer), [ids, pending], [message, table, pending],
                  api_visibility="private")

@@ -18,14 +18,14 @@ from app.tabs.base import Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import dataset_dropdown
 from app.tabs.sessions import parse_ids
-from app.views.diagnosis import (
+from app.views.evaluation import progress_html
+from app.views.frontier import (
     frontier_columns,
     frontier_figure,
     frontier_points,
     frontier_rows,
     tie_note,
 )
-from app.views.evaluation import progress_html
 from app.views.trace import esc
 from engine.errors import ConfigError, EngineError
 from engine.eval.sweep import pareto, sweepable
