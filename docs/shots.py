@@ -2,8 +2,7 @@
 test-artifacts/ (FUNNEL_ARTIFACTS) into docs/img/, each cropped to about one screen of the
 page (a full-page shot is up to 5,000 px tall) and saved as WebP.
 
-    python -m pytest tests/test_live_app.py tests/test_explore_live.py \
-        tests/test_browser_analysis.py tests/test_browser_resume.py   # writes the shots
+    python -m pytest -m browser                                       # writes the shots
     python docs/shots.py                                              # refreshes docs/img
 
 SHOTS is the one table to edit when a browser test renames or adds a shot: docs image ->
@@ -45,8 +44,14 @@ SHOTS: dict[str, tuple[str, int, int]] = {
     "evaluate-form": ("evaluate-form-1400.png", 0, 0),
     "evaluate": ("evaluate.png", 600, 1300),
     "evaluate-interrupted": ("evaluate_interrupted_1400.png", 300, 1100),
-    # Diagnose: its sub-tabs may rename these shots; edit here only
-    "diagnose": ("diagnose.png", 250, 1150),
+    # Diagnose, a shot per sub-tab (tests/test_browser_diagnose.py, 1400x900 screens)
+    "diagnose-lost": ("diagnose-lost.png", 0, 0),
+    "diagnose-flow": ("diagnose-flow.png", 0, 0),
+    "diagnose-ceilings": ("diagnose-ceilings.png", 0, 0),
+    "diagnose-paired": ("diagnose-paired.png", 0, 0),
+    "diagnose-changed": ("diagnose-changed.png", 0, 0),
+    "diagnose-coverage": ("diagnose-coverage.png", 0, 0),
+    "diagnose-attention": ("diagnose-attention.png", 0, 0),
     "diagnose-bar-click": ("diagnose-bar-click.png", 250, 1150),
     # Sweep, Corpora
     "sweep": ("sweep.png", 0, 0),

@@ -24,12 +24,12 @@ import re
 import pytest
 
 from tests import test_live_app as live
+from tests.conftest import ARTIFACTS
 from tests.fakes import ECHO, fake_preparation, qa_file
 from tests.test_browser_analysis import QUESTION, SHAPES, shaped_run
 from tests.test_diagnose_tab import flat_run, funnel_run, store_evaluation
 
-browser = live.browser  # the live app's headless Chromium, as a fixture here too
-ARTIFACTS = live.ARTIFACTS
+pytestmark = pytest.mark.live
 VIEWPORT = {"width": 1400, "height": 900}
 # a view's page: the app's title, status and tabs, the evaluation picked, then one view
 # (the outcomes' bars and questions, the longest here, come to 1,182 px)

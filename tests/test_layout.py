@@ -257,25 +257,19 @@ def test_no_import_cycle_among_the_modules_of(package):
 
 MAX_LINES = 400
 REASON = "Longer than 400 lines because"  # what a longer module's docstring says, and why
-# reworked on another branch of issue 51 (Diagnose's sub-tabs); each leaves this set once
-# that work is merged (the test below says so when it is no longer over without a reason)
-REWORKED_ELSEWHERE = {"app/tabs/diagnose.py", "app/views/diagnosis.py"}
 
 
 def test_no_module_is_over_400_lines_without_a_reason_at_its_top():
-    long, done = [], []
+    long = []
     for package in ("engine", "app"):
         for path in sorted((ENGINE.parent / package).rglob("*.py")):
             text = path.read_text(encoding="utf-8")
             name = path.relative_to(ENGINE.parent).as_posix()
             over = len(text.splitlines()) > MAX_LINES and \
                 REASON not in (ast.get_docstring(ast.parse(text)) or "")
-            if name in REWORKED_ELSEWHERE:
-                done += [] if over else [name]
-            elif over:
+            if over:
                 long.append(f"{name}: {len(text.splitlines())} lines")
     assert long == [], f"split these by concern, or say at their top {REASON!r} ..."
-    assert done == [], "no longer over 400 lines without a reason: drop from REWORKED_ELSEWHERE"
 
 
 def test_the_explorer_hands_every_call_to_the_collaborator_of_its_concern():
