@@ -5,7 +5,8 @@ contributor runs it.
     python bench/suite_times.py [--skip-fast] [-- extra pytest arguments]
 
 Prints, per marker, how many tests carry it and the seconds they took, and the wall time of
-both runs. Run it on an idle machine: every test shares its 2 cores. Loaded by pytest
+both runs (each test's time in bench/results/suite_times_{all,fast}.json). Run it on an
+idle machine: every test shares its 2 cores. Loaded by pytest
 (`-p suite_times`) this file is the plugin that times each test.
 """
 
@@ -74,16 +75,17 @@ def main() -> None:
                         help="time the whole suite only, not the inner loop on its own")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args()
-    out = ROOT / "bench" / "results" / "suite_times.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    wall, code, times = run(args.pytest_args, out)
+    results = ROOT / "bench" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    wall, code, times = run(args.pytest_args, results / "suite_times_all.json")
     print(f"\nwhole suite: {len(times)} tests, {wall / 60:.1f} min wall (exit {code})")
     print(f"{'marker':<10} {'tests':>6} {'seconds':>9} {'share':>6}")
     total = sum(t["seconds"] for t in times) or 1.0
     for name, n, seconds in table(times):
         print(f"{name:<10} {n:>6} {seconds:>9.0f} {seconds / total:>6.0%}")
     if not args.skip_fast:
-        fast_wall, fast_code, fast = run(["-m", "not slow", *args.pytest_args], out)
+        fast_wall, fast_code, fast = run(["-m", "not slow", *args.pytest_args],
+                                         results / "suite_times_fast.json")
         print(f"\ninner loop (-m 'not slow') alone: {len(fast)} tests, "
               f"{fast_wall / 60:.1f} min wall (exit {fast_code}); "
               f"{fast_wall / wall:.2f} of the whole suite's time")
