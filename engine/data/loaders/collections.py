@@ -1,0 +1,252 @@
+"""Test collections as the field keeps them: a corpus, its questions and graded judgments,
+often partial, and no answers.
+
+- A BEIR folder (or its zip): `corpus.jsonl` (`_id`, `title`, `text`), `queries.jsonl`
+  (`_id`, `text`) and `qrels/<split>.tsv` (`query-id`, `corpus-id`, `score`, with a header).
+  BEIR, MTEB's retrieval tasks and LoTTE ship this way.
+- TREC topics, in the classic tagged format (`<top>`, `<num>`, `<title>`) or tab-separated
+  (`id<TAB>text`, as TREC DL's), with a qrels file (`query-id 0 doc-id grade`), beside a
+  corpus read as any corpus is.
+
+Grades stay grades (0 is judged not relevant, a missing pair is unjudged). Every problem is
+refused by file, line and field before anything is kept: a judgment naming a query or a
+document the collection lacks, a grade that is not an integer, an id given twice, a corpus
+row without `_id`.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.data.loaders.jsonio import Record, iter_jsonl, read_text
+from engine.documents import Document, Question
+from engine.errors import DataFormatError
+
+SPLITS = ("test", "dev", "train")
+BEIR_FILES = ("corpus.jsonl", "queries.jsonl")
+Judgments = dict[str, dict[str, int]]  # query id -> {document id: grade}
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A corpus, the questions of one split and their judgments."""
+
+    name: str
+    format: str  # "beir" | "trec"
+    split: str
+    documents: tuple[Document, ...]
+    questions: tuple[Question, ...]
+    judgments: Judgments = field(default_factory=dict)
+
+    def relevant(self, query_id: str, at_least: int = 1) -> dict[str, int]:
+        """The documents judged at grade `at_least` or more for a query, with their grades."""
+        return {doc: grade for doc, grade in self.judgments.get(query_id, {}).items()
+                if grade >= at_least}
+
+
+def is_beir_folder(path: Path) -> bool:
+    return path.is_dir() and all((path / name).is_file() for name in BEIR_FILES) \
+        and (path / "qrels").is_dir()
+
+
+def read_beir(path: str | Path, split: str = "test") -> Collection:
+    """A BEIR folder, or a zip holding one (at its top or one folder down)."""
+    path = Path(path)
+    if not path.exists():
+        raise DataFormatError(path, "no such file or folder")
+    if path.is_file() and path.suffix.lower() == ".zip":
+        with tempfile.TemporaryDirectory(prefix="beir-") as tmp:
+            return _read_beir_folder(_unzipped(path, Path(tmp)), split, name=path.stem,
+                                     shown=path)
+    return _read_beir_folder(path, split, name=path.name, shown=path)
+
+
+def _unzipped(path: Path, into: Path) -> Path:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            archive.extractall(into)
+    except zipfile.BadZipFile as err:
+        raise DataFormatError(path, f"not a readable zip ({err})") from None
+    for folder in (into, *sorted(p for p in into.iterdir() if p.is_dir())):
+        if is_beir_folder(folder):
+            return folder
+    raise DataFormatError(path, "holds no BEIR folder", fix=_BEIR_FIX)
+
+
+_BEIR_FIX = "a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
+
+
+def _read_beir_folder(folder: Path, split: str, name: str, shown: Path) -> Collection:
+    if not folder.is_dir():
+        raise DataFormatError(shown, "is not a folder or a zip", fix=_BEIR_FIX)
+    missing = [n for n in (*BEIR_FILES, "qrels") if not (folder / n).exists()]
+    if missing:
+        raise DataFormatError(shown, f"lacks {', '.join(missing)}", fix=_BEIR_FIX)
+    qrels = folder / "qrels" / f"{split}.tsv"
+    if not qrels.is_file():
+        found = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
+        raise DataFormatError(qrels, f"no judgments for split {split!r}",
+                              fix=f"pick one of: {', '.join(found) or 'none found'}")
+    documents = beir_corpus(folder / "corpus.jsonl")
+    queries = beir_queries(folder / "queries.jsonl")
+    judgments = read_qrels(qrels, queries=set(queries), documents={d.id for d in documents})
+    questions = tuple(Question(qid, queries[qid], source=name) for qid in judgments)
+    return Collection(name, "beir", split, tuple(documents), questions, judgments)
+
+
+def beir_corpus(path: Path) -> list[Document]:
+    """corpus.jsonl: every row an `_id` (string or number) and `text`; `title` may be empty
+    (many BEIR corpora have none)."""
+    documents, seen = [], {}
+    for line, row in iter_jsonl(path):
+        rec = Record(path, line, row, "beir corpus")
+        doc_id = _id(rec, seen)
+        title = rec.get("title", str, "")
+        documents.append(Document(id=doc_id, title=title.strip(), text=rec.text("text"),
+                                  sources=(path.parent.name,)))
+    if not documents:
+        raise DataFormatError(path, "holds no documents")
+    return documents
+
+
+def beir_queries(path: Path) -> dict[str, str]:
+    """queries.jsonl: {query id: text}."""
+    queries: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    for line, row in iter_jsonl(path):
+        rec = Record(path, line, row, "beir queries")
+        queries[_id(rec, seen)] = rec.text("text").strip()
+    if not queries:
+        raise DataFormatError(path, "holds no queries")
+    return queries
+
+
+def _id(rec: Record, seen: dict[str, int]) -> str:
+    """The record's `_id`, refused when missing, blank or given on an earlier line."""
+    value = str(rec.get("_id", (str, int))).strip()
+    if not value:
+        raise rec.error("is empty", field="_id")
+    before = seen.setdefault(value, rec.line or 0)
+    if before != (rec.line or 0):
+        raise rec.error(f"{value!r} is already the id of line {before}; ids must be unique",
+                        field="_id")
+    return value
+
+
+# --- judgments ------------------------------------------------------------------------------
+
+_BEIR_HEADER = ("query-id", "corpus-id", "score")
+
+
+def read_qrels(path: Path, queries: set[str] | None = None,
+               documents: set[str] | None = None) -> Judgments:
+    """Judgments from a BEIR qrels TSV (`query-id corpus-id score`, header first) or a TREC
+    qrels file (`query-id iteration doc-id grade`, whitespace-separated); every query and
+    document named must be among `queries` and `documents` where those are given."""
+    judgments: Judgments = {}
+    where: dict[tuple[str, str], int] = {}
+    for line, fields in _rows(path):
+        if line == 1 and tuple(f.lower() for f in fields) == _BEIR_HEADER:
+            continue
+        if len(fields) == 3:
+            qid, doc, grade = fields
+        elif len(fields) == 4:
+            qid, _, doc, grade = fields
+        else:
+            raise DataFormatError(path, f"expected 3 fields (query-id, corpus-id, score) or 4 "
+                                  f"(query-id, iteration, doc-id, grade), got {len(fields)}",
+                                  line=line)
+        try:
+            value = int(grade)
+        except ValueError:
+            raise DataFormatError(path, f"{grade!r} is not an integer grade", line=line,
+                                  field="score") from None
+        if queries is not None and qid not in queries:
+            raise DataFormatError(path, f"names query {qid!r}, which the queries lack",
+                                  line=line, field="query-id")
+        if documents is not None and doc not in documents:
+            raise DataFormatError(path, f"names document {doc!r}, which the corpus lacks",
+                                  line=line, field="corpus-id")
+        first = where.setdefault((qid, doc), line)
+        if first != line:
+            raise DataFormatError(path, f"judges query {qid!r} and document {doc!r} again "
+                                  f"(first on line {first})", line=line, field="corpus-id")
+        judgments.setdefault(qid, {})[doc] = value
+    if not judgments:
+        raise DataFormatError(path, "holds no judgments")
+    return judgments
+
+
+def _rows(path: Path) -> Iterator[tuple[int, list[str]]]:
+    for line, text in enumerate(read_text(path).splitlines(), start=1):
+        if text.strip():
+            yield line, text.split("\t") if "\t" in text else text.split()
+
+
+# --- TREC topics ------------------------------------------------------------------------------
+
+_TOPIC = re.compile(r"<top>(.*?)</top>", re.S | re.I)
+_NUM = re.compile(r"<num>\s*(?:Number:)?\s*(\S+)", re.I)
+_TITLE = re.compile(r"<title>\s*(?:Topic:)?\s*(.*?)\s*(?=<\w+>|</top>|$)", re.S | re.I)
+
+
+def read_topics(path: str | Path) -> dict[str, str]:
+    """TREC topics: {topic id: its title (the short query)}, from the classic tagged format
+    or a tab-separated file of `id<TAB>text`."""
+    path = Path(path)
+    text = read_text(path)
+    topics: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    if "<top>" in text.lower():
+        for match in _TOPIC.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            num, title = _NUM.search(match.group(1)), _TITLE.search(match.group(1))
+            if num is None:
+                raise DataFormatError(path, "a topic without a number", line=line,
+                                      field="<num>")
+            if title is None or not title.group(1).strip():
+                raise DataFormatError(path, f"topic {num.group(1)!r} has no title", line=line,
+                                      field="<title>")
+            _add_topic(path, topics, lines, num.group(1), " ".join(title.group(1).split()),
+                       line)
+    else:
+        for line, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            if "\t" not in raw:
+                raise DataFormatError(path, "expected `id<TAB>text` or <top> topics",
+                                      line=line)
+            qid, query = raw.split("\t", 1)
+            _add_topic(path, topics, lines, qid.strip(), query.strip(), line)
+    if not topics:
+        raise DataFormatError(path, "holds no topics")
+    return topics
+
+
+def _add_topic(path: Path, topics: dict[str, str], lines: dict[str, int], qid: str,
+               text: str, line: int) -> None:
+    if not text:
+        raise DataFormatError(path, f"topic {qid!r} has no text", line=line, field="text")
+    first = lines.setdefault(qid, line)
+    if first != line:
+        raise DataFormatError(path, f"topic {qid!r} is already given on line {first}",
+                              line=line, field="id")
+    topics[qid] = text
+
+
+def read_trec(topics: str | Path, qrels: str | Path, documents: list[Document],
+              name: str = "", split: str = "test") -> Collection:
+    """TREC topics and qrels over a corpus read apart (any corpus format): the judged topics
+    become the questions."""
+    topics_path = Path(topics)
+    found = read_topics(topics_path)
+    judgments = read_qrels(Path(qrels), queries=set(found),
+                           documents={d.id for d in documents})
+    source = name or topics_path.stem
+    questions = tuple(Question(qid, found[qid], source=source) for qid in judgments)
+    return Collection(source, "trec", split, tuple(documents), questions, judgments)
