@@ -1,0 +1,102 @@
+"""BM25 and the packaged MiniLM over a BEIR collection, measured as BEIR and MTEB measure
+them, next to their published nDCG@10 (issue 52).
+
+    python -m bench.beir_reproduce FOLDER_OR_ZIP [--split test] [--no-dense] [--k 1000]
+
+Both retrievers rank whole documents (a document's title and text) through the engine's own
+indexes (engine.index.bm25, engine.index.dense); every test query's ranking goes into one
+ir_measures call with the graded judgments: nDCG@10, MAP@100, RR@10, R@100 and Judged@10.
+Prints each next to the published figure where one is known, and the seconds per 100
+questions. Caches go to the data directory (FUNNEL_DATA_DIR) as the app's do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from bench.common import RESULTS
+
+MEASURES = ("nDCG@10", "AP@100", "RR@10", "R@100", "Judged@10")
+# nDCG@10 as published: BM25 from the BEIR paper's Table 2 (Thakur et al., 2021), the
+# packaged encoder (sentence-transformers/all-MiniLM-L6-v2) from MTEB's results
+PUBLISHED: dict[str, dict[str, float]] = {}
+
+
+def rankings(search, questions, k: int) -> tuple[dict[str, dict[str, float]], float]:
+    """({query id: {document id: score}}, seconds) of one retriever over every question."""
+    run: dict[str, dict[str, float]] = {}
+    start = time.perf_counter()
+    for question in questions:
+        ranked = search(question.text, k)
+        # a score from the rank: trec_eval breaks score ties by document id, which would
+        # reorder a retriever's equal scores
+        run[question.id] = {c.unit.doc_ids[0]: float(k - c.rank) for c in ranked}
+    return run, time.perf_counter() - start
+
+
+def measure(judgments: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict:
+    """The collection's measures over every query, in one ir_measures call."""
+    import ir_measures
+
+    measures = [ir_measures.parse_measure(name) for name in MEASURES]
+    found = ir_measures.calc_aggregate(measures, judgments, run)
+    return {name: round(float(found[m]), 4) for name, m in zip(MEASURES, measures, strict=True)}
+
+
+def main() -> None:
+    from engine.data.loaders.collections import read_beir
+    from engine.documents import Corpus
+    from engine.index.bm25 import bm25_index
+    from engine.index.dense import dense_index
+    from engine.units.build import UnitConfig
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("collection", help="a BEIR folder or zip")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--k", type=int, default=1000, help="documents ranked per query")
+    parser.add_argument("--no-dense", action="store_true", help="BM25 only")
+    args = parser.parse_args()
+
+    collection = read_beir(args.collection, split=args.split)
+    corpus = Corpus(collection.name, collection.documents)
+    documents = UnitConfig("documents")
+    print(f"{collection.name} ({args.split}): {len(corpus)} documents, "
+          f"{len(collection.questions)} judged questions")
+    retrievers = {"bm25": lambda: bm25_index(corpus, documents)}
+    if not args.no_dense:
+        retrievers["minilm"] = lambda: dense_index(corpus, documents, "minilm")
+    results = {}
+    for name, build in retrievers.items():
+        start = time.perf_counter()
+        index = build()
+        index.search(collection.questions[0].text, 1)  # the encoder loaded, not timed below
+        built = time.perf_counter() - start
+        run, seconds = rankings(index.search, collection.questions, args.k)
+        start = time.perf_counter()
+        measured = measure(collection.judgments, run)
+        results[name] = {**measured, "index_seconds": round(built, 1),
+                         "seconds_per_100_questions": round(
+                             100 * seconds / len(collection.questions), 2),
+                         "measure_seconds": round(time.perf_counter() - start, 2)}
+    published = PUBLISHED.get(collection.name.lower(), {})
+    print(f"\n| retriever | {' | '.join(MEASURES)} | published nDCG@10 | difference | "
+          f"index and load s | s per 100 questions |")
+    print("|---" * (len(MEASURES) + 5) + "|")
+    for name, r in results.items():
+        known = published.get(name)
+        shown = f"{known:.3f}" if known is not None else "-"
+        diff = f"{r['nDCG@10'] - known:+.3f}" if known is not None else "-"
+        print(f"| {name} | {' | '.join(f'{r[m]:.3f}' for m in MEASURES)} | {shown} | {diff} "
+              f"| {r['index_seconds']} | {r['seconds_per_100_questions']} |")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"beir_{collection.name}_{args.split}.json"
+    out.write_text(json.dumps({"collection": collection.name, "split": args.split,
+                               "documents": len(corpus),
+                               "questions": len(collection.questions), **results}, indent=1))
+    print(f"\nsaved {out}")
+
+
+if __name__ == "__main__":
+    main()
