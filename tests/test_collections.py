@@ -149,3 +149,15 @@ def test_trec_qrels_beside_a_corpus_make_a_collection_with_graded_judgments(tmp_
     qrels.write_text("")
     with pytest.raises(DataFormatError, match="holds no judgments"):
         read_qrels(qrels)
+
+
+def test_judgments_of_unknown_documents_are_left_out_with_a_warning_when_asked(tmp_path,
+                                                                              caplog):
+    """BEIR's own ArguAna judges 5 documents its corpus lacks: refused unless asked."""
+    qrels = {"test": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\tgone\t1\nq2\t3\t1\n"}
+    folder = beir_folder(tmp_path, qrels=qrels)
+    with pytest.raises(DataFormatError, match="names document 'gone'"):
+        read_beir(folder)
+    collection = read_beir(folder, drop_unknown=True)
+    assert collection.judgments == {"q1": {"d1": 1}, "q2": {"3": 1}}
+    assert "left out 1 judgments of documents the corpus lacks: gone (line 3)" in caplog.text

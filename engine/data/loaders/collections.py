@@ -16,6 +16,7 @@ row without `_id`.
 
 from __future__ import annotations
 
+import logging
 import re
 import tempfile
 import zipfile
@@ -26,6 +27,8 @@ from pathlib import Path
 from engine.data.loaders.jsonio import Record, iter_jsonl, read_text
 from engine.documents import Document, Question
 from engine.errors import DataFormatError
+
+logger = logging.getLogger(__name__)
 
 SPLITS = ("test", "dev", "train")
 BEIR_FILES = ("corpus.jsonl", "queries.jsonl")
@@ -54,16 +57,18 @@ def is_beir_folder(path: Path) -> bool:
         and (path / "qrels").is_dir()
 
 
-def read_beir(path: str | Path, split: str = "test") -> Collection:
-    """A BEIR folder, or a zip holding one (at its top or one folder down)."""
+def read_beir(path: str | Path, split: str = "test", drop_unknown: bool = False) -> Collection:
+    """A BEIR folder, or a zip holding one (at its top or one folder down). `drop_unknown`
+    leaves out, with a warning naming them, judgments of documents the corpus lacks
+    (BEIR's own ArguAna judges 5 such documents) instead of refusing the file."""
     path = Path(path)
     if not path.exists():
         raise DataFormatError(path, "no such file or folder")
     if path.is_file() and path.suffix.lower() == ".zip":
         with tempfile.TemporaryDirectory(prefix="beir-") as tmp:
-            return _read_beir_folder(_unzipped(path, Path(tmp)), split, name=path.stem,
-                                     shown=path)
-    return _read_beir_folder(path, split, name=path.name, shown=path)
+            return _read_beir_folder(_unzipped(path, Path(tmp)), split, path.stem, path,
+                                     drop_unknown)
+    return _read_beir_folder(path, split, path.name, path, drop_unknown)
 
 
 def _unzipped(path: Path, into: Path) -> Path:
@@ -81,7 +86,8 @@ def _unzipped(path: Path, into: Path) -> Path:
 _BEIR_FIX = "a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
 
 
-def _read_beir_folder(folder: Path, split: str, name: str, shown: Path) -> Collection:
+def _read_beir_folder(folder: Path, split: str, name: str, shown: Path,
+                      drop_unknown: bool) -> Collection:
     if not folder.is_dir():
         raise DataFormatError(shown, "is not a folder or a zip", fix=_BEIR_FIX)
     missing = [n for n in (*BEIR_FILES, "qrels") if not (folder / n).exists()]
@@ -94,7 +100,8 @@ def _read_beir_folder(folder: Path, split: str, name: str, shown: Path) -> Colle
                               fix=f"pick one of: {', '.join(found) or 'none found'}")
     documents = beir_corpus(folder / "corpus.jsonl")
     queries = beir_queries(folder / "queries.jsonl")
-    judgments = read_qrels(qrels, queries=set(queries), documents={d.id for d in documents})
+    judgments = read_qrels(qrels, queries=set(queries), documents={d.id for d in documents},
+                           drop_unknown=drop_unknown)
     questions = tuple(Question(qid, queries[qid], source=name) for qid in judgments)
     return Collection(name, "beir", split, tuple(documents), questions, judgments)
 
@@ -144,11 +151,13 @@ _BEIR_HEADER = ("query-id", "corpus-id", "score")
 
 
 def read_qrels(path: Path, queries: set[str] | None = None,
-               documents: set[str] | None = None) -> Judgments:
+               documents: set[str] | None = None, drop_unknown: bool = False) -> Judgments:
     """Judgments from a BEIR qrels TSV (`query-id corpus-id score`, header first) or a TREC
     qrels file (`query-id iteration doc-id grade`, whitespace-separated); every query and
-    document named must be among `queries` and `documents` where those are given."""
+    document named must be among `queries` and `documents` where those are given (with
+    `drop_unknown`, judgments of unknown documents are left out and named in a warning)."""
     judgments: Judgments = {}
+    dropped: list[str] = []
     where: dict[tuple[str, str], int] = {}
     for line, fields in _rows(path):
         if line == 1 and tuple(f.lower() for f in fields) == _BEIR_HEADER:
@@ -169,6 +178,9 @@ def read_qrels(path: Path, queries: set[str] | None = None,
         if queries is not None and qid not in queries:
             raise DataFormatError(path, f"names query {qid!r}, which the queries lack",
                                   line=line, field="query-id")
+        if documents is not None and doc not in documents and drop_unknown:
+            dropped.append(f"{doc} (line {line})")
+            continue
         if documents is not None and doc not in documents:
             raise DataFormatError(path, f"names document {doc!r}, which the corpus lacks",
                                   line=line, field="corpus-id")
@@ -177,6 +189,9 @@ def read_qrels(path: Path, queries: set[str] | None = None,
             raise DataFormatError(path, f"judges query {qid!r} and document {doc!r} again "
                                   f"(first on line {first})", line=line, field="corpus-id")
         judgments.setdefault(qid, {})[doc] = value
+    if dropped:
+        logger.warning("%s: left out %d judgments of documents the corpus lacks: %s", path,
+                       len(dropped), ", ".join(dropped))
     if not judgments:
         raise DataFormatError(path, "holds no judgments")
     return judgments
