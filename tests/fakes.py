@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +159,42 @@ def served(prep: Preparation, sessions: Path) -> Iterator[tuple]:
         demo.close()
         store.close()
 
+
+
+@contextmanager
+def seeded_app(root: Path, seed: Callable) -> Iterator[tuple[str, object]]:
+    """(the URL of the whole app served in this process as a browser meets it, with its
+    stylesheet and keys, over the tiny corpus and the toy paradigm 'echo'; what `seed`
+    returned). `seed(env, explorer, preparation, store, corpus)` stores what the tests read
+    before the app is built; `env` is a MonkeyPatch undone when the app closes."""
+    import pytest
+
+    from app.ui import build_app, serve
+    from engine.documents import Corpus, Document
+    from engine.paradigms import registry
+    from engine.service.explorer import Explorer
+    from engine.store.sessions import SessionStore
+    from tests.conftest import TINY_DOCS
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("FUNNEL_DATA_DIR", str(root / "data"))
+        registry.register(ECHO)
+        corpus = Corpus("tiny", tuple(Document(id=t, title=t, text=x, sources=("test",))
+                                      for t, x in TINY_DOCS))
+        store = SessionStore(root / "runs.duckdb")
+        preparation = fake_preparation(corpus, {"corpus": lambda progress: corpus}).run()
+        explorer = Explorer(preparation, store)
+        seeded = seed(env, explorer, preparation, store, corpus)
+        demo = build_app(explorer)
+        port = free_port()
+        serve(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
+              quiet=True)
+        try:
+            yield f"http://127.0.0.1:{port}/", seeded
+        finally:
+            demo.close()
+            store.close()
+            registry.unregister(ECHO.name)
 
 def app_refuses_at_start(argv: list[str], monkeypatch, capsys) -> str:
     """What `funnel-explorer ARGV` says on stderr when it refuses to start (exit code 2),

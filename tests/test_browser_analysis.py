@@ -16,11 +16,9 @@ import re
 
 import pytest
 
-from engine.documents import Corpus, Document
 from engine.trace import LLMStep, RunTrace
 from tests import test_live_app as live
-from tests.conftest import TINY_DOCS
-from tests.fakes import ECHO, fake_preparation, ranked_stage
+from tests.fakes import ranked_stage, seeded_app
 from tests.test_diagnose_tab import flat_run, funnel_run, store_evaluation
 
 pytestmark = pytest.mark.live
@@ -49,38 +47,23 @@ def shaped_run(question, name: str) -> RunTrace:
         for purpose in calls), answer="Georges Seurat")
 
 
+def shaped(explorer) -> None:
+    """Compare's runs of the shaped paradigms come back shaped (shaped_run)."""
+    real_run = explorer.run
+    explorer.run = lambda question, name, *rest: (
+        shaped_run(question, name) if name in SHAPES else real_run(question, name, *rest))
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """(url, id of the evaluation of flat and funnel, id of the newer one of funnel)."""
-    from app.ui import build_app, serve
-    from engine.paradigms import registry
-    from engine.service.explorer import Explorer
-    from engine.store.sessions import SessionStore
+    def seed(env, explorer, preparation, store, corpus):
+        shaped(explorer)
+        return (store_evaluation((preparation, store), [flat_run, funnel_run]),
+                store_evaluation((preparation, store), [funnel_run], ids=range(3, 9)))
 
-    root = tmp_path_factory.mktemp("analysis")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("FUNNEL_DATA_DIR", str(root / "data"))
-        registry.register(ECHO)
-        corpus = Corpus("tiny", tuple(Document(id=t, title=t, text=x, sources=("test",))
-                                      for t, x in TINY_DOCS))
-        store = SessionStore(root / "runs.duckdb")
-        preparation = fake_preparation(corpus, {"corpus": lambda progress: corpus}).run()
-        explorer = Explorer(preparation, store)
-        real_run = explorer.run
-        explorer.run = lambda question, name, *rest: (  # Compare's runs
-            shaped_run(question, name) if name in SHAPES else real_run(question, name, *rest))
-        mixed = store_evaluation((preparation, store), [flat_run, funnel_run])
-        newer = store_evaluation((preparation, store), [funnel_run], ids=range(3, 9))
-        demo = build_app(explorer)
-        port = live._free_port()
-        serve(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-              quiet=True)
-        try:
-            yield f"http://127.0.0.1:{port}/", mixed, newer
-        finally:
-            demo.close()
-            store.close()
-            registry.unregister(ECHO.name)
+    with seeded_app(tmp_path_factory.mktemp("analysis"), seed) as (url, (mixed, newer)):
+        yield url, mixed, newer
 
 
 def _page(browser, url: str, width: int, tab: str):

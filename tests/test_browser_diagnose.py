@@ -23,10 +23,9 @@ import re
 
 import pytest
 
-from tests import test_live_app as live
 from tests.conftest import ARTIFACTS
-from tests.fakes import ECHO, fake_preparation, qa_file
-from tests.test_browser_analysis import QUESTION, SHAPES, shaped_run
+from tests.fakes import qa_file, seeded_app
+from tests.test_browser_analysis import QUESTION, shaped, shaped_run
 from tests.test_diagnose_tab import flat_run, funnel_run, store_evaluation
 
 pytestmark = pytest.mark.live
@@ -42,42 +41,22 @@ HEIGHTS: dict[str, int] = {}
 def diagnosed(tmp_path_factory):
     """(url, id of the evaluation of flat and funnel, id of the echo evaluation that has
     ceilings); the first is the newest, so Diagnose opens on it."""
-    from app.ui import build_app, serve
-    from engine.documents import Corpus, Document
-    from engine.paradigms import registry
-    from engine.service.explorer import Explorer
-    from engine.store.sessions import SessionStore
-    from tests.conftest import TINY_DOCS
-
     root = tmp_path_factory.mktemp("diagnosed")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("FUNNEL_DATA_DIR", str(root / "data"))
-        registry.register(ECHO)
-        corpus = Corpus("tiny", tuple(Document(id=t, title=t, text=x, sources=("test",))
-                                      for t, x in TINY_DOCS))
-        store = SessionStore(root / "runs.duckdb")
-        preparation = fake_preparation(corpus, {"corpus": lambda progress: corpus}).run()
-        explorer = Explorer(preparation, store)
-        real_run = explorer.run
-        explorer.run = lambda question, name, *rest: (  # Compare's runs
-            shaped_run(question, name) if name in SHAPES else real_run(question, name, *rest))
+
+    def seed(env, explorer, preparation, store, corpus):
+        shaped(explorer)
         echo = explorer.evaluate(qa_file(root / "qa.jsonl", n=3), ["echo"],
                                  {"echo": {"k": 1}}, name="echo")
         explorer.wait_for_evaluation(echo, 60)
         explorer.wait_for_evaluation(explorer.ceilings(echo), 60)
         explorer.save_run(shaped_run(QUESTION, "funnel"), "funnel, shaped")  # for Sessions
-        mixed = store_evaluation((preparation, store), [flat_run, funnel_run],
-                                 fingerprint=corpus.fingerprint)
-        demo = build_app(explorer)
-        port = live._free_port()
-        serve(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-              quiet=True)
+        return store_evaluation((preparation, store), [flat_run, funnel_run],
+                                fingerprint=corpus.fingerprint), echo
+
+    with seeded_app(root, seed) as (url, (mixed, echo)):
         try:
-            yield f"http://127.0.0.1:{port}/", mixed, echo
+            yield url, mixed, echo
         finally:
-            demo.close()
-            store.close()
-            registry.unregister(ECHO.name)
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             (ARTIFACTS / "page-heights.json").write_text(json.dumps(HEIGHTS, indent=1))
 

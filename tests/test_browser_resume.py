@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.documents import Corpus, Document
 from tests import test_live_app as live
-from tests.conftest import TINY_DOCS
-from tests.fakes import ECHO, EchoParadigm, fake_preparation, qa_file
+from tests.fakes import EchoParadigm, qa_file, seeded_app
 
 pytestmark = pytest.mark.live
 
@@ -22,20 +20,9 @@ pytestmark = pytest.mark.live
 @pytest.fixture()
 def served(tmp_path):
     """(url, id of an evaluation of five questions interrupted after two)."""
-    from app.ui import build_app, serve
-    from engine.paradigms import registry
-    from engine.service.explorer import Explorer
     from engine.store.evaluations import EvaluationStore
-    from engine.store.sessions import SessionStore
 
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("FUNNEL_DATA_DIR", str(tmp_path / "data"))
-        registry.register(ECHO)
-        corpus = Corpus("tiny", tuple(Document(id=t, title=t, text=x, sources=("test",))
-                                      for t, x in TINY_DOCS))
-        store = SessionStore(tmp_path / "runs.duckdb")
-        explorer = Explorer(fake_preparation(corpus, {"corpus": lambda p: corpus}).run(),
-                            store)
+    def seed(env, explorer, preparation, store, corpus):
         real = EchoParadigm.run
 
         def dies(self, question):  # the process is killed after the second question
@@ -53,16 +40,10 @@ def served(tmp_path):
                       [evaluation])
         del explorer._jobs._jobs[evaluation]
         assert EvaluationStore(store).mark_interrupted() == 1  # as the next start does
-        demo = build_app(explorer)
-        port = live._free_port()
-        serve(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-              quiet=True)
-        try:
-            yield f"http://127.0.0.1:{port}/", evaluation
-        finally:
-            demo.close()
-            store.close()
-            registry.unregister(ECHO.name)
+        return evaluation
+
+    with seeded_app(tmp_path, seed) as (url, evaluation):
+        yield url, evaluation
 
 
 def test_an_interrupted_evaluation_is_partial_then_resumed_then_removed(served, browser):
