@@ -61,7 +61,8 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Question:
-    """A QA item: gold answers (aliases included) and gold supporting documents."""
+    """A QA item: gold answers (aliases included) and gold supporting documents; or a test
+    collection's query: graded judgments and, most often, no answers."""
 
     id: str
     text: str
@@ -70,11 +71,32 @@ class Question:
     supporting_paragraph_ids: tuple[str, ...] = ()  # the dataset's own paragraph ids
     type: str = ""
     source: str = ""
+    # a test collection's judgments, (document id, grade): grade 0 is judged not relevant, a
+    # document not named is unjudged; `supporting_titles` holds those of grade 1 or more
+    judgments: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def grades(self) -> dict[str, int]:
+        """{document id: grade} of every judged document: a collection's judgments, or a QA
+        file's supporting documents, each of grade 1."""
+        if self.judgments:
+            return dict(self.judgments)
+        return dict.fromkeys(self.supporting_titles, 1)
 
 
 def question_from_dict(d: dict) -> Question:
     """A Question from its `asdict` form (JSON lists back to tuples)."""
-    return Question(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+    d = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+    if d.get("judgments"):
+        d["judgments"] = tuple((str(doc), int(grade)) for doc, grade in d["judgments"])
+    return Question(**d)
+
+
+def judged_question(qid: str, text: str, grades: dict[str, int], source: str) -> Question:
+    """A test collection's query: its judgments kept, those of grade 1 or more its
+    supporting documents."""
+    return Question(qid, text, supporting_titles=tuple(d for d, g in grades.items() if g >= 1),
+                    source=source, judgments=tuple(grades.items()))
 
 
 @dataclass(frozen=True)
@@ -85,6 +107,7 @@ class Dataset:
     format: str
     questions: tuple[Question, ...]
     documents: tuple[Document, ...]
+    split: str = ""  # a test collection's (test, dev, train)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import math
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from engine.documents import Question
@@ -212,8 +212,15 @@ def all_gold_at(doc_ids_by_rank: Sequence[Sequence[str]], gold_titles: Sequence[
     return bool(gold_titles) and set(gold_titles) <= docs
 
 
-# trec_eval's measures an IR reader looks for first, at the reader's budget (4) and at 10
-IR_MEASURES = ("nDCG@10", "RR", "R@4", "R@10", "P@4")
+# trec_eval's measures an IR reader looks for first, at the reader's budget (4), at 10 and
+# at 100; graded where the judgments are (nDCG's gain is the grade, the others count grade 1
+# and up as relevant)
+IR_MEASURES = ("nDCG@10", "RR", "AP", "R@4", "R@10", "R@100", "P@4")
+# and where a test collection's judgments are given (partial, as pooled judgments are): the
+# share of the top 10 that is judged, and nDCG@10 of the condensed list (unjudged documents
+# removed before measuring, Sakai's nDCG')
+JUDGED_MEASURES = ("Judged@10", "nDCG'@10")
+_SPELLED = {"nDCG'@10": "nDCG(judged_only=True)@10"}  # as ir_measures parses it
 
 
 def document_ranking(doc_ids_by_rank: Sequence[Sequence[str]]) -> list[str]:
@@ -223,22 +230,28 @@ def document_ranking(doc_ids_by_rank: Sequence[Sequence[str]]) -> list[str]:
 
 
 def ir_measures_by_stage(rankings: dict[str, Sequence[str]],
-                         relevant: Sequence[str]) -> dict[str, dict[str, float]]:
+                         relevant: Sequence[str] | Mapping[str, int],
+                         judged: bool = False) -> dict[str, dict[str, float]]:
     """`IR_MEASURES` of each stage's document ranking ({stage: documents, best first})
-    against the `relevant` documents, computed by ir_measures (trec_eval's own code through
-    pytrec_eval), so they match trec_eval on the same run. A document's score is derived
-    from its rank (trec_eval orders by score, breaking ties by document id, which would
-    reorder a stage's equal scores); a stage that returned nothing scores 0."""
+    against the `relevant` documents (or {document: grade}, grade 0 judged not relevant),
+    computed by ir_measures (trec_eval's own code through pytrec_eval), so they match
+    trec_eval on the same run; with `judged` (a test collection's judgments) also
+    `JUDGED_MEASURES`. A document's score is derived from its rank (trec_eval orders by
+    score, breaking ties by document id, which would reorder a stage's equal scores); a
+    stage that returned nothing scores 0."""
     import ir_measures
 
-    measures = [ir_measures.parse_measure(name) for name in IR_MEASURES]
-    qrels = [ir_measures.Qrel(stage, doc, 1) for stage in rankings
-             for doc in dict.fromkeys(relevant)]
+    names = (*IR_MEASURES, *JUDGED_MEASURES) if judged else IR_MEASURES
+    measures = [ir_measures.parse_measure(_SPELLED.get(name, name)) for name in names]
+    named = {str(m): name for m, name in zip(measures, names, strict=True)}
+    grades = relevant if isinstance(relevant, Mapping) else dict.fromkeys(relevant, 1)
+    qrels = [ir_measures.Qrel(stage, doc, int(grade)) for stage in rankings
+             for doc, grade in grades.items()]
     run = [ir_measures.ScoredDoc(stage, doc, float(len(docs) - rank))
            for stage, docs in rankings.items() for rank, doc in enumerate(docs)]
-    found = {stage: dict.fromkeys(IR_MEASURES, 0.0) for stage in rankings}
+    found = {stage: dict.fromkeys(names, 0.0) for stage in rankings}
     for measured in ir_measures.iter_calc(measures, qrels, run):
-        found[measured.query_id][str(measured.measure)] = float(measured.value)
+        found[measured.query_id][named[str(measured.measure)]] = float(measured.value)
     return found
 
 

@@ -68,7 +68,8 @@ def test_diagnose_shows_outcomes_flow_and_the_questions_lost_at_a_cut(explorer, 
     evaluation_id = store_evaluation(prepared, [flat_run, funnel_run],
                                      with_outcomes=with_outcomes)
     (message, bars, flow_of, flow, segment, rows, a, b, found,
-     current) = diagnose.diagnose(explorer, str(evaluation_id), "answer")
+     current, track) = diagnose.diagnose(explorer, str(evaluation_id), "answer")
+    assert track == "answer"
     assert f"Evaluation {evaluation_id} (6 of 6 questions, done)" in message
     assert current == evaluation_id
     assert found["flat"]["counts"] == {"not retrieved": 1, "lost at reranker": 3,
@@ -91,7 +92,7 @@ def test_diagnose_shows_outcomes_flow_and_the_questions_lost_at_a_cut(explorer, 
 
 def test_a_segment_row_opens_its_stored_run_in_explore(explorer, prepared):
     evaluation_id = store_evaluation(prepared, [flat_run, funnel_run])
-    *_, found, current = diagnose.diagnose(explorer, str(evaluation_id), "answer")
+    *_, found, current, _ = diagnose.diagnose(explorer, str(evaluation_id), "answer")
     rows = diagnose.show_segment(explorer, current, found, "flat · lost at reranker")
     opened = diagnose.open_evaluation_run(explorer, 12, current, rows[1])
     assert "question 1" in opened[0] and "flat" in opened[0]
@@ -196,7 +197,7 @@ def test_an_evaluation_is_offered_with_its_dataset_unless_its_name_says_it(explo
 
 def test_a_click_on_a_bar_picks_its_segment_as_the_list_does(explorer, prepared):
     evaluation_id = store_evaluation(prepared, [flat_run, funnel_run])
-    _, bars, *_, found, current = diagnose.diagnose(explorer, str(evaluation_id), "answer")
+    _, bars, *_, found, current, _ = diagnose.diagnose(explorer, str(evaluation_id), "answer")
     drawn = {segment for bar in bars.data
              for segment, n in zip(bar.customdata, bar.y, strict=True) if n}
     assert drawn == {value for _, value in segment_choices(found)}  # each segment knows its own
@@ -225,7 +226,7 @@ def test_an_imported_pipelines_evaluation_is_diagnosed_and_opens_in_explore(expl
     status = progress_html(explorer.evaluation_status(imported.evaluation))
     assert ("done, 3 of 3 questions over corpus 'li (as traced)', imported from another "
             "pipeline's files") in status
-    *_, found, current = diagnose.diagnose(explorer, str(imported.evaluation), "support")
+    *_, found, current, _ = diagnose.diagnose(explorer, str(imported.evaluation), "support")
     assert found["li"]["cuts"] == ["BM25Retriever", "SentenceTransformerRerank"]
     assert found["li"]["total"] == 3
     segment = next(value for _, value in segment_choices(found))

@@ -458,7 +458,7 @@ def test_load_corpus_of_a_missing_path_is_a_config_error(tmp_path: Path) -> None
 
 def test_every_format_is_listed() -> None:
     assert set(FORMATS) == {"hotpotqa-contexts", "hotpotqa", "musique", "squad", "nq-open",
-                            "title-text", "corpus"}
+                            "title-text", "corpus", "beir", "trec", "judged"}
 
 
 # --- malformed input ----------------------------------------------------------------------
@@ -538,10 +538,15 @@ def test_contexts_item_without_text_names_the_field(tmp_path: Path) -> None:
     assert "'paragraph_text'" in message
 
 
-def test_blank_required_text_is_an_error(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "mine.jsonl", [{"id": "d1", "title": "  ", "text": "x"}])
+def test_blank_required_text_is_an_error_and_a_blank_title_is_none(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "mine.jsonl", [{"id": "d1", "title": "T", "text": "  "}])
     message = format_error(path)
-    assert "'title'" in message and "is empty" in message
+    assert "'text'" in message and "is empty" in message
+    # a test collection's corpus often has no titles: an empty one is kept as none
+    path = write_jsonl(tmp_path / "untitled.jsonl", [{"id": "d1", "title": "  ", "text": "x"}])
+    assert read_dataset(path).documents[0].title == ""
+    path = write_jsonl(tmp_path / "numbered.jsonl", [{"id": "d1", "title": 7, "text": "x"}])
+    assert "'title'" in format_error(path)
 
 
 def test_invalid_utf8_names_line_and_encoding(tmp_path: Path) -> None:
@@ -578,10 +583,10 @@ def test_csv_missing_a_column(tmp_path: Path) -> None:
 
 def test_csv_bad_row_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "mine.csv"
-    path.write_text("id,title,text\nd1,One,Text one.\nd2,,Text two.\n", encoding="utf-8")
+    path.write_text("id,title,text\nd1,One,Text one.\nd2,Two,\n", encoding="utf-8")
     message = format_error(path)
     assert "line 3" in message
-    assert "'title'" in message
+    assert "'text'" in message
 
 
 def test_csv_links_that_are_not_a_json_list(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from engine.config import config_from_dict
 from engine.documents import Question
 from engine.errors import ConfigError
-from engine.paradigms.base import check_question
+from engine.paradigms.base import MAX_QUESTION_CHARS, check_question
 from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
 from engine.paradigms.registry import PARADIGMS
@@ -127,8 +127,8 @@ def test_unknown_paradigm_and_bad_questions(tiny_corpus):
         make_paradigm("graph", tiny_corpus)
     with pytest.raises(ConfigError, match="The question is empty"):
         check_question("   \n")
-    with pytest.raises(ConfigError, match="the limit is 2,000"):
-        check_question("why " * 1000)
+    with pytest.raises(ConfigError, match=f"the limit is {MAX_QUESTION_CHARS:,}"):
+        check_question("why " * (MAX_QUESTION_CHARS // 4 + 1))
     assert check_question("  Who?  ") == "Who?"
 
 

@@ -40,7 +40,8 @@ from app.views.figures import text_figure
 from engine.errors import EngineError
 from engine.service.explorer import Explorer
 
-TRACKS = [("the gold answer", "answer"), ("all supporting documents", "support")]
+TRACKS = [("the gold answer", "answer"), ("all supporting documents", "support"),
+          ("a relevant document", "relevant")]
 # Binds a click on the bars' plotly plot (re-drawn in place by each new figure, so bound
 # once per plot element) to this element's click event, carrying the clicked segment, which
 # each bar segment holds as its customdata (views.diagnosis.outcome_bars)
@@ -59,38 +60,49 @@ bind();
 """
 
 
-@refusing(outputs=10)
+@refusing(outputs=11)
 def diagnose(explorer: Explorer, text, track) -> tuple:
     """(message, bars, flow choice, flow, segment choice, segment rows, pair A, pair B,
-    attribution, evaluation id) of the evaluation picked (its id)."""
+    attribution, evaluation id, track followed) of the evaluation picked (its id). An
+    evaluation whose questions have no answers (a test collection's) is followed on a
+    relevant document when the gold answer is asked for."""
     if not str(text or "").strip():
         if not explorer.evaluations():
             return ("<div class='fe-progress'>No stored evaluation yet: start one in the "
-                    "Evaluate tab, then come back here.</div>", *(gr.skip(),) * 9)
+                    "Evaluate tab, then come back here.</div>", *(gr.skip(),) * 10)
         raise EngineError("Pick an evaluation from the list.")
     (evaluation_id,) = parse_ids(text, "evaluation")[:1]
     evaluation = explorer.evaluation(evaluation_id)
-    found = explorer.attribution(evaluation_id, track or "answer")
+    track = track or "answer"
+    found = explorer.attribution(evaluation_id, track)
+    judged = ""
+    if track == "answer" and found and not any(f["counts"] for f in found.values()):
+        track, found = "relevant", explorer.attribution(evaluation_id, "relevant")
+        judged = (" Its questions have no answers (they are judged): each is followed "
+                  "on a relevant document.")
     if not found:
         raise EngineError(f"Evaluation {evaluation_id} has no stored question yet.")
     names = list(found)
     untraced = sum(f["total"] - f["traced"] for f in found.values())
     skipped = "" if not untraced else (
         f" {untraced} runs are left out: failed runs, and questions without gold"
-        + (" or naming no supporting documents." if track == "support" else "."))
+        + (" or naming no supporting documents." if track != "answer" else "."))
     message = (f"<div class='fe-kept'>Evaluation {evaluation.id} ({evaluation.done} of "
                f"{evaluation.questions} questions, {evaluation.state}): each question counted "
                f"once per paradigm, by the first cut after which the gold stayed lost."
-               f"{skipped}</div>")
+               f"{judged}{skipped}</div>")
     segments = segment_choices(found)
-    lost = next((v for _, v in segments if " · lost at " in v), segments[0][1])
+    if not segments:
+        raise EngineError(f"Evaluation {evaluation_id} has no question to follow: its runs "
+                          "failed, or its questions have no gold.")
+    lost = next((v for _, v in segments if " lost at " in v), segments[0][1])
     paradigm, positions = segment_positions(found, lost)
     return (message, outcome_bars(found, track), gr.Dropdown(names, value=names[0]),
             outcome_flow(names[0], found[names[0]]), gr.Dropdown(segments, value=lost),
             _segment_rows(explorer, evaluation_id, paradigm, positions),
             gr.Dropdown(names, value=names[0]),
             gr.Dropdown(names, value=names[1] if len(names) > 1 else names[0]),
-            found, evaluation_id)
+            found, evaluation_id, track)
 
 
 def _segment_rows(explorer: Explorer, evaluation_id: int, paradigm: str,
@@ -212,13 +224,13 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
             probes.agreement_views(explorer, current, ids)
 
     outputs = [message, shown.bars, flow_choice, flow, shown.segment,
-               shown.rows, pair.a, pair.b, found, current]
+               shown.rows, pair.a, pair.b, found, current, track]
     # B's choices follow the evaluation B comes from, after a diagnosis reset them; then
     # "Which questions changed" says which A and B are picked
     said = Refresh(difference.picked, [pick_line], inputs=[pair.a, pair.b, pair.other])
     choose_b = Refresh(partial(difference.b_choices, explorer), [pair.b],
                        inputs=[current, pair.other, pair.b], then=said)
-    for event in (go.click, ids.input, track.change):
+    for event in (go.click, ids.input, track.input):  # not .change: diagnose may set it
         choose_b.wire(event(partial(diagnose, explorer), [ids, track], outputs,
                             **PRIVATE).then)
     choose_b.wire(pair.other.change)

@@ -13,7 +13,21 @@ from engine.eval import outcomes as oc
 
 LOST = ("#f58518", "#e45756", "#ff9d45", "#b279a2", "#ffbf79", "#9d755d")
 COLORS = {oc.SKIPPED: "#79706e", oc.NOT_RETRIEVED: "#b2182b", oc.REACHED: "#4c78a8",
-          oc.READ_WRONG: "#eeca3b", oc.RIGHT: "#54a24b", oc.NO_SPAN: "#bab0ac"}
+          oc.READ_WRONG: "#eeca3b", oc.RIGHT: "#54a24b", oc.NO_SPAN: "#bab0ac",
+          oc.NO_RELEVANT: "#b2182b", oc.RELEVANT_REACHED: "#4c78a8",
+          oc.RELEVANT_READ: "#54a24b"}
+FOLLOWED = {"answer": "the gold answer", "support": "all supporting documents",
+            "relevant": "a relevant document"}
+BEFORE = (oc.NO_SPAN, oc.SKIPPED, oc.NOT_RETRIEVED, oc.NO_RELEVANT)  # outcomes at no cut
+AFTER = (oc.REACHED, oc.READ_WRONG, oc.RIGHT, oc.RELEVANT_REACHED, oc.RELEVANT_READ)
+
+
+def lost_cut(outcome: str) -> str | None:
+    """The cut a "lost at <cut>" outcome (of any track) names; None for another."""
+    for prefix in ("relevant lost at ", "lost at "):
+        if outcome.startswith(prefix):
+            return outcome.removeprefix(prefix)
+    return None
 SEPARATOR = " · "
 THIS_EVALUATION = "(none: B from this evaluation)"
 METRIC_LABELS = {"gold_doc_recall": "gold-document recall (read)",
@@ -24,7 +38,7 @@ METRIC_LABELS = {"gold_doc_recall": "gold-document recall (read)",
 def color(outcome: str, cuts: list[str]) -> str:
     if outcome in COLORS:
         return COLORS[outcome]
-    cut = outcome.removeprefix("lost at ")
+    cut = lost_cut(outcome)
     return LOST[(cuts.index(cut) if cut in cuts else 0) % len(LOST)]
 
 
@@ -46,8 +60,7 @@ def outcome_bars(attribution: dict[str, dict], track: str = "answer") -> go.Figu
         textposition="inside",
         hovertemplate=f"%{{x}}: %{{y}} questions {esc(o)} (click to list them)<extra></extra>")
         for o in order])
-    what = "the gold answer" if track == "answer" else "all supporting documents"
-    fig.update_layout(barmode="stack", title=f"Where each paradigm loses {what}",
+    fig.update_layout(barmode="stack", title=f"Where each paradigm loses {FOLLOWED[track]}",
                       yaxis_title="questions", height=380, legend={"traceorder": "normal"},
                       margin={"l": 50, "r": 20, "t": 50, "b": 40})
     return fig
@@ -73,22 +86,23 @@ def outcome_flow(paradigm: str, found: dict | None) -> go.Figure:
         return sum(n for o, n in counts.items() if _rank(o, cuts) > i)
 
     current = node(f"questions ({sum(counts.values())})", "#4c78a8")
-    for o in (oc.NO_SPAN, oc.SKIPPED, oc.NOT_RETRIEVED):
+    lost_names = {lost_cut(o): o for o in counts if lost_cut(o) is not None}
+    for o in BEFORE:
         if counts.get(o):
             links.append((current, node(f"{o} ({counts[o]})", COLORS[o]), counts[o]))
     if cuts and beyond(0):
         links.append((current, kept := node(f"retrieved ({beyond(0)})", "#4c78a8"), beyond(0)))
         current = kept
         for i, cut in enumerate(cuts[1:], start=1):
-            lost = counts.get(oc.lost_at(cut), 0)
+            named = lost_names.get(cut, oc.lost_at(cut))
+            lost = counts.get(named, 0)
             if lost:
-                links.append((current, node(f"lost at {cut} ({lost})", color(oc.lost_at(cut),
-                                                                              cuts)), lost))
+                links.append((current, node(f"{named} ({lost})", color(named, cuts)), lost))
             if beyond(i):
                 links.append((current, kept := node(f"kept by {cut} ({beyond(i)})", "#4c78a8"),
                               beyond(i)))
                 current = kept
-        for o in (oc.REACHED, oc.READ_WRONG, oc.RIGHT):
+        for o in AFTER:
             if counts.get(o):
                 links.append((current, node(f"{o} ({counts[o]})", COLORS[o]), counts[o]))
     source, target, value = zip(*links, strict=True) if links else ((), (), ())
@@ -103,10 +117,10 @@ def outcome_flow(paradigm: str, found: dict | None) -> go.Figure:
 
 def _rank(outcome: str, cuts: list[str]) -> int:
     """How many cuts an outcome passed: -1 before the first, len(cuts) past all."""
-    if outcome in (oc.NO_SPAN, oc.SKIPPED, oc.NOT_RETRIEVED):
+    if outcome in BEFORE:
         return -1
-    cut = outcome.removeprefix("lost at ")
-    if cut != outcome and cut in cuts:
+    cut = lost_cut(outcome)
+    if cut is not None and cut in cuts:
         return cuts.index(cut)
     return len(cuts)
 

@@ -12,14 +12,10 @@ import time
 from pathlib import Path
 
 from engine.cli import CORPUS_HELP, EVAL_CORPUS_HELP, default_corpus
+from engine.cli.tables import out as _out
+from engine.cli.tables import print_summary
 from engine.paradigms.registry import DEFAULT, names
 from engine.trace import RunTrace, gold_lost_at
-
-TABLE_METRICS = ("AR@1", "AR@2", "AR@3", "AR@4", "EM", "F1")
-
-
-def _out(line: str = "") -> None:
-    sys.stdout.write(line + "\n")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -34,8 +30,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev = sub.add_parser("eval", help="run paradigms over a QA file and summarise, or resume "
                         "a stored evaluation (--resume ID)")
     ev.add_argument("--dataset", default="",
-                    help='a listed dataset as the app names it ("HotpotQA dev500"), or a QA '
-                         "file (a path, or one under the shared data folder)")
+                    help='a listed dataset as the app names it ("HotpotQA dev500", '
+                         '"arguana (test)"), a QA file (a path, or one under the shared data '
+                         "folder), or a test collection's folder or zip (BEIR, or TREC topics "
+                         "+ qrels + corpus): added as a corpus of its name on first use, its "
+                         "questions judged over it")
+    ev.add_argument("--split", default=None,
+                    help="a collection's split (default: test, else dev, else train)")
+    ev.add_argument("--drop-unknown", action="store_true",
+                    help="a collection's judgments of documents its corpus lacks are left "
+                         "out (each named) instead of refusing the collection")
     ev.add_argument("--resume", type=int, default=None, metavar="ID",
                     help="go on with stored evaluation ID (interrupted, cancelled or failed, "
                          "as the app's Evaluate lists it): the questions it lacks, with its "
@@ -44,7 +48,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     "sessions.duckdb in the data directory)")
     ev.add_argument("--paradigm", default=",".join(names()),
                     help=f"comma-separated, of: {', '.join(names())} (default: all)")
-    ev.add_argument("--corpus", default=default_corpus(), help=EVAL_CORPUS_HELP)
+    ev.add_argument("--corpus", default=None, help=EVAL_CORPUS_HELP + "; a collection's "
+                    "questions: its own corpus")
     ev.add_argument("--limit", type=int, default=None, help="first N questions only")
     ev.add_argument("--config", default="{}",
                     help='JSON of options per paradigm name, e.g. {"NAME": {"K": 5}}')
@@ -240,10 +245,12 @@ def evaluate(args: argparse.Namespace) -> int:
 
         raise ConfigError("Give --dataset (a listed dataset or a QA file), or --resume ID to "
                           "go on with a stored evaluation.")
-    dataset = _dataset_path(args.dataset)  # a listed dataset's name, as the app shows it
+    dataset, corpus_spec = _eval_dataset(args)
     paradigms = [p.strip() for p in args.paradigm.split(",") if p.strip()]
+    stem = dataset.parent.name + "-" + dataset.stem.removeprefix("questions-") \
+        if dataset.stem.startswith("questions-") else dataset.stem  # a collection's split
     out = Path(args.out) if args.out else data_dir() / "eval" / (
-        f"{dataset.stem}-{'-'.join(paradigms)}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+        f"{stem}-{'-'.join(paradigms)}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.export:  # refused before anything runs
         check_choice("export format", args.export[0], FILE_FORMATS)
@@ -251,7 +258,7 @@ def evaluate(args: argparse.Namespace) -> int:
     given = _json_arg(args.config) or {}
     configs = {name: unattended(name, given.get(name)) for name in paradigms}  # no heatmap
     with open(out, "w", encoding="utf-8") as handle:
-        for row in run_eval(dataset, paradigms, args.corpus, args.limit, configs,
+        for row in run_eval(dataset, paradigms, corpus_spec, args.limit, configs,
                             progress=_progress,
                             ray=args.ray, workers=args.workers, make=make_paradigm,
                             keep=traces.append if args.export else None,
@@ -265,8 +272,11 @@ def evaluate(args: argparse.Namespace) -> int:
         _out(f"corpus {corpus.name}: {len(corpus.documents):,} documents, fingerprint "
              f"{corpus.fingerprint[:12]}")
     print_summary(summary)
-    found = attribution(rows)
-    _out("\nwhere the gold answer was lost (questions):")
+    # a collection's questions have no answers: each is followed on a relevant document
+    track = "answer" if any(r["outcome"]["answer"] for r in rows) else "relevant"
+    found = attribution(rows, track)
+    _out("\nwhere the gold answer was lost (questions):" if track == "answer" else
+         "\nwhere the relevant documents were lost (questions):")
     for name, seen in found.items():
         _out(f"  {name}: " + ", ".join(f"{o} {n}" for o, n in seen["counts"].items()))
     _out(f"\nrows: {out}")
@@ -285,6 +295,54 @@ def evaluate(args: argparse.Namespace) -> int:
             diagnosed["paired"] = every_pair(rows)
         _out(json.dumps(diagnosed))
     return 0
+
+
+def _eval_dataset(args: argparse.Namespace) -> tuple[Path, str]:
+    """(QA file, corpus) of `eval --dataset`: a collection's folder or zip is added on first
+    use (engine.data.collection_store, as the Corpora tab adds it) and its split's judged
+    questions are evaluated over its own corpus; anything else over --corpus."""
+    from engine.data.collection_store import check_corpus, split_of
+    from engine.data.loaders.collections import is_collection
+
+    given = Path(args.dataset)
+    if given.exists() and is_collection(given):
+        split = _added_collection(given, args.split, args.drop_unknown)
+        check_corpus(split.label, args.corpus or split.corpus)
+        return split.path, args.corpus or split.corpus
+    dataset = _dataset_path(args.dataset)  # a listed dataset's name, as the app shows it
+    split = split_of(str(dataset))
+    if split is not None:
+        check_corpus(split.label, args.corpus or split.corpus)
+        return dataset, args.corpus or split.corpus
+    return dataset, args.corpus or default_corpus()
+
+
+def _added_collection(source: Path, split: str | None, drop_unknown: bool):
+    """The split of the collection at `source`, added now unless it was before (named by
+    its folder or zip, refused if that corpus name is taken by another source)."""
+    import re
+
+    from engine.data.collection_store import CollectionSplit, add_collection, stored_from
+    from engine.data.ingest import check_name, stored_corpora
+    from engine.errors import ConfigError
+
+    stored = stored_from(source)
+    if stored is None:
+        name = re.sub(r"[^A-Za-z0-9_-]+", "-", source.stem).strip("-_")[:40] or "collection"
+        check_name(name, {c.name for c in stored_corpora()})
+        splits = add_collection(name, source, drop_unknown=drop_unknown,
+                                original=str(source.resolve()))
+        _out(f"added collection {name!r}: " + ", ".join(
+            f"{s.split} ({s.questions:,} judged question{'' if s.questions == 1 else 's'})"
+            for s in splits))
+    else:
+        splits = [CollectionSplit(stored.name, s, n)
+                  for s, n in stored.collection.get("splits", {}).items()]
+    chosen = next((s for s in splits if s.split == split), None) if split else splits[0]
+    if chosen is None:
+        raise ConfigError(f"Collection {splits[0].corpus!r} judges no split {split!r}; its "
+                          f"splits: {', '.join(s.split for s in splits)}.")
+    return chosen
 
 
 def resume(args: argparse.Namespace) -> int:
@@ -321,23 +379,6 @@ def resume(args: argparse.Namespace) -> int:
          f"questions ({len(missing)} run now), corpus {stored.corpus}")
     print_summary(status["means"])
     return 0 if status["state"] == "done" else 1
-
-
-def print_summary(summary: dict[str, dict[str, float]]) -> None:
-    stage_keys = sorted({k for s in summary.values() for k in s if k.startswith("seconds_")})
-    recall_keys = sorted({k for s in summary.values() for k in s if k.startswith("gold_doc")})
-    # failed runs count among the questions, never in the means (engine.eval.summary)
-    statuses = [k for k in ("failed", "no candidates") if any(k in s for s in summary.values())]
-    headers = ["paradigm", "n", *statuses, *TABLE_METRICS, *recall_keys, *stage_keys,
-               "reader_tokens"]
-    _out("| " + " | ".join(headers) + " |")
-    _out("|" + "---|" * len(headers))
-    for name, s in summary.items():
-        cells = [name, f"{s['questions']:.0f}", *(f"{s.get(k, 0):.0f}" for k in statuses)]
-        cells += [f"{s[k]:.3f}" if k in s else "-" for k in (*TABLE_METRICS, *recall_keys)]
-        cells += [f"{s[k]:.3f}" if k in s else "-" for k in stage_keys]
-        cells.append(f"{s['reader_tokens']:.0f}" if "reader_tokens" in s else "-")
-        _out("| " + " | ".join(cells) + " |")
 
 
 def _json_arg(text: str) -> dict:

@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from engine.cache import atomic_path, write_json_atomic
 from engine.data.loaders import read_dataset
+from engine.data.loaders.collections import is_beir_zip
 from engine.data.loaders.jsonio import decode_text
 from engine.data.loaders.user import FOLDER_SUFFIXES, text_document
 from engine.data.merge import merge_documents
@@ -70,6 +71,9 @@ class StoredCorpus:
     # where its dense indexes are encoded and served when not here, as added (kept across
     # restarts): {"ray", "workers", "shards"} or {"qdrant", "collection"}
     serving: dict = field(default_factory=dict)
+    # a test collection's corpus: {"format": "beir" | "trec", "splits": {split: questions}}
+    # (engine.data.collection_store keeps its judged questions beside it)
+    collection: dict = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -175,7 +179,7 @@ def _member_path(info: zipfile.ZipInfo) -> PurePosixPath:
 def read_documents(path: Path) -> list[Document]:
     """Every document of `path` (a .zip of .txt/.md files, or what `read_dataset` reads),
     refusing an empty corpus and duplicate ids."""
-    if path.suffix.lower() == ".zip":
+    if path.suffix.lower() == ".zip" and not is_beir_zip(path):
         documents = _read_zip(path)
     else:
         documents = merge_documents(read_dataset(path).documents)  # QA paragraphs by title
@@ -211,9 +215,17 @@ def ingest(name: str, source: Path, *, original: str = "", serving: dict | None 
     """Read `source`, store it as corpus `name` (atomically: a failure writes nothing) and
     return it as `load_corpus(name)` would; `original` names the uploaded file in the
     record (default: the source's name), `serving` where its dense indexes are served."""
+    return store(name, read_documents(source), original or source.name, serving=serving)
+
+
+def store(name: str, documents: list[Document], source: str, *, serving: dict | None = None,
+          collection: dict | None = None, beside: dict[str, str] | None = None) -> Corpus:
+    """Store `documents` (read from `source`) as corpus `name`, with files `beside` it
+    ({file name: text}: a collection's questions) and its record, atomically: a failure
+    leaves no folder. Returns the corpus as `load_corpus(name)` would."""
     started = time.monotonic()
     stored_as = (stored_path(name).name,)
-    documents = [replace(doc, sources=stored_as) for doc in read_documents(source)]
+    documents = [replace(doc, sources=stored_as) for doc in documents]
     corpus = Corpus(name, tuple(documents))  # refuses duplicate ids before anything is written
     folder = corpora_dir() / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -222,9 +234,12 @@ def ingest(name: str, source: Path, *, original: str = "", serving: dict | None 
             for doc in documents:
                 out.write(json.dumps({"id": doc.id, "title": doc.title, "text": doc.text,
                                       "links": list(doc.links)}, ensure_ascii=False) + "\n")
-        stored = StoredCorpus(name, original or source.name, len(documents), time.time(),
-                              dict(serving or {}))
-        write_json_atomic(folder / "meta.json", asdict(stored))
+        for file, text in (beside or {}).items():
+            with atomic_path(folder / file) as tmp:
+                tmp.write_text(text, encoding="utf-8")
+        stored = StoredCorpus(name, source, len(documents), time.time(), dict(serving or {}),
+                              dict(collection or {}))
+        write_json_atomic(folder / "meta.json", asdict(stored))  # last: the folder counts
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise

@@ -11,10 +11,14 @@ exclusive outcomes:
 - `reached the reader`: it held it and no reader ran (a retrieval-only run);
 - `no span answer` (answer track only): a yes/no question, whose answer no passage spells.
 
-and `retrieval skipped` when a query classifier decided not to retrieve. Two tracks: the
-gold answer (`answer`: does a unit hold a gold answer) and the supporting documents
-(`support`: are all of them among the units' documents), the latter only where the dataset
-names them.
+and `retrieval skipped` when a query classifier decided not to retrieve. Three tracks: the
+gold answer (`answer`: does a unit hold a gold answer; only where the question has answers),
+the supporting documents (`support`: are all of them among the units' documents) and the
+relevant ones (`relevant`: is any document judged relevant among them, grade 1 or more),
+the latter two only where the dataset names them. A test collection's questions, judged and
+not answered, are followed on `relevant`, whose outcomes say so: `no relevant retrieved`,
+`relevant lost at <cut>`, `relevant read` (or `relevant reached the reader` when no reader
+ran).
 """
 
 from __future__ import annotations
@@ -34,11 +38,14 @@ REACHED = "reached the reader"
 NO_SPAN = "no span answer"
 SKIPPED = "retrieval skipped"
 TOKEN_CAP = "token cap"
-TRACKS = ("answer", "support")
+NO_RELEVANT = "no relevant retrieved"
+RELEVANT_READ = "relevant read"
+RELEVANT_REACHED = "relevant reached the reader"
+TRACKS = ("answer", "support", "relevant")
 
 
-def lost_at(cut: str) -> str:
-    return f"lost at {cut}"
+def lost_at(cut: str, track: str = "answer") -> str:
+    return f"relevant lost at {cut}" if track == "relevant" else f"lost at {cut}"
 
 
 def held_after(trace: RunTrace, track: str) -> list[tuple[str, bool]]:
@@ -46,6 +53,8 @@ def held_after(trace: RunTrace, track: str) -> list[tuple[str, bool]]:
     if trace.gold is None:
         return []
     titles = set(trace.gold.supporting_titles)
+    holds = (lambda docs: bool(titles & docs)) if track == "relevant" \
+        else (lambda docs: titles <= docs)
     held: list[tuple[str, bool]] = []
     for stage, flags in zip(trace.stages, trace.gold_flags, strict=False):
         if stage.granularity == QUERY:
@@ -53,32 +62,36 @@ def held_after(trace: RunTrace, track: str) -> list[tuple[str, bool]]:
         if track == "answer":
             held.append((stage.name, any(flags.answer)))
         else:
-            docs = {d for c in stage.candidates for d in c.unit.doc_ids}
-            held.append((stage.name, titles <= docs))
+            held.append((stage.name, holds({d for c in stage.candidates for d in c.unit.doc_ids})))
     read = trace.read
     if trace.stages and len(read) < len(trace.stages[-1].candidates):
         if track == "answer":
             flags = trace.gold_flags[-1].answer[:len(read)]
             held.append((TOKEN_CAP, any(flags)))
         else:
-            held.append((TOKEN_CAP, titles <= {d for c in read for d in c.unit.doc_ids}))
+            held.append((TOKEN_CAP, holds({d for c in read for d in c.unit.doc_ids})))
     return held
 
 
 def outcome(trace: RunTrace, track: str = "answer") -> str | None:
-    """The run's outcome on `track` (None: no gold, no supporting documents named, or the
-    run failed: a failure is no loss of the gold)."""
+    """The run's outcome on `track` (None: no gold, no answers or no supporting documents
+    to follow, or the run failed: a failure is no loss of the gold)."""
     gold = trace.gold
-    if gold is None or trace.error or (track == "support" and not gold.supporting_titles):
+    if gold is None or trace.error or (track != "answer" and not gold.supporting_titles) \
+            or (track == "answer" and not gold.answers):
         return None
     if track == "answer" and not has_span_answer(gold):
         return NO_SPAN
     held = held_after(trace, track)
     if not any(h for _, h in held):
-        return SKIPPED if _skipped(trace) else NOT_RETRIEVED
+        return SKIPPED if _skipped(trace) else \
+            NO_RELEVANT if track == "relevant" else NOT_RETRIEVED
     if not held[-1][1]:
         last_held = max(i for i, (_, h) in enumerate(held) if h)
-        return lost_at(held[last_held + 1][0])
+        return lost_at(held[last_held + 1][0], track)
+    answered = any(step.purpose == "answer" for step in trace.llm_steps)
+    if track == "relevant":
+        return RELEVANT_READ if answered else RELEVANT_REACHED
     if "EM" not in trace.metrics:
         return REACHED
     return RIGHT if trace.metrics["EM"] else READ_WRONG
@@ -107,9 +120,10 @@ def in_funnel_order(outcomes: Iterable[str]) -> list[str]:
     """Outcomes (of one paradigm or several) from the earliest loss to right: skipped, not
     retrieved, each loss in the order met, then reached, read wrong, right, no span."""
     seen = list(dict.fromkeys(outcomes))
-    head = [o for o in (SKIPPED, NOT_RETRIEVED) if o in seen]
-    lost = [o for o in seen if o.startswith("lost at ")]
-    tail = [o for o in (REACHED, READ_WRONG, RIGHT, NO_SPAN) if o in seen]
+    head = [o for o in (SKIPPED, NOT_RETRIEVED, NO_RELEVANT) if o in seen]
+    lost = [o for o in seen if o.startswith(("lost at ", "relevant lost at "))]
+    tail = [o for o in (REACHED, READ_WRONG, RIGHT, NO_SPAN, RELEVANT_REACHED, RELEVANT_READ)
+            if o in seen]
     return [*head, *lost, *tail, *(o for o in seen if o not in (*head, *lost, *tail))]
 
 
@@ -127,7 +141,8 @@ def attribution(rows: Iterable[dict], track: str = "answer") -> dict[str, dict]:
         chain = list(dict.fromkeys(c for r in mine for c in r.get("cuts", ())))
         outcomes = [r["outcome"][track] for r in mine]
         counts = Counter(o for o in outcomes if o is not None)
-        order = [o for o in in_funnel_order([*map(lost_at, chain), *counts]) if counts[o]]
+        chained = [lost_at(cut, track) for cut in chain]
+        order = [o for o in in_funnel_order([*chained, *counts]) if counts[o]]
         questions: dict[str, list] = {o: [] for o in order}
         for r, o in zip(mine, outcomes, strict=True):
             if o is not None:

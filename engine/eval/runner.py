@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 from engine.data.corpus import eval_corpus
@@ -44,6 +45,10 @@ def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "
         raise ConfigError(f"{dataset_path} holds no questions (format {dataset.format!r}); "
                           "give a QA file such as hotpotqa/dev500_contexts.jsonl.")
     questions = dataset.questions[:limit] if limit else dataset.questions
+    if not any(q.answers for q in questions):  # judged, not answered: nothing to read for
+        logger.info("%s: no question has an answer; its paradigms stop before the reader",
+                    label or dataset_path)
+        make = partial(make, retrieval_only=True)
     haystack = eval_corpus(dataset, corpus, label)
     if searched is not None:
         searched(haystack)

@@ -39,7 +39,9 @@ from engine.readers.reader import answer
 from engine.stages.classify import QUERY
 from engine.trace import LLMStep, RunTrace, StageResult, gold_flags
 
-MAX_QUESTION_CHARS = 2_000
+# a question longer than this is refused as pasted by mistake; a test collection's queries
+# can be whole arguments (BEIR's ArguAna: up to 5,500 characters, 103 of 1,406 over 2,000)
+MAX_QUESTION_CHARS = 8_000
 
 Step = StageResult | LLMStep
 
@@ -181,24 +183,28 @@ def check_question(text: str) -> str:
 
 
 def annotate(trace: RunTrace, gold: Question) -> RunTrace:
-    """Gold flags per stage and the metrics of a run whose gold is known."""
+    """Gold flags per stage and the metrics of a run whose gold is known. A question without
+    answers (a test collection's query) has no answer measures: they are left out, not 0."""
     flags = tuple(gold_flags(stage, gold) for stage in trace.stages)
     metrics: dict[str, float] = {}
-    if trace.stages:
+    ranked = [s for s in trace.stages if s.granularity != QUERY]
+    if trace.stages and gold.answers:
         # what the reader read: the last ranking stage's units (none when a query
         # classification skipped retrieval)
-        ranking = [s for s in trace.stages if s.granularity != QUERY]
-        final = ranking[-1].candidates if ranking else ()
+        final = ranked[-1].candidates if ranked else ()
         recall = answer_recall_at([c.unit.text for c in final], gold.answers, (1, 2, 3, 4))
         metrics = {f"AR@{k}": float(hit) for k, hit in recall.items()}
-        if ranking:  # everything the reader reads (a token cap may read fewer)
+        if ranked:  # everything the reader reads (a token cap may read fewer)
             metrics["AR@read"] = float(answer_in([c.unit.text for c in trace.read],
                                                  gold.answers))
-    ranked = [s for s in trace.stages if s.granularity != QUERY]
-    if ranked and gold.supporting_titles:  # nDCG, MRR, R@k, P@k of every cut (trec_eval's)
-        rankings = {s.name: document_ranking([c.unit.doc_ids for c in s.candidates])
+    if ranked and gold.supporting_titles:  # nDCG, MRR, MAP, R@k, P@k of every cut (trec_eval's)
+        judged = bool(gold.judgments)  # a collection's: graded, partial
+        # a collection's query that is itself a corpus document (ArguAna's) is left out of
+        # its own measured rankings, as BEIR does (ignore_identical_ids)
+        rankings = {s.name: [d for d in document_ranking([c.unit.doc_ids for c in s.candidates])
+                             if not (judged and d == gold.id)]
                     for s in ranked}
-        for name, measured in ir_measures_by_stage(rankings, gold.supporting_titles).items():
+        for name, measured in ir_measures_by_stage(rankings, gold.grades, judged).items():
             metrics.update({f"{measure}@{name}": round(value, 4)
                             for measure, value in measured.items()})
     for stage, stage_flags in zip(trace.stages, flags, strict=True):
@@ -206,13 +212,15 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
             continue
         # at every cut: does anything the stage kept still hold the answer, and how many
         # of the gold documents survive
-        metrics[f"AR@{stage.name}"] = float(any(stage_flags.answer))
+        if gold.answers:
+            metrics[f"AR@{stage.name}"] = float(any(stage_flags.answer))
         docs = [c.unit.doc_ids for c in stage.candidates]
         if gold.supporting_titles:  # a question naming none has no such recall (shown "-")
             metrics[f"gold_doc_recall@{stage.name}"] = gold_document_recall(
                 docs, gold.supporting_titles, len(docs)) if docs \
                 else 0.0  # a stage that kept nothing keeps no gold
-    if any(step.purpose == "answer" for step in trace.llm_steps):  # answered, even if empty
+    answered = any(step.purpose == "answer" for step in trace.llm_steps)  # even if empty
+    if answered and gold.answers:
         metrics["EM"] = exact_match(trace.answer, gold.answers)
         metrics["F1"] = f1_score(trace.answer, gold.answers)
         metrics["refined_EM"] = refined_exact_match(trace.answer, gold.answers)

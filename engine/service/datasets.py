@@ -1,4 +1,5 @@
-"""The QA files of the shared data folder that the app lists, and reading any QA file."""
+"""The datasets the app lists: the QA files of the shared data folder and the splits of
+every added test collection (engine.data.collection_store); and reading any QA file."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from engine.qa_data import DATASETS  # the QA files offered (path -> label)
 
 
 def listed_datasets() -> dict[str, str]:
-    """{relative path: label} of the listed QA files present in the shared data folder."""
+    """{path: label} of the listed QA files present in the shared data folder (paths
+    relative to it), then of every added collection's splits (their questions files)."""
+    from engine.data.collection_store import collection_splits
     from engine.paths import shared_data_dir
 
     root = shared_data_dir()
-    return {path: label for path, label in DATASETS.items() if (root / path).exists()}
+    return {**{path: label for path, label in DATASETS.items() if (root / path).exists()},
+            **{str(split.path): split.label for split in collection_splits()}}
 
 
 def missing_note(fetch_state: str = "") -> str:
@@ -34,13 +38,18 @@ def listed_path(dataset: str) -> str | None:
     """The listed QA file that `dataset` names, or None. A listed dataset's name is its
     label ("HotpotQA dev500": what the app shows, the API takes and evaluations store; case
     and spacing aside); its path ("hotpotqa/dev500_contexts.jsonl", also under the shared
-    data folder) is still accepted, as it was the API's name before."""
+    data folder) is still accepted, as it was the API's name before. An added collection's
+    split is named "<collection> (<split>)"; its path is its questions file."""
+    from engine.data.collection_store import split_of
     from engine.qa_data import listed_dataset
 
     name = str(dataset or "").strip()
     listed = listed_dataset(name)
     if listed is not None:
         return listed
+    split = split_of(name)
+    if split is not None:
+        return str(split.path)
     if name:
         from engine.paths import shared_data_dir
 
@@ -123,7 +132,8 @@ def dataset_label(dataset: str) -> str:
     """How a dataset is named in stored evaluations: a listed one by its name (however it
     was given), any other QA file by its path."""
     path = listed_path(dataset)
-    return DATASETS[path] if path is not None else dataset
+    return {**DATASETS, **listed_datasets()}.get(path, dataset) if path is not None \
+        else dataset
 
 
 def supporting_documents(question: Question, corpus: Corpus | None) -> tuple[Document, ...]:

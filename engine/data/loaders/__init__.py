@@ -6,11 +6,12 @@ user never has to name it; `FORMATS` lists what is understood.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from engine.data.loaders import qa, user
+from engine.data.loaders import collections, qa, user
 from engine.data.loaders.jsonio import Record, iter_json_array, iter_jsonl, load_json, read_text
-from engine.documents import Dataset, Document, Question
+from engine.documents import Dataset, Document, Question, judged_question
 from engine.errors import DataFormatError
 
 __all__ = ["FORMATS", "read_dataset"]
@@ -22,17 +23,26 @@ FORMATS = {
     "squad": "SQuAD JSON with data[].paragraphs[].qas[]",
     "nq-open": "JSONL with question, answer[]",
     "title-text": "JSON list of {title, text}",
+    "beir": "a BEIR folder or zip: corpus.jsonl, queries.jsonl, qrels/<split>.tsv",
+    "trec": "a folder of TREC topics.*, qrels.* and a corpus.jsonl/.csv/.parquet",
+    "judged": "JSONL with id, text, judgments [[doc-id, grade], ...][, answers]",
     "corpus": "JSONL / CSV / Parquet with id, title, text[, links], or a folder of .txt/.md",
 }
 
 _FIX = "see `python -m engine formats` for the supported layouts"
 
 
-def read_dataset(path: str | Path) -> Dataset:
-    """Read a QA file or a corpus into a Dataset; raises DataFormatError on bad input."""
+def read_dataset(path: str | Path, split: str | None = None,
+                 drop_unknown: bool = False) -> Dataset:
+    """Read a QA file, a test collection or a corpus into a Dataset; raises DataFormatError
+    on bad input. A collection's `split` (None: test, else dev, else train) and
+    `drop_unknown` (leave out judgments of documents its corpus lacks) as `read_collection`."""
     path = Path(path)
     if not path.exists():
         raise DataFormatError(path, "no such file or folder")
+    if collections.is_collection(path):
+        found = collections.read_collection(path, split, drop_unknown)
+        return Dataset(found.name, found.format, found.questions, found.documents, found.split)
     if path.is_dir():
         return _corpus_only(path, user.read_folder(path))
     suffix = path.suffix.lower()
@@ -53,6 +63,8 @@ def _read_jsonl(path: Path) -> Dataset:
     if not rows:
         raise DataFormatError(path, "file holds no records")
     keys = rows[0][1].keys() if isinstance(rows[0][1], dict) else set()
+    if {"id", "text", "judgments"} <= keys:
+        return _from_items(path, "judged", rows, _judged)
     if {"question_text", "contexts"} <= keys:
         return _from_items(path, "hotpotqa-contexts", rows, qa.parse_hotpotqa_contexts)
     if {"question", "paragraphs"} <= keys:
@@ -113,6 +125,21 @@ def _from_items(path: Path, fmt: str, items, parse) -> Dataset:
         paragraphs.extend(found)
     return Dataset(path.stem, fmt, tuple(questions),
                    tuple(qa.paragraphs_to_documents(paragraphs, qa.source_name(path))))
+
+
+def _judged(rec: Record) -> tuple[Question, list]:
+    """A judged question: its judgments as [document id, integer grade] pairs."""
+    grades: dict[str, int] = {}
+    for pair in rec.get("judgments", list):
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], int)
+                and isinstance(pair[0], (str, int)) and str(pair[0]).strip()):
+            raise rec.error(f"{pair!r} is not a [document id, integer grade] pair",
+                            field="judgments")
+        grades[str(pair[0])] = pair[1]
+    question = judged_question(str(rec.get("id", (str, int))), rec.text("text"), grades,
+                               qa.source_name(rec.path))
+    answers = qa._strings(rec, "answers") if "answers" in rec.obj else ()
+    return replace(question, answers=answers), []
 
 
 def _corpus_only(path: Path, documents: list[Document]) -> Dataset:

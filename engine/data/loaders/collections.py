@@ -22,10 +22,11 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from engine.data.loaders import user
 from engine.data.loaders.jsonio import Record, iter_jsonl, read_text
-from engine.documents import Document, Question
+from engine.documents import Document, Question, judged_question
 from engine.errors import DataFormatError
 
 logger = logging.getLogger(__name__)
@@ -57,18 +58,70 @@ def is_beir_folder(path: Path) -> bool:
         and (path / "qrels").is_dir()
 
 
-def read_beir(path: str | Path, split: str = "test", drop_unknown: bool = False) -> Collection:
-    """A BEIR folder, or a zip holding one (at its top or one folder down). `drop_unknown`
-    leaves out, with a warning naming them, judgments of documents the corpus lacks
-    (BEIR's own ArguAna judges 5 such documents) instead of refusing the file."""
+def is_beir_zip(path: Path) -> bool:
+    """A zip holding a BEIR folder (its corpus.jsonl and queries.jsonl, at any depth)."""
+    if not (path.is_file() and path.suffix.lower() == ".zip" and zipfile.is_zipfile(path)):
+        return False
+    with zipfile.ZipFile(path) as archive:
+        names = {PurePosixPath(n).name for n in archive.namelist()}
+    return set(BEIR_FILES) <= names
+
+
+def trec_files(path: Path) -> tuple[Path, Path, Path] | None:
+    """(topics, qrels, corpus) of a TREC collection's folder: one file named topics.*, one
+    named qrels.* and a corpus (corpus.jsonl, .csv or .parquet); None for any other path."""
+    if not path.is_dir():
+        return None
+    found = [sorted(p for p in path.glob(f"{stem}*") if p.is_file())
+             for stem in ("topics", "qrels", "corpus")]
+    if not all(found) or len(found[0]) > 1 or len(found[1]) > 1:
+        return None
+    corpora = [p for p in found[2] if p.suffix.lower() in (".jsonl", ".csv", ".parquet")]
+    return (found[0][0], found[1][0], corpora[0]) if len(corpora) == 1 else None
+
+
+def is_collection(path: Path) -> bool:
+    """A BEIR folder or zip, or a TREC collection's folder (`read_collection` reads it)."""
+    return is_beir_folder(path) or is_beir_zip(path) or trec_files(path) is not None
+
+
+def read_collection(path: str | Path, split: str | None = None,
+                    drop_unknown: bool = False) -> Collection:
+    """The collection at `path`: a BEIR folder or zip (`read_beir`), or a folder of TREC
+    topics, qrels and a corpus (`read_trec`, its corpus read as any corpus is)."""
     path = Path(path)
+    files = trec_files(path)
+    if files is None:
+        return read_beir(path, split, drop_unknown)
+    topics, qrels, corpus = files
+    read = {".jsonl": user.read_jsonl, ".csv": user.read_csv, ".parquet": user.read_parquet}
+    return read_trec(topics, qrels, read[corpus.suffix.lower()](corpus), path.name,
+                     split or "test", drop_unknown)
+
+
+def read_beir(path: str | Path, split: str | None = None,
+              drop_unknown: bool = False) -> Collection:
+    """A BEIR folder, or a zip holding one (at its top or one folder down); `split` None
+    reads test, else dev, else train, whichever it has first. `drop_unknown` leaves out,
+    with a warning naming them, judgments of documents the corpus lacks (BEIR's own
+    ArguAna judges 5 such documents) instead of refusing the file."""
+    return _beir(Path(path), lambda found: [split or found[0]], drop_unknown)[0]
+
+
+def read_beir_splits(path: str | Path, drop_unknown: bool = False) -> list[Collection]:
+    """Every split a BEIR folder or zip judges (test, dev, train, then any other), its
+    corpus and queries read once."""
+    return _beir(Path(path), lambda found: found, drop_unknown)
+
+
+def _beir(path: Path, pick, drop_unknown: bool) -> list[Collection]:
     if not path.exists():
         raise DataFormatError(path, "no such file or folder")
     if path.is_file() and path.suffix.lower() == ".zip":
         with tempfile.TemporaryDirectory(prefix="beir-") as tmp:
-            return _read_beir_folder(_unzipped(path, Path(tmp)), split, path.stem, path,
+            return _read_beir_folder(_unzipped(path, Path(tmp)), pick, path.stem, path,
                                      drop_unknown)
-    return _read_beir_folder(path, split, path.name, path, drop_unknown)
+    return _read_beir_folder(path, pick, path.name, path, drop_unknown)
 
 
 def _unzipped(path: Path, into: Path) -> Path:
@@ -86,24 +139,34 @@ def _unzipped(path: Path, into: Path) -> Path:
 _BEIR_FIX = "a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
 
 
-def _read_beir_folder(folder: Path, split: str, name: str, shown: Path,
-                      drop_unknown: bool) -> Collection:
+def _read_beir_folder(folder: Path, pick, name: str, shown: Path,
+                      drop_unknown: bool) -> list[Collection]:
+    """The collections of the splits `pick(found splits)` names, found: those the qrels
+    folder judges, test, dev and train first."""
     if not folder.is_dir():
         raise DataFormatError(shown, "is not a folder or a zip", fix=_BEIR_FIX)
     missing = [n for n in (*BEIR_FILES, "qrels") if not (folder / n).exists()]
     if missing:
         raise DataFormatError(shown, f"lacks {', '.join(missing)}", fix=_BEIR_FIX)
-    qrels = folder / "qrels" / f"{split}.tsv"
-    if not qrels.is_file():
-        found = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
-        raise DataFormatError(qrels, f"no judgments for split {split!r}",
-                              fix=f"pick one of: {', '.join(found) or 'none found'}")
-    documents = beir_corpus(folder / "corpus.jsonl")
+    judged = {p.stem for p in (folder / "qrels").glob("*.tsv")}
+    found = [*(s for s in SPLITS if s in judged), *sorted(judged - set(SPLITS))]
+    splits = pick(found or ["test"])
+    for split in splits:
+        if split not in judged:
+            raise DataFormatError(folder / "qrels" / f"{split}.tsv",
+                                  f"no judgments for split {split!r}",
+                                  fix=f"pick one of: {', '.join(found) or 'none found'}")
+    documents = tuple(beir_corpus(folder / "corpus.jsonl"))
     queries = beir_queries(folder / "queries.jsonl")
-    judgments = read_qrels(qrels, queries=set(queries), documents={d.id for d in documents},
-                           drop_unknown=drop_unknown)
-    questions = tuple(Question(qid, queries[qid], source=name) for qid in judgments)
-    return Collection(name, "beir", split, tuple(documents), questions, judgments)
+    known = {d.id for d in documents}
+    collections = []
+    for split in splits:
+        judgments = read_qrels(folder / "qrels" / f"{split}.tsv", queries=set(queries),
+                               documents=known, drop_unknown=drop_unknown)
+        questions = tuple(judged_question(qid, queries[qid], grades, name)
+                          for qid, grades in judgments.items())
+        collections.append(Collection(name, "beir", split, documents, questions, judgments))
+    return collections
 
 
 def beir_corpus(path: Path) -> list[Document]:
@@ -148,6 +211,8 @@ def _id(rec: Record, seen: dict[str, int]) -> str:
 # --- judgments ------------------------------------------------------------------------------
 
 _BEIR_HEADER = ("query-id", "corpus-id", "score")
+UNKNOWN_FIX = ("add the document to the corpus, or leave out the judgments of documents it "
+               "lacks: --drop-unknown, or that box in the Corpora tab")
 
 
 def read_qrels(path: Path, queries: set[str] | None = None,
@@ -183,7 +248,7 @@ def read_qrels(path: Path, queries: set[str] | None = None,
             continue
         if documents is not None and doc not in documents:
             raise DataFormatError(path, f"names document {doc!r}, which the corpus lacks",
-                                  line=line, field="corpus-id")
+                                  line=line, field="corpus-id", fix=UNKNOWN_FIX)
         first = where.setdefault((qid, doc), line)
         if first != line:
             raise DataFormatError(path, f"judges query {qid!r} and document {doc!r} again "
@@ -255,13 +320,14 @@ def _add_topic(path: Path, topics: dict[str, str], lines: dict[str, int], qid: s
 
 
 def read_trec(topics: str | Path, qrels: str | Path, documents: list[Document],
-              name: str = "", split: str = "test") -> Collection:
+              name: str = "", split: str = "test", drop_unknown: bool = False) -> Collection:
     """TREC topics and qrels over a corpus read apart (any corpus format): the judged topics
     become the questions."""
     topics_path = Path(topics)
     found = read_topics(topics_path)
     judgments = read_qrels(Path(qrels), queries=set(found),
-                           documents={d.id for d in documents})
+                           documents={d.id for d in documents}, drop_unknown=drop_unknown)
     source = name or topics_path.stem
-    questions = tuple(Question(qid, found[qid], source=source) for qid in judgments)
+    questions = tuple(judged_question(qid, found[qid], grades, source)
+                      for qid, grades in judgments.items())
     return Collection(source, "trec", split, tuple(documents), questions, judgments)

@@ -20,7 +20,8 @@ FOLDER_SUFFIXES = (".txt", ".md")
 
 
 def documents_from_rows(path: Path, rows: Iterator[tuple[int, object]], fmt: str) -> list[Document]:
-    """Documents from (line, row) pairs; every row needs an id, a title and text. Rows
+    """Documents from (line, row) pairs; every row needs an id and text, and a title,
+    which may be empty (as in many test collections' corpora: BEIR's ArguAna). Rows
     sharing an id are parts of one document (load_corpus joins them) and must share its
     title: two titles under one id are two documents with a duplicate id, refused."""
     source = path.name
@@ -36,7 +37,7 @@ def documents_from_rows(path: Path, rows: Iterator[tuple[int, object]], fmt: str
         doc_id = str(rec.get("id", (str, int))).strip()
         if not doc_id:
             raise rec.error("is empty", field="id")
-        title = rec.text("title")
+        title = rec.get("title", str, "").strip()
         line_before, title_before = first.setdefault(doc_id, (line, title))
         if title != title_before:
             raise rec.error(f"{doc_id!r} is already the id of line {line_before}, titled "

@@ -1,0 +1,114 @@
+"""A test collection added: its corpus stored as any added corpus is (engine.data.ingest:
+same folder, caches and serving), its judged questions beside it, one JSONL file a split
+(`questions-<split>.jsonl`, the "judged" layout `read_dataset` reads: id, text and
+[document id, grade] judgments). Each split is then a dataset every picker lists as
+"<name> (<split>)", judged over the collection's own corpus.
+
+The whole collection is read and checked (every split's qrels against its queries and
+corpus) before anything is written, and then written at once, so a refused file stores
+nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.data.ingest import StoredCorpus, corpora_dir, store, stored_corpora
+from engine.data.loaders.collections import (
+    Collection,
+    read_beir_splits,
+    read_collection,
+    trec_files,
+)
+from engine.documents import Question
+from engine.errors import ConfigError
+
+QUESTIONS = "questions-{split}.jsonl"
+
+
+@dataclass(frozen=True)
+class CollectionSplit:
+    """One split of an added collection: a dataset the pickers list."""
+
+    corpus: str  # the added corpus it is judged over (the collection's name)
+    split: str
+    questions: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.corpus} ({self.split})"
+
+    @property
+    def path(self) -> Path:
+        return corpora_dir() / self.corpus / QUESTIONS.format(split=self.split)
+
+
+def read_splits(source: Path, drop_unknown: bool = False) -> list[Collection]:
+    """Every judged split of the collection at `source` (a TREC folder has one, test)."""
+    if trec_files(source) is not None:
+        return [read_collection(source, drop_unknown=drop_unknown)]
+    return read_beir_splits(source, drop_unknown)
+
+
+def add_collection(name: str, source: Path, *, drop_unknown: bool = False,
+                   original: str = "", serving: dict | None = None) -> list[CollectionSplit]:
+    """Read the collection at `source` whole, then store its corpus as corpus `name` and
+    each split's judged questions beside it; its splits, as the pickers list them."""
+    splits = read_splits(source, drop_unknown)
+    record = {"format": splits[0].format,
+              "splits": {c.split: len(c.questions) for c in splits}}
+    beside = {QUESTIONS.format(split=c.split): questions_jsonl(c.questions) for c in splits}
+    store(name, list(splits[0].documents), original or source.name, serving=serving,
+          collection=record, beside=beside)
+    return [CollectionSplit(name, c.split, len(c.questions)) for c in splits]
+
+
+def questions_jsonl(questions: tuple[Question, ...]) -> str:
+    """The judged layout: a row a question, its judgments as [document id, grade]."""
+    return "".join(json.dumps({"id": q.id, "text": q.text, "judgments": q.judgments,
+                               **({"answers": list(q.answers)} if q.answers else {})},
+                              ensure_ascii=False) + "\n" for q in questions)
+
+
+def collection_splits() -> list[CollectionSplit]:
+    """Every split of every added collection, by collection name then split."""
+    return [CollectionSplit(c.name, split, n) for c in stored_corpora() if c.collection
+            for split, n in c.collection.get("splits", {}).items()
+            if (corpora_dir() / c.name / QUESTIONS.format(split=split)).is_file()]
+
+
+def split_of(dataset: str) -> CollectionSplit | None:
+    """The added collection's split that `dataset` names: its label ("arguana (test)",
+    case and spacing aside) or its questions file's path; None for any other name."""
+    key = " ".join(str(dataset or "").split()).casefold()
+    for split in collection_splits():
+        if key == split.label.casefold() or _same(dataset, split.path):
+            return split
+    return None
+
+
+def _same(given: str, path: Path) -> bool:
+    try:
+        return bool(given) and Path(given).resolve() == path.resolve()
+    except OSError:
+        return False
+
+
+def stored_from(source: Path) -> StoredCorpus | None:
+    """The added collection read from `source` (its resolved path, as the command line
+    records it), if one was."""
+    wanted = str(source.resolve())
+    return next((c for c in stored_corpora() if c.collection and c.source == wanted), None)
+
+
+def check_corpus(dataset: str, corpus: str) -> None:
+    """Refuse to evaluate an added collection's split over another corpus than its own:
+    its judgments name that corpus's documents, any other would measure nothing."""
+    split = split_of(dataset)
+    if split is not None and corpus.strip() and corpus.strip() != split.corpus:
+        raise ConfigError(f"{split.label!r} is judged over corpus {split.corpus!r}, not "
+                          f"{corpus.strip()!r}: its judgments name that corpus's documents. "
+                          f"Pick corpus {split.corpus!r}.")
+

@@ -1,0 +1,173 @@
+"""A test collection measured end to end: read as a dataset, added beside its corpus and
+listed, its judged questions measured against their graded judgments (no answer measures,
+the query's own document left out), followed on a relevant document, and evaluated by the
+command line."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from engine.data.collection_store import add_collection, check_corpus, collection_splits, split_of
+from engine.data.ingest import stored_corpora
+from engine.data.loaders import read_dataset
+from engine.documents import Candidate, Question, Unit, judged_question, question_from_dict
+from engine.errors import ConfigError, DataFormatError
+from engine.eval.outcomes import attribution, outcome, row_outcomes
+from engine.metrics import ir_measures_by_stage
+from engine.paradigms.base import annotate
+from engine.trace import LLMStep, RunTrace, StageResult
+from tests.conftest import TINY_DOCS
+from tests.test_collections import QRELS, beir_folder
+
+
+def test_a_beir_folder_is_a_dataset_of_judged_questions_and_its_corpus(tmp_path):
+    dataset = read_dataset(beir_folder(tmp_path))
+    assert (dataset.name, dataset.format, dataset.split) == ("tinybeir", "beir", "test")
+    q1 = dataset.questions[0]
+    assert q1.judgments == (("d1", 2), ("d2", 1)) and q1.grades == {"d1": 2, "d2": 1}
+    assert q1.supporting_titles == ("d1", "d2") and q1.answers == ()
+    q2 = dataset.questions[1]
+    assert q2.supporting_titles == ("3",) and q2.grades == {"3": 1, "d1": 0}
+    assert read_dataset(beir_folder(tmp_path / "b"), split="train").questions[0].id == "q3"
+    # a QA file's supporting documents are its judgments, each of grade 1
+    assert Question("x", "?", supporting_titles=("A", "B")).grades == {"A": 1, "B": 1}
+
+
+def test_a_judged_question_survives_json(tmp_path):
+    question = judged_question("q1", "Who?", {"d1": 2, "d9": 0}, "tiny")
+    again = question_from_dict(json.loads(json.dumps(question.__dict__)))
+    assert again == question and again.judgments == (("d1", 2), ("d9", 0))
+
+
+def test_the_judged_layout_reads_and_refuses_a_bad_pair(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    rows = [{"id": "q1", "text": "Who?", "judgments": [["d1", 2], ["d2", 0]]},
+            {"id": 7, "text": "What?", "judgments": [["d3", 1]], "answers": ["Seurat"]}]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    dataset = read_dataset(path)
+    assert dataset.format == "judged"
+    assert [q.grades for q in dataset.questions] == [{"d1": 2, "d2": 0}, {"d3": 1}]
+    assert dataset.questions[1].answers == ("Seurat",) and dataset.questions[1].id == "7"
+    path.write_text(json.dumps({"id": "q1", "text": "Who?", "judgments": [["d1", "high"]]}))
+    with pytest.raises(DataFormatError, match=r"line 1: field 'judgments': \['d1', 'high'\]"):
+        read_dataset(path)
+
+
+def test_graded_measures_of_a_judged_question_match_trec_eval(tmp_path):
+    """Hand-checked: ranking x, b, a, y, c with a=2, c=1 and b judged 0 (trec_eval's
+    linear gain): nDCG@10 = (3/log2(4) + 1/log2(6)) / (3 + 1/log2(3)) = 0.527; condensed
+    (x and y removed: b, a, c) = (3/log2(3) + 1/log2(4)) / (3 + 1/log2(3)) = 0.670."""
+    found = ir_measures_by_stage({"s": ["x", "b", "a", "y", "c"]},
+                                 {"a": 2, "b": 0, "c": 1}, judged=True)["s"]
+    assert found["nDCG@10"] == pytest.approx(0.5271, abs=1e-4)
+    assert found["nDCG'@10"] == pytest.approx(0.6697, abs=1e-4)
+    assert found["Judged@10"] == pytest.approx(0.6)  # b, a, c of the five
+    assert found["RR"] == pytest.approx(1 / 3) and found["R@100"] == 1.0
+    assert found["AP"] == pytest.approx((1 / 3 + 2 / 5) / 2)
+    assert "Judged@10" not in ir_measures_by_stage({"s": ["a"]}, ["a"])["s"]  # QA files'
+
+
+def _unit(doc: str) -> Unit:
+    return Unit(doc, doc, f"text of {doc}", (doc,), "documents")
+
+
+def _trace(question: Question, docs: list[str], read: bool) -> RunTrace:
+    stage = StageResult("dense", "documents", 10,
+                        tuple(Candidate(_unit(d), 1.0 / i, i) for i, d in enumerate(docs, 1)),
+                        0.01)
+    kept = replace(stage, name="reranker", candidates=stage.candidates[:1])
+    steps = (LLMStep("answer", "m", "p", "o", 1, 1, 0.0, "o"),) if read else ()
+    return RunTrace(question.text, "flat", {}, (stage, kept), answer="o" if read else "",
+                    llm_steps=steps)
+
+
+def test_a_judged_run_has_ranking_measures_and_no_answer_measures():
+    question = judged_question("q1", "An argument", {"d1": 1, "d2": 0}, "tiny")
+    # the query is itself document q1 (ArguAna): it is left out of the measured ranking
+    scored = annotate(_trace(question, ["q1", "d1", "d2"], read=True), question)
+    assert scored.metrics["RR@dense"] == 1.0 and scored.metrics["Judged@10@dense"] == 1.0
+    assert not [k for k in scored.metrics if k.startswith(("AR@", "EM", "F1"))]
+    assert scored.metrics["gold_doc_recall@reranker"] == 0.0  # kept q1 only
+    assert outcome(scored, "answer") is None
+    assert outcome(scored, "relevant") == "relevant lost at reranker"
+    kept = annotate(_trace(question, ["d1", "q1"], read=False), question)
+    assert outcome(kept, "relevant") == "relevant reached the reader"
+    read = annotate(_trace(question, ["d1"], read=True), question)
+    assert outcome(read, "relevant") == "relevant read"
+    missed = annotate(_trace(question, ["d2"], read=True), question)
+    assert outcome(missed, "relevant") == "no relevant retrieved"
+    rows = [{"paradigm": "flat", "position": i, **row_outcomes(t)}
+            for i, t in enumerate((scored, kept, read, missed))]
+    assert attribution(rows, "relevant")["flat"]["counts"] == {
+        "no relevant retrieved": 1, "relevant lost at reranker": 1,
+        "relevant reached the reader": 1, "relevant read": 1}
+
+
+def test_an_added_collection_is_listed_by_split_and_judged_over_its_own_corpus(tmp_path):
+    splits = add_collection("tiny-beir", beir_folder(tmp_path))
+    assert [(s.label, s.questions) for s in splits] == [("tiny-beir (test)", 2),
+                                                        ("tiny-beir (train)", 1)]
+    assert [s.label for s in collection_splits()] == ["tiny-beir (test)", "tiny-beir (train)"]
+    (stored,) = stored_corpora()
+    assert stored.collection == {"format": "beir", "splits": {"test": 2, "train": 1}}
+    assert split_of("Tiny-BEIR  (test)") == splits[0]
+    dataset = read_dataset(splits[0].path)
+    assert [q.grades for q in dataset.questions] == [{"d1": 2, "d2": 1}, {"3": 1, "d1": 0}]
+    check_corpus("tiny-beir (test)", "tiny-beir")
+    with pytest.raises(ConfigError, match="judged over corpus 'tiny-beir', not 'wiki'"):
+        check_corpus("tiny-beir (test)", "wiki")
+
+
+def test_a_bad_collection_stores_nothing(tmp_path):
+    folder = beir_folder(tmp_path, qrels={**QRELS, "dev": "query-id\tcorpus-id\tscore\n"
+                                                          "q1\tnope\t1\n"})
+    with pytest.raises(DataFormatError, match="dev.tsv, line 2: field 'corpus-id'"):
+        add_collection("tiny-beir", folder)
+    assert stored_corpora() == [] and collection_splits() == []
+
+
+def test_eval_of_a_beir_folder_adds_it_and_prints_graded_measures_per_cut(tmp_path, capsys,
+                                                                          echo):
+    from engine.cli import main as cli_main
+
+    corpus = [{"_id": title, "title": title, "text": text} for title, text in TINY_DOCS]
+    qrels = {"test": "query-id\tcorpus-id\tscore\nq1\tA Sunday Afternoon\t2\n"
+                     "q1\tGeorges Seurat\t1\nq2\tDanube\t1\nq2\tVienna\t0\n",
+             "train": "query-id\tcorpus-id\tscore\nq3\tPointillism\t1\n"}
+    folder = beir_folder(tmp_path, corpus=corpus, qrels=qrels)
+    assert cli_main.main(["eval", "--dataset", str(folder), "--paradigm", "echo",
+                          "--json"]) == 0
+    said = capsys.readouterr().out
+    assert "added collection 'tinybeir': test (2 judged questions), train (1 judged " \
+           "question)" in said
+    assert "answer measures (AR@k, EM, F1): no answers" in said
+    assert "| echo | overlap |" in said and "Judged@10" in said
+    assert "where the relevant documents were lost" in said
+    summary = json.loads(said.strip().splitlines()[-1])["echo"]
+    assert "EM" not in summary and "AR@1" not in summary  # absent, not 0
+    assert 0 < summary["nDCG@10@overlap"] <= 1 and summary["corpus"] == "tinybeir"
+    # a second run finds it added; another corpus is refused by name
+    assert cli_main.main(["eval", "--dataset", "tinybeir (train)", "--paradigm", "echo"]) == 0
+    assert "added collection" not in capsys.readouterr().out
+    assert cli_main.main(["eval", "--dataset", str(folder), "--corpus", "wiki"]) == 2
+    assert "judged over corpus 'tinybeir', not 'wiki'" in capsys.readouterr().err
+
+
+def test_a_folder_of_trec_topics_qrels_and_a_corpus_is_a_collection(tmp_path):
+    folder = tmp_path / "dl-tiny"
+    folder.mkdir()
+    (folder / "topics.tsv").write_text("101\tWho painted La Grande Jatte?\n102\tUnjudged?\n")
+    (folder / "qrels.txt").write_text("101 0 d1 3\n101 0 d2 0\n")
+    rows = [{"id": "d1", "title": "", "text": "Seurat painted it."},
+            {"id": "d2", "title": "", "text": "The Danube."}]
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    dataset = read_dataset(folder)
+    assert (dataset.format, dataset.name, len(dataset.documents)) == ("trec", "dl-tiny", 2)
+    assert [(q.id, q.grades) for q in dataset.questions] == [("101", {"d1": 3, "d2": 0})]
+    (folder / "qrels.txt").write_text("101 0 d1 3\n101 0 d7 1\n")
+    with pytest.raises(DataFormatError, match="qrels.txt, line 2: field 'corpus-id'"):
+        read_dataset(folder)
+    assert read_dataset(folder, drop_unknown=True).questions[0].grades == {"d1": 3}
