@@ -1,7 +1,14 @@
 """BM25 and the packaged MiniLM over a BEIR collection, measured as BEIR and MTEB measure
 them, next to their published nDCG@10 (issue 52).
 
-    python -m bench.beir_reproduce FOLDER_OR_ZIP [--split test] [--no-dense] [--k 1000]
+    python -m bench.beir_reproduce arguana [--mirror DIR] [--no-dense] [--k 1000]
+    python -m bench.beir_reproduce FOLDER_OR_ZIP [--split test] [--drop-unknown]
+
+`arguana` is BEIR's ArguAna (8,674 documents, 1,406 test queries), fetched where missing
+into the data directory from a public copy pinned to a commit, every file checked against
+its sha256 (as the QA data is: engine.qa_data.fetch_files; `--mirror` or
+FUNNEL_DATA_MIRROR a local copy laid out as <owner>/<name>/<commit>/<path>). Its qrels judge
+5 documents its corpus lacks (as BEIR's own zip does), left out with a warning.
 
 Both retrievers rank whole documents (a document's title and text) through the engine's own
 indexes (engine.index.bm25, engine.index.dense); every test query's ranking goes into one
@@ -13,10 +20,32 @@ questions. Caches go to the data directory (FUNNEL_DATA_DIR) as the app's do.
 from __future__ import annotations
 
 import argparse
+import gzip
+import hashlib
 import json
+import os
 import time
+from pathlib import Path
 
 from bench.common import RESULTS
+from engine.qa_data import QAFile
+
+# BEIR's ArguAna as a public repository keeps it (ecazar/ProyectoIB, data/: BEIR's files,
+# the corpus and queries gzipped), pinned; each file's sha256 and the gunzipped ones'
+ARGUANA_SOURCE = ("ecazar/ProyectoIB", "77758cc865e08f95d66ba67415d74ef6dd6f6bcb")
+ARGUANA_FILES = (
+    QAFile("corpus.jsonl.gz", "BEIR ArguAna corpus", "as BEIR distributes it",
+           *ARGUANA_SOURCE, "data/corpus.jsonl.gz",
+           "6572c13e17aa51d42c0498e765c70cfc9f15550a2140213ea267767e3a9f9134", 3_146_106),
+    QAFile("queries.jsonl.gz", "BEIR ArguAna queries", "as BEIR distributes it",
+           *ARGUANA_SOURCE, "data/queries.jsonl.gz",
+           "faae9bb245700b764c29d98a1972d1b10ebb8dfb4e7bb349741e8d4f20d29b13", 617_785),
+    QAFile("qrels/test.tsv", "BEIR ArguAna test qrels", "as BEIR distributes it",
+           *ARGUANA_SOURCE, "data/test.tsv",
+           "0c47b481fa8b47fb9ca5e74bc8a017bdea14518c0e4a5d21345291180b3aca76", 96_296),
+)
+GUNZIPPED = {"corpus.jsonl": "0627982cec4ee896df6dc98604ef6b499c83fd87a19eaaeb3f23b88bbef6cbce",
+             "queries.jsonl": "f8b7c903f95d9a2d291de3915a8fac25085e9db679f19f59fea4145bfd1df618"}
 
 MEASURES = ("nDCG@10", "AP@100", "RR@10", "R@100", "Judged@10")
 # nDCG@10 as published, each with the settings it was measured under. BM25: the BEIR
@@ -67,6 +96,25 @@ def anserini_bm25(corpus, config):
     return BM25Index(units, retriever)
 
 
+def arguana(mirror: str = "") -> Path:
+    """The BEIR folder of ArguAna in the data directory, fetched and unpacked where missing."""
+    from engine.paths import data_dir
+    from engine.qa_data import fetch_files
+
+    folder = data_dir() / "beir" / "arguana"
+    if all((folder / name).is_file() for name in (*GUNZIPPED, "qrels/test.tsv")):
+        return folder
+    missing = [f for f in ARGUANA_FILES if not (folder / f.path).is_file()]
+    fetch_files(missing, folder, mirror or os.environ.get("FUNNEL_DATA_MIRROR", ""))
+    for name, sha256 in GUNZIPPED.items():
+        data = gzip.decompress((folder / f"{name}.gz").read_bytes())
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise SystemExit(f"{folder / name}.gz unpacks to another file than the pinned one")
+        (folder / f".{name}.part").write_bytes(data)
+        (folder / f".{name}.part").replace(folder / name)
+    return folder
+
+
 def measure(judgments: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict:
     """The collection's measures over every query, in one ir_measures call."""
     import ir_measures
@@ -84,7 +132,8 @@ def main() -> None:
     from engine.units.build import UnitConfig
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("collection", help="a BEIR folder or zip")
+    parser.add_argument("collection", help="arguana (fetched), or a BEIR folder or zip")
+    parser.add_argument("--mirror", default="", help="a local copy of arguana's source")
     parser.add_argument("--split", default="test")
     parser.add_argument("--k", type=int, default=1000, help="documents ranked per query")
     parser.add_argument("--no-dense", action="store_true", help="BM25 only")
@@ -92,7 +141,11 @@ def main() -> None:
                         help="leave out judgments of documents the corpus lacks (ArguAna)")
     args = parser.parse_args()
 
-    collection = read_beir(args.collection, split=args.split, drop_unknown=args.drop_unknown)
+    if args.collection == "arguana":
+        collection = read_beir(arguana(args.mirror), split=args.split, drop_unknown=True)
+    else:
+        collection = read_beir(args.collection, split=args.split,
+                               drop_unknown=args.drop_unknown)
     corpus = Corpus(collection.name, collection.documents)
     documents = UnitConfig("documents")
     print(f"{collection.name} ({args.split}): {len(corpus)} documents, "

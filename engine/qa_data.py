@@ -177,13 +177,23 @@ def fetch(mirror: str = "", into: Path | None = None, progress: Progress | None 
             return []  # the folder read now (engine.paths.shared_data_dir) has them all
         into = fetch_target()
     wanted = [BY_PATH[p] for p in (paths if paths is not None else missing(root=into))]
-    total, done = sum(f.size for f in wanted), 0
-    for qa_file in wanted:
+    fetch_files(wanted, into, mirror, progress)
+    _digest.cache_clear()
+    return [f.path for f in wanted]
+
+
+def fetch_files(files: Iterable[QAFile], into: Path, mirror: str = "",
+                progress: Progress | None = None) -> None:
+    """Download `files` (pinned sources, each checked against its sha256) into `into`, as
+    `fetch` does the QA files: what a benchmark's own data uses too (bench/beir_reproduce).
+    `mirror`: a URL or folder laid out as <mirror>/<owner>/<name>/<commit>/<path>."""
+    files = list(files)
+    mirror = _as_url(mirror)
+    total, done = sum(f.size for f in files), 0
+    for qa_file in files:
         logger.info("fetching %s (%s, %s bytes)", qa_file.path, qa_file.what,
                     f"{qa_file.size:,}")
         done = _download(qa_file, into, mirror, progress, done, total)
-    _digest.cache_clear()
-    return [f.path for f in wanted]
 
 
 def fetch_target() -> Path:

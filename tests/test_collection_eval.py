@@ -107,7 +107,8 @@ def test_a_judged_run_has_ranking_measures_and_no_answer_measures():
 
 
 def test_an_added_collection_is_listed_by_split_and_judged_over_its_own_corpus(tmp_path):
-    splits = add_collection("tiny-beir", beir_folder(tmp_path))
+    corpus, splits = add_collection("tiny-beir", beir_folder(tmp_path))
+    assert corpus.name == "tiny-beir" and len(corpus) == 3
     assert [(s.label, s.questions) for s in splits] == [("tiny-beir (test)", 2),
                                                         ("tiny-beir (train)", 1)]
     assert [s.label for s in collection_splits()] == ["tiny-beir (test)", "tiny-beir (train)"]
@@ -129,15 +130,20 @@ def test_a_bad_collection_stores_nothing(tmp_path):
     assert stored_corpora() == [] and collection_splits() == []
 
 
+def tiny_beir(root, **qrels):
+    """A BEIR folder over the tiny corpus (the toy paradigm echo's documents)."""
+    corpus = [{"_id": title, "title": title, "text": text} for title, text in TINY_DOCS]
+    judged = {"test": "query-id\tcorpus-id\tscore\nq1\tA Sunday Afternoon\t2\n"
+                      "q1\tGeorges Seurat\t1\nq2\tDanube\t1\nq2\tVienna\t0\n",
+              "train": "query-id\tcorpus-id\tscore\nq3\tPointillism\t1\n", **qrels}
+    return beir_folder(root, corpus=corpus, qrels=judged)
+
+
 def test_eval_of_a_beir_folder_adds_it_and_prints_graded_measures_per_cut(tmp_path, capsys,
                                                                           echo):
     from engine.cli import main as cli_main
 
-    corpus = [{"_id": title, "title": title, "text": text} for title, text in TINY_DOCS]
-    qrels = {"test": "query-id\tcorpus-id\tscore\nq1\tA Sunday Afternoon\t2\n"
-                     "q1\tGeorges Seurat\t1\nq2\tDanube\t1\nq2\tVienna\t0\n",
-             "train": "query-id\tcorpus-id\tscore\nq3\tPointillism\t1\n"}
-    folder = beir_folder(tmp_path, corpus=corpus, qrels=qrels)
+    folder = tiny_beir(tmp_path)
     assert cli_main.main(["eval", "--dataset", str(folder), "--paradigm", "echo",
                           "--json"]) == 0
     said = capsys.readouterr().out

@@ -454,3 +454,38 @@ def test_an_evaluation_searches_its_corpus_plus_the_datasets_paragraphs_as_the_c
     with pytest.raises(ConfigError, match=r"'nowhere.json' is neither a listed dataset"):
         explorer.run("q", "echo", corpus="mine+nowhere.json")
 
+
+
+def test_a_test_collection_added_here_is_a_dataset_judged_over_its_own_corpus(explorer,
+                                                                            tmp_path):
+    """A BEIR folder added as a corpus lists its splits as datasets; an evaluation of one
+    searches its corpus (another is refused by name), stops before the reader and measures
+    the judgments; a bad qrels line fails the add, naming file, line and field, and stores
+    nothing."""
+    from engine.data.ingest import stored_corpora
+    from tests.test_collection_eval import tiny_beir
+
+    explorer.add_corpus("tiny-beir", str(tiny_beir(tmp_path)), upload=True)
+    row = settled(explorer, "tiny-beir")
+    assert row.status == "ready" and row.documents == len(TINY_DOCS)
+    assert row.judged == "test (2 judged questions), train (1 judged question)"
+    assert {"tiny-beir (test)", "tiny-beir (train)"} <= set(explorer.datasets().values())
+    assert explorer.dataset_corpus("tiny-beir (test)") == "tiny-beir"
+    assert explorer.dataset_corpus("HotpotQA dev500") is None
+    evaluation = explorer.evaluate("tiny-beir (test)", ["echo"])
+    explorer.wait_for_evaluation(evaluation, 30)
+    stored = explorer.evaluation(evaluation)
+    assert (stored.state, stored.corpus, stored.dataset) == ("done", "tiny-beir",
+                                                             "tiny-beir (test)")
+    means = stored.summary["echo"]
+    assert "EM" not in means and "AR@1" not in means and 0 < means["nDCG@10@overlap"] <= 1
+    assert explorer.evaluation_trace(evaluation, 0, "echo").llm_steps == ()  # no reader
+    with pytest.raises(ConfigError, match="judged over corpus 'tiny-beir', not 'tiny'"):
+        explorer.evaluate("tiny-beir (test)", ["echo"], corpus="tiny")
+    bad = tiny_beir(tmp_path / "bad", dev="query-id\tcorpus-id\tscore\nq1\tNowhere\t1\n")
+    explorer.add_corpus("bad-beir", str(bad), upload=True)
+    failed = settled(explorer, "bad-beir")
+    assert failed.status == "failed"
+    assert "dev.tsv, line 2: field 'corpus-id': names document 'Nowhere'" in failed.error
+    assert "bad-beir" not in {c.name for c in stored_corpora()}
+    assert not any(label.startswith("bad-beir") for label in explorer.datasets().values())

@@ -84,7 +84,7 @@ def test_the_example_plugin_adds_a_paradigm_and_a_reranker_from_its_package(exam
     assert "best-sentence" in backends.BACKENDS and "hashed-words" in encoders.ENCODERS
     assert "title-match" in registry.RETRIEVERS
     assert [o.choices for o in registry.spec("flat").options() if o.name == "retriever"] == [
-        ("dense", "title-match")]  # flat's form offers it
+        ("dense", "bm25", "title-match")]  # flat's form offers it
     assert [o.name for o in registry.spec("overlap").options()][:3] == ["M", "k", "reader.model"]
     # the built-ins come through the same loader, from no package
     built_in = [p.name for p in registry.PLUGINS if p.package == plugins.BUILT_IN]

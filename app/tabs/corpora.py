@@ -44,6 +44,14 @@ def served(row: CorpusRow) -> str:
     return f"<br><small class='fe-corpus-served'>dense index: {esc(row.served_by)}</small>"
 
 
+def judged(row: CorpusRow) -> str:
+    """A test collection's splits under its origin: each a dataset the pickers offer."""
+    if not row.judged:
+        return ""
+    return (f"<br><small class='fe-corpus-judged'>test collection: "
+            f"{esc(row.judged)}</small>")
+
+
 def corpora_table(rows: list[CorpusRow]) -> str:
     """Every corpus as an HTML table, with its preparation's lines while it prepares and
     its error when it failed."""
@@ -52,7 +60,7 @@ def corpora_table(rows: list[CorpusRow]) -> str:
         documents = f"{row.documents:,}" if row.documents is not None else "-"
         body.append(
             f"<tr data-corpus='{esc(row.name)}'><td><b>{esc(row.name)}</b></td>"
-            f"<td>{esc(row.origin)}</td>"
+            f"<td>{esc(row.origin)}{judged(row)}</td>"
             f"<td class='fe-corpus-{esc(row.status.replace(' ', '-'))}'>{esc(row.status)}"
             f"{served(row)}</td>"
             f"<td>{documents}</td><td><code>{esc(row.fingerprint or '-')}</code></td>"
@@ -86,7 +94,11 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
         "`id, title, text[, links]` columns, a `.zip` of `.txt`/`.md` files, or a QA "
         "file the Evaluate tab reads. It is read and prepared in the background (one long "
         "build at a time; BM25 answers for the dense index meanwhile), then every tab's "
-        "*Corpus* choice offers it.")
+        "*Corpus* choice offers it. A **test collection** is added the same way: a BEIR "
+        "folder or `.zip` (`corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`), or a folder "
+        "of TREC `topics.*`, `qrels.*` and a `corpus.jsonl`; each of its splits is then a "
+        "dataset every *Dataset* choice offers (\"name (test)\"), measured against its "
+        "graded judgments.")
     table = gr.HTML(corpora_table(explorer.corpora()), elem_id="fe-corpora-table")
     with gr.Row():
         upload = gr.File(label="Corpus file", file_types=list(SUFFIXES), type="filepath",
@@ -121,6 +133,11 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
                                 placeholder="default: the corpus's name",
                                 info="holding its passages' vectors (payload 'unit': the "
                                      "passage id); written from this app's index if missing")
+    drop_unknown = gr.Checkbox(
+        label="A test collection: leave out its judgments of documents its corpus lacks",
+        elem_id="fe-corpus-drop-unknown",
+        info="each is named in the log; unticked, such a judgment refuses the collection "
+             "(BEIR's own ArguAna judges 5 documents its corpus lacks)")
     with gr.Row():
         removable = gr.Dropdown(_added(explorer.corpora()), value=None, label="Added corpus",
                                 scale=2, elem_id="fe-corpus-remove-name")
@@ -136,7 +153,7 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
     models = gr.HTML(models_table(explorer.models()), elem_id="fe-models-table")
 
     def added(new_name: str, source, upload_it: bool, address: str, shards: bool,
-              where: str, named: str, *current) -> tuple:
+              where: str, named: str, drop: bool, *current) -> tuple:
         source = uploaded_path(source) if upload_it else (source or "").strip()
         if not source:
             what = "Choose a file to upload" if upload_it else "Give a path on the server"
@@ -144,11 +161,11 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
                              refused_box(f"{what} first, then a name for the corpus."))
         return refreshed(explorer, current,
                          adding(explorer, new_name, source, upload_it, address,
-                                DEFAULT_SHARDS if shards else 0, where, named))
+                                DEFAULT_SHARDS if shards else 0, where, named, bool(drop)))
 
     shown = [removable, *choices]  # their values: what a refresh keeps if still offered
     outputs = [message, table, timer, removable, *choices]
-    serving = [ray, sharded, qdrant, collection]
+    serving = [ray, sharded, qdrant, collection, drop_unknown]
     add.click(lambda n, f, *c: added(n, f, True, *c), [name, upload, *serving, *shown],
               outputs, api_visibility="private")
     add_path.click(lambda n, p, *c: added(n, p, False, *c), [path_name, path, *serving, *shown],
@@ -211,11 +228,13 @@ def remove_asked(explorer: Explorer, corpus: str | None, pending: str | None,
 
 @refusing(also=(ValueError,))
 def adding(explorer: Explorer, name: str, source: str, upload: bool, ray: str,
-           shards: int = 0, qdrant: str = "", collection: str = "") -> str:
+           shards: int = 0, qdrant: str = "", collection: str = "",
+           drop_unknown: bool = False) -> str:
     """The message after adding corpus `name` from `source` (refused: why), shown above
     the table read again."""
     corpus = explorer.add_corpus(name, source, upload=upload, ray=ray, shards=shards,
-                                 qdrant=qdrant, collection=collection)
+                                 qdrant=qdrant, collection=collection,
+                                 drop_unknown=drop_unknown)
     return (f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read and "
             "prepared; the table shows how far.</div>")
 

@@ -30,7 +30,7 @@ from app.tabs.contents import contents, scroll_to
 from app.tabs.corpora import corpus_choice, uploaded_path
 from app.tabs.difference import paired_tables
 from app.tabs.explore import ExploreTab, open_evaluation_run
-from app.tabs.picker import dataset_dropdown
+from app.tabs.picker import corpus_follows, dataset_dropdown
 from app.tabs.sessions import parse_ids, pick_id
 from app.views.evaluation import (
     ROW_COLUMNS,
@@ -246,8 +246,9 @@ def form(explorer: Explorer) -> Form:
                 sample = gr.Number(0, label="…or a random sample of", precision=0,
                                    elem_id="fe-eval-sample")
                 seed = gr.Number(0, label="Seed", precision=0, elem_id="fe-eval-seed")
-        upload = gr.File(label="…or a QA file (HotpotQA, MuSiQue, 2Wiki, SQuAD, NQ-open "
-                               "formats)", file_types=[".json", ".jsonl"], scale=1,
+        upload = gr.File(label="…or a QA file (HotpotQA, MuSiQue, 2Wiki, SQuAD, NQ-open, "
+                               "judged JSONL; a test collection: add it in Corpora)",
+                         file_types=[".json", ".jsonl"], scale=1,
                          elem_id="fe-eval-upload")
     chosen = gr.CheckboxGroup([(spec.label, name) for name, spec in PARADIGMS.items()],
                               value=[n for n in FIRST if n in PARADIGMS], label="Paradigms",
@@ -258,6 +259,7 @@ def form(explorer: Explorer) -> Form:
                                "host:port of a cluster sharing this data folder", scale=2,
                          elem_id="fe-eval-ray")
         corpus = corpus_choice(explorer, "fe-eval-corpus")
+    corpus_follows(explorer, dataset, corpus)
     return Form(dataset, upload, limit, sample, seed, chosen, name, ray, corpus,
                 # an evaluation shows no heatmap: its reader answers through ONNX Runtime
                 # unless attention is ticked (engine.paradigms.registry.unattended)

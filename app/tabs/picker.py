@@ -36,7 +36,9 @@ class QuestionPicker:
 
     def follow(self, explorer: Explorer, corpus: gr.Dropdown) -> None:
         """The picked question's gold note counted in the corpus the tab searches, again
-        whenever that choice changes."""
+        whenever that choice changes; a collection's split picked picks its corpus."""
+        corpus_follows(explorer, self.dataset, corpus)
+
         def note(path, qid, chosen):
             q = next((q for q in explorer.questions(path) if q.id == qid), None) \
                 if path and qid else None
@@ -56,6 +58,16 @@ class QuestionPicker:
         for event in (self.picked.change, corpus.change):
             event(note, [self.dataset, self.picked, corpus], self.gold_info,
                   api_visibility="private")
+
+
+def corpus_follows(explorer: Explorer, dataset: gr.Dropdown, corpus: gr.Dropdown) -> None:
+    """An added collection's split picked in `dataset` picks the corpus it is judged over
+    in `corpus` (its judgments name that corpus's documents); any other leaves it."""
+    def judged_over(path):
+        own = explorer.dataset_corpus(path) if path else None
+        return gr.update(value=own) if own else gr.skip()
+
+    dataset.change(judged_over, dataset, corpus, api_visibility="private", queue=False)
 
 
 HELD, PART, NONE, UNKNOWN = "●", "◐", "○", "·"

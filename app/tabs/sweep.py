@@ -16,7 +16,7 @@ import gradio as gr
 from app.errors import refused_box, refusing
 from app.tabs.base import Tab
 from app.tabs.corpora import corpus_choice
-from app.tabs.picker import dataset_dropdown
+from app.tabs.picker import corpus_follows, dataset_dropdown
 from app.tabs.sessions import parse_ids
 from app.views.evaluation import progress_html
 from app.views.frontier import (
@@ -155,6 +155,7 @@ def build(explorer: Explorer) -> Tab:
                             elem_id="fe-sweep-others")
         title = gr.Textbox(label="Name (optional)", scale=1, elem_id="fe-sweep-name")
         corpus = corpus_choice(explorer, "fe-sweep-corpus")
+    corpus_follows(explorer, dataset, corpus)
     with gr.Row():
         start = gr.Button("Start the sweep", variant="primary", elem_id="fe-sweep-start")
         confirm = gr.Button("Build and start", visible=False, elem_id="fe-sweep-build")

@@ -330,8 +330,8 @@ def _added_collection(source: Path, split: str | None, drop_unknown: bool):
     if stored is None:
         name = re.sub(r"[^A-Za-z0-9_-]+", "-", source.stem).strip("-_")[:40] or "collection"
         check_name(name, {c.name for c in stored_corpora()})
-        splits = add_collection(name, source, drop_unknown=drop_unknown,
-                                original=str(source.resolve()))
+        _, splits = add_collection(name, source, drop_unknown=drop_unknown,
+                                   original=str(source.resolve()))
         _out(f"added collection {name!r}: " + ", ".join(
             f"{s.split} ({s.questions:,} judged question{'' if s.questions == 1 else 's'})"
             for s in splits))

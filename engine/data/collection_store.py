@@ -22,7 +22,7 @@ from engine.data.loaders.collections import (
     read_collection,
     trec_files,
 )
-from engine.documents import Question
+from engine.documents import Corpus, Question
 from engine.errors import ConfigError
 
 QUESTIONS = "questions-{split}.jsonl"
@@ -53,16 +53,18 @@ def read_splits(source: Path, drop_unknown: bool = False) -> list[Collection]:
 
 
 def add_collection(name: str, source: Path, *, drop_unknown: bool = False,
-                   original: str = "", serving: dict | None = None) -> list[CollectionSplit]:
+                   original: str = "", serving: dict | None = None
+                   ) -> tuple[Corpus, list[CollectionSplit]]:
     """Read the collection at `source` whole, then store its corpus as corpus `name` and
-    each split's judged questions beside it; its splits, as the pickers list them."""
+    each split's judged questions beside it; (the corpus as `load_corpus(name)` gives it,
+    its splits as the pickers list them)."""
     splits = read_splits(source, drop_unknown)
     record = {"format": splits[0].format,
               "splits": {c.split: len(c.questions) for c in splits}}
     beside = {QUESTIONS.format(split=c.split): questions_jsonl(c.questions) for c in splits}
-    store(name, list(splits[0].documents), original or source.name, serving=serving,
-          collection=record, beside=beside)
-    return [CollectionSplit(name, c.split, len(c.questions)) for c in splits]
+    corpus = store(name, list(splits[0].documents), original or source.name, serving=serving,
+                   collection=record, beside=beside)
+    return corpus, [CollectionSplit(name, c.split, len(c.questions)) for c in splits]
 
 
 def questions_jsonl(questions: tuple[Question, ...]) -> str:
@@ -87,6 +89,13 @@ def split_of(dataset: str) -> CollectionSplit | None:
         if key == split.label.casefold() or _same(dataset, split.path):
             return split
     return None
+
+
+def judged_corpus(dataset: str) -> str | None:
+    """The corpus the added collection's split `dataset` names is judged over; None for
+    any other dataset."""
+    split = split_of(dataset)
+    return split.corpus if split is not None else None
 
 
 def _same(given: str, path: Path) -> bool:

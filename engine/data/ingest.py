@@ -147,7 +147,11 @@ def _size(path: Path) -> tuple[int, str]:
     if path.is_dir():
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()), " in all"
     if path.suffix.lower() == ".zip":
-        return sum(info.file_size for info in _zip_members(path)), " unpacked"
+        members = _zip_members(path)  # refuses a member escaping the folder
+        if is_beir_zip(path):  # a collection: its corpus, queries and qrels
+            with zipfile.ZipFile(path) as archive:
+                members = archive.infolist()
+        return sum(info.file_size for info in members), " unpacked"
     return path.stat().st_size, ""
 
 

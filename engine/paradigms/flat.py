@@ -1,7 +1,7 @@
 """Flat retrieval, the baseline of FunnelRAG and LongRAG: one granularity, one big index.
 
 Passages chunked up front ("early chunking") -> dense bi-encoder top-M over all of them (or
-a plugin's first-stage retriever) -> re-ranking to k -> the reader answers over the k
+BM25's, or a plugin's first-stage retriever) -> re-ranking to k -> the reader answers over the k
 passages (one LLM step).
 """
 
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import Dense, Ranker, Reader, Resources, Retriever
+from engine.paradigms.resources import BM25, Dense, Ranker, Reader, Resources, Retriever
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
-from engine.stages.retrieve import DenseRetriever
+from engine.stages.retrieve import BM25Retriever, DenseRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
 
@@ -31,7 +31,8 @@ class FlatConfig:
     M: int = param(50, "M: passages from dense retrieval", low=1, high=1000)
     k: int = param(4, "k: passages kept by the re-ranker and read", low=1, high=50)
     retriever: str = param("dense", "first stage: dense (the bi-encoder's index of the "
-                           "passages) or a retriever a plugin adds", choices=_retrievers)
+                           "passages), bm25 (their BM25 index) or a retriever a plugin adds",
+                           choices=_retrievers)
     passage_tokens: int = options.passage_tokens("passage size in tokens (early chunking)")
     bi_encoder: str = options.bi_encoder("the retrieval and the bi-encoder re-ranker")
     # "bi-encoder" reads the stored vectors of the model that retrieved: the order stays
@@ -55,9 +56,10 @@ class FlatConfig:
 @dataclass(frozen=True)
 class FlatResources(Resources):
     reader: Reader
-    index: Dense | None  # the first stage: the dense index, or a plugin's retriever
+    index: Dense | None  # the first stage: the dense index, BM25, or a plugin's retriever
     ranker: Ranker
     retriever: Retriever | None
+    bm25: BM25 | None = None
 
 
 class FlatParadigm(Paradigm):
@@ -65,16 +67,20 @@ class FlatParadigm(Paradigm):
 
     @classmethod
     def resources(cls, config: FlatConfig) -> FlatResources:
-        dense = config.retriever == "dense"
+        dense, bm25 = config.retriever == "dense", config.retriever == "bm25"
+        plugin = not (dense or bm25)
         return FlatResources(
             Reader(config.reader), Dense(config.passages(), config.bi_encoder) if dense else None,
             Ranker(config.reranker, config.passages(), config.bi_encoder,
                    granularity="passages", name="reranker"),
-            None if dense else Retriever(config.retriever, config.passages(), config.bi_encoder))
+            Retriever(config.retriever, config.passages(), config.bi_encoder) if plugin
+            else None,
+            BM25(config.passages()) if bm25 else None)
 
     def steps(self, question: str):
         cfg, uses = self.config, self.uses
-        first_stage = uses.retriever or DenseRetriever(uses.index)
+        first_stage = uses.retriever or (BM25Retriever(uses.bm25) if uses.bm25 is not None
+                                         else DenseRetriever(uses.index))
         first = run_stage(first_stage, question, (), cfg.M)
         yield first
         ranked = run_stage(uses.ranker, question, first.candidates, cfg.k)

@@ -25,7 +25,7 @@ from engine.readers import backends
 PARADIGMS: dict[str, ParadigmSpec] = {}
 RERANKERS: dict[str, RerankerSpec] = {}
 RETRIEVERS: dict[str, RetrieverSpec] = {}
-BUILT_IN_RETRIEVERS = ("dense",)  # flat's own first stage
+BUILT_IN_RETRIEVERS = ("dense", "bm25")  # flat's own first stages
 
 
 def _add_paradigm(spec: object) -> None:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from engine.data.collection_store import add_collection
 from engine.data.corpus import NAMED_CORPORA, corpus_name
 from engine.data.ingest import (
     check_name,
@@ -34,6 +35,7 @@ from engine.data.ingest import (
     shown_as,
     stored_corpora,
 )
+from engine.data.loaders.collections import is_collection
 from engine.documents import Corpus, Dataset
 from engine.errors import ConfigError, EngineError
 from engine.paths import data_dir
@@ -189,7 +191,7 @@ class Corpora:
 
     def add(self, name: str, source: str | Path, *, upload: bool,
             original: str = "", ray: str = "", workers: int = 2, shards: int = 0,
-            qdrant: str = "", collection: str = "") -> str:
+            qdrant: str = "", collection: str = "", drop_unknown: bool = False) -> str:
         """Add corpus `name` read from `source` (an uploaded file, or a server-side path
         under the root) and prepare it in the background; returns its name at once. What
         can be refused without reading it is refused here, the rest in its status. Errors
@@ -198,7 +200,11 @@ class Corpora:
         encoded as Ray tasks (engine.index.on_ray), and with `shards` its dense indexes are
         served by that many Ray actors there (engine.index.shards); with `qdrant` (a
         server's URL or a local-mode folder) they are served from Qdrant collections, its
-        passages from `collection` (default: its name; engine.index.qdrant)."""
+        passages from `collection` (default: its name; engine.index.qdrant). A test
+        collection (a BEIR folder or zip, TREC topics with qrels and a corpus) is added as
+        its corpus with its judged questions beside it (engine.data.collection_store): its
+        splits are datasets from then on; `drop_unknown` leaves out its judgments of
+        documents the corpus lacks instead of refusing it."""
 
         name = (name or "").strip()
         shown = original or Path(source).name
@@ -211,7 +217,9 @@ class Corpora:
 
         def load(progress: Progress) -> Corpus:
             try:
-                corpus = ingest(name, path, original=shown, serving=serving)
+                corpus = add_collection(name, path, drop_unknown=drop_unknown, original=shown,
+                                        serving=serving)[0] if is_collection(path) \
+                    else ingest(name, path, original=shown, serving=serving)
             except (EngineError, ValueError, OSError) as err:  # shown in its row
                 raise ConfigError(shown_as(err, path, shown) if upload else str(err)
                                   ) from None

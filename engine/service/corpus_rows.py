@@ -30,6 +30,7 @@ class CorpusRow:
     error: str = ""
     answering: tuple[str, ...] = ()  # the paradigms that can answer over it now
     served_by: str = ""  # where its dense index is served when not here: "2 Ray shards at ..."
+    judged: str = ""  # a test collection's splits: "test (1,401 judged questions)"
 
 
 def corpus_rows(names: list[str], preparations: dict[str, Preparation],
@@ -73,8 +74,17 @@ def corpus_rows(names: list[str], preparations: dict[str, Preparation],
             error=(corpus_task.error if corpus_task is not None
                    and corpus_task.state == "failed" else ""),
             answering=tuple(p for p in PARADIGMS if preparation is not None
-                            and corpus is not None and not preparation.missing(p))))
+                            and corpus is not None and not preparation.missing(p)),
+            judged=_judged(record)))
     return rows
+
+
+def _judged(record: StoredCorpus | None) -> str:
+    """The splits of an added test collection, as its row names them."""
+    if record is None or not record.collection:
+        return ""
+    return ", ".join(f"{split} ({n:,} judged question{'' if n == 1 else 's'})"
+                     for split, n in record.collection.get("splits", {}).items())
 
 
 def _built(kind: str, folder: Path) -> str:

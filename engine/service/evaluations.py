@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine.data.collection_store import check_corpus, split_of
 from engine.documents import Dataset
 from engine.errors import ConfigError
 from engine.service.corpora import Corpora, check_searched
@@ -54,10 +55,12 @@ class Evaluations:
         preparation = self._searched(corpus, dataset, chosen, dataset_name)
         for paradigm in paradigms:
             check_ready(self._corpora, paradigm, preparation)
+        # a collection's questions are judged, not answered: nothing for a reader to do
+        judged_only = not any(q.answers for q in chosen.questions)
         request = EvaluationRequest(dataset_name or dataset_label(dataset),
                                     chosen.questions, tuple(paradigms),
                                     dict(configs or {}), limit, sample, seed, name,
-                                    ray=(ray or "").strip())
+                                    ray=(ray or "").strip(), retrieval_only=judged_only)
         return self._jobs.start(request, preparation, build)
 
     def _searched(self, corpus: str, dataset: str, chosen: Dataset,
@@ -65,7 +68,12 @@ class Evaluations:
         """The preparation of what an evaluation of `chosen` (read from `dataset`) over
         `corpus` searches: the corpus plus its paragraphs the corpus lacks, named after a
         listed dataset, or after the file as the user named it (`shown`, an upload's name
-        without "(uploaded)"), never after a path on the server."""
+        without "(uploaded)"), never after a path on the server. An added collection's
+        split is searched over its own corpus (another is refused by name)."""
+        split = split_of(dataset)
+        if split is not None:  # an added collection's split: over its own corpus
+            corpus = (corpus or "").strip() or split.corpus
+            check_corpus(split.label, corpus)
         listed = listed_path(dataset) is not None
         label = dataset_label(dataset) if listed else (
             (shown or "").removesuffix(" (uploaded)").strip() or Path(dataset).name)

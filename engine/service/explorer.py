@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from engine.cache import sweep_leftovers
+from engine.data.collection_store import judged_corpus
 from engine.documents import Corpus, Question
 from engine.paradigms.base import Paradigm
 from engine.paradigms.registry import parse_config as parse_config
@@ -152,11 +153,13 @@ class Explorer:
 
     def add_corpus(self, name: str, source: str | Path, *, upload: bool,
                    original: str = "", ray: str = "", shards: int = 0, qdrant: str = "",
-                   collection: str = "") -> str:
+                   collection: str = "", drop_unknown: bool = False) -> str:
         """Add corpus `name` from an upload or a path under the corpus root, prepared in
-        the background (where its dense indexes are served: Ray, shards or Qdrant)."""
+        the background (where its dense indexes are served: Ray, shards or Qdrant); a test
+        collection with its judged questions, its splits datasets from then on."""
         return self._corpora.add(name, source, upload=upload, original=original, ray=ray,
-                                 shards=shards, qdrant=qdrant, collection=collection)
+                                 shards=shards, qdrant=qdrant, collection=collection,
+                                 drop_unknown=drop_unknown)
 
     def remove_corpus(self, name: str) -> None:
         self._corpora.remove(name)
@@ -193,8 +196,14 @@ class Explorer:
     # --- datasets: engine.service.datasets ------------------------------------------------
 
     def datasets(self) -> dict[str, str]:
-        """{relative path: label} of the QA files present in the shared data folder."""
+        """{path: label} of the QA files present in the shared data folder, then of the
+        added collections' splits."""
         return listed_datasets()
+
+    def dataset_corpus(self, dataset: str) -> str | None:
+        """The corpus an added collection's split (by name or path) is judged over; None
+        for any other dataset."""
+        return judged_corpus(dataset)
 
     def datasets_note(self) -> str:
         """'' when every listed dataset is here; else which are missing and the fix."""
