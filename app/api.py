@@ -165,19 +165,24 @@ def _annotation_api(explorer: Explorer) -> None:
 def _corpora_api(explorer: Explorer) -> None:
     """Named endpoints: add_corpus, list_corpora, remove_corpus."""
 
-    def add_corpus(file: dict, name: str) -> str:
+    def add_corpus(file: dict, name: str, drop_unknown: bool = False) -> str:
         """Add corpus `name` from an uploaded file (gradio_client.handle_file of a JSONL /
-        CSV / Parquet file with id,title,text[,links], a .zip of .txt/.md files or a QA
-        file). Returns {"name", "status"} at once; it is read and prepared in the
-        background (list_corpora shows how far), then /run takes its name."""
+        CSV / Parquet file with id,title,text[,links], a .zip of .txt/.md files, a QA
+        file, or a test collection's BEIR .zip). Returns {"name", "status"} at once; it is
+        read and prepared in the background (list_corpora shows how far), then /run takes
+        its name. A collection's splits are datasets from then on ("name (test)": /evaluate
+        takes them); `drop_unknown` leaves out its judgments of documents its corpus lacks
+        instead of refusing it."""
         path, original = uploaded(file)
-        added = explorer.add_corpus(name, path, upload=True, original=original)
+        added = explorer.add_corpus(name, path, upload=True, original=original,
+                                    drop_unknown=bool(drop_unknown))
         return json.dumps({"name": added, "status": "preparing"})
 
     def list_corpora() -> str:
         """Every corpus as a JSON list of {name, origin, status (ready, preparing, failed,
         not loaded), documents, fingerprint, built, disk_bytes, progress, error, answering
-        (the paradigms that can answer over it now)}."""
+        (the paradigms that can answer over it now), served_by, judged (a test
+        collection's splits)}."""
         return json.dumps([asdict(row) for row in explorer.corpora()])
 
     def remove_corpus(name: str) -> str:

@@ -12,12 +12,12 @@ import pytest
 from app.params import config_json, label_of
 from app.tabs.sessions import parse_ids, pick_id
 from app.views import figures
+from app.views.gold import gold_banner
 from app.views.trace import (
     answer_box,
     compare_table,
     esc,
     final_passages,
-    gold_banner,
     highlight,
     llm_steps_table,
     stage_table,

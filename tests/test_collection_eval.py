@@ -177,3 +177,42 @@ def test_a_folder_of_trec_topics_qrels_and_a_corpus_is_a_collection(tmp_path):
     with pytest.raises(DataFormatError, match="qrels.txt, line 2: field 'corpus-id'"):
         read_dataset(folder)
     assert read_dataset(folder, drop_unknown=True).questions[0].grades == {"d1": 3}
+
+
+def test_what_the_app_shows_of_a_judged_question_and_evaluation():
+    from app.tabs.picker import judged_markdown
+    from app.views.evaluation import paper_table
+    from app.views.gold import gold_banner, gold_counts
+
+    question = judged_question("q1", "An argument", {"d1": 2, "d2": 1, "d3": 0}, "tiny")
+    trace = annotate(_trace(question, ["d1", "d3", "d2"], read=False), question)
+    assert "A relevant document survived every stage" in gold_banner(trace)
+    assert "2 judged relevant (grades 2, 1), 1 judged not relevant" in gold_banner(trace)
+    assert gold_counts(trace) == {"kept, judged relevant (grade 2)": [1, 1],
+                                  "kept, judged relevant (grade 1)": [1, 0]}
+    lost = annotate(_trace(question, ["d3", "d1"], read=False), question)
+    assert "Relevant documents lost at stage <b>reranker</b>" in gold_banner(lost)
+    assert "d1 (2), d2 (1)" in judged_markdown(question)
+    summary = {"flat": {"questions": 2, "nDCG@10@dense": 0.5, "AP@dense": 0.4,
+                        "Judged@10@dense": 0.3, "nDCG'@10@dense": 0.7,
+                        "seconds_dense_median": 0.1, "seconds_dense_p95": 0.2}}
+    table = paper_table(summary)
+    assert "MAP at dense" in table and "nDCG&#x27;@10 (condensed" in table
+    assert table.index("no answers") < table.index("nDCG@10 at dense")  # by the head
+    assert "<td>no answers</td>" in table and ">0.000<" not in table
+    assert "as little as 30% of a cut's top 10 is judged" in table
+    answered = paper_table({"flat": {"questions": 2, "EM": 0.5, "nDCG@10@dense": 0.5}})
+    assert "no answers" not in answered and "Judgments are partial" not in answered
+
+
+def test_exports_carry_the_grades_and_a_perfect_cut_puts_the_higher_grade_first(tiny_corpus):
+    from engine.eval.ceilings import perfect
+    from engine.eval.exports import export_files
+
+    question = judged_question("q1", "An argument", {"Danube": 1, "Budapest": 2, "Vienna": 0},
+                               "tiny")
+    trace = annotate(_trace(question, ["Vienna", "Danube", "Budapest"], read=False), question)
+    qrels = export_files([trace], "trec")["qrels.txt"].splitlines()
+    assert sorted(qrels) == ["q1 0 Budapest 2", "q1 0 Danube 1", "q1 0 Vienna 0"]
+    made = perfect(trace.stages[0], (), question, tiny_corpus)
+    assert [c.unit.id for c in made.candidates] == ["Budapest", "Danube", "Vienna"]

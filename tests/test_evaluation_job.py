@@ -109,7 +109,7 @@ def test_a_failing_question_is_stored_as_failed_and_the_others_go_on(evaluations
                                         / 2)
     failed = evaluations.trace(job.id, 1, "echo")
     assert failed.error.startswith("RuntimeError")
-    from app.views.trace import gold_banner
+    from app.views.gold import gold_banner
 
     assert "This run failed, so it lost nothing" in gold_banner(failed)  # opened in Explore
 

@@ -14,7 +14,8 @@ from app.tabs.contents import contents
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
-from app.views.trace import compare_table, error_box, esc, final_passages, gold_banner
+from app.views.gold import gold_banner
+from app.views.trace import compare_table, error_box, esc, final_passages
 from engine.errors import EngineError
 from engine.paradigms.base import check_question
 from engine.paradigms.registry import PARADIGMS

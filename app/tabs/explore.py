@@ -16,12 +16,12 @@ from app.tabs.contents import contents
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
+from app.views.gold import gold_banner
 from app.views.trace import (
     ablation_table,
     answer_box,
     error_box,
     esc,
-    gold_banner,
     llm_steps_table,
     stage_table,
 )

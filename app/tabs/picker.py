@@ -101,8 +101,11 @@ def gold_markdown(q: Question, held: int, total: int, corpus: str = "the start-u
     """The picked question's gold, and, when `corpus` lacks some of its evidence, the
     corpora that hold it: `grown` (the corpus plus the dataset's paragraphs, what an
     evaluation of the dataset searches) and `pooled`."""
-    text = (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
-            f"**Supporting titles:** {esc(' | '.join(q.supporting_titles)) or '(none)'}")
+    if q.judgments and not q.answers:  # a test collection's query
+        text = judged_markdown(q)
+    else:
+        text = (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
+                f"**Supporting titles:** {esc(' | '.join(q.supporting_titles)) or '(none)'}")
     if held < total:
         offer = (f"the corpus `{esc(grown)}` (it plus this dataset's paragraphs: what an "
                  "evaluation of the dataset searches) or " if grown else "")
@@ -170,6 +173,18 @@ def questions_update(explorer: Explorer, path, labelling: bool = False) -> tuple
                      info=f"{listed}. {HELD} the start-up corpus holds every supporting "
                           f"document ({whole} of {len(qs)}), {PART} some, {NONE} none, "
                           f"{UNKNOWN} not named by the dataset"), note
+
+
+def judged_markdown(q: Question, shown: int = 8) -> str:
+    """A judged question's gold: its relevant documents by grade (the first `shown`), how
+    many are judged not relevant, and that it has no answers."""
+    relevant = sorted(((g, d) for d, g in q.judgments if g >= 1), key=lambda p: -p[0])
+    named = ", ".join(f"{esc(d)} ({g})" for g, d in relevant[:shown])
+    more = f" and {len(relevant) - shown} more" if len(relevant) > shown else ""
+    unrelated = sum(g < 1 for _, g in q.judgments)
+    return (f"**Judged relevant (grade):** {named or '(none)'}{more}  \n"
+            f"**Judged not relevant:** {unrelated} · **Gold answers:** none (a test "
+            "collection's query: measured against its judgments)")
 
 
 def question_picker(explorer: Explorer, prefix: str,

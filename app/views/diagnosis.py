@@ -32,6 +32,7 @@ SEPARATOR = " · "
 THIS_EVALUATION = "(none: B from this evaluation)"
 METRIC_LABELS = {"gold_doc_recall": "gold-document recall (read)",
                  "nDCG@10": "nDCG@10 (sent to the reader)", "MRR": "MRR (sent to the reader)",
+                 "MAP": "MAP (sent to the reader)",
                  "seconds": "seconds per question (median)"}
 
 

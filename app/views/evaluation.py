@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
 from app.views.trace import esc
-from engine.metrics import IR_MEASURES
+from engine.metrics import IR_MEASURES, JUDGED_MEASURES
 from engine.service.labelled import PREFIX as LABELLED
 
 KS = (1, 2, 3, 4)
@@ -24,6 +24,10 @@ LABELS = {"questions": "questions", "failed": "failed (not in the means)",
           "docs_to_reader": "documents read",
           "seconds_total_median": "seconds per question (median)",
           "AR@read": "answer recall of all the reader read"}
+MEASURES = (*IR_MEASURES, *JUDGED_MEASURES)  # trec_eval's, of each cut's documents
+MEASURE_LABELS = {"RR": "MRR", "AP": "MAP", "Judged@10": "Judged@10 (share of the top 10 "
+                  "judged)", "nDCG'@10": "nDCG'@10 (condensed: unjudged left out)"}
+NO_ANSWERS = "answer measures (AR@k, EM, F1)"
 ROW_COLUMNS = ["#", "question id", "paradigm", "question", "answer", "EM", "F1", "AR@4",
                "seconds"]
 ROW_WIDTHS = ["4%", "13%", "8%", "32%", "19%", "5%", "5%", "6%", "8%"]  # "seconds" unbroken
@@ -60,7 +64,7 @@ def metric_order(summary: dict[str, dict]) -> list[str]:
     keys = list(dict.fromkeys(k for s in summary.values() for k in s))
     stages = stage_order(summary)
     cuts = [*(f"AR@{s}" for s in stages), "AR@read", *(f"gold_doc_recall@{s}" for s in stages),
-            *(f"{m}@{s}" for s in stages for m in IR_MEASURES),  # trec_eval's, per cut
+            *(f"{m}@{s}" for s in stages for m in MEASURES),  # trec_eval's, per cut
             *(f"{LABELLED}{m}@{s}" for s in stages for m in IR_MEASURES)]  # by Annotate
     cuts = [k for k in cuts if k in keys]
     cuts += [k for k in keys if k.startswith(("gold_doc_recall@", "AR@")) and k not in HEAD
@@ -76,8 +80,8 @@ def label(key: str) -> str:
     if key.startswith(LABELLED):
         return f"{label(key.removeprefix(LABELLED))} (Annotate's labels)"
     measure, _, stage = key.rpartition("@")
-    if measure in IR_MEASURES:  # the mean of RR over questions is MRR
-        return f"{'MRR' if measure == 'RR' else measure} at {stage}"
+    if measure in MEASURES:  # the mean of RR over questions is MRR, of AP MAP
+        return f"{MEASURE_LABELS.get(measure, measure)} at {stage}"
     if key.startswith("gold_doc_recall@"):
         return f"gold-document recall at {key.split('@', 1)[1]}"
     if key.startswith("AR@") and key not in HEAD:
@@ -105,12 +109,37 @@ def paper_table(summary: dict[str, dict]) -> str:
         return ""
     names = list(summary)
     head = "".join(f"<th>{esc(n)}</th>" for n in names)
-    rows = "".join(f"<tr><td>{esc(label(k))}</td>"
-                   + "".join(f"<td>{_cell(summary[n].get(k), k)}</td>" for n in names)
-                   + "</tr>"
-                   for k in metric_order(summary))
+    order = metric_order(summary)
+    rows = [f"<tr><td>{esc(label(k))}</td>"
+            + "".join(f"<td>{_cell(summary[n].get(k), k)}</td>" for n in names) + "</tr>"
+            for k in order]
+    if not answered(summary):  # a test collection's: judged, not answered
+        rows.insert(sum(k in HEAD for k in order),
+                    f"<tr class='fe-no-answers'><td>{NO_ANSWERS}</td>"
+                    + "<td>no answers</td>" * len(names) + "</tr>")
+    rows = "".join(rows)
     return (f"<table class='fe-table fe-eval'><thead><tr><th></th>{head}</tr></thead>"
-            f"<tbody>{rows}</tbody></table>")
+            f"<tbody>{rows}</tbody></table>{judged_note(summary)}")
+
+
+def judged_note(summary: dict[str, dict]) -> str:
+    """Beside a judged evaluation's figures: how partial its judgments are, and the
+    measure that leaves the unjudged out."""
+    judged = {k: v for s in summary.values() for k, v in s.items() if k.startswith("Judged@")}
+    if not judged or min(judged.values()) >= 1:
+        return ""
+    cut = min(judged, key=judged.get).removeprefix("Judged@10@")
+    return (f"<div class='fe-note fe-judged-note'>Judgments are partial: as little as "
+            f"{min(judged.values()):.0%} of a cut's top 10 is judged (at {esc(cut)}), and an "
+            "unjudged document counts as not relevant. nDCG'@10 measures the condensed list "
+            "(unjudged documents left out before measuring).</div>")
+
+
+def answered(summary: dict[str, dict]) -> bool:
+    """Whether the evaluation's questions had answers to measure (a test collection's have
+    judgments only: its answer measures are "no answers", never zeros)."""
+    return any(k == "EM" or k.startswith("AR@") for s in summary.values() for k in s) \
+        or not any(k.startswith("nDCG@10@") for s in summary.values() for k in s)
 
 
 def difference_table(a_name: str, a: dict[str, dict], b_name: str,

@@ -16,6 +16,7 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.views.gold import gold_counts, series_colour
 from engine.eval.traces import searched_in
 from engine.readers.ablation import agreement, reading_step
 from engine.stages.classify import QUERY
@@ -25,8 +26,6 @@ from engine.trace_details import Ablation, ReaderAttention
 logger = logging.getLogger(__name__)
 
 HEIGHT = 320
-GOLD = "#d4a017"
-SUPPORT = "#54a24b"
 STAGE = "#4c78a8"
 LEGEND_ROW, LEGEND_PER_ROW = 24, 5  # a horizontal legend's row height and entries a row
 # 24 colours, so the ~16 steps of five paradigms' runs do not share a colour (plotly's
@@ -57,18 +56,6 @@ def failsafe(make: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
     return wrapper
 
 
-def _gold_counts(trace: RunTrace) -> dict[str, list[int]]:
-    """Per stage: candidates holding the gold answer, and holding a gold supporting
-    document (two different things: a candidate can hold either without the other)."""
-    if not trace.gold_flags:
-        return {}
-    counts = {"kept, holding the answer": [sum(f.answer) for f in trace.gold_flags]}
-    if trace.gold and trace.gold.supporting_titles:
-        counts["kept, holding a supporting document"] = [sum(f.support)
-                                                         for f in trace.gold_flags]
-    return counts
-
-
 @failsafe
 def funnel_figure(trace: RunTrace) -> go.Figure:
     """Candidates into and out of every stage, and how many of those out hold the gold
@@ -82,9 +69,8 @@ def funnel_figure(trace: RunTrace) -> go.Figure:
     # an imported stage whose trace does not say how many it searched has no "in" bar
     series = [("candidates in", [searched_in(s) for s in stages], "#c7d4e8"),
               ("kept", [len(s.candidates) for s in stages], STAGE)]
-    colours = {"kept, holding the answer": GOLD, "kept, holding a supporting document": SUPPORT}
-    series += [(name, [counts[i] for i in ranking], colours[name])
-               for name, counts in _gold_counts(trace).items()]
+    series += [(name, [counts[i] for i in ranking], series_colour(name))
+               for name, counts in gold_counts(trace).items()]
     for name, counts, color in series:
         fig.add_bar(y=labels, x=counts, name=name, orientation="h", marker_color=color,
                     text=["? (not in the trace)" if n is None else f"{n:,}" for n in counts],

@@ -16,7 +16,7 @@ from engine.readers.ablation import reading_step
 from engine.readers.answers import CUT_MARK
 from engine.stages.classify import QUERY
 from engine.text import query_terms, snippet
-from engine.trace import GoldFlags, RunTrace, StageResult, gold_lost_at
+from engine.trace import GoldFlags, RunTrace, StageResult
 
 SNIPPET_CHARS = 320
 
@@ -253,24 +253,6 @@ def ablation_table(trace: RunTrace) -> str:
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def gold_banner(trace: RunTrace) -> str:
-    """Where the gold answer was lost, or that it survived (empty without gold); a failed
-    run says what failed instead."""
-    if trace.error:
-        return (f"<div class='fe-error'>This run failed, so it lost nothing and is left out "
-                f"of every mean: {esc(trace.error)}</div>")
-    if trace.gold is None:
-        return ""
-    lost = gold_lost_at(trace)
-    if lost:
-        return (f"<div class='fe-lost'>Gold answer lost at stage <b>{esc(lost)}</b>: an "
-                "earlier stage held it, this one dropped it.</div>")
-    final = trace.gold_flags[-1] if trace.gold_flags else None
-    if final is not None and any(final.answer):
-        return "<div class='fe-kept'>The gold answer survived every stage.</div>"
-    return "<div class='fe-lost'>No stage retrieved the gold answer.</div>"
-
-
 def shown_answer(answer: str, cut: bool) -> str:
     """An answer, escaped; one the reader's answer-token cap cut ends in "…" with a tooltip
     saying so (EM and F1 score it without the mark)."""
@@ -361,6 +343,9 @@ def _cut(trace: RunTrace, index: int) -> str:
     if f"nDCG@10@{s.name}" in m:  # trec_eval's, of the cut's documents
         cell += (f"<br>nDCG@10 {m[f'nDCG@10@{s.name}']:.2f} · RR {m[f'RR@{s.name}']:.2f}"
                  f" · R@4 {m[f'R@4@{s.name}']:.2f}")
+    if f"Judged@10@{s.name}" in m:  # a judged question's: graded, partial judgments
+        cell += (f" · MAP {m[f'AP@{s.name}']:.2f} · Judged@10 "
+                 f"{m[f'Judged@10@{s.name}']:.2f}")
     return cell
 
 

@@ -5,11 +5,12 @@ here, over a funnel: for a stored run of a dataset question and one of its cuts 
 ranking stages, in order), the stages before the cut give back their stored results, the
 cut's output is made perfect, and the later stages and the reader run as usual
 (engine.stages.base.replaying). Perfect means: the units holding a gold supporting
-document first, as many as there are — those the stage was given (a first-stage
-retriever is given the whole corpus: those it ranked), then each gold document none of
-them holds, added as a unit of its own (its whole paragraph, as the oracle re-reader adds
-it) — then the rest of what the stage kept, as many as it kept in all. A cut that is
-perfect already, or a run with no such cut, is its own ceiling (nothing runs again).
+document first (a test collection's: the higher grade first), as many as there are —
+those the stage was given (a first-stage retriever is given the whole corpus: those it
+ranked), then each gold document none of them holds, added as a unit of its own (its
+whole paragraph, as the oracle re-reader adds it) — then the rest of what the stage kept,
+as many as it kept in all. A cut that is perfect already, or a run with no such cut, is
+its own ceiling (nothing runs again).
 
 A ceiling evaluation stores these runs as "paradigms" labelled by their cut ("funnel:
 perfect cut 2 (preranker)"), each paired against the evaluation it came from
@@ -47,10 +48,12 @@ def perfect(result: StageResult, given: Sequence[Candidate], gold: Question,
             corpus: Corpus) -> StageResult:
     """`result` with its output made perfect (see the module docstring); `result` itself
     when that changes nothing."""
-    titles = list(dict.fromkeys(gold.supporting_titles))
+    grades = gold.grades  # a collection's judgments: the higher grades first
+    titles = sorted(dict.fromkeys(gold.supporting_titles), key=lambda t: -grades.get(t, 1))
     wanted = set(titles)
     pool = {c.unit.id: c for c in (*result.candidates, *given)}  # output first
-    held = [c for c in pool.values() if wanted.intersection(c.unit.doc_ids)]
+    held = sorted((c for c in pool.values() if wanted.intersection(c.unit.doc_ids)),
+                  key=lambda c: -max(grades.get(d, 1) for d in c.unit.doc_ids if d in wanted))
     covered = {d for c in held for d in c.unit.doc_ids}
     added = [corpus.by_id[t] for t in titles if t not in covered and t in corpus.by_id]
     added_units = [_unit(doc, result.granularity) for doc in added]

@@ -213,9 +213,9 @@ def export_files(traces: Sequence[RunTrace], fmt: str, labels: Sequence[str] = (
     runs: dict[str, list[str]] = {}
     for trace, name in zip(traces, names, strict=True):
         qid = _trec_qid(trace)
-        if trace.gold is not None:
-            qrels.update(dict.fromkeys(f"{qid} 0 {trec_id(doc)} 1"
-                                       for doc in trace.gold.supporting_titles))
+        if trace.gold is not None:  # graded where the question is judged (grade 0 too)
+            qrels.update(dict.fromkeys(f"{qid} 0 {trec_id(doc)} {grade}"
+                                       for doc, grade in trace.gold.grades.items()))
         for stage in trace.stages:
             tag = trec_id(f"{name}.{stage.name}")
             docs = document_ranking([c.unit.doc_ids for c in stage.candidates])

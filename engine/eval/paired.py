@@ -11,8 +11,8 @@ McNemar p-values are also corrected for the number of pairs by Holm's step-down 
 different by luck stays at the level asked.
 
 AR@k counts only questions with a span answer (as the summary does); gold-document recall,
-nDCG@10 and MRR (of the last cut, what the reader was sent: trec_eval's, engine.metrics)
-only where the dataset names supporting documents.
+nDCG@10, MRR and MAP (of the last cut, what the reader was sent: trec_eval's, engine.metrics,
+graded where the questions are judged) only where the dataset names supporting documents.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ SEED = 0
 LEVEL = 0.95
 BINARY = ("EM", "AR@1", "AR@2", "AR@3", "AR@4")
 METRICS = ("EM", "F1", "AR@1", "AR@2", "AR@3", "AR@4", "gold_doc_recall", "nDCG@10", "MRR",
-           "seconds")
+           "MAP", "seconds")
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,8 @@ def question_values(row: dict) -> dict[str, float]:
         values["gold_doc_recall"] = float(row["gold_doc_recall"])
     # the last stage's cut (a token cap's cut after it has no ranking of its own)
     sent = next((c for c in reversed(row.get("cuts") or []) if f"RR@{c}" in metrics), None)
-    for measure, name in (("nDCG@10", "nDCG@10"), ("RR", "MRR")):
-        if sent is not None:
+    for measure, name in (("nDCG@10", "nDCG@10"), ("RR", "MRR"), ("AP", "MAP")):
+        if sent is not None and f"{measure}@{sent}" in metrics:  # AP: stored since issue 52
             values[name] = float(metrics[f"{measure}@{sent}"])
     values["seconds"] = float(sum(row.get("seconds", {}).values()))
     return values
