@@ -216,3 +216,16 @@ def test_exports_carry_the_grades_and_a_perfect_cut_puts_the_higher_grade_first(
     assert sorted(qrels) == ["q1 0 Budapest 2", "q1 0 Danube 1", "q1 0 Vienna 0"]
     made = perfect(trace.stages[0], (), question, tiny_corpus)
     assert [c.unit.id for c in made.candidates] == ["Budapest", "Danube", "Vienna"]
+
+
+def test_a_sweep_of_judged_questions_is_drawn_against_its_last_cuts_measures():
+    from app.views.frontier import frontier_points
+
+    summaries = {f"k={k}": {"seconds_dense_median": 0.01 * k, "seconds_reranker_median": 0.02,
+                            "seconds_total_median": 0.01 * k + 0.02,
+                            "nDCG@10@dense": 0.1 * k, "nDCG@10@reranker": 0.2 * k,
+                            "AP@reranker": 0.05 * k}
+                 for k in (1, 2)}
+    assert frontier_points(summaries, "nDCG@10") == [("k=1", 0.03, 0.2), ("k=2", 0.04, 0.4)]
+    assert [p[2] for p in frontier_points(summaries, "MAP")] == [0.05, 0.1]
+    assert frontier_points(summaries, "AR@4") == []

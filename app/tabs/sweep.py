@@ -20,6 +20,7 @@ from app.tabs.picker import corpus_follows, dataset_dropdown
 from app.tabs.sessions import parse_ids
 from app.views.evaluation import progress_html
 from app.views.frontier import (
+    LAST_CUT,
     frontier_columns,
     frontier_figure,
     frontier_points,
@@ -35,7 +36,7 @@ from engine.service.explorer import Explorer
 
 POLL_SECONDS = 2.0
 NONE = "(none)"
-METRICS = ["AR@1", "AR@2", "AR@3", "AR@4", "AR@read", "EM", "F1"]
+METRICS = ["AR@1", "AR@2", "AR@3", "AR@4", "AR@read", "EM", "F1", *LAST_CUT]
 EXAMPLES = {"funnel": (("K", "5, 10, 20"), ("N", "4, 8, 16")),
             "flat": (("M", "10, 20, 50"), ("k", "2, 4, 8")),
             "drrag": (("k", "2, 3, 4"), None), "best": (("alpha", "0.1, 0.3, 0.5"), None),
@@ -107,11 +108,16 @@ def frontier(explorer: Explorer, ids_text, metric) -> tuple:
         means = explorer.evaluation_status(evaluation_id)["means"]
         summaries.update({(label if len(ids) == 1 else f"{label} ({evaluation_id})"): s
                           for label, s in means.items()})
-    points = frontier_points(summaries, metric or "AR@4")
+    metric = metric or "AR@4"
+    points, judged = frontier_points(summaries, metric), ""
+    if not points and metric not in LAST_CUT and frontier_points(summaries, "nDCG@10"):
+        metric, judged = "nDCG@10", (" Its questions have no answers (they are judged): "
+                                     "against nDCG@10 of the last cut instead.")
+        points = frontier_points(summaries, metric)
     front = pareto(points)
     message = (f"<div class='fe-kept'>{len(points)} points, {len(front)} on the frontier "
                f"(nothing else is both faster and better on {esc(metric)}).{esc(tie_note(points))}"
-               "</div>")
+               f"{judged}</div>")
     return (message, frontier_figure(points, front, metric),
             gr.Dataframe(frontier_rows(points, front), headers=frontier_columns(metric)))
 

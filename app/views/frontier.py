@@ -35,10 +35,27 @@ def tie_note(points: list[tuple[str, float, float]]) -> str:
                                          for ms, labels in tied.items()) + "."
 
 
+# trec_eval's measures of the last cut (what the reader is sent), as a sweep's frontier
+# offers them: a test collection's points have these and no answer measures
+LAST_CUT = {"nDCG@10": "nDCG@10", "MAP": "AP", "MRR": "RR"}
+
+
 def frontier_points(summaries: dict[str, dict], metric: str) -> list[tuple[str, float, float]]:
     """(label, median seconds, metric) of every point that has both."""
-    return [(label, s["seconds_total_median"], s[metric]) for label, s in summaries.items()
-            if metric in s and "seconds_total_median" in s]
+    values = {label: last_cut(s, LAST_CUT[metric]) if metric in LAST_CUT else s.get(metric)
+              for label, s in summaries.items()}
+    return [(label, s["seconds_total_median"], values[label])
+            for label, s in summaries.items()
+            if values[label] is not None and "seconds_total_median" in s]
+
+
+def last_cut(summary: dict, measure: str) -> float | None:
+    """`measure` of the last stage that has it (stages in run order, as the summary keeps
+    their seconds), None if none does."""
+    stages = [k.removeprefix("seconds_").removesuffix("_median") for k in summary
+              if k.startswith("seconds_") and k.endswith("_median")]
+    return next((summary[f"{measure}@{stage}"] for stage in reversed(stages)
+                 if f"{measure}@{stage}" in summary), None)
 
 
 def frontier_rows(points: list[tuple[str, float, float]], front: list[str]) -> list[list]:
