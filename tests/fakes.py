@@ -162,11 +162,12 @@ def served(prep: Preparation, sessions: Path) -> Iterator[tuple]:
 
 
 @contextmanager
-def seeded_app(root: Path, seed: Callable) -> Iterator[tuple[str, object]]:
+def seeded_app(root: Path, seed: Callable, **options) -> Iterator[tuple[str, object]]:
     """(the URL of the whole app served in this process as a browser meets it, with its
     stylesheet and keys, over the tiny corpus and the toy paradigm 'echo'; what `seed`
     returned). `seed(env, explorer, preparation, store, corpus)` stores what the tests read
-    before the app is built; `env` is a MonkeyPatch undone when the app closes."""
+    before the app is built; `env` is a MonkeyPatch undone when the app closes. `options`
+    go to the Explorer (`preparing`: how an added corpus is prepared)."""
     import pytest
 
     from app.ui import build_app, serve
@@ -183,7 +184,7 @@ def seeded_app(root: Path, seed: Callable) -> Iterator[tuple[str, object]]:
                                       for t, x in TINY_DOCS))
         store = SessionStore(root / "runs.duckdb")
         preparation = fake_preparation(corpus, {"corpus": lambda progress: corpus}).run()
-        explorer = Explorer(preparation, store)
+        explorer = Explorer(preparation, store, **options)
         seeded = seed(env, explorer, preparation, store, corpus)
         demo = build_app(explorer)
         port = free_port()

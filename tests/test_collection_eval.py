@@ -229,3 +229,10 @@ def test_a_sweep_of_judged_questions_is_drawn_against_its_last_cuts_measures():
     assert frontier_points(summaries, "nDCG@10") == [("k=1", 0.03, 0.2), ("k=2", 0.04, 0.4)]
     assert [p[2] for p in frontier_points(summaries, "MAP")] == [0.05, 0.1]
     assert frontier_points(summaries, "AR@4") == []
+
+
+def test_imported_runs_are_measured_against_graded_qrels():
+    from engine.eval.imports import read_qrels
+
+    assert read_qrels("q1 0 Danube 2\nq1 0 Vienna 0\nq2 0 Budapest 1\n", "qrels.txt") == {
+        "q1": {"Danube": 2, "Vienna": 0}, "q2": {"Budapest": 1}}

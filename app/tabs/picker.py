@@ -101,11 +101,14 @@ def gold_markdown(q: Question, held: int, total: int, corpus: str = "the start-u
     """The picked question's gold, and, when `corpus` lacks some of its evidence, the
     corpora that hold it: `grown` (the corpus plus the dataset's paragraphs, what an
     evaluation of the dataset searches) and `pooled`."""
-    if q.judgments and not q.answers:  # a test collection's query
+    if q.judgments and not q.answers:  # a test collection's query: judged over its corpus
         text = judged_markdown(q)
-    else:
-        text = (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
-                f"**Supporting titles:** {esc(' | '.join(q.supporting_titles)) or '(none)'}")
+        if held < total:
+            text += (f"  \n*Corpus {esc(corpus)} holds {held} of its {total} documents "
+                     "judged relevant: pick the collection's own corpus.*")
+        return text
+    text = (f"**Gold answers:** {esc(' | '.join(q.answers)) or '(none)'}  \n"
+            f"**Supporting titles:** {esc(' | '.join(q.supporting_titles)) or '(none)'}")
     if held < total:
         offer = (f"the corpus `{esc(grown)}` (it plus this dataset's paragraphs: what an "
                  "evaluation of the dataset searches) or " if grown else "")
@@ -167,11 +170,15 @@ def questions_update(explorer: Explorer, path, labelling: bool = False) -> tuple
         return gr.update(choices=[(shown(q), q.id) for q in qs], value=None,
                          info=f"{listed}. The corpus is still loading: pick the dataset "
                               "again to see which questions it can answer"), note
-    marked = [(evidence_mark(*explorer.supporting_in_corpus(q)), q) for q in qs]
+    own = explorer.dataset_corpus(path) or ""  # a collection's: judged over its corpus
+    marked = [(evidence_mark(*explorer.supporting_in_corpus(q, own)), q) for q in qs]
     whole = sum(mark == HELD for mark, _ in marked)
+    holder = "the start-up corpus" if explorer.counted_corpus(own) == explorer.counted_corpus() \
+        else f"corpus {explorer.counted_corpus(own)}"
+    relevant = "document judged relevant" if own else "supporting document"
     return gr.update(choices=[(shown(q, mark), q.id) for mark, q in marked], value=None,
-                     info=f"{listed}. {HELD} the start-up corpus holds every supporting "
-                          f"document ({whole} of {len(qs)}), {PART} some, {NONE} none, "
+                     info=f"{listed}. {HELD} {holder} holds every {relevant} "
+                          f"({whole} of {len(qs)}), {PART} some, {NONE} none, "
                           f"{UNKNOWN} not named by the dataset"), note
 
 

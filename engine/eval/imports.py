@@ -89,24 +89,25 @@ def _read_run(text: str, name: str) -> tuple[dict[str, list[tuple[str, float]]],
              for qid, ranked in found.items()}, first_tag or "")
 
 
-def read_qrels(text: str, name: str) -> dict[str, tuple[str, ...]]:
-    """{qid: relevant docids} of a qrels file's `text` (relevance above 0)."""
-    found: dict[str, list[str]] = {}
+def read_qrels(text: str, name: str) -> dict[str, dict[str, int]]:
+    """{qid: {docid: grade}} of a qrels file's `text`, graded judgments kept as they are
+    (0: judged not relevant); a pair judged twice keeps its first grade."""
+    found: dict[str, dict[str, int]] = {}
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         qid, _, docid, relevance = _fields(name, line, n, QRELS_FIELDS)
-        if _number(name, relevance, n, "relevance", int) > 0:
-            found.setdefault(qid, []).append(docid)
-    return {qid: tuple(dict.fromkeys(docs)) for qid, docs in found.items()}
+        found.setdefault(qid, {}).setdefault(docid, _number(name, relevance, n, "relevance",
+                                                            int))
+    return found
 
 
 def imported_runs(stages: Sequence[tuple[str, str, str]], dataset: Dataset, corpus: Corpus,
-                  qrels: dict[str, tuple[str, ...]] | None = None,
+                  qrels: dict[str, dict[str, int]] | None = None,
                   paradigm: str = "imported") -> list[RunTrace]:
     """The runs of `stages` ((stage name, file name, run file text), in the order they ran)
     for every question of `dataset` that the first stage answered, annotated against its
-    gold (the qrels' relevant documents where given). A docid the corpus lacks is refused by
+    gold (the qrels' graded judgments where given). A docid the corpus lacks is refused by
     the file that names it."""
     rankings = [(stage, name, read_run(text, name)) for stage, name, text in stages]
     tags = {stage: run_tag(text, name) for stage, name, text in stages}
@@ -127,9 +128,10 @@ def imported_runs(stages: Sequence[tuple[str, str, str]], dataset: Dataset, corp
     runs = []
     for qid in first:
         question = questions[qid]
-        if qrels is not None:  # the corpus's ids, as the runs' docids are read
+        if qrels is not None:  # the corpus's ids, as the runs' docids are read; graded
+            grades = {by_id[d].id if d in by_id else d: g for d, g in qrels.get(qid, {}).items()}
             question = replace(question, supporting_titles=tuple(
-                by_id[d].id if d in by_id else d for d in qrels.get(qid, ())))
+                d for d, g in grades.items() if g >= 1), judgments=tuple(grades.items()))
         results: list[StageResult] = []
         for stage, name, ranking in rankings:
             results.append(_stage(stage, name, ranking.get(qid, []), corpus, by_id, qid,
