@@ -40,6 +40,9 @@ def served(tmp_path):
 def add(page, path, name: str) -> None:
     from playwright.sync_api import expect
 
+    clear = page.locator("#fe-corpus-file button[aria-label='Clear']")
+    if clear.count():
+        clear.click()
     page.locator("#fe-corpus-file input[type=file]").set_input_files(str(path))
     expect(page.locator("#fe-corpus-file")).to_contain_text(path.name, timeout=30_000)
     page.locator("#fe-corpus-name textarea, #fe-corpus-name input").first.fill(name)
@@ -58,14 +61,16 @@ def test_a_beir_zip_added_in_the_browser_is_evaluated_and_diagnosed_by_its_judgm
     page.goto(served)
 
     page.get_by_role("tab", name="Corpora").click()
+    expect(page.locator("#fe-corpora-table")).to_contain_text("started with", timeout=30_000)
     add(page, good, "tiny-beir")
     row = page.locator("#fe-corpora-table tr[data-corpus='tiny-beir']")
     expect(row).to_contain_text("test collection: test (2 judged questions), train (1 judged "
                                 "question)", timeout=60_000)
     expect(row).to_contain_text("ready", timeout=60_000)
     add(page, bad, "bad-beir")
-    failed = page.locator("#fe-corpora-table tr[data-corpus='bad-beir']")
-    expect(failed).to_contain_text("dev.tsv, line 2: field 'corpus-id': names document "
+    expect(page.locator("#fe-corpora-table tr[data-corpus='bad-beir']")).to_contain_text(
+        "failed", timeout=60_000)
+    expect(page.locator("#fe-corpora-table .fe-error")).to_contain_text("dev.tsv, line 2: field 'corpus-id': names document "
                                    "'Nowhere', which the corpus lacks", timeout=60_000)
     page.screenshot(path=str(ARTIFACTS / "corpora_collection.png"), full_page=True)
 

@@ -236,3 +236,15 @@ def test_imported_runs_are_measured_against_graded_qrels():
 
     assert read_qrels("q1 0 Danube 2\nq1 0 Vienna 0\nq2 0 Budapest 1\n", "qrels.txt") == {
         "q1": {"Danube": 2, "Vienna": 0}, "q2": {"Budapest": 1}}
+
+
+def test_a_judged_evaluations_plots_show_the_last_cuts_recall_and_ndcg():
+    from app.views.evaluation import recall_at_k_figure, recall_latency_figure
+
+    summary = {"flat": {"seconds_dense_median": 0.02, "seconds_total_median": 0.02,
+                        "R@4@dense": 0.5, "R@10@dense": 0.7, "R@100@dense": 0.9,
+                        "nDCG@10@dense": 0.6}}
+    (line,) = recall_at_k_figure(summary).data
+    assert list(line.x) == ["4", "10", "100"] and list(line.y) == [0.5, 0.7, 0.9]
+    (point,) = recall_latency_figure(summary).data
+    assert list(point.y) == [0.6]

@@ -56,6 +56,15 @@ def test_a_beir_zip_reads_as_its_folder(tmp_path):
     collection = read_beir(archive)
     assert collection.name == "tinybeir" and len(collection.documents) == 3
     assert collection.judgments == read_beir(folder).judgments
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\tx\n")
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as z:
+        for path in folder.rglob("*"):
+            z.write(path, path.relative_to(tmp_path))
+    with pytest.raises(DataFormatError) as refused:  # the member, not where it was unpacked
+        read_beir(bad)
+    assert str(refused.value).startswith("bad.zip:tinybeir/qrels/test.tsv, line 2: field "
+                                         "'score'")
 
 
 @pytest.mark.parametrize("change, where, says", [

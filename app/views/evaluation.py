@@ -10,11 +10,13 @@ from textwrap import shorten
 import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
+from app.views.frontier import last_cut
 from app.views.trace import esc
 from engine.metrics import IR_MEASURES, JUDGED_MEASURES
 from engine.service.labelled import PREFIX as LABELLED
 
 KS = (1, 2, 3, 4)
+JUDGED_KS = (4, 10, 100)  # engine.metrics.IR_MEASURES' recall cut-offs
 HEAD = ("questions", "failed", "no candidates", *(f"AR@{k}" for k in KS))
 ANSWER = ("EM", "F1", "refined_EM", "reader_tokens", "llm_calls", "docs_to_reader",
           "seconds_total_median")
@@ -183,15 +185,23 @@ def question_rows(rows: list[dict]) -> list[list]:
 
 @failsafe
 def recall_at_k_figure(summary: dict[str, dict], note: str = "") -> go.Figure:
-    """AR@1..4 per paradigm, as lines; `note` under the title ("partial: ...")."""
+    """AR@1..4 per paradigm, as lines; `note` under the title ("partial: ..."). Judged
+    questions (no answers): the recall of relevant documents at 4, 10 and 100 of the last
+    cut, what the reader is sent."""
     if not summary:
         return text_figure("No evaluation yet.")
-    fig = go.Figure([go.Scatter(x=list(KS), y=[s.get(f"AR@{k}") for k in KS],
+    judged = not answered(summary)
+    ks = JUDGED_KS if judged else KS
+    fig = go.Figure([go.Scatter(x=list(map(str, ks)),
+                                y=[last_cut(s, f"R@{k}") if judged else s.get(f"AR@{k}")
+                                   for k in ks],
                                 mode="lines+markers", name=name)
                      for name, s in summary.items()])
-    fig.update_layout(title=_titled("Answer recall of what the reader read, at k", note),
-                      xaxis_title="k", yaxis_title="AR@k", yaxis_range=[0, 1],
-                      xaxis={"tickvals": list(KS)}, height=340,
+    title = ("Recall of the judged-relevant documents sent to the reader, at k" if judged
+             else "Answer recall of what the reader read, at k")
+    fig.update_layout(title=_titled(title, note),
+                      xaxis_title="k", yaxis_title="R@k" if judged else "AR@k",
+                      yaxis_range=[0, 1], height=340,
                       margin={"l": 50, "r": 20, "t": 70 if note else 50, "b": 40})
     return fig
 
@@ -202,16 +212,20 @@ def _titled(title: str, note: str) -> dict:
 
 @failsafe
 def recall_latency_figure(summary: dict[str, dict], note: str = "") -> go.Figure:
-    """Each paradigm as a point: median seconds per question against AR@4; `note` under
-    the title."""
+    """Each paradigm as a point: median seconds per question against AR@4 (judged
+    questions: nDCG@10 of the last cut); `note` under the title."""
     if not summary:
         return text_figure("No evaluation yet.")
-    fig = go.Figure([go.Scatter(x=[s.get("seconds_total_median")], y=[s.get("AR@4")],
+    judged = not answered(summary)
+    fig = go.Figure([go.Scatter(x=[s.get("seconds_total_median")],
+                                y=[last_cut(s, "nDCG@10") if judged else s.get("AR@4")],
                                 mode="markers+text", text=[name], textposition="top center",
                                 name=name, marker={"size": 12})
                      for name, s in summary.items()])
-    fig.update_layout(title=_titled("Recall against latency", note),
-                      xaxis_title="seconds per question (median)", yaxis_title="AR@4",
+    fig.update_layout(title=_titled("nDCG@10 against latency" if judged
+                                    else "Recall against latency", note),
+                      xaxis_title="seconds per question (median)",
+                      yaxis_title="nDCG@10 (sent to the reader)" if judged else "AR@4",
                       yaxis_range=[0, 1], showlegend=False,
                       height=340, margin={"l": 50, "r": 20, "t": 70 if note else 50, "b": 40})
     return fig

@@ -145,10 +145,12 @@ class Evaluations:
             raise ConfigError(f"Evaluation {evaluation_id} has no run of a dataset question "
                               "with gold and a ranking stage, so no stage has a ceiling.")
         positions = sorted(golds)
+        questions = tuple(golds[p] for p in positions)
         request = EvaluationRequest(
-            source.dataset, tuple(golds[p] for p in positions), tuple(labels), configs,
+            source.dataset, questions, tuple(labels), configs,
             name=f"ceilings of evaluation {evaluation_id}", kinds=kinds,
-            baseline=evaluation_id, cuts=cuts, positions=tuple(positions))
+            baseline=evaluation_id, cuts=cuts, positions=tuple(positions),
+            retrieval_only=not any(q.answers for q in questions))  # judged: no reader
         return self._jobs.start(request, preparation, build)
 
     def resume_evaluation(self, evaluation_id: int, build: bool = False) -> int:

@@ -119,9 +119,23 @@ def _beir(path: Path, pick, drop_unknown: bool) -> list[Collection]:
         raise DataFormatError(path, "no such file or folder")
     if path.is_file() and path.suffix.lower() == ".zip":
         with tempfile.TemporaryDirectory(prefix="beir-") as tmp:
-            return _read_beir_folder(_unzipped(path, Path(tmp)), pick, path.stem, path,
-                                     drop_unknown)
+            try:
+                return _read_beir_folder(_unzipped(path, Path(tmp)), pick, path.stem, path,
+                                         drop_unknown)
+            except DataFormatError as err:  # named as a member of the zip, not where unpacked
+                raise _in_zip(err, path, Path(tmp)) from None
     return _read_beir_folder(path, pick, path.name, path, drop_unknown)
+
+
+def _in_zip(err: DataFormatError, archive: Path, unpacked: Path) -> DataFormatError:
+    """`err` naming the zip's member ("tinybeir.zip:tinybeir/qrels/dev.tsv") for the file
+    unpacked from it."""
+    try:
+        member = Path(str(err.path)).relative_to(unpacked).as_posix()
+    except ValueError:
+        return err
+    return DataFormatError(f"{archive.name}:{member}", err.problem, line=err.line,
+                           field=err.field, fix=err.fix)
 
 
 def _unzipped(path: Path, into: Path) -> Path:
