@@ -70,8 +70,9 @@ def test_a_beir_zip_added_in_the_browser_is_evaluated_and_diagnosed_by_its_judgm
     add(page, bad, "bad-beir")
     expect(page.locator("#fe-corpora-table tr[data-corpus='bad-beir']")).to_contain_text(
         "failed", timeout=60_000)
-    expect(page.locator("#fe-corpora-table .fe-error")).to_contain_text("dev.tsv, line 2: field 'corpus-id': names document "
-                                   "'Nowhere', which the corpus lacks", timeout=60_000)
+    expect(page.locator("#fe-corpora-table .fe-error")).to_contain_text(
+        "badbeir.zip:tinybeir/qrels/dev.tsv, line 2: field 'corpus-id': names document "
+        "'Nowhere', which the corpus lacks", timeout=60_000)
     page.screenshot(path=str(ARTIFACTS / "corpora_collection.png"), full_page=True)
 
     page.get_by_role("tab", name="Evaluate").click()
@@ -111,4 +112,10 @@ def test_a_beir_zip_added_in_the_browser_is_evaluated_and_diagnosed_by_its_judgm
     expect(gold).to_contain_text("Judged relevant (grade): A Sunday Afternoon (2), "
                                  "Georges Seurat (1)", timeout=30_000)
     expect(gold).to_contain_text("Gold answers: none")
+    page.locator("#fe-paradigm input[value=echo]").check()
+    page.locator("#fe-run").click()
+    banner = page.locator("#fe-banner")
+    expect(banner).to_contain_text("A relevant document survived every stage. Judged: 2 "
+                                   "relevant (grades 2, 1)", timeout=30_000)
+    expect(page.locator("#fe-funnel")).to_contain_text("judged relevant (grade 2)")
     page.screenshot(path=str(ARTIFACTS / "explore_collection.png"), full_page=True)

@@ -187,7 +187,7 @@ def test_what_the_app_shows_of_a_judged_question_and_evaluation():
     question = judged_question("q1", "An argument", {"d1": 2, "d2": 1, "d3": 0}, "tiny")
     trace = annotate(_trace(question, ["d1", "d3", "d2"], read=False), question)
     assert "A relevant document survived every stage" in gold_banner(trace)
-    assert "2 judged relevant (grades 2, 1), 1 judged not relevant" in gold_banner(trace)
+    assert "Judged: 2 relevant (grades 2, 1), 1 not relevant" in gold_banner(trace)
     assert gold_counts(trace) == {"kept, judged relevant (grade 2)": [1, 1],
                                   "kept, judged relevant (grade 1)": [1, 0]}
     lost = annotate(_trace(question, ["d3", "d1"], read=False), question)

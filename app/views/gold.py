@@ -39,21 +39,20 @@ def relevant_banner(trace: RunTrace) -> str:
     or that one survived every cut, with how many are judged at each grade."""
     grades = trace.gold.grades
     relevant = sorted((g for g in grades.values() if g >= 1), reverse=True)
-    judged = (f"{len(relevant)} judged relevant"
+    judged = (f"Judged: {len(relevant)} relevant"
               + (f" (grades {', '.join(map(str, dict.fromkeys(relevant)))})"
                  if len(set(relevant)) > 1 else "")
-              + f", {len(grades) - len(relevant)} judged not relevant; no answers to find")
+              + f", {len(grades) - len(relevant)} not relevant; no answers to find.")
     found = outcome(trace, "relevant")
     if found is None:
-        return f"<div class='fe-lost'>This question has no relevant judgment ({judged}).</div>"
+        return f"<div class='fe-lost'>This question has no relevant judgment. {judged}</div>"
     if found.startswith("relevant lost at "):
         return (f"<div class='fe-lost'>Relevant documents lost at stage "
                 f"<b>{escape(found.removeprefix('relevant lost at '))}</b>: an earlier stage "
-                f"held one, this one kept none ({judged}).</div>")
+                f"held one, this one kept none. {judged}</div>")
     if found in (NO_RELEVANT, SKIPPED):
-        return f"<div class='fe-lost'>No stage retrieved a relevant document ({judged}).</div>"
-    return (f"<div class='fe-kept'>A relevant document survived every stage "
-            f"({judged}).</div>")
+        return f"<div class='fe-lost'>No stage retrieved a relevant document. {judged}</div>"
+    return f"<div class='fe-kept'>A relevant document survived every stage. {judged}</div>"
 
 
 def gold_counts(trace: RunTrace) -> dict[str, list[int]]:

@@ -271,7 +271,9 @@ def answer_box(trace: RunTrace) -> str:
         parts.append(f" <small>(cut at the reader's {f'{cap}-token ' if cap else ''}answer "
                      "cap, reader.max_answer_tokens)</small>")
     if trace.gold is not None:
-        parts.append(f"<br><b>Gold:</b> {esc(' | '.join(trace.gold.answers))}")
+        gold = esc(' | '.join(trace.gold.answers)) or \
+            "<i>no answers (the question is judged: its documents are the gold)</i>"
+        parts.append(f"<br><b>Gold:</b> {gold}")
         m = trace.metrics
         if "EM" in m:
             parts.append(f"<br>EM {m['EM']:.0f} · F1 {m['F1']:.2f}")
