@@ -58,6 +58,11 @@ SHOTS: dict[str, tuple[str, int, int]] = {
     "corpora": ("corpora.png", 0, 1300),
     "corpora-remove-asked": ("corpora-remove-asked.png", 0, 1100),
     "corpus-funnel": ("corpus_funnel.png", 700, 1000),
+    # a test collection (tests/test_browser_collections.py)
+    "corpora-collection": ("corpora_collection.png", 300, 650),
+    "evaluate-collection": ("evaluate_collection.png", 950, 1400),
+    "diagnose-collection": ("diagnose_collection.png", 0, 1150),
+    "explore-collection": ("explore_collection.png", 280, 1400),
 }
 
 

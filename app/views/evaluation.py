@@ -94,7 +94,7 @@ def label(key: str) -> str:
     return key
 
 
-COUNTS = ("llm_calls", "docs_to_reader")  # means of counts: "1", "1.5", not "1.000"
+COUNTS = ("llm_calls", "docs_to_reader", "reader_tokens")  # means of counts: "1", "1.5"
 
 
 def _cell(value, key: str = "") -> str:
