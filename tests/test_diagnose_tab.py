@@ -57,12 +57,15 @@ def store_evaluation(prepared, runs, ids=range(6), with_outcomes=True,
         rows = [row(t) for t in traces]
         if not with_outcomes:  # as rows were stored before they carried outcomes
             rows = [{k: v for k, v in r.items() if k not in ("outcome", "cuts")} for r in rows]
+        elif with_outcomes == "answer and support":  # stored before the track "relevant"
+            rows = [{**r, "outcome": {t: r["outcome"][t] for t in ("answer", "support")}}
+                    for r in rows]
         evaluations.add(evaluation_id, position, traces, rows)
     evaluations.finish(evaluation_id, "done", {})
     return evaluation_id
 
 
-@pytest.mark.parametrize("with_outcomes", [True, False])
+@pytest.mark.parametrize("with_outcomes", [True, False, "answer and support"])
 def test_diagnose_shows_outcomes_flow_and_the_questions_lost_at_a_cut(explorer, prepared,
                                                                        with_outcomes):
     evaluation_id = store_evaluation(prepared, [flat_run, funnel_run],
@@ -84,6 +87,10 @@ def test_diagnose_shows_outcomes_flow_and_the_questions_lost_at_a_cut(explorer, 
     assert [r[0] for r in rows] == [0, 1, 2] and {r[2] for r in rows} == {"flat"}
     assert (a.value, b.value) == ("flat", "funnel")
 
+    # followed on a relevant document: rows stored before that track have it from their
+    # traces
+    relevant = explorer.attribution(evaluation_id, "relevant")
+    assert sum(relevant["flat"]["counts"].values()) == 6
     funnel_flow = diagnose.show_flow(found, "funnel")
     assert "read, answered wrong (1)" in funnel_flow.data[0].node.label
     right = diagnose.show_segment(explorer, current, found, "funnel · answered right")

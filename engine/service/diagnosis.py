@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError, EngineError
-from engine.eval.outcomes import attribution, row_outcomes
+from engine.eval.outcomes import TRACKS, attribution, row_outcomes
 from engine.eval.paired import RESAMPLES, SEED, correct_across, paired, question_values
 from engine.eval.regressions import changes
 from engine.eval.summary import read_gold_doc_recall
@@ -27,12 +27,14 @@ from engine.trace import FAILED
 
 
 def diagnosed_rows(evaluations: EvaluationStore, evaluation_id: int) -> list[dict]:
-    """The evaluation's rows, each with its outcomes, cuts and read gold-document recall."""
+    """The evaluation's rows, each with its outcomes on every track, cuts and read
+    gold-document recall (a row stored before it carried them, or before a track was
+    added, has them read from its trace)."""
     rows = evaluations.rows(evaluation_id)
-    if all("outcome" in r for r in rows):
+    if all(set(TRACKS) <= set(r.get("outcome", {})) for r in rows):
         return rows
     traces = evaluations.traces(evaluation_id)  # same order: position, then paradigm
-    return [r if "outcome" in r else
+    return [r if set(TRACKS) <= set(r.get("outcome", {})) else
             {**r, **row_outcomes(t), "gold_doc_recall": read_gold_doc_recall(t)}
             for r, t in zip(rows, traces, strict=True)]
 
