@@ -74,7 +74,7 @@ def test_api_refuses_a_long_question_and_a_long_build_and_saves_a_run_once(echo_
 
     _, client = echo_app
     with pytest.raises(AppError, match="The question has 20,000 characters; the limit is "
-                                       "2,000. Shorten it."):
+                                       "8,000. Shorten it."):
         client.predict(LONG, "echo", "", api_name="/run")
     with pytest.raises(AppError, match=r"echo index \(k=3\): about 15 min on this machine.*"
                                        r"pass build=True"):

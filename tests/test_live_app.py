@@ -393,7 +393,7 @@ def test_api_attribution_and_paired_differences_of_a_stored_evaluation(live_app,
     ((QUESTION, "sparse", ""), f"Unknown paradigm 'sparse'. Choose from: {CHOICES}"),
     ((QUESTION, "funnel", '{"K": 0}'), "K"),
     ((QUESTION, "funnel", "{oops"), "not valid JSON"),
-    (("x" * 10_000, "funnel", ""), "limit is 2,000"),
+    (("x" * 10_000, "funnel", ""), "limit is 8,000"),
 ])
 def test_api_bad_input_gets_a_clear_error(live_app, args, message):
     from gradio_client.exceptions import AppError
@@ -622,7 +622,7 @@ def test_browser_a_huge_question_is_refused_as_the_api_refuses_it(live_app, brow
     notice = page.locator("#fe-notice .fe-error")
     notice.wait_for(timeout=30_000)
     # one rule for the UI and the API (test_api_bad_input_gets_a_clear_error), not a cut
-    assert "The question has 10,000 characters; the limit is 2,000. Shorten it." \
+    assert "The question has 10,000 characters; the limit is 8,000. Shorten it." \
         in notice.inner_text()
     assert page.locator("#fe-answer").inner_text().strip() == ""
 
