@@ -248,3 +248,17 @@ def test_a_judged_evaluations_plots_show_the_last_cuts_recall_and_ndcg():
     assert list(line.x) == ["4", "10", "100"] and list(line.y) == [0.5, 0.7, 0.9]
     (point,) = recall_latency_figure(summary).data
     assert list(point.y) == [0.6]
+
+
+def test_the_coverage_map_draws_questions_with_no_answer_outcome():
+    """A judged evaluation's rows have no answer outcome (None): the map drew an error."""
+    from app.views.probes import coverage_figure
+
+    found = {"questions": [{"position": 0, "question": "An argument", "x": 0.1, "y": 0.2,
+                            "outcomes": {"flat": None}, "cover": 0.8,
+                            "nearest": [{"title": "d1"}]}],
+             "passages": [{"x": 0.0, "y": 0.0, "title": "d1"}], "groups": [],
+             "explained": [0.5, 0.2],
+             "fitted_on": {"questions": 1, "passages": 1, "corpus_passages": 1}}
+    fig = coverage_figure(found, "flat")
+    assert [t.name for t in fig.data] == ["passages (a sample)", "no outcome"]

@@ -162,7 +162,7 @@ def coverage_figure(found: dict, paradigm: str = "") -> go.Figure:
                       marker={"size": 3, "color": "#c7c7c7"},
                       text=[esc(p["title"]) for p in passages],
                       hovertemplate="passage: %{text}<extra></extra>")
-    outcomes = [q["outcomes"].get(paradigm, "") for q in questions]
+    outcomes = [q["outcomes"].get(paradigm) or "" for q in questions]  # None: no outcome
     cuts = [cut for o in outcomes if (cut := lost_cut(o)) is not None]
     for outcome in oc.in_funnel_order(set(outcomes)):
         shown = [q for q, o in zip(questions, outcomes, strict=True) if o == outcome]

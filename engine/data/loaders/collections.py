@@ -253,7 +253,8 @@ def read_qrels(path: Path, queries: set[str] | None = None,
             value = int(grade)
         except ValueError:
             raise DataFormatError(path, f"{grade!r} is not an integer grade", line=line,
-                                  field="score") from None
+                                  field="score", fix="grade each judgment 0 (not relevant), "
+                                  "1, 2, ...") from None
         if queries is not None and qid not in queries:
             raise DataFormatError(path, f"names query {qid!r}, which the queries lack",
                                   line=line, field="query-id")
