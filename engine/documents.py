@@ -8,7 +8,8 @@ document or passage as a retrieval unit) knows the documents it is made of.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 
@@ -83,6 +84,11 @@ class Question:
             return dict(self.judgments)
         return dict.fromkeys(self.supporting_titles, 1)
 
+    @property
+    def judged_only(self) -> bool:
+        """A test collection's query: judged documents, no answer to find."""
+        return bool(self.judgments) and not self.answers
+
 
 def question_from_dict(d: dict) -> Question:
     """A Question from its `asdict` form (JSON lists back to tuples)."""
@@ -93,10 +99,21 @@ def question_from_dict(d: dict) -> Question:
 
 
 def judged_question(qid: str, text: str, grades: dict[str, int], source: str) -> Question:
-    """A test collection's query: its judgments kept, those of grade 1 or more its
-    supporting documents."""
-    return Question(qid, text, supporting_titles=tuple(d for d, g in grades.items() if g >= 1),
-                    source=source, judgments=tuple(grades.items()))
+    """A test collection's query with its judgments (`with_judgments`)."""
+    return with_judgments(Question(qid, text, source=source), grades)
+
+
+def with_judgments(question: Question, grades: dict[str, int]) -> Question:
+    """`question` judged by `grades` ({document id: grade}): the judgments kept, those of
+    grade 1 or more its supporting documents."""
+    return replace(question, judgments=tuple(grades.items()),
+                   supporting_titles=tuple(d for d, g in grades.items() if g >= 1))
+
+
+def unanswered(questions: Iterable[Question]) -> bool:
+    """No question has an answer (a test collection's, judged only): their runs stop
+    before the reader, which would have nothing to be measured against."""
+    return not any(q.answers for q in questions)
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ def gold_markdown(q: Question, held: int, total: int, corpus: str = "the start-u
     """The picked question's gold, and, when `corpus` lacks some of its evidence, the
     corpora that hold it: `grown` (the corpus plus the dataset's paragraphs, what an
     evaluation of the dataset searches) and `pooled`."""
-    if q.judgments and not q.answers:  # a test collection's query: judged over its corpus
+    if q.judged_only:  # a test collection's query: judged over its corpus
         text = judged_markdown(q)
         if held < total:
             text += (f"  \n*Corpus {esc(corpus)} holds {held} of its {total} documents "

@@ -22,7 +22,7 @@ def gold_banner(trace: RunTrace) -> str:
                 f"of every mean: {escape(trace.error)}</div>")
     if trace.gold is None:
         return ""
-    if trace.gold.judgments and not trace.gold.answers:
+    if trace.gold.judged_only:
         return relevant_banner(trace)
     lost = gold_lost_at(trace)
     if lost:
@@ -62,7 +62,7 @@ def gold_counts(trace: RunTrace) -> dict[str, list[int]]:
     if not trace.gold_flags:
         return {}
     gold = trace.gold
-    if gold is not None and gold.judgments and not gold.answers:
+    if gold is not None and gold.judged_only:
         return relevant_counts(trace)
     counts = {"kept, holding the answer": [sum(f.answer) for f in trace.gold_flags]}
     if gold and gold.supporting_titles:

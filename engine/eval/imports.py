@@ -20,9 +20,8 @@ the runs' config.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
-from engine.documents import Candidate, Corpus, Dataset, Unit
+from engine.documents import Candidate, Corpus, Dataset, Unit, with_judgments
 from engine.errors import ConfigError, DataFormatError
 from engine.eval.exports import trec_id
 from engine.paradigms.base import annotate
@@ -129,9 +128,8 @@ def imported_runs(stages: Sequence[tuple[str, str, str]], dataset: Dataset, corp
     for qid in first:
         question = questions[qid]
         if qrels is not None:  # the corpus's ids, as the runs' docids are read; graded
-            grades = {by_id[d].id if d in by_id else d: g for d, g in qrels.get(qid, {}).items()}
-            question = replace(question, supporting_titles=tuple(
-                d for d, g in grades.items() if g >= 1), judgments=tuple(grades.items()))
+            question = with_judgments(question, {by_id[d].id if d in by_id else d: g
+                                                 for d, g in qrels.get(qid, {}).items()})
         results: list[StageResult] = []
         for stage, name, ranking in rankings:
             results.append(_stage(stage, name, ranking.get(qid, []), corpus, by_id, qid,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from engine.data.corpus import eval_corpus
 from engine.data.loaders import read_dataset
-from engine.documents import Corpus, Question
+from engine.documents import Corpus, Question, unanswered
 from engine.errors import ConfigError, log_failure
 from engine.eval.summary import row
 from engine.paradigms.base import MakeParadigm, Paradigm
@@ -45,7 +45,7 @@ def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "
         raise ConfigError(f"{dataset_path} holds no questions (format {dataset.format!r}); "
                           "give a QA file such as hotpotqa/dev500_contexts.jsonl.")
     questions = dataset.questions[:limit] if limit else dataset.questions
-    if not any(q.answers for q in questions):  # judged, not answered: nothing to read for
+    if unanswered(questions):  # judged, not answered: nothing to read for
         logger.info("%s: no question has an answer; its paradigms stop before the reader",
                     label or dataset_path)
         make = partial(make, retrieval_only=True)

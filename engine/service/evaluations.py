@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.data.collection_store import check_corpus, split_of
-from engine.documents import Dataset
+from engine.documents import Dataset, unanswered
 from engine.errors import ConfigError
 from engine.service.corpora import Corpora, check_searched
 from engine.service.datasets import dataset_file, dataset_label, dataset_of, listed_path
@@ -56,7 +56,7 @@ class Evaluations:
         for paradigm in paradigms:
             check_ready(self._corpora, paradigm, preparation)
         # a collection's questions are judged, not answered: nothing for a reader to do
-        judged_only = not any(q.answers for q in chosen.questions)
+        judged_only = unanswered(chosen.questions)
         request = EvaluationRequest(dataset_name or dataset_label(dataset),
                                     chosen.questions, tuple(paradigms),
                                     dict(configs or {}), limit, sample, seed, name,
@@ -150,7 +150,7 @@ class Evaluations:
             source.dataset, questions, tuple(labels), configs,
             name=f"ceilings of evaluation {evaluation_id}", kinds=kinds,
             baseline=evaluation_id, cuts=cuts, positions=tuple(positions),
-            retrieval_only=not any(q.answers for q in questions))  # judged: no reader
+            retrieval_only=unanswered(questions))
         return self._jobs.start(request, preparation, build)
 
     def resume_evaluation(self, evaluation_id: int, build: bool = False) -> int:

@@ -6,12 +6,11 @@ user never has to name it; `FORMATS` lists what is understood.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from engine.data.loaders import collections, qa, user
 from engine.data.loaders.jsonio import Record, iter_json_array, iter_jsonl, load_json, read_text
-from engine.documents import Dataset, Document, Question, judged_question
+from engine.documents import Dataset, Document, Question, with_judgments
 from engine.errors import DataFormatError
 
 __all__ = ["FORMATS", "read_dataset"]
@@ -136,10 +135,9 @@ def _judged(rec: Record) -> tuple[Question, list]:
             raise rec.error(f"{pair!r} is not a [document id, integer grade] pair",
                             field="judgments")
         grades[str(pair[0])] = pair[1]
-    question = judged_question(str(rec.get("id", (str, int))), rec.text("text"), grades,
-                               qa.source_name(rec.path))
     answers = qa._strings(rec, "answers") if "answers" in rec.obj else ()
-    return replace(question, answers=answers), []
+    return with_judgments(Question(str(rec.get("id", (str, int))), rec.text("text"), answers,
+                                   source=qa.source_name(rec.path)), grades), []
 
 
 def _corpus_only(path: Path, documents: list[Document]) -> Dataset:
