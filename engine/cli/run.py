@@ -307,14 +307,14 @@ def _eval_dataset(args: argparse.Namespace) -> tuple[Path, str]:
     given = Path(args.dataset)
     if given.exists() and is_collection(given):
         split = _added_collection(given, args.split, args.drop_unknown)
-        check_corpus(split.label, args.corpus or split.corpus)
-        return split.path, args.corpus or split.corpus
-    dataset = _dataset_path(args.dataset)  # a listed dataset's name, as the app shows it
-    split = split_of(str(dataset))
-    if split is not None:
-        check_corpus(split.label, args.corpus or split.corpus)
-        return dataset, args.corpus or split.corpus
-    return dataset, args.corpus or default_corpus()
+    else:
+        dataset = _dataset_path(args.dataset)  # a listed dataset's name, as the app shows it
+        split = split_of(str(dataset))
+        if split is None:
+            return dataset, args.corpus or default_corpus()
+    corpus = args.corpus or split.corpus
+    check_corpus(split.label, corpus)
+    return split.path, corpus
 
 
 def _added_collection(source: Path, split: str | None, drop_unknown: bool):
