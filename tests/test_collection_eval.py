@@ -6,7 +6,7 @@ command line."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -17,7 +17,7 @@ from engine.documents import Candidate, Question, Unit, judged_question, questio
 from engine.errors import ConfigError, DataFormatError
 from engine.eval.outcomes import attribution, outcome, row_outcomes
 from engine.metrics import ir_measures_by_stage
-from engine.paradigms.base import annotate
+from engine.paradigms.base import Paradigm, annotate
 from engine.trace import LLMStep, RunTrace, StageResult
 from tests.conftest import TINY_DOCS
 from tests.test_collections import QRELS, beir_folder
@@ -106,6 +106,35 @@ def test_a_judged_run_has_ranking_measures_and_no_answer_measures():
         "relevant reached the reader": 1, "relevant read": 1}
 
 
+@dataclass(frozen=True)
+class _NoOptions:
+    pass
+
+
+class _OneCut(Paradigm):
+    """One cut of fixed documents, then the reader (a step that says it was called)."""
+
+    name = "one-cut"
+
+    def steps(self, question):
+        stage = _trace(Question("x", question), ["d1", "d2"], read=False).stages[0]
+        yield stage
+        yield from self.read(question, stage.candidates)
+
+    def reader_steps(self, question, candidates):
+        yield LLMStep("answer", "m", "p", "o", 1, 1, 0.0, "o")
+
+
+def test_a_judged_question_is_run_without_the_reader_and_the_paradigm_keeps_it(tiny_corpus):
+    paradigm = _OneCut(tiny_corpus, _NoOptions())
+    judged = paradigm.run(judged_question("q1", "An argument", {"d1": 2}, "tiny"))
+    assert judged.stages and not judged.llm_steps and judged.answer == ""
+    assert judged.metrics["nDCG@10@dense"] == 1.0 and "EM" not in judged.metrics
+    assert paradigm.retrieval_only is False  # other questions on it are still answered
+    answered = paradigm.run(Question("q2", "Which river?", answers=("o",)))
+    assert answered.answer == "o" and answered.metrics["EM"] == 1.0
+
+
 def test_an_added_collection_is_listed_by_split_and_judged_over_its_own_corpus(tmp_path):
     corpus, splits = add_collection("tiny-beir", beir_folder(tmp_path))
     assert corpus.name == "tiny-beir" and len(corpus) == 3
@@ -183,6 +212,7 @@ def test_what_the_app_shows_of_a_judged_question_and_evaluation():
     from app.tabs.picker import judged_markdown
     from app.views.evaluation import paper_table
     from app.views.gold import gold_banner, gold_counts
+    from app.views.trace import compare_table, stage_table
 
     question = judged_question("q1", "An argument", {"d1": 2, "d2": 1, "d3": 0}, "tiny")
     trace = annotate(_trace(question, ["d1", "d3", "d2"], read=False), question)
@@ -193,6 +223,14 @@ def test_what_the_app_shows_of_a_judged_question_and_evaluation():
     lost = annotate(_trace(question, ["d3", "d1"], read=False), question)
     assert "Relevant documents lost at stage <b>reranker</b>" in gold_banner(lost)
     assert "d1 (2), d2 (1)" in judged_markdown(question)
+    assert "Seurat&#x27;s painting (2), d2 (1)" in judged_markdown(
+        question, {"d1": "Seurat's painting"})
+    # the stage table badges the grade and the query's own document, measured without it
+    own = judged_question("q1", "An argument", {"d1": 2, "d2": 1, "d3": 0}, "tiny")
+    table = stage_table(annotate(_trace(own, ["q1", "d1", "d3"], read=False), own), 0)
+    assert table.count("relevant (2)") == 1 and ">the question</span>" in table
+    assert "relevant (1)" not in table and ">support<" not in table
+    assert "<i>no answers</i>" in compare_table([trace])
     summary = {"flat": {"questions": 2, "nDCG@10@dense": 0.5, "AP@dense": 0.4,
                         "Judged@10@dense": 0.3, "nDCG'@10@dense": 0.7,
                         "seconds_dense_median": 0.1, "seconds_dense_p95": 0.2}}

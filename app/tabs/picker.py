@@ -45,6 +45,10 @@ class QuestionPicker:
             if q is None:
                 return ""
             chosen = (chosen or "").strip()
+            if q.judged_only and chosen and chosen == explorer.dataset_corpus(path):
+                # a collection's judgments name its own corpus's documents only (checked
+                # when it was added): nothing to count, loaded or not
+                return judged_markdown(q, explorer.titles(q.supporting_titles, chosen))
             counted = explorer.counted_corpus(chosen)
             held, total = explorer.supporting_in_corpus(q, chosen)
             if chosen and counted != chosen:  # not loaded: nothing to count in yet
@@ -171,10 +175,14 @@ def questions_update(explorer: Explorer, path, labelling: bool = False) -> tuple
                          info=f"{listed}. The corpus is still loading: pick the dataset "
                               "again to see which questions it can answer"), note
     own = explorer.dataset_corpus(path) or ""  # a collection's: judged over its corpus
-    marked = [(evidence_mark(*explorer.supporting_in_corpus(q, own)), q) for q in qs]
+    if own:  # whose judgments name its documents only (checked when it was added)
+        marked = [(evidence_mark(len(q.supporting_titles), len(q.supporting_titles)), q)
+                  for q in qs]
+        holder = f"its corpus {own}"
+    else:
+        marked = [(evidence_mark(*explorer.supporting_in_corpus(q)), q) for q in qs]
+        holder = "the start-up corpus"
     whole = sum(mark == HELD for mark, _ in marked)
-    holder = "the start-up corpus" if explorer.counted_corpus(own) == explorer.counted_corpus() \
-        else f"corpus {explorer.counted_corpus(own)}"
     relevant = "document judged relevant" if own else "supporting document"
     return gr.update(choices=[(shown(q, mark), q.id) for mark, q in marked], value=None,
                      info=f"{listed}. {HELD} {holder} holds every {relevant} "
@@ -182,11 +190,14 @@ def questions_update(explorer: Explorer, path, labelling: bool = False) -> tuple
                           f"{UNKNOWN} not named by the dataset"), note
 
 
-def judged_markdown(q: Question, shown: int = 8) -> str:
-    """A judged question's gold: its relevant documents by grade (the first `shown`), how
-    many are judged not relevant, and that it has no answers."""
+def judged_markdown(q: Question, titles: dict[str, str] | None = None,
+                    shown: int = 8) -> str:
+    """A judged question's gold: its relevant documents by grade (the first `shown`, by
+    title where `titles` has one, else by id), how many are judged not relevant, and that
+    it has no answers."""
+    titles = titles or {}
     relevant = sorted(((g, d) for d, g in q.judgments if g >= 1), key=lambda p: -p[0])
-    named = ", ".join(f"{esc(d)} ({g})" for g, d in relevant[:shown])
+    named = ", ".join(f"{esc(titles.get(d, d))} ({g})" for g, d in relevant[:shown])
     more = f" and {len(relevant) - shown} more" if len(relevant) > shown else ""
     unrelated = sum(g < 1 for _, g in q.judgments)
     return (f"**Judged relevant (grade):** {named or '(none)'}{more}  \n"

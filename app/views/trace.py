@@ -10,7 +10,7 @@ import html
 import re
 from collections.abc import Sequence
 
-from engine.documents import Candidate
+from engine.documents import Candidate, Question
 from engine.eval.traces import searched_in
 from engine.readers.ablation import reading_step
 from engine.readers.answers import CUT_MARK
@@ -46,13 +46,26 @@ def excerpt(text: str, query: str, answers: Sequence[str] = (),
     return highlight(snippet(text, query, width, tuple(answers)), query, answers)
 
 
-def _flag(flags: GoldFlags | None, i: int) -> str:
+def _flag(gold: Question | None, flags: GoldFlags | None, cand: Candidate, i: int) -> str:
+    """Candidate `i`'s gold badges: it holds a gold answer; it is a gold supporting
+    document, or, for a judged question, judged relevant (with its grade); or it is the
+    judged question's own document (ArguAna's queries are corpus documents), which the
+    measures leave out as BEIR does."""
     if flags is None:
         return ""
     marks = []
     if i < len(flags.answer) and flags.answer[i]:
         marks.append('<span class="fe-badge fe-answer" title="holds a gold answer">answer</span>')
-    if i < len(flags.support) and flags.support[i]:
+    if gold is not None and gold.judged_only:
+        if gold.id in cand.unit.doc_ids:
+            marks.append('<span class="fe-badge" title="this document is the question itself: '
+                         'the measures leave it out, as BEIR does (ignore_identical_ids)">'
+                         'the question</span>')
+        grade = max((gold.grades.get(d, 0) for d in cand.unit.doc_ids), default=0)
+        if grade >= 1:
+            marks.append(f'<span class="fe-badge fe-support" title="judged relevant, grade '
+                         f'{grade}">relevant ({grade})</span>')
+    elif i < len(flags.support) and flags.support[i]:
         marks.append('<span class="fe-badge fe-support" title="a gold supporting document">'
                      'support</span>')
     return " ".join(marks)
@@ -87,7 +100,7 @@ def stage_table(trace: RunTrace, index: int) -> str:
             title += f"<br><small>found with q + {esc(earlier[cand.parents[-1]])}</small>"
         rows.append(f"<tr><td>{cand.rank}</td><td>{cand.score:.4f}</td>"
                     f"<td>{title}</td><td>{body}</td>"
-                    f"<td>{_flag(flags, i)}</td></tr>")
+                    f"<td>{_flag(trace.gold, flags, cand, i)}</td></tr>")
     read = ""
     if index == len(trace.stages) - 1 and trace.llm_steps:
         read = " · sent to the reader"
@@ -313,10 +326,14 @@ def compare_table(traces: Sequence[RunTrace], heads: Sequence[str] = ()) -> str:
 
 def _scores(trace: RunTrace) -> str:
     """A run's EM / F1, or why it has none: a typed question has no gold answer to score
-    against, and a run whose reader did not answer has nothing to score."""
+    against, a test collection's query has no answers (it is measured by its judgments,
+    and its run stops before the reader), and a run whose reader did not answer has
+    nothing to score."""
     if "EM" in trace.metrics:
         return f"{trace.metrics['EM']:.0f} / {trace.metrics['F1']:.2f}"
-    return "<i>no gold</i>" if trace.gold is None else "<i>not answered</i>"
+    if trace.gold is None:
+        return "<i>no gold</i>"
+    return "<i>no answers</i>" if trace.gold.judged_only else "<i>not answered</i>"
 
 
 def _cut(trace: RunTrace, index: int) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from copy import copy
 from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar
 
@@ -100,7 +101,13 @@ class Paradigm(ABC):
                   "documents": len(self.corpus)}
         trace = RunTrace(question=text, paradigm=self.name, config=asdict(self.config),
                          stages=(), corpus=corpus)
-        for step in self.steps(text):
+        runner = self
+        if gold is not None and gold.judged_only and not self.retrieval_only:
+            # a test collection's query has no answer to find: its run stops after the last
+            # cut (a copy stops, so a paradigm shared between runs keeps its reader)
+            runner = copy(self)
+            runner.retrieval_only = True
+        for step in runner.steps(text):
             if isinstance(step, StageResult):
                 trace = replace(trace, stages=(*trace.stages, step))
             else:
