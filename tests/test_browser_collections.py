@@ -98,6 +98,7 @@ def test_a_beir_zip_added_in_the_browser_is_evaluated_and_diagnosed_by_its_judgm
     expect(message).to_contain_text(f"Evaluation {evaluation} (", timeout=30_000)
     expect(message).to_contain_text("followed on a relevant document")
     expect(page.locator("#fe-diag-track input[value=relevant]")).to_be_checked()
+    expect(page.locator("#fe-diag-track input[value=answer]")).to_have_count(0)  # none
     expect(page.locator("#fe-diag-bars")).to_contain_text("relevant")
     page.screenshot(path=str(ARTIFACTS / "diagnose_collection.png"), full_page=True)
 

@@ -15,7 +15,7 @@ from engine.data.ingest import stored_corpora
 from engine.data.loaders import read_dataset
 from engine.documents import Candidate, Question, Unit, judged_question, question_from_dict
 from engine.errors import ConfigError, DataFormatError
-from engine.eval.outcomes import attribution, outcome, row_outcomes
+from engine.eval.outcomes import attribution, followed, offered, outcome, row_outcomes
 from engine.metrics import ir_measures_by_stage
 from engine.paradigms.base import Paradigm, annotate
 from engine.trace import LLMStep, RunTrace, StageResult
@@ -104,6 +104,11 @@ def test_a_judged_run_has_ranking_measures_and_no_answer_measures():
     assert attribution(rows, "relevant")["flat"]["counts"] == {
         "no relevant retrieved": 1, "relevant lost at reranker": 1,
         "relevant reached the reader": 1, "relevant read": 1}
+    # no answer to follow: a relevant document is followed when the gold answer is asked
+    assert offered(rows) == ["support", "relevant"]
+    assert followed(offered(rows)) == "relevant" and followed(offered(rows), "support") \
+        == "support"
+    assert followed(["answer", "support", "relevant"], "relevant") == "relevant"
 
 
 @dataclass(frozen=True)

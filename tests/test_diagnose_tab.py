@@ -72,7 +72,8 @@ def test_diagnose_shows_outcomes_flow_and_the_questions_lost_at_a_cut(explorer, 
                                      with_outcomes=with_outcomes)
     (message, bars, flow_of, flow, segment, rows, a, b, found,
      current, track) = diagnose.diagnose(explorer, str(evaluation_id), "answer")
-    assert track == "answer"
+    assert track.value == "answer"
+    assert [v for _, v in track.choices] == ["answer", "support", "relevant"]
     assert f"Evaluation {evaluation_id} (6 of 6 questions, done)" in message
     assert current == evaluation_id
     assert found["flat"]["counts"] == {"not retrieved": 1, "lost at reranker": 3,

@@ -38,6 +38,7 @@ from app.views.diagnosis import (
 from app.views.evaluation import ROW_COLUMNS, ROW_WIDTHS, question_rows
 from app.views.figures import text_figure
 from engine.errors import EngineError
+from engine.eval.outcomes import followed
 from engine.service.explorer import Explorer
 
 TRACKS = [("the gold answer", "answer"), ("all supporting documents", "support"),
@@ -73,13 +74,15 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
         raise EngineError("Pick an evaluation from the list.")
     (evaluation_id,) = parse_ids(text, "evaluation")[:1]
     evaluation = explorer.evaluation(evaluation_id)
-    track = track or "answer"
+    tracks = explorer.tracks(evaluation_id)
+    asked, track = track or "answer", followed(tracks, track or "answer")
     found = explorer.attribution(evaluation_id, track)
     judged = ""
-    if track == "answer" and found and not any(f["counts"] for f in found.values()):
-        track, found = "relevant", explorer.attribution(evaluation_id, "relevant")
+    if "answer" not in tracks and tracks:  # only what can be followed is offered
         judged = (" Its questions have no answers (they are judged): each is followed "
-                  "on a relevant document.")
+                  f"on {'a relevant document' if track == 'relevant' else 'its documents'}"
+                  + (f", not on {dict((v, k) for k, v in TRACKS)[asked]}."
+                     if asked != track else "."))
     if not found:
         raise EngineError(f"Evaluation {evaluation_id} has no stored question yet.")
     names = list(found)
@@ -102,7 +105,9 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
             _segment_rows(explorer, evaluation_id, paradigm, positions),
             gr.Dropdown(names, value=names[0]),
             gr.Dropdown(names, value=names[1] if len(names) > 1 else names[0]),
-            found, evaluation_id, track)
+            found, evaluation_id,
+            gr.Radio([(label, t) for label, t in TRACKS if t in tracks or t == track],
+                     value=track))
 
 
 def _segment_rows(explorer: Explorer, evaluation_id: int, paradigm: str,

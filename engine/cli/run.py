@@ -229,7 +229,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from engine.data.loaders import read_dataset
     from engine.errors import check_choice
     from engine.eval.exports import FILE_FORMATS, export_files
-    from engine.eval.outcomes import attribution
+    from engine.eval.outcomes import attribution, followed, offered
     from engine.eval.paired import every_pair
     from engine.eval.runner import run_eval
     from engine.eval.summary import summarise
@@ -273,7 +273,7 @@ def evaluate(args: argparse.Namespace) -> int:
              f"{corpus.fingerprint[:12]}")
     print_summary(summary)
     # a collection's questions have no answers: each is followed on a relevant document
-    track = "answer" if any(r["outcome"]["answer"] for r in rows) else "relevant"
+    track = followed(offered(rows))
     found = attribution(rows, track)
     _out("\nwhere the gold answer was lost (questions):" if track == "answer" else
          "\nwhere the relevant documents were lost (questions):")

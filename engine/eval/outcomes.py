@@ -127,6 +127,24 @@ def in_funnel_order(outcomes: Iterable[str]) -> list[str]:
     return [*head, *lost, *tail, *(o for o in seen if o not in (*head, *lost, *tail))]
 
 
+def offered(rows: Iterable[dict]) -> list[str]:
+    """The tracks `rows` (eval rows with `row_outcomes`) can be followed on, in TRACKS'
+    order: those on which some question has an outcome. A test collection's questions,
+    judged and not answered, have none on `answer`."""
+    rows = list(rows)
+    return [t for t in TRACKS if any(r["outcome"].get(t) for r in rows)]
+
+
+def followed(tracks: Iterable[str], track: str = "answer") -> str:
+    """The track to follow when `track` is asked for and `tracks` (`offered`) can be:
+    `track` itself if it is among them, else the gold answer, a relevant document or all
+    supporting documents, the first offered (`track` when none is)."""
+    tracks = list(tracks)
+    if track in tracks:
+        return track
+    return next((t for t in ("answer", "relevant", "support") if t in tracks), track)
+
+
 def attribution(rows: Iterable[dict], track: str = "answer") -> dict[str, dict]:
     """Per paradigm: its cuts in order, {outcome: count} in that order (every question of
     the paradigm counted once), and {outcome: [question positions]}."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError, EngineError
-from engine.eval.outcomes import TRACKS, attribution, row_outcomes
+from engine.eval.outcomes import TRACKS, attribution, offered, row_outcomes
 from engine.eval.paired import RESAMPLES, SEED, correct_across, paired, question_values
 from engine.eval.regressions import changes
 from engine.eval.summary import read_gold_doc_recall
@@ -218,6 +218,11 @@ class Diagnoses:
     def __init__(self, store: EvaluationStore, corpora: Corpora) -> None:
         """`store` keeps the evaluations; `corpora` loads the corpus each searched."""
         self._store, self._corpora = store, corpora
+
+    def tracks(self, evaluation_id: int) -> list[str]:
+        """The tracks a stored evaluation's questions can be followed on
+        (engine.eval.outcomes.offered: a test collection's have no `answer`)."""
+        return offered(diagnosed_rows(self._store, evaluation_id))
 
     def attribution(self, evaluation_id: int, track: str = "answer") -> dict[str, dict]:
         """Per paradigm of a stored evaluation: where each question's gold was lost

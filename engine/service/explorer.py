@@ -294,6 +294,10 @@ class Explorer:
 
     # --- diagnosis: engine.service.diagnosis ----------------------------------------------
 
+    def tracks(self, evaluation_id: int) -> list[str]:
+        """The tracks a stored evaluation's questions can be followed on."""
+        return self._diagnoses.tracks(evaluation_id)
+
     def attribution(self, evaluation_id: int, track: str = "answer") -> dict[str, dict]:
         """Per paradigm: where each question's gold was lost, in funnel order."""
         return self._diagnoses.attribution(evaluation_id, track)
