@@ -305,3 +305,22 @@ def test_the_coverage_map_draws_questions_with_no_answer_outcome():
              "fitted_on": {"questions": 1, "passages": 1, "corpus_passages": 1}}
     fig = coverage_figure(found, "flat")
     assert [t.name for t in fig.data] == ["passages (a sample)", "no outcome"]
+
+
+def test_a_judged_evaluations_ceilings_are_drawn_and_told_by_ndcg_and_relevant_documents():
+    from app.views.probes import ceiling_figure, ceiling_table
+
+    diff = {"metric": "nDCG@10", "n": 3, "a": 0.9, "b": 0.5, "diff": 0.4, "ci": [0.1, 0.7],
+            "p": None, "within_noise": False}
+    found = {"id": 2, "baseline": 1, "state": "done", "done": 3, "questions": 3,
+             "paradigms": {"flat": {
+                 "actual": {"nDCG@10": 0.5, "gold_doc_recall": 0.3, "runs": 3},
+                 "pays_most": {"nDCG@10": "flat: perfect dense"},
+                 "cuts": [{"label": "flat: perfect dense", "differences": [diff],
+                           "means": {"nDCG@10": 0.9, "gold_doc_recall": 0.6, "runs": 3}}]}}}
+    table = ceiling_table(found)
+    assert "nDCG@10" in table and "relevant-document recall" in table
+    assert "judged relevant first" in table and "gold supporting" not in table
+    assert "<b>0.900 (+0.400 [+0.100, +0.700])</b>" in table
+    (bars,) = ceiling_figure(found).data
+    assert bars.name == "nDCG@10" and list(bars.y) == [0.4]

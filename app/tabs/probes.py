@@ -101,7 +101,8 @@ def ablation_agreement(explorer: Explorer, evaluation_id) -> str:
 
 def ceiling_views(explorer: Explorer, current: gr.State, ids: gr.Dropdown) -> None:
     gr.Markdown("Which stage's improvement pays most? Each cut made perfect in turn (the "
-                "gold supporting paragraphs first, added where the stage was not given "
+                "gold supporting paragraphs first, or a test collection's documents judged "
+                "relevant, the higher grade first; added where the stage was not given "
                 "them), the later stages and the reader run as usual: a ceiling evaluation "
                 "of its own, paired with this one.")
     with gr.Row():

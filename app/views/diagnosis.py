@@ -34,6 +34,9 @@ METRIC_LABELS = {"gold_doc_recall": "gold-document recall (read)",
                  "nDCG@10": "nDCG@10 (sent to the reader)", "MRR": "MRR (sent to the reader)",
                  "MAP": "MAP (sent to the reader)",
                  "seconds": "seconds per question (median)"}
+# a judged question's (a test collection's, no answers): its gold documents are those
+# judged relevant
+JUDGED_LABELS = {"gold_doc_recall": "relevant-document recall (read)"}
 
 
 def color(outcome: str, cuts: list[str]) -> str:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from app.views.diagnosis import METRIC_LABELS, color, lost_cut
+from app.views.diagnosis import JUDGED_LABELS, METRIC_LABELS, color, lost_cut
 from app.views.figures import failsafe, text_figure
 from app.views.trace import esc
 from engine.eval import outcomes as oc
+from engine.service.diagnosis import CEILING_METRICS
 
 
 def agreement_table(found: dict[str, dict]) -> str:
@@ -44,7 +45,14 @@ def agreement_table(found: dict[str, dict]) -> str:
             "token (eq3), over the same passages.</small>")
 
 
-CEILING_SHOWN = ("AR@4", "EM", "F1")  # the end metrics the chart plots
+CEILING_SHOWN = ("AR@4", "EM", "F1", "nDCG@10")  # the end metrics the chart plots
+
+
+def _judged(found: dict) -> bool:
+    """Whether a ceiling table's evaluation is of judged questions without answers (a
+    test collection's): no answer measure anywhere."""
+    return not any(m in entry["actual"] for entry in found["paradigms"].values()
+                   for m in ("AR@4", "EM"))
 
 
 def ceiling_table(found: dict) -> str:
@@ -52,10 +60,12 @@ def ceiling_table(found: dict) -> str:
     difference from the actual run with its 95% interval and (Holm-corrected) McNemar p;
     the cut that pays most on each metric in bold."""
     parts = []
+    judged = _judged(found)
+    labels = {**METRIC_LABELS, **(JUDGED_LABELS if judged else {})}
     for paradigm, entry in found["paradigms"].items():
-        metrics = [m for m in ("AR@4", "EM", "F1", "gold_doc_recall") if m in entry["actual"]]
+        metrics = [m for m in CEILING_METRICS if m in entry["actual"]]
         best = entry.get("pays_most", {})
-        head = "".join(f"<th>{esc(METRIC_LABELS.get(m, m))}</th>" for m in metrics)
+        head = "".join(f"<th>{esc(labels.get(m, m))}</th>" for m in metrics)
         rows = [f"<tr><td>as run</td>{''.join(_mean(entry['actual'], m) for m in metrics)}"
                 f"<td>{entry['actual']['runs']}</td></tr>"]
         for cut in entry["cuts"]:
@@ -71,9 +81,13 @@ def ceiling_table(found: dict) -> str:
         f" It is {found['state']}: {found['done']} of {found['questions']} questions so far.")
     return (_gold_missing(found.get("gold"))
             + f"<div class='fe-kept'>Ceiling evaluation {found['id']} of evaluation "
-            f"{found['baseline']}: each cut made perfect in turn (the gold supporting "
-            "paragraphs first, added where the stage was not given them), the later stages "
-            "and the reader run as usual. Each cell: the mean, and its difference from the "
+            f"{found['baseline']}: each cut made perfect in turn "
+            + ("(the documents judged relevant first, the higher grade first, added where "
+               "the stage was not given them), the later stages run as usual (no reader: "
+               "the questions have no answers). " if judged else
+               "(the gold supporting paragraphs first, added where the stage was not given "
+               "them), the later stages and the reader run as usual. ")
+            + "Each cell: the mean, and its difference from the "
             "run as it was with a 95% paired-bootstrap interval and McNemar p (Holm-corrected "
             "over every cut shown); bold: the cut that pays most. A cut whose ceiling is "
             "+0.000 throughout had its gold cut again by a later stage, which scores what it "
@@ -114,8 +128,9 @@ def _ceiling_cell(means: dict, d: dict | None, metric: str, best: bool) -> str:
 
 @failsafe
 def ceiling_figure(found: dict) -> go.Figure:
-    """Ceiling minus actual per cut made perfect, per paradigm, on AR@4, EM and F1, with
-    95% intervals: which stage's improvement pays most."""
+    """Ceiling minus actual per cut made perfect, per paradigm, on AR@4, EM, F1 and
+    nDCG@10 (those the run has: a judged evaluation's, nDCG@10 alone), with 95% intervals:
+    which stage's improvement pays most."""
     if not found or not found.get("paradigms"):
         return text_figure("No ceilings yet.")
     x = [[], []]

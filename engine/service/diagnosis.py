@@ -126,7 +126,7 @@ def _only(evaluation, fallback: str) -> str:
                       "name the paradigm to pair from it.")
 
 
-CEILING_METRICS = ("AR@4", "EM", "F1", "gold_doc_recall")
+CEILING_METRICS = ("AR@4", "EM", "F1", "nDCG@10", "gold_doc_recall")
 
 
 def ceilings_of(evaluations: EvaluationStore, ceiling_id: int,
