@@ -171,7 +171,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         """A minus B per metric with a 95% paired-bootstrap interval (10,000 resamples,
         seed 0) and the exact McNemar p of binary metrics: paradigms `a` and `b` of one
         evaluation, or `a` of it against `b` of `other_evaluation_id` on the questions
-        both answered. JSON: {a, b, shared, differences: [{metric, a, b, diff, ci, p,
+        both ran. JSON: {a, b, shared, differences: [{metric, a, b, diff, ci, p,
         within_noise, n}]}."""
         return json.dumps(explorer.paired(evaluation_id, a or "", b or "",
                                           _other_id(other_evaluation_id)))

@@ -15,7 +15,7 @@ import pytest
 
 from app.tabs import diagnose, difference
 from app.views.diagnosis import THIS_EVALUATION, evaluation_label, segment_choices
-from engine.documents import Question
+from engine.documents import Question, judged_question
 from engine.eval.summary import row
 from engine.store.evaluations import EvaluationStore
 from tests.fakes import gold_run, ranked_stage
@@ -279,3 +279,26 @@ def test_the_questions_b_changed_are_listed_and_open_both_runs(explorer, prepare
     twice, *_ = difference.list_changes(explorer, evaluation_id, "flat", "flat",
                                       str(evaluation_id), "EM", "")
     assert "A and B are both &#x27;flat&#x27; of this evaluation: pick two different" in twice
+
+
+def judged_run(i: int):
+    """A test collection's question (no answers): its relevant document kept or not."""
+    gold = judged_question(f"q{i}", "An argument " + "that goes on " * 40, {"Seurat": 2},
+                           "tiny")
+    return gold_run(gold, ranked_stage("dense", HIT if i % 2 else MISS, MISS), said=None,
+                    paradigm="flat")
+
+
+def test_which_questions_changed_offers_the_metrics_an_evaluation_has(explorer, prepared):
+    answered = store_evaluation(prepared, [flat_run, funnel_run])
+    offered = difference.metric_choices(explorer, answered, "AR@4")
+    assert offered.value == "AR@4" and "EM" in [v for _, v in offered.choices]
+    judged = store_evaluation(prepared, [judged_run])
+    offered = difference.metric_choices(explorer, judged, "EM")
+    metrics = [v for _, v in offered.choices]
+    assert offered.value == "nDCG@10" and "EM" not in metrics and "AR@4" not in metrics
+    assert {"MRR", "MAP", "gold_doc_recall"} <= set(metrics)
+    _, table, _ = difference.list_changes(explorer, judged, "flat", "flat", str(answered),
+                                          "nDCG@10", "")
+    assert table.value["data"] and all(len(r[1]) <= difference.QUESTION_CHARS
+                                       for r in table.value["data"])

@@ -21,6 +21,7 @@ from engine.eval.regressions import CHANGES, REGRESSED, first_divergence
 from engine.service.explorer import Explorer
 
 CHANGE_COLUMNS = ["change", "question", "A", "B", "# in A", "# in B", "question id"]
+QUESTION_CHARS = 300  # a question's start, in a row
 PRIVATE = {"api_visibility": "private"}
 
 
@@ -80,13 +81,28 @@ def list_changes(explorer: Explorer, evaluation_id, a, b, other, metric, which) 
     none = f" None {esc(which)}." if which and not shown else ""
     message = (f"<div class='fe-kept'>B = {esc(_side(found, 'b'))} against A = "
                f"{esc(_side(found, 'a'))} on {esc(metric)}, over the "
-               f"{sum(found['counts'].values())} questions both answered: {esc(counts)}."
+               f"{sum(found['counts'].values())} questions both ran: {esc(counts)}."
                f"{none} Click a question to see both runs side by side.</div>")
-    rows = [[q["change"], q["question"], round(q["a"], 3), round(q["b"], 3),
-             q["position_a"], q["position_b"], q["question_id"]] for q in shown]
+    # a test collection's questions can be whole arguments: the row shows their start
+    rows = [[q["change"], shorten(q["question"], QUESTION_CHARS), round(q["a"], 3),
+             round(q["b"], 3), q["position_a"], q["position_b"], q["question_id"]]
+            for q in shown]
     headers = ["change", "question", f"A's {metric}", f"B's {metric}", "# in A", "# in B",
                "question id"]
     return message, gr.Dataframe(rows, headers=headers), found
+
+
+def metric_choices(explorer: Explorer, evaluation_id, metric) -> object:
+    """"On metric" for the evaluation opened: the metrics its questions have (a test
+    collection's: ranking measures, no EM), `metric` kept where it has it, else EM, else
+    nDCG@10."""
+    if evaluation_id is None:
+        return gr.skip()
+    have = explorer.measured(evaluation_id)
+    if not have:
+        return gr.skip()
+    value = next(m for m in (metric, "EM", "nDCG@10", have[0]) if m in have)
+    return gr.Dropdown([(METRIC_LABELS.get(m, m), m) for m in have], value=value)
 
 
 def _side(found: dict, side: str) -> str:
@@ -161,15 +177,15 @@ class Pickers:
 
 def pair_views() -> Pickers:
     """"Is the difference real?": A and B, where B comes from, and their paired table."""
-    gr.Markdown("Paradigm A against B over the questions both answered, metric by metric: "
-                "the difference with its 95% paired-bootstrap interval and McNemar's p, "
-                "greyed where it is within noise.")
+    gr.Markdown("Paradigm A against B over the questions both ran (a failed run left out), "
+                "metric by metric: the difference with its 95% paired-bootstrap interval "
+                "and McNemar's p, greyed where it is within noise.")
     with gr.Row():
         a = gr.Dropdown([], label="A: paradigm", scale=1, elem_id="fe-diag-a")
         b = gr.Dropdown([], label="B: paradigm", scale=1, elem_id="fe-diag-b")
         other = gr.Dropdown([(THIS_EVALUATION, "")], value="", scale=2,
                             label="B from another evaluation (pairs the questions both "
-                                  "answered)", elem_id="fe-diag-other")
+                                  "ran)", elem_id="fe-diag-other")
         pairing = gr.Button("Pair A with B", scale=1, elem_id="fe-diag-pair")
     return Pickers(a, b, other, pairing, gr.HTML(elem_id="fe-diag-paired"))
 
@@ -199,6 +215,7 @@ def change_views(explorer: Explorer, current: gr.State, pickers: Pickers,
     ab = [pickers.a, pickers.b, pickers.other]
     for picker in ab[:2]:  # B's evaluation changes B's choices: app.tabs.diagnose
         picker.input(picked, ab, shown_pick, show_progress="hidden", **PRIVATE)
+    current.change(partial(metric_choices, explorer), [current, metric], metric, **PRIVATE)
     changed = gr.State(None)
     asked = [current, *ab, metric, which]
     told = [changes_message, changes_rows, changed]

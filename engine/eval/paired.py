@@ -1,7 +1,7 @@
 """Is a difference real? Paired differences of two runs over the same questions.
 
 For each metric, the difference of A's and B's statistic (the mean; the median for seconds)
-over the questions both answered, with a 95% percentile interval from a paired bootstrap
+over the questions both ran, with a 95% percentile interval from a paired bootstrap
 (questions resampled with replacement, A and B together; seeded, 10,000 resamples, as
 UltraRAG's significance test) and, for the binary metrics (EM, AR@k), the exact McNemar
 p-value over the discordant questions. A difference whose interval holds 0 is within noise.
@@ -103,7 +103,7 @@ def question_values(row: dict) -> dict[str, float]:
 
 def paired(rows_a: Sequence[dict], rows_b: Sequence[dict], *,
            resamples: int = RESAMPLES, seed: int = SEED) -> list[PairedDifference]:
-    """A minus B on every metric both have, over the questions (by id) both answered (a
+    """A minus B on every metric both have, over the questions (by id) both ran (a
     failed run is no answer: its question is left out)."""
     a_by_id = {r["question_id"]: question_values(r) for r in rows_a
                if r.get("status") != FAILED}

@@ -25,7 +25,7 @@ CHANGES = (IMPROVED, REGRESSED, STAYED_RIGHT, STAYED_WRONG, SAME)
 
 def changes(rows_a: Sequence[dict], rows_b: Sequence[dict], metric: str = "EM") -> dict:
     """{"metric", "counts": {change: n}, "questions": [{question_id, question, position_a,
-    position_b, a, b, change}]} over the questions both answered, regressions first, then
+    position_b, a, b, change}]} over the questions both ran, regressions first, then
     improvements, each by the size of the change."""
     if metric not in METRICS:
         raise ConfigError(f"metric={metric!r}: choose one of {', '.join(METRICS)}.")

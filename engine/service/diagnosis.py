@@ -15,7 +15,14 @@ from pathlib import Path
 from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError, EngineError
 from engine.eval.outcomes import TRACKS, attribution, offered, row_outcomes
-from engine.eval.paired import RESAMPLES, SEED, correct_across, paired, question_values
+from engine.eval.paired import (
+    METRICS,
+    RESAMPLES,
+    SEED,
+    correct_across,
+    paired,
+    question_values,
+)
 from engine.eval.regressions import changes
 from engine.eval.summary import read_gold_doc_recall
 from engine.paradigms.registry import make_config
@@ -234,6 +241,15 @@ class Diagnoses:
         """Paired differences A minus B with bootstrap intervals and McNemar p-values:
         two paradigms of one evaluation, or of two evaluations on their shared questions."""
         return paired_of(self._store, evaluation_id, a, b, other_id)
+
+    def measured(self, evaluation_id: int) -> list[str]:
+        """The metrics (engine.eval.paired.METRICS) a stored evaluation's runs have, in
+        that order: a test collection's have ranking measures and no EM."""
+        have: set[str] = set()
+        for row in self._store.rows(evaluation_id):
+            if row.get("status") != FAILED:
+                have.update(question_values(row))
+        return [m for m in METRICS if m in have]
 
     def regressions(self, evaluation_id: int, a: str = "", b: str = "",
                     other_id: int | None = None, metric: str = "EM") -> dict:

@@ -307,6 +307,10 @@ class Explorer:
         """Paired differences A minus B with bootstrap intervals and McNemar p-values."""
         return self._diagnoses.paired(evaluation_id, a, b, other_id)
 
+    def measured(self, evaluation_id: int) -> list[str]:
+        """The metrics a stored evaluation's runs have (paired and listed on)."""
+        return self._diagnoses.measured(evaluation_id)
+
     def regressions(self, evaluation_id: int, a: str = "", b: str = "",
                     other_id: int | None = None, metric: str = "EM") -> dict:
         """The questions B improved, regressed or left as A had them on `metric`."""
