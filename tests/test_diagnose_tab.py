@@ -302,3 +302,15 @@ def test_which_questions_changed_offers_the_metrics_an_evaluation_has(explorer, 
                                           "nDCG@10", "")
     assert table.value["data"] and all(len(r[1]) <= difference.QUESTION_CHARS
                                        for r in table.value["data"])
+
+
+def test_no_two_outcomes_of_the_bars_share_a_colour():
+    from app.views.diagnosis import outcome_bars
+
+    cuts = ["clusters", "documents", "preranker", "passages", "reranker", "qdc", "cis",
+            "token cap"]
+    found = {p: {"cuts": cuts, "counts": {f"relevant lost at {c}": 1 for c in half}
+                 | {"no relevant retrieved": 1, "relevant reached the reader": 2}}
+             for p, half in (("funnel", cuts[:4]), ("drrag", cuts[4:]))}
+    colours = [bar.marker.color for bar in outcome_bars(found, "relevant").data]
+    assert len(colours) == len(cuts) + 2 and len(set(colours)) == len(colours)

@@ -11,7 +11,8 @@ from app.views.figures import failsafe, text_figure
 from app.views.trace import esc
 from engine.eval import outcomes as oc
 
-LOST = ("#f58518", "#e45756", "#ff9d45", "#b279a2", "#ffbf79", "#9d755d")
+LOST = ("#f58518", "#e45756", "#b279a2", "#9d755d", "#ffbf79", "#843c39", "#ff9da6",
+        "#7b4173", "#d6616b", "#bcbd22")  # a colour per cut lost at, in funnel order
 COLORS = {oc.SKIPPED: "#79706e", oc.NOT_RETRIEVED: "#b2182b", oc.REACHED: "#4c78a8",
           oc.READ_WRONG: "#eeca3b", oc.RIGHT: "#54a24b", oc.NO_SPAN: "#bab0ac",
           oc.NO_RELEVANT: "#b2182b", oc.RELEVANT_REACHED: "#4c78a8",
@@ -40,14 +41,18 @@ JUDGED_LABELS = {"gold_doc_recall": "relevant-document recall (read)"}
 
 
 def color(outcome: str, cuts: list[str]) -> str:
+    """An outcome's colour; a "lost at" one's by its cut's place in `cuts` (`lost_cuts`
+    of the outcomes drawn together: no two of them share a colour)."""
     if outcome in COLORS:
         return COLORS[outcome]
     cut = lost_cut(outcome)
     return LOST[(cuts.index(cut) if cut in cuts else 0) % len(LOST)]
 
 
-def _all_cuts(attribution: dict[str, dict]) -> list[str]:
-    return list(dict.fromkeys(c for found in attribution.values() for c in found["cuts"]))
+def lost_cuts(outcomes) -> list[str]:
+    """The cuts the "lost at" ones among `outcomes` name, once each, in funnel order."""
+    return list(dict.fromkeys(cut for o in oc.in_funnel_order(outcomes)
+                              if (cut := lost_cut(o)) is not None))
 
 
 @failsafe
@@ -55,8 +60,9 @@ def outcome_bars(attribution: dict[str, dict], track: str = "answer") -> go.Figu
     """One stacked bar per paradigm: its questions by outcome, earliest loss at the bottom."""
     if not attribution:
         return text_figure("Open an evaluation to see where each paradigm loses the answer.")
-    names, cuts = list(attribution), _all_cuts(attribution)
+    names = list(attribution)
     order = oc.in_funnel_order(o for found in attribution.values() for o in found["counts"])
+    cuts = lost_cuts(order)
     fig = go.Figure([go.Bar(
         x=names, y=[attribution[n]["counts"].get(o, 0) for n in names], name=o,
         marker_color=color(o, cuts), text=[attribution[n]["counts"].get(o) or "" for n in names],
@@ -101,7 +107,8 @@ def outcome_flow(paradigm: str, found: dict | None) -> go.Figure:
             named = lost_names.get(cut, oc.lost_at(cut))
             lost = counts.get(named, 0)
             if lost:
-                links.append((current, node(f"{named} ({lost})", color(named, cuts)), lost))
+                links.append((current, node(f"{named} ({lost})", color(named, lost_cuts(counts))),
+                              lost))
             if beyond(i):
                 links.append((current, kept := node(f"kept by {cut} ({beyond(i)})", "#4c78a8"),
                               beyond(i)))

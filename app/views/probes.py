@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from app.views.diagnosis import JUDGED_LABELS, METRIC_LABELS, color, lost_cut
+from app.views.diagnosis import JUDGED_LABELS, METRIC_LABELS, color, lost_cuts
 from app.views.figures import failsafe, text_figure
 from app.views.trace import esc
 from engine.eval import outcomes as oc
@@ -178,7 +178,7 @@ def coverage_figure(found: dict, paradigm: str = "") -> go.Figure:
                       text=[esc(p["title"]) for p in passages],
                       hovertemplate="passage: %{text}<extra></extra>")
     outcomes = [q["outcomes"].get(paradigm) or "" for q in questions]  # None: no outcome
-    cuts = [cut for o in outcomes if (cut := lost_cut(o)) is not None]
+    cuts = lost_cuts(o for o in outcomes if o)
     for outcome in oc.in_funnel_order(set(outcomes)):
         shown = [q for q, o in zip(questions, outcomes, strict=True) if o == outcome]
         fig.add_scattergl(
