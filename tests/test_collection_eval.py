@@ -16,6 +16,7 @@ from engine.data.loaders import read_dataset
 from engine.documents import Candidate, Question, Unit, judged_question, question_from_dict
 from engine.errors import ConfigError, DataFormatError
 from engine.eval.outcomes import attribution, followed, offered, outcome, row_outcomes
+from engine.eval.summary import row as row_of
 from engine.metrics import ir_measures_by_stage
 from engine.paradigms.base import Paradigm, annotate
 from engine.trace import LLMStep, RunTrace, StageResult
@@ -237,10 +238,12 @@ def test_what_the_app_shows_of_a_judged_question_and_evaluation():
     assert "relevant (1)" not in table and ">support<" not in table
     assert "<i>no answers</i>" in compare_table([trace])
     summary = {"flat": {"questions": 2, "nDCG@10@dense": 0.5, "AP@dense": 0.4,
+                        "gold_doc_recall@dense": 0.5,
                         "Judged@10@dense": 0.3, "nDCG'@10@dense": 0.7,
                         "seconds_dense_median": 0.1, "seconds_dense_p95": 0.2}}
     table = paper_table(summary)
     assert "MAP at dense" in table and "nDCG&#x27;@10 (condensed" in table
+    assert "relevant-document recall at dense" in table and "gold-document" not in table
     assert table.index("no answers") < table.index("nDCG@10 at dense")  # by the head
     assert "<td>no answers</td>" in table and ">0.000<" not in table
     assert "as little as 30% of a cut's top 10 is judged" in table
@@ -281,16 +284,25 @@ def test_imported_runs_are_measured_against_graded_qrels():
         "q1": {"Danube": 2, "Vienna": 0}, "q2": {"Budapest": 1}}
 
 
-def test_a_judged_evaluations_plots_show_the_last_cuts_recall_and_ndcg():
-    from app.views.evaluation import recall_at_k_figure, recall_latency_figure
+def test_a_judged_evaluations_plots_show_the_first_and_last_cuts_recall_and_ndcg():
+    from app.views.evaluation import question_rows, recall_at_k_figure, recall_latency_figure
 
-    summary = {"flat": {"seconds_dense_median": 0.02, "seconds_total_median": 0.02,
+    # the re-ranker keeps 4: past them its recall is flat, the retrieval's is not
+    summary = {"flat": {"seconds_dense_median": 0.02, "seconds_reranker_median": 0.01,
+                        "seconds_total_median": 0.03,
                         "R@4@dense": 0.5, "R@10@dense": 0.7, "R@100@dense": 0.9,
-                        "nDCG@10@dense": 0.6}}
-    (line,) = recall_at_k_figure(summary).data
-    assert list(line.x) == ["4", "10", "100"] and list(line.y) == [0.5, 0.7, 0.9]
+                        "R@4@reranker": 0.6, "R@10@reranker": 0.6, "R@100@reranker": 0.6,
+                        "nDCG@10@dense": 0.5, "nDCG@10@reranker": 0.6}}
+    retrieved, sent = recall_at_k_figure(summary).data
+    assert list(retrieved.x) == ["4", "10", "100"] and list(retrieved.y) == [0.5, 0.7, 0.9]
+    assert list(sent.y) == [0.6, 0.6, 0.6] and retrieved.line.color == sent.line.color
+    assert (retrieved.line.dash, sent.line.dash) == ("dash", "solid")
     (point,) = recall_latency_figure(summary).data
     assert list(point.y) == [0.6]
+    question = judged_question("q1", "An argument", {"d1": 2, "d2": 0}, "tiny")
+    trace = annotate(_trace(question, ["d1", "d2"], read=False), question)
+    (row,) = question_rows([{**row_of(trace), "position": 0}])
+    assert row[5:8] == ["", "", ""] and row[8] == 1.0  # the re-ranker kept d1 alone
 
 
 def test_the_coverage_map_draws_questions_with_no_answer_outcome():

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from textwrap import shorten
 
+import plotly.colors
 import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
-from app.views.frontier import last_cut
+from app.views.frontier import first_cut, last_cut
 from app.views.trace import esc
+from engine.eval.paired import question_values
 from engine.metrics import IR_MEASURES, JUDGED_MEASURES
 from engine.service.labelled import PREFIX as LABELLED
 
@@ -30,9 +32,11 @@ MEASURES = (*IR_MEASURES, *JUDGED_MEASURES)  # trec_eval's, of each cut's docume
 MEASURE_LABELS = {"RR": "MRR", "AP": "MAP", "Judged@10": "Judged@10 (share of the top 10 "
                   "judged)", "nDCG'@10": "nDCG'@10 (condensed: unjudged left out)"}
 NO_ANSWERS = "answer measures (AR@k, EM, F1)"
+# nDCG@10: of the last cut, what the reader is sent (a test collection's questions have it
+# and no EM, F1 or AR@4)
 ROW_COLUMNS = ["#", "question id", "paradigm", "question", "answer", "EM", "F1", "AR@4",
-               "seconds"]
-ROW_WIDTHS = ["4%", "13%", "8%", "32%", "19%", "5%", "5%", "6%", "8%"]  # "seconds" unbroken
+               "nDCG@10", "seconds"]
+ROW_WIDTHS = ["4%", "12%", "8%", "30%", "16%", "5%", "5%", "6%", "7%", "7%"]  # "seconds" unbroken
 
 
 def stage_order(summary: dict[str, dict]) -> list[str]:
@@ -76,16 +80,19 @@ def metric_order(summary: dict[str, dict]) -> list[str]:
             *(k for k in seconds if k in keys)]
 
 
-def label(key: str) -> str:
+def label(key: str, judged: bool = False) -> str:
+    """A metric key's row label; `judged`: of judged questions without answers, whose
+    gold documents are those judged relevant."""
     if key in LABELS:
         return LABELS[key]
     if key.startswith(LABELLED):
-        return f"{label(key.removeprefix(LABELLED))} (Annotate's labels)"
+        return f"{label(key.removeprefix(LABELLED), judged)} (Annotate's labels)"
     measure, _, stage = key.rpartition("@")
     if measure in MEASURES:  # the mean of RR over questions is MRR, of AP MAP
         return f"{MEASURE_LABELS.get(measure, measure)} at {stage}"
     if key.startswith("gold_doc_recall@"):
-        return f"gold-document recall at {key.split('@', 1)[1]}"
+        gold = "relevant-document" if judged else "gold-document"
+        return f"{gold} recall at {key.split('@', 1)[1]}"
     if key.startswith("AR@") and key not in HEAD:
         return f"answer recall at {key.split('@', 1)[1]}"
     if key.startswith("seconds_"):
@@ -112,10 +119,11 @@ def paper_table(summary: dict[str, dict]) -> str:
     names = list(summary)
     head = "".join(f"<th>{esc(n)}</th>" for n in names)
     order = metric_order(summary)
-    rows = [f"<tr><td>{esc(label(k))}</td>"
+    judged = not answered(summary)
+    rows = [f"<tr><td>{esc(label(k, judged))}</td>"
             + "".join(f"<td>{_cell(summary[n].get(k), k)}</td>" for n in names) + "</tr>"
             for k in order]
-    if not answered(summary):  # a test collection's: judged, not answered
+    if judged:  # a test collection's: judged, not answered
         rows.insert(sum(k in HEAD for k in order),
                     f"<tr class='fe-no-answers'><td>{NO_ANSWERS}</td>"
                     + "<td>no answers</td>" * len(names) + "</tr>")
@@ -155,11 +163,13 @@ def difference_table(a_name: str, a: dict[str, dict], b_name: str,
     parts = []
     for paradigm in shared:
         rows = []
+        judged = not answered({"a": a[paradigm], "b": b[paradigm]})
         for key in metric_order({"a": a[paradigm], "b": b[paradigm]}):
             x, y = a[paradigm].get(key), b[paradigm].get(key)
             diff = (f"{y - x:+,.3f}" if isinstance(x, int | float)
                     and isinstance(y, int | float) else "")
-            rows.append(f"<tr><td>{esc(label(key))}</td><td>{_cell(x)}</td><td>{_cell(y)}</td>"
+            rows.append(f"<tr><td>{esc(label(key, judged))}</td><td>{_cell(x)}</td>"
+                        f"<td>{_cell(y)}</td>"
                         f"<td>{diff}</td></tr>")
         parts.append(f"<div class='fe-stage'><b>{esc(paradigm)}</b></div>"
                      f"<table class='fe-table fe-eval-diff'><thead><tr><th></th>"
@@ -179,26 +189,35 @@ def question_rows(rows: list[dict]) -> list[list]:
         out.append([r.get("position", ""), r.get("question_id", ""), r["paradigm"],
                     shorten(r["question"], 300), shorten(answer, 300), m.get("EM", ""),
                     round(m["F1"], 3) if "F1" in m else "", m.get("AR@4", ""),
-                    round(sum(r.get("seconds", {}).values()), 2)])
+                    round(ndcg, 3) if (ndcg := question_values(r).get("nDCG@10")) is not None
+                    else "", round(sum(r.get("seconds", {}).values()), 2)])
     return out
 
 
 @failsafe
 def recall_at_k_figure(summary: dict[str, dict], note: str = "") -> go.Figure:
     """AR@1..4 per paradigm, as lines; `note` under the title ("partial: ..."). Judged
-    questions (no answers): the recall of relevant documents at 4, 10 and 100 of the last
-    cut, what the reader is sent."""
+    questions (no answers): the recall of relevant documents at 4, 10 and 100 of the first
+    cut (what retrieval found, dashed) and of the last (what the reader is sent, which
+    holds no more than its few documents: flat past them)."""
     if not summary:
         return text_figure("No evaluation yet.")
     judged = not answered(summary)
     ks = JUDGED_KS if judged else KS
-    fig = go.Figure([go.Scatter(x=list(map(str, ks)),
-                                y=[last_cut(s, f"R@{k}") if judged else s.get(f"AR@{k}")
-                                   for k in ks],
-                                mode="lines+markers", name=name)
-                     for name, s in summary.items()])
-    title = ("Recall of the judged-relevant documents sent to the reader, at k" if judged
-             else "Answer recall of what the reader read, at k")
+    palette = plotly.colors.qualitative.Plotly  # a paradigm's lines share its colour
+    if judged:
+        lines = [(f"{name}, {which}", [cut(s, f"R@{k}") for k in ks], i, dash)
+                 for i, (name, s) in enumerate(summary.items())
+                 for which, cut, dash in (("retrieved", first_cut, "dash"),
+                                          ("sent to the reader", last_cut, "solid"))]
+    else:
+        lines = [(name, [s.get(f"AR@{k}") for k in ks], i, "solid")
+                 for i, (name, s) in enumerate(summary.items())]
+    fig = go.Figure([go.Scatter(x=list(map(str, ks)), y=y, mode="lines+markers", name=name,
+                                line={"dash": dash, "color": palette[i % len(palette)]})
+                     for name, y, i, dash in lines])
+    title = ("Recall of the judged-relevant documents at k: retrieved and sent to the "
+             "reader" if judged else "Answer recall of what the reader read, at k")
     fig.update_layout(title=_titled(title, note),
                       xaxis_title="k", yaxis_title="R@k" if judged else "AR@k",
                       yaxis_range=[0, 1], height=340,

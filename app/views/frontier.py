@@ -52,10 +52,21 @@ def frontier_points(summaries: dict[str, dict], metric: str) -> list[tuple[str, 
 def last_cut(summary: dict, measure: str) -> float | None:
     """`measure` of the last stage that has it (stages in run order, as the summary keeps
     their seconds), None if none does."""
-    stages = [k.removeprefix("seconds_").removesuffix("_median") for k in summary
-              if k.startswith("seconds_") and k.endswith("_median")]
-    return next((summary[f"{measure}@{stage}"] for stage in reversed(stages)
+    return next((summary[f"{measure}@{stage}"] for stage in reversed(_stages(summary))
                  if f"{measure}@{stage}" in summary), None)
+
+
+def first_cut(summary: dict, measure: str) -> float | None:
+    """`measure` of the first stage that has it (the retrieval's ranking), None if none
+    does."""
+    return next((summary[f"{measure}@{stage}"] for stage in _stages(summary)
+                 if f"{measure}@{stage}" in summary), None)
+
+
+def _stages(summary: dict) -> list[str]:
+    """A summary's stages in run order, as it keeps their seconds."""
+    return [k.removeprefix("seconds_").removesuffix("_median") for k in summary
+            if k.startswith("seconds_") and k.endswith("_median")]
 
 
 def frontier_rows(points: list[tuple[str, float, float]], front: list[str]) -> list[list]:
