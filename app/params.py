@@ -98,3 +98,16 @@ def show_panels(panels: ParamPanels, chosen: str | list[str]) -> list:
     """Visibility updates: the chosen paradigms' panels shown, the others hidden."""
     chosen = {chosen} if isinstance(chosen, str) else set(chosen or ())
     return [gr.update(visible=name in chosen) for name in panels.groups]
+
+
+def panel_values(panels: ParamPanels, configs: dict[str, dict]) -> list:
+    """Updates of every widget (in `inputs()` order) to the option's value in its
+    paradigm's config of `configs` (a stored evaluation's); a widget whose paradigm or
+    option is not there is left as it is."""
+    updates = []
+    for paradigm, name, _ in panels.widgets:
+        node = configs.get(paradigm)
+        for part in name.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        updates.append(gr.skip() if node is None else gr.update(value=node))
+    return updates

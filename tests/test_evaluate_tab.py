@@ -172,3 +172,26 @@ def test_a_refused_resume_says_why_in_the_progress_line(interrupted):
         "UPDATE evaluations SET corpus_fingerprint = 'f00d' WHERE id = ?", [evaluation])
     said, *_ = evaluate.resume_one(explorer, evaluation)
     assert said.startswith("<div class='fe-error'>") and "fingerprint f00d" in said
+
+
+def test_opening_an_evaluation_sets_the_form_to_what_started_it(explorer, echo, tmp_path):
+    with gr.Blocks():
+        entry = evaluate.form(explorer)
+    qa = qa_file(tmp_path / "qa.jsonl", n=3)
+    evaluation_id = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1, "voice": "loud"}},
+                                      sample=2, seed=7, name="mine")
+    explorer.wait_for_evaluation(evaluation_id, 30)
+    restored = dict(zip(entry.restored(), evaluate.restore_form(explorer, entry,
+                                                                evaluation_id), strict=True))
+    # a file that is not a listed dataset is not picked: the dataset picker stays
+    assert restored[entry.dataset] == gr.skip()
+    assert [restored[w] for w in (entry.limit, entry.sample, entry.seed, entry.paradigms,
+                                  entry.name)] == [0, 2, 7, ["echo"], "mine"]
+    assert restored[entry.corpus]["value"] == explorer.evaluation(evaluation_id).corpus
+    widgets = dict(zip(entry.params.keys(), entry.params.inputs(), strict=True))
+    assert restored[widgets[("echo", "k")]]["value"] == 1
+    assert restored[widgets[("echo", "voice")]]["value"] == "loud"
+    # a sweep is not started from the form: it is left as it is
+    sweep = explorer.sweep(qa, "echo", {"k": [1, 2]})
+    explorer.wait_for_evaluation(sweep, 30)
+    assert all(u == gr.skip() for u in evaluate.restore_form(explorer, entry, sweep))

@@ -24,7 +24,7 @@ import gradio as gr
 
 from app.downloads import download
 from app.errors import refused_box, refusing
-from app.params import ParamPanels, config_json, param_panels, show_panels
+from app.params import ParamPanels, config_json, panel_values, param_panels, show_panels
 from app.tabs.base import Refresh, Tab
 from app.tabs.contents import contents, scroll_to
 from app.tabs.corpora import corpus_choice, uploaded_path
@@ -183,6 +183,19 @@ def open_one(explorer: Explorer, text) -> tuple:
     return (progress_html(status), evaluation_id, *views)
 
 
+def restore_form(explorer: Explorer, entry: Form, evaluation_id) -> list:
+    """The form's updates to what started the evaluation opened (`Form.restored` order),
+    so Start runs it again or a variant of it; left as it is for a sweep, ceilings or an
+    import, which the form does not start."""
+    form = explorer.evaluation_form(evaluation_id) if evaluation_id is not None else None
+    if form is None:
+        return [gr.skip()] * len(entry.restored())
+    return [gr.update(value=form["dataset"]) if form["dataset"] else gr.skip(),
+            gr.update(value=None),  # an upload is not kept: its dataset is named above
+            form["limit"], form["sample"], form["seed"], form["paradigms"], form["name"],
+            gr.update(value=form["corpus"]), *panel_values(entry.params, form["configs"])]
+
+
 @refusing(outputs=3)
 def compare_two(explorer: Explorer, text) -> tuple:
     """(difference table, recall plot, latency plot) of the two evaluations typed."""
@@ -231,6 +244,11 @@ class Form:
     def inputs(self) -> list:
         return [self.dataset, self.upload, self.limit, self.sample, self.seed, self.paradigms,
                 self.name, self.ray, self.corpus, *self.params.inputs()]
+
+    def restored(self) -> list:
+        """What opening a stored evaluation sets again (`restore_form`)."""
+        return [self.dataset, self.upload, self.limit, self.sample, self.seed, self.paradigms,
+                self.name, self.corpus, *self.params.inputs()]
 
 
 def form(explorer: Explorer) -> Form:
@@ -335,6 +353,7 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
     # Open and Compare two are under the list, what they show at the top: it is brought up
     reopen.click(partial(open_one, explorer), ids, [progress, current, *views],
                  **private).then(shown, current, buttons, **private).then(
+        partial(restore_form, explorer, entry), current, entry.restored(), **private).then(
         None, js=scroll_to("fe-eval-progress"), **private)
     resume.click(partial(resume_one, explorer), current, [progress, poll, *buttons], **private)
     pending = gr.State(None)  # the evaluation a first Remove click asked to confirm

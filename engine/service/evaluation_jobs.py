@@ -83,7 +83,9 @@ class EvaluationJob:
                 corpus=corpus.name, corpus_fingerprint=corpus.fingerprint,
                 code_version=code_version(), name=request.name, baseline=request.baseline,
                 plan=plan_of(self.questions, request.kinds, request.cuts,
-                             request.retrieval_only))
+                             request.retrieval_only,
+                             {"limit": request.limit, "sample": request.sample,
+                              "seed": request.seed}))
         else:
             self.id = resumed
             self.rows = [{k: v for k, v in r.items() if k != "position"}

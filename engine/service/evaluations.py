@@ -15,7 +15,13 @@ from engine.data.collection_store import check_corpus, split_of
 from engine.documents import Dataset, unanswered
 from engine.errors import ConfigError
 from engine.service.corpora import Corpora, check_searched
-from engine.service.datasets import dataset_file, dataset_label, dataset_of, listed_path
+from engine.service.datasets import (
+    dataset_file,
+    dataset_label,
+    dataset_of,
+    listed_datasets,
+    listed_path,
+)
 from engine.service.evaluation_jobs import EvaluationJobs
 from engine.service.evaluation_request import EvaluationRequest
 from engine.service.imports import IMPORTED
@@ -209,6 +215,25 @@ class Evaluations:
 
     def evaluation(self, evaluation_id: int) -> StoredEvaluation:
         return self._store.get(evaluation_id)
+
+    def evaluation_form(self, evaluation_id: int) -> dict | None:
+        """What started a stored evaluation, as Evaluate's form takes it: {dataset (its
+        listed path; "" when it is no longer listed, as an upload), limit, sample, seed,
+        paradigms, configs, name, corpus}; None for what no form starts (a sweep, a
+        ceiling evaluation, an import)."""
+        stored = self._store.get(evaluation_id)
+        plan = self._store.plan(evaluation_id) or {}
+        if stored.baseline is not None or plan.get("kinds") or stored.code_version == IMPORTED:
+            return None
+        positions = [int(p) for p, _ in plan.get("questions", [])]
+        chosen = plan.get("chosen_by") or (  # an evaluation stored before it was kept
+            {"limit": len(positions), "sample": 0, "seed": 0}
+            if positions == list(range(len(positions))) else
+            {"limit": 0, "sample": len(positions), "seed": 0})
+        listed = {label: path for path, label in listed_datasets().items()}
+        return {"dataset": listed.get(stored.dataset, ""), **chosen,
+                "paradigms": list(stored.paradigms), "configs": stored.configs,
+                "name": stored.name, "corpus": stored.corpus}
 
     def evaluation_rows(self, evaluation_id: int) -> list[dict]:
         """One row per (question, paradigm) of a stored evaluation (engine.eval.summary.row)."""

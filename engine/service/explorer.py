@@ -256,6 +256,11 @@ class Explorer:
         """Block until the evaluation started here ends (or `timeout` seconds pass)."""
         self._evaluating.wait_for_evaluation(evaluation_id, timeout)
 
+    def evaluation_form(self, evaluation_id: int) -> dict | None:
+        """What started a stored evaluation, as Evaluate's form takes it (None: a sweep,
+        ceilings or an import, which no form starts)."""
+        return self._evaluating.evaluation_form(evaluation_id)
+
     def evaluation_status(self, evaluation_id: int) -> dict:
         """A running evaluation's live status, or a stored one's as it ended."""
         return self._evaluating.evaluation_status(evaluation_id)

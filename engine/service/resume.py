@@ -23,10 +23,13 @@ _QUESTION_FIELDS = {f.name for f in fields(Question)}
 
 
 def plan_of(chosen: list[tuple[int, Question]], kinds: dict, cuts: dict,
-            retrieval_only: bool) -> dict:
-    """What a resume needs of an evaluation about to run `chosen` ((position, question))."""
+            retrieval_only: bool, chosen_by: dict | None = None) -> dict:
+    """What a resume needs of an evaluation about to run `chosen` ((position, question)),
+    and how they were chosen (`chosen_by`: {limit, sample, seed}, what Evaluate's form
+    shows again when the evaluation is opened)."""
     return {"questions": [[position, asdict(question)] for position, question in chosen],
-            "kinds": dict(kinds), "cuts": dict(cuts), "retrieval_only": retrieval_only}
+            "kinds": dict(kinds), "cuts": dict(cuts), "retrieval_only": retrieval_only,
+            "chosen_by": dict(chosen_by or {})}
 
 
 def planned_questions(plan: dict) -> list[tuple[int, Question]]:
