@@ -196,7 +196,12 @@ def test_a_corpus_that_failed_to_load_is_not_offered_for_running_questions(with_
                         upload=True)
     assert settled(explorer, "broken").status == "failed"
     _, _, _, removable, *choices = corpora.refreshed(explorer, ["broken", "tiny", "broken"])
-    assert "broken" in choices_of(removable)  # it can still be removed
+    assert "broken" in choices_of(removable)  # it can still be taken off the list
+    asked, *_ = corpora.remove_asked(explorer, "broken", None, "tiny", "tiny")
+    assert "it failed to load, so nothing of it was stored" in asked
+    # the table's last tick once nothing is prepared: the "being read" message goes
+    assert corpora.refreshed(explorer, ["broken", "tiny", "tiny"], ticked=True)[0] == ""
+    assert corpora.refreshed(explorer, ["broken", "tiny", "tiny"])[0] == gr.skip()
     assert all("broken" not in choices_of(c) for c in choices)
     assert [value_set(c) for c in choices] == ["unchanged", "tiny"]  # it falls back
     assert "broken" not in corpora.offered(explorer.corpora())

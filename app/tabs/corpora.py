@@ -172,7 +172,8 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
                    outputs, api_visibility="private")
     remove.click(partial(remove_asked, explorer), [removable, pending, *choices],
                  [*outputs, pending], api_visibility="private")
-    timer.tick(lambda *c: refreshed(explorer, c), shown, outputs, api_visibility="private")
+    timer.tick(lambda *c: refreshed(explorer, c, ticked=True), shown, outputs,
+               api_visibility="private")
 
     def everything() -> tuple:  # the tab opened: the models too (not on every tick)
         return (*refreshed(explorer, [None] * len(shown)), models_table(explorer.models()))
@@ -189,14 +190,19 @@ def offered(rows: list[CorpusRow]) -> list[str]:
     return [row.name for row in rows if row.status != "failed" or row.origin == "started with"]
 
 
-def refreshed(explorer: Explorer, current, note: str | None = None) -> tuple:
+def refreshed(explorer: Explorer, current, note: str | None = None,
+              ticked: bool = False) -> tuple:
     """(message, table, timer, removable, every tab's choice) as they are now. `current`
     holds the values shown (the removable corpus, then each tab's choice; None: unknown):
     a value no longer offered is replaced (by nothing, or by the start-up corpus), so no
-    dropdown goes on holding a corpus that is gone."""
+    dropdown goes on holding a corpus that is gone. `ticked` (the table's timer, which
+    ticks while a corpus is prepared): once none is, the message that one is being read
+    goes, and the table says how it ended."""
     rows = explorer.corpora()
     names, removable = offered(rows), _added(rows)
     preparing = any(row.status == "preparing" for row in rows)
+    if ticked and note is None and not preparing:
+        note = ""
     held, *chosen = current
 
     def choice(options: list[str], value, fallback) -> gr.Dropdown:
@@ -219,10 +225,13 @@ def remove_asked(explorer: Explorer, corpus: str | None, pending: str | None,
         return (*refreshed(explorer, current,
                            refused_box("Choose an added corpus to remove.")), None)
     if corpus != pending:
+        failed = any(r.name == corpus and r.status == "failed" for r in explorer.corpora())
+        what = ("to take it off the list: it failed to load, so nothing of it was stored"
+                if failed else
+                "for good: its stored file is deleted and no tab can search it any more")
         return (*refreshed(explorer, current, (
             f"<div class='fe-error'>Press Remove again to remove corpus <b>{esc(corpus)}</b> "
-            "for good: its stored file is deleted and no tab can search it any more.</div>")),
-            corpus)
+            f"{what}.</div>")), corpus)
     return (*refreshed(explorer, current, removing(explorer, corpus)), None)
 
 
@@ -259,4 +268,6 @@ def models_table(rows: list[ModelRow]) -> str:
 
 
 def _added(rows: list[CorpusRow]) -> list[str]:
+    """The corpora Remove offers: those added (one that failed to load too: Remove takes
+    its line off the table)."""
     return [row.name for row in rows if row.origin == "added"]
