@@ -117,7 +117,7 @@ def test_a_failing_question_is_stored_as_failed_and_the_others_go_on(evaluations
 @pytest.mark.parametrize(("changes", "message"), [
     ({"paradigms": ()}, "at least one paradigm"),
     ({"questions": ()}, "holds no questions"),
-    ({"limit": -1}, "limit=-1 is out of range"),
+    ({"limit": -1}, r"limit=-1 \(First N questions\) is out of range"),
     ({"limit": 2, "sample": 2}, "not both"),
 ])
 def test_bad_requests_are_named(changes, message):

@@ -7,6 +7,7 @@ import html
 import json
 from collections.abc import Sequence
 
+import gradio as gr
 import pytest
 
 from engine.documents import Candidate, Unit
@@ -149,8 +150,9 @@ def test_a_sweep_started_from_the_tab_is_followed_and_its_frontier_plotted(explo
     progress, evaluation_id, timer, confirm, ids = sweep.begin(explorer, False, *form)
     assert f"Evaluation {evaluation_id}" in progress and ids == str(evaluation_id)
     explorer.wait_for_evaluation(evaluation_id, 30)
-    progress, timer, message, plot, table = sweep.follow(explorer, evaluation_id, "EM")
-    assert "done, 2 of 2" in progress and timer.active is False
+    progress, timer, message, plot, table, against = sweep.follow(explorer, evaluation_id,
+                                                                  "EM")
+    assert "done, 2 of 2" in progress and timer.active is False and against == gr.skip()
     assert "2 points" in message  # with the reader: EM and seconds for both points
     assert table.headers[1] == "EM"  # the column names the metric plotted
     assert table.headers[2] == "ms per question (median)"
@@ -182,3 +184,18 @@ def test_the_tab_renders_its_own_widgets_only(explorer):
     first = next(b for b in shown if b.elem_id == "fe-sweep-first")
     assert first.value == "K" and ("N", "N") in next(
         b for b in shown if b.elem_id == "fe-sweep-second").choices
+
+
+def test_a_sweep_of_judged_questions_is_drawn_and_picked_against_ndcg(explorer, tmp_path):
+    from app.tabs import sweep
+
+    judged = tmp_path / "judged.jsonl"
+    judged.write_text("".join(json.dumps({"id": f"q{i}", "text": text, "judgments": [[doc, 2]]})
+                              + "\n" for i, (text, doc) in enumerate(
+                                  [("Who painted with dots?", "Seurat"),
+                                   ("Which river flows east?", "Danube")])))
+    evaluation_id = explorer.sweep(str(judged), "echo", {"k": [1, 3]})
+    explorer.wait_for_evaluation(evaluation_id, 30)
+    message, plot, table, against = sweep.frontier(explorer, str(evaluation_id), "AR@4")
+    assert "against nDCG@10 of the last cut instead" in message and "2 points" in message
+    assert against["value"] == "nDCG@10" and table.headers[1] == "nDCG@10"

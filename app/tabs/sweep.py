@@ -99,9 +99,11 @@ def begin(explorer: Explorer, build: bool, dataset, n, sample, seed, paradigm, f
             gr.Timer(active=True), gr.Button(visible=False), str(evaluation_id))
 
 
-@refusing(outputs=3)
+@refusing(outputs=4)
 def frontier(explorer: Explorer, ids_text, metric) -> tuple:
-    """(message, plot, table) of every point of the evaluations typed."""
+    """(message, plot, table, the "Against" picker) of every point of the evaluations
+    typed; the picker shows the measure drawn when judged questions put nDCG@10 in place
+    of an answer measure."""
     ids = parse_ids(ids_text, "evaluation")
     summaries = {}
     for evaluation_id in ids:
@@ -109,7 +111,7 @@ def frontier(explorer: Explorer, ids_text, metric) -> tuple:
         summaries.update({(label if len(ids) == 1 else f"{label} ({evaluation_id})"): s
                           for label, s in means.items()})
     metric = metric or "AR@4"
-    points, judged = frontier_points(summaries, metric), ""
+    points, judged, asked = frontier_points(summaries, metric), "", metric
     if not points and metric not in LAST_CUT and frontier_points(summaries, "nDCG@10"):
         metric, judged = "nDCG@10", (" Its questions have no answers (they are judged): "
                                      "against nDCG@10 of the last cut instead.")
@@ -119,13 +121,15 @@ def frontier(explorer: Explorer, ids_text, metric) -> tuple:
                f"(nothing else is both faster and better on {esc(metric)}).{esc(tie_note(points))}"
                f"{judged}</div>")
     return (message, frontier_figure(points, front, metric),
-            gr.Dataframe(frontier_rows(points, front), headers=frontier_columns(metric)))
+            gr.Dataframe(frontier_rows(points, front), headers=frontier_columns(metric)),
+            gr.skip() if metric == asked else gr.update(value=metric))
 
 
 def follow(explorer: Explorer, evaluation_id, metric) -> tuple:
-    """A poll: (progress, timer, message, plot, table) of the sweep followed."""
+    """A poll: (progress, timer, message, plot, table, "Against") of the sweep
+    followed."""
     if evaluation_id is None:
-        return gr.skip(), gr.Timer(active=False), gr.skip(), gr.skip(), gr.skip()
+        return gr.skip(), gr.Timer(active=False), *(gr.skip(),) * 4
     status = explorer.evaluation_status(evaluation_id)
     return (progress_html(status), gr.Timer(active=status["state"] == "running"),
             *frontier(explorer, str(evaluation_id), metric))
@@ -188,8 +192,10 @@ def build(explorer: Explorer) -> Tab:
     started = [progress, current, poll, confirm, ids]
     start.click(partial(begin, explorer, False), form, started, **private)
     confirm.click(partial(begin, explorer, True), form, started, **private)
-    poll.tick(partial(follow, explorer), [current, metric], [progress, poll, message, plot,
-                                                             table], **private)
-    for event in (show.click, ids.submit, metric.change):
-        event(partial(frontier, explorer), [ids, metric], [message, plot, table], **private)
+    drawn = [message, plot, table, metric]
+    poll.tick(partial(follow, explorer), [current, metric], [progress, poll, *drawn],
+              **private)
+    # .input, not .change: the picker set to the measure drawn does not draw again
+    for event in (show.click, ids.submit, metric.input):
+        event(partial(frontier, explorer), [ids, metric], drawn, **private)
     return Tab(corpus=corpus)

@@ -48,10 +48,12 @@ class EvaluationRequest:
             raise ConfigError("Pick at least one paradigm to evaluate.")
         if not self.questions:
             raise ConfigError(f"The dataset {self.dataset!r} holds no questions.")
-        for name, value in (("limit", self.limit), ("sample", self.sample)):
+        # named as the API and the CLI take them, and as Evaluate's form labels them
+        for name, label, value in (("limit", "First N questions", self.limit),
+                                   ("sample", "a random sample of", self.sample)):
             if not 0 <= value <= MAX_QUESTIONS:
-                raise ConfigError(f"{name}={value} is out of range; allowed: 0 (every "
-                                  f"question) to {MAX_QUESTIONS:,}.")
+                raise ConfigError(f"{name}={value} ({label}) is out of range; allowed: 0 "
+                                  f"(every question) to {MAX_QUESTIONS:,}.")
         if self.limit and self.sample:
             raise ConfigError("Give a question limit or a sample size, not both.")
         if self.kinds and self.ray:
