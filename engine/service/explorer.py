@@ -192,11 +192,7 @@ class Explorer:
     def titles(self, doc_ids, corpus: str = "") -> dict[str, str]:
         """{id: title} of those of `doc_ids` that corpus `corpus` (the start-up one when
         empty) holds with a title, if it is loaded now (never starts loading it)."""
-        loaded = self._corpora.corpus_if_loaded(corpus)
-        if loaded is None:
-            return {}
-        return {d: loaded.by_id[d].title for d in doc_ids
-                if d in loaded.by_id and loaded.by_id[d].title}
+        return readiness.titles(self._corpora, doc_ids, corpus)
 
     def counted_corpus(self, corpus: str = "") -> str:
         """The name of the corpus `supporting_in_corpus(q, corpus)` counts in."""

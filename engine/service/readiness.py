@@ -66,6 +66,16 @@ def supporting_in_corpus(corpora: Corpora, question: Question, corpus: str = ""
     return held, len(titles)
 
 
+def titles(corpora: Corpora, doc_ids, corpus: str = "") -> dict[str, str]:
+    """{id: title} of those of `doc_ids` that corpus `corpus` (the start-up one when
+    empty) holds with a title, if it is loaded now (never starts loading it)."""
+    loaded = corpora.corpus_if_loaded(corpus)
+    if loaded is None:
+        return {}
+    return {d: loaded.by_id[d].title for d in doc_ids
+            if d in loaded.by_id and loaded.by_id[d].title}
+
+
 def counted_corpus(corpora: Corpora, corpus: str = "") -> str:
     """The name of the corpus `supporting_in_corpus(q, corpus)` counts in."""
     if corpus and corpora.corpus_if_loaded(corpus) is not None:
