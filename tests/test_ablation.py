@@ -159,9 +159,14 @@ def test_an_evaluation_counts_agreement_and_cost_per_paradigm():
 
 
 @pytest.fixture(scope="module")
-def smollm2():
-    """The packaged reader (the logic here is the model's)."""
-    return HFGenerator("smollm2", precision="fp32")
+def smollm2(models_dir):
+    """The packaged reader (the logic here is the model's), converted from its GGUF into the
+    session's model cache (conftest's models_dir) once for every test that reads with it.
+    Module-scoped, it is made before any test's own data directory is set, so it names the
+    cache itself (else it would land in the project's data/ folder)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FUNNEL_DATA_DIR", str(models_dir))
+        return HFGenerator("smollm2", precision="fp32")
 
 
 @pytest.mark.slow

@@ -97,9 +97,11 @@ def test_the_answer_box_marks_the_cut_and_names_the_cap():
 
 
 @pytest.mark.slow
-def test_the_packaged_reader_cut_mid_name_ends_at_a_whole_word():
+def test_the_packaged_reader_cut_mid_name_ends_at_a_whole_word(shared_models):
     """SmolLM2 (the logic is the model's): at 24 tokens it says "Akira Kurosawa" whole;
-    capped at 4 it says "Akira Kuro", which ends at "Akira", flagged."""
+    capped at 4 it says "Akira Kuro", which ends at "Akira", flagged. Its conversion from
+    GGUF and its ONNX export come from the session's model cache (`shared_models`), made
+    once for every test that reads with it."""
     from engine.readers.backends import shared_generator
 
     reader = ReaderModels(shared_generator("smollm2", backend="onnx"))
