@@ -357,3 +357,4 @@ def test_cli_ask_bad_input(args, message, tiny_files, data_dir):
     result = _cli([*args, "--corpus", str(corpus)], data_dir)
     assert result.returncode == 2 and message in result.stderr
     assert "Traceback" not in result.stderr
+    assert not (data_dir / "cache").exists()  # refused before any index or model was built

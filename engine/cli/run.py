@@ -190,10 +190,12 @@ def _progress_done() -> None:
 
 def ask(args: argparse.Namespace) -> int:
     from engine.data.corpus import load_corpus
+    from engine.paradigms.base import check_question
     from engine.service.store import make_paradigm
 
+    question = check_question(args.question)  # refused before any index or model loads
     paradigm = make_paradigm(args.paradigm, load_corpus(args.corpus), _json_arg(args.config))
-    print_trace(paradigm.run(args.question), args.show)
+    print_trace(paradigm.run(question), args.show)
     return 0
 
 
