@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.data.loaders.collections import Judgments, parse_qrels
 from engine.documents import Candidate, Corpus, Dataset, Unit, with_judgments
 from engine.errors import ConfigError, DataFormatError
 from engine.eval.exports import trec_id
@@ -29,7 +30,6 @@ from engine.trace import RunTrace, StageResult
 from engine.units.build import document_unit
 
 RUN_FIELDS = ("qid", "Q0", "docid", "rank", "score", "tag")
-QRELS_FIELDS = ("qid", "iteration", "docid", "relevance")
 
 
 def _fields(name: str, line: str, n: int, expected: Sequence[str]) -> list[str]:
@@ -88,17 +88,11 @@ def _read_run(text: str, name: str) -> tuple[dict[str, list[tuple[str, float]]],
              for qid, ranked in found.items()}, first_tag or "")
 
 
-def read_qrels(text: str, name: str) -> dict[str, dict[str, int]]:
+def read_qrels(text: str, name: str) -> Judgments:
     """{qid: {docid: grade}} of a qrels file's `text`, graded judgments kept as they are
-    (0: judged not relevant); a pair judged twice keeps its first grade."""
-    found: dict[str, dict[str, int]] = {}
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        qid, _, docid, relevance = _fields(name, line, n, QRELS_FIELDS)
-        found.setdefault(qid, {}).setdefault(docid, _number(name, relevance, n, "relevance",
-                                                            int))
-    return found
+    (0: judged not relevant); a pair judged twice keeps its first grade. The test
+    collections' reader, not strict (engine.data.loaders.collections.parse_qrels)."""
+    return parse_qrels(text, name, strict=False)
 
 
 def imported_runs(stages: Sequence[tuple[str, str, str]], dataset: Dataset, corpus: Corpus,

@@ -11,7 +11,8 @@ often partial, and no answers.
 Grades stay grades (0 is judged not relevant, a missing pair is unjudged). Every problem is
 refused by file, line and field before anything is kept: a judgment naming a query or a
 document the collection lacks, a grade that is not an integer, an id given twice, a corpus
-row without `_id`.
+row without `_id`. The qrels beside imported TREC runs (engine.eval.imports) are read by the
+same reader, not strictly (`parse_qrels`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import logging
 import re
 import tempfile
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -225,62 +225,94 @@ def _id(rec: Record, seen: dict[str, int]) -> str:
 # --- judgments ------------------------------------------------------------------------------
 
 _BEIR_HEADER = ("query-id", "corpus-id", "score")
+TREC_QRELS = ("qid", "iteration", "docid", "relevance")  # a TREC qrels line's fields
 UNKNOWN_FIX = ("add the document to the corpus, or leave out the judgments of documents it "
                "lacks: --drop-unknown, or that box in the Corpora tab")
+GRADE_FIX = "grade each judgment 0 (not relevant), 1, 2, ..."
 
 
 def read_qrels(path: Path, queries: set[str] | None = None,
                documents: set[str] | None = None, drop_unknown: bool = False) -> Judgments:
-    """Judgments from a BEIR qrels TSV (`query-id corpus-id score`, header first) or a TREC
-    qrels file (`query-id iteration doc-id grade`, whitespace-separated); every query and
-    document named must be among `queries` and `documents` where those are given (with
-    `drop_unknown`, judgments of unknown documents are left out and named in a warning)."""
+    """A test collection's judgments from a BEIR qrels TSV (`query-id corpus-id score`,
+    header first) or a TREC qrels file (`query-id iteration doc-id grade`,
+    whitespace-separated), read strictly (`parse_qrels`); every query and document named
+    must be among `queries` and `documents` where those are given (with `drop_unknown`,
+    judgments of unknown documents are left out and named in a warning)."""
+    return parse_qrels(read_text(path), path, queries=queries, documents=documents,
+                       drop_unknown=drop_unknown)
+
+
+def parse_qrels(text: str, name: object, *, strict: bool = True,
+                queries: set[str] | None = None, documents: set[str] | None = None,
+                drop_unknown: bool = False) -> Judgments:
+    """{query id: {document id: grade}} of a qrels file's `text` (`name` is how errors call
+    it), grades kept as they are (0: judged not relevant). A line that is not a judgment,
+    a grade that is not an integer, and a query or a document not among `queries` and
+    `documents` (where given; with `drop_unknown` an unknown document's judgments are left
+    out and named in a warning) are refused by line and field.
+
+    `strict`, a test collection's qrels: BEIR's TSV or TREC's lines, and a pair judged
+    twice or a file without judgments is refused. Not strict, the qrels beside imported
+    TREC runs (engine.eval.imports): TREC's four whitespace-separated fields only (a run
+    file's six are refused), a pair judged twice keeps its first grade, and no lines are
+    no judgments."""
+    qid_field, doc_field, grade_field = _BEIR_HEADER if strict else (TREC_QRELS[0],
+                                                                     *TREC_QRELS[2:])
     judgments: Judgments = {}
     dropped: list[str] = []
     where: dict[tuple[str, str], int] = {}
-    for line, fields in _rows(path):
-        if line == 1 and tuple(f.lower() for f in fields) == _BEIR_HEADER:
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
             continue
-        if len(fields) == 3:
-            qid, doc, grade = fields
-        elif len(fields) == 4:
-            qid, _, doc, grade = fields
-        else:
-            raise DataFormatError(path, f"expected 3 fields (query-id, corpus-id, score) or 4 "
-                                  f"(query-id, iteration, doc-id, grade), got {len(fields)}",
-                                  line=line)
+        fields = raw.split("\t") if strict and "\t" in raw else raw.split()
+        if strict and line == 1 and tuple(f.lower() for f in fields) == _BEIR_HEADER:
+            continue
+        qid, doc, grade = _judgment(name, line, raw, fields, strict)
         try:
             value = int(grade)
         except ValueError:
-            raise DataFormatError(path, f"{grade!r} is not an integer grade", line=line,
-                                  field="score", fix="grade each judgment 0 (not relevant), "
-                                  "1, 2, ...") from None
+            raise DataFormatError(name, f"{grade!r} is not an integer grade", line=line,
+                                  field=grade_field, fix=GRADE_FIX) from None
         if queries is not None and qid not in queries:
-            raise DataFormatError(path, f"names query {qid!r}, which the queries lack",
-                                  line=line, field="query-id")
+            raise DataFormatError(name, f"names query {qid!r}, which the queries lack",
+                                  line=line, field=qid_field)
         if documents is not None and doc not in documents and drop_unknown:
             dropped.append(f"{doc} (line {line})")
             continue
         if documents is not None and doc not in documents:
-            raise DataFormatError(path, f"names document {doc!r}, which the corpus lacks",
-                                  line=line, field="corpus-id", fix=UNKNOWN_FIX)
+            raise DataFormatError(name, f"names document {doc!r}, which the corpus lacks",
+                                  line=line, field=doc_field, fix=UNKNOWN_FIX)
         first = where.setdefault((qid, doc), line)
-        if first != line:
-            raise DataFormatError(path, f"judges query {qid!r} and document {doc!r} again "
-                                  f"(first on line {first})", line=line, field="corpus-id")
-        judgments.setdefault(qid, {})[doc] = value
+        if first != line and strict:
+            raise DataFormatError(name, f"judges query {qid!r} and document {doc!r} again "
+                                  f"(first on line {first})", line=line, field=doc_field)
+        if first == line:
+            judgments.setdefault(qid, {})[doc] = value
     if dropped:
-        logger.warning("%s: left out %d judgments of documents the corpus lacks: %s", path,
+        logger.warning("%s: left out %d judgments of documents the corpus lacks: %s", name,
                        len(dropped), ", ".join(dropped))
-    if not judgments:
-        raise DataFormatError(path, "holds no judgments")
+    if strict and not judgments:
+        raise DataFormatError(name, "holds no judgments")
     return judgments
 
 
-def _rows(path: Path) -> Iterator[tuple[int, list[str]]]:
-    for line, text in enumerate(read_text(path).splitlines(), start=1):
-        if text.strip():
-            yield line, text.split("\t") if "\t" in text else text.split()
+def _judgment(name: object, line: int, raw: str, fields: list[str],
+              strict: bool) -> tuple[str, str, str]:
+    """(query id, document id, grade) of a qrels line's fields: TREC's four, or, strictly
+    read, BEIR's three too."""
+    if len(fields) == 4:
+        return fields[0], fields[2], fields[3]
+    if strict and len(fields) == 3:
+        return fields[0], fields[1], fields[2]
+    if strict:
+        raise DataFormatError(name, f"expected 3 fields (query-id, corpus-id, score) or 4 "
+                              f"(query-id, iteration, doc-id, grade), got {len(fields)}: "
+                              f"{raw[:80]!r}", line=line,
+                              fix="write one judgment per line: BEIR's fields split by tabs, "
+                                  "TREC's by spaces")
+    raise DataFormatError(name, f"a line has 4 fields ({' '.join(TREC_QRELS)}), this one "
+                          f"{len(fields)}: {raw[:80]!r}", line=line,
+                          fix="write one judgment per line, fields split by spaces")
 
 
 # --- TREC topics ------------------------------------------------------------------------------
