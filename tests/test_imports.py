@@ -57,6 +57,8 @@ def test_runs_must_name_the_corpus_documents_and_the_datasets_questions(tiny_cor
         imported_runs([("first", "a.run", "q9 Q0 Danube 1 1.0 t\n")], dataset, tiny_corpus)
     with pytest.raises(DataFormatError, match="field 'relevance'"):
         read_qrels("q1 0 Danube yes\n", "qrels.txt")
+    with pytest.raises(DataFormatError, match="empty.qrels: no qrels lines"):
+        read_qrels("\n \n", "empty.qrels")  # the CLI's --qrels too: runs against nothing
 
 
 def test_the_cli_stores_run_files_as_an_evaluation_next_to_ours(tmp_path, capsys):

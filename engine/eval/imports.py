@@ -91,7 +91,12 @@ def _read_run(text: str, name: str) -> tuple[dict[str, list[tuple[str, float]]],
 def read_qrels(text: str, name: str) -> Judgments:
     """{qid: {docid: grade}} of a qrels file's `text`, graded judgments kept as they are
     (0: judged not relevant); a pair judged twice keeps its first grade. The test
-    collections' reader, not strict (engine.data.loaders.collections.parse_qrels)."""
+    collections' reader, not strict (engine.data.loaders.collections.parse_qrels). A file
+    with no line is refused: the runs it came with would be measured against nothing."""
+    if not any(line.strip() for line in text.splitlines()):
+        raise DataFormatError(name, "no qrels lines",
+                              fix="give the qrels file of the runs' questions (qid iteration "
+                                  "docid relevance, one judgment per line)")
     return parse_qrels(text, name, strict=False)
 
 

@@ -101,7 +101,7 @@ def file_kind(name: str, text: str) -> str:
     from engine.eval.traces import read_spans
 
     readers = {TRACES: lambda: read_spans(text, name), RUN: lambda: read_run(text, name),
-               QRELS: lambda: _qrels(text, name)}
+               QRELS: lambda: read_qrels(text, name)}
     fix = ("give trace files (OTLP/JSON or Phoenix's spans), or TREC run files, one per "
            "stage, and a qrels file")
     if text.lstrip()[:1] in ("{", "["):  # JSON: of the formats read, only traces are
@@ -121,13 +121,6 @@ def file_kind(name: str, text: str) -> str:
         return kind
     raise DataFormatError(name, "no format an import reads fits it; tried " +
                           "; ".join(refusals), fix=fix)
-
-
-def _qrels(text: str, name: str) -> dict:
-    found = read_qrels(text, name)
-    if not any(line.strip() for line in text.splitlines()):
-        raise DataFormatError(name, "no qrels lines")
-    return found
 
 
 def _reason(err: DataFormatError) -> str:
