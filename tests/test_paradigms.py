@@ -301,16 +301,24 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
 
 
 def test_cli_eval_on_a_local_ray_cluster_of_two_workers_matches_one_process(
-        tiny_files, models_dir, tmp_path):
+        tiny_files, shared_models, tmp_path, capsys):
+    """The same `eval` command in this one process (its models loaded once for the module)
+    and, with --ray local, in a CLI process whose two Ray workers load their own."""
     pytest.importorskip("ray")
+    from engine.cli.main import main
+
     corpus, qa = tiny_files
     args = ["eval", "--dataset", str(qa), "--paradigm", "funnel,flat", "--corpus", str(corpus),
             "--config", json.dumps(STEADY), "--json"]
+    assert main([*args, "--out", str(tmp_path / "one.jsonl")]) == 0
+    printed = {"one": capsys.readouterr().out}
+    result = _cli([*args, "--out", str(tmp_path / "ray.jsonl"), "--ray", "local", "--workers",
+                   "2"], shared_models)
+    assert result.returncode == 0, result.stderr[-2000:]
+    printed["ray"] = result.stdout
     runs = {}
-    for name, extra in (("one", []), ("ray", ["--ray", "local", "--workers", "2"])):
-        result = _cli([*args, "--out", str(tmp_path / f"{name}.jsonl"), *extra], models_dir)
-        assert result.returncode == 0, result.stderr[-2000:]
-        summary = json.loads(result.stdout.strip().splitlines()[-1])
+    for name, stdout in printed.items():
+        summary = json.loads(stdout.strip().splitlines()[-1])
         rows = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text()
                 .splitlines()]
         runs[name] = ({p: {k: v for k, v in s.items() if not k.startswith("seconds")}
