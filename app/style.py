@@ -7,9 +7,11 @@ CSS = """
 .fe-stage { margin: 10px 0 4px; }
 mark { background: #fff3b0; padding: 0 1px; }
 mark.gold { background: #f6c343; font-weight: bold; }
-.fe-badge { border-radius: 4px; padding: 0 4px; font-size: 0.8em; color: white; }
+.fe-badge { border-radius: 4px; padding: 0 4px; font-size: 0.8em; color: white;
+            white-space: nowrap; }
 .fe-answer { background: #b8860b; } .fe-support { background: #4c78a8; }
 .fe-kept-badge { background: #2e7d32; } .fe-dropped { background: #9e9e9e; }
+.fe-self { background: #6c757d; }  /* a judged question's own document */
 .fe-lost { background: #fde2e1; border-left: 4px solid #d9534f; padding: 6px 10px; }
 .fe-ablation tr.fe-changed td { background: #fde2e1; }
 .fe-kept { background: #e3f4e1; border-left: 4px solid #5cb85c; padding: 6px 10px; }

@@ -215,8 +215,10 @@ def test_a_folder_of_trec_topics_qrels_and_a_corpus_is_a_collection(tmp_path):
 
 
 def test_what_the_app_shows_of_a_judged_question_and_evaluation():
+    from app.tabs.explore import attribute_run
     from app.tabs.picker import judged_markdown
     from app.views.evaluation import paper_table
+    from app.views.figures import heatmap_figure
     from app.views.gold import gold_banner, gold_counts
     from app.views.trace import compare_table, stage_table
 
@@ -229,7 +231,7 @@ def test_what_the_app_shows_of_a_judged_question_and_evaluation():
     lost = annotate(_trace(question, ["d3", "d1"], read=False), question)
     assert "Relevant documents lost at stage <b>reranker</b>" in gold_banner(lost)
     assert "d1 (2), d2 (1)" in judged_markdown(question)
-    assert "Seurat&#x27;s painting (2), d2 (1)" in judged_markdown(
+    assert "Seurat&#x27;s painting `d1` (2), d2 (1)" in judged_markdown(
         question, {"d1": "Seurat's painting"})
     # the stage table badges the grade and the query's own document, measured without it
     own = judged_question("q1", "An argument", {"d1": 2, "d2": 1, "d3": 0}, "tiny")
@@ -237,6 +239,10 @@ def test_what_the_app_shows_of_a_judged_question_and_evaluation():
     assert table.count("relevant (2)") == 1 and ">the question</span>" in table
     assert "relevant (1)" not in table and ">support<" not in table
     assert "<i>no answers</i>" in compare_table([trace])
+    # no reader ran: the heatmap says why, and there is no answer to attribute
+    assert "No reader ran" in heatmap_figure(trace).layout.annotations[0].text
+    refused, *_ = attribute_run(None, trace.to_json(), "layers")
+    assert "This run has no answer to attribute: no reader ran" in refused
     summary = {"flat": {"questions": 2, "nDCG@10@dense": 0.5, "AP@dense": 0.4,
                         "gold_doc_recall@dense": 0.5,
                         "Judged@10@dense": 0.3, "nDCG'@10@dense": 0.7,

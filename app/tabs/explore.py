@@ -200,7 +200,13 @@ def attribute_run(explorer: Explorer, trace_json, heat) -> tuple:
     if not trace_json:
         return error_box("Run a question first; there is no answer to attribute yet."), \
             gr.skip(), gr.skip(), gr.skip()
-    trace = explorer.ablation(RunTrace.from_json(trace_json))
+    trace = RunTrace.from_json(trace_json)
+    if not any(step.purpose == "answer" for step in trace.llm_steps):
+        return error_box("This run has no answer to attribute: no reader ran (a test "
+                         "collection's question has no answer to find). Type the question "
+                         "to have the reader answer it, then attribute that run."), \
+            gr.skip(), gr.skip(), gr.skip()
+    trace = explorer.ablation(trace)
     _, _, _, _, heatmap, tables = trace_views(trace, heat)
     ablation = reading_step(trace).ablation
     changed = sum(ablation.changed)

@@ -197,7 +197,9 @@ def judged_markdown(q: Question, titles: dict[str, str] | None = None,
     it has no answers."""
     titles = titles or {}
     relevant = sorted(((g, d) for d, g in q.judgments if g >= 1), key=lambda p: -p[0])
-    named = ", ".join(f"{esc(titles.get(d, d))} ({g})" for g, d in relevant[:shown])
+    # by title and id: a collection's titles need not be unique (ArguAna's are topics)
+    named = ", ".join(f"{esc(titles[d])} `{esc(d)}` ({g})" if d in titles else f"{esc(d)} ({g})"
+                      for g, d in relevant[:shown])
     more = f" and {len(relevant) - shown} more" if len(relevant) > shown else ""
     unrelated = sum(g < 1 for _, g in q.judgments)
     return (f"**Judged relevant (grade):** {named or '(none)'}{more}  \n"

@@ -159,6 +159,11 @@ def heatmap_figure(trace: RunTrace, by: str = "layers") -> go.Figure:
         return text_figure(f"The reader's backend ({backend}) gave no attention weights, so "
                            "there is no heatmap for this run (the transformers backend "
                            "gives them; a server or a backend without attention does not).")
+    if found is None and trace.gold is not None and trace.gold.judged_only:
+        return text_figure("No reader ran: a test collection's question has no answer to "
+                           "find, so its run stops after the last cut and is measured by "
+                           "its judgments. Type it as a question of your own to have the "
+                           "reader answer it.")
     if found is None:
         return text_figure("This run has no reader attention yet (it comes with the "
                            "reader's step).")
