@@ -58,9 +58,9 @@ def _flag(gold: Question | None, flags: GoldFlags | None, cand: Candidate, i: in
         marks.append('<span class="fe-badge fe-answer" title="holds a gold answer">answer</span>')
     if gold is not None and gold.judged_only:
         if gold.id in cand.unit.doc_ids:
-            marks.append('<span class="fe-badge fe-self" title="this document is the question itself: '
-                         'the measures leave it out, as BEIR does (ignore_identical_ids)">'
-                         'the question</span>')
+            marks.append('<span class="fe-badge fe-self" title="this document is the '
+                         'question itself: the measures leave it out, as BEIR does '
+                         '(ignore_identical_ids)">the question</span>')
         grade = max((gold.grades.get(d, 0) for d in cand.unit.doc_ids), default=0)
         if grade >= 1:
             marks.append(f'<span class="fe-badge fe-support" title="judged relevant, grade '
