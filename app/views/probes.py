@@ -153,6 +153,7 @@ def ceiling_figure(found: dict) -> go.Figure:
             "arrayminus": [d["diff"] - d["ci"][0] if d else 0 for d in found_diffs]})
     fig.update_layout(barmode="group", title="Ceiling minus as run, per cut made perfect "
                       "(95% paired intervals)", yaxis_title="difference", height=420,
+                      showlegend=True,  # names the measure, a judged evaluation's one too
                       margin={"l": 50, "r": 20, "t": 50, "b": 60})
     return fig
 
