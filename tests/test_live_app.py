@@ -753,6 +753,8 @@ def _confirm_build(page, button: str, progress: str) -> None:
 
 
 def test_browser_evaluates_five_questions_and_opens_a_run_in_explore(live_app, browser):
+    from playwright.sync_api import expect
+
     url, _ = live_app
     page = browser.new_page(viewport={"width": 1400, "height": 1800})
     page.goto(url)
@@ -798,6 +800,12 @@ def test_browser_evaluates_five_questions_and_opens_a_run_in_explore(live_app, b
     page.locator("#fe-eval-open").click()
     page.wait_for_function("document.querySelector('#fe-eval-progress').innerText"
                            f".includes('Evaluation {first}: done, 5 of 5')", timeout=30_000)
+    # Open sets the form to what started it, then brings the progress line up
+    expect(page.locator("#fe-eval-name textarea")).to_have_value("browser evaluation")
+    expect(page.locator("#fe-eval-limit input")).to_have_value("5")
+    expect(page.locator("#fe-eval-sample input")).to_have_value("0")
+    page.wait_for_function("Math.abs(document.querySelector('#fe-eval-progress')"
+                           ".getBoundingClientRect().top) < 200", timeout=30_000)
     page.locator("#fe-eval-format input").click()
     page.get_by_role("option", name="flashrag").click()
     page.locator("#fe-eval-export").click()

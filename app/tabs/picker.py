@@ -198,8 +198,8 @@ def judged_markdown(q: Question, titles: dict[str, str] | None = None,
     titles = titles or {}
     relevant = sorted(((g, d) for d, g in q.judgments if g >= 1), key=lambda p: -p[0])
     # by title and id: a collection's titles need not be unique (ArguAna's are topics)
-    named = ", ".join(f"{esc(titles[d])} `{esc(d)}` ({g})" if d in titles else f"{esc(d)} ({g})"
-                      for g, d in relevant[:shown])
+    named = ", ".join(f"{esc(titles[d])} `{esc(d)}` ({g})" if titles.get(d, d) != d
+                      else f"{esc(d)} ({g})" for g, d in relevant[:shown])
     more = f" and {len(relevant) - shown} more" if len(relevant) > shown else ""
     unrelated = sum(g < 1 for _, g in q.judgments)
     return (f"**Judged relevant (grade):** {named or '(none)'}{more}  \n"
