@@ -298,6 +298,9 @@ def test_which_questions_changed_offers_the_metrics_an_evaluation_has(explorer, 
     metrics = [v for _, v in offered.choices]
     assert offered.value == "nDCG@10" and "EM" not in metrics and "AR@4" not in metrics
     assert {"MRR", "MAP", "gold_doc_recall"} <= set(metrics)
+    assert ("relevant-document recall (read)", "gold_doc_recall") in offered.choices
+    paired = difference.pair(explorer, judged, "flat", "flat", str(answered))
+    assert "relevant-document recall" in paired and "gold-document" not in paired
     _, table, _ = difference.list_changes(explorer, judged, "flat", "flat", str(answered),
                                           "nDCG@10", "")
     assert table.value["data"] and all(len(r[1]) <= difference.QUESTION_CHARS

@@ -13,7 +13,7 @@ import gradio as gr
 
 from app.errors import refused_box, refusing
 from app.tabs.sessions import parse_ids
-from app.views.diagnosis import METRIC_LABELS, THIS_EVALUATION, paired_table
+from app.views.diagnosis import JUDGED_LABELS, METRIC_LABELS, THIS_EVALUATION, paired_table
 from app.views.trace import compare_table, esc
 from engine.errors import EngineError
 from engine.eval.paired import METRICS, correct_across
@@ -102,7 +102,8 @@ def metric_choices(explorer: Explorer, evaluation_id, metric) -> object:
     if not have:
         return gr.skip()
     value = next(m for m in (metric, "EM", "nDCG@10", have[0]) if m in have)
-    return gr.Dropdown([(METRIC_LABELS.get(m, m), m) for m in have], value=value)
+    labels = {**METRIC_LABELS, **(JUDGED_LABELS if "EM" not in have else {})}
+    return gr.Dropdown([(labels.get(m, m), m) for m in have], value=value)
 
 
 def _side(found: dict, side: str) -> str:
@@ -179,7 +180,8 @@ def pair_views() -> Pickers:
     """"Is the difference real?": A and B, where B comes from, and their paired table."""
     gr.Markdown("Paradigm A against B over the questions both ran (a failed run left out), "
                 "metric by metric: the difference with its 95% paired-bootstrap interval "
-                "and McNemar's p, greyed where it is within noise.")
+                "and, for pass/fail measures (EM, AR@k), McNemar's p; greyed where it is "
+                "within noise.")
     with gr.Row():
         a = gr.Dropdown([], label="A: paradigm", scale=1, elem_id="fe-diag-a")
         b = gr.Dropdown([], label="B: paradigm", scale=1, elem_id="fe-diag-b")

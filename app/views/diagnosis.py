@@ -176,6 +176,9 @@ def paired_table(result: dict) -> str:
     and whether it is within noise."""
     rows = []
     corrected = any("p_holm" in d for d in result["differences"])
+    # judged questions without answers (no EM): their gold documents are those judged relevant
+    labels = {**METRIC_LABELS, **(JUDGED_LABELS if not any(
+        d["metric"] == "EM" for d in result["differences"]) else {})}
     for d in result["differences"]:
         metric = d["metric"]
         low, high = d["ci"]
@@ -186,13 +189,13 @@ def paired_table(result: dict) -> str:
         holm = f"<td>{d['p_holm']:.3g}</td>" if "p_holm" in d else (
             "<td></td>" if corrected else "")
         rows.append(f"<tr class='{'fe-noise' if d['within_noise'] else 'fe-real'}'>"
-                    f"<td>{esc(METRIC_LABELS.get(metric, metric))}</td>"
+                    f"<td>{esc(labels.get(metric, metric))}</td>"
                     f"<td>{d['a']:.3f}</td><td>{d['b']:.3f}</td>"
                     f"<td>{_number(d['diff'], metric)}</td>"
                     f"<td>[{_number(low, metric)}, {_number(high, metric)}]</td>"
                     f"<td>{p}</td>{holm}<td>{verdict}</td><td>{d['n']}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in (
-        "metric", "A", "B", "A − B", "95% interval", "McNemar p",
+        "metric", "A", "B", "A − B", "95% interval", "McNemar p (pass/fail measures)",
         *(["Holm p"] if corrected else []), "", "questions"))
     shared = result["shared"]
     only = ""

@@ -142,7 +142,9 @@ def judged_note(summary: dict[str, dict]) -> str:
     return (f"<div class='fe-note fe-judged-note'>Judgments are partial: as little as "
             f"{min(judged.values()):.0%} of a cut's top 10 is judged (at {esc(cut)}), and an "
             "unjudged document counts as not relevant. nDCG'@10 measures the condensed list "
-            "(unjudged documents left out before measuring).</div>")
+            "(unjudged documents left out before measuring); where a collection judges only "
+            "relevant documents (ArguAna), that list holds nothing else, so nDCG'@10 is 1 "
+            "whenever one of them is retrieved.</div>")
 
 
 def answered(summary: dict[str, dict]) -> bool:

@@ -88,8 +88,9 @@ def ceiling_table(found: dict) -> str:
                "(the gold supporting paragraphs first, added where the stage was not given "
                "them), the later stages and the reader run as usual. ")
             + "Each cell: the mean, and its difference from the "
-            "run as it was with a 95% paired-bootstrap interval and McNemar p (Holm-corrected "
-            "over every cut shown); bold: the cut that pays most. A cut whose ceiling is "
+            "run as it was with a 95% paired-bootstrap interval and, for pass/fail measures "
+            "(AR@4, EM), McNemar p (Holm-corrected over every cut shown); bold: the cut "
+            "that pays most. A cut whose ceiling is "
             "+0.000 throughout had its gold cut again by a later stage, which scores what it "
             "is given by its own scores and keeps its top few: improving that cut alone "
             f"pays nothing.{state}</div>"
