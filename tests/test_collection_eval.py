@@ -217,6 +217,7 @@ def test_a_folder_of_trec_topics_qrels_and_a_corpus_is_a_collection(tmp_path):
 def test_what_the_app_shows_of_a_judged_question_and_evaluation():
     from app.tabs.explore import attribute_run
     from app.tabs.picker import judged_markdown
+    from app.tabs.reanswer import _answer
     from app.views.evaluation import paper_table
     from app.views.figures import heatmap_figure
     from app.views.gold import gold_banner, gold_counts
@@ -241,6 +242,7 @@ def test_what_the_app_shows_of_a_judged_question_and_evaluation():
     assert "<i>no answers</i>" in compare_table([trace])
     # no reader ran: the heatmap says why, and there is no answer to attribute
     assert "No reader ran" in heatmap_figure(trace).layout.annotations[0].text
+    assert "no reader ran" in _answer(trace, "As run")  # Explore's re-answer columns
     refused, *_ = attribute_run(None, trace.to_json(), "layers")
     assert "This run has no answer to attribute: no reader ran" in refused
     summary = {"flat": {"questions": 2, "nDCG@10@dense": 0.5, "AP@dense": 0.4,

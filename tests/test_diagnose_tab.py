@@ -299,6 +299,9 @@ def test_which_questions_changed_offers_the_metrics_an_evaluation_has(explorer, 
     assert offered.value == "nDCG@10" and "EM" not in metrics and "AR@4" not in metrics
     assert {"MRR", "MAP", "gold_doc_recall"} <= set(metrics)
     assert ("relevant-document recall (read)", "gold_doc_recall") in offered.choices
+    *_, track = diagnose.diagnose(explorer, str(judged), "answer")
+    assert track.choices == [("every relevant document", "support"),
+                             ("a relevant document", "relevant")]
     paired = difference.pair(explorer, judged, "flat", "flat", str(answered))
     assert "relevant-document recall" in paired and "gold-document" not in paired
     _, table, _ = difference.list_changes(explorer, judged, "flat", "flat", str(answered),

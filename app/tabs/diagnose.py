@@ -43,6 +43,7 @@ from engine.service.explorer import Explorer
 
 TRACKS = [("the gold answer", "answer"), ("all supporting documents", "support"),
           ("a relevant document", "relevant")]
+JUDGED_TRACKS = {"support": "every relevant document"}  # judged questions' gold documents
 # Binds a click on the bars' plotly plot (re-drawn in place by each new figure, so bound
 # once per plot element) to this element's click event, carrying the clicked segment, which
 # each bar segment holds as its customdata (views.diagnosis.outcome_bars)
@@ -106,8 +107,8 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
             gr.Dropdown(names, value=names[0]),
             gr.Dropdown(names, value=names[1] if len(names) > 1 else names[0]),
             found, evaluation_id,
-            gr.Radio([(label, t) for label, t in TRACKS if t in tracks or t == track],
-                     value=track))
+            gr.Radio([(JUDGED_TRACKS.get(t, label) if "answer" not in tracks else label, t)
+                      for label, t in TRACKS if t in tracks or t == track], value=track))
 
 
 def _segment_rows(explorer: Explorer, evaluation_id: int, paradigm: str,

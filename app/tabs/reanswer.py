@@ -43,16 +43,19 @@ def choices(trace_json: str) -> tuple:
             gr.Checkbox(value=False, interactive=has_gold,
                         info=None if has_gold else "Only a dataset question names its gold "
                                                    "supporting paragraphs."),
-            # an imported pipeline's run has no reader here to answer again
-            gr.Accordion(visible=bool(trace.stages) and "imported" not in trace.config))
+            # an imported pipeline's run has no reader here to answer again, and a test
+            # collection's question has no answer to find
+            gr.Accordion(visible=bool(trace.stages) and "imported" not in trace.config
+                         and not (trace.gold is not None and trace.gold.judged_only)))
 
 
 def _answer(trace: RunTrace, head: str) -> str:
     m = trace.metrics
     scores = f"<br>EM {m['EM']:.0f} · F1 {m['F1']:.2f}" if "EM" in m else ""
+    read = (f"{len(trace.read)} units read, {trace.reader_input_tokens:,} tokens"
+            if any(step.purpose == "answer" for step in trace.llm_steps) else "no reader ran")
     return (f"<div class='fe-final-column'><b>{head}</b><div class='fe-answer-box'>"
-            f"{esc(trace.answer or '(none)')}{scores}<br><small>{len(trace.read)} units "
-            f"read, {trace.reader_input_tokens:,} tokens</small></div></div>")
+            f"{esc(trace.answer or '(none)')}{scores}<br><small>{read}</small></div></div>")
 
 
 @refusing(outputs=4)
