@@ -109,6 +109,12 @@ class RunTrace:
         return ANSWERED
 
     @property
+    def answered(self) -> bool:
+        """Whether a reader's answer step ran (even one that answered nothing): none ran in
+        a retrieval-only run, a test collection's question's among them."""
+        return any(step.purpose == "answer" for step in self.llm_steps)
+
+    @property
     def answer_cut(self) -> bool:
         """Whether the run's answer (its last answer step's) was cut at the reader's
         answer-token cap."""

@@ -201,7 +201,7 @@ def attribute_run(explorer: Explorer, trace_json, heat) -> tuple:
         return error_box("Run a question first; there is no answer to attribute yet."), \
             gr.skip(), gr.skip(), gr.skip()
     trace = RunTrace.from_json(trace_json)
-    if not any(step.purpose == "answer" for step in trace.llm_steps):
+    if not trace.answered:
         return error_box("This run has no answer to attribute: no reader ran (a test "
                          "collection's question has no answer to find). Type the question "
                          "to have the reader answer it, then attribute that run."), \

@@ -53,7 +53,7 @@ def _answer(trace: RunTrace, head: str) -> str:
     m = trace.metrics
     scores = f"<br>EM {m['EM']:.0f} · F1 {m['F1']:.2f}" if "EM" in m else ""
     read = (f"{len(trace.read)} units read, {trace.reader_input_tokens:,} tokens"
-            if any(step.purpose == "answer" for step in trace.llm_steps) else "no reader ran")
+            if trace.answered else "no reader ran")
     return (f"<div class='fe-final-column'><b>{head}</b><div class='fe-answer-box'>"
             f"{esc(trace.answer or '(none)')}{scores}<br><small>{read}</small></div></div>")
 

@@ -89,9 +89,8 @@ def outcome(trace: RunTrace, track: str = "answer") -> str | None:
     if not held[-1][1]:
         last_held = max(i for i, (_, h) in enumerate(held) if h)
         return lost_at(held[last_held + 1][0], track)
-    answered = any(step.purpose == "answer" for step in trace.llm_steps)
     if track == "relevant":
-        return RELEVANT_READ if answered else RELEVANT_REACHED
+        return RELEVANT_READ if trace.answered else RELEVANT_REACHED
     if "EM" not in trace.metrics:
         return REACHED
     return RIGHT if trace.metrics["EM"] else READ_WRONG

@@ -226,8 +226,7 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
             metrics[f"gold_doc_recall@{stage.name}"] = gold_document_recall(
                 docs, gold.supporting_titles, len(docs)) if docs \
                 else 0.0  # a stage that kept nothing keeps no gold
-    answered = any(step.purpose == "answer" for step in trace.llm_steps)  # even if empty
-    if answered and gold.answers:
+    if trace.answered and gold.answers:
         metrics["EM"] = exact_match(trace.answer, gold.answers)
         metrics["F1"] = f1_score(trace.answer, gold.answers)
         metrics["refined_EM"] = refined_exact_match(trace.answer, gold.answers)
