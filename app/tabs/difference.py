@@ -13,7 +13,7 @@ import gradio as gr
 
 from app.errors import refused_box, refusing
 from app.tabs.sessions import parse_ids
-from app.views.diagnosis import JUDGED_LABELS, METRIC_LABELS, THIS_EVALUATION, paired_table
+from app.views.diagnosis import METRIC_LABELS, THIS_EVALUATION, metric_labels, paired_table
 from app.views.trace import compare_table, esc
 from engine.errors import EngineError
 from engine.eval.paired import METRICS, correct_across
@@ -102,7 +102,7 @@ def metric_choices(explorer: Explorer, evaluation_id, metric) -> object:
     if not have:
         return gr.skip()
     value = next(m for m in (metric, "EM", "nDCG@10", have[0]) if m in have)
-    labels = {**METRIC_LABELS, **(JUDGED_LABELS if "EM" not in have else {})}
+    labels = metric_labels("EM" not in have)
     return gr.Dropdown([(labels.get(m, m), m) for m in have], value=value)
 
 

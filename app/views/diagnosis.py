@@ -40,6 +40,11 @@ METRIC_LABELS = {"gold_doc_recall": "gold-document recall (read)",
 JUDGED_LABELS = {"gold_doc_recall": "relevant-document recall (read)"}
 
 
+def metric_labels(judged: bool) -> dict[str, str]:
+    """The metrics' labels; `judged`: of judged questions without answers."""
+    return {**METRIC_LABELS, **(JUDGED_LABELS if judged else {})}
+
+
 def color(outcome: str, cuts: list[str]) -> str:
     """An outcome's colour; a "lost at" one's by its cut's place in `cuts` (`lost_cuts`
     of the outcomes drawn together: no two of them share a colour)."""
@@ -177,8 +182,7 @@ def paired_table(result: dict) -> str:
     rows = []
     corrected = any("p_holm" in d for d in result["differences"])
     # judged questions without answers (no EM): their gold documents are those judged relevant
-    labels = {**METRIC_LABELS, **(JUDGED_LABELS if not any(
-        d["metric"] == "EM" for d in result["differences"]) else {})}
+    labels = metric_labels(not any(d["metric"] == "EM" for d in result["differences"]))
     for d in result["differences"]:
         metric = d["metric"]
         low, high = d["ci"]

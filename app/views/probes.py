@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from app.views.diagnosis import JUDGED_LABELS, METRIC_LABELS, color, lost_cuts
+from app.views.diagnosis import color, lost_cuts, metric_labels
 from app.views.figures import failsafe, text_figure
 from app.views.trace import esc
 from engine.eval import outcomes as oc
@@ -61,7 +61,7 @@ def ceiling_table(found: dict) -> str:
     the cut that pays most on each metric in bold."""
     parts = []
     judged = _judged(found)
-    labels = {**METRIC_LABELS, **(JUDGED_LABELS if judged else {})}
+    labels = metric_labels(judged)
     for paradigm, entry in found["paradigms"].items():
         metrics = [m for m in CEILING_METRICS if m in entry["actual"]]
         best = entry.get("pays_most", {})
