@@ -19,6 +19,7 @@ from engine.eval.outcomes import attribution, followed, offered, outcome, row_ou
 from engine.eval.summary import row as row_of
 from engine.metrics import ir_measures_by_stage
 from engine.paradigms.base import Paradigm, annotate
+from engine.stages.base import Stage, StageOutput, leaving_out, run_stage
 from engine.trace import LLMStep, RunTrace, StageResult
 from tests.conftest import TINY_DOCS
 from tests.test_collections import QRELS, beir_folder
@@ -95,7 +96,7 @@ def test_a_judged_run_has_ranking_measures_and_no_answer_measures():
     assert outcome(scored, "answer") is None
     assert outcome(scored, "relevant") == "relevant lost at reranker"
     kept = annotate(_trace(question, ["d1", "q1"], read=False), question)
-    assert outcome(kept, "relevant") == "relevant reached the reader"
+    assert outcome(kept, "relevant") == "relevant kept to the last cut"
     read = annotate(_trace(question, ["d1"], read=True), question)
     assert outcome(read, "relevant") == "relevant read"
     missed = annotate(_trace(question, ["d2"], read=True), question)
@@ -104,7 +105,7 @@ def test_a_judged_run_has_ranking_measures_and_no_answer_measures():
             for i, t in enumerate((scored, kept, read, missed))]
     assert attribution(rows, "relevant")["flat"]["counts"] == {
         "no relevant retrieved": 1, "relevant lost at reranker": 1,
-        "relevant reached the reader": 1, "relevant read": 1}
+        "relevant kept to the last cut": 1, "relevant read": 1}
     # no answer to follow: a relevant document is followed when the gold answer is asked
     assert offered(rows) == ["support", "relevant"]
     assert followed(offered(rows)) == "relevant" and followed(offered(rows), "support") \
@@ -139,6 +140,50 @@ def test_a_judged_question_is_run_without_the_reader_and_the_paradigm_keeps_it(t
     assert paradigm.retrieval_only is False  # other questions on it are still answered
     answered = paradigm.run(Question("q2", "Which river?", answers=("o",)))
     assert answered.answer == "o" and answered.metrics["EM"] == 1.0
+
+
+class _Listed(Stage):
+    """A first stage that returns the head of a fixed list of passages, noting each k asked."""
+
+    name, granularity = "listed", "passages"
+
+    def __init__(self, docs: list[str]) -> None:
+        self.docs, self.asked = docs, []
+
+    def run(self, query, candidates, k):
+        self.asked.append(k)
+        return StageOutput(tuple(Candidate(replace(_unit(d), id=f"{d}#{i}",
+                                                   granularity="passages"), 1.0 / i, i)
+                                 for i, d in enumerate(self.docs[:k], 1)))
+
+
+class _Listing(_OneCut):
+    name = "listing"
+
+    def steps(self, question):
+        first = run_stage(self.uses, question, (), 2)
+        yield first
+        yield from self.read(question, first.candidates)
+
+
+def test_the_query_s_own_document_takes_no_cut_s_place_and_only_its_run_leaves_it_out(
+        tiny_corpus):
+    # ArguAna: query q1 is itself a corpus document; BEIR retrieves k + 1 and drops it
+    stage = _Listed(["q1", "d1", "q1", "d2", "d3"])
+    with leaving_out(frozenset({"q1"})):
+        result = run_stage(stage, "An argument", (), 2)
+    assert [(c.unit.doc_ids, c.rank) for c in result.candidates] == [(("d1",), 1),
+                                                                     (("d2",), 2)]
+    assert stage.asked == [2, 3, 4]  # asked again for as many more as it left out
+    assert "left out 2 units of the question's own document" in result.details.note
+    assert [c.unit.doc_ids for c in run_stage(stage, "An argument", (), 2).candidates] \
+        == [("q1",), ("d1",)]  # outside the block nothing is left out
+    listing = _Listing(tiny_corpus, _NoOptions(), _Listed(["q1", "d1", "d2"]))
+    judged = listing.run(judged_question("q1", "An argument", {"d1": 2}, "tiny"))
+    assert [c.unit.doc_ids for c in judged.stages[0].candidates] == [("d1",), ("d2",)]
+    assert judged.metrics["nDCG@10@listed"] == 1.0
+    typed = listing.run("An argument")  # a typed question has no own document
+    assert [c.unit.doc_ids for c in typed.stages[0].candidates] == [("q1",), ("d1",)]
 
 
 def test_an_added_collection_is_listed_by_split_and_judged_over_its_own_corpus(tmp_path):

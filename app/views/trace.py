@@ -48,9 +48,10 @@ def excerpt(text: str, query: str, answers: Sequence[str] = (),
 
 def _flag(gold: Question | None, flags: GoldFlags | None, cand: Candidate, i: int) -> str:
     """Candidate `i`'s gold badges: it holds a gold answer; it is a gold supporting
-    document, or, for a judged question, judged relevant (with its grade); or it is the
-    judged question's own document (ArguAna's queries are corpus documents), which the
-    measures leave out as BEIR does."""
+    document, or, for a judged question, judged relevant (with its grade); or it holds the
+    judged question's own document (ArguAna's queries are corpus documents): a cluster or
+    group that also holds others, since the stages leave the document's own units out and
+    the measures leave it out, as BEIR does."""
     if flags is None:
         return ""
     marks = []

@@ -37,6 +37,7 @@ from engine.paradigms.needs import Need as Need
 from engine.paradigms.needs import Progress as Progress
 from engine.paradigms.needs import StageAt, needs_of
 from engine.readers.reader import answer
+from engine.stages.base import leaving_out
 from engine.stages.classify import QUERY
 from engine.trace import LLMStep, RunTrace, StageResult, gold_flags
 
@@ -107,7 +108,15 @@ class Paradigm(ABC):
             # cut (a copy stops, so a paradigm shared between runs keeps its reader)
             runner = copy(self)
             runner.retrieval_only = True
-        for step in runner.steps(text):
+        # a test collection's query that is itself a corpus document (ArguAna's) takes no
+        # cut's place, as in BEIR; set around each step alone, so it stays this run's
+        own = frozenset({gold.id}) if gold is not None and gold.judgments else frozenset()
+        steps = runner.steps(text)
+        while True:
+            with leaving_out(own):
+                step = next(steps, None)
+            if step is None:
+                return
             if isinstance(step, StageResult):
                 trace = replace(trace, stages=(*trace.stages, step))
             else:

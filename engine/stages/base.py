@@ -13,6 +13,9 @@ Within `reusing_stages()` (a sweep answering one question at many settings) a st
 sort by a score) runs once per question and input; a smaller k is cut from what it gave.
 Within `replaying(stored, at, change)` (a stage's ceiling, engine/eval/ceilings.py) a run's
 stages up to `at` are its stored results, the one at `at` changed, the rest run as usual.
+Within `leaving_out(doc_ids)` (a test collection's query that is itself a corpus document,
+as ArguAna's are) every stage's units of those documents alone are left out and the stage
+is asked for more, so they take no cut's place: BEIR retrieves k + 1 and drops the query.
 """
 
 from __future__ import annotations
@@ -166,7 +169,50 @@ def replaying(stored: Sequence[StageResult], at: int,
         _replayed.reset(token)
 
 
+_left_out: ContextVar[frozenset[str]] = ContextVar("left_out_documents", default=frozenset())
+
+
+@contextmanager
+def leaving_out(doc_ids: frozenset[str]) -> Iterator[None]:
+    """Within the block, `run_stage` leaves out the units of `doc_ids` alone (a unit that
+    also holds other documents, a cluster or a group, stays) and asks the stage for as many
+    more as it left out, so every cut still keeps k others where the stage has them."""
+    token = _left_out.set(frozenset(doc_ids))
+    try:
+        yield
+    finally:
+        _left_out.reset(token)
+
+
 def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) -> StageResult:
+    """`stage`'s result (`_run_stage`), leaving out the documents `leaving_out` names: the
+    stage is asked again for k plus what it left out until k others are kept, or it has no
+    more. Its seconds are those of every call; its note says what was left out."""
+    left_out = _left_out.get()
+    if not left_out:
+        return _run_stage(stage, query, candidates, k)
+    asked, seconds = k, 0.0
+    while True:
+        result = _run_stage(stage, query, candidates, asked)
+        seconds += result.seconds
+        kept = [c for c in result.candidates if not set(c.unit.doc_ids) <= left_out]
+        dropped = len(result.candidates) - len(kept)
+        if len(kept) >= k or not dropped or len(result.candidates) < asked:
+            break
+        asked = k + dropped
+    if not dropped:
+        return replace(result, seconds=seconds)
+    note = (f"left out {dropped} unit{'s' if dropped > 1 else ''} of the question's own "
+            "document (BEIR's ignore_identical_ids)")
+    details = replace(result.details,
+                      note="; ".join(filter(None, (result.details.note, note))))
+    return replace(result, seconds=seconds, details=details,
+                   candidates=tuple(replace(c, rank=rank)
+                                    for rank, c in enumerate(kept[:k], start=1)))
+
+
+def _run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int
+               ) -> StageResult:
     """Run `stage` and wrap its output with its name, input size and wall time.
 
     A stage that searches an index (a first-stage retriever, DR-RAG's q + d retrieval)
