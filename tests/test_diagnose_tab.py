@@ -298,10 +298,15 @@ def test_which_questions_changed_offers_the_metrics_an_evaluation_has(explorer, 
     metrics = [v for _, v in offered.choices]
     assert offered.value == "nDCG@10" and "EM" not in metrics and "AR@4" not in metrics
     assert {"MRR", "MAP", "gold_doc_recall"} <= set(metrics)
-    assert ("relevant-document recall (read)", "gold_doc_recall") in offered.choices
-    *_, track = diagnose.diagnose(explorer, str(judged), "answer")
+    assert ("relevant-document recall (at the last cut)", "gold_doc_recall") in offered.choices
+    message, bars, *_, track = diagnose.diagnose(explorer, str(judged), "answer")
     assert track.choices == [("every relevant document", "support"),
                              ("a relevant document", "relevant")]
+    assert "after which no relevant document was left" in message  # no gold, no reader
+    assert bars.layout.title.text == "Where each paradigm loses a relevant document"
+    message, bars, *_ = diagnose.diagnose(explorer, str(judged), "support")
+    assert "after which a relevant document stayed lost" in message
+    assert bars.layout.title.text == "Where each paradigm loses every relevant document"
     paired = difference.pair(explorer, judged, "flat", "flat", str(answered))
     assert "relevant-document recall" in paired and "gold-document" not in paired
     _, table, _ = difference.list_changes(explorer, judged, "flat", "flat", str(answered),
@@ -316,7 +321,7 @@ def test_no_two_outcomes_of_the_bars_share_a_colour():
     cuts = ["clusters", "documents", "preranker", "passages", "reranker", "qdc", "cis",
             "token cap"]
     found = {p: {"cuts": cuts, "counts": {f"relevant lost at {c}": 1 for c in half}
-                 | {"no relevant retrieved": 1, "relevant reached the reader": 2}}
+                 | {"no relevant retrieved": 1, "relevant kept to the last cut": 2}}
              for p, half in (("funnel", cuts[:4]), ("drrag", cuts[4:]))}
     colours = [bar.marker.color for bar in outcome_bars(found, "relevant").data]
     assert len(colours) == len(cuts) + 2 and len(set(colours)) == len(colours)

@@ -94,7 +94,7 @@ def test_a_sweep_is_stored_as_an_evaluation_of_its_grid_points(explorer, tmp_pat
     rows = explorer.evaluation_rows(evaluation_id)
     assert {r["paradigm"] for r in rows} == {"echo k=3", "echo k=1"}
     assert all("EM" not in r["metrics"] and r["llm_calls"] == 0 for r in rows)  # no reader
-    assert {r["outcome"]["answer"] for r in rows} == {"reached the reader"}
+    assert {r["outcome"]["answer"] for r in rows} == {"kept to the last cut"}
     trace = explorer.evaluation_trace(evaluation_id, 0, "echo k=1")
     assert trace.paradigm == "echo" and len(trace.stages[0].candidates) == 1
     assert set(explorer.attribution(evaluation_id)) == {"echo k=3", "echo k=1"}
@@ -128,7 +128,7 @@ def test_the_tab_offers_each_paradigms_options_and_refuses_what_is_not_a_number(
 
 
 def test_the_frontier_table_tells_points_apart_in_milliseconds_or_says_they_tie():
-    from app.views.frontier import frontier_columns, frontier_rows, tie_note
+    from app.views.frontier import SHARED, frontier_columns, frontier_rows, tie_note
 
     points = [("flat M=10", 0.0851, 0.5), ("flat M=20", 0.0853, 0.6), ("flat M=50", 0.0849, 0.6)]
     rows = frontier_rows(points, pareto(points))
@@ -137,9 +137,9 @@ def test_the_frontier_table_tells_points_apart_in_milliseconds_or_says_they_tie(
                                             ("flat M=20", 85.3)]  # all "0.085" in seconds
     assert tie_note(points) == ""
     assert tie_note([(label, 0.0851, v) for label, _, v in points]) == (
-        " All 3 points tie on time (85.1 ms per question).")
+        " All 3 points tie on time (85.1 ms per question)." + SHARED)
     some = [*points, ("flat M=5", 0.0851, 0.2)]
-    assert tie_note(some) == " Tied on time: flat M=10, flat M=5 (85.1 ms)."
+    assert tie_note(some) == " Tied on time: flat M=10, flat M=5 (85.1 ms)." + SHARED
 
 
 def test_a_sweep_started_from_the_tab_is_followed_and_its_frontier_plotted(explorer, tmp_path):

@@ -37,13 +37,13 @@ from app.views.diagnosis import (
 )
 from app.views.evaluation import ROW_COLUMNS, ROW_WIDTHS, question_rows
 from app.views.figures import text_figure
+from app.views.labels import lost_after, track_label
 from engine.errors import EngineError
+from engine.eval import outcomes
 from engine.eval.outcomes import followed
 from engine.service.explorer import Explorer
 
-TRACKS = [("the gold answer", "answer"), ("all supporting documents", "support"),
-          ("a relevant document", "relevant")]
-JUDGED_TRACKS = {"support": "every relevant document"}  # judged questions' gold documents
+TRACKS = [(track_label(t), t) for t in outcomes.TRACKS]
 # Binds a click on the bars' plotly plot (re-drawn in place by each new figure, so bound
 # once per plot element) to this element's click event, carrying the clicked segment, which
 # each bar segment holds as its customdata (views.diagnosis.outcome_bars)
@@ -78,12 +78,12 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
     tracks = explorer.tracks(evaluation_id)
     asked, track = track or "answer", followed(tracks, track or "answer")
     found = explorer.attribution(evaluation_id, track)
-    judged = ""
-    if "answer" not in tracks and tracks:  # only what can be followed is offered
-        judged = (" Its questions have no answers (they are judged): each is followed "
-                  f"on {'a relevant document' if track == 'relevant' else 'its documents'}"
-                  + (f", not on {dict((v, k) for k, v in TRACKS)[asked]}."
-                     if asked != track else "."))
+    judged = "answer" not in tracks and bool(tracks)  # only what can be followed is offered
+    why = ""
+    if judged:
+        why = (" Its questions have no answers (they are judged): each is followed "
+               f"on {'a relevant document' if track == 'relevant' else 'its documents'}"
+               + (f", not on {track_label(asked)}." if asked != track else "."))
     if not found:
         raise EngineError(f"Evaluation {evaluation_id} has no stored question yet.")
     names = list(found)
@@ -93,22 +93,22 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
         + (" or naming no supporting documents." if track != "answer" else "."))
     message = (f"<div class='fe-kept'>Evaluation {evaluation.id} ({evaluation.done} of "
                f"{evaluation.questions} questions, {evaluation.state}): each question counted "
-               f"once per paradigm, by the first cut after which the gold stayed lost."
-               f"{judged}{skipped}</div>")
+               f"once per paradigm, by the first cut after which "
+               f"{lost_after(track, judged)}.{why}{skipped}</div>")
     segments = segment_choices(found)
     if not segments:
         raise EngineError(f"Evaluation {evaluation_id} has no question to follow: its runs "
                           "failed, or its questions have no gold.")
     lost = next((v for _, v in segments if " lost at " in v), segments[0][1])
     paradigm, positions = segment_positions(found, lost)
-    return (message, outcome_bars(found, track), gr.Dropdown(names, value=names[0]),
+    return (message, outcome_bars(found, track, judged), gr.Dropdown(names, value=names[0]),
             outcome_flow(names[0], found[names[0]]), gr.Dropdown(segments, value=lost),
             _segment_rows(explorer, evaluation_id, paradigm, positions),
             gr.Dropdown(names, value=names[0]),
             gr.Dropdown(names, value=names[1] if len(names) > 1 else names[0]),
             found, evaluation_id,
-            gr.Radio([(JUDGED_TRACKS.get(t, label) if "answer" not in tracks else label, t)
-                      for label, t in TRACKS if t in tracks or t == track], value=track))
+            gr.Radio([(track_label(t, judged), t) for _, t in TRACKS
+                      if t in tracks or t == track], value=track))
 
 
 def _segment_rows(explorer: Explorer, evaluation_id: int, paradigm: str,

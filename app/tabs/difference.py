@@ -13,7 +13,8 @@ import gradio as gr
 
 from app.errors import refused_box, refusing
 from app.tabs.sessions import parse_ids
-from app.views.diagnosis import METRIC_LABELS, THIS_EVALUATION, metric_labels, paired_table
+from app.views.diagnosis import THIS_EVALUATION, paired_table
+from app.views.labels import metric_labels
 from app.views.trace import compare_table, esc
 from engine.errors import EngineError
 from engine.eval.paired import METRICS, correct_across
@@ -202,7 +203,7 @@ def change_views(explorer: Explorer, current: gr.State, pickers: Pickers,
     event read B's old value against its new choices, and Gradio refused it)."""
     shown_pick = gr.HTML(picked("", "", ""), elem_id="fe-diag-changes-pick")
     with gr.Row():
-        metric = gr.Dropdown([(METRIC_LABELS.get(m, m), m) for m in METRICS], value="EM",
+        metric = gr.Dropdown([(metric_labels(False).get(m, m), m) for m in METRICS], value="EM",
                              label="On metric", scale=1, elem_id="fe-diag-change-metric")
         which = gr.Dropdown([("every question", ""), *((c, c) for c in CHANGES)],
                             value=REGRESSED, label="Show", scale=1,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
+from app.views.labels import metric_labels, track_label
 from app.views.trace import esc
 from engine.eval import outcomes as oc
 
@@ -17,8 +18,6 @@ COLORS = {oc.SKIPPED: "#79706e", oc.NOT_RETRIEVED: "#b2182b", oc.REACHED: "#4c78
           oc.READ_WRONG: "#eeca3b", oc.RIGHT: "#54a24b", oc.NO_SPAN: "#bab0ac",
           oc.NO_RELEVANT: "#b2182b", oc.RELEVANT_REACHED: "#4c78a8",
           oc.RELEVANT_READ: "#54a24b"}
-FOLLOWED = {"answer": "the gold answer", "support": "all supporting documents",
-            "relevant": "a relevant document"}
 BEFORE = (oc.NO_SPAN, oc.SKIPPED, oc.NOT_RETRIEVED, oc.NO_RELEVANT)  # outcomes at no cut
 AFTER = (oc.REACHED, oc.READ_WRONG, oc.RIGHT, oc.RELEVANT_REACHED, oc.RELEVANT_READ)
 
@@ -31,18 +30,6 @@ def lost_cut(outcome: str) -> str | None:
     return None
 SEPARATOR = " · "
 THIS_EVALUATION = "(none: B from this evaluation)"
-METRIC_LABELS = {"gold_doc_recall": "gold-document recall (read)",
-                 "nDCG@10": "nDCG@10 (sent to the reader)", "MRR": "MRR (sent to the reader)",
-                 "MAP": "MAP (sent to the reader)",
-                 "seconds": "seconds per question (median)"}
-# a judged question's (a test collection's, no answers): its gold documents are those
-# judged relevant
-JUDGED_LABELS = {"gold_doc_recall": "relevant-document recall (read)"}
-
-
-def metric_labels(judged: bool) -> dict[str, str]:
-    """The metrics' labels; `judged`: of judged questions without answers."""
-    return {**METRIC_LABELS, **(JUDGED_LABELS if judged else {})}
 
 
 def color(outcome: str, cuts: list[str]) -> str:
@@ -61,7 +48,8 @@ def lost_cuts(outcomes) -> list[str]:
 
 
 @failsafe
-def outcome_bars(attribution: dict[str, dict], track: str = "answer") -> go.Figure:
+def outcome_bars(attribution: dict[str, dict], track: str = "answer",
+                 judged: bool = False) -> go.Figure:
     """One stacked bar per paradigm: its questions by outcome, earliest loss at the bottom."""
     if not attribution:
         return text_figure("Open an evaluation to see where each paradigm loses the answer.")
@@ -75,7 +63,8 @@ def outcome_bars(attribution: dict[str, dict], track: str = "answer") -> go.Figu
         textposition="inside",
         hovertemplate=f"%{{x}}: %{{y}} questions {esc(o)} (click to list them)<extra></extra>")
         for o in order])
-    fig.update_layout(barmode="stack", title=f"Where each paradigm loses {FOLLOWED[track]}",
+    fig.update_layout(barmode="stack",
+                      title=f"Where each paradigm loses {track_label(track, judged)}",
                       yaxis_title="questions", height=380, legend={"traceorder": "normal"},
                       margin={"l": 50, "r": 20, "t": 50, "b": 40})
     return fig

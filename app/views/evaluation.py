@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
 from app.views.frontier import first_cut, last_cut
+from app.views.labels import gold_documents
 from app.views.trace import esc
 from engine.eval.paired import question_values
 from engine.metrics import IR_MEASURES, JUDGED_MEASURES
@@ -83,6 +84,8 @@ def metric_order(summary: dict[str, dict]) -> list[str]:
 def label(key: str, judged: bool = False) -> str:
     """A metric key's row label; `judged`: of judged questions without answers, whose
     gold documents are those judged relevant."""
+    if key == "docs_to_reader" and judged:  # no reader ran
+        return "documents at the last cut"
     if key in LABELS:
         return LABELS[key]
     if key.startswith(LABELLED):
@@ -91,8 +94,7 @@ def label(key: str, judged: bool = False) -> str:
     if measure in MEASURES:  # the mean of RR over questions is MRR, of AP MAP
         return f"{MEASURE_LABELS.get(measure, measure)} at {stage}"
     if key.startswith("gold_doc_recall@"):
-        gold = "relevant-document" if judged else "gold-document"
-        return f"{gold} recall at {key.split('@', 1)[1]}"
+        return f"{gold_documents(judged)} recall at {key.split('@', 1)[1]}"
     if key.startswith("AR@") and key not in HEAD:
         return f"answer recall at {key.split('@', 1)[1]}"
     if key.startswith("seconds_"):
@@ -144,7 +146,9 @@ def judged_note(summary: dict[str, dict]) -> str:
             "unjudged document counts as not relevant. nDCG'@10 measures the condensed list "
             "(unjudged documents left out before measuring); where a collection judges only "
             "relevant documents (ArguAna), that list holds nothing else, so nDCG'@10 is 1 "
-            "whenever one of them is retrieved.</div>")
+            "whenever one of them is retrieved. Judged@10 of a cut that keeps fewer than 10 "
+            "documents is the share of those it kept (ir_measures divides by the list's "
+            "length).</div>")
 
 
 def answered(summary: dict[str, dict]) -> bool:

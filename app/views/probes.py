@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from app.views.diagnosis import color, lost_cuts, metric_labels
+from app.views.diagnosis import color, lost_cuts
 from app.views.figures import failsafe, text_figure
+from app.views.labels import metric_labels
 from app.views.trace import esc
 from engine.eval import outcomes as oc
 from engine.service.diagnosis import CEILING_METRICS

@@ -8,7 +8,7 @@ exclusive outcomes:
 - `lost at <cut>`: a cut held it and the gold stayed lost from `<cut>` on (DR-RAG's dynamic
   retrieval can bring the gold in after the first stage; it counts as retrieved);
 - `read, answered wrong` / `answered right` (EM): what the reader read held it;
-- `reached the reader`: it held it and no reader ran (a retrieval-only run);
+- `kept to the last cut`: the last cut held it and no reader ran (a retrieval-only run);
 - `no span answer` (answer track only): a yes/no question, whose answer no passage spells.
 
 and `retrieval skipped` when a query classifier decided not to retrieve. Three tracks: the
@@ -17,7 +17,7 @@ the supporting documents (`support`: are all of them among the units' documents)
 relevant ones (`relevant`: is any document judged relevant among them, grade 1 or more),
 the latter two only where the dataset names them. A test collection's questions, judged and
 not answered, are followed on `relevant`, whose outcomes say so: `no relevant retrieved`,
-`relevant lost at <cut>`, `relevant read` (or `relevant reached the reader` when no reader
+`relevant lost at <cut>`, `relevant read` (or `relevant kept to the last cut` when no reader
 ran).
 """
 
@@ -34,13 +34,13 @@ from engine.trace import RunTrace
 NOT_RETRIEVED = "not retrieved"
 READ_WRONG = "read, answered wrong"
 RIGHT = "answered right"
-REACHED = "reached the reader"
+REACHED = "kept to the last cut"
 NO_SPAN = "no span answer"
 SKIPPED = "retrieval skipped"
 TOKEN_CAP = "token cap"
 NO_RELEVANT = "no relevant retrieved"
 RELEVANT_READ = "relevant read"
-RELEVANT_REACHED = "relevant reached the reader"
+RELEVANT_REACHED = "relevant kept to the last cut"
 TRACKS = ("answer", "support", "relevant")
 
 
