@@ -199,8 +199,15 @@ def test_a_corpus_that_failed_to_load_is_not_offered_for_running_questions(with_
     assert "broken" in choices_of(removable)  # it can still be taken off the list
     asked, *_ = corpora.remove_asked(explorer, "broken", None, "tiny", "tiny")
     assert "it failed to load, so nothing of it was stored" in asked
-    # the table's last tick once nothing is prepared: the "being read" message goes
+    # the table's last tick once nothing is prepared: the "being read" message gives way
+    # to how the corpus added last ended
     assert corpora.refreshed(explorer, ["broken", "tiny", "tiny"], ticked=True)[0] == ""
+    refused = corpora.refreshed(explorer, ["broken", "tiny", "tiny"], ticked=True,
+                                watched="broken")[0]
+    assert "Corpus &#x27;broken&#x27; was refused and nothing of it was stored: b.jsonl, " \
+        "line 1" in refused and "the name is free" in refused
+    assert "is ready" in corpora.refreshed(explorer, ["tiny", "tiny", "tiny"], ticked=True,
+                                           watched="tiny")[0]
     assert corpora.refreshed(explorer, ["broken", "tiny", "tiny"])[0] == gr.skip()
     assert all("broken" not in choices_of(c) for c in choices)
     assert [value_set(c) for c in choices] == ["unchanged", "tiny"]  # it falls back

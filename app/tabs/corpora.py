@@ -152,28 +152,35 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
         "the reader also an OpenAI-compatible endpoint.", elem_id="fe-models-head")
     models = gr.HTML(models_table(explorer.models()), elem_id="fe-models-table")
 
+    watched = gr.State(None)  # the corpus an Add started, told of when it is prepared
+
     def added(new_name: str, source, upload_it: bool, address: str, shards: bool,
               where: str, named: str, drop: bool, *current) -> tuple:
         source = uploaded_path(source) if upload_it else (source or "").strip()
         if not source:
             what = "Choose a file to upload" if upload_it else "Give a path on the server"
-            return refreshed(explorer, current,
-                             refused_box(f"{what} first, then a name for the corpus."))
-        return refreshed(explorer, current,
-                         adding(explorer, new_name, source, upload_it, address,
-                                DEFAULT_SHARDS if shards else 0, where, named, bool(drop)))
+            return (*refreshed(explorer, current,
+                               refused_box(f"{what} first, then a name for the corpus.")),
+                    gr.skip())
+        note, corpus = adding(explorer, new_name, source, upload_it, address,
+                              DEFAULT_SHARDS if shards else 0, where, named, bool(drop))
+        return (*refreshed(explorer, current, note), corpus)
+
+    def ticked(corpus: str | None, *current) -> tuple:
+        views = refreshed(explorer, current, ticked=True, watched=corpus)
+        done = isinstance(views[0], str)  # nothing prepares any more: told how it ended
+        return (*views, None if done else gr.skip())
 
     shown = [removable, *choices]  # their values: what a refresh keeps if still offered
     outputs = [message, table, timer, removable, *choices]
     serving = [ray, sharded, qdrant, collection, drop_unknown]
     add.click(lambda n, f, *c: added(n, f, True, *c), [name, upload, *serving, *shown],
-              outputs, api_visibility="private")
+              [*outputs, watched], api_visibility="private")
     add_path.click(lambda n, p, *c: added(n, p, False, *c), [path_name, path, *serving, *shown],
-                   outputs, api_visibility="private")
+                   [*outputs, watched], api_visibility="private")
     remove.click(partial(remove_asked, explorer), [removable, pending, *choices],
                  [*outputs, pending], api_visibility="private")
-    timer.tick(lambda *c: refreshed(explorer, c, ticked=True), shown, outputs,
-               api_visibility="private")
+    timer.tick(ticked, [watched, *shown], [*outputs, watched], api_visibility="private")
 
     def everything() -> tuple:  # the tab opened: the models too (not on every tick)
         return (*refreshed(explorer, [None] * len(shown)), models_table(explorer.models()))
@@ -191,18 +198,18 @@ def offered(rows: list[CorpusRow]) -> list[str]:
 
 
 def refreshed(explorer: Explorer, current, note: str | None = None,
-              ticked: bool = False) -> tuple:
+              ticked: bool = False, watched: str | None = None) -> tuple:
     """(message, table, timer, removable, every tab's choice) as they are now. `current`
     holds the values shown (the removable corpus, then each tab's choice; None: unknown):
     a value no longer offered is replaced (by nothing, or by the start-up corpus), so no
     dropdown goes on holding a corpus that is gone. `ticked` (the table's timer, which
     ticks while a corpus is prepared): once none is, the message that one is being read
-    goes, and the table says how it ended."""
+    gives way to how corpus `watched` (the one added last) ended."""
     rows = explorer.corpora()
     names, removable = offered(rows), _added(rows)
     preparing = any(row.status == "preparing" for row in rows)
     if ticked and note is None and not preparing:
-        note = ""
+        note = ended(rows, watched)
     held, *chosen = current
 
     def choice(options: list[str], value, fallback) -> gr.Dropdown:
@@ -213,6 +220,23 @@ def refreshed(explorer: Explorer, current, note: str | None = None,
     return (gr.skip() if note is None else note, corpora_table(rows),
             gr.Timer(active=preparing), choice(removable, held, None),
             *(choice(names, value, names[0]) for value in chosen))
+
+
+def ended(rows: list[CorpusRow], corpus: str | None) -> str:
+    """How the preparation of `corpus` ended: ready (a test collection's splits named, as
+    the pickers offer them) or refused, with why and how to add it again ("": no corpus,
+    or one removed since)."""
+    row = next((r for r in rows if r.name == corpus), None)
+    if row is None:
+        return ""
+    if row.status == "failed":
+        why = row.error if row.error.endswith(".") else f"{row.error}."
+        return refused_box(f"Corpus '{corpus}' was refused and nothing of it was stored: "
+                           f"{why} Fix it and add it again; the name is free.")
+    splits = (f" Its splits are datasets every Dataset choice offers: {esc(row.judged)}."
+              if row.judged else "")
+    return (f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is ready: every tab's Corpus "
+            f"choice offers it.{splits}</div>")
 
 
 def remove_asked(explorer: Explorer, corpus: str | None, pending: str | None,
@@ -235,17 +259,17 @@ def remove_asked(explorer: Explorer, corpus: str | None, pending: str | None,
     return (*refreshed(explorer, current, removing(explorer, corpus)), None)
 
 
-@refusing(also=(ValueError,))
+@refusing(outputs=2, also=(ValueError,))
 def adding(explorer: Explorer, name: str, source: str, upload: bool, ray: str,
            shards: int = 0, qdrant: str = "", collection: str = "",
-           drop_unknown: bool = False) -> str:
-    """The message after adding corpus `name` from `source` (refused: why), shown above
-    the table read again."""
+           drop_unknown: bool = False) -> tuple[str, str]:
+    """(the message after adding corpus `name` from `source`, shown above the table read
+    again, and the corpus's name); refused at once: (why, gr.skip())."""
     corpus = explorer.add_corpus(name, source, upload=upload, ray=ray, shards=shards,
                                  qdrant=qdrant, collection=collection,
                                  drop_unknown=drop_unknown)
     return (f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read and "
-            "prepared; the table shows how far.</div>")
+            "prepared; the table shows how far.</div>", corpus)
 
 
 @refusing()
