@@ -73,6 +73,9 @@ def test_a_beir_zip_added_in_the_browser_is_evaluated_and_diagnosed_by_its_judgm
     expect(page.locator("#fe-corpora-table .fe-error")).to_contain_text(
         "badbeir.zip:tinybeir/qrels/dev.tsv, line 2: field 'corpus-id': names document "
         "'Nowhere', which the corpus lacks", timeout=60_000)
+    # once nothing is prepared any more, the message says how the corpus added last ended
+    expect(page.locator("#fe-corpora-message")).to_contain_text(
+        "Corpus 'bad-beir' was refused and nothing of it was stored", timeout=60_000)
     page.screenshot(path=str(ARTIFACTS / "corpora_collection.png"), full_page=True)
 
     page.get_by_role("tab", name="Evaluate").click()
@@ -120,3 +123,8 @@ def test_a_beir_zip_added_in_the_browser_is_evaluated_and_diagnosed_by_its_judgm
                                    "relevant (grades 2, 1)", timeout=30_000)
     expect(page.locator("#fe-funnel")).to_contain_text("judged relevant (grade 2)")
     page.screenshot(path=str(ARTIFACTS / "explore_collection.png"), full_page=True)
+    # a question typed over the picked one is not it: the pick and its gold note go
+    page.locator("#fe-question textarea").fill("Who painted a river")
+    page.locator("#fe-question textarea").press_sequentially("?")  # typed: Gradio's input
+    expect(gold).not_to_contain_text("Judged relevant", timeout=30_000)
+    expect(page.locator("#fe-picked input")).to_have_value("")

@@ -1,7 +1,8 @@
 """The question box with its optional dataset picker, shared by the Explore and Compare tabs.
 
 Picking a dataset question fills the box and keeps the Question (gold answers, supporting
-titles) in a gr.State, so the run is scored; editing the text afterwards drops the gold.
+titles) in a gr.State, so the run is scored; editing the text afterwards drops the pick,
+the gold and its note.
 """
 
 from __future__ import annotations
@@ -242,8 +243,16 @@ def question_picker(explorer: Explorer, prefix: str,
             return gr.update(), None
         return q.text, q
 
+    def typed(text, q):
+        # a question typed over the picked one is not it: the pick, its gold and its note go
+        if q is None or q.text == text:
+            return gr.skip(), gr.skip(), gr.skip()
+        return None, None, ""
+
     dataset.change(load_dataset, dataset, [picked, trains], api_visibility="private")
     picked.change(pick, [dataset, picked], [question, gold], api_visibility="private")
+    question.input(typed, [question, gold], [picked, gold, gold_info],
+                   api_visibility="private")
     # the gold note: QuestionPicker.follow, once the tab's corpus choice is built
     return QuestionPicker(question, gold, extra, dataset, picked, gold_info)
 
