@@ -289,7 +289,7 @@ def result_views() -> list:
     table = gr.HTML(elem_id="fe-eval-table")
     with gr.Row():
         recall_plot = gr.Plot(label="Recall at k", elem_id="fe-eval-recall")
-        latency_plot = gr.Plot(label="Recall against latency", elem_id="fe-eval-latency")
+        latency_plot = gr.Plot(label="Against latency", elem_id="fe-eval-latency")
     per_question = gr.Dataframe(headers=ROW_COLUMNS, interactive=False, wrap=True,
                                 max_height=360, column_widths=ROW_WIDTHS,
                                 label="Per question (click a row to open its run in Explore)",

@@ -19,6 +19,12 @@ def milliseconds(seconds: float) -> float:
     return round(seconds * 1000, 1)
 
 
+# why points tie: a sweep reuses stages across its grid (engine.stages.base.reusing_stages)
+SHARED = (" A stage whose smaller cut is the head of its larger one (a search, a re-ranker "
+          "over the same candidates) ran once per question, and each point it served carries "
+          "that run's time: a search for the top 10 costs what one for the top 100 does.")
+
+
 def tie_note(points: list[tuple[str, float, float]]) -> str:
     """Which points take the same median time, to the 0.1 ms kept ("" when none do): the
     frontier cannot tell them apart by speed, only by the metric."""
@@ -30,9 +36,9 @@ def tie_note(points: list[tuple[str, float, float]]) -> str:
         return ""
     if len(by_time) == 1:
         ((ms, _),) = tied.items()
-        return f" All {len(points)} points tie on time ({ms:,.1f} ms per question)."
+        return f" All {len(points)} points tie on time ({ms:,.1f} ms per question).{SHARED}"
     return " Tied on time: " + "; ".join(f"{', '.join(labels)} ({ms:,.1f} ms)"
-                                         for ms, labels in tied.items()) + "."
+                                         for ms, labels in tied.items()) + "." + SHARED
 
 
 # trec_eval's measures of the last cut (what the reader is sent), as a sweep's frontier
