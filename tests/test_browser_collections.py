@@ -89,8 +89,12 @@ def test_a_beir_zip_added_in_the_browser_is_evaluated_and_diagnosed_by_its_judgm
     expect(page.locator("#fe-eval-progress")).to_contain_text("done, 2 of 2 questions",
                                                              timeout=60_000)
     table = page.locator("#fe-eval-table table.fe-eval")
-    for shown in ("nDCG@10 at overlap", "MAP at overlap", "Judged@10", "no answers"):
+    for shown in ("relevant-document recall at overlap", "no answers"):
         expect(table).to_contain_text(shown)
+    ranking = page.locator("#fe-eval-table table.fe-eval-ranking")
+    for shown in ("nDCG@10", "MAP", "Judged@10", "nDCG'@10"):
+        expect(ranking.locator("th", has_text=shown).first).to_be_visible()
+    expect(ranking.locator("tbody tr").first).to_contain_text("echo")
     expect(table).not_to_contain_text("AR@1")
     page.screenshot(path=str(ARTIFACTS / "evaluate_collection.png"), full_page=True)
     evaluation = int(re.search(r"Evaluation (\d+): done",

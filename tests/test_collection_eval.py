@@ -295,9 +295,10 @@ def test_what_the_app_shows_of_a_judged_question_and_evaluation():
                         "Judged@10@dense": 0.3, "nDCG'@10@dense": 0.7,
                         "seconds_dense_median": 0.1, "seconds_dense_p95": 0.2}}
     table = paper_table(summary)
-    assert "MAP at dense" in table and "nDCG&#x27;@10 (condensed" in table
+    assert ">MAP</th>" in table and "nDCG&#x27;@10 (condensed" in table
+    assert "<tr><td>flat</td><td>dense</td><td>0.500</td>" in table  # a row per cut
     assert "relevant-document recall at dense" in table and "gold-document" not in table
-    assert table.index("no answers") < table.index("nDCG@10 at dense")  # by the head
+    assert table.index("no answers") < table.index("relevant-document recall at dense")
     assert "<td>no answers</td>" in table and ">0.000<" not in table
     assert "as little as 30% of a cut's top 10 is judged" in table
     answered = paper_table({"flat": {"questions": 2, "EM": 0.5, "nDCG@10@dense": 0.5}})
@@ -350,7 +351,10 @@ def test_a_judged_evaluations_plots_show_the_first_and_last_cuts_recall_and_ndcg
     assert list(retrieved.x) == ["4", "10", "100"] and list(retrieved.y) == [0.5, 0.7, 0.9]
     assert list(sent.y) == [0.6, 0.6, 0.6] and retrieved.line.color == sent.line.color
     assert (retrieved.line.dash, sent.line.dash) == ("dash", "solid")
+    assert sent.name == "flat, last cut"  # no reader ran: nothing was sent to one
+    assert "reader" not in recall_at_k_figure(summary).layout.title.text
     (point,) = recall_latency_figure(summary).data
+    assert recall_latency_figure(summary).layout.yaxis.title.text == "nDCG@10 (at the last cut)"
     assert list(point.y) == [0.6]
     question = judged_question("q1", "An argument", {"d1": 2, "d2": 0}, "tiny")
     trace = annotate(_trace(question, ["d1", "d2"], read=False), question)

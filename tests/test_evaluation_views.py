@@ -31,7 +31,12 @@ def test_the_paper_table_orders_recall_cuts_answers_then_stage_times():
     html = paper_table(SUMMARY)
     assert "<th>&lt;b&gt;best&lt;/b&gt;</th>" in html  # names are text, never markup
     assert "gold-document recall at dense" in html and "dense seconds (p95)" in html
-    assert "<td>nDCG@10 at dense</td><td>0.610</td>" in html and "MRR at dense" in html
+    # trec_eval's measures in a table of their own: a row per paradigm and cut
+    ranking = html[html.index("fe-eval-ranking"):]
+    assert "<td>nDCG@10 at dense</td>" not in html
+    assert "<th>paradigm</th><th>cut</th>" in ranking and ">MRR</th>" in ranking
+    assert "<tr><td>flat</td><td>dense</td><td>0.610</td><td>0.750</td>" in ranking
+    assert "&lt;b&gt;best" not in ranking  # measured no cut: no row
     assert "<td>reader tokens</td><td>700</td><td>600</td>" in html  # big numbers whole
     assert "<td>EM</td><td>0.500</td><td>0.000</td>" in html
     assert "<td>LLM calls</td><td>1</td><td></td>" in html  # a count's mean, not "1.000"

@@ -63,16 +63,18 @@ def stage_order(summary: dict[str, dict]) -> list[str]:
     return order
 
 
-def metric_order(summary: dict[str, dict]) -> list[str]:
+def metric_order(summary: dict[str, dict], ranking: bool = True) -> list[str]:
     """The table's rows: AR@1..4, answer recall at every cut in funnel order (then of all
     the reader read), gold-document recall at every cut, nDCG@10, MRR, R@4, R@10 and P@4
-    of every cut (engine.metrics.IR_MEASURES), the answer metrics and costs,
-    then each stage's median and p95 seconds, stages in funnel order."""
+    of every cut (engine.metrics.IR_MEASURES; not with `ranking` False: `ranking_table`
+    lays them out), the answer metrics and costs, then each stage's median and p95
+    seconds, stages in funnel order."""
     keys = list(dict.fromkeys(k for s in summary.values() for k in s))
     stages = stage_order(summary)
-    cuts = [*(f"AR@{s}" for s in stages), "AR@read", *(f"gold_doc_recall@{s}" for s in stages),
-            *(f"{m}@{s}" for s in stages for m in MEASURES),  # trec_eval's, per cut
-            *(f"{LABELLED}{m}@{s}" for s in stages for m in IR_MEASURES)]  # by Annotate
+    cuts = [*(f"AR@{s}" for s in stages), "AR@read", *(f"gold_doc_recall@{s}" for s in stages)]
+    if ranking:
+        cuts += [*(f"{m}@{s}" for s in stages for m in MEASURES),  # trec_eval's, per cut
+                 *(f"{LABELLED}{m}@{s}" for s in stages for m in IR_MEASURES)]  # Annotate's
     cuts = [k for k in cuts if k in keys]
     cuts += [k for k in keys if k.startswith(("gold_doc_recall@", "AR@")) and k not in HEAD
              and k not in cuts]  # a cut without seconds (none today): after the known ones
@@ -115,12 +117,13 @@ def _cell(value, key: str = "") -> str:
 
 
 def paper_table(summary: dict[str, dict]) -> str:
-    """One column per paradigm, one row per metric (see `metric_order`)."""
+    """One column per paradigm, one row per metric (see `metric_order`), then the ranking
+    measures of every cut (`ranking_table`)."""
     if not summary:
         return ""
     names = list(summary)
     head = "".join(f"<th>{esc(n)}</th>" for n in names)
-    order = metric_order(summary)
+    order = metric_order(summary, ranking=False)
     judged = not answered(summary)
     rows = [f"<tr><td>{esc(label(k, judged))}</td>"
             + "".join(f"<td>{_cell(summary[n].get(k), k)}</td>" for n in names) + "</tr>"
@@ -131,7 +134,42 @@ def paper_table(summary: dict[str, dict]) -> str:
                     + "<td>no answers</td>" * len(names) + "</tr>")
     rows = "".join(rows)
     return (f"<table class='fe-table fe-eval'><thead><tr><th></th>{head}</tr></thead>"
-            f"<tbody>{rows}</tbody></table>{judged_note(summary)}")
+            f"<tbody>{rows}</tbody></table>{ranking_table(summary)}{judged_note(summary)}")
+
+
+# the ranking table's column heads: the mean of RR over questions is MRR, of AP MAP
+SHORT = {"RR": "MRR", "AP": "MAP"}
+
+
+def ranking_table(summary: dict[str, dict]) -> str:
+    """trec_eval's measures of every cut laid out as IR papers do: a row per paradigm and
+    cut (in funnel order; a cut measured against Annotate's labels too has a second row),
+    a column per measure ("" when no cut has one)."""
+    stages = stage_order(summary)
+    kinds = (("", ""), (LABELLED, " (Annotate's labels)"))
+    measures = [m for m in MEASURES if any(f"{prefix}{m}@{stage}" in values
+                                           for values in summary.values()
+                                           for prefix, _ in kinds for stage in stages)]
+    if not measures:
+        return ""
+    rows = []
+    for name, values in summary.items():
+        first = True
+        for prefix, what in kinds:
+            for stage in stages:
+                cells = [values.get(f"{prefix}{m}@{stage}") for m in measures]
+                if all(c is None for c in cells):
+                    continue
+                rows.append(f"<tr><td>{esc(name) if first else ''}</td>"
+                            f"<td>{esc(stage)}{what}</td>"
+                            + "".join(f"<td>{_cell(c)}</td>" for c in cells) + "</tr>")
+                first = False
+    head = "".join(f"<th title='{esc(MEASURE_LABELS.get(m, m))}'>{esc(SHORT.get(m, m))}</th>"
+                   for m in measures)
+    return ("<div class='fe-note'>Ranking measures of every cut: the documents each cut "
+            "kept, in order, measured by ir_measures (trec_eval's code).</div>"
+            "<table class='fe-table fe-eval-ranking'><thead><tr><th>paradigm</th>"
+            f"<th>cut</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def judged_note(summary: dict[str, dict]) -> str:
@@ -204,8 +242,8 @@ def question_rows(rows: list[dict]) -> list[list]:
 def recall_at_k_figure(summary: dict[str, dict], note: str = "") -> go.Figure:
     """AR@1..4 per paradigm, as lines; `note` under the title ("partial: ..."). Judged
     questions (no answers): the recall of relevant documents at 4, 10 and 100 of the first
-    cut (what retrieval found, dashed) and of the last (what the reader is sent, which
-    holds no more than its few documents: flat past them)."""
+    cut (what retrieval found, dashed) and of the last (where the run stops: no reader
+    runs on them; it holds no more than its few documents, so it is flat past them)."""
     if not summary:
         return text_figure("No evaluation yet.")
     judged = not answered(summary)
@@ -215,15 +253,15 @@ def recall_at_k_figure(summary: dict[str, dict], note: str = "") -> go.Figure:
         lines = [(f"{name}, {which}", [cut(s, f"R@{k}") for k in ks], i, dash)
                  for i, (name, s) in enumerate(summary.items())
                  for which, cut, dash in (("retrieved", first_cut, "dash"),
-                                          ("sent to the reader", last_cut, "solid"))]
+                                          ("last cut", last_cut, "solid"))]
     else:
         lines = [(name, [s.get(f"AR@{k}") for k in ks], i, "solid")
                  for i, (name, s) in enumerate(summary.items())]
     fig = go.Figure([go.Scatter(x=list(map(str, ks)), y=y, mode="lines+markers", name=name,
                                 line={"dash": dash, "color": palette[i % len(palette)]})
                      for name, y, i, dash in lines])
-    title = ("Recall of the judged-relevant documents at k: retrieved and sent to the "
-             "reader" if judged else "Answer recall of what the reader read, at k")
+    title = ("Recall of the judged-relevant documents at k: retrieved, and at the last cut"
+             if judged else "Answer recall of what the reader read, at k")
     fig.update_layout(title=_titled(title, note),
                       xaxis_title="k", yaxis_title="R@k" if judged else "AR@k",
                       yaxis_range=[0, 1], height=340,
@@ -250,7 +288,7 @@ def recall_latency_figure(summary: dict[str, dict], note: str = "") -> go.Figure
     fig.update_layout(title=_titled("nDCG@10 against latency" if judged
                                     else "Recall against latency", note),
                       xaxis_title="seconds per question (median)",
-                      yaxis_title="nDCG@10 (sent to the reader)" if judged else "AR@4",
+                      yaxis_title="nDCG@10 (at the last cut)" if judged else "AR@4",
                       yaxis_range=[0, 1], showlegend=False,
                       height=340, margin={"l": 50, "r": 20, "t": 70 if note else 50, "b": 40})
     return fig
