@@ -284,7 +284,9 @@ def test_what_the_app_shows_of_a_judged_question_and_evaluation():
     table = stage_table(annotate(_trace(own, ["q1", "d1", "d3"], read=False), own), 0)
     assert table.count("relevant (2)") == 1 and ">the question</span>" in table
     assert "relevant (1)" not in table and ">support<" not in table
-    assert "<i>no answers</i>" in compare_table([trace])
+    compared = compare_table([trace])
+    assert "<i>no answers</i>" in compared and "<i>no reader ran</i>" in compared
+    assert "relevant documents 0.50" in compared and "gold documents" not in compared
     # no reader ran: the heatmap says why, and there is no answer to attribute
     assert "No reader ran" in heatmap_figure(trace).layout.annotations[0].text
     assert "no reader ran" in _answer(trace, "As run")  # Explore's re-answer columns

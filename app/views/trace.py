@@ -311,7 +311,8 @@ def compare_table(traces: Sequence[RunTrace], heads: Sequence[str] = ()) -> str:
 
     rows = [("reader tokens", [f"{t.reader_input_tokens:,}" for t in traces]),
             ("seconds", [f"{t.seconds:.2f}" for t in traces]),
-            ("answer", [shown_answer(t.answer, t.answer_cut) for t in traces]),
+            ("answer", [shown_answer(t.answer, t.answer_cut) if t.answered
+                        else "<i>no reader ran</i>" for t in traces]),
             ("EM / F1", [_scores(t) for t in traces])]
     rows += [(f"AR@{k} (final passages)", final(f"AR@{k}")) for k in (1, 2, 3, 4)
              if any(f"AR@{k}" in t.metrics for t in traces)]
@@ -359,7 +360,8 @@ def _cut(trace: RunTrace, index: int) -> str:
                  f"{'in' if held else 'out'}</span>")
     if trace.gold is not None and trace.gold.supporting_titles \
             and f"gold_doc_recall@{s.name}" in m:
-        cell += f" · gold documents {m[f'gold_doc_recall@{s.name}']:.2f}"
+        gold = "relevant" if trace.gold.judged_only else "gold"
+        cell += f" · {gold} documents {m[f'gold_doc_recall@{s.name}']:.2f}"
     if f"nDCG@10@{s.name}" in m:  # trec_eval's, of the cut's documents
         cell += (f"<br>nDCG@10 {m[f'nDCG@10@{s.name}']:.2f} · RR {m[f'RR@{s.name}']:.2f}"
                  f" · R@4 {m[f'R@4@{s.name}']:.2f}")
