@@ -75,7 +75,7 @@ def one_call(traces: list, stage: str) -> tuple[dict[str, float], float]:
         qid = trace.gold.id
         qrels[qid] = dict(trace.gold.judgments)
         docs = [d for d in document_ranking([c.unit.doc_ids for c in cut.candidates])
-                if d != qid]
+                if d != trace.gold.own_document]
         run[qid] = {d: float(len(docs) - r) for r, d in enumerate(docs)}
     measures = [ir_measures.parse_measure(_SPELLED.get(m, m)) for m in MEASURES]
     start = time.perf_counter()

@@ -75,6 +75,10 @@ class Question:
     # a test collection's judgments, (document id, grade): grade 0 is judged not relevant, a
     # document not named is unjudged; `supporting_titles` holds those of grade 1 or more
     judgments: tuple[tuple[str, int], ...] = ()
+    # the corpus document this query is (ArguAna's queries are its documents: same id, same
+    # text): its runs leave it out of every cut and its measures out of every ranking, as
+    # BEIR does (ignore_identical_ids); "" for any other question
+    own_document: str = ""
 
     @property
     def grades(self) -> dict[str, int]:
@@ -98,9 +102,12 @@ def question_from_dict(d: dict) -> Question:
     return Question(**d)
 
 
-def judged_question(qid: str, text: str, grades: dict[str, int], source: str) -> Question:
-    """A test collection's query with its judgments (`with_judgments`)."""
-    return with_judgments(Question(qid, text, source=source), grades)
+def judged_question(qid: str, text: str, grades: dict[str, int], source: str,
+                    own_document: str = "") -> Question:
+    """A test collection's query with its judgments (`with_judgments`); `own_document`: the
+    corpus document it is, if any."""
+    return with_judgments(Question(qid, text, source=source, own_document=own_document),
+                          grades)
 
 
 def with_judgments(question: Question, grades: dict[str, int]) -> Question:

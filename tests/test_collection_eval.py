@@ -19,7 +19,14 @@ from engine.eval.outcomes import attribution, followed, offered, outcome, row_ou
 from engine.eval.summary import row as row_of
 from engine.metrics import ir_measures_by_stage
 from engine.paradigms.base import Paradigm, annotate
-from engine.stages.base import Stage, StageOutput, leaving_out, run_stage
+from engine.stages.base import (
+    Stage,
+    StageOutput,
+    leaving_out,
+    replaying,
+    reusing_stages,
+    run_stage,
+)
 from engine.trace import LLMStep, RunTrace, StageResult
 from tests.conftest import TINY_DOCS
 from tests.test_collections import QRELS, beir_folder
@@ -39,9 +46,10 @@ def test_a_beir_folder_is_a_dataset_of_judged_questions_and_its_corpus(tmp_path)
 
 
 def test_a_judged_question_survives_json(tmp_path):
-    question = judged_question("q1", "Who?", {"d1": 2, "d9": 0}, "tiny")
+    question = judged_question("q1", "Who?", {"d1": 2, "d9": 0}, "tiny", own_document="q1")
     again = question_from_dict(json.loads(json.dumps(question.__dict__)))
     assert again == question and again.judgments == (("d1", 2), ("d9", 0))
+    assert again.own_document == "q1"
 
 
 def test_the_judged_layout_reads_and_refuses_a_bad_pair(tmp_path):
@@ -87,7 +95,7 @@ def _trace(question: Question, docs: list[str], read: bool) -> RunTrace:
 
 
 def test_a_judged_run_has_ranking_measures_and_no_answer_measures():
-    question = judged_question("q1", "An argument", {"d1": 1, "d2": 0}, "tiny")
+    question = judged_question("q1", "An argument", {"d1": 1, "d2": 0}, "tiny", "q1")
     # the query is itself document q1 (ArguAna): it is left out of the measured ranking
     scored = annotate(_trace(question, ["q1", "d1", "d2"], read=True), question)
     assert scored.metrics["RR@dense"] == 1.0 and scored.metrics["Judged@10@dense"] == 1.0
@@ -179,11 +187,46 @@ def test_the_query_s_own_document_takes_no_cut_s_place_and_only_its_run_leaves_i
     assert [c.unit.doc_ids for c in run_stage(stage, "An argument", (), 2).candidates] \
         == [("q1",), ("d1",)]  # outside the block nothing is left out
     listing = _Listing(tiny_corpus, _NoOptions(), _Listed(["q1", "d1", "d2"]))
-    judged = listing.run(judged_question("q1", "An argument", {"d1": 2}, "tiny"))
+    judged = listing.run(judged_question("q1", "An argument", {"d1": 2}, "tiny", "q1"))
     assert [c.unit.doc_ids for c in judged.stages[0].candidates] == [("d1",), ("d2",)]
     assert judged.metrics["nDCG@10@listed"] == 1.0
     typed = listing.run("An argument")  # a typed question has no own document
     assert [c.unit.doc_ids for c in typed.stages[0].candidates] == [("q1",), ("d1",)]
+    # a judged question whose id a document merely shares (TREC DL numbers both) keeps it
+    other = listing.run(judged_question("q1", "An argument", {"d1": 2}, "tiny"))
+    assert [c.unit.doc_ids for c in other.stages[0].candidates] == [("q1",), ("d1",)]
+
+
+class _Shifting(_Listed):
+    """A stage whose longer output is no extension of its shorter one."""
+
+    def run(self, query, candidates, k):
+        self.docs = ["q1", "d1"] if k <= 2 else ["d1", "d2", "d3", "d4"]
+        return super().run(query, candidates, k)
+
+
+class _Stable(_Listed):
+    prefix_stable = True  # its top k is the head of its top k' > k: a sweep reuses it
+
+
+def test_leaving_out_keeps_k_reuses_a_sweep_s_results_and_filters_a_replayed_one():
+    own = frozenset({"q1"})
+    with leaving_out(own):  # asked again, it gives more than k, none of them its own
+        shifted = run_stage(_Shifting([]), "An argument", (), 2)
+    assert [c.unit.doc_ids for c in shifted.candidates] == [("d1",), ("d2",)]
+    stage = _Stable(["q1", "d1", "q1", "d2", "d3"])
+    with reusing_stages() as memo, leaving_out(own):
+        first = run_stage(stage, "An argument", (), 2)
+        again = run_stage(stage, "An argument", (), 2)  # another grid point: reused
+    assert stage.asked == [2, 3, 4] and again.candidates == first.candidates
+    (widest,) = [result for k, result in memo.values() if k == 4]
+    assert again.seconds == widest.seconds  # the run it was cut from: no time added up
+    stored = replace(first, candidates=(Candidate(_unit("q1"), 2.0, 1),
+                                        *first.candidates[:1]))  # kept before a fix
+    replayed = _Listed(["d9"])
+    with replaying([stored], 0, lambda result, given: result), leaving_out(own):
+        made = run_stage(replayed, "An argument", (), 2)
+    assert replayed.asked == [] and [c.unit.doc_ids for c in made.candidates] == [("d1",)]
 
 
 def test_an_added_collection_is_listed_by_split_and_judged_over_its_own_corpus(tmp_path):
@@ -280,7 +323,7 @@ def test_what_the_app_shows_of_a_judged_question_and_evaluation():
     assert "Seurat&#x27;s painting `d1` (2), d2 (1)" in judged_markdown(
         question, {"d1": "Seurat's painting"})
     # the stage table badges the grade and the query's own document, measured without it
-    own = judged_question("q1", "An argument", {"d1": 2, "d2": 1, "d3": 0}, "tiny")
+    own = judged_question("q1", "An argument", {"d1": 2, "d2": 1, "d3": 0}, "tiny", "q1")
     table = stage_table(annotate(_trace(own, ["q1", "d1", "d3"], read=False), own), 0)
     assert table.count("relevant (2)") == 1 and ">the question</span>" in table
     assert "relevant (1)" not in table and ">support<" not in table

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.data.collection_store import questions_jsonl
+from engine.data.loaders import read_dataset
 from engine.data.loaders.collections import read_beir, read_qrels, read_topics, read_trec
 from engine.documents import Document
 from engine.errors import DataFormatError
@@ -45,6 +47,21 @@ def test_a_beir_folder_reads_its_split_with_grades_kept(tmp_path):
     assert collection.relevant("q2") == {"3": 1}  # grade 0: judged, not relevant
     train = read_beir(beir_folder(tmp_path / "again"), split="train")
     assert [q.id for q in train.questions] == ["q3"]
+
+
+def test_a_query_that_is_a_corpus_document_is_known_by_its_id_and_text(tmp_path):
+    # ArguAna: a query is a corpus document (same id, same text); TREC DL numbers queries
+    # and passages alike, so an id alone may meet a document by chance
+    corpus = [*CORPUS, {"_id": "q1", "title": "", "text": "Who painted  La Grande Jatte?"},
+              {"_id": "q2", "title": "", "text": "An unrelated passage numbered q2."}]
+    collection = read_beir(beir_folder(tmp_path, corpus=corpus))
+    assert [(q.id, q.own_document) for q in collection.questions] == [("q1", "q1"),
+                                                                      ("q2", "")]
+    assert read_beir(beir_folder(tmp_path / "plain")).questions[0].own_document == ""
+    stored = tmp_path / "questions-test.jsonl"  # as an added collection keeps its questions
+    stored.write_text(questions_jsonl(collection.questions))
+    assert [(q.id, q.own_document, q.judgments) for q in read_dataset(stored).questions] \
+        == [(q.id, q.own_document, q.judgments) for q in collection.questions]
 
 
 def test_a_beir_zip_reads_as_its_folder(tmp_path):

@@ -70,7 +70,9 @@ def add_collection(name: str, source: Path, *, drop_unknown: bool = False,
 def questions_jsonl(questions: tuple[Question, ...]) -> str:
     """The judged layout: a row a question, its judgments as [document id, grade]."""
     return "".join(json.dumps({"id": q.id, "text": q.text, "judgments": q.judgments,
-                               **({"answers": list(q.answers)} if q.answers else {})},
+                               **({"answers": list(q.answers)} if q.answers else {}),
+                               **({"own_document": q.own_document} if q.own_document
+                                  else {})},
                               ensure_ascii=False) + "\n" for q in questions)
 
 

@@ -110,7 +110,8 @@ class Paradigm(ABC):
             runner.retrieval_only = True
         # a test collection's query that is itself a corpus document (ArguAna's) takes no
         # cut's place, as in BEIR; set around each step alone, so it stays this run's
-        own = frozenset({gold.id}) if gold is not None and gold.judgments else frozenset()
+        own = frozenset({gold.own_document}) if gold is not None and gold.own_document \
+            else frozenset()
         steps = runner.steps(text)
         while True:
             with leaving_out(own):
@@ -216,9 +217,11 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
     if ranked and gold.supporting_titles:  # nDCG, MRR, MAP, R@k, P@k of every cut (trec_eval's)
         judged = bool(gold.judgments)  # a collection's: graded, partial
         # a collection's query that is itself a corpus document (ArguAna's) is left out of
-        # its own measured rankings, as BEIR does (ignore_identical_ids)
+        # its own measured rankings, as BEIR does (ignore_identical_ids): a cluster or a
+        # group holding it is in its cut
+        own = gold.own_document
         rankings = {s.name: [d for d in document_ranking([c.unit.doc_ids for c in s.candidates])
-                             if not (judged and d == gold.id)]
+                             if not (own and d == own)]
                     for s in ranked}
         for name, measured in ir_measures_by_stage(rankings, gold.grades, judged).items():
             metrics.update({f"{measure}@{name}": round(value, 4)

@@ -185,35 +185,44 @@ def leaving_out(doc_ids: frozenset[str]) -> Iterator[None]:
 
 
 def run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) -> StageResult:
-    """`stage`'s result (`_run_stage`), leaving out the documents `leaving_out` names: the
-    stage is asked again for k plus what it left out until k others are kept, or it has no
-    more. Its seconds are those of every call; its note says what was left out."""
+    """`stage`'s result over `candidates` (the previous stage's), cut to `k`, timed (see
+    `_run_stage`); within `leaving_out`, without the units of the documents it names: the
+    stage is asked again for k plus what it left out until k others are kept or it has no
+    more (a stored result being replayed is only filtered). Its seconds are those of every
+    call that ran; its note says what was left out."""
     left_out = _left_out.get()
     if not left_out:
-        return _run_stage(stage, query, candidates, k)
-    asked, seconds = k, 0.0
+        return _run_stage(stage, query, candidates, k)[0]
+    asked, seconds, ran = k, 0.0, False
     while True:
-        result = _run_stage(stage, query, candidates, asked)
-        seconds += result.seconds
+        result, how = _run_stage(stage, query, candidates, asked)
+        if how == RAN:  # a result reused or replayed keeps the seconds it was stored with
+            seconds, ran = seconds + result.seconds, True
         kept = [c for c in result.candidates if not set(c.unit.doc_ids) <= left_out]
         dropped = len(result.candidates) - len(kept)
-        if len(kept) >= k or not dropped or len(result.candidates) < asked:
+        if how == REPLAYED or len(kept) >= k or not dropped or len(result.candidates) < asked:
             break
-        asked = k + dropped
+        asked = k + dropped  # more than asked: fewer than k were kept
+    if ran:
+        result = replace(result, seconds=seconds)
     if not dropped:
-        return replace(result, seconds=seconds)
+        return replace(result, candidates=result.candidates[:k])
     note = (f"left out {dropped} unit{'s' if dropped > 1 else ''} of the question's own "
             "document (BEIR's ignore_identical_ids)")
     details = replace(result.details,
                       note="; ".join(filter(None, (result.details.note, note))))
-    return replace(result, seconds=seconds, details=details,
+    return replace(result, details=details,
                    candidates=tuple(replace(c, rank=rank)
                                     for rank, c in enumerate(kept[:k], start=1)))
 
 
+RAN, REUSED, REPLAYED = "ran", "reused", "replayed"  # where `_run_stage`'s result came from
+
+
 def _run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int
-               ) -> StageResult:
-    """Run `stage` and wrap its output with its name, input size and wall time.
+               ) -> tuple[StageResult, str]:
+    """Run `stage` and wrap its output with its name, input size and wall time; with where
+    the result came from: RAN, or REUSED (`reusing_stages`) or REPLAYED (`replaying`).
 
     A stage that searches an index (a first-stage retriever, DR-RAG's q + d retrieval)
     reports its `haystack`, the number of units it searched, as its input size, so its bar
@@ -223,7 +232,7 @@ def _run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int
     """
     replay = _replayed.get()
     if replay is not None and (given := replay.result(stage, candidates)) is not None:
-        return given
+        return given, REPLAYED
     memo = _reused.get()
     key = stage.reuse_key() if memo is not None else None
     if key is not None:
@@ -231,11 +240,11 @@ def _run_stage(stage: Stage, query: str, candidates: Sequence[Candidate], k: int
         if key in memo:
             ran_with, result = memo[key]
             if k <= ran_with or len(result.candidates) < ran_with:
-                return replace(result, candidates=result.candidates[:k])
+                return replace(result, candidates=result.candidates[:k]), REUSED
     result = _timed(stage, query, candidates, k)
     if key is not None:
         memo[key] = (k, result)
-    return result
+    return result, RAN
 
 
 def _timed(stage: Stage, query: str, candidates: Sequence[Candidate], k: int) -> StageResult:

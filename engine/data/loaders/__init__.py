@@ -136,8 +136,10 @@ def _judged(rec: Record) -> tuple[Question, list]:
                             field="judgments")
         grades[str(pair[0])] = pair[1]
     answers = qa._strings(rec, "answers") if "answers" in rec.obj else ()
+    own = str(rec.get("own_document", (str, int), ""))  # the corpus document it is
     return with_judgments(Question(str(rec.get("id", (str, int))), rec.text("text"), answers,
-                                   source=qa.source_name(rec.path)), grades), []
+                                   source=qa.source_name(rec.path), own_document=own),
+                          grades), []
 
 
 def _corpus_only(path: Path, documents: list[Document]) -> Dataset:

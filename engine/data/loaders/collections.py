@@ -172,15 +172,26 @@ def _read_beir_folder(folder: Path, pick, name: str, shown: Path,
                                   fix=f"pick one of: {', '.join(found) or 'none found'}")
     documents = tuple(beir_corpus(folder / "corpus.jsonl"))
     queries = beir_queries(folder / "queries.jsonl")
-    known = {d.id for d in documents}
+    by_id = {d.id: d for d in documents}
+    known = set(by_id)
     collections = []
     for split in splits:
         judgments = read_qrels(folder / "qrels" / f"{split}.tsv", queries=set(queries),
                                documents=known, drop_unknown=drop_unknown)
-        questions = tuple(judged_question(qid, queries[qid], grades, name)
+        questions = tuple(judged_question(qid, queries[qid], grades, name,
+                                          own_document(qid, queries[qid], by_id))
                           for qid, grades in judgments.items())
         collections.append(Collection(name, "beir", split, documents, questions, judgments))
     return collections
+
+
+def own_document(qid: str, text: str, documents: dict[str, Document]) -> str:
+    """`qid` when the corpus holds a document of that id and the query's text (ArguAna's
+    queries are its documents), else "": ids alone can meet by chance (TREC DL numbers its
+    queries and its passages alike)."""
+    doc = documents.get(qid)
+    return qid if doc is not None and " ".join(doc.text.split()) == " ".join(text.split()) \
+        else ""
 
 
 def beir_corpus(path: Path) -> list[Document]:
@@ -375,6 +386,8 @@ def read_trec(topics: str | Path, qrels: str | Path, documents: list[Document],
     judgments = read_qrels(Path(qrels), queries=set(found),
                            documents={d.id for d in documents}, drop_unknown=drop_unknown)
     source = name or topics_path.stem
-    questions = tuple(judged_question(qid, found[qid], grades, source)
+    by_id = {d.id: d for d in documents}
+    questions = tuple(judged_question(qid, found[qid], grades, source,
+                                      own_document(qid, found[qid], by_id))
                       for qid, grades in judgments.items())
     return Collection(source, "trec", split, tuple(documents), questions, judgments)
