@@ -16,6 +16,7 @@ import pytest
 from app.tabs import diagnose, difference
 from app.views.diagnosis import THIS_EVALUATION, evaluation_label, segment_choices
 from engine.documents import Question, judged_question
+from engine.eval import outcomes as oc
 from engine.eval.summary import row
 from engine.store.evaluations import EvaluationStore
 from tests.fakes import gold_run, ranked_stage
@@ -59,6 +60,10 @@ def store_evaluation(prepared, runs, ids=range(6), with_outcomes=True,
             rows = [{k: v for k, v in r.items() if k not in ("outcome", "cuts")} for r in rows]
         elif with_outcomes == "answer and support":  # stored before the track "relevant"
             rows = [{**r, "outcome": {t: r["outcome"][t] for t in ("answer", "support")}}
+                    for r in rows]
+        elif with_outcomes == "named before":  # stored under the outcomes' earlier names
+            before = {now: then for then, now in oc.RENAMED.items()}
+            rows = [{**r, "outcome": {t: before.get(o, o) for t, o in r["outcome"].items()}}
                     for r in rows]
         evaluations.add(evaluation_id, position, traces, rows)
     evaluations.finish(evaluation_id, "done", {})
@@ -313,6 +318,15 @@ def test_which_questions_changed_offers_the_metrics_an_evaluation_has(explorer, 
                                           "nDCG@10", "")
     assert table.value["data"] and all(len(r[1]) <= difference.QUESTION_CHARS
                                        for r in table.value["data"])
+
+
+def test_outcomes_stored_under_an_earlier_name_are_read_under_today_s(explorer, prepared):
+    evaluation_id = store_evaluation(prepared, [judged_run], with_outcomes="named before")
+    rows = EvaluationStore(prepared[1]).rows(evaluation_id)
+    assert {r["outcome"]["relevant"] for r in rows} == {"no relevant retrieved",
+                                                        "relevant reached the reader"}
+    assert explorer.attribution(evaluation_id, "relevant")["flat"]["counts"] == {
+        "no relevant retrieved": 3, "relevant kept to the last cut": 3}
 
 
 def test_no_two_outcomes_of_the_bars_share_a_colour():

@@ -42,6 +42,8 @@ NO_RELEVANT = "no relevant retrieved"
 RELEVANT_READ = "relevant read"
 RELEVANT_REACHED = "relevant kept to the last cut"
 TRACKS = ("answer", "support", "relevant")
+# outcomes stored under an earlier name: what they are called now
+RENAMED = {"reached the reader": REACHED, "relevant reached the reader": RELEVANT_REACHED}
 
 
 def lost_at(cut: str, track: str = "answer") -> str:
@@ -94,6 +96,14 @@ def outcome(trace: RunTrace, track: str = "answer") -> str | None:
     if "EM" not in trace.metrics:
         return REACHED
     return RIGHT if trace.metrics["EM"] else READ_WRONG
+
+
+def renamed(row: dict) -> dict:
+    """An eval row whose outcomes carry their current names (`RENAMED`)."""
+    stored = row.get("outcome", {})
+    if not any(o in RENAMED for o in stored.values()):
+        return row
+    return {**row, "outcome": {t: RENAMED.get(o, o) for t, o in stored.items()}}
 
 
 def cuts(trace: RunTrace) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError, EngineError
-from engine.eval.outcomes import TRACKS, attribution, offered, row_outcomes
+from engine.eval.outcomes import TRACKS, attribution, offered, renamed, row_outcomes
 from engine.eval.paired import (
     METRICS,
     RESAMPLES,
@@ -36,8 +36,9 @@ from engine.trace import FAILED
 def diagnosed_rows(evaluations: EvaluationStore, evaluation_id: int) -> list[dict]:
     """The evaluation's rows, each with its outcomes on every track, cuts and read
     gold-document recall (a row stored before it carried them, or before a track was
-    added, has them read from its trace)."""
-    rows = evaluations.rows(evaluation_id)
+    added, has them read from its trace; one stored under an outcome's earlier name has
+    its current one)."""
+    rows = [renamed(r) for r in evaluations.rows(evaluation_id)]
     if all(set(TRACKS) <= set(r.get("outcome", {})) for r in rows):
         return rows
     traces = evaluations.traces(evaluation_id)  # same order: position, then paradigm
