@@ -82,7 +82,7 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
     why = ""
     if judged:
         why = (" Its questions have no answers (they are judged): each is followed "
-               f"on {'a relevant document' if track == 'relevant' else 'its documents'}"
+               f"on {track_label(track, judged)}"
                + (f", not on {track_label(asked)}." if asked != track else "."))
     if not found:
         raise EngineError(f"Evaluation {evaluation_id} has no stored question yet.")

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
 from app.views.frontier import first_cut, last_cut
-from app.views.labels import gold_documents
+from app.views.labels import final_cut, gold_documents
 from app.views.trace import esc
 from engine.eval.paired import question_values
 from engine.metrics import IR_MEASURES, JUDGED_MEASURES
@@ -33,8 +33,8 @@ MEASURES = (*IR_MEASURES, *JUDGED_MEASURES)  # trec_eval's, of each cut's docume
 MEASURE_LABELS = {"RR": "MRR", "AP": "MAP", "Judged@10": "Judged@10 (share of the top 10 "
                   "judged)", "nDCG'@10": "nDCG'@10 (condensed: unjudged left out)"}
 NO_ANSWERS = "answer measures (AR@k, EM, F1)"
-# nDCG@10: of the last cut, what the reader is sent (a test collection's questions have it
-# and no EM, F1 or AR@4)
+# nDCG@10: of the last cut (what the reader is sent; a test collection's questions have it
+# and no EM, F1, AR@4 or reader)
 ROW_COLUMNS = ["#", "question id", "paradigm", "question", "answer", "EM", "F1", "AR@4",
                "nDCG@10", "seconds"]
 ROW_WIDTHS = ["4%", "12%", "8%", "30%", "16%", "5%", "5%", "6%", "7%", "7%"]  # "seconds" unbroken
@@ -87,7 +87,7 @@ def label(key: str, judged: bool = False) -> str:
     """A metric key's row label; `judged`: of judged questions without answers, whose
     gold documents are those judged relevant."""
     if key == "docs_to_reader" and judged:  # no reader ran
-        return "documents at the last cut"
+        return f"documents {final_cut(judged)}"
     if key in LABELS:
         return LABELS[key]
     if key.startswith(LABELLED):
@@ -288,7 +288,7 @@ def recall_latency_figure(summary: dict[str, dict], note: str = "") -> go.Figure
     fig.update_layout(title=_titled("nDCG@10 against latency" if judged
                                     else "Recall against latency", note),
                       xaxis_title="seconds per question (median)",
-                      yaxis_title="nDCG@10 (at the last cut)" if judged else "AR@4",
+                      yaxis_title=f"nDCG@10 ({final_cut(judged)})" if judged else "AR@4",
                       yaxis_range=[0, 1], showlegend=False,
                       height=340, margin={"l": 50, "r": 20, "t": 70 if note else 50, "b": 40})
     return fig

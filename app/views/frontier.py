@@ -41,8 +41,8 @@ def tie_note(points: list[tuple[str, float, float]]) -> str:
                                          for ms, labels in tied.items()) + "." + SHARED
 
 
-# trec_eval's measures of the last cut (what the reader is sent), as a sweep's frontier
-# offers them: a test collection's points have these and no answer measures
+# trec_eval's measures of the last cut (what the reader is sent, if one runs), as a sweep's
+# frontier offers them: a test collection's points have these and no answer measures
 LAST_CUT = {"nDCG@10": "nDCG@10", "MAP": "AP", "MRR": "RR"}
 
 

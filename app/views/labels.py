@@ -29,12 +29,17 @@ def lost_after(track: str, judged: bool = False) -> str:
     return (JUDGED_LOST_AFTER if judged else {}).get(track, LOST_AFTER[track])
 
 
+def gold_word(judged: bool) -> str:
+    """What a question's gold documents are called: "gold", or "relevant" (judged so)."""
+    return "relevant" if judged else "gold"
+
+
 def gold_documents(judged: bool) -> str:
     """The documents a question's document recall counts, as an adjective."""
-    return "relevant-document" if judged else "gold-document"
+    return f"{gold_word(judged)}-document"
 
 
-def last_cut(judged: bool) -> str:
+def final_cut(judged: bool) -> str:
     """What the last cut is to a run: sent to the reader, or where a judged run stops."""
     return "at the last cut" if judged else "sent to the reader"
 
@@ -42,6 +47,6 @@ def last_cut(judged: bool) -> str:
 def metric_labels(judged: bool) -> dict[str, str]:
     """The labels of the per-question metrics paired tests compare (engine.eval.paired)."""
     return {"gold_doc_recall": f"{gold_documents(judged)} recall "
-                               f"({'at the last cut' if judged else 'read'})",
-            **{m: f"{m} ({last_cut(judged)})" for m in ("nDCG@10", "MRR", "MAP")},
+                               f"({final_cut(judged) if judged else 'read'})",
+            **{m: f"{m} ({final_cut(judged)})" for m in ("nDCG@10", "MRR", "MAP")},
             "seconds": "seconds per question (median)"}

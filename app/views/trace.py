@@ -10,6 +10,7 @@ import html
 import re
 from collections.abc import Sequence
 
+from app.views.labels import gold_word
 from engine.documents import Candidate, Question
 from engine.eval.traces import searched_in
 from engine.readers.ablation import reading_step
@@ -58,9 +59,9 @@ def _flag(gold: Question | None, flags: GoldFlags | None, cand: Candidate, i: in
     if i < len(flags.answer) and flags.answer[i]:
         marks.append('<span class="fe-badge fe-answer" title="holds a gold answer">answer</span>')
     if gold is not None and gold.judged_only:
-        if gold.id in cand.unit.doc_ids:
-            marks.append('<span class="fe-badge fe-self" title="this document is the '
-                         'question itself: the measures leave it out, as BEIR does '
+        if gold.own_document and gold.own_document in cand.unit.doc_ids:
+            marks.append('<span class="fe-badge fe-self" title="holds the question\'s own '
+                         'document: the measures leave that document out, as BEIR does '
                          '(ignore_identical_ids)">the question</span>')
         grade = max((gold.grades.get(d, 0) for d in cand.unit.doc_ids), default=0)
         if grade >= 1:
@@ -360,8 +361,8 @@ def _cut(trace: RunTrace, index: int) -> str:
                  f"{'in' if held else 'out'}</span>")
     if trace.gold is not None and trace.gold.supporting_titles \
             and f"gold_doc_recall@{s.name}" in m:
-        gold = "relevant" if trace.gold.judged_only else "gold"
-        cell += f" · {gold} documents {m[f'gold_doc_recall@{s.name}']:.2f}"
+        cell += (f" · {gold_word(trace.gold.judged_only)} documents "
+                 f"{m[f'gold_doc_recall@{s.name}']:.2f}")
     if f"nDCG@10@{s.name}" in m:  # trec_eval's, of the cut's documents
         cell += (f"<br>nDCG@10 {m[f'nDCG@10@{s.name}']:.2f} · RR {m[f'RR@{s.name}']:.2f}"
                  f" · R@4 {m[f'R@4@{s.name}']:.2f}")
