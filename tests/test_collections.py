@@ -144,6 +144,10 @@ def test_trec_topics_tagged_and_tab_separated(tmp_path):
     tagged.write_text(TAGGED)
     assert read_topics(tagged) == {"301": "International Organized Crime",
                                    "302": "Poliomyelitis and Post-Polio"}
+    closed = tmp_path / "fire.txt"  # fields closed on their line (FIRE's, some TREC tracks')
+    closed.write_text("<top>\n<num>176</num>\n<title>Seurat's painting</title>\n"
+                      "<desc>ignored</desc>\n</top>\n")
+    assert read_topics(closed) == {"176": "Seurat's painting"}
     tsv = tmp_path / "queries.tsv"
     tsv.write_text("1030303\twho is aziz hashim\n1037496\twho is rep scalise?\n")
     assert read_topics(tsv) == {"1030303": "who is aziz hashim",

@@ -329,8 +329,10 @@ def _judgment(name: object, line: int, raw: str, fields: list[str],
 # --- TREC topics ------------------------------------------------------------------------------
 
 _TOPIC = re.compile(r"<top>(.*?)</top>", re.S | re.I)
-_NUM = re.compile(r"<num>\s*(?:Number:)?\s*(\S+)", re.I)
-_TITLE = re.compile(r"<title>\s*(?:Topic:)?\s*(.*?)\s*(?=<\w+>|</top>|$)", re.S | re.I)
+# a field runs to the next tag, opening or closing: `<num> Number: 301` (TREC) as
+# `<num>176</num>` (FIRE, as Anserini's TrecTopicReader reads both)
+_NUM = re.compile(r"<num>\s*(?:Number:)?\s*([^\s<]+)", re.I)
+_TITLE = re.compile(r"<title>\s*(?:Topic:)?\s*(.*?)\s*(?=</?\w+>|$)", re.S | re.I)
 
 
 def read_topics(path: str | Path) -> dict[str, str]:
