@@ -62,7 +62,7 @@ def test_an_interrupted_evaluation_is_partial_then_resumed_then_removed(served, 
     table = page.locator("#fe-eval-table")
     expect(table.locator(".fe-partial")).to_contain_text(
         "Partial: interrupted after 2 of 5 questions")
-    expect(table.locator("table")).to_contain_text("echo")
+    expect(table.locator("table.fe-eval")).to_contain_text("echo")
     for plot in ("#fe-eval-recall", "#fe-eval-latency"):
         expect(page.locator(plot)).to_contain_text("partial: 2 of 5 questions")
         expect(page.locator(plot)).not_to_contain_text("No evaluation yet")
