@@ -12,7 +12,7 @@ nothing.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from engine.data.ingest import StoredCorpus, corpora_dir, store, stored_corpora
@@ -65,6 +65,38 @@ def add_collection(name: str, source: Path, *, drop_unknown: bool = False,
     corpus = store(name, list(splits[0].documents), original or source.name, serving=serving,
                    collection=record, beside=beside)
     return corpus, [CollectionSplit(name, c.split, len(c.questions)) for c in splits]
+
+
+def add_questions(corpus: str, split: str, questions: tuple[Question, ...]) -> CollectionSplit:
+    """Questions for added corpus `corpus` as one more of its splits, "<corpus> (<split>)",
+    judged as judgments come (engine.store.judgments). Its questions file is written, then
+    the corpus's record, each atomically: a refusal or a failure changes nothing."""
+    from engine.cache import atomic_path, write_json_atomic
+
+    stored = next((c for c in stored_corpora() if c.name == corpus), None)
+    if stored is None:
+        added = ", ".join(c.name for c in stored_corpora()) or "none yet"
+        raise ConfigError(f"No added corpus {corpus!r} to ask questions of (added: {added}). "
+                          "Add it in the Corpora tab first; the packaged corpora are "
+                          "judged by their own datasets.")
+    split = " ".join(str(split or "").split())
+    if not split or len(split) > 40 or any(ch in split for ch in "()/\\"):
+        raise ConfigError(f"Question set name {split!r} is not usable: 1-40 characters "
+                          "without brackets or slashes, e.g. 'support tickets'.")
+    splits = dict(stored.collection.get("splits", {}))
+    if split in splits:
+        raise ConfigError(f"Corpus {corpus!r} has a question set named {split!r} already: "
+                          "choose another name.")
+    if not questions:
+        raise ConfigError("The question set is empty: give at least one question.")
+    path = corpora_dir() / corpus / QUESTIONS.format(split=split)
+    with atomic_path(path) as tmp:
+        tmp.write_text(questions_jsonl(questions), encoding="utf-8")
+    record = {**stored.collection, "format": stored.collection.get("format", "questions"),
+              "splits": {**splits, split: len(questions)}}
+    write_json_atomic(corpora_dir() / corpus / "meta.json",
+                      {**asdict(stored), "collection": record})
+    return CollectionSplit(corpus, split, len(questions))
 
 
 def questions_jsonl(questions: tuple[Question, ...]) -> str:

@@ -1,7 +1,8 @@
 """The sessions database's schema: every migration, in order.
 
 `SessionStore` applies each once, in a transaction, and records it in `schema_migrations`.
-Saved runs (1-4), classifier labels and stored evaluations (5-7) share the one DuckDB file.
+Saved runs (1-4), classifier labels, stored evaluations (5-7) and relevance judgments with
+their pools (8) share the one DuckDB file.
 """
 
 from __future__ import annotations
@@ -82,5 +83,40 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         "ceiling cuts), so an interrupted one resumes from the questions it lacks (engine/"
         "service/evaluation_jobs.py)", (
         "ALTER TABLE evaluations ADD COLUMN plan JSON",
+    )),
+    (8, "relevance judgments of a collection's questions, and the pools they are judged from "
+        "(engine/store/judgments.py)", (
+        "CREATE SEQUENCE pool_ids START 1",
+        """CREATE TABLE pools (
+               id BIGINT PRIMARY KEY DEFAULT nextval('pool_ids'),
+               name VARCHAR NOT NULL,
+               collection VARCHAR NOT NULL,
+               corpus VARCHAR NOT NULL,
+               corpus_fingerprint VARCHAR NOT NULL,
+               depth INTEGER NOT NULL,
+               systems JSON NOT NULL,
+               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)""",
+        """CREATE TABLE pool_units (
+               pool_id BIGINT NOT NULL,
+               position INTEGER NOT NULL,
+               question_id VARCHAR NOT NULL,
+               document_id VARCHAR NOT NULL,
+               unit_id VARCHAR NOT NULL,
+               title VARCHAR NOT NULL,
+               text VARCHAR NOT NULL,
+               found_by JSON NOT NULL,
+               PRIMARY KEY (pool_id, question_id, document_id))""",
+        "CREATE SEQUENCE judgment_ids START 1",
+        """CREATE TABLE judgments (
+               id BIGINT PRIMARY KEY DEFAULT nextval('judgment_ids'),
+               collection VARCHAR NOT NULL,
+               question_id VARCHAR NOT NULL,
+               document_id VARCHAR NOT NULL,
+               grade INTEGER NOT NULL CHECK (grade BETWEEN 0 AND 3),
+               assessor VARCHAR NOT NULL,
+               pool_id BIGINT,
+               seconds DOUBLE,
+               reasoning VARCHAR NOT NULL DEFAULT '',
+               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)""",
     )),
 )

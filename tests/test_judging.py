@@ -1,0 +1,152 @@
+"""Judging a corpus (issue 53): a question list read and refused by line, pools of the
+paradigms' top documents, judgments stored with their assessors in a real DuckDB file."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.documents import Candidate, Question, Unit
+from engine.errors import ConfigError, DataFormatError
+from engine.judging.pools import judging_estimate, pool_units
+from engine.judging.questions import MAX_QUESTIONS, read_question_list
+from engine.store.judgments import Judgment, JudgmentStore, PoolUnit
+from engine.store.sessions import SessionStore
+from engine.trace import RunTrace, StageResult
+
+
+def test_a_question_list_reads_as_text_csv_or_jsonl_and_leaves_out_repeats(tmp_path, caplog):
+    listed = tmp_path / "questions.txt"
+    listed.write_text("# our support questions\nHow do I reset my password?\n\n"
+                      "How do I  reset my password?\nWhich plans include SSO?\n")
+    questions = read_question_list(listed)
+    assert [(q.id, q.text) for q in questions] == [("q1", "How do I reset my password?"),
+                                                   ("q2", "Which plans include SSO?")]
+    assert "left out 1 questions given twice: line 4 (as line 2)" in caplog.text
+    table = tmp_path / "questions.csv"
+    table.write_text("id,question\nsso,Which plans include SSO?\n,Where are invoices?\n")
+    assert [(q.id, q.text) for q in read_question_list(table)] == [
+        ("sso", "Which plans include SSO?"), ("q2", "Where are invoices?")]
+    lines = tmp_path / "questions.jsonl"
+    lines.write_text('{"id": 7, "question": "Which plans include SSO?"}\n'
+                     '{"text": "Where are invoices?"}\n')
+    assert [q.id for q in read_question_list(lines)] == ["7", "q2"]
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("empty.txt", "\n# nothing\n", "empty.txt: holds no questions (one question a line"),
+    ("bad.csv", "query\nx\n", "bad.csv, line 1: field 'question': has no `question` column"),
+    ("bad.jsonl", '{"question": "a"}\n{"q": "b"}\n',
+     "bad.jsonl, line 2: field 'question': needs a `question` (or `text`) string"),
+    ("twice.csv", "id,question\na,one?\na,two?\n",
+     "twice.csv, line 3: field 'id': id 'a' is already the id of line 2"),
+    ("blank.csv", "id,question\na, \n", "blank.csv, line 2: field 'question': the question "
+                                        "is blank"),
+])
+def test_a_bad_question_list_is_refused_by_line_and_field(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(DataFormatError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_question_list(path)
+
+
+def test_a_question_list_past_the_limit_is_refused_naming_the_fix(tmp_path):
+    path = tmp_path / "huge.txt"
+    path.write_text("".join(f"question number {n}?\n" for n in range(MAX_QUESTIONS + 1)))
+    with pytest.raises(DataFormatError, match=r"huge.txt: holds more than 10,000 questions "
+                                              r"\(split it into rounds of at most 10,000\)"):
+        read_question_list(path)
+
+
+def _cut(paradigm: str, stage: str, docs: list[str], passages: bool = True) -> RunTrace:
+    cands = tuple(Candidate(Unit(f"{d}#{i}" if passages else d, d.title(), f"text of {d}",
+                                 (d,), "passages" if passages else "documents"), 1.0 / r, r)
+                  for r, (i, d) in enumerate(enumerate(docs), start=1))
+    first = StageResult("first", "passages", 100, cands + cands, 0.01)
+    return RunTrace("q?", paradigm, {}, (first, StageResult(stage, "passages", 10, cands,
+                                                            0.01)))
+
+
+def test_a_pool_is_each_system_s_top_d_documents_deduplicated_minus_the_judged():
+    runs = {"q1": [_cut("flat", "reranker", ["a", "b", "a", "c"]),
+                   _cut("best", "repack", ["c", "d", "e"])],
+            "q2": [_cut("flat", "reranker", ["x"]), _cut("best", "repack", ["y"])]}
+    units = pool_units(runs, depth=2, judged={"q1": {"b"}})
+    assert [(u.question_id, u.document_id) for u in units] == [
+        ("q1", "a"), ("q1", "c"), ("q1", "d"), ("q2", "x"), ("q2", "y")]
+    # a passage shows its document, found by each system at its rank among documents
+    assert units[0].unit_id == "a#0" and units[0].found_by == (("flat/reranker", 1),)
+    assert units[1].found_by == (("best/repack", 1),)  # flat's 3rd document: past depth 2
+    assert [u.position for u in units] == [0, 1, 2, 3, 4]
+    every_cut = pool_units(runs, depth=1, stages=("first", "reranker"))
+    assert [(u.document_id, u.found_by) for u in every_cut if u.question_id == "q1"] == [
+        ("a", (("flat/first", 1), ("flat/reranker", 1))), ("c", (("best/first", 1),))]
+    with pytest.raises(ConfigError, match="depth=0"):
+        pool_units(runs, depth=0)
+    assert judging_estimate(90) == "90 units: about 30 min at 20 s a judgment"
+    assert judging_estimate(600, [4.0, 6.0, 50.0]) == "600 units: about 60 min at your " \
+                                                       "median pace"
+
+
+@pytest.fixture
+def judgments(tmp_path) -> JudgmentStore:
+    return JudgmentStore(SessionStore(tmp_path / "sessions.duckdb"))
+
+
+def test_judgments_are_kept_per_assessor_and_a_pool_resumes_where_each_stopped(judgments):
+    units = [PoolUnit("q1", "a", "a#0", "A", "text a", (("flat/reranker", 1),)),
+             PoolUnit("q1", "c", "c#0", "C", "text c", (("best/repack", 1),)),
+             PoolUnit("q2", "x", "x#0", "X", "text x", (("flat/reranker", 1),))]
+    pool = judgments.create_pool("round 1", "docs (questions)", "docs", "f1", 5,
+                                 ["flat/reranker", "best/repack"], units)
+    assert judgments.pool(pool).units == 3 and judgments.pool(pool).depth == 5
+    assert judgments.to_judge(pool, "ann").document_id == "a"
+    judgments.add(Judgment("docs (questions)", "q1", "a", 3, "ann", pool, 4.2))
+    judgments.add(Judgment("docs (questions)", "q1", "a", 1, "bob", pool, 7.0))  # at once
+    assert judgments.to_judge(pool, "ann").document_id == "c"
+    assert judgments.to_judge(pool, "ann", skipped=(1,)).document_id == "x"
+    assert judgments.progress(pool, "ann") == (1, 3)
+    judgments.add(Judgment("docs (questions)", "q1", "c", 0, "ann", pool))
+    assert judgments.grades("docs (questions)", "ann") == {"q1": {"a": 3, "c": 0}}
+    assert judgments.grades("docs (questions)", "bob") == {"q1": {"a": 1}}
+    assert judgments.assessors("docs (questions)") == {"ann": 2, "bob": 1}
+    undone = judgments.undo("ann", pool)
+    assert (undone.document_id, undone.grade) == ("c", 0)
+    assert judgments.to_judge(pool, "ann").document_id == "c"  # to judge again
+    with pytest.raises(ConfigError, match="Pool 1 holds no document 'zz' for question 'q1'"):
+        judgments.add(Judgment("docs (questions)", "q1", "zz", 2, "ann", pool))
+    with pytest.raises(ConfigError, match="grade=4: use 0 \\(irrelevant\\)"):
+        Judgment("docs (questions)", "q1", "a", 4, "ann")
+    with pytest.raises(ConfigError, match="needs its assessor"):
+        Judgment("docs (questions)", "q1", "a", 2, " ")
+    with pytest.raises(ConfigError, match="The pool holds no unit to judge"):
+        judgments.create_pool("empty", "docs (questions)", "docs", "f1", 5, [], [])
+    assert [p.name for p in judgments.pools("docs (questions)")] == ["round 1"]
+
+
+def test_a_pasted_list_is_read_under_the_name_given_and_carries_no_gold_yet():
+    (question,) = read_question_list("inline.txt", "Which plans include SSO?\n")
+    assert question == Question("q1", "Which plans include SSO?", source="inline.txt")
+
+
+def test_questions_for_an_added_corpus_are_one_more_of_its_splits(data_dir, tmp_path):
+    from engine.data.collection_store import add_questions, collection_splits
+    from engine.data.ingest import store
+    from engine.data.loaders import read_dataset
+    from engine.documents import Document
+
+    store("docs", [Document("sso", "SSO", "Single sign-on comes with the Business plan."),
+                   Document("inv", "Invoices", "Invoices are under Billing.")], "docs.jsonl")
+    listed = tmp_path / "support.txt"
+    listed.write_text("Which plans include SSO?\nWhere are invoices?\n")
+    split = add_questions("docs", "support", read_question_list(listed))
+    assert split.label == "docs (support)" and split.questions == 2
+    assert [s.label for s in collection_splits()] == ["docs (support)"]
+    assert [(q.id, q.text) for q in read_dataset(split.path).questions] == [
+        ("q1", "Which plans include SSO?"), ("q2", "Where are invoices?")]
+    for corpus, name, message in (
+            ("nowhere", "x", "No added corpus 'nowhere' to ask questions of \\(added: docs\\)"),
+            ("docs", "support", "has a question set named 'support' already"),
+            ("docs", "a (b)", "Question set name 'a \\(b\\)' is not usable")):
+        with pytest.raises(ConfigError, match=message):
+            add_questions(corpus, name, read_question_list(listed))
+    assert [s.label for s in collection_splits()] == ["docs (support)"]  # nothing changed
