@@ -150,3 +150,27 @@ def test_questions_for_an_added_corpus_are_one_more_of_its_splits(data_dir, tmp_
         with pytest.raises(ConfigError, match=message):
             add_questions(corpus, name, read_question_list(listed))
     assert [s.label for s in collection_splits()] == ["docs (support)"]  # nothing changed
+
+
+def test_agreement_is_statsmodels_kappa_on_the_pairs_both_judged_and_tau_on_system_order():
+    from engine.judging.agreement import agreement, same_order
+
+    person = {"q1": {"a": 3, "b": 2, "c": 0, "d": 1}, "q2": {"x": 0, "y": 3}}
+    judge = {"q1": {"a": 3, "b": 3, "c": 0, "e": 2}, "q2": {"x": 1, "y": 3}}
+    found = agreement(person, judge)
+    assert found.pairs == 5 and found.exact == 3 / 5  # d and e were judged by one only
+    assert found.matrix[2][3] == 1 and found.matrix[0][1] == 1 and found.matrix[3][3] == 2
+    # hand-computed linear-weighted kappa of this table: po 13/15, pe 117/225
+    assert found.weighted_kappa == pytest.approx((13 / 15 - 117 / 225) / (1 - 117 / 225))
+    assert found.kappa < found.weighted_kappa  # near misses count as partly agreed
+    low, high = found.weighted_ci
+    assert low < found.weighted_kappa < high
+    alike = agreement({"q1": {"a": 2}}, {"q1": {"a": 2}})
+    assert alike.exact == 1.0 and alike.kappa is None  # one grade throughout: undefined
+    with pytest.raises(ConfigError, match="judged no document of the same question"):
+        agreement(person, {"q9": {"a": 1}})
+    tau, _ = same_order({"flat": 0.5, "funnel": 0.4, "best": 0.3},
+                        {"flat": 0.6, "funnel": 0.2, "best": 0.3})
+    assert tau == pytest.approx(1 / 3)  # one of three pairs swapped
+    with pytest.raises(ConfigError, match="at least two"):
+        same_order({"flat": 0.5}, {"flat": 0.4, "best": 0.1})

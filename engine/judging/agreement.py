@@ -1,0 +1,65 @@
+"""How far two assessors agree: on the documents both judged, and on how they rank systems.
+
+On the (question, document) pairs both judged: the 4x4 confusion matrix of their grades
+(rows the first assessor's 0-3, columns the second's), the share graded alike, Cohen's kappa
+and its linearly weighted form (a 3 against a 2 is a smaller disagreement than a 3 against
+a 0), with its 95% interval, by statsmodels. On systems: whether the paradigms' order by a
+measure (nDCG@10) is the same under each assessor's judgments, as Kendall's tau (scipy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from engine.errors import ConfigError
+from engine.store.judgments import GRADES
+
+Grades = Mapping[str, Mapping[str, int]]  # {question id: {document id: grade}}
+
+
+@dataclass(frozen=True)
+class Agreement:
+    pairs: int  # (question, document) pairs both judged
+    matrix: tuple[tuple[int, ...], ...]  # [first's grade][second's grade]
+    exact: float  # share graded alike
+    kappa: float | None  # None where it is undefined (one grade used by both throughout)
+    weighted_kappa: float | None  # linear weights
+    weighted_ci: tuple[float, float] | None
+
+
+def agreement(first: Grades, second: Grades) -> Agreement:
+    """The agreement of two assessors' grades on the pairs both judged."""
+    import numpy as np
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    shared = [(q, d) for q, docs in first.items() for d in docs if d in second.get(q, {})]
+    if not shared:
+        raise ConfigError("The two assessors judged no document of the same question: "
+                          "there is nothing to agree on. Judge a pool both have judged.")
+    matrix = np.zeros((len(GRADES), len(GRADES)), dtype=int)
+    for q, d in shared:
+        matrix[first[q][d], second[q][d]] += 1
+    exact = float(np.trace(matrix)) / len(shared)
+    used = (matrix.sum(axis=0) > 0) | (matrix.sum(axis=1) > 0)
+    kappa = weighted = ci = None
+    if used.sum() > 1:  # with one grade throughout, chance agreement is 1: kappa is 0/0
+        kappa = float(cohens_kappa(matrix).kappa)
+        found = cohens_kappa(matrix, wt="linear")
+        weighted, ci = float(found.kappa), (float(found.kappa_low), float(found.kappa_upp))
+    return Agreement(len(shared), tuple(tuple(int(x) for x in row) for row in matrix),
+                     exact, kappa, weighted, ci)
+
+
+def same_order(first: Mapping[str, float], second: Mapping[str, float]
+               ) -> tuple[float, float]:
+    """(Kendall's tau, its p) of the systems both score, ranked by each scoring: 1 is the
+    same order, -1 the reverse."""
+    from scipy.stats import kendalltau
+
+    systems = [s for s in first if s in second]
+    if len(systems) < 2:
+        raise ConfigError(f"Ranking systems needs at least two scored under both "
+                          f"assessors' judgments; {len(systems)} are.")
+    found = kendalltau([first[s] for s in systems], [second[s] for s in systems])
+    return float(found.statistic), float(found.pvalue)
