@@ -174,3 +174,50 @@ def test_agreement_is_statsmodels_kappa_on_the_pairs_both_judged_and_tau_on_syst
     assert tau == pytest.approx(1 / 3)  # one of three pairs swapped
     with pytest.raises(ConfigError, match="at least two"):
         same_order({"flat": 0.5}, {"flat": 0.4, "best": 0.1})
+
+
+class _Scripted:
+    """A generator answering from a script, one output a call; an EngineError where the
+    script says so (an endpoint gone mid-pool)."""
+
+    def __init__(self, outputs):
+        self.outputs, self.prompts = list(outputs), []
+
+    def generate(self, prompt, *, max_new_tokens=32, stop=()):
+        from engine.readers.generator import Generation
+
+        self.prompts.append(prompt)
+        out = self.outputs.pop(0)
+        if isinstance(out, Exception):
+            raise out
+        return Generation(out, 10, 5, 0.0)
+
+
+def test_the_llm_judge_stores_each_grade_keeps_its_reasoning_and_resumes_after_a_failure(
+        judgments):
+    from engine.errors import EngineError
+    from engine.judging.llm_judge import judge_pool, read_grade
+
+    assert read_grade("Matches the intent (M=2), trustworthy.\nFinal score: 3") == (
+        3, "Matches the intent (M=2), trustworthy.")
+    assert read_grade("**Final Score:** 2") == (2, "")
+    assert read_grade("I would say 1") == (1, "I would say")
+    assert read_grade("no idea") == (None, "no idea")
+    units = [PoolUnit("q1", d, f"{d}#0", d.upper(), f"<b>text</b> of {d}", ()) for d in "abc"]
+    pool = judgments.create_pool("p", "docs (support)", "docs", "f", 5, ["flat/reranker"],
+                                 units)
+    questions = {"q1": "Which plans include SSO?"}
+    first = _Scripted(["Final score: 3", "no grade here",
+                       EngineError("http://127.0.0.1:9/v1 refused the connection")])
+    rounds = judge_pool(judgments, pool, questions, first, "llm:endpoint:m")
+    assert next(rounds).judged == 1 and next(rounds).unreadable == 1
+    with pytest.raises(EngineError, match="stopped at question 'q1', document 'c'.*The 1 "
+                                          "judgments made are kept"):
+        next(rounds)
+    assert "Query: Which plans include SSO?" in first.prompts[0]
+    assert judgments.grades("docs (support)", "llm:endpoint:m") == {"q1": {"a": 3}}
+    again = _Scripted(["M 1, T 1.\nFinal score: 1", "Final score: 0"])  # resumes at b
+    *_, last = judge_pool(judgments, pool, questions, again, "llm:endpoint:m")
+    assert (last.judged, last.left) == (2, 0)
+    (stored,) = [j for j in judgments.judgments("docs (support)") if j.document_id == "b"]
+    assert (stored.grade, stored.reasoning, stored.pool_id) == (1, "M 1, T 1.", pool)
