@@ -76,3 +76,33 @@ def test_flat_and_the_funnel_answer_through_a_real_openai_compatible_server(serv
     assert funnel.answer and funnel.llm_calls == 1
     with pytest.raises(ConfigError, match="the 'openai' backend cannot give"):
         make_paradigm("funnel", tiny_corpus, {"attention_weight": 0.5, "reader": reader})
+
+
+def test_the_llm_judge_grades_a_pool_through_the_server_and_keeps_them_when_it_goes(
+        server, tmp_path):
+    from engine.errors import EngineError
+    from engine.judging.llm_judge import judge_pool
+    from engine.readers.openai_client import OpenAIGenerator
+    from engine.store.judgments import JudgmentStore, PoolUnit
+    from engine.store.sessions import SessionStore
+
+    store = JudgmentStore(SessionStore(tmp_path / "sessions.duckdb"))
+    units = [PoolUnit("q1", "Danube", "Danube#0", "Danube",
+                      "The Danube is a river that flows through Budapest and Vienna.", ()),
+             PoolUnit("q1", "Photosynthesis", "Photosynthesis#0", "Photosynthesis",
+                      "Photosynthesis lets plants turn light into chemical energy.", ())]
+    pool = store.create_pool("p", "tiny (questions)", "tiny", "f", 5, ["flat/reranker"],
+                             units)
+    judge = "llm:endpoint:smollm2-gguf"
+    gone = OpenAIGenerator("smollm2-gguf", "http://127.0.0.1:9/v1", timeout=2)
+    with pytest.raises(EngineError, match="stopped at question 'q1', document 'Danube'.*The 0 "
+                                          "judgments made are kept"):
+        next(judge_pool(store, pool, {"q1": QUESTION}, gone, judge))
+    generator = OpenAIGenerator("smollm2-gguf", server)
+    *_, last = judge_pool(store, pool, {"q1": QUESTION}, generator, judge)
+    # the small model's grades are not checked (bench/judge_agreement.py measures them):
+    # that each unit was asked once, and each grade read is stored with its judge
+    assert last.judged + last.unreadable == 2
+    stored = store.judgments("tiny (questions)", judge)
+    assert len(stored) == last.judged and all(0 <= j.grade <= 3 for j in stored)
+    assert all(j.pool_id == pool and j.seconds > 0 for j in stored)
