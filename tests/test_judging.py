@@ -201,13 +201,14 @@ def test_the_llm_judge_stores_each_grade_keeps_its_reasoning_and_resumes_after_a
     assert read_grade("Matches the intent (M=2), trustworthy.\nFinal score: 3") == (
         3, "Matches the intent (M=2), trustworthy.")
     assert read_grade("**Final Score:** 2") == (2, "")
-    assert read_grade("I would say 1") == (1, "I would say")
+    assert read_grade(" 2\n") == (2, "")  # asked for the score alone
+    assert read_grade("M 1, T 1.") == (None, "M 1, T 1.")  # reasoning, no score
     assert read_grade("no idea") == (None, "no idea")
     units = [PoolUnit("q1", d, f"{d}#0", d.upper(), f"<b>text</b> of {d}", ()) for d in "abc"]
     pool = judgments.create_pool("p", "docs (support)", "docs", "f", 5, ["flat/reranker"],
                                  units)
     questions = {"q1": "Which plans include SSO?"}
-    first = _Scripted(["Final score: 3", "no grade here",
+    first = _Scripted(["Final score: 3", "no grade here", "still none",  # b: asked twice
                        EngineError("http://127.0.0.1:9/v1 refused the connection")])
     rounds = judge_pool(judgments, pool, questions, first, "llm:endpoint:m")
     assert next(rounds).judged == 1 and next(rounds).unreadable == 1
@@ -216,8 +217,9 @@ def test_the_llm_judge_stores_each_grade_keeps_its_reasoning_and_resumes_after_a
         next(rounds)
     assert "Query: Which plans include SSO?" in first.prompts[0]
     assert judgments.grades("docs (support)", "llm:endpoint:m") == {"q1": {"a": 3}}
-    again = _Scripted(["M 1, T 1.\nFinal score: 1", "Final score: 0"])  # resumes at b
+    again = _Scripted(["M 1, T 1.", " 1", "Final score: 0"])  # resumes at b
     *_, last = judge_pool(judgments, pool, questions, again, "llm:endpoint:m")
     assert (last.judged, last.left) == (2, 0)
+    assert again.prompts[1].endswith("Reasoning: M 1, T 1.\nFinal score:")  # the score alone
     (stored,) = [j for j in judgments.judgments("docs (support)") if j.document_id == "b"]
     assert (stored.grade, stored.reasoning, stored.pool_id) == (1, "M 1, T 1.", pool)

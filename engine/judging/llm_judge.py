@@ -5,7 +5,9 @@ The judge reads the question and one pooled unit and grades it on the TREC DL sc
 people grade on (0 irrelevant, 1 related, 2 highly relevant, 3 perfectly relevant), after
 weighing, as UMBRELA's prompt asks, how well the passage matches the question's intent (M)
 and how trustworthy it is (T). Its grade is read from the last "Final score: N" line; its
-words before it are kept as the judgment's reasoning. It runs through any reader backend
+words before it are kept as the judgment's reasoning. A judge that reasons without a score
+(small models do) is asked for the score alone: its words, then "Final score:". It runs
+through any reader backend
 (engine.readers: the packaged model in process, or an OpenAI-compatible endpoint), one unit
 at a time, each judgment stored as soon as it is made: a backend that fails mid-pool loses
 nothing judged, and judging the pool again resumes with what is left.
@@ -44,7 +46,7 @@ Passage: {passage}
 Reasoning:"""
 
 _FINAL = re.compile(r"final score\s*[:=]?\s*\**\s*([0-3])\b", re.I)
-_LAST_DIGIT = re.compile(r"\b([0-3])\b(?!.*\b[0-3]\b)", re.S)
+_BARE = re.compile(r"\s*\**\s*([0-3])\b")
 
 
 def judge_prompt(question: str, unit: PoolUnit) -> str:
@@ -56,15 +58,15 @@ def judge_prompt(question: str, unit: PoolUnit) -> str:
 
 
 def read_grade(output: str) -> tuple[int | None, str]:
-    """(grade, reasoning) of the judge's output: the grade of its "Final score" line (or,
-    failing one, its last digit 0-3), None when it gave none; the reasoning before it."""
+    """(grade, reasoning) of the judge's output: the grade of its last "Final score" line,
+    or the output's own if it is a bare score ("2", the answer when asked for the score
+    alone); None when it gave none (a digit in its reasoning, "M 1", is no score). The
+    reasoning is what came before the score."""
     found = list(_FINAL.finditer(output))
     if found:
         return int(found[-1].group(1)), _reasoning(output[:found[-1].start()])
-    digit = _LAST_DIGIT.search(output)
-    if digit is None:
-        return None, _reasoning(output)
-    return int(digit.group(1)), _reasoning(output[:digit.start()])
+    bare = _BARE.match(output)
+    return (int(bare.group(1)), "") if bare else (None, _reasoning(output))
 
 
 def _reasoning(text: str) -> str:
@@ -98,14 +100,19 @@ def judge_pool(store: JudgmentStore, pool_id: int, questions: dict[str, str], ge
         if unit is None:
             break
         start = time.perf_counter()
+        prompt = judge_prompt(questions[unit.question_id], unit)
         try:
-            out = generator.generate(judge_prompt(questions[unit.question_id], unit),
-                                     max_new_tokens=MAX_JUDGE_TOKENS)
+            out = generator.generate(prompt, max_new_tokens=MAX_JUDGE_TOKENS)
+            grade, reasoning = read_grade(out.text)
+            if grade is None:  # reasoned without a score (small models): asked for it alone
+                said = out.text.rstrip()
+                forced = generator.generate(f"{prompt} {said}\nFinal score:", max_new_tokens=3)
+                grade, _ = read_grade(forced.text)
+                reasoning = _reasoning(said)
         except EngineError as err:
             raise EngineError(f"The judge stopped at question {unit.question_id!r}, document "
                               f"{unit.document_id!r}: {err}. The {judged} judgments made "
                               "are kept; judge the pool again to go on.") from err
-        grade, reasoning = read_grade(out.text)
         if grade is None:
             unreadable += 1
             skipped.append(unit.position)  # not asked again this round
