@@ -223,3 +223,46 @@ def test_the_llm_judge_stores_each_grade_keeps_its_reasoning_and_resumes_after_a
     assert again.prompts[1].endswith("Reasoning: M 1, T 1.\nFinal score:")  # the score alone
     (stored,) = [j for j in judgments.judgments("docs (support)") if j.document_id == "b"]
     assert (stored.grade, stored.reasoning, stored.pool_id) == (1, "M 1, T 1.", pool)
+
+
+def test_a_person_s_grade_is_published_over_a_generated_one_and_an_llm_s_only_if_asked():
+    from engine.judging.measures import published
+
+    said = [Judgment("c", "q1", "a", 3, "generated:endpoint"),
+            Judgment("c", "q1", "a", 1, "ann"), Judgment("c", "q1", "b", 2, "llm:local:m"),
+            Judgment("c", "q1", "a", 0, "llm:local:m"), Judgment("c", "q2", "x", 3, "ann"),
+            Judgment("c", "q2", "x", 2, "bob")]  # bob after ann: the latest person wins
+    assert published(said) == {"q1": {"a": 1}, "q2": {"x": 2}}
+    assert published(said, with_llm=True) == {"q1": {"a": 1, "b": 2}, "q2": {"x": 2}}
+
+
+def test_stored_runs_are_measured_again_under_another_assessor_s_grades_without_running():
+    from engine.judging.measures import remeasured
+
+    def run(paradigm, docs):
+        cands = tuple(Candidate(Unit(d, d, d, (d,), "documents"), 1.0, r)
+                      for r, d in enumerate(docs, 1))
+        return RunTrace("q?", paradigm, {}, (StageResult("cut", "documents", 9, cands, 0.1),),
+                        gold=Question("q1", "q?"))
+
+    traces = [run("flat", ["a", "b"]), run("best", ["b", "a"])]
+    person, judge = {"q1": {"a": 3, "b": 0}}, {"q1": {"a": 0, "b": 3}}
+    flat_first = remeasured(traces, person)
+    assert flat_first["flat"] == 1.0 and flat_first["best"] < 1.0
+    best_first = remeasured(traces, judge)
+    assert best_first["best"] == 1.0 and best_first["flat"] < 1.0
+    assert remeasured(traces, {"q9": {"a": 1}}) == {}  # nothing judged of its questions
+
+
+def test_published_judgments_are_what_the_split_s_measures_read(data_dir, tmp_path):
+    from engine.data.collection_store import add_questions, set_judgments
+    from engine.data.ingest import store
+    from engine.data.loaders import read_dataset
+    from engine.documents import Document
+
+    store("docs", [Document("sso", "SSO", "Single sign-on comes with Business.")], "d.jsonl")
+    split = add_questions("docs", "support", read_question_list(
+        "support.txt", "Which plans include SSO?\nWhere are invoices?\n"))
+    assert set_judgments(split, {"q1": {"sso": 3}}) == 1
+    first, second = read_dataset(split.path).questions
+    assert first.grades == {"sso": 3} and first.judged_only and not second.judgments

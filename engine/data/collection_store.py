@@ -99,6 +99,21 @@ def add_questions(corpus: str, split: str, questions: tuple[Question, ...]) -> C
     return CollectionSplit(corpus, split, len(questions))
 
 
+def set_judgments(split: CollectionSplit, grades: dict[str, dict[str, int]]) -> int:
+    """Write `grades` ({question id: {document id: grade}}) as the judgments of `split`'s
+    questions (engine.judging.measures.published), atomically; every measure of the split
+    reads them from then on. Returns how many questions have a judgment."""
+    from engine.cache import atomic_path
+    from engine.data.loaders import read_dataset
+    from engine.documents import with_judgments
+
+    questions = tuple(with_judgments(q, dict(grades.get(q.id, {})))
+                      for q in read_dataset(split.path).questions)
+    with atomic_path(split.path) as tmp:
+        tmp.write_text(questions_jsonl(questions), encoding="utf-8")
+    return sum(1 for q in questions if q.judgments)
+
+
 def questions_jsonl(questions: tuple[Question, ...]) -> str:
     """The judged layout: a row a question, its judgments as [document id, grade]."""
     return "".join(json.dumps({"id": q.id, "text": q.text, "judgments": q.judgments,

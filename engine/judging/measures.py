@@ -1,0 +1,66 @@
+"""Judgments into measures: which assessor's grades a collection is measured by, and stored
+runs measured again under other judgments without running them again.
+
+A collection's published judgments are, per (question, document), a person's latest grade;
+where no person judged it, the grade of the generated question's source passage
+("generated:<backend>"); the LLM judge's ("llm:...") only where asked for. Any stored run
+(an evaluation's traces keep every cut) is measured again by `annotate` against a question
+judged so, which is what Evaluate and Diagnose read; `remeasured` gives each paradigm's
+mean of a measure under one assessor's grades, the scores `agreement.same_order` compares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from engine.documents import Question, with_judgments
+from engine.paradigms.base import annotate
+from engine.trace import RunTrace
+
+GENERATED, LLM = "generated:", "llm:"
+
+
+def is_person(assessor: str) -> bool:
+    return not assessor.startswith((GENERATED, LLM))
+
+
+def published(judgments: Iterable, with_llm: bool = False) -> dict[str, dict[str, int]]:
+    """{question id: {document id: grade}} from `judgments` (engine.store.judgments, oldest
+    first): a person's latest grade, else a generated question's source, else (`with_llm`)
+    the LLM judge's latest."""
+    rank = {"person": 3, "generated": 2, "llm": 1}
+    found: dict[tuple[str, str], tuple[int, int]] = {}  # (q, doc): (precedence, grade)
+    for j in judgments:
+        kind = "person" if is_person(j.assessor) else \
+            "generated" if j.assessor.startswith(GENERATED) else "llm"
+        if kind == "llm" and not with_llm:
+            continue
+        key = (j.question_id, j.document_id)
+        if key not in found or rank[kind] >= found[key][0]:
+            found[key] = (rank[kind], j.grade)
+    grades: dict[str, dict[str, int]] = {}
+    for (question, document), (_, grade) in found.items():
+        grades.setdefault(question, {})[document] = grade
+    return grades
+
+
+def judged(questions: Sequence[Question], grades: Mapping[str, Mapping[str, int]]
+           ) -> tuple[Question, ...]:
+    """`questions` judged by `grades` (those it names no document for keep none)."""
+    return tuple(with_judgments(q, dict(grades.get(q.id, {}))) for q in questions)
+
+
+def remeasured(traces: Iterable[RunTrace], grades: Mapping[str, Mapping[str, int]],
+               measure: str = "nDCG@10") -> dict[str, float]:
+    """{paradigm: mean of `measure` at its last cut} of stored runs (each with its gold),
+    measured against `grades` instead; questions `grades` judges nothing of are left out."""
+    sums: dict[str, list[float]] = {}
+    for trace in traces:
+        if trace.gold is None or not grades.get(trace.gold.id):
+            continue
+        again = annotate(trace, with_judgments(trace.gold, dict(grades[trace.gold.id])))
+        cut = next((s.name for s in reversed(again.stages)
+                    if f"{measure}@{s.name}" in again.metrics), None)
+        if cut is not None:
+            sums.setdefault(trace.paradigm, []).append(again.metrics[f"{measure}@{cut}"])
+    return {paradigm: sum(values) / len(values) for paradigm, values in sums.items()}
