@@ -266,3 +266,36 @@ def test_published_judgments_are_what_the_split_s_measures_read(data_dir, tmp_pa
     assert set_judgments(split, {"q1": {"sso": 3}}) == 1
     first, second = read_dataset(split.path).questions
     assert first.grades == {"sso": 3} and first.judged_only and not second.judgments
+
+
+def test_a_question_list_is_pooled_by_the_paradigms_judged_and_published(data_dir, echo):
+    from engine.data.collection_store import split_of
+    from engine.data.ingest import store
+    from engine.data.loaders import read_dataset
+    from engine.documents import Document
+    from engine.service.judging import Judging
+    from tests.conftest import TINY_DOCS
+
+    store("docs", [Document(t, t, x) for t, x in TINY_DOCS], "docs.jsonl")
+    judging = Judging(SessionStore(data_dir / "sessions.duckdb"))
+    with pytest.raises(ConfigError, match="Give a question list"):
+        judging.add_questions("docs", "support")
+    judging.add_questions("docs", "support", text="Who painted La Grande Jatte?\n"
+                                                  "Which river flows through Budapest?\n")
+    pool, estimate = judging.make_pool("docs (support)", ["echo"], depth=2)
+    assert estimate.startswith("4 units: about 1 min at 20 s a judgment")
+    unit, question, progress = judging.to_judge(pool, "ann")
+    assert question == "Who painted La Grande Jatte?" and progress == (0, 4)
+    assert judging.judge(pool, unit.question_id, unit.document_id, 3, "ann", 5.0) == (1, 4)
+    # published at once: the question set's measures read the judgment
+    (first, _) = read_dataset(split_of("docs (support)").path).questions
+    assert first.grades == {unit.document_id: 3}
+    judging.judge(pool, unit.question_id, unit.document_id, 2, "bob", 3.0)
+    found = judging.agreement("docs (support)", "ann", "bob")
+    assert (found.pairs, found.exact) == (1, 0.0)
+    assert judging.undo(pool, "ann").grade == 3
+    for bad, message in ((" ", "Say who is judging"), ("llm:x", "are the judges'")):
+        with pytest.raises(ConfigError, match=message):
+            judging.to_judge(pool, bad)
+    with pytest.raises(ConfigError, match="'nowhere' is no question set of an added corpus"):
+        judging.make_pool("nowhere", ["echo"])

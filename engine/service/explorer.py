@@ -14,7 +14,8 @@ documentation are:
   run in the background, stored ones read and exported;
 - diagnoses (engine.service.diagnosis.Diagnoses): what Diagnose shows of stored evaluations;
 - annotation (engine.service.annotation.Annotation): the selection classifier's judged
-  pairs, their labels and its retraining.
+  pairs, their labels and its retraining;
+- judging (engine.service.judging.Judging): question sets, pools and relevance judgments.
 A paradigm object is cheap (its indexes and models live in process-wide stores), so each run
 builds its own; no config ever loads a second copy of anything. It holds no UI code; the
 Gradio callbacks only convert what it returns.
@@ -39,6 +40,7 @@ from engine.service.diagnosis import Diagnoses
 from engine.service.evaluation_jobs import EvaluationJobs
 from engine.service.evaluations import Evaluations
 from engine.service.imports import Imported
+from engine.service.judging import Judging
 from engine.service.models import ModelRow, model_rows
 from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
@@ -76,6 +78,7 @@ class Explorer:
         self._runs = Runs(store, self._corpora, self._annotation.labels, tracing)
         self._evaluating = Evaluations(self._evaluations, self._jobs, self._corpora)
         self._diagnoses = Diagnoses(self._evaluations, self._corpora)
+        self._judging = Judging(store)
 
     # --- running: engine.service.runs -----------------------------------------------------
 
@@ -362,3 +365,33 @@ class Explorer:
 
     def activate_classifier(self, version: str) -> dict:
         return self._annotation.activate(version)
+
+    # --- judging: engine.service.judging --------------------------------------------------
+    def add_questions(self, corpus: str, name: str, source: str = "", text: str = ""):
+        """A question list (a file, or pasted) as question set `name` of added `corpus`."""
+        return self._judging.add_questions(corpus, name, source, text)
+
+    def make_pool(self, dataset: str, paradigms: list[str], depth: int = 5, name: str = ""):
+        """(pool id, its units and judging time) of `paradigms`' top `depth` documents."""
+        return self._judging.make_pool(dataset, paradigms, depth, name=name)
+
+    def pools(self, dataset: str | None = None) -> list:
+        return self._judging.pools(dataset)
+
+    def to_judge(self, pool_id: int, assessor: str, skipped: tuple[int, ...] = ()):
+        """(the next unit `assessor` has to judge, its question, (judged, units))."""
+        return self._judging.to_judge(pool_id, assessor, skipped)
+
+    def judge(self, pool_id: int, question_id: str, document_id: str, grade: int,
+              assessor: str, seconds: float | None = None) -> tuple[int, int]:
+        return self._judging.judge(pool_id, question_id, document_id, grade, assessor, seconds)
+
+    def undo_judgment(self, pool_id: int, assessor: str):
+        return self._judging.undo(pool_id, assessor)
+
+    def llm_judge(self, pool_id: int, model: str = "smollm2", endpoint: str = "",
+                  limit: int | None = None):
+        return self._judging.llm_judge(pool_id, model, endpoint, limit)
+
+    def agreement(self, dataset: str, first: str, second: str):
+        return self._judging.agreement(dataset, first, second)
