@@ -15,7 +15,17 @@ import gradio as gr
 from app import api
 from app.errors import log_internal_errors
 from app.style import CSS
-from app.tabs import annotate, compare, corpora, diagnose, evaluate, explore, sessions, sweep
+from app.tabs import (
+    annotate,
+    compare,
+    corpora,
+    diagnose,
+    evaluate,
+    explore,
+    judge,
+    sessions,
+    sweep,
+)
 from app.tabs.base import Tab
 from app.views.trace import esc
 from engine.paradigms.registry import PARADIGMS
@@ -110,6 +120,7 @@ def build_app(explorer: Explorer) -> gr.Blocks:
             page("Evaluate", lambda: evaluate.build(explorer, exploring, tabs))
             page("Diagnose", lambda: diagnose.build(explorer, exploring, tabs))
             page("Sweep", lambda: sweep.build(explorer))
+            page("Judge", lambda: judge.build(explorer))
             page("Corpora", lambda: corpora.build(
                 explorer, [built.corpus for _, built in shown if built.corpus is not None]))
         # a tab reads again what it shows when it is selected and, for its lists, on every

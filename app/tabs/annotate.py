@@ -46,9 +46,13 @@ KEYS_JS = """
   document.addEventListener('keydown', (event) => {
     const tag = (event.target.tagName || '').toLowerCase();
     if (tag === 'input' || tag === 'textarea' || event.ctrlKey || event.metaKey) return;
-    const ids = {y: 'fe-label-yes', n: 'fe-label-no', s: 'fe-label-skip'};
-    const button = document.getElementById(ids[event.key]);
-    if (button && button.offsetParent !== null) { button.click(); event.preventDefault(); }
+    // Annotate's keys, and Judge's (app.tabs.judge.KEYS): the shown tab's button is pressed
+    const ids = {y: ['fe-label-yes'], n: ['fe-label-no'], s: ['fe-label-skip', 'fe-judge-skip'],
+                 u: ['fe-judge-undo'], 0: ['fe-judge-0'], 1: ['fe-judge-1'], 2: ['fe-judge-2'],
+                 3: ['fe-judge-3']};
+    const button = (ids[event.key] || []).map((id) => document.getElementById(id))
+      .find((b) => b && b.offsetParent !== null);
+    if (button) { button.click(); event.preventDefault(); }
   });
 }
 """
