@@ -284,6 +284,8 @@ def test_a_question_list_is_pooled_by_the_paradigms_judged_and_published(data_di
                                                   "Which river flows through Budapest?\n")
     pool, estimate = judging.make_pool("docs (support)", ["echo"], depth=2)
     assert estimate.startswith("4 units: about 1 min at 20 s a judgment")
+    (made,) = judging.pools("docs (support)")
+    assert (made.id, made.systems, made.depth, made.units) == (pool, ("echo/overlap",), 2, 4)
     unit, question, progress = judging.to_judge(pool, "ann")
     assert question == "Who painted La Grande Jatte?" and progress == (0, 4)
     assert judging.judge(pool, unit.question_id, unit.document_id, 3, "ann", 5.0) == (1, 4)

@@ -25,10 +25,11 @@ from engine.errors import ConfigError
 from engine.judging.agreement import Agreement, agreement
 from engine.judging.llm_judge import Judged, judge_pool
 from engine.judging.measures import published
-from engine.judging.pools import judging_estimate, pool_units
+from engine.judging.pools import cuts, judging_estimate, pool_units
 from engine.judging.questions import read_question_list
 from engine.store.judgments import Judgment, JudgmentStore, Pool, PoolUnit
 from engine.store.sessions import SessionStore
+from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +61,11 @@ class Judging:
         split = self._split(dataset)
         if not paradigms:
             raise ConfigError("Pick the paradigms to pool, e.g. flat, funnel and best.")
-        runs: dict[str, list] = {}
-        keep = lambda trace: runs.setdefault(trace.gold.id, []).append(trace)  # noqa: E731
+        runs: dict[str, list[RunTrace]] = {}
+
+        def keep(trace: RunTrace) -> None:
+            runs.setdefault(trace.gold.id, []).append(trace)
+
         for _ in run_eval(split.path, paradigms, split.corpus, None, None,
                           make=partial(make_paradigm, retrieval_only=True), keep=keep,
                           label=split.label):
@@ -73,8 +77,8 @@ class Judging:
         pool = self.judgments.create_pool(
             name or f"{split.label}: {', '.join(paradigms)} at depth {depth}", split.label,
             split.corpus, fingerprint, depth,
-            sorted({f"{t.paradigm}/{s}" for ts in runs.values() for t in ts
-                    for s in (stages or [t.stages[-1].name])}), units)
+            sorted({f"{t.paradigm}/{cut.name}" for ts in runs.values() for t in ts
+                    for cut in cuts(t, stages)}), units)
         return pool, judging_estimate(len(units), self._paces())
 
     def pools(self, dataset: str | None = None) -> list[Pool]:
