@@ -301,3 +301,32 @@ def test_a_question_list_is_pooled_by_the_paradigms_judged_and_published(data_di
             judging.to_judge(pool, bad)
     with pytest.raises(ConfigError, match="'nowhere' is no question set of an added corpus"):
         judging.make_pool("nowhere", ["echo"])
+
+
+def test_a_judging_round_is_scripted_on_the_command_line(data_dir, echo, tmp_path, capsys):
+    from engine.cli.main import main
+    from engine.data.ingest import store
+    from engine.documents import Document
+    from engine.service.judging import Judging
+    from tests.conftest import TINY_DOCS
+
+    store("docs", [Document(t, t, x) for t, x in TINY_DOCS], "docs.jsonl")
+    listed = tmp_path / "support.txt"
+    listed.write_text("Who painted La Grande Jatte?\nWhich river flows through Budapest?\n")
+    db = str(data_dir / "sessions.duckdb")
+    assert main(["judge", "--db", db, "questions", "docs", "support", str(listed)]) == 0
+    assert main(["judge", "--db", db, "pool", "docs (support)", "--paradigms", "echo",
+                 "--depth", "2"]) == 0
+    said = capsys.readouterr().out
+    assert "question set docs (support): 2 questions" in said
+    assert "pool 1: 4 units: about 1 min at 20 s a judgment" in said
+    judging = Judging(SessionStore(db))
+    for who, grade in (("ann", 3), ("bob", 2)):
+        unit, _, _ = judging.to_judge(1, who)
+        judging.judge(1, unit.question_id, unit.document_id, grade, who)
+    assert main(["judge", "--db", db, "agreement", "docs (support)", "ann", "bob"]) == 0
+    said = capsys.readouterr().out
+    assert "1 documents judged by both; exact agreement 0.000; linear-weighted kappa " \
+           "0.000" in said and "  3:    0    0    1    0" in said  # ann 3, bob 2
+    assert main(["judge", "--db", db, "pool", "nowhere (x)", "--paradigms", "echo"]) == 2
+    assert "'nowhere (x)' is no question set of an added corpus" in capsys.readouterr().err

@@ -14,6 +14,7 @@ import sys
 from dataclasses import asdict
 
 from engine.cli import CORPUS_HELP
+from engine.cli import judge as cli_judge
 from engine.cli import run as cli_run
 from engine.cli import train as cli_train
 from engine.errors import EngineError
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "sessions.duckdb in the data directory)")
 
     cli_train.add_parser(sub)
+    cli_judge.add_parser(sub)
     return parser
 
 
@@ -117,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                     "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate,
                     "import-runs": cli_run.import_runs,
                     "import-traces": cli_run.import_traces,
-                    "sessions": _sessions}
+                    "sessions": _sessions, "judge": cli_judge.judge}
         return commands[args.command](args)
     except EngineError as err:
         sys.stderr.write(f"error: {err}\n")
