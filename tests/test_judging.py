@@ -30,6 +30,9 @@ def test_a_question_list_reads_as_text_csv_or_jsonl_and_leaves_out_repeats(tmp_p
     lines.write_text('{"id": 7, "question": "Which plans include SSO?"}\n'
                      '{"text": "Where are invoices?"}\n')
     assert [q.id for q in read_question_list(lines)] == ["7", "q2"]
+    # a line separator JSON allows inside a string does not end the line (jsonl_lines)
+    lines.write_text('{"question": "Which plans\u2028include SSO?"}\n', encoding="utf-8")
+    assert [q.text for q in read_question_list(lines)] == ["Which plans include SSO?"]
 
 
 @pytest.mark.parametrize("name, text, message", [

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 from pathlib import Path
 
+from engine.data.loaders.jsonio import jsonl_lines
 from engine.documents import Question
 from engine.errors import DataFormatError
 from engine.paradigms.base import MAX_QUESTION_CHARS
@@ -90,13 +90,7 @@ def _csv_rows(path: Path, text: str):
 
 
 def _jsonl_rows(path: Path, text: str):
-    for line, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-        except json.JSONDecodeError as err:
-            raise DataFormatError(path, f"is not JSON ({err.msg})", line=line) from err
+    for line, row in jsonl_lines(text, path):
         question = row.get("question", row.get("text")) if isinstance(row, dict) else None
         if not isinstance(question, str):
             raise DataFormatError(path, "needs a `question` (or `text`) string", line=line,

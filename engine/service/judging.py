@@ -24,7 +24,7 @@ from engine.data.collection_store import (
 from engine.errors import ConfigError
 from engine.judging.agreement import Agreement, agreement
 from engine.judging.llm_judge import Judged, judge_pool
-from engine.judging.measures import published
+from engine.judging.measures import is_person, published
 from engine.judging.pools import cuts, judging_estimate, pool_units
 from engine.judging.questions import read_question_list
 from engine.store.judgments import Judgment, JudgmentStore, Pool, PoolUnit
@@ -146,9 +146,11 @@ class Judging:
                       published(self.judgments.judgments(collection)))
 
     def _paces(self) -> list[float]:
-        return [j.seconds for pool in self.judgments.pools()[:5]
-                for j in self.judgments.judgments(pool.collection)
-                if j.seconds and not j.assessor.startswith(("llm:", "generated:"))]
+        """A person's seconds per judgment over the latest pools' question sets (each once)."""
+        collections = dict.fromkeys(p.collection for p in self.judgments.pools()[:5])
+        return [j.seconds for collection in collections
+                for j in self.judgments.judgments(collection)
+                if j.seconds and is_person(j.assessor)]
 
 
 def _assessor(name: str) -> str:

@@ -74,12 +74,17 @@ def iter_json_array(path: Path, text: str | None = None) -> Iterator[tuple[int, 
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line, object) for each non-blank line of a JSON Lines file.
+    """(line, object) for each non-blank line of a JSON Lines file (`jsonl_lines`)."""
+    return jsonl_lines(read_text(path), path)
+
+
+def jsonl_lines(text: str, path: Path) -> Iterator[tuple[int, Any]]:
+    """(line, object) for each non-blank line of JSON Lines `text`, read from `path`.
 
     Lines end at "\n" only: `str.splitlines` would also break at U+2028/U+2029/U+0085,
     which JSON allows unescaped inside strings.
     """
-    for number, line in enumerate(read_text(path).split("\n"), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         line = line.rstrip("\r")
         if not line.strip():
             continue
