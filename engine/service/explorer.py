@@ -15,7 +15,9 @@ documentation are:
 - diagnoses (engine.service.diagnosis.Diagnoses): what Diagnose shows of stored evaluations;
 - annotation (engine.service.annotation.Annotation): the selection classifier's judged
   pairs, their labels and its retraining;
-- judging (engine.service.judging.Judging): question sets, pools and relevance judgments.
+- judging (engine.service.judging.Judging, the public `judging`): question sets, pools and
+  relevance judgments; stored evaluations of a question set read as measured by its latest
+  judgments (engine.service.judged_evaluations).
 A paradigm object is cheap (its indexes and models live in process-wide stores), so each run
 builds its own; no config ever loads a second copy of anything. It holds no UI code; the
 Gradio callbacks only convert what it returns.
@@ -40,13 +42,14 @@ from engine.service.diagnosis import Diagnoses
 from engine.service.evaluation_jobs import EvaluationJobs
 from engine.service.evaluations import Evaluations
 from engine.service.imports import Imported
+from engine.service.judged_evaluations import JudgedEvaluations
 from engine.service.judging import Judging
 from engine.service.models import ModelRow, model_rows
 from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
 from engine.service.readiness import NotReady as NotReady
 from engine.service.runs import Runs
-from engine.store.evaluations import EvaluationStore, StoredEvaluation
+from engine.store.evaluations import StoredEvaluation
 from engine.store.labels import Label
 from engine.store.sessions import SavedRun, SessionStore
 from engine.trace import RunTrace
@@ -54,7 +57,8 @@ from engine.trace import RunTrace
 
 class Explorer:
     """Runs questions through paradigms over prepared corpora; saves and reloads runs;
-    evaluates, diagnoses and annotates. Every method hands its call to a collaborator."""
+    evaluates, diagnoses and annotates. Every method hands its call to a collaborator;
+    judging is called on its own (`explorer.judging`)."""
 
     def __init__(self, preparation: Preparation, store: SessionStore, *,
                  corpus_root: Path | None = None, idle_seconds: float = IDLE_SECONDS,
@@ -65,7 +69,7 @@ class Explorer:
         (default: the data directory); `preparing` prepares any other corpus
         (engine.service.corpora); `tracing` sends every run (Explore, Compare, re-answer,
         each question of an evaluation) to an OTLP collector as OpenInference spans."""
-        self._evaluations = EvaluationStore(store)
+        self._evaluations = JudgedEvaluations(store)  # measured by the latest judgments
         self._evaluations.mark_interrupted()  # left running by a process that died
         sweep_leftovers()  # and what such a process was writing (never read)
         self._jobs = EvaluationJobs(self._evaluations,
@@ -367,31 +371,8 @@ class Explorer:
         return self._annotation.activate(version)
 
     # --- judging: engine.service.judging --------------------------------------------------
-    def add_questions(self, corpus: str, name: str, source: str = "", text: str = ""):
-        """A question list (a file, or pasted) as question set `name` of added `corpus`."""
-        return self._judging.add_questions(corpus, name, source, text)
-
-    def make_pool(self, dataset: str, paradigms: list[str], depth: int = 5, name: str = ""):
-        """(pool id, its units and judging time) of `paradigms`' top `depth` documents."""
-        return self._judging.make_pool(dataset, paradigms, depth, name=name)
-
-    def pools(self, dataset: str | None = None) -> list:
-        return self._judging.pools(dataset)
-
-    def to_judge(self, pool_id: int, assessor: str, skipped: tuple[int, ...] = ()):
-        """(the next unit `assessor` has to judge, its question, (judged, units))."""
-        return self._judging.to_judge(pool_id, assessor, skipped)
-
-    def judge(self, pool_id: int, question_id: str, document_id: str, grade: int,
-              assessor: str, seconds: float | None = None) -> tuple[int, int]:
-        return self._judging.judge(pool_id, question_id, document_id, grade, assessor, seconds)
-
-    def undo_judgment(self, pool_id: int, assessor: str):
-        return self._judging.undo(pool_id, assessor)
-
-    def llm_judge(self, pool_id: int, model: str = "smollm2", endpoint: str = "",
-                  limit: int | None = None):
-        return self._judging.llm_judge(pool_id, model, endpoint, limit)
-
-    def agreement(self, dataset: str, first: str, second: str):
-        return self._judging.agreement(dataset, first, second)
+    @property
+    def judging(self) -> Judging:
+        """Question sets, pools, judgments, the LLM judge and agreement: called on it
+        (`explorer.judging.pool_evaluation(...)`), its methods the app's for judging."""
+        return self._judging

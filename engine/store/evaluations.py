@@ -213,6 +213,25 @@ class EvaluationStore:
             "SELECT trace FROM evaluation_runs WHERE evaluation_id = ? "
             "ORDER BY position, paradigm", [self._known(evaluation_id)])]
 
+    def judged_with(self, evaluation_id: int) -> tuple[str, str, str | None] | None:
+        """(dataset, state, the stamp of the judgments it was last measured by) of
+        evaluation `evaluation_id`; None if there is none."""
+        found = self.store.execute("SELECT dataset, state, judged_with FROM evaluations "
+                                   "WHERE id = ?", [self._id(evaluation_id)])
+        return tuple(found[0]) if found else None
+
+    def remeasure(self, evaluation_id: int, runs: Sequence[tuple[int, RunTrace, dict]],
+                  summary: dict, stamp: str) -> None:
+        """Every run ((position, trace, eval row)) measured again, with the summary and the
+        stamp of the judgments measured by, in one transaction; nothing else changes."""
+        update = "UPDATE evaluation_runs SET row = ?, trace = ? WHERE evaluation_id = ? " \
+                 "AND position = ? AND paradigm = ?"
+        self.store.transaction([
+            *((update, [json.dumps(row), trace.to_json(), evaluation_id, position,
+                        row["paradigm"]]) for position, trace, row in runs),
+            ("UPDATE evaluations SET summary = ?, judged_with = ? WHERE id = ?",
+             [json.dumps(summary), stamp, evaluation_id])])
+
     def delete(self, evaluation_id: int) -> None:
         evaluation_id = self._known(evaluation_id)
         self.store.transaction([

@@ -81,6 +81,7 @@ class Pool:
     systems: tuple[str, ...]
     created: str
     units: int
+    evaluation_id: int | None = None  # the evaluation whose runs it pools
 
 
 JUDGMENT_FIELDS = ("collection", "question_id", "document_id", "grade", "assessor", "pool_id",
@@ -156,15 +157,17 @@ class JudgmentStore:
     # --- pools --------------------------------------------------------------------------
 
     def create_pool(self, name: str, collection: str, corpus: str, fingerprint: str,
-                    depth: int, systems: list[str], units: list[PoolUnit]) -> int:
-        """Store a pool and its units (in the order given) in one transaction."""
+                    depth: int, systems: list[str], units: list[PoolUnit],
+                    evaluation_id: int | None = None) -> int:
+        """Store a pool (of `evaluation_id`'s runs) and its units (in the order given) in
+        one transaction."""
         if not units:
             raise ConfigError("The pool holds no unit to judge: every document the systems "
                               "found is judged already. Pool deeper, or pool other systems.")
         (row,) = self.store.execute(
-            "INSERT INTO pools (name, collection, corpus, corpus_fingerprint, depth, systems) "
-            "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-            [name, collection, corpus, fingerprint, depth, json.dumps(systems)])
+            "INSERT INTO pools (name, collection, corpus, corpus_fingerprint, depth, systems, "
+            "evaluation_id) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            [name, collection, corpus, fingerprint, depth, json.dumps(systems), evaluation_id])
         pool_id = int(row[0])
         insert = ("INSERT INTO pool_units (pool_id, position, question_id, document_id, "
                   "unit_id, title, text, found_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
@@ -184,10 +187,10 @@ class JudgmentStore:
         rows = self.store.execute(
             "SELECT p.id, p.name, p.collection, p.corpus, p.corpus_fingerprint, p.depth, "
             "p.systems, strftime(p.created, '%Y-%m-%d %H:%M:%S'), "
-            "(SELECT count(*) FROM pool_units u WHERE u.pool_id = p.id) "
+            "(SELECT count(*) FROM pool_units u WHERE u.pool_id = p.id), p.evaluation_id "
             f"FROM pools p {where} ORDER BY p.id DESC", params)
-        return [Pool(*row[:6], tuple(json.loads(row[6])), row[7], int(row[8]))
-                for row in rows]
+        return [Pool(*row[:6], tuple(json.loads(row[6])), row[7], int(row[8]),
+                     None if row[9] is None else int(row[9])) for row in rows]
 
     def pool(self, pool_id: int) -> Pool:
         found = [p for p in self.pools() if p.id == pool_id]

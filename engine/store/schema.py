@@ -2,7 +2,7 @@
 
 `SessionStore` applies each once, in a transaction, and records it in `schema_migrations`.
 Saved runs (1-4), classifier labels, stored evaluations (5-7) and relevance judgments with
-their pools (8) share the one DuckDB file.
+their pools (8, 9) share the one DuckDB file.
 """
 
 from __future__ import annotations
@@ -118,5 +118,10 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                seconds DOUBLE,
                reasoning VARCHAR NOT NULL DEFAULT '',
                created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)""",
+    )),
+    (9, "which judgments an evaluation of a question set was last measured by, and the "
+        "evaluation a pool was pooled from (engine/service/judged_evaluations.py)", (
+        "ALTER TABLE evaluations ADD COLUMN judged_with VARCHAR",
+        "ALTER TABLE pools ADD COLUMN evaluation_id BIGINT",
     )),
 )
