@@ -322,14 +322,184 @@ def test_a_judging_round_is_scripted_on_the_command_line(data_dir, echo, tmp_pat
                  "--depth", "2"]) == 0
     said = capsys.readouterr().out
     assert "question set docs (support): 2 questions" in said
-    assert "pool 1: 4 units: about 1 min at 20 s a judgment" in said
-    judging = Judging(SessionStore(db))
-    for who, grade in (("ann", 3), ("bob", 2)):
-        unit, _, _ = judging.to_judge(1, who)
-        judging.judge(1, unit.question_id, unit.document_id, grade, who)
+    assert "pool 1 (evaluation 1): 4 units: about 1 min at 20 s a judgment" in said
+    unit, _, _ = Judging(SessionStore(db)).to_judge(1, "ann")
+    assert main(["judge", "--db", db, "record", "1", unit.question_id, unit.document_id, "3",
+                 "--assessor", "ann"]) == 0
+    assert "pool 1: 1 of 4 judged by ann" in capsys.readouterr().out
+    assert main(["judge", "--db", db, "export", "docs (support)"]) == 0
+    qrels = capsys.readouterr().out
+    assert qrels == f"{unit.question_id}\t0\t{unit.document_id}\t3\n"
+    theirs = tmp_path / "bob.qrels"
+    theirs.write_text(qrels.replace("\t3\n", "\t2\n"))
+    assert main(["judge", "--db", db, "import", "docs (support)", str(theirs),
+                 "--assessor", "bob"]) == 0
+    assert "1 judgments imported into docs (support)" in capsys.readouterr().out
     assert main(["judge", "--db", db, "agreement", "docs (support)", "ann", "bob"]) == 0
     said = capsys.readouterr().out
     assert "1 documents judged by both; exact agreement 0.000; linear-weighted kappa " \
            "0.000" in said and "  3:    0    0    1    0" in said  # ann 3, bob 2
+    assert main(["judge", "--db", db, "agreement", "evaluation 1", "ann", "bob"]) == 0
+    said = capsys.readouterr().out
+    assert "  echo: 1.000 / 1.000" in said and "fewer than two paradigms" in said
+    assert main(["judge", "--db", db, "import", "docs (support)", str(theirs)]) == 2
+    assert "bob.qrels: qrels say no one's name (name the assessor" in capsys.readouterr().err
     assert main(["judge", "--db", db, "pool", "nowhere (x)", "--paradigms", "echo"]) == 2
     assert "'nowhere (x)' is no question set of an added corpus" in capsys.readouterr().err
+
+
+def test_an_evaluation_of_a_question_set_reads_as_measured_by_the_latest_judgments(
+        data_dir, echo):
+    """The pool's evaluation is measured again when read after each judgment, nothing run
+    again; a pool of a stored evaluation leaves out what a person judged."""
+    from engine.data.ingest import store
+    from engine.documents import Document
+    from engine.service.judged_evaluations import JudgedEvaluations
+    from engine.service.judging import Judging
+    from tests.conftest import TINY_DOCS
+
+    store("docs", [Document(t, t, x) for t, x in TINY_DOCS], "docs.jsonl")
+    sessions = SessionStore(data_dir / "sessions.duckdb")
+    judging = Judging(sessions)
+    judging.add_questions("docs", "support", text="Who painted La Grande Jatte?\n"
+                                                  "Which river flows through Budapest?\n")
+    pool, _ = judging.make_pool("docs (support)", ["echo"], depth=2)
+    evaluations = JudgedEvaluations(sessions)
+    (stored,) = evaluations.list()
+    assert (judging.pools()[0].evaluation_id, stored.dataset) == (stored.id, "docs (support)")
+    assert "nDCG@10@overlap" not in evaluations.get(stored.id).summary["echo"]  # unjudged
+    unit, _, _ = judging.to_judge(pool, "ann")
+    judging.judge(pool, unit.question_id, unit.document_id, 3, "ann")
+    first = evaluations.get(stored.id).summary["echo"]
+    assert first["nDCG@10@overlap"] == 1.0  # the one judged question, its top doc relevant
+    rows = evaluations.rows(stored.id)
+    assert rows[0]["metrics"]["nDCG@10@overlap"] == 1.0
+    assert evaluations.traces(stored.id)[0].gold.grades == {unit.document_id: 3}
+    assert not evaluations.fresh(stored.id)  # measured by this file already
+    judging.judge(pool, unit.question_id, unit.document_id, 0, "ann")  # thought better
+    # no question has a relevant document now: nothing to measure nDCG by (trec_eval's)
+    assert "nDCG@10@overlap" not in evaluations.get(stored.id).summary["echo"]
+    # pooled again from the stored runs: the judged document is left out
+    repooled, estimate = judging.pool_evaluation(stored.id, depth=2)
+    assert estimate.startswith("3 units")
+    assert unit.document_id not in {u.document_id for u in judging.judgments.units(repooled)
+                                    if u.question_id == unit.question_id}
+
+
+def test_two_assessors_over_an_evaluation_read_as_agreement_and_the_order_of_paradigms(
+        data_dir):
+    from engine.data.ingest import store
+    from engine.documents import Document
+    from engine.service.judging import Judging
+    from engine.store.evaluations import EvaluationStore
+
+    store("docs", [Document(d, d, d) for d in "abc"], "docs.jsonl")
+    sessions = SessionStore(data_dir / "sessions.duckdb")
+    judging = Judging(sessions)
+    judging.add_questions("docs", "support", text="Where is a?\nWhere is b?\n")
+
+    def run(paradigm, qid, docs):
+        cands = tuple(Candidate(Unit(d, d, d, (d,), "documents"), 1.0, r)
+                      for r, d in enumerate(docs, 1))
+        return RunTrace("q?", paradigm, {}, (StageResult("cut", "documents", 9, cands, 0.1),),
+                        gold=Question(qid, "q?"))
+
+    runs = [(n, run(p, f"q{n + 1}", order)) for n in range(2)
+            for p, order in (("flat", "abc"), ("best", "bca"), ("funnel", "cab"))]
+    evaluation = EvaluationStore(sessions).store_whole(
+        [(n, t, {"paradigm": t.paradigm, "question_id": t.gold.id}) for n, t in runs], {},
+        dataset="docs (support)", paradigms=["flat", "best", "funnel"], configs={},
+        corpus="docs", corpus_fingerprint="", code_version="test")
+    person = {"q1": {"a": 3, "b": 0, "c": 0}, "q2": {"a": 2, "b": 1, "c": 0}}
+    judge = {"q1": {"a": 0, "b": 3, "c": 1}, "q2": {"a": 0, "b": 3, "c": 0}}
+    judging.judgments.add_all([Judgment("docs (support)", q, d, g, who)
+                               for who, grades in (("ann", person), ("llm:local:x", judge))
+                               for q, docs in grades.items() for d, g in docs.items()])
+    found = judging.compared(evaluation, "ann", "llm:local:x")
+    assert found["agreement"].pairs == 6
+    assert found["scores"]["flat"][0] == 1.0 and found["scores"]["best"][1] == 1.0
+    assert found["tau"] < 0  # the judge ranks the paradigms otherwise than the person
+    assert judging.assessors("docs (support)") == {"ann": 6, "llm:local:x": 6}
+    with pytest.raises(ConfigError, match="'bob' judged nothing of docs \\(support\\); its "
+                                          "assessors: ann, llm:local:x"):
+        judging.compared(evaluation, "ann", "bob")
+
+
+def test_questions_are_generated_from_passages_and_kept_where_retrieval_finds_the_source():
+    from engine.judging.generate import generate, question_of, stratified
+
+    units = [Unit(f"d{n}#0", f"d{n}", " ".join([f"w{n}"] * (40 if n % 2 else 5)),
+                  (f"d{n}",), "passages") for n in range(10)]
+    picked = stratified(units, 5, seed=1)
+    assert len(picked) == 5 and all(len(u.text.split()) >= 30 for u in picked)
+    assert [int(u.id[1]) // 2 for u in picked] == [0, 1, 2, 3, 4]  # one from each stratum
+    assert question_of("Question: What does w1 mean? And more") == "What does w1 mean?"
+    assert question_of("1. \"How is httpx configured?\"") == "How is httpx configured?"
+    assert question_of("A statement.") is None and question_of("Why?") is None
+
+    class Writer:  # writes a question naming the passage, or none for d5
+        def generate(self, prompt, max_new_tokens=0, stop=None):
+            word = prompt.split("Passage: ")[1].split(":")[0]
+            return type("Out", (), {"text": "no idea" if word == "d5" else
+                                    f"What is said about {word} here?"})()
+
+    class Finder:  # finds d1 and d3 only
+        def run(self, question):
+            word = question.split()[4]
+            found = [Candidate(u, 1.0, 1) for u in units if u.title == word
+                     and word in ("d1", "d3")]
+            return RunTrace(question, "flat", {}, (StageResult("bm25", "passages", 20,
+                                                               tuple(found), 0.01),))
+
+    *_, last = generate(picked, Writer(), [("bm25", Finder())], "generated:local:fake")
+    assert (last.asked, last.written, last.total) == (5, 4, 5)
+    assert [(q.id, unit.id, found) for q, unit, found in last.kept] == [
+        ("g1", "d1#0", ("bm25",)), ("g2", "d3#0", ("bm25",))]
+    assert last.pass_rate == 0.5
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("j.jsonl", '{"question_id": "q9", "document_id": "a", "grade": 1, "assessor": "x"}\n',
+     "j.jsonl, line 1: field 'question_id': names question 'q9', which the question set "
+     "docs (support) lacks"),
+    ("j.jsonl", '{"question_id": "q1", "document_id": "a", "grade": 4, "assessor": "x"}\n',
+     "j.jsonl, line 1: field 'grade': grade 4 is outside 0-3 (grade 0 (irrelevant)"),
+    ("j.jsonl", '{"question_id": "q1", "document_id": "a", "grade": 1}\n',
+     "j.jsonl, line 1: field 'assessor': says no one's name"),
+    ("j.qrels", "q1 0 a 1\nq1 0 a 2\n", "j.qrels, line 2: field 'corpus-id': judges query "
+                                        "'q1' and document 'a' again (first on line 1)"),
+    ("j.qrels", "q1 0 b 1\nq1 0 a 5\n", "j.qrels, line 2: field 'grade': grade 5 is outside "
+                                         "0-3"),
+])
+def test_imported_judgments_are_refused_by_line_and_field(name, text, message):
+    from engine.judging.exchange import read_judgments
+
+    with pytest.raises(DataFormatError) as refused:
+        read_judgments(text, name, "docs (support)", {"q1"}, "" if "jsonl" in name else "x")
+    assert message in str(refused.value)
+
+
+def test_judgments_round_trip_as_jsonl_with_their_assessors():
+    from engine.judging.exchange import judgments_jsonl, read_judgments
+
+    made = [Judgment("s", "q1", "doc a", 2, "ann", None, 3.5),
+            Judgment("s", "q1", "doc a", 1, "llm:local:m", None, None, "it mentions a")]
+    assert read_judgments(judgments_jsonl(made), "all.jsonl", "s", {"q1"}) == made
+
+
+def test_a_pipeline_s_saved_questions_become_a_question_set(data_dir):
+    from engine.data.ingest import store
+    from engine.documents import Document
+    from engine.service.judging import Judging
+
+    store("docs", [Document("a", "a", "text")], "docs.jsonl")
+    sessions = SessionStore(data_dir / "sessions.duckdb")
+    judging = Judging(sessions)
+    with pytest.raises(ConfigError, match="No saved runs to take questions from"):
+        judging.add_run_questions("docs", "prod")
+    for question in ("How do I retry?", "How do I  retry?", "What is a timeout?"):
+        sessions.save(RunTrace(question, "received", {}, ()))
+    split = judging.add_run_questions("docs", "prod")
+    assert (split.label, split.questions) == ("docs (prod)", 2)  # the repeat kept once
+    with pytest.raises(ConfigError, match="No added corpus 'nowhere'"):
+        judging.add_run_questions("nowhere", "prod")

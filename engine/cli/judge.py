@@ -1,11 +1,15 @@
 """`python -m engine judge ...`: a judging round from a script, as the Judge tab runs it
-(engine.service.judging): a question set from a list, a pool of the paradigms' top
-documents, the LLM judge over a pool, and two assessors' agreement."""
+(engine.service.judging): a question set from a list, the saved runs or generated; a pool
+of the paradigms' top documents (run here, or of a stored evaluation); a judgment recorded;
+the LLM judge over a pool; judgments exported and imported as qrels or JSONL; and two
+assessors' agreement, on a question set or over an evaluation with the paradigms' order."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import deque
+from pathlib import Path
 
 from engine.errors import ConfigError
 
@@ -25,17 +29,52 @@ def add_parser(sub) -> None:
     questions.add_argument("corpus")
     questions.add_argument("name")
     questions.add_argument("file", help="txt (one question a line), csv or jsonl")
+    runs = steps.add_parser("from-runs", help="the saved runs' questions (a pipeline's, "
+                                              "received or imported) as a question set")
+    runs.add_argument("corpus")
+    runs.add_argument("name")
+    runs.add_argument("--evaluation", type=int, default=None,
+                      help="a stored evaluation's questions instead")
+    made = steps.add_parser("generate", help="questions generated from the corpus's passages, "
+                                             "kept where a first stage finds the passage")
+    made.add_argument("corpus")
+    made.add_argument("name")
+    made.add_argument("--count", type=int, default=30, help="passages sampled (default 30)")
+    made.add_argument("--model", default="smollm2")
+    made.add_argument("--endpoint", default="", help="an OpenAI-compatible server's base URL")
+    made.add_argument("--seed", type=int, default=0)
     pool = steps.add_parser("pool", help="pool the paradigms' top documents of a question set")
-    pool.add_argument("dataset", help='the question set: "corpus (name)"')
+    pool.add_argument("dataset", nargs="?", default="",
+                      help='the question set: "corpus (name)"')
+    pool.add_argument("--evaluation", type=int, default=None,
+                      help="pool this stored evaluation's runs instead of running them")
     pool.add_argument("--paradigms", default="flat,funnel,best")
     pool.add_argument("--depth", type=int, default=5)
+    pool.add_argument("--stages", default="", help="comma-separated cuts to pool (default: "
+                                                   "each paradigm's last)")
+    record = steps.add_parser("record", help="record one judgment of a pooled document")
+    record.add_argument("pool", type=int)
+    record.add_argument("question_id")
+    record.add_argument("document_id")
+    record.add_argument("grade", type=int, help="0 irrelevant, 1 related, 2 highly relevant, "
+                                                "3 perfectly relevant")
+    record.add_argument("--assessor", required=True)
     llm = steps.add_parser("llm", help="the LLM judge over a pool's units it has not judged")
     llm.add_argument("pool", type=int)
     llm.add_argument("--model", default="smollm2")
     llm.add_argument("--endpoint", default="", help="an OpenAI-compatible server's base URL")
     llm.add_argument("--limit", type=int, default=None)
-    agree = steps.add_parser("agreement", help="two assessors' agreement on a question set")
-    agree.add_argument("dataset")
+    out = steps.add_parser("export", help="a question set's judgments as qrels or JSONL")
+    out.add_argument("dataset")
+    out.add_argument("--format", default="qrels", choices=("qrels", "jsonl"))
+    out.add_argument("--assessor", default="", help="this assessor's alone")
+    into = steps.add_parser("import", help="judgments from a qrels file or a judgments JSONL")
+    into.add_argument("dataset")
+    into.add_argument("file")
+    into.add_argument("--assessor", default="", help="whose a qrels file's judgments are")
+    agree = steps.add_parser("agreement", help="two assessors' agreement on a question set, or "
+                                               "over an evaluation with the paradigms' order")
+    agree.add_argument("dataset", help='the question set, or "evaluation ID"')
     agree.add_argument("first")
     agree.add_argument("second")
 
@@ -48,10 +87,39 @@ def judge(args: argparse.Namespace) -> int:
     if args.step == "questions":
         split = judging.add_questions(args.corpus, args.name, args.file)
         _out(f"question set {split.label}: {split.questions} questions")
+    elif args.step == "from-runs":
+        split = judging.add_run_questions(args.corpus, args.name, args.evaluation)
+        _out(f"question set {split.label}: {split.questions} questions")
+    elif args.step == "generate":
+        last = None
+        for last in judging.generate_questions(args.corpus, args.name, args.count, args.model,
+                                               args.endpoint, args.seed):
+            _progress(f"{last.asked} of {last.total} passages: {last.written} questions "
+                      f"written, {len(last.kept)} kept")
+        rate = f"{last.pass_rate:.1%}" if last and last.pass_rate is not None else "-"
+        _out(f"\nquestion set {args.corpus} ({args.name}): {len(last.kept)} kept of "
+             f"{last.written} written from {last.total} passages; round-trip pass rate {rate}")
     elif args.step == "pool":
-        paradigms = [p.strip() for p in args.paradigms.split(",") if p.strip()]
-        pool, estimate = judging.make_pool(args.dataset, paradigms, args.depth)
-        _out(f"pool {pool}: {estimate}")
+        stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
+        if args.evaluation is not None:
+            pool, estimate = judging.pool_evaluation(args.evaluation, args.depth, stages)
+        else:
+            paradigms = [p.strip() for p in args.paradigms.split(",") if p.strip()]
+            pool, estimate = judging.make_pool(args.dataset, paradigms, args.depth, stages)
+        _out(f"pool {pool} (evaluation {judging.judgments.pool(pool).evaluation_id}): "
+             f"{estimate}")
+    elif args.step == "record":
+        judged, units = judging.judge(args.pool, args.question_id, args.document_id,
+                                      args.grade, args.assessor)
+        _out(f"pool {args.pool}: {judged} of {units} judged by {args.assessor}")
+    elif args.step == "export":
+        sys.stdout.write(judging.export_judgments(args.dataset, args.format, args.assessor))
+    elif args.step == "import":
+        from engine.data.loaders.jsonio import read_text
+
+        found = judging.import_judgments(args.dataset, read_text(Path(args.file)),
+                                         Path(args.file).name, args.assessor)
+        _out(f"{found} judgments imported into {args.dataset}")
     elif args.step == "llm":
         ended = deque(judging.llm_judge(args.pool, args.model, args.endpoint, args.limit),
                       maxlen=1)  # its count after the last unit
@@ -61,15 +129,43 @@ def judge(args: argparse.Namespace) -> int:
             _out(f"pool {args.pool}: {ended[0].judged} judged, {ended[0].unreadable} without "
                  f"a grade, {ended[0].left} left")
     elif args.step == "agreement":
-        found = judging.agreement(args.dataset, args.first, args.second)
-        kappa = "undefined (one grade throughout)" if found.weighted_kappa is None else (
-            f"{found.weighted_kappa:.3f} (95% interval {found.weighted_ci[0]:.3f} to "
-            f"{found.weighted_ci[1]:.3f})")
-        _out(f"{found.pairs} documents judged by both; exact agreement {found.exact:.3f}; "
-             f"linear-weighted kappa {kappa}")
-        _out("grades (rows: " + args.first + ", columns: " + args.second + ", 0-3):")
-        for grade, row in enumerate(found.matrix):
-            _out(f"  {grade}: " + " ".join(f"{n:4d}" for n in row))
+        _agreement(judging, args)
     else:  # argparse allows only the steps above
         raise ConfigError(f"Unknown judge step {args.step!r}.")
     return 0
+
+
+def _progress(line: str) -> None:
+    print(f"\r{line}", end="", file=sys.stderr, flush=True)
+
+
+def _agreement(judging, args: argparse.Namespace) -> None:
+    """Two assessors' agreement; over an evaluation ("evaluation 12"), with each paradigm's
+    nDCG@10 under each one's grades and Kendall's tau of their order."""
+    named = args.dataset.split()
+    over = int(named[1]) if len(named) == 2 and named[0] == "evaluation" \
+        and named[1].isdigit() else None
+    compared = judging.compared(over, args.first, args.second) if over is not None else None
+    found = compared["agreement"] if compared else \
+        judging.agreement(args.dataset, args.first, args.second)
+    kappa = "undefined (one grade throughout)" if found.weighted_kappa is None else (
+        f"{found.weighted_kappa:.3f} (95% interval {found.weighted_ci[0]:.3f} to "
+        f"{found.weighted_ci[1]:.3f})")
+    _out(f"{found.pairs} documents judged by both; exact agreement {found.exact:.3f}; "
+         f"linear-weighted kappa {kappa}")
+    _out("grades (rows: " + args.first + ", columns: " + args.second + ", 0-3):")
+    for grade, row in enumerate(found.matrix):
+        _out(f"  {grade}: " + " ".join(f"{n:4d}" for n in row))
+    if compared:
+        _out(f"{compared['measure']} at each paradigm's last cut ({args.first} / "
+             f"{args.second}):")
+        for paradigm, (a, b) in compared["scores"].items():
+            _out(f"  {paradigm}: {_score(a)} / {_score(b)}")
+        tau = compared["tau"]
+        _out("Kendall's tau of the paradigms' order: " + (
+            "- (fewer than two paradigms ranked)" if tau is None else
+            f"{tau:.3f} (p {compared['p']:.3f})"))
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

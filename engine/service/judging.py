@@ -10,23 +10,29 @@ split's judgments after each one, so every measure of the split reads them at on
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
 from engine.data.collection_store import (
     CollectionSplit,
     add_questions,
+    collection_splits,
     set_judgments,
     split_of,
 )
-from engine.errors import ConfigError
-from engine.judging.agreement import Agreement, agreement
+from engine.errors import ConfigError, check_choice
+from engine.judging.agreement import Agreement, agreement, same_order
+from engine.judging.exchange import FORMATS, judgments_jsonl, qrels_text, read_judgments
+from engine.judging.generate import Generated, generate, stratified
 from engine.judging.llm_judge import Judged, judge_pool
-from engine.judging.measures import is_person, published
+from engine.judging.measures import GENERATED, is_person, published, remeasured
 from engine.judging.pools import cuts, judging_estimate, pool_units
 from engine.judging.questions import read_question_list
+from engine.store.evaluations import EvaluationStore
 from engine.store.judgments import Judgment, JudgmentStore, Pool, PoolUnit
 from engine.store.sessions import SessionStore
 from engine.trace import RunTrace
@@ -50,36 +56,115 @@ class Judging:
         questions = read_question_list(source or "pasted.txt", text or None)
         return add_questions(corpus, name, questions)
 
+    def add_run_questions(self, corpus: str, name: str, evaluation_id: int | None = None
+                          ) -> CollectionSplit:
+        """The questions of the saved runs (a pipeline's, received over OTLP or imported
+        as traces), or of stored evaluation `evaluation_id`, as question set `name` of
+        added corpus `corpus`."""
+        if evaluation_id is None:
+            asked = [run.question for run in self.judgments.store.list()]
+            where = "saved runs"
+        else:
+            asked = [r["question"] for r in EvaluationStore(self.judgments.store).rows(
+                int(evaluation_id))]
+            where = f"evaluation {int(evaluation_id)}"
+        if not asked:
+            raise ConfigError(f"No {where} to take questions from: save or import runs, "
+                              "or send them to the OTLP receiver, first.")
+        lines = "\n".join(json.dumps({"question": q}) for q in asked)
+        return add_questions(corpus, name, read_question_list(f"{where}.jsonl", lines))
+
+    def generate_questions(self, corpus: str, name: str, count: int = 30,
+                           model: str = "smollm2", endpoint: str = "", seed: int = 0,
+                           cancelled: Callable[[], bool] = lambda: False
+                           ) -> Iterator[Generated]:
+        """Question set `name` of added corpus `corpus`, generated (engine.judging.generate):
+        a question per passage of a stratified sample of `count` through reader `model` (or
+        the OpenAI-compatible `endpoint`), kept where BM25 or the bi-encoder finds its source
+        in its top 20, with the source's document judged 3 by "generated:<backend>". Yields
+        the round as it goes; the set is stored when it ends with any question kept."""
+        from engine.data.corpus import load_corpus
+        from engine.paradigms.flat import FlatConfig
+        from engine.readers.backends import shared_generator
+        from engine.service.store import make_paradigm
+        from engine.units.build import build_units
+
+        if split_of(f"{corpus} ({name})") is not None:
+            raise ConfigError(f"Question set {corpus} ({name}) exists already: name the "
+                              "generated one otherwise.")
+        searched = load_corpus(self._added(corpus))
+        passages = stratified(build_units(searched, FlatConfig().passages()), count, seed)
+        first_stages = [(r, make_paradigm("flat", searched, {"retriever": r, "M": 20},
+                                          retrieval_only=True)) for r in ("bm25", "dense")]
+        assessor = f"{GENERATED}{'endpoint' if endpoint else 'local'}:{model}"
+        last = None
+        for last in generate(passages, shared_generator(model, endpoint), first_stages,
+                             assessor, cancelled):
+            yield last
+        if last is None or not last.kept:
+            raise ConfigError(f"No generated question found its source passage again "
+                              f"({last.written if last else 0} written): nothing is stored. "
+                              "Try a stronger model (an endpoint).")
+        split = add_questions(corpus, name, tuple(q for q, _, _ in last.kept))
+        self.judgments.add_all([Judgment(split.label, q.id, doc, 3, assessor)
+                                for q, unit, _ in last.kept for doc in unit.doc_ids])
+        self._publish(split.label)
+
     def make_pool(self, dataset: str, paradigms: list[str], depth: int = 5,
                   stages: tuple[str, ...] = (), name: str = "") -> tuple[int, str]:
-        """Pool `paradigms`' top `depth` documents (their last cuts, or `stages`) for the
-        questions of question set `dataset`, what is judged left out: (pool id, how many
-        units and how long judging them takes)."""
+        """Run `paradigms` over question set `dataset` here, retrieval only, store the runs
+        as an evaluation and pool them (`pool_evaluation`): (pool id, how many units and
+        how long judging them takes). The app runs the evaluation in the background
+        instead (Explorer.evaluate) and pools it when it is done."""
         from engine.eval.runner import run_eval
+        from engine.eval.summary import summarise
+        from engine.service.evaluation_jobs import code_version
         from engine.service.store import make_paradigm
 
         split = self._split(dataset)
         if not paradigms:
             raise ConfigError("Pick the paradigms to pool, e.g. flat, funnel and best.")
+        traces: list[RunTrace] = []
+        rows = list(run_eval(split.path, paradigms, split.corpus, None, None,
+                             make=partial(make_paradigm, retrieval_only=True),
+                             keep=traces.append, label=split.label))
+        order = {q: n for n, q in enumerate(dict.fromkeys(r["question_id"] for r in rows))}
+        runs = [(order[r["question_id"]], t, r) for t, r in zip(traces, rows, strict=True)]
+        evaluation = EvaluationStore(self.judgments.store).store_whole(
+            runs, summarise(rows), dataset=split.label, paradigms=paradigms,
+            configs={p: {} for p in paradigms}, corpus=split.corpus,
+            corpus_fingerprint=traces[0].corpus.get("fingerprint", "") if traces else "",
+            code_version=code_version(), name=f"{split.label}: {', '.join(paradigms)}")
+        return self.pool_evaluation(evaluation, depth, stages, name)
+
+    def pool_evaluation(self, evaluation_id: int, depth: int = 5,
+                        stages: tuple[str, ...] = (), name: str = "") -> tuple[int, str]:
+        """Pool the top `depth` documents of stored evaluation `evaluation_id`'s runs (each
+        paradigm's last cut, or its `stages`) of a question set, what a person judged left
+        out: (pool id, how many units and how long judging them takes)."""
+        evaluations = EvaluationStore(self.judgments.store)
+        stored = evaluations.get(evaluation_id)
+        split = self._split(stored.dataset)
+        if stored.state == "running":
+            raise ConfigError(f"Evaluation {stored.id} is still running; pool it when it "
+                              "is done.")
         runs: dict[str, list[RunTrace]] = {}
-
-        def keep(trace: RunTrace) -> None:
-            runs.setdefault(trace.gold.id, []).append(trace)
-
-        for _ in run_eval(split.path, paradigms, split.corpus, None, None,
-                          make=partial(make_paradigm, retrieval_only=True), keep=keep,
-                          label=split.label):
-            pass
-        done = self.judgments.grades(split.label)
+        for trace in evaluations.traces(stored.id):
+            if trace.gold is not None:
+                runs.setdefault(trace.gold.id, []).append(trace)
+        done = published(self.judgments.judgments(split.label))
         units = pool_units(runs, depth, {q: set(d) for q, d in done.items()}, stages)
-        fingerprint = next(iter(runs.values()))[0].corpus.get("fingerprint", "") \
-            if runs else ""
+        systems = sorted({f"{t.paradigm}/{cut.name}" for ts in runs.values() for t in ts
+                          for cut in cuts(t, stages)})
         pool = self.judgments.create_pool(
-            name or f"{split.label}: {', '.join(paradigms)} at depth {depth}", split.label,
-            split.corpus, fingerprint, depth,
-            sorted({f"{t.paradigm}/{cut.name}" for ts in runs.values() for t in ts
-                    for cut in cuts(t, stages)}), units)
+            name or f"{split.label}: {', '.join(stored.paradigms)} at depth {depth}",
+            split.label, split.corpus, stored.corpus_fingerprint, depth, systems, units,
+            evaluation_id=stored.id)
         return pool, judging_estimate(len(units), self._paces())
+
+    def question_sets(self) -> list[str]:
+        """Every question set (an added collection's split) by the name pickers list."""
+        return [split.label for split in collection_splits()]
 
     def pools(self, dataset: str | None = None) -> list[Pool]:
         return self.judgments.pools(self._split(dataset).label if dataset else None)
@@ -126,6 +211,60 @@ class Judging:
         return agreement(self.judgments.grades(label, first),
                          self.judgments.grades(label, second))
 
+    def export_judgments(self, dataset: str, fmt: str = "qrels", assessor: str = "") -> str:
+        """Question set `dataset`'s judgments as TREC qrels (the published grades, or
+        `assessor`'s alone) or as JSONL with who judged each (every judgment, or
+        `assessor`'s)."""
+        check_choice("format", fmt, FORMATS)
+        label = self._split(dataset).label
+        if fmt == "jsonl":
+            return judgments_jsonl(self.judgments.judgments(label, assessor or None))
+        return qrels_text(self.judgments.grades(label, assessor) if assessor else
+                          published(self.judgments.judgments(label)))
+
+    def import_judgments(self, dataset: str, text: str, filename: str,
+                         assessor: str = "") -> int:
+        """Judgments of question set `dataset` from a qrels file (all `assessor`'s) or a
+        judgments JSONL, stored whole or not at all, then published; returns how many."""
+        from engine.data.loaders import read_dataset
+
+        split = self._split(dataset)
+        asked = {q.id for q in read_dataset(split.path).questions}
+        found = read_judgments(text, filename, split.label, asked, " ".join(
+            str(assessor or "").split()))
+        self.judgments.add_all(found)
+        self._publish(split.label)
+        return len(found)
+
+    def assessors(self, dataset: str) -> dict[str, int]:
+        """{assessor: judgments} of question set `dataset`, the busiest first."""
+        return self.judgments.assessors(self._split(dataset).label)
+
+    def compared(self, evaluation_id: int, first: str, second: str,
+                 measure: str = "nDCG@10") -> dict:
+        """Two assessors over a stored evaluation of a question set: their agreement on
+        what both judged, each paradigm's `measure` (at its last cut) under each one's
+        grades alone, and whether the paradigms rank the same (Kendall's tau)."""
+        evaluations = EvaluationStore(self.judgments.store)
+        stored = evaluations.get(evaluation_id)
+        label = self._split(stored.dataset).label
+        grades = [self.judgments.grades(label, who) for who in (first, second)]
+        for who, given in zip((first, second), grades, strict=True):
+            if not given:
+                raise ConfigError(f"{who!r} judged nothing of {label}; its assessors: "
+                                  f"{', '.join(self.judgments.assessors(label)) or 'none'}.")
+        traces = evaluations.traces(stored.id)
+        scores = [remeasured(traces, given, measure) for given in grades]
+        tau, p = same_order(*scores) if len(set(scores[0]) & set(scores[1])) > 1 \
+            else (None, None)
+        if tau is not None and math.isnan(tau):  # one paradigm order tied throughout
+            tau = p = None
+        return {"evaluation": stored.id, "dataset": label, "first": first,
+                "second": second, "measure": measure, "agreement": agreement(*grades),
+                "scores": {p: (scores[0].get(p), scores[1].get(p)) for p in
+                           dict.fromkeys([*scores[0], *scores[1]])},
+                "tau": tau, "p": p}
+
     # --- helpers ------------------------------------------------------------------------
 
     def _split(self, dataset: str) -> CollectionSplit:
@@ -135,6 +274,16 @@ class Judging:
                               "from a question list first (Judge tab, or funnel-engine "
                               "judge questions).")
         return split
+
+    def _added(self, corpus: str) -> str:
+        from engine.data.ingest import stored_corpora
+
+        names = [c.name for c in stored_corpora()]
+        if corpus not in names:
+            added = ", ".join(names) or "none yet"
+            raise ConfigError(f"No added corpus {corpus!r} (added: {added}). Add it in the "
+                              "Corpora tab first.")
+        return corpus
 
     def _questions(self, pool: Pool) -> dict[str, str]:
         from engine.data.loaders import read_dataset
