@@ -3,8 +3,8 @@
 Each endpoint converts strings and numbers to an Explorer call and its result to JSON; an
 engine refusal becomes a gr.Error that names the bad value and the fix. The runs', labels'
 and corpora's endpoints are here; the evaluations' and their diagnosis's are in
-app.api_evaluations, and what every endpoint shares (`endpoint`, `uploaded`) in
-app.endpoints.
+app.api_evaluations, judging's in app.api_judging, and what every endpoint shares
+(`endpoint`, `uploaded`) in app.endpoints.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict
 
 from app.api_evaluations import diagnosis_api, evaluation_api
+from app.api_judging import judging_api
 from app.endpoints import endpoint, uploaded
 from app.errors import refused
 from engine.paradigms.registry import DEFAULT, PARADIGMS
@@ -29,6 +30,7 @@ def register(explorer: Explorer) -> None:
     evaluation_api(explorer)
     diagnosis_api(explorer)
     _corpora_api(explorer)
+    judging_api(explorer)
 
 
 def _runs_api(explorer: Explorer) -> None:

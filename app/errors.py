@@ -51,8 +51,8 @@ def refusing(outputs: int = 1, *, shape: Callable[..., Any] | None = None,
     returns `shape(box, *args, **kwargs)`, given the callback's own arguments for a shape
     that clears views or reads a list again from the explorer it was handed.
 
-    Any other exception propagates: it is a bug, not the user's to fix. Not for a
-    generator: its refusal is yielded, not returned."""
+    Any other exception propagates: it is a bug, not the user's to fix. A generator's
+    refusal is yielded as its last update, what it yielded before kept."""
 
     def refusal(err: Exception, *args, **kwargs):
         box = refused_box(err)
@@ -131,6 +131,16 @@ def _on_refusal(handle: Callable[..., Any],
     (gr.api's endpoint description, an event's gr.SelectData argument)."""
 
     def decorate(fn: F) -> F:
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def generating(*args, **kwargs):
+                try:
+                    yield from fn(*args, **kwargs)
+                except errors as err:
+                    yield handle(err, *args, **kwargs)
+
+            return generating  # type: ignore[return-value]
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             try:

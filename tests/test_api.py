@@ -25,7 +25,10 @@ ENDPOINTS = {"run", "add_corpus", "list_corpora", "remove_corpus", "save_run", "
              "list_labels", "retrain", "classifier_status", "activate_classifier", "evaluate",
              "evaluation_status", "list_evaluations", "load_evaluation", "export_evaluation",
              "export_evaluation_files", "import_traces", "attribution", "paired", "regressions",
-             "sweep", "resume_evaluation", "remove_evaluation"}
+             "sweep", "resume_evaluation", "remove_evaluation", "add_question_set",
+             "add_question_file", "generate_question_set", "pool_evaluation", "list_pools",
+             "next_unit", "record_judgment", "undo_judgment", "llm_judge",
+             "export_judgments", "import_judgments", "compare_assessors"}
 RETURNS_INT = {"save_run", "evaluate", "sweep", "ceilings",
                "resume_evaluation"}  # ids; every other result is JSON
 
@@ -179,3 +182,52 @@ def test_an_evaluation_is_resumed_or_removed_through_the_api(live):
     assert json.loads(client.predict(api_name="/list_evaluations")) == []
     with pytest.raises(AppError, match=f"No evaluation with id {evaluation_id}"):
         client.predict(evaluation_id, api_name="/remove_evaluation")
+
+
+def test_a_judging_round_is_scripted_through_the_api(live, tmp_path):
+    """Issue 53: a question set, an evaluation pooled, a unit judged, judgments out and in
+    as qrels, two assessors compared, and the evaluation re-measured without a re-run."""
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    from engine.data.ingest import store
+    from engine.documents import Document
+    from tests.conftest import TINY_DOCS
+
+    _, client = live
+    store("docs", [Document(t, t, x) for t, x in TINY_DOCS], "docs.jsonl")
+    made = json.loads(client.predict("docs", "support", "Who painted La Grande Jatte?\n"
+                                     "Which river flows through Budapest?",
+                                     api_name="/add_question_set"))
+    assert made == {"dataset": "docs (support)", "questions": 2}
+    evaluation_id = client.predict("docs (support)", "echo", api_name="/evaluate")
+    assert _ended(client, evaluation_id)["state"] == "done"
+    pooled = json.loads(client.predict(evaluation_id, 2, api_name="/pool_evaluation"))
+    assert pooled["estimate"].startswith("4 units")
+    (listed,) = json.loads(client.predict("docs (support)", api_name="/list_pools"))
+    assert (listed["id"], listed["evaluation_id"]) == (pooled["pool"], evaluation_id)
+    shown = json.loads(client.predict(pooled["pool"], "ann", api_name="/next_unit"))
+    unit = shown["unit"]
+    assert (shown["question"], shown["judged"]) == ("Who painted La Grande Jatte?", 0)
+    progress = json.loads(client.predict(pooled["pool"], unit["question_id"],
+                                         unit["document_id"], 3, "ann", 4.0,
+                                         api_name="/record_judgment"))
+    assert progress == {"judged": 1, "units": 4}
+    loaded = json.loads(client.predict(evaluation_id, api_name="/load_evaluation"))
+    assert loaded["summary"]["echo"]["nDCG@10@overlap"] == 1.0  # measured again, no re-run
+    qrels = client.predict("docs (support)", api_name="/export_judgments")
+    assert qrels == f"{unit['question_id']}\t0\t{unit['document_id']}\t3\n"
+    theirs = tmp_path / "bob.qrels"
+    theirs.write_text(qrels.replace("\t3\n", "\t1\n"))
+    assert json.loads(client.predict("docs (support)", handle_file(str(theirs)), "bob",
+                                     api_name="/import_judgments")) == {"imported": 1}
+    compared = json.loads(client.predict(evaluation_id, "ann", "bob",
+                                         api_name="/compare_assessors"))
+    assert compared["pairs"] == 1 and compared["matrix"][3][1] == 1
+    with pytest.raises(AppError, match=r"'carol' judged nothing of docs \(support\)"):
+        client.predict(evaluation_id, "ann", "carol", api_name="/compare_assessors")
+    with pytest.raises(AppError, match=r"grade=7: use 0 \(irrelevant\), 1 \(related\)"):
+        client.predict(pooled["pool"], unit["question_id"], unit["document_id"], 7, "ann",
+                       api_name="/record_judgment")
+    undone = json.loads(client.predict(pooled["pool"], "ann", api_name="/undo_judgment"))
+    assert undone["grade"] == 3

@@ -7,6 +7,8 @@ Screenshots go to FUNNEL_ARTIFACTS."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.conftest import ARTIFACTS, TINY_DOCS
@@ -37,7 +39,8 @@ def test_a_pasted_question_set_is_pooled_and_graded_with_the_keys(served, browse
     page.goto(served)
     page.get_by_role("tab", name="Judge").click()
     page.get_by_text("1. A question set").click()
-    page.locator("#fe-judge-corpus textarea, #fe-judge-corpus input").first.fill("docs")
+    page.locator("#fe-judge-corpus input").click()
+    page.locator("#fe-judge-corpus").get_by_role("option", name="docs").click()
     page.locator("#fe-judge-set textarea, #fe-judge-set input").first.fill("support")
     page.locator("#fe-judge-pasted textarea").fill("Who painted La Grande Jatte?\n"
                                                   "Which river flows through Budapest?")
@@ -46,14 +49,15 @@ def test_a_pasted_question_set_is_pooled_and_graded_with_the_keys(served, browse
     expect(message).to_contain_text("Question set docs (support): 2 questions",
                                     timeout=30_000)
     page.get_by_text("2. A pool").click()
-    page.locator("#fe-judge-dataset textarea, #fe-judge-dataset input").first.fill(
-        "docs (support)")
+    # the new question set is picked for pooling already
+    expect(page.locator("#fe-judge-dataset input")).to_have_value("docs (support)")
     for box in page.locator("#fe-judge-paradigms input[type=checkbox]").all():
         box.uncheck()
-    page.locator("#fe-judge-paradigms").get_by_label("echo").check()
+    page.locator("#fe-judge-paradigms").get_by_label(re.compile("Echo")).check()
     page.locator("#fe-judge-depth input").fill("2")
     page.locator("#fe-judge-pool").click()
     expect(message).to_contain_text("4 units: about 1 min", timeout=60_000)
+    expect(message).to_contain_text("Pool 1 of evaluation 1")
     page.locator("#fe-judge-start").click()  # nobody named: refused by name
     expect(page.locator("#fe-judge-card")).to_contain_text("Say who is judging",
                                                            timeout=30_000)

@@ -13,6 +13,8 @@ documents); the views, one screen each, go from what was lost to why:
 5. Which questions changed: the questions B answered better or worse, both runs side by
    side.
 6. Corpus coverage and 7. attention against ablation: why (app.tabs.probes).
+8. Assessors: two assessors of a question set's judgments, their agreement and whether the
+   paradigms rank the same under each (app.tabs.assessors).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refusing
-from app.tabs import difference, probes
+from app.tabs import assessors, difference, probes
 from app.tabs.base import Refresh, Tab
 from app.tabs.explore import ExploreTab, open_evaluation_run
 from app.tabs.sessions import parse_ids
@@ -169,7 +171,8 @@ def pick_bar(found: dict | None, evt: gr.EventData) -> object:
 # fe-diag-tab-<id>, its button fe-diag-tab-<id>-button
 VIEWS = (("Where it is lost", "lost"), ("Flow", "flow"), ("Stage ceilings", "ceilings"),
          ("Is the difference real?", "paired"), ("Which questions changed", "changed"),
-         ("Corpus coverage", "coverage"), ("Attention vs. ablation", "attention"))
+         ("Corpus coverage", "coverage"), ("Attention vs. ablation", "attention"),
+         ("Assessors", "assessors"))
 PRIVATE = {"api_visibility": "private"}
 
 
@@ -228,12 +231,15 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
             probes.coverage_views(explorer, current, ids)
         with gr.Tab(view["attention"], id="attention", elem_id="fe-diag-tab-attention"):
             probes.agreement_views(explorer, current, ids)
+        with gr.Tab(view["assessors"], id="assessors", elem_id="fe-diag-tab-assessors"):
+            listed = assessors.assessor_views(explorer, current, ids)
 
     outputs = [message, shown.bars, flow_choice, flow, shown.segment,
                shown.rows, pair.a, pair.b, found, current, track]
     # B's choices follow the evaluation B comes from, after a diagnosis reset them; then
     # "Which questions changed" says which A and B are picked
-    said = Refresh(difference.picked, [pick_line], inputs=[pair.a, pair.b, pair.other])
+    said = Refresh(difference.picked, [pick_line], inputs=[pair.a, pair.b, pair.other],
+                   then=listed)  # and the evaluation's assessors listed
     choose_b = Refresh(partial(difference.b_choices, explorer), [pair.b],
                        inputs=[current, pair.other, pair.b], then=said)
     for event in (go.click, ids.input, track.input):  # not .change: diagnose may set it

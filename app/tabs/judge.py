@@ -1,13 +1,18 @@
 """Judge: relevance judged the TREC way over your own corpus (engine.service.judging).
 
-1. A question set: a question list (a file, or questions pasted one a line) for an added
-   corpus, listed by every Dataset choice as "<corpus> (<name>)".
-2. A pool: the paradigms' top documents for its questions (depth d), with how long judging
-   them takes.
+1. A question set for an added corpus, listed by every Dataset choice as "<corpus>
+   (<name>)": a question list (a file, or questions pasted one a line), the questions of
+   the saved runs (a pipeline's, received or imported), or questions generated from the
+   corpus's passages with their round trip's pass rate.
+2. A pool: the paradigms run over its questions as an evaluation (in the background, its
+   progress shown), then their top documents pooled (depth d), with how long judging them
+   takes; that evaluation reads the grades as they come.
 3. Judging: the pool unit by unit, the question's words highlighted in the unit's text
    (escaped); keys 0-3 grade it (0 irrelevant, 1 related, 2 highly relevant, 3 perfectly
    relevant), s skips it, u takes back the last grade. Each grade is stored with who gave
    it and how long it took, and the question set's measures read it at once.
+4. The LLM judge over what is left of the pool, through any reader backend; Diagnose's
+   Assessors view compares it with a person.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import gradio as gr
 from app.errors import refusing
 from app.tabs.base import Refresh, Tab
 from app.tabs.corpora import uploaded_path
+from app.tabs.evaluate import POLL_SECONDS
 from app.views.trace import esc, highlight
 from engine.errors import ConfigError
 from engine.paradigms.registry import PARADIGMS
@@ -33,7 +39,15 @@ KEYS = {str(grade): f"fe-judge-{grade}" for grade in GRADES} | {"s": "fe-judge-s
 
 
 def pool_choices(explorer: Explorer) -> list[tuple[str, int]]:
-    return [(f"{p.id}: {p.name} ({p.units} units)", p.id) for p in explorer.pools()]
+    return [(f"{p.id}: {p.name} ({p.units} units)", p.id) for p in explorer.judging.pools()]
+
+
+def added_corpora(explorer: Explorer) -> list[str]:
+    return [row.name for row in explorer.corpora() if row.origin == "added"]
+
+
+def question_sets(explorer: Explorer) -> list[str]:
+    return explorer.judging.question_sets()
 
 
 def card(unit, question: str, progress: tuple[int, int]) -> str:
@@ -56,7 +70,8 @@ def show(explorer: Explorer, pool_id, assessor, skipped: list[int]) -> tuple:
     """(card, the unit shown as JSON with the time it was shown, skipped positions)."""
     if pool_id in (None, ""):
         raise ConfigError("Pick a pool to judge (pool a question set first).")
-    unit, question, progress = explorer.to_judge(int(pool_id), assessor, tuple(skipped))
+    unit, question, progress = explorer.judging.to_judge(int(pool_id), assessor,
+                                                         tuple(skipped))
     shown = json.dumps({"question_id": unit.question_id, "document_id": unit.document_id,
                         "position": unit.position, "at": time.time()}) if unit else ""
     return card(unit, question, progress), shown, skipped
@@ -67,9 +82,70 @@ def graded(explorer: Explorer, grade: int, pool_id, assessor, shown: str,
     if not shown:
         return show(explorer, pool_id, assessor, skipped)
     unit = json.loads(shown)
-    explorer.judge(int(pool_id), unit["question_id"], unit["document_id"], grade, assessor,
-                   round(time.time() - unit["at"], 2))
+    explorer.judging.judge(int(pool_id), unit["question_id"], unit["document_id"], grade,
+                           assessor, round(time.time() - unit["at"], 2))
     return show(explorer, pool_id, assessor, skipped)
+
+
+def _said(text: str, kind: str = "fe-progress") -> str:
+    return f"<div class='{kind}'>{text}</div>"
+
+
+@refusing(outputs=2)
+def pooling(explorer: Explorer, dataset, chosen, depth):
+    """Run the paradigms over the question set as an evaluation (in the background, as
+    Evaluate runs one), saying how far it got, then pool its runs."""
+    if not dataset:
+        raise ConfigError("Pick the question set to pool (add one in step 1).")
+    if not chosen:
+        raise ConfigError("Pick the paradigms to pool, e.g. flat, funnel and best.")
+    evaluation_id = explorer.evaluate(dataset, list(chosen))
+    status = explorer.evaluation_status(evaluation_id)
+    while status["state"] == "running":
+        yield _said(f"Evaluation {evaluation_id} runs {esc(', '.join(chosen))} over "
+                    f"{esc(dataset)}: {status['done']} of {status['total']} questions "
+                    "(it goes on if you leave)."), gr.skip()
+        explorer.wait_for_evaluation(evaluation_id, timeout=POLL_SECONDS)
+        status = explorer.evaluation_status(evaluation_id)
+    if status["state"] != "done":
+        raise ConfigError(f"Evaluation {evaluation_id} {status['state']}: "
+                          f"{status.get('error') or 'see the Evaluate tab'}.")
+    pool_id, estimate = explorer.judging.pool_evaluation(evaluation_id, int(depth or 5))
+    yield (_said(f"Pool {pool_id} of evaluation {evaluation_id}: {esc(estimate)}. Its "
+                 "nDCG per stage reads your grades in Evaluate and Diagnose.", "fe-kept"),
+           gr.Dropdown(pool_choices(explorer), value=pool_id))
+
+
+@refusing()
+def generating(explorer: Explorer, corpus, name, count, model, endpoint):
+    """Generate a question set, saying how far it got and its round trip's pass rate."""
+    last = None
+    for last in explorer.judging.generate_questions(corpus or "", name or "",
+                                                    int(count or 30), model or "smollm2",
+                                                    endpoint or ""):
+        yield _said(f"{last.asked} of {last.total} passages asked: {last.written} "
+                    f"questions written, {len(last.kept)} found their passage again.")
+    rate = f"{last.pass_rate:.0%}" if last and last.pass_rate is not None else "-"
+    yield _said(f"Question set <b>{esc(corpus)} ({esc(name)})</b>: {len(last.kept)} "
+                f"generated questions kept of {last.written} written from {last.total} "
+                f"passages (round-trip pass rate {rate}); each judges its source passage's "
+                "document 3. Pool it next.", "fe-kept")
+
+
+@refusing()
+def llm_judging(explorer: Explorer, pool_id, model, endpoint, limit):
+    """The LLM judge over the pool's units it has not judged, saying how far it got."""
+    if pool_id in (None, ""):
+        raise ConfigError("Pick the pool the LLM judges (above).")
+    last = None
+    for last in explorer.judging.llm_judge(int(pool_id), model or "smollm2", endpoint or "",
+                                           int(limit) if limit else None):
+        yield _said(f"The LLM judge: {last.judged} judged, {last.unreadable} without a "
+                    f"grade, {last.left} left.")
+    yield _said("The LLM judge has nothing left to judge in this pool." if last is None else
+                f"The LLM judge judged {last.judged} units ({last.unreadable} gave no "
+                f"grade; {last.left} left). Diagnose's Assessors view compares it with a "
+                "person.", "fe-kept")
 
 
 def build(explorer: Explorer) -> Tab:
@@ -80,19 +156,39 @@ def build(explorer: Explorer) -> Tab:
                 "Every grade counts at once in Evaluate and Diagnose for that question set.")
     with gr.Accordion("1. A question set", open=False):
         with gr.Row():
-            corpus = gr.Textbox(label="Added corpus", elem_id="fe-judge-corpus", scale=1)
+            corpus = gr.Dropdown(added_corpora(explorer), label="Added corpus",
+                                 elem_id="fe-judge-corpus", scale=1)
             name = gr.Textbox(label="Question set name", elem_id="fe-judge-set", scale=1,
                               placeholder="e.g. support")
-        listed = gr.File(label="Question list (txt, csv, jsonl)", type="filepath",
-                         elem_id="fe-judge-file")
-        pasted = gr.Textbox(label="…or questions, one a line", lines=4,
-                            elem_id="fe-judge-pasted")
-        add = gr.Button("Add the question set", elem_id="fe-judge-add")
+        with gr.Tab("A list"):
+            listed = gr.File(label="Question list (txt, csv, jsonl)", type="filepath",
+                             elem_id="fe-judge-file")
+            pasted = gr.Textbox(label="…or questions, one a line", lines=4,
+                                elem_id="fe-judge-pasted")
+            add = gr.Button("Add the question set", elem_id="fe-judge-add")
+        with gr.Tab("Your pipeline's"):
+            gr.Markdown("The questions of the saved runs: those your pipeline sent to the "
+                        "OTLP receiver, or imported as traces (the Runs tab).")
+            from_runs = gr.Button("Add the saved runs' questions",
+                                  elem_id="fe-judge-from-runs")
+        with gr.Tab("Generated"):
+            gr.Markdown("A question per passage of a sample spread over the corpus, written "
+                        "by a reader model; kept only if BM25 or the bi-encoder finds its "
+                        "passage again in its top 20 (the pass rate is shown).")
+            with gr.Row():
+                count = gr.Number(30, label="Passages", precision=0,
+                                  elem_id="fe-judge-gen-count")
+                writer = gr.Textbox("smollm2", label="Reader model",
+                                    elem_id="fe-judge-gen-model")
+                writer_at = gr.Textbox(label="OpenAI-compatible endpoint (optional)",
+                                       elem_id="fe-judge-gen-endpoint")
+            generate = gr.Button("Generate questions", elem_id="fe-judge-generate")
     with gr.Accordion("2. A pool", open=False):
         with gr.Row():
-            dataset = gr.Textbox(label="Question set", elem_id="fe-judge-dataset", scale=2,
-                                 placeholder="corpus (name)")
-            paradigms = gr.CheckboxGroup(list(PARADIGMS), value=[
+            dataset = gr.Dropdown(question_sets(explorer), label="Question set",
+                                  elem_id="fe-judge-dataset", scale=2)
+            paradigms = gr.CheckboxGroup([(spec.label, name) for name, spec in
+                                          PARADIGMS.items()], value=[
                 p for p in ("flat", "funnel", "best") if p in PARADIGMS], label="Paradigms",
                 elem_id="fe-judge-paradigms", scale=2)
             depth = gr.Number(5, label="Depth", precision=0, elem_id="fe-judge-depth",
@@ -110,25 +206,43 @@ def build(explorer: Explorer) -> Tab:
         grades = [gr.Button(f"{g} {label}", elem_id=KEYS[str(g)]) for g, label in GRADES.items()]
         skip = gr.Button("skip (s)", elem_id=KEYS["s"])
         undo = gr.Button("undo (u)", elem_id=KEYS["u"])
+    with gr.Accordion("The LLM judge", open=False):
+        gr.Markdown("Judge the pool's units the LLM judge has not judged (UMBRELA's prompt), "
+                    "through the packaged reader or an OpenAI-compatible endpoint; its "
+                    "grades count only where no person judged, and Diagnose compares them.")
+        with gr.Row():
+            judge_model = gr.Textbox("smollm2", label="Model", elem_id="fe-judge-llm-model")
+            judge_at = gr.Textbox(label="OpenAI-compatible endpoint (optional)",
+                                  elem_id="fe-judge-llm-endpoint")
+            limit = gr.Number(0, label="At most (0: every unit)", precision=0,
+                              elem_id="fe-judge-llm-limit")
+        llm = gr.Button("Judge with the LLM", elem_id="fe-judge-llm")
     shown = gr.State("")
     skipped = gr.State([])
     private = {"api_visibility": "private"}
 
-    @refusing()
-    def added(corpus_name, set_name, upload, text) -> str:
-        split = explorer.add_questions(corpus_name, set_name, uploaded_path(upload) or "",
-                                       text or "")
-        return (f"<div class='fe-kept'>Question set <b>{esc(split.label)}</b>: "
-                f"{split.questions} questions. Pool it next.</div>")
+    def sets(chosen=None) -> gr.Dropdown:
+        return gr.Dropdown(question_sets(explorer), value=chosen)
 
     @refusing(outputs=2)
-    def pooled(name_, chosen, d) -> tuple:
-        pool_id, estimate = explorer.make_pool(name_, list(chosen or []), int(d or 5))
-        return (f"<div class='fe-kept'>Pool {pool_id}: {esc(estimate)}.</div>",
-                gr.Dropdown(pool_choices(explorer), value=pool_id))
+    def added(corpus_name, set_name, upload, text) -> tuple:
+        split = explorer.judging.add_questions(corpus_name or "", set_name or "",
+                                               uploaded_path(upload) or "", text or "")
+        return _kept_set(split), sets(split.label)
 
-    add.click(added, [corpus, name, listed, pasted], message, **private)
-    make.click(pooled, [dataset, paradigms, depth], [message, pool], **private)
+    @refusing(outputs=2)
+    def added_runs(corpus_name, set_name) -> tuple:
+        split = explorer.judging.add_run_questions(corpus_name or "", set_name or "")
+        return _kept_set(split), sets(split.label)
+
+    add.click(added, [corpus, name, listed, pasted], [message, dataset], **private)
+    from_runs.click(added_runs, [corpus, name], [message, dataset], **private)
+    generate.click(partial(generating, explorer), [corpus, name, count, writer, writer_at],
+                   message, **private).then(sets, None, dataset, **private)
+    make.click(partial(pooling, explorer), [dataset, paradigms, depth], [message, pool],
+               **private)
+    llm.click(partial(llm_judging, explorer), [pool, judge_model, judge_at, limit], message,
+              **private)
     views = [shown_card, shown, skipped]
     start.click(partial(show, explorer), [pool, assessor, skipped], views, **private)
     for g, button in enumerate(grades):
@@ -141,10 +255,16 @@ def build(explorer: Explorer) -> Tab:
 
     @refusing(outputs=3)
     def undoing(pool_id, who, gone: list[int]) -> tuple:
-        explorer.undo_judgment(int(pool_id), who)
+        explorer.judging.undo(int(pool_id), who)
         return show(explorer, pool_id, who, gone)
 
     skip.click(skipping, [pool, assessor, shown, skipped], views, **private)
     undo.click(undoing, [pool, assessor, skipped], views, **private)
-    return Tab(refresh=Refresh(lambda: gr.Dropdown(pool_choices(explorer)), [pool]),
-               on_load=True)
+    return Tab(refresh=Refresh(lambda: (gr.Dropdown(pool_choices(explorer)),
+                                        gr.Dropdown(added_corpora(explorer)), sets()),
+                               [pool, corpus, dataset]), on_load=True)
+
+
+def _kept_set(split) -> str:
+    return _said(f"Question set <b>{esc(split.label)}</b>: {split.questions} questions. "
+                 "Pool it next.", "fe-kept")
