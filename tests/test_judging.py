@@ -286,7 +286,8 @@ def test_a_question_list_is_pooled_by_the_paradigms_judged_and_published(data_di
     judging.add_questions("docs", "support", text="Who painted La Grande Jatte?\n"
                                                   "Which river flows through Budapest?\n")
     pool, estimate = judging.make_pool("docs (support)", ["echo"], depth=2)
-    assert estimate.startswith("4 units: about 1 min at 20 s a judgment")
+    assert estimate == "4 units: about 1 min at 20 s a judgment (units per system: " \
+                       "echo/overlap 4)"
     (made,) = judging.pools("docs (support)")
     assert (made.id, made.systems, made.depth, made.units) == (pool, ("echo/overlap",), 2, 4)
     unit, question, progress = judging.to_judge(pool, "ann")

@@ -51,7 +51,8 @@ def compared_html(found: dict) -> str:
             f"<table class='fe-table' id='fe-diag-assessors-matrix'><caption>Grades (rows: "
             f"{first}, columns: {second})</caption><tr><th></th>{head}</tr>{matrix}</table>"
             f"<table class='fe-table' id='fe-diag-assessors-scores'><caption>{measure} at "
-            f"each paradigm's last cut, under each one's grades alone</caption><tr><th>"
+            f"each paradigm's last cut, under each one's grades alone, over the "
+            f"{found['questions']} questions both judged</caption><tr><th>"
             f"paradigm</th><th>{first}</th><th>{second}</th></tr>{scores}</table>")
 
 

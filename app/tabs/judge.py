@@ -29,7 +29,8 @@ from app.tabs.corpora import uploaded_path
 from app.tabs.evaluate import POLL_SECONDS
 from app.views.trace import esc, highlight
 from engine.errors import ConfigError
-from engine.paradigms.registry import PARADIGMS
+from engine.paradigms.registry import PARADIGMS, parse_config
+from engine.progress import duration
 from engine.service.explorer import Explorer
 from engine.store.judgments import GRADES
 
@@ -50,11 +51,16 @@ def question_sets(explorer: Explorer) -> list[str]:
     return explorer.judging.question_sets()
 
 
-def card(unit, question: str, progress: tuple[int, int]) -> str:
+def card(unit, question: str, progress: tuple[int, int], pace: float | None = None) -> str:
     """The unit to judge: its question, its title and text (the question's words marked),
-    which systems found it; or that the pool is judged."""
+    which systems found it; or that the pool is judged. `pace`: the assessor's median
+    seconds a judgment, and so the time left."""
     judged, total = progress
-    head = f"<div class='fe-progress' id='fe-judge-progress'>{judged} of {total} judged</div>"
+    timing = "" if pace is None else (
+        f" · {pace:.1f} s a judgment (your median) · about "
+        f"{duration((total - judged) * pace)} left")
+    head = (f"<div class='fe-progress' id='fe-judge-progress'>{judged} of {total} judged"
+            f"{timing}</div>")
     if unit is None:
         return head + ("<div class='fe-kept'>Every unit of this pool is judged (or skipped): "
                        "its question set's measures read your grades.</div>")
@@ -74,7 +80,8 @@ def show(explorer: Explorer, pool_id, assessor, skipped: list[int]) -> tuple:
                                                          tuple(skipped))
     shown = json.dumps({"question_id": unit.question_id, "document_id": unit.document_id,
                         "position": unit.position, "at": time.time()}) if unit else ""
-    return card(unit, question, progress), shown, skipped
+    pace = explorer.judging.pace(int(pool_id), assessor)
+    return card(unit, question, progress, pace), shown, skipped
 
 
 def graded(explorer: Explorer, grade: int, pool_id, assessor, shown: str,
@@ -92,14 +99,14 @@ def _said(text: str, kind: str = "fe-progress") -> str:
 
 
 @refusing(outputs=2)
-def pooling(explorer: Explorer, dataset, chosen, depth):
+def pooling(explorer: Explorer, dataset, chosen, depth, configs_json=""):
     """Run the paradigms over the question set as an evaluation (in the background, as
     Evaluate runs one), saying how far it got, then pool its runs."""
     if not dataset:
         raise ConfigError("Pick the question set to pool (add one in step 1).")
     if not chosen:
         raise ConfigError("Pick the paradigms to pool, e.g. flat, funnel and best.")
-    evaluation_id = explorer.evaluate(dataset, list(chosen))
+    evaluation_id = explorer.evaluate(dataset, list(chosen), parse_config(configs_json))
     status = explorer.evaluation_status(evaluation_id)
     while status["state"] == "running":
         yield _said(f"Evaluation {evaluation_id} runs {esc(', '.join(chosen))} over "
@@ -193,6 +200,9 @@ def build(explorer: Explorer) -> Tab:
                 elem_id="fe-judge-paradigms", scale=2)
             depth = gr.Number(5, label="Depth", precision=0, elem_id="fe-judge-depth",
                               scale=1)
+        configs = gr.Textbox(label="Configs (JSON, optional)", elem_id="fe-judge-configs",
+                             placeholder='e.g. {"best": {"classify": false}} to pool best '
+                                         'for every question')
         make = gr.Button("Pool them", elem_id="fe-judge-pool")
     message = gr.HTML(elem_id="fe-judge-message")
     with gr.Row():
@@ -239,7 +249,7 @@ def build(explorer: Explorer) -> Tab:
     from_runs.click(added_runs, [corpus, name], [message, dataset], **private)
     generate.click(partial(generating, explorer), [corpus, name, count, writer, writer_at],
                    message, **private).then(sets, None, dataset, **private)
-    make.click(partial(pooling, explorer), [dataset, paradigms, depth], [message, pool],
+    make.click(partial(pooling, explorer), [dataset, paradigms, depth, configs], [message, pool],
                **private)
     llm.click(partial(llm_judging, explorer), [pool, judge_model, judge_at, limit], message,
               **private)

@@ -157,7 +157,8 @@ def _agreement(judging, args: argparse.Namespace) -> None:
     for grade, row in enumerate(found.matrix):
         _out(f"  {grade}: " + " ".join(f"{n:4d}" for n in row))
     if compared:
-        _out(f"{compared['measure']} at each paradigm's last cut ({args.first} / "
+        _out(f"{compared['measure']} at each paradigm's last cut over the "
+             f"{compared['questions']} questions both judged ({args.first} / "
              f"{args.second}):")
         for paradigm, (a, b) in compared["scores"].items():
             _out(f"  {paradigm}: {_score(a)} / {_score(b)}")

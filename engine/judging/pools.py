@@ -82,3 +82,24 @@ def judging_estimate(units: int, seconds: Sequence[float] = ()) -> str:
     minutes = units * pace / 60
     when = f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
     return f"{units:,} units: about {when} {said}"
+
+
+def contributions(runs: Mapping[str, Sequence[RunTrace]], units: Sequence[PoolUnit],
+                  stages: Sequence[str] = ()) -> str:
+    """What each system put in the pool, and each paradigm that retrieved nothing for some
+    questions (a query classifier that skipped retrieval, a failed run): a pool whose
+    systems contribute unevenly says so before anyone judges it."""
+    found: dict[str, int] = {}
+    for unit in units:
+        for system, _ in unit.found_by:
+            found[system] = found.get(system, 0) + 1
+    said = ", ".join(f"{system} {n}" for system, n in sorted(found.items()))
+    empty: dict[str, int] = {}
+    for traces in runs.values():
+        for trace in traces:
+            if not any(cut.candidates for cut in cuts(trace, stages)):
+                empty[trace.paradigm] = empty.get(trace.paradigm, 0) + 1
+    lacking = "; ".join(f"{paradigm} retrieved nothing for {n} of {len(runs)} questions "
+                        "(its query classifier skipped retrieval, or the run failed)"
+                        for paradigm, n in sorted(empty.items()))
+    return "units per system: " + (said or "none") + (f"; {lacking}" if lacking else "")

@@ -30,7 +30,7 @@ from engine.judging.exchange import FORMATS, judgments_jsonl, qrels_text, read_j
 from engine.judging.generate import Generated, generate, stratified
 from engine.judging.llm_judge import Judged, judge_pool
 from engine.judging.measures import GENERATED, is_person, published, remeasured
-from engine.judging.pools import cuts, judging_estimate, pool_units
+from engine.judging.pools import contributions, cuts, judging_estimate, pool_units
 from engine.judging.questions import read_question_list
 from engine.store.evaluations import EvaluationStore
 from engine.store.judgments import Judgment, JudgmentStore, Pool, PoolUnit
@@ -160,7 +160,8 @@ class Judging:
             name or f"{split.label}: {', '.join(stored.paradigms)} at depth {depth}",
             split.label, split.corpus, stored.corpus_fingerprint, depth, systems, units,
             evaluation_id=stored.id)
-        return pool, judging_estimate(len(units), self._paces())
+        return pool, (f"{judging_estimate(len(units), self._paces())} "
+                      f"({contributions(runs, units, stages)})")
 
     def question_sets(self) -> list[str]:
         """Every question set (an added collection's split) by the name pickers list."""
@@ -177,6 +178,13 @@ class Judging:
         question = self._questions(self.judgments.pool(pool_id)).get(unit.question_id, "") \
             if unit is not None else ""
         return unit, question, self.judgments.progress(pool_id, assessor)
+
+    def pace(self, pool_id: int, assessor: str) -> float | None:
+        """`assessor`'s median seconds a judgment in pool `pool_id` (None before one)."""
+        seconds = sorted(j.seconds for j in self.judgments.judgments(
+            self.judgments.pool(pool_id).collection, _assessor(assessor))
+            if j.pool_id == pool_id and j.seconds is not None)
+        return seconds[len(seconds) // 2] if seconds else None
 
     def judge(self, pool_id: int, question_id: str, document_id: str, grade: int,
               assessor: str, seconds: float | None = None) -> tuple[int, int]:
@@ -243,8 +251,9 @@ class Judging:
     def compared(self, evaluation_id: int, first: str, second: str,
                  measure: str = "nDCG@10") -> dict:
         """Two assessors over a stored evaluation of a question set: their agreement on
-        what both judged, each paradigm's `measure` (at its last cut) under each one's
-        grades alone, and whether the paradigms rank the same (Kendall's tau)."""
+        what both judged; each paradigm's `measure` (at its last cut) under each one's
+        grades alone, over the questions both judged (so that the two means are of the
+        same questions); and whether the paradigms rank the same (Kendall's tau)."""
         evaluations = EvaluationStore(self.judgments.store)
         stored = evaluations.get(evaluation_id)
         label = self._split(stored.dataset).label
@@ -253,14 +262,18 @@ class Judging:
             if not given:
                 raise ConfigError(f"{who!r} judged nothing of {label}; its assessors: "
                                   f"{', '.join(self.judgments.assessors(label)) or 'none'}.")
-        traces = evaluations.traces(stored.id)
-        scores = [remeasured(traces, given, measure) for given in grades]
+        both = set(grades[0]) & set(grades[1])
+        traces = [t for t in evaluations.traces(stored.id)
+                  if t.gold is not None and t.gold.id in both]
+        scores = [remeasured(traces, {q: d for q, d in given.items() if q in both}, measure)
+                  for given in grades]
         tau, p = same_order(*scores) if len(set(scores[0]) & set(scores[1])) > 1 \
             else (None, None)
         if tau is not None and math.isnan(tau):  # one paradigm order tied throughout
             tau = p = None
         return {"evaluation": stored.id, "dataset": label, "first": first,
                 "second": second, "measure": measure, "agreement": agreement(*grades),
+                "questions": len(both),
                 "scores": {p: (scores[0].get(p), scores[1].get(p)) for p in
                            dict.fromkeys([*scores[0], *scores[1]])},
                 "tau": tau, "p": p}
