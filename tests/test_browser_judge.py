@@ -56,7 +56,7 @@ def test_a_pasted_question_set_is_pooled_and_graded_with_the_keys(served, browse
     page.locator("#fe-judge-paradigms").get_by_label(re.compile("Echo")).check()
     page.locator("#fe-judge-depth input").fill("2")
     page.locator("#fe-judge-pool").click()
-    expect(message).to_contain_text("4 units: about 1 min", timeout=60_000)
+    expect(message).to_contain_text("4 units: about 80 s", timeout=60_000)
     expect(message).to_contain_text("Pool 1 of evaluation 1")
     page.locator("#fe-judge-start").click()  # nobody named: refused by name
     expect(page.locator("#fe-judge-card")).to_contain_text("Say who is judging",

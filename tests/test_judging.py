@@ -86,7 +86,7 @@ def test_a_pool_is_each_system_s_top_d_documents_deduplicated_minus_the_judged()
     with pytest.raises(ConfigError, match="depth=0"):
         pool_units(runs, depth=0)
     assert judging_estimate(90) == "90 units: about 30 min at 20 s a judgment"
-    assert judging_estimate(600, [4.0, 6.0, 50.0]) == "600 units: about 60 min at your " \
+    assert judging_estimate(600, [4.0, 6.0, 50.0]) == "600 units: about 1 h 0 min at your " \
                                                        "median pace"
 
 
@@ -216,7 +216,7 @@ def test_the_llm_judge_stores_each_grade_keeps_its_reasoning_and_resumes_after_a
     rounds = judge_pool(judgments, pool, questions, first, "llm:endpoint:m")
     assert next(rounds).judged == 1 and next(rounds).unreadable == 1
     with pytest.raises(EngineError, match="stopped at question 'q1', document 'c'.*The 1 "
-                                          "judgments made are kept"):
+                                          "judgment made is kept"):
         next(rounds)
     assert "Query: Which plans include SSO?" in first.prompts[0]
     assert judgments.grades("docs (support)", "llm:endpoint:m") == {"q1": {"a": 3}}
@@ -286,7 +286,7 @@ def test_a_question_list_is_pooled_by_the_paradigms_judged_and_published(data_di
     judging.add_questions("docs", "support", text="Who painted La Grande Jatte?\n"
                                                   "Which river flows through Budapest?\n")
     pool, estimate = judging.make_pool("docs (support)", ["echo"], depth=2)
-    assert estimate == "4 units: about 1 min at 20 s a judgment (units per system: " \
+    assert estimate == "4 units: about 80 s at 20 s a judgment (units per system: " \
                        "echo/overlap 4)"
     (made,) = judging.pools("docs (support)")
     assert (made.id, made.systems, made.depth, made.units) == (pool, ("echo/overlap",), 2, 4)
@@ -323,7 +323,7 @@ def test_a_judging_round_is_scripted_on_the_command_line(data_dir, echo, tmp_pat
                  "--depth", "2"]) == 0
     said = capsys.readouterr().out
     assert "question set docs (support): 2 questions" in said
-    assert "pool 1 (evaluation 1): 4 units: about 1 min at 20 s a judgment" in said
+    assert "pool 1 (evaluation 1): 4 units: about 80 s at 20 s a judgment" in said
     unit, _, _ = Judging(SessionStore(db)).to_judge(1, "ann")
     assert main(["judge", "--db", db, "record", "1", unit.question_id, unit.document_id, "3",
                  "--assessor", "ann"]) == 0
@@ -504,3 +504,18 @@ def test_a_pipeline_s_saved_questions_become_a_question_set(data_dir):
     assert (split.label, split.questions) == ("docs (prod)", 2)  # the repeat kept once
     with pytest.raises(ConfigError, match="No added corpus 'nowhere'"):
         judging.add_run_questions("nowhere", "prod")
+
+
+def test_a_refused_question_file_is_named_as_the_user_named_it(data_dir, tmp_path):
+    from engine.data.ingest import store
+    from engine.documents import Document
+    from engine.service.judging import Judging
+
+    store("docs", [Document("a", "a", "text")], "docs.jsonl")
+    uploaded = tmp_path / "3f9c0a" / "huge.txt"  # where an upload lands on the server
+    uploaded.parent.mkdir()
+    uploaded.write_text("".join(f"Question {n}?\n" for n in range(MAX_QUESTIONS + 1)))
+    judging = Judging(SessionStore(data_dir / "sessions.duckdb"))
+    with pytest.raises(DataFormatError) as refused:
+        judging.add_questions("docs", "big", uploaded)
+    assert str(refused.value).startswith("huge.txt: holds more than 10,000 questions")

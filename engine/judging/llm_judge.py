@@ -110,9 +110,13 @@ def judge_pool(store: JudgmentStore, pool_id: int, questions: dict[str, str], ge
                 grade, _ = read_grade(forced.text)
                 reasoning = _reasoning(said)
         except EngineError as err:
+            said = str(err).rstrip()
+            said += "" if said.endswith((".", "?", "!")) else "."
+            kept = "The 1 judgment made is" if judged == 1 else \
+                f"The {judged} judgments made are"
             raise EngineError(f"The judge stopped at question {unit.question_id!r}, document "
-                              f"{unit.document_id!r}: {err}. The {judged} judgments made "
-                              "are kept; judge the pool again to go on.") from err
+                              f"{unit.document_id!r}: {said} {kept} kept; judge the pool "
+                              "again to go on.") from err
         if grade is None:
             unreadable += 1
             skipped.append(unit.position)  # not asked again this round

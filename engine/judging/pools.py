@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from engine.documents import Candidate
 from engine.errors import ConfigError, check_range
+from engine.progress import duration
 from engine.stages.classify import QUERY
 from engine.store.judgments import PoolUnit
 from engine.trace import RunTrace, StageResult
@@ -79,9 +80,7 @@ def judging_estimate(units: int, seconds: Sequence[float] = ()) -> str:
         pace, said = ordered[len(ordered) // 2], "at your median pace"
     else:
         pace, said = SECONDS_PER_JUDGMENT, f"at {SECONDS_PER_JUDGMENT:.0f} s a judgment"
-    minutes = units * pace / 60
-    when = f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
-    return f"{units:,} units: about {when} {said}"
+    return f"{units:,} units: about {duration(units * pace)} {said}"
 
 
 def contributions(runs: Mapping[str, Sequence[RunTrace]], units: Sequence[PoolUnit],

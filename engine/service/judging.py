@@ -24,6 +24,7 @@ from engine.data.collection_store import (
     set_judgments,
     split_of,
 )
+from engine.data.loaders.jsonio import read_text
 from engine.errors import ConfigError, check_choice
 from engine.judging.agreement import Agreement, agreement, same_order
 from engine.judging.exchange import FORMATS, judgments_jsonl, qrels_text, read_judgments
@@ -53,7 +54,9 @@ class Judging:
         if not str(source).strip() and not text.strip():
             raise ConfigError("Give a question list: a file (one question a line, a CSV "
                               "`question` column or JSONL) or questions pasted one a line.")
-        questions = read_question_list(source or "pasted.txt", text or None)
+        if not text.strip():  # a file: refused by its name, not the server's path to it
+            text = read_text(Path(source))
+        questions = read_question_list(Path(source).name or "pasted.txt", text)
         return add_questions(corpus, name, questions)
 
     def add_run_questions(self, corpus: str, name: str, evaluation_id: int | None = None
