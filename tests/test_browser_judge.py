@@ -76,3 +76,9 @@ def test_a_pasted_question_set_is_pooled_and_graded_with_the_keys(served, browse
     page.keyboard.press("2")
     expect(card).to_contain_text("1 of 4 judged", timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "judge.png"), full_page=True)
+    page.get_by_text("Judgments out and in").click()  # the grade as TREC qrels
+    page.locator("#fe-judge-export").click()
+    expect(message).to_contain_text("1 judgment of docs (support) as qrels", timeout=30_000)
+    link = page.locator("#fe-judge-exported a").first.get_attribute("href")
+    qrels = page.request.get(link if link.startswith("http") else served + link).text()
+    assert qrels.endswith("\t2\n") and qrels.startswith("q1\t0\t")

@@ -13,6 +13,7 @@
    it and how long it took, and the question set's measures read it at once.
 4. The LLM judge over what is left of the pool, through any reader backend; Diagnose's
    Assessors view compares it with a person.
+5. Judgments out and in: TREC qrels, or JSONL with who judged each.
 """
 
 from __future__ import annotations
@@ -20,14 +21,17 @@ from __future__ import annotations
 import json
 import time
 from functools import partial
+from pathlib import Path
 
 import gradio as gr
 
+from app.downloads import download
 from app.errors import refusing
 from app.tabs.base import Refresh, Tab
 from app.tabs.corpora import uploaded_path
 from app.tabs.evaluate import POLL_SECONDS
 from app.views.trace import esc, highlight
+from engine.data.loaders.jsonio import read_text
 from engine.errors import ConfigError
 from engine.paradigms.registry import PARADIGMS, parse_config
 from engine.progress import duration
@@ -227,6 +231,24 @@ def build(explorer: Explorer) -> Tab:
             limit = gr.Number(0, label="At most (0: every unit)", precision=0,
                               elem_id="fe-judge-llm-limit")
         llm = gr.Button("Judge with the LLM", elem_id="fe-judge-llm")
+    with gr.Accordion("Judgments out and in", open=False):
+        gr.Markdown("A question set's judgments as TREC qrels (the grades its measures read: "
+                    "a person's, else a generated question's source) or as JSONL with who "
+                    "judged each; a qrels file or such a JSONL read back in, whole or not at "
+                    "all (a qrels file's judgments are the assessor's named here).")
+        with gr.Row():
+            fmt = gr.Radio(["qrels", "jsonl"], value="qrels", label="Format",
+                           elem_id="fe-judge-format", scale=1)
+            export = gr.Button("Export the question set's judgments", scale=1,
+                               elem_id="fe-judge-export")
+            exported = gr.File(label="Judgments", interactive=False, visible=False,
+                               elem_id="fe-judge-exported", scale=1)
+        with gr.Row():
+            incoming = gr.File(label="Judgments to import (qrels or .jsonl)", type="filepath",
+                               elem_id="fe-judge-import-file", scale=2)
+            theirs = gr.Textbox(label="Whose (a qrels file's assessor)", scale=1,
+                                elem_id="fe-judge-import-assessor")
+            read_in = gr.Button("Import", scale=1, elem_id="fe-judge-import")
     shown = gr.State("")
     skipped = gr.State([])
     private = {"api_visibility": "private"}
@@ -253,6 +275,29 @@ def build(explorer: Explorer) -> Tab:
                **private)
     llm.click(partial(llm_judging, explorer), [pool, judge_model, judge_at, limit], message,
               **private)
+
+    @refusing(outputs=2)
+    def exporting(set_name, kind) -> tuple:
+        if not set_name:
+            raise ConfigError("Pick the question set (step 2) whose judgments to export.")
+        text = explorer.judging.export_judgments(set_name, kind)
+        path, _ = download({f"judgments.{kind}": text}, f"{set_name}_judgments")
+        lines = len(text.splitlines())
+        return (_said(f"{lines} judgment{'' if lines == 1 else 's'} of {esc(set_name)} as "
+                      f"{kind}.", "fe-kept"), gr.File(str(path), visible=True))
+
+    @refusing()
+    def importing(set_name, upload, whose) -> str:
+        if not set_name or not uploaded_path(upload):
+            raise ConfigError("Pick the question set (step 2) and a judgments file.")
+        path = Path(uploaded_path(upload))
+        found = explorer.judging.import_judgments(set_name, read_text(path), path.name,
+                                                  whose or "")
+        return _said(f"{found} judgment{'' if found == 1 else 's'} imported into "
+                     f"{esc(set_name)}: its measures read them now.", "fe-kept")
+
+    export.click(exporting, [dataset, fmt], [message, exported], **private)
+    read_in.click(importing, [dataset, incoming, theirs], message, **private)
     views = [shown_card, shown, skipped]
     start.click(partial(show, explorer), [pool, assessor, skipped], views, **private)
     for g, button in enumerate(grades):
