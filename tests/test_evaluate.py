@@ -46,3 +46,21 @@ def test_summary_gives_each_stage_mean_median_and_p95_and_skips_missing_stages()
     assert summary["seconds_hybrid_p95"] == 0.4 and summary["seconds_answer_p95"] == 2.0
     assert summary["questions"] == 5 and summary["EM"] == 0.8
     assert percentile([3, 1, 2], 0.5) == 2 and percentile([5], 0.95) == 5
+
+
+def test_a_run_that_skipped_retrieval_counts_0_in_the_ranking_measures_of_its_gold():
+    """best's query classifier skipping retrieval for most questions must not leave its
+    nDCG measured on the few it retrieved for (answer recall already counts them 0)."""
+    from engine.eval.summary import summarise
+
+    def run(metrics, outcome):
+        return {"paradigm": "best", "span_answer": False, "metrics": metrics,
+                "seconds": {}, "reader_tokens": 0,
+                "outcome": {"answer": None, "support": None, "relevant": outcome}}
+
+    rows = [run({"nDCG@10@hybrid": 1.0, "Judged@10@hybrid": 0.5}, "relevant kept"),
+            run({}, "retrieval skipped"), run({}, "retrieval skipped"),
+            run({}, None)]  # skipped too, but its question names no relevant document
+    summary = summarise(rows)["best"]
+    assert round(summary["nDCG@10@hybrid"], 4) == 0.3333
+    assert summary["Judged@10@hybrid"] == 0.5  # nothing ranked: nothing judged or not

@@ -12,10 +12,11 @@ documents sent to the reader per question.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Sequence
 
-from engine.eval.outcomes import row_outcomes
+from engine.eval.outcomes import SKIPPED, row_outcomes
 from engine.metrics import has_span_answer, support_recall
 from engine.trace import FAILED, NO_CANDIDATES, RunTrace
 
@@ -71,11 +72,22 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
+RANKING = re.compile(r"^(?:nDCG'?@10|MRR|MAP|R@\d+|P@\d+|gold_doc_recall)@")
+
+
+def _skipped_with_gold(row: dict) -> bool:
+    """A run whose query classifier skipped retrieval, of a question naming gold
+    documents (its outcome on a documents track says so)."""
+    outcome = row.get("outcome", {})
+    return any(outcome.get(track) == SKIPPED for track in ("support", "relevant"))
+
+
 def summarise(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
     """{paradigm: {metric: mean}} with AR over span-answer questions only (as LongRAG).
     A failed run counts among the questions and as `failed`, never in a mean (it is no
     wrong answer); runs that found no candidates count as `no candidates` and in the means
-    (their pipeline answered nothing right)."""
+    (their pipeline answered nothing right); a run that skipped retrieval for a question
+    with gold documents counts 0 in every cut's ranking measures."""
     summary: dict[str, dict[str, float]] = {}
     for name in dict.fromkeys(r["paradigm"] for r in rows):
         every = [r for r in rows if r["paradigm"] == name]
@@ -89,9 +101,15 @@ def summarise(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
         if not mine:
             continue
         spans = [r for r in mine if r["span_answer"]]
+        # a run whose query classifier skipped retrieval ranked nothing: 0 in every ranking
+        # measure of its question's gold documents, as in answer recall (else a paradigm
+        # that retrieves for one question in ten is measured on that one alone)
+        skipped = sum(_skipped_with_gold(r) for r in mine)
         for key in sorted({k for r in mine for k in r["metrics"]}):
             pool = spans if key.startswith("AR@") else mine
             values = [r["metrics"][key] for r in pool if key in r["metrics"]]
+            if values and RANKING.match(key):
+                values += [0.0] * skipped
             if values:
                 out[key] = round(statistics.fmean(values), 4)
         for stage in dict.fromkeys(s for r in mine for s in r["seconds"]):
