@@ -160,9 +160,19 @@ def _attention(page):
     return page.locator("#fe-diag-ablation")
 
 
+def _assessors(page):
+    from playwright.sync_api import expect
+
+    page.locator("#fe-diag-assessors-go").click()  # a QA file's gold is no assessor's
+    expect(page.locator("#fe-diag-assessors")).to_contain_text(
+        "whose gold comes with it: no one judges it here", timeout=30_000)
+    return page.locator("#fe-diag-assessors")
+
+
 # each sub-tab in the order it is read: what shows it, and what must then be on screen
 VIEWS = {"lost": _lost, "flow": _flow, "ceilings": _ceilings, "paired": _paired,
-         "changed": _changed, "coverage": _coverage, "attention": _attention}
+         "changed": _changed, "coverage": _coverage, "attention": _attention,
+         "assessors": _assessors}
 
 
 @pytest.mark.parametrize("view", list(VIEWS))
@@ -175,7 +185,7 @@ def test_each_diagnose_view_shows_its_content_on_a_page_at_most_two_screens_tall
     tabs = page.locator("#fe-diag-views [role=tab]")
     assert [t.strip() for t in tabs.all_inner_texts()] == [
         "Where it is lost", "Flow", "Stage ceilings", "Is the difference real?",
-        "Which questions changed", "Corpus coverage", "Attention vs. ablation"]
+        "Which questions changed", "Corpus coverage", "Attention vs. ablation", "Assessors"]
     page.locator(f"#fe-diag-tab-{view}-button").click()
     shown = VIEWS[view](page)
     expect(shown).to_be_visible(timeout=30_000)

@@ -76,6 +76,11 @@ def choices(explorer: Explorer, evaluation_id) -> tuple:
 def compare(explorer: Explorer, evaluation_id, first, second) -> str:
     if evaluation_id is None:
         raise EngineError(OPEN_FIRST)
+    dataset = explorer.evaluation(int(evaluation_id)).dataset
+    if explorer.dataset_corpus(dataset) is None:
+        raise EngineError(f"Evaluation {evaluation_id} is of {dataset}, whose gold comes with "
+                          "it: no one judges it here. This view compares the assessors of a "
+                          "question set judged in the Judge tab.")
     if not first or not second or first == second:
         raise EngineError("Pick two different assessors of the question set: a person "
                           "and the LLM judge, say.")
