@@ -15,6 +15,7 @@ from dataclasses import asdict
 
 from app.endpoints import endpoint, uploaded
 from engine.data.loaders.jsonio import read_text
+from engine.errors import ConfigError
 from engine.service.explorer import Explorer
 
 
@@ -79,6 +80,9 @@ def judging_api(explorer: Explorer) -> None:
         """`assessor`'s grade (0-3) of a pooled document for a question, with the seconds
         it took; published at once. Returns {"judged", "units"} of the assessor's
         progress."""
+        if grade != int(grade):
+            raise ConfigError(f"grade={grade!r}: a grade is a whole number, 0 (irrelevant), 1 "
+                              "(related), 2 (highly relevant) or 3 (perfectly relevant).")
         judged, units = judging.judge(int(pool_id), question_id, document_id, int(grade),
                                       assessor, seconds)
         return json.dumps({"judged": judged, "units": units})

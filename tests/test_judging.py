@@ -519,3 +519,70 @@ def test_a_refused_question_file_is_named_as_the_user_named_it(data_dir, tmp_pat
     with pytest.raises(DataFormatError) as refused:
         judging.add_questions("docs", "big", uploaded)
     assert str(refused.value).startswith("huge.txt: holds more than 10,000 questions")
+
+
+def test_a_failed_run_is_kept_as_it_is_when_its_evaluation_is_measured_again(data_dir):
+    """A run without stages (failed) among those re-measured: stored as it was, the rest
+    measured by the new judgments (it once lost its position and broke every read)."""
+    from engine.data.ingest import store
+    from engine.documents import Document
+    from engine.service.judged_evaluations import JudgedEvaluations
+    from engine.service.judging import Judging
+
+    store("docs", [Document(d, d, d) for d in "ab"], "docs.jsonl")
+    sessions = SessionStore(data_dir / "sessions.duckdb")
+    judging = Judging(sessions)
+    judging.add_questions("docs", "support", text="Where is a?\nWhere is b?\n")
+    ranked = RunTrace("Where is a?", "flat", {}, (StageResult("cut", "documents", 9, (
+        Candidate(Unit("a", "a", "a", ("a",), "documents"), 1.0, 1),), 0.1),),
+        gold=Question("q1", "Where is a?"))
+    failed = RunTrace("Where is b?", "flat", {}, (), gold=Question("q2", "Where is b?"),
+                      error="the reader crashed")
+    evaluations = JudgedEvaluations(sessions)
+    evaluation = evaluations.store_whole(
+        [(0, ranked, {"paradigm": "flat", "question_id": "q1"}),
+         (1, failed, {"paradigm": "flat", "question_id": "q2", "status": "failed"})], {},
+        dataset="docs (support)", paradigms=["flat"], configs={}, corpus="docs",
+        corpus_fingerprint="", code_version="test")
+    judging.import_judgments("docs (support)", "q1 0 a 2\n", "mine.qrels", "ann")
+    assert evaluations.get(evaluation).summary["flat"]["nDCG@10@cut"] == 1.0
+    assert [r["position"] for r in evaluations.rows(evaluation)] == [0, 1]
+    assert evaluations.traces(evaluation)[1].error == "the reader crashed"
+    with pytest.raises(ConfigError, match="No pool with id 9"):
+        judging.to_judge(9, "ann")
+    with pytest.raises(ConfigError, match="'bob' judged nothing of docs \\(support\\)"):
+        judging.export_judgments("docs (support)", "qrels", "bob")
+
+
+def test_a_collection_s_own_judgments_stay_when_people_judge_it_further(data_dir):
+    from engine.data.collection_store import add_questions, set_judgments
+    from engine.data.ingest import store
+    from engine.data.loaders import read_dataset
+    from engine.documents import Document, with_judgments
+
+    store("docs", [Document(d, d, d) for d in "abc"], "docs.jsonl")
+    shipped = (with_judgments(Question("q1", "Where is a?"), {"a": 2, "b": 0}),)
+    split = add_questions("docs", "test", shipped)  # as a BEIR split comes with its qrels
+    set_judgments(split, {"q1": {"b": 1, "c": 3}})
+    set_judgments(split, {"q1": {"c": 3}})  # b's grade taken back: the qrels' stands again
+    (question,) = read_dataset(split.path).questions
+    assert question.grades == {"a": 2, "b": 0, "c": 3}
+
+
+def test_skipped_retrieval_counts_0_in_rr_and_ap_too_and_in_remeasured_scores():
+    from engine.eval.summary import summarise
+    from engine.judging.measures import remeasured
+
+    def row(metrics, outcome):
+        return {"paradigm": "best", "span_answer": False, "metrics": metrics, "seconds": {},
+                "reader_tokens": 0, "outcome": {"support": outcome}}
+
+    summary = summarise([row({"RR@hybrid": 1.0, "AP@hybrid": 1.0}, "relevant kept"),
+                         row({}, "retrieval skipped")])["best"]
+    assert (summary["RR@hybrid"], summary["AP@hybrid"]) == (0.5, 0.5)
+    ranked = RunTrace("q?", "best", {}, (StageResult("cut", "documents", 9, (
+        Candidate(Unit("a", "a", "a", ("a",), "documents"), 1.0, 1),), 0.1),),
+        gold=Question("q1", "q?"))
+    skipped = RunTrace("q?", "best", {}, (), gold=Question("q2", "q?"))
+    grades = {"q1": {"a": 3}, "q2": {"a": 3}}
+    assert remeasured([ranked, skipped], grades) == {"best": 0.5}

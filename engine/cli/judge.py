@@ -101,6 +101,9 @@ def judge(args: argparse.Namespace) -> int:
              f"{last.written} written from {last.total} passages; round-trip pass rate {rate}")
     elif args.step == "pool":
         stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
+        if args.evaluation is None and not args.dataset:
+            raise ConfigError('Name the question set to pool ("corpus (name)"), or a stored '
+                              "evaluation of one with --evaluation ID.")
         if args.evaluation is not None:
             pool, estimate = judging.pool_evaluation(args.evaluation, args.depth, stages)
         else:

@@ -26,6 +26,7 @@ from engine.documents import Corpus, Question
 from engine.errors import ConfigError
 
 QUESTIONS = "questions-{split}.jsonl"
+SHIPPED = "shipped-{file}"  # the judgments a split came with, before its first rewrite
 
 
 @dataclass(frozen=True)
@@ -101,13 +102,20 @@ def add_questions(corpus: str, split: str, questions: tuple[Question, ...]) -> C
 
 def set_judgments(split: CollectionSplit, grades: dict[str, dict[str, int]]) -> int:
     """Write `grades` ({question id: {document id: grade}}) as the judgments of `split`'s
-    questions (engine.judging.measures.published), atomically; every measure of the split
-    reads them from then on. Returns how many questions have a judgment."""
+    questions (engine.judging.measures.published), over those the split came with (a
+    test collection's qrels: kept once, beside it, before its first rewrite; where both
+    judge a document, `grades` win), atomically; every measure of the split reads them
+    from then on. Returns how many questions have a judgment."""
     from engine.cache import atomic_path
     from engine.data.loaders import read_dataset
     from engine.documents import with_judgments
 
-    questions = tuple(with_judgments(q, dict(grades.get(q.id, {})))
+    shipped = split.path.with_name(SHIPPED.format(file=split.path.name))
+    if not shipped.exists():  # the judgments it came with, before the first rewrite
+        with atomic_path(shipped) as tmp:
+            tmp.write_bytes(split.path.read_bytes())
+    came_with = {q.id: q.grades for q in read_dataset(shipped).questions}
+    questions = tuple(with_judgments(q, {**came_with.get(q.id, {}), **grades.get(q.id, {})})
                       for q in read_dataset(split.path).questions)
     with atomic_path(split.path) as tmp:
         tmp.write_text(questions_jsonl(questions), encoding="utf-8")

@@ -72,7 +72,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-RANKING = re.compile(r"^(?:nDCG'?@10|MRR|MAP|R@\d+|P@\d+|gold_doc_recall)@")
+RANKING = re.compile(r"^(?:nDCG'?@10|RR|AP|R@\d+|P@\d+|gold_doc_recall)@")  # and a cut
 
 
 def _skipped_with_gold(row: dict) -> bool:
@@ -104,12 +104,11 @@ def summarise(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
         # a run whose query classifier skipped retrieval ranked nothing: 0 in every ranking
         # measure of its question's gold documents, as in answer recall (else a paradigm
         # that retrieves for one question in ten is measured on that one alone)
-        skipped = sum(_skipped_with_gold(r) for r in mine)
         for key in sorted({k for r in mine for k in r["metrics"]}):
             pool = spans if key.startswith("AR@") else mine
-            values = [r["metrics"][key] for r in pool if key in r["metrics"]]
-            if values and RANKING.match(key):
-                values += [0.0] * skipped
+            ranking = RANKING.match(key) is not None
+            values = [r["metrics"].get(key, 0.0) for r in pool if key in r["metrics"]
+                      or (ranking and _skipped_with_gold(r))]
             if values:
                 out[key] = round(statistics.fmean(values), 4)
         for stage in dict.fromkeys(s for r in mine for s in r["seconds"]):

@@ -51,7 +51,8 @@ def read_judgments(text: str, name: str, collection: str, questions: set[str],
         if not assessor:
             raise DataFormatError(name, "qrels say no one's name",
                                   fix="name the assessor whose judgments they are")
-        found = [Judgment(collection, q, d, _grade(g, name, _line_of(text, q, d)), assessor)
+        found = [Judgment(collection, q, d, g if g in GRADES else
+                          _grade(g, name, _line_of(text, q, d)), assessor)
                  for q, docs in parse_qrels(text, name, queries=questions).items()
                  for d, g in docs.items()]
     if not found:

@@ -53,7 +53,8 @@ def judged(questions: Sequence[Question], grades: Mapping[str, Mapping[str, int]
 def remeasured(traces: Iterable[RunTrace], grades: Mapping[str, Mapping[str, int]],
                measure: str = "nDCG@10") -> dict[str, float]:
     """{paradigm: mean of `measure` at its last cut} of stored runs (each with its gold),
-    measured against `grades` instead; questions `grades` judges nothing of are left out."""
+    measured against `grades` instead; questions `grades` judges nothing of are left out,
+    and a run that ranked nothing for a question with relevant documents counts 0."""
     sums: dict[str, list[float]] = {}
     for trace in traces:
         if trace.gold is None or not grades.get(trace.gold.id):
@@ -63,4 +64,6 @@ def remeasured(traces: Iterable[RunTrace], grades: Mapping[str, Mapping[str, int
                     if f"{measure}@{s.name}" in again.metrics), None)
         if cut is not None:
             sums.setdefault(trace.paradigm, []).append(again.metrics[f"{measure}@{cut}"])
+        elif not trace.error and again.gold.supporting_titles:  # ranked nothing (its
+            sums.setdefault(trace.paradigm, []).append(0.0)  # classifier skipped): 0
     return {paradigm: sum(values) / len(values) for paradigm, values in sums.items()}

@@ -155,6 +155,11 @@ class Judging:
         for trace in evaluations.traces(stored.id):
             if trace.gold is not None:
                 runs.setdefault(trace.gold.id, []).append(trace)
+        found = {s.name for ts in runs.values() for t in ts for s in cuts(t)} | {
+            s.name for ts in runs.values() for t in ts for s in t.stages}
+        if stages and not set(stages) & found:
+            raise ConfigError(f"Evaluation {stored.id} has no cut named "
+                              f"{', '.join(stages)}; its cuts: {', '.join(sorted(found))}.")
         done = published(self.judgments.judgments(split.label))
         units = pool_units(runs, depth, {q: set(d) for q, d in done.items()}, stages)
         systems = sorted({f"{t.paradigm}/{cut.name}" for ts in runs.values() for t in ts
@@ -177,6 +182,7 @@ class Judging:
                  ) -> tuple[PoolUnit | None, str, tuple[int, int]]:
         """(the next unit `assessor` has to judge, its question's text, (judged, units))."""
         assessor = _assessor(assessor)
+        self.judgments.pool(pool_id)  # an unknown pool is refused, not shown as judged
         unit = self.judgments.to_judge(pool_id, assessor, skipped)
         question = self._questions(self.judgments.pool(pool_id)).get(unit.question_id, "") \
             if unit is not None else ""
@@ -200,6 +206,7 @@ class Judging:
 
     def undo(self, pool_id: int, assessor: str) -> Judgment | None:
         """Take back `assessor`'s last judgment of the pool, and publish."""
+        self.judgments.pool(pool_id)
         undone = self.judgments.undo(_assessor(assessor), pool_id)
         if undone is not None:
             self._publish(undone.collection)
@@ -228,6 +235,9 @@ class Judging:
         `assessor`'s)."""
         check_choice("format", fmt, FORMATS)
         label = self._split(dataset).label
+        if assessor and assessor not in self.judgments.assessors(label):
+            raise ConfigError(f"{assessor!r} judged nothing of {label}; its assessors: "
+                              f"{', '.join(self.judgments.assessors(label)) or 'none'}.")
         if fmt == "jsonl":
             return judgments_jsonl(self.judgments.judgments(label, assessor or None))
         return qrels_text(self.judgments.grades(label, assessor) if assessor else
@@ -257,6 +267,8 @@ class Judging:
         what both judged; each paradigm's `measure` (at its last cut) under each one's
         grades alone, over the questions both judged (so that the two means are of the
         same questions); and whether the paradigms rank the same (Kendall's tau)."""
+        if first == second:
+            raise ConfigError(f"Compare {first!r} with another assessor, not with itself.")
         evaluations = EvaluationStore(self.judgments.store)
         stored = evaluations.get(evaluation_id)
         label = self._split(stored.dataset).label

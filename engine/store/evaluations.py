@@ -213,6 +213,14 @@ class EvaluationStore:
             "SELECT trace FROM evaluation_runs WHERE evaluation_id = ? "
             "ORDER BY position, paradigm", [self._known(evaluation_id)])]
 
+    def stored_runs(self, evaluation_id: int) -> list[tuple[int, dict, RunTrace]]:
+        """(position, eval row, trace) of every stored run in one read, in question order."""
+        return [(int(position), {**json.loads(row), "paradigm": paradigm},
+                 RunTrace.from_json(trace)) for position, paradigm, row, trace in
+                self.store.execute("SELECT position, paradigm, row, trace FROM "
+                                   "evaluation_runs WHERE evaluation_id = ? ORDER BY "
+                                   "position, paradigm", [self._known(evaluation_id)])]
+
     def judged_with(self, evaluation_id: int) -> tuple[str, str, str | None] | None:
         """(dataset, state, the stamp of the judgments it was last measured by) of
         evaluation `evaluation_id`; None if there is none."""
@@ -229,8 +237,8 @@ class EvaluationStore:
         self.store.transaction([
             *((update, [json.dumps(row), trace.to_json(), evaluation_id, position,
                         row["paradigm"]]) for position, trace, row in runs),
-            ("UPDATE evaluations SET summary = ?, judged_with = ? WHERE id = ?",
-             [json.dumps(summary), stamp, evaluation_id])])
+            ("UPDATE evaluations SET summary = ?, judged_with = ? WHERE id = ? AND state <> "
+             "'running'", [json.dumps(summary), stamp, evaluation_id])])
 
     def delete(self, evaluation_id: int) -> None:
         evaluation_id = self._known(evaluation_id)
