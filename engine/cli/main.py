@@ -1,5 +1,5 @@
 """Command line: `python -m engine corpus-stats | search | formats | build | data | train |
-ask | eval | import-runs | import-traces | sessions`.
+ask | eval | import-runs | import-traces | sessions | judge | users`.
 
 The CLI is the one part of the engine that writes to stdout (results) and stderr (errors);
 everything else logs.
@@ -17,6 +17,7 @@ from engine.cli import CORPUS_HELP
 from engine.cli import judge as cli_judge
 from engine.cli import run as cli_run
 from engine.cli import train as cli_train
+from engine.cli import users as cli_users
 from engine.errors import EngineError
 from engine.logs import configure_logging
 from engine.paths import DATA_DIR_HELP, use_data_dir
@@ -105,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_train.add_parser(sub)
     cli_judge.add_parser(sub)
+    cli_users.add_parser(sub)
     return parser
 
 
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                     "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate,
                     "import-runs": cli_run.import_runs,
                     "import-traces": cli_run.import_traces,
-                    "sessions": _sessions, "judge": cli_judge.judge}
+                    "sessions": _sessions, "judge": cli_judge.judge, "users": cli_users.users}
         return commands[args.command](args)
     except EngineError as err:
         sys.stderr.write(f"error: {err}\n")
