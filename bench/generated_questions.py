@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import RESULTS
+from bench.common import save
 
 
 def main() -> None:
@@ -66,11 +66,8 @@ def main() -> None:
         "kept_questions": [{"question": q.text, "passage": unit.id, "found_by": found}
                            for q, unit, found in last.kept],
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / "generated_questions.json"
-    out.write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
-    print(f"\nsaved {out}")
+    print(f"\nsaved {save('generated_questions', result)}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import RESULTS
+from bench.common import save
 
 IMPLIED = {True: 3, False: 0}
 
@@ -56,6 +56,7 @@ def binary(grades: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
 def main() -> None:
     from engine.judging.agreement import agreement
     from engine.judging.llm_judge import judge_pool
+    from engine.judging.measures import LLM, judge_name
     from engine.logs import configure_logging
     from engine.readers.backends import shared_generator
     from engine.store.judgments import JudgmentStore
@@ -70,7 +71,7 @@ def main() -> None:
 
     questions, implied, units = hotpotqa(args.questions)
     generator = shared_generator(args.model, args.endpoint)
-    judge = f"llm:{'endpoint' if args.endpoint else 'local'}:{args.model}"
+    judge = judge_name(LLM, args.model, args.endpoint)
     with tempfile.TemporaryDirectory() as folder:
         store = JudgmentStore(SessionStore(Path(folder) / "sessions.duckdb"))
         pool = store.create_pool("hotpotqa", "HotpotQA dev500", "paragraphs", "-", 10,
@@ -95,11 +96,8 @@ def main() -> None:
         "grades_given": {g: sum(row[g] for row in graded.matrix) for g in range(4)},
         "reasoning_example": reasons[:2],
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / "judge_agreement.json"
-    out.write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
-    print(f"\nsaved {out}")
+    print(f"\nsaved {save('judge_agreement', result)}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from app.errors import refusing
 from app.tabs.base import Refresh
 from app.views.trace import esc
 from engine.errors import EngineError
+from engine.judging.measures import is_person
 from engine.service.explorer import Explorer
 from engine.store.judgments import GRADES
 
@@ -29,9 +30,6 @@ def _number(value: float | None, digits: int = 3) -> str:
 def compared_html(found: dict) -> str:
     """The two assessors' agreement, grades matrix and the paradigms' scores and order."""
     agreed, first, second = found["agreement"], esc(found["first"]), esc(found["second"])
-    kappa = "undefined (one grade throughout)" if agreed.weighted_kappa is None else (
-        f"{agreed.weighted_kappa:.3f} (95% interval {agreed.weighted_ci[0]:.3f} to "
-        f"{agreed.weighted_ci[1]:.3f})")
     head = "".join(f"<th>{g} {esc(label)}</th>" for g, label in GRADES.items())
     matrix = "".join(f"<tr><th>{g} {esc(GRADES[g])}</th>"
                      + "".join(f"<td>{n}</td>" for n in row) + "</tr>"
@@ -45,8 +43,8 @@ def compared_html(found: dict) -> str:
     measure = esc(found["measure"])
     return (f"<div class='fe-kept' id='fe-diag-assessors-summary'>{agreed.pairs} documents "
             f"judged by both {first} and {second}: exact agreement {_number(agreed.exact)}, "
-            f"linear-weighted kappa {kappa}, kappa {_number(agreed.kappa)}. Paradigms by "
-            f"{measure}: Kendall's tau {_number(tau)} (p {_number(found['p'])}): "
+            f"linear-weighted kappa {agreed.weighted_said()}, kappa {_number(agreed.kappa)}. "
+            f"Paradigms by {measure}: Kendall's tau {_number(tau)} (p {_number(found['p'])}): "
             f"{order}.</div>"
             f"<table class='fe-table' id='fe-diag-assessors-matrix'><caption>Grades (rows: "
             f"{first}, columns: {second})</caption><tr><th></th>{head}</tr>{matrix}</table>"
@@ -65,7 +63,7 @@ def choices(explorer: Explorer, evaluation_id) -> tuple:
     dataset = explorer.evaluation(evaluation_id).dataset
     found = list(explorer.judging.assessors(dataset)) \
         if explorer.dataset_corpus(dataset) else []
-    judges = [a for a in found if a.startswith(("llm:", "generated:"))]
+    judges = [a for a in found if not is_person(a)]
     people = [a for a in found if a not in judges]
     first = (people or found or [None])[0]
     second = next((a for a in judges + people if a != first), None)

@@ -151,11 +151,8 @@ def _agreement(judging, args: argparse.Namespace) -> None:
     compared = judging.compared(over, args.first, args.second) if over is not None else None
     found = compared["agreement"] if compared else \
         judging.agreement(args.dataset, args.first, args.second)
-    kappa = "undefined (one grade throughout)" if found.weighted_kappa is None else (
-        f"{found.weighted_kappa:.3f} (95% interval {found.weighted_ci[0]:.3f} to "
-        f"{found.weighted_ci[1]:.3f})")
     _out(f"{found.pairs} documents judged by both; exact agreement {found.exact:.3f}; "
-         f"linear-weighted kappa {kappa}")
+         f"linear-weighted kappa {found.weighted_said()}")
     _out("grades (rows: " + args.first + ", columns: " + args.second + ", 0-3):")
     for grade, row in enumerate(found.matrix):
         _out(f"  {grade}: " + " ".join(f"{n:4d}" for n in row))

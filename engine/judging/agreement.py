@@ -27,6 +27,13 @@ class Agreement:
     weighted_kappa: float | None  # linear weights
     weighted_ci: tuple[float, float] | None
 
+    def weighted_said(self) -> str:
+        """The linear-weighted kappa with its interval, as the CLI and Diagnose say it."""
+        if self.weighted_kappa is None or self.weighted_ci is None:
+            return "undefined (one grade throughout)"
+        low, high = self.weighted_ci
+        return f"{self.weighted_kappa:.3f} (95% interval {low:.3f} to {high:.3f})"
+
 
 def agreement(first: Grades, second: Grades) -> Agreement:
     """The agreement of two assessors' grades on the pairs both judged."""

@@ -11,9 +11,9 @@ mean of a measure under one assessor's grades, the scores `agreement.same_order`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
-from engine.documents import Question, with_judgments
+from engine.documents import with_judgments
 from engine.paradigms.base import annotate
 from engine.trace import RunTrace
 
@@ -22,6 +22,12 @@ GENERATED, LLM = "generated:", "llm:"
 
 def is_person(assessor: str) -> bool:
     return not assessor.startswith((GENERATED, LLM))
+
+
+def judge_name(kind: str, model: str, endpoint: str = "") -> str:
+    """The assessor name of a model's judgments: `kind` (GENERATED or LLM), then whether it
+    ran here or behind an endpoint, then the model ("llm:endpoint:smollm2-gguf")."""
+    return f"{kind}{'endpoint' if endpoint else 'local'}:{model}"
 
 
 def published(judgments: Iterable, with_llm: bool = False) -> dict[str, dict[str, int]]:
@@ -42,12 +48,6 @@ def published(judgments: Iterable, with_llm: bool = False) -> dict[str, dict[str
     for (question, document), (_, grade) in found.items():
         grades.setdefault(question, {})[document] = grade
     return grades
-
-
-def judged(questions: Sequence[Question], grades: Mapping[str, Mapping[str, int]]
-           ) -> tuple[Question, ...]:
-    """`questions` judged by `grades` (those it names no document for keep none)."""
-    return tuple(with_judgments(q, dict(grades.get(q.id, {}))) for q in questions)
 
 
 def remeasured(traces: Iterable[RunTrace], grades: Mapping[str, Mapping[str, int]],

@@ -10,7 +10,8 @@ systems, so a judge who stops early has judged every system's head.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 
 from engine.documents import Candidate
 from engine.errors import ConfigError, check_range
@@ -75,12 +76,17 @@ def judging_estimate(units: int, seconds: Sequence[float] = ()) -> str:
     time per judgment), or at SECONDS_PER_JUDGMENT where none was measured."""
     if units < 0:
         raise ConfigError(f"units={units}: a pool holds 0 or more.")
-    if seconds:
-        ordered = sorted(seconds)
-        pace, said = ordered[len(ordered) // 2], "at your median pace"
-    else:
+    pace, said = median_pace(seconds), "at your median pace"
+    if pace is None:
         pace, said = SECONDS_PER_JUDGMENT, f"at {SECONDS_PER_JUDGMENT:.0f} s a judgment"
     return f"{units:,} units: about {duration(units * pace)} {said}"
+
+
+def median_pace(seconds: Iterable[float]) -> float | None:
+    """The median of measured seconds a judgment (the upper one of an even count); None
+    where none was measured."""
+    ordered = sorted(seconds)
+    return ordered[len(ordered) // 2] if ordered else None
 
 
 def contributions(runs: Mapping[str, Sequence[RunTrace]], units: Sequence[PoolUnit],
@@ -88,16 +94,10 @@ def contributions(runs: Mapping[str, Sequence[RunTrace]], units: Sequence[PoolUn
     """What each system put in the pool, and each paradigm that retrieved nothing for some
     questions (a query classifier that skipped retrieval, a failed run): a pool whose
     systems contribute unevenly says so before anyone judges it."""
-    found: dict[str, int] = {}
-    for unit in units:
-        for system, _ in unit.found_by:
-            found[system] = found.get(system, 0) + 1
+    found = Counter(system for unit in units for system, _ in unit.found_by)
     said = ", ".join(f"{system} {n}" for system, n in sorted(found.items()))
-    empty: dict[str, int] = {}
-    for traces in runs.values():
-        for trace in traces:
-            if not any(cut.candidates for cut in cuts(trace, stages)):
-                empty[trace.paradigm] = empty.get(trace.paradigm, 0) + 1
+    empty = Counter(trace.paradigm for traces in runs.values() for trace in traces
+                    if not any(cut.candidates for cut in cuts(trace, stages)))
     lacking = "; ".join(f"{paradigm} retrieved nothing for {n} of {len(runs)} questions "
                         "(its query classifier skipped retrieval, or the run failed)"
                         for paradigm, n in sorted(empty.items()))

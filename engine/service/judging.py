@@ -30,8 +30,21 @@ from engine.judging.agreement import Agreement, agreement, same_order
 from engine.judging.exchange import FORMATS, judgments_jsonl, qrels_text, read_judgments
 from engine.judging.generate import Generated, generate, stratified
 from engine.judging.llm_judge import Judged, judge_pool
-from engine.judging.measures import GENERATED, is_person, published, remeasured
-from engine.judging.pools import contributions, cuts, judging_estimate, pool_units
+from engine.judging.measures import (
+    GENERATED,
+    LLM,
+    is_person,
+    judge_name,
+    published,
+    remeasured,
+)
+from engine.judging.pools import (
+    contributions,
+    cuts,
+    judging_estimate,
+    median_pace,
+    pool_units,
+)
 from engine.judging.questions import read_question_list
 from engine.store.evaluations import EvaluationStore
 from engine.store.judgments import Judgment, JudgmentStore, Pool, PoolUnit
@@ -99,7 +112,7 @@ class Judging:
         passages = stratified(build_units(searched, FlatConfig().passages()), count, seed)
         first_stages = [(r, make_paradigm("flat", searched, {"retriever": r, "M": 20},
                                           retrieval_only=True)) for r in ("bm25", "dense")]
-        assessor = f"{GENERATED}{'endpoint' if endpoint else 'local'}:{model}"
+        assessor = judge_name(GENERATED, model, endpoint)
         last = None
         for last in generate(passages, shared_generator(model, endpoint), first_stages,
                              assessor, cancelled):
@@ -155,8 +168,7 @@ class Judging:
         for trace in evaluations.traces(stored.id):
             if trace.gold is not None:
                 runs.setdefault(trace.gold.id, []).append(trace)
-        found = {s.name for ts in runs.values() for t in ts for s in cuts(t)} | {
-            s.name for ts in runs.values() for t in ts for s in t.stages}
+        found = {s.name for ts in runs.values() for t in ts for s in t.stages}
         if stages and not set(stages) & found:
             raise ConfigError(f"Evaluation {stored.id} has no cut named "
                               f"{', '.join(stages)}; its cuts: {', '.join(sorted(found))}.")
@@ -182,27 +194,26 @@ class Judging:
                  ) -> tuple[PoolUnit | None, str, tuple[int, int]]:
         """(the next unit `assessor` has to judge, its question's text, (judged, units))."""
         assessor = _assessor(assessor)
-        self.judgments.pool(pool_id)  # an unknown pool is refused, not shown as judged
+        pool = self.judgments.pool(pool_id)  # an unknown pool is refused, not shown judged
         unit = self.judgments.to_judge(pool_id, assessor, skipped)
-        question = self._questions(self.judgments.pool(pool_id)).get(unit.question_id, "") \
-            if unit is not None else ""
+        question = self._questions(pool).get(unit.question_id, "") if unit is not None \
+            else ""
         return unit, question, self.judgments.progress(pool_id, assessor)
 
     def pace(self, pool_id: int, assessor: str) -> float | None:
         """`assessor`'s median seconds a judgment in pool `pool_id` (None before one)."""
-        seconds = sorted(j.seconds for j in self.judgments.judgments(
+        return median_pace(j.seconds for j in self.judgments.judgments(
             self.judgments.pool(pool_id).collection, _assessor(assessor))
             if j.pool_id == pool_id and j.seconds is not None)
-        return seconds[len(seconds) // 2] if seconds else None
 
     def judge(self, pool_id: int, question_id: str, document_id: str, grade: int,
               assessor: str, seconds: float | None = None) -> tuple[int, int]:
         """Record a person's judgment of a pooled unit and publish; (judged, units)."""
-        pool = self.judgments.pool(pool_id)
+        pool, assessor = self.judgments.pool(pool_id), _assessor(assessor)
         self.judgments.add(Judgment(pool.collection, question_id, document_id, int(grade),
-                                    _assessor(assessor), pool_id, seconds))
+                                    assessor, pool_id, seconds))
         self._publish(pool.collection)
-        return self.judgments.progress(pool_id, _assessor(assessor))
+        return self.judgments.progress(pool_id, assessor)
 
     def undo(self, pool_id: int, assessor: str) -> Judgment | None:
         """Take back `assessor`'s last judgment of the pool, and publish."""
@@ -219,9 +230,9 @@ class Judging:
         from engine.readers.backends import shared_generator
 
         pool = self.judgments.pool(pool_id)
-        judge = f"llm:{'endpoint' if endpoint else 'local'}:{model}"
         yield from judge_pool(self.judgments, pool_id, self._questions(pool),
-                              shared_generator(model, endpoint), judge, limit)
+                              shared_generator(model, endpoint),
+                              judge_name(LLM, model, endpoint), limit)
 
     def agreement(self, dataset: str, first: str, second: str) -> Agreement:
         """How far assessors `first` and `second` agree on question set `dataset`."""
@@ -235,9 +246,8 @@ class Judging:
         `assessor`'s)."""
         check_choice("format", fmt, FORMATS)
         label = self._split(dataset).label
-        if assessor and assessor not in self.judgments.assessors(label):
-            raise ConfigError(f"{assessor!r} judged nothing of {label}; its assessors: "
-                              f"{', '.join(self.judgments.assessors(label)) or 'none'}.")
+        if assessor:
+            self._judged_by(label, assessor)
         if fmt == "jsonl":
             return judgments_jsonl(self.judgments.judgments(label, assessor or None))
         return qrels_text(self.judgments.grades(label, assessor) if assessor else
@@ -272,11 +282,8 @@ class Judging:
         evaluations = EvaluationStore(self.judgments.store)
         stored = evaluations.get(evaluation_id)
         label = self._split(stored.dataset).label
-        grades = [self.judgments.grades(label, who) for who in (first, second)]
-        for who, given in zip((first, second), grades, strict=True):
-            if not given:
-                raise ConfigError(f"{who!r} judged nothing of {label}; its assessors: "
-                                  f"{', '.join(self.judgments.assessors(label)) or 'none'}.")
+        grades = [self.judgments.grades(self._judged_by(label, who), who)
+                  for who in (first, second)]
         both = set(grades[0]) & set(grades[1])
         traces = [t for t in evaluations.traces(stored.id)
                   if t.gold is not None and t.gold.id in both]
@@ -289,8 +296,8 @@ class Judging:
         return {"evaluation": stored.id, "dataset": label, "first": first,
                 "second": second, "measure": measure, "agreement": agreement(*grades),
                 "questions": len(both),
-                "scores": {p: (scores[0].get(p), scores[1].get(p)) for p in
-                           dict.fromkeys([*scores[0], *scores[1]])},
+                "scores": {paradigm: (scores[0].get(paradigm), scores[1].get(paradigm))
+                           for paradigm in dict.fromkeys([*scores[0], *scores[1]])},
                 "tau": tau, "p": p}
 
     # --- helpers ------------------------------------------------------------------------
@@ -302,6 +309,13 @@ class Judging:
                               "from a question list first (Judge tab, or funnel-engine "
                               "judge questions).")
         return split
+
+    def _judged_by(self, label: str, assessor: str) -> str:
+        """`label`, once `assessor` is among those who judged its questions."""
+        if assessor not in self.judgments.assessors(label):
+            raise ConfigError(f"{assessor!r} judged nothing of {label}; its assessors: "
+                              f"{', '.join(self.judgments.assessors(label)) or 'none'}.")
+        return label
 
     def _added(self, corpus: str) -> str:
         from engine.data.ingest import stored_corpora
@@ -334,7 +348,7 @@ def _assessor(name: str) -> str:
     name = " ".join(str(name or "").split())
     if not name:
         raise ConfigError("Say who is judging: type your name in the Assessor box.")
-    if name.startswith(("llm:", "generated:")):
+    if not is_person(name):
         raise ConfigError(f"Assessor {name!r}: names starting llm: or generated: are the "
                           "judges'; type a person's name.")
     return name
