@@ -111,7 +111,7 @@ def _runs_api(explorer: Explorer) -> None:
              "against it, and the trace with the ablation on its reader step")
     endpoint(list_runs, "runs_json", "JSON text: the saved runs, newest first, as a list of "
              "{id, name, notes, created, paradigm, question, answer, reader_tokens, seconds, "
-             "metrics, corpus, corpus_fingerprint}")
+             "metrics, corpus, corpus_fingerprint, owner: who saved it}")
     endpoint(load_run, "trace_json", "JSON text: the saved run's trace, exactly as saved")
     endpoint(status, "status", 'a JSON object: {"ready": {paradigm: true when it answers '
              'with everything it needs}, "tasks": [one line per background task]}')

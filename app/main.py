@@ -1,6 +1,6 @@
 """Start Funnel Explorer: `python app.py` or `funnel-explorer` with [--host H] [--port P]
 [--data-dir DIR] [--corpus NAME] [--corpus-root DIR] [--max-upload-mb MB] [--share]
-[--auth USER:PASSWORD]
+[--users FILE] [--no-auth] [--session-hours H]
 [--sessions FILE] [--otlp-endpoint URL] [--otlp-receive PORT] [--ray ADDRESS]
 [--shards N] [--qdrant WHERE]; each flag also reads an environment variable (see
 --help)."""
@@ -8,10 +8,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import tempfile
 from pathlib import Path
 from textwrap import shorten
 
+from app.login import SESSION_HOURS, request_user
 from app.ui import build_app, serve
 from engine.errors import ConfigError
 from engine.index.shards import DEFAULT_SHARDS
@@ -20,12 +23,19 @@ from engine.logs import configure_logging
 from engine.models.loading import resolve_encoder_precision
 from engine.paths import DATA_DIR_HELP, use_data_dir
 from engine.service.corpora import served_as_added
+from engine.service.door import ANNOTATOR, Door
 from engine.service.explorer import Explorer
 from engine.service.otel import tracing_from
 from engine.service.preparation import Preparation
 from engine.service.receiver import TraceReceiver
 from engine.service.store import process_store
 from engine.store.sessions import SessionStore
+from engine.store.users import ENV as USERS_ENV
+from engine.store.users import User, Users
+
+logger = logging.getLogger("app")
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+MIN_KEY_CHARS = 16
 
 
 def main() -> None:
@@ -52,8 +62,21 @@ def main() -> None:
                              "(FUNNEL_MAX_UPLOAD_MB; default 2048)")
     parser.add_argument("--share", action="store_true", default=env("FUNNEL_SHARE") == "1",
                         help="a public Gradio link (FUNNEL_SHARE=1); needs internet")
+    parser.add_argument("--users", metavar="FILE", default=env(USERS_ENV) or None,
+                        help="turn logins on: the users file `funnel-engine users add` "
+                             f"writes ({USERS_ENV}); every page, API route, download and "
+                             "upload then needs a login, and each role its actions")
+    parser.add_argument("--no-auth", action="store_true",
+                        default=env("FUNNEL_NO_AUTH") == "1",
+                        help="serve another address than this machine's (--host, --share) "
+                             "without logins, on purpose (FUNNEL_NO_AUTH=1)")
+    parser.add_argument("--session-hours", type=float,
+                        default=env("FUNNEL_SESSION_HOURS") or str(SESSION_HOURS),
+                        help="a login's session ends this many hours after it "
+                             f"(FUNNEL_SESSION_HOURS; default {SESSION_HOURS:g})")
     parser.add_argument("--auth", default=env("FUNNEL_AUTH", ""),
-                        help="basic auth as USER:PASSWORD (FUNNEL_AUTH)")
+                        help="deprecated: one admin as USER:PASSWORD (FUNNEL_AUTH); use "
+                             "--users")
     parser.add_argument("--sessions", default=env("FUNNEL_SESSIONS") or None,
                         help="the DuckDB file of saved runs (FUNNEL_SESSIONS; default "
                              "sessions.duckdb in the data directory)")
@@ -66,7 +89,14 @@ def main() -> None:
                         help="receive a pipeline's OpenInference traces over OTLP/HTTP at "
                              "http://HOST:PORT/v1/traces (4318 is OTLP's port); each "
                              "finished trace is saved as a run (FUNNEL_OTLP_RECEIVE; off "
-                             "by default)")
+                             "by default); needs --otlp-key")
+    parser.add_argument("--otlp-key", action="append", metavar="USER:KEY",
+                        default=[k for k in env("FUNNEL_OTLP_KEY", "").split(",") if k],
+                        help="a key the receiver requires (as 'Authorization: Bearer KEY' or "
+                             "'x-api-key: KEY') and the user whose runs its spans become; "
+                             "give it again for more (FUNNEL_OTLP_KEY, comma-separated). "
+                             "Make one: python -c 'import secrets; "
+                             "print(secrets.token_urlsafe(32))'")
     parser.add_argument("--ray", default=env("FUNNEL_RAY", ""), metavar="ADDRESS",
                         help="serve every corpus's dense index from Ray actors, one index "
                              "shard each, at this cluster (host:port, ray://host:port, or "
@@ -88,8 +118,7 @@ def main() -> None:
             use_data_dir(args.data_dir)
         except ConfigError as err:
             parser.error(str(err))
-    if args.auth and ":" not in args.auth:
-        parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
+    door = _door(parser, args)
     if args.max_upload_mb <= 0:
         parser.error(f"--max-upload-mb {args.max_upload_mb:g} must be a positive number of MB")
     os.environ["FUNNEL_MAX_UPLOAD_MB"] = f"{args.max_upload_mb:g}"  # engine.data.ingest
@@ -122,16 +151,89 @@ def main() -> None:
     preparation = Preparation(args.corpus, fetch_data=True,
                               load=served_as_added(args.corpus)).start()
     explorer = Explorer(preparation, SessionStore(args.sessions), corpus_root=root,
-                        tracing=tracing_from(args.otlp_endpoint))
+                        tracing=tracing_from(args.otlp_endpoint), door=door)
+    if args.auth:
+        logger.warning("--auth is deprecated: it serves one admin, %s. Give each person "
+                       "their own login with `funnel-engine users add NAME --role ROLE` and "
+                       "start with --users FILE.", door.users.list()[0].name)
     if args.otlp_receive:
-        receiver = TraceReceiver(lambda run: explorer.save_run(
-            run, f"{run.paradigm}: {shorten(run.question, 60)}"))
+        keys = _receiver_keys(parser, args, door)
+
+        def save(run, name: str) -> int:
+            user = door.users.get(name) if door.logins else User(name, ANNOTATOR, "")
+            with door.acting_as(user):  # a run saved as the key's user, their role checked
+                return explorer.save_run(run, f"{run.paradigm}: {shorten(run.question, 60)}")
+
+        receiver = TraceReceiver(save, keys=keys)
         try:
             receiver.serve(args.host, args.otlp_receive)
         except (OSError, OverflowError) as err:
             parser.error(f"--otlp-receive {args.otlp_receive}: cannot listen there ({err}); "
                          "pick a free port, e.g. 4318")
-    serve(build_app(explorer), server_name=args.host, server_port=args.port, share=args.share,
-          auth=tuple(args.auth.split(":", 1)) if args.auth else None,
+    serve(build_app(explorer), door, args.session_hours, server_name=args.host,
+          server_port=args.port, share=args.share,
           max_file_size=int(args.max_upload_mb * 1024**2))
+
+
+def _receiver_keys(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                   door: Door) -> dict[str, str]:
+    """{key: user} of --otlp-key USER:KEY, each user one who may save runs."""
+    if not args.otlp_key:
+        parser.error(f"--otlp-receive {args.otlp_receive} needs a key: --otlp-key USER:KEY "
+                     "(FUNNEL_OTLP_KEY), so that no stranger's spans are stored; make a key "
+                     "with python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    keys = {}
+    for given in args.otlp_key:
+        name, colon, key = given.partition(":")
+        if not colon or not name or len(key) < MIN_KEY_CHARS:
+            parser.error(f"--otlp-key {name or '?'}:…: give USER:KEY, the key at least "
+                         f"{MIN_KEY_CHARS} characters")
+        if door.logins:
+            try:
+                user = door.users.get(name)
+            except ConfigError as err:
+                parser.error(f"--otlp-key {name}:…: {err}")
+            if not user.may(ANNOTATOR):
+                parser.error(f"--otlp-key {name}:…: {name} is a viewer, who may not save "
+                             "runs; give the key to an annotator or an admin")
+        keys[key] = name
+    return keys
+
+
+def _door(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Door:
+    """The door the app's logins go through: the users file's (--users), one admin
+    (--auth, deprecated), or none, which only this machine may reach unless --no-auth
+    says otherwise."""
+    if args.session_hours <= 0:
+        parser.error(f"--session-hours {args.session_hours:g} must be a positive number")
+    if args.users and args.auth:
+        parser.error("--users and --auth both turn logins on: give --users alone (--auth "
+                     "is deprecated)")
+    if args.auth:
+        name, colon, password = args.auth.partition(":")
+        if not colon or not name or not password:
+            parser.error(f"--auth {args.auth!r} must look like USER:PASSWORD")
+        folder = Path(tempfile.mkdtemp(prefix="funnel-auth-"))  # owner-only, this run's
+        try:
+            users = Users(folder / "users.json")
+            users.add(name, password, "admin", checked=False)
+        except ConfigError as err:
+            parser.error(f"--auth: {err}")
+        return Door(users, who=request_user)
+    if args.users:
+        users = Users(args.users)
+        try:
+            if not users.list():
+                parser.error(f"--users {args.users}: no users in it yet; add one with "
+                             f"`funnel-engine users --file {args.users} add NAME --role "
+                             "admin`")
+        except ConfigError as err:
+            parser.error(f"--users {args.users}: {err}")
+        return Door(users, who=request_user)
+    if (args.host not in LOCAL_HOSTS or args.share) and not args.no_auth:
+        where = "--share" if args.share else f"--host {args.host}"
+        parser.error(f"{where} lets other machines reach the app, and nobody logs in: give "
+                     "--users FILE (`funnel-engine users add NAME --role admin` makes it), "
+                     "or --no-auth to serve it without logins on purpose")
+    return Door()
 

@@ -14,6 +14,14 @@ import gradio as gr
 
 from app import api
 from app.errors import log_internal_errors
+from app.login import (
+    IP_WINDOW_SECONDS,
+    SESSION_HOURS,
+    LoginGate,
+    gradio_auth,
+    who_line,
+    wire_roles,
+)
 from app.style import CSS
 from app.tabs import (
     annotate,
@@ -29,6 +37,7 @@ from app.tabs import (
 from app.tabs.base import Tab
 from app.views.trace import esc
 from engine.paradigms.registry import PARADIGMS
+from engine.service.door import BUILDER, Door
 from engine.service.explorer import Explorer
 
 logger = logging.getLogger(__name__)
@@ -87,10 +96,17 @@ def status_update(explorer: Explorer) -> tuple:
 
 
 def build_app(explorer: Explorer) -> gr.Blocks:
-    """The whole app over `explorer` (launch it with `serve`)."""
+    """The whole app over `explorer` (launch it with `serve`); the lists it reads while it
+    builds are read as a viewer (engine.service.door.BUILDER): no request names a user."""
+    with explorer.door.acting_as(BUILDER):
+        return _built(explorer)
+
+
+def _built(explorer: Explorer) -> gr.Blocks:
     with gr.Blocks(title="Funnel Explorer") as demo:
         gr.Markdown("# Funnel Explorer\nWatch a question pass through a retrieval funnel: "
                     "clusters → documents → passages → answer.")
+        who = gr.HTML(who_line(explorer.door), elem_id="fe-who")
         # filled on every page load: a value built with the app goes stale (it showed
         # "Nothing answers yet" on a page opened long after everything was ready); one
         # line, worst news first, however much builds or fails (opened, it fills
@@ -132,11 +148,26 @@ def build_app(explorer: Explorer) -> gr.Blocks:
                 if built.on_load:
                     built.refresh.wire(demo.load)
         api.register(explorer)
+        wire_roles(demo, explorer.door, who)
     return log_internal_errors(demo)
 
 
-def serve(demo: gr.Blocks, **launch_kwargs):
+def serve(demo: gr.Blocks, door: Door | None = None, session_hours: float = SESSION_HOURS,
+          ip_window: float = IP_WINDOW_SECONDS, **launch_kwargs):
     """Launch with the app's stylesheet and the Annotate keys (Gradio 6 takes both at
-    launch)."""
+    launch); with `door`'s logins on, behind Gradio's login form (checked by the door) and
+    the gate in front of every route (app.login.LoginGate), without Gradio's run history
+    and monitoring routes."""
+    if door is not None and door.logins:
+        from starlette.middleware import Middleware
+
+        users = door.users
+        launch_kwargs.update(
+            auth=gradio_auth(door), auth_message="Funnel Explorer: log in with the name and "
+            "password an admin gave you (funnel-engine users add).",
+            app_kwargs={"middleware": [Middleware(
+                LoginGate, known=lambda name: users.known(name),
+                session_hours=session_hours, ip_window=ip_window)]},
+            enable_monitoring=False, run_history=False)
     return demo.queue(default_concurrency_limit=2).launch(css=CSS, js=annotate.KEYS_JS,
                                                           **launch_kwargs)

@@ -10,7 +10,7 @@ import pytest
 from engine.documents import Question
 from engine.errors import ConfigError, DataFormatError
 from engine.service.annotation import Annotation, judged_pairs
-from engine.store.labels import Label, LabelStore
+from engine.store.labels import Label, LabelStore, latest
 from engine.store.sessions import SessionStore
 from engine.trace import RunTrace, StageResult
 from engine.trace_details import ClassifierCall, StageDetails
@@ -27,12 +27,18 @@ def test_labels_are_stored_replaced_and_survive_a_reopen(tmp_path):
     labels = LabelStore(store)
     first = labels.add(_label(annotator="ana"))
     labels.add(_label(d2="Vienna", value=0))
-    again = labels.add(_label(value=0, annotator="bo"))  # the same pair, labelled again
+    again = labels.add(_label(value=0, annotator="ana"))  # the same pair, labelled again
     assert again == first and labels.count() == 2
+    other = labels.add(_label(value=1, annotator="bo"))  # another person's label of it
+    assert other != first and labels.count() == 3
     store.close()
     reopened = LabelStore(SessionStore(path))
+    stored = {(x.d2_id, x.annotator): x for x in reopened.list()}
+    assert stored["Danube", "ana"].label == 0 and stored["Danube", "bo"].label == 1
+    # training takes each pair's latest label, whoever gave it
+    assert {(x.d2_id, x.label) for x in latest(reopened.list())} == {("Danube", 1),
+                                                                    ("Vienna", 0)}
     stored = {x.d2_id: x for x in reopened.list()}
-    assert stored["Danube"].label == 0 and stored["Danube"].annotator == "bo"
     assert stored["Vienna"].source == "human" and stored["Vienna"].created
     assert stored["Danube"].texts_fingerprint == _label().texts_fingerprint
     assert [x.d2_id for x in reopened.list("another question")] == []

@@ -86,6 +86,7 @@ def _seed_classifiers(data: Path, base: Path) -> None:
 
 
 RECEIVER: dict[str, int] = {}  # the port the live app receives OTLP traces on
+RECEIVER_KEY = "a-key-the-pipeline-sends-0123456789"
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +102,8 @@ def live_app(tmp_path_factory, sessions_file, tiny_classifier_base):
     RECEIVER["port"] = _free_port()
     env = {**os.environ, "FUNNEL_DATA_DIR": str(root / "data"), "FUNNEL_PORT": str(port),
            "FUNNEL_CORPUS": str(corpus), "FUNNEL_SESSIONS": str(sessions_file),
-           "FUNNEL_OTLP_RECEIVE": str(RECEIVER["port"]), "OMP_NUM_THREADS": "1"}
+           "FUNNEL_OTLP_RECEIVE": str(RECEIVER["port"]),
+           "FUNNEL_OTLP_KEY": f"pipeline:{RECEIVER_KEY}", "OMP_NUM_THREADS": "1"}
     log = (root / "app.log").open("w")
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log,
                               stderr=subprocess.STDOUT)
@@ -251,14 +253,16 @@ def test_api_imports_a_pipelines_traces_as_saved_runs(live_app, tmp_path):
     assert len(json.loads(client.predict(api_name="/list_runs"))) == before + 3
 
 
-def test_the_app_saves_runs_a_pipeline_sends_over_otlp(live_app):
+def test_the_app_saves_runs_a_pipeline_sends_over_otlp(live_app, monkeypatch):
     """--otlp-receive: runs sent by the OpenTelemetry SDK's OTLP/HTTP exporter (protobuf),
-    as a pipeline's tracer would, show in the saved runs."""
+    as a pipeline's tracer would, with the receiver's key in the exporter's standard
+    header variable, show in the saved runs as the key's user's."""
     from engine.service.otel import Tracing
     from tests.test_traces import _ours
 
     _, client = live_app
     before = len(json.loads(client.predict(api_name="/list_runs")))
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", f"x-api-key={RECEIVER_KEY}")
     tracing = Tracing(f"http://127.0.0.1:{RECEIVER['port']}")
     for run in _ours():
         tracing.send(run)
@@ -266,6 +270,7 @@ def test_the_app_saves_runs_a_pipeline_sends_over_otlp(live_app):
     runs = json.loads(client.predict(api_name="/list_runs"))
     assert len(runs) == before + 2
     assert {r["question"] for r in runs[:2]} == {_ours()[0].question}
+    assert {r["owner"] for r in runs[:2]} == {"pipeline"}
 
 
 def test_api_reanswers_a_run_over_other_units_and_the_gold_paragraphs(live_app):

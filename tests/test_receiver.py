@@ -19,7 +19,7 @@ from tests.test_traces import _otlp_json, _ours
 def receiver():
     saved = []
 
-    def save(run):
+    def save(run, user):
         saved.append(run)
         return len(saved)
 
@@ -90,3 +90,40 @@ def test_one_request_of_two_pipelines_saves_each_run_under_its_own_service(recei
     assert rec.receive(both) == [1, 2]
     assert sorted((r.paradigm, r.config["pipeline"]) for r in saved) == [
         ("haystack-rag", "haystack-rag"), ("llamaindex-rag", "llamaindex-rag")]
+
+
+def test_with_keys_spans_without_the_right_one_are_refused_401_and_nothing_is_stored():
+    """Issue 54: the receiver's door. A key is sent as a bearer token or x-api-key; a
+    request without one, or with a wrong one, is answered 401 and nothing of it is saved;
+    each run belongs to the user its key names."""
+    saved = []
+
+    def save(run, user):
+        saved.append((run.question, user))
+        return len(saved)
+
+    keys = {"key-of-ann-0123456789": "ann", "key-of-bob-0123456789": "bob"}
+    receiver = TraceReceiver(save, keys=keys)
+    url = receiver.serve("127.0.0.1", 0)
+    body = _otlp_json(_ours()[0]).encode()
+    try:
+        for headers in ({}, {"x-api-key": "key-of-ann-012345678"},
+                        {"Authorization": "Basic key-of-ann-0123456789"},
+                        {"Authorization": "Bearer "}):
+            request = urllib.request.Request(url, body, {"Content-Type": "application/json",
+                                                         **headers}, method="POST")
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=10)
+            assert refused.value.code == 401
+            assert refused.value.headers["WWW-Authenticate"].startswith("Bearer")
+            assert "x-api-key" in json.loads(refused.value.read())["message"]
+        assert saved == []
+        for headers in ({"Authorization": "Bearer key-of-bob-0123456789"},
+                        {"x-api-key": "key-of-ann-0123456789"}):
+            request = urllib.request.Request(url, body, {"Content-Type": "application/json",
+                                                         **headers}, method="POST")
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                assert answer.status == 200
+    finally:
+        receiver.close()
+    assert [user for _, user in saved] == ["bob", "ann"]

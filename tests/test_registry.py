@@ -93,8 +93,10 @@ def test_the_ui_offers_it_with_panels_generated_from_its_config(echo):
     from unittest.mock import MagicMock
 
     from app.ui import build_app
+    from engine.service.door import Door
 
     explorer = MagicMock()
+    explorer.door = Door()  # no logins
     explorer.datasets.return_value = {}
     explorer.status.return_value = []
     explorer.ready.return_value = True

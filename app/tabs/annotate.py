@@ -29,7 +29,13 @@ from app.tabs.contents import contents
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
-from app.views.annotation import classifier_html, labels_table, pair_card, pairs_table
+from app.views.annotation import (
+    agreement_table,
+    classifier_html,
+    labels_table,
+    pair_card,
+    pairs_table,
+)
 from app.views.trace import error_box, esc
 from engine.paradigms.drrag import DRRAGParadigm
 from engine.service.explorer import Explorer
@@ -102,8 +108,11 @@ def build(explorer: Explorer) -> Tab:
         no = gr.Button("Negative (n)", elem_id="fe-label-no")
         skip = gr.Button("Skip (s)", elem_id="fe-label-skip")
     table = gr.HTML(elem_id="fe-annotate-pairs")
-    gr.Markdown("### Stored labels", elem_id="fe-labels-head")
-    stored = gr.HTML(labels_table(explorer.labels()), elem_id="fe-labels")
+    with gr.Row():
+        gr.Markdown("### Stored labels", elem_id="fe-labels-head")
+        whose = gr.Dropdown([("everyone", "")], value="", label="Labelled by", scale=0,
+                            min_width=160, elem_id="fe-labels-whose")
+    stored = gr.HTML(labels_view(explorer), elem_id="fe-labels")
     with gr.Row():
         export = gr.Button("Export labels (JSONL)", elem_id="fe-labels-export")
         upload = gr.UploadButton("Import labels (JSONL)", file_types=[".jsonl", ".txt"],
@@ -127,6 +136,7 @@ def build(explorer: Explorer) -> Tab:
         trigger(partial(find_pairs, explorer), [question, picker.gold, strategy, k, corpus],
                 outputs, **private)
     label_out = [notice, pairs_state, current, card, table, stored]
+    whose.input(partial(labels_view, explorer), whose, stored, **private)
     for button, value in ((yes, 1), (no, 0), (skip, None)):
         button.click(lambda p, a, q, w, v=value: label(explorer, v, p, a, q, w),
                      [pairs_state, current, asked, annotator], label_out, **private)
@@ -137,8 +147,23 @@ def build(explorer: Explorer) -> Tab:
     poll.tick(partial(refresh, explorer), None, classifier_outputs, **private)
     activate.click(partial(make_active, explorer), versions, classifier_outputs, **private)
     return Tab(corpus=corpus, refresh=Refresh(
-        lambda: (labels_table(explorer.labels()), *refresh(explorer)),
-        [stored, *classifier_outputs]))
+        lambda who: (*labels_listing(explorer, who), *refresh(explorer)),
+        [stored, whose, *classifier_outputs], [whose]))
+
+
+def labels_view(explorer: Explorer, whose: str = "") -> str:
+    """The stored labels (by `whose` only, if given) and every two annotators'
+    agreement on the pairs both labelled."""
+    labels = [x for x in explorer.labels() if not whose or x.annotator == whose]
+    return labels_table(labels) + agreement_table(explorer.label_agreement())
+
+
+def labels_listing(explorer: Explorer, whose: str = "") -> tuple:
+    """(labels_view, the "Labelled by" filter offering everyone who labelled)."""
+    people = sorted({x.annotator for x in explorer.labels() if x.annotator})
+    whose = whose if whose in people else ""
+    return labels_view(explorer, whose), gr.Dropdown(
+        choices=[("everyone", ""), *((p, p) for p in people)], value=whose)
 
 
 # --- callbacks ----------------------------------------------------------------------------
@@ -191,7 +216,7 @@ def label(explorer: Explorer, value, pairs, at, question_and_id, who) -> tuple:
         pairs = [*pairs[:at], {**p, "label": value}, *pairs[at + 1:]]
     at += 1
     return ("", pairs, at, pair_card(question_text, pairs, at), pairs_table(pairs, at),
-            labels_table(explorer.labels()))
+            labels_view(explorer))
 
 def export_labels(explorer: Explorer) -> str:
     folder = Path(tempfile.mkdtemp(prefix="fe-labels-"))
@@ -200,13 +225,13 @@ def export_labels(explorer: Explorer) -> str:
     return str(path)
 
 
-@refusing(shape=lambda box, explorer, *_: (box, labels_table(explorer.labels())),
+@refusing(shape=lambda box, explorer, *_: (box, labels_view(explorer)),
           also=(UnicodeDecodeError,))  # not a text file
 def import_labels(explorer: Explorer, file) -> tuple:
     path = Path(file if isinstance(file, str) else file.name)
     added, known = explorer.import_labels(path.read_text(encoding="utf-8"), path.name)
     return (f"<div class='fe-kept'>Imported {added} labels from {esc(path.name)}; "
-            f"{known} were already stored.</div>", labels_table(explorer.labels()))
+            f"{known} were already stored.</div>", labels_view(explorer))
 
 def refresh(explorer: Explorer) -> tuple:
     """(classifier HTML, versions, precision-recall figure, poll timer)."""

@@ -1,7 +1,8 @@
 """Diagnose's "Assessors" view: two assessors of an evaluation's question set side by side
 (engine.service.judging.Judging.compared): their agreement on what both judged (weighted
 Cohen's kappa with its interval, and the 4x4 grades matrix), each paradigm's nDCG@10 under
-each one's grades alone, and whether the paradigms rank the same (Kendall's tau).
+each one's grades alone, and whether the paradigms rank the same (Kendall's tau); under
+them, every two people who judged a document in common, with their kappa.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import gradio as gr
 
 from app.errors import refusing
 from app.tabs.base import Refresh
+from app.views.annotation import agreement_table
 from app.views.trace import esc
 from engine.errors import EngineError
 from engine.judging.measures import is_person
@@ -82,7 +84,9 @@ def compare(explorer: Explorer, evaluation_id, first, second) -> str:
     if not first or not second or first == second:
         raise EngineError("Pick two different assessors of the question set: a person "
                           "and the LLM judge, say.")
-    return compared_html(explorer.judging.compared(int(evaluation_id), first, second))
+    return (compared_html(explorer.judging.compared(int(evaluation_id), first, second))
+            + agreement_table(explorer.judging.pairwise_agreement(dataset),
+                              "documents both judged"))
 
 
 def assessor_views(explorer: Explorer, current: gr.State, ids: gr.Dropdown) -> Refresh:

@@ -26,17 +26,29 @@ EXPORTS = {"jsonl": "JSONL (full traces)", "csv": "CSV (metrics)",
            "flashrag": "FlashRAG dataset (JSONL)",
            "trec": "TREC run files per stage and qrels"}
 COLUMNS = ["id", "name", "paradigm", "corpus", "question", "answer", "EM", "F1",
-           "reader tokens", "seconds", "saved", "notes"]
+           "reader tokens", "seconds", "saved", "by", "notes"]
+EVERYONE = ""  # the "Saved by" filter's value that lists every run
 
 
-def rows(explorer: Explorer) -> list[list]:
+def rows(explorer: Explorer, whose: str = EVERYONE) -> list[list]:
+    """The saved runs' rows, newest first (of user `whose` only, if given)."""
     out = []
     for r in explorer.saved_runs():
+        if whose and r.owner != whose:
+            continue
         m = r.metrics
         out.append([r.id, r.name, r.paradigm, r.corpus, r.question, r.answer,
                     m.get("EM", ""), round(m["F1"], 2) if "F1" in m else "", r.reader_tokens,
-                    round(r.seconds, 2), r.created, r.notes])
+                    round(r.seconds, 2), r.created, r.owner, r.notes])
     return out
+
+
+def listing(explorer: Explorer, whose: str = EVERYONE) -> tuple:
+    """(the rows of `whose` runs, the "Saved by" filter offering everyone who saved one)."""
+    owners = sorted({r.owner for r in explorer.saved_runs() if r.owner})
+    whose = whose if whose in owners else EVERYONE
+    return rows(explorer, whose), gr.Dropdown(
+        choices=[("everyone", EVERYONE), *((o, o) for o in owners)], value=whose)
 
 
 def parse_ids(text: str, what: str = "run") -> list[int]:
@@ -90,12 +102,14 @@ def build(explorer: Explorer) -> Tab:
     contents(VIEWS, "fe-sessions-contents")
     with gr.Row():
         gr.Markdown("Click a run to pick it; click a second one to pick a pair to compare.")
+        whose = gr.Dropdown([("everyone", EVERYONE)], value=EVERYONE, label="Saved by",
+                            scale=0, min_width=160, elem_id="fe-sessions-whose")
         refresh = gr.Button("Refresh list", size="sm", scale=0)
     table = gr.Dataframe(headers=COLUMNS, wrap=True,  # filled on page load (app.ui)
                          interactive=False, label="Saved runs", elem_id="fe-sessions-table",
                          max_height=420, column_widths=[  # "paradigm" and "seconds" unbroken
-                             "4%", "10%", "8%", "7%", "20%", "12%", "4%", "4%", "7%", "8%",
-                             "8%", "8%"])
+                             "4%", "10%", "8%", "7%", "17%", "12%", "4%", "4%", "6%", "7%",
+                             "8%", "6%", "7%"])
     with gr.Row():
         ids = gr.Textbox(label="Run id(s)", placeholder="3   or   3, 5", scale=2,
                          elem_id="fe-session-ids")
@@ -150,19 +164,21 @@ def build(explorer: Explorer) -> Tab:
         return pick_id(current, evt.row_value[0]) if evt.row_value else current
 
     views = [message, banner, answer, funnel_plot, waterfall_plot, heatmap, tables]
-    refresh.click(lambda: rows(explorer), None, table, api_visibility="private")
+    refresh.click(partial(listing, explorer), whose, [table, whose], api_visibility="private")
+    whose.input(partial(rows, explorer), whose, table, api_visibility="private")
     table.select(select_row, ids, ids, api_visibility="private")
     for button, show in ((open_, open_run), (compare, compare_runs)):  # shown under the list
         button.click(partial(show, explorer), ids, views, api_visibility="private").then(
             None, js=scroll_to("fe-session-message"), api_visibility="private")
     pending = gr.State(None)  # the ids a first Delete click asked to confirm
-    delete.click(partial(delete_runs, explorer), [ids, pending], [message, table, pending],
-                 api_visibility="private")
+    delete.click(partial(delete_runs, explorer), [ids, pending, whose],
+                 [message, table, pending], api_visibility="private")
     export_button.click(partial(export_runs, explorer), [fmt, ids], [download, message],
                         api_visibility="private")
-    import_button.click(partial(import_pipeline, explorer), [uploads, dataset, label],
+    import_button.click(partial(import_pipeline, explorer), [uploads, dataset, label, whose],
                         [message, table, uploads], api_visibility="private")
-    return Tab(refresh=Refresh(lambda: rows(explorer), [table]), on_load=True)
+    return Tab(refresh=Refresh(partial(listing, explorer), [table, whose], [whose]),
+               on_load=True)
 
 
 # --- callbacks ----------------------------------------------------------------------------
@@ -198,16 +214,16 @@ def compare_runs(explorer: Explorer, text) -> tuple:
             figures.compare_figure(traces), gr.Plot(None, visible=False), "")
 
 
-def _refused_delete(box: str, explorer: Explorer, *_) -> tuple:
+def _refused_delete(box: str, explorer: Explorer, text, pending, whose=EVERYONE) -> tuple:
     """A refused Delete: the box, the list read again (of several ids, those before the
     refused one are gone) and nothing left to confirm."""
-    return box, rows(explorer), None
+    return box, rows(explorer, whose), None
 
 
 @refusing(shape=_refused_delete)
-def delete_runs(explorer: Explorer, text, pending) -> tuple:
-    """(message, list, pending ids): the first click names what would go; a second click
-    on the same ids deletes them."""
+def delete_runs(explorer: Explorer, text, pending, whose=EVERYONE) -> tuple:
+    """(message, list of `whose` runs, pending ids): the first click names what would go;
+    a second click on the same ids deletes them (one's own, or anyone's as an admin)."""
     chosen = parse_ids(text)
     if chosen != pending:
         known = {r.id for r in explorer.saved_runs()}
@@ -218,8 +234,8 @@ def delete_runs(explorer: Explorer, text, pending) -> tuple:
                 f"{plural_runs(chosen)} for good.</div>", gr.skip(), chosen)
     for run_id in chosen:
         explorer.delete_run(run_id)
-    return (f"<div class='fe-kept'>Deleted {plural_runs(chosen)}.</div>", rows(explorer),
-            None)
+    return (f"<div class='fe-kept'>Deleted {plural_runs(chosen)}.</div>",
+            rows(explorer, whose), None)
 
 
 @refusing(shape=lambda box, *_: (None, box))
@@ -233,7 +249,7 @@ def export_runs(explorer: Explorer, kind, text) -> tuple:
 
 
 @refusing(outputs=3)
-def import_pipeline(explorer: Explorer, uploads, dataset, label) -> tuple:
+def import_pipeline(explorer: Explorer, uploads, dataset, label, whose=EVERYONE) -> tuple:
     """(message, list, the upload box): the uploaded files stored as an evaluation or as
     saved runs; the box is emptied once they are stored (a second click would store them
     again)."""
@@ -250,7 +266,7 @@ def import_pipeline(explorer: Explorer, uploads, dataset, label) -> tuple:
         return (f"<div class='fe-kept'>Stored {runs} of {esc(dataset)} by {esc(pipelines)} as "
                 f"evaluation {imported.evaluation}: see it in Evaluate and Diagnose, and pair "
                 "it there with an evaluation of our paradigms on the same dataset (over a "
-                "corpus that holds its paragraphs).</div>", rows(explorer), None)
+                "corpus that holds its paragraphs).</div>", rows(explorer, whose), None)
     before = (f" {imported.already} of them saved before, left out." if imported.already
               else "")
     if not imported.sessions:
@@ -259,4 +275,4 @@ def import_pipeline(explorer: Explorer, uploads, dataset, label) -> tuple:
     first, last = imported.sessions[0], imported.sessions[-1]
     where = f"runs {first}–{last}" if first != last else f"run {first}"
     return (f"<div class='fe-kept'>Saved {runs} of {esc(pipelines)} as {where}: type an id "
-            f"above and Open it.{before}</div>", rows(explorer), None)
+            f"above and Open it.{before}</div>", rows(explorer, whose), None)

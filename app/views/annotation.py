@@ -92,6 +92,27 @@ def labels_table(labels: list[Label], limit: int = 50) -> str:
             f"<th>when</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
+def agreement_table(found: list, what: str = "pairs both labelled") -> str:
+    """Every two people's agreement (engine.judging.agreement.pairwise): how many items
+    both gave a label or grade, the share given alike and Cohen's kappa; a note where no
+    two people share an item yet."""
+    if not found:
+        return ("<div class='fe-stage'>Agreement between people shows once two of them "
+                f"have {esc(what)} in common.</div>")
+
+    def kappa(value) -> str:
+        return "undefined (one value throughout)" if value is None else f"{value:.3f}"
+
+    rows = "".join(f"<tr><td>{esc(a)}</td><td>{esc(b)}</td><td>{found.pairs}</td>"
+                   f"<td>{found.exact:.0%}</td><td>{kappa(found.kappa)}</td></tr>"
+                   for a, b, found in found)
+    return ("<div class='fe-stage'>Agreement between people, on the "
+            f"{esc(what)} (Cohen's kappa: 1 agrees throughout, 0 as chance would)</div>"
+            "<table class='fe-table fe-agreement'><thead><tr><th>first</th><th>second</th>"
+            f"<th>{esc(what)}</th><th>alike</th><th>kappa</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
 def plural(n: int, noun: str) -> str:
     """"1 label", "3 labels"."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"

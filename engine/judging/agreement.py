@@ -35,8 +35,9 @@ class Agreement:
         return f"{self.weighted_kappa:.3f} (95% interval {low:.3f} to {high:.3f})"
 
 
-def agreement(first: Grades, second: Grades) -> Agreement:
-    """The agreement of two assessors' grades on the pairs both judged."""
+def agreement(first: Grades, second: Grades, categories: int = len(GRADES)) -> Agreement:
+    """The agreement of two assessors' grades (0 to `categories` - 1: four relevance
+    grades, or two for a classifier label) on the pairs both judged."""
     import numpy as np
     from statsmodels.stats.inter_rater import cohens_kappa
 
@@ -44,7 +45,7 @@ def agreement(first: Grades, second: Grades) -> Agreement:
     if not shared:
         raise ConfigError("The two assessors judged no document of the same question: "
                           "there is nothing to agree on. Judge a pool both have judged.")
-    matrix = np.zeros((len(GRADES), len(GRADES)), dtype=int)
+    matrix = np.zeros((categories, categories), dtype=int)
     for q, d in shared:
         matrix[first[q][d], second[q][d]] += 1
     exact = float(np.trace(matrix)) / len(shared)
@@ -56,6 +57,22 @@ def agreement(first: Grades, second: Grades) -> Agreement:
         weighted, ci = float(found.kappa), (float(found.kappa_low), float(found.kappa_upp))
     return Agreement(len(shared), tuple(tuple(int(x) for x in row) for row in matrix),
                      exact, kappa, weighted, ci)
+
+
+def pairwise(people: Mapping[str, Grades], categories: int = len(GRADES)
+             ) -> list[tuple[str, str, Agreement]]:
+    """(first, second, their agreement) for every two of `people` who graded something
+    in common, in the order the names come."""
+    names = list(people)
+    found = []
+    for i, first in enumerate(names):
+        for second in names[i + 1:]:
+            try:
+                found.append((first, second, agreement(people[first], people[second],
+                                                       categories)))
+            except ConfigError:  # nothing in common
+                continue
+    return found
 
 
 def same_order(first: Mapping[str, float], second: Mapping[str, float]

@@ -25,6 +25,8 @@ from dataclasses import dataclass, replace
 
 from engine.documents import Corpus, Question
 from engine.errors import ConfigError, EngineError, log_failure
+from engine.judging.agreement import Agreement, pairwise
+from engine.service.door import Door
 from engine.service.retrain_job import (
     FIRST_TRAINING,
     RetrainJob,
@@ -32,7 +34,7 @@ from engine.service.retrain_job import (
     recorded_job,
     timed,
 )
-from engine.store.labels import Label, LabelStore
+from engine.store.labels import Label, LabelStore, by_annotator
 from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
@@ -131,11 +133,14 @@ def not_worse(after: dict, before: dict | None) -> bool:
 class Annotation:
     """Labels and retraining over the app's corpora and one sessions database."""
 
-    def __init__(self, corpus_of, store, preparations=tuple) -> None:
+    def __init__(self, corpus_of, store, preparations=tuple, door: Door | None = None
+                 ) -> None:
         """`corpus_of(name)` returns the prepared corpus `name` ("": the start-up one;
         None while it loads); `preparations()` the loaded corpora's preparations, whose
-        first-start training and long builds a retrain waits for."""
+        first-start training and long builds a retrain waits for; `door` names the
+        annotator when people log in."""
         self._corpus_of = corpus_of
+        self._door = door or Door()
         self._preparations = preparations
         self.labels = LabelStore(store)
         self.job = recorded_job()
@@ -148,10 +153,16 @@ class Annotation:
         return corpus
 
     def pairs(self, trace: RunTrace) -> list[JudgedPair]:
+        """The judged pairs of a drrag trace with their stored labels (the acting
+        annotator's only, when people log in and each has their own)."""
         from engine.service.corpora import check_searched
 
         corpus = check_searched(trace.corpus, self.corpus(trace.corpus.get("name", "")))
-        return judged_pairs(trace, corpus, self.labels.list(trace.question))
+        labels = self.labels.list(trace.question)
+        annotator = self._door.name()
+        if annotator:
+            labels = [x for x in labels if x.annotator == annotator or x.source == "gold"]
+        return judged_pairs(trace, corpus, labels)
 
     def label(self, question: str, d1_id: str, d2_id: str, value: int, *,
               question_id: str = "", annotator: str = "", source: str = "human",
@@ -170,8 +181,13 @@ class Annotation:
                               "question) or 0 (they do not).") from None
         d1, d2 = corpus.by_id[d1_id], corpus.by_id[d2_id]
         label = Label(question.strip(), d1.id, d1.title, d1.text, d2.id, d2.title, d2.text,
-                      value, source, annotator.strip(), question_id)
+                      value, source, self._door.signed(annotator, "Annotator"), question_id)
         return replace(label, id=self.labels.add(label))
+
+    def agreement(self) -> list[tuple[str, str, Agreement]]:
+        """(first, second, their agreement) for every two annotators who labelled a pair
+        in common: Cohen's kappa on the pairs both labelled."""
+        return pairwise(by_annotator(self.labels.list()), categories=2)
 
     # --- the classifier ------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ engine.service.diagnosis.Diagnoses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.data.collection_store import check_corpus, split_of
@@ -34,10 +35,22 @@ from engine.trace import RunTrace
 class Evaluations:
     """Starts evaluations, sweeps and ceilings over prepared corpora; reads stored ones."""
 
-    def __init__(self, store: EvaluationStore, jobs: EvaluationJobs, corpora: Corpora) -> None:
+    def __init__(self, store: EvaluationStore, jobs: EvaluationJobs, corpora: Corpora,
+                 owner: Callable[[], str] = str) -> None:
         """`store` keeps the evaluations and their runs; `jobs` runs them in the
-        background; `corpora` prepares the corpus each searches."""
+        background; `corpora` prepares the corpus each searches; `owner()` names the user
+        who starts one ("" without logins)."""
         self._store, self._jobs, self._corpora = store, jobs, corpora
+        self._owner = owner
+
+    def _start(self, request: EvaluationRequest, preparation: Preparation, build: bool
+               ) -> int:
+        """Start `request` in the background, recorded as the acting user's; its id."""
+        evaluation_id = self._jobs.start(request, preparation, build)
+        owner = self._owner()
+        if owner:
+            self._store.set_owner(evaluation_id, owner)
+        return evaluation_id
 
     # --- starting -------------------------------------------------------------------------
 
@@ -67,7 +80,7 @@ class Evaluations:
                                     chosen.questions, tuple(paradigms),
                                     dict(configs or {}), limit, sample, seed, name,
                                     ray=(ray or "").strip(), retrieval_only=judged_only)
-        return self._jobs.start(request, preparation, build)
+        return self._start(request, preparation, build)
 
     def _searched(self, corpus: str, dataset: str, chosen: Dataset,
                   shown: str = "") -> Preparation:
@@ -104,7 +117,7 @@ class Evaluations:
             tuple(p.label for p in points), {p.label: p.config for p in points}, limit,
             sample, seed, name or f"sweep of {paradigm}: {', '.join(options)}",
             kinds={p.label: paradigm for p in points}, retrieval_only=retrieval_only)
-        return self._jobs.start(request, preparation, build)
+        return self._start(request, preparation, build)
 
     def ceilings(self, evaluation_id: int, paradigms: list[str] | None = None,
                  build: bool = False) -> int:
@@ -157,7 +170,7 @@ class Evaluations:
             name=f"ceilings of evaluation {evaluation_id}", kinds=kinds,
             baseline=evaluation_id, cuts=cuts, positions=tuple(positions),
             retrieval_only=unanswered(questions))
-        return self._jobs.start(request, preparation, build)
+        return self._start(request, preparation, build)
 
     def resume_evaluation(self, evaluation_id: int, build: bool = False) -> int:
         """Go on with a stored evaluation that ended before every question ran

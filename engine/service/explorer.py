@@ -20,8 +20,7 @@ documentation are:
   judgments (engine.service.judged_evaluations).
 A paradigm object is cheap (its indexes and models live in process-wide stores), so each run
 builds its own; no config ever loads a second copy of anything. It holds no UI code; the
-Gradio callbacks only convert what it returns.
-"""
+Gradio callbacks only convert what it returns."""
 
 from __future__ import annotations
 
@@ -31,6 +30,7 @@ from pathlib import Path
 from engine.cache import sweep_leftovers
 from engine.data.collection_store import judged_corpus
 from engine.documents import Corpus, Question
+from engine.judging.agreement import Agreement
 from engine.paradigms.base import Paradigm
 from engine.paradigms.registry import parse_config as parse_config
 from engine.service import readiness
@@ -39,6 +39,7 @@ from engine.service.corpora import IDLE_SECONDS, Corpora
 from engine.service.corpus_rows import CorpusRow
 from engine.service.datasets import listed_datasets, listed_questions
 from engine.service.diagnosis import Diagnoses
+from engine.service.door import Door, guarded
 from engine.service.evaluation_jobs import EvaluationJobs
 from engine.service.evaluations import Evaluations
 from engine.service.imports import Imported
@@ -49,26 +50,33 @@ from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
 from engine.service.readiness import NotReady as NotReady
 from engine.service.runs import Runs
+from engine.store.audit import AuditLog
 from engine.store.evaluations import StoredEvaluation
 from engine.store.labels import Label
 from engine.store.sessions import SavedRun, SessionStore
 from engine.trace import RunTrace
 
 
+@guarded
 class Explorer:
     """Runs questions through paradigms over prepared corpora; saves and reloads runs;
-    evaluates, diagnoses and annotates. Every method hands its call to a collaborator;
-    judging is called on its own (`explorer.judging`)."""
+    evaluates, diagnoses and annotates. Every method hands its call to a collaborator once
+    its door has checked the role (`guarded`); judging is called on its own."""
 
     def __init__(self, preparation: Preparation, store: SessionStore, *,
                  corpus_root: Path | None = None, idle_seconds: float = IDLE_SECONDS,
                  preparing: Callable[..., Preparation] = Preparation,
-                 tracing: Tracing | None = None) -> None:
+                 tracing: Tracing | None = None, door: Door | None = None) -> None:
         """`preparation` prepares the corpus the app starts with (the default of every
         request); `corpus_root` is the folder server-side corpus paths may be read from
         (default: the data directory); `preparing` prepares any other corpus
         (engine.service.corpora); `tracing` sends every run (Explore, Compare, re-answer,
-        each question of an evaluation) to an OTLP collector as OpenInference spans."""
+        each question of an evaluation) to an OTLP collector as OpenInference spans;
+        `door` checks roles, and names who made a run, label, judgment or evaluation."""
+        self._door = door or Door()
+        self._audit = AuditLog(store)
+        if self.door.audit is None:
+            self.door.audit = self._audit.record
         self._evaluations = JudgedEvaluations(store)  # measured by the latest judgments
         self._evaluations.mark_interrupted()  # left running by a process that died
         sweep_leftovers()  # and what such a process was writing (never read)
@@ -78,11 +86,12 @@ class Explorer:
                                 in_use=self._jobs.corpora_in_use, preparing=preparing)
         self._preparation = preparation
         self._annotation = Annotation(lambda name: self._corpora.preparation(name).corpus,
-                                      store, self._corpora.loaded_preparations)
-        self._runs = Runs(store, self._corpora, self._annotation.labels, tracing)
-        self._evaluating = Evaluations(self._evaluations, self._jobs, self._corpora)
+                                      store, self._corpora.loaded_preparations, self.door)
+        self._runs = Runs(store, self._corpora, self._annotation.labels, tracing, self.door)
+        self._evaluating = Evaluations(self._evaluations, self._jobs, self._corpora,
+                                       owner=self.door.name)
         self._diagnoses = Diagnoses(self._evaluations, self._corpora)
-        self._judging = Judging(store)
+        self._judging = Judging(store, self.door)
 
     # --- running: engine.service.runs -----------------------------------------------------
 
@@ -124,6 +133,7 @@ class Explorer:
         return self._runs.load_run(run_id)
 
     def delete_run(self, run_id: int) -> None:
+        """Delete saved run `run_id`: one's own, or anyone's as an admin."""
         self._runs.delete_run(run_id)
 
     def export_runs(self, fmt: str, run_ids: list[int] | None = None) -> str:
@@ -197,8 +207,7 @@ class Explorer:
         return readiness.supporting_in_corpus(self._corpora, question, corpus)
 
     def titles(self, doc_ids, corpus: str = "") -> dict[str, str]:
-        """{id: title} of those of `doc_ids` that corpus `corpus` (the start-up one when
-        empty) holds with a title, if it is loaded now (never starts loading it)."""
+        """{id: title} of `doc_ids` in corpus `corpus` if loaded now (never loads it)."""
         return readiness.titles(self._corpora, doc_ids, corpus)
 
     def counted_corpus(self, corpus: str = "") -> str:
@@ -353,6 +362,14 @@ class Explorer:
         """Every stored label, newest first."""
         return self._annotation.labels.list()
 
+    def label_agreement(self) -> list[tuple[str, str, Agreement]]:
+        """(first, second, Cohen's kappa) of every two who labelled a pair in common."""
+        return self._annotation.agreement()
+
+    def audit_log(self, limit: int = 200, user: str = "") -> list[dict]:
+        """The latest admin actions and refusals (of `user` only), newest first."""
+        return self._audit.entries(limit, user)
+
     def export_labels(self) -> str:
         return self._annotation.labels.export_jsonl()
 
@@ -369,6 +386,10 @@ class Explorer:
 
     def activate_classifier(self, version: str) -> dict:
         return self._annotation.activate(version)
+
+    @property
+    def door(self) -> Door:  # who acts, and what their role may do
+        return self._door
 
     # --- judging: engine.service.judging --------------------------------------------------
     @property

@@ -26,7 +26,7 @@ from engine.data.collection_store import (
 )
 from engine.data.loaders.jsonio import read_text
 from engine.errors import ConfigError, check_choice
-from engine.judging.agreement import Agreement, agreement, same_order
+from engine.judging.agreement import Agreement, agreement, pairwise, same_order
 from engine.judging.exchange import FORMATS, judgments_jsonl, qrels_text, read_judgments
 from engine.judging.generate import Generated, generate, stratified
 from engine.judging.llm_judge import Judged, judge_pool
@@ -46,6 +46,7 @@ from engine.judging.pools import (
     pool_units,
 )
 from engine.judging.questions import read_question_list
+from engine.service.door import Door, guarded
 from engine.store.evaluations import EvaluationStore
 from engine.store.judgments import Judgment, JudgmentStore, Pool, PoolUnit
 from engine.store.sessions import SessionStore
@@ -54,11 +55,15 @@ from engine.trace import RunTrace
 logger = logging.getLogger(__name__)
 
 
+@guarded
 class Judging:
     """Question sets, pools and judgments in the sessions database."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: SessionStore, door: Door | None = None) -> None:
+        """`door` checks each method's role (engine.service.door) and names the assessor
+        when people log in."""
         self.judgments = JudgmentStore(store)
+        self.door = door or Door()
 
     def add_questions(self, corpus: str, name: str, source: str | Path = "",
                       text: str = "") -> CollectionSplit:
@@ -146,11 +151,13 @@ class Judging:
                              keep=traces.append, label=split.label))
         order = {q: n for n, q in enumerate(dict.fromkeys(r["question_id"] for r in rows))}
         runs = [(order[r["question_id"]], t, r) for t, r in zip(traces, rows, strict=True)]
-        evaluation = EvaluationStore(self.judgments.store).store_whole(
+        evaluations = EvaluationStore(self.judgments.store)
+        evaluation = evaluations.store_whole(
             runs, summarise(rows), dataset=split.label, paradigms=paradigms,
             configs={p: {} for p in paradigms}, corpus=split.corpus,
             corpus_fingerprint=traces[0].corpus.get("fingerprint", "") if traces else "",
             code_version=code_version(), name=f"{split.label}: {', '.join(paradigms)}")
+        evaluations.set_owner(evaluation, self.door.name())
         return self.pool_evaluation(evaluation, depth, stages, name)
 
     def pool_evaluation(self, evaluation_id: int, depth: int = 5,
@@ -193,7 +200,7 @@ class Judging:
     def to_judge(self, pool_id: int, assessor: str, skipped: tuple[int, ...] = ()
                  ) -> tuple[PoolUnit | None, str, tuple[int, int]]:
         """(the next unit `assessor` has to judge, its question's text, (judged, units))."""
-        assessor = _assessor(assessor)
+        assessor = self._assessor(assessor)
         pool = self.judgments.pool(pool_id)  # an unknown pool is refused, not shown judged
         unit = self.judgments.to_judge(pool_id, assessor, skipped)
         question = self._questions(pool).get(unit.question_id, "") if unit is not None \
@@ -203,13 +210,13 @@ class Judging:
     def pace(self, pool_id: int, assessor: str) -> float | None:
         """`assessor`'s median seconds a judgment in pool `pool_id` (None before one)."""
         return median_pace(j.seconds for j in self.judgments.judgments(
-            self.judgments.pool(pool_id).collection, _assessor(assessor))
+            self.judgments.pool(pool_id).collection, self._assessor(assessor))
             if j.pool_id == pool_id and j.seconds is not None)
 
     def judge(self, pool_id: int, question_id: str, document_id: str, grade: int,
               assessor: str, seconds: float | None = None) -> tuple[int, int]:
         """Record a person's judgment of a pooled unit and publish; (judged, units)."""
-        pool, assessor = self.judgments.pool(pool_id), _assessor(assessor)
+        pool, assessor = self.judgments.pool(pool_id), self._assessor(assessor)
         self.judgments.add(Judgment(pool.collection, question_id, document_id, int(grade),
                                     assessor, pool_id, seconds))
         self._publish(pool.collection)
@@ -218,7 +225,7 @@ class Judging:
     def undo(self, pool_id: int, assessor: str) -> Judgment | None:
         """Take back `assessor`'s last judgment of the pool, and publish."""
         self.judgments.pool(pool_id)
-        undone = self.judgments.undo(_assessor(assessor), pool_id)
+        undone = self.judgments.undo(self._assessor(assessor), pool_id)
         if undone is not None:
             self._publish(undone.collection)
         return undone
@@ -239,6 +246,13 @@ class Judging:
         label = self._split(dataset).label
         return agreement(self.judgments.grades(label, first),
                          self.judgments.grades(label, second))
+
+    def pairwise_agreement(self, dataset: str) -> list[tuple[str, str, Agreement]]:
+        """(first, second, their agreement) for every two people who judged a document of
+        question set `dataset` in common (the judges, llm: and generated:, left out)."""
+        label = self._split(dataset).label
+        people = [who for who in self.judgments.assessors(label) if is_person(who)]
+        return pairwise({who: self.judgments.grades(label, who) for who in people})
 
     def export_judgments(self, dataset: str, fmt: str = "qrels", assessor: str = "") -> str:
         """Question set `dataset`'s judgments as TREC qrels (the published grades, or
@@ -344,8 +358,15 @@ class Judging:
                 if j.seconds and is_person(j.assessor)]
 
 
-def _assessor(name: str) -> str:
-    name = " ".join(str(name or "").split())
+    def _assessor(self, name: str) -> str:
+        """Who judges: the logged-in user (another name typed is refused), else the name
+        typed, a person's."""
+        if self.door.user() is not None:
+            return self.door.signed(name, "Assessor")
+        return _typed_assessor(" ".join(str(name or "").split()))
+
+
+def _typed_assessor(name: str) -> str:
     if not name:
         raise ConfigError("Say who is judging: type your name in the Assessor box.")
     if not is_person(name):

@@ -11,16 +11,22 @@ may batch several pipelines' spans), and keeps it as its pipeline. A trace that 
 call without a retriever) is logged and dropped; at most MAX_PENDING traces wait, the
 oldest dropped first. Bodies in protobuf (the exporters' default) or JSON, gzipped or not,
 are read; anything else is answered 400 or 415 with the reason.
+
+Its door is a key: with `keys` ({key: the user its runs belong to}; the app requires one,
+`--otlp-key USER:KEY`) a request must carry one as `Authorization: Bearer KEY` or
+`x-api-key: KEY`, compared in constant time; without, it is answered 401 and nothing of it
+is stored.
 """
 
 from __future__ import annotations
 
 import gzip
+import hmac
 import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from engine.errors import DataFormatError, EngineError
@@ -36,17 +42,36 @@ MAX_BODY = 64 * 1024 * 1024  # bytes of one request
 
 
 class TraceReceiver:
-    """Spans in, runs out: each finished trace handed to `save` (it returns the run's id)."""
+    """Spans in, runs out: each finished trace handed to `save(run, user)` (it returns the
+    run's id; `user` is the one the request's key names, "" without keys)."""
 
-    def __init__(self, save: Callable[[RunTrace], int], label: str = "received") -> None:
+    def __init__(self, save: Callable[[RunTrace, str], int], label: str = "received",
+                 keys: Mapping[str, str] | None = None) -> None:
         self.save = save
         self.label = label
+        self.keys = dict(keys or {})
         self._pending: OrderedDict[str, list[Span]] = OrderedDict()
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
 
-    def receive(self, request: dict, sender: str = "request") -> list[int]:
-        """Take one OTLP/JSON request; returns the ids of the runs it finished."""
+    def sender(self, headers: Mapping[str, str]) -> str | None:
+        """The user a request's key names ("" when no key is needed), None when its key is
+        missing or wrong. Every key is compared, in constant time."""
+        if not self.keys:
+            return ""
+        sent = headers.get("x-api-key") or ""
+        scheme, _, token = (headers.get("Authorization") or "").partition(" ")
+        if scheme.lower() == "bearer":
+            sent = sent or token.strip()
+        found = None
+        for key, user in self.keys.items():
+            if hmac.compare_digest(sent.encode(), key.encode()):
+                found = user
+        return found
+
+    def receive(self, request: dict, sender: str = "request", user: str = "") -> list[int]:
+        """Take one OTLP/JSON request sent by `user`; returns the ids of the runs it
+        finished (each saved as the user's whose request held its root span)."""
         spans = list(otlp_spans(request, sender))  # a bad request is refused whole
         finished = []
         with self._lock:
@@ -68,7 +93,7 @@ class TraceReceiver:
                 logger.info("a received trace is no run, dropped: %s", err)
                 continue
             try:
-                saved.append(self.save(run))
+                saved.append(self.save(run, user))
             except EngineError as err:  # sent twice (an exporter's retry): saved already
                 logger.info("a received run was not saved: %s", err)
                 continue
@@ -83,6 +108,12 @@ class TraceReceiver:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 if self.path.rstrip("/") != PATH:
                     return self._answer(404, f"POST spans to {PATH}")
+                user = receiver.sender(self.headers)
+                if user is None:
+                    logger.info("refused spans from %s: no key or a wrong one",
+                                self.client_address[0])
+                    return self._answer(401, "send the receiver's key as 'Authorization: "
+                                        "Bearer KEY' or 'x-api-key: KEY' (--otlp-key)")
                 length = int(self.headers.get("Content-Length") or 0)
                 if length > MAX_BODY:
                     return self._answer(413, f"a request holds at most {MAX_BODY} bytes")
@@ -92,7 +123,7 @@ class TraceReceiver:
                 kind = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
                 try:
                     request = _decoded(body, kind)
-                    receiver.receive(request, f"{self.client_address[0]}{PATH}")
+                    receiver.receive(request, f"{self.client_address[0]}{PATH}", user)
                 except DataFormatError as err:
                     return self._answer(400, str(err))
                 except ValueError as err:
@@ -104,6 +135,8 @@ class TraceReceiver:
                 body = (b"{}" if kind == "application/json" else b"") if status == 200 else \
                     json.dumps({"message": message}).encode()
                 self.send_response(status)
+                if status == 401:
+                    self.send_header("WWW-Authenticate", 'Bearer realm="otlp"')
                 self.send_header("Content-Type", kind if status == 200 and kind else
                                  "application/json")
                 self.send_header("Content-Length", str(len(body)))

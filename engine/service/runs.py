@@ -21,6 +21,7 @@ from engine.paradigms.base import Need, Paradigm, check_question
 from engine.paradigms.registry import make_config, parse_config, spec
 from engine.service.corpora import Corpora, check_searched
 from engine.service.datasets import dataset_label, dataset_of, supporting_documents
+from engine.service.door import Door
 from engine.service.imports import Imported, import_files
 from engine.service.labelled import labelled_relevance, with_label_measures
 from engine.service.long_builds import (
@@ -33,6 +34,7 @@ from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
 from engine.service.readiness import NotReady, check_ready
 from engine.service.store import handed, make_paradigm
+from engine.store.evaluations import EvaluationStore
 from engine.store.labels import LabelStore
 from engine.store.sessions import SavedRun, SessionStore
 from engine.trace import FAILED, RunTrace
@@ -56,12 +58,14 @@ class Runs:
     """Questions run through paradigms over prepared corpora; runs saved and reloaded."""
 
     def __init__(self, sessions: SessionStore, corpora: Corpora, labels: LabelStore,
-                 tracing: Tracing | None = None) -> None:
+                 tracing: Tracing | None = None, door: Door | None = None) -> None:
         """`sessions` keeps the saved runs; `corpora` prepares the corpus a run names;
         `labels` are Annotate's, which a run's question is measured against too;
-        `tracing` sends every finished run to an OTLP collector."""
+        `tracing` sends every finished run to an OTLP collector; `door` names who saves a
+        run and lets only its owner or an admin delete it."""
         self._sessions, self._corpora, self._labels = sessions, corpora, labels
         self._tracing = tracing
+        self._door = door or Door()
         self._prepared_by_runs: set[tuple[str, str]] = set()  # (corpus fingerprint, need key)
 
     # --- running --------------------------------------------------------------------------
@@ -207,15 +211,16 @@ class Runs:
     # --- saved runs -----------------------------------------------------------------------
 
     def save_run(self, trace: RunTrace, name: str = "", notes: str = "") -> int:
-        """Save `trace`; returns the new run's id. The same run saved again is refused,
-        naming the run it is saved as (a second Save click once made a silent twin)."""
+        """Save `trace` as the acting user's; returns the new run's id. The same run saved
+        again is refused, naming the run it is saved as (a second Save click once made a
+        silent twin)."""
         before = self._sessions.saved_as(trace)
         if before is not None:
             run_id, saved_name = before
             raise ConfigError(f"This run is already saved as run {run_id} ({saved_name!r}); "
                               "nothing was saved again. Run the question again to save "
                               "another run of it.")
-        return self._sessions.save(trace, name, notes)
+        return self._sessions.save(trace, name, notes, self._door.name())
 
     def saved_runs(self) -> list[SavedRun]:
         """Saved runs, newest first."""
@@ -225,6 +230,8 @@ class Runs:
         return self._sessions.load(run_id)
 
     def delete_run(self, run_id: int) -> None:
+        """Delete saved run `run_id`: one's own, or anyone's as an admin."""
+        self._door.owns(self._sessions.owner(run_id), "delete_run", f"run {run_id}")
         self._sessions.delete(run_id)
 
     def export_runs(self, fmt: str, run_ids: list[int] | None = None) -> str:
@@ -252,6 +259,12 @@ class Runs:
                                "the status above the tabs says it is ready.")
             return eval_corpus(chosen, self._corpora.startup.corpus, dataset_label(dataset))
 
-        return import_files(files, self._sessions, dataset=chosen,
-                            dataset_name=dataset_label(dataset) if chosen else "",
-                            label=label, corpus=searched)
+        imported = import_files(files, self._sessions, dataset=chosen,
+                                dataset_name=dataset_label(dataset) if chosen else "",
+                                label=label, corpus=searched)
+        owner = self._door.name()
+        if owner and imported.sessions:
+            self._sessions.set_owner(list(imported.sessions), owner)
+        if owner and imported.evaluation is not None:
+            EvaluationStore(self._sessions).set_owner(imported.evaluation, owner)
+        return imported

@@ -28,7 +28,8 @@ RESUMABLE = ("cancelled", "failed", "interrupted")  # ended before every questio
 IMPORTED = "imported"  # the code version of an evaluation imported from files
 MAX_NAME_CHARS = 200
 _COLUMNS = ("id", "name", "dataset", "questions", "paradigms", "configs", "corpus",
-            "corpus_fingerprint", "code_version", "state", "summary", "error", "baseline")
+            "corpus_fingerprint", "code_version", "state", "summary", "error", "baseline",
+            "owner")
 _INSERT_RUN = ("INSERT INTO evaluation_runs (evaluation_id, position, paradigm, question_id, "
                "row, trace) VALUES (?, ?, ?, ?, ?, ?)")
 
@@ -54,6 +55,7 @@ class StoredEvaluation:
     seconds: float | None = None  # from start to finish; None while it runs
     # a ceiling evaluation (engine/eval/ceilings.py): the evaluation its runs improve on
     baseline: int | None = None
+    owner: str = ""  # the user who started or imported it; "" without logins or before them
 
 
 class EvaluationStore:
@@ -240,6 +242,11 @@ class EvaluationStore:
             ("UPDATE evaluations SET summary = ?, judged_with = ? WHERE id = ? AND state <> "
              "'running'", [json.dumps(summary), stamp, evaluation_id])])
 
+    def set_owner(self, evaluation_id: int, owner: str) -> None:
+        """Record the user who started or imported evaluation `evaluation_id`."""
+        self.store.execute("UPDATE evaluations SET owner = ? WHERE id = ?",
+                           [owner, self._known(evaluation_id)])
+
     def delete(self, evaluation_id: int) -> None:
         evaluation_id = self._known(evaluation_id)
         self.store.transaction([
@@ -262,8 +269,9 @@ class EvaluationStore:
             paradigms=tuple(json.loads(r[4])), configs=json.loads(r[5]), corpus=r[6],
             corpus_fingerprint=r[7], code_version=r[8], state=r[9],
             summary=json.loads(r[10]) if r[10] else {}, error=r[11] or "",
-            baseline=None if r[12] is None else int(r[12]), done=int(r[13]),
-            created=r[14], seconds=None if r[15] is None else round(float(r[15]), 1))
+            baseline=None if r[12] is None else int(r[12]), owner=r[13] or "",
+            done=int(r[14]), created=r[15],
+            seconds=None if r[16] is None else round(float(r[16]), 1))
 
     def _known(self, evaluation_id: int) -> int:
         evaluation_id = self._id(evaluation_id)

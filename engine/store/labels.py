@@ -4,8 +4,10 @@ A label says whether two documents together are evidence for a question: C(q, d1
 1 or 0. It keeps the question (and its dataset id when picked from a dataset), both
 documents' ids, titles and texts (so training never depends on the corpus it came from),
 a fingerprint of the texts, who labelled it, when, and its source: "human" (Annotate) or
-"gold" (a dataset's supporting flags). Labelling a pair again replaces its label; an
-import adds pairs not yet stored and leaves stored ones alone, and a labels file with any
+"gold" (a dataset's supporting flags). Each annotator has their own label of a pair (two
+people's labels of one pair are both kept, for their agreement); labelling a pair again
+replaces one's own label; training takes each pair's latest label. An import adds labels
+not yet stored and leaves stored ones alone, and a labels file with any
 bad line is refused whole, naming the file, the line and the field.
 """
 
@@ -75,13 +77,14 @@ class LabelStore:
         self.store = store
 
     def add(self, label: Label) -> int:
-        """Store `label` (replacing an earlier label of the same question and pair)."""
+        """Store `label` (replacing its annotator's earlier label of the same question and
+        pair)."""
         values = [getattr(label, k) for k in FIELDS]
         (row,) = self.store.execute(
             f"INSERT INTO labels ({', '.join(FIELDS)}, texts_fingerprint) "
             f"VALUES ({', '.join('?' * (len(FIELDS) + 1))}) "
-            "ON CONFLICT (question, d1_id, d2_id) DO UPDATE SET label = excluded.label, "
-            "source = excluded.source, annotator = excluded.annotator, "
+            "ON CONFLICT (question, d1_id, d2_id, annotator) DO UPDATE SET "
+            "label = excluded.label, source = excluded.source, "
             "d1_text = excluded.d1_text, d2_text = excluded.d2_text, "
             "texts_fingerprint = excluded.texts_fingerprint, created = now() "
             "RETURNING id", [*values, label.texts_fingerprint])
@@ -112,8 +115,8 @@ class LabelStore:
         """(added, already stored) from a labels file; any bad line refuses the whole file
         before anything is written."""
         labels = parse_labels(text, filename)
-        stored = {(x.question, x.d1_id, x.d2_id) for x in self.list()}
-        new = [x for x in labels if (x.question, x.d1_id, x.d2_id) not in stored]
+        stored = {(x.question, x.d1_id, x.d2_id, x.annotator) for x in self.list()}
+        new = [x for x in labels if (x.question, x.d1_id, x.d2_id, x.annotator) not in stored]
         insert = (f"INSERT INTO labels ({', '.join(FIELDS)}, texts_fingerprint) VALUES "
                   f"({', '.join('?' * (len(FIELDS) + 1))}) ON CONFLICT DO NOTHING")
         self.store.transaction([(insert, [*(getattr(x, k) for k in FIELDS),
@@ -157,10 +160,28 @@ def parse_labels(text: str, filename: str = "labels.jsonl") -> list[Label]:
     return labels
 
 
+def latest(labels: list[Label]) -> list[Label]:
+    """Each pair's latest label of `labels` (newest first, as `LabelStore.list` gives
+    them), whoever labelled it."""
+    return list({(x.question, x.d1_id, x.d2_id): x for x in reversed(labels)}.values())[::-1]
+
+
+def by_annotator(labels: list[Label]) -> dict[str, dict[str, dict[str, int]]]:
+    """{annotator: {question: {"d1_id\\td2_id": label}}} of the people's labels, for their
+    agreement (engine.judging.agreement.pairwise)."""
+    people: dict[str, dict[str, dict[str, int]]] = {}
+    for x in reversed(labels):  # oldest first: a later label of a pair wins
+        if x.source == "human" and x.annotator:
+            people.setdefault(x.annotator, {}).setdefault(x.question, {})[
+                f"{x.d1_id}\t{x.d2_id}"] = x.label
+    return people
+
+
 def training_examples(labels: list[Label]) -> list:
-    """The labels as classifier training pairs (texts as "title\\ntext")."""
+    """The labels as classifier training pairs (texts as "title\\ntext"), one a pair: its
+    latest label."""
     from engine.train.selection_pairs import PairExample
 
     return [PairExample(x.question, f"{x.d1_title}\n{x.d1_text}",
-                        f"{x.d2_title}\n{x.d2_text}", x.label, x.source) for x in labels]
-
+                        f"{x.d2_title}\n{x.d2_text}", x.label, x.source)
+            for x in latest(labels)]

@@ -2,7 +2,7 @@
 
 `SessionStore` applies each once, in a transaction, and records it in `schema_migrations`.
 Saved runs (1-4), classifier labels, stored evaluations (5-7) and relevance judgments with
-their pools (8, 9) share the one DuckDB file.
+their pools (8, 9), whose work each is and the audit log (10) share the one DuckDB file.
 """
 
 from __future__ import annotations
@@ -123,5 +123,39 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         "evaluation a pool was pooled from (engine/service/judged_evaluations.py)", (
         "ALTER TABLE evaluations ADD COLUMN judged_with VARCHAR",
         "ALTER TABLE pools ADD COLUMN evaluation_id BIGINT",
+    )),
+    (10, "whose work: the user who saved a run or started an evaluation, a label per pair "
+         "per annotator (two people may label one pair), and the audit log of admin actions "
+         "and refusals (engine/service/door.py, engine/store/audit.py)", (
+        "ALTER TABLE runs ADD COLUMN owner VARCHAR NOT NULL DEFAULT ''",
+        "ALTER TABLE evaluations ADD COLUMN owner VARCHAR NOT NULL DEFAULT ''",
+        """CREATE TABLE labels_10 (
+               id BIGINT PRIMARY KEY DEFAULT nextval('label_ids'),
+               question VARCHAR NOT NULL,
+               question_id VARCHAR NOT NULL DEFAULT '',
+               d1_id VARCHAR NOT NULL,
+               d1_title VARCHAR NOT NULL,
+               d1_text VARCHAR NOT NULL,
+               d2_id VARCHAR NOT NULL,
+               d2_title VARCHAR NOT NULL,
+               d2_text VARCHAR NOT NULL,
+               texts_fingerprint VARCHAR NOT NULL,
+               label INTEGER NOT NULL CHECK (label IN (0, 1)),
+               source VARCHAR NOT NULL,
+               annotator VARCHAR NOT NULL DEFAULT '',
+               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
+               UNIQUE (question, d1_id, d2_id, annotator))""",
+        "INSERT INTO labels_10 SELECT * FROM labels",
+        "DROP TABLE labels",
+        "ALTER TABLE labels_10 RENAME TO labels",
+        "CREATE SEQUENCE audit_ids START 1",
+        """CREATE TABLE audit (
+               id BIGINT PRIMARY KEY DEFAULT nextval('audit_ids'),
+               happened TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
+               username VARCHAR NOT NULL,
+               role VARCHAR NOT NULL,
+               action VARCHAR NOT NULL,
+               allowed BOOLEAN NOT NULL,
+               detail VARCHAR NOT NULL DEFAULT '')""",
     )),
 )

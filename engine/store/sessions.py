@@ -59,6 +59,7 @@ class SavedRun:
     metrics: dict
     corpus: str = ""  # runs saved before corpora were recorded have none
     corpus_fingerprint: str = ""
+    owner: str = ""  # the user who saved it; "" without logins or before them
 
 
 class SessionStore:
@@ -115,16 +116,17 @@ class SessionStore:
 
     # --- runs -----------------------------------------------------------------------------
 
-    def save(self, trace: RunTrace, name: str = "", notes: str = "") -> int:
-        """Store `trace` under `name` (default: the question) and return its id."""
-        (run_id,) = self.save_all([trace], [name], notes)
+    def save(self, trace: RunTrace, name: str = "", notes: str = "", owner: str = "") -> int:
+        """Store `trace` under `name` (default: the question), saved by `owner`, and
+        return its id."""
+        (run_id,) = self.save_all([trace], [name], notes, owner)
         return run_id
 
     def save_all(self, traces: list[RunTrace], names: list[str],
-                 notes: str = "") -> list[int]:
+                 notes: str = "", owner: str = "") -> list[int]:
         """Store every trace (under its name in `names`; empty: its question) in one
         transaction, all or none (an import's runs); returns their ids."""
-        statements = [self._save_statement(trace, name, notes)
+        statements = [self._save_statement(trace, name, notes, owner)
                       for trace, name in zip(traces, names, strict=True)]
         ids = [int(rows[0][0]) for rows in self.transaction(statements)]
         for run_id, (_, params) in zip(ids, statements, strict=True):
@@ -132,7 +134,8 @@ class SessionStore:
         return ids
 
     @staticmethod
-    def _save_statement(trace: RunTrace, name: str, notes: str) -> tuple[str, list]:
+    def _save_statement(trace: RunTrace, name: str, notes: str,
+                        owner: str = "") -> tuple[str, list]:
         name = (name or "").strip() or trace.question[:80]
         if len(name) > MAX_NAME_CHARS:
             raise ConfigError(f"The run name has {len(name)} characters; the limit is "
@@ -141,11 +144,11 @@ class SessionStore:
             raise ConfigError(f"The notes have {len(notes):,} characters; the limit is "
                               f"{MAX_NOTES_CHARS:,}. Shorten them.")
         return ("INSERT INTO runs (name, notes, question, paradigm, trace, metrics, "
-                "reader_tokens, seconds, corpus, corpus_fingerprint) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                "reader_tokens, seconds, corpus, corpus_fingerprint, owner) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 [name, notes or "", trace.question, trace.paradigm, trace.to_json(),
                  json.dumps(trace.metrics), trace.reader_input_tokens, trace.seconds,
-                 trace.corpus.get("name", ""), trace.corpus.get("fingerprint", "")])
+                 trace.corpus.get("name", ""), trace.corpus.get("fingerprint", ""), owner])
 
     def saved_as(self, trace: RunTrace) -> tuple[int, str] | None:
         """(id, name) of the first saved run whose trace is `trace` exactly, or None. Two
@@ -165,10 +168,10 @@ class SessionStore:
                 "SELECT id, name, notes, strftime(created, '%Y-%m-%d %H:%M:%S'), paradigm, "
                 "question, json_extract_string(trace, '$.answer'), "
                 "coalesce(reader_tokens, 0), coalesce(seconds, 0), coalesce(metrics, '{}'), "
-                "coalesce(corpus, ''), coalesce(corpus_fingerprint, '') "
+                "coalesce(corpus, ''), coalesce(corpus_fingerprint, ''), owner "
                 "FROM runs ORDER BY id DESC").fetchall()
         return [SavedRun(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6] or "", int(r[7]),
-                         float(r[8]), json.loads(r[9]), r[10], r[11]) for r in rows]
+                         float(r[8]), json.loads(r[9]), r[10], r[11], r[12]) for r in rows]
 
     def load(self, run_id: int) -> RunTrace:
         """The saved trace of run `run_id`, exactly as it was saved."""
@@ -179,6 +182,21 @@ class SessionStore:
             raise ConfigError(f"No saved run with id {run_id}. "
                               f"Saved ids: {self._ids_hint()}.")
         return RunTrace.from_json(row[0])
+
+    def owner(self, run_id: int) -> str:
+        """The user who saved run `run_id` ("" without logins or before them)."""
+        with self._lock:
+            row = self._con.execute("SELECT owner FROM runs WHERE id = ?",
+                                    [self._id(run_id)]).fetchone()
+        if row is None:
+            raise ConfigError(f"No saved run with id {run_id}. "
+                              f"Saved ids: {self._ids_hint()}.")
+        return str(row[0])
+
+    def set_owner(self, run_ids: list[int], owner: str) -> None:
+        """Record the user who saved (imported) runs `run_ids`."""
+        self.transaction([("UPDATE runs SET owner = ? WHERE id = ?", [owner, int(i)])
+                          for i in run_ids])
 
     def delete(self, run_id: int) -> None:
         """Remove run `run_id`; an unknown id is an error (nothing else is touched)."""

@@ -69,6 +69,13 @@ class Users:
                               f"{', '.join(u.name for u in self.list()) or 'none yet'}.")
         return User(name, entry["role"], entry["created"])
 
+    def known(self, name: str) -> bool:
+        """Whether `name` may log in (an unreadable file: nobody may)."""
+        try:
+            return str(name) in self._read()
+        except ConfigError:
+            return False
+
     def verify(self, name: str, password: str) -> User | None:
         """The user `name` if `password` is theirs, else None (a wrong name costs the
         same hash as a wrong password). A hash made with older parameters is renewed."""
@@ -87,11 +94,15 @@ class Users:
 
     # --- changing -----------------------------------------------------------------------
 
-    def add(self, name: str, password: str, role: str = "viewer") -> User:
-        """A new user with `role`; their password stored as an argon2id hash only."""
+    def add(self, name: str, password: str, role: str = "viewer", *,
+            checked: bool = True) -> User:
+        """A new user with `role`; their password stored as an argon2id hash only. Its
+        length is checked unless `checked` is False (the deprecated --auth's password,
+        chosen before the rule)."""
         _check_name(name)
         _check_role(role)
-        _check_password(password)
+        if checked:
+            _check_password(password)
         if name in self._read():
             raise ConfigError(f"User {name!r} exists already: change their role with "
                               "`users role`, or remove them first.")

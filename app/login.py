@@ -1,0 +1,251 @@
+"""Logins for the app: who the request being served is, the login Gradio asks about, and the
+gate in front of every route.
+
+Gradio's own login (launch(auth=...)) guards the page's configuration, its queue and its
+API routes, but not all of its routes (its run history, cancel and heartbeat routes answer
+anyone), and its sessions never end. `LoginGate`, an ASGI middleware in front of the whole
+app, answers 401 to every request without a live session but those the login page itself
+needs (`OPEN`: the page, its scripts, styles and fonts, and the login form's POST); it ends
+a session `session_hours` after its login, and one whose user has been removed from the
+users file. It also throttles the login form per client address: after `ip_failures` wrong
+logins within `ip_window` seconds the address gets 429 until the window has passed. The
+door (engine.service.door) throttles each name as well.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from http.cookies import SimpleCookie
+
+from engine.errors import EngineError
+from engine.service.door import Door
+
+logger = logging.getLogger("app")
+
+OPEN_PATHS = frozenset({"/", "/login", "/login/", "/logout", "/favicon.ico", "/theme.css",
+                        "/manifest.json", "/robots.txt",
+                        # Gradio's probe at launch, which starts its queue once
+                        "/gradio_api/startup-events"})
+OPEN_PREFIXES = ("/assets/", "/static/", "/svelte/", "/pwa_icon")
+SESSION_HOURS = 12.0
+IP_FAILURES = 20
+IP_WINDOW_SECONDS = 300.0
+
+
+def request_user() -> str | None:
+    """The logged-in user of the Gradio event being served in this thread (None outside
+    one, or without logins): Gradio sets it before each call of an event's function."""
+    from gradio.context import LocalContext
+
+    request = LocalContext.request.get(None)
+    return getattr(request, "username", None) if request is not None else None
+
+
+def gradio_auth(door: Door) -> Callable:
+    """The login check Gradio's login form calls: the door's (argon2 verification, off the
+    event loop), a name locked out after wrong passwords answered 429 with the wait."""
+    import anyio
+    from fastapi import HTTPException
+
+    async def auth(name: str, password: str) -> bool:
+        try:
+            user = await anyio.to_thread.run_sync(door.login, name, password)
+        except EngineError as err:
+            raise HTTPException(status_code=429, detail=str(err)) from None
+        return user is not None
+
+    return auth
+
+
+class LoginGate:
+    """ASGI middleware: 401 to a request without a live session (but the login page's own),
+    sessions ended after `session_hours` or when their user is no longer `known`, the login
+    form throttled per client address."""
+
+    def __init__(self, app, *, known: Callable[[str], bool],
+                 session_hours: float = SESSION_HOURS, ip_failures: int = IP_FAILURES,
+                 ip_window: float = IP_WINDOW_SECONDS) -> None:
+        self.app = app
+        self.known = known
+        self.session_seconds = session_hours * 3600
+        self.ip_failures, self.ip_window = ip_failures, ip_window
+        self._issued: dict[str, float] = {}  # session token -> when its login succeeded
+        self._failed: dict[str, deque[float]] = {}  # client address -> wrong logins' times
+        self._lock = threading.Lock()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        path = scope.get("path", "")
+        if path in ("/login", "/login/") and scope.get("method") == "POST":
+            return await self._login(scope, receive, send)
+        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+            return await self.app(scope, receive, send)
+        problem = self._session_problem(scope)
+        if problem:
+            return await _refuse(scope, send, 401, problem)
+        return await self.app(scope, receive, send)
+
+    # --- sessions ---------------------------------------------------------------------
+
+    def _session_problem(self, scope) -> str:
+        """Why this request has no live session ("" if it has one)."""
+        gradio_app = scope.get("app")
+        cookie_id = getattr(gradio_app, "cookie_id", None)
+        tokens = getattr(gradio_app, "tokens", None)
+        if cookie_id is None or tokens is None:
+            return "the server is starting; try again"
+        cookies = _cookies(scope)
+        token = cookies.get(f"access-token-{cookie_id}") or \
+            cookies.get(f"access-token-unsecure-{cookie_id}")
+        name = tokens.get(token) if token else None
+        if name is None:
+            return "log in first: open the app's page, or pass auth=(name, password)"
+        with self._lock:
+            issued = self._issued.setdefault(token, time.time())
+        if time.time() - issued > self.session_seconds:
+            tokens.pop(token, None)
+            with self._lock:
+                self._issued.pop(token, None)
+            return (f"the session ended {self.session_seconds / 3600:g} h after its login; "
+                    "log in again")
+        if not self.known(name):
+            tokens.pop(token, None)
+            return f"user {name!r} can no longer log in; ask an admin"
+        return ""
+
+    # --- the login form ---------------------------------------------------------------
+
+    async def _login(self, scope, receive, send) -> None:
+        address = (scope.get("client") or ("?", 0))[0]
+        now = time.monotonic()
+        with self._lock:
+            failed = self._failed.setdefault(address, deque())
+            while failed and now - failed[0] > self.ip_window:
+                failed.popleft()
+            if len(failed) >= self.ip_failures:
+                wait = self.ip_window - (now - failed[0])
+                throttled = True
+            else:
+                throttled = False
+        if throttled:
+            logger.info("refused: login from %s throttled", address)
+            return await _refuse(scope, send, 429, f"{self.ip_failures} wrong logins from "
+                                 f"{address}: wait {wait:.0f} s before trying again")
+        status: list[int] = []
+        cookies: list[bytes] = []
+
+        async def sending(message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+                cookies.extend(v for k, v in message.get("headers", [])
+                               if k.lower() == b"set-cookie")
+            await send(message)
+
+        await self.app(scope, receive, sending)
+        with self._lock:
+            if status and status[0] == 200:
+                for raw in cookies:
+                    for morsel in SimpleCookie(raw.decode("latin-1")).values():
+                        if morsel.key.startswith("access-token-"):
+                            self._issued[morsel.value] = time.time()
+            elif status and status[0] in (400, 401):
+                self._failed.setdefault(address, deque()).append(time.monotonic())
+
+
+def _cookies(scope) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for key, value in scope.get("headers", []):
+        if key == b"cookie":
+            for morsel in SimpleCookie(value.decode("latin-1")).values():
+                found[morsel.key] = morsel.value
+    return found
+
+
+async def _refuse(scope, send, status: int, detail: str) -> None:
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+# --- the page as a role sees it ---------------------------------------------------------
+
+# each control that does an action a role may lack, by its elem_id, and the action (its
+# role: engine.service.door.ACTIONS); a control missing from the page fails a test
+CONTROLS: dict[str, str] = {
+    "fe-save": "save_run", "fe-reanswer-save": "save_run", "fe-delete": "delete_run",
+    "fe-import": "import_pipeline",
+    "fe-label-yes": "add_label", "fe-label-no": "add_label", "fe-label-skip": "add_label",
+    "fe-labels-import": "import_labels", "fe-retrain": "retrain_classifier",
+    "fe-activate": "activate_classifier",
+    "fe-corpus-add": "add_corpus", "fe-corpus-add-path": "add_corpus",
+    "fe-corpus-remove": "remove_corpus",
+    "fe-eval-start": "evaluate", "fe-eval-build": "evaluate",
+    "fe-eval-cancel": "cancel_evaluation", "fe-eval-resume": "resume_evaluation",
+    "fe-eval-remove": "remove_evaluation",
+    "fe-sweep-start": "sweep", "fe-sweep-build": "sweep",
+    "fe-diag-ceilings-go": "ceilings",
+    "fe-judge-add": "add_questions", "fe-judge-from-runs": "add_run_questions",
+    "fe-judge-generate": "generate_questions", "fe-judge-pool": "pool_evaluation",
+    "fe-judge-start": "to_judge", "fe-judge-0": "judge", "fe-judge-1": "judge",
+    "fe-judge-2": "judge", "fe-judge-3": "judge", "fe-judge-skip": "judge",
+    "fe-judge-undo": "undo", "fe-judge-llm": "llm_judge",
+    "fe-judge-import": "import_judgments",
+}
+# the name boxes a login fills in (work carries its login's name)
+NAME_BOXES = ("fe-annotator", "fe-judge-assessor")
+
+
+def who_line(door: Door) -> str:
+    """The line above the tabs: who is signed in with which role and what their greyed
+    controls need, or that anyone on this machine may use the app."""
+    from html import escape
+
+    if not door.logins:
+        return ("<p class='fe-who'>No logins: anyone who can reach this machine's port can "
+                "use this app. Start it with <code>--users FILE</code> to require them.</p>")
+    user = door.user()
+    if user is None:
+        return "<p class='fe-who'>Not signed in. <a href='/logout'>Log in</a></p>"
+    needs = {"viewer": " Greyed controls need another role: saving runs, labelling and "
+                       "judging need annotator; corpora, evaluations, sweeps, ceilings, "
+                       "retraining and imports need admin.",
+             "annotator": " Greyed controls need the admin role: corpora, evaluations, "
+                          "sweeps, ceilings, retraining, imports.",
+             "admin": ""}[user.role]
+    return (f"<p class='fe-who'>Signed in as <b>{escape(user.name)}</b> ({user.role}).{needs}"
+            " <a href='/logout'>Log out</a></p>")
+
+
+def wire_roles(demo, door: Door, line) -> None:
+    """On every page load, with logins on: the who-line (`line`, a gr.HTML), each control
+    in CONTROLS enabled only for a role that may do its action, the name boxes filled with
+    the login's name."""
+    import gradio as gr
+
+    found = {block.elem_id: block for block in demo.blocks.values()
+             if getattr(block, "elem_id", None) in {*CONTROLS, *NAME_BOXES}}
+    controls = [(found[e], action) for e, action in CONTROLS.items() if e in found]
+    boxes = [found[e] for e in NAME_BOXES if e in found]
+    if not door.logins:
+        return
+
+    def as_role():
+        user = door.user()
+        name = user.name if user is not None else ""
+        return (who_line(door),
+                *(gr.update(interactive=door.may(action)) for _, action in controls),
+                *(gr.update(value=name, interactive=False) for _ in boxes))
+
+    demo.load(as_role, None, [line, *(c for c, _ in controls), *boxes],
+              api_visibility="private", show_progress="hidden")

@@ -1,0 +1,458 @@
+"""Logins and roles (issue 54): the door's table, its check and its throttle on their own,
+then the app served with logins in this process, called route by route as each role with
+the real gradio_client and without a session with raw HTTP."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from engine.service import door as door_module
+from engine.service.door import ACTIONS, BUILDER, Door, NotAllowed
+from engine.service.explorer import Explorer
+from engine.service.judging import Judging
+from engine.store.users import ROLES, Users
+
+PASSWORDS = {role: f"{role}-password-1" for role in ROLES}
+
+
+@pytest.fixture(scope="module")
+def users_file(tmp_path_factory) -> Path:
+    """A users file with one user per role, each named after the role."""
+    path = tmp_path_factory.mktemp("users") / "users.json"
+    users = Users(path)
+    for role in ROLES:
+        users.add(role, PASSWORDS[role], role)
+    return path
+
+
+def _door(users_file, name: str | None, **kwargs) -> Door:
+    return Door(Users(users_file), who=lambda: name, **kwargs)
+
+
+# --- the table and the check ----------------------------------------------------------------
+
+def test_every_public_method_of_the_facades_is_an_action_of_the_table_and_checked():
+    """The roles' table names every public method of Explorer and Judging and nothing
+    else, and each is wrapped by the check (a method added without a role fails at import,
+    one renamed leaves a stale entry here)."""
+    methods = {name: member for cls in (Explorer, Judging)
+               for name, member in vars(cls).items()
+               if not name.startswith("_") and inspect.isfunction(member)}
+    assert set(methods) == set(ACTIONS)
+    assert all(getattr(m, "action", None) == name for name, m in methods.items())
+    assert {ACTIONS[a] for a in ("remove_corpus", "evaluate", "retrain_classifier",
+                                 "import_pipeline", "audit_log")} == {"admin"}
+    assert {ACTIONS[a] for a in ("save_run", "add_label", "judge", "delete_run")} == {
+        "annotator"}
+
+
+def test_a_refusal_names_the_action_and_the_role_it_needs(users_file):
+    audited = []
+    viewer = _door(users_file, "viewer", audit=audited.append)
+    with pytest.raises(NotAllowed, match=r"^remove_corpus needs the admin role; you are a "
+                                         r"viewer\."):
+        viewer.check("remove_corpus")
+    assert viewer.check("coverage").name == "viewer"
+    annotator = _door(users_file, "annotator", audit=audited.append)
+    with pytest.raises(NotAllowed, match="evaluate needs the admin role; you are an "
+                                         "annotator"):
+        annotator.check("evaluate")
+    assert annotator.check("save_run").role == "annotator"
+    admin = _door(users_file, "admin", audit=audited.append)
+    admin.check("remove_corpus", "corpus 'x'")
+    assert [(a.user, a.action, a.allowed) for a in audited] == [
+        ("viewer", "remove_corpus", False), ("annotator", "evaluate", False),
+        ("admin", "remove_corpus", True)]  # refusals and admin actions, nothing else
+
+
+def test_without_a_login_or_with_a_removed_user_every_action_is_refused(users_file,
+                                                                         tmp_path):
+    with pytest.raises(NotAllowed, match="coverage needs a login"):
+        _door(users_file, None).check("coverage")
+    copy = tmp_path / "users.json"
+    copy.write_bytes(users_file.read_bytes())
+    gone = Door(Users(copy), who=lambda: "viewer")
+    assert gone.check("coverage") is not None
+    Users(copy).remove("viewer")
+    with pytest.raises(NotAllowed, match="needs a login"):
+        gone.check("coverage")
+    # the app's build reads as a viewer, and can do nothing else
+    with gone.acting_as(BUILDER):
+        assert gone.check("datasets") is BUILDER
+        with pytest.raises(NotAllowed, match="save_run needs the annotator role"):
+            gone.check("save_run")
+
+
+def test_without_logins_everyone_may_do_everything_and_work_carries_the_typed_name():
+    open_door = Door()
+    assert open_door.check("remove_corpus") is None and open_door.may("evaluate")
+    open_door.owns("bob", "delete_run", "run 3")  # anyone may delete anything
+    assert open_door.signed("  ann  ", "Annotator") == "ann"
+
+
+def test_work_is_signed_by_the_login_and_only_its_owner_or_an_admin_deletes_it(users_file):
+    annotator = _door(users_file, "annotator")
+    assert annotator.signed("", "Annotator") == "annotator"
+    with pytest.raises(NotAllowed, match="Annotator 'bob' is not you: logged in as "
+                                         "annotator"):
+        annotator.signed("bob", "Annotator")
+    annotator.owns("annotator", "delete_run", "run 1")
+    with pytest.raises(NotAllowed, match=r"delete_run of run 2 needs the admin role or its "
+                                         r"owner \(bob\); you are annotator"):
+        annotator.owns("bob", "delete_run", "run 2")
+    _door(users_file, "admin").owns("bob", "delete_run", "run 2")
+
+
+def test_wrong_passwords_lock_a_name_out_until_the_window_passes(users_file, monkeypatch):
+    door = _door(users_file, None)
+    assert door.login("viewer", PASSWORDS["viewer"]).role == "viewer"
+    clock = [1000.0]
+    monkeypatch.setattr(door_module.time, "monotonic", lambda: clock[0])
+    for _ in range(door_module.MAX_FAILURES):
+        assert door.login("viewer", "wrong-password") is None
+    for _ in range(1_000):  # refused without hashing: a thousand take no time
+        with pytest.raises(NotAllowed, match="5 wrong passwords for 'viewer' in a row: "
+                                             "wait 30 s"):
+            door.login("viewer", PASSWORDS["viewer"])
+    assert door.login("admin", PASSWORDS["admin"]) is not None  # another name is not locked
+    clock[0] += door_module.LOCKOUT_SECONDS + 1
+    assert door.login("viewer", PASSWORDS["viewer"]).name == "viewer"
+
+
+def test_refusals_and_admin_actions_land_in_the_audit_table_and_its_file(users_file,
+                                                                         tmp_path):
+    from engine.store.audit import AuditLog
+    from engine.store.sessions import SessionStore
+
+    log = AuditLog(SessionStore(tmp_path / "s.duckdb"))
+    viewer = _door(users_file, "viewer", audit=log.record)
+    with pytest.raises(NotAllowed):
+        viewer.check("remove_corpus", "corpus '<script>x</script>'")
+    _door(users_file, "admin", audit=log.record).check("evaluate")
+    entries = log.entries()
+    assert [(e["username"], e["action"], e["allowed"]) for e in entries] == [
+        ("admin", "evaluate", True), ("viewer", "remove_corpus", False)]
+    lines = [json.loads(line) for line in log.file.read_text().splitlines()]
+    assert [line["user"] for line in lines] == ["viewer", "admin"]
+    assert lines[0]["detail"] == "corpus '<script>x</script>'"
+    assert log.file.stat().st_mode & 0o077 == 0
+    assert [e["action"] for e in log.entries(user="viewer")] == ["remove_corpus"]
+
+
+# --- the app with logins, route by route ----------------------------------------------------
+
+# every named endpoint: the action it asks the engine for and arguments that reach that
+# check (a bad id or name is refused only after it, for the roles it lets through)
+ROUTES: dict[str, tuple[str, tuple]] = {
+    "run": ("run", ("Who painted La Grande Jatte?", "echo")),
+    "save_run": ("save_run", ("TRACE",)),
+    "reanswer": ("reanswer", ("TRACE", "[]")),
+    "ablation": ("ablation", (0, 0, -1, "", "TRACE")),
+    "ablation_agreement": ("ablation_agreement", (999,)),
+    "ceilings": ("ceilings", (999,)),
+    "ceiling_table": ("ceiling_table", (999,)),
+    "coverage": ("coverage", (999,)),
+    "list_runs": ("saved_runs", ()),
+    "load_run": ("load_run", (999,)),
+    "status": ("ready", ()),
+    "annotate_pairs": ("judged_pairs", ("TRACE",)),
+    "annotate_label": ("add_label", ("q", "Danube", "Vienna", 1)),
+    "list_labels": ("labels", ()),
+    "retrain": ("retrain_classifier", ()),
+    "classifier_status": ("classifier_status", ()),
+    "activate_classifier": ("activate_classifier", ("no-such-version",)),
+    "add_corpus": ("add_corpus", ("FILE", "bad name!")),
+    "list_corpora": ("corpora", ()),
+    "remove_corpus": ("remove_corpus", ("no-such-corpus",)),
+    "evaluate": ("evaluate", ("no-such-dataset", "echo")),
+    "evaluation_status": ("evaluation_status", (999,)),
+    "list_evaluations": ("evaluations", ()),
+    "load_evaluation": ("evaluation", (999,)),
+    "export_evaluation": ("export_evaluation", (999,)),
+    "export_evaluation_files": ("export_evaluation_files", (999,)),
+    "import_traces": ("import_pipeline", ("FILE",)),
+    "attribution": ("attribution", (999,)),
+    "paired": ("paired", (999,)),
+    "regressions": ("regressions", (999,)),
+    "sweep": ("sweep", ("echo", '{"k": [1, 2]}', "no-such-dataset")),
+    "resume_evaluation": ("resume_evaluation", (999,)),
+    "remove_evaluation": ("remove_evaluation", (999,)),
+    "add_question_set": ("add_questions", ("no-such-corpus", "set", "A question?")),
+    "add_question_file": ("add_questions", ("no-such-corpus", "set", "FILE")),
+    "generate_question_set": ("generate_questions", ("no-such-corpus", "set")),
+    "pool_evaluation": ("pool_evaluation", (999,)),
+    "list_pools": ("pools", ()),
+    "next_unit": ("to_judge", (999, "")),
+    "record_judgment": ("judge", (999, "q", "d", 1, "")),
+    "undo_judgment": ("undo", (999, "")),
+    "llm_judge": ("llm_judge", (999,)),
+    "export_judgments": ("export_judgments", ("no-such-set",)),
+    "import_judgments": ("import_judgments", ("no-such-set", "FILE")),
+    "compare_assessors": ("compared", (999, "a", "b")),
+}
+HEAVY_WHEN_ALLOWED = {"retrain"}  # allowed, it trains a classifier: its refusals are tested
+
+
+@pytest.fixture(scope="module")
+def logged_in_app(users_file, tmp_path_factory):
+    """(url, the served gr.Blocks, a trace JSON): the app over the tiny corpus and the toy paradigm
+    served in this process with logins on (Gradio's login, the door, the gate)."""
+    from app.login import request_user
+    from app.ui import build_app, serve
+    from engine.documents import Corpus, Document
+    from engine.paradigms import registry
+    from engine.service.preparation import Preparation, Task
+    from engine.store.sessions import SessionStore
+    from tests.conftest import TINY_DOCS
+    from tests.fakes import ECHO, free_port
+
+    root = tmp_path_factory.mktemp("roles")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("FUNNEL_DATA_DIR", str(root / "data"))
+        registry.register(ECHO)
+        corpus = Corpus("tiny", tuple(Document(t, t, x) for t, x in TINY_DOCS))
+        prep = Preparation("tiny", dense=False)
+        prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: corpus)}
+        prep.run()
+        door = Door(Users(users_file), who=request_user)
+        store = SessionStore(root / "sessions.duckdb")
+        explorer = Explorer(prep, store, door=door)
+        with door.acting_as(Users(users_file).get("admin")):
+            trace = explorer.run("Who painted La Grande Jatte?", "echo").to_json()
+        demo = build_app(explorer)
+        port = free_port()
+        serve(demo, door, server_name="127.0.0.1", server_port=port,
+              prevent_thread_lock=True, quiet=True)
+        try:
+            yield f"http://127.0.0.1:{port}", demo, trace
+        finally:
+            demo.close()
+            store.close()
+            registry.unregister(ECHO.name)
+
+
+def _client(url: str, role: str):
+    from gradio_client import Client
+
+    return Client(url + "/", auth=(role, PASSWORDS[role]), verbose=False)
+
+
+def test_every_route_answers_each_role_by_the_table(logged_in_app, tmp_path):
+    """Each named endpoint, called as each role: refused, naming its action and the role
+    it needs, exactly where the table says that role may not."""
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    from tests.test_api import ENDPOINTS
+
+    assert set(ROUTES) == ENDPOINTS
+    url, _, trace = logged_in_app
+    upload = tmp_path / "upload.jsonl"
+    upload.write_text('{"id": "x", "title": "x", "text": "x"}\n')
+    wrong = []
+    for role in ROLES:
+        client = _client(url, role)
+        for route, (action, args) in ROUTES.items():
+            allowed = ROLES.index(role) >= ROLES.index(ACTIONS[action])
+            if allowed and route in HEAVY_WHEN_ALLOWED:
+                continue
+            given = [trace if a == "TRACE" else handle_file(str(upload)) if a == "FILE"
+                     else a for a in args]
+            try:
+                client.predict(*given, api_name=f"/{route}")
+                said = ""
+            except AppError as err:
+                said = str(err)
+            refused = re.search(r"needs the (\w+) role", said)
+            expected = f"{action} needs the {ACTIONS[action]} role; you are "
+            if allowed != (refused is None) or (refused and expected not in said):
+                wrong.append(f"{role} {route}: {said[:120] or 'allowed'}")
+    assert wrong == []
+
+
+def test_no_route_answers_without_a_session_or_with_a_forged_one(logged_in_app):
+    """Every route the app serves, asked by raw HTTP without a session cookie (and with a
+    forged one): 401, but the login page and its assets."""
+    from app.login import OPEN_PATHS, OPEN_PREFIXES
+
+    url, demo, _ = logged_in_app
+    paths = set()
+    for route in _paths(demo.server_app.routes):
+        path = re.sub(r"\{[^}]*path[^}]*\}", "etc/passwd", route)
+        paths.add(re.sub(r"\{[^}]+\}", "1", path))
+    assert len(paths) > 40
+    opened = []
+    for path in sorted(paths):
+        for cookie in ("", "access-token-unsecure-x=forged; access-token-x=forged"):
+            for method in ("GET", "POST"):
+                status = _status(url + path, method, cookie)
+                if status != 401 and status not in (404, 405) and not (
+                        path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)):
+                    opened.append(f"{method} {path} -> {status}")
+    assert opened == []
+
+
+def _paths(routes) -> list[str]:
+    """The path of every route, those of included routers (Gradio's /gradio_api/...) too."""
+    found = []
+    for route in routes:
+        if getattr(route, "path", None):
+            found.append(route.path)
+        if getattr(route, "original_router", None) is not None:
+            found += _paths(route.original_router.routes)
+    return found
+
+
+def _status(url: str, method: str, cookie: str = "") -> int:
+    request = urllib.request.Request(url, data=b"{}" if method == "POST" else None,
+                                     method=method, headers={"Cookie": cookie} if cookie
+                                     else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+@pytest.fixture
+def gated(users_file, monkeypatch):
+    """(url, door) of a one-button app behind the door and the gate, its sessions ending
+    after two seconds, a name locked out for one, an address for three."""
+    import gradio as gr
+
+    from app.login import request_user
+    from app.ui import serve
+    from tests.fakes import free_port
+
+    monkeypatch.setattr(door_module, "LOCKOUT_SECONDS", 1.0)
+    door = Door(Users(users_file), who=request_user)
+    with gr.Blocks() as demo:
+        out = gr.Textbox()
+        gr.Button("who").click(lambda: door.check("coverage").name, None, out,
+                               api_name="whoami")
+    port = free_port()
+    serve(demo, door, session_hours=2 / 3600, ip_window=3.0, server_name="127.0.0.1",
+          server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}", door
+    finally:
+        demo.close()
+
+
+def _login(url: str, name: str, password: str):
+    """(status, an opener holding the session's cookie in its `jar`)."""
+    import http.cookiejar
+    import urllib.parse
+
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    opener.jar = jar
+    form = urllib.parse.urlencode({"username": name, "password": password}).encode()
+    try:
+        with opener.open(url + "/login", form, timeout=30) as answer:
+            return answer.status, opener
+    except urllib.error.HTTPError as err:
+        return err.code, opener
+
+
+def _get(opener, url: str) -> int:
+    try:
+        with opener.open(url, timeout=30) as answer:
+            return answer.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_a_session_ends_at_logout_and_after_its_hours(gated):
+    import time
+
+    url, _ = gated
+    status, opener = _login(url, "viewer", PASSWORDS["viewer"])
+    assert status == 200 and _get(opener, url + "/config") == 200
+    cookies = list(opener.jar)
+    _get(opener, url + "/logout")
+    assert _get(opener, url + "/config") == 401
+    replayed = "; ".join(f"{c.name}={c.value}" for c in cookies)
+    assert replayed and _status(url + "/config", "GET", replayed) == 401  # a cookie replayed
+    status, opener = _login(url, "viewer", PASSWORDS["viewer"])
+    assert _get(opener, url + "/config") == 200
+    time.sleep(2.5)
+    assert _get(opener, url + "/config") == 401  # expired
+
+
+def test_a_thousand_wrong_passwords_are_throttled_and_the_right_one_works_after(gated):
+    import time
+
+    from app.login import IP_FAILURES
+
+    url, _ = gated
+    statuses = [_login(url, "annotator", f"wrong-{n}")[0] for n in range(1_000)]
+    # five hashed, then the name locked out; a wrong one after each lockout, until the
+    # address has had its IP_FAILURES wrong logins: every other one answered 429 unhashed
+    assert statuses[:6] == [400] * 5 + [429]
+    assert statuses.count(400) <= IP_FAILURES and statuses.count(429) >= 1_000 - IP_FAILURES
+    time.sleep(3.2)
+    status, opener = _login(url, "annotator", PASSWORDS["annotator"])
+    assert status == 200 and _get(opener, url + "/config") == 200
+
+
+def test_wrong_logins_from_one_address_are_throttled_whatever_the_name(gated):
+    from app.login import IP_FAILURES
+
+    url, _ = gated
+    statuses = [_login(url, f"nobody{n}", "wrong-password")[0]
+                for n in range(IP_FAILURES + 2)]
+    assert statuses[:IP_FAILURES] == [400] * IP_FAILURES and statuses[-2:] == [429, 429]
+    assert _login(url, "admin", PASSWORDS["admin"])[0] == 429  # until the window passes
+
+
+def _logged_in_page(browser, url: str, role: str, password: str | None = None):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(url)
+    page.fill("input[type=text]", role)
+    page.fill("input[type=password]", password or PASSWORDS[role])
+    page.keyboard.press("Enter")
+    return page
+
+
+def test_the_browser_logs_in_and_shows_each_role_what_it_may_do(logged_in_app, browser):
+    """The login form, then the page as a viewer and as an annotator: who is signed in,
+    the controls their role may not use greyed, the name boxes filled with the login; a
+    wrong password keeps the login form up."""
+    from playwright.sync_api import expect
+
+    from tests.conftest import ARTIFACTS
+
+    url, _, _ = logged_in_app
+    page = _logged_in_page(browser, url, "viewer", "not-the-password")
+    expect(page.get_by_text("Incorrect", exact=False)).to_be_visible(timeout=20_000)
+    page.close()
+    page = _logged_in_page(browser, url, "viewer")
+    who = page.locator("#fe-who")
+    expect(who).to_contain_text("Signed in as viewer (viewer)", timeout=30_000)
+    expect(who).to_contain_text("need annotator")
+    expect(page.locator("#fe-save")).to_be_disabled()
+    expect(page.locator("#fe-run")).to_be_enabled()
+    page.get_by_role("tab", name="Corpora").click()
+    expect(page.locator("#fe-corpus-remove")).to_be_disabled()
+    page.screenshot(path=str(ARTIFACTS / "roles-viewer.png"), full_page=True)
+    page.close()
+    page = _logged_in_page(browser, url, "annotator")
+    expect(page.locator("#fe-who")).to_contain_text("Signed in as annotator (annotator)",
+                                                    timeout=30_000)
+    expect(page.locator("#fe-save")).to_be_enabled()
+    page.get_by_role("tab", name="Annotate").click()
+    expect(page.locator("#fe-annotator textarea, #fe-annotator input")).to_have_value(
+        "annotator")
+    expect(page.locator("#fe-retrain")).to_be_disabled()
+    page.get_by_role("tab", name="Evaluate").click()
+    expect(page.locator("#fe-eval-start")).to_be_disabled()
+    page.screenshot(path=str(ARTIFACTS / "roles-annotator.png"), full_page=True)
+    page.close()
