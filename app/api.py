@@ -31,6 +31,7 @@ def register(explorer: Explorer) -> None:
     diagnosis_api(explorer)
     _corpora_api(explorer)
     judging_api(explorer)
+    _people_api(explorer)
 
 
 def _runs_api(explorer: Explorer) -> None:
@@ -204,6 +205,29 @@ TRACE = ("JSON text: the run's trace (question, paradigm, config, corpus, every 
          "save_run, reanswer and annotate_pairs take it")
 CLASSIFIER = ("JSON text: the active classifier version, every version's held-out figures "
               "and the retrain's progress")
+
+
+def _people_api(explorer: Explorer) -> None:
+    """Named endpoints about the people who use the app: their labels' agreement, the
+    audit log."""
+
+    def label_agreement() -> str:
+        """Every two annotators who labelled a pair in common: [{first, second, pairs,
+        exact, kappa}]."""
+        return json.dumps([{"first": a, "second": b, "pairs": found.pairs,
+                            "exact": found.exact, "kappa": found.kappa}
+                           for a, b, found in explorer.label_agreement()])
+
+    def audit_log(limit: int = 200, user: str = "") -> str:
+        """The latest admin actions and refusals (of `user` only, if given), newest first:
+        an admin's to read."""
+        return json.dumps(explorer.audit_log(int(limit), user or ""))
+
+    endpoint(label_agreement, "agreement_json", "JSON text: a list of {first, second, pairs, "
+             "exact, kappa}: Cohen's kappa of every two annotators on the pairs both "
+             "labelled")
+    endpoint(audit_log, "audit_json", "JSON text: a list of {id, happened, username, role, "
+             "action, allowed, detail}, newest first")
 
 
 def _stored_trace(explorer: Explorer, run_id: int, evaluation_id: int, position: int,

@@ -8,8 +8,10 @@ app, answers 401 to every request without a live session but those the login pag
 needs (`OPEN`: the page, its scripts, styles and fonts, and the login form's POST); it ends
 a session `session_hours` after its login, and one whose user has been removed from the
 users file. It also throttles the login form per client address: after `ip_failures` wrong
-logins within `ip_window` seconds the address gets 429 until the window has passed. The
-door (engine.service.door) throttles each name as well.
+logins within `ip_window` seconds the address gets 429 until the window has passed (the door,
+engine.service.door, throttles each name as well), and counts what each user uploads
+(Gradio's one upload route) in a day: past `upload_mb_per_day` an upload is answered 413,
+naming the limit and its setting. The count is the process's: a restart begins it again.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Callable
 from http.cookies import SimpleCookie
 
 from engine.errors import EngineError
-from engine.service.door import Door
+from engine.service.door import BUILDER, Door
 
 logger = logging.getLogger("app")
 
@@ -33,6 +35,7 @@ OPEN_PATHS = frozenset({"/", "/login", "/login/", "/logout", "/favicon.ico", "/t
                         "/gradio_api/startup-events"})
 OPEN_PREFIXES = ("/assets/", "/static/", "/svelte/", "/pwa_icon")
 SESSION_HOURS = 12.0
+UPLOAD_MB_PER_DAY = 4096.0
 IP_FAILURES = 20
 IP_WINDOW_SECONDS = 300.0
 
@@ -69,11 +72,14 @@ class LoginGate:
 
     def __init__(self, app, *, known: Callable[[str], bool],
                  session_hours: float = SESSION_HOURS, ip_failures: int = IP_FAILURES,
-                 ip_window: float = IP_WINDOW_SECONDS) -> None:
+                 ip_window: float = IP_WINDOW_SECONDS,
+                 upload_mb_per_day: float = UPLOAD_MB_PER_DAY) -> None:
         self.app = app
         self.known = known
         self.session_seconds = session_hours * 3600
         self.ip_failures, self.ip_window = ip_failures, ip_window
+        self.upload_bytes = int(upload_mb_per_day * 1024**2)
+        self._uploaded: dict[tuple[str, str], int] = {}  # (user, UTC day) -> bytes
         self._issued: dict[str, float] = {}  # session token -> when its login succeeded
         self._failed: dict[str, deque[float]] = {}  # client address -> wrong logins' times
         self._lock = threading.Lock()
@@ -86,38 +92,85 @@ class LoginGate:
             return await self._login(scope, receive, send)
         if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             return await self.app(scope, receive, send)
-        problem = self._session_problem(scope)
+        name, problem = self._session(scope)
         if problem:
             return await _refuse(scope, send, 401, problem)
+        if scope.get("method") == "POST" and path.rstrip("/").endswith("/upload"):
+            return await self._upload(name, scope, receive, send)
         return await self.app(scope, receive, send)
 
     # --- sessions ---------------------------------------------------------------------
 
-    def _session_problem(self, scope) -> str:
-        """Why this request has no live session ("" if it has one)."""
+    def _session(self, scope) -> tuple[str, str]:
+        """(the session's user, ""), or ("", why this request has no live session)."""
         gradio_app = scope.get("app")
         cookie_id = getattr(gradio_app, "cookie_id", None)
         tokens = getattr(gradio_app, "tokens", None)
         if cookie_id is None or tokens is None:
-            return "the server is starting; try again"
+            return "", "the server is starting; try again"
         cookies = _cookies(scope)
         token = cookies.get(f"access-token-{cookie_id}") or \
             cookies.get(f"access-token-unsecure-{cookie_id}")
         name = tokens.get(token) if token else None
         if name is None:
-            return "log in first: open the app's page, or pass auth=(name, password)"
+            return "", "log in first: open the app's page, or pass auth=(name, password)"
         with self._lock:
             issued = self._issued.setdefault(token, time.time())
         if time.time() - issued > self.session_seconds:
             tokens.pop(token, None)
             with self._lock:
                 self._issued.pop(token, None)
-            return (f"the session ended {self.session_seconds / 3600:g} h after its login; "
-                    "log in again")
+            return "", (f"the session ended {self.session_seconds / 3600:g} h after its "
+                        "login; log in again")
         if not self.known(name):
             tokens.pop(token, None)
-            return f"user {name!r} can no longer log in; ask an admin"
-        return ""
+            return "", f"user {name!r} can no longer log in; ask an admin"
+        return name, ""
+
+    # --- uploads --------------------------------------------------------------------
+
+    async def _upload(self, name: str, scope, receive, send) -> None:
+        """An upload counted against `name`'s bytes of the day: refused (413) when its
+        declared length, or what it has sent so far, would pass the limit."""
+        day = time.strftime("%Y-%m-%d", time.gmtime())
+        key = (name, day)
+        declared = next((int(v) for k, v in scope.get("headers", [])
+                         if k == b"content-length" and v.isdigit()), 0)
+        with self._lock:
+            before = self._uploaded.get(key, 0)
+        if before + declared > self.upload_bytes:
+            return await _refuse(scope, send, 413, self._over(name, before))
+        counted = 0
+
+        async def receiving():
+            nonlocal counted
+            message = await receive()
+            counted += len(message.get("body", b""))
+            if before + counted > self.upload_bytes:
+                raise _Oversized(self._over(name, before))
+            return message
+
+        started = []
+
+        async def sending(message) -> None:
+            started.append(True)
+            await send(message)
+
+        try:
+            await self.app(scope, receiving, sending)
+        except _Oversized as err:
+            logger.info("refused: an upload of %s: %s", name, err)
+            if not started:
+                await _refuse(scope, send, 413, str(err))
+        finally:
+            with self._lock:
+                self._uploaded[key] = self._uploaded.get(key, 0) + counted
+
+    def _over(self, name: str, before: int) -> str:
+        limit = self.upload_bytes / 1024**2
+        return (f"{name} has uploaded {before / 1024**2:,.1f} MB today; this upload would "
+                f"pass the limit of {limit:,.0f} MB a day (--max-upload-mb-per-day, "
+                "FUNNEL_MAX_UPLOAD_MB_PER_DAY)")
 
     # --- the login form ---------------------------------------------------------------
 
@@ -158,6 +211,10 @@ class LoginGate:
                 self._failed.setdefault(address, deque()).append(time.monotonic())
 
 
+class _Oversized(Exception):
+    """An upload that passed its user's bytes of the day while it was sent."""
+
+
 def _cookies(scope) -> dict[str, str]:
     found: dict[str, str] = {}
     for key, value in scope.get("headers", []):
@@ -184,7 +241,7 @@ async def _refuse(scope, send, status: int, detail: str) -> None:
 # role: engine.service.door.ACTIONS); a control missing from the page fails a test
 CONTROLS: dict[str, str] = {
     "fe-save": "save_run", "fe-reanswer-save": "save_run", "fe-delete": "delete_run",
-    "fe-import": "import_pipeline",
+    "fe-import": "import_pipeline", "fe-audit-show": "audit_log",
     "fe-label-yes": "add_label", "fe-label-no": "add_label", "fe-label-skip": "add_label",
     "fe-labels-import": "import_labels", "fe-retrain": "retrain_classifier",
     "fe-activate": "activate_classifier",
@@ -215,6 +272,8 @@ def who_line(door: Door) -> str:
         return ("<p class='fe-who'>No logins: anyone who can reach this machine's port can "
                 "use this app. Start it with <code>--users FILE</code> to require them.</p>")
     user = door.user()
+    if user is BUILDER:  # the page being built: each load says who signed in
+        return "<p class='fe-who'></p>"
     if user is None:
         return "<p class='fe-who'>Not signed in. <a href='/logout'>Log in</a></p>"
     needs = {"viewer": " Greyed controls need another role: saving runs, labelling and "

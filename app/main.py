@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from textwrap import shorten
 
-from app.login import SESSION_HOURS, request_user
+from app.login import SESSION_HOURS, UPLOAD_MB_PER_DAY, request_user
 from app.ui import build_app, serve
 from engine.errors import ConfigError
 from engine.index.shards import DEFAULT_SHARDS
@@ -25,6 +25,7 @@ from engine.paths import DATA_DIR_HELP, use_data_dir
 from engine.service.corpora import served_as_added
 from engine.service.door import ANNOTATOR, Door
 from engine.service.explorer import Explorer
+from engine.service.limits import JOBS_PER_USER, RUNS_PER_USER, Limits
 from engine.service.otel import tracing_from
 from engine.service.preparation import Preparation
 from engine.service.receiver import TraceReceiver
@@ -74,6 +75,20 @@ def main() -> None:
                         default=env("FUNNEL_SESSION_HOURS") or str(SESSION_HOURS),
                         help="a login's session ends this many hours after it "
                              f"(FUNNEL_SESSION_HOURS; default {SESSION_HOURS:g})")
+    parser.add_argument("--max-runs-per-user", type=int, metavar="N",
+                        default=int(env("FUNNEL_MAX_RUNS_PER_USER") or RUNS_PER_USER),
+                        help="with logins: the runs one user may have going at once "
+                             f"(FUNNEL_MAX_RUNS_PER_USER; default {RUNS_PER_USER})")
+    parser.add_argument("--max-jobs-per-user", type=int, metavar="N",
+                        default=int(env("FUNNEL_MAX_JOBS_PER_USER") or JOBS_PER_USER),
+                        help="with logins: the long jobs (evaluations, sweeps, ceilings, "
+                             "corpus builds, a retrain) one user may have going "
+                             f"(FUNNEL_MAX_JOBS_PER_USER; default {JOBS_PER_USER})")
+    parser.add_argument("--max-upload-mb-per-day", type=float, metavar="MB",
+                        default=env("FUNNEL_MAX_UPLOAD_MB_PER_DAY") or str(UPLOAD_MB_PER_DAY),
+                        help="with logins: what one user may upload in a day, in MB "
+                             "(FUNNEL_MAX_UPLOAD_MB_PER_DAY; default "
+                             f"{UPLOAD_MB_PER_DAY:g})")
     parser.add_argument("--auth", default=env("FUNNEL_AUTH", ""),
                         help="deprecated: one admin as USER:PASSWORD (FUNNEL_AUTH); use "
                              "--users")
@@ -170,8 +185,9 @@ def main() -> None:
         except (OSError, OverflowError) as err:
             parser.error(f"--otlp-receive {args.otlp_receive}: cannot listen there ({err}); "
                          "pick a free port, e.g. 4318")
-    serve(build_app(explorer), door, args.session_hours, server_name=args.host,
-          server_port=args.port, share=args.share,
+    serve(build_app(explorer), door, {"session_hours": args.session_hours,
+                                      "upload_mb_per_day": args.max_upload_mb_per_day},
+          server_name=args.host, server_port=args.port, share=args.share,
           max_file_size=int(args.max_upload_mb * 1024**2))
 
 
@@ -204,8 +220,13 @@ def _door(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Door:
     """The door the app's logins go through: the users file's (--users), one admin
     (--auth, deprecated), or none, which only this machine may reach unless --no-auth
     says otherwise."""
-    if args.session_hours <= 0:
-        parser.error(f"--session-hours {args.session_hours:g} must be a positive number")
+    for flag, value in (("--session-hours", args.session_hours),
+                        ("--max-runs-per-user", args.max_runs_per_user),
+                        ("--max-jobs-per-user", args.max_jobs_per_user),
+                        ("--max-upload-mb-per-day", args.max_upload_mb_per_day)):
+        if value <= 0:
+            parser.error(f"{flag} {value:g} must be a positive number")
+    limits = Limits(args.max_runs_per_user, args.max_jobs_per_user)
     if args.users and args.auth:
         parser.error("--users and --auth both turn logins on: give --users alone (--auth "
                      "is deprecated)")
@@ -219,7 +240,7 @@ def _door(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Door:
             users.add(name, password, "admin", checked=False)
         except ConfigError as err:
             parser.error(f"--auth: {err}")
-        return Door(users, who=request_user)
+        return Door(users, who=request_user, limits=limits)
     if args.users:
         users = Users(args.users)
         try:
@@ -229,7 +250,7 @@ def _door(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Door:
                              "admin`")
         except ConfigError as err:
             parser.error(f"--users {args.users}: {err}")
-        return Door(users, who=request_user)
+        return Door(users, who=request_user, limits=limits)
     if (args.host not in LOCAL_HOSTS or args.share) and not args.no_auth:
         where = "--share" if args.share else f"--host {args.host}"
         parser.error(f"{where} lets other machines reach the app, and nobody logs in: give "

@@ -14,14 +14,7 @@ import gradio as gr
 
 from app import api
 from app.errors import log_internal_errors
-from app.login import (
-    IP_WINDOW_SECONDS,
-    SESSION_HOURS,
-    LoginGate,
-    gradio_auth,
-    who_line,
-    wire_roles,
-)
+from app.login import LoginGate, gradio_auth, who_line, wire_roles
 from app.style import CSS
 from app.tabs import (
     annotate,
@@ -152,12 +145,13 @@ def _built(explorer: Explorer) -> gr.Blocks:
     return log_internal_errors(demo)
 
 
-def serve(demo: gr.Blocks, door: Door | None = None, session_hours: float = SESSION_HOURS,
-          ip_window: float = IP_WINDOW_SECONDS, **launch_kwargs):
+def serve(demo: gr.Blocks, door: Door | None = None, gate: dict | None = None,
+          **launch_kwargs):
     """Launch with the app's stylesheet and the Annotate keys (Gradio 6 takes both at
     launch); with `door`'s logins on, behind Gradio's login form (checked by the door) and
-    the gate in front of every route (app.login.LoginGate), without Gradio's run history
-    and monitoring routes."""
+    the gate in front of every route (app.login.LoginGate, given `gate`: its session hours,
+    login window, upload megabytes a day), without Gradio's run history and monitoring
+    routes."""
     if door is not None and door.logins:
         from starlette.middleware import Middleware
 
@@ -166,8 +160,7 @@ def serve(demo: gr.Blocks, door: Door | None = None, session_hours: float = SESS
             auth=gradio_auth(door), auth_message="Funnel Explorer: log in with the name and "
             "password an admin gave you (funnel-engine users add).",
             app_kwargs={"middleware": [Middleware(
-                LoginGate, known=lambda name: users.known(name),
-                session_hours=session_hours, ip_window=ip_window)]},
+                LoginGate, known=lambda name: users.known(name), **(gate or {}))]},
             enable_monitoring=False, run_history=False)
     return demo.queue(default_concurrency_limit=2).launch(css=CSS, js=annotate.KEYS_JS,
                                                           **launch_kwargs)

@@ -45,14 +45,17 @@ PARADIGMS = tuple(names())
 class Server:
     """`python app.py` in its own process on a free port, with its log in a file."""
 
-    def __init__(self, corpus: str, data_dir: Path, log: Path, root: Path = ROOT) -> None:
-        """`root`: the checkout whose app.py runs (another one to compare versions)."""
+    def __init__(self, corpus: str, data_dir: Path, log: Path, root: Path = ROOT,
+                 env: dict | None = None) -> None:
+        """`root`: the checkout whose app.py runs (another one to compare versions); `env`:
+        more of its environment (FUNNEL_USERS, say)."""
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/"
         env = {**os.environ, "FUNNEL_DATA_DIR": str(data_dir), "FUNNEL_PORT": str(self.port),
-               "FUNNEL_CORPUS": corpus, "FUNNEL_SESSIONS": str(log.with_suffix(".duckdb"))}
+               "FUNNEL_CORPUS": corpus, "FUNNEL_SESSIONS": str(log.with_suffix(".duckdb")),
+               **(env or {})}
         self.log = log.open("w")
         self.started = time.perf_counter()
         self.process = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env,
@@ -64,7 +67,9 @@ class Server:
                 raise RuntimeError(f"app.py exited; see {self.log.name}")
             try:
                 with urllib.request.urlopen(self.url, timeout=5) as page:
-                    if page.status == 200 and b"Funnel Explorer" in page.read():
+                    body = page.read()  # the app, or its login page
+                    if page.status == 200 and (b"Funnel Explorer" in body
+                                               or b'"auth_required":true' in body):
                         return time.perf_counter() - self.started
             except OSError:
                 time.sleep(0.1)
@@ -104,10 +109,10 @@ class Server:
         self.log.close()
 
 
-def client_for(server: Server):
+def client_for(server: Server, auth: tuple[str, str] | None = None):
     from gradio_client import Client
 
-    return Client(server.url, verbose=False)
+    return Client(server.url, auth=auth, verbose=False)
 
 
 # --- the measurements ------------------------------------------------------------------------

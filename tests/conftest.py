@@ -224,3 +224,59 @@ def interrupted(explorer, tmp_path, monkeypatch):
     del explorer._jobs._jobs[evaluation]
     assert EvaluationStore(store).mark_interrupted() == 1
     return explorer, evaluation, asked
+
+
+@pytest.fixture(scope="module")
+def users_file(tmp_path_factory) -> Path:
+    """A users file with one user per role, each named after the role, and a second
+    annotator ("annotator2", the annotator's password)."""
+    path = tmp_path_factory.mktemp("users") / "users.json"
+    from engine.store.users import ROLES, Users
+    from tests.logins import PASSWORDS
+
+    users = Users(path)
+    for role in ROLES:
+        users.add(role, PASSWORDS[role], role)
+    users.add("annotator2", PASSWORDS["annotator"], "annotator")  # a second person's work
+    return path
+
+
+@pytest.fixture(scope="module")
+def logged_in_app(users_file, tmp_path_factory):
+    """(url, the served gr.Blocks, a trace JSON): the app over the tiny corpus and the toy paradigm
+    served in this process with logins on (Gradio's login, the door, the gate)."""
+    from app.login import request_user
+    from app.ui import build_app, serve
+    from engine.documents import Corpus, Document
+    from engine.paradigms import registry
+    from engine.service.door import Door
+    from engine.service.explorer import Explorer
+    from engine.service.preparation import Preparation, Task
+    from engine.store.sessions import SessionStore
+    from engine.store.users import Users
+    from tests.conftest import TINY_DOCS
+    from tests.fakes import ECHO, free_port
+
+    root = tmp_path_factory.mktemp("roles")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("FUNNEL_DATA_DIR", str(root / "data"))
+        registry.register(ECHO)
+        corpus = Corpus("tiny", tuple(Document(t, t, x) for t, x in TINY_DOCS))
+        prep = Preparation("tiny", dense=False)
+        prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: corpus)}
+        prep.run()
+        door = Door(Users(users_file), who=request_user)
+        store = SessionStore(root / "sessions.duckdb")
+        explorer = Explorer(prep, store, door=door)
+        with door.acting_as(Users(users_file).get("admin")):
+            trace = explorer.run("Who painted La Grande Jatte?", "echo").to_json()
+        demo = build_app(explorer)
+        port = free_port()
+        serve(demo, door, server_name="127.0.0.1", server_port=port,
+              prevent_thread_lock=True, quiet=True)
+        try:
+            yield f"http://127.0.0.1:{port}", demo, trace
+        finally:
+            demo.close()
+            store.close()
+            registry.unregister(ECHO.name)

@@ -9,7 +9,6 @@ import json
 import re
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -18,18 +17,7 @@ from engine.service.door import ACTIONS, BUILDER, Door, NotAllowed
 from engine.service.explorer import Explorer
 from engine.service.judging import Judging
 from engine.store.users import ROLES, Users
-
-PASSWORDS = {role: f"{role}-password-1" for role in ROLES}
-
-
-@pytest.fixture(scope="module")
-def users_file(tmp_path_factory) -> Path:
-    """A users file with one user per role, each named after the role."""
-    path = tmp_path_factory.mktemp("users") / "users.json"
-    users = Users(path)
-    for role in ROLES:
-        users.add(role, PASSWORDS[role], role)
-    return path
+from tests.logins import PASSWORDS, client_of, logged_in_page, login
 
 
 def _door(users_file, name: str | None, **kwargs) -> Door:
@@ -196,54 +184,25 @@ ROUTES: dict[str, tuple[str, tuple]] = {
     "export_judgments": ("export_judgments", ("no-such-set",)),
     "import_judgments": ("import_judgments", ("no-such-set", "FILE")),
     "compare_assessors": ("compared", (999, "a", "b")),
+    "label_agreement": ("label_agreement", ()),
+    "audit_log": ("audit_log", ()),
 }
 HEAVY_WHEN_ALLOWED = {"retrain"}  # allowed, it trains a classifier: its refusals are tested
 
 
-@pytest.fixture(scope="module")
-def logged_in_app(users_file, tmp_path_factory):
-    """(url, the served gr.Blocks, a trace JSON): the app over the tiny corpus and the toy paradigm
-    served in this process with logins on (Gradio's login, the door, the gate)."""
-    from app.login import request_user
-    from app.ui import build_app, serve
-    from engine.documents import Corpus, Document
-    from engine.paradigms import registry
-    from engine.service.preparation import Preparation, Task
-    from engine.store.sessions import SessionStore
-    from tests.conftest import TINY_DOCS
-    from tests.fakes import ECHO, free_port
+@pytest.mark.live
+def test_every_control_a_role_may_lack_is_on_the_page(logged_in_app):
+    """The page greys out controls by their elem_id (app.login.CONTROLS): each is there,
+    and its action is in the roles' table."""
+    from app.login import CONTROLS, NAME_BOXES
 
-    root = tmp_path_factory.mktemp("roles")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("FUNNEL_DATA_DIR", str(root / "data"))
-        registry.register(ECHO)
-        corpus = Corpus("tiny", tuple(Document(t, t, x) for t, x in TINY_DOCS))
-        prep = Preparation("tiny", dense=False)
-        prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: corpus)}
-        prep.run()
-        door = Door(Users(users_file), who=request_user)
-        store = SessionStore(root / "sessions.duckdb")
-        explorer = Explorer(prep, store, door=door)
-        with door.acting_as(Users(users_file).get("admin")):
-            trace = explorer.run("Who painted La Grande Jatte?", "echo").to_json()
-        demo = build_app(explorer)
-        port = free_port()
-        serve(demo, door, server_name="127.0.0.1", server_port=port,
-              prevent_thread_lock=True, quiet=True)
-        try:
-            yield f"http://127.0.0.1:{port}", demo, trace
-        finally:
-            demo.close()
-            store.close()
-            registry.unregister(ECHO.name)
+    _, demo, _ = logged_in_app
+    ids = {getattr(block, "elem_id", None) for block in demo.blocks.values()}
+    assert [e for e in [*CONTROLS, *NAME_BOXES] if e not in ids] == []
+    assert set(CONTROLS.values()) <= set(ACTIONS)
 
 
-def _client(url: str, role: str):
-    from gradio_client import Client
-
-    return Client(url + "/", auth=(role, PASSWORDS[role]), verbose=False)
-
-
+@pytest.mark.live
 def test_every_route_answers_each_role_by_the_table(logged_in_app, tmp_path):
     """Each named endpoint, called as each role: refused, naming its action and the role
     it needs, exactly where the table says that role may not."""
@@ -258,7 +217,7 @@ def test_every_route_answers_each_role_by_the_table(logged_in_app, tmp_path):
     upload.write_text('{"id": "x", "title": "x", "text": "x"}\n')
     wrong = []
     for role in ROLES:
-        client = _client(url, role)
+        client = client_of(url, role)
         for route, (action, args) in ROUTES.items():
             allowed = ROLES.index(role) >= ROLES.index(ACTIONS[action])
             if allowed and route in HEAVY_WHEN_ALLOWED:
@@ -277,6 +236,7 @@ def test_every_route_answers_each_role_by_the_table(logged_in_app, tmp_path):
     assert wrong == []
 
 
+@pytest.mark.live
 def test_no_route_answers_without_a_session_or_with_a_forged_one(logged_in_app):
     """Every route the app serves, asked by raw HTTP without a session cookie (and with a
     forged one): 401, but the login page and its assets."""
@@ -338,28 +298,13 @@ def gated(users_file, monkeypatch):
         gr.Button("who").click(lambda: door.check("coverage").name, None, out,
                                api_name="whoami")
     port = free_port()
-    serve(demo, door, session_hours=2 / 3600, ip_window=3.0, server_name="127.0.0.1",
+    serve(demo, door, {"session_hours": 2 / 3600, "ip_window": 3.0,
+                       "upload_mb_per_day": 1 / 1024}, server_name="127.0.0.1",
           server_port=port, prevent_thread_lock=True, quiet=True)
     try:
         yield f"http://127.0.0.1:{port}", door
     finally:
         demo.close()
-
-
-def _login(url: str, name: str, password: str):
-    """(status, an opener holding the session's cookie in its `jar`)."""
-    import http.cookiejar
-    import urllib.parse
-
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    opener.jar = jar
-    form = urllib.parse.urlencode({"username": name, "password": password}).encode()
-    try:
-        with opener.open(url + "/login", form, timeout=30) as answer:
-            return answer.status, opener
-    except urllib.error.HTTPError as err:
-        return err.code, opener
 
 
 def _get(opener, url: str) -> int:
@@ -370,58 +315,53 @@ def _get(opener, url: str) -> int:
         return err.code
 
 
+@pytest.mark.live
 def test_a_session_ends_at_logout_and_after_its_hours(gated):
     import time
 
     url, _ = gated
-    status, opener = _login(url, "viewer", PASSWORDS["viewer"])
+    status, opener = login(url, "viewer", PASSWORDS["viewer"])
     assert status == 200 and _get(opener, url + "/config") == 200
     cookies = list(opener.jar)
     _get(opener, url + "/logout")
     assert _get(opener, url + "/config") == 401
     replayed = "; ".join(f"{c.name}={c.value}" for c in cookies)
     assert replayed and _status(url + "/config", "GET", replayed) == 401  # a cookie replayed
-    status, opener = _login(url, "viewer", PASSWORDS["viewer"])
+    status, opener = login(url, "viewer", PASSWORDS["viewer"])
     assert _get(opener, url + "/config") == 200
     time.sleep(2.5)
     assert _get(opener, url + "/config") == 401  # expired
 
 
+@pytest.mark.live
 def test_a_thousand_wrong_passwords_are_throttled_and_the_right_one_works_after(gated):
     import time
 
     from app.login import IP_FAILURES
 
     url, _ = gated
-    statuses = [_login(url, "annotator", f"wrong-{n}")[0] for n in range(1_000)]
+    statuses = [login(url, "annotator", f"wrong-{n}")[0] for n in range(1_000)]
     # five hashed, then the name locked out; a wrong one after each lockout, until the
     # address has had its IP_FAILURES wrong logins: every other one answered 429 unhashed
     assert statuses[:6] == [400] * 5 + [429]
     assert statuses.count(400) <= IP_FAILURES and statuses.count(429) >= 1_000 - IP_FAILURES
     time.sleep(3.2)
-    status, opener = _login(url, "annotator", PASSWORDS["annotator"])
+    status, opener = login(url, "annotator", PASSWORDS["annotator"])
     assert status == 200 and _get(opener, url + "/config") == 200
 
 
+@pytest.mark.live
 def test_wrong_logins_from_one_address_are_throttled_whatever_the_name(gated):
     from app.login import IP_FAILURES
 
     url, _ = gated
-    statuses = [_login(url, f"nobody{n}", "wrong-password")[0]
+    statuses = [login(url, f"nobody{n}", "wrong-password")[0]
                 for n in range(IP_FAILURES + 2)]
     assert statuses[:IP_FAILURES] == [400] * IP_FAILURES and statuses[-2:] == [429, 429]
-    assert _login(url, "admin", PASSWORDS["admin"])[0] == 429  # until the window passes
+    assert login(url, "admin", PASSWORDS["admin"])[0] == 429  # until the window passes
 
 
-def _logged_in_page(browser, url: str, role: str, password: str | None = None):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto(url)
-    page.fill("input[type=text]", role)
-    page.fill("input[type=password]", password or PASSWORDS[role])
-    page.keyboard.press("Enter")
-    return page
-
-
+@pytest.mark.live
 def test_the_browser_logs_in_and_shows_each_role_what_it_may_do(logged_in_app, browser):
     """The login form, then the page as a viewer and as an annotator: who is signed in,
     the controls their role may not use greyed, the name boxes filled with the login; a
@@ -431,10 +371,10 @@ def test_the_browser_logs_in_and_shows_each_role_what_it_may_do(logged_in_app, b
     from tests.conftest import ARTIFACTS
 
     url, _, _ = logged_in_app
-    page = _logged_in_page(browser, url, "viewer", "not-the-password")
+    page = logged_in_page(browser, url, "viewer", "not-the-password")
     expect(page.get_by_text("Incorrect", exact=False)).to_be_visible(timeout=20_000)
     page.close()
-    page = _logged_in_page(browser, url, "viewer")
+    page = logged_in_page(browser, url, "viewer")
     who = page.locator("#fe-who")
     expect(who).to_contain_text("Signed in as viewer (viewer)", timeout=30_000)
     expect(who).to_contain_text("need annotator")
@@ -444,7 +384,7 @@ def test_the_browser_logs_in_and_shows_each_role_what_it_may_do(logged_in_app, b
     expect(page.locator("#fe-corpus-remove")).to_be_disabled()
     page.screenshot(path=str(ARTIFACTS / "roles-viewer.png"), full_page=True)
     page.close()
-    page = _logged_in_page(browser, url, "annotator")
+    page = logged_in_page(browser, url, "annotator")
     expect(page.locator("#fe-who")).to_contain_text("Signed in as annotator (annotator)",
                                                     timeout=30_000)
     expect(page.locator("#fe-save")).to_be_enabled()
@@ -456,3 +396,113 @@ def test_the_browser_logs_in_and_shows_each_role_what_it_may_do(logged_in_app, b
     expect(page.locator("#fe-eval-start")).to_be_disabled()
     page.screenshot(path=str(ARTIFACTS / "roles-annotator.png"), full_page=True)
     page.close()
+
+
+# --- fair share -----------------------------------------------------------------------------
+
+def test_a_users_runs_at_once_and_long_jobs_going_are_limited_naming_the_setting(users_file):
+    from engine.service.door import guarded
+    from engine.service.limits import Limits
+
+    going: set[int] = set()
+
+    @guarded
+    class Facade:
+        def __init__(self, door):
+            self.door = door
+
+        def stream(self):
+            yield 1
+            yield 2
+
+        def evaluate(self, evaluation_id: int) -> int:
+            going.add(evaluation_id)
+            return evaluation_id
+
+    limits = Limits(runs=1, jobs=2, alive=lambda action, result: result in going)
+    admin = Facade(_door(users_file, "admin", limits=limits))
+    first = admin.stream()
+    next(first)
+    with pytest.raises(NotAllowed, match=r"admin has 1 runs going at once, the limit "
+                                         r"\(--max-runs-per-user, FUNNEL_MAX_RUNS_PER_USER "
+                                         r"= 1\): wait"):
+        admin.stream()
+    assert list(Facade(_door(users_file, "viewer", limits=limits)).stream()) == [1, 2]
+    list(first)  # the stream ended: its slot is free
+    assert list(admin.stream()) == [1, 2]
+    admin.evaluate(1), admin.evaluate(2)
+    with pytest.raises(NotAllowed, match=r"admin has 2 long jobs going \(evaluate 1, "
+                                         r"evaluate 2\), the limit \(--max-jobs-per-user"):
+        admin.evaluate(3)
+    going.discard(1)  # evaluation 1 ended
+    assert admin.evaluate(3) == 3
+
+
+@pytest.mark.live
+def test_what_a_user_uploads_in_a_day_is_limited_naming_the_setting(gated):
+    url, _ = gated
+    status, opener = login(url, "annotator", PASSWORDS["annotator"])
+
+    def upload(size: int) -> tuple[int, str]:
+        boundary = "fe-boundary"
+        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; "
+                f"filename=\"c.jsonl\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                ).encode() + b"x" * size + f"\r\n--{boundary}--\r\n".encode()
+        request = urllib.request.Request(
+            url + "/gradio_api/upload", body, method="POST",
+            headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        try:
+            with opener.open(request, timeout=30) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+
+    assert upload(300)[0] == 200
+    status, said = upload(900)  # 1 KB a day in this app: 300 + 900 bytes pass it
+    assert status == 413 and "annotator has uploaded 0.0 MB today" in said
+    assert "--max-upload-mb-per-day, FUNNEL_MAX_UPLOAD_MB_PER_DAY" in said
+    assert upload(300)[0] == 200
+
+
+# --- whose work -----------------------------------------------------------------------------
+
+def test_runs_and_labels_carry_their_user_and_two_peoples_agreement_shows(prepared,
+                                                                          users_file,
+                                                                          tiny_corpus):
+    """A run saved by an annotator is theirs: another annotator may not delete it, an
+    admin may. Two annotators' labels of the same pairs are both kept, with their kappa; a
+    label under another's name is refused."""
+    acting = ["annotator"]
+    explorer = Explorer(*prepared, door=Door(Users(users_file), who=lambda: acting[0]))
+    run_id = explorer.save_run(explorer.run("Who painted La Grande Jatte?", "echo"), "mine")
+    assert [(r.id, r.owner) for r in explorer.saved_runs()] == [(run_id, "annotator")]
+    acting[0] = "annotator2"
+    with pytest.raises(NotAllowed, match=rf"delete_run of run {run_id} needs the admin role "
+                                         r"or its owner \(annotator\); you are annotator2"):
+        explorer.delete_run(run_id)
+    docs = tiny_corpus.documents
+    for who, values in (("annotator", (1, 0, 1)), ("annotator2", (1, 1, 1))):
+        acting[0] = who
+        for other, value in zip((1, 2, 3), values, strict=True):
+            explorer.add_label("q", docs[0].id, docs[other].id, value)
+    assert len(explorer.labels()) == 6
+    ((first, second, agreed),) = explorer.label_agreement()
+    assert {first, second} == {"annotator", "annotator2"}
+    assert agreed.pairs == 3 and agreed.exact == pytest.approx(2 / 3)
+    assert agreed.matrix == ((0, 1), (0, 2)) or agreed.matrix == ((0, 0), (1, 2))
+    with pytest.raises(NotAllowed, match="Annotator 'bob' is not you"):
+        explorer.add_label("q", docs[0].id, docs[1].id, 1, annotator="bob")
+    acting[0] = "admin"
+    explorer.delete_run(run_id)
+    assert explorer.saved_runs() == []
+
+
+def test_every_two_people_who_graded_something_in_common_get_their_kappa():
+    from engine.judging.agreement import pairwise
+
+    people = {"ann": {"q1": {"d1": 3, "d2": 0, "d3": 2}},
+              "bo": {"q1": {"d1": 3, "d2": 1, "d3": 2}},
+              "cy": {"q2": {"d9": 1}}}  # nothing in common with the others
+    ((first, second, agreed),) = pairwise(people)
+    assert (first, second, agreed.pairs) == ("ann", "bo", 3)
+    assert agreed.exact == pytest.approx(2 / 3) and 0 < agreed.kappa < 1

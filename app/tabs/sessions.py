@@ -151,6 +151,13 @@ def build(explorer: Explorer) -> Tab:
                                    info="default: the traces' service.name; with several "
                                         "pipelines in the files, a prefix of each one's")
                 import_button = gr.Button("Import", elem_id="fe-import")
+    with gr.Accordion("Audit log: admin actions and refusals (an admin's to read)",
+                      open=False):
+        with gr.Row():
+            audit_whose = gr.Textbox(label="Of user (empty: everyone)", scale=2,
+                                     elem_id="fe-audit-user")
+            audit_show = gr.Button("Show the audit log", scale=1, elem_id="fe-audit-show")
+        audit = gr.HTML(elem_id="fe-audit")
     message = gr.HTML(elem_id="fe-session-message")
     banner = gr.HTML()
     answer = gr.HTML(elem_id="fe-session-answer")
@@ -175,6 +182,8 @@ def build(explorer: Explorer) -> Tab:
                  [message, table, pending], api_visibility="private")
     export_button.click(partial(export_runs, explorer), [fmt, ids], [download, message],
                         api_visibility="private")
+    audit_show.click(partial(audit_table, explorer), audit_whose, audit,
+                     api_visibility="private")
     import_button.click(partial(import_pipeline, explorer), [uploads, dataset, label, whose],
                         [message, table, uploads], api_visibility="private")
     return Tab(refresh=Refresh(partial(listing, explorer), [table, whose], [whose]),
@@ -236,6 +245,22 @@ def delete_runs(explorer: Explorer, text, pending, whose=EVERYONE) -> tuple:
         explorer.delete_run(run_id)
     return (f"<div class='fe-kept'>Deleted {plural_runs(chosen)}.</div>",
             rows(explorer, whose), None)
+
+
+@refusing()
+def audit_table(explorer: Explorer, whose="") -> str:
+    """The latest admin actions and refusals (of `whose` only), newest first, escaped."""
+    entries = explorer.audit_log(200, str(whose or "").strip())
+    if not entries:
+        return "<div class='fe-stage'>Nothing in the audit log yet.</div>"
+    body = "".join(
+        f"<tr><td>{e['happened']}</td><td>{esc(e['username'] or '-')}</td>"
+        f"<td>{esc(e['role'] or '-')}</td><td>{esc(e['action'])}</td>"
+        f"<td>{'done' if e['allowed'] else 'refused'}</td><td>{esc(e['detail'])}</td></tr>"
+        for e in entries)
+    return ("<table class='fe-table' id='fe-audit-table'><thead><tr><th>when (UTC)</th>"
+            "<th>user</th><th>role</th><th>action</th><th></th><th>detail</th></tr></thead>"
+            f"<tbody>{body}</tbody></table>")
 
 
 @refusing(shape=lambda box, *_: (None, box))

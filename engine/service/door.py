@@ -29,6 +29,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from engine.errors import EngineError
+from engine.service.limits import LimitReached, Limits
 from engine.store.audit import Audited
 from engine.store.users import ROLES, User, Users
 
@@ -100,14 +101,35 @@ def guarded(cls: C) -> C:
 def _checked(method: Callable[..., Any], action: str) -> Callable[..., Any]:
     @functools.wraps(method)
     def checked(self, *args, **kwargs):
-        self.door.check(action)
-        return method(self, *args, **kwargs)
+        finish = self.door.enter(action)
+        try:
+            result = method(self, *args, **kwargs)
+        except BaseException:
+            finish(None, False)
+            raise
+        if inspect.isgenerator(result):  # a stream holds its share until it ends
+            return _finishing(result, finish)
+        finish(result, True)
+        return result
 
     checked.action = action  # type: ignore[attr-defined]
     return checked
 
 
+def _finishing(stream: Iterator, finish: Callable[[object, bool], None]) -> Iterator:
+    ok = False
+    try:
+        yield from stream
+        ok = True
+    finally:
+        finish(None, ok)
+
+
 def _nobody() -> str | None:
+    return None
+
+
+def _done(result: object, ok: bool) -> None:
     return None
 
 
@@ -117,10 +139,12 @@ class Door:
 
     def __init__(self, users: Users | None = None, *,
                  who: Callable[[], str | None] = _nobody,
-                 audit: Callable[[Audited], None] | None = None) -> None:
+                 audit: Callable[[Audited], None] | None = None,
+                 limits: Limits | None = None) -> None:
         self.users = users
         self.who = who
         self.audit = audit
+        self.limits = limits
         self._acting: ContextVar[User | None] = ContextVar("acting", default=None)
         self._failures: dict[str, tuple[int, float]] = {}  # name -> (in a row, last at)
         self._lock = threading.Lock()
@@ -190,6 +214,18 @@ class Door:
         if needed == ADMIN:
             self._audit(Audited(user.name, user.role, action, True, detail))
         return user
+
+    def enter(self, action: str) -> Callable[[object, bool], None]:
+        """`check(action)`, then the acting user's share (engine.service.limits) taken:
+        returns `finish(result, ok)` to call once the action is over."""
+        user = self.check(action)
+        if user is None or self.limits is None:
+            return _done
+        try:
+            return self.limits.admit(user.name, action)
+        except LimitReached as err:
+            self._audit(Audited(user.name, user.role, action, False, "limit reached"))
+            raise NotAllowed(str(err)) from None
 
     def may(self, action: str) -> bool:
         """Whether the acting user may do `action` (what the UI shows as enabled)."""

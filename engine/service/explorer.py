@@ -45,6 +45,7 @@ from engine.service.evaluations import Evaluations
 from engine.service.imports import Imported
 from engine.service.judged_evaluations import JudgedEvaluations
 from engine.service.judging import Judging
+from engine.service.limits import job_alive
 from engine.service.models import ModelRow, model_rows
 from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
@@ -71,12 +72,10 @@ class Explorer:
         request); `corpus_root` is the folder server-side corpus paths may be read from
         (default: the data directory); `preparing` prepares any other corpus
         (engine.service.corpora); `tracing` sends every run (Explore, Compare, re-answer,
-        each question of an evaluation) to an OTLP collector as OpenInference spans;
-        `door` checks roles, and names who made a run, label, judgment or evaluation."""
-        self._door = door or Door()
-        self._audit = AuditLog(store)
-        if self.door.audit is None:
-            self.door.audit = self._audit.record
+        an evaluation's) to an OTLP collector as OpenInference spans; `door` checks roles
+        and limits, and names who made a run, label, judgment or evaluation."""
+        self._door, self._audit = door or Door(), AuditLog(store)
+        self._door.audit = self._door.audit or self._audit.record
         self._evaluations = JudgedEvaluations(store)  # measured by the latest judgments
         self._evaluations.mark_interrupted()  # left running by a process that died
         sweep_leftovers()  # and what such a process was writing (never read)
@@ -92,6 +91,9 @@ class Explorer:
                                        owner=self.door.name)
         self._diagnoses = Diagnoses(self._evaluations, self._corpora)
         self._judging = Judging(store, self.door)
+        if self.door.limits is not None:  # a user's long jobs count until they end
+            self.door.limits.alive = job_alive(self._evaluating, self._corpora,
+                                               self._annotation)
 
     # --- running: engine.service.runs -----------------------------------------------------
 
@@ -182,8 +184,7 @@ class Explorer:
         self._corpora.remove(name)
 
     def models(self) -> list[ModelRow]:
-        """The models each role can use here and what each has built
-        (engine.service.models)."""
+        """The models each role can use here and what each has built."""
         return model_rows(self._corpora.named_fingerprints())
 
     def status(self) -> list[str]:
@@ -222,8 +223,7 @@ class Explorer:
         return listed_datasets()
 
     def dataset_corpus(self, dataset: str) -> str | None:
-        """The corpus an added collection's split (by name or path) is judged over; None
-        for any other dataset."""
+        """The corpus an added collection's split is judged over (None: another dataset)."""
         return judged_corpus(dataset)
 
     def datasets_note(self) -> str:

@@ -1,0 +1,40 @@
+"""Logging in, for the tests of logins (test_roles, test_attacks): one user per role in a
+users file, the app served with logins in this process (fixtures in conftest.py), and a
+client, an HTTP opener or a browser page logged in as one of them."""
+
+from __future__ import annotations
+
+from engine.store.users import ROLES
+
+PASSWORDS = {role: f"{role}-password-1" for role in ROLES}
+
+
+def client_of(url: str, role: str):
+    from gradio_client import Client
+
+    return Client(url + "/", auth=(role, PASSWORDS[role]), verbose=False)
+
+
+def login(url: str, name: str, password: str):
+    """(status, an opener holding the session's cookie in its `jar`)."""
+    import http.cookiejar
+    import urllib.parse
+
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    opener.jar = jar
+    form = urllib.parse.urlencode({"username": name, "password": password}).encode()
+    try:
+        with opener.open(url + "/login", form, timeout=30) as answer:
+            return answer.status, opener
+    except urllib.error.HTTPError as err:
+        return err.code, opener
+
+
+def logged_in_page(browser, url: str, role: str, password: str | None = None):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(url)
+    page.fill("input[type=text]", role)
+    page.fill("input[type=password]", password or PASSWORDS[role])
+    page.keyboard.press("Enter")
+    return page
