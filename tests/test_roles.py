@@ -495,6 +495,10 @@ def test_runs_and_labels_carry_their_user_and_two_peoples_agreement_shows(prepar
     acting[0] = "admin"
     explorer.delete_run(run_id)
     assert explorer.saved_runs() == []
+    logged = {(e["username"], e["action"], e["allowed"]): e["detail"]
+              for e in explorer.audit_log()}
+    assert logged["admin", "delete_run", True] == f"run {run_id} of annotator"
+    assert logged["annotator2", "delete_run", False] == f"run {run_id}"
 
 
 def test_every_two_people_who_graded_something_in_common_get_their_kappa():

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.errors import EngineError
@@ -101,7 +102,7 @@ def guarded(cls: C) -> C:
 def _checked(method: Callable[..., Any], action: str) -> Callable[..., Any]:
     @functools.wraps(method)
     def checked(self, *args, **kwargs):
-        finish = self.door.enter(action)
+        finish = self.door.enter(action, _said(args, kwargs))
         try:
             result = method(self, *args, **kwargs)
         except BaseException:
@@ -114,6 +115,19 @@ def _checked(method: Callable[..., Any], action: str) -> Callable[..., Any]:
 
     checked.action = action  # type: ignore[attr-defined]
     return checked
+
+
+def _said(args: tuple, kwargs: dict) -> str:
+    """A call's arguments as the audit log shows them: short values as they are, the
+    rest by their type ("remove_corpus('notes')", "save_run(RunTrace, 'mine')")."""
+    def one(value: object) -> str:
+        if isinstance(value, (str, int, float, bool, Path)) or value is None:
+            text = repr(str(value) if isinstance(value, Path) else value)
+            return text if len(text) <= 60 else text[:57] + "..."
+        return type(value).__name__
+
+    said = ", ".join([*map(one, args), *(f"{k}={one(v)}" for k, v in kwargs.items())])
+    return said if len(said) <= 200 else said[:197] + "..."
 
 
 def _finishing(stream: Iterator, finish: Callable[[object, bool], None]) -> Iterator:
@@ -215,16 +229,18 @@ class Door:
             self._audit(Audited(user.name, user.role, action, True, detail))
         return user
 
-    def enter(self, action: str) -> Callable[[object, bool], None]:
-        """`check(action)`, then the acting user's share (engine.service.limits) taken:
-        returns `finish(result, ok)` to call once the action is over."""
-        user = self.check(action)
+    def enter(self, action: str, detail: str = "") -> Callable[[object, bool], None]:
+        """`check(action)` (`detail`: its arguments, for the audit log), then the acting
+        user's share (engine.service.limits) taken: returns `finish(result, ok)` to call
+        once the action is over."""
+        user = self.check(action, detail)
         if user is None or self.limits is None:
             return _done
         try:
             return self.limits.admit(user.name, action)
         except LimitReached as err:
-            self._audit(Audited(user.name, user.role, action, False, "limit reached"))
+            self._audit(Audited(user.name, user.role, action, False,
+                                f"limit reached: {detail}"))
             raise NotAllowed(str(err)) from None
 
     def may(self, action: str) -> bool:
@@ -238,7 +254,11 @@ class Door:
         """Refuse `action` on `what` (made by `owner`) unless the acting user made it or
         is an admin; without logins anyone may."""
         user = self.user()
-        if user is None or user.may(ADMIN) or owner == user.name:
+        if user is None or owner == user.name:
+            return
+        if user.may(ADMIN):  # another's work: an admin's power, audited
+            self._audit(Audited(user.name, user.role, action, True,
+                                f"{what} of {owner or 'nobody'}"))
             return
         self._audit(Audited(user.name, user.role, action, False, what))
         raise NotAllowed(f"{action} of {what} needs the admin role or its owner "
