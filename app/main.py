@@ -134,6 +134,7 @@ def main() -> None:
         except ConfigError as err:
             parser.error(str(err))
     door = _door(parser, args)
+    keys = _receiver_keys(parser, args, door) if args.otlp_receive else {}
     if args.max_upload_mb <= 0:
         parser.error(f"--max-upload-mb {args.max_upload_mb:g} must be a positive number of MB")
     os.environ["FUNNEL_MAX_UPLOAD_MB"] = f"{args.max_upload_mb:g}"  # engine.data.ingest
@@ -172,8 +173,6 @@ def main() -> None:
                        "their own login with `funnel-engine users add NAME --role ROLE` and "
                        "start with --users FILE.", door.users.list()[0].name)
     if args.otlp_receive:
-        keys = _receiver_keys(parser, args, door)
-
         def save(run, name: str) -> int:
             user = door.users.get(name) if door.logins else User(name, ANNOTATOR, "")
             with door.acting_as(user):  # a run saved as the key's user, their role checked

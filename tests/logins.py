@@ -9,10 +9,11 @@ from engine.store.users import ROLES
 PASSWORDS = {role: f"{role}-password-1" for role in ROLES}
 
 
-def client_of(url: str, role: str):
+def client_of(url: str, name: str, password: str | None = None):
+    """A gradio_client logged in as `name` (by default with its role's password)."""
     from gradio_client import Client
 
-    return Client(url + "/", auth=(role, PASSWORDS[role]), verbose=False)
+    return Client(url + "/", auth=(name, password or PASSWORDS[name]), verbose=False)
 
 
 def login(url: str, name: str, password: str):

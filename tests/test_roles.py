@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 
@@ -510,3 +511,88 @@ def test_every_two_people_who_graded_something_in_common_get_their_kappa():
     ((first, second, agreed),) = pairwise(people)
     assert (first, second, agreed.pairs) == ("ann", "bo", 3)
     assert agreed.exact == pytest.approx(2 / 3) and 0 < agreed.kappa < 1
+
+
+@pytest.mark.live
+def test_judgments_carry_the_login_and_two_peoples_agreement_is_read(logged_in_app):
+    """A pool judged over the API by two annotators, each logged in: each judgment is its
+    login's (another name refused), and the two people's agreement is read."""
+    from gradio_client.exceptions import AppError
+
+    from engine.data.ingest import store
+    from engine.documents import Document
+    from tests.conftest import TINY_DOCS
+
+    url, _, _ = logged_in_app
+    admin = client_of(url, "admin")
+    store("judged", [Document(t, t, x) for t, x in TINY_DOCS], "judged.jsonl")
+    admin.predict("judged", "asked", "Who painted La Grande Jatte?", api_name="/add_question_set")
+    evaluation_id = admin.predict("judged (asked)", "echo", api_name="/evaluate")
+    for _ in range(120):
+        if json.loads(admin.predict(evaluation_id, api_name="/evaluation_status"))[
+                "state"] != "running":
+            break
+        time.sleep(0.5)
+    pool = json.loads(admin.predict(evaluation_id, 2, api_name="/pool_evaluation"))["pool"]
+    for name, grade in (("annotator", 3), ("annotator2", 1)):
+        client = client_of(url, name, PASSWORDS["annotator"])
+        unit = json.loads(client.predict(pool, "", api_name="/next_unit"))["unit"]
+        with pytest.raises(AppError, match=f"Assessor 'bob' is not you: logged in as {name}"):
+            client.predict(pool, unit["question_id"], unit["document_id"], grade, "bob",
+                           api_name="/record_judgment")
+        client.predict(pool, unit["question_id"], unit["document_id"], grade, "",
+                       api_name="/record_judgment")
+    judged = [json.loads(line) for line in admin.predict(
+        "judged (asked)", "jsonl", api_name="/export_judgments").splitlines()]
+    assert sorted(j["assessor"] for j in judged) == ["annotator", "annotator2"]
+    compared = json.loads(admin.predict(evaluation_id, "annotator", "annotator2",
+                                        api_name="/compare_assessors"))
+    assert compared["pairs"] == 1 and compared["matrix"][3][1] == 1
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--host", "0.0.0.0"], "--host 0.0.0.0 lets other machines reach the app, and nobody "
+                            "logs in: give --users FILE"),
+    (["--share"], "--share lets other machines reach the app"),
+    (["--users", "{empty}"], "no users in it yet; add one with `funnel-engine users --file"),
+    (["--users", "{users}", "--auth", "ann:secret-password"], "--users and --auth both"),
+    (["--auth", "ann"], "--auth 'ann' must look like USER:PASSWORD"),
+    (["--otlp-receive", "4318"], "--otlp-receive 4318 needs a key: --otlp-key USER:KEY"),
+    (["--otlp-receive", "4318", "--otlp-key", "ann:short"], "the key at least 16 characters"),
+    (["--users", "{users}", "--otlp-receive", "4318", "--otlp-key",
+      "viewer:0123456789abcdef0"], "viewer is a viewer, who may not save runs"),
+    (["--users", "{users}", "--max-runs-per-user", "0"], "--max-runs-per-user 0 must be a "
+                                                         "positive number"),
+])
+def test_the_app_refuses_to_start_open_to_others_or_with_a_bad_login_setting(
+        argv, says, users_file, tmp_path, monkeypatch, capsys):
+    """Refused before anything starts, naming the flag and the fix."""
+    import sys
+
+    from app import main as app_main
+
+    empty = tmp_path / "none.json"
+    given = [a.format(users=users_file, empty=empty) for a in argv]
+    monkeypatch.setattr(sys, "argv", ["app.py", *given])
+    monkeypatch.setattr(app_main, "Preparation", None)  # it must not get that far
+    with pytest.raises(SystemExit):
+        app_main.main()
+    assert says in capsys.readouterr().err
+
+
+def test_the_deprecated_auth_is_one_admin_and_local_serving_needs_no_setting(monkeypatch):
+    import argparse
+
+    from app import main as app_main
+
+    parser = argparse.ArgumentParser()
+    args = argparse.Namespace(session_hours=12.0, max_runs_per_user=2, max_jobs_per_user=2,
+                              max_upload_mb_per_day=10.0, users=None, auth="ann:old",
+                              host="127.0.0.1", share=False, no_auth=False)
+    door = app_main._door(parser, args)
+    assert [(u.name, u.role) for u in door.users.list()] == [("ann", "admin")]
+    assert door.users.verify("ann", "old") is not None  # a short old password still works
+    args.auth = ""
+    assert not app_main._door(parser, args).logins  # this machine only: no set-up
+    args.host, args.no_auth = "0.0.0.0", True
+    assert not app_main._door(parser, args).logins  # open on purpose
