@@ -9,13 +9,17 @@ needs (`OPEN`: the page, its scripts, styles and fonts, and the login form's POS
 a session `session_hours` after its login, and one whose user has been removed from the
 users file. It also throttles the login form per client address: after `ip_failures` wrong
 logins within `ip_window` seconds the address gets 429 until the window has passed (the door,
-engine.service.door, throttles each name as well), and counts what each user uploads
-(Gradio's one upload route) in a day: past `upload_mb_per_day` an upload is answered 413,
-naming the limit and its setting. The count is the process's: a restart begins it again.
+engine.service.door, throttles each name as well; behind a proxy every user shares its
+address), and counts what each user sends in a day (the body of every POST: uploads above
+all): past `upload_mb_per_day` a request is answered 413, naming the limit and its
+setting, and the refusal is audited. The count is the process's: a restart begins it again.
+Cookies are read as Gradio reads them (Starlette's parser), so the gate and Gradio always
+see the same session.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -73,15 +77,18 @@ class LoginGate:
     def __init__(self, app, *, known: Callable[[str], bool],
                  session_hours: float = SESSION_HOURS, ip_failures: int = IP_FAILURES,
                  ip_window: float = IP_WINDOW_SECONDS,
-                 upload_mb_per_day: float = UPLOAD_MB_PER_DAY) -> None:
+                 upload_mb_per_day: float = UPLOAD_MB_PER_DAY,
+                 refused: Callable[[str, str, str], None] | None = None) -> None:
         self.app = app
         self.known = known
+        self.refused = refused  # (user, action, why): the door's audit of a refusal
         self.session_seconds = session_hours * 3600
         self.ip_failures, self.ip_window = ip_failures, ip_window
         self.upload_bytes = int(upload_mb_per_day * 1024**2)
         self._uploaded: dict[tuple[str, str], int] = {}  # (user, UTC day) -> bytes
         self._issued: dict[str, float] = {}  # session token -> when its login succeeded
         self._failed: dict[str, deque[float]] = {}  # client address -> wrong logins' times
+        self._swept = 0.0
         self._lock = threading.Lock()
 
     async def __call__(self, scope, receive, send) -> None:
@@ -91,26 +98,39 @@ class LoginGate:
         if path in ("/login", "/login/") and scope.get("method") == "POST":
             return await self._login(scope, receive, send)
         if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+            if self._token(scope)[0]:  # an ended session is ended here too ("/" knows it)
+                self._session(scope)
             return await self.app(scope, receive, send)
         name, problem = self._session(scope)
         if problem:
             return await _refuse(scope, send, 401, problem)
-        if scope.get("method") == "POST" and path.rstrip("/").endswith("/upload"):
-            return await self._upload(name, scope, receive, send)
+        if scope.get("method") == "POST":
+            return await self._counted(name, scope, receive, send)
         return await self.app(scope, receive, send)
 
     # --- sessions ---------------------------------------------------------------------
 
-    def _session(self, scope) -> tuple[str, str]:
-        """(the session's user, ""), or ("", why this request has no live session)."""
+    @staticmethod
+    def _token(scope) -> tuple[str, dict | None]:
+        """(the request's session token, read as Gradio reads it, or "", Gradio's tokens)."""
+        from starlette.requests import HTTPConnection
+
         gradio_app = scope.get("app")
         cookie_id = getattr(gradio_app, "cookie_id", None)
         tokens = getattr(gradio_app, "tokens", None)
         if cookie_id is None or tokens is None:
+            return "", None
+        cookies = HTTPConnection(scope).cookies
+        return (cookies.get(f"access-token-{cookie_id}")
+                or cookies.get(f"access-token-unsecure-{cookie_id}") or ""), tokens
+
+    def _session(self, scope) -> tuple[str, str]:
+        """(the session's user, ""), or ("", why this request has no live session). A
+        session past its hours is ended (Gradio forgets its token)."""
+        token, tokens = self._token(scope)
+        if tokens is None:
             return "", "the server is starting; try again"
-        cookies = _cookies(scope)
-        token = cookies.get(f"access-token-{cookie_id}") or \
-            cookies.get(f"access-token-unsecure-{cookie_id}")
+        self._sweep(tokens)
         name = tokens.get(token) if token else None
         if name is None:
             return "", "log in first: open the app's page, or pass auth=(name, password)"
@@ -123,31 +143,43 @@ class LoginGate:
             return "", (f"the session ended {self.session_seconds / 3600:g} h after its "
                         "login; log in again")
         if not self.known(name):
-            tokens.pop(token, None)
             return "", f"user {name!r} can no longer log in; ask an admin"
         return name, ""
 
-    # --- uploads --------------------------------------------------------------------
+    def _sweep(self, tokens: dict) -> None:
+        """At most once a minute: end every session past its hours, and forget the tokens
+        Gradio has forgotten (a logout)."""
+        now = time.time()
+        with self._lock:
+            if now - self._swept < 60:
+                return
+            self._swept = now
+            for token, issued in list(self._issued.items()):
+                if token not in tokens or now - issued > self.session_seconds:
+                    tokens.pop(token, None)
+                    del self._issued[token]
 
-    async def _upload(self, name: str, scope, receive, send) -> None:
-        """An upload counted against `name`'s bytes of the day: refused (413) when its
-        declared length, or what it has sent so far, would pass the limit."""
-        day = time.strftime("%Y-%m-%d", time.gmtime())
-        key = (name, day)
+    # --- what a user sends ----------------------------------------------------------
+
+    async def _counted(self, name: str, scope, receive, send) -> None:
+        """A POST whose body counts against `name`'s bytes of the day (uploads above all):
+        refused (413) when its declared length, or what it has sent so far, passes the
+        limit; the count is kept as the body arrives, so requests sent at once add up."""
+        key = (name, time.strftime("%Y-%m-%d", time.gmtime()))
         declared = next((int(v) for k, v in scope.get("headers", [])
                          if k == b"content-length" and v.isdigit()), 0)
         with self._lock:
             before = self._uploaded.get(key, 0)
         if before + declared > self.upload_bytes:
-            return await _refuse(scope, send, 413, self._over(name, before))
-        counted = 0
+            return await self._too_much(name, before, scope, send)
 
         async def receiving():
-            nonlocal counted
             message = await receive()
-            counted += len(message.get("body", b""))
-            if before + counted > self.upload_bytes:
-                raise _Oversized(self._over(name, before))
+            with self._lock:
+                total = self._uploaded.get(key, 0) + len(message.get("body", b""))
+                self._uploaded[key] = total
+            if total > self.upload_bytes:
+                raise _Oversized(total)
             return message
 
         started = []
@@ -158,34 +190,37 @@ class LoginGate:
 
         try:
             await self.app(scope, receiving, sending)
-        except _Oversized as err:
-            logger.info("refused: an upload of %s: %s", name, err)
+        except _Oversized:
             if not started:
-                await _refuse(scope, send, 413, str(err))
-        finally:
-            with self._lock:
-                self._uploaded[key] = self._uploaded.get(key, 0) + counted
+                await self._too_much(name, before, scope, send)
 
-    def _over(self, name: str, before: int) -> str:
+    async def _too_much(self, name: str, before: int, scope, send) -> None:
         limit = self.upload_bytes / 1024**2
-        return (f"{name} has uploaded {before / 1024**2:,.1f} MB today; this upload would "
-                f"pass the limit of {limit:,.0f} MB a day (--max-upload-mb-per-day, "
+        said = (f"{name} has sent {before / 1024**2:,.1f} MB today; this upload would pass "
+                f"the limit of {limit:,.0f} MB a day (--max-upload-mb-per-day, "
                 "FUNNEL_MAX_UPLOAD_MB_PER_DAY)")
+        if self.refused is not None:
+            self.refused(name, "upload", said)
+        else:
+            logger.info("refused: %s", said)
+        await _refuse(scope, send, 413, said)
 
     # --- the login form ---------------------------------------------------------------
 
     async def _login(self, scope, receive, send) -> None:
+        """The login form's POST, throttled per address: each attempt counts before its
+        check (attempts sent at once count too) and a successful one is taken back."""
         address = (scope.get("client") or ("?", 0))[0]
         now = time.monotonic()
         with self._lock:
             failed = self._failed.setdefault(address, deque())
             while failed and now - failed[0] > self.ip_window:
                 failed.popleft()
-            if len(failed) >= self.ip_failures:
+            throttled = len(failed) >= self.ip_failures
+            if throttled:
                 wait = self.ip_window - (now - failed[0])
-                throttled = True
             else:
-                throttled = False
+                failed.append(now)
         if throttled:
             logger.info("refused: login from %s throttled", address)
             return await _refuse(scope, send, 429, f"{self.ip_failures} wrong logins from "
@@ -200,28 +235,22 @@ class LoginGate:
                                if k.lower() == b"set-cookie")
             await send(message)
 
-        await self.app(scope, receive, sending)
-        with self._lock:
-            if status and status[0] == 200:
-                for raw in cookies:
-                    for morsel in SimpleCookie(raw.decode("latin-1")).values():
-                        if morsel.key.startswith("access-token-"):
-                            self._issued[morsel.value] = time.time()
-            elif status and status[0] in (400, 401):
-                self._failed.setdefault(address, deque()).append(time.monotonic())
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            with self._lock:
+                if status and status[0] in (200, 429):  # logged in, or the name's lockout
+                    with contextlib.suppress(ValueError):
+                        self._failed[address].remove(now)
+                if status and status[0] == 200:
+                    for raw in cookies:
+                        for morsel in SimpleCookie(raw.decode("latin-1")).values():
+                            if morsel.key.startswith("access-token-"):
+                                self._issued[morsel.value] = time.time()
 
 
 class _Oversized(Exception):
-    """An upload that passed its user's bytes of the day while it was sent."""
-
-
-def _cookies(scope) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for key, value in scope.get("headers", []):
-        if key == b"cookie":
-            for morsel in SimpleCookie(value.decode("latin-1")).values():
-                found[morsel.key] = morsel.value
-    return found
+    """A request that passed its user's bytes of the day while it was sent."""
 
 
 async def _refuse(scope, send, status: int, detail: str) -> None:
@@ -241,6 +270,7 @@ async def _refuse(scope, send, status: int, detail: str) -> None:
 # role: engine.service.door.ACTIONS); a control missing from the page fails a test
 CONTROLS: dict[str, str] = {
     "fe-save": "save_run", "fe-reanswer-save": "save_run", "fe-delete": "delete_run",
+    "fe-build-run": "build_index",
     "fe-import": "import_pipeline", "fe-audit-show": "audit_log",
     "fe-label-yes": "add_label", "fe-label-no": "add_label", "fe-label-skip": "add_label",
     "fe-labels-import": "import_labels", "fe-retrain": "retrain_classifier",

@@ -105,11 +105,11 @@ def main() -> None:
                              "http://HOST:PORT/v1/traces (4318 is OTLP's port); each "
                              "finished trace is saved as a run (FUNNEL_OTLP_RECEIVE; off "
                              "by default); needs --otlp-key")
-    parser.add_argument("--otlp-key", action="append", metavar="USER:KEY",
-                        default=[k for k in env("FUNNEL_OTLP_KEY", "").split(",") if k],
+    parser.add_argument("--otlp-key", action="append", metavar="USER:KEY", default=None,
                         help="a key the receiver requires (as 'Authorization: Bearer KEY' or "
                              "'x-api-key: KEY') and the user whose runs its spans become; "
-                             "give it again for more (FUNNEL_OTLP_KEY, comma-separated). "
+                             "give it again for more (FUNNEL_OTLP_KEY, comma-separated, "
+                             "read when no --otlp-key is given). "
                              "Make one: python -c 'import secrets; "
                              "print(secrets.token_urlsafe(32))'")
     parser.add_argument("--ray", default=env("FUNNEL_RAY", ""), metavar="ADDRESS",
@@ -178,7 +178,14 @@ def main() -> None:
             with door.acting_as(user):  # a run saved as the key's user, their role checked
                 return explorer.save_run(run, f"{run.paradigm}: {shorten(run.question, 60)}")
 
-        receiver = TraceReceiver(save, keys=keys)
+        def refused(name: str) -> str:
+            if not door.logins or (door.users.known(name)
+                                   and door.users.get(name).may(ANNOTATOR)):
+                return ""
+            return (f"the key's user {name!r} may no longer save runs (removed, or not an "
+                    "annotator or admin); ask an admin for a key of your own")
+
+        receiver = TraceReceiver(save, keys=keys, refused=refused)
         try:
             receiver.serve(args.host, args.otlp_receive)
         except (OSError, OverflowError) as err:
@@ -193,6 +200,8 @@ def main() -> None:
 def _receiver_keys(parser: argparse.ArgumentParser, args: argparse.Namespace,
                    door: Door) -> dict[str, str]:
     """{key: user} of --otlp-key USER:KEY, each user one who may save runs."""
+    if args.otlp_key is None:
+        args.otlp_key = [k for k in os.environ.get("FUNNEL_OTLP_KEY", "").split(",") if k]
     if not args.otlp_key:
         parser.error(f"--otlp-receive {args.otlp_receive} needs a key: --otlp-key USER:KEY "
                      "(FUNNEL_OTLP_KEY), so that no stranger's spans are stored; make a key "

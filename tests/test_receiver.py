@@ -127,3 +127,43 @@ def test_with_keys_spans_without_the_right_one_are_refused_401_and_nothing_is_st
     finally:
         receiver.close()
     assert [user for _, user in saved] == ["bob", "ann"]
+
+
+def test_a_bad_length_a_gzip_bomb_or_a_user_no_longer_allowed_is_answered_not_read():
+    """With a key: a request without a numeric Content-Length is answered 411, a gzip body
+    that unpacks past the limit 400, and one whose key's user may no longer save runs 403;
+    nothing is saved."""
+    import gzip
+    import socket
+
+    from engine.service import receiver as receiving
+
+    saved, allowed = [], {"ann": True}
+    receiver = TraceReceiver(lambda run, user: saved.append(run) or len(saved),
+                             keys={"key-of-ann-0123456789": "ann"},
+                             refused=lambda user: "" if allowed[user] else "no longer")
+    url = receiver.serve("127.0.0.1", 0)
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=10) as raw:
+            raw.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nx-api-key: "
+                        b"key-of-ann-0123456789\r\nContent-Length: -1\r\n\r\n")
+            assert raw.recv(200).startswith(b"HTTP/1.0 411")
+        bomb = gzip.compress(b"{" + b" " * (receiving.MAX_BODY + 10) + b"}")
+        request = urllib.request.Request(url, bomb, {
+            "Content-Type": "application/json", "Content-Encoding": "gzip",
+            "x-api-key": "key-of-ann-0123456789"}, method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 400 and "unpacks to more than" in refused.value.read(
+            ).decode()
+        allowed["ann"] = False
+        request = urllib.request.Request(url, _otlp_json(_ours()[0]).encode(), {
+            "Content-Type": "application/json", "x-api-key": "key-of-ann-0123456789"},
+            method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 403
+    finally:
+        receiver.close()
+    assert saved == []

@@ -3,11 +3,12 @@ check that enforces it.
 
 `ACTIONS` is the table. An action is the name of a public method of the engine's facades
 (engine.service.explorer.Explorer and engine.service.judging.Judging), classes decorated
-with `guarded`, which asks the facade's `Door` before each such method runs. Without a users file
-(`Door()`), nobody logs in and everyone may do everything: the app then listens on this
-machine only. With one (`Door(users, who=...)`), the acting user is the one the app's
-request names (`who`), or the one a background caller names with `acting_as` (the OTLP
-receiver's key, say); an action with no user, or with too small a role, is refused with a
+with `guarded`, which asks the facade's `Door` before each such method runs, and takes the
+user's share of runs and long jobs (engine.service.limits). Without a users file (`Door()`),
+nobody logs in and everyone may do everything: the app then listens on this machine only.
+With one (`Door(users, who=...)`), the acting user is the one the app's request names
+(`who`), or the one a background caller names with `acting_as` (the OTLP receiver's key,
+say); an action with no user, or with too small a role, is refused with a
 message that names the action and the role it needs:
 "remove_corpus needs the admin role; you are a viewer".
 
@@ -32,12 +33,17 @@ from typing import Any, TypeVar
 from engine.errors import EngineError
 from engine.service.limits import LimitReached, Limits
 from engine.store.audit import Audited
-from engine.store.users import ROLES, User, Users
+from engine.store.users import NAME, ROLES, User, Users
 
 logger = logging.getLogger(__name__)
 
 VIEWER, ANNOTATOR, ADMIN = ROLES
 MAX_FAILURES = 5
+MAX_NAMES_KEPT = 10_000  # names with wrong passwords remembered at once
+# the actions whose call returns a stream (a generator) of what they do as they go
+STREAMS = frozenset({"stream", "llm_judge", "generate_questions"})
+# the facades' public properties: what they are, not actions
+PROPERTIES = frozenset({"corpus", "corpus_spec", "judging", "door"})
 LOCKOUT_SECONDS = 30.0
 
 # what each role may do: viewer explores, compares and reads; annotator also saves runs,
@@ -69,7 +75,10 @@ ACTIONS: dict[str, str] = {
         "retrain_classifier", "activate_classifier", "add_questions", "add_run_questions",
         "generate_questions", "make_pool", "pool_evaluation", "llm_judge",
         "import_judgments", "audit_log"), ADMIN),
+    # checked inside an action, not a method of its own: a run confirming a long build
+    "build_index": ADMIN,
 }
+EXTRA_ACTIONS = ("build_index",)  # the table's actions that are no facade's method
 
 
 # who acts while the app builds its page (its first lists, read once, before any request):
@@ -86,12 +95,19 @@ C = TypeVar("C", bound=type)
 
 
 def guarded(cls: C) -> C:
-    """`cls` (a facade with a `door`) with every public method checked against ACTIONS
-    under its own name before it runs. A public method missing from the table fails at
-    import, so none goes unchecked."""
-    for name, member in list(vars(cls).items()):
-        if name.startswith("_") or not inspect.isfunction(member):
-            continue  # properties and helpers are not actions
+    """`cls` (a facade with a `door`) with every public method, its own or inherited,
+    checked against ACTIONS under its own name before it runs. A public method missing
+    from the table, or a public attribute of any other kind (a staticmethod, a property
+    not in PROPERTIES), fails at import, so nothing public goes unchecked."""
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        member = inspect.getattr_static(cls, name)
+        if isinstance(member, property) and name in PROPERTIES:
+            continue  # what the facade is, not something it does
+        if not inspect.isfunction(member):
+            raise TypeError(f"{cls.__name__}.{name} is public but no method: make it one "
+                            "(an action of ACTIONS) or private")
         if name not in ACTIONS:
             raise KeyError(f"{cls.__name__}.{name} is not in engine.service.door.ACTIONS: "
                            "give it the least role that may do it")
@@ -102,14 +118,16 @@ def guarded(cls: C) -> C:
 def _checked(method: Callable[..., Any], action: str) -> Callable[..., Any]:
     @functools.wraps(method)
     def checked(self, *args, **kwargs):
-        finish = self.door.enter(action, _said(args, kwargs))
+        door, said = self.door, _said(args, kwargs)
+        user = door.check(action, said)
+        if action in STREAMS:  # a stream holds a share while it runs, not when made
+            return _sharing(method(self, *args, **kwargs), door, user, action, said)
+        finish = door.admit(user, action, said)
         try:
             result = method(self, *args, **kwargs)
         except BaseException:
             finish(None, False)
             raise
-        if inspect.isgenerator(result):  # a stream holds its share until it ends
-            return _finishing(result, finish)
         finish(result, True)
         return result
 
@@ -130,7 +148,11 @@ def _said(args: tuple, kwargs: dict) -> str:
     return said if len(said) <= 200 else said[:197] + "..."
 
 
-def _finishing(stream: Iterator, finish: Callable[[object, bool], None]) -> Iterator:
+def _sharing(stream: Iterator, door: Door, user: User | None, action: str,
+             said: str) -> Iterator:
+    """`stream`, its user's share taken when it starts and given back however it ends (a
+    stream never started takes none)."""
+    finish = door.admit(user, action, said)
     ok = False
     try:
         yield from stream
@@ -149,7 +171,8 @@ def _done(result: object, ok: bool) -> None:
 
 class Door:
     """The roles' check for one process: `users` (None: no logins), `who` names the user of
-    the request being served, `audit` receives admin actions and refusals."""
+    the request being served, `audit` receives admin actions and refusals, `limits` (None:
+    none) is each user's share."""
 
     def __init__(self, users: Users | None = None, *,
                  who: Callable[[], str | None] = _nobody,
@@ -229,11 +252,11 @@ class Door:
             self._audit(Audited(user.name, user.role, action, True, detail))
         return user
 
-    def enter(self, action: str, detail: str = "") -> Callable[[object, bool], None]:
-        """`check(action)` (`detail`: its arguments, for the audit log), then the acting
-        user's share (engine.service.limits) taken: returns `finish(result, ok)` to call
+    def admit(self, user: User | None, action: str, detail: str = ""
+              ) -> Callable[[object, bool], None]:
+        """`user`'s share (engine.service.limits) taken for `action` (checked already;
+        `detail`: its arguments, for the audit log): returns `finish(result, ok)` to call
         once the action is over."""
-        user = self.check(action, detail)
         if user is None or self.limits is None:
             return _done
         try:
@@ -272,23 +295,34 @@ class Door:
         in a row the name is refused (NotAllowed, no hash spent) for LOCKOUT_SECONDS."""
         if self.users is None:
             raise NotAllowed("Logins are off: start the app with --users FILE.")
+        shown = name if NAME.match(str(name)) else repr(str(name))[:66]  # for the logs
         with self._lock:
+            now = time.monotonic()
             failures, last = self._failures.get(name, (0, 0.0))
-            wait = last + LOCKOUT_SECONDS - time.monotonic()
-            if failures >= MAX_FAILURES and wait > 0:
-                self._audit(Audited(name, "", "login", False, "locked out"))
-                raise NotAllowed(f"{failures} wrong passwords for {name!r} in a row: wait "
-                                 f"{wait:.0f} s before trying again.")
+            wait = last + LOCKOUT_SECONDS - now
+            locked = failures >= MAX_FAILURES and wait > 0
+            if not locked:  # the attempt counts before its hash: parallel guesses count too
+                self._failures[name] = (0 if failures >= MAX_FAILURES else failures) + 1, now
+                if len(self._failures) > MAX_NAMES_KEPT:  # names not seen for a window
+                    self._failures = {n: (f, t) for n, (f, t) in self._failures.items()
+                                      if now - t < LOCKOUT_SECONDS}
+        if locked:
+            self._audit(Audited(shown, "", "login", False, "locked out"))
+            raise NotAllowed(f"{failures} wrong passwords for {shown} in a row: wait "
+                             f"{wait:.0f} s before trying again.")
         user = self.users.verify(name, password)
-        with self._lock:
-            if user is None:
-                failures = failures if failures < MAX_FAILURES else 0
-                self._failures[name] = (failures + 1, time.monotonic())
-            else:
+        if user is not None:
+            with self._lock:
                 self._failures.pop(name, None)
-        if user is None:
-            self._audit(Audited(name, "", "login", False, "wrong name or password"))
-        return user
+            return user
+        self._audit(Audited(shown, "", "login", False, "wrong name or password"))
+        return None
+
+    def refused(self, name: str, action: str, detail: str) -> None:
+        """Audit a refusal made outside the engine (the gate's upload limit, say)."""
+        user = self.users.get(name) if self.users is not None and \
+            self.users.known(name) else None
+        self._audit(Audited(name, user.role if user else "", action, False, detail))
 
     def _audit(self, entry: Audited) -> None:
         if not entry.allowed:

@@ -20,6 +20,7 @@ RUN_ACTIONS = frozenset({"run", "stream", "reanswer", "ablation", "llm_judge",
 JOB_ACTIONS = frozenset({"evaluate", "sweep", "ceilings", "resume_evaluation", "add_corpus",
                          "retrain_classifier"})
 RUNS_PER_USER = 2
+STARTING = object()  # a long job's place while its call runs
 JOBS_PER_USER = 2
 
 
@@ -54,27 +55,38 @@ class Limits:
             return lambda result, ok: self._ended(user)
         if action in JOB_ACTIONS:
             going = self._going(user)
-            if len(going) >= self.jobs:
-                names = ", ".join(f"{a} {r}" for a, r in going)
-                raise LimitReached(
-                    f"{user} has {len(going)} long jobs going ({names}), the limit "
-                    f"(--max-jobs-per-user, FUNNEL_MAX_JOBS_PER_USER = {self.jobs}): wait "
-                    "for one to end, or cancel it.")
-            return lambda result, ok: self._started(user, action, result) if ok else None
+            with self._lock:  # a job being started counts at once: two at a time cannot pass
+                starting = [j for j in self._jobs.get(user, []) if j[1] is STARTING]
+                if len(going) + len(starting) >= self.jobs:
+                    names = ", ".join(f"{a} {r}" if r is not STARTING else f"{a} (starting)"
+                                      for a, r in [*going, *starting])
+                    raise LimitReached(
+                        f"{user} has {len(going) + len(starting)} long jobs going ({names}), "
+                        f"the limit (--max-jobs-per-user, FUNNEL_MAX_JOBS_PER_USER = "
+                        f"{self.jobs}): wait for one to end, or cancel it.")
+                placeholder = (action, STARTING)
+                self._jobs.setdefault(user, []).append(placeholder)
+            return lambda result, ok: self._started(user, placeholder, result, ok)
         return lambda result, ok: None
 
     def _ended(self, user: str) -> None:
         with self._lock:
             self._running[user] = max(0, self._running.get(user, 0) - 1)
 
-    def _started(self, user: str, action: str, result: object) -> None:
+    def _started(self, user: str, placeholder: tuple, result: object, ok: bool) -> None:
+        """The job `placeholder` held a place for has started (ok: as `result`) or not."""
         with self._lock:
-            self._jobs.setdefault(user, []).append((action, result))
+            jobs = self._jobs.get(user, [])
+            if placeholder in jobs:
+                jobs.remove(placeholder)
+            if ok:
+                jobs.append((placeholder[0], result))
 
     def _going(self, user: str) -> list[tuple[str, object]]:
-        """`user`'s long jobs still going (those ended are forgotten)."""
+        """`user`'s long jobs still going (those ended are forgotten; those starting are
+        not asked)."""
         with self._lock:
-            jobs = list(self._jobs.get(user, []))
+            jobs = [j for j in self._jobs.get(user, []) if j[1] is not STARTING]
         going = [(a, r) for a, r in jobs if self.alive(a, r)]
         with self._lock:
             self._jobs[user] = [j for j in self._jobs.get(user, []) if j in going

@@ -20,11 +20,11 @@ is stored.
 
 from __future__ import annotations
 
-import gzip
 import hmac
 import json
 import logging
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,10 +46,15 @@ class TraceReceiver:
     run's id; `user` is the one the request's key names, "" without keys)."""
 
     def __init__(self, save: Callable[[RunTrace, str], int], label: str = "received",
-                 keys: Mapping[str, str] | None = None) -> None:
+                 keys: Mapping[str, str] | None = None,
+                 refused: Callable[[str], str] = lambda user: "") -> None:
+        """`refused(user)`: why the key's user may no longer save runs ("" if they may;
+        asked at every request, so a user removed or made a viewer since is answered
+        403)."""
         self.save = save
         self.label = label
         self.keys = dict(keys or {})
+        self.refused = refused
         self._pending: OrderedDict[str, list[Span]] = OrderedDict()
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
@@ -114,12 +119,21 @@ class TraceReceiver:
                                 self.client_address[0])
                     return self._answer(401, "send the receiver's key as 'Authorization: "
                                         "Bearer KEY' or 'x-api-key: KEY' (--otlp-key)")
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY:
+                refused = receiver.refused(user)
+                if refused:
+                    return self._answer(403, refused)
+                given = self.headers.get("Content-Length") or ""
+                if not given.isdigit():
+                    return self._answer(411, "send the body's length as Content-Length")
+                if int(given) > MAX_BODY:
                     return self._answer(413, f"a request holds at most {MAX_BODY} bytes")
-                body = self.rfile.read(length)
+                body = self.rfile.read(int(given))
                 if self.headers.get("Content-Encoding", "").lower() == "gzip":
-                    body = gzip.decompress(body)
+                    try:
+                        body = _gunzipped(body)
+                    except (OSError, EOFError, zlib.error, ValueError) as err:
+                        return self._answer(400, f"the body is not gzip within {MAX_BODY} "
+                                            f"bytes: {err}")
                 kind = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
                 try:
                     request = _decoded(body, kind)
@@ -157,6 +171,15 @@ class TraceReceiver:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
+
+
+def _gunzipped(body: bytes) -> bytes:
+    """A gzip body unpacked, refused (ValueError) past MAX_BODY bytes (a gzip bomb)."""
+    unpacker = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = unpacker.decompress(body, MAX_BODY)
+    if unpacker.unconsumed_tail:
+        raise ValueError(f"it unpacks to more than {MAX_BODY} bytes")
+    return out + unpacker.flush()
 
 
 def _decoded(body: bytes, kind: str) -> dict:

@@ -91,6 +91,8 @@ class Runs:
         long = long_builds(preparation, pending, RUN_BUILD_SECONDS)
         if long and not build:
             raise BuildNeeded(long, RUN_CONFIRM, "This config needs")
+        if long:  # a long build is the server's: confirming one is an admin's to do
+            self._door.check("build_index", ", ".join(label for label, _ in long))
         estimates = dict(long)
         return Plan(name, preparation.corpus, config,
                     [(need, estimates[need.label]) for need in pending
