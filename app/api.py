@@ -39,15 +39,17 @@ def _runs_api(explorer: Explorer) -> None:
     load_run, status."""
 
     def run(question: str, paradigm: str = DEFAULT, config_json: str = "",
-            corpus: str = "", build: bool = False) -> str:
+            corpus: str = "", build: bool = False, preset: str = "") -> str:
         """Run `question` through `paradigm` (config as JSON) over `corpus` (a name from
         list_corpora; empty: the corpus the app started with); returns the trace JSON. A
         config needing an index the app has not built (another passage_tokens: a new
         dense index) that takes long here is refused, naming it and its estimate, unless
-        `build` is true: the run then builds it first and waits for it."""
+        `build` is true: the run then builds it first and waits for it. With `preset` (a
+        name list_presets gives), that preset's paradigm and options run instead (those of
+        `config_json` over them); the trace's "preset" names it."""
         try:
-            return explorer.run(question, paradigm, config_json, corpus,
-                                bool(build)).to_json()
+            return explorer.run(question, paradigm, config_json, corpus, bool(build),
+                                preset or "").to_json()
         except BuildNeeded as err:
             raise refused(f"{err} Over the API: pass build=True (the fifth argument of "
                           "/run) to build it within this request.") from None
@@ -208,8 +210,8 @@ CLASSIFIER = ("JSON text: the active classifier version, every version's held-ou
 
 
 def _people_api(explorer: Explorer) -> None:
-    """Named endpoints about the people who use the app: their labels' agreement, the
-    audit log."""
+    """Named endpoints about the people who use the app and what they keep: their labels'
+    agreement, the audit log, the named presets."""
 
     def label_agreement() -> str:
         """Every two annotators who labelled a pair in common: [{first, second, pairs,
@@ -226,6 +228,24 @@ def _people_api(explorer: Explorer) -> None:
     endpoint(label_agreement, "agreement_json", "JSON text: a list of {first, second, pairs, "
              "exact, kappa}: Cohen's kappa of every two annotators on the pairs both "
              "labelled")
+    def list_presets() -> str:
+        """Every named preset: [{name, paradigm, config, source, notes, created}]."""
+        return json.dumps([p.record() for p in explorer.presets.list_presets()])
+
+    def save_preset(name: str, paradigm: str, config_json: str = "", notes: str = "",
+                    replace: bool = False) -> str:
+        """Save `paradigm` with its options (JSON) as preset `name` (checked as a run
+        checks them), run by name from then on (/run's `preset`, Explore, `ask --preset`);
+        a name taken is replaced only with `replace`, by its owner or an admin."""
+        saved = explorer.presets.save_preset(name, paradigm, config_json or "",
+                                             source="api", notes=notes or "",
+                                             replace=bool(replace))
+        return json.dumps(saved.record())
+
+    endpoint(list_presets, "presets_json", "JSON text: a list of {name, paradigm, config, "
+             "source, notes, created}")
+    endpoint(save_preset, "preset_json", "JSON text: the saved preset {name, paradigm, "
+             "config, source, notes, created}")
     endpoint(audit_log, "audit_json", "JSON text: a list of {id, happened, username, role, "
              "action, allowed, detail}, newest first")
 

@@ -96,6 +96,7 @@ class RunTrace:
     gold_flags: tuple[GoldFlags, ...] = ()
     metrics: dict = field(default_factory=dict)
     error: str = ""  # a run that failed: what went wrong (it has no stages or metrics)
+    preset: str = ""  # the named preset that made it (engine/store/presets.py)
 
     @property
     def status(self) -> str:
@@ -249,6 +250,7 @@ def from_dict(d: dict[str, Any]) -> RunTrace:
         question=d["question"], paradigm=d["paradigm"], config=d["config"], stages=stages,
         llm_steps=steps, answer=d.get("answer", ""), corpus=d.get("corpus", {}),
         gold=gold, gold_flags=flags, metrics=d.get("metrics", {}), error=d.get("error", ""),
+        preset=d.get("preset", ""),
     )
 
 

@@ -113,5 +113,5 @@ def test_the_generated_api_page_describes_every_endpoint(monkeypatch, tmp_path):
     text = hooks.gradio_api_markdown()
     assert set(re.findall(r"^### `/(\w+)`$", text, flags=re.M)) == ENDPOINTS
     assert 'trace_json = client.predict(question, paradigm, config_json, corpus, build, ' \
-           'api_name="/run")' in text
+           'preset, api_name="/run")' in text
     assert "- returns `run_id` (int)" in text

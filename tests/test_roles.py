@@ -18,6 +18,7 @@ from engine.service import door as door_module
 from engine.service.door import ACTIONS, BUILDER, EXTRA_ACTIONS, Door, NotAllowed
 from engine.service.explorer import Explorer
 from engine.service.judging import Judging
+from engine.service.presets import Presets
 from engine.store.users import ROLES, Users
 from tests.logins import PASSWORDS, client_of, logged_in_page, login
 
@@ -29,10 +30,10 @@ def _door(users_file, name: str | None, **kwargs) -> Door:
 # --- the table and the check ----------------------------------------------------------------
 
 def test_every_public_method_of_the_facades_is_an_action_of_the_table_and_checked():
-    """The roles' table names every public method of Explorer and Judging and nothing
-    else, and each is wrapped by the check (a method added without a role fails at import,
+    """The roles' table names every public method of Explorer, Judging and Presets and
+    nothing else, and each is wrapped by the check (a method added without a role fails at import,
     one renamed leaves a stale entry here)."""
-    methods = {name: member for cls in (Explorer, Judging)
+    methods = {name: member for cls in (Explorer, Judging, Presets)
                for name, member in vars(cls).items()
                if not name.startswith("_") and inspect.isfunction(member)}
     assert set(methods) | set(EXTRA_ACTIONS) == set(ACTIONS)
@@ -188,6 +189,8 @@ ROUTES: dict[str, tuple[str, tuple]] = {
     "compare_assessors": ("compared", (999, "a", "b")),
     "label_agreement": ("label_agreement", ()),
     "audit_log": ("audit_log", ()),
+    "list_presets": ("list_presets", ()),
+    "save_preset": ("save_preset", ("bad name!", "echo")),
 }
 HEAVY_WHEN_ALLOWED = {"retrain"}  # allowed, it trains a classifier: its refusals are tested
 

@@ -15,6 +15,7 @@ from dataclasses import asdict
 
 from engine.cli import CORPUS_HELP
 from engine.cli import judge as cli_judge
+from engine.cli import presets as cli_presets
 from engine.cli import run as cli_run
 from engine.cli import train as cli_train
 from engine.cli import users as cli_users
@@ -107,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_train.add_parser(sub)
     cli_judge.add_parser(sub)
     cli_users.add_parser(sub)
+    cli_presets.add_parser(sub)
     return parser
 
 
@@ -121,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                     "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate,
                     "import-runs": cli_run.import_runs,
                     "import-traces": cli_run.import_traces,
-                    "sessions": _sessions, "judge": cli_judge.judge, "users": cli_users.users}
+                    "sessions": _sessions, "judge": cli_judge.judge, "users": cli_users.users,
+                    "presets": cli_presets.presets}
         return commands[args.command](args)
     except EngineError as err:
         sys.stderr.write(f"error: {err}\n")

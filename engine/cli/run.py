@@ -26,6 +26,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ask.add_argument("--corpus", default="wiki", help=CORPUS_HELP)
     ask.add_argument("--config", default="{}", help="paradigm options as JSON, e.g. '{\"K\": 5}'")
     ask.add_argument("--show", type=int, default=5, help="candidates shown per stage")
+    ask.add_argument("--preset", default="", help="a named preset's paradigm and options "
+                     "(--config over them; `presets list`), from --db's sessions file")
+    ask.add_argument("--db", default="", help="default: sessions.duckdb in the data dir")
 
     ev = sub.add_parser("eval", help="run paradigms over a QA file and summarise, or resume "
                         "a stored evaluation (--resume ID)")
@@ -95,8 +98,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def import_runs(args: argparse.Namespace) -> int:
-    """Store TREC run files as an evaluation (engine.eval.imports), whole or not at all
-    (engine.service.imports)."""
+    """Store TREC run files as an evaluation (engine.eval.imports), whole or not at all."""
     from engine.data.corpus import eval_corpus
     from engine.data.loaders import read_dataset
     from engine.errors import ConfigError
@@ -157,8 +159,7 @@ def import_traces(args: argparse.Namespace) -> int:
 
 
 def _read(path: Path) -> str:
-    """A run or qrels file's text (engine's UTF-8 reading: a bad byte named by its line);
-    a file that cannot be opened is refused by name."""
+    """A run or qrels file's text (a bad byte named by its line, a missing file by name)."""
     from engine.data.loaders.jsonio import read_text
     from engine.errors import ConfigError
 
@@ -175,8 +176,7 @@ def _dataset_path(name: str) -> Path:
 
 
 def _progress(done: int, total: int) -> None:
-    """`done/total questions` on stderr: redrawn in place on a terminal; in a file or a
-    pipe a line at every tenth of the way (redrawn there, the counts ran into one line)."""
+    """`done/total questions` on stderr: redrawn on a terminal, else a line every tenth."""
     if sys.stderr.isatty():
         sys.stderr.write(f"\r{done}/{total} questions")
     elif done == total or done % max(1, total // 10) == 0:
@@ -189,20 +189,25 @@ def _progress_done() -> None:
 
 
 def ask(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from engine.cli.presets import chosen
     from engine.data.corpus import load_corpus
     from engine.paradigms.base import check_question
     from engine.service.store import make_paradigm
 
     question = check_question(args.question)  # refused before any index or model loads
-    paradigm = make_paradigm(args.paradigm, load_corpus(args.corpus), _json_arg(args.config))
-    print_trace(paradigm.run(question), args.show)
+    name, options = chosen(args.paradigm, _json_arg(args.config), args.preset, args.db)
+    trace = make_paradigm(name, load_corpus(args.corpus), options).run(question)
+    print_trace(replace(trace, preset=args.preset), args.show)
     return 0
 
 
 def print_trace(trace: RunTrace, show: int = 5) -> None:
     from engine.eval.traces import searched_in
 
-    _out(f"{trace.paradigm}: {trace.question}")
+    _out(f"{trace.paradigm}{f' (preset {trace.preset})' if trace.preset else ''}: "
+         f"{trace.question}")
     for n, stage in enumerate(trace.stages, start=1):
         searched = searched_in(stage)  # None: an imported trace does not say
         _out(f"\nstage {n}  {stage.name} ({stage.granularity})  {len(stage.candidates)} of "

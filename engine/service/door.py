@@ -2,7 +2,8 @@
 check that enforces it.
 
 `ACTIONS` is the table. An action is the name of a public method of the engine's facades
-(engine.service.explorer.Explorer and engine.service.judging.Judging), classes decorated
+(engine.service.explorer.Explorer, engine.service.judging.Judging and
+engine.service.presets.Presets), classes decorated
 with `guarded`, which asks the facade's `Door` before each such method runs, and takes the
 user's share of runs and long jobs (engine.service.limits). Without a users file (`Door()`),
 nobody logs in and everyone may do everything: the app then listens on this machine only.
@@ -43,7 +44,7 @@ MAX_NAMES_KEPT = 10_000  # names with wrong passwords remembered at once
 # the actions whose call returns a stream (a generator) of what they do as they go
 STREAMS = frozenset({"stream", "llm_judge", "generate_questions"})
 # the facades' public properties: what they are, not actions
-PROPERTIES = frozenset({"corpus", "corpus_spec", "judging", "door"})
+PROPERTIES = frozenset({"corpus", "corpus_spec", "judging", "presets", "door"})
 LOCKOUT_SECONDS = 30.0
 
 # what each role may do: viewer explores, compares and reads; annotator also saves runs,
@@ -64,17 +65,17 @@ ACTIONS: dict[str, str] = {
         "ablation_agreement", "wait_for_evaluation", "judged_pairs", "labels",
         "export_labels", "classifier_status", "question_sets", "pools", "pace",
         "agreement", "export_judgments", "assessors", "compared", "label_agreement",
-        "pairwise_agreement"), VIEWER),
+        "pairwise_agreement", "list_presets", "export_presets"), VIEWER),
     # one's own work: saved runs, labels, judgments
-    **dict.fromkeys(("save_run", "delete_run", "add_label", "to_judge", "judge", "undo"),
-                    ANNOTATOR),
+    **dict.fromkeys(("save_run", "delete_run", "add_label", "to_judge", "judge", "undo",
+                     "save_preset", "remove_preset"), ANNOTATOR),
     # the server's: corpora, long jobs, classifiers, imports, anyone's work
     **dict.fromkeys((
         "add_corpus", "remove_corpus", "evaluate", "sweep", "ceilings", "resume_evaluation",
         "cancel_evaluation", "remove_evaluation", "import_pipeline", "import_labels",
         "retrain_classifier", "activate_classifier", "add_questions", "add_run_questions",
         "generate_questions", "make_pool", "pool_evaluation", "llm_judge",
-        "import_judgments", "audit_log"), ADMIN),
+        "import_judgments", "audit_log", "import_presets"), ADMIN),
     # checked inside an action, not a method of its own: a run confirming a long build
     "build_index": ADMIN,
 }

@@ -49,6 +49,7 @@ from engine.service.limits import job_alive
 from engine.service.models import ModelRow, model_rows
 from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
+from engine.service.presets import Presets
 from engine.service.readiness import NotReady as NotReady
 from engine.service.runs import Runs
 from engine.store.audit import AuditLog
@@ -86,7 +87,9 @@ class Explorer:
         self._preparation = preparation
         self._annotation = Annotation(lambda name: self._corpora.preparation(name).corpus,
                                       store, self._corpora.loaded_preparations, self.door)
-        self._runs = Runs(store, self._corpora, self._annotation.labels, tracing, self.door)
+        self._presets = Presets(store, self.door)
+        self._runs = Runs(store, self._corpora, self._annotation.labels, tracing, self.door,
+                          self._presets.store)
         self._evaluating = Evaluations(self._evaluations, self._jobs, self._corpora,
                                        owner=self.door.name)
         self._diagnoses = Diagnoses(self._evaluations, self._corpora)
@@ -103,14 +106,15 @@ class Explorer:
         return self._runs.paradigm(name, config_json, corpus, build)
 
     def stream(self, question: str | Question, name: str, config_json: str = "",
-               corpus: str = "", build: bool = False) -> Iterator[RunTrace]:
-        """The run's trace after every stage, then the finished trace."""
-        return self._runs.stream(question, name, config_json, corpus, build)
+               corpus: str = "", build: bool = False, preset: str = ""
+               ) -> Iterator[RunTrace]:
+        """The trace after every stage, then the finished one (`preset`: a named one's)."""
+        return self._runs.stream(question, name, config_json, corpus, build, preset)
 
     def run(self, question: str | Question, name: str, config_json: str = "",
-            corpus: str = "", build: bool = False) -> RunTrace:
+            corpus: str = "", build: bool = False, preset: str = "") -> RunTrace:
         """The finished trace of `stream`."""
-        return self._runs.run(question, name, config_json, corpus, build)
+        return self._runs.run(question, name, config_json, corpus, build, preset)
 
     def reanswer(self, trace: RunTrace, unit_ids: list[str], oracle: bool = False
                  ) -> RunTrace:
@@ -218,8 +222,7 @@ class Explorer:
     # --- datasets: engine.service.datasets ------------------------------------------------
 
     def datasets(self) -> dict[str, str]:
-        """{path: label} of the QA files present in the shared data folder, then of the
-        added collections' splits."""
+        """{path: label} of the QA files present, then of added collections' splits."""
         return listed_datasets()
 
     def dataset_corpus(self, dataset: str) -> str | None:
@@ -269,8 +272,7 @@ class Explorer:
         self._evaluating.wait_for_evaluation(evaluation_id, timeout)
 
     def evaluation_form(self, evaluation_id: int) -> dict | None:
-        """What started a stored evaluation, as Evaluate's form takes it (None: a sweep,
-        ceilings or an import, which no form starts)."""
+        """What started a stored evaluation, as Evaluate's form takes it (None: no form)."""
         return self._evaluating.evaluation_form(evaluation_id)
 
     def evaluation_status(self, evaluation_id: int) -> dict:
@@ -387,13 +389,11 @@ class Explorer:
     def activate_classifier(self, version: str) -> dict:
         return self._annotation.activate(version)
 
-    @property
-    def door(self) -> Door:  # who acts, and what their role may do
-        return self._door
+    door = property(lambda self: self._door)  # who acts, and what their role may do
+    presets = property(lambda self: self._presets)  # named paradigms with their settings
 
     # --- judging: engine.service.judging --------------------------------------------------
     @property
     def judging(self) -> Judging:
-        """Question sets, pools, judgments, the LLM judge and agreement: called on it
-        (`explorer.judging.pool_evaluation(...)`), its methods the app's for judging."""
+        """Question sets, pools, judgments, the LLM judge and agreement (called on it)."""
         return self._judging

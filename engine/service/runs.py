@@ -13,6 +13,7 @@ until the caller confirms it, then takes its turn with the process's other long 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import NamedTuple
 
 from engine.documents import Corpus, Question
@@ -36,6 +37,7 @@ from engine.service.readiness import NotReady, check_ready
 from engine.service.store import handed, make_paradigm
 from engine.store.evaluations import EvaluationStore
 from engine.store.labels import LabelStore
+from engine.store.presets import PresetStore
 from engine.store.sessions import SavedRun, SessionStore
 from engine.trace import FAILED, RunTrace
 
@@ -52,20 +54,24 @@ class Plan(NamedTuple):
     corpus: Corpus
     config: object
     builds: list[tuple[Need, float]]
+    preset: str = ""  # the named preset it runs (engine.store.presets), if any
 
 
 class Runs:
     """Questions run through paradigms over prepared corpora; runs saved and reloaded."""
 
     def __init__(self, sessions: SessionStore, corpora: Corpora, labels: LabelStore,
-                 tracing: Tracing | None = None, door: Door | None = None) -> None:
+                 tracing: Tracing | None = None, door: Door | None = None,
+                 presets: PresetStore | None = None) -> None:
         """`sessions` keeps the saved runs; `corpora` prepares the corpus a run names;
         `labels` are Annotate's, which a run's question is measured against too;
         `tracing` sends every finished run to an OTLP collector; `door` names who saves a
-        run and lets only its owner or an admin delete it."""
+        run and lets only its owner or an admin delete it; `presets` are the named ones a
+        run may name."""
         self._sessions, self._corpora, self._labels = sessions, corpora, labels
         self._tracing = tracing
         self._door = door or Door()
+        self._presets = presets
         self._prepared_by_runs: set[tuple[str, str]] = set()  # (corpus fingerprint, need key)
 
     # --- running --------------------------------------------------------------------------
@@ -79,12 +85,20 @@ class Runs:
         plan = self._planned(name, config_json, corpus, build)
         return handed(plan.name, plan.corpus, plan.config)
 
-    def _planned(self, name: str, config_json: str, corpus: str, build: bool) -> Plan:
+    def _planned(self, name: str, config_json: str, corpus: str, build: bool,
+                 preset: str = "") -> Plan:
         """A run's paradigm, corpus and config, and the long builds a confirmed run makes
         first with their estimates; `BuildNeeded` when there are some and `build` is
-        False. Nothing is loaded yet."""
+        False. Nothing is loaded yet. With `preset`, its paradigm and options run (those
+        of `config_json` over them)."""
+        options = parse_config(config_json)
+        if preset:
+            if self._presets is None:
+                raise ConfigError(f"preset={preset!r}: no presets are stored here.")
+            chosen = self._presets.get(preset)
+            name, options = chosen.paradigm, {**chosen.config, **options}
         spec(name)  # an unknown name before a bad config
-        config = make_config(name, parse_config(config_json))
+        config = make_config(name, options)
         preparation = self._corpora.preparation(corpus)
         check_ready(self._corpora, name, preparation)
         pending = self._unprepared(preparation, name, config)
@@ -96,7 +110,7 @@ class Runs:
         estimates = dict(long)
         return Plan(name, preparation.corpus, config,
                     [(need, estimates[need.label]) for need in pending
-                     if need.label in estimates])
+                     if need.label in estimates], preset)
 
     def _unprepared(self, preparation: Preparation, name: str, config: object) -> list[Need]:
         """What paradigm `name` needs with `config` that neither `preparation` plans
@@ -124,6 +138,7 @@ class Runs:
         for trace in paradigm.stream(question):
             # measured against Annotate's labels too, where the question has them
             trace = with_label_measures(trace, relevance) if relevance else trace
+            trace = replace(trace, preset=plan.preset) if plan.preset else trace
             yield trace
         if self._tracing is not None and trace is not None:
             self._tracing.send(trace)  # the finished run (the last one streamed)
@@ -132,16 +147,19 @@ class Runs:
             for need in type(paradigm).needs(paradigm.config))
 
     def stream(self, question: str | Question, name: str, config_json: str = "",
-               corpus: str = "", build: bool = False) -> Iterator[RunTrace]:
-        """The run's trace after every stage, then the finished trace. The question is
-        checked first, by the one rule of every run, typed or sent over the API
+               corpus: str = "", build: bool = False, preset: str = ""
+               ) -> Iterator[RunTrace]:
+        """The run's trace after every stage, then the finished trace (with `preset`, of
+        that preset's paradigm and options, `name` ignored). The question is checked first,
+        by the one rule of every run, typed or sent over the API
         (engine.paradigms.base.check_question: refused, never cut)."""
         check_question(question.text if isinstance(question, Question) else question)
-        return self._streamed(self._planned(name, config_json, corpus, build), question)
+        return self._streamed(self._planned(name, config_json, corpus, build, preset),
+                              question)
 
     def run(self, question: str | Question, name: str, config_json: str = "",
-            corpus: str = "", build: bool = False) -> RunTrace:
-        *_, trace = self.stream(question, name, config_json, corpus, build)
+            corpus: str = "", build: bool = False, preset: str = "") -> RunTrace:
+        *_, trace = self.stream(question, name, config_json, corpus, build, preset)
         return trace
 
     def reanswer(self, trace: RunTrace, unit_ids: list[str], oracle: bool = False

@@ -1,8 +1,9 @@
 """The sessions database's schema: every migration, in order.
 
 `SessionStore` applies each once, in a transaction, and records it in `schema_migrations`.
-Saved runs (1-4), classifier labels, stored evaluations (5-7) and relevance judgments with
-their pools (8, 9), whose work each is and the audit log (10) share the one DuckDB file.
+Saved runs (1-4), classifier labels, stored evaluations (5-7), relevance judgments with
+their pools (8, 9), whose work each is and the audit log (10), and named presets (11) share
+the one DuckDB file.
 """
 
 from __future__ import annotations
@@ -157,5 +158,15 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                action VARCHAR NOT NULL,
                allowed BOOLEAN NOT NULL,
                detail VARCHAR NOT NULL DEFAULT '')""",
+    )),
+    (11, "named presets: a paradigm with its settings, run by name (engine/store/presets.py)", (
+        """CREATE TABLE presets (
+               name VARCHAR PRIMARY KEY,
+               paradigm VARCHAR NOT NULL,
+               config JSON NOT NULL,
+               source VARCHAR NOT NULL DEFAULT '',
+               notes VARCHAR NOT NULL DEFAULT '',
+               owner VARCHAR NOT NULL DEFAULT '',
+               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)""",
     )),
 )
