@@ -14,6 +14,7 @@ import sys
 from dataclasses import asdict
 
 from engine.cli import CORPUS_HELP
+from engine.cli import imports as cli_imports
 from engine.cli import judge as cli_judge
 from engine.cli import presets as cli_presets
 from engine.cli import run as cli_run
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "FUNNEL_SHARED_DATA if set, else the data directory's qa/)")
     data_sub.add_parser("status", help="every QA file: here and intact, or what is wrong")
     cli_run.add_parsers(sub)
+    cli_imports.add_parsers(sub)
     sessions = sub.add_parser("sessions", help="the runs saved in the app (DuckDB)")
     sessions_sub = sessions.add_subparsers(dest="action", required=True)
     export = sessions_sub.add_parser(
@@ -121,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"corpus-stats": _stats, "search": _search, "formats": _formats,
                     "build": _build, "data": _data,
                     "train": cli_train.train, "ask": cli_run.ask, "eval": cli_run.evaluate,
-                    "import-runs": cli_run.import_runs,
-                    "import-traces": cli_run.import_traces,
+                    "import-runs": cli_imports.import_runs,
+                    "import-traces": cli_imports.import_traces,
                     "sessions": _sessions, "judge": cli_judge.judge, "users": cli_users.users,
                     "presets": cli_presets.presets}
         return commands[args.command](args)
