@@ -110,3 +110,37 @@ def test_presets_from_the_command_line_and_ask_by_preset(tmp_path, echo, capsys,
     assert main(["presets", "--db", str(tmp_path / "t.duckdb"), "import",
                  str(exported)]) == 0
     assert "imported 1 presets" in capsys.readouterr().out
+
+
+def test_eval_runs_presets_beside_paradigms_each_listed_by_its_name(tmp_path, echo, capsys,
+                                                                   tiny_corpus):
+    """`eval --preset`: each preset runs as its paradigm with its options and is listed
+    under its own name beside the plain paradigm (two presets of one paradigm too); its
+    rows and traces carry the name."""
+    from engine.cli.main import main
+    from tests.fakes import qa_file
+
+    db = str(tmp_path / "s.duckdb")
+    corpus = tmp_path / "tiny.jsonl"
+    corpus.write_text("\n".join(json.dumps({"id": d.id, "title": d.title, "text": d.text})
+                                for d in tiny_corpus.documents))
+    presets = Presets(SessionStore(db))
+    presets.save_preset("loud", "echo", '{"voice": "loud"}')
+    presets.save_preset("one", "echo", '{"k": 1}')
+    presets.store.store.close()
+    rows = tmp_path / "rows.jsonl"
+    assert main(["eval", "--dataset", qa_file(tmp_path / "qa.jsonl"), "--corpus", str(corpus),
+                 "--paradigm", "echo", "--preset", "loud,one", "--db", db, "--out",
+                 str(rows), "--json"]) == 0
+    found = [json.loads(line) for line in rows.read_text().splitlines()]
+    by = {}
+    for row in found:
+        by.setdefault(row["paradigm"], []).append(row)
+    assert set(by) == {"echo", "loud", "one"} and all(len(r) == 3 for r in by.values())
+    assert all(r["answer"] == r["answer"].upper() for r in by["loud"])
+    assert all(r["docs_to_reader"] <= 1 for r in by["one"])
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {"echo", "loud", "one"} <= set(summary)
+    assert main(["eval", "--dataset", str(tmp_path / "qa.jsonl"), "--corpus", str(corpus),
+                 "--preset", "quiet", "--db", db]) == 2
+    assert "No preset named 'quiet'" in capsys.readouterr().err

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from engine.errors import ConfigError
+
 
 def add_parser(sub) -> None:
     presets = sub.add_parser("presets", help="named presets: a paradigm with its settings")
@@ -76,3 +78,26 @@ def chosen(paradigm: str, options: dict, preset: str = "", db: str = "") -> tupl
     finally:
         store.close()
     return found.paradigm, {**found.config, **options}
+
+
+def evaluated(paradigms: str, presets: str, given: dict, db: str = ""
+              ) -> tuple[list[str], dict[str, dict], dict[str, str]]:
+    """(labels, {label: options}, {preset label: its paradigm}) of `eval`: the comma-separated
+    `paradigms` (all, when neither they nor `presets` are given), then each preset under its
+    name; `given` ({label: options}, --config) over each one's own, every reader's attention
+    off (an evaluation shows no heatmap)."""
+    from engine.paradigms.registry import names, unattended
+
+    named = [p.strip() for p in paradigms.split(",") if p.strip()]
+    wanted = [p.strip() for p in presets.split(",") if p.strip()]
+    named = named or ([] if wanted else list(names()))
+    kinds, configs = {}, {}
+    for label in named:
+        configs[label] = unattended(label, given.get(label))
+    for label in wanted:
+        if label in configs:
+            raise ConfigError(f"--preset {label!r} is named like a paradigm given too: "
+                              "rename the preset.")
+        kinds[label], options = chosen("", given.get(label) or {}, label, db)
+        configs[label] = unattended(kinds[label], options)
+    return [*named, *wanted], configs, kinds

@@ -47,10 +47,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="go on with stored evaluation ID (interrupted, cancelled or failed, "
                          "as the app's Evaluate lists it): the questions it lacks, with its "
                          "paradigms, configs and corpus; stored in --db")
-    ev.add_argument("--db", default="", help="with --resume: the sessions file (default: "
-                    "sessions.duckdb in the data directory)")
-    ev.add_argument("--paradigm", default=",".join(names()),
-                    help=f"comma-separated, of: {', '.join(names())} (default: all)")
+    ev.add_argument("--db", default="", help="with --resume or --preset: the sessions file "
+                    "(default: sessions.duckdb in the data directory)")
+    ev.add_argument("--paradigm", default="",
+                    help=f"comma-separated, of: {', '.join(names())} (default: all, or "
+                         "none beside --preset)")
+    ev.add_argument("--preset", default="", help="comma-separated named presets, each run "
+                    "as its paradigm and options and listed by its name (`presets list`)")
     ev.add_argument("--corpus", default=None, help=EVAL_CORPUS_HELP + "; a collection's "
                     "questions: its own corpus")
     ev.add_argument("--limit", type=int, default=None, help="first N questions only")
@@ -132,6 +135,7 @@ def print_trace(trace: RunTrace, show: int = 5) -> None:
 
 
 def evaluate(args: argparse.Namespace) -> int:
+    from engine.cli.presets import evaluated
     from engine.data.loaders import read_dataset
     from engine.errors import check_choice
     from engine.eval.exports import FILE_FORMATS, export_files
@@ -139,7 +143,6 @@ def evaluate(args: argparse.Namespace) -> int:
     from engine.eval.paired import every_pair
     from engine.eval.runner import run_eval
     from engine.eval.summary import summarise
-    from engine.paradigms.registry import unattended
     from engine.paths import data_dir
     from engine.service.datasets import dataset_label
     from engine.service.store import make_paradigm
@@ -152,7 +155,8 @@ def evaluate(args: argparse.Namespace) -> int:
         raise ConfigError("Give --dataset (a listed dataset or a QA file), or --resume ID to "
                           "go on with a stored evaluation.")
     dataset, corpus_spec = _eval_dataset(args)
-    paradigms = [p.strip() for p in args.paradigm.split(",") if p.strip()]
+    paradigms, configs, kinds = evaluated(args.paradigm, args.preset, _json_arg(args.config)
+                                          or {}, args.db)
     stem = dataset.parent.name + "-" + dataset.stem.removeprefix("questions-") \
         if dataset.stem.startswith("questions-") else dataset.stem  # a collection's split
     out = Path(args.out) if args.out else data_dir() / "eval" / (
@@ -161,14 +165,13 @@ def evaluate(args: argparse.Namespace) -> int:
     if args.export:  # refused before anything runs
         check_choice("export format", args.export[0], FILE_FORMATS)
     rows, traces, searched = [], [], []
-    given = _json_arg(args.config) or {}
-    configs = {name: unattended(name, given.get(name)) for name in paradigms}  # no heatmap
     with open(out, "w", encoding="utf-8") as handle:
         for row in run_eval(dataset, paradigms, corpus_spec, args.limit, configs,
                             progress=_progress,
                             ray=args.ray, workers=args.workers, make=make_paradigm,
                             keep=traces.append if args.export else None,
-                            label=dataset_label(str(dataset)), searched=searched.append):
+                            label=dataset_label(str(dataset)), searched=searched.append,
+                            presets=kinds):
             rows.append(row)
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     _progress_done()

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import partial
 from pathlib import Path
 
@@ -33,13 +33,16 @@ def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "
              progress: Callable[[int, int], None] | None = None, ray: str = "",
              workers: int = 2, *, make: MakeParadigm,
              keep: Callable[[RunTrace], None] | None = None, label: str = "",
-             searched: Callable[[Corpus], None] | None = None) -> Iterator[dict]:
+             searched: Callable[[Corpus], None] | None = None,
+             presets: dict[str, str] | None = None) -> Iterator[dict]:
     """Yield one row per (question, paradigm), questions in file order; with a `ray`
     address ("local": `workers` workers here) the questions run as Ray tasks
     (engine.eval.on_ray). `make(name, corpus, config)` makes a paradigm handed what it uses
     (engine.service.store.make_paradigm); `keep` is handed every trace (an export). The
     corpus searched is `corpus` plus the file's paragraphs it lacks, named with `label`
-    (`eval_corpus`), handed to `searched` before the first question."""
+    (`eval_corpus`), handed to `searched` before the first question. `presets` ({label:
+    paradigm}) names the labels of `paradigms` that are presets: each runs as its paradigm
+    and its traces (and rows) carry the preset's name."""
     dataset = read_dataset(dataset_path)
     if not dataset.questions:
         raise ConfigError(f"{dataset_path} holds no questions (format {dataset.format!r}); "
@@ -52,12 +55,18 @@ def run_eval(dataset_path: str | Path, paradigms: Sequence[str], corpus: str = "
     haystack = eval_corpus(dataset, corpus, label)
     if searched is not None:
         searched(haystack)
-    built = [make(name, haystack, (configs or {}).get(name)) for name in paradigms]
+    kinds = presets or {}
+    if kinds and ray:
+        raise ConfigError("Presets run here, not on Ray yet: leave out --ray, or give the "
+                          "presets' paradigms with --config.")
+    built = [make(kinds.get(name, name), haystack, (configs or {}).get(name))
+             for name in paradigms]
     for i, traces in enumerate(answer_all(built, questions, ray=ray, workers=workers,
                                           corpus_spec=corpus, dataset=str(dataset_path),
                                           make=make),
                                start=1):
-        for trace in traces:
+        for name, trace in zip(paradigms, traces, strict=True):
+            trace = replace(trace, preset=name) if name in kinds else trace
             if keep is not None:
                 keep(trace)
             yield row(trace)

@@ -22,11 +22,11 @@ from engine.trace import FAILED, NO_CANDIDATES, RunTrace
 
 
 def row(trace: RunTrace) -> dict:
-    """The JSONL row of one run."""
+    """The JSONL row of one run (a preset's run listed under the preset's name)."""
     return {
         "question_id": trace.gold.id if trace.gold else "",
         "question": trace.question,
-        "paradigm": trace.paradigm,
+        "paradigm": trace.preset or trace.paradigm,
         "answer": trace.answer,
         "gold": list(trace.gold.answers) if trace.gold else [],
         "span_answer": has_span_answer(trace.gold) if trace.gold else False,
