@@ -175,23 +175,22 @@ class SessionStore:
 
     def load(self, run_id: int) -> RunTrace:
         """The saved trace of run `run_id`, exactly as it was saved."""
-        with self._lock:
-            row = self._con.execute("SELECT trace FROM runs WHERE id = ?",
-                                    [self._id(run_id)]).fetchone()
-        if row is None:
-            raise ConfigError(f"No saved run with id {run_id}. "
-                              f"Saved ids: {self._ids_hint()}.")
-        return RunTrace.from_json(row[0])
+        return RunTrace.from_json(self._column(run_id, "trace"))
 
     def owner(self, run_id: int) -> str:
         """The user who saved run `run_id` ("" without logins or before them)."""
+        return str(self._column(run_id, "owner"))
+
+    def _column(self, run_id: int, column: str) -> object:
+        """Column `column` (a name of this module's, never a request's) of run `run_id`;
+        an unknown id is refused, naming the saved ones."""
         with self._lock:
-            row = self._con.execute("SELECT owner FROM runs WHERE id = ?",
+            row = self._con.execute(f"SELECT {column} FROM runs WHERE id = ?",
                                     [self._id(run_id)]).fetchone()
         if row is None:
             raise ConfigError(f"No saved run with id {run_id}. "
                               f"Saved ids: {self._ids_hint()}.")
-        return str(row[0])
+        return row[0]
 
     def set_owner(self, run_ids: list[int], owner: str) -> None:
         """Record the user who saved (imported) runs `run_ids`."""
