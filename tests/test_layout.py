@@ -18,7 +18,7 @@ ENGINE = Path(__file__).resolve().parent.parent / "engine"
 # (engine/api.py, what a plugin imports) gathers names from the layers below the service's
 # and sits at the top: no engine module imports it.
 LAYERS = ("core", "models", "data", "units", "index", "readers", "stages", "train",
-          "paradigms", "eval", "store", "judging", "service", "cli", "api")
+          "paradigms", "eval", "tune", "store", "judging", "service", "cli", "api")
 TOP_MODULES = ("api",)  # modules of engine/ itself that are a layer of their own
 QUERY_TIME = ("models", "index", "readers", "stages", "paradigms", "eval")
 # the service answers questions and, when asked (Retrain, a first start with no classifier),

@@ -1,5 +1,5 @@
 """Command line: `python -m engine corpus-stats | search | formats | build | data | train |
-ask | eval | import-runs | import-traces | sessions | judge | users`.
+ask | eval | tune | presets | import-runs | import-traces | sessions | judge | users`.
 
 The CLI is the one part of the engine that writes to stdout (results) and stderr (errors);
 everything else logs.
@@ -19,6 +19,7 @@ from engine.cli import judge as cli_judge
 from engine.cli import presets as cli_presets
 from engine.cli import run as cli_run
 from engine.cli import train as cli_train
+from engine.cli import tune as cli_tune
 from engine.cli import users as cli_users
 from engine.errors import EngineError
 from engine.logs import configure_logging
@@ -111,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_judge.add_parser(sub)
     cli_users.add_parser(sub)
     cli_presets.add_parser(sub)
+    cli_tune.add_parser(sub)
     return parser
 
 
@@ -126,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                     "import-runs": cli_imports.import_runs,
                     "import-traces": cli_imports.import_traces,
                     "sessions": _sessions, "judge": cli_judge.judge, "users": cli_users.users,
-                    "presets": cli_presets.presets}
+                    "presets": cli_presets.presets, "tune": cli_tune.tune}
         return commands[args.command](args)
     except EngineError as err:
         sys.stderr.write(f"error: {err}\n")

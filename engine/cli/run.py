@@ -99,7 +99,7 @@ def ask(args: argparse.Namespace) -> int:
     from engine.service.store import make_paradigm
 
     question = check_question(args.question)  # refused before any index or model loads
-    name, options = chosen(args.paradigm, _json_arg(args.config), args.preset, args.db)
+    name, options = chosen(args.paradigm, json_arg(args.config), args.preset, args.db)
     trace = make_paradigm(name, load_corpus(args.corpus), options).run(question)
     print_trace(replace(trace, preset=args.preset), args.show)
     return 0
@@ -154,8 +154,8 @@ def evaluate(args: argparse.Namespace) -> int:
 
         raise ConfigError("Give --dataset (a listed dataset or a QA file), or --resume ID to "
                           "go on with a stored evaluation.")
-    dataset, corpus_spec = _eval_dataset(args)
-    paradigms, configs, kinds = evaluated(args.paradigm, args.preset, _json_arg(args.config)
+    dataset, corpus_spec = dataset_and_corpus(args)
+    paradigms, configs, kinds = evaluated(args.paradigm, args.preset, json_arg(args.config)
                                           or {}, args.db)
     stem = dataset.parent.name + "-" + dataset.stem.removeprefix("questions-") \
         if dataset.stem.startswith("questions-") else dataset.stem  # a collection's split
@@ -206,7 +206,7 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _eval_dataset(args: argparse.Namespace) -> tuple[Path, str]:
+def dataset_and_corpus(args: argparse.Namespace) -> tuple[Path, str]:
     """(QA file, corpus) of `eval --dataset`: a collection's folder or zip is added on first
     use (engine.data.collection_store, as the Corpora tab adds it) and its split's judged
     questions are evaluated over its own corpus; anything else over --corpus."""
@@ -290,13 +290,13 @@ def resume(args: argparse.Namespace) -> int:
     return 0 if status["state"] == "done" else 1
 
 
-def _json_arg(text: str) -> dict:
+def json_arg(text: str, flag: str = "--config") -> dict:
     from engine.errors import ConfigError
 
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ConfigError(f"--config is not valid JSON ({err.msg}): {text!r}") from None
+        raise ConfigError(f"{flag} is not valid JSON ({err.msg}): {text!r}") from None
     if not isinstance(value, dict):
-        raise ConfigError(f"--config must be a JSON object, got {text!r}")
+        raise ConfigError(f"{flag} must be a JSON object, got {text!r}")
     return value

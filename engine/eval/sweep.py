@@ -62,7 +62,7 @@ def grid(paradigm: str, options: dict, config: dict | None = None) -> list[GridP
     out = []
     for combo in itertools.product(*ordered):
         values = dict(zip(names, combo, strict=True))
-        whole = _with(config or {}, values)
+        whole = with_values(config or {}, values)
         try:
             make_config(paradigm, whole)
         except ConfigError:
@@ -87,7 +87,7 @@ def _check_value(option: Option, value: object) -> None:
                           f"{_show(option.low)} to {_show(option.high)}.")
 
 
-def _with(config: dict, values: dict) -> dict:
+def with_values(config: dict, values: dict) -> dict:
     """`config` with dotted option names ("reader.max_context_tokens") set to values."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
     for name, value in values.items():

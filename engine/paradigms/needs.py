@@ -58,6 +58,7 @@ class Need:
     stand_in: str = ""
     promise: Callable[[Corpus, Any], bool] | None = None
     per_corpus: bool = True  # False: a model the process loads once for every corpus
+    combines: bool = False  # True: only combines what other needs built (document scores)
 
     def seconds_to_prepare(self, corpus: Corpus) -> float:
         """About how long preparing it takes here: 0 for a load or a quick build."""

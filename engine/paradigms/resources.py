@@ -162,7 +162,7 @@ class DocumentScores(Resource):
                       f"{_units_key(self.passages)}", f"document scores ({self.how})",
                       lambda corpus, progress, store: store.documents(
                           corpus, self.how, self.weight, self.passages, self.model),
-                      slow=dense, stand_in=SCORES_LABEL if dense else "")
+                      slow=dense, stand_in=SCORES_LABEL if dense else "", combines=True)
         return (*parts, scorer)
 
     def load(self, corpus: Corpus, store: Store):

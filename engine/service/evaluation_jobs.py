@@ -110,30 +110,8 @@ class EvaluationJob:
     def run(self) -> None:
         """Every chosen question through every paradigm, in the calling thread."""
         try:
-            for need in self.prepare:
-                if self._cancel.is_set():
-                    break
-                self.phase = f"preparing {need.label}"
-
-                def progress(done: int, total: int, label: str = need.label) -> None:
-                    self.phase = f"preparing {label}: {done:,} of {total:,}"
-
-                if need.slow:  # a long build takes its turn with the corpora's
-                    def waits(turn: Turn, label: str = need.label) -> None:
-                        place, seconds = BUILDS.wait_of(turn)
-                        self.phase = (f"waiting to build {label}: number {place} in the "
-                                      f"build queue, about {duration(seconds)} until it "
-                                      "starts")
-
-                    try:
-                        with BUILDS.turn(f"{need.label} (for evaluation {self.id})",
-                                         need.seconds_to_prepare(self.corpus),
-                                         cancelled=self._cancel, on_wait=waits) as turn:
-                            need.prepare(self.corpus, turn.progress(progress), process_store())
-                    except Cancelled:
-                        break
-                else:
-                    need.prepare(self.corpus, progress, process_store())
+            prepare_needs(self.prepare, self.corpus, f"evaluation {self.id}", self._cancel,
+                          lambda said: setattr(self, "phase", said))
             self.phase, self._asking = "", time.monotonic()
             request = self.request
             paradigms = [make_paradigm(request.kind(label), self.corpus,
@@ -205,6 +183,37 @@ class EvaluationJob:
                 "corpus": self.corpus.name,  # what was searched, beside every figure
                 # ended before every question ran: its means are of the questions stored
                 "partial": self.state not in ("running", "done") and self.done < total}
+
+
+def prepare_needs(needs: Sequence[Need], corpus: Corpus, job: str,
+                  cancel: threading.Event, phase: Callable[[str], None]) -> bool:
+    """Prepare `needs` over `corpus` for `job` ("evaluation 3"), saying what it does with
+    `phase`; a slow one takes its turn with the corpora's builds (engine.service.builds).
+    False when cancelled before the end."""
+    for need in needs:
+        if cancel.is_set():
+            return False
+        phase(f"preparing {need.label}")
+
+        def progress(done: int, total: int, label: str = need.label) -> None:
+            phase(f"preparing {label}: {done:,} of {total:,}")
+
+        if not need.slow:
+            need.prepare(corpus, progress, process_store())
+            continue
+
+        def waits(turn: Turn, label: str = need.label) -> None:
+            place, seconds = BUILDS.wait_of(turn)
+            phase(f"waiting to build {label}: number {place} in the build queue, about "
+                  f"{duration(seconds)} until it starts")
+
+        try:
+            with BUILDS.turn(f"{need.label} (for {job})", need.seconds_to_prepare(corpus),
+                             cancelled=cancel, on_wait=waits) as turn:
+                need.prepare(corpus, turn.progress(progress), process_store())
+        except Cancelled:
+            return False
+    return not cancel.is_set()
 
 
 class EvaluationJobs:

@@ -2,8 +2,8 @@
 
 `SessionStore` applies each once, in a transaction, and records it in `schema_migrations`.
 Saved runs (1-4), classifier labels, stored evaluations (5-7), relevance judgments with
-their pools (8, 9), whose work each is and the audit log (10), and named presets (11) share
-the one DuckDB file.
+their pools (8, 9), whose work each is and the audit log (10), named presets (11) and
+tuning searches with their trials (12) share the one DuckDB file.
 """
 
 from __future__ import annotations
@@ -168,5 +168,30 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                notes VARCHAR NOT NULL DEFAULT '',
                owner VARCHAR NOT NULL DEFAULT '',
                created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)""",
+    )),
+    (12, "tuning searches and their trials, so a search resumes (engine/store/tuning.py)", (
+        "CREATE SEQUENCE tune_ids START 1",
+        """CREATE TABLE tunes (
+               id BIGINT PRIMARY KEY DEFAULT nextval('tune_ids'),
+               name VARCHAR NOT NULL DEFAULT '',
+               dataset VARCHAR NOT NULL,
+               corpus VARCHAR NOT NULL,
+               plan JSON NOT NULL,
+               search_ids JSON NOT NULL,
+               held_out_ids JSON NOT NULL,
+               state VARCHAR NOT NULL DEFAULT 'running',
+               error VARCHAR NOT NULL DEFAULT '',
+               result JSON,
+               preset VARCHAR NOT NULL DEFAULT '',
+               owner VARCHAR NOT NULL DEFAULT '',
+               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp,
+               finished TIMESTAMPTZ)""",
+        """CREATE TABLE tune_trials (
+               tune_id BIGINT NOT NULL,
+               number INTEGER NOT NULL,
+               paradigm VARCHAR NOT NULL,
+               state VARCHAR NOT NULL,
+               trial JSON NOT NULL,
+               PRIMARY KEY (tune_id, number))""",
     )),
 )
