@@ -14,6 +14,7 @@ from dataclasses import asdict
 
 from app.api_evaluations import diagnosis_api, evaluation_api
 from app.api_judging import judging_api
+from app.api_tuning import tuning_api
 from app.endpoints import endpoint, uploaded
 from app.errors import refused
 from engine.paradigms.registry import DEFAULT, PARADIGMS
@@ -29,6 +30,7 @@ def register(explorer: Explorer) -> None:
     _annotation_api(explorer)
     evaluation_api(explorer)
     diagnosis_api(explorer)
+    tuning_api(explorer)
     _corpora_api(explorer)
     judging_api(explorer)
     _people_api(explorer)

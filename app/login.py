@@ -281,6 +281,8 @@ CONTROLS: dict[str, str] = {
     "fe-eval-cancel": "cancel_evaluation", "fe-eval-resume": "resume_evaluation",
     "fe-eval-remove": "remove_evaluation",
     "fe-sweep-start": "sweep", "fe-sweep-build": "sweep",
+    "fe-tune-start": "tune", "fe-tune-build": "tune", "fe-tune-cancel": "cancel_tune",
+    "fe-tune-resume": "resume_tune",
     "fe-diag-ceilings-go": "ceilings",
     "fe-judge-add": "add_questions", "fe-judge-from-runs": "add_run_questions",
     "fe-judge-generate": "generate_questions", "fe-judge-pool": "pool_evaluation",

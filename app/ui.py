@@ -131,7 +131,9 @@ def _built(explorer: Explorer) -> gr.Blocks:
             page("Sweep", lambda: sweep.build(explorer))
             page("Judge", lambda: judge.build(explorer))
             page("Corpora", lambda: corpora.build(
-                explorer, [built.corpus for _, built in shown if built.corpus is not None]))
+                explorer, [corpus for _, built in shown
+                           for corpus in (built.corpus, *built.more_corpora)
+                           if corpus is not None]))
         # a tab reads again what it shows when it is selected and, for its lists, on every
         # page load (private events: a component's callable value would add a public
         # /lambda_N endpoint for every one of them)

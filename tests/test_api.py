@@ -29,9 +29,10 @@ ENDPOINTS = {"run", "add_corpus", "list_corpora", "remove_corpus", "save_run", "
              "add_question_file", "generate_question_set", "pool_evaluation", "list_pools",
              "next_unit", "record_judgment", "undo_judgment", "llm_judge",
              "export_judgments", "import_judgments", "compare_assessors",
-             "label_agreement", "audit_log", "list_presets", "save_preset"}
-RETURNS_INT = {"save_run", "evaluate", "sweep", "ceilings",
-               "resume_evaluation"}  # ids; every other result is JSON
+             "label_agreement", "audit_log", "list_presets", "save_preset", "tune",
+             "tune_status", "list_tunes", "cancel_tune", "resume_tune"}
+RETURNS_INT = {"save_run", "evaluate", "sweep", "ceilings", "resume_evaluation", "tune",
+               "resume_tune"}  # ids; every other result is JSON
 
 
 @pytest.fixture

@@ -26,10 +26,10 @@ def params(echo):
         return param_panels("test")
 
 
-def start(explorer, params, upload=None, dataset=None, names=("echo",), n=2):
+def start(explorer, params, upload=None, dataset=None, names=("echo",), n=2, presets=()):
     values = [w.value for w in params.inputs()]
-    return evaluate.begin(explorer, params, False, dataset, upload, n, 0, 0, list(names), "",
-                          "", "", *values)
+    return evaluate.begin(explorer, params, False, dataset, upload, n, 0, 0, list(names),
+                          list(presets), "", "", "", *values)
 
 
 def uploaded(tmp_path, text: str, name: str) -> str:
@@ -92,6 +92,18 @@ def test_an_uploaded_evaluation_runs_reopens_compares_exports_and_opens_a_run(
     assert shown[-1].selected == "explore"
     refusal, *rest = explore.open_evaluation_run(explorer, 12, evaluation_id, [9, "q9", "echo"])
     assert refusal.startswith("<div class='fe-error'>") and "9" in refusal
+
+
+def test_a_preset_is_evaluated_beside_the_paradigms_and_listed_by_its_name(explorer, params,
+                                                                            tmp_path):
+    explorer.presets.save_preset("loud-one", "echo", '{"k": 1, "voice": "loud"}')
+    progress, evaluation_id, *_ = start(explorer, params, dataset=qa_file(tmp_path / "q.jsonl"),
+                                        presets=("loud-one",))
+    explorer.wait_for_evaluation(evaluation_id, 30)
+    rows = explorer.evaluation_rows(evaluation_id)
+    assert {r["paradigm"] for r in rows} == {"echo", "loud-one"}
+    assert {r["answer"] for r in rows if r["paradigm"] == "loud-one"} == {"GEORGES SEURAT"}
+    assert explorer.evaluation(evaluation_id).configs["loud-one"]["voice"] == "loud"
 
 
 def test_cancel_with_nothing_running_says_so(explorer):

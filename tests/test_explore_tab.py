@@ -26,7 +26,7 @@ VIEWS = slice(1, 8)  # banner, answer, funnel, timing, heatmap, tables, trace JS
 def asked(explorer, text, k=1, build_first=False) -> list[tuple]:
     """Every yield of Explore's run callback for `text` through echo with option k."""
     return list(explore.ask(explorer, KEYS, build_first, text, None, "echo", "layers", "",
-                            k, "plain"))
+                            explore.NO_PRESET, k, "plain"))
 
 
 def test_a_refused_run_clears_the_last_runs_answer_and_figures(explorer):

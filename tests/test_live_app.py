@@ -971,6 +971,102 @@ def test_browser_sweeps_flat_and_plots_its_frontier(live_app, browser):
     page.screenshot(path=str(ARTIFACTS / "sweep.png"), full_page=True)
 
 
+def _tuned(client, tune_id: int, seconds: float = 300) -> dict:
+    """Search `tune_id`'s status once it is no longer running."""
+    deadline = time.monotonic() + seconds
+    while True:
+        status = json.loads(client.predict(tune_id, api_name="/tune_status"))
+        if status["state"] != "running" or time.monotonic() > deadline:
+            return status
+        time.sleep(1)
+
+
+def test_api_tunes_flat_checks_the_winner_on_held_out_questions_and_refuses_bad_input(
+        live_app, tmp_path):
+    from gradio_client.exceptions import AppError
+
+    _, client = live_app
+    qa = _qa_file(tmp_path)
+    tune_id = client.predict(str(qa), "flat", "", "seconds", 0.0, 3, 0.0,
+                             '{"flat.k": [1, 4], "flat.M": [4, 8]}', "", 0.5, 0, 0,
+                             "api tune", "", "", True, api_name="/tune")
+    status = _tuned(client, tune_id)
+    assert status["state"] == "done" and status["name"] == "api tune"
+    assert status["questions"] == {"search": 1, "held_out": 1}
+    assert len([t for t in status["trials"] if t["state"] != "refused"]) == 3
+    result = status["result"]
+    check = result["winner"]["held_out"]
+    assert check["paradigm"] == "flat" and check["n"] == 1 and "verdict" in check
+    assert status["preset"] == f"tune-{tune_id}"
+    presets = json.loads(client.predict(api_name="/list_presets"))
+    assert {"name": f"tune-{tune_id}", "paradigm": "flat",
+            "source": f"tune {tune_id}"}.items() <= next(
+        p for p in presets if p["name"] == f"tune-{tune_id}").items()
+    listed = json.loads(client.predict(api_name="/list_tunes"))
+    assert listed[0]["id"] == tune_id and listed[0]["trials"] == "3 of 3"
+    for args, message in [
+            ((str(qa), "nope"), "nope"),
+            ((str(qa), "flat", "", "seconds", 0.0, 0), "trials=0 is out of range"),
+            ((str(qa), "flat", "MRR@3"), "Unknown measure 'MRR@3'"),
+            ((str(qa), "flat", "", "seconds", 0.0, 3, 0.0, '{"flat.Q": null}'),
+             "flat has no option 'Q'")]:
+        with pytest.raises(AppError, match=message):
+            client.predict(*args, api_name="/tune")
+    with pytest.raises(AppError, match="No search 999"):
+        client.predict(999, api_name="/cancel_tune")
+    with pytest.raises(AppError, match="only one that ended early"):
+        client.predict(tune_id, api_name="/resume_tune")
+
+
+def test_browser_tunes_flat_and_explore_runs_the_winner_by_its_preset(live_app, browser):
+    url, _ = live_app
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.goto(url)
+    page.get_by_role("tab", name="Sweep").click()
+    page.get_by_role("tab", name="Tune").click()
+    _pick_dataset(page, "#fe-tune-dataset")
+    page.locator("#fe-tune-limit input").fill("4")
+    for other in ("FunnelRAG", "Best practices"):  # flat alone
+        box = page.locator("#fe-tune-paradigms label").filter(has_text=other)
+        if box.count():
+            box.first.click()
+    page.wait_for_function("document.querySelector('#fe-tune-space').innerText"
+                           ".includes('flat') && !document.querySelector('#fe-tune-space')"
+                           ".innerText.includes('funnel')", timeout=30_000)
+    page.locator("#fe-tune-trials input").fill("3")
+    page.get_by_text("Options to search, and options held fixed").click()
+    options = page.locator("#fe-tune-options textarea")
+    options.fill("{flat.k: 2}")
+    page.locator("#fe-tune-start").click()
+    page.wait_for_function("document.querySelector('#fe-tune-progress').innerText"
+                           ".includes('Options to search: not JSON')", timeout=30_000)
+    options.fill('{"flat.k": [1, 4], "flat.M": [4, 8]}')
+    page.locator("#fe-tune-start").click()
+    page.wait_for_function(
+        "document.querySelector('#fe-tune-progress').innerText.includes('Search ') || "
+        "!!document.querySelector('#fe-tune-build:not(.hidden)')?.offsetParent",
+        timeout=60_000)
+    if page.locator("#fe-tune-build").is_visible():
+        page.locator("#fe-tune-build").click()
+    page.wait_for_function("document.querySelector('#fe-tune-progress').innerText"
+                           ".includes('Saved as preset')", timeout=300_000)
+    said = page.locator("#fe-tune-progress").inner_text()
+    preset = re.search(r"Saved as preset (tune-\d+)", said).group(1)
+    assert "On the held-out questions it" in said
+    page.locator("#fe-tune-front .js-plotly-plot").wait_for(timeout=30_000)
+    assert page.locator("#fe-tune-held-table [role=row].virtual-row").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "tune.png"), full_page=True)
+    page.get_by_role("tab", name="Explore").click()
+    page.locator("#fe-preset input").click()
+    page.locator("#fe-preset").get_by_role("option", name=preset).click()
+    page.wait_for_function("document.querySelector('#fe-paradigm input:checked')?.value"
+                           " === 'flat'", timeout=30_000)
+    page.locator("#fe-question textarea").fill(QUESTION)
+    page.locator("#fe-run").click()
+    page.wait_for_function("document.querySelector('#fe-banner').innerText"
+                           f".includes('Preset {preset}')", timeout=120_000)
+
+
 # --- corpora added while the app runs -------------------------------------------------------
 
 NEW_FACT = ("Zorvath Lighthouse", "The Zorvath Lighthouse on Kelmar Point was designed by "

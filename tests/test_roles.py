@@ -19,6 +19,7 @@ from engine.service.door import ACTIONS, BUILDER, EXTRA_ACTIONS, Door, NotAllowe
 from engine.service.explorer import Explorer
 from engine.service.judging import Judging
 from engine.service.presets import Presets
+from engine.service.tuning import Tuning
 from engine.store.users import ROLES, Users
 from tests.logins import PASSWORDS, client_of, logged_in_page, login
 
@@ -30,10 +31,10 @@ def _door(users_file, name: str | None, **kwargs) -> Door:
 # --- the table and the check ----------------------------------------------------------------
 
 def test_every_public_method_of_the_facades_is_an_action_of_the_table_and_checked():
-    """The roles' table names every public method of Explorer, Judging and Presets and
-    nothing else, and each is wrapped by the check (a method added without a role fails at import,
-    one renamed leaves a stale entry here)."""
-    methods = {name: member for cls in (Explorer, Judging, Presets)
+    """The roles' table names every public method of Explorer, Judging, Presets and Tuning
+    and nothing else, and each is wrapped by the check (a method added without a role fails
+    at import, one renamed leaves a stale entry here)."""
+    methods = {name: member for cls in (Explorer, Judging, Presets, Tuning)
                for name, member in vars(cls).items()
                if not name.startswith("_") and inspect.isfunction(member)}
     assert set(methods) | set(EXTRA_ACTIONS) == set(ACTIONS)
@@ -191,6 +192,11 @@ ROUTES: dict[str, tuple[str, tuple]] = {
     "audit_log": ("audit_log", ()),
     "list_presets": ("list_presets", ()),
     "save_preset": ("save_preset", ("bad name!", "echo")),
+    "tune": ("tune", ("no-such-dataset", "echo")),
+    "tune_status": ("tune_status", (999,)),
+    "list_tunes": ("tunes", ()),
+    "cancel_tune": ("cancel_tune", (999,)),
+    "resume_tune": ("resume_tune", (999,)),
 }
 HEAVY_WHEN_ALLOWED = {"retrain"}  # allowed, it trains a classifier: its refusals are tested
 

@@ -179,8 +179,9 @@ def test_the_tab_renders_its_own_widgets_only(explorer):
         sweep.build(explorer)
     shown = [b for b in demo.blocks.values() if isinstance(b, gr.components.Component)
              and not isinstance(b, gr.State | gr.Timer | gr.Markdown)]
-    assert all((b.elem_id or "").startswith("fe-sweep") for b in shown), [
-        type(b).__name__ for b in shown if not (b.elem_id or "").startswith("fe-sweep")]
+    ours = ("fe-sweep", "fe-tune")  # the Grid view's and the Tune view's
+    assert all((b.elem_id or "").startswith(ours) for b in shown), [
+        type(b).__name__ for b in shown if not (b.elem_id or "").startswith(ours)]
     first = next(b for b in shown if b.elem_id == "fe-sweep-first")
     assert first.value == "K" and ("N", "N") in next(
         b for b in shown if b.elem_id == "fe-sweep-second").choices

@@ -39,5 +39,6 @@ class Tab:
     they were when the app was built)."""
 
     corpus: gr.Dropdown | None = None
+    more_corpora: tuple[gr.Dropdown, ...] = ()  # a tab of two views (Sweep: Grid, Tune)
     refresh: Refresh | None = None
     on_load: bool = False

@@ -35,9 +35,12 @@ def with_budget(config: str, tokens: int) -> str:
     return json.dumps(values)
 
 
-def _label(name: str) -> str:
-    """A paradigm's label as the checkboxes show it (its name if no longer registered)."""
-    return PARADIGMS[name].label if name in PARADIGMS else name
+def _label(trace) -> str:
+    """A run's column: its preset's name, or its paradigm's label as the checkboxes show it
+    (its name if no longer registered)."""
+    if trace.preset:
+        return f"preset {trace.preset} ({trace.paradigm})"
+    return PARADIGMS[trace.paradigm].label if trace.paradigm in PARADIGMS else trace.paradigm
 
 
 def view(traces, errors, running: str):
@@ -48,9 +51,9 @@ def view(traces, errors, running: str):
     if not traces:
         return notice_html, "", None, ""
     columns = "".join(
-        f"<div class='fe-final-column'><h4>{esc(_label(t.paradigm))}</h4>"
+        f"<div class='fe-final-column'><h4>{esc(_label(t))}</h4>"
         f"{gold_banner(t)}{final_passages(t)}</div>" for t in traces)
-    heads = [esc(_label(t.paradigm)) for t in traces]
+    heads = [esc(_label(t)) for t in traces]
     return (notice_html, compare_table(traces, heads), figures.compare_figure(traces),
             f"<div class='fe-final-columns'>{columns}</div>")
 
@@ -78,6 +81,9 @@ def build(explorer: Explorer) -> Tab:
                            info=f"{MIN_BUDGET:,} to {MAX_BUDGET:,}")
     params = param_panels("fe-compare")
     with gr.Row():
+        presets = gr.Dropdown([], value=[], multiselect=True, label="Presets beside them",
+                              info="saved paradigms with their options (Sweep's Tune saves "
+                              "its winners here)", elem_id="fe-compare-presets", scale=2)
         corpus = corpus_choice(explorer, "fe-compare-corpus")
         go = gr.Button("Compare", variant="primary", elem_id="fe-compare-run", scale=2)
     picker.follow(explorer, corpus)
@@ -86,7 +92,7 @@ def build(explorer: Explorer) -> Tab:
     timing = gr.Plot(label="Seconds per stage", elem_id="fe-compare-timing")
     finals = gr.HTML(elem_id="fe-compare-finals")
 
-    def compare(text, gold, names, equal_budget, tokens, searched, *widgets):
+    def compare(text, gold, names, chosen_presets, equal_budget, tokens, searched, *widgets):
         """Runs the paradigms one after another, showing each column as it finishes. A
         refused comparison clears the last one's columns (they were another question's)."""
         try:
@@ -94,8 +100,10 @@ def build(explorer: Explorer) -> Tab:
         except EngineError as err:
             yield refused_box(err), "", None, ""
             return
-        if len(names or []) < 1:
-            yield error_box("Pick at least one paradigm."), "", None, ""
+        runs = [(name, "") for name in names or []] + \
+            [("", preset) for preset in chosen_presets or []]
+        if not runs:
+            yield error_box("Pick at least one paradigm or preset."), "", None, ""
             return
         if equal_budget and not (tokens and MIN_BUDGET <= tokens <= MAX_BUDGET):
             yield (error_box(f"Reader tokens {tokens} is out of range: give {MIN_BUDGET:,} "
@@ -103,13 +111,15 @@ def build(explorer: Explorer) -> Tab:
                    "", None, "")
             return
         traces, errors = [], []
-        for at, name in enumerate(names, start=1):
-            yield view(traces, errors, f"Running {name} ({at} of {len(names)})…")
+        for at, (name, preset) in enumerate(runs, start=1):
+            name = name or f"preset {preset}"
+            yield view(traces, errors, f"Running {name} ({at} of {len(runs)})…")
             try:
-                config = config_json(name, params.keys(), list(widgets))
+                config = "{}" if preset else config_json(name, params.keys(), list(widgets))
                 if equal_budget:
                     config = with_budget(config, int(tokens))
-                traces.append(explorer.run(target(text, gold), name, config, searched or ""))
+                traces.append(explorer.run(target(text, gold), name, config, searched or "",
+                                           preset=preset))
             except BuildNeeded as err:
                 logger.info("refused: %s: %s", name, err.what)
                 errors.append(f"{name}: these options need a build first - {err.what}. "
@@ -125,8 +135,11 @@ def build(explorer: Explorer) -> Tab:
 
     chosen.change(lambda names: show_panels(params, names), chosen,
                   list(params.groups.values()), api_visibility="private")
+    presets.focus(lambda: gr.update(choices=[p.name for p in
+                                             explorer.presets.list_presets()]),
+                  None, presets, api_visibility="private")
     for trigger in (go.click, question.submit):
-        trigger(compare, [question, picker.gold, chosen, equal, budget, corpus,
+        trigger(compare, [question, picker.gold, chosen, presets, equal, budget, corpus,
                           *params.inputs()],
                 [notice, table, timing, finals], api_visibility="private")
     return Tab(corpus=corpus)

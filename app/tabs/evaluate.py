@@ -134,7 +134,7 @@ def upload_notice(uploaded) -> dict:
 
 
 def begin(explorer: Explorer, params: ParamPanels, build_first: bool, path, uploaded, n, k,
-          s, names, title, address, corpus, *widgets) -> tuple:
+          s, names, presets, title, address, corpus, *widgets) -> tuple:
     """Start an evaluation: (progress, followed id, poll timer, "Build and start" button,
     the four result views, the stored list)."""
     upload = uploaded_path(uploaded)
@@ -144,7 +144,8 @@ def begin(explorer: Explorer, params: ParamPanels, build_first: bool, path, uplo
         configs = {p: json.loads(config_json(p, params.keys(), list(widgets)))
                    for p in names or []}
         evaluation_id = explorer.evaluate(
-            upload or path or "", list(names or []), configs, limit=int(n or 0),
+            upload or path or "", [*(names or []), *(presets or [])], configs,
+            limit=int(n or 0),
             sample=int(k or 0), seed=int(s or 0), name=title or "", build=build_first,
             ray=address or "", dataset_name=f"{Path(upload).name} (uploaded)" if upload else "",
             corpus=corpus or "")
@@ -236,6 +237,7 @@ class Form:
     sample: gr.Number
     seed: gr.Number
     paradigms: gr.CheckboxGroup
+    presets: gr.Dropdown
     name: gr.Textbox
     ray: gr.Textbox
     corpus: gr.Dropdown
@@ -243,7 +245,7 @@ class Form:
 
     def inputs(self) -> list:
         return [self.dataset, self.upload, self.limit, self.sample, self.seed, self.paradigms,
-                self.name, self.ray, self.corpus, *self.params.inputs()]
+                self.presets, self.name, self.ray, self.corpus, *self.params.inputs()]
 
     def restored(self) -> list:
         """What opening a stored evaluation sets again (`restore_form`)."""
@@ -271,6 +273,11 @@ def form(explorer: Explorer) -> Form:
     chosen = gr.CheckboxGroup([(spec.label, name) for name, spec in PARADIGMS.items()],
                               value=[n for n in FIRST if n in PARADIGMS], label="Paradigms",
                               elem_id="fe-eval-paradigms")
+    presets = gr.Dropdown([], value=[], multiselect=True, label="Presets beside them",
+                          info="saved paradigms with their options, each listed by its name",
+                          elem_id="fe-eval-presets")
+    presets.focus(lambda: gr.update(choices=[p.name for p in explorer.presets.list_presets()]),
+                  None, presets, api_visibility="private")
     with gr.Row():
         name = gr.Textbox(label="Evaluation name (optional)", scale=2, elem_id="fe-eval-name")
         ray = gr.Textbox(label="Ray address (optional): 'local' for two workers here, or "
@@ -278,7 +285,7 @@ def form(explorer: Explorer) -> Form:
                          elem_id="fe-eval-ray")
         corpus = corpus_choice(explorer, "fe-eval-corpus")
     corpus_follows(explorer, dataset, corpus)
-    return Form(dataset, upload, limit, sample, seed, chosen, name, ray, corpus,
+    return Form(dataset, upload, limit, sample, seed, chosen, presets, name, ray, corpus,
                 # an evaluation shows no heatmap: its reader answers through ONNX Runtime
                 # unless attention is ticked (engine.paradigms.registry.unattended)
                 param_panels("fe-eval", set(FIRST), {"reader.attention": False}))

@@ -9,7 +9,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refused_box, refusing
-from app.params import config_json, param_panels, show_panels
+from app.params import config_json, panel_values, param_panels, show_panels
 from app.tabs import reanswer
 from app.tabs.base import Tab
 from app.tabs.contents import contents
@@ -26,7 +26,7 @@ from app.views.trace import (
     stage_table,
 )
 from engine.documents import Question
-from engine.errors import EngineError
+from engine.errors import ConfigError, EngineError
 from engine.paradigms.registry import PARADIGMS
 from engine.readers.ablation import reading_step
 from engine.service.explorer import Explorer
@@ -40,7 +40,9 @@ def trace_views(trace: RunTrace, heat_by: str = "layers") -> tuple:
     """(banner, answer, funnel, waterfall, heatmap, tables) of a (partial) trace."""
     tables = "".join(stage_table(trace, i) for i in range(len(trace.stages)))
     tables += llm_steps_table(trace) + ablation_table(trace)
-    return (gold_banner(trace), answer_box(trace) if trace.answer else "",
+    made = (f"<div class='fe-kept'>Preset <b>{esc(trace.preset)}</b>: {esc(trace.paradigm)} "
+            "with its saved options.</div>") if trace.preset else ""
+    return (made + gold_banner(trace), answer_box(trace) if trace.answer else "",
             figures.funnel_figure(trace), figures.waterfall_figure(trace),
             figures.heatmap_figure(trace, heat_by), tables)
 
@@ -76,6 +78,9 @@ def build(explorer: Explorer) -> ExploreTab:
     trace_state = gr.State("")  # the last finished run, as trace JSON
     params = param_panels("fe", {first})
     with gr.Row():
+        preset = gr.Dropdown([NO_PRESET], value=NO_PRESET, label="Preset",
+                             info="a saved paradigm with its options (Sweep's Tune saves "
+                             "its winners here)", elem_id="fe-preset", scale=1)
         corpus = corpus_choice(explorer, "fe-corpus")
         run = gr.Button("Run", variant="primary", elem_id="fe-run", scale=2)
     picker.follow(explorer, corpus)
@@ -108,7 +113,7 @@ def build(explorer: Explorer) -> ExploreTab:
 
     outputs = [notice, banner, answer, funnel_plot, waterfall_plot, heatmap, tables,
                trace_state]
-    inputs = [question, picker.gold, paradigm, heat_by, corpus, *params.inputs()]
+    inputs = [question, picker.gold, paradigm, heat_by, corpus, preset, *params.inputs()]
     run_outputs = [*outputs, build_run, save_name, save_notes, saved]
     private = {"api_visibility": "private"}
     for trigger in (run.click, question.submit, build_run.click):
@@ -126,6 +131,12 @@ def build(explorer: Explorer) -> ExploreTab:
                     **private, **progress)
     paradigm.change(lambda name: show_panels(params, name), paradigm,
                     list(params.groups.values()), **private)
+    # a preset picked sets the paradigm and every option as saved; another paradigm picked
+    # by hand leaves the preset (its options typed over a preset stay the preset's run)
+    preset.focus(partial(preset_choices, explorer), None, preset, **private)
+    preset.input(partial(picked_preset, explorer, params), preset,
+                 [paradigm, *params.inputs()], **private)
+    paradigm.input(lambda: NO_PRESET, None, preset, **private)
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, **private)
     attribute.click(partial(attribute_run, explorer), [trace_state, heat_by],
                     [attributed, heatmap, tables, trace_state], **private)
@@ -145,6 +156,32 @@ ATTRIBUTE_HINT = ("<small>Reads the answer again without each passage the reader
 CLEARED = ("", "", None, None, None, "", "")
 
 
+NO_PRESET = "(none)"
+
+
+def preset_choices(explorer: Explorer) -> dict:
+    """The preset picker's choices, read again when it is opened (a search saves them)."""
+    return gr.update(choices=[NO_PRESET, *(p.name for p in explorer.presets.list_presets())])
+
+
+@refusing(outputs=1, shape=lambda box, explorer, params, name: (
+    gr.update(value=NO_PRESET), *(gr.skip(),) * len(params.inputs())))
+def picked_preset(explorer: Explorer, params, name) -> tuple:
+    """(paradigm, every option widget) as preset `name` saved them (the rest at their
+    defaults); nothing changes for "(none)"."""
+    if not name or name == NO_PRESET:
+        return gr.skip(), *(gr.skip(),) * len(params.inputs())
+    from dataclasses import asdict
+
+    from engine.paradigms.registry import make_config
+
+    chosen = next((p for p in explorer.presets.list_presets() if p.name == name), None)
+    if chosen is None:
+        raise ConfigError(f"No preset named {name!r} any more: pick another.")
+    full = asdict(make_config(chosen.paradigm, chosen.config))
+    return gr.update(value=chosen.paradigm), *panel_values(params, {chosen.paradigm: full})
+
+
 def running_box(paradigm: str, stages: int = 0) -> str:
     """The notice while a run is under way: which paradigm, how many stages are done."""
     done = (f": {stages} stage{'s' if stages != 1 else ''} done, the next under way"
@@ -162,7 +199,7 @@ RUNNING_JS = """(paradigm) => {
 
 
 def ask(explorer: Explorer, keys: list, build_first: bool, text, gold: Question | None,
-        name, heat, searched, *widgets):
+        name, heat, searched, preset, *widgets):
     """Run the question, yielding (notice, the trace views, trace JSON, "Build and run"
     button, run name, notes, save message) as each stage arrives. A new run clears the
     last run's views, run name, notes and save message at once (they were the last
@@ -176,7 +213,7 @@ def ask(explorer: Explorer, keys: list, build_first: bool, text, gold: Question 
     try:
         config = config_json(name, keys, list(widgets))
         notice, runs = _start(explorer, target(text, gold), name, config, searched or "",
-                              build_first)
+                              build_first, "" if preset == NO_PRESET else preset or "")
         if notice:  # a build first: say so while it runs, before the first stage
             yield (notice, *(gr.skip(),) * len(CLEARED), hidden, *same)
         for trace in runs:
@@ -218,18 +255,19 @@ def attribute_run(explorer: Explorer, trace_json, heat) -> tuple:
 
 
 def _start(explorer: Explorer, question, name: str, config: str, corpus: str,
-           build_first: bool) -> tuple[str, object]:
+           build_first: bool, preset: str = "") -> tuple[str, object]:
     """(notice, the run's trace stream); with `build_first`, a build the config still needs
     is named in the notice and made first (BuildNeeded is raised otherwise)."""
     try:
-        return "", explorer.stream(question, name, config, corpus)
+        return "", explorer.stream(question, name, config, corpus, preset=preset)
     except BuildNeeded as needed:
         if not build_first:
             raise
         notice = (f"<div class='fe-stage'>Building first: {esc(needed.what)}. It takes its "
                   "turn with the other long builds (the status line lists them); the "
                   "stages show once it is built, and the other tabs keep answering.</div>")
-        return notice, explorer.stream(question, name, config, corpus, build=True)
+        return notice, explorer.stream(question, name, config, corpus, build=True,
+                                       preset=preset)
 
 
 def _kept_or_cleared(shown: bool) -> tuple:

@@ -1,4 +1,6 @@
-"""Sweep: one paradigm over a grid of one or two numeric options, and the frontier.
+"""Sweep: one paradigm over a grid of one or two numeric options, and the frontier (the
+Grid view); a search over several paradigms' options under a cost (the Tune view,
+app.tabs.tune).
 
 Pick a dataset sample, a paradigm, one or two of its numeric options with values, and
 whether the reader runs (without it a point costs seconds of retrieval only). The sweep
@@ -14,6 +16,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refused_box, refusing
+from app.tabs import tune
 from app.tabs.base import Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import corpus_follows, dataset_dropdown
@@ -136,7 +139,20 @@ def follow(explorer: Explorer, evaluation_id, metric) -> tuple:
 
 
 def build(explorer: Explorer) -> Tab:
-    """The Sweep tab's widgets and events; returns its corpus choice."""
+    """The Sweep tab: a grid (one paradigm, one or two options) and the Tune view (a
+    search over several paradigms' options, app.tabs.tune); its corpus choices, and the
+    stored searches' list read again when shown."""
+    with gr.Tabs():
+        with gr.Tab("Grid", id="sweep-grid"):
+            corpus = _grid(explorer)
+        with gr.Tab("Tune", id="sweep-tune"):
+            tuned = tune.build(explorer)
+    return Tab(corpus=corpus, more_corpora=(tuned.corpus,), refresh=tuned.refresh,
+               on_load=True)
+
+
+def _grid(explorer: Explorer) -> gr.Dropdown:
+    """The grid sweep's widgets and events; returns its corpus choice."""
     with gr.Row():
         dataset = dataset_dropdown(explorer, "Dataset", first=True, scale=2,
                                    elem_id="fe-sweep-dataset")
@@ -198,4 +214,4 @@ def build(explorer: Explorer) -> Tab:
     # .input, not .change: the picker set to the measure drawn does not draw again
     for event in (show.click, ids.submit, metric.input):
         event(partial(frontier, explorer), [ids, metric], drawn, **private)
-    return Tab(corpus=corpus)
+    return corpus

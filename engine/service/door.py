@@ -44,7 +44,7 @@ MAX_NAMES_KEPT = 10_000  # names with wrong passwords remembered at once
 # the actions whose call returns a stream (a generator) of what they do as they go
 STREAMS = frozenset({"stream", "llm_judge", "generate_questions"})
 # the facades' public properties: what they are, not actions
-PROPERTIES = frozenset({"corpus", "corpus_spec", "judging", "presets", "door"})
+PROPERTIES = frozenset({"corpus", "corpus_spec", "judging", "presets", "tuning", "door"})
 LOCKOUT_SECONDS = 30.0
 
 # what each role may do: viewer explores, compares and reads; annotator also saves runs,
@@ -65,7 +65,8 @@ ACTIONS: dict[str, str] = {
         "ablation_agreement", "wait_for_evaluation", "judged_pairs", "labels",
         "export_labels", "classifier_status", "question_sets", "pools", "pace",
         "agreement", "export_judgments", "assessors", "compared", "label_agreement",
-        "pairwise_agreement", "list_presets", "export_presets"), VIEWER),
+        "pairwise_agreement", "list_presets", "export_presets", "tunes", "tune_status",
+        "search_space"), VIEWER),
     # one's own work: saved runs, labels, judgments
     **dict.fromkeys(("save_run", "delete_run", "add_label", "to_judge", "judge", "undo",
                      "save_preset", "remove_preset"), ANNOTATOR),
@@ -75,7 +76,8 @@ ACTIONS: dict[str, str] = {
         "cancel_evaluation", "remove_evaluation", "import_pipeline", "import_labels",
         "retrain_classifier", "activate_classifier", "add_questions", "add_run_questions",
         "generate_questions", "make_pool", "pool_evaluation", "llm_judge",
-        "import_judgments", "audit_log", "import_presets"), ADMIN),
+        "import_judgments", "audit_log", "import_presets", "tune", "resume_tune",
+        "cancel_tune"), ADMIN),
     # checked inside an action, not a method of its own: a run confirming a long build
     "build_index": ADMIN,
 }

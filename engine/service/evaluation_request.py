@@ -57,8 +57,9 @@ class EvaluationRequest:
         if self.limit and self.sample:
             raise ConfigError("Give a question limit or a sample size, not both.")
         if self.kinds and self.ray:
-            raise ConfigError("A sweep runs here, not on Ray (it reuses each question's "
-                              "stages across grid points); leave the Ray address empty.")
+            raise ConfigError("A sweep or a preset runs here, not on Ray (a sweep reuses "
+                              "each question's stages across grid points); leave the Ray "
+                              "address empty.")
 
     def kind(self, label: str) -> str:
         """The paradigm a label runs (itself, but for a sweep's grid points)."""

@@ -29,6 +29,7 @@ from engine.service.imports import IMPORTED
 from engine.service.preparation import Preparation
 from engine.service.readiness import check_ready
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
+from engine.store.presets import PresetStore
 from engine.trace import RunTrace
 
 
@@ -36,12 +37,13 @@ class Evaluations:
     """Starts evaluations, sweeps and ceilings over prepared corpora; reads stored ones."""
 
     def __init__(self, store: EvaluationStore, jobs: EvaluationJobs, corpora: Corpora,
-                 owner: Callable[[], str] = str) -> None:
+                 owner: Callable[[], str] = str, presets: PresetStore | None = None) -> None:
         """`store` keeps the evaluations and their runs; `jobs` runs them in the
         background; `corpora` prepares the corpus each searches; `owner()` names the user
-        who starts one ("" without logins)."""
+        who starts one ("" without logins); `presets`, the named presets an evaluation may
+        run beside the paradigms."""
         self._store, self._jobs, self._corpora = store, jobs, corpora
-        self._owner = owner
+        self._owner, self._presets = owner, presets
 
     def _start(self, request: EvaluationRequest, preparation: Preparation, build: bool
                ) -> int:
@@ -71,18 +73,35 @@ class Evaluations:
         dataset in the stored evaluation (default: its label, or the file's path).
         """
         chosen = dataset_of(dataset)
-        preparation = self._searched(corpus, dataset, chosen, dataset_name)
+        preparation = self.preparation_for(corpus, dataset, chosen, dataset_name)
+        kinds, configs = self._presets_among(paradigms, dict(configs or {}))
         for paradigm in paradigms:
-            check_ready(self._corpora, paradigm, preparation)
+            check_ready(self._corpora, kinds.get(paradigm, paradigm), preparation)
         # a collection's questions are judged, not answered: nothing for a reader to do
         judged_only = unanswered(chosen.questions)
         request = EvaluationRequest(dataset_name or dataset_label(dataset),
-                                    chosen.questions, tuple(paradigms),
-                                    dict(configs or {}), limit, sample, seed, name,
-                                    ray=(ray or "").strip(), retrieval_only=judged_only)
+                                    chosen.questions, tuple(paradigms), configs, limit,
+                                    sample, seed, name, ray=(ray or "").strip(),
+                                    kinds=kinds, retrieval_only=judged_only)
         return self._start(request, preparation, build)
 
-    def _searched(self, corpus: str, dataset: str, chosen: Dataset,
+    def _presets_among(self, names: list[str], configs: dict) -> tuple[dict, dict]:
+        """({preset: its paradigm}, configs with each preset's options (its own entry in
+        `configs` over them)) of the names that are no paradigm but a stored preset."""
+        from engine.paradigms.registry import PARADIGMS
+
+        kinds = {}
+        for name in names:
+            if name in PARADIGMS or self._presets is None:
+                continue
+            preset = self._presets.find(name)
+            if preset is None:
+                continue  # an unknown name is refused as an unknown paradigm
+            kinds[name] = preset.paradigm
+            configs[name] = {**preset.config, **configs.get(name, {})}
+        return kinds, configs
+
+    def preparation_for(self, corpus: str, dataset: str, chosen: Dataset,
                   shown: str = "") -> Preparation:
         """The preparation of what an evaluation of `chosen` (read from `dataset`) over
         `corpus` searches: the corpus plus its paragraphs the corpus lacks, named after a
@@ -109,7 +128,7 @@ class Evaluations:
         from engine.eval.sweep import grid
 
         chosen = dataset_of(dataset)
-        preparation = self._searched(corpus, dataset, chosen, dataset_name)
+        preparation = self.preparation_for(corpus, dataset, chosen, dataset_name)
         check_ready(self._corpora, paradigm, preparation)
         points = grid(paradigm, options, config)
         request = EvaluationRequest(

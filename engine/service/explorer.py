@@ -17,7 +17,8 @@ documentation are:
   pairs, their labels and its retraining;
 - judging (engine.service.judging.Judging, the public `judging`): question sets, pools and
   relevance judgments; stored evaluations of a question set read as measured by its latest
-  judgments (engine.service.judged_evaluations).
+  judgments (engine.service.judged_evaluations);
+- tuning (engine.service.tuning.Tuning, the public `tuning`): searches over options.
 A paradigm object is cheap (its indexes and models live in process-wide stores), so each run
 builds its own; no config ever loads a second copy of anything. It holds no UI code; the
 Gradio callbacks only convert what it returns."""
@@ -52,6 +53,7 @@ from engine.service.preparation import Preparation
 from engine.service.presets import Presets
 from engine.service.readiness import NotReady as NotReady
 from engine.service.runs import Runs
+from engine.service.tuning import Tuning
 from engine.store.audit import AuditLog
 from engine.store.evaluations import StoredEvaluation
 from engine.store.labels import Label
@@ -91,12 +93,13 @@ class Explorer:
         self._runs = Runs(store, self._corpora, self._annotation.labels, tracing, self.door,
                           self._presets.store)
         self._evaluating = Evaluations(self._evaluations, self._jobs, self._corpora,
-                                       owner=self.door.name)
+                                       owner=self.door.name, presets=self._presets.store)
         self._diagnoses = Diagnoses(self._evaluations, self._corpora)
         self._judging = Judging(store, self.door)
+        self._tuning = Tuning(store, self._evaluating, self._corpora, self.door)
         if self.door.limits is not None:  # a user's long jobs count until they end
             self.door.limits.alive = job_alive(self._evaluating, self._corpora,
-                                               self._annotation)
+                                               self._annotation, self._tuning)
 
     # --- running: engine.service.runs -----------------------------------------------------
 
@@ -391,9 +394,6 @@ class Explorer:
 
     door = property(lambda self: self._door)  # who acts, and what their role may do
     presets = property(lambda self: self._presets)  # named paradigms with their settings
-
-    # --- judging: engine.service.judging --------------------------------------------------
-    @property
-    def judging(self) -> Judging:
-        """Question sets, pools, judgments, the LLM judge and agreement (called on it)."""
-        return self._judging
+    tuning = property(lambda self: self._tuning)  # searches over paradigms' options
+    # question sets, pools, judgments, the LLM judge and agreement (engine.service.judging)
+    judging = property(lambda self: self._judging)

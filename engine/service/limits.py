@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 RUN_ACTIONS = frozenset({"run", "stream", "reanswer", "ablation", "llm_judge",
                          "generate_questions", "make_pool"})
 JOB_ACTIONS = frozenset({"evaluate", "sweep", "ceilings", "resume_evaluation", "add_corpus",
-                         "retrain_classifier"})
+                         "retrain_classifier", "tune", "resume_tune"})
 RUNS_PER_USER = 2
 STARTING = object()  # a long job's place while its call runs
 JOBS_PER_USER = 2
@@ -94,12 +94,19 @@ class Limits:
         return going
 
 
-def job_alive(evaluations, corpora, annotation) -> Callable[[str, object], bool]:
+def job_alive(evaluations, corpora, annotation, tuning=None
+              ) -> Callable[[str, object], bool]:
     """Whether the long job an action started is still going: an evaluation, sweep or
     ceilings running (`evaluations.evaluation_status`), a corpus still preparing
-    (`corpora.rows`), the classifier's retrain waiting or running (`annotation.job`)."""
+    (`corpora.rows`), the classifier's retrain waiting or running (`annotation.job`), a
+    tuning search running (`tuning.store`)."""
 
     def alive(action: str, result: object) -> bool:
+        if action in ("tune", "resume_tune"):
+            try:
+                return tuning.store.get(int(result)).state == "running"
+            except Exception:  # noqa: BLE001 - removed since: not going
+                return False
         if action == "add_corpus":
             return any(row.name == result and row.status == "preparing"
                        for row in corpora.rows())
