@@ -15,7 +15,7 @@ from engine.errors import ConfigError
 from engine.paradigms.base import ParadigmSpec
 from engine.trace import LLMStep
 from engine.tune.halving import Point, front, fronts, goes_on, knee, pick, rungs
-from engine.tune.held_out import randomization_p, split
+from engine.tune.held_out import randomization_p, split, with_verdicts
 from engine.tune.search import COMPLETE, REFUSED, STOPPED, Search, SearchPlan
 from engine.tune.space import default_space, dimension, space
 from engine.tune.tuning import tune
@@ -120,6 +120,18 @@ def test_the_randomization_test_tells_a_real_difference_from_none():
     assert randomization_p(better, worse) < 0.001
     noisy = [0.5 + (0.1 if i % 2 else -0.1) for i in range(12)]
     assert randomization_p(noisy, [0.5] * 12) > 0.5
+
+
+def test_verdicts_say_plainly_whether_the_gain_held_after_holm():
+    base = {"measure": "AR@4", "n": 50, "diff": 0.1, "test": "McNemar (exact)"}
+    held, noise, same = with_verdicts([
+        {**base, "ci": [0.04, 0.16], "p": 0.001}, {**base, "ci": [-0.02, 0.2], "p": 0.2},
+        {**base, "ci": [0.0, 0.0], "p": 1.0, "pick_is_default": True}])
+    assert held["held"] and held["p_holm"] == 0.003
+    assert held["verdict"] == ("held: AR@4 +0.100 over the default (95% interval +0.040 to "
+                               "+0.160, p=0.003 Holm) on 50 held-out questions")
+    assert not noise["held"] and noise["verdict"].startswith("did not hold: AR@4 +0.100")
+    assert same["verdict"] == "the search picked the default itself: nothing to gain"
 
 
 # --- a whole search over a toy paradigm -------------------------------------------------------

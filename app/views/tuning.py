@@ -136,6 +136,7 @@ def front_figure(status: dict) -> go.Figure:
     unit = "ms per question (median)" if cost == "seconds" else "reader tokens per question"
     fig.update_layout(title=f"{plan['measure']} against cost: every trial, and the front",
                       xaxis_title=unit, yaxis_title=plan["measure"], height=420,
+                      yaxis_range=[0, 1.05],  # every measure searched lies in [0, 1]
                       margin={"l": 50, "r": 20, "t": 50, "b": 40})
     return fig
 

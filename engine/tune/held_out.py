@@ -108,18 +108,24 @@ def with_verdicts(comparisons: Sequence[dict]) -> list[dict]:
     corrected = holm([c["p"] for c in comparisons])
     out = []
     for comparison, p_holm in zip(comparisons, corrected, strict=True):
+        if comparison.get("pick_is_default"):
+            out.append({**comparison, "p_holm": p_holm, "held": False,
+                        "verdict": "the search picked the default itself: nothing to gain"})
+            continue
         low, high = comparison["ci"]
+        n = comparison["n"]
+        questions = f"{n} held-out question{'s' if n != 1 else ''}"
         held = low > 0 and p_holm < ALPHA
         worse = high < 0 and p_holm < ALPHA
         name = comparison["measure"]
         verdict = (
             f"held: {name} {comparison['diff']:+.3f} over the default (95% interval "
             f"{low:+.3f} to {high:+.3f}, p={p_holm:.3g}{' Holm' if len(comparisons) > 1 else ''}"
-            f") on {comparison['n']} held-out questions" if held else
+            f") on {questions}" if held else
             f"worse than the default: {name} {comparison['diff']:+.3f} (interval {low:+.3f} "
             f"to {high:+.3f}, p={p_holm:.3g})" if worse else
             f"did not hold: {name} {comparison['diff']:+.3f} (95% interval {low:+.3f} to "
-            f"{high:+.3f}, p={p_holm:.3g}) on {comparison['n']} held-out questions, not a "
-            "difference the test tells from chance")
+            f"{high:+.3f}, p={p_holm:.3g}) on {questions}, not a difference the test tells "
+            "from chance")
         out.append({**comparison, "p_holm": p_holm, "held": held, "verdict": verdict})
     return out
