@@ -39,8 +39,8 @@ def progress_html(status: dict) -> str:
             f"{status['questions']['held_out']} held out): <b>{esc(status['state'])}</b>. "
             f"{len(counted)} of {plan['trials']} trials: {states['complete']} finished, "
             f"{states['stopped']} stopped early, {states['failed']} failed"
-            + (f", {states['refused']} settings refused (not counted)" if states["refused"]
-               else "") + ".")
+            + (f", {states['refused']} setting{'s' if states['refused'] != 1 else ''} "
+               "refused (not counted)" if states["refused"] else "") + ".")
     search = status.get("search") or {}
     current = search.get("current")
     if status["state"] == "running":
