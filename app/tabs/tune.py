@@ -44,16 +44,25 @@ SEARCH_COLUMNS = ["id", "name", "dataset", "corpus", "paradigms", "measure", "co
                   "trials", "preset", "by", "created"]
 
 
-def parse_options(text) -> dict | None:
-    """The Options box: JSON of {"paradigm.option": null | [low, high] | [values]}."""
+def _json_object(text, box: str, example: str) -> tuple[object, str] | None:
+    """(what is typed in `box` read as JSON, the text stripped); None when empty. Not JSON
+    is refused naming the box and an `example`."""
     text = str(text or "").strip()
     if not text:
         return None
     try:
-        found = json.loads(text)
+        return json.loads(text), text
     except json.JSONDecodeError as err:
-        raise ConfigError(f"Options to search: not JSON ({err.msg}); write e.g. "
-                          '{"funnel.K": [2, 40], "flat.retriever": null}.') from None
+        raise ConfigError(f"{box}: not JSON ({err.msg}); write e.g. {example}.") from None
+
+
+def parse_options(text) -> dict | None:
+    """The Options box: JSON of {"paradigm.option": null | [low, high] | [values]}."""
+    read = _json_object(text, "Options to search",
+                        '{"funnel.K": [2, 40], "flat.retriever": null}')
+    if read is None:
+        return None
+    found, text = read
     if not isinstance(found, dict):
         raise ConfigError(f"Options to search: a JSON object is needed, e.g. "
                           f'{{"funnel.K": [2, 40]}}; got {text[:80]!r}.')
@@ -62,14 +71,10 @@ def parse_options(text) -> dict | None:
 
 def parse_configs(text) -> dict | None:
     """The Fixed box: JSON of {paradigm: {option: value}}."""
-    text = str(text or "").strip()
-    if not text:
+    read = _json_object(text, "Fixed options", '{"funnel": {"H": 2}}')
+    if read is None:
         return None
-    try:
-        found = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"Fixed options: not JSON ({err.msg}); write e.g. "
-                          '{"funnel": {"H": 2}}.') from None
+    found, text = read
     if not isinstance(found, dict) or not all(isinstance(v, dict) for v in found.values()):
         raise ConfigError('Fixed options: give {paradigm: {option: value}}, e.g. '
                           f'{{"funnel": {{"H": 2}}}}; got {text[:80]!r}.')
