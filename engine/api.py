@@ -73,8 +73,11 @@ The built-in stages (handed what `uses` holds): `BM25Retriever(bm25)`,
 `ClusterRetriever(*clusters, corpus, document_scores)`, `LongUnitRetriever`,
 `StoredScoreReranker(document_scores)`, `CrossEncoderReranker`, `FiDPostRanker`,
 `ReaderContext(corpus, max_tokens)`, `QueryDocumentConcatenation`, `ForwardSelection`,
-`InverseSelection`, `ExtractiveSummariser`, `QueryClassification`, and
-`expand_to_documents(corpus, clusters)`, `chunk_documents(corpus, documents, chunker)`.
+`InverseSelection`, `ExtractiveSummariser`, `SentencePruner(scorer, PruneConfig(...))`,
+`QueryClassification`, and `expand_to_documents(corpus, clusters)`,
+`chunk_documents(corpus, documents, chunker)`. A plugin paradigm that declares
+`prune: PruneConfig = options.prune()` and a `pruner=SentenceScorer.of(config)` resource
+ends with the sentence cut as the built-in ones do (`Paradigm.read` makes it).
 
 tests/test_plugin_api.py pins these names: one that disappears fails there.
 """
@@ -106,6 +109,7 @@ from engine.paradigms.resources import (
     Resources,
     Retriever,
     SelectionClassifier,
+    SentenceScorer,
     Uses,
 )
 from engine.readers.backends import Backend
@@ -115,6 +119,7 @@ from engine.stages.base import Reranker, Stage, StageOutput, run_stage
 from engine.stages.classify import QueryClassification
 from engine.stages.expand import ReaderContext, chunk_documents, expand_to_documents
 from engine.stages.postrank import FiDPostRanker
+from engine.stages.prune import PruneConfig, SentencePruner
 from engine.stages.rerank import CrossEncoderReranker, StoredScoreReranker
 from engine.stages.retrieve import (
     BM25Retriever,
@@ -143,12 +148,14 @@ __all__ = [
     # the built-in stages
     "BM25Retriever", "ClusterRetriever", "CrossEncoderReranker", "DenseRetriever",
     "DocumentRetriever", "ExtractiveSummariser", "FiDPostRanker", "ForwardSelection",
-    "HybridRetriever", "InverseSelection", "LongUnitRetriever", "QueryClassification",
-    "QueryDocumentConcatenation", "ReaderContext", "ScoredDocumentRetriever",
-    "StoredScoreReranker", "chunk_documents", "expand_to_documents",
+    "HybridRetriever", "InverseSelection", "LongUnitRetriever", "PruneConfig",
+    "QueryClassification", "QueryDocumentConcatenation", "ReaderContext",
+    "ScoredDocumentRetriever", "SentencePruner", "StoredScoreReranker", "chunk_documents",
+    "expand_to_documents",
     # resources: declared, then handed loaded
     "BM25", "Clusters", "Dense", "DocumentScores", "Encoder", "QueryClassifier", "Ranker",
-    "Reader", "Resource", "Resources", "Retriever", "SelectionClassifier", "StandIn", "Uses",
+    "Reader", "Resource", "Resources", "Retriever", "SelectionClassifier", "SentenceScorer",
+    "StandIn", "Uses",
     # records
     "Candidate", "Chunker", "Corpus", "Document", "LLMStep", "Passage", "Question",
     "RunTrace", "StageResult", "Unit", "UnitConfig",

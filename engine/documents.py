@@ -70,6 +70,9 @@ class Question:
     answers: tuple[str, ...] = ()
     supporting_titles: tuple[str, ...] = ()
     supporting_paragraph_ids: tuple[str, ...] = ()  # the dataset's own paragraph ids
+    # the sentence-level gold where the dataset marks it (HotpotQA's supporting_facts): the
+    # supporting sentences' text, which a stage holds when one of its units contains it
+    supporting_sentences: tuple[str, ...] = ()
     type: str = ""
     source: str = ""
     # a test collection's judgments, (document id, grade): grade 0 is judged not relevant, a

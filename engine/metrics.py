@@ -67,6 +67,14 @@ def answer_in(texts: Iterable[str], answers: Sequence[str]) -> bool:
     return any(f" {norm} " in haystack for a in answers if (norm := _text_words(a)))
 
 
+def sentences_held(texts: Iterable[str], sentences: Sequence[str]) -> tuple[bool, ...]:
+    """For each gold sentence, whether one of `texts` holds it whole (`answer_words` on both
+    sides, so the white space and punctuation a sentence cut joins with do not count)."""
+    haystacks = [f" {words} " for words in map(_text_words, texts) if words]
+    return tuple(any(f" {norm} " in h for h in haystacks) if (norm := _text_words(s)) else False
+                 for s in sentences)
+
+
 def support_recall(doc_ids: Iterable[str], gold_titles: Sequence[str]) -> float:
     """Share of gold supporting documents among `doc_ids` (0 when there is no gold)."""
     if not gold_titles:

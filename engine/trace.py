@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.documents import Candidate, Question, Unit, question_from_dict
-from engine.metrics import answer_in
+from engine.metrics import answer_in, sentences_held
 from engine.trace_details import (
     NO_DETAILS,
     Ablation,
@@ -81,6 +81,8 @@ class GoldFlags:
 
     answer: tuple[bool, ...]
     support: tuple[bool, ...]
+    # how many gold supporting sentences it holds (a dataset that marks them: HotpotQA's)
+    sentences: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,8 @@ def gold_flags(stage: StageResult, gold: Question) -> GoldFlags:
     return GoldFlags(
         answer=tuple(answer_in([c.unit.text], gold.answers) for c in stage.candidates),
         support=tuple(bool(titles.intersection(c.unit.doc_ids)) for c in stage.candidates),
+        sentences=tuple(sum(sentences_held([c.unit.text], gold.supporting_sentences))
+                        for c in stage.candidates) if gold.supporting_sentences else (),
     )
 
 
@@ -240,7 +244,8 @@ def from_dict(d: dict[str, Any]) -> RunTrace:
     gold = d.get("gold")
     if gold is not None:
         gold = question_from_dict(gold)
-    flags = tuple(GoldFlags(tuple(f["answer"]), tuple(f["support"]))
+    flags = tuple(GoldFlags(tuple(f["answer"]), tuple(f["support"]),
+                            tuple(f.get("sentences", ())))
                   for f in d.get("gold_flags", ()))
     if "llm_steps" in d:
         steps = tuple(_llm_step(step) for step in d["llm_steps"])

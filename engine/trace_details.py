@@ -38,12 +38,23 @@ class ClassifierCall:
 
 @dataclass(frozen=True)
 class WeighedSentence:
-    """A sentence extractive summarisation scored against the question."""
+    """A sentence the sentence cut (or best's summariser) scored against the question."""
 
     passage: str  # the id of the passage it comes from
     text: str
-    cosine: float
+    score: float  # the scorer's: a cosine (bi-encoder), a logit (cross-encoder), a plugin's
     kept: bool
+    tokens: int = 0
+    why: str = ""  # how a kept sentence was kept: "" by its score, "neighbour" of one that was
+
+
+def weighed_sentence(d: dict) -> WeighedSentence:
+    """A `WeighedSentence` from its `asdict` form (stored before scorers other than the
+    bi-encoder: its score was called "cosine")."""
+    d = dict(d)
+    if "cosine" in d:
+        d["score"] = d.pop("cosine")
+    return WeighedSentence(**d)
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,11 @@ class ReaderAttention:
     scores: tuple[float, ...] = ()
     input_tokens: int = 0
     encode_seconds: float = 0.0
+    # after a sentence cut, the same attention per sentence read (grouped by passage, in the
+    # prompt's order): cells[s][l][h], the passage each is from, and its text
+    sentence_cells: tuple[tuple[tuple[float, ...], ...], ...] = ()
+    sentence_passages: tuple[str, ...] = ()
+    sentence_texts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -171,7 +187,7 @@ def details_from_dict(d: dict) -> StageDetails:
         tokens_in=d.get("tokens_in"),
         decision=QueryDecision(**decision) if decision else None,
         calls=tuple(ClassifierCall(**c) for c in d.get("calls", ())),
-        sentences=tuple(WeighedSentence(**s) for s in d.get("sentences", ())),
+        sentences=tuple(weighed_sentence(s) for s in d.get("sentences", ())),
         best_chunks=tuple(BestChunk(**c) for c in d.get("best_chunks", ())),
         attention=attention_from_dict(attention) if attention else None)
 
@@ -200,7 +216,7 @@ def details_from_extras(extras: dict) -> StageDetails:
         note=note, tokens=extras.get("tokens", extras.get("tokens_after")),
         tokens_in=extras.get("tokens_before"), decision=decision,
         calls=tuple(ClassifierCall(**c) for c in extras.get("classifier", ())),
-        sentences=tuple(WeighedSentence(**s) for s in extras.get("sentences", ())),
+        sentences=tuple(weighed_sentence(s) for s in extras.get("sentences", ())),
         best_chunks=tuple(BestChunk(unit=uid, **c)
                           for uid, c in extras.get("best_chunks", {}).items()),
         attention=attention_from_extras(extras))

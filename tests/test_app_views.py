@@ -11,15 +11,15 @@ import pytest
 
 from app.params import config_json, label_of
 from app.tabs.sessions import parse_ids, pick_id
-from app.views import figures
+from app.views import figures, heatmap
 from app.views.gold import gold_banner
+from app.views.reader_calls import llm_steps_table
 from app.views.trace import (
     answer_box,
     compare_table,
     esc,
     final_passages,
     highlight,
-    llm_steps_table,
     stage_table,
 )
 from engine.config import config_from_dict
@@ -85,11 +85,11 @@ def _with_attention(trace):
 
 def test_heatmap_by_layers_or_heads_with_escaped_hover(tiny_corpus):
     trace, attn = _with_attention(sample_trace(tiny_corpus))
-    (layers,) = figures.heatmap_figure(trace, "layers").data
+    (layers,) = heatmap.heatmap_figure(trace, "layers").data
     assert np.allclose(np.asarray(layers.z), attn.mean(axis=2))
     assert list(layers.y) == ["#1 p&lt;1&gt;", "* #2 p2"]  # markup as text; * = answered
     assert "&lt;b&gt;" in layers.text[0][0] and "<b>" not in layers.text[0][0]
-    (heads,) = figures.heatmap_figure(trace, "heads").data
+    (heads,) = heatmap.heatmap_figure(trace, "heads").data
     assert np.asarray(heads.z).shape == (2, 2)
 
 
@@ -102,7 +102,7 @@ def test_heatmap_keeps_a_row_per_passage_when_shortened_titles_match(tiny_corpus
                            top_tokens=((), (), (), ()))
     trace = sample_trace(tiny_corpus)
     last = replace(trace.stages[-1], details=StageDetails(attention=read))
-    (heat,) = figures.heatmap_figure(replace(trace, stages=(*trace.stages[:-1], last))).data
+    (heat,) = heatmap.heatmap_figure(replace(trace, stages=(*trace.stages[:-1], last))).data
     rows = list(heat.y)
     assert len(rows) == len(set(rows)) == np.asarray(heat.z).shape[0] == 4
     assert rows[0] == "#1 Mona Lisa (p0)"
@@ -114,7 +114,7 @@ def test_heatmap_keeps_a_row_per_passage_when_shortened_titles_match(tiny_corpus
     # ranked as the stage tables rank them (the reader reads the best one last)
     ranked = ranked_with_ids("postranker", f"{long}#0", f"{long}#3", "Mona Lisa#0")
     ranked = replace(ranked, details=StageDetails(attention=read))
-    (heat,) = figures.heatmap_figure(replace(trace, stages=(ranked,))).data
+    (heat,) = heatmap.heatmap_figure(replace(trace, stages=(ranked,))).data
     assert [row.split(" ")[0] for row in heat.y] == ["#3", "#2", "#1", "#4"]
     assert len(set(heat.y)) == 4
     # first of two stages each: the same rank, ids alike when shortened: still two rows
@@ -123,7 +123,7 @@ def test_heatmap_keeps_a_row_per_passage_when_shortened_titles_match(tiny_corpus
                            top_tokens=((), ()))
     stages = (ranked_with_ids("a", twins[0]),
               replace(ranked_with_ids("b", twins[1]), details=StageDetails(attention=pair)))
-    (heat,) = figures.heatmap_figure(replace(trace, stages=stages)).data
+    (heat,) = heatmap.heatmap_figure(replace(trace, stages=stages)).data
     assert len(set(heat.y)) == 2 and [row[-3:] for row in heat.y] == ["[1]", "[2]"]
 
 
@@ -137,21 +137,21 @@ def ranked_with_ids(name: str, *ids: str) -> StageResult:
 
 def test_heatmap_without_attention_says_so(tiny_corpus):
     # read by a backend that gives no attention: it is named, not promised for later
-    fig = figures.heatmap_figure(replace(sample_trace(tiny_corpus), config={
+    fig = heatmap.heatmap_figure(replace(sample_trace(tiny_corpus), config={
         "reader": {"backend": "best-sentence"}}))
     assert "backend (best-sentence) gave no attention" in fig.layout.annotations[0].text
     # an evaluation's run, read with attention off: how to get its heatmap
-    fig = figures.heatmap_figure(replace(sample_trace(tiny_corpus), config={
+    fig = heatmap.heatmap_figure(replace(sample_trace(tiny_corpus), config={
         "reader": {"attention": False}}))
     assert "through ONNX Runtime (backend onnx, or auto with reader.attention off" in \
         fig.layout.annotations[0].text
     # a run shown before its reader's step (Explore streams each stage as it ends)
     streaming = replace(sample_trace(tiny_corpus), llm_steps=())
-    assert "no reader attention yet" in figures.heatmap_figure(
+    assert "no reader attention yet" in heatmap.heatmap_figure(
         streaming).layout.annotations[0].text
     # a request answered without retrieval: nothing was read, and the figure says so
     skipped = replace(sample_trace(tiny_corpus), stages=())
-    assert "read no passages" in figures.heatmap_figure(skipped).layout.annotations[0].text
+    assert "read no passages" in heatmap.heatmap_figure(skipped).layout.annotations[0].text
 
 
 def test_a_failing_figure_becomes_a_message():
@@ -486,6 +486,23 @@ def test_summarisation_lists_every_sentence_weighed_best_first(tiny_corpus):
     assert listed.count("fe-kept-badge") == 1 and listed.count("fe-dropped") == 1
 
 
+def test_the_sentence_cut_shows_scores_neighbours_tokens_saved_and_gold_sentences(tiny_corpus):
+    trace = sample_trace(tiny_corpus)
+    gold = replace(trace.gold, supporting_sentences=("It flows through Budapest.",))
+    sentences = (WeighedSentence("p1", "The Danube is a river.", 0.2, True, 5, "neighbour"),
+                 WeighedSentence("p1", "It flows through Budapest.", 0.9, True, 4),
+                 WeighedSentence("p2", "Vienna is a city.", 0.1, False, 4))
+    cut = replace(trace.stages[1], name="sentences", settings={"sentence_scorer": "trained"},
+                  details=StageDetails(sentences=sentences, tokens=9, tokens_in=13))
+    html = stage_table(replace(trace, gold=gold, stages=(trace.stages[0], cut)), 1)
+    listed = html.split("fe-sentences")[-1]
+    assert "2 kept, 1 cut, 9 of 13 tokens read (4 saved)" in html
+    assert "score (trained)" in listed and "(neighbour)" in listed
+    rows = listed.split("<tr>")[2:]
+    assert "Budapest" in rows[0] and "fe-support" in rows[0]  # best first, the gold one
+    assert all("fe-support" not in row for row in rows[1:])
+
+
 def test_the_server_log_keeps_library_chatter_and_progress_bars_out():
     import logging
 
@@ -589,15 +606,15 @@ def test_ablation_bars_stand_beside_the_heatmap_rows_they_belong_to(tiny_corpus)
     step = replace(trace.llm_steps[0], attention=trace.stages[-1].details.attention,
                    ablation=Ablation(("p2", "p<1>"), "Seurat", -1.0, (-4.0, -0.5),
                                      ("<i>Monet</i>", "Seurat"), 3, 40, 0.3))
-    fig = figures.heatmap_figure(replace(trace, llm_steps=(step,)))
+    fig = heatmap.heatmap_figure(replace(trace, llm_steps=(step,)))
     heat, bars = fig.data
     assert heat.type == "heatmap" and bars.type == "bar"
     assert list(bars.y) == ["* #2 p2", "#1 p&lt;1&gt;"] and set(bars.y) == set(heat.y)
     assert list(bars.x) == pytest.approx([3.0, -0.5])
     low, high = fig.layout.xaxis2.range  # room for each label outside its bar, both sides
     assert low < -0.5 - 0.5 and high > 3.0 + 0.5 and bars.cliponaxis is False
-    assert list(bars.marker.color) == [figures.CHANGED, figures.KEPT]
+    assert list(bars.marker.color) == [heatmap.CHANGED, heatmap.KEPT]
     assert "&lt;i&gt;Monet&lt;/i&gt;" in bars.hovertext[0] and "<i>" not in bars.hovertext[0]
     assert "leaving out 1 of 2 passages changes the answer" in fig.layout.title.text
     assert "too few passages for a rank correlation" in fig.layout.title.text
-    assert len(figures.heatmap_figure(trace).data) == 1  # no ablation, no bars
+    assert len(heatmap.heatmap_figure(trace).data) == 1  # no ablation, no bars

@@ -151,16 +151,19 @@ def _concrete(cls: type) -> set[type]:
 def test_the_contract_covers_every_stage_class():
     import engine.stages.classify  # noqa: F401 - every stage module loaded
     import engine.stages.postrank  # noqa: F401
+    import engine.stages.prune  # noqa: F401
     import engine.stages.rerank  # noqa: F401
     import engine.stages.summarise  # noqa: F401
 
     # not rankings, so outside this contract: ReaderContext turns units into their
-    # documents under a token cap (tests/test_longrag.py), ExtractiveSummariser cuts
-    # passages to their best sentences and QueryClassification decides about the query
+    # documents under a token cap (tests/test_longrag.py), SentencePruner (and
+    # ExtractiveSummariser, best's settings of it) cuts passages to their best sentences
+    # (tests/test_prune.py) and QueryClassification decides about the query
     # (tests/test_best.py)
 
     assert _concrete(Stage) == set(STAGES) | set(SELECTIONS) | {
-        ReaderContext, engine.stages.summarise.ExtractiveSummariser,
+        ReaderContext, engine.stages.prune.SentencePruner,
+        engine.stages.summarise.ExtractiveSummariser,
         engine.stages.classify.QueryClassification}
 
 

@@ -230,9 +230,9 @@ def test_run_stage_records_the_stage_settings_and_haystack(tiny_corpus):
     from engine.stages.summarise import ExtractiveSummariser
 
     assert Stage.settings(WordOverlapRanker()) == {} and WordOverlapRanker().haystack is None
-    summariser = ExtractiveSummariser(load_bi_encoder("minilm"), max_tokens=7)
+    summariser = ExtractiveSummariser(load_bi_encoder("minilm"), max_tokens=16)
     result = run_stage(summariser, "q", (), 1)
-    assert result.settings == {"max_tokens": 7, "sentence_scorer": "minilm"}
+    assert result.settings == {"max_tokens": 16, "sentence_scorer": "minilm"}
     assert result.n_in == 0
 
 

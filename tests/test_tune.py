@@ -27,8 +27,12 @@ from tests.fakes import EchoParadigm
 
 def test_the_default_space_leaves_out_builds_diagnostics_free_text_and_an_unread_reader():
     flat = {d.option: d for d in default_space("flat", reads=False)}
-    assert set(flat) == {"M", "k", "retriever"}  # passage_tokens and bi_encoder build
+    # passage_tokens and bi_encoder build; the sentence cut's scorer is free text
+    assert set(flat) == {"M", "k", "retriever", "prune.mode", "prune.tokens",
+                         "prune.threshold", "prune.neighbours"}
     assert flat["M"].log and (flat["M"].low, flat["M"].high) == (1, 1000)
+    assert flat["prune.tokens"].log and flat["prune.mode"].choices == ("off", "budget",
+                                                                      "threshold")
     assert flat["retriever"].choices == ("dense", "bm25")
     read = {d.option for d in default_space("flat", reads=True)}
     assert {"reader.prompt", "reader.lr"} <= read

@@ -17,12 +17,12 @@ from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
 from app.views.gold import gold_banner
+from app.views.heatmap import heatmap_figure
+from app.views.reader_calls import ablation_table, llm_steps_table
 from app.views.trace import (
-    ablation_table,
     answer_box,
     error_box,
     esc,
-    llm_steps_table,
     stage_table,
 )
 from engine.documents import Question
@@ -44,7 +44,7 @@ def trace_views(trace: RunTrace, heat_by: str = "layers") -> tuple:
             "with its saved options.</div>") if trace.preset else ""
     return (made + gold_banner(trace), answer_box(trace) if trace.answer else "",
             figures.funnel_figure(trace), figures.waterfall_figure(trace),
-            figures.heatmap_figure(trace, heat_by), tables)
+            heatmap_figure(trace, heat_by), tables)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,7 +109,7 @@ def build(explorer: Explorer) -> ExploreTab:
     def redraw_heatmap(trace_json, heat):
         if not trace_json:
             return None
-        return figures.heatmap_figure(RunTrace.from_json(trace_json), heat)
+        return heatmap_figure(RunTrace.from_json(trace_json), heat)
 
     outputs = [notice, banner, answer, funnel_plot, waterfall_plot, heatmap, tables,
                trace_state]

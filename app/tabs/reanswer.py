@@ -14,7 +14,7 @@ import gradio as gr
 
 from app.errors import refusing
 from app.tabs.picker import shorten
-from app.views import figures
+from app.views import heatmap
 from app.views.trace import error_box, esc
 from engine.documents import Candidate
 from engine.paradigms.reanswer import REANSWER, candidates_of
@@ -68,7 +68,7 @@ def reanswer(explorer: Explorer, trace_json: str, keep, add, oracle) -> tuple:
     changed = after.stage(REANSWER).details.note
     both = (f"<div class='fe-final-columns'>{_answer(before, 'As run')}"
             f"{_answer(after, f'Re-answered ({esc(changed)})')}</div>")
-    return (both, figures.heatmap_figure(before), figures.heatmap_figure(after),
+    return (both, heatmap.heatmap_figure(before), heatmap.heatmap_figure(after),
             after.to_json())
 
 

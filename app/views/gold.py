@@ -7,10 +7,13 @@ from __future__ import annotations
 from html import escape
 
 from engine.eval.outcomes import NO_RELEVANT, SKIPPED, outcome
+from engine.metrics import sentences_held
 from engine.trace import RunTrace, gold_lost_at
 
 GOLD = "#d4a017"
 SUPPORT = "#54a24b"
+SENTENCE_COLOUR = "#4c78a8"
+SENTENCES = "gold supporting sentences held"
 GRADES = ("#a1d99b", "#54a24b", "#1b7837", "#00441b")  # relevance grade 1, 2, 3, 4+
 
 
@@ -30,8 +33,25 @@ def gold_banner(trace: RunTrace) -> str:
                 "earlier stage held it, this one dropped it.</div>")
     final = trace.gold_flags[-1] if trace.gold_flags else None
     if final is not None and any(final.answer):
-        return "<div class='fe-kept'>The gold answer survived every stage.</div>"
-    return "<div class='fe-lost'>No stage retrieved the gold answer.</div>"
+        return ("<div class='fe-kept'>The gold answer survived every stage."
+                f"{sentence_note(trace)}</div>")
+    return f"<div class='fe-lost'>No stage retrieved the gold answer.{sentence_note(trace)}</div>"
+
+
+def sentence_note(trace: RunTrace) -> str:
+    """" The sentence cut kept 2 of the 3 gold supporting sentences it was given." where the
+    question marks its supporting sentences and a sentence cut ran (empty otherwise)."""
+    gold = trace.gold.supporting_sentences if trace.gold else ()
+    at = next((i for i, s in enumerate(trace.stages) if s.details.sentences), None)
+    if not gold or at is None or at == 0:
+        return ""
+    given, kept = (sum(sentences_held([c.unit.text for c in trace.stages[i].candidates], gold))
+                   for i in (at - 1, at))
+    name = escape(trace.stages[at].name)
+    if not given:
+        return f" No gold supporting sentence reached the sentence cut <b>{name}</b>."
+    return (f" The sentence cut <b>{name}</b> kept {kept} of the {given} gold supporting "
+            f"sentence{'s' if given > 1 else ''} it was given ({len(gold)} in all).")
 
 
 def relevant_banner(trace: RunTrace) -> str:
@@ -68,6 +88,10 @@ def gold_counts(trace: RunTrace) -> dict[str, list[int]]:
     if gold and gold.supporting_titles:
         counts["kept, holding a supporting document"] = [sum(f.support)
                                                          for f in trace.gold_flags]
+    if gold and gold.supporting_sentences:  # gold sentences, not candidates: a cut's count
+        counts[SENTENCES] = [sum(sentences_held([c.unit.text for c in s.candidates],
+                                                gold.supporting_sentences))
+                             for s in trace.stages]
     return counts
 
 
@@ -86,11 +110,13 @@ def relevant_label(grade: int) -> str:
 
 
 def series_colour(name: str) -> str:
-    """A gold series' colour: the answer's, the supporting documents', or a shade of
-    green per relevance grade (darker: higher)."""
+    """A gold series' colour: the answer's, the supporting documents', the supporting
+    sentences', or a shade of green per relevance grade (darker: higher)."""
     if name == "kept, holding the answer":
         return GOLD
     if name == "kept, holding a supporting document":
         return SUPPORT
+    if name == SENTENCES:
+        return SENTENCE_COLOUR
     grade = int(name.rsplit(" ", 1)[1].rstrip(")"))
     return GRADES[min(grade, len(GRADES)) - 1]

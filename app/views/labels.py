@@ -10,12 +10,13 @@ from __future__ import annotations
 
 # what Diagnose follows through the cuts (engine.eval.outcomes.TRACKS)
 TRACK_LABELS = {"answer": "the gold answer", "support": "all supporting documents",
-                "relevant": "a relevant document"}
+                "relevant": "a relevant document", "sentences": "all supporting sentences"}
 JUDGED_TRACK_LABELS = {"support": "every relevant document"}
 # what a question's outcome on a track counts: the first cut after which ...
 LOST_AFTER = {"answer": "the gold answer stayed lost",
               "support": "a supporting document stayed lost",
-              "relevant": "no relevant document was left"}
+              "relevant": "no relevant document was left",
+              "sentences": "a supporting sentence stayed cut"}
 JUDGED_LOST_AFTER = {"support": "a relevant document stayed lost"}
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from app.views.labels import gold_word
 from engine.documents import Candidate, Question
 from engine.eval.traces import searched_in
-from engine.readers.ablation import reading_step
+from engine.metrics import sentences_held
 from engine.readers.answers import CUT_MARK
 from engine.stages.classify import QUERY
 from engine.text import query_terms, snippet
@@ -138,27 +138,48 @@ def _made_by(trace: RunTrace) -> str:
 
 
 def sentences_table(trace: RunTrace, index: int) -> str:
-    """Summarisation's view of stage `index` (empty if it summarised nothing): every
-    sentence of the passages it read, best cosine to the question first, kept or dropped.
-    Collapsed: a handful of passages hold dozens of sentences."""
-    sentences = trace.stages[index].details.sentences
+    """The sentence cut's view of stage `index` (empty if it weighed no sentence): every
+    sentence of the passages it was given, best score first, kept (by its score, or as the
+    neighbour a kept sentence leans on) or cut, its tokens, and whether it is a gold
+    supporting sentence where the dataset marks them. Collapsed: a handful of passages
+    hold dozens of sentences."""
+    stage = trace.stages[index]
+    sentences = stage.details.sentences
     if not sentences:
         return ""
     answers = trace.gold.answers if trace.gold else ()
+    gold = trace.gold.supporting_sentences if trace.gold else ()
+    scorer = stage.settings.get("sentence_scorer", "")
     rows = []
-    for n, item in enumerate(sorted(sentences, key=lambda x: -x.cosine), start=1):
+    for n, item in enumerate(sorted(sentences, key=lambda x: -x.score), start=1):
         decision = ("<span class='fe-badge fe-kept-badge'>kept</span>" if item.kept
-                    else "<span class='fe-badge fe-dropped'>dropped</span>")
-        rows.append(f"<tr><td>{n}</td><td>{item.cosine:.4f}</td>"
+                    else "<span class='fe-badge fe-dropped'>cut</span>")
+        if item.why:
+            decision += f" <small>({esc(item.why)})</small>"
+        badge = " <span class='fe-badge fe-support'>gold</span>" \
+            if gold and _gold_sentence(item.text, gold) else ""
+        rows.append(f"<tr><td>{n}</td><td>{item.score:.4f}</td>"
                     f"<td>{esc(item.passage)}</td>"
-                    f"<td>{highlight(item.text, trace.question, answers)}</td>"
-                    f"<td>{decision}</td></tr>")
+                    f"<td>{highlight(item.text, trace.question, answers)}{badge}</td>"
+                    f"<td>{item.tokens or ''}</td><td>{decision}</td></tr>")
     kept = sum(item.kept for item in sentences)
+    saved = ""
+    if stage.details.tokens is not None and stage.details.tokens_in:
+        saved = (f", {stage.details.tokens:,} of {stage.details.tokens_in:,} tokens read "
+                 f"({stage.details.tokens_in - stage.details.tokens:,} saved)")
+    head = f"score ({esc(scorer)})" if scorer else "score"
     return (f"<details class='fe-sentences'><summary>the {len(sentences)} sentences "
-            f"<b>{esc(trace.stages[index].name)}</b> weighed: {kept} kept</summary>"
-            "<table class='fe-table fe-sentences'><thead><tr><th>#</th><th>cosine</th>"
-            "<th>passage</th><th>sentence</th><th>decision</th></tr></thead>"
+            f"<b>{esc(stage.name)}</b> weighed: {kept} kept, {len(sentences) - kept} cut"
+            f"{saved}</summary>"
+            f"<table class='fe-table fe-sentences'><thead><tr><th>#</th><th>{head}</th>"
+            "<th>passage</th><th>sentence</th><th>tokens</th><th>decision</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></details>")
+
+
+def _gold_sentence(text: str, gold: Sequence[str]) -> bool:
+    """Whether `text` holds a gold supporting sentence or is part of one (the splitter may
+    cut a dataset's sentence in two)."""
+    return any(sentences_held([text], gold)) or any(sentences_held(gold, (text,)))
 
 
 def decisions_table(trace: RunTrace, index: int) -> str:
@@ -214,58 +235,6 @@ def _children(cand: Candidate, stage: StageResult, later: Sequence[StageResult],
                      f"{excerpt(c.unit.text, query, answers, 160)}</li>" for c in passages]
             return f"<ul class='fe-children'>{''.join(items)}</ul>"
     return ""
-
-
-def llm_steps_table(trace: RunTrace) -> str:
-    """Every LLM call of a run: what for, tokens in and out, seconds, what it said, and the
-    prompt as sent (collapsed)."""
-    if not trace.llm_steps:
-        return ""
-    rows = []
-    for n, step in enumerate(trace.llm_steps, start=1):
-        said = esc(step.output.strip() or "(nothing)")
-        if step.answer and (step.answer != step.output.strip() or step.answer_cut):
-            said += (f"<br><small>short answer: "
-                     f"{shown_answer(step.answer, step.answer_cut)}</small>")
-        cached = (f"<br><small>{step.cached_tokens:,} cached</small>"
-                  if step.cached_tokens else "")
-        rows.append(f"<tr><td>{n}</td><td>{esc(step.purpose)}</td><td>{esc(step.model)}</td>"
-                    f"<td>{step.prompt_tokens:,}{cached}</td><td>{step.output_tokens:,}</td>"
-                    f"<td>{step.seconds:.2f}</td><td>{said}<details><summary>prompt"
-                    f"</summary><pre class='fe-prompt'>{esc(step.prompt)}</pre></details>"
-                    "</td></tr>")
-    return ("<div class='fe-stage'><b>LLM calls</b></div><table class='fe-table fe-llm'>"
-            "<thead><tr><th>#</th><th>purpose</th><th>model</th><th>tokens in</th>"
-            "<th>tokens out</th><th>s</th><th>said</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
-
-
-def ablation_table(trace: RunTrace) -> str:
-    """The reader's answer with each passage read left out (leave-one-out), in the order
-    the prompt held them: the answer's log-probability lost, and what it says then."""
-    step = reading_step(trace)
-    if step is None:
-        return ""
-    from app.views.figures import row_labels
-
-    ablation = step.ablation
-    labels = row_labels(trace, ablation.passages)  # as the heatmap's rows are labelled
-    rows = []
-    for label, p, lost, said, changed in zip(
-            labels, ablation.passages, ablation.effects, ablation.answers_without,
-            ablation.changed, strict=True):
-        mark = " class='fe-changed'" if changed else ""
-        rows.append(f"<tr{mark}><td>{esc(label)}<br><small>{esc(p)}</small></td>"
-                    f"<td>{lost:+.2f}</td><td>{esc(said or '(nothing)')}"
-                    f"{' (another answer)' if changed else ''}</td></tr>")
-    return (f"<div class='fe-stage'><b>Leave-one-out attribution</b> of "
-            f"“{esc(ablation.answer)}” ({step.purpose} step): log-probability "
-            f"{ablation.logprob:.2f} with every passage; {ablation.tokens_read:,} tokens read "
-            f"again in {ablation.seconds:.2f} s (the answer took {step.seconds:.2f} s)</div>"
-            "<table class='fe-table fe-ablation'><thead><tr><th>passage left out (in the "
-            "prompt's order; # its rank, as on the heatmap)</th><th>log-prob lost</th>"
-            "<th>the reader then says</th></tr>"
-            f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def shown_answer(answer: str, cut: bool) -> str:

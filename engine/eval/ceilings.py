@@ -9,8 +9,9 @@ document first (a test collection's: the higher grade first), as many as there a
 those the stage was given (a first-stage retriever is given the whole corpus: those it
 ranked), then each gold document none of them holds, added as a unit of its own (its
 whole paragraph, as the oracle re-reader adds it) — then the rest of what the stage kept,
-as many as it kept in all. A cut that is perfect already, or a run with no such cut, is
-its own ceiling (nothing runs again).
+as many as it kept in all. A sentence cut made perfect keeps every gold sentence of the
+passages it was given beside what it kept (`perfect_sentences`). A cut that is perfect
+already, or a run with no such cut, is its own ceiling (nothing runs again).
 
 A ceiling evaluation stores these runs as "paradigms" labelled by their cut ("funnel:
 perfect cut 2 (preranker)"), each paired against the evaluation it came from
@@ -23,11 +24,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from engine.documents import Candidate, Corpus, Question, Unit
+from engine.metrics import sentences_held
 from engine.paradigms.base import Paradigm
 from engine.paradigms.reanswer import ORACLE
 from engine.stages.base import replaying
 from engine.stages.classify import QUERY
 from engine.trace import FAILED, RunTrace, StageResult
+from engine.trace_details import WeighedSentence
 from engine.units.build import document_unit
 
 PERFECT = "perfect"  # the settings key of the stage made perfect
@@ -48,6 +51,8 @@ def perfect(result: StageResult, given: Sequence[Candidate], gold: Question,
             corpus: Corpus) -> StageResult:
     """`result` with its output made perfect (see the module docstring); `result` itself
     when that changes nothing."""
+    if result.details.sentences:
+        return perfect_sentences(result, given, gold)
     grades = gold.grades  # a collection's judgments: the higher grades first
     titles = sorted(dict.fromkeys(gold.supporting_titles), key=lambda t: -grades.get(t, 1))
     wanted = set(titles)
@@ -74,6 +79,44 @@ def perfect(result: StageResult, given: Sequence[Candidate], gold: Question,
     return replace(result, candidates=tuple(replace(c, rank=n)
                                             for n, c in enumerate(kept, start=1)),
                    settings=settings, details=replace(result.details, note=note))
+
+
+def perfect_sentences(result: StageResult, given: Sequence[Candidate],
+                      gold: Question) -> StageResult:
+    """A sentence cut made perfect: every gold sentence of the passages it was given kept
+    beside what it kept, each passage's sentences in their own order. A gold sentence is
+    one the dataset marks (HotpotQA's supporting facts) or, where it marks none, any
+    sentence of a gold supporting document. A gold sentence lost before the cut stays lost
+    (that is an earlier cut's ceiling)."""
+    titles = set(gold.supporting_titles)
+    by_passage = {c.unit.id: c for c in given}
+
+    def is_gold(sentence: WeighedSentence) -> bool:
+        if gold.supporting_sentences:
+            return any(sentences_held([sentence.text], gold.supporting_sentences)) or \
+                any(sentences_held(gold.supporting_sentences, (sentence.text,)))
+        passage = by_passage.get(sentence.passage)
+        return passage is not None and bool(titles.intersection(passage.unit.doc_ids))
+
+    sentences = result.details.sentences
+    added = [n for n, s in enumerate(sentences) if not s.kept and is_gold(s)]
+    if not added:
+        return result
+    keep = {n for n, s in enumerate(sentences) if s.kept} | set(added)
+    out = []
+    for cand in given:
+        mine = [s.text for n, s in enumerate(sentences)
+                if n in keep and s.passage == cand.unit.id]
+        if mine:
+            out.append(replace(cand, unit=replace(cand.unit, text=" ".join(mine)),
+                               rank=len(out) + 1))
+    marked = tuple(replace(s, kept=True, why=PERFECT) if n in added else s
+                   for n, s in enumerate(sentences))
+    settings = {**result.settings, PERFECT: {"gold_sentences_added": len(added)}}
+    note = f"made perfect: {len(added)} gold sentence(s) the cut had cut kept"
+    return replace(result, candidates=tuple(out), settings=settings,
+                   details=replace(result.details, note=note, sentences=marked,
+                                   tokens=sum(s.tokens for s in marked if s.kept)))
 
 
 def _unit(doc, granularity: str) -> Unit:

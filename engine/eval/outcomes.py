@@ -11,12 +11,15 @@ exclusive outcomes:
 - `kept to the last cut`: the last cut held it and no reader ran (a retrieval-only run);
 - `no span answer` (answer track only): a yes/no question, whose answer no passage spells.
 
-and `retrieval skipped` when a query classifier decided not to retrieve. Three tracks: the
+and `retrieval skipped` when a query classifier decided not to retrieve. Four tracks: the
 gold answer (`answer`: does a unit hold a gold answer; only where the question has answers),
-the supporting documents (`support`: are all of them among the units' documents) and the
+the supporting documents (`support`: are all of them among the units' documents), the
 relevant ones (`relevant`: is any document judged relevant among them, grade 1 or more),
-the latter two only where the dataset names them. A test collection's questions, judged and
-not answered, are followed on `relevant`, whose outcomes say so: `no relevant retrieved`,
+the latter two only where the dataset names them, and the supporting sentences
+(`sentences`: do the units' texts hold every one of them whole; only where the dataset
+marks them, as HotpotQA does: the sentence cut loses them where it cuts one). A test
+collection's questions, judged and not answered, are followed on `relevant`, whose outcomes
+say so: `no relevant retrieved`,
 `relevant lost at <cut>`, `relevant read` (or `relevant kept to the last cut` when no reader
 ran).
 """
@@ -26,8 +29,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from engine.documents import Question, Unit
 from engine.errors import ConfigError
-from engine.metrics import has_span_answer
+from engine.metrics import has_span_answer, sentences_held
 from engine.stages.classify import QUERY
 from engine.trace import RunTrace
 
@@ -41,7 +45,7 @@ TOKEN_CAP = "token cap"
 NO_RELEVANT = "no relevant retrieved"
 RELEVANT_READ = "relevant read"
 RELEVANT_REACHED = "relevant kept to the last cut"
-TRACKS = ("answer", "support", "relevant")
+TRACKS = ("answer", "support", "relevant", "sentences")
 # outcomes stored under an earlier name: what they are called now
 RENAMED = {"reached the reader": REACHED, "relevant reached the reader": RELEVANT_REACHED}
 
@@ -54,24 +58,24 @@ def held_after(trace: RunTrace, track: str) -> list[tuple[str, bool]]:
     """(cut, whether the gold is held after it) for every cut of the run, in order."""
     if trace.gold is None:
         return []
-    titles = set(trace.gold.supporting_titles)
-    holds = (lambda docs: bool(titles & docs)) if track == "relevant" \
-        else (lambda docs: titles <= docs)
+    titles, sentences = set(trace.gold.supporting_titles), trace.gold.supporting_sentences
+
+    def holds(units: list[Unit]) -> bool:
+        if track == "sentences":
+            return all(sentences_held([u.text for u in units], sentences))
+        docs = {d for u in units for d in u.doc_ids}
+        return bool(titles & docs) if track == "relevant" else titles <= docs
+
     held: list[tuple[str, bool]] = []
     for stage, flags in zip(trace.stages, trace.gold_flags, strict=False):
         if stage.granularity == QUERY:
             continue
-        if track == "answer":
-            held.append((stage.name, any(flags.answer)))
-        else:
-            held.append((stage.name, holds({d for c in stage.candidates for d in c.unit.doc_ids})))
+        held.append((stage.name, any(flags.answer) if track == "answer"
+                     else holds([c.unit for c in stage.candidates])))
     read = trace.read
     if trace.stages and len(read) < len(trace.stages[-1].candidates):
-        if track == "answer":
-            flags = trace.gold_flags[-1].answer[:len(read)]
-            held.append((TOKEN_CAP, any(flags)))
-        else:
-            held.append((TOKEN_CAP, holds({d for c in read for d in c.unit.doc_ids})))
+        held.append((TOKEN_CAP, any(trace.gold_flags[-1].answer[:len(read)])
+                     if track == "answer" else holds([c.unit for c in read])))
     return held
 
 
@@ -79,8 +83,7 @@ def outcome(trace: RunTrace, track: str = "answer") -> str | None:
     """The run's outcome on `track` (None: no gold, no answers or no supporting documents
     to follow, or the run failed: a failure is no loss of the gold)."""
     gold = trace.gold
-    if gold is None or trace.error or (track != "answer" and not gold.supporting_titles) \
-            or (track == "answer" and not gold.answers):
+    if gold is None or trace.error or not _followed(gold, track):
         return None
     if track == "answer" and not has_span_answer(gold):
         return NO_SPAN
@@ -96,6 +99,12 @@ def outcome(trace: RunTrace, track: str = "answer") -> str | None:
     if "EM" not in trace.metrics:
         return REACHED
     return RIGHT if trace.metrics["EM"] else READ_WRONG
+
+
+def _followed(gold: Question, track: str) -> bool:
+    """Whether `gold` has what `track` follows."""
+    return bool(gold.answers if track == "answer" else
+                gold.supporting_sentences if track == "sentences" else gold.supporting_titles)
 
 
 def renamed(row: dict) -> dict:

@@ -32,13 +32,15 @@ from engine.metrics import (
     gold_document_recall,
     ir_measures_by_stage,
     refined_exact_match,
+    sentences_held,
 )
 from engine.paradigms.needs import Need as Need
 from engine.paradigms.needs import Progress as Progress
 from engine.paradigms.needs import StageAt, needs_of
 from engine.readers.reader import answer
-from engine.stages.base import leaving_out
+from engine.stages.base import leaving_out, run_stage
 from engine.stages.classify import QUERY
+from engine.stages.prune import SentencePruner
 from engine.trace import LLMStep, RunTrace, StageResult, gold_flags
 
 # a question longer than this is refused as pasted by mistake; a test collection's queries
@@ -77,17 +79,31 @@ class Paradigm(ABC):
     def steps(self, question: str) -> Iterator[Step]:
         """Yield every stage result and LLM call as it finishes."""
 
-    def read(self, question: str, candidates: Sequence[Candidate]) -> Iterator[LLMStep]:
-        """What `steps` yields after its last cut: the reader's steps (`reader_steps`), or
-        none in a retrieval-only run."""
+    def read(self, question: str, candidates: Sequence[Candidate]) -> Iterator[Step]:
+        """What `steps` yields after its last cut: the sentence cut when the config's
+        `prune` is on (a retrieval-only run makes it too: it is a cut), then the reader's
+        steps (`reader_steps`) over what it kept, none in a retrieval-only run."""
+        pruner = getattr(self.uses, "pruner", None)
+        cut = pruner is not None and bool(candidates)
+        if cut:
+            pruned = run_stage(SentencePruner(pruner, self.config.prune,
+                                              self.config.prune.scorer),
+                               question, candidates, len(candidates))
+            yield pruned
+            candidates = pruned.candidates
         if not self.retrieval_only:
-            yield from self.reader_steps(question, candidates)
+            # after a cut, the heatmap's rows are the sentences read (asked only then, so a
+            # plugin's reader_steps without the keyword still reads uncut passages)
+            yield from self.reader_steps(question, candidates,
+                                         **({"sentences": True} if cut else {}))
 
-    def reader_steps(self, question: str, candidates: Sequence[Candidate]
-                     ) -> Iterator[LLMStep]:
+    def reader_steps(self, question: str, candidates: Sequence[Candidate], *,
+                     sentences: bool = False) -> Iterator[LLMStep]:
         """The reader over the final candidates: one answer step (LongRAG reads in two
-        turns). Re-answering a run with other passages calls this alone."""
-        yield answer(question, candidates, self.config.reader, self.uses.reader)
+        turns). Re-answering a run with other passages calls this alone. `sentences`: the
+        candidates are what a sentence cut left, and the attention is kept per sentence."""
+        yield answer(question, candidates, self.config.reader, self.uses.reader,
+                     sentences=sentences)
 
     def run(self, question: str | Question) -> RunTrace:
         """Run the paradigm; with a Question, gold flags and metrics are filled in too."""
@@ -234,6 +250,10 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
         if gold.answers:
             metrics[f"AR@{stage.name}"] = float(any(stage_flags.answer))
         docs = [c.unit.doc_ids for c in stage.candidates]
+        if gold.supporting_sentences:  # the sentence-level gold (HotpotQA's): how many held
+            held = sentences_held([c.unit.text for c in stage.candidates],
+                                  gold.supporting_sentences)
+            metrics[f"gold_sent_recall@{stage.name}"] = round(sum(held) / len(held), 4)
         if gold.supporting_titles:  # a question naming none has no such recall (shown "-")
             metrics[f"gold_doc_recall@{stage.name}"] = gold_document_recall(
                 docs, gold.supporting_titles, len(docs)) if docs \

@@ -27,10 +27,12 @@ from engine.paradigms.resources import (
     Ranker,
     Reader,
     Resources,
+    SentenceScorer,
 )
 from engine.readers.reader import ReaderConfig, hyde
 from engine.stages.base import run_stage
 from engine.stages.classify import QueryClassification
+from engine.stages.prune import PruneConfig
 from engine.stages.rerank import BI_ENCODER
 from engine.stages.retrieve import SEARCHES, HybridRetriever
 from engine.stages.summarise import ExtractiveSummariser
@@ -65,6 +67,7 @@ class BestConfig:
                             "the question")
     summary_tokens: int = param(200, "summarisation budget, in tokens", low=16, high=4096)
     passage_tokens: int = options.passage_tokens("passage size in tokens (shared with flat)")
+    prune: PruneConfig = options.prune()
     reader: ReaderConfig = options.reader("the generator (its packing is the repacking "
                                           "module)")
 
@@ -85,6 +88,7 @@ class BestResources(Resources):
     dense: Dense | None
     ranker: Ranker | None
     summariser: Encoder | None  # scores sentences: no index of its own
+    pruner: SentenceScorer | None = None  # the sentence cut's scorer (prune on)
 
 
 class BestParadigm(Paradigm):
@@ -101,7 +105,8 @@ class BestParadigm(Paradigm):
             ranker=Ranker(config.reranker, passages, config.bi_encoder,
                           granularity="passages", name="reranker")
             if config.reranker != NO_RERANK else None,
-            summariser=Encoder(config.bi_encoder) if config.summarise else None)
+            summariser=Encoder(config.bi_encoder) if config.summarise else None,
+            pruner=SentenceScorer.of(config))
 
     def steps(self, question: str):
         cfg, uses = self.config, self.uses

@@ -24,9 +24,11 @@ from engine.paradigms.resources import (
     Reader,
     Resources,
     SelectionClassifier,
+    SentenceScorer,
 )
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
+from engine.stages.prune import PruneConfig
 from engine.stages.retrieve import DocumentRetriever, ScoredDocumentRetriever
 from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
 from engine.units.build import UnitConfig
@@ -65,6 +67,7 @@ class DRRAGConfig:
     passage_tokens: int = options.passage_tokens("passage size of the dense index (shared "
                                                  "with flat)")
     bi_encoder: str = options.bi_encoder("the dense and hybrid similarity matching")
+    prune: PruneConfig = options.prune()
     reader: ReaderConfig = options.reader()
 
     def __post_init__(self) -> None:
@@ -86,6 +89,7 @@ class DRRAGResources(Resources):
     reader: Reader
     classifier: SelectionClassifier | None  # cfs and cis only
     index: BM25 | Dense | DocumentScores  # documents (BM25), passages (dense) or both
+    pruner: SentenceScorer | None = None  # the sentence cut's scorer (prune on)
 
 
 class DRRAGParadigm(Paradigm):
@@ -96,7 +100,8 @@ class DRRAGParadigm(Paradigm):
         return DRRAGResources(
             Reader(config.reader),
             SelectionClassifier(config.classifier) if config.uses_classifier() else None,
-            cls._index(config))
+            cls._index(config),
+            pruner=SentenceScorer.of(config))
 
     @staticmethod
     def _index(config: DRRAGConfig) -> BM25 | Dense | DocumentScores:

@@ -12,9 +12,18 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import BM25, Dense, Ranker, Reader, Resources, Retriever
+from engine.paradigms.resources import (
+    BM25,
+    Dense,
+    Ranker,
+    Reader,
+    Resources,
+    Retriever,
+    SentenceScorer,
+)
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
+from engine.stages.prune import PruneConfig
 from engine.stages.retrieve import BM25Retriever, DenseRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
@@ -42,6 +51,7 @@ class FlatConfig:
     reranker: str = param("bi-encoder", "re-ranker: bi-encoder (stored vectors: keeps the "
                           "dense order), trained, a plugin's (the Models table lists them), "
                           "or a cross-encoder folder or hub id")
+    prune: PruneConfig = options.prune()
     reader: ReaderConfig = options.reader()
 
     def __post_init__(self) -> None:
@@ -60,6 +70,7 @@ class FlatResources(Resources):
     ranker: Ranker
     retriever: Retriever | None
     bm25: BM25 | None = None
+    pruner: SentenceScorer | None = None  # the sentence cut's scorer (prune on)
 
 
 class FlatParadigm(Paradigm):
@@ -75,7 +86,8 @@ class FlatParadigm(Paradigm):
                    granularity="passages", name="reranker"),
             Retriever(config.retriever, config.passages(), config.bi_encoder) if plugin
             else None,
-            BM25(config.passages()) if bm25 else None)
+            BM25(config.passages()) if bm25 else None,
+            pruner=SentenceScorer.of(config))
 
     def steps(self, question: str):
         cfg, uses = self.config, self.uses

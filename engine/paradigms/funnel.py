@@ -16,11 +16,20 @@ from engine.errors import ConfigError
 from engine.index.document_scores import SCORERS
 from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import BM25, Clusters, DocumentScores, Ranker, Reader, Resources
+from engine.paradigms.resources import (
+    BM25,
+    Clusters,
+    DocumentScores,
+    Ranker,
+    Reader,
+    Resources,
+    SentenceScorer,
+)
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
 from engine.stages.expand import chunk_documents, expand_to_documents
 from engine.stages.postrank import FiDPostRanker, fused_scores
+from engine.stages.prune import PruneConfig
 from engine.stages.rerank import BI_ENCODER, StoredScoreReranker
 from engine.stages.retrieve import ClusterRetriever
 from engine.units.build import UnitConfig
@@ -71,6 +80,7 @@ class FunnelConfig:
                                                        "flat)")
     # mean_tokens, not eq3: on HotpotQA *train* paragraphs it finds the supporting ones best
     # (recall@2 0.40 vs eq3 0.23, random 0.18; bench/fid_scoring.py, bench/README.md).
+    prune: PruneConfig = options.prune()
     reader: ReaderConfig = options.reader(aggregation="mean_tokens")
 
     def __post_init__(self) -> None:
@@ -106,6 +116,7 @@ class FunnelResources(Resources):
     documents: DocumentScores  # the first stage's document scores
     preranker: Ranker
     prior: Ranker | None  # post-ranking's passage cosines (postrank_prior != "preranker")
+    pruner: SentenceScorer | None = None  # the sentence cut's scorer (prune on)
 
 
 class FunnelParadigm(Paradigm):
@@ -124,7 +135,8 @@ class FunnelParadigm(Paradigm):
                              weight=config.hybrid_weight),
             prior=Ranker(BI_ENCODER, passages, config.bi_encoder, granularity="passages",
                          name="passage prior")
-            if config.postrank_prior != "preranker" else None)
+            if config.postrank_prior != "preranker" else None,
+            pruner=SentenceScorer.of(config))
 
     def steps(self, question: str):
         cfg, uses = self.config, self.uses

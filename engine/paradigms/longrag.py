@@ -18,11 +18,19 @@ from engine.config import check_config, param
 from engine.index.document_scores import SCORERS
 from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import BM25, Clusters, DocumentScores, Reader, Resources
+from engine.paradigms.resources import (
+    BM25,
+    Clusters,
+    DocumentScores,
+    Reader,
+    Resources,
+    SentenceScorer,
+)
 from engine.readers.prompts import LONG_ANSWER
 from engine.readers.reader import ReaderConfig, answer, extract_answer
 from engine.stages.base import run_stage
 from engine.stages.expand import ReaderContext
+from engine.stages.prune import PruneConfig
 from engine.stages.retrieve import LongUnitRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
@@ -55,6 +63,7 @@ class LongRAGConfig:
     bi_encoder: str = options.bi_encoder("the units' MaxP scores")
     index_passage_tokens: int = options.passage_tokens("MaxP chunk size: the passages of the "
                                                        "dense index (shared with flat)")
+    prune: PruneConfig = options.prune()
     reader: ReaderConfig = options.reader("the long reader", max_passage_tokens=4096)
 
     def __post_init__(self) -> None:
@@ -74,6 +83,7 @@ class LongRAGResources(Resources):
     units: Clusters  # the long retrieval units
     unit_text: BM25 | None  # unit_scores="text": BM25 over the units' own text
     documents: DocumentScores  # scores the units (MaxP) and orders their members
+    pruner: SentenceScorer | None = None  # the sentence cut's scorer (prune on)
 
 
 class LongRAGParadigm(Paradigm):
@@ -86,7 +96,8 @@ class LongRAGParadigm(Paradigm):
             Reader(config.reader), Clusters(config.units()),
             BM25(config.units()) if text else None,
             DocumentScores("bm25" if text else config.unit_scores, config.hybrid_weight,
-                           config.indexed_passages(), config.bi_encoder))
+                           config.indexed_passages(), config.bi_encoder),
+            pruner=SentenceScorer.of(config))
 
     def steps(self, question: str):
         cfg, uses = self.config, self.uses
@@ -101,15 +112,16 @@ class LongRAGParadigm(Paradigm):
         yield context
         yield from self.read(question, context.candidates)
 
-    def reader_steps(self, question, candidates):
+    def reader_steps(self, question, candidates, *, sentences=False):
         """One answer, or (two turns) a long answer and the short answer drawn from it."""
         cfg = self.config
         if cfg.turns == 1:
-            yield answer(question, candidates, cfg.reader, self.uses.reader)
+            yield answer(question, candidates, cfg.reader, self.uses.reader,
+                         sentences=sentences)
             return
         long = answer(question, candidates, cfg.reader, self.uses.reader,
                       purpose="long answer", template=LONG_ANSWER,
-                      max_new_tokens=cfg.long_answer_tokens)
+                      max_new_tokens=cfg.long_answer_tokens, sentences=sentences)
         yield long
         yield extract_answer(question, long, cfg.reader, self.uses.reader)
 

@@ -1,6 +1,6 @@
 """The options paradigms share, each declared once: the dense encoder, the passage size, the
-hybrid score's dense weight, the reader, and the check that a stage keeps no more than the
-one before it found.
+hybrid score's dense weight, the sentence cut, the reader, and the check that a stage keeps
+no more than the one before it found.
 
 A paradigm's config calls these where it would call `engine.config.param`, giving only what
 differs (what the encoder or the passages are used for, the reader's own defaults), so a
@@ -32,6 +32,7 @@ from typing import Any
 from engine.config import param
 from engine.errors import ConfigError
 from engine.readers.reader import ReaderConfig
+from engine.stages.prune import PruneConfig
 from engine.stages.rerank import HYBRID_WEIGHT
 
 PASSAGE_TOKENS = 100  # the dense index's passages: paradigms that share it share its vectors
@@ -57,6 +58,13 @@ def hybrid_weight() -> Any:
 def reader(help: str = "the reader", **defaults: Any) -> Any:
     """The nested reader options, with this paradigm's own `defaults` (ReaderConfig fields)."""
     return param(ReaderConfig(**defaults), help)
+
+
+def prune(**defaults: Any) -> Any:
+    """The nested options of the sentence cut after the last passage cut (engine.stages
+    .prune.PruneConfig), with this paradigm's own `defaults`."""
+    return param(PruneConfig(**defaults), "the sentence cut: only the sentences of what is "
+                 "read that best answer the question")
 
 
 def check_kept(config: Any, kept: str, found: str, why: str) -> None:

@@ -29,6 +29,7 @@ from engine.paradigms.needs import Uses as Uses
 from engine.paradigms.needs import needs_of as needs_of
 from engine.paradigms.plugin_stages import plugin_needs
 from engine.units.build import UnitConfig
+from engine.units.chunking import Chunker
 
 if TYPE_CHECKING:
     from engine.readers.reader import ReaderConfig
@@ -216,6 +217,48 @@ class Ranker(Resource):
         return store.ranker(self.model, corpus, self.passages, bi_encoder=self.bi_encoder,
                             granularity=self.granularity, name=self.name,
                             hybrid_weight=self.weight, stand_in=True)
+
+
+@dataclass(frozen=True)
+class SentenceScorer(Resource):
+    """What scores sentences in the sentence cut (engine.stages.prune): the bi-encoder
+    `bi_encoder` (no index: it encodes the sentences), or a re-ranker `model` names (a
+    cross-encoder, "trained", a plugin's); loaded, an object with `scores(query,
+    candidates)`."""
+
+    model: str
+    passages: UnitConfig
+    bi_encoder: str = ENCODER
+
+    @classmethod
+    def of(cls, config: Any) -> SentenceScorer | None:
+        """The scorer a paradigm's `config.prune` asks for; None when the cut is off (or the
+        config has no `prune`: a plugin paradigm's)."""
+        prune = getattr(config, "prune", None)
+        if prune is None or not prune.on:
+            return None
+        # the passages a plugin re-ranker is told it scores pieces of: the paradigm's own
+        units = getattr(config, "passages", None) or getattr(config, "indexed_passages", None)
+        passages = units() if units is not None else UnitConfig("passages", chunker=Chunker())
+        return cls(prune.scorer, passages, getattr(config, "bi_encoder", ENCODER))
+
+    def _ranker(self) -> Ranker:
+        return Ranker(self.model, self.passages, self.bi_encoder, granularity="passages",
+                      name="sentences")
+
+    def needs(self) -> tuple[Need, ...]:
+        from engine.stages.prune import BI_ENCODER
+
+        if self.model == BI_ENCODER:
+            return Encoder(self.bi_encoder).needs()
+        return self._ranker().needs()
+
+    def load(self, corpus: Corpus, store: Store):
+        from engine.stages.prune import BI_ENCODER, EncoderScorer
+
+        if self.model == BI_ENCODER:
+            return EncoderScorer(store.encoder(self.bi_encoder))
+        return self._ranker().load(corpus, store)
 
 
 @dataclass(frozen=True)

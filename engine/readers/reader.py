@@ -36,7 +36,7 @@ from engine.readers.prompts import (
     extract_prompt,
     hyde_prompt,
 )
-from engine.text import clip_tokens, count_tokens
+from engine.text import clip_tokens, count_tokens, split_sentences
 from engine.trace import LLMStep
 from engine.trace_details import Ablation, ReadCount, ReaderAttention, deep_tuple
 
@@ -146,13 +146,15 @@ class ReaderModels:
 
 def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
            reader: ReaderModels, purpose: str = "answer", *,
-           template: str | None = None, max_new_tokens: int | None = None) -> LLMStep:
+           template: str | None = None, max_new_tokens: int | None = None,
+           sentences: bool = False) -> LLMStep:
     """The reader's answer over `passages` (ranked, best first), as one LLM step.
 
     The passages enter the prompt in `config.packing` order (FiD blocks have no order);
     `reader` is what reads (`config` says how). `template` and `max_new_tokens` override the
     config's prompt and answer length (LongRAG's long-answer turn); a step whose purpose is
-    not "answer" carries no short answer.
+    not "answer" carries no short answer. With `sentences` (passages a sentence cut left),
+    the attention is kept per sentence too, for the heatmap's sentence rows.
     """
     offered = len(passages)
     passages = within_budget(passages, config.max_context_tokens)
@@ -167,7 +169,7 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
     template = template or config.prompt
     max_new_tokens = max_new_tokens or config.max_answer_tokens
     built = answer_prompt(template, question, pairs)
-    ablated = None
+    ablated, rows = None, ()
     if config.ablation:  # the answer, and the answer scored without each passage
         variants = [answer_prompt(template, question, pairs[:i] + pairs[i + 1:]).prompt
                     for i in range(len(pairs))]
@@ -175,14 +177,23 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
                                    stop=built.stop, **_able(generator, built, question))
         out = ablated.base
     else:
+        asked = _able(generator, built, question)
+        rows = sentence_spans(built.spans, pairs) if sentences and asked.get("spans") else ()
+        if rows:
+            asked["spans"] = (*built.spans, *(span for _, span, _ in rows))
         out = generator.generate(built.prompt, max_new_tokens=max_new_tokens, stop=built.stop,
-                                 **_able(generator, built, question))
+                                 **asked)
     attention_read = None
     if out.attention:
+        whole = out.attention[:len(passages)]
         top = [attention.content_tokens(tokens.__getitem__, attn, config.lr)
-               for attn, tokens in zip(out.attention, out.span_tokens, strict=True)]
-        attention_read = reader_attention(passages, out.attention, top, config.lr,
+               for attn, tokens in zip(whole, out.span_tokens[:len(passages)], strict=True)]
+        attention_read = reader_attention(passages, whole, top, config.lr,
                                           range(len(passages)))
+        if len(out.attention) > len(passages):
+            attention_read = with_sentences(attention_read, out.attention[len(passages):],
+                                            [(passages[i].unit.id, text) for i, _, text in rows],
+                                            config.lr)
     found = ablation.record(ablated, [c.unit.id for c in passages],
                             short=purpose == "answer") if ablated else None
     return _step(purpose, generator, built, out, attention=attention_read, capped=capped,
@@ -305,6 +316,25 @@ def _fid_answer(question: str, passages: Sequence[Candidate], pairs: list[tuple[
                    output_tokens=out.answer_tokens,
                    seconds=out.encode_seconds + out.score_seconds + out.answer_seconds,
                    answer=short, attention=read, answer_cut=cut)
+
+
+def sentence_spans(spans: Sequence[tuple[int, int]], pairs: Sequence[tuple[str, str]]
+                   ) -> list[tuple[int, tuple[int, int], str]]:
+    """(passage index, character span in the prompt, text) of every sentence of the passages
+    read, in the prompt's order; `spans` are the passages' texts' spans (none for a chat
+    prompt, whose attention is not kept)."""
+    return [(i, (a + s, a + e), text[s:e])
+            for i, ((a, _), (_, text)) in enumerate(zip(spans, pairs, strict=False))
+            for s, e in split_sentences(text)]
+
+
+def with_sentences(read: ReaderAttention, token_attention: Sequence[np.ndarray],
+                   sentences: Sequence[tuple[str, str]], lr: int) -> ReaderAttention:
+    """`read` with the heatmap cells of each sentence read ((passage id, text))."""
+    cells = np.stack([attention.summary(a, lr) for a in token_attention])
+    return replace(read, sentence_cells=deep_tuple(cells.round(6).tolist()),
+                   sentence_passages=tuple(p for p, _ in sentences),
+                   sentence_texts=tuple(t for _, t in sentences))
 
 
 def reader_attention(passages: Sequence[Candidate], token_attention: Sequence[np.ndarray],

@@ -83,9 +83,24 @@ def parse_hotpotqa(rec: Record) -> tuple[Question, list[Paragraph]]:
         id=str(rec.get("_id", (str, int))), text=rec.text("question"), answers=(answer,),
         supporting_titles=_unique(f[0] for f in facts),
         supporting_paragraph_ids=tuple(f"{f[0]}:{f[1]}" for f in facts if len(f) > 1),
+        supporting_sentences=_supporting_sentences(rec, facts),
         type=str(rec.get("type", str, "")), source=source_name(rec.path),
     )
     return question, paragraphs
+
+
+def _supporting_sentences(rec: Record, facts: list) -> tuple[str, ...]:
+    """The text of each supporting fact [title, sentence index] in the record's context, as
+    the sentence-level gold; a fact naming a sentence the context does not hold (HotpotQA
+    has a few) is skipped."""
+    sentences = {item[0]: item[1] for item in rec.get("context", list)}
+    out = []
+    for fact in facts:
+        held = sentences.get(fact[0], [])
+        if len(fact) > 1 and isinstance(fact[1], int) and 0 <= fact[1] < len(held) \
+                and str(held[fact[1]]).strip():
+            out.append(str(held[fact[1]]).strip())
+    return tuple(dict.fromkeys(out))
 
 
 # --- musique ------------------------------------------------------------------------------
