@@ -5,8 +5,9 @@ Two parts:
 
 - `choose`: the settings, on the training questions only (HotpotQA train100, whose
   supporting facts mark the gold sentences, and MuSiQue train100; each over its own
-  paragraphs). Their first halves choose; every setting runs flat, each question read with
-  every setting back to back (the retrieval reused, so only the cut and the reader differ).
+  paragraphs). Their first halves choose; every setting runs flat (or `--paradigm`), each
+  question read with every setting back to back (the retrieval reused, so only the cut
+  and the reader differ).
   Printed per setting: prompt tokens, answer-step seconds, EM, F1, AR@read (the answer in
   what is read), the gold-sentence kept rate of the cut, and the paired EM difference
   against no cut.
@@ -19,7 +20,8 @@ Two parts:
 Readers answer through ONNX Runtime in fp32 (`reader.attention` off), as evaluations do;
 2 torch threads; nothing else runs on the machine while it measures.
 
-    python -m bench.prune choose [--limit 50] [--settings '{"budget 200": {...}}']
+    python -m bench.prune choose [--limit 50] [--paradigm flat] [--questions dev500]
+        [--settings '{"budget 200": {...}}']
     python -m bench.prune report [--questions dev500|held-out] [--limit 200]
         [--paradigms flat funnel drrag best longrag] [--prune '{"mode": "budget", ...}']
         [--longrag-limit 100]
@@ -165,14 +167,23 @@ def table(rows: Sequence[dict], labels: Sequence[str], against: dict[str, str]) 
 
 def choose(args) -> None:
     settings = json.loads(args.settings) if args.settings else SETTINGS
-    paradigms = {label: ("flat", {**READ, "prune": prune}) for label, prune in settings.items()}
-    rows = over(training("choose", args.limit), paradigms, "prune_choose")
+    paradigms = {label: (args.paradigm, {**READ, "prune": prune})
+                 for label, prune in settings.items()}
+    if args.questions == "dev500":  # the curve reported, never chosen on
+        from bench.common import dev500_questions
+
+        files, which = ({"hotpotqa/dev500_contexts.jsonl": dev500_questions(args.limit)},
+                        "HotpotQA dev500, first")
+    else:
+        files, which = training("choose", args.limit), "training questions' first halves,"
+    name = f"prune_{'curve' if args.questions == 'dev500' else 'choose'}_{args.paradigm}"
+    rows = over(files, paradigms, name)
     labels = list(settings)
     against = {label: "off" for label in labels if label != "off"}
-    print(f"flat, training questions' first halves ({len(rows) // len(labels)} questions), "
+    print(f"{args.paradigm}, {which} {len(rows) // len(labels)} questions, "
           f"CPU {' '.join(shown_cpu_flags())}\n")
     print(table(rows, labels, against))
-    save("prune_choose", {"settings": settings, "rows": [
+    save(name, {"settings": settings, "rows": [
         {k: r[k] for k in ("question_id", "paradigm", "metrics")} for r in rows]})
 
 
@@ -180,7 +191,7 @@ def report(args) -> None:
     prune = json.loads(args.prune)
     labels, against, rows = [], {}, []
     for paradigm in args.paradigms:
-        pair = {paradigm: (paradigm, READ),
+        pair = {paradigm: (paradigm, {**READ, "prune": {"mode": "off"}}),
                 f"{paradigm} + cut": (paradigm, {**READ, "prune": prune})}
         labels += list(pair)
         against[f"{paradigm} + cut"] = paradigm
@@ -205,6 +216,10 @@ def main() -> None:
     pick = parts.add_parser("choose")
     pick.add_argument("--limit", type=int, default=50, help="questions per training file")
     pick.add_argument("--settings", default="", help="JSON {label: prune options}")
+    pick.add_argument("--paradigm", default="flat")
+    pick.add_argument("--questions", choices=("training", "dev500"), default="training",
+                      help="dev500: the same table over the first --limit dev500 questions, "
+                           "a curve to report (settings are chosen on training)")
     show = parts.add_parser("report")
     show.add_argument("--questions", choices=("dev500", "held-out"), default="dev500")
     show.add_argument("--limit", type=int, default=200)

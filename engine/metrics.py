@@ -75,6 +75,15 @@ def sentences_held(texts: Iterable[str], sentences: Sequence[str]) -> tuple[bool
                  for s in sentences)
 
 
+def is_gold_sentence(text: str, gold: Sequence[str], least_words: int = 5) -> bool:
+    """Whether `text` holds a gold supporting sentence, or is a part of one of at least
+    `least_words` words (a splitter may cut a dataset's sentence in two; a short fragment
+    such as "He died." is found in too many sentences to count)."""
+    if any(sentences_held([text], gold)):
+        return True
+    return len(_text_words(text).split()) >= least_words and any(sentences_held(gold, (text,)))
+
+
 def support_recall(doc_ids: Iterable[str], gold_titles: Sequence[str]) -> float:
     """Share of gold supporting documents among `doc_ids` (0 when there is no gold)."""
     if not gold_titles:

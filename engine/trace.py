@@ -81,8 +81,6 @@ class GoldFlags:
 
     answer: tuple[bool, ...]
     support: tuple[bool, ...]
-    # how many gold supporting sentences it holds (a dataset that marks them: HotpotQA's)
-    sentences: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -185,9 +183,13 @@ def gold_flags(stage: StageResult, gold: Question) -> GoldFlags:
     return GoldFlags(
         answer=tuple(answer_in([c.unit.text], gold.answers) for c in stage.candidates),
         support=tuple(bool(titles.intersection(c.unit.doc_ids)) for c in stage.candidates),
-        sentences=tuple(sum(sentences_held([c.unit.text], gold.supporting_sentences))
-                        for c in stage.candidates) if gold.supporting_sentences else (),
     )
+
+
+def gold_sentences_held(stage: StageResult, gold: Question) -> tuple[bool, ...]:
+    """For each of `gold`'s supporting sentences, whether one of the stage's units holds it
+    whole (none when the dataset marks no sentences)."""
+    return sentences_held([c.unit.text for c in stage.candidates], gold.supporting_sentences)
 
 
 def gold_lost_at(trace: RunTrace) -> str | None:
@@ -244,8 +246,7 @@ def from_dict(d: dict[str, Any]) -> RunTrace:
     gold = d.get("gold")
     if gold is not None:
         gold = question_from_dict(gold)
-    flags = tuple(GoldFlags(tuple(f["answer"]), tuple(f["support"]),
-                            tuple(f.get("sentences", ())))
+    flags = tuple(GoldFlags(tuple(f["answer"]), tuple(f["support"]))
                   for f in d.get("gold_flags", ()))
     if "llm_steps" in d:
         steps = tuple(_llm_step(step) for step in d["llm_steps"])

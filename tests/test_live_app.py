@@ -160,7 +160,7 @@ def test_api_longrag_and_best_run_with_their_options_and_save_like_the_others(li
     _, client = live_app
     longrag = json.loads(client.predict(QUESTION, "longrag", '{"k": 2, "turns": 1}',
                                         api_name="/run"))
-    assert [s["name"] for s in longrag["stages"]] == ["units", "context"]
+    assert [s["name"] for s in longrag["stages"]] == ["units", "context", "sentences"]
     assert longrag["llm_calls"] == 1 and longrag["config"]["k"] == 2
     best = json.loads(client.predict(QUESTION, "best", '{"hyde": true, "summary_tokens": 50}',
                                      api_name="/run"))

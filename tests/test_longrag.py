@@ -71,8 +71,13 @@ def test_bad_config_names_the_field(values, message):
 def test_longrag_end_to_end(tiny_corpus, shared_models):
     longrag = make_paradigm("longrag", tiny_corpus, LONGRAG)
     trace = longrag.run(QUESTION)
-    units, context = trace.stages
-    assert [s.name for s in trace.stages] == ["units", "context"]
+    # the sentence cut is on by default: here the context is under its budget, so it cuts
+    # nothing, and the reader reads the context whole
+    units, context, cut = trace.stages
+    assert [s.name for s in trace.stages] == ["units", "context", "sentences"]
+    assert cut.details.tokens == cut.details.tokens_in
+    assert [c.unit.text for c in cut.candidates] == [c.unit.text for c in context.candidates] \
+        or all(s.kept for s in cut.details.sentences)
     found = process_store().clusters(tiny_corpus, longrag.config.units())
     assert units.n_in == len(found.units) and len(units.candidates) <= 2
     # MaxP: each unit scores as the cosine of its winning chunk, a passage of its documents

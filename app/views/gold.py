@@ -7,8 +7,8 @@ from __future__ import annotations
 from html import escape
 
 from engine.eval.outcomes import NO_RELEVANT, SKIPPED, outcome
-from engine.metrics import sentences_held
-from engine.trace import RunTrace, gold_lost_at
+from engine.stages.prune import SentencePruner
+from engine.trace import RunTrace, gold_lost_at, gold_sentences_held
 
 GOLD = "#d4a017"
 SUPPORT = "#54a24b"
@@ -42,11 +42,11 @@ def sentence_note(trace: RunTrace) -> str:
     """" The sentence cut kept 2 of the 3 gold supporting sentences it was given." where the
     question marks its supporting sentences and a sentence cut ran (empty otherwise)."""
     gold = trace.gold.supporting_sentences if trace.gold else ()
-    at = next((i for i, s in enumerate(trace.stages) if s.details.sentences), None)
-    if not gold or at is None or at == 0:
+    at = next((i for i in reversed(range(len(trace.stages)))  # the last: best's may be 2
+               if trace.stages[i].name == SentencePruner.name), None)
+    if not gold or not at:
         return ""
-    given, kept = (sum(sentences_held([c.unit.text for c in trace.stages[i].candidates], gold))
-                   for i in (at - 1, at))
+    given, kept = (sum(gold_sentences_held(trace.stages[i], trace.gold)) for i in (at - 1, at))
     name = escape(trace.stages[at].name)
     if not given:
         return f" No gold supporting sentence reached the sentence cut <b>{name}</b>."
@@ -89,9 +89,7 @@ def gold_counts(trace: RunTrace) -> dict[str, list[int]]:
         counts["kept, holding a supporting document"] = [sum(f.support)
                                                          for f in trace.gold_flags]
     if gold and gold.supporting_sentences:  # gold sentences, not candidates: a cut's count
-        counts[SENTENCES] = [sum(sentences_held([c.unit.text for c in s.candidates],
-                                                gold.supporting_sentences))
-                             for s in trace.stages]
+        counts[SENTENCES] = [sum(gold_sentences_held(s, gold)) for s in trace.stages]
     return counts
 
 

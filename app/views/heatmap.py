@@ -22,6 +22,9 @@ def reader_attention(trace: RunTrace) -> tuple[ReaderAttention, str] | None:
     """The reader attention of this run and where it comes from: a post-ranking stage's
     (over every passage it scored) first, else the answer step's (over the passages it
     read)."""
+    for step in trace.llm_steps:  # after a sentence cut, the sentences read come first
+        if step.attention is not None and step.attention.sentence_cells:
+            return step.attention, "the reader, at the answer's first token"
     for stage in trace.stages:
         if stage.details.attention is not None:
             return stage.details.attention, "the post-ranker's reader pass"

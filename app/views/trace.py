@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from app.views.labels import gold_word
 from engine.documents import Candidate, Question
 from engine.eval.traces import searched_in
-from engine.metrics import sentences_held
+from engine.metrics import is_gold_sentence
 from engine.readers.answers import CUT_MARK
 from engine.stages.classify import QUERY
 from engine.text import query_terms, snippet
@@ -157,7 +157,7 @@ def sentences_table(trace: RunTrace, index: int) -> str:
         if item.why:
             decision += f" <small>({esc(item.why)})</small>"
         badge = " <span class='fe-badge fe-support'>gold</span>" \
-            if gold and _gold_sentence(item.text, gold) else ""
+            if gold and is_gold_sentence(item.text, gold) else ""
         rows.append(f"<tr><td>{n}</td><td>{item.score:.4f}</td>"
                     f"<td>{esc(item.passage)}</td>"
                     f"<td>{highlight(item.text, trace.question, answers)}{badge}</td>"
@@ -174,12 +174,6 @@ def sentences_table(trace: RunTrace, index: int) -> str:
             f"<table class='fe-table fe-sentences'><thead><tr><th>#</th><th>{head}</th>"
             "<th>passage</th><th>sentence</th><th>tokens</th><th>decision</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></details>")
-
-
-def _gold_sentence(text: str, gold: Sequence[str]) -> bool:
-    """Whether `text` holds a gold supporting sentence or is part of one (the splitter may
-    cut a dataset's sentence in two)."""
-    return any(sentences_held([text], gold)) or any(sentences_held(gold, (text,)))
 
 
 def decisions_table(trace: RunTrace, index: int) -> str:

@@ -24,11 +24,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from engine.documents import Candidate, Corpus, Question, Unit
-from engine.metrics import sentences_held
+from engine.metrics import is_gold_sentence
 from engine.paradigms.base import Paradigm
 from engine.paradigms.reanswer import ORACLE
 from engine.stages.base import replaying
 from engine.stages.classify import QUERY
+from engine.stages.prune import SentencePruner
+from engine.text import count_tokens
 from engine.trace import FAILED, RunTrace, StageResult
 from engine.trace_details import WeighedSentence
 from engine.units.build import document_unit
@@ -51,7 +53,7 @@ def perfect(result: StageResult, given: Sequence[Candidate], gold: Question,
             corpus: Corpus) -> StageResult:
     """`result` with its output made perfect (see the module docstring); `result` itself
     when that changes nothing."""
-    if result.details.sentences:
+    if result.name == SentencePruner.name and result.details.sentences:
         return perfect_sentences(result, given, gold)
     grades = gold.grades  # a collection's judgments: the higher grades first
     titles = sorted(dict.fromkeys(gold.supporting_titles), key=lambda t: -grades.get(t, 1))
@@ -93,8 +95,7 @@ def perfect_sentences(result: StageResult, given: Sequence[Candidate],
 
     def is_gold(sentence: WeighedSentence) -> bool:
         if gold.supporting_sentences:
-            return any(sentences_held([sentence.text], gold.supporting_sentences)) or \
-                any(sentences_held(gold.supporting_sentences, (sentence.text,)))
+            return is_gold_sentence(sentence.text, gold.supporting_sentences)
         passage = by_passage.get(sentence.passage)
         return passage is not None and bool(titles.intersection(passage.unit.doc_ids))
 
@@ -116,7 +117,8 @@ def perfect_sentences(result: StageResult, given: Sequence[Candidate],
     note = f"made perfect: {len(added)} gold sentence(s) the cut had cut kept"
     return replace(result, candidates=tuple(out), settings=settings,
                    details=replace(result.details, note=note, sentences=marked,
-                                   tokens=sum(s.tokens for s in marked if s.kept)))
+                                   tokens=sum(s.tokens or count_tokens(s.text)
+                                              for s in marked if s.kept)))
 
 
 def _unit(doc, granularity: str) -> Unit:

@@ -61,7 +61,7 @@ def held_after(trace: RunTrace, track: str) -> list[tuple[str, bool]]:
     titles, sentences = set(trace.gold.supporting_titles), trace.gold.supporting_sentences
 
     def holds(units: list[Unit]) -> bool:
-        if track == "sentences":
+        if track == "sentences":  # every one of them
             return all(sentences_held([u.text for u in units], sentences))
         docs = {d for u in units for d in u.doc_ids}
         return bool(titles & docs) if track == "relevant" else titles <= docs

@@ -32,7 +32,6 @@ from engine.metrics import (
     gold_document_recall,
     ir_measures_by_stage,
     refined_exact_match,
-    sentences_held,
 )
 from engine.paradigms.needs import Need as Need
 from engine.paradigms.needs import Progress as Progress
@@ -41,7 +40,7 @@ from engine.readers.reader import answer
 from engine.stages.base import leaving_out, run_stage
 from engine.stages.classify import QUERY
 from engine.stages.prune import SentencePruner
-from engine.trace import LLMStep, RunTrace, StageResult, gold_flags
+from engine.trace import LLMStep, RunTrace, StageResult, gold_flags, gold_sentences_held
 
 # a question longer than this is refused as pasted by mistake; a test collection's queries
 # can be whole arguments (BEIR's ArguAna: up to 5,500 characters, 103 of 1,406 over 2,000)
@@ -84,7 +83,7 @@ class Paradigm(ABC):
         `prune` is on (a retrieval-only run makes it too: it is a cut), then the reader's
         steps (`reader_steps`) over what it kept, none in a retrieval-only run."""
         pruner = getattr(self.uses, "pruner", None)
-        cut = pruner is not None and bool(candidates)
+        cut = pruner is not None  # on no candidates too: every run of a config has its cuts
         if cut:
             pruned = run_stage(SentencePruner(pruner, self.config.prune,
                                               self.config.prune.scorer),
@@ -251,8 +250,7 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
             metrics[f"AR@{stage.name}"] = float(any(stage_flags.answer))
         docs = [c.unit.doc_ids for c in stage.candidates]
         if gold.supporting_sentences:  # the sentence-level gold (HotpotQA's): how many held
-            held = sentences_held([c.unit.text for c in stage.candidates],
-                                  gold.supporting_sentences)
+            held = gold_sentences_held(stage, gold)
             metrics[f"gold_sent_recall@{stage.name}"] = round(sum(held) / len(held), 4)
         if gold.supporting_titles:  # a question naming none has no such recall (shown "-")
             metrics[f"gold_doc_recall@{stage.name}"] = gold_document_recall(

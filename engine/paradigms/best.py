@@ -113,8 +113,9 @@ class BestParadigm(Paradigm):
         if uses.classifier is not None:
             routed = run_stage(QueryClassification(uses.classifier), question, (), 1)
             yield routed
-            if not routed.details.decision.retrieve:
-                yield from self.read(question, ())
+            if not routed.details.decision.retrieve:  # no cut: nothing was retrieved
+                if not self.retrieval_only:
+                    yield from self.reader_steps(question, ())
                 return
         dense_query = ""
         if cfg.hyde:

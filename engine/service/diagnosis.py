@@ -38,13 +38,22 @@ def diagnosed_rows(evaluations: EvaluationStore, evaluation_id: int) -> list[dic
     gold-document recall (a row stored before it carried them, or before a track was
     added, has them read from its trace; one stored under an outcome's earlier name has
     its current one)."""
-    rows = [renamed(r) for r in evaluations.rows(evaluation_id)]
+    rows = [_sentences_filled(renamed(r)) for r in evaluations.rows(evaluation_id)]
     if all(set(TRACKS) <= set(r.get("outcome", {})) for r in rows):
         return rows
     traces = evaluations.traces(evaluation_id)  # same order: position, then paradigm
     return [r if set(TRACKS) <= set(r.get("outcome", {})) else
             {**r, **row_outcomes(t), "gold_doc_recall": read_gold_doc_recall(t)}
             for r, t in zip(rows, traces, strict=True)]
+
+
+def _sentences_filled(row: dict) -> dict:
+    """A row stored before the sentence track: its question carried no sentence gold (it
+    came in with the track), so its outcome there is None, read without its trace."""
+    outcome = row.get("outcome")
+    if outcome is None or "sentences" in outcome:
+        return row
+    return {**row, "outcome": {**outcome, "sentences": None}}
 
 
 def outcomes_of(evaluations: EvaluationStore, evaluation_id: int,

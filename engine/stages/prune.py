@@ -26,6 +26,7 @@ import numpy as np
 
 from engine.config import check_config, param
 from engine.documents import Candidate, Unit
+from engine.errors import ConfigError
 from engine.stages.base import Stage, StageOutput
 from engine.text import WORD_RE, count_tokens, split_sentences
 from engine.trace_details import StageDetails, WeighedSentence
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 OFF, BUDGET, THRESHOLD = "off", "budget", "threshold"
 MODES = (OFF, BUDGET, THRESHOLD)
 BI_ENCODER = "bi-encoder"
+STORED_SCORES = ("bm25", "hybrid")  # re-rankers of stored document scores: no sentences
 NEIGHBOUR = "neighbour"  # why a sentence kept for the one after it was kept
 
 # a sentence opening with one of these leans on the sentence before it
@@ -66,6 +68,11 @@ class PruneConfig:
 
     def __post_init__(self) -> None:
         check_config(self)
+        if self.scorer in STORED_SCORES:
+            raise ConfigError(f"prune.scorer {self.scorer!r} reads stored document scores, "
+                              "which a sentence has none of; score sentences with "
+                              f"{BI_ENCODER!r}, 'trained', a plugin's re-ranker or a "
+                              "cross-encoder folder or hub id.")
 
     @property
     def on(self) -> bool:

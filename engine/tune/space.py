@@ -8,7 +8,8 @@ its options with declared choices (booleans too), except:
 - options no other value of which runs beside the other defaults (funnel's later passage
   size must equal the index's while the post-ranker reads the index's vectors);
 - the reader's options when the measure stops before the reader (recall, nDCG: they cannot
-  change it), those that bring the LLM into retrieval then (`READS_EARLY`), and the two a
+  change it), and the sentence cut's then (it saves the reader time, and can only lower a
+  retrieval measure), those that bring the LLM into retrieval then (`READS_EARLY`), and the two a
   run shows rather than finds with (`DIAGNOSTIC`);
 - free-text options (a re-ranker, an encoder or a reader model by name): their values are
   whatever models a user has, so the user names them, e.g.
@@ -44,6 +45,9 @@ DIAGNOSTIC = ("reader.attention", "reader.ablation")
 # reader's seconds a question where retrieval takes milliseconds (measured: bench/README.md,
 # "Tuning against the defaults and an equal-budget grid")
 READS_EARLY = ("funnel.attention_weight", "best.hyde")
+# searched only when the measure reads the answer: the reader's, and the sentence cut's (it
+# saves the reader time; a retrieval measure it can only lower)
+READER_ONLY = ("reader.", "prune.")
 # a numeric range this wide is searched on a log scale (K from 1 to 200: 1-16 matters most)
 LOG_RATIO = 16
 
@@ -170,7 +174,7 @@ def default_space(paradigm: str, *, reads: bool = True) -> list[Dimension]:
     out = []
     for option in _options(paradigm):
         if option.name in DIAGNOSTIC or not reads and (
-                option.name.startswith("reader.") or f"{paradigm}.{option.name}" in READS_EARLY):
+                option.name.startswith(READER_ONLY) or f"{paradigm}.{option.name}" in READS_EARLY):
             continue
         numeric = option.type in (int, float) and not option.choices
         if numeric and (option.low is None or option.high is None):
