@@ -14,6 +14,7 @@ dataclass.
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -61,15 +62,19 @@ def is_config(tp: Any) -> bool:
     return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 
 
-def describe(cls: type, prefix: str = "") -> list[Option]:
-    """Every option of config class `cls`, nested configs flattened with dotted names."""
+def describe(cls: type, prefix: str = "", defaults: Any = None) -> list[Option]:
+    """Every option of config class `cls`, nested configs flattened with dotted names; a
+    nested config's defaults are its field's (`defaults`: LongRAG's sentence cut is on,
+    funnel's reader aggregates by mean_tokens), not its class's."""
     types = _field_types(cls)
     out: list[Option] = []
     for f in dataclasses.fields(cls):
         tp = types[f.name]
         default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        if defaults is not None:
+            default = getattr(defaults, f.name)
         if is_config(tp):
-            out += describe(tp, f"{prefix}{f.name}.")
+            out += describe(tp, f"{prefix}{f.name}.", default)
             continue
         meta = f.metadata
         out.append(Option(f"{prefix}{f.name}", tp, default, meta.get("help", ""),
@@ -118,17 +123,34 @@ def config_from_dict(cls: type, values: dict) -> Any:
     if unknown:
         raise ConfigError(f"Unknown option(s) {', '.join(unknown)} for {cls.__name__}. "
                           f"Valid options: {', '.join(sorted(valid))}.")
+    defaults = {f.name: f for f in dataclasses.fields(cls)}
     kwargs = {}
     for name, value in values.items():
         tp = types[name]
         if is_config(tp):
-            value = config_from_dict(tp, value) if isinstance(value, dict) else value
+            value = _nested(name, tp, defaults[name], value) if isinstance(value, dict) \
+                else value
         elif tp is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         kwargs[name] = value
     config = cls(**kwargs)
     check_config(config)  # also for a config class that does not check itself
     return config
+
+
+def _nested(name: str, cls: type, field_: dataclasses.Field, values: dict) -> Any:
+    """Nested config `name` from `values` over its field's own defaults (a paradigm's
+    reader or sentence cut as that paradigm sets them); a refused value is named with its
+    dotted name ("prune.tokens=5 is out of range")."""
+    base = field_.default_factory() if field_.default is dataclasses.MISSING \
+        else field_.default
+    if is_config(type(base)):
+        values = {**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
+                  **values}
+    try:
+        return config_from_dict(cls, values)
+    except ConfigError as err:
+        raise ConfigError(re.sub(r"^(\w+)=", rf"{name}.\1=", str(err))) from None
 
 
 def config_to_dict(config: Any) -> dict:

@@ -147,6 +147,24 @@ def test_the_option_is_checked_and_read_from_json_in_every_paradigm():
         make_config("flat", {"prune": {"mode": "threshold", "threshold": 1.5}})
 
 
+def test_a_paradigms_own_nested_defaults_hold_in_json_and_in_its_options_form():
+    """A partial nested config fills in from the paradigm's defaults, not the class's (the
+    options form the app builds shows and sends them), and a refused value is named by its
+    dotted name."""
+    longrag = make_config("longrag", {"prune": {"tokens": 400}})
+    assert (longrag.prune.mode, longrag.prune.tokens) == ("budget", 400)
+    assert make_config("longrag").prune.tokens == 500
+    assert make_config("funnel", {"reader": {"lr": 2}}).reader.aggregation == "mean_tokens"
+    shown = {o.name: o.default for o in spec("longrag").options()}
+    assert (shown["prune.mode"], shown["prune.tokens"]) == ("budget", 500)
+    assert shown["reader.max_passage_tokens"] == 4096
+    assert {o.name: o.default for o in spec("flat").options()}["prune.mode"] == "off"
+    with pytest.raises(ConfigError, match=r"prune\.tokens=5 is out of range"):
+        make_config("flat", {"prune": {"mode": "budget", "tokens": 5}})
+    with pytest.raises(ConfigError, match="prune.scorer 'bm25' reads stored document scores"):
+        make_config("flat", {"prune": {"scorer": "bm25"}})
+
+
 def test_sentence_gold_is_held_whole_whatever_joins_it():
     texts = ["Budapest is the capital of Hungary.  The Danube flows through it!"]
     assert sentences_held(texts, ("The Danube flows through it.", "It has many baths.")) \

@@ -12,7 +12,7 @@ from engine.trace import RunTrace, gold_lost_at, gold_sentences_held
 
 GOLD = "#d4a017"
 SUPPORT = "#54a24b"
-SENTENCE_COLOUR = "#4c78a8"
+SENTENCE_COLOUR = "#b279a2"  # not the stages' blue
 SENTENCES = "gold supporting sentences held"
 GRADES = ("#a1d99b", "#54a24b", "#1b7837", "#00441b")  # relevance grade 1, 2, 3, 4+
 
@@ -47,10 +47,9 @@ def sentence_note(trace: RunTrace) -> str:
     if not gold or not at:
         return ""
     given, kept = (sum(gold_sentences_held(trace.stages[i], trace.gold)) for i in (at - 1, at))
-    name = escape(trace.stages[at].name)
     if not given:
-        return f" No gold supporting sentence reached the sentence cut <b>{name}</b>."
-    return (f" The sentence cut <b>{name}</b> kept {kept} of the {given} gold supporting "
+        return " No gold supporting sentence reached the sentence cut."
+    return (f" The sentence cut kept {kept} of the {given} gold supporting "
             f"sentence{'s' if given > 1 else ''} it was given ({len(gold)} in all).")
 
 

@@ -135,7 +135,8 @@ def _sentence_heatmap(trace: RunTrace, read: ReaderAttention, source: str,
     labels, hover = [], []
     for n, (passage, text) in enumerate(zip(read.sentence_passages, read.sentence_texts,
                                             strict=True), start=1):
-        labels.append(html.escape(f"{passages.get(passage, passage)} · s{n} {_short(text, 28)}"))
+        labels.append(html.escape(f"{passages.get(passage, passage)} · s{n} {_short(text, 28)}",
+                                  quote=False))
         hover.append([f"{html.escape(passage)}<br>{html.escape(text)}<br>{by[:-1]} {j}"
                       for j in range(cells.shape[1])])
     heat = go.Heatmap(z=cells, y=labels, text=hover, colorscale="Viridis",

@@ -168,8 +168,8 @@ def sentences_table(trace: RunTrace, index: int) -> str:
         saved = (f", {stage.details.tokens:,} of {stage.details.tokens_in:,} tokens read "
                  f"({stage.details.tokens_in - stage.details.tokens:,} saved)")
     head = f"score ({esc(scorer)})" if scorer else "score"
-    return (f"<details class='fe-sentences'><summary>the {len(sentences)} sentences "
-            f"<b>{esc(stage.name)}</b> weighed: {kept} kept, {len(sentences) - kept} cut"
+    return (f"<details class='fe-sentences'><summary><b>{esc(stage.name)}</b>: "
+            f"{len(sentences)} sentences weighed, {kept} kept, {len(sentences) - kept} cut"
             f"{saved}</summary>"
             f"<table class='fe-table fe-sentences'><thead><tr><th>#</th><th>{head}</th>"
             "<th>passage</th><th>sentence</th><th>tokens</th><th>decision</th></tr></thead>"

@@ -212,8 +212,9 @@ class SentencePruner(Stage):
                 out.append(replace(cand, unit=replace(cand.unit, text=text), rank=len(out) + 1))
         before = sum(count_tokens(c.unit.text) for c in candidates)
         used = sum(sizes[n] for n in kept)
-        limit = f"budget {cfg.tokens:,}" if cfg.mode == BUDGET \
-            else f"threshold {cfg.threshold:g}"
+        limit = f"threshold {cfg.threshold:g}" if cfg.mode != BUDGET else \
+            f"budget {cfg.tokens:,}" + ("; the best sentence is kept even over it"
+                                        if used > cfg.tokens else "")
         return StageOutput(tuple(out), StageDetails(
             note=f"{len(kept)} of {len(sentences)} sentences kept: {used:,} of {before:,} "
                  f"tokens ({limit}), {before - used:,} saved",
