@@ -28,7 +28,7 @@ from engine.errors import EngineError
 from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
 from engine.paradigms.registry import PARADIGMS
-from engine.trace import StageResult
+from engine.trace import LLMStep, StageResult
 from engine.trace_details import (
     BestChunk,
     ClassifierCall,
@@ -494,8 +494,17 @@ def test_the_sentence_cut_shows_scores_neighbours_tokens_saved_and_gold_sentence
                  WeighedSentence("p2", "Vienna is a city.", 0.1, False, 4))
     cut = replace(trace.stages[1], name="sentences", settings={"sentence_scorer": "trained"},
                   details=StageDetails(sentences=sentences, tokens=9, tokens_in=13))
-    html = stage_table(replace(trace, gold=gold, stages=(trace.stages[0], cut)), 1)
+    # the reader read them in the other order (reverse packing): the heatmap's rows say so
+    read = ReaderAttention(cells=(), passages=("p1",), top_tokens=(),
+                           sentence_passages=("p1", "p1"),
+                           sentence_texts=("It flows through Budapest.",
+                                           "The Danube is a river."))
+    answered = (LLMStep("answer", "m", "p", "Danube", 9, 1, 0.1, answer="Danube",
+                        attention=read),)
+    html = stage_table(replace(trace, gold=gold, stages=(trace.stages[0], cut),
+                               llm_steps=answered), 1)
     listed = html.split("fe-sentences")[-1]
+    assert "heatmap s1" in listed.split("<tr>")[2] and "heatmap s2" in listed.split("<tr>")[3]
     assert "2 kept, 1 cut, 9 of 13 tokens read (4 saved)" in html
     assert "score (trained)" in listed and "(neighbour)" in listed
     rows = listed.split("<tr>")[2:]

@@ -150,12 +150,15 @@ def sentences_table(trace: RunTrace, index: int) -> str:
     answers = trace.gold.answers if trace.gold else ()
     gold = trace.gold.supporting_sentences if trace.gold else ()
     scorer = stage.settings.get("sentence_scorer", "")
+    rows_read = _heatmap_rows(trace)
     rows = []
     for n, item in enumerate(sorted(sentences, key=lambda x: -x.score), start=1):
         decision = ("<span class='fe-badge fe-kept-badge'>kept</span>" if item.kept
                     else "<span class='fe-badge fe-dropped'>cut</span>")
         if item.why:
             decision += f" <small>({esc(item.why)})</small>"
+        if item.kept and (item.passage, item.text) in rows_read:
+            decision += f" <small>heatmap s{rows_read[item.passage, item.text]}</small>"
         badge = " <span class='fe-badge fe-support'>gold</span>" \
             if gold and is_gold_sentence(item.text, gold) else ""
         rows.append(f"<tr><td>{n}</td><td>{item.score:.4f}</td>"
@@ -174,6 +177,17 @@ def sentences_table(trace: RunTrace, index: int) -> str:
             f"<table class='fe-table fe-sentences'><thead><tr><th>#</th><th>{head}</th>"
             "<th>passage</th><th>sentence</th><th>tokens</th><th>decision</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></details>")
+
+
+def _heatmap_rows(trace: RunTrace) -> dict[tuple[str, str], int]:
+    """{(passage id, sentence): its row on the heatmap (s1 first, reading order)} of the
+    sentences the reader read after a sentence cut (none without their attention)."""
+    read = next((s.attention for s in trace.llm_steps
+                 if s.attention is not None and s.attention.sentence_texts), None)
+    if read is None:
+        return {}
+    rows = zip(read.sentence_passages, read.sentence_texts, strict=True)
+    return {key: n for n, key in enumerate(rows, start=1)}
 
 
 def decisions_table(trace: RunTrace, index: int) -> str:
