@@ -307,8 +307,8 @@ def test_what_the_app_shows_of_a_judged_question_and_evaluation():
     from app.tabs.picker import judged_markdown
     from app.tabs.reanswer import _answer
     from app.views.evaluation import paper_table
-    from app.views.figures import heatmap_figure
     from app.views.gold import gold_banner, gold_counts
+    from app.views.heatmap import heatmap_figure
     from app.views.trace import compare_table, stage_table
 
     question = judged_question("q1", "An argument", {"d1": 2, "d2": 1, "d3": 0}, "tiny")

@@ -7,7 +7,7 @@ import zipfile
 from pathlib import Path
 
 from app.tabs import sessions
-from app.views import figures
+from app.views import heatmap
 
 
 def saved(explorer, *names: str) -> list[int]:
@@ -80,7 +80,7 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     assert "BM25Retriever</b> (passages), by llamaindex-rag: <span" in tables
     assert "? (not in the trace)</span> in, 10 kept" in tables
     assert "10 <small>(its input documents)</small> in, 4 kept" in tables
-    (said,) = figures.heatmap_figure(explorer.load_run(1)).layout.annotations
+    (said,) = heatmap.heatmap_figure(explorer.load_run(1)).layout.annotations
     assert "imported from li&#x27;s traces, which carry no reader attention" in said.text
 
     message, *_ = sessions.import_pipeline(explorer, [str(LLAMAINDEX)], "", "li")

@@ -182,14 +182,15 @@ class SentencePruner(Stage):
     granularity = "passages"
 
     def __init__(self, scorer: SentenceScorer, config: PruneConfig, model: str = BI_ENCODER,
-                 *, name: str = "sentences") -> None:
+                 *, name: str = "sentences", tokens: int | None = None) -> None:
         """`scorer` is the loaded scorer `model` names (`config.scorer`, or the summariser's
-        bi-encoder)."""
+        bi-encoder); `tokens` overrides the config's budget (the summariser's own range)."""
         self.scorer, self.config, self.model, self.name = scorer, config, model, name
+        self.tokens = config.tokens if tokens is None else tokens
 
     def settings(self) -> dict:
         cfg = self.config
-        cut = {"max_tokens": cfg.tokens} if cfg.mode == BUDGET else {"threshold": cfg.threshold}
+        cut = {"max_tokens": self.tokens} if cfg.mode == BUDGET else {"threshold": cfg.threshold}
         return {"mode": cfg.mode, **cut, "sentence_scorer": self.model,
                 "neighbours": cfg.neighbours}
 
@@ -202,7 +203,7 @@ class SentencePruner(Stage):
         pieces = [_piece(candidates[s.passage], n, s.text) for n, s in enumerate(sentences)]
         scores = self.scorer.scores(query, pieces)
         sizes = [count_tokens(s.text) for s in sentences]
-        kept = keep_within(scores, sentences, sizes, cfg.tokens) if cfg.mode == BUDGET \
+        kept = keep_within(scores, sentences, sizes, self.tokens) if cfg.mode == BUDGET \
             else keep_above(scores, sentences, cfg.threshold)
         out = []
         for i, cand in enumerate(candidates):
@@ -213,8 +214,8 @@ class SentencePruner(Stage):
         before = sum(count_tokens(c.unit.text) for c in candidates)
         used = sum(sizes[n] for n in kept)
         limit = f"threshold {cfg.threshold:g}" if cfg.mode != BUDGET else \
-            f"budget {cfg.tokens:,}" + ("; the best sentence is kept even over it"
-                                        if used > cfg.tokens else "")
+            f"budget {self.tokens:,}" + ("; the best sentence is kept even over it"
+                                         if used > self.tokens else "")
         return StageOutput(tuple(out), StageDetails(
             note=f"{len(kept)} of {len(sentences)} sentences kept: {used:,} of {before:,} "
                  f"tokens ({limit}), {before - used:,} saved",

@@ -23,10 +23,9 @@ class ExtractiveSummariser(SentencePruner):
     def __init__(self, encoder: SentenceTransformer, model: str = "minilm",
                  max_tokens: int = 200) -> None:
         """`encoder` (the bi-encoder named `model`, loaded) scores the sentences."""
-        check_range("max_tokens", max_tokens, 16, 4096)  # best's summary_tokens range
-        super().__init__(EncoderScorer(encoder),
-                         PruneConfig(BUDGET, tokens=max_tokens, neighbours=False),
-                         model, name="summary")
+        check_range("max_tokens", max_tokens, 1, 100_000)
+        super().__init__(EncoderScorer(encoder), PruneConfig(BUDGET, neighbours=False),
+                         model, name="summary", tokens=max_tokens)
         self.max_tokens = max_tokens
 
     def settings(self) -> dict:
