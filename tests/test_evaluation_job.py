@@ -101,7 +101,8 @@ def test_a_failing_question_is_stored_as_failed_and_the_others_go_on(evaluations
     rows = evaluations.rows(job.id)
     assert [r["status"] for r in rows] == ["answered", "failed", "answered"]
     assert rows[1]["error"] == "RuntimeError: the reader ran out of memory"
-    assert rows[1]["outcome"] == {"answer": None, "support": None, "relevant": None}
+    assert rows[1]["outcome"] == {"answer": None, "support": None, "relevant": None,
+                                  "sentences": None}
     means = stored.summary["echo"]
     assert (means["questions"], means["failed"]) == (3, 1)
     # the means are over the two answered questions only
