@@ -29,7 +29,7 @@ from engine.paradigms.base import Paradigm
 from engine.paradigms.reanswer import ORACLE
 from engine.stages.base import replaying
 from engine.stages.classify import QUERY
-from engine.stages.prune import SentencePruner
+from engine.stages.prune import SentencePruner, cut_to
 from engine.text import count_tokens
 from engine.trace import FAILED, RunTrace, StageResult
 from engine.trace_details import WeighedSentence
@@ -103,19 +103,12 @@ def perfect_sentences(result: StageResult, given: Sequence[Candidate],
     added = [n for n, s in enumerate(sentences) if not s.kept and is_gold(s)]
     if not added:
         return result
-    keep = {n for n, s in enumerate(sentences) if s.kept} | set(added)
-    out = []
-    for cand in given:
-        mine = [s.text for n, s in enumerate(sentences)
-                if n in keep and s.passage == cand.unit.id]
-        if mine:
-            out.append(replace(cand, unit=replace(cand.unit, text=" ".join(mine)),
-                               rank=len(out) + 1))
     marked = tuple(replace(s, kept=True, why=PERFECT) if n in added else s
                    for n, s in enumerate(sentences))
+    out = cut_to(given, [(s.passage, s.text) for s in marked if s.kept])
     settings = {**result.settings, PERFECT: {"gold_sentences_added": len(added)}}
     note = f"made perfect: {len(added)} gold sentence(s) the cut had cut kept"
-    return replace(result, candidates=tuple(out), settings=settings,
+    return replace(result, candidates=out, settings=settings,
                    details=replace(result.details, note=note, sentences=marked,
                                    tokens=sum(s.tokens or count_tokens(s.text)
                                               for s in marked if s.kept)))

@@ -78,9 +78,9 @@ class FunnelConfig:
     index_passage_tokens: int = options.passage_tokens("passage size of the dense index the "
                                                        "document scores read (shared with "
                                                        "flat)")
+    prune: PruneConfig = options.prune()
     # mean_tokens, not eq3: on HotpotQA *train* paragraphs it finds the supporting ones best
     # (recall@2 0.40 vs eq3 0.23, random 0.18; bench/fid_scoring.py, bench/README.md).
-    prune: PruneConfig = options.prune()
     reader: ReaderConfig = options.reader(aggregation="mean_tokens")
 
     def __post_init__(self) -> None:

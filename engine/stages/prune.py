@@ -205,18 +205,14 @@ class SentencePruner(Stage):
         sizes = [count_tokens(s.text) for s in sentences]
         kept = keep_within(scores, sentences, sizes, self.tokens) if cfg.mode == BUDGET \
             else keep_above(scores, sentences, cfg.threshold)
-        out = []
-        for i, cand in enumerate(candidates):
-            mine = [n for n, s in enumerate(sentences) if s.passage == i and n in kept]
-            if mine:
-                text = " ".join(sentences[n].text for n in mine)
-                out.append(replace(cand, unit=replace(cand.unit, text=text), rank=len(out) + 1))
+        out = cut_to(candidates, [(candidates[s.passage].unit.id, s.text)
+                                  for n, s in enumerate(sentences) if n in kept])
         before = sum(count_tokens(c.unit.text) for c in candidates)
         used = sum(sizes[n] for n in kept)
         limit = f"threshold {cfg.threshold:g}" if cfg.mode != BUDGET else \
             f"budget {self.tokens:,}" + ("; the best sentence is kept even over it"
                                          if used > self.tokens else "")
-        return StageOutput(tuple(out), StageDetails(
+        return StageOutput(out, StageDetails(
             note=f"{len(kept)} of {len(sentences)} sentences kept: {used:,} of {before:,} "
                  f"tokens ({limit}), {before - used:,} saved",
             tokens=used, tokens_in=before,
@@ -224,6 +220,21 @@ class SentencePruner(Stage):
                                             round(float(scores[n]), 4), n in kept, sizes[n],
                                             kept.get(n, ""))
                             for n, s in enumerate(sentences))))
+
+
+def cut_to(candidates: Sequence[Candidate], kept: Sequence[tuple[str, str]]
+           ) -> tuple[Candidate, ...]:
+    """`candidates` (in their order, ranks renumbered) each cut to its kept sentences
+    ((passage id, text), in reading order), joined; a passage with none is dropped."""
+    texts: dict[str, list[str]] = {}
+    for passage, text in kept:
+        texts.setdefault(passage, []).append(text)
+    out: list[Candidate] = []
+    for cand in candidates:
+        if cand.unit.id in texts:
+            out.append(replace(cand, unit=replace(cand.unit, text=" ".join(texts[cand.unit.id])),
+                               rank=len(out) + 1))
+    return tuple(out)
 
 
 def _piece(passage: Candidate, n: int, text: str) -> Candidate:

@@ -26,7 +26,6 @@ class ExtractiveSummariser(SentencePruner):
         check_range("max_tokens", max_tokens, 1, 100_000)
         super().__init__(EncoderScorer(encoder), PruneConfig(BUDGET, neighbours=False),
                          model, name="summary", tokens=max_tokens)
-        self.max_tokens = max_tokens
 
     def settings(self) -> dict:
-        return {"max_tokens": self.max_tokens, "sentence_scorer": self.model}
+        return {"max_tokens": self.tokens, "sentence_scorer": self.model}
