@@ -509,7 +509,7 @@ def test_missing_field_in_pretty_printed_array_names_the_item_start_line(
     ("name", "content", "facts"),
     [
         ("corpus.json", [{"title": "A", "text": 5}], ["line 2", "'text'", "expected str, got int"]),
-        ("nq.jsonl", None, ["line 1", "'answer'", "expected list, got str"]),
+        ("nq.jsonl", None, ["line 1", "'answer'", "expected list, got int"]),
         ("hotpot.json", [{**HOTPOT_ORIGINAL[0], "context": [["Only a title"]]}],
          ["line 2", "'context'"]),
         ("musique.json", [{**MUSIQUE_ITEMS[0], "answer_aliases": ["ok", 3]}],
@@ -521,7 +521,7 @@ def test_wrong_field_type_names_line_and_field(
 ) -> None:
     path = tmp_path / name
     if content is None:
-        write_jsonl(path, [{"question": "q", "answer": "a single string"}])
+        write_jsonl(path, [{"question": "q", "answer": 7}])  # a string is one answer
     else:
         write_json(path, content)
     message = format_error(path)

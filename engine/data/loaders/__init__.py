@@ -20,7 +20,7 @@ FORMATS = {
     "hotpotqa": "JSON list with _id, question, answer, supporting_facts, context",
     "musique": "JSON list or JSONL with id, question, answer, paragraphs",
     "squad": "SQuAD JSON with data[].paragraphs[].qas[]",
-    "nq-open": "JSONL with question, answer[]",
+    "nq-open": "JSONL with question, answer (a string or a list)",
     "title-text": "JSON list of {title, text}",
     "beir": "a BEIR folder or zip: corpus.jsonl, queries.jsonl, qrels/<split>.tsv",
     "trec": "a folder of TREC topics.*, qrels.* and a corpus.jsonl/.csv/.parquet",

@@ -7,7 +7,7 @@ Formats (names used in errors and on the CLI):
 - `musique`: JSON list or JSONL, `id, question, answer, answer_aliases,
   paragraphs[]{idx, title, paragraph_text, is_supporting}`
 - `squad`: SQuAD v1/v2 JSON, `data[].paragraphs[].qas[]`
-- `nq-open`: JSONL, `question, answer[]` (no paragraphs)
+- `nq-open`: JSONL, `question, answer[]` or a plain `question, answer` (no paragraphs)
 
 A dataset's paragraphs become documents keyed by title; paragraphs sharing a title are
 merged (engine.data.merge.merge_documents), so gold supporting titles are document ids.
@@ -125,7 +125,8 @@ def parse_musique(rec: Record) -> tuple[Question, list[Paragraph]]:
 
 
 def parse_nq_open(rec: Record, number: int) -> tuple[Question, list[Paragraph]]:
-    answers = _strings(rec, "answer")
+    one = rec.obj.get("answer")  # a plain {question, answer} file gives one string
+    answers = (one,) if isinstance(one, str) and one.strip() else _strings(rec, "answer")
     if not answers:
         raise rec.error("needs at least one answer string", field="answer")
     question = Question(id=str(rec.obj.get("id", f"nq-{number}")), text=rec.text("question"),
