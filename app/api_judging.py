@@ -40,15 +40,15 @@ def judging_api(explorer: Explorer) -> None:
         return json.dumps({"dataset": split.label, "questions": split.questions})
 
     def generate_question_set(corpus: str, name: str, count: int = 30,
-                              model: str = "smollm2", endpoint_url: str = "",
+                              model: str = "smollm2", endpoint: str = "",
                               seed: int = 0) -> str:
         """Question set `name` of added corpus `corpus`, generated: a question per passage
         of a stratified sample of `count` through reader `model` (or an OpenAI-compatible
-        `endpoint_url`), kept where BM25 or the bi-encoder finds its source passage in its
-        top 20, the source's document judged 3. Returns {"dataset", "asked", "written",
-        "kept", "pass_rate"}."""
+        `endpoint`, by the name the operator allowed it by), kept where BM25 or the
+        bi-encoder finds its source passage in its top 20, the source's document judged 3.
+        Returns {"dataset", "asked", "written", "kept", "pass_rate"}."""
         (last,) = deque(judging.generate_questions(corpus, name, int(count), model,
-                                                   endpoint_url, int(seed)), maxlen=1)
+                                                   endpoint, int(seed)), maxlen=1)
         return json.dumps({"dataset": f"{corpus} ({name})", "asked": last.asked,
                            "written": last.written, "kept": len(last.kept),
                            "pass_rate": last.pass_rate})
@@ -93,12 +93,13 @@ def judging_api(explorer: Explorer) -> None:
         undone = judging.undo(int(pool_id), assessor)
         return json.dumps(None if undone is None else asdict(undone))
 
-    def llm_judge(pool_id: int, model: str = "smollm2", endpoint_url: str = "",
+    def llm_judge(pool_id: int, model: str = "smollm2", endpoint: str = "",
                   limit: int = 0) -> str:
         """The LLM judge (UMBRELA's prompt) over the pool's units it has not judged
         (`limit`: at most so many; 0 every one), through reader `model` or an
-        OpenAI-compatible `endpoint_url`. Returns {"judged", "unreadable", "left"}."""
-        ended = deque(judging.llm_judge(int(pool_id), model, endpoint_url,
+        OpenAI-compatible `endpoint` (by the name the operator allowed it by). Returns
+        {"judged", "unreadable", "left"}."""
+        ended = deque(judging.llm_judge(int(pool_id), model, endpoint,
                                         int(limit) or None), maxlen=1)
         return json.dumps(asdict(ended[0]) if ended else
                           {"judged": 0, "unreadable": 0, "left": 0})

@@ -1,7 +1,7 @@
 """Start Funnel Explorer: `python app.py` or `funnel-explorer` with [--host H] [--port P]
 [--data-dir DIR] [--corpus NAME] [--corpus-root DIR] [--max-upload-mb MB] [--share]
 [--users FILE] [--no-auth] [--session-hours H]
-[--sessions FILE] [--otlp-endpoint URL] [--otlp-receive PORT] [--ray ADDRESS]
+[--sessions FILE] [--otlp-endpoint URL] [--otlp-receive PORT] [--allow FILE] [--ray ADDRESS]
 [--shards N] [--qdrant WHERE]; each flag also reads an environment variable (see
 --help)."""
 
@@ -11,11 +11,14 @@ import argparse
 import logging
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from textwrap import shorten
 
 from app.login import SESSION_HOURS, UPLOAD_MB_PER_DAY, request_user
 from app.ui import build_app, serve
+from engine import allowed
+from engine.allowed import ENV as ALLOW_ENV
 from engine.errors import ConfigError
 from engine.index.shards import DEFAULT_SHARDS
 from engine.logs import QUIET_LOGGERS as QUIET_LOGGERS
@@ -112,6 +115,11 @@ def main() -> None:
                              "read when no --otlp-key is given). "
                              "Make one: python -c 'import secrets; "
                              "print(secrets.token_urlsafe(32))'")
+    parser.add_argument("--allow", metavar="FILE", default=env(ALLOW_ENV) or None,
+                        help="the endpoints, models, Ray clusters and Qdrant locations a "
+                             "request may pick, each by a name of its own (a TOML file; "
+                             f"{ALLOW_ENV}); a request names nothing else: no URL, folder or "
+                             "hub id. docs/serving.md#what-requests-may-name")
     parser.add_argument("--ray", default=env("FUNNEL_RAY", ""), metavar="ADDRESS",
                         help="serve every corpus's dense index from Ray actors, one index "
                              "shard each, at this cluster (host:port, ray://host:port, or "
@@ -133,6 +141,7 @@ def main() -> None:
             use_data_dir(args.data_dir)
         except ConfigError as err:
             parser.error(str(err))
+    _confine(parser, args, root=Path(args.corpus_root) if args.corpus_root else None)
     door = _door(parser, args)
     keys = _receiver_keys(parser, args, door) if args.otlp_receive else {}
     if args.max_upload_mb <= 0:
@@ -195,6 +204,28 @@ def main() -> None:
                                       "upload_mb_per_day": args.max_upload_mb_per_day},
           server_name=args.host, server_port=args.port, share=args.share,
           max_file_size=int(args.max_upload_mb * 1024**2))
+
+
+def _confine(parser: argparse.ArgumentParser, args: argparse.Namespace,
+             root: Path | None) -> None:
+    """From here on a request names only what the allow file allows (engine.allowed), and
+    reads files only from the app's own upload folder (made owner-only under the data
+    directory, never Gradio's shared temporary one) and the corpus root."""
+    from engine.paths import data_dir
+
+    try:
+        names = allowed.Allowed.read(args.allow) if args.allow else allowed.Allowed()
+    except ConfigError as err:
+        parser.error(f"--allow: {err}")
+    uploads = data_dir() / "uploads"
+    uploads.mkdir(mode=0o700, exist_ok=True)
+    os.environ["GRADIO_TEMP_DIR"] = str(uploads)  # gradio.utils.get_upload_folder
+    folders = (str(uploads), str(root or data_dir()))  # the corpus root's default
+    allowed.confine(replace(names, folders=folders))
+    logger.info("Requests may name %s", "; ".join(
+        f"{kind}: {', '.join(names.names(kind))}" for kind in allowed.KINDS
+        if names.names(kind)) or "no endpoint, model, Ray cluster or Qdrant by name "
+        "(--allow FILE names some)")
 
 
 def _receiver_keys(parser: argparse.ArgumentParser, args: argparse.Namespace,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import gradio as gr
 
+from engine import allowed
 from engine.config import Option
 from engine.paradigms.registry import PARADIGMS
 
@@ -44,6 +45,13 @@ def widget(option: Option, elem_id: str, value: object = None) -> gr.Component:
     if option.choices:
         return gr.Dropdown(list(option.choices), value=option.default, label=label, info=info,
                            elem_id=elem_id)
+    named = allowed.current().names(option.names) if option.names else ()
+    if option.names == "endpoints":  # a request picks one the operator allowed, or none
+        return gr.Dropdown([("none: the model in this process", ""), *named],
+                           value=option.default if option.default in named else "",
+                           label=label, info=info, elem_id=elem_id)
+    if named:
+        info = f"{info}; allowed here by name: {', '.join(named)}"
     if option.type is bool:
         return gr.Checkbox(value=option.default, label=label, info=info, elem_id=elem_id)
     if option.type in (int, float):

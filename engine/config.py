@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine import allowed
 from engine.errors import ConfigError
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
@@ -36,14 +37,19 @@ class Option:
     low: float | None = None
     high: float | None = None
     choices: tuple[Any, ...] = ()
+    names: str = ""  # the kind of place it names by an allowed name (engine.allowed)
 
 
 def param(default: Any, help: str, *, low: float | None = None, high: float | None = None,
-          choices: Sequence[Any] | Callable[[], Sequence[Any]] = ()) -> Any:
+          choices: Sequence[Any] | Callable[[], Sequence[Any]] = (),
+          names: str = "") -> Any:
     """A dataclass field with its help text, range (inclusive) and choices: a sequence, or a
-    function that gives them when asked (choices plugins add, such as reader backends)."""
+    function that gives them when asked (choices plugins add, such as reader backends).
+    `names`: the kind of place the option names ("models": by a word it reads itself, or
+    by a folder or hub id; "endpoints": by a server's URL), which a confined process (the
+    app) takes only by a name the operator allowed (engine.allowed)."""
     meta = {"help": help, "low": low, "high": high,
-            "choices": choices if callable(choices) else tuple(choices)}
+            "choices": choices if callable(choices) else tuple(choices), "names": names}
     if dataclasses.is_dataclass(default):
         return field(default_factory=lambda: default, metadata=meta)
     return field(default=default, metadata=meta)
@@ -78,7 +84,8 @@ def describe(cls: type, prefix: str = "", defaults: Any = None) -> list[Option]:
             continue
         meta = f.metadata
         out.append(Option(f"{prefix}{f.name}", tp, default, meta.get("help", ""),
-                          meta.get("low"), meta.get("high"), _choices(meta)))
+                          meta.get("low"), meta.get("high"), _choices(meta),
+                          meta.get("names", "")))
     return out
 
 
@@ -94,6 +101,10 @@ def check_config(config: Any) -> None:
                                   f"{tp.__name__} options, got {value!r}.")
             continue
         _check_type(f.name, value, tp)
+        if meta.get("names") == "models":
+            allowed.check_model(f.name, value)
+        elif meta.get("names") == "endpoints":
+            allowed.endpoint(value, f.name)
         low, high = meta.get("low"), meta.get("high")
         if low is not None and high is not None and not low <= value <= high:
             raise ConfigError(f"{f.name}={value!r} is out of range; allowed: {low} to {high}.")

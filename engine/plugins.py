@@ -115,6 +115,15 @@ def load(group: str, add, found: list[tuple[EntryPoint, str]] | None = None) -> 
     return plugins
 
 
+_TABLES: list[dict] = []  # every table `register` has filled
+
+
+def registered_names() -> frozenset[str]:
+    """The names of everything registered in any table: paradigms, re-rankers, retrievers,
+    backends, encoders (engine.allowed: words a model option reads itself)."""
+    return frozenset(name for table in _TABLES for name in table)
+
+
 def register(table: dict, spec: object, kind: type, what: str, *,
              reserved: tuple[str, ...] = (), callables: tuple[str, ...] = (),
              check: Callable[[Any], None] | None = None) -> None:
@@ -134,6 +143,8 @@ def register(table: dict, spec: object, kind: type, what: str, *,
     if check is not None:
         check(spec)
     table[spec.name] = spec
+    if not any(t is table for t in _TABLES):
+        _TABLES.append(table)
 
 
 class Table:

@@ -191,7 +191,7 @@ def fake_server(monkeypatch):
 
 
 def test_openai_generator_completion_and_chat(fake_server):
-    gen = OpenAIGenerator("tiny-remote", fake_server)
+    gen = OpenAIGenerator("tiny-remote", fake_server, api_key="sekret")
     out = gen.generate("Context: ...\nAnswer:", max_new_tokens=8, stop=("\n",))
     assert out.text == " Danube" and (out.prompt_tokens, out.output_tokens) == (11, 2)
     assert not out.at_cap  # the server hit its cap, but our stop string ended the answer first
@@ -206,9 +206,8 @@ def test_openai_generator_completion_and_chat(fake_server):
 
 
 def test_openai_generator_errors_name_the_cause(fake_server, monkeypatch):
-    monkeypatch.setenv("FUNNEL_API_KEY", "wrong")
-    with pytest.raises(GeneratorError, match="answered HTTP 401.*bad key.*FUNNEL_API_KEY"):
-        OpenAIGenerator("m", fake_server).generate("x")
+    with pytest.raises(GeneratorError, match="answered HTTP 401.*bad key.*key_env or key_file"):
+        OpenAIGenerator("m", fake_server, api_key="wrong").generate("x")
     with pytest.raises(GeneratorError, match="Cannot reach the endpoint http://127.0.0.1:9/v1"):
         OpenAIGenerator("m", "http://127.0.0.1:9/v1", timeout=2).generate("x")
     from engine.errors import ConfigError

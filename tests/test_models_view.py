@@ -59,14 +59,23 @@ def test_an_encoders_indexes_and_vectors_are_listed_by_corpus(built, tiny_corpus
     assert any("dense index of corpus " in b for b in unnamed)
 
 
-def test_the_endpoint_row_says_which_api_key_it_reads(data_dir, monkeypatch):
-    monkeypatch.delenv("FUNNEL_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    row = by(model_rows({}), "generator", "an OpenAI-compatible endpoint")
-    assert "(none set)" in row.status
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    row = by(model_rows({}), "generator", "an OpenAI-compatible endpoint")
-    assert "from OPENAI_API_KEY" in row.status and "sk-test" not in row.status
+def test_the_allowed_endpoints_and_models_are_listed_by_name_never_their_keys(
+        data_dir, monkeypatch, tmp_path):
+    from engine import allowed
+
+    monkeypatch.setenv("VLLM_KEY", "sk-test")
+    path = tmp_path / "allow.toml"
+    path.write_text('[endpoints.vllm]\nurl = "http://127.0.0.1:8000/v1"\nkey_env = "VLLM_KEY"'
+                    '\n[models]\ne5 = "/srv/e5"\n')
+    assert "none yet: --allow FILE" in by(model_rows({}), "re-ranker",
+                                          "a folder or hub id").status
+    with allowed.confined(allowed.Allowed.read(path)):
+        rows = model_rows({})
+    row = by(rows, "generator", "endpoint 'vllm'")
+    assert "its key is sent to it alone" in row.status
+    assert all("sk-test" not in r.status and "/srv/e5" not in r.status for r in rows)
+    assert "by a name the operator allowed (e5)" in by(rows, "encoder",
+                                                        "a folder or hub id").status
 
 
 def test_the_table_escapes_what_it_shows(data_dir):

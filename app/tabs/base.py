@@ -42,3 +42,17 @@ class Tab:
     more_corpora: tuple[gr.Dropdown, ...] = ()  # a tab of two views (Sweep: Grid, Tune)
     refresh: Refresh | None = None
     on_load: bool = False
+
+
+def place_choice(kind: str, label: str, elem_id: str, empty: str,
+                 words: tuple[tuple[str, str], ...] = (), **kwargs) -> gr.Dropdown:
+    """A choice of the `kind` of place ("endpoints", "ray", "qdrant") the operator allowed
+    by name (engine.allowed: the --allow file), with `empty` (what '' means) and `words`
+    ((label, value) the option reads itself) first: a request names nothing else."""
+    from engine import allowed
+
+    names = allowed.current().names(kind)
+    return gr.Dropdown([(empty, ""), *words, *names], value="", label=label,
+                       elem_id=elem_id, info=kwargs.pop("info", "") + (
+                           "" if names else " (the operator allows more by name with "
+                           "--allow FILE)"), **kwargs)

@@ -10,7 +10,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refused_box, refusing
-from app.tabs.base import Refresh, Tab
+from app.tabs.base import Refresh, Tab, place_choice
 from app.tabs.contents import contents
 from app.views.trace import esc
 from engine.data.ingest import SUFFIXES, megabytes
@@ -115,20 +115,19 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
             path_name = gr.Textbox(label="Name", elem_id="fe-corpus-path-name", scale=1)
             add_path = gr.Button("Add from path", elem_id="fe-corpus-add-path", scale=1)
     with gr.Row():
-        ray = gr.Textbox(label="Ray (optional)", elem_id="fe-corpus-ray", scale=2,
-                         placeholder="empty: in this process",
-                         info="a Ray cluster's address (host:port or ray://host:port) that "
-                              "sees this data directory, or 'local' for two local workers: "
-                              "the dense passages of the next corpus added are encoded there")
+        ray = place_choice("ray", "Ray", "fe-corpus-ray", "none: in this process",
+                           (("local: two workers here", "local"),), scale=2,
+                           info="a Ray cluster the operator allowed (it sees this data "
+                                "directory), or two local workers: the dense passages of "
+                                "the next corpus added are encoded there")
         sharded = gr.Checkbox(label=f"Serve its dense index from {DEFAULT_SHARDS} Ray shards",
                               elem_id="fe-corpus-shards", scale=1,
                               info="one index shard per Ray actor, searched side by side and "
                                    "merged exactly: for a corpus past one machine's memory")
     with gr.Row():
-        qdrant = gr.Textbox(label="Qdrant (optional)", elem_id="fe-corpus-qdrant", scale=2,
-                            placeholder="empty: in this process",
-                            info="serve its dense index from Qdrant instead: a server's URL "
-                                 "(http://host:6333) or a folder for Qdrant's local mode")
+        qdrant = place_choice("qdrant", "Qdrant", "fe-corpus-qdrant", "none: in this process",
+                              scale=2, info="serve its dense index from a Qdrant the operator "
+                                            "allowed (a server, or a folder in local mode)")
         collection = gr.Textbox(label="Collection", elem_id="fe-corpus-collection", scale=1,
                                 placeholder="default: the corpus's name",
                                 info="holding its passages' vectors (payload 'unit': the "

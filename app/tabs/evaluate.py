@@ -25,7 +25,7 @@ import gradio as gr
 from app.downloads import download
 from app.errors import refused_box, refusing
 from app.params import ParamPanels, config_json, panel_values, param_panels, show_panels
-from app.tabs.base import Refresh, Tab
+from app.tabs.base import Refresh, Tab, place_choice
 from app.tabs.contents import contents, scroll_to
 from app.tabs.corpora import corpus_choice, uploaded_path
 from app.tabs.difference import paired_tables
@@ -280,9 +280,10 @@ def form(explorer: Explorer) -> Form:
                   None, presets, api_visibility="private")
     with gr.Row():
         name = gr.Textbox(label="Evaluation name (optional)", scale=2, elem_id="fe-eval-name")
-        ray = gr.Textbox(label="Ray address (optional): 'local' for two workers here, or "
-                               "host:port of a cluster sharing this data folder", scale=2,
-                         elem_id="fe-eval-ray")
+        ray = place_choice("ray", "Ray", "fe-eval-ray", "none: in this process",
+                           (("local: two workers here", "local"),), scale=2,
+                           info="the questions run as Ray tasks: on two local workers, or "
+                                "a cluster the operator allowed (sharing this data folder)")
         corpus = corpus_choice(explorer, "fe-eval-corpus")
     corpus_follows(explorer, dataset, corpus)
     return Form(dataset, upload, limit, sample, seed, chosen, presets, name, ray, corpus,

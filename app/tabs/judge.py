@@ -27,7 +27,7 @@ import gradio as gr
 
 from app.downloads import download
 from app.errors import refusing
-from app.tabs.base import Refresh, Tab
+from app.tabs.base import Refresh, Tab, place_choice
 from app.tabs.corpora import uploaded_path
 from app.tabs.evaluate import POLL_SECONDS
 from app.views.trace import esc, highlight
@@ -191,8 +191,10 @@ def build(explorer: Explorer) -> Tab:
                                   elem_id="fe-judge-gen-count")
                 writer = gr.Textbox("smollm2", label="Reader model",
                                     elem_id="fe-judge-gen-model")
-                writer_at = gr.Textbox(label="OpenAI-compatible endpoint (optional)",
-                                       elem_id="fe-judge-gen-endpoint")
+                writer_at = place_choice("endpoints", "Endpoint", "fe-judge-gen-endpoint",
+                                         "none: the model here",
+                                         info="an OpenAI-compatible server the operator "
+                                              "allowed; the model is then its name there")
             generate = gr.Button("Generate questions", elem_id="fe-judge-generate")
     with gr.Accordion("2. A pool", open=False):
         with gr.Row():
@@ -226,8 +228,10 @@ def build(explorer: Explorer) -> Tab:
                     "grades count only where no person judged, and Diagnose compares them.")
         with gr.Row():
             judge_model = gr.Textbox("smollm2", label="Model", elem_id="fe-judge-llm-model")
-            judge_at = gr.Textbox(label="OpenAI-compatible endpoint (optional)",
-                                  elem_id="fe-judge-llm-endpoint")
+            judge_at = place_choice("endpoints", "Endpoint", "fe-judge-llm-endpoint",
+                                    "none: the model here",
+                                    info="an OpenAI-compatible server the operator allowed; "
+                                         "the model is then its name there")
             limit = gr.Number(0, label="At most (0: every unit)", precision=0,
                               elem_id="fe-judge-llm-limit")
         llm = gr.Button("Judge with the LLM", elem_id="fe-judge-llm")

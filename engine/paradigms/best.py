@@ -48,7 +48,8 @@ class BestConfig:
                            "need none")
     classifier: str = param("trained", "query classifier: trained (here; until it is, "
                             "always-retrieve stands in), always-retrieve, or a "
-                            "sequence-classifier folder or hub id (label 1: needs retrieval)")
+                            "sequence-classifier folder or hub id (label 1: needs retrieval)",
+                            names="models")
     hyde: bool = param(False, "HyDE: search the dense index with a generated pseudo-document "
                        "plus the question (one more LLM call)")
     search: str = param("hybrid", "retrieval: hybrid (alpha x BM25 + dense), bm25 or dense",
@@ -59,7 +60,7 @@ class BestConfig:
                    high=1000)
     reranker: str = param(BI_ENCODER, "re-ranker of the M passages found: none, bi-encoder "
                           "(stored vectors), trained, a plugin's (the Models table lists "
-                          "them), or a cross-encoder folder or hub id")
+                          "them), or a cross-encoder folder or hub id", names="models")
     bi_encoder: str = options.bi_encoder("the search, the bi-encoder re-ranker and the "
                                          "summariser")
     k: int = param(4, "k: passages handed to summarisation and the reader", low=1, high=50)

@@ -61,7 +61,7 @@ class DRRAGConfig:
     classifier: str = param("trained", "selection classifier: trained (the active version; "
                             "until one is trained, the cosines stand-in), cosines (untrained: "
                             "the frozen encoder's view), or a sequence-classifier folder or "
-                            "hub id")
+                            "hub id", names="models")
     threshold: float = param(0.0, "keep a pair when P >= threshold; 0 uses the threshold "
                              "chosen when the classifier was trained", low=0.0, high=1.0)
     passage_tokens: int = options.passage_tokens("passage size of the dense index (shared "

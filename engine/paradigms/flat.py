@@ -50,7 +50,7 @@ class FlatConfig:
     # (bench/README.md)
     reranker: str = param("bi-encoder", "re-ranker: bi-encoder (stored vectors: keeps the "
                           "dense order), trained, a plugin's (the Models table lists them), "
-                          "or a cross-encoder folder or hub id")
+                          "or a cross-encoder folder or hub id", names="models")
     prune: PruneConfig = options.prune()
     reader: ReaderConfig = options.reader()
 

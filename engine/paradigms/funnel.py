@@ -72,7 +72,7 @@ class FunnelConfig:
     preranker: str = param("hybrid", "pre-ranker: hybrid (BM25 + stored passage vectors), "
                            "bi-encoder (stored passage vectors), bm25, trained (the "
                            "cross-encoder trained here), a plugin's (the Models table lists "
-                           "them), or a cross-encoder folder or hub id")
+                           "them), or a cross-encoder folder or hub id", names="models")
     bi_encoder: str = options.bi_encoder("the document scores, the pre-ranker's stored "
                                          "scores and the passage prior")
     index_passage_tokens: int = options.passage_tokens("passage size of the dense index the "

@@ -40,7 +40,8 @@ PASSAGE_TOKENS = 100  # the dense index's passages: paradigms that share it shar
 
 def bi_encoder(of: str) -> Any:
     """The dense encoder option; `of` says what it encodes ("the units' MaxP scores")."""
-    return param("minilm", f"dense encoder of {of}: an alias, a folder or a hub id")
+    return param("minilm", f"dense encoder of {of}: an alias, a folder or a hub id",
+                 names="models")
 
 
 def passage_tokens(help: str) -> Any:

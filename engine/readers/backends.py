@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from engine import plugins
-from engine.errors import check_choice
+from engine import allowed, plugins
+from engine.errors import ConfigError, check_choice
 from engine.models.loading import PRECISION_CHOICES
 from engine.models.onnx_export import ONNX_PRECISIONS
 from engine.readers.generator import Capabilities, Generator
@@ -85,7 +85,12 @@ def _fid_beside_onnx(model: str, precision: str) -> Any:
 
 
 def _client(model: str, endpoint: str, precision: str) -> OpenAIGenerator:
-    return OpenAIGenerator(model, endpoint)  # the precision is the server's business
+    """The client of the server `endpoint` names (engine.allowed: an allowed name, or a URL
+    typed on the command line), sent its own key alone; the precision is the server's."""
+    server = allowed.endpoint(endpoint)
+    if server is None:
+        raise ConfigError("The openai backend reaches a server: set reader.endpoint.")
+    return OpenAIGenerator(model, server.url, api_key=server.key)
 
 
 @dataclass(frozen=True)

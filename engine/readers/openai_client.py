@@ -1,13 +1,12 @@
 """The "openai" backend's generator: a client of an OpenAI-compatible server (/completions
-for text prompts, /chat/completions for chat prompts, temperature 0), its key from
-`$FUNNEL_API_KEY` or `$OPENAI_API_KEY`. engine.readers.backends names it in the backends'
-table.
+for text prompts, /chat/completions for chat prompts, temperature 0), sent the key its endpoint was
+allowed with (engine.allowed: the allow file's, or `$FUNNEL_API_KEY` for a URL typed on the
+command line) and no other. engine.readers.backends names it in the backends' table.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.error
 import urllib.request
@@ -17,8 +16,6 @@ from engine.errors import ConfigError
 from engine.readers.generator import Capabilities, Generation, GeneratorError, Prompt
 from engine.readers.greedy import cut_at_stop
 
-API_KEY_VARIABLES = ("FUNNEL_API_KEY", "OPENAI_API_KEY")
-
 
 class OpenAIGenerator:
     """An OpenAI-compatible server: /completions for text prompts, /chat/completions for
@@ -26,14 +23,13 @@ class OpenAIGenerator:
 
     capabilities = Capabilities()  # text in, text out: nothing else over this API
 
-    def __init__(self, model: str, base_url: str, api_key: str | None = None,
+    def __init__(self, model: str, base_url: str, api_key: str = "",
                  timeout: float = 120.0) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"endpoint {base_url!r} is not an http(s) URL; give the server's "
                               "base URL, e.g. http://127.0.0.1:8000/v1.")
         self.name, self.base_url, self.timeout = model, base_url.rstrip("/"), timeout
-        self.api_key = api_key if api_key is not None else next(
-            (os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), "")
+        self.api_key = api_key
 
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 32, stop: tuple[str, ...] = (),
                  spans: tuple[tuple[int, int], ...] = (),
@@ -82,8 +78,9 @@ class OpenAIGenerator:
         except urllib.error.HTTPError as err:
             detail = err.read().decode("utf-8", "replace")[:300]
             raise GeneratorError(f"{self.base_url}{path} answered HTTP {err.code}: {detail}. "
-                                 f"Check the model name {self.name!r} and the key in "
-                                 f"{' or '.join(API_KEY_VARIABLES)}.") from None
+                                 f"Check the model name {self.name!r} and the endpoint's "
+                                 "key (the allow file's key_env or key_file; on the command "
+                                 "line $FUNNEL_API_KEY).") from None
         except (urllib.error.URLError, TimeoutError, OSError) as err:
             raise GeneratorError(f"Cannot reach the endpoint {self.base_url}: {err}. Is the "
                                  "server running, and is the base URL right?") from None

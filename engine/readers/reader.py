@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine import allowed
 from engine.config import check_config, param
 from engine.documents import Candidate
 from engine.errors import ConfigError, check_choice
@@ -53,8 +54,10 @@ class ReaderConfig:
 
     model: str = param("smollm2", "reader model: an alias, a local folder or a hub id (with "
                        "an endpoint: the model name the server knows)")
-    endpoint: str = param("", "base URL of an OpenAI-compatible server, e.g. "
-                          "http://127.0.0.1:8000/v1; empty: run the model in this process")
+    endpoint: str = param("", "an OpenAI-compatible server: the name the operator allowed "
+                          "it by (the app's --allow file), or on the command line its base "
+                          "URL, e.g. http://127.0.0.1:8000/v1; empty: run the model in this "
+                          "process", names="endpoints")
     backend: str = param("auto", "generator backend: transformers (the model in this "
                          "process, torch), onnx (the model in this process through ONNX "
                          "Runtime: torch fp32's answers 1.4x faster, no attention), openai (an "
@@ -93,6 +96,9 @@ class ReaderConfig:
     def __post_init__(self) -> None:
         check_choice("aggregation scheme", self.aggregation, attention.SCHEMES)
         check_config(self)
+        # a model a request may not load is refused here, as an endpoint is (check_config)
+        if not self.endpoint:
+            allowed.check_model("model", self.model)
         backend = self.backend_of()
         if self.precision not in backend.precisions:
             others = [b.name for b in known_backends().values()

@@ -121,7 +121,15 @@ def dataset_questions(dataset: str) -> tuple[Question, ...]:
 def dataset_of(dataset: str) -> Dataset:
     """A listed dataset (by its name or path) with its documents, or a QA file at path
     `dataset`."""
-    if listed_path(dataset) is not None or not Path(dataset).is_file():
+    if listed_path(dataset) is not None or not str(dataset or "").strip():
+        return _listed(check_listed(dataset))
+    from engine import allowed
+
+    if not allowed.readable(dataset):  # said before whether such a file exists
+        raise ConfigError(f"dataset={dataset!r} is neither a listed dataset nor a file "
+                          "uploaded to this app, and a request never chooses what the "
+                          "server reads: name a listed dataset or upload the QA file.")
+    if not Path(dataset).is_file():
         return _listed(check_listed(dataset))
     from engine.data.loaders import read_dataset
 

@@ -72,6 +72,9 @@ class Evaluations:
         the questions run as Ray tasks (engine.eval.on_ray). `dataset_name` names the
         dataset in the stored evaluation (default: its label, or the file's path).
         """
+        from engine import allowed
+
+        ray = allowed.place("ray", ray, "ray", words=("local",))  # an allowed name's address
         chosen = dataset_of(dataset)
         preparation = self.preparation_for(corpus, dataset, chosen, dataset_name)
         kinds, configs = self._presets_among(paradigms, dict(configs or {}))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,9 +106,10 @@ def encoder_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
         rows.append(ModelRow("encoder", name, source, status, tuple(things),
                              "bi_encoder (every paradigm)"))
     rows.append(ModelRow("encoder", "a folder or hub id", "your own",
-                         "any sentence-transformers model; its vectors and indexes are "
-                         "built on first use, with a time estimate measured on its own "
-                         "encoding speed", (), "bi_encoder (every paradigm)"))
+                         your_own("any sentence-transformers model; its vectors and "
+                                  "indexes are built once an admin confirms the build, "
+                                  "with a time estimate measured on its own encoding "
+                                  "speed"), (), "bi_encoder (every paradigm)"))
     return rows
 
 
@@ -167,7 +167,7 @@ def reranker_rows() -> list[ModelRow]:
                  "ready" if trained else f"not trained yet: {train_command(PRERANKER)} "
                  f"(~{TRAINING_TIMES[PRERANKER].seconds / 60:.0f} min)",
                  (str(trained),) if trained else (), option),
-        ModelRow("re-ranker", "a folder or hub id", "your own", "any cross-encoder", (),
+        ModelRow("re-ranker", "a folder or hub id", "your own", your_own("any cross-encoder"), (),
                  option)]
 
 
@@ -193,23 +193,29 @@ def classifier_rows() -> list[ModelRow]:
         ModelRow("selection classifier", COSINES, "stand-in", "ready (untrained: the "
                  "encoder's segment cosines)", (), selection),
         ModelRow("selection classifier", "a folder or hub id", "your own",
-                 "a sequence classifier over (question, d1, d2)", (), selection),
+                 your_own("a sequence classifier over (question, d1, d2)"), (), selection),
         ModelRow("query classifier", "trained", "trained here",
                  "ready" if query_model else "not trained yet: the app trains it in the "
                  "background (always-retrieve answers meanwhile)",
                  (str(query_model),) if query_model else (), query),
         ModelRow("query classifier", ALWAYS, "stand-in", "ready", (), query),
         ModelRow("query classifier", "a folder or hub id", "your own",
-                 "a sequence classifier (label 1: needs retrieval)", (), query)]
+                 your_own("a sequence classifier (label 1: needs retrieval)"), (), query)]
 
 
 def generator_rows() -> list[ModelRow]:
-    from engine.readers.openai_client import API_KEY_VARIABLES
+    from engine import allowed
 
     converted = [str(folder) for folder, key in _manifests("models")]
     exported = [f"{key.get('precision')}: {folder}" for folder, key in _manifests("onnx")]
-    key_set = [v for v in API_KEY_VARIABLES if os.environ.get(v)]
     option = "reader.model, reader.endpoint (every paradigm)"
+    names = allowed.current()
+    endpoints = [ModelRow("generator", f"endpoint {name!r}", "allowed by the operator",
+                          "reader.endpoint = its name, reader.model = the model name the "
+                          "server knows" + ("; its key is sent to it alone" if server.key
+                                            else "; no key"), (),
+                          "reader.endpoint")
+                 for name, server in sorted(names.endpoints.items())]
     return [
         ModelRow("generator", "smollm2", "packaged (SmolLM2-135M-Instruct, GGUF)", "ready",
                  tuple(f"converted weights: {c}" for c in converted), option),
@@ -220,12 +226,25 @@ def generator_rows() -> list[ModelRow]:
                  "reader.attention off, evaluations and sweeps by default",
                  tuple(f"ONNX export {e}" for e in exported),
                  "reader.backend onnx, or auto with reader.attention off"),
-        ModelRow("generator", "a folder or hub id", "your own", "any causal LM", (), option),
+        ModelRow("generator", "a folder or hub id", "your own", your_own("any causal LM"),
+                 (), option),
         ModelRow("generator", "an OpenAI-compatible endpoint", "your own",
-                 "reader.endpoint = its /v1 address, reader.model = its model name; API key "
-                 + (f"from {key_set[0]}" if key_set else
-                    f"from {' or '.join(API_KEY_VARIABLES)} (none set)"), (),
-                 "reader.endpoint (flat, longrag, drrag, best; the funnel reads attention)")]
+                 "reader.endpoint = the name the operator allowed it by (--allow FILE; its "
+                 "key is sent to it alone), reader.model = its model name; on the command "
+                 "line its /v1 URL, the key from $FUNNEL_API_KEY", (),
+                 "reader.endpoint (flat, longrag, drrag, best; the funnel reads attention)"),
+        *endpoints]
+
+
+def your_own(kind: str) -> str:
+    """The status of a "your own" row: `kind` of model, and how a request names one (by the
+    names the operator allowed: engine.allowed)."""
+    from engine import allowed
+
+    names = allowed.current().names("models")
+    return (f"{kind}: in the app by a name the operator allowed "
+            + (f"({', '.join(names)})" if names else "(none yet: --allow FILE)")
+            + "; on the command line by its path or hub id")
 
 
 def plugin_rows() -> list[ModelRow]:

@@ -23,7 +23,11 @@ def serving_of(ray: str, workers: int, shards: int, qdrant: str, collection: str
     location, {} here; refused at once (ConfigError) when the address, the shard count,
     the location or the collection is unusable, or when both Ray shards and Qdrant are
     asked for."""
-    ray = (ray or "").strip()
+    from engine import allowed
+
+    # a request names a Ray cluster or a Qdrant by the name the operator allowed it by
+    ray = allowed.place("ray", ray, "ray", words=("local",))
+    qdrant = allowed.place("qdrant", qdrant, "qdrant")
     if shards and not ray:
         raise ConfigError("Serving a corpus from Ray shards needs a Ray address: give "
                           "one (host:port, ray://host:port or 'local').")

@@ -55,7 +55,7 @@ class PruneConfig:
                       "min-max scaled score reaches `threshold`)", choices=MODES)
     scorer: str = param(BI_ENCODER, "sentence scorer: bi-encoder (the paradigm's dense "
                         "encoder), trained (the trained cross-encoder), a plugin's "
-                        "re-ranker, or a cross-encoder folder or hub id")
+                        "re-ranker, or a cross-encoder folder or hub id", names="models")
     # 150: on the training questions (flat, 100 questions) the best EM and F1 of 64-200,
     # ~40% of the passages' tokens cut (bench/README.md, "The sentence cut")
     tokens: int = param(150, "budget: tokens of sentences read, over all passages", low=16,
