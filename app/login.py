@@ -6,9 +6,11 @@ API routes, but not all of its routes (its run history, cancel and heartbeat rou
 anyone), and its sessions never end. `LoginGate`, an ASGI middleware in front of the whole
 app, answers 401 to every request without a live session but those the login page itself
 needs (`OPEN`: the page, its scripts, styles and fonts, and the login form's POST); it ends
-a session `session_hours` after its login, and one whose user has been removed from the
-users file. It also throttles the login form per client address: after `ip_failures` wrong
-logins within `ip_window` seconds the address gets 429 until the window has passed (the door,
+a session `session_hours` after its login, and for good one whose user has been removed
+from the users file or whose record has changed since it began (engine.store.users: a new
+role or password, or the name removed and added again, draws a new session stamp). It
+also throttles the login form per client address: after `ip_failures` wrong logins within
+`ip_window` seconds the address gets 429 until the window has passed (the door,
 engine.service.door, throttles each name as well; behind a proxy every user shares its
 address), and counts what each user sends in a day (the body of every POST: uploads above
 all): past `upload_mb_per_day` a request is answered 413, naming the limit and its
@@ -74,19 +76,20 @@ class LoginGate:
     sessions ended after `session_hours` or when their user is no longer `known`, the login
     form throttled per client address."""
 
-    def __init__(self, app, *, known: Callable[[str], bool],
+    def __init__(self, app, *, stamp: Callable[[str], str | None],
                  session_hours: float = SESSION_HOURS, ip_failures: int = IP_FAILURES,
                  ip_window: float = IP_WINDOW_SECONDS,
                  upload_mb_per_day: float = UPLOAD_MB_PER_DAY,
                  refused: Callable[[str, str, str], None] | None = None) -> None:
         self.app = app
-        self.known = known
+        self.stamp = stamp  # a user's session stamp, None for one who cannot log in
         self.refused = refused  # (user, action, why): the door's audit of a refusal
         self.session_seconds = session_hours * 3600
         self.ip_failures, self.ip_window = ip_failures, ip_window
         self.upload_bytes = int(upload_mb_per_day * 1024**2)
         self._uploaded: dict[tuple[str, str], int] = {}  # (user, UTC day) -> bytes
-        self._issued: dict[str, float] = {}  # session token -> when its login succeeded
+        # session token -> (when its login succeeded, its user's stamp then)
+        self._issued: dict[str, tuple[float, str | None]] = {}
         self._failed: dict[str, deque[float]] = {}  # client address -> wrong logins' times
         self._swept = 0.0
         self._lock = threading.Lock()
@@ -135,16 +138,31 @@ class LoginGate:
         if name is None:
             return "", "log in first: open the app's page, or pass auth=(name, password)"
         with self._lock:
-            issued = self._issued.setdefault(token, time.time())
+            issued, stamp = self._issued.setdefault(token, (time.time(), self.stamp(name)))
         if time.time() - issued > self.session_seconds:
             tokens.pop(token, None)
             with self._lock:
                 self._issued.pop(token, None)
             return "", (f"the session ended {self.session_seconds / 3600:g} h after its "
                         "login; log in again")
-        if not self.known(name):
+        now = self.stamp(name)
+        if now is None:
+            self._end(token, tokens)
             return "", f"user {name!r} can no longer log in; ask an admin"
+        if stamp is None:  # a login whose user the gate could not read when it succeeded
+            with self._lock:
+                self._issued[token] = (issued, now)
+        elif now != stamp:  # removed and added again, or a new role or password since
+            self._end(token, tokens)
+            return "", (f"user {name!r}'s login changed since this session began (a new "
+                        "role or password); log in again")
         return name, ""
+
+    def _end(self, token: str, tokens: dict) -> None:
+        """End session `token` for good: Gradio forgets it, and so does the gate."""
+        tokens.pop(token, None)
+        with self._lock:
+            self._issued.pop(token, None)
 
     def _sweep(self, tokens: dict) -> None:
         """At most once a minute: end every session past its hours, and forget the tokens
@@ -154,7 +172,7 @@ class LoginGate:
             if now - self._swept < 60:
                 return
             self._swept = now
-            for token, issued in list(self._issued.items()):
+            for token, (issued, _) in list(self._issued.items()):
                 if token not in tokens or now - issued > self.session_seconds:
                     tokens.pop(token, None)
                     del self._issued[token]
@@ -243,10 +261,13 @@ class LoginGate:
                     with contextlib.suppress(ValueError):
                         self._failed[address].remove(now)
                 if status and status[0] == 200:
+                    tokens = self._token(scope)[1] or {}
                     for raw in cookies:
                         for morsel in SimpleCookie(raw.decode("latin-1")).values():
                             if morsel.key.startswith("access-token-"):
-                                self._issued[morsel.value] = time.time()
+                                name = tokens.get(morsel.value)
+                                self._issued[morsel.value] = (
+                                    time.time(), self.stamp(name) if name else None)
 
 
 class _Oversized(Exception):

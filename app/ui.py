@@ -162,7 +162,7 @@ def serve(demo: gr.Blocks, door: Door | None = None, gate: dict | None = None,
             auth=gradio_auth(door), auth_message="Funnel Explorer: log in with the name and "
             "password an admin gave you (funnel-engine users add).",
             app_kwargs={"middleware": [Middleware(
-                LoginGate, known=lambda name: users.known(name), refused=door.refused,
+                LoginGate, stamp=users.stamp, refused=door.refused,
                 **(gate or {}))]},
             enable_monitoring=False, run_history=False)
     return demo.queue(default_concurrency_limit=2).launch(css=CSS, js=annotate.KEYS_JS,

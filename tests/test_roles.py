@@ -611,3 +611,29 @@ def test_wrong_passwords_sent_at_once_count_before_their_hash(users_file, monkey
         said = list(pool.map(attempt, range(20)))
     assert len(hashed) == door_module.MAX_FAILURES
     assert said.count("wrong") == door_module.MAX_FAILURES and said.count("locked") == 15
+
+
+@pytest.mark.live
+def test_a_session_ends_for_good_when_its_user_is_removed_or_changed(tmp_path):
+    """Issue 67: a user removed and added again under the same name revived the old
+    session cookie with the new role (admin). Removal, a role change and a password change
+    each end a user's sessions; the name added again starts from a login."""
+    path = tmp_path / "users.json"
+    people = Users(path)
+    people.add("ann", "ann-password-1", "viewer")
+    with _gated(path, ip_window=60.0) as (url, _):
+        status, old = login(url, "ann", "ann-password-1")
+        assert status == 200 and _get(old, url + "/config") == 200
+        people.remove("ann")
+        people.add("ann", "ann-password-2", "admin")  # the same name, a new person
+        assert _get(old, url + "/config") == 401
+        status, fresh = login(url, "ann", "ann-password-2")
+        assert status == 200 and _get(fresh, url + "/config") == 200
+        people.set_role("ann", "annotator")
+        assert _get(fresh, url + "/config") == 401
+        status, fresh = login(url, "ann", "ann-password-2")
+        assert status == 200 and _get(fresh, url + "/config") == 200
+        people.set_password("ann", "ann-password-3")
+        assert _get(fresh, url + "/config") == 401
+        status, again = login(url, "ann", "ann-password-3")
+        assert status == 200 and _get(again, url + "/config") == 200

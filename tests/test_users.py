@@ -67,6 +67,14 @@ def test_users_are_managed_from_the_command_line_the_password_from_stdin(
     assert "user ann added as admin" in said and "user ann is now annotator" in said
     assert "\nann\tannotator\t" in said and "correct horse" not in said
     assert Users(path).verify("ann", "correct horse") is not None
+    stamp = Users(path).stamp("ann")
+    monkeypatch.setattr("sys.stdin", io.StringIO("battery staple\n"))
+    assert main(["users", "passwd", "ann"]) == 0
+    assert "user ann has a new password; their sessions have ended" in \
+        capsys.readouterr().out
+    assert Users(path).verify("ann", "correct horse") is None
+    assert Users(path).verify("ann", "battery staple") is not None
+    assert Users(path).stamp("ann") not in (stamp, None)  # the old sessions have ended
     assert main(["users", "remove", "ann"]) == 0
     assert Users(path).list() == []
     monkeypatch.delenv("FUNNEL_USERS")

@@ -26,6 +26,9 @@ def add_parser(sub) -> None:
     role = steps.add_parser("role", help="change a user's role")
     role.add_argument("name")
     role.add_argument("role", choices=ROLES)
+    passwd = steps.add_parser("passwd", help="a user's new password, from standard input; "
+                                             "their sessions end")
+    passwd.add_argument("name")
 
 
 def users(args: argparse.Namespace) -> int:
@@ -41,10 +44,13 @@ def users(args: argparse.Namespace) -> int:
             print(f"{user.name}\t{user.role}\t{user.created}")
     elif args.step == "remove":
         people.remove(args.name)
-        print(f"user {args.name} removed from {path}")
+        print(f"user {args.name} removed from {path}; their sessions have ended")
+    elif args.step == "passwd":
+        changed = people.set_password(args.name, _password())
+        print(f"user {changed.name} has a new password; their sessions have ended")
     else:
         changed = people.set_role(args.name, args.role)
-        print(f"user {changed.name} is now {changed.role}")
+        print(f"user {changed.name} is now {changed.role}; their sessions have ended")
     return 0
 
 
@@ -52,6 +58,6 @@ def _password() -> str:
     if sys.stdin.isatty():
         password = getpass.getpass("Password: ")
         if getpass.getpass("Again: ") != password:
-            raise ConfigError("The two passwords differ; nothing was added.")
+            raise ConfigError("The two passwords differ; nothing was changed.")
         return password
     return sys.stdin.readline().rstrip("\r\n")

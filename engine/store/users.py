@@ -9,6 +9,11 @@ evaluations, retraining, imports, deleting anything).
 
 `verify` spends the same hashing work whether or not the name exists, so a wrong name and
 a wrong password take as long and say the same.
+
+Each user's record carries a session stamp, drawn anew when the user is added, their role
+or password changes: a session is bound to the stamp it began under (`stamp`), so removing
+a user, changing their role or password ends their sessions for good, and a name removed
+and added again does not revive an old one.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,6 +75,15 @@ class Users:
                               f"{', '.join(u.name for u in self.list()) or 'none yet'}.")
         return User(name, entry["role"], entry["created"])
 
+    def stamp(self, name: str) -> str | None:
+        """The session stamp of user `name`'s record, None when no such user may log in (an
+        unreadable file: nobody may). A session begun under another stamp has ended."""
+        try:
+            entry = self._read().get(str(name))
+        except ConfigError:
+            return None
+        return None if entry is None else str(entry.get("session", ""))
+
     def known(self, name: str) -> bool:
         """Whether `name` may log in (an unreadable file: nobody may)."""
         try:
@@ -108,13 +123,24 @@ class Users:
                               "`users role`, or remove them first.")
         created = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
         self._write_entry(name, {"role": role, "created": created,
-                                 "hash": self._hasher.hash(password)})
+                                 "hash": self._hasher.hash(password),
+                                 "session": secrets.token_hex(8)})
         return User(name, role, created)
 
     def set_role(self, name: str, role: str) -> User:
+        """Give `name` `role`; their sessions end (a new stamp)."""
         _check_role(role)
         self.get(name)
-        self._write_entry(name, {**self._read()[name], "role": role})
+        self._write_entry(name, {**self._read()[name], "role": role,
+                                 "session": secrets.token_hex(8)})
+        return self.get(name)
+
+    def set_password(self, name: str, password: str) -> User:
+        """Give `name` a new password (its argon2id hash); their sessions end."""
+        _check_password(password)
+        self.get(name)
+        self._write_entry(name, {**self._read()[name], "hash": self._hasher.hash(password),
+                                 "session": secrets.token_hex(8)})
         return self.get(name)
 
     def remove(self, name: str) -> None:
