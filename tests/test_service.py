@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -293,3 +294,33 @@ def test_a_task_waiting_for_the_tasks_above_says_when_it_starts(tiny_corpus):
     assert lines[2] == "task clusters: waiting for the tasks above; starts in about 3 min"
     assert lines[3] == ("task training: waiting for the tasks above; starts in about 3 min, "
                         "then takes about 10 min")
+
+
+def _cache_bytes(root) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def test_a_run_reads_only_what_is_built_and_a_viewer_builds_nothing(
+        prepared, data_dir, users_file):
+    """Issue 67: a viewer's passage_tokens 101..106 each built a dense index unasked. Any
+    build a run needs is refused with its estimate, nothing is written to the caches, and
+    confirming one is an admin's."""
+    from engine.service.door import Door, NotAllowed
+    from engine.service.explorer import Explorer
+    from engine.store.users import Users
+
+    users = Users(users_file)
+    door = Door(users)
+    explorer = Explorer(*prepared, door=door)
+    before = _cache_bytes(data_dir)
+    with door.acting_as(users.get("viewer")):
+        for tokens in (101, 102):
+            with pytest.raises(BuildNeeded, match=rf"BM25 over {tokens}-token passages: about "
+                                                  r".* on this machine.*an admin builds it"):
+                explorer.run("Who painted it?", "flat",
+                             json.dumps({"retriever": "bm25", "passage_tokens": tokens}))
+        with pytest.raises(NotAllowed, match="build_index needs the admin role; you are a "
+                                              "viewer"):
+            explorer.run("Who painted it?", "flat",
+                         json.dumps({"retriever": "bm25", "passage_tokens": 101}), build=True)
+    assert _cache_bytes(data_dir) == before  # nothing built, nothing written

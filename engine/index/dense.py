@@ -376,7 +376,7 @@ def build_seconds(corpus: Corpus, config: UnitConfig = UnitConfig("passages"),
     exists, else the encoding of the texts no earlier build encoded at `encoding_rate`
     (the rest only loads)."""
     precision = resolve_encoder_precision(precision)
-    units = build_units(corpus, config)
+    units = build_units(corpus, config, keep=False)
     kind = index_kind(kind, len(units))
     if existing_entry("dense", _cache_key(corpus, config, units, model, precision, kind)):
         return 0.0

@@ -64,8 +64,14 @@ class BM25(Resource):
     units: UnitConfig
 
     def needs(self) -> tuple[Need, ...]:
+        def build_seconds(corpus: Corpus) -> float:
+            from engine.index.bm25 import build_seconds
+
+            return build_seconds(corpus, self.units)
+
         return (self.loading(f"bm25 {_units_key(self.units)}",
-                             f"BM25 over {_describe(self.units)}"),)
+                             f"BM25 over {_describe(self.units)}",
+                             build_seconds=build_seconds),)
 
     def load(self, corpus: Corpus, store: Store):
         return store.bm25(corpus, self.units)
@@ -136,7 +142,15 @@ class Clusters(Resource):
     units: UnitConfig
 
     def needs(self) -> tuple[Need, ...]:
-        return (self.loading(f"clusters {_units_key(self.units)}", _describe(self.units)),)
+        def build_seconds(corpus: Corpus) -> float:
+            from engine.units.cluster import build_seconds
+
+            units = self.units
+            return build_seconds(corpus, units.cluster_algorithm, units.cluster_tokens,
+                                 units.links)
+
+        return (self.loading(f"clusters {_units_key(self.units)}", _describe(self.units),
+                             build_seconds=build_seconds),)
 
     def load(self, corpus: Corpus, store: Store):
         return store.clusters(corpus, self.units)

@@ -22,20 +22,21 @@ from engine.service.store import process_store
 
 # an evaluation prepares builds quicker than this itself (it runs minutes anyway)
 LONG_BUILD_SECONDS = 60.0
-# a single run is answered in seconds: a build longer than this inside it is asked about
-# (a passage size changed in Explore built a new dense index for 26.7 s unannounced)
-RUN_BUILD_SECONDS = 10.0
+# a run reads only what is built: every build it would need is asked about, and confirming
+# one is an admin's (a viewer's passage_tokens 101..106 once built six dense indexes
+# unasked, 35 s of CPU and 25 MB each)
+RUN_BUILD_SECONDS = 0.0
 
 
 def long_builds(preparation: Preparation, needs: Iterable[Need],
                 threshold: float) -> list[tuple[str, float]]:
-    """(label, estimated seconds here) of each of `needs` that would take `threshold`
-    seconds or more to prepare over `preparation`'s corpus, leaving out those the
-    preparation is building already."""
+    """(label, estimated seconds here) of each of `needs` that builds something (a load
+    takes 0) and would take `threshold` seconds or more to prepare over `preparation`'s
+    corpus, leaving out those the preparation is building already."""
     corpus = preparation.corpus
     return [(need.label, seconds) for need in needs
             if not preparation.underway(need.key)  # being built: stood in for or waited for
-            and (seconds := need.seconds_to_prepare(corpus)) >= threshold]
+            and (seconds := need.seconds_to_prepare(corpus)) > 0 and seconds >= threshold]
 
 
 def build_in_turn(need: Need, corpus: Corpus, seconds: float) -> None:

@@ -4,8 +4,9 @@ attribution, and runs saved, read again, exported and imported from another pipe
 files. The Explorer (engine.service.explorer) hands the app's calls here.
 
 A run's config may need a build the corpus's preparation has not made (a dense index for
-another passage size): one of RUN_BUILD_SECONDS or more here is refused with `BuildNeeded`
-until the caller confirms it, then takes its turn with the process's other long builds
+another passage size, BM25 over other passages, another clustering): a run reads only what
+is built, so any such build is refused with `BuildNeeded` (which, and its estimate here)
+until an admin confirms it; it then takes its turn with the process's other long builds
 (engine.service.long_builds). Each finished run goes to the trace collector, if one is set
 (engine.service.otel), measured against Annotate's labels where its question has some.
 """
@@ -42,8 +43,9 @@ from engine.store.sessions import SavedRun, SessionStore
 from engine.trace import FAILED, RunTrace
 
 # what a run's long build asks of whoever starts it (engine.service.long_builds)
-RUN_CONFIRM = ("Confirm the build to have this run wait for it (the app stays usable), or "
-               "keep the options the app prepared.")
+RUN_CONFIRM = ("A run reads only what is built: an admin builds it by confirming the build "
+               "(Explore's Build button, or build=true over the API; the run then waits for "
+               "it while the app stays usable); or keep the options the app prepared.")
 
 
 class Plan(NamedTuple):
@@ -79,8 +81,8 @@ class Runs:
     def paradigm(self, name: str, config_json: str = "", corpus: str = "",
                  build: bool = False) -> Paradigm:
         """The paradigm `name` with a JSON config (defaults when empty) over `corpus` (a
-        corpus's name; empty: the one the app started with). A config needing a build of
-        RUN_BUILD_SECONDS or more here (a new dense index for another passage size) is
+        corpus's name; empty: the one the app started with). A config needing a build
+        (a new dense index for another passage size) is
         refused with `BuildNeeded` (which one, how long) unless `build` confirms it."""
         plan = self._planned(name, config_json, corpus, build)
         return handed(plan.name, plan.corpus, plan.config)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from engine.cache import load_or_build
+from engine.cache import existing_entry, load_or_build
 from engine.documents import Corpus, Document, Unit
 from engine.errors import check_choice
 from engine.units.chunking import Chunker
@@ -49,15 +49,18 @@ class UnitConfig:
         return {"granularity": "documents"}
 
 
-def build_units(corpus: Corpus, config: UnitConfig) -> Sequence[Unit]:
+def build_units(corpus: Corpus, config: UnitConfig, *, keep: bool = True) -> Sequence[Unit]:
     """The units of `corpus` at `config.granularity`, in a stable order. Documents and
-    passages are views of the corpus (engine.units.lazy) that make a unit when it is read."""
+    passages are views of the corpus (engine.units.lazy) that make a unit when it is read.
+    `keep=False` writes nothing to the caches (an estimate of a build nobody confirmed yet
+    reads them): passages chunked and documents clustered anew where none are cached."""
     if config.granularity == "documents":
         return DocumentUnits(corpus.documents, corpus.index_of)
     if config.granularity == "passages":
-        return PassageUnits(corpus.documents, passage_spans(corpus, config.chunker),
+        return PassageUnits(corpus.documents, passage_spans(corpus, config.chunker, keep=keep),
                             corpus.index_of)
-    found = clustering(corpus, config.cluster_algorithm, config.cluster_tokens, config.links)
+    found = clustering(corpus, config.cluster_algorithm, config.cluster_tokens, config.links,
+                       keep=keep)
     return cluster_units(corpus, found)
 
 
@@ -66,11 +69,14 @@ def passage_units(documents: Sequence[Document], chunker: Chunker) -> PassageUni
     return PassageUnits(documents, _spans(documents, chunker))
 
 
-def passage_spans(corpus: Corpus, chunker: Chunker) -> np.ndarray:
+def passage_spans(corpus: Corpus, chunker: Chunker, *, keep: bool = True) -> np.ndarray:
     """(document row, start, end) of every passage of `corpus`, cached: chunking a million
-    documents takes a minute, reading their spans back a fraction of a second."""
+    documents takes a minute, reading their spans back a fraction of a second (`keep=False`:
+    not cached when missing)."""
     key = {"corpus": corpus.fingerprint, "max_tokens": chunker.max_tokens,
            "overlap": chunker.overlap, "version": SPANS_VERSION}
+    if not keep and existing_entry("passage-spans", key) is None:
+        return _spans(corpus.documents, chunker)
     return load_or_build(
         "passage-spans", key,
         lambda folder: np.save(folder / "spans.npy", _spans(corpus.documents, chunker)),
