@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import shutil
 import time
@@ -26,6 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from engine.cache import atomic_path, write_json_atomic
 from engine.data.loaders import read_dataset
+from engine.data.loaders.archives import Reading, checked, max_upload_bytes
 from engine.data.loaders.collections import is_beir_zip
 from engine.data.loaders.jsonio import decode_text
 from engine.data.loaders.user import FOLDER_SUFFIXES, text_document
@@ -38,19 +38,6 @@ logger = logging.getLogger(__name__)
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet", ".zip")
-DEFAULT_MAX_BYTES = 2 * 1024**3
-
-
-def max_upload_bytes() -> int:
-    """The size limit of an added corpus: `$FUNNEL_MAX_UPLOAD_MB`, default 2 GB."""
-    value = os.environ.get("FUNNEL_MAX_UPLOAD_MB", "")
-    try:
-        return int(float(value) * 1024**2) if value else DEFAULT_MAX_BYTES
-    except ValueError:
-        raise ConfigError(f"FUNNEL_MAX_UPLOAD_MB={value!r} is not a number of megabytes; "
-                          "set it to e.g. 2048.") from None
-
-
 def corpora_dir() -> Path:
     return data_dir() / "corpora"
 
@@ -149,8 +136,7 @@ def _size(path: Path) -> tuple[int, str]:
     if path.suffix.lower() == ".zip":
         members = _zip_members(path)  # refuses a member escaping the folder
         if is_beir_zip(path):  # a collection: its corpus, queries and qrels
-            with zipfile.ZipFile(path) as archive:
-                members = archive.infolist()
+            members = checked(path, max_upload_bytes())
         return sum(info.file_size for info in members), " unpacked"
     return path.stat().st_size, ""
 
@@ -160,12 +146,10 @@ def megabytes(size: int) -> str:
 
 
 def _zip_members(path: Path) -> list[zipfile.ZipInfo]:
-    """The .txt/.md members of a zip; refuses it whole if any member's path escapes."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            infos = archive.infolist()
-    except zipfile.BadZipFile as err:
-        raise DataFormatError(path, f"not a readable zip file ({err})") from None
+    """The .txt/.md members of a zip; refuses it whole if any member's path escapes, or
+    what it declares is past the caps (engine.data.loaders.archives.checked: the size
+    limit, the compression ratio)."""
+    infos = checked(path, max_upload_bytes())
     for info in infos:
         member = _member_path(info)
         if member.is_absolute() or ".." in member.parts or ":" in info.filename:
@@ -199,10 +183,11 @@ def _read_zip(path: Path) -> list[Document]:
         raise DataFormatError(path.name, "the zip holds no .txt or .md files")
     documents: list[Document] = []
     first: dict[str, str] = {}  # document id -> the member it came from
+    reading = Reading(path, max_upload_bytes())  # streamed, every byte counted
     with zipfile.ZipFile(path) as archive:
         for info in sorted(members, key=lambda i: _member_path(i).as_posix()):
             member = _member_path(info)
-            text = decode_text(archive.read(info), f"{path.name}:{member}").strip()
+            text = decode_text(reading.read(archive, info), f"{path.name}:{member}").strip()
             doc_id = member.with_suffix("").as_posix()
             if doc_id in first:
                 raise DataFormatError(path.name, f"members {first[doc_id]!r} and "

@@ -139,11 +139,9 @@ def _in_zip(err: DataFormatError, archive: Path, unpacked: Path) -> DataFormatEr
 
 
 def _unzipped(path: Path, into: Path) -> Path:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            archive.extractall(into)
-    except zipfile.BadZipFile as err:
-        raise DataFormatError(path, f"not a readable zip ({err})") from None
+    from engine.data.loaders.archives import max_upload_bytes, unpacked_into
+
+    unpacked_into(path, into, max_upload_bytes())  # bounded before and while it unpacks
     for folder in (into, *sorted(p for p in into.iterdir() if p.is_dir())):
         if is_beir_folder(folder):
             return folder
