@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import threading
 import time
 from collections import deque
@@ -31,7 +32,7 @@ from collections.abc import Callable
 from http.cookies import SimpleCookie
 
 from engine.errors import EngineError
-from engine.service.door import BUILDER, Door
+from engine.service.door import BUILDER, CLIENT_ADDRESS, Door
 
 logger = logging.getLogger("app")
 
@@ -101,8 +102,10 @@ class LoginGate:
         if path in ("/login", "/login/") and scope.get("method") == "POST":
             return await self._login(scope, receive, send)
         if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
-            if self._token(scope)[0]:  # an ended session is ended here too ("/" knows it)
-                self._session(scope)
+            # an ended session is ended here too ("/" knows it)
+            live = bool(self._token(scope)[0]) and not self._session(scope)[1]
+            if path == "/" and not live:  # the login page: no endpoint signatures on it
+                return await self.app(scope, receive, _without_api_info(send))
             return await self.app(scope, receive, send)
         name, problem = self._session(scope)
         if problem:
@@ -253,9 +256,11 @@ class LoginGate:
                                if k.lower() == b"set-cookie")
             await send(message)
 
+        said = CLIENT_ADDRESS.set(address)  # the door's audit of a failure names it
         try:
             await self.app(scope, receive, sending)
         finally:
+            CLIENT_ADDRESS.reset(said)
             with self._lock:
                 if status and status[0] in (200, 429):  # logged in, or the name's lockout
                     with contextlib.suppress(ValueError):
@@ -268,6 +273,34 @@ class LoginGate:
                                 name = tokens.get(morsel.value)
                                 self._issued[morsel.value] = (
                                     time.time(), self.stamp(name) if name else None)
+
+
+API_INFO = re.compile(rb"window\.gradio_api_info = .*?;</script>", re.DOTALL)
+NO_API_INFO = b'window.gradio_api_info = {"named_endpoints": {}, "unnamed_endpoints": {}};</script>'
+
+
+def _without_api_info(send):
+    """`send` for the page served before a login: Gradio writes every named endpoint's
+    signature into it (`window.gradio_api_info`), which only a logged-in user may read; the
+    body is held (a few KB), the signatures taken out and its length set again."""
+    start: dict = {}
+    body = bytearray()
+
+    async def sending(message) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+            return None
+        if message["type"] != "http.response.body":
+            return await send(message)
+        body.extend(message.get("body", b""))
+        if message.get("more_body"):
+            return None
+        page = API_INFO.sub(NO_API_INFO, bytes(body))
+        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        await send({**start, "headers": [*headers, (b"content-length", str(len(page)).encode())]})
+        return await send({"type": "http.response.body", "body": page})
+
+    return sending
 
 
 class _Oversized(Exception):

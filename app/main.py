@@ -1,7 +1,8 @@
 """Start Funnel Explorer: `python app.py` or `funnel-explorer` with [--host H] [--port P]
 [--data-dir DIR] [--corpus NAME] [--corpus-root DIR] [--max-upload-mb MB] [--share]
 [--users FILE] [--no-auth] [--session-hours H]
-[--sessions FILE] [--otlp-endpoint URL] [--otlp-receive PORT] [--allow FILE] [--ray ADDRESS]
+[--sessions FILE] [--otlp-endpoint URL] [--otlp-receive PORT] [--otlp-key-file FILE]
+[--trusted-proxy ADDRESS] [--allow FILE] [--ray ADDRESS]
 [--shards N] [--qdrant WHERE]; each flag also reads an environment variable (see
 --help)."""
 
@@ -120,6 +121,16 @@ def main() -> None:
                              "request may pick, each by a name of its own (a TOML file; "
                              f"{ALLOW_ENV}); a request names nothing else: no URL, folder or "
                              "hub id. docs/serving.md#what-requests-may-name")
+    parser.add_argument("--otlp-key-file", metavar="FILE",
+                        default=env("FUNNEL_OTLP_KEY_FILE") or None,
+                        help="the receiver's keys from a file, a USER:KEY line each "
+                             "(FUNNEL_OTLP_KEY_FILE): the way to give keys that `ps` does "
+                             "not show (--otlp-key on the command line does)")
+    parser.add_argument("--trusted-proxy", action="append", metavar="ADDRESS", default=None,
+                        help="a reverse proxy whose X-Forwarded-For names the client (an IP "
+                             "or a network; give it again for more; FUNNEL_TRUSTED_PROXIES, "
+                             "comma-separated); by default none is trusted, so the login "
+                             "throttle and the audit log see the address that connected")
     parser.add_argument("--ray", default=env("FUNNEL_RAY", ""), metavar="ADDRESS",
                         help="serve every corpus's dense index from Ray actors, one index "
                              "shard each, at this cluster (host:port, ray://host:port, or "
@@ -136,6 +147,10 @@ def main() -> None:
                              "the collection named after it, written from this app's index "
                              "if missing (FUNNEL_QDRANT; off by default)")
     args = parser.parse_args()
+    # what the app writes (the sessions database, corpora, caches, uploads) is its owner's
+    os.umask(0o077)
+    _trust_proxies(args.trusted_proxy if args.trusted_proxy is not None else
+                   [a for a in env("FUNNEL_TRUSTED_PROXIES", "").split(",") if a.strip()])
     if args.data_dir:  # before anything reads it (engine.paths.data_dir)
         try:
             use_data_dir(args.data_dir)
@@ -221,16 +236,34 @@ def _confine(parser: argparse.ArgumentParser, args: argparse.Namespace,
     uploads.mkdir(mode=0o700, exist_ok=True)
     os.environ["GRADIO_TEMP_DIR"] = str(uploads)  # gradio.utils.get_upload_folder
     folders = (str(uploads), str(root or data_dir()))  # the corpus root's default
-    allowed.confine(replace(names, folders=folders))
+    allowed.confine(replace(names, folders=folders, uploads=str(uploads)))
     logger.info("Requests may name %s", "; ".join(
         f"{kind}: {', '.join(names.names(kind))}" for kind in allowed.KINDS
         if names.names(kind)) or "no endpoint, model, Ray cluster or Qdrant by name "
         "(--allow FILE names some)")
 
 
+def _trust_proxies(addresses: list[str]) -> None:
+    """X-Forwarded-For is read only from `addresses` (uvicorn's FORWARDED_ALLOW_IPS, which
+    otherwise trusts this machine's own: any local process could then name any client);
+    none by default."""
+    os.environ["FORWARDED_ALLOW_IPS"] = ",".join(a.strip() for a in addresses)
+
+
 def _receiver_keys(parser: argparse.ArgumentParser, args: argparse.Namespace,
                    door: Door) -> dict[str, str]:
-    """{key: user} of --otlp-key USER:KEY, each user one who may save runs."""
+    """{key: user} of --otlp-key-file's lines, --otlp-key USER:KEY (said to show in
+    `ps`) or FUNNEL_OTLP_KEY, each user one who may save runs."""
+    if args.otlp_key is not None:
+        logger.warning("--otlp-key puts a key on the command line, where `ps` and the "
+                       "shell's history show it: give keys in a file (--otlp-key-file) or "
+                       "in FUNNEL_OTLP_KEY instead")
+    if args.otlp_key_file:
+        try:
+            lines = Path(args.otlp_key_file).read_text(encoding="utf-8").splitlines()
+        except OSError as err:
+            parser.error(f"--otlp-key-file {args.otlp_key_file!r} cannot be read ({err})")
+        args.otlp_key = [*(args.otlp_key or []), *(ln.strip() for ln in lines if ln.strip())]
     if args.otlp_key is None:
         args.otlp_key = [k for k in os.environ.get("FUNNEL_OTLP_KEY", "").split(",") if k]
     if not args.otlp_key:

@@ -75,6 +75,7 @@ class Allowed:
     source: str = ""  # the file it was read from
     # the folders a request's file may lie in (the app's uploads, --corpus-root): the app's
     folders: tuple[str, ...] = ()
+    uploads: str = ""  # the app's upload folder, whose files are removed once read
 
     @classmethod
     def read(cls, path: str | Path) -> Allowed:
@@ -291,3 +292,16 @@ def readable(path: str | Path) -> bool:
     resolved = Path(path).expanduser().resolve()
     return any(resolved.is_relative_to(Path(folder).resolve())
                for folder in current().folders)
+
+
+def discard_upload(path: str | Path) -> None:
+    """Remove file `path` once it has been read, if it lies in the app's upload folder (a
+    confined process's; anything else is left as it is)."""
+    uploads = current().uploads if is_confined() else ""
+    if not uploads:
+        return
+    path = Path(path).resolve()
+    if path.is_file() and path.is_relative_to(Path(uploads).resolve()):
+        path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # Gradio's folder of that one upload, when empty

@@ -200,6 +200,23 @@ def sweep_leftovers(root: Path | None = None) -> list[Path]:
     return removed
 
 
+def interrupted(removed: list[Path], root: Path | None = None) -> list[str]:
+    """What the half-written files `sweep_leftovers` removed were becoming, a line per kind
+    of cache ("a dense index build"), for the app to say after a restart."""
+    root = root or data_dir()
+    kinds: dict[str, int] = {}
+    for path in removed:
+        try:
+            parts = path.relative_to(root).parts
+        except ValueError:
+            continue
+        kind = parts[1] if len(parts) > 2 and parts[0] == "cache" else parts[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return [f"a {kind} build was stopped mid-way when the app last stopped ({count} "
+            "half-written file(s) removed); it is made again from the start when next needed"
+            for kind, count in sorted(kinds.items())]
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -24,7 +24,7 @@ POOLED_FILES = (
 def data_dir() -> Path:
     """The cache directory: `$FUNNEL_DATA_DIR`, default `<project>/data`."""
     path = Path(os.environ.get("FUNNEL_DATA_DIR") or PROJECT_ROOT / "data")
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)  # made owner-only: it holds runs
     return path
 
 

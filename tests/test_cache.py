@@ -116,3 +116,11 @@ def test_a_data_files_digest_is_read_once_until_the_file_changes(tmp_path, monke
     os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
     assert cache.file_sha256(data) == hashlib.sha256(b"two\n").hexdigest()
     assert len(reads) == 2
+
+
+def test_a_new_data_directory_is_its_owners_alone(tmp_path, monkeypatch):
+    """Issue 67: the data directory (runs, corpora, caches, uploads) is made owner-only."""
+    from engine.paths import data_dir
+
+    monkeypatch.setenv("FUNNEL_DATA_DIR", str(tmp_path / "new" / "data"))
+    assert oct(data_dir().stat().st_mode & 0o777) == "0o700"

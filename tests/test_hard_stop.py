@@ -87,6 +87,23 @@ def test_only_a_dead_processs_leftovers_are_swept(data_dir):
     assert alive.exists() and remote.exists()
 
 
+def test_a_build_killed_midway_is_said_after_the_restart(prepared, data_dir):
+    """Issue 67: after a kill -9 mid-build the next start swept its half-written files
+    and said nothing; the app's failures now name what was stopped."""
+    from engine.cache import owner_tag
+    from engine.service.explorer import Explorer
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    host = owner_tag().rsplit("-", 1)[0]
+    folder = data_dir / "cache" / "dense"
+    folder.mkdir(parents=True)
+    (folder / f".tmp-abc-{host}-{gone}-0123abcd").mkdir()
+    (said,) = Explorer(*prepared).failures()
+    assert said.startswith("a dense build was stopped mid-way when the app last stopped")
+    assert Explorer(*prepared).failures() == []  # said once: swept, it is gone
+
+
 ENCODING = """
 import sys
 from engine.data.corpus import load_corpus

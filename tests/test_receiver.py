@@ -167,3 +167,47 @@ def test_a_bad_length_a_gzip_bomb_or_a_user_no_longer_allowed_is_answered_not_re
     finally:
         receiver.close()
     assert saved == []
+
+
+def test_a_deep_body_a_stalled_sender_and_a_flood_are_bounded(receiver, monkeypatch):
+    """Issue 67: JSON nested past MAX_DEPTH is answered 400 (a million levels too, never a
+    crashed thread); a request that stops sending its body is answered 408 after
+    READ_SECONDS; past MAX_THREADS requests at once, one more is answered 503 at once."""
+    import socket
+
+    from engine.service import receiver as receiving
+
+    _, url, saved = receiver
+    for depth in (receiving.MAX_DEPTH + 1, 1_000_000):
+        status, body = _post(url, b"[" * depth + b"]" * depth, "application/json")
+        assert status == 400 and b"nests deeper than 32 levels" in body
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    monkeypatch.setattr(receiving, "READ_SECONDS", 0.3)  # the class reads it at serve
+    stalled_receiver = TraceReceiver(lambda run, user: 0)
+    stalled = stalled_receiver.serve("127.0.0.1", 0).split("//")[1].split("/")[0]
+    try:
+        with socket.create_connection((stalled.split(":")[0], int(stalled.split(":")[1])),
+                                      timeout=10) as raw:
+            raw.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                        b"application/json\r\nContent-Length: 100\r\n\r\n{")
+            assert raw.recv(200).split(b"\r\n")[0].endswith(b"408 Request Timeout")
+    finally:
+        stalled_receiver.close()
+    monkeypatch.setattr(receiving, "MAX_THREADS", 2)
+    flooded = TraceReceiver(lambda run, user: 0)
+    where = flooded.serve("127.0.0.1", 0).split("//")[1].split("/")[0].split(":")
+    held = []
+    try:
+        for _ in range(2):  # two senders that hold their threads (slowly sending)
+            raw = socket.create_connection((where[0], int(where[1])), timeout=10)
+            raw.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+            held.append(raw)
+        with socket.create_connection((where[0], int(where[1])), timeout=10) as third:
+            third.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n"
+                          b"{}")
+            assert third.recv(200).startswith(b"HTTP/1.1 503")
+    finally:
+        for raw in held:
+            raw.close()
+        flooded.close()
+    assert saved == []

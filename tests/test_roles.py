@@ -637,3 +637,45 @@ def test_a_session_ends_for_good_when_its_user_is_removed_or_changed(tmp_path):
         assert _get(fresh, url + "/config") == 401
         status, again = login(url, "ann", "ann-password-3")
         assert status == 200 and _get(again, url + "/config") == 200
+
+
+def _login_from(url: str, name: str, forwarded: str) -> int:
+    import urllib.parse
+
+    form = urllib.parse.urlencode({"username": name, "password": "wrong-password"}).encode()
+    request = urllib.request.Request(url + "/login", form, {"X-Forwarded-For": forwarded})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+@pytest.mark.live
+def test_the_login_page_names_no_endpoint_and_x_forwarded_for_is_not_trusted(
+        users_file, monkeypatch):
+    """Issue 67: the page served before a login carried every endpoint's signature
+    (window.gradio_api_info); X-Forwarded-For from this machine was trusted, so each wrong
+    login could claim another address. Now the page names none, a forged header changes
+    nothing (the throttle and the audit see the address that connected), and a failed
+    login's audit entry names that address."""
+    from app.login import IP_FAILURES
+    from app.main import _trust_proxies
+
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "")  # restored after the test
+    _trust_proxies([])  # no --trusted-proxy: none
+    with _gated(users_file, ip_window=60.0) as (url, door):
+        audited = []
+        door.audit = audited.append
+        with urllib.request.urlopen(url + "/", timeout=30) as answer:
+            page = answer.read().decode()
+        assert 'window.gradio_api_info = {"named_endpoints": {}' in page
+        assert "whoami" not in page
+        statuses = [_login_from(url, f"nobody{n}", f"10.9.{n}.1")
+                    for n in range(IP_FAILURES + 1)]
+        assert statuses[:IP_FAILURES] == [400] * IP_FAILURES and statuses[-1] == 429
+        failed = [e for e in audited if e.action == "login" and not e.allowed]
+        assert len(failed) == IP_FAILURES
+        assert all(e.detail == "wrong name or password (from 127.0.0.1)" for e in failed)
+        status, _ = login(url, "viewer", PASSWORDS["viewer"])
+        assert status == 429  # the one address it really is, throttled

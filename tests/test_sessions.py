@@ -153,6 +153,26 @@ def test_a_damaged_file_is_reported_and_left_untouched(tmp_path):
     assert path.read_bytes() == before
 
 
+def test_a_database_another_process_holds_names_it_and_the_way_out(tmp_path):
+    """Issue 67: the lock message said "move it aside"; the running app holds it."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "sessions.duckdb"
+    store = SessionStore(path)
+    try:
+        opened = subprocess.run(
+            [sys.executable, "-c", "import sys\nfrom engine.store.sessions import "
+             "SessionStore\ntry:\n    SessionStore(sys.argv[1])\nexcept Exception as e:\n"
+             "    print(e)", str(path)], capture_output=True, text=True, check=True)
+    finally:
+        store.close()
+    said = opened.stdout
+    assert f"in use by another process (PID {os.getpid()}" in said, said
+    assert "Use that app (or stop it first)" in said and "--data-dir" in said
+    assert "aside" not in said and oct(path.stat().st_mode & 0o777) == "0o600"
+
+
 WRITER = """
 import sys
 from engine.store.sessions import SessionStore

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from engine import allowed
 from engine.data.collection_store import add_collection
 from engine.data.corpus import NAMED_CORPORA, corpus_name
 from engine.data.ingest import (
@@ -223,6 +224,9 @@ class Corpora:
             except (EngineError, ValueError, OSError) as err:  # shown in its row
                 raise ConfigError(shown_as(err, path, shown) if upload else str(err)
                                   ) from None
+            finally:
+                if upload:  # read once, stored as the corpus: the upload goes
+                    allowed.discard_upload(path)
             return served(corpus, serving)
 
         with self._lock:

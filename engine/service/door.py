@@ -46,6 +46,8 @@ STREAMS = frozenset({"stream", "llm_judge", "generate_questions"})
 # the facades' public properties: what they are, not actions
 PROPERTIES = frozenset({"corpus", "corpus_spec", "judging", "presets", "tuning", "door"})
 LOCKOUT_SECONDS = 30.0
+# the client address of the login being checked, as the app's gate sees it (app.login)
+CLIENT_ADDRESS: ContextVar[str] = ContextVar("client_address", default="")
 
 # what each role may do: viewer explores, compares and reads; annotator also saves runs,
 # labels and judges; admin also changes corpora, starts evaluations, sweeps and ceilings,
@@ -309,8 +311,9 @@ class Door:
                 if len(self._failures) > MAX_NAMES_KEPT:  # names not seen for a window
                     self._failures = {n: (f, t) for n, (f, t) in self._failures.items()
                                       if now - t < LOCKOUT_SECONDS}
+        source = f" (from {CLIENT_ADDRESS.get()})" if CLIENT_ADDRESS.get() else ""
         if locked:
-            self._audit(Audited(shown, "", "login", False, "locked out"))
+            self._audit(Audited(shown, "", "login", False, f"locked out{source}"))
             raise NotAllowed(f"{failures} wrong passwords for {shown} in a row: wait "
                              f"{wait:.0f} s before trying again.")
         user = self.users.verify(name, password)
@@ -318,7 +321,7 @@ class Door:
             with self._lock:
                 self._failures.pop(name, None)
             return user
-        self._audit(Audited(shown, "", "login", False, "wrong name or password"))
+        self._audit(Audited(shown, "", "login", False, f"wrong name or password{source}"))
         return None
 
     def refused(self, name: str, action: str, detail: str) -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from engine.cache import sweep_leftovers
+from engine.cache import interrupted, sweep_leftovers
 from engine.data.collection_store import judged_corpus
 from engine.documents import Corpus, Question
 from engine.judging.agreement import Agreement
@@ -81,7 +81,7 @@ class Explorer:
         self._door.audit = self._door.audit or self._audit.record
         self._evaluations = JudgedEvaluations(store)  # measured by the latest judgments
         self._evaluations.mark_interrupted()  # left running by a process that died
-        sweep_leftovers()  # and what such a process was writing (never read)
+        self._interrupted = interrupted(sweep_leftovers())  # what such a process was writing
         self._jobs = EvaluationJobs(self._evaluations,
                                     sent=tracing.send if tracing is not None else None)
         self._corpora = Corpora(preparation, root=corpus_root, idle_seconds=idle_seconds,
@@ -199,8 +199,8 @@ class Explorer:
         return readiness.status(self._corpora)
 
     def failures(self) -> list[str]:
-        """What failed while preparing the start-up corpus, a line each with why."""
-        return readiness.failures(self._corpora)
+        """What failed preparing the start-up corpus or was stopped mid-way, with why."""
+        return [*self._interrupted, *readiness.failures(self._corpora)]
 
     def standing_in(self) -> list[str]:
         """What answers meanwhile for builds and training still under way (stand-ins)."""

@@ -10,7 +10,9 @@ trace becomes a run named by its sender's `service.name` (each trace by its own:
 may batch several pipelines' spans), and keeps it as its pipeline. A trace that is no run (a chat
 call without a retriever) is logged and dropped; at most MAX_PENDING traces wait, the
 oldest dropped first. Bodies in protobuf (the exporters' default) or JSON, gzipped or not,
-are read; anything else is answered 400 or 415 with the reason.
+are read; anything else is answered 400 or 415 with the reason. It is bounded: a body of
+at most MAX_BODY bytes (unpacked too) nested at most MAX_DEPTH deep, a request that stops
+sending for READ_SECONDS answered 408, at most MAX_THREADS requests at once (503 past it).
 
 Its door is a key: with `keys` ({key: the user its runs belong to}; the app requires one,
 `--otlp-key USER:KEY`) a request must carry one as `Authorization: Bearer KEY` or
@@ -20,6 +22,7 @@ is stored.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
@@ -39,6 +42,9 @@ RECEIVE_VARIABLE = "FUNNEL_OTLP_RECEIVE"
 PATH = "/v1/traces"
 MAX_PENDING = 1_000
 MAX_BODY = 64 * 1024 * 1024  # bytes of one request
+MAX_DEPTH = 32  # nesting of an OTLP/JSON body (its attribute values nest a few levels)
+MAX_THREADS = 16  # requests served at once; more are answered 503 at once
+READ_SECONDS = 30.0  # a request that sends nothing for this long is answered 408
 
 
 class TraceReceiver:
@@ -110,6 +116,8 @@ class TraceReceiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = READ_SECONDS  # the socket's: a read that waits longer fails
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 if self.path.rstrip("/") != PATH:
                     return self._answer(404, f"POST spans to {PATH}")
@@ -127,7 +135,12 @@ class TraceReceiver:
                     return self._answer(411, "send the body's length as Content-Length")
                 if int(given) > MAX_BODY:
                     return self._answer(413, f"a request holds at most {MAX_BODY} bytes")
-                body = self.rfile.read(int(given))
+                try:
+                    body = self.rfile.read(int(given))
+                except TimeoutError:
+                    self.close_connection = True
+                    return self._answer(408, f"the body did not arrive within "
+                                        f"{READ_SECONDS:g} s")
                 if self.headers.get("Content-Encoding", "").lower() == "gzip":
                     try:
                         body = _gunzipped(body)
@@ -160,7 +173,7 @@ class TraceReceiver:
             def log_message(self, format: str, *args) -> None:  # noqa: A002
                 logger.debug("otlp receiver: " + format, *args)
 
-        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.server = _BoundedServer((host, port), Handler)
         threading.Thread(target=self.server.serve_forever, name="otlp-receiver",
                          daemon=True).start()
         url = f"http://{host}:{self.server.server_address[1]}{PATH}"
@@ -171,6 +184,45 @@ class TraceReceiver:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
+
+
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per request, at most MAX_THREADS at once: one more is answered 503 from
+    the listening thread and closed, so a flood cannot start threads without end."""
+
+    daemon_threads = True
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(MAX_THREADS)
+
+    def process_request(self, request, client_address) -> None:
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
+                                b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def _depth(value: object) -> int:
+    """How deep JSON `value` nests (a walk without recursion)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_DEPTH:
+                todo.extend((child, depth + 1) for child in
+                            (node.values() if isinstance(node, dict) else node))
+    return deepest
 
 
 def _gunzipped(body: bytes) -> bytes:
@@ -185,10 +237,17 @@ def _gunzipped(body: bytes) -> bytes:
 def _decoded(body: bytes, kind: str) -> dict:
     """An OTLP request body as OTLP/JSON."""
     if kind == "application/json":
+        deep = ValueError(f"the body nests deeper than {MAX_DEPTH} levels; an OTLP request "
+                          "nests a few")
         try:
-            return json.loads(body)
+            request = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise ValueError(f"the body is not JSON: {err}") from None
+        except RecursionError:
+            raise deep from None
+        if _depth(request) > MAX_DEPTH:
+            raise deep
+        return request
     if kind == "application/x-protobuf":
         from google.protobuf.json_format import MessageToDict
         from google.protobuf.message import DecodeError

@@ -16,10 +16,12 @@ The store is shared by the app's worker threads: one connection, one lock.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +64,21 @@ class SavedRun:
     owner: str = ""  # the user who saved it; "" without logins or before them
 
 
+def _unopened(path: Path, err: Exception) -> str:
+    """Why the sessions database at `path` did not open, and what to do: another process
+    holding its lock (DuckDB names it) is the app or a command running now, not damage."""
+    holder = re.search(r"lock is held in (.+?) \(PID (\d+)\)", str(err))
+    if holder:
+        return (f"The sessions database {path} is in use by another process (PID "
+                f"{holder.group(2)}, {holder.group(1)}): the app, or a command, running now. "
+                "Use that app (or stop it first), or give this one another data "
+                "directory (--data-dir, FUNNEL_DATA_DIR) or database (--sessions). Nothing "
+                "was changed.")
+    return (f"Cannot open the sessions database {path}: {err}. It was left untouched: "
+            "saved runs stay in it. Give another data directory (--data-dir, "
+            "FUNNEL_DATA_DIR) or database (--sessions) to start afresh, then restart.")
+
+
 class SessionStore:
     """Saved runs in one DuckDB file."""
 
@@ -78,10 +95,9 @@ class SessionStore:
         try:
             self._con = duckdb.connect(str(self.path))
         except duckdb.Error as err:
-            raise SessionStoreError(
-                f"Cannot open the sessions database {self.path}: {err}. It was left "
-                "untouched. Move it aside (saved runs stay in it) or set FUNNEL_DATA_DIR "
-                "to another folder, then restart.") from None
+            raise SessionStoreError(_unopened(self.path, err)) from None
+        with contextlib.suppress(OSError):
+            self.path.chmod(0o600)  # saved runs and the audit log are the owner's
         self._migrate()
 
     # --- schema ---------------------------------------------------------------------------
