@@ -366,3 +366,23 @@ def test_cli_ask_bad_input(args, message, tiny_files, data_dir):
     assert result.returncode == 2 and message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (data_dir / "cache").exists()  # refused before any index or model was built
+
+
+def test_flat_over_bm25_builds_no_dense_index_unless_a_stage_asks_for_one(tiny_corpus):
+    """Issue 67: {"retriever": "bm25"} encoded every passage, since the default re-ranker
+    read the bi-encoder's stored vectors. The default now follows the first stage: BM25's
+    order cut to k, nothing dense needed; asking for the bi-encoder still needs it."""
+    from engine.paradigms.flat import FlatParadigm
+
+    def needs(options):
+        return [need.key.split()[0] for need in FlatParadigm.needs(make_config("flat", options))]
+
+    assert "dense" not in needs({"retriever": "bm25", "reader": {"max_answer_tokens": 8}})
+    assert "dense" in needs({"retriever": "bm25", "reranker": "bi-encoder"})
+    assert "dense" in needs({})  # dense retrieval: its own index, re-ranked by its vectors
+    trace = make_paradigm("flat", tiny_corpus, {"retriever": "bm25", "M": 4, "k": 2}
+                          ).run(QUESTION)
+    first, cut = trace.stages[0], trace.stages[1]
+    assert [s.name for s in trace.stages] == ["bm25", "reranker"]
+    assert cut.settings["kind"].startswith("none: the first stage's order")
+    assert [c.unit.id for c in cut.candidates] == [c.unit.id for c in first.candidates[:2]]

@@ -24,9 +24,12 @@ from engine.paradigms.resources import (
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
 from engine.stages.prune import PruneConfig
+from engine.stages.rerank import BI_ENCODER, NONE
 from engine.stages.retrieve import BM25Retriever, DenseRetriever
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
+
+AUTO = "auto"  # the re-ranker that follows the first stage
 
 
 def _retrievers() -> tuple[str, ...]:
@@ -44,13 +47,18 @@ class FlatConfig:
                            choices=_retrievers)
     passage_tokens: int = options.passage_tokens("passage size in tokens (early chunking)")
     bi_encoder: str = options.bi_encoder("the retrieval and the bi-encoder re-ranker")
-    # "bi-encoder" reads the stored vectors of the model that retrieved: the order stays
-    # the dense one, in milliseconds. A cross-encoder (a folder, hub id or "trained") is
-    # what the paradigm is built for, but none available offline beats that order
-    # (bench/README.md)
-    reranker: str = param("bi-encoder", "re-ranker: bi-encoder (stored vectors: keeps the "
-                          "dense order), trained, a plugin's (the Models table lists them), "
-                          "or a cross-encoder folder or hub id", names="models")
+    # auto follows the first stage: after dense retrieval "bi-encoder" reads the stored
+    # vectors of the model that retrieved (the order stays the dense one, in milliseconds);
+    # after BM25 or a plugin's retriever "none" keeps their order, so no dense index is
+    # built for a BM25 run (one over a BEIR corpus once encoded 17,688 passages unasked).
+    # A cross-encoder (a folder, hub id or "trained") is what the paradigm is built for,
+    # but none available offline beats the dense order (docs/benchmarks)
+    reranker: str = param(AUTO, "re-ranker: auto (bi-encoder after dense retrieval, none "
+                          "after BM25 or a plugin's retriever), none (the first stage's "
+                          "order), bi-encoder (stored vectors: the dense order; after BM25 "
+                          "it needs the dense index), trained, a plugin's (the Models table "
+                          "lists them), or a cross-encoder folder or hub id",
+                          names="models")
     prune: PruneConfig = options.prune()
     reader: ReaderConfig = options.reader()
 
@@ -61,6 +69,12 @@ class FlatConfig:
 
     def passages(self) -> UnitConfig:
         return UnitConfig("passages", chunker=Chunker(self.passage_tokens))
+
+    def ranker(self) -> str:
+        """The re-ranker that runs: `reranker`, auto following the first stage."""
+        if self.reranker != AUTO:
+            return self.reranker
+        return BI_ENCODER if self.retriever == "dense" else NONE
 
 
 @dataclass(frozen=True)
@@ -82,7 +96,7 @@ class FlatParadigm(Paradigm):
         plugin = not (dense or bm25)
         return FlatResources(
             Reader(config.reader), Dense(config.passages(), config.bi_encoder) if dense else None,
-            Ranker(config.reranker, config.passages(), config.bi_encoder,
+            Ranker(config.ranker(), config.passages(), config.bi_encoder,
                    granularity="passages", name="reranker"),
             Retriever(config.retriever, config.passages(), config.bi_encoder) if plugin
             else None,

@@ -48,7 +48,7 @@ def _add_reranker(spec: object) -> None:
     from engine.stages.rerank import STORED
 
     plugins.register(RERANKERS, spec, RerankerSpec, "re-ranker",
-                     reserved=(*STORED, "trained", "none"), callables=("make",),
+                     reserved=(*STORED, "trained", "none", "auto"), callables=("make",),
                      check=lambda spec: check_resources(spec, "re-ranker"))
 
 

@@ -279,11 +279,15 @@ class Store(ModelLookups):
         from engine.stages.rerank import (
             BI_ENCODER,
             HYBRID_WEIGHT,
+            NONE,
             STORED,
             CrossEncoderReranker,
+            KeptOrder,
             StoredScoreReranker,
         )
 
+        if model == NONE:  # the order given, cut to k
+            return KeptOrder(name)
         if model in RERANKERS:  # a plugin's, handed the resources it declares
             from engine.paradigms.plugin_stages import plugin_uses
             from engine.paradigms.resources import Ranker

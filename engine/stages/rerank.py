@@ -81,6 +81,23 @@ class CrossEncoderReranker(Reranker):
 
 STORED = ("bi-encoder", "bm25", "hybrid")  # re-rankers that read scores from built indexes
 BI_ENCODER = "bi-encoder"
+NONE = "none"  # no re-ranking: the order given, cut to k
+
+
+class KeptOrder(Reranker):
+    """No re-ranking: the candidates in the order the stage before gave them, cut to k
+    (their scores kept). Reads nothing, so nothing is built for it."""
+
+    prefix_stable = True
+
+    def __init__(self, name: str = "reranker") -> None:
+        self.name = name
+
+    def settings(self) -> dict:
+        return {"kind": "none: the first stage's order, cut to k"}
+
+    def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
+        return [float(c.score) for c in candidates]
 
 
 class StoredScoreReranker(Reranker):
