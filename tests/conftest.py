@@ -58,6 +58,32 @@ def data_dir(tmp_path, monkeypatch):
     return path
 
 
+# what app.main sets for its whole process (engine.allowed's confinement, the umask, Gradio's
+# upload folder, the trusted proxies); a test that starts it must not leave them set
+PROCESS_ENV = ("GRADIO_TEMP_DIR", "FORWARDED_ALLOW_IPS", "FUNNEL_MAX_UPLOAD_MB")
+
+
+@pytest.fixture(autouse=True)
+def process_state():
+    """Put back what app.main sets for its process, after each test."""
+    import os
+
+    from engine import allowed
+
+    confined = allowed.current() if allowed.is_confined() else None
+    env = {name: os.environ.get(name) for name in PROCESS_ENV}
+    mask = os.umask(0o022)
+    os.umask(mask)
+    yield
+    allowed.confine(confined)
+    os.umask(mask)
+    for name, value in env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 TINY_DOCS = (
     ("Georges Seurat", "Georges Seurat was a French painter. He devised pointillism. "
      "His best known painting is A Sunday Afternoon."),

@@ -114,7 +114,7 @@ def test_bad_corpora_are_refused_by_name_and_nothing_prepared_is_touched(explore
         ("x", str(tmp_path / "missing.jsonl"), True): "No such file or folder",
         ("x", good, False): "is outside the folder corpora may be read from",
         ("x", str(tmp_path / "allowed" / ".." / "good.jsonl"), False): "is outside",
-        ("x", write_jsonl(tmp_path / "c.txt", []), True): "not '.txt'",
+        ("x", write_jsonl(tmp_path / "c.rst", []), True): "not '.rst'",
     }
     for (name, source, upload), message in refusals.items():
         with pytest.raises(ConfigError, match=message):

@@ -642,7 +642,9 @@ def test_folder_without_text_files(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "readme.rst").write_text("x", encoding="utf-8")
-    assert "no .txt or .md files" in format_error(folder)
+    message = format_error(folder)
+    assert "no .txt, .md, .html or .pdf file with text" in message
+    assert "skipped: readme.rst (not a .txt, .md, .html or .pdf file)" in message
 
 
 def test_missing_path(tmp_path: Path) -> None:

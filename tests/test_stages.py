@@ -13,7 +13,7 @@ from engine.service.store import process_store
 from engine.stages.base import Stage, StageOutput, rerank
 from engine.stages.expand import ReaderContext
 from engine.stages.postrank import FiDPostRanker, fused_scores
-from engine.stages.rerank import CrossEncoderReranker, StoredScoreReranker
+from engine.stages.rerank import CrossEncoderReranker, KeptOrder, StoredScoreReranker
 from engine.stages.retrieve import (
     BM25Retriever,
     ClusterRetriever,
@@ -135,6 +135,7 @@ STAGES = {BM25Retriever: (_bm25, None), DenseRetriever: (_dense, None),
           ClusterRetriever: (_clusters, None), LongUnitRetriever: (_long_units, None),
           CrossEncoderReranker: (_cross_encoder, _documents),
           StoredScoreReranker: (_stored, _documents),
+          KeptOrder: (lambda corpus: KeptOrder("documents"), _documents),
           FiDPostRanker: (_post_ranker, _passages)}
 
 

@@ -14,6 +14,7 @@ was.
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import re
@@ -27,8 +28,7 @@ from engine.cache import atomic_path, write_json_atomic
 from engine.data.loaders import read_dataset
 from engine.data.loaders.archives import Reading, checked, max_upload_bytes
 from engine.data.loaders.collections import is_beir_zip
-from engine.data.loaders.jsonio import decode_text
-from engine.data.loaders.user import FOLDER_SUFFIXES, text_document
+from engine.data.loaders.user import FOLDER_KINDS, FOLDER_SUFFIXES, file_documents, said
 from engine.data.merge import merge_documents
 from engine.documents import Corpus, Document
 from engine.errors import ConfigError, DataFormatError
@@ -37,7 +37,8 @@ from engine.paths import data_dir
 logger = logging.getLogger(__name__)
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
-SUFFIXES = (".jsonl", ".json", ".csv", ".parquet", ".zip")
+# rows, a zip of files, or one page of a user's own (HTML, PDF, text)
+SUFFIXES = (".jsonl", ".json", ".csv", ".parquet", ".zip", *FOLDER_SUFFIXES)
 def corpora_dir() -> Path:
     return data_dir() / "corpora"
 
@@ -112,7 +113,7 @@ def check_source(source: str | Path, *, root: Path | None = None,
         raise ConfigError(f"No such file or folder: {str(source)!r}; {fix}.")
     if path.is_file() and path.suffix.lower() not in SUFFIXES:
         raise ConfigError(f"{path.name!r}: a corpus is read from "
-                          f"{', '.join(SUFFIXES)} or a folder of .txt/.md files, not "
+                          f"{', '.join(SUFFIXES)} or a folder of {FOLDER_KINDS} files, not "
                           f"{path.suffix or 'a file without a suffix'!r}.")
     if path.is_dir() and root is not None:
         for member in path.rglob("*"):
@@ -146,9 +147,9 @@ def megabytes(size: int) -> str:
 
 
 def _zip_members(path: Path) -> list[zipfile.ZipInfo]:
-    """The .txt/.md members of a zip; refuses it whole if any member's path escapes, or
-    what it declares is past the caps (engine.data.loaders.archives.checked: the size
-    limit, the compression ratio)."""
+    """The file members of a zip (macOS's __MACOSX folder aside); refuses it whole if any
+    member's path escapes, or what it declares is past the caps
+    (engine.data.loaders.archives.checked: the size limit, the compression ratio)."""
     infos = checked(path, max_upload_bytes())
     for info in infos:
         member = _member_path(info)
@@ -156,8 +157,7 @@ def _zip_members(path: Path) -> list[zipfile.ZipInfo]:
             raise DataFormatError(path.name, f"member {info.filename!r} points outside the "
                                   "archive's folder; nothing was read",
                                   fix="zip the files with paths relative to one folder")
-    return [i for i in infos if not i.is_dir() and _member_path(i).parts[0] != "__MACOSX"
-            and _member_path(i).suffix.lower() in FOLDER_SUFFIXES]
+    return [i for i in infos if not i.is_dir() and _member_path(i).parts[0] != "__MACOSX"]
 
 
 def _member_path(info: zipfile.ZipInfo) -> PurePosixPath:
@@ -165,10 +165,14 @@ def _member_path(info: zipfile.ZipInfo) -> PurePosixPath:
 
 
 def read_documents(path: Path) -> list[Document]:
-    """Every document of `path` (a .zip of .txt/.md files, or what `read_dataset` reads),
-    refusing an empty corpus and duplicate ids."""
+    """Every document of `path` (a .zip of .txt, .md, .html and .pdf files, one such file,
+    or what `read_dataset` reads), refusing an empty corpus and duplicate ids."""
     if path.suffix.lower() == ".zip" and not is_beir_zip(path):
         documents = _read_zip(path)
+    elif path.suffix.lower() in FOLDER_SUFFIXES:
+        documents, skipped = file_documents([(path.name, path.read_bytes)], path.stem)
+        if skipped:
+            raise DataFormatError(path.name, f"yields no document: {skipped[0].why}")
     else:
         documents = merge_documents(read_dataset(path).documents)  # QA paragraphs by title
     if not documents:
@@ -178,24 +182,26 @@ def read_documents(path: Path) -> list[Document]:
 
 
 def _read_zip(path: Path) -> list[Document]:
-    members = _zip_members(path)
-    if not members:
-        raise DataFormatError(path.name, "the zip holds no .txt or .md files")
-    documents: list[Document] = []
-    first: dict[str, str] = {}  # document id -> the member it came from
+    """The documents of a zip's .txt, .md, .html and .pdf members
+    (engine.data.loaders.user.file_documents: what else it holds is skipped and said),
+    each streamed against the archive's running count."""
+    members = sorted(_zip_members(path), key=lambda i: _member_path(i).as_posix())
     reading = Reading(path, max_upload_bytes())  # streamed, every byte counted
     with zipfile.ZipFile(path) as archive:
-        for info in sorted(members, key=lambda i: _member_path(i).as_posix()):
-            member = _member_path(info)
-            text = decode_text(reading.read(archive, info), f"{path.name}:{member}").strip()
-            doc_id = member.with_suffix("").as_posix()
-            if doc_id in first:
-                raise DataFormatError(path.name, f"members {first[doc_id]!r} and "
-                                      f"{member.as_posix()!r} would both be document "
-                                      f"{doc_id!r}", fix="rename one of them")
-            first[doc_id] = member.as_posix()
-            if text:
-                documents.append(text_document(doc_id, member.name, text, path.stem))
+        documents, skipped = file_documents(
+            ((_member_path(info).as_posix(), lambda info=info: reading.read(archive, info))
+             for info in members), path.stem)
+    if not documents:
+        raise DataFormatError(path.name, f"the zip holds no {FOLDER_KINDS} file with text"
+                              + (f"; skipped: {said(skipped)}" if skipped else ""))
+    counts = collections.Counter(doc.id for doc in documents)
+    twice = sorted(doc_id for doc_id, count in counts.items() if count > 1)
+    if twice:
+        base = twice[0].split("#")[0]
+        names = [_member_path(i).as_posix() for i in members
+                 if _member_path(i).with_suffix("").as_posix() == base]
+        raise DataFormatError(path.name, f"members {' and '.join(map(repr, names))} would "
+                              f"both be document {twice[0]!r}", fix="rename one of them")
     return documents
 
 

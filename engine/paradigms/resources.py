@@ -215,6 +215,10 @@ class Ranker(Resource):
         return StageAt(units, self.passages, self.bi_encoder)
 
     def needs(self) -> tuple[Need, ...]:
+        from engine.stages.rerank import NONE
+
+        if self.model == NONE:  # the order given: nothing to read or build
+            return ()
         stored = self._stored()
         if stored is not None:
             return stored.needs()

@@ -287,7 +287,7 @@ class Store(ModelLookups):
         )
 
         if model == NONE:  # the order given, cut to k
-            return KeptOrder(name)
+            return KeptOrder(granularity, name)
         if model in RERANKERS:  # a plugin's, handed the resources it declares
             from engine.paradigms.plugin_stages import plugin_uses
             from engine.paradigms.resources import Ranker

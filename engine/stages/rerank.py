@@ -90,7 +90,8 @@ class KeptOrder(Reranker):
 
     prefix_stable = True
 
-    def __init__(self, name: str = "reranker") -> None:
+    def __init__(self, granularity: str = "passages", name: str = "reranker") -> None:
+        self.granularity = check_choice("granularity", granularity, GRANULARITIES)
         self.name = name
 
     def settings(self) -> dict:

@@ -1,5 +1,6 @@
 """A user's own corpus: JSONL / CSV / Parquet rows `id, title, text[, links]`, or a folder
-of .txt / .md files (id = relative path, title = first Markdown heading or file name).
+of .txt / .md files (id = relative path, title = first Markdown heading or file name), HTML
+pages (a document per section) and PDFs (a document per page: engine.data.loaders.pages).
 
 `links` is a list of target ids or titles (JSONL, Parquet) or a `|`-separated string (CSV).
 """
@@ -9,14 +10,21 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from engine.data.loaders.jsonio import Record, iter_jsonl, read_text
+from engine.data.loaders import pages
+from engine.data.loaders.jsonio import Record, decode_text, iter_jsonl, read_text
 from engine.documents import Document
 from engine.errors import DataFormatError
 
-FOLDER_SUFFIXES = (".txt", ".md")
+logger = logging.getLogger(__name__)
+
+TEXT_SUFFIXES = (".txt", ".md")
+# what a folder or a zip of files is read from: text, Markdown, HTML pages and PDFs
+FOLDER_SUFFIXES = (*TEXT_SUFFIXES, *pages.HTML_SUFFIXES, *pages.PDF_SUFFIXES)
+FOLDER_KINDS = ".txt, .md, .html or .pdf"
 
 
 def documents_from_rows(path: Path, rows: Iterator[tuple[int, object]], fmt: str) -> list[Document]:
@@ -85,17 +93,51 @@ def read_parquet(path: Path) -> list[Document]:
 
 
 def read_folder(path: Path) -> list[Document]:
-    files = sorted(p for p in path.rglob("*") if p.suffix.lower() in FOLDER_SUFFIXES
-                   and p.is_file())
-    if not files:
-        raise DataFormatError(path, "folder holds no .txt or .md files")
-    documents = []
-    for file in files:
-        text = read_text(file).strip()
-        if text:
-            documents.append(text_document(file.relative_to(path).with_suffix("").as_posix(),
-                                           file.name, text, path.name))
+    """The documents of every .txt, .md, .html and .pdf file under folder `path` (the files
+    skipped are logged, each with why)."""
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    documents, skipped = file_documents(
+        ((f.relative_to(path).as_posix(), f.read_bytes) for f in files), path.name,
+        shown=lambda name: str(path / name))
+    if not documents:
+        raise DataFormatError(path, f"folder holds no {FOLDER_KINDS} file with text"
+                              + (f"; skipped: {said(skipped)}" if skipped else ""))
     return documents
+
+
+def file_documents(files, source: str, shown=None) -> tuple[list[Document],
+                                                              list[pages.Skipped]]:
+    """(documents, what was skipped and why) of `files`, (relative name, a function giving
+    its bytes) each: .txt and .md as text (one that holds an HTML page as HTML), .html and
+    .htm by section, .pdf by page (engine.data.loaders.pages); any other file, and one that
+    yields no text, skipped with its reason. A file is read only once it is one of these;
+    `shown(name)` names it in errors (default "<source>:<name>", a zip's member)."""
+    documents: list[Document] = []
+    skipped: list[pages.Skipped] = []
+    for name, read in files:
+        path = PurePosixPath(name)
+        if path.suffix.lower() not in FOLDER_SUFFIXES:
+            skipped.append(pages.Skipped(name, f"not a {FOLDER_KINDS} file"))
+            continue
+        raw = read()
+        if path.suffix.lower() in TEXT_SUFFIXES and not pages.looks_like_html(raw):
+            text = decode_text(raw, shown(name) if shown else f"{source}:{name}").strip()
+            found, why = ([text_document(path.with_suffix("").as_posix(), path.name, text,
+                                         source)], "") if text else ([], "empty")
+        else:
+            found, why = pages.page_documents(name, raw, source)
+        documents.extend(found)
+        if why:
+            skipped.append(pages.Skipped(name, why))
+    if skipped:
+        logger.warning("%s: skipped %d file(s): %s", source, len(skipped), said(skipped))
+    return documents, skipped
+
+
+def said(skipped: list[pages.Skipped], most: int = 8) -> str:
+    """The files skipped, with why, the first `most` of them."""
+    more = f" and {len(skipped) - most} more" if len(skipped) > most else ""
+    return "; ".join(map(str, skipped[:most])) + more
 
 
 def text_document(doc_id: str, filename: str, text: str, source: str) -> Document:
