@@ -359,3 +359,24 @@ def test_a_unit_the_index_does_not_hold_is_encoded_as_the_index_encodes_its_own(
     assert np.allclose(vectors[1], alone, atol=1e-6)
     assert float(vectors[1] @ index.vectors[3]) > 0.99  # same text (encoded in a batch there)
     assert index.unit_vectors([]).shape == (0, index.vectors.shape[1])
+
+
+def test_a_build_estimate_follows_the_pace_measured_on_this_machine(tiny_corpus, monkeypatch):
+    """Issue 67: a build estimated at 3 minutes took 27. The pace a build measured here is
+    kept (pauses left out) and the next estimate of that encoder uses it; a pace measured
+    on another machine is not."""
+    from engine.index import encoding
+    from engine.index.dense import build_seconds
+    from engine.text import count_tokens
+    from engine.units.build import UnitConfig, build_units, index_text
+
+    config = UnitConfig("passages")
+    tokens = sum(count_tokens(index_text(u)) for u in build_units(tiny_corpus, config))
+    default = build_seconds(tiny_corpus, config, precision="fp32")
+    assert default == pytest.approx(tokens / encoding.ENCODE_TOKENS_PER_SECOND["fp32"])
+    encoding.record_rate("minilm", "fp32", 10, 1.0)  # too few tokens to say anything
+    assert build_seconds(tiny_corpus, config, precision="fp32") == default
+    encoding.record_rate("minilm", "fp32", 40_000, 100.0)  # 400 tokens/s measured here
+    assert build_seconds(tiny_corpus, config, precision="fp32") == pytest.approx(tokens / 400)
+    monkeypatch.setattr(encoding, "_machine", lambda: "another CPU x64")
+    assert build_seconds(tiny_corpus, config, precision="fp32") == default

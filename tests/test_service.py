@@ -324,3 +324,20 @@ def test_a_run_reads_only_what_is_built_and_a_viewer_builds_nothing(
             explorer.run("Who painted it?", "flat",
                          json.dumps({"retriever": "bm25", "passage_tokens": 101}), build=True)
     assert _cache_bytes(data_dir) == before  # nothing built, nothing written
+
+
+def test_the_status_line_names_every_added_corpus_still_building(explorer, tiny_corpus):
+    """Issue 67: an added corpus's 27-minute dense build never showed above the tabs."""
+    from tests.fakes import fake_preparation
+
+    notes = fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus,
+                                           "dense": lambda p: None})
+    notes.corpus_spec = "notes"
+    notes.tasks["corpus"].state = "ready"
+    dense = notes.tasks["dense"]
+    dense.state, dense.done, dense.total, dense.started = "running", 100, 400, time.monotonic()
+    explorer._corpora._preparations["notes"] = notes
+    (line,) = [s for s in explorer.standing_in() if "notes" in s]
+    assert line.startswith("corpus 'notes' still building: task dense: building 100/400 (25%)")
+    dense.state = "ready"
+    assert not [s for s in explorer.standing_in() if "notes" in s]

@@ -47,6 +47,7 @@ from engine.index.encoding import (
     encode,
     encoder_identity,
     encoding_rate,
+    record_rate,
 )
 from engine.index.encoding import ENCODE_TOKENS_PER_SECOND as ENCODE_TOKENS_PER_SECOND
 from engine.index.encoding import SAMPLE_TEXTS as SAMPLE_TEXTS
@@ -257,9 +258,17 @@ def build_dense(units: tuple[Unit, ...], folder: Path, model: str = "minilm",
     # progress in the log too (every LOG_SECONDS), where no status line shows it: an hour
     # of encoding on a busy CPU says how far it is and how long is left
     logged = LoggedProgress(logger, "Dense: encoding", granularity, then=progress)
-    vectors = store.encode(texts, lambda batch: encode(batch, model, batch_size,
-                                                       precision=precision),
-                           progress=logged, out=out)
+    paced = [0, 0.0]  # tokens encoded, seconds spent encoding them (pauses left out)
+
+    def encoding(batch: list[str]) -> np.ndarray:
+        began = time.perf_counter()
+        vectors = encode(batch, model, batch_size, precision=precision)
+        paced[0] += sum(count_tokens(t) for t in batch)
+        paced[1] += time.perf_counter() - began
+        return vectors
+
+    vectors = store.encode(texts, encoding, progress=logged, out=out)
+    record_rate(model, precision, paced[0], paced[1])  # the next estimate's pace here
     logger.info("Dense: vectors of %d %s in %.1f s", len(units), granularity,
                 time.perf_counter() - started)
     if kind == "hnsw":

@@ -108,11 +108,73 @@ def _config_sha256(folder: Path) -> str | None:
 _RATES: dict[str, float] = {}
 
 
+RATES_FILE = "encoding-rates.json"  # in the cache folder: each encoder's pace on this machine
+MIN_TOKENS_RECORDED = 20_000  # a build that encoded fewer says little about the pace
+
+
+def _machine() -> str:
+    """This machine as far as its pace goes: its CPU's model name and core count."""
+    import os
+
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        name = next((line.partition(":")[2].strip() for line in text.splitlines()
+                     if line.startswith("model name")), "")
+    except OSError:
+        name = ""
+    return f"{name or 'unknown CPU'} x{os.cpu_count()}"
+
+
+def _rates_path() -> Path:
+    from engine.paths import data_dir
+
+    return data_dir() / "cache" / RATES_FILE
+
+
+def recorded_rate(model: str, precision: str) -> float | None:
+    """The tokens per second the last build with `model` at `precision` encoded at on this
+    machine (the machine shared or not, as it was), None before any."""
+    try:
+        rates = json.loads(_rates_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    entry = rates.get(json.dumps(encoder_identity(model, precision), sort_keys=True))
+    if not isinstance(entry, dict) or entry.get("machine") != _machine():
+        return None
+    rate = entry.get("tokens_per_second")
+    return float(rate) if isinstance(rate, int | float) and rate > 0 else None
+
+
+def record_rate(model: str, precision: str, tokens: int, seconds: float) -> None:
+    """Keep the pace a build measured (`tokens` encoded in `seconds`, pauses left out) for
+    the next estimate of `model` at `precision` here."""
+    from engine.cache import write_json_atomic
+
+    if tokens < MIN_TOKENS_RECORDED or seconds <= 0:
+        return
+    path = _rates_path()
+    try:
+        rates = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        rates = {}
+    rates[json.dumps(encoder_identity(model, precision), sort_keys=True)] = {
+        "tokens_per_second": round(tokens / seconds, 1), "machine": _machine(),
+        "tokens": tokens, "seconds": round(seconds, 1), "measured": time.time()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, rates)
+    logger.info("Dense: %s encoded %.0f tokens/s here (%d tokens); later estimates use it",
+                model, tokens / seconds, tokens)
+
+
 def encoding_rate(model: str, precision: str, texts: list[str]) -> float:
-    """Engine tokens per second `model` encodes here: MiniLM's measured
-    ENCODE_TOKENS_PER_SECOND, and any other encoder's timed once per process on a sample
-    of `texts` (SAMPLE_TEXTS, after one warm-up batch): a larger model's build is estimated
-    at its own speed, not MiniLM's."""
+    """Engine tokens per second `model` encodes here: the pace its last build here
+    measured (`recorded_rate`); before any, MiniLM's ENCODE_TOKENS_PER_SECOND and any other
+    encoder's timed once per process on a sample of `texts` (SAMPLE_TEXTS, after one
+    warm-up batch): a larger model's build is estimated at its own speed, not MiniLM's."""
+    precision = resolve_encoder_precision(precision)
+    recorded = recorded_rate(model, precision)
+    if recorded is not None:
+        return recorded
     if model == "minilm":
         return ENCODE_TOKENS_PER_SECOND[precision]
     name = json.dumps(encoder_identity(model, precision), sort_keys=True)

@@ -203,8 +203,8 @@ class Explorer:
         return [*self._interrupted, *readiness.failures(self._corpora)]
 
     def standing_in(self) -> list[str]:
-        """What answers meanwhile for builds and training still under way (stand-ins)."""
-        return self._preparation.standing_in()
+        """What answers meanwhile for builds and training under way, and added corpora's."""
+        return [*self._preparation.standing_in(), *readiness.building(self._corpora)]
 
     def ready(self, name: str | None = None, corpus: str = "") -> bool:
         """Whether paradigm `name` can answer now over `corpus` (None: everything)."""

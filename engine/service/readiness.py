@@ -97,6 +97,23 @@ def status(corpora: Corpora) -> list[str]:
     return [*left_out, *corpora.startup.status_lines(), *BUILDS.lines(skip=owned)]
 
 
+def building(corpora: Corpora) -> list[str]:
+    """A line per added corpus still being built, naming it and its build under way (or
+    next), with the time it has left at its measured pace: the Corpora tab lists the rest
+    of its tasks."""
+    lines = []
+    for preparation in corpora.loaded_preparations():
+        if preparation is corpora.startup or not preparation.busy(own=True):
+            continue
+        tasks = [t for t in preparation.tasks.values() if t.per_corpus
+                 and t.state in ("running", "waiting")]
+        running = [t for t in tasks if t.state == "running"]
+        shown = (running or tasks)[0]
+        lines.append(f"corpus {preparation.corpus_spec!r} still building: "
+                     f"{shown.describe()}")
+    return lines
+
+
 def failures(corpora: Corpora) -> list[str]:
     """What failed while preparing the start-up corpus (or fetching the QA data), a
     line each with why."""
