@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import re
 import time
 from pathlib import Path
 
@@ -73,7 +74,8 @@ def ours(path: Path):
 
 
 def words(text: str) -> collections.Counter:
-    return collections.Counter(text.split())
+    """Its words, lower-cased, as BM25 reads them apart (json.dumps: json, dumps)."""
+    return collections.Counter(re.findall(r"\w+", text.lower()))
 
 
 def measured(name: str, read, files: list[Path]) -> tuple[dict, list, dict]:
@@ -88,7 +90,7 @@ def measured(name: str, read, files: list[Path]) -> tuple[dict, list, dict]:
     for path in files:
         found = read(path)
         documents += found
-        by_page[path.stem] = words(" ".join(d.text for d in found))
+        by_page[path.stem] = words(" ".join(f"{d.title} {d.text}" for d in found))
     seconds = time.perf_counter() - started
     corpus = Corpus(name, tuple(documents))
     config = UnitConfig("passages", chunker=Chunker(100))
@@ -96,14 +98,16 @@ def measured(name: str, read, files: list[Path]) -> tuple[dict, list, dict]:
     texts = [p.text for p in passages]
     noisy = sum(any(b in t for b in BOILERPLATE) for t in texts)
     index = bm25_index(corpus, config)
-    hits = 0
+    hits = top3 = 0
     for function, page in ASKED:
-        (top,) = index.search(function, 1)
-        hits += top.unit.doc_ids[0].split("#")[0] == page
+        found = [c.unit.doc_ids[0].split("#")[0] for c in index.search(function, 3)]
+        hits += found[:1] == [page]
+        top3 += page in found
     row = {"reader": name, "seconds": round(seconds, 1), "documents": len(documents),
            "passages": len(passages), "tokens": sum(count_tokens(t) for t in texts),
            "boilerplate passages": noisy, "boilerplate share": round(noisy / len(texts), 3),
-           "BM25 top-1 on the function's page": f"{hits}/{len(ASKED)}"}
+           "BM25 top-1 on the function's page": f"{hits}/{len(ASKED)}",
+           "top-3": f"{top3}/{len(ASKED)}"}
     return row, texts, by_page
 
 

@@ -82,6 +82,17 @@ def test_an_html_page_becomes_its_sections_without_scripts_or_navigation():
         assert never not in every
 
 
+def test_an_aside_is_the_texts_inside_the_main_text_and_the_sites_outside_it():
+    boxed = PAGE.replace(b"<p>Extensible JSON encoder.</p>",
+                         b"<p>Extensible JSON encoder.</p><aside class='sidebar'><p>Hello "
+                         b"World example</p></aside>")
+    assert "Hello World example" in page_documents("json.html", boxed, "d")[0][-1].text
+    site = (b"<html><body><aside class='sidebar'>Popular posts</aside><h1>Notes</h1>"
+            b"<p>Body text.</p></body></html>")
+    (note,) = page_documents("note.html", site, "d")[0]
+    assert note.text == "Body text." and note.title == "Notes"
+
+
 def test_a_pdf_becomes_a_document_per_page_with_text():
     documents, why = page_documents("reports/q3.pdf", _pdf(["Revenue rose", "",
                                                             "Costs fell"]), "docs")

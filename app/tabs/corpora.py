@@ -111,7 +111,9 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
     with gr.Accordion("Or read a file on the server", open=False):
         with gr.Row():
             path = gr.Textbox(label="Path on the server", elem_id="fe-corpus-path", scale=2,
-                              info="under the folder the app allows (--corpus-root)")
+                              info="under the folder the app allows (--corpus-root), or an "
+                                   "ir_datasets id from its local cache "
+                                   "(irds:beir/nfcorpus/test)")
             path_name = gr.Textbox(label="Name", elem_id="fe-corpus-path-name", scale=1)
             add_path = gr.Button("Add from path", elem_id="fe-corpus-add-path", scale=1)
     with gr.Row():

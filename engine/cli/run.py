@@ -35,8 +35,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--dataset", default="",
                     help='a listed dataset as the app names it ("HotpotQA dev500", '
                          '"arguana (test)"), a QA file (a path, or one under the shared data '
-                         "folder), or a test collection's folder or zip (BEIR, or TREC topics "
-                         "+ qrels + corpus): added as a corpus of its name on first use, its "
+                         "folder), a test collection's folder or zip (BEIR, or TREC topics "
+                         "+ qrels + corpus) or ir_datasets id (irds:beir/nfcorpus/test, from "
+                         "its local cache): added as a corpus of its name on first use, its "
                          "questions judged over it")
     ev.add_argument("--split", default=None,
                     help="a collection's split (default: test, else dev, else train)")
@@ -212,9 +213,12 @@ def dataset_and_corpus(args: argparse.Namespace) -> tuple[Path, str]:
     questions are evaluated over its own corpus; anything else over --corpus."""
     from engine.data.collection_store import check_corpus, split_of
     from engine.data.loaders.collections import is_collection
+    from engine.data.loaders.irds import is_irds
 
     given = Path(args.dataset)
-    if given.exists() and is_collection(given):
+    if is_irds(args.dataset):  # an ir_datasets id, read from its cache
+        split = _added_collection(args.dataset.strip(), args.split, args.drop_unknown)
+    elif given.exists() and is_collection(given):
         split = _added_collection(given, args.split, args.drop_unknown)
     else:
         dataset = _dataset_path(args.dataset)  # a listed dataset's name, as the app shows it
@@ -226,9 +230,10 @@ def dataset_and_corpus(args: argparse.Namespace) -> tuple[Path, str]:
     return split.path, corpus
 
 
-def _added_collection(source: Path, split: str | None, drop_unknown: bool):
-    """The split of the collection at `source`, added now unless it was before (named by
-    its folder or zip, refused if that corpus name is taken by another source)."""
+def _added_collection(source: Path | str, split: str | None, drop_unknown: bool):
+    """The split of the collection at `source` (a folder or zip, or an ir_datasets id),
+    added now unless it was before (named by its folder, zip or id, refused if that corpus
+    name is taken by another source)."""
     import re
 
     from engine.data.collection_store import CollectionSplit, add_collection, stored_from
@@ -237,10 +242,12 @@ def _added_collection(source: Path, split: str | None, drop_unknown: bool):
 
     stored = stored_from(source)
     if stored is None:
-        name = re.sub(r"[^A-Za-z0-9_-]+", "-", source.stem).strip("-_")[:40] or "collection"
+        stem = source.removeprefix("irds:") if isinstance(source, str) else source.stem
+        name = re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-_")[:40] or "collection"
         check_name(name, {c.name for c in stored_corpora()})
         _, splits = add_collection(name, source, drop_unknown=drop_unknown,
-                                   original=str(source.resolve()))
+                                   original=source if isinstance(source, str)
+                                   else str(source.resolve()))
         _out(f"added collection {name!r}: " + ", ".join(
             f"{s.split} ({s.questions:,} judged question{'' if s.questions == 1 else 's'})"
             for s in splits))

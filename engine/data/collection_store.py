@@ -46,14 +46,20 @@ class CollectionSplit:
         return corpora_dir() / self.corpus / QUESTIONS.format(split=self.split)
 
 
-def read_splits(source: Path, drop_unknown: bool = False) -> list[Collection]:
-    """Every judged split of the collection at `source` (a TREC folder has one, test)."""
+def read_splits(source: Path | str, drop_unknown: bool = False) -> list[Collection]:
+    """Every judged split of the collection at `source` (a TREC folder has one, test; an
+    ir_datasets id, `irds:beir/nfcorpus/test`, the one it names)."""
+    from engine.data.loaders.irds import is_irds, read_irds
+
+    if is_irds(str(source)):
+        return [read_irds(str(source), drop_unknown)]
+    source = Path(source)
     if trec_files(source) is not None:
         return [read_collection(source, drop_unknown=drop_unknown)]
     return read_beir_splits(source, drop_unknown)
 
 
-def add_collection(name: str, source: Path, *, drop_unknown: bool = False,
+def add_collection(name: str, source: Path | str, *, drop_unknown: bool = False,
                    original: str = "", serving: dict | None = None
                    ) -> tuple[Corpus, list[CollectionSplit]]:
     """Read the collection at `source` whole, then store its corpus as corpus `name` and
@@ -63,7 +69,8 @@ def add_collection(name: str, source: Path, *, drop_unknown: bool = False,
     record = {"format": splits[0].format,
               "splits": {c.split: len(c.questions) for c in splits}}
     beside = {QUESTIONS.format(split=c.split): questions_jsonl(c.questions) for c in splits}
-    corpus = store(name, list(splits[0].documents), original or source.name, serving=serving,
+    shown = original or (source if isinstance(source, str) else source.name)
+    corpus = store(name, list(splits[0].documents), shown, serving=serving,
                    collection=record, beside=beside)
     return corpus, [CollectionSplit(name, c.split, len(c.questions)) for c in splits]
 
@@ -162,10 +169,10 @@ def _same(given: str, path: Path) -> bool:
         return False
 
 
-def stored_from(source: Path) -> StoredCorpus | None:
+def stored_from(source: Path | str) -> StoredCorpus | None:
     """The added collection read from `source` (its resolved path, as the command line
-    records it), if one was."""
-    wanted = str(source.resolve())
+    records it, or the ir_datasets id it was read by), if one was."""
+    wanted = source if isinstance(source, str) else str(source.resolve())
     return next((c for c in stored_corpora() if c.collection and c.source == wanted), None)
 
 

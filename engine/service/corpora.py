@@ -37,6 +37,7 @@ from engine.data.ingest import (
     stored_corpora,
 )
 from engine.data.loaders.collections import is_collection
+from engine.data.loaders.irds import is_irds
 from engine.documents import Corpus, Dataset
 from engine.errors import ConfigError, EngineError
 from engine.paths import data_dir
@@ -210,16 +211,19 @@ class Corpora:
         name = (name or "").strip()
         shown = original or Path(source).name
         serving = serving_of(ray, workers, shards, qdrant, collection)
+        irds = not upload and is_irds(str(source))  # read from ir_datasets' own cache
         try:
-            path = check_source(source, root=None if upload else self.root)
+            path = str(source).strip() if irds else \
+                check_source(source, root=None if upload else self.root)
         except (EngineError, ValueError) as err:
             raise ConfigError(shown_as(err, Path(source), shown) if upload else str(err)
                               ) from None
 
         def load(progress: Progress) -> Corpus:
             try:
-                corpus = add_collection(name, path, drop_unknown=drop_unknown, original=shown,
-                                        serving=serving)[0] if is_collection(path) \
+                corpus = add_collection(name, path, drop_unknown=drop_unknown,
+                                        original=path if irds else shown,
+                                        serving=serving)[0] if irds or is_collection(path) \
                     else ingest(name, path, original=shown, serving=serving)
             except (EngineError, ValueError, OSError) as err:  # shown in its row
                 raise ConfigError(shown_as(err, path, shown) if upload else str(err)

@@ -1,14 +1,14 @@
 """Documents as users have them: HTML pages and PDF files, read into documents with
-well-kept libraries (Beautiful Soup for HTML, pypdf for PDF).
+well-kept libraries (Beautiful Soup over lxml for HTML, pypdf for PDF).
 
 An HTML page becomes a document per section: its main text (the page's `<main>`,
 `[role=main]`, `<article>` or Sphinx's `div.body`, else its `<body>`), split at its h1-h3
 headings, each section titled by the page and its heading and named by the heading's anchor
-("library/functions#len"); scripts, styles, navigation, headers, footers, sidebars, forms
-and permalink marks are dropped. A PDF becomes a document per page with text
-("report#page=3"). What yields no text is skipped with the reason (`Skipped`), never
-guessed at: a scanned PDF without a text layer, an encrypted one, a page of navigation
-only.
+("library/functions#len"); scripts, styles, navigation, headers, footers, forms and
+permalink marks are dropped, and the site's sidebars of a page without a main element. A
+PDF becomes a document per page with text ("report#page=3"). What yields no text is skipped
+with the reason (`Skipped`), never guessed at: a scanned PDF without a text layer, an
+encrypted one, a page of navigation only.
 """
 
 from __future__ import annotations
@@ -25,10 +25,13 @@ HTML_SUFFIXES = (".html", ".htm")
 PDF_SUFFIXES = (".pdf",)
 # what is never a page's text
 DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "nav", "header", "footer",
-                "aside", "form", "button", "iframe", "head")
-DROPPED_ROLES = ("navigation", "banner", "contentinfo", "search", "complementary")
+                "form", "button", "iframe", "head")
+DROPPED_ROLES = ("navigation", "banner", "contentinfo", "search")
 DROPPED_CLASSES = ("headerlink", "sphinxsidebar", "related", "navigation", "breadcrumbs",
-                   "toc", "sidebar", "footer", "skip-link")
+                   "footer", "skip-link")
+# a page without a main element: its asides and sidebars are the site's, not the text's
+# (inside one, an aside is the text's own: Sphinx's sidebar directive, a boxed example)
+CHROME_TAGS, CHROME_ROLES, CHROME_CLASSES = ("aside",), ("complementary",), ("sidebar",)
 BLOCKS = ("p", "div", "section", "article", "main", "li", "ul", "ol", "dl", "dt", "dd",
           "pre", "blockquote", "table", "tr", "td", "th", "caption", "figure",
           "figcaption", "h4", "h5", "h6", "br", "hr")
@@ -63,17 +66,22 @@ def html_documents(doc_id: str, raw: bytes, source: str, fallback_title: str
     soup = BeautifulSoup(raw, "lxml")
     page_title = _page_title(soup) or fallback_title
     main = (soup.find("main") or soup.find(attrs={"role": "main"}) or soup.find("article")
-            or soup.find("div", class_="body") or soup.body or soup)
-    return _sections(doc_id, "".join(_text(main)), page_title, source)
+            or soup.find("div", class_="body"))
+    chrome = main is None
+    return _sections(doc_id, "".join(_text(soup.body or soup if chrome else main, chrome)),
+                     page_title, source)
 
 
-def _dropped(tag) -> bool:
-    classes = tag.get("class") or ()
-    return tag.name in DROPPED_TAGS or tag.get("role") in DROPPED_ROLES or \
-        any(c in DROPPED_CLASSES for c in classes)
+def _dropped(tag, chrome: bool) -> bool:
+    classes, role = tag.get("class") or (), tag.get("role")
+    if tag.name in DROPPED_TAGS or role in DROPPED_ROLES or \
+            any(c in DROPPED_CLASSES for c in classes):
+        return True
+    return chrome and (tag.name in CHROME_TAGS or role in CHROME_ROLES
+                       or any(c in CHROME_CLASSES for c in classes))
 
 
-def _text(node) -> Iterator[str]:
+def _text(node, chrome: bool) -> Iterator[str]:
     """The text of `node` with its blocks apart (blank lines) and its h1-h3 headings as
     marks (anchor and text), what is never text left out; one walk, nothing changed."""
     from bs4 import Comment, NavigableString, Tag
@@ -83,17 +91,17 @@ def _text(node) -> Iterator[str]:
             continue
         if isinstance(child, NavigableString):
             yield str(child)
-        elif isinstance(child, Tag) and not _dropped(child):
+        elif isinstance(child, Tag) and not _dropped(child, chrome):
             if child.name in SECTION_HEADINGS:
                 anchor = child.get("id") or (child.parent.get("id") or "")
-                text = " ".join("".join(_text(child)).split()).rstrip("¶").strip()
+                text = " ".join("".join(_text(child, chrome)).split()).rstrip("¶").strip()
                 yield f"\n\n{_MARK}{anchor}{_MARK}{text}\n\n"
             elif child.name in BLOCKS:
                 yield "\n\n"
-                yield from _text(child)
+                yield from _text(child, chrome)
                 yield "\n\n"
             else:
-                yield from _text(child)
+                yield from _text(child, chrome)
 
 
 def _page_title(soup) -> str:
