@@ -170,6 +170,12 @@ def test_agreement_is_statsmodels_kappa_on_the_pairs_both_judged_and_tau_on_syst
     assert low < found.weighted_kappa < high
     alike = agreement({"q1": {"a": 2}}, {"q1": {"a": 2}})
     assert alike.exact == 1.0 and alike.kappa is None  # one grade throughout: undefined
+    # issue 67: an LLM that gave every unit one grade read "kappa 0.000 (95% interval nan
+    # to nan)"; it is undefined, said with who gave one grade
+    flat = agreement({"q1": {"a": 0, "b": 2, "c": 3}}, {"q1": {"a": 1, "b": 1, "c": 1}})
+    assert flat.kappa is None and flat.weighted_kappa is None
+    assert flat.weighted_said() == ("undefined: the second assessor gave grade 1 to every one "
+                                    "of the 3 pairs, so chance explains all agreement")
     with pytest.raises(ConfigError, match="judged no document of the same question"):
         agreement(person, {"q9": {"a": 1}})
     tau, _ = same_order({"flat": 0.5, "funnel": 0.4, "best": 0.3},

@@ -270,3 +270,17 @@ def test_a_cut_gold_sentence_is_lost_at_the_cut_and_kept_by_its_perfect_ceiling(
     assert "Budapest is the capital of Hungary." in " ".join(c.unit.text for c in cut.candidates)
     assert best.metrics["gold_sent_recall@sentences"] == 1.0
     assert outcome(best, "sentences") == REACHED
+
+
+def test_kept_sentences_read_back_as_the_same_sentences():
+    """Issue 67: the heatmap said "the sentence cut kept 5" beside a table of 17: kept
+    headings and list lines without a full stop were joined by spaces and split again as
+    one. Joined, they split into exactly the sentences kept."""
+    from engine.stages.prune import joined
+    from engine.text import split_sentences
+
+    kept = ["Installing", "Use pip to install it", "Then run it.", "Done.", "e.g. this one.",
+            "3 items remain"]
+    text = joined(kept)
+    assert [text[a:b] for a, b in split_sentences(text)] == kept
+    assert "Then run it. Done." in text  # sentences that split at a space keep the space

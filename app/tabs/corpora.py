@@ -149,8 +149,9 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
     gr.Markdown(
         "### Models\nWhat each role can use here and what it has built. A paradigm's "
         "option names the model (`bi_encoder`, `preranker`/`reranker`, `classifier`, "
-        "`reader`): a packaged alias, a model trained here, or your own folder or hub id; "
-        "the reader also an OpenAI-compatible endpoint.", elem_id="fe-models-head")
+        "`reader`): a packaged alias, a model trained here, or a folder, hub id or (the "
+        "reader's) OpenAI-compatible endpoint by the name the operator allowed it by "
+        "(`--allow FILE`).", elem_id="fe-models-head")
     models = gr.HTML(models_table(explorer.models()), elem_id="fe-models-table")
 
     watched = gr.State(None)  # the corpus an Add started, told of when it is prepared
@@ -165,6 +166,10 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
                     gr.skip())
         note, corpus = adding(explorer, new_name, source, upload_it, address,
                               DEFAULT_SHARDS if shards else 0, where, named, bool(drop))
+        if isinstance(corpus, str):  # refused in its read already: say so, not "being read"
+            views = refreshed(explorer, current, ticked=True, watched=corpus)
+            if isinstance(views[0], str):
+                return (*views, None)
         return (*refreshed(explorer, current, note), corpus)
 
     def ticked(corpus: str | None, *current) -> tuple:

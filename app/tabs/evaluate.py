@@ -266,8 +266,9 @@ def form(explorer: Explorer) -> Form:
                 sample = gr.Number(0, label="…or a random sample of", precision=0,
                                    elem_id="fe-eval-sample")
                 seed = gr.Number(0, label="Seed", precision=0, elem_id="fe-eval-seed")
-        upload = gr.File(label="…or a QA file (HotpotQA, MuSiQue, 2Wiki, SQuAD, NQ-open, "
-                               "judged JSONL; a test collection: add it in Corpora)",
+        upload = gr.File(label="…or a QA file (JSONL of {question, answer}, HotpotQA, "
+                               "MuSiQue, 2Wiki, SQuAD, NQ-open, judged JSONL; a test "
+                               "collection: add it in Corpora)",
                          file_types=[".json", ".jsonl"], scale=1,
                          elem_id="fe-eval-upload")
     chosen = gr.CheckboxGroup([(spec.label, name) for name, spec in PARADIGMS.items()],

@@ -280,10 +280,13 @@ def recall_latency_figure(summary: dict[str, dict], note: str = "") -> go.Figure
     if not summary:
         return text_figure("No evaluation yet.")
     judged = not answered(summary)
-    fig = go.Figure([go.Scatter(x=[s.get("seconds_total_median")],
-                                y=[last_cut(s, "nDCG@10") if judged else s.get("AR@4")],
-                                mode="markers+text", text=[name], textposition="top center",
-                                name=name, marker={"size": 12})
+    ys = {name: last_cut(s, "nDCG@10") if judged else s.get("AR@4")
+          for name, s in summary.items()}
+    # a name above a point near the top was clipped by the plot's edge: it goes below it
+    fig = go.Figure([go.Scatter(x=[s.get("seconds_total_median")], y=[ys[name]],
+                                mode="markers+text", text=[name], cliponaxis=False,
+                                textposition="bottom center" if (ys[name] or 0) > 0.85
+                                else "top center", name=name, marker={"size": 12})
                      for name, s in summary.items()])
     fig.update_layout(title=_titled("nDCG@10 against latency" if judged
                                     else "Recall against latency", note),

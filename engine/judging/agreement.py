@@ -26,11 +26,12 @@ class Agreement:
     kappa: float | None  # None where it is undefined (one grade used by both throughout)
     weighted_kappa: float | None  # linear weights
     weighted_ci: tuple[float, float] | None
+    undefined: str = ""  # why kappa is undefined, where it is
 
     def weighted_said(self) -> str:
         """The linear-weighted kappa with its interval, as the CLI and Diagnose say it."""
         if self.weighted_kappa is None or self.weighted_ci is None:
-            return "undefined (one grade throughout)"
+            return f"undefined: {self.undefined or 'one grade throughout'}"
         low, high = self.weighted_ci
         return f"{self.weighted_kappa:.3f} (95% interval {low:.3f} to {high:.3f})"
 
@@ -49,14 +50,27 @@ def agreement(first: Grades, second: Grades, categories: int = len(GRADES)) -> A
     for q, d in shared:
         matrix[first[q][d], second[q][d]] += 1
     exact = float(np.trace(matrix)) / len(shared)
-    used = (matrix.sum(axis=0) > 0) | (matrix.sum(axis=1) > 0)
     kappa = weighted = ci = None
-    if used.sum() > 1:  # with one grade throughout, chance agreement is 1: kappa is 0/0
+    # an assessor who gave one grade throughout tells nothing apart: chance agreement is
+    # then all the agreement there is, and kappa (0 by the formula, its interval nan)
+    # says nothing; said so, by whom, instead of "0.000 (95% interval nan to nan)"
+    undefined = _one_grade(matrix.sum(axis=1), "the first") or \
+        _one_grade(matrix.sum(axis=0), "the second")
+    if not undefined:
         kappa = float(cohens_kappa(matrix).kappa)
         found = cohens_kappa(matrix, wt="linear")
         weighted, ci = float(found.kappa), (float(found.kappa_low), float(found.kappa_upp))
     return Agreement(len(shared), tuple(tuple(int(x) for x in row) for row in matrix),
-                     exact, kappa, weighted, ci)
+                     exact, kappa, weighted, ci, undefined)
+
+
+def _one_grade(counts, who: str) -> str:
+    """Why kappa is undefined when assessor `who` used one grade alone ("" otherwise)."""
+    used = [grade for grade, n in enumerate(counts) if n]
+    if len(used) > 1:
+        return ""
+    return (f"{who} assessor gave grade {used[0]} to every one of the {int(sum(counts))} "
+            "pairs, so chance explains all agreement")
 
 
 def pairwise(people: Mapping[str, Grades], categories: int = len(GRADES)

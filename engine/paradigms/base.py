@@ -226,9 +226,12 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
         final = ranked[-1].candidates if ranked else ()
         recall = answer_recall_at([c.unit.text for c in final], gold.answers, (1, 2, 3, 4))
         metrics = {f"AR@{k}": float(hit) for k, hit in recall.items()}
-        if ranked:  # everything the reader reads (a token cap may read fewer)
-            metrics["AR@read"] = float(answer_in([c.unit.text for c in trace.read],
-                                                 gold.answers))
+        # everything the reader reads (a token cap may read fewer); a run whose query
+        # classification skipped retrieval read nothing, so none of the answer: 0, as in
+        # AR@k (its mean was once over the questions that retrieved alone: best's "AR@4
+        # 0.2" beside "answer recall of all the reader read 1.000")
+        metrics["AR@read"] = float(answer_in([c.unit.text for c in trace.read],
+                                             gold.answers)) if ranked else 0.0
     if ranked and gold.supporting_titles:  # nDCG, MRR, MAP, R@k, P@k of every cut (trec_eval's)
         judged = bool(gold.judgments)  # a collection's: graded, partial
         # a collection's query that is itself a corpus document (ArguAna's) is left out of

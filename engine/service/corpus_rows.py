@@ -83,7 +83,10 @@ def _judged(record: StoredCorpus | None) -> str:
     """The splits of an added test collection, as its row names them."""
     if record is None or not record.collection:
         return ""
-    return ", ".join(f"{split} ({n:,} judged question{'' if n == 1 else 's'})"
+    # a test collection's splits come judged; a question set of one's own is judged later,
+    # in the Judge tab, so its count is of questions only
+    judged = "judged " if record.collection.get("format") != "questions" else ""
+    return ", ".join(f"{split} ({n:,} {judged}question{'' if n == 1 else 's'})"
                      for split, n in record.collection.get("splits", {}).items())
 
 

@@ -232,9 +232,24 @@ def cut_to(candidates: Sequence[Candidate], kept: Sequence[tuple[str, str]]
     out: list[Candidate] = []
     for cand in candidates:
         if cand.unit.id in texts:
-            out.append(replace(cand, unit=replace(cand.unit, text=" ".join(texts[cand.unit.id])),
+            out.append(replace(cand, unit=replace(cand.unit, text=joined(texts[cand.unit.id])),
                                rank=len(out) + 1))
     return tuple(out)
+
+
+def joined(sentences: Sequence[str]) -> str:
+    """Kept sentences as one passage text that splits (engine.text.split_sentences) into
+    exactly them again, so the reader's per-sentence heatmap rows are the cut's sentences:
+    a space where it splits there, else a blank line (a heading or list line without a
+    full stop once ended at a paragraph break; a space would merge it with the next)."""
+    text = ""
+    for sentence in sentences:
+        if text:
+            tail = text[-200:]
+            text += " " if len(split_sentences(f"{tail} {sentence}")) == \
+                len(split_sentences(tail)) + 1 else "\n\n"
+        text += sentence
+    return text
 
 
 def _piece(passage: Candidate, n: int, text: str) -> Candidate:

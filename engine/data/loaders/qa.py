@@ -129,7 +129,10 @@ def parse_nq_open(rec: Record, number: int) -> tuple[Question, list[Paragraph]]:
     answers = (one,) if isinstance(one, str) and one.strip() else _strings(rec, "answer")
     if not answers:
         raise rec.error("needs at least one answer string", field="answer")
-    question = Question(id=str(rec.obj.get("id", f"nq-{number}")), text=rec.text("question"),
+    # without ids, numbered by line under the file's name (NQ-open's own file: "nq-3", as
+    # its stored evaluations name its questions)
+    prefix = "nq" if rec.path.parent.name == "nq_open" else rec.path.stem
+    question = Question(id=str(rec.obj.get("id", f"{prefix}-{number}")), text=rec.text("question"),
                         answers=answers, type="open", source=source_name(rec.path))
     return question, []
 
