@@ -85,6 +85,22 @@ def test_a_run_by_preset_runs_its_paradigm_and_options_and_its_trace_names_it(ex
     assert Preset("ok", "echo", {}).record()["name"] == "ok"
 
 
+def test_a_preset_carries_the_corpus_it_was_made_over(explorer):
+    """Issue 67: picking a preset left the corpus on wiki. A preset keeps its corpus, a
+    run by it searches that corpus unless the run names another, and an export keeps it."""
+    from engine.store.presets import read_presets
+
+    saved = explorer.presets.save_preset("over-tiny", "echo", "{}", corpus="tiny")
+    assert saved.corpus == "tiny"
+    trace = explorer.run("Who painted A Sunday Afternoon?", "", preset="over-tiny")
+    assert trace.corpus.get("name") == "tiny"
+    explorer.presets.save_preset("over-gone", "echo", "{}", corpus="no-such-corpus")
+    with pytest.raises(ConfigError, match="no-such-corpus"):
+        explorer.run("Who painted A Sunday Afternoon?", "", preset="over-gone")
+    (back,) = read_presets(explorer.presets.export_presets(["over-tiny"]))
+    assert back.corpus == "tiny"
+
+
 def test_presets_from_the_command_line_and_ask_by_preset(tmp_path, echo, capsys,
                                                          tiny_corpus):
     from engine.cli.main import main

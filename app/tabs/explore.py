@@ -135,7 +135,7 @@ def build(explorer: Explorer) -> ExploreTab:
     # by hand leaves the preset (its options typed over a preset stay the preset's run)
     preset.focus(partial(preset_choices, explorer), None, preset, **private)
     preset.input(partial(picked_preset, explorer, params), preset,
-                 [paradigm, *params.inputs()], **private)
+                 [paradigm, corpus, *params.inputs()], **private)
     paradigm.input(lambda: NO_PRESET, None, preset, **private)
     heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, **private)
     attribute.click(partial(attribute_run, explorer), [trace_state, heat_by],
@@ -165,12 +165,13 @@ def preset_choices(explorer: Explorer) -> dict:
 
 
 @refusing(outputs=1, shape=lambda box, explorer, params, name: (
-    gr.update(value=NO_PRESET), *(gr.skip(),) * len(params.inputs())))
+    gr.update(value=NO_PRESET), *(gr.skip(),) * (len(params.inputs()) + 1)))
 def picked_preset(explorer: Explorer, params, name) -> tuple:
-    """(paradigm, every option widget) as preset `name` saved them (the rest at their
-    defaults); nothing changes for "(none)"."""
+    """(paradigm, corpus, every option widget) as preset `name` saved them (the rest at
+    their defaults; the corpus it was made over, if it names one); nothing changes for
+    "(none)"."""
     if not name or name == NO_PRESET:
-        return gr.skip(), *(gr.skip(),) * len(params.inputs())
+        return gr.skip(), gr.skip(), *(gr.skip(),) * len(params.inputs())
     from dataclasses import asdict
 
     from engine.paradigms.registry import make_config
@@ -179,7 +180,9 @@ def picked_preset(explorer: Explorer, params, name) -> tuple:
     if chosen is None:
         raise ConfigError(f"No preset named {name!r} any more: pick another.")
     full = asdict(make_config(chosen.paradigm, chosen.config))
-    return gr.update(value=chosen.paradigm), *panel_values(params, {chosen.paradigm: full})
+    corpus = gr.update(value=chosen.corpus) if chosen.corpus else gr.skip()
+    return (gr.update(value=chosen.paradigm), corpus,
+            *panel_values(params, {chosen.paradigm: full}))
 
 
 def running_box(paradigm: str, stages: int = 0) -> str:

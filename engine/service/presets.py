@@ -30,12 +30,14 @@ class Presets:
         return self.store.list()
 
     def save_preset(self, name: str, paradigm: str, config: str | dict = "", *,
-                    source: str = "typed", notes: str = "", replace: bool = False) -> Preset:
+                    source: str = "typed", notes: str = "", replace: bool = False,
+                    corpus: str = "") -> Preset:
         """Save paradigm `paradigm` with `config` (JSON text or a dict of options) as
-        preset `name`, the acting user's; a name taken is replaced only with `replace`, by
-        its owner or an admin."""
+        preset `name`, the acting user's, made over `corpus` (a run of it searches that
+        corpus unless it names another; "": the one the run names); a name taken is
+        replaced only with `replace`, by its owner or an admin."""
         preset = checked(Preset(name, paradigm, _options(config), source, notes,
-                                self.door.name()))
+                                self.door.name(), corpus=(corpus or "").strip()))
         before = self.store.find(name)
         if before is not None and replace:
             self.door.owns(before.owner, "save_preset", f"preset {name!r}")
@@ -58,7 +60,8 @@ class Presets:
         fresh = [p for p in found if p.name not in stored]
         for preset in fresh:
             self.store.save(Preset(preset.name, preset.paradigm, preset.config,
-                                   preset.source, preset.notes, self.door.name()))
+                                   preset.source, preset.notes, self.door.name(),
+                                   corpus=preset.corpus))
         return len(fresh), len(found) - len(fresh)
 
 

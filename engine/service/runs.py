@@ -99,6 +99,7 @@ class Runs:
                 raise ConfigError(f"preset={preset!r}: no presets are stored here.")
             chosen = self._presets.get(preset)
             name, options = chosen.paradigm, {**chosen.config, **options}
+            corpus = corpus or chosen.corpus  # over the corpus it was made over
         spec(name)  # an unknown name before a bad config
         config = make_config(name, options)
         preparation = self._corpora.preparation(corpus)

@@ -95,7 +95,8 @@ class TuneJob:
         check = winner.get("held_out") or {}
         notes = f"{winner['label']}: {check.get('verdict', 'not checked on held-out questions')}"
         self.presets.save(Preset(name, winner["paradigm"], winner["config"], source,
-                                 notes[:2000], self.owner), replace=before is not None)
+                                 notes[:2000], self.owner, corpus=self.corpus.name),
+                          replace=before is not None)
         return name
 
     def _stored(self, trial: Trial) -> None:

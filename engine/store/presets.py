@@ -21,7 +21,7 @@ from engine.store.sessions import SessionStore
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 MAX_NOTES_CHARS = 2_000
-FIELDS = ("name", "paradigm", "config", "source", "notes", "owner")
+FIELDS = ("name", "paradigm", "config", "source", "notes", "owner", "corpus")
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class Preset:
     notes: str = ""
     owner: str = ""  # the user who saved it ("" without logins)
     created: str = ""
+    corpus: str = ""  # the corpus it was made over (a search's, or the one picked); "": any
 
     def __post_init__(self) -> None:
         if not NAME.match(str(self.name or "")):
@@ -62,12 +63,12 @@ class PresetStore:
             raise ConfigError(f"A preset named {preset.name!r} exists already: pick another "
                               "name, or replace it on purpose.")
         values = [preset.name, preset.paradigm, json.dumps(preset.config), preset.source,
-                  preset.notes, preset.owner]
+                  preset.notes, preset.owner, preset.corpus]
         self.store.execute(
-            f"INSERT INTO presets ({', '.join(FIELDS)}) VALUES (?, ?, ?, ?, ?, ?) "
+            f"INSERT INTO presets ({', '.join(FIELDS)}) VALUES (?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET paradigm = excluded.paradigm, "
             "config = excluded.config, source = excluded.source, notes = excluded.notes, "
-            "owner = excluded.owner, created = now()", values)
+            "owner = excluded.owner, corpus = excluded.corpus, created = now()", values)
         return self.get(preset.name)
 
     def find(self, name: str) -> Preset | None:
@@ -126,12 +127,13 @@ def read_presets(text: str, filename: str = "presets.json") -> list[Preset]:
         try:
             presets.append(Preset(str(entry["name"]), str(entry["paradigm"]),
                                   entry["config"], str(entry.get("source") or filename),
-                                  str(entry.get("notes") or "")))
+                                  str(entry.get("notes") or ""),
+                                  corpus=str(entry.get("corpus") or "")))
         except ConfigError as err:
             raise DataFormatError(path, f"{where}: {err}") from None
     return presets
 
 
 def _preset(row: tuple) -> Preset:
-    name, paradigm, config, source, notes, owner, created = row
-    return Preset(name, paradigm, json.loads(config), source, notes, owner, created)
+    name, paradigm, config, source, notes, owner, corpus, created = row
+    return Preset(name, paradigm, json.loads(config), source, notes, owner, created, corpus)

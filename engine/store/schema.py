@@ -2,8 +2,8 @@
 
 `SessionStore` applies each once, in a transaction, and records it in `schema_migrations`.
 Saved runs (1-4), classifier labels, stored evaluations (5-7), relevance judgments with
-their pools (8, 9), whose work each is and the audit log (10), named presets (11) and
-tuning searches with their trials (12) share the one DuckDB file.
+their pools (8, 9), whose work each is and the audit log (10), named presets (11; their
+corpus, 13) and tuning searches with their trials (12) share the one DuckDB file.
 """
 
 from __future__ import annotations
@@ -193,5 +193,8 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                state VARCHAR NOT NULL,
                trial JSON NOT NULL,
                PRIMARY KEY (tune_id, number))""",
+    )),
+    (13, "a preset keeps the corpus it was made over (engine/store/presets.py)", (
+        "ALTER TABLE presets ADD COLUMN corpus VARCHAR NOT NULL DEFAULT ''",
     )),
 )
