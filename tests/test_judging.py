@@ -311,6 +311,18 @@ def test_a_question_list_is_pooled_by_the_paradigms_judged_and_published(data_di
             judging.to_judge(pool, bad)
     with pytest.raises(ConfigError, match="'nowhere' is no question set of an added corpus"):
         judging.make_pool("nowhere", ["echo"])
+    # issue 67: once every document the cuts hold is judged, a pool at any depth finds
+    # nothing: said with how deep the cuts reach, and no empty evaluation is kept
+    from engine.service.judging import NothingToPool
+    from engine.store.evaluations import EvaluationStore
+
+    while (left := judging.to_judge(pool, "ann")[0]) is not None:
+        judging.judge(pool, left.question_id, left.document_id, 1, "ann", 2.0)
+    before = len(EvaluationStore(judging.judgments.store).list())
+    with pytest.raises(NothingToPool, match=r"Depth 50 reaches past what its cuts hold \(at "
+                                            r"most \d+ documents a question.*Nothing was stored"):
+        judging.make_pool("docs (support)", ["echo"], depth=50)
+    assert len(EvaluationStore(judging.judgments.store).list()) == before
 
 
 def test_a_judging_round_is_scripted_on_the_command_line(data_dir, echo, tmp_path, capsys):

@@ -36,6 +36,7 @@ from engine.errors import ConfigError
 from engine.paradigms.registry import PARADIGMS, parse_config
 from engine.progress import duration
 from engine.service.explorer import Explorer
+from engine.service.judging import NothingToPool
 from engine.store.judgments import GRADES
 
 # the keys (app.tabs.annotate.KEYS_JS binds them while this tab is shown)
@@ -121,7 +122,11 @@ def pooling(explorer: Explorer, dataset, chosen, depth, configs_json=""):
     if status["state"] != "done":
         raise ConfigError(f"Evaluation {evaluation_id} {status['state']}: "
                           f"{status.get('error') or 'see the Evaluate tab'}.")
-    pool_id, estimate = explorer.judging.pool_evaluation(evaluation_id, int(depth or 5))
+    try:
+        pool_id, estimate = explorer.judging.pool_evaluation(evaluation_id, int(depth or 5))
+    except NothingToPool:  # the evaluation was run for this pool alone: it goes too
+        explorer.remove_evaluation(evaluation_id)
+        raise
     yield (_said(f"Pool {pool_id} of evaluation {evaluation_id}: {esc(estimate)}. Its "
                  "nDCG per stage reads your grades in Evaluate and Diagnose.", "fe-kept"),
            gr.Dropdown(pool_choices(explorer), value=pool_id))

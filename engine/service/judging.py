@@ -158,7 +158,11 @@ class Judging:
             corpus_fingerprint=traces[0].corpus.get("fingerprint", "") if traces else "",
             code_version=code_version(), name=f"{split.label}: {', '.join(paradigms)}")
         evaluations.set_owner(evaluation, self.door.name())
-        return self.pool_evaluation(evaluation, depth, stages, name)
+        try:
+            return self.pool_evaluation(evaluation, depth, stages, name)
+        except NothingToPool:  # run for this pool alone: not kept when it found nothing
+            evaluations.delete(evaluation)
+            raise
 
     def pool_evaluation(self, evaluation_id: int, depth: int = 5,
                         stages: tuple[str, ...] = (), name: str = "") -> tuple[int, str]:
@@ -181,6 +185,8 @@ class Judging:
                               f"{', '.join(stages)}; its cuts: {', '.join(sorted(found))}.")
         done = published(self.judgments.judgments(split.label))
         units = pool_units(runs, depth, {q: set(d) for q, d in done.items()}, stages)
+        if not units:
+            raise NothingToPool(runs, depth, stages, found)
         systems = sorted({f"{t.paradigm}/{cut.name}" for ts in runs.values() for t in ts
                           for cut in cuts(t, stages)})
         pool = self.judgments.create_pool(
@@ -373,3 +379,23 @@ def _typed_assessor(name: str) -> str:
         raise ConfigError(f"Assessor {name!r}: names starting llm: or generated: are the "
                           "judges'; type a person's name.")
     return name
+
+
+class NothingToPool(ConfigError):
+    """A pool of runs whose cuts hold no document left to judge: says how deep the cuts
+    reach, so "pool deeper" is offered only where deeper finds more."""
+
+    def __init__(self, runs: dict, depth: int, stages: tuple[str, ...], found: set[str]
+                 ) -> None:
+        reach = max((len({d for c in cut.candidates for d in c.unit.doc_ids})
+                     for traces in runs.values() for t in traces for cut in cuts(t, stages)),
+                    default=0)
+        if depth < reach:
+            fix = f"Pool deeper (its cuts hold up to {reach} documents a question)"
+        else:
+            fix = (f"Depth {depth} reaches past what its cuts hold (at most {reach} documents "
+                   "a question: the last cut's k), so a deeper pool finds nothing more; pool "
+                   f"an earlier, longer cut (its cuts: {', '.join(sorted(found))}) or other "
+                   "paradigms")
+        super().__init__("The pool holds no unit to judge: every document the runs' cuts "
+                         f"hold is judged already. {fix}. Nothing was stored.")
