@@ -258,6 +258,44 @@ def test_a_tuning_checks_each_pick_against_the_default_on_held_out_questions(rea
     assert "k" in found["importance"]["reads"]["measure"]
 
 
+def test_a_pick_without_a_held_out_measure_is_said_and_the_others_get_their_verdicts(
+        reads, monkeypatch):
+    """Issue 67: best's classifier skipped retrieval for every held-out question, and the
+    whole search failed after its trials ("No held-out question has nDCG@10 for both
+    runs"). That pick is reported unchecked; the others still get theirs."""
+    from dataclasses import replace
+
+    from engine.paradigms import registry
+    from engine.tune import tuning
+
+    registry.register(replace(READS, name="best-like"))
+    plan = _plan(trials=4)
+    searched, held = split(_questions(12), 0.5, seed=3)
+    trials = tuning.Search(plan, searched, _make()).run()
+    (pick,) = tuning.picks(plan, trials).values()
+    real, calls = tuning.compare, []
+
+    def compare(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise tuning.ConfigError("No held-out question has nDCG@10 for both runs")
+        return real(*args)
+
+    monkeypatch.setattr(tuning, "compare", compare)
+    try:
+        checked = tuning.held_out_check(plan, {"best-like": pick, "reads": pick}, held,
+                                        _make())
+    finally:
+        registry.unregister("best-like")
+    unchecked, verdict = ({c["paradigm"]: c for c in checked}[p]
+                          for p in ("best-like", "reads"))
+    assert unchecked["verdict"].startswith("not checked: No held-out question has nDCG@10")
+    assert not unchecked["measured"] and not unchecked["held"]
+    assert verdict["verdict"].split(":")[0] in ("held", "did not hold",
+                                                "worse than the default",
+                                                "the search picked the default itself")
+
+
 # --- stored, resumed, saved as a preset; the command line ------------------------------------
 
 

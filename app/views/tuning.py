@@ -67,7 +67,9 @@ def progress_html(status: dict) -> str:
                      f"{esc(status['preset'])}</code>.")
     elif status["state"] == "done":
         head += "<br>No finished trial is within the cost ceiling: raise it, or search longer."
-    return f"<div class='fe-kept'>{head}</div>"
+    # a search that failed or was stopped never reads as a success
+    kind = {"done": "fe-kept", "running": "fe-progress"}.get(status["state"], "fe-error")
+    return f"<div class='{kind}'>{head}</div>"
 
 
 def trial_rows(status: dict) -> list[list]:
@@ -97,7 +99,9 @@ def held_out_rows(status: dict) -> list[list]:
     return [[c["paradigm"], c["label"], c["pick"], c["default"], c["diff"],
              f"{c['ci'][0]:+.3f} to {c['ci'][1]:+.3f}", c["p"], c.get("p_holm"), c["test"],
              f"{_cost(c['cost']['pick'], cost)} / {_cost(c['cost']['default'], cost)}",
-             c["verdict"]] for c in result.get("held_out") or []]
+             c["verdict"]] if c.get("measured", True) else
+            [c["paradigm"], c["label"], *([None] * 8), c["verdict"]]
+            for c in result.get("held_out") or []]
 
 
 @failsafe

@@ -79,8 +79,10 @@ class TuneJob:
             log_failure(logger, f"search {self.id}", err)
             self.state, self.error = "failed", f"{type(err).__name__}: {err}"
         self.phase = ""
+        # a failed search saved no preset and lists none; a cancelled one keeps the name
+        # it is to save its winner under when it resumes
         self.tunes.finish(self.id, self.state, self.result, self.error,
-                          saved or self.preset)
+                          saved or ("" if self.state == "failed" else self.preset))
         logger.info("search %d %s", self.id, self.state)
 
     def _save_winner(self, winner: dict) -> str:

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from engine.documents import Question
+from engine.errors import ConfigError
 from engine.paradigms.base import Paradigm
 from engine.tune.halving import front, pick
 from engine.tune.held_out import answers, compare, with_verdicts
@@ -62,7 +63,7 @@ def held_out_check(plan: SearchPlan, chosen: dict[str, Trial],
     all picks); [] when cancelled before the end."""
     from engine.paradigms.registry import make_config
 
-    comparisons = []
+    comparisons, unmeasured = [], []
     for paradigm, trial in chosen.items():
         default = plan.base.get(paradigm) or {}
         phase(f"held-out: {trial.label()}")
@@ -73,11 +74,17 @@ def held_out_check(plan: SearchPlan, chosen: dict[str, Trial],
             answers(make(paradigm, default), questions, cancelled))
         if cancelled():
             return []
-        comparisons.append({"paradigm": paradigm, "trial": trial.number,
-                            "label": trial.label(), "config": trial.config,
-                            "default_config": default, "pick_is_default": same,
-                            **compare(rows_pick, rows_default, plan.measure, plan.cost)})
-    return with_verdicts(comparisons) if comparisons else []
+        entry = {"paradigm": paradigm, "trial": trial.number, "label": trial.label(),
+                 "config": trial.config, "default_config": default, "pick_is_default": same}
+        try:
+            comparisons.append({**entry, **compare(rows_pick, rows_default, plan.measure,
+                                                   plan.cost)})
+        except ConfigError as err:  # no held-out measure (best skipped every retrieval)
+            unmeasured.append({**entry, "measured": False, "held": False,
+                               "verdict": f"not checked: {err}"})
+    # Holm over the picks that have a measure; the others are said as such, and never stop
+    # the rest from their verdicts
+    return [*(with_verdicts(comparisons) if comparisons else []), *unmeasured]
 
 
 def report(plan: SearchPlan, trials: Sequence[Trial], held_out: Sequence[dict]) -> dict:
