@@ -165,5 +165,9 @@ def serve(demo: gr.Blocks, door: Door | None = None, gate: dict | None = None,
                 LoginGate, stamp=users.stamp, refused=door.refused,
                 **(gate or {}))]},
             enable_monitoring=False, run_history=False)
+    # Gradio 6's status tracker says "common.complete" (an i18n key its English locale
+    # lacks) in the page text when an event ends: the words it means, given
+    launch_kwargs.setdefault("i18n", gr.I18n(en={"common.complete": "done",
+                                                 "common.error": "error"}))
     return demo.queue(default_concurrency_limit=2).launch(css=CSS, js=annotate.KEYS_JS,
                                                           **launch_kwargs)

@@ -225,7 +225,8 @@ def question_picker(explorer: Explorer, prefix: str,
     trains = gr.Markdown(SET_ASIDE, elem_id=f"{prefix}-trains", visible=labelling)
     gold_info = gr.Markdown(elem_id=f"{prefix}-gold")
     with gr.Row():
-        question = gr.Textbox(label="Question", value=EXAMPLE, scale=4, lines=1,
+        question = gr.Textbox(label="Question", placeholder=f"e.g. {EXAMPLE}", scale=4,
+                              lines=1,
                               # the browser cuts silently at max_length; a run refuses
                               # more than MAX_QUESTION_CHARS, naming the length, as the
                               # API does (engine.paradigms.base.check_question)

@@ -24,10 +24,12 @@ others stay loadable (engine.models.selection_classifier.set_active switches bac
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
 import random
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -74,6 +76,8 @@ class ClassifierConfig:
     holdout_fraction: float = 0.2
     base_model: str = "minilm"
 
+
+CHECKPOINT = "last-epoch.pt"  # a training's state after its last finished epoch
 
 # --- training -----------------------------------------------------------------------------
 
@@ -155,7 +159,8 @@ def _build(folder: Path, config: ClassifierConfig, labels: Sequence[PairExample]
     heldout = heldout_pairs(config)
     logger.info("training the selection classifier on %d pairs an epoch (%d annotated), "
                 "%d held out", len(pairs), len(extra), len(heldout))
-    tokenizer, model = fit_classifier(epoch_pairs, config, progress)
+    checkpoint = checkpoint_folder(cache_key(config, labels))
+    tokenizer, model = fit_classifier(epoch_pairs, config, progress, checkpoint)
     _check_finite(model)
     model.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
@@ -168,8 +173,47 @@ def _build(folder: Path, config: ClassifierConfig, labels: Sequence[PairExample]
         "train_pairs": len(pairs), **heldout_figures(classifier, heldout),
         "seconds": round(time.perf_counter() - started, 1)}
     write_json_atomic(folder / REPORT, report)
+    shutil.rmtree(checkpoint, ignore_errors=True)  # trained whole: nothing to resume
     logger.info("held out: %s at threshold %.3f; %.0f s", report["heldout"],
                 report["threshold"], report["seconds"])
+
+
+def checkpoint_folder(key: dict) -> Path:
+    """Where a training of cache key `key` keeps its last finished epoch, so a training
+    stopped mid-way (kill -9, a restart) resumes there instead of from nothing."""
+    from engine.paths import data_dir
+
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+    return data_dir() / "cache" / "checkpoints" / "selection-classifier" / digest
+
+
+def _save_checkpoint(folder: Path | None, state: dict) -> None:
+    """The training's state after an epoch, written atomically (a kill mid-write leaves the
+    epoch before)."""
+    import torch
+
+    from engine.cache import atomic_path
+
+    if folder is None:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_path(folder / CHECKPOINT) as tmp:
+        torch.save(state, tmp)
+
+
+def _resumed(folder: Path | None) -> dict | None:
+    """The state a stopped training of this key saved after its last epoch, or None."""
+    import torch
+
+    path = folder / CHECKPOINT if folder is not None else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return torch.load(path, weights_only=False)
+    except Exception as err:  # noqa: BLE001 - a damaged checkpoint: train from the start
+        logger.warning("the training checkpoint %s is unreadable (%s); training from the "
+                       "start", path, err)
+        return None
 
 
 def figures_on(version: str, pairs: Sequence[PairExample], max_length: int) -> dict:
@@ -191,19 +235,20 @@ def figures_on(version: str, pairs: Sequence[PairExample], max_length: int) -> d
 
 
 def fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: ClassifierConfig,
-                   progress: Progress | None = None):
+                   progress: Progress | None = None, checkpoint: Path | None = None):
     """(tokenizer, model): the segment-cosine pair classifier (engine/models/pair_model.py)
     from `config.base_model`, seeded. First its three-weight head is fitted on the frozen
     encoder's cosines (logistic regression over the first epoch's pairs), so fine-tuning
     starts from a calibrated bi-encoder view; then `config.epochs` passes fine-tune the
     encoder (word embeddings frozen, as for the pre-ranker) and the head with binary
-    cross-entropy, epoch e on `epoch_pairs[e]`."""
+    cross-entropy, epoch e on `epoch_pairs[e]`. With `checkpoint` (a folder), each epoch's
+    end is saved there and a training found there resumes after its last epoch."""
     with seeded(config.seed):  # before the model: the new head's weights are random
-        return _fit_classifier(epoch_pairs, config, progress)
+        return _fit_classifier(epoch_pairs, config, progress, checkpoint)
 
 
 def _fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: ClassifierConfig,
-                    progress: Progress | None):
+                    progress: Progress | None, checkpoint: Path | None = None):
     import torch
     from transformers import get_linear_schedule_with_warmup
 
@@ -221,8 +266,10 @@ def _fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classi
         if progress:
             progress(min(done, units), units)
 
-    _fit_head(model, tokenizer, epoch_pairs[0], config.max_length,
-              lambda batches: report(min(first, batches * FEATURE_BATCH) // FORWARD_COST))
+    state = _resumed(checkpoint)
+    if state is None:
+        _fit_head(model, tokenizer, epoch_pairs[0], config.max_length,
+                  lambda batches: report(min(first, batches * FEATURE_BATCH) // FORWARD_COST))
     model.bert.get_input_embeddings().weight.requires_grad_(False)
     groups = [{"params": [p for p in model.bert.parameters() if p.requires_grad],
                "lr": config.learning_rate},
@@ -232,8 +279,18 @@ def _fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classi
     tune = max(1, config.epochs * per_epoch)
     schedule = get_linear_schedule_with_warmup(optimizer, math.ceil(0.1 * tune), tune)
     rng = random.Random(config.seed)
-    done = features
-    for epoch in range(config.epochs):
+    done, begin = features, 0
+    if state is not None:  # after the last epoch a stopped training finished
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        rng.setstate(state["rng"])
+        torch.set_rng_state(state["torch_rng"])
+        done, begin = state["done"], state["epoch"]
+        logger.info("resuming the selection classifier's training after epoch %d/%d",
+                    begin, config.epochs)
+        report(done)
+    for epoch in range(begin, config.epochs):
         model.train()
         order = list(epoch_pairs[epoch % len(epoch_pairs)])
         rng.shuffle(order)
@@ -247,6 +304,10 @@ def _fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classi
             report(done)
         logger.info("epoch %d/%d: mean loss %.4f", epoch + 1, config.epochs,
                     total / max(1, math.ceil(len(order) / config.batch_size)))
+        _save_checkpoint(checkpoint, {
+            "epoch": epoch + 1, "done": done, "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
+            "rng": rng.getstate(), "torch_rng": torch.get_rng_state()})
     model.eval()
     return tokenizer, model
 
