@@ -26,7 +26,8 @@ def evaluation_api(explorer: Explorer) -> None:
                  sample: int = 0, seed: int = 0, name: str = "", build: bool = False,
                  ray: str = "", corpus: str = "") -> int:
         """Start evaluating `dataset` (a listed dataset by the name the app shows and
-        list_evaluations stores, such as "HotpotQA dev500", or a QA file on the server)
+        list_evaluations stores, such as "HotpotQA dev500", or a QA file on the server under
+        the folder the app reads from, --corpus-root)
         through comma-separated `paradigms`, with per-paradigm configs as JSON
         ({"funnel": {"K": 5}}); the first `limit` questions or a seeded
         `sample` (0: every question). A config that needs a long index build is refused

@@ -36,6 +36,7 @@ import os
 import re
 import tomllib
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,8 +174,24 @@ def confine(allowed: Allowed | None) -> None:
     _confined = allowed
 
 
+# work the operator set up rather than a request asked for (a retrain from the stored
+# recipe of a model trained here): its names resolve as on the command line
+_operators: ContextVar[bool] = ContextVar("operator_work", default=False)
+
+
 def is_confined() -> bool:
-    return _confined is not None
+    return _confined is not None and not _operators.get()
+
+
+@contextlib.contextmanager
+def operator_work() -> Iterator[None]:
+    """Within the block (in this thread), what is resolved is the operator's own set-up,
+    not a request's: a stored training recipe's base model folder, say."""
+    token = _operators.set(True)
+    try:
+        yield
+    finally:
+        _operators.reset(token)
 
 
 @contextlib.contextmanager

@@ -32,6 +32,8 @@ def duration(seconds: float) -> str:
     for an infinite estimate)."""
     if math.isinf(seconds):
         return "an unknown time"
+    if 0 < seconds < 0.5:
+        return "under a second"
     if seconds < 90:
         return f"{seconds:.0f} s"
     minutes = round(seconds / 60)

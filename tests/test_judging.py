@@ -313,7 +313,7 @@ def test_a_question_list_is_pooled_by_the_paradigms_judged_and_published(data_di
         judging.make_pool("nowhere", ["echo"])
     # issue 67: once every document the cuts hold is judged, a pool at any depth finds
     # nothing: said with how deep the cuts reach, and no empty evaluation is kept
-    from engine.service.judging import NothingToPool
+    from engine.judging.pools import NothingToPool
     from engine.store.evaluations import EvaluationStore
 
     while (left := judging.to_judge(pool, "ann")[0]) is not None:
@@ -356,8 +356,10 @@ def test_a_judging_round_is_scripted_on_the_command_line(data_dir, echo, tmp_pat
     assert "1 judgments imported into docs (support)" in capsys.readouterr().out
     assert main(["judge", "--db", db, "agreement", "docs (support)", "ann", "bob"]) == 0
     said = capsys.readouterr().out
+    # one pair: each gave one grade, so kappa is undefined, and said so
     assert "1 documents judged by both; exact agreement 0.000; linear-weighted kappa " \
-           "0.000" in said and "  3:    0    0    1    0" in said  # ann 3, bob 2
+           "undefined: the first assessor gave grade 3" in said
+    assert "  3:    0    0    1    0" in said  # ann 3, bob 2
     assert main(["judge", "--db", db, "agreement", "evaluation 1", "ann", "bob"]) == 0
     said = capsys.readouterr().out
     assert "  echo: 1.000 / 1.000" in said and "fewer than two paradigms" in said

@@ -103,7 +103,10 @@ def live_app(tmp_path_factory, sessions_file, tiny_classifier_base):
     env = {**os.environ, "FUNNEL_DATA_DIR": str(root / "data"), "FUNNEL_PORT": str(port),
            "FUNNEL_CORPUS": str(corpus), "FUNNEL_SESSIONS": str(sessions_file),
            "FUNNEL_OTLP_RECEIVE": str(RECEIVER["port"]),
-           "FUNNEL_OTLP_KEY": f"pipeline:{RECEIVER_KEY}", "OMP_NUM_THREADS": "1"}
+           "FUNNEL_OTLP_KEY": f"pipeline:{RECEIVER_KEY}", "OMP_NUM_THREADS": "1",
+           # the folder the operator lets requests read QA files from (the tests' own
+           # temporary folders): anything else is refused (engine.allowed)
+           "FUNNEL_CORPUS_ROOT": str(tmp_path_factory.getbasetemp())}
     log = (root / "app.log").open("w")
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log,
                               stderr=subprocess.STDOUT)

@@ -109,13 +109,14 @@ def test_a_process_started_with_the_plugin_installed_loads_it(example, first):
 def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_evaluation(
         live, tmp_path):
     explorer, client = live
-    trace = json.loads(client.predict(QUESTION, "overlap", '{"M": 6, "k": 2}', api_name="/run"))
+    trace = json.loads(client.predict(QUESTION, "overlap", '{"M": 6, "k": 2}', build=True,
+                                      api_name="/run"))
     assert [s["name"] for s in trace["stages"]] == ["bm25", "word-overlap"]
     assert len(trace["stages"][-1]["candidates"]) == 2 and trace["llm_calls"] == 1
     assert "Danube" in trace["stages"][-1]["candidates"][0]["unit"]["text"]
     # the plugin's re-ranker by name in a built-in paradigm's option
     flat = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "reranker": '
-                                     '"word-overlap"}', api_name="/run"))
+                                     '"word-overlap"}', build=True, api_name="/run"))
     assert [s["name"] for s in flat["stages"]] == ["dense", "reranker"]
     evaluation = explorer.evaluate(qa_file(tmp_path / "qa.jsonl", n=2), ["overlap", "flat"])
     deadline = time.monotonic() + 300
@@ -127,7 +128,7 @@ def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_ev
         "overlap", "flat"}
     # the plugin's backend reads for a built-in paradigm: its sentence, no model loaded
     read = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "reader": '
-                                     '{"backend": "best-sentence"}}', api_name="/run"))
+                                     '{"backend": "best-sentence"}}', build=True, api_name="/run"))
     (step,) = read["llm_steps"]
     read_words = set(re.findall(r"\w+", " ".join(
         f"{c['unit']['title']} {c['unit']['text']}" for c in read["stages"][-1]["candidates"])))
@@ -135,15 +136,15 @@ def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_ev
     # the funnel's post-ranker reads attention, which that backend declares it cannot give
     with pytest.raises(Exception, match="'best-sentence' backend cannot give"):
         client.predict(QUESTION, "funnel", '{"attention_weight": 0.5, "reader": '
-                       '{"backend": "best-sentence"}}', api_name="/run")
+                       '{"backend": "best-sentence"}}', build=True, api_name="/run")
     # the plugin's first stage in a built-in paradigm: the documents the question names
     titled = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "retriever": '
-                                       '"title-match"}', api_name="/run"))
+                                       '"title-match"}', build=True, api_name="/run"))
     assert [s["name"] for s in titled["stages"]] == ["title-match", "reranker"]
     assert {c["unit"]["title"] for c in titled["stages"][0]["candidates"]} == {"Budapest"}
     # the plugin's encoder builds a dense index that flat searches (its words, hashed)
     hashed = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "bi_encoder": '
-                                       '"hashed-words"}', api_name="/run"))
+                                       '"hashed-words"}', build=True, api_name="/run"))
     assert "Danube" in hashed["stages"][0]["candidates"][0]["unit"]["text"]
     scores = [[c["score"] for c in t["stages"][0]["candidates"]] for t in (hashed, flat)]
     assert scores[0] != scores[1]  # another encoder's cosines
@@ -188,7 +189,7 @@ def test_the_rrf_reranker_fuses_bm25_and_dense_ranks_through_the_engine(live, ti
             .search(QUESTION, 100)}
     for paradigm, config, k in (("flat", '{"M": 6, "k": 6, "reranker": "rrf"}', 6),
                                 ("fusion", '{"M": 6, "k": 3}', 3)):
-        trace = json.loads(client.predict(QUESTION, paradigm, config, api_name="/run"))
+        trace = json.loads(client.predict(QUESTION, paradigm, config, build=True, api_name="/run"))
         first, fused = trace["stages"]
         assert (first["name"], fused["name"]) == ("dense", "reranker" if paradigm == "flat"
                                                   else "rrf")

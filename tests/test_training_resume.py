@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.train.fit_selection_classifier import (
-    CHECKPOINT,
-    ClassifierConfig,
-    fit_classifier,
-)
+from engine.train.checkpoints import CHECKPOINT
+from engine.train.fit_selection_classifier import ClassifierConfig, fit_classifier
 from engine.train.selection_pairs import PairExample
 
 pytestmark = pytest.mark.slow

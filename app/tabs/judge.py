@@ -33,10 +33,10 @@ from app.tabs.evaluate import POLL_SECONDS
 from app.views.trace import esc, highlight
 from engine.data.loaders.jsonio import read_text
 from engine.errors import ConfigError
+from engine.judging.pools import NothingToPool
 from engine.paradigms.registry import PARADIGMS, parse_config
 from engine.progress import duration
 from engine.service.explorer import Explorer
-from engine.service.judging import NothingToPool
 from engine.store.judgments import GRADES
 
 # the keys (app.tabs.annotate.KEYS_JS binds them while this tab is shown)

@@ -231,8 +231,8 @@ class Annotation:
             self.job.first_training = self._first_training()
             self.job.own = timed(self.job.first_training)
             record(self.job)
-            self.job.thread = threading.Thread(target=self._retrain, args=(self.job,),
-                                               name="retrain", daemon=True)
+            self.job.thread = threading.Thread(target=self._retrain_as_set_up,
+                                               args=(self.job,), name="retrain", daemon=True)
             self.job.thread.start()
         if wait:
             self.job.thread.join()
@@ -262,6 +262,14 @@ class Annotation:
                 "held-out figures stay comparable. Label pairs of other questions (typed "
                 "questions count), then retrain.")
         return usable, set_aside
+
+    def _retrain_as_set_up(self, job: RetrainJob) -> None:
+        """A retrain follows the active version's stored recipe (its base model among it):
+        the operator's set-up, resolved as such (engine.allowed), not a request's."""
+        from engine import allowed
+
+        with allowed.operator_work():
+            self._retrain(job)
 
     def _retrain(self, job: RetrainJob) -> None:
         from engine.service.builds import BUILDS

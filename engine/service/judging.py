@@ -39,6 +39,7 @@ from engine.judging.measures import (
     remeasured,
 )
 from engine.judging.pools import (
+    NothingToPool,
     contributions,
     cuts,
     judging_estimate,
@@ -380,22 +381,3 @@ def _typed_assessor(name: str) -> str:
                           "judges'; type a person's name.")
     return name
 
-
-class NothingToPool(ConfigError):
-    """A pool of runs whose cuts hold no document left to judge: says how deep the cuts
-    reach, so "pool deeper" is offered only where deeper finds more."""
-
-    def __init__(self, runs: dict, depth: int, stages: tuple[str, ...], found: set[str]
-                 ) -> None:
-        reach = max((len({d for c in cut.candidates for d in c.unit.doc_ids})
-                     for traces in runs.values() for t in traces for cut in cuts(t, stages)),
-                    default=0)
-        if depth < reach:
-            fix = f"Pool deeper (its cuts hold up to {reach} documents a question)"
-        else:
-            fix = (f"Depth {depth} reaches past what its cuts hold (at most {reach} documents "
-                   "a question: the last cut's k), so a deeper pool finds nothing more; pool "
-                   f"an earlier, longer cut (its cuts: {', '.join(sorted(found))}) or other "
-                   "paradigms")
-        super().__init__("The pool holds no unit to judge: every document the runs' cuts "
-                         f"hold is judged already. {fix}. Nothing was stored.")

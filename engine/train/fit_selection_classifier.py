@@ -24,12 +24,10 @@ others stay loadable (engine.models.selection_classifier.set_active switches bac
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
 import random
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -42,6 +40,12 @@ from engine.models.pair_model import new_pair_model
 from engine.models.selection_classifier import KIND, REPORT, load_classifier, set_active
 from engine.models.trained import TRAIN_FILES
 from engine.qa_data import require
+from engine.train.checkpoints import (
+    checkpoint_folder,
+    drop_checkpoint,
+    resumed,
+    save_checkpoint,
+)
 from engine.train.loop import optimizer_step, seeded
 from engine.train.preranker_pairs import QuestionGroup, load_question_groups, split_questions
 from engine.train.selection_pairs import (
@@ -76,8 +80,6 @@ class ClassifierConfig:
     holdout_fraction: float = 0.2
     base_model: str = "minilm"
 
-
-CHECKPOINT = "last-epoch.pt"  # a training's state after its last finished epoch
 
 # --- training -----------------------------------------------------------------------------
 
@@ -173,47 +175,9 @@ def _build(folder: Path, config: ClassifierConfig, labels: Sequence[PairExample]
         "train_pairs": len(pairs), **heldout_figures(classifier, heldout),
         "seconds": round(time.perf_counter() - started, 1)}
     write_json_atomic(folder / REPORT, report)
-    shutil.rmtree(checkpoint, ignore_errors=True)  # trained whole: nothing to resume
+    drop_checkpoint(checkpoint)  # trained whole: nothing to resume
     logger.info("held out: %s at threshold %.3f; %.0f s", report["heldout"],
                 report["threshold"], report["seconds"])
-
-
-def checkpoint_folder(key: dict) -> Path:
-    """Where a training of cache key `key` keeps its last finished epoch, so a training
-    stopped mid-way (kill -9, a restart) resumes there instead of from nothing."""
-    from engine.paths import data_dir
-
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
-    return data_dir() / "cache" / "checkpoints" / "selection-classifier" / digest
-
-
-def _save_checkpoint(folder: Path | None, state: dict) -> None:
-    """The training's state after an epoch, written atomically (a kill mid-write leaves the
-    epoch before)."""
-    import torch
-
-    from engine.cache import atomic_path
-
-    if folder is None:
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    with atomic_path(folder / CHECKPOINT) as tmp:
-        torch.save(state, tmp)
-
-
-def _resumed(folder: Path | None) -> dict | None:
-    """The state a stopped training of this key saved after its last epoch, or None."""
-    import torch
-
-    path = folder / CHECKPOINT if folder is not None else None
-    if path is None or not path.is_file():
-        return None
-    try:
-        return torch.load(path, weights_only=False)
-    except Exception as err:  # noqa: BLE001 - a damaged checkpoint: train from the start
-        logger.warning("the training checkpoint %s is unreadable (%s); training from the "
-                       "start", path, err)
-        return None
 
 
 def figures_on(version: str, pairs: Sequence[PairExample], max_length: int) -> dict:
@@ -266,7 +230,7 @@ def _fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classi
         if progress:
             progress(min(done, units), units)
 
-    state = _resumed(checkpoint)
+    state = resumed(checkpoint)
     if state is None:
         _fit_head(model, tokenizer, epoch_pairs[0], config.max_length,
                   lambda batches: report(min(first, batches * FEATURE_BATCH) // FORWARD_COST))
@@ -304,7 +268,7 @@ def _fit_classifier(epoch_pairs: Sequence[Sequence[PairExample]], config: Classi
             report(done)
         logger.info("epoch %d/%d: mean loss %.4f", epoch + 1, config.epochs,
                     total / max(1, math.ceil(len(order) / config.batch_size)))
-        _save_checkpoint(checkpoint, {
+        save_checkpoint(checkpoint, {
             "epoch": epoch + 1, "done": done, "model": model.state_dict(),
             "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
             "rng": rng.getstate(), "torch_rng": torch.get_rng_state()})

@@ -29,6 +29,7 @@ from typing import Any
 
 from engine.config import Option
 from engine.errors import ConfigError
+from engine.plugins import registered_names
 
 # the measures a search can maximise: those stopping before the reader need no reader
 RETRIEVAL_MEASURES = ("AR@1", "AR@2", "AR@3", "AR@4", "gold_doc_recall", "nDCG@10", "MRR",
@@ -181,7 +182,7 @@ def default_space(paradigm: str, *, reads: bool = True) -> list[Dimension]:
             continue
         if not numeric and not option.choices and option.type is not bool:
             continue  # free text: the user names the values
-        if option.name in _left_out(paradigm):
+        if option.name in _left_out(paradigm, registered_names()):
             continue
         out.append(dimension(paradigm, option.name))
     return out
@@ -194,11 +195,12 @@ def _options(paradigm: str) -> list[Option]:
 
 
 @cache
-def _left_out(paradigm: str) -> frozenset[str]:
+def _left_out(paradigm: str, registered: frozenset[str] = frozenset()) -> frozenset[str]:
     """`paradigm`'s options a default search leaves out: those some value of which needs
     something built over the corpus (an index, clusters) that its defaults do not, and
     those no other value of which runs beside the other defaults; tried at each end of a
-    range, each choice, and a changed free text."""
+    range, each choice, and a changed free text. Cached by the names registered
+    (`registered`: a plugin's retriever or re-ranker changes what the choices need)."""
     from engine.eval.sweep import with_values
     from engine.paradigms.needs import needs_of
     from engine.paradigms.registry import make_config, spec
