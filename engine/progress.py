@@ -33,7 +33,7 @@ def duration(seconds: float) -> str:
     if math.isinf(seconds):
         return "an unknown time"
     if 0 < seconds < 0.5:
-        return "under a second"
+        return "a second"  # "about a second": a build is never "about 0 s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     minutes = round(seconds / 60)

@@ -91,8 +91,9 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
     contents(VIEWS, "fe-corpora-contents")
     gr.Markdown(
         "Every corpus the app can search. Add your own: a JSONL, CSV or Parquet file with "
-        "`id, title, text[, links]` columns, a `.zip` of `.txt`/`.md` files, or a QA "
-        "file the Evaluate tab reads. It is read and prepared in the background (one long "
+        "`id, title, text[, links]` columns, a `.zip` of `.txt`, `.md`, `.html` or `.pdf` "
+        "files (or one such file: HTML by section, PDF by page), or a QA file the Evaluate "
+        "tab reads. It is read and prepared in the background (one long "
         "build at a time; BM25 answers for the dense index meanwhile), then every tab's "
         "*Corpus* choice offers it. A **test collection** is added the same way: a BEIR "
         "folder or `.zip` (`corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`), or a folder "

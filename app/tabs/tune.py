@@ -215,7 +215,7 @@ def build(explorer: Explorer) -> Tab:
         with gr.Row():
             options = gr.Textbox(label="Options to search (JSON; empty: those listed above)",
                                  placeholder='{"funnel.K": [2, 40], "flat.reranker": '
-                                 '["bi-encoder", "cross-encoder"]}', lines=2,
+                                 '["bi-encoder", "trained"]}', lines=2,
                                  elem_id="fe-tune-options")
             fixed = gr.Textbox(label="Options held fixed (JSON per paradigm)",
                                placeholder='{"funnel": {"H": 2}}', lines=2,

@@ -48,10 +48,14 @@ def from_pretrained(loader: Any, location: str, *, aliases: tuple[str, ...] = AL
             reason = f"the folder cannot be read as this kind of model ({err})"
         else:
             reason = "it is neither an alias nor a local folder, and no model hub is reachable"
-        raise ResourceMissingError(
-            f"Cannot load model {location!r}: {reason}. Use an alias "
-            f"({', '.join(aliases)}) or a local model folder."
-        ) from None
+        from engine import allowed
+
+        fix = (f"Use an alias ({', '.join(aliases)}) or a model the operator allowed by "
+               "name; if that is the one failing, its entry in the allow file names no "
+               "model (tell the operator)" if allowed.is_confined() else
+               f"Use an alias ({', '.join(aliases)}) or a local model folder")
+        raise ResourceMissingError(f"Cannot load model {location!r}: {reason}. {fix}."
+                                   ) from None
 
 
 def onnx_installed() -> bool:

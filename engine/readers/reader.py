@@ -54,10 +54,10 @@ class ReaderConfig:
 
     model: str = param("smollm2", "reader model: an alias, a local folder or a hub id (with "
                        "an endpoint: the model name the server knows)")
-    endpoint: str = param("", "an OpenAI-compatible server: the name the operator allowed "
-                          "it by (the app's --allow file), or on the command line its base "
-                          "URL, e.g. http://127.0.0.1:8000/v1; empty: run the model in this "
-                          "process", names="endpoints")
+    endpoint: str = param("", "an OpenAI-compatible server, by the name the operator allowed "
+                          "it by (the app's --allow file; the command line also takes its "
+                          "base URL); empty: the model in this process",
+                          names="endpoints")
     backend: str = param("auto", "generator backend: transformers (the model in this "
                          "process, torch), onnx (the model in this process through ONNX "
                          "Runtime: torch fp32's answers 1.4x faster, no attention), openai (an "
