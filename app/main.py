@@ -116,16 +116,16 @@ def main() -> None:
                              "read when no --otlp-key is given). "
                              "Make one: python -c 'import secrets; "
                              "print(secrets.token_urlsafe(32))'")
-    parser.add_argument("--allow", metavar="FILE", default=env(ALLOW_ENV) or None,
-                        help="the endpoints, models, Ray clusters and Qdrant locations a "
-                             "request may pick, each by a name of its own (a TOML file; "
-                             f"{ALLOW_ENV}); a request names nothing else: no URL, folder or "
-                             "hub id. docs/serving.md#what-requests-may-name")
     parser.add_argument("--otlp-key-file", metavar="FILE",
                         default=env("FUNNEL_OTLP_KEY_FILE") or None,
                         help="the receiver's keys from a file, a USER:KEY line each "
                              "(FUNNEL_OTLP_KEY_FILE): the way to give keys that `ps` does "
                              "not show (--otlp-key on the command line does)")
+    parser.add_argument("--allow", metavar="FILE", default=env(ALLOW_ENV) or None,
+                        help="the endpoints, models, Ray clusters and Qdrant locations a "
+                             "request may pick, each by a name of its own (a TOML file; "
+                             f"{ALLOW_ENV}); a request names nothing else: no URL, folder or "
+                             "hub id. docs/serving.md#what-requests-may-name")
     parser.add_argument("--trusted-proxy", action="append", metavar="ADDRESS", default=None,
                         help="a reverse proxy whose X-Forwarded-For names the client (an IP "
                              "or a network; give it again for more; FUNNEL_TRUSTED_PROXIES, "
@@ -156,15 +156,15 @@ def main() -> None:
             use_data_dir(args.data_dir)
         except ConfigError as err:
             parser.error(str(err))
-    _confine(parser, args, root=Path(args.corpus_root) if args.corpus_root else None)
+    root = Path(args.corpus_root) if args.corpus_root else None
+    if root is not None and not root.is_dir():
+        parser.error(f"--corpus-root {args.corpus_root!r} is not a folder")
+    _confine(parser, args, root)
     door = _door(parser, args)
     keys = _receiver_keys(parser, args, door) if args.otlp_receive else {}
     if args.max_upload_mb <= 0:
         parser.error(f"--max-upload-mb {args.max_upload_mb:g} must be a positive number of MB")
     os.environ["FUNNEL_MAX_UPLOAD_MB"] = f"{args.max_upload_mb:g}"  # engine.data.ingest
-    root = Path(args.corpus_root) if args.corpus_root else None
-    if root is not None and not root.is_dir():
-        parser.error(f"--corpus-root {args.corpus_root!r} is not a folder")
     try:  # a typo in the environment is named now, not at the first question
         resolve_encoder_precision()
     except ConfigError as err:
@@ -186,6 +186,11 @@ def main() -> None:
         except ConfigError as err:
             parser.error(f"--ray {args.ray!r} --shards {args.shards}: {err}")
     configure_logging()
+    names = allowed.current()
+    logger.info("Requests may name %s", "; ".join(
+        f"{kind}: {', '.join(names.names(kind))}" for kind in allowed.KINDS
+        if names.names(kind)) or "no endpoint, model, Ray cluster or Qdrant by name "
+        "(--allow FILE names some)")
     # a first start fetches the QA data that is missing before anything else
     # an added corpus is served where it was added to be (Ray shards, Qdrant)
     preparation = Preparation(args.corpus, fetch_data=True,
@@ -237,10 +242,6 @@ def _confine(parser: argparse.ArgumentParser, args: argparse.Namespace,
     os.environ["GRADIO_TEMP_DIR"] = str(uploads)  # gradio.utils.get_upload_folder
     folders = (str(uploads), str(root or data_dir()))  # the corpus root's default
     allowed.confine(replace(names, folders=folders, uploads=str(uploads)))
-    logger.info("Requests may name %s", "; ".join(
-        f"{kind}: {', '.join(names.names(kind))}" for kind in allowed.KINDS
-        if names.names(kind)) or "no endpoint, model, Ray cluster or Qdrant by name "
-        "(--allow FILE names some)")
 
 
 def _trust_proxies(addresses: list[str]) -> None:

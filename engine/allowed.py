@@ -237,6 +237,19 @@ def _refused(option: str, value: str, kind: str) -> ConfigError:
                        f"{_INSTEAD[kind]}. Another {_ONE[kind]} is allowed once {HOW}.")
 
 
+def _named(kind: str, value: str, option: str):
+    """What the allowed name `value` of `kind` stands for; None in an open process for a
+    value no name stands for (it is then taken as it is).
+
+    Raises:
+        ConfigError: in a confined process, for a value no allowed name stands for.
+    """
+    named = getattr(current(), kind).get(value)
+    if named is None and is_confined():
+        raise _refused(option, value, kind)
+    return named
+
+
 def endpoint(value: str, option: str = "reader.endpoint") -> Endpoint | None:
     """The endpoint `value` names (None for ''): an allowed name's, or, in an open process,
     a URL as it is, with `$FUNNEL_API_KEY`'s key.
@@ -247,11 +260,9 @@ def endpoint(value: str, option: str = "reader.endpoint") -> Endpoint | None:
     value = (value or "").strip()
     if not value:
         return None
-    named = current().endpoints.get(value)
+    named = _named("endpoints", value, option)
     if named is not None:
         return named
-    if is_confined():
-        raise _refused(option, value, "endpoints")
     key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), "")
     return Endpoint("", value, key)
 
@@ -263,12 +274,8 @@ def model(value: str, option: str = "model") -> str:
     Raises:
         ConfigError: in a confined process, for anything but an allowed name.
     """
-    named = current().models.get(value)
-    if named is not None:
-        return named
-    if is_confined():
-        raise _refused(option, value, "models")
-    return value
+    named = _named("models", value, option)
+    return value if named is None else named
 
 
 def check_model(option: str, value: str) -> None:
@@ -292,12 +299,8 @@ def place(kind: str, value: str, option: str, words: tuple[str, ...] = ()) -> st
     value = (value or "").strip()
     if not value or value in words:
         return value
-    named = getattr(current(), kind).get(value)
-    if named is not None:
-        return named
-    if is_confined():
-        raise _refused(option, value, kind)
-    return value
+    named = _named(kind, value, option)
+    return value if named is None else named
 
 
 def readable(path: str | Path) -> bool:

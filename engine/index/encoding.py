@@ -131,14 +131,23 @@ def _rates_path() -> Path:
     return data_dir() / "cache" / RATES_FILE
 
 
+def _rates() -> dict:
+    """Every encoder's recorded pace, by `_rate_key` ({} before any, or when unreadable)."""
+    try:
+        found = json.loads(_rates_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _rate_key(model: str, precision: str) -> str:
+    return json.dumps(encoder_identity(model, precision), sort_keys=True)
+
+
 def recorded_rate(model: str, precision: str) -> float | None:
     """The tokens per second the last build with `model` at `precision` encoded at on this
     machine (the machine shared or not, as it was), None before any."""
-    try:
-        rates = json.loads(_rates_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    entry = rates.get(json.dumps(encoder_identity(model, precision), sort_keys=True))
+    entry = _rates().get(_rate_key(model, precision))
     if not isinstance(entry, dict) or entry.get("machine") != _machine():
         return None
     rate = entry.get("tokens_per_second")
@@ -152,12 +161,8 @@ def record_rate(model: str, precision: str, tokens: int, seconds: float) -> None
 
     if tokens < MIN_TOKENS_RECORDED or seconds <= 0:
         return
-    path = _rates_path()
-    try:
-        rates = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        rates = {}
-    rates[json.dumps(encoder_identity(model, precision), sort_keys=True)] = {
+    path, rates = _rates_path(), _rates()
+    rates[_rate_key(model, precision)] = {
         "tokens_per_second": round(tokens / seconds, 1), "machine": _machine(),
         "tokens": tokens, "seconds": round(seconds, 1), "measured": time.time()}
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,7 +182,7 @@ def encoding_rate(model: str, precision: str, texts: list[str]) -> float:
         return recorded
     if model == "minilm":
         return ENCODE_TOKENS_PER_SECOND[precision]
-    name = json.dumps(encoder_identity(model, precision), sort_keys=True)
+    name = _rate_key(model, precision)
     if name not in _RATES:
         sample = texts[:: max(1, len(texts) // SAMPLE_TEXTS)][:SAMPLE_TEXTS]
         encode(sample[:4], model, precision=precision)  # warm-up: loading, first batch

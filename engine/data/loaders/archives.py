@@ -54,19 +54,26 @@ def _mb(size: int) -> str:
 
 
 def checked(path: Path, limit: int) -> list[zipfile.ZipInfo]:
-    """The members of zip `path`, once what it declares is within the caps: `limit` bytes
-    unpacked in all (the added-corpus limit) and `max_ratio()` unpacked over packed bytes,
-    for the whole archive and for each member of a megabyte or more.
+    """The members of zip `path`, once none points outside the archive's folder and what
+    it declares is within the caps: `limit` bytes unpacked in all (the added-corpus limit)
+    and `max_ratio()` unpacked over packed bytes, for the whole archive and for each member
+    of a megabyte or more.
 
     Raises:
-        DataFormatError: not a readable zip, or declaring more than a cap (both figures and
-            the setting named); nothing is unpacked.
+        DataFormatError: not a readable zip, a member escaping its folder, or declaring
+            more than a cap (both figures and the setting named); nothing is unpacked.
     """
     try:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()
     except zipfile.BadZipFile as err:
         raise DataFormatError(path.name, f"not a readable zip file ({err})") from None
+    for info in infos:  # refused whole, before any member is read
+        member = PurePosixPath(info.filename.replace("\\", "/"))
+        if member.is_absolute() or ".." in member.parts or ":" in info.filename:
+            raise DataFormatError(path.name, f"member {info.filename!r} points outside the "
+                                  "archive's folder; nothing was read",
+                                  fix="zip the files with paths relative to one folder")
     unpacked = sum(i.file_size for i in infos)
     packed = max(sum(i.compress_size for i in infos), 1)
     if unpacked > limit:
@@ -74,13 +81,11 @@ def checked(path: Path, limit: int) -> list[zipfile.ZipInfo]:
                               f"{_mb(limit)} limit for an added corpus; nothing was unpacked",
                               fix="split it, or raise the limit with --max-upload-mb "
                                   "(FUNNEL_MAX_UPLOAD_MB)")
-    ratio, cap = unpacked / packed, max_ratio()
-    worst = max((i for i in infos if i.file_size >= RATIO_FLOOR),
-                key=lambda i: i.file_size / max(i.compress_size, 1), default=None)
-    if worst is not None and worst.file_size / max(worst.compress_size, 1) > ratio:
-        ratio, what = worst.file_size / max(worst.compress_size, 1), f"member {worst.filename!r}"
-    else:
-        what = "it"
+    ratio, what, cap = unpacked / packed, "it", max_ratio()
+    for info in infos:  # the worst member of a megabyte or more, if worse than the whole
+        own = info.file_size / max(info.compress_size, 1)
+        if info.file_size >= RATIO_FLOOR and own > ratio:
+            ratio, what = own, f"member {info.filename!r}"
     if ratio > cap:
         raise DataFormatError(path.name, f"{what} unpacks {ratio:,.0f} times larger than it "
                               f"is packed, past the cap of {cap:g} (a zip bomb, or data "
@@ -119,15 +124,10 @@ class Reading:
 
     def extract(self, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo],
                 into: Path) -> None:
-        """Members `infos` written under folder `into`, streamed (a member escaping it
-        refused first)."""
-        root = into.resolve()
+        """Members `infos` (`checked`: none escapes the folder) written under folder
+        `into`, streamed."""
         for info in infos:
-            target = (root / PurePosixPath(info.filename.replace("\\", "/"))).resolve()
-            if not target.is_relative_to(root) or ":" in info.filename:
-                raise DataFormatError(self.path.name, f"member {info.filename!r} points "
-                                      "outside the archive's folder; nothing was read",
-                                      fix="zip the files with paths relative to one folder")
+            target = into / PurePosixPath(info.filename.replace("\\", "/"))
             if info.is_dir():
                 target.mkdir(parents=True, exist_ok=True)
                 continue

@@ -12,12 +12,15 @@ graded.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from engine.data.loaders.collections import Collection, own_document
 from engine.documents import Document, judged_question
 from engine.errors import ConfigError, DataFormatError, ResourceMissingError
+
+logger = logging.getLogger(__name__)
 
 PREFIX = "irds:"
 
@@ -119,17 +122,20 @@ def read_irds(name: str, drop_unknown: bool = False) -> Collection:
     by_id = {d.id: d for d in documents}
     queries = {q.query_id: _query_text(q) for q in dataset.queries_iter()}
     judgments: dict[str, dict[str, int]] = {}
-    unknown = 0
+    dropped: list[str] = []
     for qrel in dataset.qrels_iter():
         if qrel.doc_id not in by_id:
             if not drop_unknown:
                 raise DataFormatError(name, f"its qrels judge document {qrel.doc_id!r}, "
                                       "which its corpus lacks", fix="add --drop-unknown to "
                                       "leave such judgments out")
-            unknown += 1
+            dropped.append(f"{qrel.query_id}/{qrel.doc_id}")
             continue
         if qrel.query_id in queries:
             judgments.setdefault(qrel.query_id, {})[qrel.doc_id] = int(qrel.relevance)
+    if dropped:  # as a BEIR or TREC collection's are said (engine.data.loaders.collections)
+        logger.warning("%s: left out %d judgments of documents the corpus lacks: %s", name,
+                       len(dropped), ", ".join(dropped))
     ident = dataset_id(name)
     questions = tuple(judged_question(qid, queries[qid], grades, name,
                                       own_document(qid, queries[qid], by_id))

@@ -94,7 +94,7 @@ def _text(node, chrome: bool) -> Iterator[str]:
         elif isinstance(child, Tag) and not _dropped(child, chrome):
             if child.name in SECTION_HEADINGS:
                 anchor = child.get("id") or (child.parent.get("id") or "")
-                text = " ".join("".join(_text(child, chrome)).split()).rstrip("¶").strip()
+                text = _heading_text("".join(_text(child, chrome)))
                 yield f"\n\n{_MARK}{anchor}{_MARK}{text}\n\n"
             elif child.name in BLOCKS:
                 yield "\n\n"
@@ -106,11 +106,13 @@ def _text(node, chrome: bool) -> Iterator[str]:
 
 def _page_title(soup) -> str:
     heading = soup.find("h1")
-    if heading is not None:
-        text = " ".join(heading.get_text(" ").split()).rstrip("¶").strip()
-        if text:
-            return text
-    return " ".join(soup.title.get_text(" ").split()) if soup.title else ""
+    text = _heading_text(heading.get_text(" ")) if heading is not None else ""
+    return text or (" ".join(soup.title.get_text(" ").split()) if soup.title else "")
+
+
+def _heading_text(text: str) -> str:
+    """A heading's words on one line, without Sphinx's permalink mark."""
+    return " ".join(text.split()).rstrip("¶").strip()
 
 
 def _sections(doc_id: str, text: str, page_title: str, source: str) -> list[Document]:
