@@ -23,10 +23,6 @@ Shortcuts taken on purpose:
 Below it: the encoder's side (engine.index.encoding: `encode`, `encoder_identity`, the
 encoding rate a build's estimate reads) and faiss's (engine.index.faiss_index: searching,
 the HNSW graph, its recall, `faiss_vectors`); their names are imported from here too.
-
-Longer than 400 lines because the exact and the approximate index share one build (with
-its measured pace), load and estimate here; the next maintainer's rules put the limits on
-functions instead (issue 68).
 """
 
 from __future__ import annotations
