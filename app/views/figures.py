@@ -28,6 +28,8 @@ LEGEND_ROW, LEGEND_PER_ROW = 24, 5  # a horizontal legend's row height and entri
 # 24 colours, so the ~16 steps of five paradigms' runs do not share a colour (plotly's
 # default ten repeat: clusters and classify were one blue)
 MANY_COLOURS = pc.qualitative.Dark24
+# pixels: plotly's toolbar (and the panel's label) over the figure's top, a title's line
+TOOLBAR, TITLE_LINE, TITLE_PAD = 36, 22, 8
 
 
 def text_figure(message: str, width: int = 100) -> go.Figure:
@@ -42,11 +44,26 @@ def text_figure(message: str, width: int = 100) -> go.Figure:
     return fig
 
 
+def clear_of_toolbar(fig: go.Figure) -> go.Figure:
+    """`fig` with its title just above the plot area and the top margin grown so that the
+    title starts under plotly's toolbar (which covers the top TOOLBAR pixels on hover, the
+    right end of a title before) and the panel's label (the top left corner)."""
+    title = fig.layout.title
+    if not title.text:
+        return fig
+    lines = title.text.count("<br>") + 1 + (1 if title.subtitle.text else 0)
+    needed = TOOLBAR + TITLE_LINE * lines + TITLE_PAD
+    fig.update_layout(margin_t=max(fig.layout.margin.t or 0, needed), title_yref="paper",
+                      title_y=1, title_yanchor="bottom", title_pad_b=TITLE_PAD)
+    return fig
+
+
 def failsafe(make: Callable[..., go.Figure]) -> Callable[..., go.Figure]:
+    """`make` whose failure becomes a figure saying so, its title clear of the toolbar."""
     @functools.wraps(make)
     def wrapper(*args, **kwargs) -> go.Figure:
         try:
-            return make(*args, **kwargs)
+            return clear_of_toolbar(make(*args, **kwargs))
         except Exception as err:  # noqa: BLE001 - a figure must never break the page
             logger.exception("figure %s failed", make.__name__)
             return text_figure(f"{make.__name__} could not be drawn: {err}")
@@ -80,7 +97,7 @@ def funnel_figure(trace: RunTrace) -> go.Figure:
                                                        "question"}}
     fig.update_layout(barmode="group", height=HEIGHT + 60,
                       title={"text": "Candidates per stage", **note, "x": 0.98,
-                             "xanchor": "right", "y": 0.97, "yanchor": "top"},
+                             "xanchor": "right"},
                       yaxis={"autorange": "reversed"},
                       xaxis={"type": "log", "dtick": 1, "title": "candidates (log scale)"},
                       legend={"orientation": "h", "yanchor": "top", "y": -0.22,
