@@ -385,4 +385,6 @@ def test_flat_over_bm25_builds_no_dense_index_unless_a_stage_asks_for_one(tiny_c
     first, cut = trace.stages[0], trace.stages[1]
     assert [s.name for s in trace.stages] == ["bm25", "reranker"]
     assert cut.settings["kind"].startswith("none: the first stage's order")
+    # and its stage says so where Explore shows it: auto resolved to none
+    assert "not re-ranked" in cut.details.note and "which auto picks" in cut.details.note
     assert [c.unit.id for c in cut.candidates] == [c.unit.id for c in first.candidates[:2]]

@@ -23,7 +23,7 @@ from engine.errors import ConfigError, check_choice, check_range
 from engine.index.stand_in import STAND_IN
 from engine.models.cross_encoder import score_pairs
 from engine.stages.base import Reranker, StageOutput
-from engine.trace_details import StandIn
+from engine.trace_details import StageDetails, StandIn
 from engine.units.build import GRANULARITIES
 
 if TYPE_CHECKING:
@@ -99,6 +99,15 @@ class KeptOrder(Reranker):
 
     def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
         return [float(c.score) for c in candidates]
+
+    def run(self, query: str, candidates: Sequence[Candidate], k: int) -> StageOutput:
+        """The first `k` candidates as given, saying they were not re-ranked and why."""
+        kept = super().run(query, candidates, k).candidates
+        return StageOutput(kept, StageDetails(note=KEPT_ORDER_NOTE))
+
+
+KEPT_ORDER_NOTE = ("not re-ranked: the first stage's order, cut to k (reranker none, "
+                   "which auto picks after a BM25 or plugin first stage)")
 
 
 class StoredScoreReranker(Reranker):
