@@ -66,7 +66,8 @@ def test_the_allowed_endpoints_and_models_are_listed_by_name_never_their_keys(
     monkeypatch.setenv("VLLM_KEY", "sk-test")
     path = tmp_path / "allow.toml"
     path.write_text('[endpoints.vllm]\nurl = "http://127.0.0.1:8000/v1"\nkey_env = "VLLM_KEY"'
-                    '\n[models]\ne5 = "/srv/e5"\n')
+                    f'\n[models]\ne5 = "/srv/e5"\nmine = "{tmp_path}"\n'
+                    'hub = "no-such-org/no-such-model"\n')
     assert "none yet: --allow FILE" in by(model_rows({}), "re-ranker",
                                           "a folder or hub id").status
     with allowed.confined(allowed.Allowed.read(path)):
@@ -74,8 +75,10 @@ def test_the_allowed_endpoints_and_models_are_listed_by_name_never_their_keys(
     row = by(rows, "generator", "endpoint 'vllm'")
     assert "its key is sent to it alone" in row.status
     assert all("sk-test" not in r.status and "/srv/e5" not in r.status for r in rows)
-    assert "by a name the operator allowed (e5)" in by(rows, "encoder",
-                                                        "a folder or hub id").status
+    # issue 67: a name whose model cannot load here is said so, not listed as usable
+    assert ("by a name the operator allowed (e5: its folder is missing, hub: not in the "
+            "local hub cache, so it cannot load offline, mine)") in by(
+        rows, "encoder", "a folder or hub id").status
 
 
 def test_the_table_escapes_what_it_shows(data_dir):

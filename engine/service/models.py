@@ -241,10 +241,25 @@ def your_own(kind: str) -> str:
     names the operator allowed: engine.allowed)."""
     from engine import allowed
 
-    names = allowed.current().names("models")
+    models = allowed.current().models
+    named = ", ".join(f"{name}{_missing(models[name])}" for name in sorted(models))
     return (f"{kind}: in the app by a name the operator allowed "
-            + (f"({', '.join(names)})" if names else "(none yet: --allow FILE)")
+            + (f"({named})" if named else "(none yet: --allow FILE)")
             + "; on the command line by its path or hub id")
+
+
+def _missing(location: str) -> str:
+    """'' for an allowed model that can load here; else why it cannot (never where it is:
+    that is the operator's): a folder that is not there, or a hub id the local hub cache
+    does not hold (a machine offline loads nothing else)."""
+    path = Path(location).expanduser()
+    if path.is_absolute() or location.startswith((".", "~")) or path.exists():
+        return "" if path.is_dir() else ": its folder is missing"
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(location, "config.json")
+    return "" if isinstance(cached, str) else (
+        ": not in the local hub cache, so it cannot load offline")
 
 
 def plugin_rows() -> list[ModelRow]:
