@@ -296,6 +296,35 @@ def test_a_pick_without_a_held_out_measure_is_said_and_the_others_get_their_verd
                                                 "the search picked the default itself")
 
 
+def test_each_pick_is_costed_against_its_own_paradigm_s_default(reads):
+    """Issue 67: the held-out table showed one default cost for two paradigms. Two
+    paradigms whose defaults read 2 and 5 documents cost 45 and 75 reader tokens: each
+    pick's row carries its own paradigm's default cost, and the view shows both."""
+    from dataclasses import field, make_dataclass, replace
+
+    from app.views.tuning import held_out_rows
+    from engine.paradigms import registry
+    from engine.tune import tuning
+
+    deeper = make_dataclass("DeeperConfig", [("k", int, field(default=5)),
+                                             ("voice", str, field(default="plain"))],
+                            bases=(ReadsConfig,), frozen=True)
+    registry.register(replace(READS, name="deeper", config=deeper))
+    plan = _plan(trials=4, paradigms=("reads", "deeper"))
+    searched, held = split(_questions(12), 0.5, seed=3)
+    try:
+        trials = tuning.Search(plan, searched, _make()).run()
+        chosen = tuning.picks(plan, trials)
+        checked = {c["paradigm"]: c for c in tuning.held_out_check(
+            plan, {p: chosen["reads"] for p in ("reads", "deeper")}, held, _make())}
+    finally:
+        registry.unregister("deeper")
+    assert checked["reads"]["cost"]["default"] != checked["deeper"]["cost"]["default"]
+    rows = held_out_rows({"plan": {"cost": "reader_tokens"},
+                          "result": {"held_out": list(checked.values())}})
+    assert len({row[9].split(" / ")[1] for row in rows}) == 2
+
+
 # --- stored, resumed, saved as a preset; the command line ------------------------------------
 
 

@@ -131,11 +131,13 @@ def shown(explorer: Explorer, tune_id) -> tuple:
 
 
 def follow(explorer: Explorer, tune_id) -> tuple:
-    """A poll: the views of the search followed, and the timer (off once it ended)."""
+    """A poll: the timer (off once the search ended), the stored searches (listed again
+    once it ended, with its state and preset) and the views of the search followed."""
     if tune_id is None:
-        return gr.Timer(active=False), *(gr.skip(),) * 5
+        return gr.Timer(active=False), *(gr.skip(),) * 6
     running = explorer.tuning.tune_status(tune_id)["state"] == "running"
-    return gr.Timer(active=running), *shown(explorer, tune_id)
+    return (gr.Timer(active=running), gr.skip() if running else searches(explorer),
+            *shown(explorer, tune_id))
 
 
 @refusing(outputs=7)
@@ -251,14 +253,16 @@ def build(explorer: Explorer) -> Tab:
     form = [dataset, limit, held_out, seed, corpus, paradigms, measure, cost, ceiling, trials,
             minutes, options, fixed, preset, name]
     started = [progress, current, poll, confirm, ids]
-    start.click(partial(begin, explorer, False), form, started, **private)
-    confirm.click(partial(begin, explorer, True), form, started, **private)
+    listing = partial(searches, explorer)
+    for button, build_first in ((start, False), (confirm, True)):  # listed once it started
+        button.click(partial(begin, explorer, build_first), form, started,
+                     **private).then(listing, None, listed, **private)
     views = [progress, plot, table, importance, held]
-    poll.tick(partial(follow, explorer), current, [poll, *views], **private)
+    poll.tick(partial(follow, explorer), current, [poll, listed, *views], **private)
     stop.click(partial(cancel, explorer), current, [progress, current, poll], **private)
     for event in (open_button.click, ids.submit):
         event(partial(open_search, explorer), ids,
               [progress, current, poll, plot, table, importance, held], **private)
     again.click(partial(resume, explorer), ids, [progress, current, poll], **private)
-    return Tab(corpus=corpus, refresh=Refresh(partial(searches, explorer), [listed]),
+    return Tab(corpus=corpus, refresh=Refresh(listing, [listed]),
                on_load=True)
