@@ -606,3 +606,26 @@ def test_skipped_retrieval_counts_0_in_rr_and_ap_too_and_in_remeasured_scores():
     skipped = RunTrace("q?", "best", {}, (), gold=Question("q2", "q?"))
     grades = {"q1": {"a": 3}, "q2": {"a": 3}}
     assert remeasured([ranked, skipped], grades) == {"best": 0.5}
+
+
+def test_a_unit_shows_its_whole_document_folded_and_escaped(data_dir):
+    """Issue 67: a pooled unit is one passage of its document; the card folds the whole
+    document under it, escaped, and says nothing more when the unit is the document."""
+    from app.tabs.judge import card
+    from engine.documents import Corpus, Document
+    from engine.service.judging import Judging
+    from engine.store.judgments import PoolUnit
+
+    long = Document("d1", "Seurat", "Seurat painted it. <b>bold</b> " + "More words. " * 50)
+    judging = Judging(SessionStore(data_dir / "sessions.duckdb"),
+                      corpus_of=lambda name: Corpus(name, (long,)) if name == "docs" else None)
+    pool = judging.judgments.create_pool(
+        "docs (support): echo at depth 1", "docs (support)", "docs", "f", 1, ["echo/overlap"],
+        [PoolUnit("q1", "d1", "d1#0", "Seurat", "Seurat painted it.", (("echo/overlap", 1),))])
+    assert judging.document(pool, "d1") == long and judging.document(pool, "gone") is None
+    unit = judging.judgments.units(pool)[0]
+    shown = card(unit, "Who painted it?", (0, 1), document=long)
+    assert "<details" in shown and "The whole document (104 words" in shown
+    assert "&lt;b&gt;bold&lt;/b&gt;" in shown and "<b>bold</b>" not in shown
+    assert "<details" not in card(unit, "Who painted it?", (0, 1),
+                                  document=Document("d1", "Seurat", "Seurat painted it."))

@@ -42,10 +42,15 @@ from engine.store.judgments import GRADES
 # the keys (app.tabs.annotate.KEYS_JS binds them while this tab is shown)
 KEYS = {str(grade): f"fe-judge-{grade}" for grade in GRADES} | {"s": "fe-judge-skip",
                                                                  "u": "fe-judge-undo"}
+WHOLE_CHARS = 20_000  # of a whole document shown under its unit
 
 
 def pool_choices(explorer: Explorer) -> list[tuple[str, int]]:
-    return [(f"{p.id}: {p.name} ({p.units} units)", p.id) for p in explorer.judging.pools()]
+    """Each pool as "<id>: <name> (<units> units, evaluation <id>, <made>)": two pools of
+    one set, paradigms and depth still read apart."""
+    return [(f"{p.id}: {p.name} ({p.units} units"
+             f"{'' if p.evaluation_id is None else f', evaluation {p.evaluation_id}'}, "
+             f"made {str(p.created)[:16]})", p.id) for p in explorer.judging.pools()]
 
 
 def added_corpora(explorer: Explorer) -> list[str]:
@@ -56,10 +61,12 @@ def question_sets(explorer: Explorer) -> list[str]:
     return explorer.judging.question_sets()
 
 
-def card(unit, question: str, progress: tuple[int, int], pace: float | None = None) -> str:
+def card(unit, question: str, progress: tuple[int, int], pace: float | None = None,
+         document=None) -> str:
     """The unit to judge: its question, its title and text (the question's words marked),
-    which systems found it; or that the pool is judged. `pace`: the assessor's median
-    seconds a judgment, and so the time left."""
+    the whole `document` it comes from, folded, where that is more than the unit, which
+    systems found it; or that the pool is judged. `pace`: the assessor's median seconds a
+    judgment, and so the time left."""
     judged, total = progress
     timing = "" if pace is None else (
         f" · {pace:.1f} s a judgment (your median) · about "
@@ -73,7 +80,24 @@ def card(unit, question: str, progress: tuple[int, int], pace: float | None = No
     return (f"{head}<div class='fe-judge-card'><p><b>Question {esc(unit.question_id)}:</b> "
             f"{esc(question)}</p><p><b>{esc(unit.title)}</b> <code>{esc(unit.document_id)}"
             f"</code></p><p class='fe-judge-text'>{highlight(unit.text, question)}</p>"
+            f"{_whole(document, unit.text, question)}"
             f"<p><small>found by {found or '-'}</small></p></div>")
+
+
+def _whole(document, shown: str, question: str) -> str:
+    """The whole document, folded under the unit shown (which is one passage of it); ''
+    when the unit is the whole document or the document is not at hand."""
+    if document is None or len(document.text.strip()) <= len(shown.strip()):
+        return ""
+    text = document.text
+    cut = len(text) > WHOLE_CHARS
+    words = len(text.split())
+    return (f"<details class='fe-judge-whole' id='fe-judge-whole'><summary>The whole "
+            f"document ({words:,} words; the pool shows its passage ranked best)</summary>"
+            f"<p class='fe-judge-text'>{highlight(text[:WHOLE_CHARS], question)}"
+            f"{' [...]' if cut else ''}</p>"
+            + (f"<p><small>its first {WHOLE_CHARS:,} characters of {len(text):,}</small>"
+               "</p>" if cut else "") + "</details>")
 
 
 @refusing(outputs=3)
@@ -86,7 +110,8 @@ def show(explorer: Explorer, pool_id, assessor, skipped: list[int]) -> tuple:
     shown = json.dumps({"question_id": unit.question_id, "document_id": unit.document_id,
                         "position": unit.position, "at": time.time()}) if unit else ""
     pace = explorer.judging.pace(int(pool_id), assessor)
-    return card(unit, question, progress, pace), shown, skipped
+    document = explorer.judging.document(int(pool_id), unit.document_id) if unit else None
+    return card(unit, question, progress, pace, document), shown, skipped
 
 
 def graded(explorer: Explorer, grade: int, pool_id, assessor, shown: str,
@@ -240,6 +265,7 @@ def build(explorer: Explorer) -> Tab:
             limit = gr.Number(0, label="At most (0: every unit)", precision=0,
                               elem_id="fe-judge-llm-limit")
         llm = gr.Button("Judge with the LLM", elem_id="fe-judge-llm")
+        llm_said = gr.HTML(elem_id="fe-judge-llm-message")
     with gr.Accordion("Judgments out and in", open=False):
         gr.Markdown("A question set's judgments as TREC qrels (the grades its measures read: "
                     "a person's, else a generated question's source) or as JSONL with who "
@@ -282,8 +308,9 @@ def build(explorer: Explorer) -> Tab:
                    message, **private).then(sets, None, dataset, **private)
     make.click(partial(pooling, explorer), [dataset, paradigms, depth, configs], [message, pool],
                **private)
-    llm.click(partial(llm_judging, explorer), [pool, judge_model, judge_at, limit], message,
+    llm.click(partial(llm_judging, explorer), [pool, judge_model, judge_at, limit], llm_said,
               **private)
+    pool.change(lambda: "", None, llm_said, **private)  # what it said was another pool's
 
     @refusing(outputs=2)
     def exporting(set_name, kind) -> tuple:
@@ -308,10 +335,12 @@ def build(explorer: Explorer) -> Tab:
     export.click(exporting, [dataset, fmt], [message, exported], **private)
     read_in.click(importing, [dataset, incoming, theirs], message, **private)
     views = [shown_card, shown, skipped]
+    # a grade is a small write: it waits behind no run for a slot, and shows no spinner
+    at_once = {**private, "concurrency_limit": None, "show_progress": "hidden"}
     start.click(partial(show, explorer), [pool, assessor, skipped], views, **private)
     for g, button in enumerate(grades):
         button.click(refusing(outputs=3)(partial(graded, explorer, g)),
-                     [pool, assessor, shown, skipped], views, **private)
+                     [pool, assessor, shown, skipped], views, **at_once)
 
     def skipping(pool_id, who, now: str, gone: list[int]) -> tuple:
         gone = [*gone, json.loads(now)["position"]] if now else gone
@@ -322,8 +351,8 @@ def build(explorer: Explorer) -> Tab:
         explorer.judging.undo(int(pool_id), who)
         return show(explorer, pool_id, who, gone)
 
-    skip.click(skipping, [pool, assessor, shown, skipped], views, **private)
-    undo.click(undoing, [pool, assessor, skipped], views, **private)
+    skip.click(skipping, [pool, assessor, shown, skipped], views, **at_once)
+    undo.click(undoing, [pool, assessor, skipped], views, **at_once)
     return Tab(refresh=Refresh(lambda: (gr.Dropdown(pool_choices(explorer)),
                                         gr.Dropdown(added_corpora(explorer)), sets()),
                                [pool, corpus, dataset]), on_load=True)

@@ -66,6 +66,7 @@ ACTIONS: dict[str, str] = {
         "measured", "regressions", "ceiling_table", "gold_coverage", "coverage",
         "ablation_agreement", "wait_for_evaluation", "judged_pairs", "labels",
         "export_labels", "classifier_status", "question_sets", "pools", "pace",
+        "document",
         "agreement", "export_judgments", "assessors", "compared", "label_agreement",
         "pairwise_agreement", "list_presets", "export_presets", "tunes", "tune_status",
         "search_space"), VIEWER),

@@ -95,7 +95,8 @@ class Explorer:
         self._evaluating = Evaluations(self._evaluations, self._jobs, self._corpora,
                                        owner=self.door.name, presets=self._presets.store)
         self._diagnoses = Diagnoses(self._evaluations, self._corpora)
-        self._judging = Judging(store, self.door)
+        self._judging = Judging(store, self.door,
+                                lambda name: self._corpora.preparation(name).corpus)
         self._tuning = Tuning(store, self._evaluating, self._corpora, self.door)
         if self.door.limits is not None:  # a user's long jobs count until they end
             self.door.limits.alive = job_alive(self._evaluating, self._corpora,

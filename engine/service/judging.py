@@ -25,6 +25,7 @@ from engine.data.collection_store import (
     split_of,
 )
 from engine.data.loaders.jsonio import read_text
+from engine.documents import Corpus, Document
 from engine.errors import ConfigError, check_choice
 from engine.judging.agreement import Agreement, agreement, pairwise, same_order
 from engine.judging.exchange import FORMATS, judgments_jsonl, qrels_text, read_judgments
@@ -60,11 +61,14 @@ logger = logging.getLogger(__name__)
 class Judging:
     """Question sets, pools and judgments in the sessions database."""
 
-    def __init__(self, store: SessionStore, door: Door | None = None) -> None:
+    def __init__(self, store: SessionStore, door: Door | None = None,
+                 corpus_of: Callable[[str], Corpus | None] = lambda _: None) -> None:
         """`door` checks each method's role (engine.service.door) and names the assessor
-        when people log in."""
+        when people log in; `corpus_of` gives a loaded corpus by name (None while it
+        loads), for the whole document of a pooled unit."""
         self.judgments = JudgmentStore(store)
         self.door = door or Door()
+        self._corpus_of = corpus_of
 
     def add_questions(self, corpus: str, name: str, source: str | Path = "",
                       text: str = "") -> CollectionSplit:
@@ -213,6 +217,12 @@ class Judging:
         question = self._questions(pool).get(unit.question_id, "") if unit is not None \
             else ""
         return unit, question, self.judgments.progress(pool_id, assessor)
+
+    def document(self, pool_id: int, document_id: str) -> Document | None:
+        """The whole document of pool `pool_id`'s unit `document_id`, from the pool's corpus;
+        None while the corpus loads or when the document is gone from it."""
+        corpus = self._corpus_of(self.judgments.pool(pool_id).corpus)
+        return None if corpus is None else corpus.by_id.get(document_id)
 
     def pace(self, pool_id: int, assessor: str) -> float | None:
         """`assessor`'s median seconds a judgment in pool `pool_id` (None before one)."""
