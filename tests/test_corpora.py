@@ -472,6 +472,13 @@ def test_a_test_collection_added_here_is_a_dataset_judged_over_its_own_corpus(ex
     assert {"tiny-beir (test)", "tiny-beir (train)"} <= set(explorer.datasets().values())
     assert explorer.dataset_corpus("tiny-beir (test)") == "tiny-beir"
     assert explorer.dataset_corpus("HotpotQA dev500") is None
+    # the pickers' other way: the corpus picked, its own question set follows
+    from app.tabs.picker import own_question_set
+
+    test_split = own_question_set(explorer, "tiny-beir", "hotpotqa/dev500_contexts.jsonl")
+    assert explorer.dataset_corpus(test_split) == "tiny-beir"
+    assert own_question_set(explorer, "tiny-beir", test_split) is None  # already its own
+    assert own_question_set(explorer, "wiki", test_split) is None  # wiki has none
     evaluation = explorer.evaluate("tiny-beir (test)", ["echo"])
     explorer.wait_for_evaluation(evaluation, 30)
     stored = explorer.evaluation(evaluation)

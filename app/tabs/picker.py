@@ -67,12 +67,30 @@ class QuestionPicker:
 
 def corpus_follows(explorer: Explorer, dataset: gr.Dropdown, corpus: gr.Dropdown) -> None:
     """An added collection's split picked in `dataset` picks the corpus it is judged over
-    in `corpus` (its judgments name that corpus's documents); any other leaves it."""
+    in `corpus` (its judgments name that corpus's documents); any other leaves it. And the
+    other way: a corpus picked that has question sets of its own, with a dataset of another
+    corpus, picks its first question set (HotpotQA over a user's corpus measures nothing);
+    a corpus without any leaves the dataset as it is."""
     def judged_over(path):
         own = explorer.dataset_corpus(path) if path else None
         return gr.update(value=own) if own else gr.skip()
 
+    def questions_of(chosen, path):
+        own = own_question_set(explorer, chosen, path)
+        return gr.skip() if own is None else gr.update(value=own)
+
     dataset.change(judged_over, dataset, corpus, api_visibility="private", queue=False)
+    corpus.change(questions_of, [corpus, dataset], dataset, api_visibility="private",
+                  queue=False)
+
+
+def own_question_set(explorer: Explorer, corpus: str | None, dataset: str | None) -> str | None:
+    """The first question set of `corpus` when `dataset` is not one of its own; None when
+    it is, or when `corpus` has none (the dataset then stays as it is)."""
+    if not corpus or (dataset and explorer.dataset_corpus(dataset) == corpus):
+        return None
+    return next((path for path in explorer.datasets()
+                 if explorer.dataset_corpus(path) == corpus), None)
 
 
 HELD, PART, NONE, UNKNOWN = "●", "◐", "○", "·"
