@@ -20,7 +20,13 @@ from engine.service.explorer import Explorer
 
 
 def judging_api(explorer: Explorer) -> None:
-    judging = explorer.judging
+    """Every judging endpoint, over `explorer.judging` (its role checks are the door's)."""
+    for register in (_question_sets, _pools, _judgments):
+        register(explorer.judging)
+
+
+def _question_sets(judging) -> None:
+    """Question sets made: from a list, an uploaded file, the saved runs, or generated."""
 
     def add_question_set(corpus: str, name: str, questions: str = "",
                          from_runs: bool = False) -> str:
@@ -32,12 +38,14 @@ def judging_api(explorer: Explorer) -> None:
             judging.add_questions(corpus, name, text=questions or "")
         return json.dumps({"dataset": split.label, "questions": split.questions})
 
+
     def add_question_file(corpus: str, name: str, file: dict) -> str:
         """Question set `name` of added corpus `corpus` from an uploaded list
         (handle_file of a txt, csv or jsonl). Returns {"dataset", "questions"}."""
         path, original = uploaded(file)
         split = judging.add_questions(corpus, name, original, read_text(path))
         return json.dumps({"dataset": split.label, "questions": split.questions})
+
 
     def generate_question_set(corpus: str, name: str, count: int = 30,
                               model: str = "smollm2", endpoint: str = "",
@@ -53,6 +61,17 @@ def judging_api(explorer: Explorer) -> None:
                            "written": last.written, "kept": len(last.kept),
                            "pass_rate": last.pass_rate})
 
+
+    endpoint(add_question_set, "question_set_json", 'JSON text: {"dataset", "questions"}')
+    endpoint(add_question_file, "question_set_json", 'JSON text: {"dataset", "questions"}')
+    endpoint(generate_question_set, "generated_json", 'JSON text: {"dataset", "asked", '
+             '"written", "kept", "pass_rate"}')
+
+
+def _pools(judging) -> None:
+    """Pools of a stored evaluation, and their units judged: by a person (the next unit,
+    a grade, an undo) or by the LLM judge."""
+
     def pool_evaluation(evaluation_id: int, depth: int = 5, stages: str = "",
                         name: str = "") -> str:
         """Pool a stored evaluation of a question set (start one with /evaluate, follow it
@@ -63,9 +82,11 @@ def judging_api(explorer: Explorer) -> None:
         pool, estimate = judging.pool_evaluation(int(evaluation_id), int(depth), cut, name)
         return json.dumps({"pool": pool, "estimate": estimate})
 
+
     def list_pools(dataset: str = "") -> str:
         """The pools (of question set `dataset` only, if given), newest first."""
         return json.dumps([asdict(p) for p in judging.pools(dataset or None)])
+
 
     def next_unit(pool_id: int, assessor: str) -> str:
         """The next unit of the pool `assessor` has to judge: {"unit": {question_id,
@@ -74,6 +95,7 @@ def judging_api(explorer: Explorer) -> None:
         unit, question, (judged, units) = judging.to_judge(int(pool_id), assessor)
         return json.dumps({"unit": None if unit is None else asdict(unit),
                            "question": question, "judged": judged, "units": units})
+
 
     def record_judgment(pool_id: int, question_id: str, document_id: str, grade: int,
                         assessor: str, seconds: float | None = None) -> str:
@@ -87,11 +109,13 @@ def judging_api(explorer: Explorer) -> None:
                                       assessor, seconds)
         return json.dumps({"judged": judged, "units": units})
 
+
     def undo_judgment(pool_id: int, assessor: str) -> str:
         """Take back `assessor`'s last judgment of the pool: the judgment taken back, or
         null."""
         undone = judging.undo(int(pool_id), assessor)
         return json.dumps(None if undone is None else asdict(undone))
+
 
     def llm_judge(pool_id: int, model: str = "smollm2", endpoint: str = "",
                   limit: int = 0) -> str:
@@ -104,10 +128,24 @@ def judging_api(explorer: Explorer) -> None:
         return json.dumps(asdict(ended[0]) if ended else
                           {"judged": 0, "unreadable": 0, "left": 0})
 
+
+    endpoint(pool_evaluation, "pool_json", 'JSON text: {"pool": its id, "estimate"}')
+    endpoint(list_pools, "pools_json", "JSON text: the pools, newest first, each {id, name, "
+             "collection, corpus, depth, systems, units, evaluation_id, ...}")
+    endpoint(next_unit, "unit_json", 'JSON text: {"unit", "question", "judged", "units"}')
+    endpoint(record_judgment, "progress_json", 'JSON text: {"judged", "units"}')
+    endpoint(undo_judgment, "undone_json", "JSON text: the judgment taken back, or null")
+    endpoint(llm_judge, "judged_json", 'JSON text: {"judged", "unreadable", "left"}')
+
+
+def _judgments(judging) -> None:
+    """Judgments out and in, and two assessors compared over an evaluation."""
+
     def export_judgments(dataset: str, fmt: str = "qrels", assessor: str = "") -> str:
         """Question set `dataset`'s judgments as TREC qrels (the published grades, or
         `assessor`'s) or JSONL with who judged each."""
         return judging.export_judgments(dataset, fmt, assessor)
+
 
     def import_judgments(dataset: str, file: dict, assessor: str = "") -> str:
         """Judgments of question set `dataset` from an uploaded qrels file (all
@@ -117,6 +155,7 @@ def judging_api(explorer: Explorer) -> None:
         found = judging.import_judgments(dataset, read_text(path), original, assessor)
         return json.dumps({"imported": found})
 
+
     def compare_assessors(evaluation_id: int, first: str, second: str) -> str:
         """Two assessors over a stored evaluation of a question set: {"pairs", "exact",
         "kappa", "weighted_kappa", "weighted_ci", "matrix" (rows: first's grade), "scores"
@@ -124,17 +163,6 @@ def judging_api(explorer: Explorer) -> None:
         found = judging.compared(int(evaluation_id), first, second)
         return json.dumps({**asdict(found.pop("agreement")), **found})
 
-    endpoint(add_question_set, "question_set_json", 'JSON text: {"dataset", "questions"}')
-    endpoint(add_question_file, "question_set_json", 'JSON text: {"dataset", "questions"}')
-    endpoint(generate_question_set, "generated_json", 'JSON text: {"dataset", "asked", '
-             '"written", "kept", "pass_rate"}')
-    endpoint(pool_evaluation, "pool_json", 'JSON text: {"pool": its id, "estimate"}')
-    endpoint(list_pools, "pools_json", "JSON text: the pools, newest first, each {id, name, "
-             "collection, corpus, depth, systems, units, evaluation_id, ...}")
-    endpoint(next_unit, "unit_json", 'JSON text: {"unit", "question", "judged", "units"}')
-    endpoint(record_judgment, "progress_json", 'JSON text: {"judged", "units"}')
-    endpoint(undo_judgment, "undone_json", "JSON text: the judgment taken back, or null")
-    endpoint(llm_judge, "judged_json", 'JSON text: {"judged", "unreadable", "left"}')
     endpoint(export_judgments, "judgments_text", "TREC qrels lines, or JSONL")
     endpoint(import_judgments, "imported_json", 'JSON text: {"imported"}')
     endpoint(compare_assessors, "compared_json", "JSON text: agreement, scores and tau")

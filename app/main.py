@@ -44,6 +44,38 @@ MIN_KEY_CHARS = 16
 
 
 def main() -> None:
+    parser = _parser()
+    args = parser.parse_args()
+    root = _settle(parser, args)
+    door = _door(parser, args)
+    keys = _receiver_keys(parser, args, door) if args.otlp_receive else {}
+    _serve_dense(parser, args)
+    configure_logging()
+    names = allowed.current()
+    logger.info("Requests may name %s", "; ".join(
+        f"{kind}: {', '.join(names.names(kind))}" for kind in allowed.KINDS
+        if names.names(kind)) or "no endpoint, model, Ray cluster or Qdrant by name "
+        "(--allow FILE names some)")
+    # a first start fetches the QA data that is missing before anything else
+    # an added corpus is served where it was added to be (Ray shards, Qdrant)
+    preparation = Preparation(args.corpus, fetch_data=True,
+                              load=served_as_added(args.corpus)).start()
+    explorer = Explorer(preparation, SessionStore(args.sessions), corpus_root=root,
+                        tracing=tracing_from(args.otlp_endpoint), door=door)
+    if args.auth:
+        logger.warning("--auth is deprecated: it serves one admin, %s. Give each person "
+                       "their own login with `funnel-engine users add NAME --role ROLE` and "
+                       "start with --users FILE.", door.users.list()[0].name)
+    if args.otlp_receive:
+        _receive(parser, args, explorer, keys)
+    serve(build_app(explorer), door, {"session_hours": args.session_hours,
+                                      "upload_mb_per_day": args.max_upload_mb_per_day},
+          server_name=args.host, server_port=args.port, share=args.share,
+          max_file_size=int(args.max_upload_mb * 1024**2))
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The app's flags, each with the environment variable it reads by default."""
     env = os.environ.get
     parser = argparse.ArgumentParser(description=__doc__)
     # Gradio's own variables are read too: a Gradio user sets those first
@@ -146,11 +178,18 @@ def main() -> None:
                              "folder for Qdrant's local mode; a corpus's passages live in "
                              "the collection named after it, written from this app's index "
                              "if missing (FUNNEL_QDRANT; off by default)")
-    args = parser.parse_args()
+    return parser
+
+
+def _settle(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path | None:
+    """What the flags set before anything else starts: owner-only files, the proxies
+    trusted, the data directory, what requests may name and read, the upload cap, the
+    encoder's precision; each bad value refused by its flag. Returns the corpus root."""
     # what the app writes (the sessions database, corpora, caches, uploads) is its owner's
     os.umask(0o077)
     _trust_proxies(args.trusted_proxy if args.trusted_proxy is not None else
-                   [a for a in env("FUNNEL_TRUSTED_PROXIES", "").split(",") if a.strip()])
+                   [a for a in os.environ.get("FUNNEL_TRUSTED_PROXIES", "").split(",")
+                    if a.strip()])
     if args.data_dir:  # before anything reads it (engine.paths.data_dir)
         try:
             use_data_dir(args.data_dir)
@@ -160,8 +199,6 @@ def main() -> None:
     if root is not None and not root.is_dir():
         parser.error(f"--corpus-root {args.corpus_root!r} is not a folder")
     _confine(parser, args, root)
-    door = _door(parser, args)
-    keys = _receiver_keys(parser, args, door) if args.otlp_receive else {}
     if args.max_upload_mb <= 0:
         parser.error(f"--max-upload-mb {args.max_upload_mb:g} must be a positive number of MB")
     os.environ["FUNNEL_MAX_UPLOAD_MB"] = f"{args.max_upload_mb:g}"  # engine.data.ingest
@@ -169,6 +206,11 @@ def main() -> None:
         resolve_encoder_precision()
     except ConfigError as err:
         parser.error(str(err))
+    return root
+
+
+def _serve_dense(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every corpus's dense indexes served from Qdrant or Ray shards, where asked."""
     if args.shards != DEFAULT_SHARDS and not args.ray:
         parser.error(f"--shards {args.shards} sets how many Ray shards serve the dense "
                      "indexes: give --ray ADDRESS too (or 'local' for workers here)")
@@ -185,45 +227,32 @@ def main() -> None:
             process_store().serve_on_ray(None, args.ray, args.shards, workers=args.shards)
         except ConfigError as err:
             parser.error(f"--ray {args.ray!r} --shards {args.shards}: {err}")
-    configure_logging()
-    names = allowed.current()
-    logger.info("Requests may name %s", "; ".join(
-        f"{kind}: {', '.join(names.names(kind))}" for kind in allowed.KINDS
-        if names.names(kind)) or "no endpoint, model, Ray cluster or Qdrant by name "
-        "(--allow FILE names some)")
-    # a first start fetches the QA data that is missing before anything else
-    # an added corpus is served where it was added to be (Ray shards, Qdrant)
-    preparation = Preparation(args.corpus, fetch_data=True,
-                              load=served_as_added(args.corpus)).start()
-    explorer = Explorer(preparation, SessionStore(args.sessions), corpus_root=root,
-                        tracing=tracing_from(args.otlp_endpoint), door=door)
-    if args.auth:
-        logger.warning("--auth is deprecated: it serves one admin, %s. Give each person "
-                       "their own login with `funnel-engine users add NAME --role ROLE` and "
-                       "start with --users FILE.", door.users.list()[0].name)
-    if args.otlp_receive:
-        def save(run, name: str) -> int:
-            user = door.users.get(name) if door.logins else User(name, ANNOTATOR, "")
-            with door.acting_as(user):  # a run saved as the key's user, their role checked
-                return explorer.save_run(run, f"{run.paradigm}: {shorten(run.question, 60)}")
 
-        def refused(name: str) -> str:
-            if not door.logins or (door.users.known(name)
-                                   and door.users.get(name).may(ANNOTATOR)):
-                return ""
-            return (f"the key's user {name!r} may no longer save runs (removed, or not an "
-                    "annotator or admin); ask an admin for a key of your own")
 
-        receiver = TraceReceiver(save, keys=keys, refused=refused)
-        try:
-            receiver.serve(args.host, args.otlp_receive)
-        except (OSError, OverflowError) as err:
-            parser.error(f"--otlp-receive {args.otlp_receive}: cannot listen there ({err}); "
-                         "pick a free port, e.g. 4318")
-    serve(build_app(explorer), door, {"session_hours": args.session_hours,
-                                      "upload_mb_per_day": args.max_upload_mb_per_day},
-          server_name=args.host, server_port=args.port, share=args.share,
-          max_file_size=int(args.max_upload_mb * 1024**2))
+def _receive(parser: argparse.ArgumentParser, args: argparse.Namespace, explorer: Explorer,
+             keys: dict[str, str]) -> None:
+    """The OTLP receiver at --otlp-receive: each key's spans saved as that user's runs,
+    while that user may still save them."""
+    door = explorer.door
+
+    def save(run, name: str) -> int:
+        user = door.users.get(name) if door.logins else User(name, ANNOTATOR, "")
+        with door.acting_as(user):  # a run saved as the key's user, their role checked
+            return explorer.save_run(run, f"{run.paradigm}: {shorten(run.question, 60)}")
+
+    def refused(name: str) -> str:
+        if not door.logins or (door.users.known(name)
+                               and door.users.get(name).may(ANNOTATOR)):
+            return ""
+        return (f"the key's user {name!r} may no longer save runs (removed, or not an "
+                "annotator or admin); ask an admin for a key of your own")
+
+    receiver = TraceReceiver(save, keys=keys, refused=refused)
+    try:
+        receiver.serve(args.host, args.otlp_receive)
+    except (OSError, OverflowError) as err:
+        parser.error(f"--otlp-receive {args.otlp_receive}: cannot listen there ({err}); "
+                     "pick a free port, e.g. 4318")
 
 
 def _confine(parser: argparse.ArgumentParser, args: argparse.Namespace,

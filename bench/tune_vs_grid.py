@@ -80,6 +80,21 @@ def held_out_rows(paradigm: str, config: dict, questions, corpus) -> list[dict]:
                         questions))
 
 
+def equal_budget(timed: list, seconds: float, seed: int) -> list:
+    """Grid points in a random order until `seconds` are spent (`timed`: each point with
+    the seconds the grid had spent once it was done): a grid given the search's budget."""
+    order = list(range(len(timed)))
+    random.Random(seed).shuffle(order)
+    within, spent = [], 0.0
+    for n in order:
+        took = timed[n][0] - (timed[n - 1][0] if n else 0.0)
+        if spent + took > seconds:
+            break
+        spent += took
+        within.append(timed[n][1])
+    return within
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -129,15 +144,7 @@ def main() -> None:
 
     timed = grid_trials(plan, searched, corpus)
     grid_seconds = timed[-1][0]
-    order = list(range(len(timed)))
-    random.Random(args.seed).shuffle(order)
-    within, spent = [], 0.0
-    for n in order:  # an equal budget: random points until the search's time is spent
-        took = timed[n][0] - (timed[n - 1][0] if n else 0.0)
-        if spent + took > search_seconds:
-            break
-        spent += took
-        within.append(timed[n][1])
+    within = equal_budget(timed, search_seconds, args.seed)
     grid_all = [t for _, t in timed]
     picked = {}
     for name, points in (("grid (whole)", grid_all), ("grid (equal budget)", within)):

@@ -43,6 +43,7 @@ from engine.store.judgments import GRADES
 KEYS = {str(grade): f"fe-judge-{grade}" for grade in GRADES} | {"s": "fe-judge-skip",
                                                                  "u": "fe-judge-undo"}
 WHOLE_CHARS = 20_000  # of a whole document shown under its unit
+PRIVATE = {"api_visibility": "private"}  # the tab's events: the API has its own endpoints
 
 
 def pool_choices(explorer: Explorer) -> list[tuple[str, int]]:
@@ -196,51 +197,104 @@ def build(explorer: Explorer) -> Tab:
                 "2 highly relevant, 3 perfectly relevant), **s** to skip, **u** to undo. "
                 "Every grade counts at once in Evaluate and Diagnose for that question set.")
     with gr.Accordion("1. A question set", open=False):
-        with gr.Row():
-            corpus = gr.Dropdown(added_corpora(explorer), label="Added corpus",
-                                 elem_id="fe-judge-corpus", scale=1)
-            name = gr.Textbox(label="Question set name", elem_id="fe-judge-set", scale=1,
-                              placeholder="e.g. support")
-        with gr.Tab("A list"):
-            listed = gr.File(label="Question list (txt, csv, jsonl)", type="filepath",
-                             elem_id="fe-judge-file")
-            pasted = gr.Textbox(label="…or questions, one a line", lines=4,
-                                elem_id="fe-judge-pasted")
-            add = gr.Button("Add the question set", elem_id="fe-judge-add")
-        with gr.Tab("Your pipeline's"):
-            gr.Markdown("The questions of the saved runs: those your pipeline sent to the "
-                        "OTLP receiver, or imported as traces (the Runs tab).")
-            from_runs = gr.Button("Add the saved runs' questions",
-                                  elem_id="fe-judge-from-runs")
-        with gr.Tab("Generated"):
-            gr.Markdown("A question per passage of a sample spread over the corpus, written "
-                        "by a reader model; kept only if BM25 or the bi-encoder finds its "
-                        "passage again in its top 20 (the pass rate is shown).")
-            with gr.Row():
-                count = gr.Number(30, label="Passages", precision=0,
-                                  elem_id="fe-judge-gen-count")
-                writer = gr.Textbox("smollm2", label="Reader model",
-                                    elem_id="fe-judge-gen-model")
-                writer_at = place_choice("endpoints", "Endpoint", "fe-judge-gen-endpoint",
-                                         "none: the model here",
-                                         info="an OpenAI-compatible server the operator "
-                                              "allowed; the model is then its name there")
-            generate = gr.Button("Generate questions", elem_id="fe-judge-generate")
+        corpus, making = _question_set_panel(explorer)
     with gr.Accordion("2. A pool", open=False):
-        with gr.Row():
-            dataset = gr.Dropdown(question_sets(explorer), label="Question set",
-                                  elem_id="fe-judge-dataset", scale=2)
-            paradigms = gr.CheckboxGroup([(spec.label, name) for name, spec in
-                                          PARADIGMS.items()], value=[
-                p for p in ("flat", "funnel", "best") if p in PARADIGMS], label="Paradigms",
-                elem_id="fe-judge-paradigms", scale=2)
-            depth = gr.Number(5, label="Depth", precision=0, elem_id="fe-judge-depth",
-                              scale=1)
-        configs = gr.Textbox(label="Configs (JSON, optional)", elem_id="fe-judge-configs",
-                             placeholder='e.g. {"best": {"classify": false}} to pool best '
-                                         'for every question')
-        make = gr.Button("Pool them", elem_id="fe-judge-pool")
+        dataset, pooled = _pool_panel(explorer)
     message = gr.HTML(elem_id="fe-judge-message")
+    pool = _grading_panel(explorer)
+    with gr.Accordion("The LLM judge", open=False):
+        _llm_panel(explorer, pool)
+    with gr.Accordion("Judgments out and in", open=False):
+        _exchange_panel(explorer, dataset, message)
+
+    def sets(chosen=None) -> gr.Dropdown:
+        return gr.Dropdown(question_sets(explorer), value=chosen)
+
+    making(message, dataset, sets)
+    pooled(message, pool)
+    return Tab(refresh=Refresh(lambda: (gr.Dropdown(pool_choices(explorer)),
+                                        gr.Dropdown(added_corpora(explorer)), sets()),
+                               [pool, corpus, dataset]), on_load=True)
+
+
+def _question_set_panel(explorer: Explorer) -> tuple:
+    """Step 1: an added corpus's question set from a list, the saved runs or generated.
+    Returns the corpus dropdown and how to wire the buttons to the tab's message and
+    question set dropdown (drawn further down) and how to list the sets."""
+    with gr.Row():
+        corpus = gr.Dropdown(added_corpora(explorer), label="Added corpus",
+                             elem_id="fe-judge-corpus", scale=1)
+        name = gr.Textbox(label="Question set name", elem_id="fe-judge-set", scale=1,
+                          placeholder="e.g. support")
+    with gr.Tab("A list"):
+        listed = gr.File(label="Question list (txt, csv, jsonl)", type="filepath",
+                         elem_id="fe-judge-file")
+        pasted = gr.Textbox(label="…or questions, one a line", lines=4,
+                            elem_id="fe-judge-pasted")
+        add = gr.Button("Add the question set", elem_id="fe-judge-add")
+    with gr.Tab("Your pipeline's"):
+        gr.Markdown("The questions of the saved runs: those your pipeline sent to the "
+                    "OTLP receiver, or imported as traces (the Runs tab).")
+        from_runs = gr.Button("Add the saved runs' questions", elem_id="fe-judge-from-runs")
+    with gr.Tab("Generated"):
+        gr.Markdown("A question per passage of a sample spread over the corpus, written "
+                    "by a reader model; kept only if BM25 or the bi-encoder finds its "
+                    "passage again in its top 20 (the pass rate is shown).")
+        with gr.Row():
+            count = gr.Number(30, label="Passages", precision=0, elem_id="fe-judge-gen-count")
+            writer = gr.Textbox("smollm2", label="Reader model", elem_id="fe-judge-gen-model")
+            writer_at = place_choice("endpoints", "Endpoint", "fe-judge-gen-endpoint",
+                                     "none: the model here",
+                                     info="an OpenAI-compatible server the operator "
+                                          "allowed; the model is then its name there")
+        generate = gr.Button("Generate questions", elem_id="fe-judge-generate")
+
+    def wire(message, dataset, sets) -> None:
+        @refusing(outputs=2)
+        def added(corpus_name, set_name, upload, text) -> tuple:
+            split = explorer.judging.add_questions(corpus_name or "", set_name or "",
+                                                   uploaded_path(upload) or "", text or "")
+            return _kept_set(split), sets(split.label)
+
+        @refusing(outputs=2)
+        def added_runs(corpus_name, set_name) -> tuple:
+            split = explorer.judging.add_run_questions(corpus_name or "", set_name or "")
+            return _kept_set(split), sets(split.label)
+
+        add.click(added, [corpus, name, listed, pasted], [message, dataset], **PRIVATE)
+        from_runs.click(added_runs, [corpus, name], [message, dataset], **PRIVATE)
+        generate.click(partial(generating, explorer), [corpus, name, count, writer, writer_at],
+                       message, **PRIVATE).then(sets, None, dataset, **PRIVATE)
+
+    return corpus, wire
+
+
+def _pool_panel(explorer: Explorer) -> tuple:
+    """Step 2: a question set's pool of the paradigms' top documents. Returns the question
+    set dropdown and how to wire the button to the tab's message and pool dropdown."""
+    with gr.Row():
+        dataset = gr.Dropdown(question_sets(explorer), label="Question set",
+                              elem_id="fe-judge-dataset", scale=2)
+        paradigms = gr.CheckboxGroup([(spec.label, name) for name, spec in
+                                      PARADIGMS.items()], value=[
+            p for p in ("flat", "funnel", "best") if p in PARADIGMS], label="Paradigms",
+            elem_id="fe-judge-paradigms", scale=2)
+        depth = gr.Number(5, label="Depth", precision=0, elem_id="fe-judge-depth", scale=1)
+    configs = gr.Textbox(label="Configs (JSON, optional)", elem_id="fe-judge-configs",
+                         placeholder='e.g. {"best": {"classify": false}} to pool best '
+                                     'for every question')
+    make = gr.Button("Pool them", elem_id="fe-judge-pool")
+
+    def wire(message, pool) -> None:
+        make.click(partial(pooling, explorer), [dataset, paradigms, depth, configs],
+                   [message, pool], **PRIVATE)
+
+    return dataset, wire
+
+
+def _grading_panel(explorer: Explorer) -> gr.Dropdown:
+    """Step 3: a pool judged unit by unit (grades, skip and undo on keys). Returns the
+    pool dropdown."""
     with gr.Row():
         pool = gr.Dropdown(pool_choices(explorer), label="Pool", elem_id="fe-judge-pools",
                            scale=2)
@@ -252,65 +306,69 @@ def build(explorer: Explorer) -> Tab:
         grades = [gr.Button(f"{g} {label}", elem_id=KEYS[str(g)]) for g, label in GRADES.items()]
         skip = gr.Button("skip (s)", elem_id=KEYS["s"])
         undo = gr.Button("undo (u)", elem_id=KEYS["u"])
-    with gr.Accordion("The LLM judge", open=False):
-        gr.Markdown("Judge the pool's units the LLM judge has not judged (UMBRELA's prompt), "
-                    "through the packaged reader or an OpenAI-compatible endpoint; its "
-                    "grades count only where no person judged, and Diagnose compares them.")
-        with gr.Row():
-            judge_model = gr.Textbox("smollm2", label="Model", elem_id="fe-judge-llm-model")
-            judge_at = place_choice("endpoints", "Endpoint", "fe-judge-llm-endpoint",
-                                    "none: the model here",
-                                    info="an OpenAI-compatible server the operator allowed; "
-                                         "the model is then its name there")
-            limit = gr.Number(0, label="At most (0: every unit)", precision=0,
-                              elem_id="fe-judge-llm-limit")
-        llm = gr.Button("Judge with the LLM", elem_id="fe-judge-llm")
-        llm_said = gr.HTML(elem_id="fe-judge-llm-message")
-    with gr.Accordion("Judgments out and in", open=False):
-        gr.Markdown("A question set's judgments as TREC qrels (the grades its measures read: "
-                    "a person's, else a generated question's source) or as JSONL with who "
-                    "judged each; a qrels file or such a JSONL read back in, whole or not at "
-                    "all (a qrels file's judgments are the assessor's named here).")
-        with gr.Row():
-            fmt = gr.Radio(["qrels", "jsonl"], value="qrels", label="Format",
-                           elem_id="fe-judge-format", scale=1)
-            export = gr.Button("Export the question set's judgments", scale=1,
-                               elem_id="fe-judge-export")
-            exported = gr.File(label="Judgments", interactive=False, visible=False,
-                               elem_id="fe-judge-exported", scale=1)
-        with gr.Row():
-            incoming = gr.File(label="Judgments to import (qrels or .jsonl)", type="filepath",
-                               elem_id="fe-judge-import-file", scale=2)
-            theirs = gr.Textbox(label="Whose (a qrels file's assessor)", scale=1,
-                                elem_id="fe-judge-import-assessor")
-            read_in = gr.Button("Import", scale=1, elem_id="fe-judge-import")
     shown = gr.State("")
     skipped = gr.State([])
-    private = {"api_visibility": "private"}
+    views = [shown_card, shown, skipped]
+    # a grade is a small write: it waits behind no run for a slot, and shows no spinner
+    at_once = {**PRIVATE, "concurrency_limit": None, "show_progress": "hidden"}
+    start.click(partial(show, explorer), [pool, assessor, skipped], views, **PRIVATE)
+    for g, button in enumerate(grades):
+        button.click(refusing(outputs=3)(partial(graded, explorer, g)),
+                     [pool, assessor, shown, skipped], views, **at_once)
 
-    def sets(chosen=None) -> gr.Dropdown:
-        return gr.Dropdown(question_sets(explorer), value=chosen)
+    def skipping(pool_id, who, now: str, gone: list[int]) -> tuple:
+        gone = [*gone, json.loads(now)["position"]] if now else gone
+        return show(explorer, pool_id, who, gone)
 
-    @refusing(outputs=2)
-    def added(corpus_name, set_name, upload, text) -> tuple:
-        split = explorer.judging.add_questions(corpus_name or "", set_name or "",
-                                               uploaded_path(upload) or "", text or "")
-        return _kept_set(split), sets(split.label)
+    @refusing(outputs=3)
+    def undoing(pool_id, who, gone: list[int]) -> tuple:
+        explorer.judging.undo(int(pool_id), who)
+        return show(explorer, pool_id, who, gone)
 
-    @refusing(outputs=2)
-    def added_runs(corpus_name, set_name) -> tuple:
-        split = explorer.judging.add_run_questions(corpus_name or "", set_name or "")
-        return _kept_set(split), sets(split.label)
+    skip.click(skipping, [pool, assessor, shown, skipped], views, **at_once)
+    undo.click(undoing, [pool, assessor, skipped], views, **at_once)
+    return pool
 
-    add.click(added, [corpus, name, listed, pasted], [message, dataset], **private)
-    from_runs.click(added_runs, [corpus, name], [message, dataset], **private)
-    generate.click(partial(generating, explorer), [corpus, name, count, writer, writer_at],
-                   message, **private).then(sets, None, dataset, **private)
-    make.click(partial(pooling, explorer), [dataset, paradigms, depth, configs], [message, pool],
-               **private)
+
+def _llm_panel(explorer: Explorer, pool: gr.Dropdown) -> None:
+    """Step 4: the LLM judge over what is left of `pool`, saying so under its button."""
+    gr.Markdown("Judge the pool's units the LLM judge has not judged (UMBRELA's prompt), "
+                "through the packaged reader or an OpenAI-compatible endpoint; its "
+                "grades count only where no person judged, and Diagnose compares them.")
+    with gr.Row():
+        judge_model = gr.Textbox("smollm2", label="Model", elem_id="fe-judge-llm-model")
+        judge_at = place_choice("endpoints", "Endpoint", "fe-judge-llm-endpoint",
+                                "none: the model here",
+                                info="an OpenAI-compatible server the operator allowed; "
+                                     "the model is then its name there")
+        limit = gr.Number(0, label="At most (0: every unit)", precision=0,
+                          elem_id="fe-judge-llm-limit")
+    llm = gr.Button("Judge with the LLM", elem_id="fe-judge-llm")
+    llm_said = gr.HTML(elem_id="fe-judge-llm-message")
     llm.click(partial(llm_judging, explorer), [pool, judge_model, judge_at, limit], llm_said,
-              **private)
-    pool.change(lambda: "", None, llm_said, **private)  # what it said was another pool's
+              **PRIVATE)
+    pool.change(lambda: "", None, llm_said, **PRIVATE)  # what it said was another pool's
+
+
+def _exchange_panel(explorer: Explorer, dataset: gr.Dropdown, message: gr.HTML) -> None:
+    """Step 5: question set `dataset`'s judgments exported and imported."""
+    gr.Markdown("A question set's judgments as TREC qrels (the grades its measures read: "
+                "a person's, else a generated question's source) or as JSONL with who "
+                "judged each; a qrels file or such a JSONL read back in, whole or not at "
+                "all (a qrels file's judgments are the assessor's named here).")
+    with gr.Row():
+        fmt = gr.Radio(["qrels", "jsonl"], value="qrels", label="Format",
+                       elem_id="fe-judge-format", scale=1)
+        export = gr.Button("Export the question set's judgments", scale=1,
+                           elem_id="fe-judge-export")
+        exported = gr.File(label="Judgments", interactive=False, visible=False,
+                           elem_id="fe-judge-exported", scale=1)
+    with gr.Row():
+        incoming = gr.File(label="Judgments to import (qrels or .jsonl)", type="filepath",
+                           elem_id="fe-judge-import-file", scale=2)
+        theirs = gr.Textbox(label="Whose (a qrels file's assessor)", scale=1,
+                            elem_id="fe-judge-import-assessor")
+        read_in = gr.Button("Import", scale=1, elem_id="fe-judge-import")
 
     @refusing(outputs=2)
     def exporting(set_name, kind) -> tuple:
@@ -332,30 +390,8 @@ def build(explorer: Explorer) -> Tab:
         return _said(f"{found} judgment{'' if found == 1 else 's'} imported into "
                      f"{esc(set_name)}: its measures read them now.", "fe-kept")
 
-    export.click(exporting, [dataset, fmt], [message, exported], **private)
-    read_in.click(importing, [dataset, incoming, theirs], message, **private)
-    views = [shown_card, shown, skipped]
-    # a grade is a small write: it waits behind no run for a slot, and shows no spinner
-    at_once = {**private, "concurrency_limit": None, "show_progress": "hidden"}
-    start.click(partial(show, explorer), [pool, assessor, skipped], views, **private)
-    for g, button in enumerate(grades):
-        button.click(refusing(outputs=3)(partial(graded, explorer, g)),
-                     [pool, assessor, shown, skipped], views, **at_once)
-
-    def skipping(pool_id, who, now: str, gone: list[int]) -> tuple:
-        gone = [*gone, json.loads(now)["position"]] if now else gone
-        return show(explorer, pool_id, who, gone)
-
-    @refusing(outputs=3)
-    def undoing(pool_id, who, gone: list[int]) -> tuple:
-        explorer.judging.undo(int(pool_id), who)
-        return show(explorer, pool_id, who, gone)
-
-    skip.click(skipping, [pool, assessor, shown, skipped], views, **at_once)
-    undo.click(undoing, [pool, assessor, skipped], views, **at_once)
-    return Tab(refresh=Refresh(lambda: (gr.Dropdown(pool_choices(explorer)),
-                                        gr.Dropdown(added_corpora(explorer)), sets()),
-                               [pool, corpus, dataset]), on_load=True)
+    export.click(exporting, [dataset, fmt], [message, exported], **PRIVATE)
+    read_in.click(importing, [dataset, incoming, theirs], message, **PRIVATE)
 
 
 def _kept_set(split) -> str:

@@ -13,6 +13,7 @@ verdict. The winner is saved as a preset Explore runs by name.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, fields
 from functools import partial
 
 import gradio as gr
@@ -39,6 +40,7 @@ from engine.service.long_builds import BuildNeeded
 from engine.tune.space import COSTS, MEASURES
 
 POLL_SECONDS = 2.0
+PRIVATE = {"api_visibility": "private"}  # the tab's events: the API has its own endpoints
 AUTO = "auto (nDCG@10 on judged questions, else AR@4)"
 SEARCH_COLUMNS = ["id", "name", "dataset", "corpus", "paradigms", "measure", "cost", "state",
                   "trials", "preset", "by", "created"]
@@ -180,8 +182,32 @@ def searches(explorer: Explorer) -> gr.Dataframe:
     return gr.Dataframe(rows, headers=SEARCH_COLUMNS)
 
 
-def build(explorer: Explorer) -> Tab:
-    """The Tune view's widgets and events."""
+@dataclass(frozen=True)
+class _Form:
+    """A search's settings, in the order `begin` takes them."""
+
+    dataset: gr.Dropdown
+    limit: gr.Number
+    held_out: gr.Number
+    seed: gr.Number
+    corpus: gr.Dropdown
+    paradigms: gr.CheckboxGroup
+    measure: gr.Dropdown
+    cost: gr.Radio
+    ceiling: gr.Number
+    trials: gr.Number
+    minutes: gr.Number
+    options: gr.Textbox
+    fixed: gr.Textbox
+    preset: gr.Textbox
+    name: gr.Textbox
+
+    def inputs(self) -> list:
+        return [getattr(self, f.name) for f in fields(self)]
+
+
+def _search_form(explorer: Explorer) -> _Form:
+    """The search's settings, and the space they search shown as they change."""
     with gr.Row():
         dataset = dataset_dropdown(explorer, "Dataset", first=True, scale=2,
                                    elem_id="fe-tune-dataset")
@@ -222,6 +248,15 @@ def build(explorer: Explorer) -> Tab:
             fixed = gr.Textbox(label="Options held fixed (JSON per paradigm)",
                                placeholder='{"funnel": {"H": 2}}', lines=2,
                                elem_id="fe-tune-fixed")
+    for event in (paradigms.change, measure.change):
+        event(partial(preview, explorer), [paradigms, measure], space, **PRIVATE)
+    return _Form(dataset, limit, held_out, seed, corpus, paradigms, measure, cost, ceiling,
+                 trials, minutes, options, fixed, preset, name)
+
+
+def build(explorer: Explorer) -> Tab:
+    """The Tune view's widgets and events."""
+    form = _search_form(explorer)
     with gr.Row():
         start = gr.Button("Start the search", variant="primary", elem_id="fe-tune-start")
         confirm = gr.Button("Build and start", visible=False, elem_id="fe-tune-build")
@@ -247,22 +282,17 @@ def build(explorer: Explorer) -> Tab:
     listed = gr.Dataframe(headers=SEARCH_COLUMNS, interactive=False, max_height=240,
                           elem_id="fe-tune-list")
 
-    private = {"api_visibility": "private"}
-    for event in (paradigms.change, measure.change):
-        event(partial(preview, explorer), [paradigms, measure], space, **private)
-    form = [dataset, limit, held_out, seed, corpus, paradigms, measure, cost, ceiling, trials,
-            minutes, options, fixed, preset, name]
     started = [progress, current, poll, confirm, ids]
     listing = partial(searches, explorer)
     for button, build_first in ((start, False), (confirm, True)):  # listed once it started
-        button.click(partial(begin, explorer, build_first), form, started,
-                     **private).then(listing, None, listed, **private)
+        button.click(partial(begin, explorer, build_first), form.inputs(), started,
+                     **PRIVATE).then(listing, None, listed, **PRIVATE)
     views = [progress, plot, table, importance, held]
-    poll.tick(partial(follow, explorer), current, [poll, listed, *views], **private)
-    stop.click(partial(cancel, explorer), current, [progress, current, poll], **private)
+    poll.tick(partial(follow, explorer), current, [poll, listed, *views], **PRIVATE)
+    stop.click(partial(cancel, explorer), current, [progress, current, poll], **PRIVATE)
     for event in (open_button.click, ids.submit):
         event(partial(open_search, explorer), ids,
-              [progress, current, poll, plot, table, importance, held], **private)
-    again.click(partial(resume, explorer), ids, [progress, current, poll], **private)
-    return Tab(corpus=corpus, refresh=Refresh(listing, [listed]),
+              [progress, current, poll, plot, table, importance, held], **PRIVATE)
+    again.click(partial(resume, explorer), ids, [progress, current, poll], **PRIVATE)
+    return Tab(corpus=form.corpus, refresh=Refresh(listing, [listed]),
                on_load=True)

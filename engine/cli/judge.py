@@ -83,59 +83,74 @@ def judge(args: argparse.Namespace) -> int:
     from engine.service.judging import Judging
     from engine.store.sessions import SessionStore
 
-    judging = Judging(SessionStore(args.db or None))
-    if args.step == "questions":
-        split = judging.add_questions(args.corpus, args.name, args.file)
-        _out(f"question set {split.label}: {split.questions} questions")
-    elif args.step == "from-runs":
-        split = judging.add_run_questions(args.corpus, args.name, args.evaluation)
-        _out(f"question set {split.label}: {split.questions} questions")
-    elif args.step == "generate":
-        last = None
-        for last in judging.generate_questions(args.corpus, args.name, args.count, args.model,
-                                               args.endpoint, args.seed):
-            _progress(f"{last.asked} of {last.total} passages: {last.written} questions "
-                      f"written, {len(last.kept)} kept")
-        rate = f"{last.pass_rate:.1%}" if last and last.pass_rate is not None else "-"
-        _out(f"\nquestion set {args.corpus} ({args.name}): {len(last.kept)} kept of "
-             f"{last.written} written from {last.total} passages; round-trip pass rate {rate}")
-    elif args.step == "pool":
-        stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
-        if args.evaluation is None and not args.dataset:
-            raise ConfigError('Name the question set to pool ("corpus (name)"), or a stored '
-                              "evaluation of one with --evaluation ID.")
-        if args.evaluation is not None:
-            pool, estimate = judging.pool_evaluation(args.evaluation, args.depth, stages)
-        else:
-            paradigms = [p.strip() for p in args.paradigms.split(",") if p.strip()]
-            pool, estimate = judging.make_pool(args.dataset, paradigms, args.depth, stages)
-        _out(f"pool {pool} (evaluation {judging.judgments.pool(pool).evaluation_id}): "
-             f"{estimate}")
-    elif args.step == "record":
-        judged, units = judging.judge(args.pool, args.question_id, args.document_id,
-                                      args.grade, args.assessor)
-        _out(f"pool {args.pool}: {judged} of {units} judged by {args.assessor}")
-    elif args.step == "export":
-        sys.stdout.write(judging.export_judgments(args.dataset, args.format, args.assessor))
-    elif args.step == "import":
-        from engine.data.loaders.jsonio import read_text
-
-        found = judging.import_judgments(args.dataset, read_text(Path(args.file)),
-                                         Path(args.file).name, args.assessor)
-        _out(f"{found} judgments imported into {args.dataset}")
-    elif args.step == "llm":
-        ended = deque(judging.llm_judge(args.pool, args.model, args.endpoint, args.limit),
-                      maxlen=1)  # its count after the last unit
-        if not ended:
-            _out(f"pool {args.pool}: nothing left for this judge")
-        else:
-            _out(f"pool {args.pool}: {ended[0].judged} judged, {ended[0].unreadable} without "
-                 f"a grade, {ended[0].left} left")
-    elif args.step == "agreement":
-        _agreement(judging, args)
-    else:  # argparse allows only the steps above
+    step = STEPS.get(args.step)
+    if step is None:  # argparse allows only the steps below
         raise ConfigError(f"Unknown judge step {args.step!r}.")
+    step(Judging(SessionStore(args.db or None)), args)
     return 0
+
+
+def _questions(judging, args: argparse.Namespace) -> None:
+    split = judging.add_questions(args.corpus, args.name, args.file)
+    _out(f"question set {split.label}: {split.questions} questions")
+
+
+def _from_runs(judging, args: argparse.Namespace) -> None:
+    split = judging.add_run_questions(args.corpus, args.name, args.evaluation)
+    _out(f"question set {split.label}: {split.questions} questions")
+
+
+def _generate(judging, args: argparse.Namespace) -> None:
+    last = None
+    for last in judging.generate_questions(args.corpus, args.name, args.count, args.model,
+                                           args.endpoint, args.seed):
+        _progress(f"{last.asked} of {last.total} passages: {last.written} questions "
+                  f"written, {len(last.kept)} kept")
+    rate = f"{last.pass_rate:.1%}" if last and last.pass_rate is not None else "-"
+    _out(f"\nquestion set {args.corpus} ({args.name}): {len(last.kept)} kept of "
+         f"{last.written} written from {last.total} passages; round-trip pass rate {rate}")
+
+
+def _pool(judging, args: argparse.Namespace) -> None:
+    stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
+    if args.evaluation is None and not args.dataset:
+        raise ConfigError('Name the question set to pool ("corpus (name)"), or a stored '
+                          "evaluation of one with --evaluation ID.")
+    if args.evaluation is not None:
+        pool, estimate = judging.pool_evaluation(args.evaluation, args.depth, stages)
+    else:
+        paradigms = [p.strip() for p in args.paradigms.split(",") if p.strip()]
+        pool, estimate = judging.make_pool(args.dataset, paradigms, args.depth, stages)
+    _out(f"pool {pool} (evaluation {judging.judgments.pool(pool).evaluation_id}): "
+         f"{estimate}")
+
+
+def _record(judging, args: argparse.Namespace) -> None:
+    judged, units = judging.judge(args.pool, args.question_id, args.document_id,
+                                  args.grade, args.assessor)
+    _out(f"pool {args.pool}: {judged} of {units} judged by {args.assessor}")
+
+
+def _export(judging, args: argparse.Namespace) -> None:
+    sys.stdout.write(judging.export_judgments(args.dataset, args.format, args.assessor))
+
+
+def _import(judging, args: argparse.Namespace) -> None:
+    from engine.data.loaders.jsonio import read_text
+
+    found = judging.import_judgments(args.dataset, read_text(Path(args.file)),
+                                     Path(args.file).name, args.assessor)
+    _out(f"{found} judgments imported into {args.dataset}")
+
+
+def _llm(judging, args: argparse.Namespace) -> None:
+    ended = deque(judging.llm_judge(args.pool, args.model, args.endpoint, args.limit),
+                  maxlen=1)  # its count after the last unit
+    if not ended:
+        _out(f"pool {args.pool}: nothing left for this judge")
+    else:
+        _out(f"pool {args.pool}: {ended[0].judged} judged, {ended[0].unreadable} without "
+             f"a grade, {ended[0].left} left")
 
 
 def _progress(line: str) -> None:
@@ -170,3 +185,9 @@ def _agreement(judging, args: argparse.Namespace) -> None:
 
 def _score(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+# each step of `funnel-engine judge`: what it does with the judging service and its args
+STEPS = {"questions": _questions, "from-runs": _from_runs, "generate": _generate,
+         "pool": _pool, "record": _record, "export": _export, "import": _import,
+         "llm": _llm, "agreement": _agreement}

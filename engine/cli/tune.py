@@ -60,7 +60,7 @@ def add_parser(sub) -> None:
 
 
 def tune(args: argparse.Namespace) -> int:
-    from engine.cli.run import dataset_and_corpus, json_arg
+    from engine.cli.run import dataset_and_corpus
     from engine.data.corpus import eval_corpus
     from engine.data.loaders import read_dataset
     from engine.documents import unanswered
@@ -68,8 +68,6 @@ def tune(args: argparse.Namespace) -> int:
     from engine.service.tune_jobs import resume_tune, start_tune
     from engine.store.sessions import SessionStore
     from engine.store.tuning import TuneStore
-    from engine.tune.search import SearchPlan
-    from engine.tune.space import RETRIEVAL_MEASURES, space
 
     store = SessionStore(args.db or None)
     try:
@@ -83,23 +81,8 @@ def tune(args: argparse.Namespace) -> int:
         dataset = read_dataset(path)
         questions = dataset.questions[:args.limit] if args.limit else list(dataset.questions)
         label = dataset_label(str(path))
-        judged = unanswered(questions)
-        if args.resume is not None:
-            plan = stored.plan
-        else:
-            paradigms = tuple(p.strip() for p in args.paradigm.split(",") if p.strip())
-            measure = args.measure or ("nDCG@10" if judged else "AR@4")
-            if judged and measure not in RETRIEVAL_MEASURES:
-                raise ConfigError(f"{label}'s questions are judged, not answered: {measure} "
-                                  f"needs answers; use one of {', '.join(RETRIEVAL_MEASURES)}.")
-            ceiling = args.max_cost if args.max_cost is not None else args.max_seconds
-            if args.max_seconds is not None and args.cost != "seconds":
-                raise ConfigError("--max-seconds caps seconds; with --cost reader_tokens "
-                                  "give --max-cost TOKENS.")
-            plan = SearchPlan(paradigms, tuple(space(
-                paradigms, json_arg(args.space, "--space") if args.space else None,
-                reads=measure not in RETRIEVAL_MEASURES)), measure, args.cost, ceiling,
-                args.trials, args.minutes, args.seed, base=json_arg(args.config) or {})
+        plan = stored.plan if args.resume is not None else \
+            _plan(args, label, judged=unanswered(questions))
         corpus = eval_corpus(dataset, corpus_spec, label)
         said = _progress(plan.trials)
         if args.resume is not None:
@@ -116,18 +99,45 @@ def tune(args: argparse.Namespace) -> int:
         store.close()
     if stored.state != "done":
         sys.stderr.write(f"search {stored.id} {stored.state}: {stored.error}\n")
-    report = {"tune": stored.id, "state": stored.state, "dataset": stored.dataset,
-              "corpus": stored.corpus, "measure": plan.measure, "cost": plan.cost,
-              "ceiling": plan.ceiling, "questions": {"search": len(stored.search_ids),
-                                                     "held_out": len(stored.held_out_ids)},
-              "space": [d.to_dict() for d in plan.dimensions],
-              "preset": stored.preset if stored.state == "done" else "",
-              **(stored.result or {})}
+    report = _report(stored, plan)
     if args.json:
         _out(json.dumps(report))
     else:
         _print(report)
     return 0 if stored.state == "done" else 1
+
+
+def _plan(args: argparse.Namespace, label: str, judged: bool):
+    """The SearchPlan a new search's flags ask for (`judged`: the questions have judgments,
+    not answers, so only retrieval measures apply)."""
+    from engine.cli.run import json_arg
+    from engine.tune.search import SearchPlan
+    from engine.tune.space import RETRIEVAL_MEASURES, space
+
+    paradigms = tuple(p.strip() for p in args.paradigm.split(",") if p.strip())
+    measure = args.measure or ("nDCG@10" if judged else "AR@4")
+    if judged and measure not in RETRIEVAL_MEASURES:
+        raise ConfigError(f"{label}'s questions are judged, not answered: {measure} "
+                          f"needs answers; use one of {', '.join(RETRIEVAL_MEASURES)}.")
+    ceiling = args.max_cost if args.max_cost is not None else args.max_seconds
+    if args.max_seconds is not None and args.cost != "seconds":
+        raise ConfigError("--max-seconds caps seconds; with --cost reader_tokens "
+                          "give --max-cost TOKENS.")
+    return SearchPlan(paradigms, tuple(space(
+        paradigms, json_arg(args.space, "--space") if args.space else None,
+        reads=measure not in RETRIEVAL_MEASURES)), measure, args.cost, ceiling,
+        args.trials, args.minutes, args.seed, base=json_arg(args.config) or {})
+
+
+def _report(stored, plan) -> dict:
+    """A stored search as the report printed (or written as JSON)."""
+    return {"tune": stored.id, "state": stored.state, "dataset": stored.dataset,
+            "corpus": stored.corpus, "measure": plan.measure, "cost": plan.cost,
+            "ceiling": plan.ceiling, "questions": {"search": len(stored.search_ids),
+                                                   "held_out": len(stored.held_out_ids)},
+            "space": [d.to_dict() for d in plan.dimensions],
+            "preset": stored.preset if stored.state == "done" else "",
+            **(stored.result or {})}
 
 
 def _progress(trials: int):

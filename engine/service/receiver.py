@@ -113,67 +113,8 @@ class TraceReceiver:
 
     def serve(self, host: str, port: int) -> str:
         """Listen on host:port in a background thread; returns the endpoint's URL."""
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            timeout = READ_SECONDS  # the socket's: a read that waits longer fails
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                if self.path.rstrip("/") != PATH:
-                    return self._answer(404, f"POST spans to {PATH}")
-                user = receiver.sender(self.headers)
-                if user is None:
-                    logger.info("refused spans from %s: no key or a wrong one",
-                                self.client_address[0])
-                    return self._answer(401, "send the receiver's key as 'Authorization: "
-                                        "Bearer KEY' or 'x-api-key: KEY' (--otlp-key)")
-                refused = receiver.refused(user)
-                if refused:
-                    return self._answer(403, refused)
-                given = self.headers.get("Content-Length") or ""
-                if not given.isdigit():
-                    return self._answer(411, "send the body's length as Content-Length")
-                if int(given) > MAX_BODY:
-                    return self._answer(413, f"a request holds at most {MAX_BODY} bytes")
-                try:
-                    body = self.rfile.read(int(given))
-                except TimeoutError:
-                    self.close_connection = True
-                    return self._answer(408, f"the body did not arrive within "
-                                        f"{READ_SECONDS:g} s")
-                if self.headers.get("Content-Encoding", "").lower() == "gzip":
-                    try:
-                        body = _gunzipped(body)
-                    except (OSError, EOFError, zlib.error, ValueError) as err:
-                        return self._answer(400, f"the body is not gzip within {MAX_BODY} "
-                                            f"bytes: {err}")
-                kind = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
-                try:
-                    request = _decoded(body, kind)
-                    receiver.receive(request, f"{self.client_address[0]}{PATH}", user)
-                except DataFormatError as err:
-                    return self._answer(400, str(err))
-                except ValueError as err:
-                    return self._answer(415 if "Content-Type" in str(err) else 400, str(err))
-                self._answer(200, "", kind)
-
-            def _answer(self, status: int, message: str, kind: str = "") -> None:
-                # an empty ExportTraceServiceResponse: no bytes in protobuf, {} in JSON
-                body = (b"{}" if kind == "application/json" else b"") if status == 200 else \
-                    json.dumps({"message": message}).encode()
-                self.send_response(status)
-                if status == 401:
-                    self.send_header("WWW-Authenticate", 'Bearer realm="otlp"')
-                self.send_header("Content-Type", kind if status == 200 and kind else
-                                 "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args) -> None:  # noqa: A002
-                logger.debug("otlp receiver: " + format, *args)
-
-        self.server = _BoundedServer((host, port), Handler)
+        self.server = _BoundedServer((host, port), _SpanHandler)
+        self.server.receiver = self
         threading.Thread(target=self.server.serve_forever, name="otlp-receiver",
                          daemon=True).start()
         url = f"http://{host}:{self.server.server_address[1]}{PATH}"
@@ -186,11 +127,97 @@ class TraceReceiver:
             self.server.server_close()
 
 
+class _Refused(Exception):
+    """A request answered `status` with `message` before its spans are read."""
+
+    def __init__(self, status: int, message: str, close: bool = False) -> None:
+        super().__init__(message)
+        self.status, self.message, self.close = status, message, close
+
+
+class _SpanHandler(BaseHTTPRequestHandler):
+    """One POST of OTLP spans: its path, its sender's key and role, its body's length,
+    arrival and encoding checked in turn (the first that fails answers), then its spans
+    handed to the server's TraceReceiver."""
+
+    def setup(self) -> None:
+        self.timeout = READ_SECONDS  # the socket's: a read that waits longer fails
+        super().setup()
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        receiver: TraceReceiver = self.server.receiver
+        kind = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        try:
+            user = self._sender(receiver)
+            request = _decoded(self._body(), kind)
+            receiver.receive(request, f"{self.client_address[0]}{PATH}", user)
+        except _Refused as refused:
+            self.close_connection = self.close_connection or refused.close
+            return self._answer(refused.status, refused.message)
+        except DataFormatError as err:
+            return self._answer(400, str(err))
+        except ValueError as err:
+            return self._answer(415 if "Content-Type" in str(err) else 400, str(err))
+        self._answer(200, "", kind)
+
+    def _sender(self, receiver: TraceReceiver) -> str:
+        """The user whose key the request carries, allowed to send spans."""
+        if self.path.rstrip("/") != PATH:
+            raise _Refused(404, f"POST spans to {PATH}")
+        user = receiver.sender(self.headers)
+        if user is None:
+            logger.info("refused spans from %s: no key or a wrong one",
+                        self.client_address[0])
+            raise _Refused(401, "send the receiver's key as 'Authorization: Bearer KEY' "
+                           "or 'x-api-key: KEY' (--otlp-key)")
+        refused = receiver.refused(user)
+        if refused:
+            raise _Refused(403, refused)
+        return user
+
+    def _body(self) -> bytes:
+        """The body as sent (gzip undone), at most MAX_BODY bytes, within READ_SECONDS."""
+        given = self.headers.get("Content-Length") or ""
+        if not given.isdigit():
+            raise _Refused(411, "send the body's length as Content-Length")
+        if int(given) > MAX_BODY:
+            raise _Refused(413, f"a request holds at most {MAX_BODY} bytes")
+        try:
+            body = self.rfile.read(int(given))
+        except TimeoutError:
+            raise _Refused(408, f"the body did not arrive within {READ_SECONDS:g} s",
+                           close=True) from None
+        if self.headers.get("Content-Encoding", "").lower() != "gzip":
+            return body
+        try:
+            return _gunzipped(body)
+        except (OSError, EOFError, zlib.error, ValueError) as err:
+            raise _Refused(400, f"the body is not gzip within {MAX_BODY} bytes: "
+                           f"{err}") from None
+
+    def _answer(self, status: int, message: str, kind: str = "") -> None:
+        # an empty ExportTraceServiceResponse: no bytes in protobuf, {} in JSON
+        body = (b"{}" if kind == "application/json" else b"") if status == 200 else \
+            json.dumps({"message": message}).encode()
+        self.send_response(status)
+        if status == 401:
+            self.send_header("WWW-Authenticate", 'Bearer realm="otlp"')
+        self.send_header("Content-Type", kind if status == 200 and kind else
+                         "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002
+        logger.debug("otlp receiver: " + format, *args)
+
+
 class _BoundedServer(ThreadingHTTPServer):
     """A thread per request, at most MAX_THREADS at once: one more is answered 503 from
     the listening thread and closed, so a flood cannot start threads without end."""
 
     daemon_threads = True
+    receiver: TraceReceiver  # whose spans its handlers receive (set by TraceReceiver.serve)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

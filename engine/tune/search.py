@@ -255,49 +255,63 @@ class Search:
 
     def _ran(self, trial: Trial) -> None:
         """Answer `trial`'s rungs; its state says how it ended."""
-        if trial.state == REFUSED:
-            return
-        twin = next((t for t in self.trials if t.config == trial.config and
-                     t.state in (COMPLETE, STOPPED)), None)
-        if twin is not None:  # TPE asked again for a setting tried: its answers stand
-            trial.values, trial.state = dict(twin.values), twin.state
-            trial.note = f"the setting of trial {twin.number}, not run again"
+        if trial.state == REFUSED or self._took_twin(trial):
             return
         self._current = trial
         start = time.monotonic()
         try:
-            paradigm = self.make(trial.paradigm, trial.config)
-            answered = 0
-            for n, size in enumerate(self.rungs):
-                for question in self.questions[answered:size]:
-                    if self.cancelled() or self._out_of_time():
-                        raise Stop
-                    trial.values[question.id] = self.answer(paradigm, question)
-                    if self.progress is not None:
-                        self.progress(self.status())
-                    if self._far_over_ceiling(trial):
-                        break
-                if self._far_over_ceiling(trial):
-                    trial.state, trial.note = STOPPED, (
-                        f"stopped after {len(trial.values)} questions: its cost, "
-                        f"{trial.cost(self.plan.cost):.4g}, is over twice the ceiling")
-                    break
-                answered = size
-                if n == len(self.rungs) - 1:
-                    trial.state = COMPLETE
-                    break
-                going, why = goes_on(trial.point(self.plan, self.ids[:size]),
-                                     self._peers(size), eta=self.plan.eta,
-                                     ceiling=self.plan.ceiling)
-                if not going:
-                    trial.state, trial.note = STOPPED, f"stopped after {size} questions: {why}"
-                    break
+            self._climbed(trial, self.make(trial.paradigm, trial.config))
         except Stop:
             raise
         except Exception as err:  # noqa: BLE001 - a failed setting is stored, not fatal
             log_failure(logger, f"trial {trial.number} ({trial.label()})", err)
             trial.state, trial.note = FAILED_TRIAL, f"{type(err).__name__}: {err}"
         trial.seconds = round(time.monotonic() - start, 3)
+
+    def _took_twin(self, trial: Trial) -> bool:
+        """Whether `trial`'s setting was tried before (TPE asks again for a setting tried):
+        then it takes that trial's answers, which stand, and is not run again."""
+        twin = next((t for t in self.trials if t.config == trial.config and
+                     t.state in (COMPLETE, STOPPED)), None)
+        if twin is None:
+            return False
+        trial.values, trial.state = dict(twin.values), twin.state
+        trial.note = f"the setting of trial {twin.number}, not run again"
+        return True
+
+    def _climbed(self, trial: Trial, paradigm: Paradigm) -> None:
+        """Answer `trial`'s rungs in turn, until its last or one that stops it (its cost far
+        over the ceiling, or the successive-halving rule against its peers)."""
+        answered = 0
+        for n, size in enumerate(self.rungs):
+            self._answered(trial, paradigm, self.questions[answered:size])
+            if self._far_over_ceiling(trial):
+                trial.state, trial.note = STOPPED, (
+                    f"stopped after {len(trial.values)} questions: its cost, "
+                    f"{trial.cost(self.plan.cost):.4g}, is over twice the ceiling")
+                return
+            answered = size
+            if n == len(self.rungs) - 1:
+                trial.state = COMPLETE
+                return
+            going, why = goes_on(trial.point(self.plan, self.ids[:size]), self._peers(size),
+                                 eta=self.plan.eta, ceiling=self.plan.ceiling)
+            if not going:
+                trial.state, trial.note = STOPPED, f"stopped after {size} questions: {why}"
+                return
+
+    def _answered(self, trial: Trial, paradigm: Paradigm,
+                  questions: Sequence[Question]) -> None:
+        """`trial`'s answers to `questions`, ending early once it is far over the ceiling;
+        Stop when the search is cancelled or out of time."""
+        for question in questions:
+            if self.cancelled() or self._out_of_time():
+                raise Stop
+            trial.values[question.id] = self.answer(paradigm, question)
+            if self.progress is not None:
+                self.progress(self.status())
+            if self._far_over_ceiling(trial):
+                return
 
     def _far_over_ceiling(self, trial: Trial) -> bool:
         """Whether `trial`'s first CEILING_PROBE questions already cost over twice the
