@@ -32,7 +32,8 @@ from engine.paths import data_dir
 from engine.service.store import make_paradigm
 
 # (label, paradigm, config): "flat+ce" is flat with the trained cross-encoder re-ranker,
-# the paper's kind of flat baseline, run for its cost (its quality is in bench/README.md).
+# the paper's kind of flat baseline, run for its cost (its quality: docs/benchmarks/funnel.md,
+# "Funnel, flat and flat with a cross-encoder").
 VARIANTS = (("funnel", "funnel", {}), ("flat", "flat", {}),
             ("flat+ce", "flat", {"reranker": "trained"}))
 

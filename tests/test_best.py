@@ -4,7 +4,7 @@ classifier's labelled set and training, and the paradigm end to end on the tiny 
 Fusion and the labelled set are logic (tiny fixtures); summarisation and the paradigm run
 the real packaged MiniLM and SmolLM2; the query classifier trains on a tiny random BERT
 (the real MiniLM fine-tune is `python -m engine train query-classifier`, measured in
-bench/README.md).
+docs/benchmarks/longrag-best.md, "The query classifier").
 """
 
 from __future__ import annotations

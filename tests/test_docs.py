@@ -1,6 +1,7 @@
 """The docs (docs/, built by mkdocs in .ci/run): their pictures are the browser tests' own
 screenshots, the README's links and commands hold, every benchmark figure names its
-command, and the generated pages cover the command line and the API."""
+command, every pointer from the code to a figure names a page and heading that exist, and
+the generated pages cover the command line and the API."""
 
 from __future__ import annotations
 
@@ -74,6 +75,54 @@ def test_the_readme_is_a_front_page_whose_links_hold():
     for target in LINK.findall(readme) + IMAGE.findall(readme):
         if not target.startswith("http"):
             assert (ROOT / target.split("#")[0]).exists(), target
+
+
+# a pointer from a comment or docstring to a figure: docs/benchmarks/<page>.md, optionally
+# followed by , "the start of a heading of that page" (wrapped lines and comment marks joined)
+POINTER = re.compile(r'docs/benchmarks/([\w-]+)\.md(?:,\s*\\?"([^"\\]+)\\?")?')
+
+
+def pointers(text: str) -> list[tuple[str, str | None]]:
+    """Every (page, heading start or None) that `text` points at, its lines joined."""
+    joined = re.sub(r"\s*\n\s*(?:#\s*)?", " ", text)
+    return [(page, title) for page, title in POINTER.findall(joined)]
+
+
+def test_pointers_are_found_across_wrapped_comment_lines():
+    text = 'x = 1  # figures in docs/benchmarks/cpu.md, "Reader runtimes side\n    # by side"'
+    assert pointers(text) == [("cpu", "Reader runtimes side by side")]
+    assert pointers("see docs/benchmarks/app.md.") == [("app", "")]
+
+
+def test_every_pointer_to_a_figure_names_a_page_and_heading_that_exist():
+    """A comment, docstring or help text citing a figure names the docs page it is on, and
+    the start of its heading: the figure can be found, and a page or heading renamed or
+    moved fails here rather than leaving the pointer stale. The old `bench/README.md`
+    sections moved to docs/benchmarks/ (issue 68)."""
+    headings = {page.stem: [" ".join(line.lstrip("#").split()) for line in
+                            page.read_text(encoding="utf-8").splitlines()
+                            if line.startswith("#")]
+                for page in (DOCS / "benchmarks").glob("*.md")}
+    files = [*ROOT.glob("*.py"), *ROOT.glob("*.md"), *DOCS.rglob("*.md"),
+             ROOT / "bench" / "README.md"]
+    for folder in ("engine", "app", "bench", "tests", "examples"):
+        files += (ROOT / folder).rglob("*.py")
+    stale, seen = [], 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT)
+        if path.name != "test_docs.py" and 'bench/README.md, "' in text:
+            stale.append(f"{where}: cites bench/README.md: name the docs/benchmarks/ page")
+        for page, title in pointers(text):
+            seen += 1
+            if page not in headings:
+                stale.append(f"{where}: docs/benchmarks/{page}.md does not exist")
+            elif title and not any(h.startswith(" ".join(title.split()))
+                                   for h in headings[page]):
+                stale.append(f"{where}: no heading of docs/benchmarks/{page}.md starts "
+                             f"with {title!r}")
+    assert seen > 30
+    assert stale == []
 
 
 def test_every_benchmark_figure_names_its_command():

@@ -147,9 +147,9 @@ def build(explorer: Explorer) -> ExploreTab:
 
 # --- callbacks ----------------------------------------------------------------------------
 
-ATTRIBUTE_HINT = ("<small>Reads the answer again without each passage the reader read (about "
-                  "1.5 answers' time for four short passages, more for long ones): bars "
-                  "beside the heatmap, a table under the LLM calls.</small>")
+ATTRIBUTE_HINT = ("<small>Reads the answer again without each passage the reader read (one "
+                  "scoring pass a passage: the more it read, the longer): bars beside the "
+                  "heatmap, a table under the LLM calls.</small>")
 
 # the trace views and trace JSON of no run: what a refused run leaves, so that the last
 # run's answer and figures never stand under a refusal as if they were this question's

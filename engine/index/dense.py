@@ -12,7 +12,7 @@ float32 matrix of them at all. Its recall@100 against the exact scan is measured
 built and kept with it (`recall`). An exact index holds its vectors once, in faiss: `vectors`
 is a view of faiss's own copy. An HNSW index file is memory-mapped when loaded, so a large
 index lives in pages the kernel can drop, not in the process's own memory. Why HNSW and not
-IVF-PQ, and the threshold: bench/README.md, "Millions of passages on one machine".
+IVF-PQ, and the threshold: docs/benchmarks/scale.md, "Millions of passages on one machine".
 
 Shortcuts taken on purpose:
 - the model's identity in the cache key is its alias or resolved path plus the sha256 of
@@ -82,7 +82,7 @@ MAX_K = 10_000
 INDEX_FILE = "faiss.index"
 VECTORS_FILE = "vectors.npy"  # an approximate index's exact vectors, memory-mapped
 INDEX_KINDS = ("auto", "exact", "hnsw")
-# bench/ann_choice.py and bench/funnel_scale.py (bench/README.md, "Millions of passages on
+# bench/ann_choice.py and bench/funnel_scale.py (docs/benchmarks/scale.md, "Millions of passages on
 # one machine"): an exact top-100 costs ~0.1 ms per 1,000 passages on one thread here (16 ms
 # at 166k passages, 160 ms at 1.66M); HNSW's stays under 10 ms at either size. From 400k
 # passages the exact scan alone passes 40 ms.

@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 64
 # bf16 where the CPU multiplies it natively, fp32 through ONNX Runtime elsewhere
 # (engine.models.loading `resolve_encoder_precision`): bench/dense_precision.py and
-# bench/encoder_runtimes.py, figures in bench/README.md.
+# bench/encoder_runtimes.py, figures in docs/benchmarks/cpu.md, "Encoder runtimes side by side".
 DEFAULT_PRECISION = "auto"
 # building the pooled passage index (35,297 passages, 2,367,137 engine tokens) took 318 s
 # in bf16 (torch), 533 s in fp32 and 255 s in int8 (ONNX Runtime) on this machine's 2

@@ -17,7 +17,7 @@ import numpy as np
 if TYPE_CHECKING:
     import faiss
 
-# bench/ann_million.py at 1.66M passages, one thread (bench/README.md, "A million passages
+# bench/ann_million.py at 1.66M passages, one thread (docs/benchmarks/scale.md, "A million passages
 # that keep their recall"): M=32, efConstruction=40 kept 0.86 of the exact top-100 at
 # efSearch 800 (6.1 ms) and 0.93 at 2400 (16.5 ms); the denser graph keeps 0.98 at 800
 # (9.6 ms), built in 19 min on two cores instead of 5, its index 1.45 GB instead of 1.04.

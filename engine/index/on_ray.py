@@ -12,7 +12,7 @@ which index shards served from Ray keep, engine.index.shards). `ADDRESS` is a
 running cluster ("ray://host:10001" or "host:6379", whose workers see the same data
 directory and packages) or "local": `workers` one-CPU workers started on this machine for
 the build and stopped after it. A worker encodes with one torch thread: two one-thread
-workers use two cores as one two-thread process does (bench/README.md, "Encoding on Ray").
+workers use two cores as one two-thread process does (docs/benchmarks/scale.md, "Encoding on Ray").
 """
 
 from __future__ import annotations

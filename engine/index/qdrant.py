@@ -21,7 +21,7 @@ every vector.
 The same client serves a Qdrant cluster (`http://host:6333`; an API key from
 QDRANT_API_KEY) and local mode, which the tests use: locations, collection names and the
 clients are engine.index.qdrant_locations (their names imported from here too). Why Qdrant
-and not Milvus, and what 100M passages would take: bench/README.md, "Ray shards and vector
+and not Milvus, and what 100M passages would take: docs/benchmarks/scale.md, "Ray shards and vector
 databases".
 """
 

@@ -1,7 +1,7 @@
 """What answers for the dense passage index while a first start is still building it.
 
 On a CPU without native bf16, encoding the default corpus's passages takes minutes
-(bench/README.md, "Ready from an empty data directory"). Rather than keep every dense
+(docs/benchmarks/app.md, "Ready from a fresh start"). Rather than keep every dense
 paradigm waiting, the app answers meanwhile with BM25: `DenseStandIn` searches the same
 passages like a `DenseIndex`, document scores fall back to BM25 alone, and passages keep
 the order they come in where stored vectors would re-rank them (engine.service.store). Every

@@ -44,7 +44,8 @@ class TrainingTime:
     measured: str
 
 
-# measured figures (bench/README.md); a machine shared with other work takes longer
+# measured figures (docs/benchmarks/app.md, "A training's time left"); a machine shared
+# with other work takes longer
 TRAINING_TIMES = {
     PRERANKER: TrainingTime(600.0, "1 epoch plus its inverse-cloze variant, idle machine"),
     SELECTION_CLASSIFIER: TrainingTime(

@@ -92,7 +92,7 @@ def query_precision(name: str, precision: str) -> str:
     """The precision `name` encodes a query in when its documents are in `precision`
     (resolved): bf16 documents get fp32 queries through ONNX Runtime, others their own.
     One query at a time, ONNX Runtime fp32 took 5.7 ms against torch bf16's 8.1 ms, and the
-    training questions' AR@4 stayed the same (bench/README.md, "Fast on any CPU")."""
+    training questions' AR@4 stayed the same (docs/benchmarks/cpu.md, "Fast on any CPU")."""
     from engine.models.encoders import known_encoders
 
     if precision == "bf16" and name not in known_encoders() and onnx_installed():

@@ -15,7 +15,7 @@ The export, once per checkpoint, precision and tool versions (cached through
    vectors (cosine >= `SAME_COSINE`); an int8 graph whose vectors stray below
    `INT8_COSINE` is refused.
 
-bench/encoder_runtimes.py measures it against torch fp32 and bf16 (bench/README.md, "Fast on
+bench/encoder_runtimes.py measures it against torch fp32 and bf16 (docs/benchmarks/cpu.md, "Fast on
 any CPU (issue 39)").
 """
 

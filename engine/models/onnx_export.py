@@ -9,7 +9,7 @@ embeddings, SkipSimplifiedLayerNormalization). Two changes follow:
 - for int8, every MatMul's weights are quantised per output channel and its activations on
   the fly (`onnxruntime.quantization.quantize_dynamic`; u8 x s8 products, VNNI where the CPU
   has it): 2.2x fp32's prefill on an avx512_vnni CPU, but the small reader's answers
-  change (bench/README.md, "Reader runtimes side by side").
+  change (docs/benchmarks/cpu.md, "Reader runtimes side by side").
 
 The export is cached by the checkpoint's files, the precision and the tools' versions.
 """

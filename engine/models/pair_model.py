@@ -4,10 +4,11 @@ three segments: cos(q, d1), cos(q, d2) and cos(d1, d2).
 
 Why not the stock `BertForSequenceClassification`: its head reads the [CLS] vector through
 a pooler, and all-MiniLM-L6-v2 was trained for mean pooling, so [CLS] carries little; on
-the 888 training pairs its loss never left ln 2 (bench/README.md, "DR-RAG"). Mean vectors
-of each segment keep the bi-encoder's geometry, so this head starts where the bi-encoder
-already is (held-out AUC 0.66 before any training, as "the two documents each match the
-question") and fine-tuning moves the encoder and the head from there.
+the 888 training pairs its loss never left ln 2 (docs/benchmarks/drrag.md, "The selection
+classifier"). Mean vectors of each segment keep the bi-encoder's geometry, so this head
+starts where the bi-encoder already is (held-out AUC 0.66 before any training, as "the two
+documents each match the question") and fine-tuning moves the encoder and the head from
+there.
 
 It is a `transformers` sequence classifier with one logit (P = sigmoid): saved and loaded
 with `save_pretrained` / `AutoModelForSequenceClassification.from_pretrained` once

@@ -15,7 +15,8 @@ adds versions beside it and makes the new one active unless its held-out AUC is 
 first version exists (a fresh start trains it in the background for 13-22 minutes),
 "trained" stands in with "cosines": the same model untrained, the frozen encoder's view
 "both documents match the question" (held-out AUC 0.66 against the trained one's 0.77;
-bench/README.md, "DR-RAG"), so DR-RAG answers at once and the trace says which decided.
+docs/benchmarks/drrag.md, "The selection classifier"), so DR-RAG answers at once and the
+trace says which decided.
 Any Hugging Face sequence-classifier folder or hub id loads too (two labels: softmax; one
 logit: sigmoid).
 """

@@ -9,7 +9,8 @@ and the trace says so.
 
 Defaults follow the paper where it is explicit (alpha 0.3, reverse repacking); the
 re-ranker (the bi-encoder's stored vectors) and the 200-token summary were chosen on the
-training questions (bench/best_ablation.py --part defaults; figures in bench/README.md).
+training questions (bench/best_ablation.py --part defaults; figures in
+docs/benchmarks/longrag-best.md, "best's defaults, chosen on the training questions").
 """
 
 from __future__ import annotations

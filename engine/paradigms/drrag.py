@@ -43,7 +43,7 @@ class DRRAGConfig:
     # hybrid (the funnel's document score, w=0.7) with k1=2: on the training questions CFS
     # sends every gold document for 0.375 of them against BM25's 0.295, and on typed
     # single-hop questions the answer for 0.957 against 0.783 (BM25 kept "Minor planet" and
-    # "Dwarf planet" for "Which planet is known as the Red Planet?"); bench/README.md,
+    # "Dwarf planet" for "Which planet is known as the Red Planet?"); docs/benchmarks/drrag.md,
     # "DR-RAG's first stage" (bench/drrag_first_stage.py). "bm25" is the earlier default.
     retriever: str = param("hybrid", "similarity matching: bm25 (over documents), dense (a "
                            "document scored by its best passage) or hybrid (BM25 + dense, "
@@ -54,7 +54,8 @@ class DRRAGConfig:
                            choices=SELECTIONS)
     k: int = param(4, "k: documents sent to the reader, at most", low=1, high=20)
     # 2, the paper's k/2: k1=3 sends more gold documents on the training questions but
-    # answers no better on either set, costs more and would refuse k < 3 (bench/README.md)
+    # answers no better on either set, costs more and would refuse k < 3
+    # (docs/benchmarks/drrag.md, "Table 4 on this machine")
     k1: int = param(2, "k1: static-relevant documents from similarity matching", low=1,
                     high=20)
     k2: int = param(3, "k2: documents each q + d retrieves (QDC)", low=1, high=20)

@@ -4,7 +4,8 @@ BM25 over ~S-token clusters (K) -> the clusters' documents pre-ranked (N) -> lat
 of those documents into passages -> FiD attention post-ranking (H) -> the reader answers
 over the H passages (one LLM step).
 
-Defaults are scaled to the pooled corpus (23k documents) and recorded in bench/README.md.
+Defaults are scaled to the pooled corpus (23k documents) and recorded in docs/benchmarks/funnel.md,
+"Paradigm defaults and why".
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ class FunnelConfig:
                                                        "flat)")
     prune: PruneConfig = options.prune()
     # mean_tokens, not eq3: on HotpotQA *train* paragraphs it finds the supporting ones best
-    # (recall@2 0.40 vs eq3 0.23, random 0.18; bench/fid_scoring.py, bench/README.md).
+    # (recall@2 0.40 vs eq3 0.23, random 0.18; bench/fid_scoring.py; docs/benchmarks/funnel.md,
+    # "Does FiD post-ranking beat the pre-ranker's order?").
     reader: ReaderConfig = options.reader(aggregation="mean_tokens")
 
     def __post_init__(self) -> None:

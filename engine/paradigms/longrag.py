@@ -7,7 +7,8 @@ answers in two turns: a long answer over the whole context, then the short answe
 from it (two LLM steps).
 
 Defaults keep an Explore run on 2 cores within about 8 s (fp32); they are recorded with
-their measurements in bench/README.md ("LongRAG").
+their measurements in docs/benchmarks/longrag-best.md, "LongRAG and the best-practices
+pipeline".
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from engine.units.chunking import Chunker
 @dataclass(frozen=True)
 class LongRAGConfig:
     # 1024: at the ~3k tokens a 2-core run reads, k=4 units of S=1024 hold the answer most
-    # often on the training questions (0.738; S=2048, k=2: 0.639; bench/README.md)
+    # often on the training questions (0.738; S=2048, k=2: 0.639;
+    # docs/benchmarks/longrag-best.md, "Units: size S and k")
     unit_tokens: int = param(1024, "S: largest unit, in tokens (LongRAG's grouping of linked "
                              "documents)", low=64, high=65536)
     unit_scores: str = param("dense", "how units are ranked: dense (MaxP: the unit's best "
@@ -49,13 +51,14 @@ class LongRAGConfig:
     hybrid_weight: float = options.hybrid_weight()
     k: int = param(4, "k: units read", low=1, high=8)
     # 1000: on 60 training questions EM/F1 0.117/0.151 in 7.4 s a question against
-    # 0.100/0.155 in 15.6 s at 2000 (fp32 on 2 cores; bench/README.md, "LongRAG in half the
-    # time"): the 135M reader gains nothing from the second thousand tokens
+    # 0.100/0.155 in 15.6 s at 2000 (fp32 on 2 cores; docs/benchmarks/longrag-best.md,
+    # "LongRAG in half the time"): the 135M reader gains nothing from the second thousand tokens
     context_tokens: int = param(1000, "the reader's context cap, in tokens: the units' "
                                 "documents are read best first until it is reached",
                                 low=64, high=32768)
     # 2, LongRAG's: on 30 training questions one turn answered as well for less (EM 0.222
-    # vs 0.172, within noise at this size), reported in bench/README.md
+    # vs 0.172, within noise at this size), docs/benchmarks/longrag-best.md,
+    # "LongRAG's reader: context cap and turns"
     turns: int = param(2, "reader turns: 2 (a long answer, then the short answer extracted "
                        "from it: LongRAG's) or 1 (the short answer at once)", low=1, high=2)
     long_answer_tokens: int = param(48, "longest long answer (first turn), in model tokens",
@@ -65,7 +68,8 @@ class LongRAGConfig:
                                                        "dense index (shared with flat)")
     # on, 500 tokens: on the training questions the long reader read 19% fewer tokens in 24%
     # less time with the answer as often in what it read (AR@read 0.68 both) and EM/F1 +0.04
-    # / +0.057; 150 and 300 cut answers out (bench/README.md, "The sentence cut")
+    # / +0.057; 150 and 300 cut answers out (docs/benchmarks/reader.md,
+    # "The sentence cut")
     prune: PruneConfig = options.prune(mode=BUDGET, tokens=500)
     reader: ReaderConfig = options.reader("the long reader", max_passage_tokens=4096)
 

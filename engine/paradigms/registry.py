@@ -139,7 +139,7 @@ def make_config(name: str, values: dict | None = None) -> object:
 def unattended(name: str, values: dict | None = None) -> dict:
     """Paradigm `name`'s config dict for runs that show no heatmap (evaluations, sweeps):
     its reader's attention off unless `values` sets it, so an `auto` reader answers through
-    the fastest in-process runtime (ONNX Runtime; bench/README.md, "Reader runtimes side by
+    the fastest in-process runtime (ONNX Runtime; docs/benchmarks/cpu.md, "Reader runtimes side by
     side"). A paradigm without a reader is left as it is."""
     from engine.readers.reader import ReaderConfig
 

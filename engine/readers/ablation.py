@@ -2,7 +2,8 @@
 
 Attention is where the reader looked at its first answer token, not what its answer came
 from (on the packaged reader, attention ordered passages worse than the pre-ranker;
-bench/README.md). Ablation asks the model instead, as ContextCite and AttriBoT do: the
+docs/benchmarks/diagnosis.md, "Attention against leave-one-out attribution").
+Ablation asks the model instead, as ContextCite and AttriBoT do: the
 answer's log-probability with every passage read, and with each one left out, the rest of
 the prompt unchanged; and whether the greedy answer changes without it. The generator
 reads each variant only from where the left-out passage stood, on the full prompt's

@@ -73,7 +73,7 @@ def _shared_onnx(model: str, precision: str) -> Generator:
 def _onnx_in_process(model: str, endpoint: str, precision: str) -> Generator:
     """One ONNX Runtime session per model and precision for the process. auto is fp32: it
     answers as torch fp32 does (200 of 200 dev500 answers) on every CPU; int8 is faster but
-    changed half of them (bench/README.md, "Reader runtimes side by side")."""
+    changed half of them (docs/benchmarks/cpu.md, "Reader runtimes side by side")."""
     with _LOCK:
         return _shared_onnx(model, "fp32" if precision == "auto" else precision)
 

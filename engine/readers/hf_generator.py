@@ -29,7 +29,8 @@ from engine.readers.prefix_cache import (
 
 logger = logging.getLogger(__name__)
 
-MAX_BATCH = 8  # reader calls decoded together at most (bench/README.md, "The reader's cost")
+# reader calls decoded together at most (docs/benchmarks/reader.md, "The reader's cost")
+MAX_BATCH = 8
 
 
 class HFGenerator(TokenGenerator):
@@ -39,8 +40,9 @@ class HFGenerator(TokenGenerator):
     The prompt is read with PyTorch's fused attention (SDPA) but for its last token, which
     runs with eager attention when its attention weights over parts of the prompt are wanted
     (SDPA returns none). On this CPU, eager attention over a whole prompt costs 2.9x SDPA's
-    time at 2.3k tokens and 4.5x at 4.3k (bench/README.md, "LongRAG"). The model is shared
-    with the FiD reader, so a generation holds the model's lock and leaves it eager.
+    time at 2.3k tokens and 4.5x at 4.3k (docs/benchmarks/longrag-best.md, "The long
+    reader's cost"). The model is shared with the FiD reader, so a generation holds the
+    model's lock and leaves it eager.
 
     A prompt's declared fixed opening (`prefix`) is not read again: its key/value states are
     computed once and copied in (engine/readers/prefix_cache.py).

@@ -8,7 +8,7 @@ arrays). What it cannot give: attention weights (ONNX Runtime's fused attention 
 none, so no heatmap, FiD post-ranking or "fid" prompt) and leave-one-out attribution;
 calls are answered one at a time.
 
-Measured against torch on 200 dev500 prompts: bench/README.md, "Reader runtimes side by
+Measured against torch on 200 dev500 prompts: docs/benchmarks/cpu.md, "Reader runtimes side by
 side".
 """
 

@@ -1,7 +1,8 @@
 """Every prompt the readers send, in one place: answer templates and the FiD block layout.
 
 Answer templates (chosen by `ReaderConfig.prompt`), measured on the *training* questions
-with their gold paragraphs (bench/reader_prompts.py; figures in bench/README.md):
+with their gold paragraphs (bench/reader_prompts.py; figures in docs/benchmarks/reader.md,
+"The reader's prompt"):
 - `fewshot` (default): a plain completion prompt with worked examples, then the passages and
   the question; generation stops at the first line break. A small instruct model copies the
   examples' short answers instead of chatting.
@@ -30,7 +31,7 @@ SYSTEM = "Answer the question from the context in a few words."
 # the small reader answered "Who wrote War and Peace?" with "Anna Karenina", the last title
 # in the article; with it, on the 200 training questions, EM/F1 0.205/0.279 vs 0.190/0.266
 # over gold paragraphs and 0.100/0.159 vs 0.100/0.162 over the top-4 ranked ones (equal
-# within noise, ~80 more prompt tokens; bench/README.md, "The reader's prompt").
+# within noise, ~80 more prompt tokens; docs/benchmarks/reader.md, "The reader's prompt").
 EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("Marta Velin: Marta Velin (1871-1932) was a painter known for her coastal landscapes. "
      "She studied at the Harlow Institute of Art.\n"

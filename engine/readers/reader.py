@@ -60,7 +60,7 @@ class ReaderConfig:
                           names="endpoints")
     backend: str = param("auto", "generator backend: transformers (the model in this "
                          "process, torch), onnx (the model in this process through ONNX "
-                         "Runtime: torch fp32's answers 1.4x faster, no attention), openai (an "
+                         "Runtime: torch fp32's answers, faster, no attention), openai (an "
                          "OpenAI-compatible server at endpoint), a plugin's, or auto (openai "
                          "when an endpoint is set; else onnx when the run asks for nothing "
                          "only torch gives: attention, ablation, the fid prompt, bf16; else "
@@ -86,12 +86,13 @@ class ReaderConfig:
     attention: bool = param(True, "the first answer token's attention over the passages "
                             "(Explore's heatmap), where the backend gives it (torch); off, "
                             "the auto backend answers through ONNX Runtime (torch fp32's "
-                            "answers, 1.4x faster) "
-                            "(bench/README.md, \"Reader runtimes side by side\")")
+                            "answers, faster: docs/benchmarks/cpu.md, \"Reader runtimes side "
+                            "by side\")")
     ablation: bool = param(False, "leave-one-out attribution: score the answer again with "
                            "each passage read left out, and say whether it changes "
-                           "(engine/readers/ablation.py; about 1.5 answers' time more "
-                           "for four passages)")
+                           "(engine/readers/ablation.py; its cost: "
+                           "docs/benchmarks/diagnosis.md, \"Attention against leave-one-out "
+                           "attribution\")")
 
     def __post_init__(self) -> None:
         check_choice("aggregation scheme", self.aggregation, attention.SCHEMES)

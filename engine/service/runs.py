@@ -170,7 +170,8 @@ class Runs:
         """`trace` re-answered over the units `unit_ids` (any of its candidates), plus the
         gold supporting documents with `oracle`, ranked first so that the reader reads them
         next to the question (after them, the small reader's EM did not rise; before them it
-        rose 0.160 -> 0.250 for flat on 100 dev500 questions, bench/README.md): only the
+        rose 0.160 -> 0.250 for flat on 100 dev500 questions; docs/benchmarks/diagnosis.md,
+        "The reader's ceiling"): only the
         reader runs again (engine.paradigms.reanswer)."""
         from engine.paradigms.reanswer import reanswer
 

@@ -2,7 +2,7 @@
 order (no answer here: the paradigm's reader answers in its own LLM step).
 
 A small reader's attention alone orders passages worse than the pre-ranker did
-(bench/README.md, "The post-ranker"), so the score is a linear rank fusion: with n
+(docs/benchmarks/funnel.md, "The post-ranker"), so the score is a linear rank fusion: with n
 passages, a passage's score is
 
     w * (1 - attention_rank / n) + (1 - w) * (1 - prior_rank / n)      (ranks from 0)

@@ -57,7 +57,7 @@ class PruneConfig:
                         "encoder), trained (the trained cross-encoder), a plugin's "
                         "re-ranker, or a cross-encoder folder or hub id", names="models")
     # 150: on the training questions (flat, 100 questions) the best EM and F1 of 64-200,
-    # ~40% of the passages' tokens cut (bench/README.md, "The sentence cut")
+    # ~40% of the passages' tokens cut (docs/benchmarks/reader.md, "The sentence cut")
     tokens: int = param(150, "budget: tokens of sentences read, over all passages", low=16,
                         high=4096)
     threshold: float = param(0.5, "threshold: the least score kept, min-max scaled over the "

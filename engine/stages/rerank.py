@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from engine.index.document_scores import DocumentScorer
 
 # the dense part of the "hybrid" document score, chosen on the training questions
-# (bench/first_stage.py, bench/README.md)
+# (bench/first_stage.py; docs/benchmarks/funnel.md, "The first stage and the
+# pre-ranker")
 HYBRID_WEIGHT = 0.7
 
 

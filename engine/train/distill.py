@@ -3,7 +3,8 @@
 The post-ranker's passage scores are aggregated into document scores, the top documents
 plus the gold-hit ones become positives, and the pre-ranker learns from them with the
 pairwise BPR loss. Not yet used in training: the reader's scores must first be good
-enough to teach from (bench/README.md, "Which attention finds the evidence").
+enough to teach from (docs/benchmarks/diagnosis.md, "Attention against leave-one-out
+attribution").
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ DIAGNOSTIC = ("reader.attention", "reader.ablation")
 # options that bring the LLM into retrieval (funnel's attention post-ranking above 0, best's
 # HyDE): a search for a retrieval measure leaves them out unless named. Above 0 a float
 # weight is on with probability 1, so every funnel trial would read with the LLM, at the
-# reader's seconds a question where retrieval takes milliseconds (measured: bench/README.md,
-# "Tuning against the defaults and an equal-budget grid")
+# reader's seconds a question where retrieval takes milliseconds (measured:
+# docs/benchmarks/diagnosis.md, "Tuning against the defaults and an equal-budget grid")
 READS_EARLY = ("funnel.attention_weight", "best.hyde")
 # searched only when the measure reads the answer: the reader's, and the sentence cut's (it
 # saves the reader time; a retrieval measure it can only lower)
