@@ -10,6 +10,7 @@ import json
 
 from app.endpoints import endpoint
 from app.errors import refused
+from engine.config import json_object
 from engine.service.explorer import Explorer
 from engine.service.long_builds import BuildNeeded
 
@@ -37,8 +38,9 @@ def tuning_api(explorer: Explorer) -> None:
                 measure=measure or "", cost=cost or "seconds",
                 ceiling=float(ceiling) if ceiling else None, trials=int(trials),
                 minutes=float(minutes) if minutes else None,
-                options=_json(options_json, "options_json"),
-                configs=_json(configs_json, "configs_json"), held_out=float(held_out),
+                options=json_object(options_json, "options_json", '{"funnel.K": [2, 40]}'),
+                configs=json_object(configs_json, "configs_json", '{"funnel": {"H": 2}}'),
+                held_out=float(held_out),
                 seed=int(seed), limit=int(limit), name=name or "", preset=preset or "",
                 corpus=corpus or "", build=bool(build))
         except BuildNeeded as err:
@@ -70,13 +72,3 @@ def tuning_api(explorer: Explorer) -> None:
     endpoint(resume_tune, "tune_id", "the id of the search resumed (follow it with /tune_status)")
 
 
-def _json(text: str, name: str) -> dict | None:
-    if not (text or "").strip():
-        return None
-    try:
-        found = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise refused(f"{name} is not JSON ({err.msg}): {text[:80]!r}.") from None
-    if not isinstance(found, dict):
-        raise refused(f"{name} must be a JSON object; got {text[:80]!r}.")
-    return found

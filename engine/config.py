@@ -14,6 +14,7 @@ dataclass.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import typing
 from collections.abc import Callable, Sequence
@@ -167,3 +168,26 @@ def _nested(name: str, cls: type, field_: dataclasses.Field, values: dict) -> An
 def config_to_dict(config: Any) -> dict:
     """The JSON-style dict of a config (round-trips through `config_from_dict`)."""
     return dataclasses.asdict(config)
+
+
+def json_object(text: str | None, field: str, example: str = '{"K": 10}',
+                limit: int = 10_000) -> dict | None:
+    """What `field` (a flag, an API argument or a box, by the name its user sees) holds,
+    read as a JSON object; None when it is empty. Past `limit` characters, not JSON, or
+    JSON but not an object: a ConfigError naming `field`, what is wrong and an `example`.
+    The one reader of typed JSON objects: the command line, the API and the tabs say the
+    same."""
+    text = str(text or "").strip()
+    if not text:
+        return None
+    if len(text) > limit:
+        raise ConfigError(f"{field} is {len(text):,} characters; the limit is {limit:,}.")
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{field} is not valid JSON ({err.msg} at line {err.lineno}, "
+                          f"column {err.colno}): write e.g. {example}.") from None
+    if not isinstance(found, dict):
+        raise ConfigError(f"{field} must be a JSON object such as {example}, not "
+                          f"{type(found).__name__}: {text[:80]!r}.")
+    return found

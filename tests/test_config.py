@@ -105,3 +105,23 @@ def test_a_kept_count_above_the_found_count_names_both_and_the_fix():
     assert str(err.value) == ("k=5 is more than M=3: the re-ranker cannot keep more than "
                               "retrieval found. Lower k or raise M.")
     check_kept(Counts(k=3), "k", "M", "as many as found is fine")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{K: 3", r"^--config is not valid JSON \(Expecting property name .* at line 1, column 2\): "
+              r"write e\.g\. \{\"K\": 10\}\.$"),
+    ("[1, 2]", r"^--config must be a JSON object such as \{\"K\": 10\}, not list: '\[1, 2\]'\.$"),
+    ("1" * 10_001, r"^--config is 10,001 characters; the limit is 10,000\.$"),
+])
+def test_typed_json_is_read_by_one_reader_that_names_the_field(text, message):
+    """The command line, the API and the tabs read a typed JSON object through one
+    function: the same message, naming the flag, box or argument, for the same mistake."""
+    from engine.cli.run import json_arg
+    from engine.config import json_object
+
+    with pytest.raises(ConfigError, match=message):
+        json_arg(text)
+    with pytest.raises(ConfigError, match=message.replace("--config", "Options to search")):
+        json_object(text, "Options to search")
+    assert json_object("  ", "--config") is None and json_arg(" ") == {}
+    assert json_object('{"K": 3}', "--config") == {"K": 3}

@@ -1042,7 +1042,7 @@ def test_browser_tunes_flat_and_explore_runs_the_winner_by_its_preset(live_app, 
     options.fill("{flat.k: 2}")
     page.locator("#fe-tune-start").click()
     page.wait_for_function("document.querySelector('#fe-tune-progress').innerText"
-                           ".includes('Options to search: not JSON')", timeout=30_000)
+                           ".includes('Options to search is not valid JSON')", timeout=30_000)
     options.fill('{"flat.k": [1, 4], "flat.M": [4, 8]}')
     page.locator("#fe-tune-start").click()
     page.wait_for_function(

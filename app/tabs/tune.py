@@ -12,7 +12,6 @@ verdict. The winner is saved as a preset Explore runs by name.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, fields
 from functools import partial
 
@@ -33,6 +32,7 @@ from app.views.tuning import (
     space_html,
     trial_rows,
 )
+from engine.config import json_object
 from engine.errors import ConfigError, EngineError
 from engine.paradigms.registry import PARADIGMS
 from engine.service.explorer import Explorer
@@ -46,40 +46,17 @@ SEARCH_COLUMNS = ["id", "name", "dataset", "corpus", "paradigms", "measure", "co
                   "trials", "preset", "by", "created"]
 
 
-def _json_object(text, box: str, example: str) -> tuple[object, str] | None:
-    """(what is typed in `box` read as JSON, the text stripped); None when empty. Not JSON
-    is refused naming the box and an `example`."""
-    text = str(text or "").strip()
-    if not text:
-        return None
-    try:
-        return json.loads(text), text
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{box}: not JSON ({err.msg}); write e.g. {example}.") from None
-
-
 def parse_options(text) -> dict | None:
     """The Options box: JSON of {"paradigm.option": null | [low, high] | [values]}."""
-    read = _json_object(text, "Options to search",
-                        '{"funnel.K": [2, 40], "flat.retriever": null}')
-    if read is None:
-        return None
-    found, text = read
-    if not isinstance(found, dict):
-        raise ConfigError(f"Options to search: a JSON object is needed, e.g. "
-                          f'{{"funnel.K": [2, 40]}}; got {text[:80]!r}.')
-    return found
+    return json_object(text, "Options to search", '{"funnel.K": [2, 40], "flat.retriever": null}')
 
 
 def parse_configs(text) -> dict | None:
     """The Fixed box: JSON of {paradigm: {option: value}}."""
-    read = _json_object(text, "Fixed options", '{"funnel": {"H": 2}}')
-    if read is None:
-        return None
-    found, text = read
-    if not isinstance(found, dict) or not all(isinstance(v, dict) for v in found.values()):
+    found = json_object(text, "Fixed options", '{"funnel": {"H": 2}}')
+    if found is not None and not all(isinstance(v, dict) for v in found.values()):
         raise ConfigError('Fixed options: give {paradigm: {option: value}}, e.g. '
-                          f'{{"funnel": {{"H": 2}}}}; got {text[:80]!r}.')
+                          f'{{"funnel": {{"H": 2}}}}; got {str(text).strip()[:80]!r}.')
     return found
 
 

@@ -298,12 +298,6 @@ def resume(args: argparse.Namespace) -> int:
 
 
 def json_arg(text: str, flag: str = "--config") -> dict:
-    from engine.errors import ConfigError
+    from engine.config import json_object
 
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{flag} is not valid JSON ({err.msg}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"{flag} must be a JSON object, got {text!r}")
-    return value
+    return json_object(text, flag) or {}

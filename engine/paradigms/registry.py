@@ -11,11 +11,10 @@ entry point.
 
 from __future__ import annotations
 
-import json
 from dataclasses import is_dataclass
 
 from engine import plugins
-from engine.config import config_from_dict
+from engine.config import config_from_dict, json_object
 from engine.errors import ConfigError, check_choice
 from engine.models import encoders
 from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec, RetrieverSpec
@@ -149,19 +148,6 @@ def unattended(name: str, values: dict | None = None) -> dict:
     return values
 
 
-def parse_config(text: str, limit: int = 10_000) -> dict:
+def parse_config(text: str, field: str = "The config") -> dict:
     """A config dict from JSON text ('' or whitespace means the defaults)."""
-    text = (text or "").strip()
-    if not text:
-        return {}
-    if len(text) > limit:
-        raise ConfigError(f"The config is {len(text):,} characters; the limit is {limit:,}.")
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"The config is not valid JSON ({err.msg} at line {err.lineno}, "
-                          f"column {err.colno}). Example: {{\"K\": 10, \"N\": 8}}.") from None
-    if not isinstance(config, dict):
-        raise ConfigError(f"The config must be a JSON object such as {{\"K\": 10}}, "
-                          f"not {type(config).__name__}.")
-    return config
+    return json_object(text, field, '{"K": 10, "N": 8}') or {}
