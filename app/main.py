@@ -22,17 +22,16 @@ from engine import allowed
 from engine.allowed import ENV as ALLOW_ENV
 from engine.errors import ConfigError
 from engine.index.shards import DEFAULT_SHARDS
-from engine.logs import QUIET_LOGGERS as QUIET_LOGGERS
 from engine.logs import configure_logging
 from engine.models.loading import resolve_encoder_precision
 from engine.paths import DATA_DIR_HELP, use_data_dir
-from engine.service.corpora import served_as_added
 from engine.service.door import ANNOTATOR, Door
 from engine.service.explorer import Explorer
 from engine.service.limits import JOBS_PER_USER, RUNS_PER_USER, Limits
 from engine.service.otel import tracing_from
 from engine.service.preparation import Preparation
 from engine.service.receiver import TraceReceiver
+from engine.service.serving import served_as_added
 from engine.service.store import process_store
 from engine.store.sessions import SessionStore
 from engine.store.users import ENV as USERS_ENV

@@ -29,7 +29,9 @@ def main() -> None:
 
     from bench.synthetic import synthetic_corpus, synthetic_vectors
     from engine.data.corpus import load_corpus
-    from engine.index.dense import HNSW_EF_CONSTRUCTION, HNSW_M, dense_index, encode
+    from engine.index.dense import dense_index
+    from engine.index.encoding import encode
+    from engine.index.faiss_index import HNSW_EF_CONSTRUCTION, HNSW_M
     from engine.units.build import passage_units
     from engine.units.chunking import Chunker
 

@@ -248,7 +248,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     import faiss
 
-    from engine.index.dense import encode
+    from engine.index.encoding import encode
 
     faiss.omp_set_num_threads(2)
     start = time.perf_counter()

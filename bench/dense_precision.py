@@ -28,7 +28,8 @@ from bench.common import markdown_table, save
 from bench.dense_throughput import sample_texts
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
-from engine.index.dense import dense_index, encode
+from engine.index.dense import dense_index
+from engine.index.encoding import encode
 from engine.metrics import answer_recall_at, has_span_answer, support_recall
 from engine.models.loading import PRECISIONS, load_bi_encoder
 from engine.paths import shared_data_dir

@@ -25,7 +25,7 @@ import time
 
 from bench.common import markdown_table, peak_rss_mb, save
 from engine.data.corpus import load_corpus
-from engine.index.dense import encode
+from engine.index.encoding import encode
 from engine.models.loading import load_bi_encoder
 from engine.text import count_tokens
 from engine.units.build import UnitConfig, build_units, index_text

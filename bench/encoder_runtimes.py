@@ -30,8 +30,10 @@ import numpy as np
 from bench.common import markdown_table, percentile, save, shown_cpu_flags, training_questions
 from bench.dense_precision import pooled_indexes, question_sets, retrieval
 from bench.dense_throughput import sample_texts
-from engine.index.dense import encode_with
-from engine.models.loading import from_pretrained, load_bi_encoder, resolve
+from engine.index.encoding import encode_with
+from engine.models.loading import load_bi_encoder
+from engine.models.locations import resolve
+from engine.models.pretrained import from_pretrained
 
 RUNTIMES = ("torch fp32", "torch bf16", "onnx fp32", "onnx int8")
 INDEXED = ("fp32", "bf16", "int8")  # the precisions an index is built in (fp32: onnx)

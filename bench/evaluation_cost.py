@@ -28,9 +28,9 @@ from bench.common import RESULTS, WARM_UP, dev500_questions
 
 
 def part_ray(limit: int, paradigms: list[str]) -> dict:
+    from engine.data.corpus import eval_corpus
     from engine.data.loaders import read_dataset
     from engine.eval.on_ray import Haystack, run_on_ray
-    from engine.eval.runner import eval_corpus
     from engine.eval.summary import row, summarise
     from engine.paths import shared_data_dir
     from engine.service.store import make_paradigm

@@ -80,7 +80,8 @@ def build(n: int) -> dict:
     from bench.synthetic import synthetic_corpus, synthetic_vectors
     from engine.data.corpus import load_corpus
     from engine.index.bm25 import bm25_index
-    from engine.index.dense import dense_index, encoder_identity
+    from engine.index.dense import dense_index
+    from engine.index.encoding import encoder_identity
     from engine.index.vectors import SHARD_TEXTS, VectorStore, text_keys
     from engine.models.loading import resolve_encoder_precision
     from engine.service.store import process_store

@@ -72,7 +72,8 @@ def query_engine(dataset, llm_url: str):
     from llama_index.postprocessor.sbert_rerank import SentenceTransformerRerank
     from llama_index.retrievers.bm25 import BM25Retriever
 
-    from engine.models.trained import PRERANKER, trained_folder
+    from engine.models.kinds import PRERANKER
+    from engine.models.trained import trained_folder
 
     folder = trained_folder(PRERANKER)
     if folder is None:

@@ -38,8 +38,9 @@ from engine.readers.reader import within_budget
 from engine.service.store import process_store
 from engine.stages.expand import MIN_CLIPPED_TOKENS
 from engine.text import count_tokens
-from engine.units.build import UnitConfig, document_unit
+from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
+from engine.units.lazy import document_unit
 
 KS = (1, 2, 4, 8)
 BUDGETS = (500, 1000, 2000, 4000)

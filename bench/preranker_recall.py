@@ -30,7 +30,8 @@ from engine.documents import Candidate
 from engine.index.bm25 import bm25_index
 from engine.metrics import all_gold_at, gold_document_recall
 from engine.paths import shared_data_dir
-from engine.units.build import UnitConfig, document_unit
+from engine.units.build import UnitConfig
+from engine.units.lazy import document_unit
 
 RANKERS = ("bm25", "bi-encoder", "cross-encoder")
 KS = (4, 8)
@@ -75,7 +76,8 @@ def bi_encoder_ranker(corpus, pools):
 
 
 def cross_encoder_ranker(corpus, max_length: int, batch_size: int):
-    from engine.models.trained import PRERANKER, model_location
+    from engine.models.kinds import PRERANKER
+    from engine.models.trained import model_location
     from engine.service.store import process_store
     from engine.stages.rerank import CrossEncoderReranker
 

@@ -28,7 +28,8 @@ import random
 import time
 
 from bench.common import save
-from engine.models.loading import load_bi_encoder, resolve
+from engine.models.loading import load_bi_encoder
+from engine.models.locations import resolve
 from engine.train.fit_preranker import _mean_recall
 from engine.train.preranker_pairs import load_question_groups, split_questions
 

@@ -36,7 +36,7 @@ def texts(limit: int) -> list[str]:
 
 
 def child(mode: str, limit: int) -> dict:
-    from engine.index.dense import encode, encoder_identity
+    from engine.index.encoding import encode, encoder_identity
     from engine.index.vectors import VectorStore
     from engine.models.loading import resolve_encoder_precision
 
@@ -63,7 +63,7 @@ def child(mode: str, limit: int) -> dict:
 def compare(folders: dict[str, Path], limit: int) -> dict:
     import numpy as np
 
-    from engine.index.dense import encoder_identity
+    from engine.index.encoding import encoder_identity
     from engine.index.vectors import VectorStore
     from engine.models.loading import resolve_encoder_precision
 

@@ -35,7 +35,7 @@ from engine.models.onnx_export import last_position_logits, onnx_model_dir, quan
 from engine.paths import data_dir
 from engine.readers.onnx_runtime import ORTGenerator
 from engine.readers.reader import ReaderConfig, ReaderModels, answer
-from engine.units.build import document_unit
+from engine.units.lazy import document_unit
 
 LAYERS = 30
 DOWN = tuple(f"/model/layers.{i}/mlp/down_proj/MatMul" for i in range(LAYERS))

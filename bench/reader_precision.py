@@ -28,10 +28,10 @@ from engine.documents import Candidate, Document
 from engine.metrics import exact_match, f1_score
 from engine.models.loading import PRECISIONS, load_causal_lm
 from engine.paradigms.funnel import FunnelConfig
-from engine.readers.backends import HFGenerator
 from engine.readers.fid import FiDReader
+from engine.readers.hf_generator import HFGenerator
 from engine.readers.reader import ReaderConfig, answer
-from engine.units.build import document_unit
+from engine.units.lazy import document_unit
 
 
 def passages(paragraphs: list[tuple[str, str]]) -> list[Candidate]:

@@ -35,7 +35,7 @@ from engine.paths import shared_data_dir
 from engine.readers import prompts
 from engine.readers.prompts import EXAMPLES, TEMPLATES
 from engine.readers.reader import ReaderConfig, answer
-from engine.units.build import document_unit
+from engine.units.lazy import document_unit
 
 
 def train_questions() -> list[dict]:
@@ -79,7 +79,7 @@ def dev_questions() -> list[dict]:
 
 def ranked(item: dict, k: int) -> list[tuple[str, str]]:
     """The question's own paragraphs, top `k` by MiniLM cosine (best first)."""
-    from engine.index.dense import encode
+    from engine.index.encoding import encode
 
     texts = [f"{t}\n{x}" for t, x in item["all"]]
     scores = encode(texts) @ encode([item["question"]], queries=True)[0]

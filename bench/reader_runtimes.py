@@ -52,7 +52,7 @@ class Blind:
 
 
 def runtimes(threads: int) -> dict:
-    from engine.readers.backends import HFGenerator
+    from engine.readers.hf_generator import HFGenerator
     from engine.readers.onnx_runtime import ORTGenerator
 
     fp32, bf16 = HFGenerator(precision="fp32"), HFGenerator(precision="bf16")

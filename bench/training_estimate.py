@@ -17,7 +17,7 @@ import argparse
 import threading
 import time
 
-from engine.service.preparation import Task
+from engine.service.tasks import Task
 
 
 def main() -> None:
@@ -26,7 +26,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from engine.cache import entry_dir
-    from engine.models.trained import SELECTION_CLASSIFIER
+    from engine.models.kinds import SELECTION_CLASSIFIER
     from engine.train.fit_selection_classifier import ClassifierConfig, cache_key
     from engine.train.trainers import TRAINERS
 

@@ -89,13 +89,8 @@ from engine.documents import Candidate, Corpus, Document, Passage, Question, Uni
 from engine.errors import ConfigError, EngineError
 from engine.models.encoders import EncoderSpec
 from engine.paradigms import options
-from engine.paradigms.base import (
-    Paradigm,
-    ParadigmSpec,
-    RerankerSpec,
-    RetrieverSpec,
-    StageAt,
-)
+from engine.paradigms.base import Paradigm, ParadigmSpec, RerankerSpec, RetrieverSpec
+from engine.paradigms.needs import Resource, Resources, StageAt, Uses
 from engine.paradigms.resources import (
     BM25,
     Clusters,
@@ -105,12 +100,9 @@ from engine.paradigms.resources import (
     QueryClassifier,
     Ranker,
     Reader,
-    Resource,
-    Resources,
     Retriever,
     SelectionClassifier,
     SentenceScorer,
-    Uses,
 )
 from engine.readers.backends import Backend
 from engine.readers.generator import Capabilities, Generation, Message, prompt_text

@@ -277,7 +277,8 @@ def logged_in_app(users_file, tmp_path_factory):
     from engine.paradigms import registry
     from engine.service.door import Door
     from engine.service.explorer import Explorer
-    from engine.service.preparation import Preparation, Task
+    from engine.service.preparation import Preparation
+    from engine.service.tasks import Task
     from engine.store.sessions import SessionStore
     from engine.store.users import Users
     from tests.conftest import TINY_DOCS

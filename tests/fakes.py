@@ -12,7 +12,8 @@ from pathlib import Path
 from engine.config import param
 from engine.documents import Candidate, Question, Unit
 from engine.paradigms.base import Paradigm, ParadigmSpec, annotate
-from engine.service.preparation import Preparation, Task
+from engine.service.preparation import Preparation
+from engine.service.tasks import Task
 from engine.stages.base import Stage, StageOutput, rerank, run_stage
 from engine.stages.expand import expand_to_documents
 from engine.trace import LLMStep, RunTrace, StageResult

@@ -12,7 +12,7 @@ from engine.documents import Candidate, Unit
 from engine.errors import ConfigError
 from engine.eval.ablations import agreement_summary
 from engine.readers.ablation import agreement, reading_step
-from engine.readers.backends import HFGenerator
+from engine.readers.hf_generator import HFGenerator
 from engine.readers.prompts import answer_prompt
 from engine.readers.reader import ReaderConfig, ReaderModels, answer
 from engine.trace import RunTrace, failed_run

@@ -61,7 +61,7 @@ def _entry(version: str, auc: float, scores: list) -> dict:
 
 def _status(active: str, **job) -> dict:
     """classifier_status as the service returns it: two versions and a retrain `job`."""
-    from engine.service.annotation import RetrainJob
+    from engine.service.retrain_job import RetrainJob
 
     versions = [{"id": v, "created": c, "threshold": 0.5, "labels": n, "heldout": {},
                  "heldout_auc": auc, "heldout_scores": [], "active": v == active}

@@ -12,7 +12,7 @@ import pytest
 from engine.documents import Candidate, Question, Unit
 from engine.paradigms.base import annotate
 from engine.readers.answers import CUT_MARK, at_word, short_answer, short_answer_of
-from engine.readers.backends import HFGenerator
+from engine.readers.hf_generator import HFGenerator
 from engine.readers.reader import ReaderConfig, ReaderModels, answer
 from engine.trace import LLMStep, RunTrace
 from tests.conftest import torch_single_thread

@@ -50,7 +50,8 @@ def shared_data(tmp_path, monkeypatch):
 @pytest.fixture
 def live(echo, tiny_corpus, tmp_path, shared_data):
     """(the app served in this process over the tiny corpus, a gradio_client)."""
-    from engine.service.preparation import Preparation, Task
+    from engine.service.preparation import Preparation
+    from engine.service.tasks import Task
 
     prep = Preparation("tiny", dense=False)
     prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: tiny_corpus)}

@@ -384,7 +384,7 @@ def test_compared_saved_runs_are_headed_by_id_name_question_paradigm_and_corpus(
 def test_classifier_decisions_are_shown_escaped_with_gold_marks(tiny_corpus):
     from app.views.trace import decisions_table
     from engine.documents import Question
-    from engine.units.build import document_unit
+    from engine.units.lazy import document_unit
 
     docs = {d.id: d for d in tiny_corpus.documents}
     static = Candidate(document_unit(docs["Budapest"]), 0.9, 1)
@@ -515,7 +515,7 @@ def test_the_sentence_cut_shows_scores_neighbours_tokens_saved_and_gold_sentence
 def test_the_server_log_keeps_library_chatter_and_progress_bars_out():
     import logging
 
-    from app.main import QUIET_LOGGERS, configure_logging
+    from engine.logs import QUIET_LOGGERS, configure_logging
 
     configure_logging()
     assert all(logging.getLogger(name).getEffectiveLevel() >= logging.WARNING

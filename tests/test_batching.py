@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from engine.readers.backends import HFGenerator
 from engine.readers.batching import Batcher
+from engine.readers.hf_generator import HFGenerator
 from engine.readers.prompts import answer_prompt
 from tests.conftest import torch_single_thread
 

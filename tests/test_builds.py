@@ -81,7 +81,7 @@ def test_a_short_build_goes_first_and_the_long_one_pauses_until_it_ends():
 
 def test_the_pace_of_a_build_leaves_out_the_time_it_was_paused():
     from engine.service.builds import Turn
-    from engine.service.preparation import Task
+    from engine.service.tasks import Task
 
     task = Task("train", "training", lambda progress: None, state="running",
                 started=time.monotonic() - 130)

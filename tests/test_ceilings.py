@@ -15,7 +15,7 @@ from engine.eval.ceilings import PERFECT, ceiling, cut_stages, label, perfect
 from engine.paradigms.base import Paradigm
 from engine.stages.base import run_stage
 from engine.trace import LLMStep
-from engine.units.build import document_unit
+from engine.units.lazy import document_unit
 from tests.fakes import WordOverlapRanker, qa_file
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.service.explorer import Explorer
-from engine.service.preparation import Preparation, Task
+from engine.service.preparation import Preparation
+from engine.service.tasks import Task
 from tests.conftest import TINY_DOCS
 
 
@@ -359,7 +360,8 @@ def test_a_corpus_is_ready_when_its_own_tasks_are_while_the_process_still_trains
 def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, prepared,
                                                                    tmp_path, monkeypatch):
     pytest.importorskip("qdrant_client")
-    from engine.index.qdrant import QdrantDenseIndex, close_clients
+    from engine.index.qdrant import QdrantDenseIndex
+    from engine.index.qdrant_locations import close_clients
     from engine.paradigms.flat import FlatConfig
     from engine.service.store import process_store
 
@@ -413,9 +415,8 @@ def test_an_evaluation_searches_its_corpus_plus_the_datasets_paragraphs_as_the_c
     """One corpus rule for the app's Evaluate and the CLI's eval: the chosen corpus plus
     the QA file's paragraphs it lacks, a corpus of its own named "<corpus>+<dataset>" and
     loadable by that name (a restart, Diagnose's ceilings, Ray workers)."""
-    from engine.data.corpus import load_corpus
+    from engine.data.corpus import eval_corpus, load_corpus
     from engine.data.loaders import read_dataset
-    from engine.eval.runner import eval_corpus
 
     explorer.add_corpus("mine", write_jsonl(tmp_path / "c.jsonl", tiny_rows()), upload=True)
     assert settled(explorer, "mine").status == "ready"

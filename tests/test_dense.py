@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from engine.errors import ConfigError, ResourceMissingError
-from engine.index import dense, vectors
-from engine.index.dense import dense_index, load_dense, model_identity
+from engine.index import dense, encoding, vectors
+from engine.index.dense import dense_index, load_dense
+from engine.index.encoding import model_identity
 from engine.models.loading import resolve_precision
 from engine.paths import PROJECT_ROOT
 from engine.text import count_tokens
@@ -192,7 +193,7 @@ def test_build_seconds_counts_only_what_a_build_would_encode(tiny_corpus, minilm
     shutil.rmtree(data_dir / "cache" / "vectors", ignore_errors=True)
     documents = UnitConfig("documents")
     tokens = sum(count_tokens(index_text(u)) for u in build_units(tiny_corpus, documents))
-    rate = dense.ENCODE_TOKENS_PER_SECOND[resolve_precision(dense.DEFAULT_PRECISION)]
+    rate = encoding.ENCODE_TOKENS_PER_SECOND[resolve_precision(dense.DEFAULT_PRECISION)]
     assert dense.build_seconds(tiny_corpus, documents) == pytest.approx(tokens / rate)
     dense_index(tiny_corpus, documents)
     assert dense.build_seconds(tiny_corpus, documents) == 0.0  # cached: a load
@@ -334,7 +335,7 @@ def test_another_encoders_build_is_estimated_at_its_own_speed(tiny_corpus, minil
     monkeypatch.setattr(encoding, "encode", slow)
     monkeypatch.setattr(encoding, "_RATES", {})
     # ...is estimated at 2 s or more: the tiny corpus's texts are all in the timed sample
-    assert len(texts) <= dense.SAMPLE_TEXTS
+    assert len(texts) <= encoding.SAMPLE_TEXTS
     assert dense.build_seconds(tiny_corpus, passages, folder) >= 2.0
     monkeypatch.setattr(encoding, "encode", real_encode)
     dense_index(tiny_corpus, passages, folder)

@@ -18,7 +18,8 @@ from engine.index.bm25 import bm25_index
 from engine.stages.base import run_stage
 from engine.stages.retrieve import DocumentRetriever
 from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
-from engine.units.build import UnitConfig, document_unit
+from engine.units.build import UnitConfig
+from engine.units.lazy import document_unit
 from tests.conftest import torch_single_thread
 
 single_thread = pytest.fixture(autouse=True)(torch_single_thread)
@@ -230,13 +231,14 @@ def tiny_config(tiny_classifier_base):
 
 @pytest.mark.training
 def test_train_retrain_and_switch_back(tiny_config, data_dir):
+    from engine.models.kinds import SELECTION_CLASSIFIER
     from engine.models.selection_classifier import (
         active_version,
         set_active,
         shared_classifier,
         versions,
     )
-    from engine.models.trained import SELECTION_CLASSIFIER, model_location
+    from engine.models.trained import model_location
     from engine.train.fit_selection_classifier import (
         cached_classifier,
         summary,
@@ -308,7 +310,8 @@ def test_a_diverged_classifier_is_refused_not_saved(tiny_classifier_base):
 
 def test_untrained_classifier_names_the_command(data_dir):
     from engine.errors import ResourceMissingError
-    from engine.models.trained import SELECTION_CLASSIFIER, model_location
+    from engine.models.kinds import SELECTION_CLASSIFIER
+    from engine.models.trained import model_location
 
     with pytest.raises(ResourceMissingError, match="python -m engine train classifier"):
         model_location("trained", SELECTION_CLASSIFIER)

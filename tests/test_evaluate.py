@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from engine.data.corpus import eval_corpus
 from engine.data.loaders import read_dataset
-from engine.eval.runner import eval_corpus
 
 
 def _qa(path, paragraphs):

@@ -10,7 +10,8 @@ import pytest
 
 from engine.documents import Question
 from engine.errors import ConfigError
-from engine.service.evaluation_jobs import EvaluationJob, EvaluationRequest, code_version
+from engine.service.evaluation_jobs import EvaluationJob, code_version
+from engine.service.evaluation_request import EvaluationRequest
 from engine.store.evaluations import EvaluationStore
 from engine.store.sessions import SessionStore
 

@@ -16,7 +16,7 @@ import socket
 
 import pytest
 
-from engine.paradigms.base import Need
+from engine.paradigms.needs import Need
 from tests.conftest import ARTIFACTS
 from tests.fakes import EchoParadigm
 from tests.test_corpora import corpus_only, tiny_rows, write_jsonl

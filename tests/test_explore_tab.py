@@ -12,7 +12,8 @@ import pytest
 
 from app.tabs import corpora, explore
 from engine.errors import ConfigError
-from engine.paradigms.base import MAX_QUESTION_CHARS, Need
+from engine.paradigms.base import MAX_QUESTION_CHARS
+from engine.paradigms.needs import Need
 from engine.service.explorer import Explorer
 from engine.service.long_builds import BuildNeeded
 from tests.fakes import EchoParadigm
@@ -140,10 +141,10 @@ def test_a_confirmed_build_takes_its_turn_with_the_other_long_builds(explorer, s
 def test_another_passage_size_asks_before_its_dense_index_is_built(explorer, monkeypatch):
     """flat's real needs and the estimate Evaluate uses (engine.index.dense.build_seconds),
     with the encoder made slow enough here for the tiny corpus to take minutes."""
-    from engine.index import dense
+    from engine.index import encoding
 
-    for precision in dense.ENCODE_TOKENS_PER_SECOND:
-        monkeypatch.setitem(dense.ENCODE_TOKENS_PER_SECOND, precision, 1.0)
+    for precision in encoding.ENCODE_TOKENS_PER_SECOND:
+        monkeypatch.setitem(encoding.ENCODE_TOKENS_PER_SECOND, precision, 1.0)
     with pytest.raises(BuildNeeded, match=r"dense index \(minilm, 60-token passages\): "
                                           r"about \d+ min on this machine") as needed:
         explorer.paradigm("flat", '{"passage_tokens": 60}')

@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 from engine.documents import Candidate
-from engine.readers.backends import GeneratorError, HFGenerator, OpenAIGenerator
-from engine.readers.generator import Message
+from engine.readers.generator import GeneratorError, Message
 from engine.readers.greedy import cut_at_stop
+from engine.readers.hf_generator import HFGenerator
+from engine.readers.openai_client import OpenAIGenerator
 from engine.readers.prompts import answer_prompt
 from engine.readers.reader import ReaderConfig, ReaderModels, answer
 from engine.trace_details import ReadCount
-from engine.units.build import document_unit
+from engine.units.lazy import document_unit
 from tests.conftest import torch_single_thread
 
 one_thread = pytest.fixture(autouse=True)(torch_single_thread)
@@ -302,7 +303,7 @@ def test_any_causal_lm_folder_loads_as_a_generator(tiny_causal_lm, tmp_path):
 def test_a_context_budget_keeps_the_best_passages_and_cuts_the_last(tiny_corpus):
     from engine.readers.reader import within_budget
     from engine.text import count_tokens
-    from engine.units.build import document_unit
+    from engine.units.lazy import document_unit
 
     docs = [Candidate(document_unit(d), 1.0, i) for i, d in
             enumerate(tiny_corpus.documents[:3], start=1)]
@@ -318,7 +319,8 @@ def test_a_context_budget_keeps_the_best_passages_and_cuts_the_last(tiny_corpus)
 def test_each_backend_declares_what_it_can_and_the_reader_checks_it():
     from engine.config import config_from_dict
     from engine.errors import ConfigError
-    from engine.readers.backends import BACKENDS, HFGenerator
+    from engine.readers.backends import BACKENDS
+    from engine.readers.hf_generator import HFGenerator
     from engine.readers.reader import ReaderConfig
 
     assert BACKENDS["transformers"].capabilities.attention is True

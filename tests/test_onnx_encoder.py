@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engine.errors import ConfigError, EngineError
-from engine.index.dense import encode_with
+from engine.index.encoding import encode_with
 from engine.models import loading, onnx_encoder
 from engine.models.loading import resolve_encoder_precision
 from tests.conftest import TINY_DOCS
@@ -141,7 +141,7 @@ def test_precision_by_name_by_environment_and_refused(monkeypatch):
 
 def test_queries_against_bf16_documents_are_encoded_in_fp32(fresh_encoders, monkeypatch,
                                                             torch_fp32):
-    from engine.index.dense import encode
+    from engine.index.encoding import encode
     from engine.models import encoders
 
     assert loading.query_precision("minilm", "bf16") == "fp32"

@@ -9,10 +9,10 @@ import pytest
 
 from engine.documents import Candidate, Document, Question
 from engine.errors import ConfigError
-from engine.readers.backends import HFGenerator
 from engine.readers.generator import GeneratorError
+from engine.readers.hf_generator import HFGenerator
 from engine.readers.reader import ReaderConfig, ReaderModels, answer
-from engine.units.build import document_unit
+from engine.units.lazy import document_unit
 from tests.conftest import random_llama, torch_single_thread
 
 pytest.importorskip("onnxruntime")
@@ -161,7 +161,7 @@ def test_the_packaged_reader_answers_from_the_passage_that_holds_it():
 
 def test_evaluations_read_without_the_heatmap_unless_their_config_asks_for_it():
     from engine.paradigms.registry import unattended
-    from engine.service.evaluation_jobs import EvaluationRequest
+    from engine.service.evaluation_request import EvaluationRequest
 
     assert unattended("flat") == {"reader": {"attention": False}}
     asked = {"k": 3, "reader": {"attention": True, "prompt": "plain"}}

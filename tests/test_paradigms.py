@@ -333,7 +333,8 @@ def test_an_evaluation_job_asks_its_questions_on_ray_and_stores_the_same_runs(
     pytest.importorskip("ray")
     from engine.data.corpus import load_corpus
     from engine.data.loaders import read_dataset
-    from engine.service.evaluation_jobs import EvaluationJob, EvaluationRequest
+    from engine.service.evaluation_jobs import EvaluationJob
+    from engine.service.evaluation_request import EvaluationRequest
     from engine.store.evaluations import EvaluationStore
     from engine.store.sessions import SessionStore
 

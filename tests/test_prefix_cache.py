@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from engine.documents import Candidate
-from engine.readers.backends import HFGenerator
 from engine.readers.generator import Message
+from engine.readers.hf_generator import HFGenerator
 from engine.readers.prefix_cache import MIN_PREFIX_TOKENS, PrefixCache, common_length
 from engine.readers.prompts import answer_prompt, extract_prompt, hyde_prompt
 from engine.readers.reader import ReaderConfig, ReaderModels, answer
 from engine.trace import LLMStep
-from engine.units.build import document_unit
+from engine.units.lazy import document_unit
 from tests.conftest import torch_single_thread
 
 one_thread = pytest.fixture(autouse=True)(torch_single_thread)

@@ -12,15 +12,13 @@ import pytest
 from engine.errors import ConfigError
 from engine.index.dense import dense_index
 from engine.index.document_scores import DocumentScorer
-from engine.index.qdrant import (
-    UNIT_KEY,
-    QdrantDenseIndex,
+from engine.index.qdrant import UNIT_KEY, QdrantDenseIndex, qdrant_dense_index
+from engine.index.qdrant_locations import (
     check_collection,
     check_location,
     client_for,
     close_clients,
     derived_collection,
-    qdrant_dense_index,
 )
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
@@ -207,9 +205,10 @@ def test_an_index_other_than_the_primary_gets_a_collection_named_after_it(tmp_pa
 
 def test_the_store_serves_every_dense_stage_from_qdrant_when_asked(tiny_corpus, where,
                                                                   monkeypatch):
-    from engine.index.qdrant import INSTALL  # noqa: F401  (the extra is installed here)
+    from engine.index.qdrant_locations import INSTALL  # noqa: F401  (the extra is installed here)
     from engine.paradigms.flat import FlatConfig
-    from engine.service.store import InQdrant, Store, make_paradigm
+    from engine.service.remote_indexes import InQdrant
+    from engine.service.store import Store, make_paradigm
 
     served, here = Store(), Store()
     with pytest.raises(ConfigError, match="neither a server's URL"):

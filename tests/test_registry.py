@@ -57,7 +57,8 @@ def test_the_cli_runs_it_and_lists_it_in_errors(echo, corpus_file, capsys):
 @pytest.fixture
 def live_echo(echo, tiny_corpus, tmp_path):
     """The app with 'echo' registered, served in this process, and a gradio_client."""
-    from engine.service.preparation import Preparation, Task
+    from engine.service.preparation import Preparation
+    from engine.service.tasks import Task
 
     prep = Preparation("tiny", dense=False)
     prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: tiny_corpus)}

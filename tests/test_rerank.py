@@ -6,10 +6,12 @@ import pytest
 
 from engine.documents import Candidate
 from engine.errors import ConfigError, ResourceMissingError
-from engine.models.trained import PRERANKER, model_location
+from engine.models.kinds import PRERANKER
+from engine.models.trained import model_location
 from engine.service.store import process_store
 from engine.stages.rerank import CrossEncoderReranker
-from engine.units.build import UnitConfig, document_unit
+from engine.units.build import UnitConfig
+from engine.units.lazy import document_unit
 from tests.conftest import torch_single_thread
 
 QUERIES = ("Which river flows through Budapest?", "pointillism painter", "zzzyx qwerty")

@@ -91,7 +91,8 @@ def test_the_cli_resumes_a_stored_evaluation(tmp_path, echo, capsys, monkeypatch
     from engine.data.corpus import load_corpus
     from engine.data.loaders import read_dataset
     from engine.documents import Corpus
-    from engine.service.evaluation_jobs import EvaluationJob, EvaluationRequest
+    from engine.service.evaluation_jobs import EvaluationJob
+    from engine.service.evaluation_request import EvaluationRequest
     from engine.store.evaluations import EvaluationStore
     from engine.store.sessions import SessionStore
     from tests.conftest import TINY_DOCS

@@ -10,9 +10,12 @@ import time
 import pytest
 
 from engine.errors import ConfigError
-from engine.service.evaluation_jobs import BuildNeeded
-from engine.service.explorer import Explorer, NotReady, parse_config
-from engine.service.preparation import Preparation, Task
+from engine.paradigms.registry import parse_config
+from engine.service.explorer import Explorer
+from engine.service.long_builds import BuildNeeded
+from engine.service.preparation import Preparation
+from engine.service.readiness import NotReady
+from engine.service.tasks import Task
 from engine.trace import RunTrace
 from tests.fakes import fake_preparation, qa_file
 
@@ -176,8 +179,8 @@ def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_c
     from dataclasses import replace
     from types import SimpleNamespace
 
-    from engine.models.trained import PRERANKER
-    from engine.paradigms.base import Need
+    from engine.models.kinds import PRERANKER
+    from engine.paradigms.needs import Need
     from engine.service import preparation
     from engine.train import trainers
 
@@ -244,7 +247,7 @@ def test_an_evaluation_runs_in_the_background_one_at_a_time(explorer, tmp_path):
 
 def test_a_long_build_waits_for_a_confirmation_and_is_prepared_before_the_first_question(
         explorer, tmp_path, monkeypatch):
-    from engine.paradigms.base import Need
+    from engine.paradigms.needs import Need
     from tests.fakes import EchoParadigm
 
     built = []

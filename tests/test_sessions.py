@@ -17,7 +17,8 @@ import duckdb
 import pytest
 
 from engine.errors import ConfigError
-from engine.store.sessions import MIGRATIONS, SessionStore, SessionStoreError
+from engine.store.schema import MIGRATIONS
+from engine.store.sessions import SessionStore, SessionStoreError
 from engine.trace import RunTrace
 from tests.fakes import sample_trace
 

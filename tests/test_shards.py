@@ -110,7 +110,7 @@ def test_the_store_serves_a_corpus_from_shards_when_asked(tiny_corpus, local_ray
 
 def test_the_corpora_table_says_where_a_corpus_is_served():
     from app.tabs.corpora import corpora_table
-    from engine.service.corpora import CorpusRow
+    from engine.service.corpus_rows import CorpusRow
 
     here = CorpusRow("wiki", "started with", "ready", 8, "abc")
     there = CorpusRow("big <one>", "added", "ready", 8, "def", served_by="2 Ray shards at 'local'")

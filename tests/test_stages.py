@@ -25,8 +25,9 @@ from engine.stages.retrieve import (
 )
 from engine.stages.select import ForwardSelection, InverseSelection, QueryDocumentConcatenation
 from engine.trace_details import ClassifierCall
-from engine.units.build import UnitConfig, document_unit, passage_units
+from engine.units.build import UnitConfig, passage_units
 from engine.units.chunking import Chunker
+from engine.units.lazy import document_unit
 
 QUERIES = ("Which river flows through Budapest?", "pointillism painter",
            "capital of Austria", "zzzyx qwerty")

@@ -12,7 +12,8 @@ import pytest
 
 from engine.documents import Dataset, Question
 from engine.errors import ConfigError, DataFormatError
-from engine.eval.traces import NOT_SAID, read_spans, searched_in, traced_runs, unmatched
+from engine.eval.spans import read_spans
+from engine.eval.traces import NOT_SAID, searched_in, traced_runs, unmatched
 from tests.fakes import gold_run, ranked_stage
 
 LLAMAINDEX = Path(__file__).parent / "data" / "llamaindex_train100.otlp.jsonl"

@@ -9,13 +9,9 @@ import pytest
 
 from engine.cli import train as cli_train
 from engine.errors import ConfigError, ResourceMissingError
-from engine.models.loading import resolve
-from engine.models.trained import (
-    SELECTION_CLASSIFIER,
-    TRAINING_TIMES,
-    model_location,
-    trained_folder,
-)
+from engine.models.kinds import SELECTION_CLASSIFIER, TRAINING_TIMES
+from engine.models.locations import resolve
+from engine.models.trained import model_location, trained_folder
 from engine.paradigms.registry import PARADIGMS
 from engine.progress import duration
 from engine.train import trainers

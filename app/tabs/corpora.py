@@ -15,7 +15,7 @@ from app.tabs.contents import contents
 from app.views.trace import esc
 from engine.data.ingest import SUFFIXES, megabytes
 from engine.index.shards import DEFAULT_SHARDS
-from engine.service.corpora import CorpusRow
+from engine.service.corpus_rows import CorpusRow
 from engine.service.explorer import Explorer
 from engine.service.models import ModelRow
 

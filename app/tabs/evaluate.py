@@ -48,8 +48,8 @@ from engine.data.ingest import shown_as
 from engine.errors import EngineError
 from engine.eval.exports import FILE_FORMATS
 from engine.paradigms.registry import PARADIGMS
-from engine.service.evaluation_jobs import BuildNeeded
 from engine.service.explorer import Explorer
+from engine.service.long_builds import BuildNeeded
 from engine.store.evaluations import RESUMABLE
 
 POLL_SECONDS = 2.0

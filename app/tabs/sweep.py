@@ -34,8 +34,8 @@ from app.views.trace import esc
 from engine.errors import ConfigError, EngineError
 from engine.eval.sweep import pareto, sweepable
 from engine.paradigms.registry import PARADIGMS, parse_config
-from engine.service.evaluation_jobs import BuildNeeded
 from engine.service.explorer import Explorer
+from engine.service.long_builds import BuildNeeded
 
 POLL_SECONDS = 2.0
 NONE = "(none)"

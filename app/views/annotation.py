@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from app.views.trace import error_box, esc
+from engine.progress import duration
 from engine.service.annotation import AUC_DECIMALS, JudgedPair
-from engine.service.preparation import duration
 from engine.store.labels import Label
 
 SET_ASIDE = ("*Labels on HotpotQA dev500 questions and on the training questions held out "

@@ -176,7 +176,7 @@ def _build(args: argparse.Namespace) -> int:
 
     check_range("--max-tokens", args.max_tokens, 16, 1000)
     if args.qdrant or args.collection:  # refused before a build, not after it
-        from engine.index.qdrant import check_collection, check_location
+        from engine.index.qdrant_locations import check_collection, check_location
 
         check_location(args.qdrant)
         if args.collection:
@@ -199,7 +199,7 @@ def _build(args: argparse.Namespace) -> int:
          f"{args.encoder} in {seconds:.1f} s{where}")
     if args.qdrant:
         from engine.index.qdrant import qdrant_dense_index
-        from engine.service.store import InQdrant
+        from engine.service.remote_indexes import InQdrant
 
         started = time.perf_counter()
         collection = InQdrant(args.qdrant, args.collection).collection_for(

@@ -33,7 +33,7 @@ from engine.stages.prune import SentencePruner, cut_to
 from engine.text import count_tokens
 from engine.trace import FAILED, RunTrace, StageResult
 from engine.trace_details import WeighedSentence
-from engine.units.build import document_unit
+from engine.units.lazy import document_unit
 
 PERFECT = "perfect"  # the settings key of the stage made perfect
 

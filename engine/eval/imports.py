@@ -27,7 +27,7 @@ from engine.errors import ConfigError, DataFormatError
 from engine.eval.exports import trec_id
 from engine.paradigms.base import annotate
 from engine.trace import RunTrace, StageResult
-from engine.units.build import document_unit
+from engine.units.lazy import document_unit
 
 RUN_FIELDS = ("qid", "Q0", "docid", "rank", "score", "tag")
 

@@ -1,7 +1,7 @@
 """Answer a QA file's questions with paradigms: here, or as Ray tasks.
 
 The corpus is the one named plus the file's own paragraphs it lacks (`eval_corpus`, in
-engine.data.corpus and imported from here too), as in the app, so a question's gold is
+engine.data.corpus), as in the app, so a question's gold is
 always in the haystack. Each (question, paradigm) gives one row (engine.eval.summary).
 """
 

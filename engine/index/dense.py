@@ -22,7 +22,7 @@ Shortcuts taken on purpose:
 
 Below it: the encoder's side (engine.index.encoding: `encode`, `encoder_identity`, the
 encoding rate a build's estimate reads) and faiss's (engine.index.faiss_index: searching,
-the HNSW graph, its recall, `faiss_vectors`); their names are imported from here too.
+the HNSW graph, its recall, `faiss_vectors`).
 """
 
 from __future__ import annotations
@@ -49,12 +49,9 @@ from engine.index.encoding import (
     encoding_rate,
     record_rate,
 )
-from engine.index.encoding import ENCODE_TOKENS_PER_SECOND as ENCODE_TOKENS_PER_SECOND
-from engine.index.encoding import SAMPLE_TEXTS as SAMPLE_TEXTS
-from engine.index.encoding import encode_with as encode_with
-from engine.index.encoding import model_identity as model_identity
 from engine.index.faiss_index import (
     HNSW_EF_CONSTRUCTION,
+    HNSW_EF_SEARCH,
     HNSW_M,
     RECALL_FILE,
     faiss_vectors,
@@ -62,8 +59,6 @@ from engine.index.faiss_index import (
     measure_recall,
     top_rows,
 )
-from engine.index.faiss_index import HNSW_EF_SEARCH as HNSW_EF_SEARCH
-from engine.index.faiss_index import recall_note as recall_note
 from engine.index.query_memo import Recent
 from engine.index.unit_scores import row_mapping, scores_by_id
 from engine.index.vectors import VectorStore

@@ -16,13 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.models.loading import (
-    ALIASES,
-    load_bi_encoder,
-    query_precision,
-    resolve,
-    resolve_encoder_precision,
-)
+from engine.models.loading import load_bi_encoder, query_precision, resolve_encoder_precision
+from engine.models.locations import resolve
+from engine.models.pretrained import ALIASES
 from engine.text import count_tokens
 
 if TYPE_CHECKING:

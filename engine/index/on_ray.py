@@ -161,7 +161,7 @@ def encode_shard(model: str, precision: str, texts: Sequence[str], batch_size: i
     """In a worker: encode `texts` missing from the vector store into it; how many."""
     import torch
 
-    from engine.index.dense import encode, encoder_identity
+    from engine.index.encoding import encode, encoder_identity
     from engine.index.vectors import VectorStore
 
     torch.set_num_threads(1)
@@ -179,7 +179,7 @@ def encode_on_ray(texts: Sequence[str], model: str, precision: str, address: str
     """Encode the `texts` the vector store of `model` (at `precision`, resolved) lacks, as
     Ray tasks at `address`; returns how many were encoded. `progress(done, total)` after
     every shard."""
-    from engine.index.dense import encoder_identity
+    from engine.index.encoding import encoder_identity
     from engine.index.vectors import VectorStore
 
     check_address(address, workers)

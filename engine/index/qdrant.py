@@ -38,15 +38,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine.errors import ConfigError
-from engine.index.dense import (
-    HNSW_EF_SEARCH,
-    DenseIndex,
-    RemoteVectors,
-    dense_entry,
-    encoder_identity,
-    stored_vectors,
-)
-from engine.index.qdrant_locations import INSTALL as INSTALL
+from engine.index.dense import DenseIndex, RemoteVectors, dense_entry, stored_vectors
+from engine.index.encoding import encoder_identity
+from engine.index.faiss_index import HNSW_EF_SEARCH
 from engine.index.qdrant_locations import (
     answering,
     check_collection,
@@ -54,8 +48,6 @@ from engine.index.qdrant_locations import (
     client_for,
     is_server,
 )
-from engine.index.qdrant_locations import close_clients as close_clients
-from engine.index.qdrant_locations import derived_collection as derived_collection
 
 if TYPE_CHECKING:
     from engine.documents import Corpus, Unit

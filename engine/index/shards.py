@@ -32,15 +32,12 @@ import numpy as np
 
 from engine.cache import load_or_build
 from engine.errors import check_range
-from engine.index.dense import (
+from engine.index.dense import DenseIndex, RemoteVectors, dense_entry, stored_vectors
+from engine.index.faiss_index import (
     HNSW_EF_CONSTRUCTION,
     HNSW_M,
-    DenseIndex,
-    RemoteVectors,
-    dense_entry,
     faiss_vectors,
     hnsw_index,
-    stored_vectors,
     top_rows,
 )
 from engine.index.on_ray import connect

@@ -91,7 +91,7 @@ def load_cross_encoder(location: str, max_length: int = 256) -> CrossEncoder:
     """A one-logit CrossEncoder on the CPU, loaded once per (location, max_length)."""
     from sentence_transformers import CrossEncoder
 
-    from engine.models.loading import from_pretrained
+    from engine.models.pretrained import from_pretrained
 
     return from_pretrained(CrossEncoder, location, num_labels=1, max_length=max_length,
                             device="cpu", local_files_only=True)

@@ -9,9 +9,9 @@ Anything else is passed to `from_pretrained` as a path or hub id; with no hub re
 hub id fails, and the error says which aliases work offline.
 
 Models are process-global (loaded once, `lru_cache`); heavy imports happen inside. Below
-this, and imported from here too: `resolve` (engine.models.locations), `from_pretrained`,
-`quiet_transformers`, `onnx_installed` and `ALIASES` (engine.models.pretrained), which the
-models loaded here (encoders, the ONNX export, the GGUF conversion) use without this module.
+this: `resolve` (engine.models.locations), `from_pretrained`, `quiet_transformers`,
+`onnx_installed` and `ALIASES` (engine.models.pretrained), which the models loaded here
+(encoders, the ONNX export, the GGUF conversion) use without this module.
 """
 
 from __future__ import annotations
@@ -26,11 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ResourceMissingError, check_choice
-from engine.models.locations import resolve as resolve
-from engine.models.pretrained import ALIASES as ALIASES
-from engine.models.pretrained import from_pretrained as from_pretrained
-from engine.models.pretrained import onnx_installed as onnx_installed
-from engine.models.pretrained import quiet_transformers as quiet_transformers
+from engine.models.locations import resolve
+from engine.models.pretrained import from_pretrained, onnx_installed
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

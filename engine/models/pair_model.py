@@ -109,7 +109,8 @@ def new_pair_model(base_model: str = "minilm", cosine_sum: float = 1.0):
     where the two cosines sum to `cosine_sum`)."""
     from transformers import AutoConfig, AutoTokenizer
 
-    from engine.models.loading import from_pretrained, resolve
+    from engine.models.locations import resolve
+    from engine.models.pretrained import from_pretrained
 
     location = resolve(base_model)
     tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location, local_files_only=True)

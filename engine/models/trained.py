@@ -7,7 +7,7 @@ in `cross_encoder` and `query_classifier`, the selection classifier's versions i
 `selection_classifier`); this one says which folder "trained" means for each, so a model
 option's "trained" resolves, or fails with the command that trains it, in one way. The
 models' names, training times and the helpers their modules share are in
-engine.models.kinds, below them, and are imported from here too.
+engine.models.kinds, below them.
 """
 
 from __future__ import annotations
@@ -16,18 +16,7 @@ from pathlib import Path
 
 from engine.errors import check_choice
 from engine.models import cross_encoder, query_classifier, selection_classifier
-from engine.models.kinds import NAMES as NAMES
-from engine.models.kinds import PRERANKER as PRERANKER
-from engine.models.kinds import QUERY_CLASSIFIER as QUERY_CLASSIFIER
-from engine.models.kinds import SELECTION_CLASSIFIER as SELECTION_CLASSIFIER
-from engine.models.kinds import TRAIN_FILES as TRAIN_FILES
-from engine.models.kinds import TRAINED as TRAINED
-from engine.models.kinds import TRAINING_TIMES as TRAINING_TIMES
-from engine.models.kinds import TrainingTime as TrainingTime
-from engine.models.kinds import cached_model as cached_model
-from engine.models.kinds import option_location
-from engine.models.kinds import read_report as read_report
-from engine.models.kinds import train_command as train_command
+from engine.models.kinds import NAMES, PRERANKER, QUERY_CLASSIFIER, option_location
 
 
 def trained_folder(kind: str) -> Path | None:

@@ -8,7 +8,7 @@ tokens and LLM calls are counted from the steps. With a `Question`, gold flags a
 are filled in too.
 
 What a paradigm needs prepared (indexes, models) is declared as `Need`s (engine.paradigms
-.needs, below this module, as are `StageAt` and `Progress`: imported from here too), so the
+.needs, below this module, as are `StageAt` and `Progress`), so the
 app can prepare them in the background and say what a paradigm still waits for.
 """
 
@@ -33,9 +33,7 @@ from engine.metrics import (
     ir_measures_by_stage,
     refined_exact_match,
 )
-from engine.paradigms.needs import Need as Need
-from engine.paradigms.needs import Progress as Progress
-from engine.paradigms.needs import StageAt, needs_of
+from engine.paradigms.needs import Need, StageAt, needs_of
 from engine.readers.reader import answer
 from engine.stages.base import leaving_out, run_stage
 from engine.stages.classify import QUERY
@@ -177,7 +175,7 @@ class RerankerSpec:
     a `Resources` dataclass of engine.paradigms.resources objects (`BM25(at.units)`,
     `Dense(at.units, at.bi_encoder)`, ...), or None. The app then prepares them in the
     background with the paradigm that names the re-ranker (they are among its needs), and
-    `make` is handed them loaded as `uses=` (an engine.paradigms.resources.Uses: one field
+    `make` is handed them loaded as `uses=` (an engine.paradigms.needs.Uses: one field
     per resource, and `uses.stand_in`, what stands in for one of them, None when every one
     is the real thing)."""
 

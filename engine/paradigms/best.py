@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
+from engine.paradigms.needs import Resources
 from engine.paradigms.resources import (
     BM25,
     Dense,
@@ -27,7 +28,6 @@ from engine.paradigms.resources import (
     QueryClassifier,
     Ranker,
     Reader,
-    Resources,
     SentenceScorer,
 )
 from engine.readers.reader import ReaderConfig, hyde

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
+from engine.paradigms.needs import Resources
 from engine.paradigms.resources import (
     BM25,
     Dense,
     DocumentScores,
     Reader,
-    Resources,
     SelectionClassifier,
     SentenceScorer,
 )

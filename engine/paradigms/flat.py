@@ -12,15 +12,8 @@ from dataclasses import dataclass
 from engine.config import check_config, param
 from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import (
-    BM25,
-    Dense,
-    Ranker,
-    Reader,
-    Resources,
-    Retriever,
-    SentenceScorer,
-)
+from engine.paradigms.needs import Resources
+from engine.paradigms.resources import BM25, Dense, Ranker, Reader, Retriever, SentenceScorer
 from engine.readers.reader import ReaderConfig
 from engine.stages.base import run_stage
 from engine.stages.prune import PruneConfig

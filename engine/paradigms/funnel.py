@@ -17,13 +17,13 @@ from engine.errors import ConfigError
 from engine.index.document_scores import SCORERS
 from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
+from engine.paradigms.needs import Resources
 from engine.paradigms.resources import (
     BM25,
     Clusters,
     DocumentScores,
     Ranker,
     Reader,
-    Resources,
     SentenceScorer,
 )
 from engine.readers.reader import ReaderConfig

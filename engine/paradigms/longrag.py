@@ -19,14 +19,8 @@ from engine.config import check_config, param
 from engine.index.document_scores import SCORERS
 from engine.paradigms import options
 from engine.paradigms.base import Paradigm, ParadigmSpec
-from engine.paradigms.resources import (
-    BM25,
-    Clusters,
-    DocumentScores,
-    Reader,
-    Resources,
-    SentenceScorer,
-)
+from engine.paradigms.needs import Resources
+from engine.paradigms.resources import BM25, Clusters, DocumentScores, Reader, SentenceScorer
 from engine.readers.prompts import LONG_ANSWER
 from engine.readers.reader import ReaderConfig, answer, extract_answer
 from engine.stages.base import run_stage

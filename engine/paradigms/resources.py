@@ -22,11 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from engine.documents import Corpus
 from engine.index.stand_in import SCORES_LABEL, SEARCH_LABEL
-from engine.models.trained import QUERY_CLASSIFIER, SELECTION_CLASSIFIER, TRAINING_TIMES
+from engine.models.kinds import QUERY_CLASSIFIER, SELECTION_CLASSIFIER, TRAINING_TIMES
 from engine.paradigms.needs import ENCODER, Need, Progress, Resource, StageAt, Store
-from engine.paradigms.needs import Resources as Resources
-from engine.paradigms.needs import Uses as Uses
-from engine.paradigms.needs import needs_of as needs_of
 from engine.paradigms.plugin_stages import plugin_needs
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker

@@ -12,7 +12,7 @@ declares its `Capabilities`; what needs one checks it there.
 
 The generators are in their own modules: `HFGenerator` (engine.readers.hf_generator),
 `ORTGenerator` (engine.readers.onnx_runtime), `OpenAIGenerator`
-(engine.readers.openai_client); the first and last are imported from here too.
+(engine.readers.openai_client); import each from its own module.
 
 Shortcuts taken on purpose: greedy decoding only (answers must be reproducible); stop strings
 are matched on the decoded text after every token (simple and exact, a few microseconds).
@@ -32,7 +32,6 @@ from engine.errors import ConfigError, check_choice
 from engine.models.loading import PRECISION_CHOICES
 from engine.models.onnx_export import ONNX_PRECISIONS
 from engine.readers.generator import Capabilities, Generator
-from engine.readers.generator import GeneratorError as GeneratorError
 from engine.readers.hf_generator import HFGenerator
 from engine.readers.onnx_runtime import ORTGenerator
 from engine.readers.openai_client import OpenAIGenerator

@@ -25,7 +25,8 @@ class Seq2SeqFiDReader:
         if lm is None:
             from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-            from engine.models.loading import from_pretrained, resolve
+            from engine.models.locations import resolve
+            from engine.models.pretrained import from_pretrained
 
             location = resolve(model)
             tokenizer = from_pretrained(AutoTokenizer.from_pretrained, location)

@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from engine.models.loading import from_pretrained, resolve
+from engine.models.locations import resolve
 from engine.models.onnx_export import onnx_model_dir, runtime_shape
+from engine.models.pretrained import from_pretrained
 from engine.readers.generator import Capabilities, Generation, GeneratorError, Prompt
 from engine.readers.greedy import TokenGenerator
 from engine.readers.prefix_cache import PrefixCache

@@ -92,7 +92,7 @@ def labelling_order(datasets: dict[str, str]) -> dict[str, str]:
     """The listed datasets ({path: label}) as Annotate offers them: the classifier's
     training files first (their labels train, but for the held-out questions), then the
     others, the evaluation questions (HotpotQA dev500: their labels never train) last."""
-    from engine.models.trained import TRAIN_FILES
+    from engine.models.kinds import TRAIN_FILES
     from engine.train.preranker_pairs import DEV_SOURCE
 
     def rank(path: str) -> int:

@@ -13,7 +13,7 @@ from the process-wide stores. They stay cached on disk, so using it again only l
 
 Beside it: each corpus's row as the Corpora tab lists it (engine.service.corpus_rows,
 `CorpusRow`), where an added corpus's dense indexes are served (engine.service.serving,
-`served_as_added`; both names imported from here too), and whether a paradigm can answer
+`served_as_added`), and whether a paradigm can answer
 over a corpus (engine.service.readiness).
 """
 

@@ -93,7 +93,7 @@ def _judged(record: StoredCorpus | None) -> str:
 def _built(kind: str, folder: Path) -> str:
     """A cache entry's kind as the Corpora view lists it: an approximate dense index with
     the recall measured when it was built."""
-    from engine.index.dense import recall_note
+    from engine.index.faiss_index import recall_note
 
     note = recall_note(folder) if kind == "dense" else ""
     return f"dense (approximate: HNSW, {note})" if note else kind

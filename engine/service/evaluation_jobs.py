@@ -4,7 +4,7 @@ that ended before every question ran resumes from the questions it lacks (`resum
 engine.service.resume).
 
 The app starts one with `EvaluationJob(...).start()` (what it runs: an
-engine.service.evaluation_request.EvaluationRequest, imported from here too) and polls
+engine.service.evaluation_request.EvaluationRequest) and polls
 `status()`; questions are answered by `engine.eval.runner.answer_all`, as the command
 line's `eval` answers them (here or as Ray tasks). The corpus is the one the caller
 prepared, and what the configs need beyond it is only what the caller passes as `prepare`
@@ -26,13 +26,14 @@ from engine.documents import Corpus
 from engine.errors import ConfigError, log_failure
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
-from engine.paradigms.base import Need
+from engine.paradigms.needs import Need
 from engine.paradigms.registry import make_config
+from engine.progress import duration
 from engine.service.builds import BUILDS, Cancelled, Turn
 from engine.service.evaluation_request import EvaluationRequest
 from engine.service.labelled import labelled_relevance, with_label_measures
 from engine.service.long_builds import LONG_BUILD_SECONDS, BuildNeeded, long_builds
-from engine.service.preparation import Preparation, duration
+from engine.service.preparation import Preparation
 from engine.service.store import make_paradigm, process_store
 from engine.store.evaluations import EvaluationStore
 from engine.store.labels import LabelStore

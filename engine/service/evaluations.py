@@ -25,10 +25,9 @@ from engine.service.datasets import (
 )
 from engine.service.evaluation_jobs import EvaluationJobs
 from engine.service.evaluation_request import EvaluationRequest
-from engine.service.imports import IMPORTED
 from engine.service.preparation import Preparation
 from engine.service.readiness import check_ready
-from engine.store.evaluations import EvaluationStore, StoredEvaluation
+from engine.store.evaluations import IMPORTED, EvaluationStore, StoredEvaluation
 from engine.store.presets import PresetStore
 from engine.trace import RunTrace
 

@@ -33,7 +33,6 @@ from engine.data.collection_store import judged_corpus
 from engine.documents import Corpus, Question
 from engine.judging.agreement import Agreement
 from engine.paradigms.base import Paradigm
-from engine.paradigms.registry import parse_config as parse_config
 from engine.service import readiness
 from engine.service.annotation import Annotation, JudgedPair
 from engine.service.corpora import IDLE_SECONDS, Corpora
@@ -51,7 +50,6 @@ from engine.service.models import ModelRow, model_rows
 from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
 from engine.service.presets import Presets
-from engine.service.readiness import NotReady as NotReady
 from engine.service.runs import Runs
 from engine.service.tuning import Tuning
 from engine.store.audit import AuditLog

@@ -98,7 +98,7 @@ def file_kind(name: str, text: str) -> str:
     """What an import file is, read from its content: TRACES, RUN or QRELS. JSON is read
     as traces only (no other format is JSON) and refused with that reader's reason; a file
     of lines none of them reads is refused naming each format tried and why it refused."""
-    from engine.eval.traces import read_spans
+    from engine.eval.spans import read_spans
 
     readers = {TRACES: lambda: read_spans(text, name), RUN: lambda: read_run(text, name),
                QRELS: lambda: read_qrels(text, name)}

@@ -15,9 +15,10 @@ from collections.abc import Iterable
 
 from engine.documents import Corpus
 from engine.errors import EngineError
-from engine.paradigms.base import Need
+from engine.paradigms.needs import Need
+from engine.progress import duration
 from engine.service.builds import BUILDS
-from engine.service.preparation import Preparation, duration
+from engine.service.preparation import Preparation
 from engine.service.store import process_store
 
 # an evaluation prepares builds quicker than this itself (it runs minutes anyway)

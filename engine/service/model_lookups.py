@@ -34,7 +34,8 @@ class ModelLookups:
         """The cross-encoder `model` ("trained": the cached trained pre-ranker, or the
         command that trains it; an alias, a folder or a hub id), loaded once per process."""
         from engine.models.cross_encoder import load_cross_encoder
-        from engine.models.trained import PRERANKER, model_location
+        from engine.models.kinds import PRERANKER
+        from engine.models.trained import model_location
 
         return load_cross_encoder(model_location(model, PRERANKER), max_length)
 

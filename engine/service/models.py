@@ -62,7 +62,7 @@ def encoder_rows(corpus_names: dict[str, str]) -> list[ModelRow]:
     """The packaged MiniLM, every plugin's encoder and every encoder that has built
     something here: its dense indexes (by corpus name, or fingerprint for a corpus not
     loaded) and stored vectors."""
-    from engine.index.dense import recall_note
+    from engine.index.faiss_index import recall_note
     from engine.index.vectors import VectorStore
     from engine.models.encoders import known_encoders
     from engine.models.packaged import minilm_path
@@ -137,7 +137,8 @@ def _rows(keys_file: Path) -> int:
 def _source(name: str) -> tuple[str, str]:
     """Where an encoder named `name` comes from, and whether it is here."""
     from engine.models.encoders import known_encoders
-    from engine.models.loading import ALIASES, resolve
+    from engine.models.locations import resolve
+    from engine.models.pretrained import ALIASES
 
     if name in known_encoders():
         return "plugin", "ready"
@@ -152,7 +153,8 @@ def _source(name: str) -> tuple[str, str]:
 
 
 def reranker_rows() -> list[ModelRow]:
-    from engine.models.trained import PRERANKER, TRAINING_TIMES, train_command, trained_folder
+    from engine.models.kinds import PRERANKER, TRAINING_TIMES, train_command
+    from engine.models.trained import trained_folder
 
     trained = trained_folder(PRERANKER)
     option = "preranker (funnel), reranker (flat, best)"
@@ -172,10 +174,11 @@ def reranker_rows() -> list[ModelRow]:
 
 
 def classifier_rows() -> list[ModelRow]:
+    from engine.models.kinds import QUERY_CLASSIFIER
     from engine.models.query_classifier import STAND_IN as ALWAYS
     from engine.models.selection_classifier import STAND_IN as COSINES
     from engine.models.selection_classifier import versions
-    from engine.models.trained import QUERY_CLASSIFIER, trained_folder
+    from engine.models.trained import trained_folder
 
     found = versions()
     active = [v["id"] for v in found if v["active"]]

@@ -21,7 +21,7 @@ at the pace it keeps (measured from its own progress, not from a fixed figure).
 
 `missing(paradigm)` says what a paradigm still waits for and how far along that is, so the
 UI can show it instead of failing. Nothing here imports torch until a task runs. Each step
-is a `Task` (engine.service.tasks, imported from here too), which describes itself.
+is a `Task` (engine.service.tasks), which describes itself.
 """
 
 from __future__ import annotations
@@ -36,9 +36,8 @@ from typing import Any
 from engine import qa_data
 from engine.documents import Corpus
 from engine.errors import EngineError, check_choice
-from engine.paradigms.base import Need
+from engine.paradigms.needs import Need
 from engine.paradigms.registry import PARADIGMS
-from engine.progress import duration as duration
 from engine.service.builds import BUILDS, Cancelled, Turn
 from engine.service.store import process_store
 from engine.service.tasks import Task

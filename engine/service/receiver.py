@@ -33,7 +33,8 @@ from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from engine.errors import DataFormatError, EngineError
-from engine.eval.traces import Span, otlp_spans, run_of
+from engine.eval.spans import Span, otlp_spans
+from engine.eval.traces import run_of
 from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)

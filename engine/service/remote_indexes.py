@@ -34,7 +34,7 @@ class InQdrant(NamedTuple):
         the named one (else the corpus's name) for the flat paradigm's passages with its
         default encoder, which most stages search; for another index that name plus what
         differs ("wiki.passages-200-20.minilm", "wiki.documents.bge")."""
-        from engine.index.qdrant import check_collection, derived_collection
+        from engine.index.qdrant_locations import check_collection, derived_collection
         from engine.paradigms.flat import FlatConfig
 
         base = self.collection or check_collection(corpus_name)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.models.trained import SELECTION_CLASSIFIER
+from engine.models.kinds import SELECTION_CLASSIFIER
 from engine.service.builds import Paced
 
 logger = logging.getLogger(__name__)
@@ -58,8 +58,8 @@ class RetrainJob(Paced):
 
     def waiting_for(self) -> str:
         """What it waits for now, as a phrase ("" once it runs)."""
+        from engine.progress import duration
         from engine.service.builds import BUILDS
-        from engine.service.preparation import duration
 
         if self.state != "waiting":
             return ""
@@ -76,7 +76,7 @@ class RetrainJob(Paced):
 
     def own_seconds(self) -> float:
         """About how many seconds its own training takes (`own`)."""
-        from engine.models.trained import TRAINING_TIMES
+        from engine.models.kinds import TRAINING_TIMES
 
         return self.own or TRAINING_TIMES[SELECTION_CLASSIFIER].seconds
 

@@ -19,7 +19,8 @@ from typing import NamedTuple
 
 from engine.documents import Corpus, Question
 from engine.errors import ConfigError
-from engine.paradigms.base import Need, Paradigm, check_question
+from engine.paradigms.base import Paradigm, check_question
+from engine.paradigms.needs import Need
 from engine.paradigms.registry import make_config, parse_config, spec
 from engine.service.corpora import Corpora, check_searched
 from engine.service.datasets import dataset_label, dataset_of, supporting_documents
@@ -35,7 +36,7 @@ from engine.service.long_builds import (
 from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
 from engine.service.readiness import NotReady, check_ready
-from engine.service.store import handed, make_paradigm
+from engine.service.store import make_paradigm
 from engine.store.evaluations import EvaluationStore
 from engine.store.labels import LabelStore
 from engine.store.presets import PresetStore
@@ -85,7 +86,7 @@ class Runs:
         (a new dense index for another passage size) is
         refused with `BuildNeeded` (which one, how long) unless `build` confirms it."""
         plan = self._planned(name, config_json, corpus, build)
-        return handed(plan.name, plan.corpus, plan.config)
+        return make_paradigm(plan.name, plan.corpus, plan.config)
 
     def _planned(self, name: str, config_json: str, corpus: str, build: bool,
                  preset: str = "") -> Plan:
@@ -134,7 +135,7 @@ class Runs:
         needs is prepared."""
         for need, seconds in plan.builds:
             build_in_turn(need, plan.corpus, seconds)
-        paradigm = handed(plan.name, plan.corpus, plan.config)
+        paradigm = make_paradigm(plan.name, plan.corpus, plan.config)
         text = question.text if isinstance(question, Question) else question
         relevance = labelled_relevance(self._labels.list(text))
         trace = None

@@ -48,7 +48,7 @@ def serving_of(ray: str, workers: int, shards: int, qdrant: str, collection: str
         if shards:
             raise ConfigError("A corpus's dense index is served from Ray shards or from "
                               "Qdrant, not both: choose one.")
-        from engine.index.qdrant import check_collection, check_location
+        from engine.index.qdrant_locations import check_collection, check_location
 
         qdrant = check_location(qdrant)  # a folder as an absolute path, for meta.json
         if collection:

@@ -9,7 +9,7 @@ config, the encoder) names it. Two threads asking for the same missing index wai
 build. Models (the reader, encoders, cross-encoders, classifiers) are loaded once per
 process by their own modules' caches, looked up through the same `Store` (the lookups it
 inherits: engine.service.model_lookups). Where a corpus's dense indexes are served when not
-here is engine.service.remote_indexes (`RayShards`, `InQdrant`, imported from here too).
+here is engine.service.remote_indexes (`RayShards`, `InQdrant`).
 
 A dense index the app's background preparation has promised (`promise_dense`) is stood in
 for by BM25 until its build ends, for callers that ask `stand_in=True` (a question's
@@ -20,6 +20,7 @@ goes on answering and says why.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -152,7 +153,7 @@ class Store(ModelLookups):
         `collection` (default: the corpus's name), its other indexes from collections named
         after it (`InQdrant.collection_for`); missing ones are written from this
         process's index (engine.index.qdrant)."""
-        from engine.index.qdrant import check_collection, check_location
+        from engine.index.qdrant_locations import check_collection, check_location
 
         served = InQdrant(check_location(where),
                           check_collection(collection) if collection else "")
@@ -247,7 +248,7 @@ class Store(ModelLookups):
         from here (engine.paradigms.plugin_stages): made once, and again once what stood
         in for one of them is replaced by the real one."""
         from engine.errors import check_choice
-        from engine.paradigms.base import StageAt
+        from engine.paradigms.needs import StageAt
         from engine.paradigms.plugin_stages import plugin_uses
         from engine.paradigms.registry import RETRIEVERS
 
@@ -362,18 +363,14 @@ def process_store() -> Store:
     return _SHARED
 
 
-def make_paradigm(name: str, corpus: Corpus, config: dict | None = None, *,
+def make_paradigm(name: str, corpus: Corpus, config: dict | object | None = None, *,
                   retrieval_only: bool = False, store: Store | None = None) -> Paradigm:
-    """Paradigm `name` over `corpus` from a JSON-style config dict (defaults if None), handed
-    what it uses (`handed`). `retrieval_only` stops its runs before the reader."""
-    return handed(name, corpus, make_config(name, config), retrieval_only=retrieval_only,
-                  store=store)
-
-
-def handed(name: str, corpus: Corpus, config: object, *, retrieval_only: bool = False,
-           store: Store | None = None) -> Paradigm:
-    """Paradigm `name` over `corpus` with its config object, handed what it uses: its
-    resources loaded from `store` (the process's by default) now, once for all its runs."""
+    """Paradigm `name` over `corpus`, handed what it uses: its resources loaded from `store`
+    (the process's by default) now, once for all its runs. `config`: its config object, or
+    a JSON-style dict of options (the defaults if None). `retrieval_only` stops its runs
+    before the reader."""
+    if not dataclasses.is_dataclass(config):
+        config = make_config(name, config)
     paradigm = spec(name).paradigm
     resources = paradigm.resources(config)
     store = _SHARED if store is None else store  # not `store or`: an empty Store is falsy

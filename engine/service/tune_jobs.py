@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from engine.documents import Corpus, Question
 from engine.errors import ConfigError, log_failure
-from engine.paradigms.base import Need
+from engine.paradigms.needs import Need
 from engine.service.evaluation_jobs import prepare_needs
 from engine.service.store import make_paradigm
 from engine.store.presets import Preset, PresetStore

@@ -14,8 +14,9 @@ from engine.readers.reader import within_budget
 from engine.stages.base import Stage, StageOutput
 from engine.text import count_tokens
 from engine.trace_details import StageDetails
-from engine.units.build import document_unit, passage_units
+from engine.units.build import passage_units
 from engine.units.chunking import Chunker
+from engine.units.lazy import document_unit
 
 if TYPE_CHECKING:
     from engine.index.document_scores import DocumentScorer

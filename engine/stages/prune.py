@@ -92,7 +92,7 @@ class EncoderScorer:
         self.encoder = encoder
 
     def scores(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
-        from engine.index.dense import encode_with
+        from engine.index.encoding import encode_with
 
         if not candidates:
             return []

@@ -19,7 +19,7 @@ from engine.index.dense import MAX_K, DenseIndex
 from engine.index.document_scores import DocumentScorer, Groups, top_k
 from engine.stages.base import Stage, StageOutput
 from engine.trace_details import BestChunk, StageDetails, StandIn
-from engine.units.build import document_unit
+from engine.units.lazy import document_unit
 
 
 class _IndexRetriever(Stage):

@@ -54,7 +54,7 @@ from engine.models.cross_encoder import (
     score_pairs,
     training_report,
 )
-from engine.models.trained import PRERANKER
+from engine.models.kinds import PRERANKER
 from engine.train.loop import fit_cross_encoder
 from engine.train.preranker_pairs import (
     Pair,

@@ -93,7 +93,8 @@ def _fit_seeded(examples: Sequence[QueryExample], config: QueryClassifierConfig)
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from engine.models.loading import quiet_transformers, resolve
+    from engine.models.locations import resolve
+    from engine.models.pretrained import quiet_transformers
 
     location = resolve(config.base_model)
     quiet_transformers()  # its load report lists the new head, which is about to be trained

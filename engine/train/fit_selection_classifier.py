@@ -36,9 +36,9 @@ from pathlib import Path
 
 from engine.cache import existing_entry, file_sha256, fingerprint, load_or_build, write_json_atomic
 from engine.errors import DataFormatError, TrainingError
+from engine.models.kinds import TRAIN_FILES
 from engine.models.pair_model import new_pair_model
 from engine.models.selection_classifier import KIND, REPORT, load_classifier, set_active
-from engine.models.trained import TRAIN_FILES
 from engine.qa_data import require
 from engine.train.checkpoints import (
     checkpoint_folder,

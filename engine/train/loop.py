@@ -44,7 +44,8 @@ def new_cross_encoder(base_model: str, max_length: int) -> CrossEncoder:
     """A one-logit cross-encoder on the CPU from `base_model` (alias, path or hub id)."""
     from sentence_transformers import CrossEncoder
 
-    from engine.models.loading import from_pretrained, resolve
+    from engine.models.locations import resolve
+    from engine.models.pretrained import from_pretrained
 
     return from_pretrained(CrossEncoder, resolve(base_model), num_labels=1,
                             max_length=max_length, device="cpu", local_files_only=True)

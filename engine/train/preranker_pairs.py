@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from engine.data.loaders import read_dataset
 from engine.data.loaders.jsonio import load_json
 from engine.errors import DataFormatError
-from engine.models.trained import TRAIN_FILES
+from engine.models.kinds import TRAIN_FILES
 from engine.paths import shared_data_dir
 from engine.text import split_sentences
 

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from engine.models import cross_encoder, query_classifier
-from engine.models.trained import (
+from engine.models.kinds import (
     PRERANKER,
     QUERY_CLASSIFIER,
     SELECTION_CLASSIFIER,
     TRAIN_FILES,
     TRAINING_TIMES,
     TrainingTime,
-    trained_folder,
 )
+from engine.models.trained import trained_folder
 from engine.train import fit_preranker, fit_query_classifier, fit_selection_classifier
 
 Progress = Callable[[int, int], None]

@@ -19,7 +19,6 @@ from engine.units.chunking import Chunker
 from engine.units.cluster import Clustering, clustering
 from engine.units.graph import LinkConfig
 from engine.units.lazy import DocumentUnits, PassageUnits
-from engine.units.lazy import document_unit as document_unit  # a document as a unit, here too
 
 GRANULARITIES = ("clusters", "documents", "passages")
 SPANS_VERSION = 1  # bump when the passage spans' file changes
