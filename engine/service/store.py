@@ -7,9 +7,9 @@ process: changing a stage parameter (K, N, H, M, k) never loads, verifies or hol
 copy of an index: only what the index is built from (the corpus fingerprint, the unit
 config, the encoder) names it. Two threads asking for the same missing index wait for one
 build. Models (the reader, encoders, cross-encoders, classifiers) are loaded once per
-process by their own modules' caches, looked up through the same `Store` (the lookups it
-inherits: engine.service.model_lookups). Where a corpus's dense indexes are served when not
-here is engine.service.remote_indexes (`RayShards`, `InQdrant`).
+process by their own modules' caches, looked up through the same `Store` by name. Where a
+corpus's dense indexes are served when not here is engine.service.remote_indexes
+(`RayShards`, `InQdrant`).
 
 A dense index the app's background preparation has promised (`promise_dense`) is stood in
 for by BM25 until its build ends, for callers that ask `stand_in=True` (a question's
@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from engine.errors import EngineError
 from engine.paradigms.base import Paradigm
 from engine.paradigms.registry import make_config, spec
-from engine.service.model_lookups import ModelLookups
 from engine.service.remote_indexes import InQdrant, RayShards
 
 if TYPE_CHECKING:
@@ -58,9 +57,10 @@ class Clusters(NamedTuple):
     assignment: np.ndarray
 
 
-class Store(ModelLookups):
-    """Loaded indexes keyed by what they are built from, and the stages made from them; the
-    models are looked up as `ModelLookups` does."""
+class Store:
+    """Loaded indexes keyed by what they are built from, and the stages made from them; and
+    the models a paradigm's resources name, looked up (each loaded once per process by its
+    own module's cache)."""
 
     def __init__(self) -> None:
         self._indexes: dict[tuple, Any] = {}
@@ -75,6 +75,51 @@ class Store(ModelLookups):
         self._served: dict[str, RayShards | InQdrant] = {}
         # (kind, corpus fingerprint) of the indexes whose loading was logged at INFO once
         self._announced: set[tuple[str, str]] = set()
+
+    # --- models, by name ---------------------------------------------------------------
+
+    def encoder(self, model: str) -> Any:
+        """The bi-encoder `model` (sentence-transformers), loaded once per process."""
+        from engine.models.loading import load_bi_encoder
+
+        return load_bi_encoder(model)
+
+    def reader(self, model: str, endpoint: str = "", precision: str = "auto",
+               backend: str = "auto") -> Any:
+        """The reader's generator from backend `backend` and, where the backend has one,
+        its FiD reader (for the in-process model, sharing the loaded weights):
+        engine.readers.reader.ReaderModels."""
+        from engine.readers.backends import backend_named, shared_generator
+        from engine.readers.reader import ReaderModels
+
+        generator = shared_generator(model, endpoint, precision, backend)
+        reads = backend_named(backend, endpoint).fid
+        return ReaderModels(generator, reads(model, precision) if reads else None)
+
+    def cross_encoder(self, model: str, max_length: int = 256) -> Any:
+        """The cross-encoder `model` ("trained": the cached trained pre-ranker, or the
+        command that trains it; an alias, a folder or a hub id), loaded once per process."""
+        from engine.models.cross_encoder import load_cross_encoder
+        from engine.models.kinds import PRERANKER
+        from engine.models.trained import model_location
+
+        return load_cross_encoder(model_location(model, PRERANKER), max_length)
+
+    def selection_classifier(self, model: str) -> Any:
+        """DR-RAG's selection classifier `model` ("trained" before one is trained: the
+        untrained stand-in, which declares itself)."""
+        from engine.models.selection_classifier import shared_classifier
+
+        return shared_classifier(model)
+
+    def query_classifier(self, model: str) -> Any:
+        """The best-practices query classifier `model` ("trained" before one is trained:
+        the always-retrieve stand-in)."""
+        from engine.models.query_classifier import shared_query_classifier
+
+        return shared_query_classifier(model)
+
+    # --- indexes and the stages made from them ------------------------------------------
 
     def bm25(self, corpus: Corpus, config: UnitConfig) -> BM25Index:
         """The BM25 index of `corpus` at `config`'s units (built or loaded once)."""
