@@ -23,18 +23,17 @@ from functools import lru_cache
 from pathlib import Path
 
 from engine.documents import Corpus
-from engine.errors import ConfigError, log_failure
+from engine.errors import ConfigError
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
 from engine.paradigms.needs import Need
 from engine.paradigms.registry import make_config
-from engine.progress import duration
-from engine.service.builds import BUILDS, Cancelled, Turn
+from engine.service.background import BackgroundJob
 from engine.service.evaluation_request import EvaluationRequest
 from engine.service.labelled import labelled_relevance, with_label_measures
 from engine.service.long_builds import LONG_BUILD_SECONDS, BuildNeeded, long_builds
 from engine.service.preparation import Preparation
-from engine.service.store import make_paradigm, process_store
+from engine.service.store import make_paradigm
 from engine.store.evaluations import EvaluationStore
 from engine.store.labels import LabelStore
 from engine.trace import RunTrace
@@ -51,9 +50,11 @@ EVALUATION_CONFIRM = ("Confirm to build it before the first question (the app st
 QUESTIONS_IN_FLIGHT = 1
 
 
-class EvaluationJob:
+class EvaluationJob(BackgroundJob):
     """One evaluation: `start()` runs it in a thread, `status()` reports, `cancel()` stops
     it after the question in flight (what is stored stays)."""
+
+    kind = "evaluation"
 
     def __init__(self, evaluations: EvaluationStore, corpus: Corpus,
                  request: EvaluationRequest, prepare: Sequence[Need] = (),
@@ -95,54 +96,39 @@ class EvaluationJob:
         self.before = evaluations.get(self.id).done  # questions stored before this run
         self.total = self.before + len(self.questions)
         self.prepare, self.corpus_spec = list(prepare), corpus_spec
-        self.state, self.error, self.done = "running", "", self.before
-        self.phase = ""  # what is being prepared before the first question
-        self._started = self._asking = time.monotonic()  # the job; its first question
-        self._ended: float | None = None
-        self._cancel = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.done = self.before
+        super().__init__(self.id)
+        self._asking = self._started  # when its first question was asked
 
-    def start(self) -> EvaluationJob:
-        self._thread = threading.Thread(target=self.run, name=f"evaluation-{self.id}",
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def run(self) -> None:
+    def work(self) -> None:
         """Every chosen question through every paradigm, in the calling thread."""
-        try:
-            prepare_needs(self.prepare, self.corpus, f"evaluation {self.id}", self._cancel,
-                          lambda said: setattr(self, "phase", said))
-            self.phase, self._asking = "", time.monotonic()
-            request = self.request
-            paradigms = [make_paradigm(request.kind(label), self.corpus,
-                                       request.config(label),
-                                       retrieval_only=request.retrieval_only)
-                         for label in request.paradigms]
-            if request.baseline is not None:
-                answered = self._ceilings(paradigms)
-            else:
-                answered = answer_all(paradigms, [q for _, q in self.questions],
-                                      ray=request.ray, workers=request.workers,
-                                      corpus_spec=self.corpus_spec,
-                                      cancelled=self._cancel.is_set, reuse=bool(request.kinds),
-                                      make=make_paradigm, concurrency=1
-                                      if request.retrieval_only else QUESTIONS_IN_FLIGHT)
-            relevance = labelled_relevance(LabelStore(self.evaluations.store).list())
-            for (position, _), traces in zip(self.questions, answered, strict=False):
-                traces = [with_label_measures(t, relevance) for t in traces]
-                found = [{**row(trace), "paradigm": label}
-                         for trace, label in zip(traces, self.request.paradigms, strict=True)]
-                self.evaluations.add(self.id, position, traces, found)
-                for trace in traces if self.sent is not None else ():
-                    self.sent(trace)
-                self.rows.extend(found)
-                self.done += 1
-            self.state = "cancelled" if self._cancel.is_set() else "done"
-        except Exception as err:  # noqa: BLE001 - stored and shown; what is stored stays
-            log_failure(logger, f"evaluation {self.id}", err)
-            self.state, self.error = "failed", f"{type(err).__name__}: {err}"
-        self._ended = time.monotonic()
+        self.prepare_first(self.prepare, self.corpus)
+        self.phase, self._asking = "", time.monotonic()
+        request = self.request
+        paradigms = [make_paradigm(request.kind(label), self.corpus, request.config(label),
+                                   retrieval_only=request.retrieval_only)
+                     for label in request.paradigms]
+        if request.baseline is not None:
+            answered = self._ceilings(paradigms)
+        else:
+            answered = answer_all(paradigms, [q for _, q in self.questions],
+                                  ray=request.ray, workers=request.workers,
+                                  corpus_spec=self.corpus_spec,
+                                  cancelled=self._cancel.is_set, reuse=bool(request.kinds),
+                                  make=make_paradigm, concurrency=1
+                                  if request.retrieval_only else QUESTIONS_IN_FLIGHT)
+        relevance = labelled_relevance(LabelStore(self.evaluations.store).list())
+        for (position, _), traces in zip(self.questions, answered, strict=False):
+            traces = [with_label_measures(t, relevance) for t in traces]
+            found = [{**row(trace), "paradigm": label}
+                     for trace, label in zip(traces, self.request.paradigms, strict=True)]
+            self.evaluations.add(self.id, position, traces, found)
+            for trace in traces if self.sent is not None else ():
+                self.sent(trace)
+            self.rows.extend(found)
+            self.done += 1
+
+    def finish(self) -> None:
         self.evaluations.finish(self.id, self.state, summarise(self.rows), self.error)
         logger.info("evaluation %d %s: %d of %d questions", self.id, self.state, self.done,
                     self.total)
@@ -161,18 +147,11 @@ class EvaluationJob:
                            request.cuts[label])
                    for paradigm, label in zip(paradigms, request.paradigms, strict=True)]
 
-    def cancel(self) -> None:
-        self._cancel.set()
-
-    def wait(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
-
     def status(self) -> dict:
         """Questions done, seconds so far (or in all, once it ended) and left (at the pace
         so far), running means."""
         now = self._ended if self._ended is not None else time.monotonic()
-        elapsed = now - self._started
+        elapsed = self.elapsed()
         total, answered = self.total, self.done - self.before  # answered by this run
         pace = (now - self._asking) / answered if answered else None
         left = pace * (total - self.done) if pace is not None else None
@@ -184,37 +163,6 @@ class EvaluationJob:
                 "corpus": self.corpus.name,  # what was searched, beside every figure
                 # ended before every question ran: its means are of the questions stored
                 "partial": self.state not in ("running", "done") and self.done < total}
-
-
-def prepare_needs(needs: Sequence[Need], corpus: Corpus, job: str,
-                  cancel: threading.Event, phase: Callable[[str], None]) -> bool:
-    """Prepare `needs` over `corpus` for `job` ("evaluation 3"), saying what it does with
-    `phase`; a slow one takes its turn with the corpora's builds (engine.service.builds).
-    False when cancelled before the end."""
-    for need in needs:
-        if cancel.is_set():
-            return False
-        phase(f"preparing {need.label}")
-
-        def progress(done: int, total: int, label: str = need.label) -> None:
-            phase(f"preparing {label}: {done:,} of {total:,}")
-
-        if not need.slow:
-            need.prepare(corpus, progress, process_store())
-            continue
-
-        def waits(turn: Turn, label: str = need.label) -> None:
-            place, seconds = BUILDS.wait_of(turn)
-            phase(f"waiting to build {label}: number {place} in the build queue, about "
-                  f"{duration(seconds)} until it starts")
-
-        try:
-            with BUILDS.turn(f"{need.label} (for {job})", need.seconds_to_prepare(corpus),
-                             cancelled=cancel, on_wait=waits) as turn:
-                need.prepare(corpus, turn.progress(progress), process_store())
-        except Cancelled:
-            return False
-    return not cancel.is_set()
 
 
 class EvaluationJobs:

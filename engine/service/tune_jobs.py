@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 
 from engine.documents import Corpus, Question
-from engine.errors import ConfigError, log_failure
+from engine.errors import ConfigError
 from engine.paradigms.needs import Need
-from engine.service.evaluation_jobs import prepare_needs
+from engine.service.background import BackgroundJob
 from engine.service.store import make_paradigm
 from engine.store.presets import Preset, PresetStore
 from engine.store.sessions import SessionStore
@@ -30,8 +29,10 @@ from engine.tune.tuning import tune
 logger = logging.getLogger(__name__)
 
 
-class TuneJob:
+class TuneJob(BackgroundJob):
     """One search: `run()` or `start()`, `status()`, `cancel()` (what finished stays)."""
+
+    kind = "search"
 
     def __init__(self, store: SessionStore, tune_id: int, corpus: Corpus,
                  search_part: Sequence[Question], held_part: Sequence[Question], *,
@@ -46,43 +47,30 @@ class TuneJob:
         self.search_part, self.held_part = list(search_part), list(held_part)
         self.prepare, self.preset, self.owner = list(prepare), preset, owner
         self.said = said
-        self.state, self.error, self.phase = "running", "", ""
         self.result: dict | None = None
         self.search: dict = {}  # the search's last status (engine.tune.search.Search.status)
-        self._cancel = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._started = time.monotonic()
+        self._saved = ""  # the preset the winner was saved as
+        super().__init__(tune_id)
 
-    def start(self) -> TuneJob:
-        self._thread = threading.Thread(target=self.run, name=f"tune-{self.id}", daemon=True)
-        self._thread.start()
-        return self
+    def work(self) -> None:
+        plan = self.plan
+        self.prepare_first(self.prepare, self.corpus)
 
-    def run(self) -> None:
-        plan, saved = self.plan, ""
-        try:
-            prepare_needs(self.prepare, self.corpus, f"search {self.id}", self._cancel,
-                          self._phase)
+        def make(paradigm: str, config: dict):
+            return make_paradigm(paradigm, self.corpus, config, retrieval_only=not plan.reads)
 
-            def make(paradigm: str, config: dict):
-                return make_paradigm(paradigm, self.corpus, config,
-                                     retrieval_only=not plan.reads)
+        self.result = tune(plan, self.search_part, self.held_part, make,
+                           done=self.tunes.trials(self.id), on_trial=self._stored,
+                           cancelled=self._cancel.is_set, progress=self._progressed,
+                           phase=self._said)
+        if not self.cancelled and self.result["winner"] is not None:
+            self._saved = self._save_winner(self.result["winner"])
 
-            self.result = tune(plan, self.search_part, self.held_part, make,
-                               done=self.tunes.trials(self.id), on_trial=self._stored,
-                               cancelled=self._cancel.is_set, progress=self._progressed,
-                               phase=self._phase)
-            self.state = "cancelled" if self._cancel.is_set() else "done"
-            if self.state == "done" and self.result["winner"] is not None:
-                saved = self._save_winner(self.result["winner"])
-        except Exception as err:  # noqa: BLE001 - stored and shown; the trials stay
-            log_failure(logger, f"search {self.id}", err)
-            self.state, self.error = "failed", f"{type(err).__name__}: {err}"
-        self.phase = ""
+    def finish(self) -> None:
         # a failed search saved no preset and lists none; a cancelled one keeps the name
         # it is to save its winner under when it resumes
         self.tunes.finish(self.id, self.state, self.result, self.error,
-                          saved or ("" if self.state == "failed" else self.preset))
+                          self._saved or ("" if self.state == "failed" else self.preset))
         logger.info("search %d %s", self.id, self.state)
 
     def _save_winner(self, winner: dict) -> str:
@@ -104,25 +92,14 @@ class TuneJob:
     def _stored(self, trial: Trial) -> None:
         self.tunes.add_trial(self.id, trial)
 
-    def _phase(self, said: str) -> None:
-        self.phase = said
-
     def _progressed(self, status: dict) -> None:
         self.search = status
         if self.said is not None:
             self.said(self.status())
 
-    def cancel(self) -> None:
-        self._cancel.set()
-
-    def wait(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
-
     def status(self) -> dict:
         return {"id": self.id, "state": self.state, "phase": self.phase, "error": self.error,
-                "search": dict(self.search),
-                "elapsed": round(time.monotonic() - self._started, 1)}
+                "search": dict(self.search), "elapsed": round(self.elapsed(), 1)}
 
 
 def start_tune(store: SessionStore, plan: SearchPlan, questions: Sequence[Question],
