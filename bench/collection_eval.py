@@ -26,6 +26,7 @@ from pathlib import Path
 
 from bench.beir_reproduce import arguana
 from bench.common import RESULTS
+from engine.metrics import at_stage
 
 WHOLE_DOCUMENTS = {"passage_tokens": 512, "M": 100, "k": 10}
 MEASURES = ("nDCG@10", "AP", "RR", "R@100", "Judged@10", "nDCG'@10")
@@ -121,7 +122,7 @@ def main() -> None:
         summary, traces, seconds = evaluate(split.path, split.corpus, paradigm, config, limit,
                                             split.label)
         stages = [s.name for s in traces[0].stages]
-        per_cut = {stage: {m: summary.get(f"{m}@{stage}") for m in MEASURES}
+        per_cut = {stage: {m: summary.get(at_stage(m, stage)) for m in MEASURES}
                    for stage in stages}
         results[name] = {"questions": len(traces), "cuts": per_cut,
                          "seconds_per_100_questions": round(100 * seconds, 2)}

@@ -38,6 +38,7 @@ from pathlib import Path
 from bench.common import ROOT, markdown_table, save
 from engine.eval.exports import export_files
 from engine.eval.summary import read_gold_doc_recall
+from engine.metrics import at_stage
 from engine.paradigms.base import annotate
 from engine.paths import data_dir, shared_data_dir
 from engine.trace import RunTrace
@@ -71,6 +72,7 @@ print(json.dumps(out))
 RAGCHECKER = """
 import json, sys
 from ragchecker import RAGResults
+from engine.metrics import at_stage
 with open(sys.argv[1], encoding="utf-8") as f:
     results = RAGResults.from_json(f.read()).results
 ids = [r.query_id for r in results]
@@ -138,7 +140,7 @@ def main() -> None:
             [ir_measures.parse_measure(m) for m in MEASURES], qrels,
             list(ir_measures.read_trec_run(str(path))))
         for ours_name, ranx_name in MEASURES.items():
-            ours = statistics.fmean(t.metrics.get(f"{ours_name}@{stage}", 0.0) for t in mine)
+            ours = statistics.fmean(t.metrics.get(at_stage(ours_name, stage), 0.0) for t in mine)
             trec = measured[ir_measures.parse_measure(ours_name)]
             theirs = ranx[str(path)][ranx_name]
             report["trec"][f"{paradigm}.{stage}.{ours_name}"] = {

@@ -34,6 +34,23 @@ _PUNCT = str.maketrans("", "", string.punctuation)
 _PUNCT_TO_SPACE = str.maketrans(string.punctuation, " " * len(string.punctuation))
 
 
+def at_stage(measure: str, stage: str) -> str:
+    """The key of `measure` at a run's cut `stage` in its metrics and an evaluation's
+    summary: at_stage("nDCG@10", "dense") is "nDCG@10@dense". The one maker of such keys;
+    `measure_of` reads them back."""
+    return f"{measure}@{stage}"
+
+
+def measure_of(key: str) -> tuple[str, str | None]:
+    """(measure, stage) of a metrics key: "nDCG@10@dense" is ("nDCG@10", "dense"); a key at
+    no cut is (itself, None): "EM", and "AR@4" (answer recall in the top 4, a rank, not a
+    stage: stage names are never numbers)."""
+    measure, at, stage = key.rpartition("@")
+    if not at or not measure or stage.isdigit():
+        return key, None
+    return measure, stage
+
+
 def normalize_answer(text: str) -> str:
     """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
     text = text.lower().translate(_PUNCT)

@@ -299,3 +299,20 @@ def test_a_stage_that_kept_nothing_keeps_no_gold():
                    StageResult("empty", "documents", 1, (), 0.0))
     assert run.metrics["gold_doc_recall@empty"] == 0.0 and run.metrics["RR@empty"] == 0.0
     assert run.metrics["AR@empty"] == 0.0
+
+
+@pytest.mark.parametrize(("key", "parsed"), [
+    ("nDCG@10@dense", ("nDCG@10", "dense")),
+    ("AR@read", ("AR", "read")),
+    ("gold_doc_recall@rerank", ("gold_doc_recall", "rerank")),
+    ("AR@4", ("AR@4", None)),  # answer recall in the top 4: a rank, not a stage
+    ("nDCG@10", ("nDCG@10", None)),
+    ("EM", ("EM", None)),
+])
+def test_measure_keys_are_made_and_read_back_by_one_pair_of_functions(key, parsed):
+    from engine.metrics import at_stage, measure_of
+
+    assert measure_of(key) == parsed
+    measure, stage = parsed
+    if stage is not None:
+        assert at_stage(measure, stage) == key

@@ -15,7 +15,7 @@ from app.views.frontier import first_cut, last_cut
 from app.views.labels import final_cut, gold_documents
 from app.views.trace import esc
 from engine.eval.paired import question_values
-from engine.metrics import IR_MEASURES, JUDGED_MEASURES
+from engine.metrics import IR_MEASURES, JUDGED_MEASURES, at_stage, measure_of
 from engine.service.labelled import PREFIX as LABELLED
 
 KS = (1, 2, 3, 4)
@@ -71,9 +71,10 @@ def metric_order(summary: dict[str, dict], ranking: bool = True) -> list[str]:
     seconds, stages in funnel order."""
     keys = list(dict.fromkeys(k for s in summary.values() for k in s))
     stages = stage_order(summary)
-    cuts = [*(f"AR@{s}" for s in stages), "AR@read", *(f"gold_doc_recall@{s}" for s in stages)]
+    cuts = [*(at_stage("AR", s) for s in stages), at_stage("AR", "read"),
+            *(at_stage("gold_doc_recall", s) for s in stages)]
     if ranking:
-        cuts += [*(f"{m}@{s}" for s in stages for m in MEASURES),  # trec_eval's, per cut
+        cuts += [*(at_stage(m, s) for s in stages for m in MEASURES),  # trec_eval's, per cut
                  *(f"{LABELLED}{m}@{s}" for s in stages for m in IR_MEASURES)]  # Annotate's
     cuts = [k for k in cuts if k in keys]
     cuts += [k for k in keys if k.startswith(("gold_doc_recall@", "AR@")) and k not in HEAD
@@ -92,13 +93,13 @@ def label(key: str, judged: bool = False) -> str:
         return LABELS[key]
     if key.startswith(LABELLED):
         return f"{label(key.removeprefix(LABELLED), judged)} (Annotate's labels)"
-    measure, _, stage = key.rpartition("@")
-    if measure in MEASURES:  # the mean of RR over questions is MRR, of AP MAP
+    measure, stage = measure_of(key)
+    if stage is not None and measure in MEASURES:  # the mean of RR is MRR, of AP MAP
         return f"{MEASURE_LABELS.get(measure, measure)} at {stage}"
-    if key.startswith("gold_doc_recall@"):
-        return f"{gold_documents(judged)} recall at {key.split('@', 1)[1]}"
-    if key.startswith("AR@") and key not in HEAD:
-        return f"answer recall at {key.split('@', 1)[1]}"
+    if stage is not None and measure == "gold_doc_recall":
+        return f"{gold_documents(judged)} recall at {stage}"
+    if stage is not None and measure == "AR":  # not AR@k of the final passages (HEAD)
+        return f"answer recall at {stage}"
     if key.startswith("seconds_"):
         stage, _, which = key[len("seconds_"):].rpartition("_")
         return f"{stage} seconds ({which})"
@@ -147,7 +148,7 @@ def ranking_table(summary: dict[str, dict]) -> str:
     a column per measure ("" when no cut has one)."""
     stages = stage_order(summary)
     kinds = (("", ""), (LABELLED, " (Annotate's labels)"))
-    measures = [m for m in MEASURES if any(f"{prefix}{m}@{stage}" in values
+    measures = [m for m in MEASURES if any(prefix + at_stage(m, stage) in values
                                            for values in summary.values()
                                            for prefix, _ in kinds for stage in stages)]
     if not measures:
@@ -157,7 +158,7 @@ def ranking_table(summary: dict[str, dict]) -> str:
         first = True
         for prefix, what in kinds:
             for stage in stages:
-                cells = [values.get(f"{prefix}{m}@{stage}") for m in measures]
+                cells = [values.get(prefix + at_stage(m, stage)) for m in measures]
                 if all(c is None for c in cells):
                     continue
                 rows.append(f"<tr><td>{esc(name) if first else ''}</td>"

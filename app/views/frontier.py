@@ -7,6 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
+from engine.metrics import at_stage
 
 
 def frontier_columns(metric: str) -> list[str]:
@@ -58,15 +59,15 @@ def frontier_points(summaries: dict[str, dict], metric: str) -> list[tuple[str, 
 def last_cut(summary: dict, measure: str) -> float | None:
     """`measure` of the last stage that has it (stages in run order, as the summary keeps
     their seconds), None if none does."""
-    return next((summary[f"{measure}@{stage}"] for stage in reversed(_stages(summary))
-                 if f"{measure}@{stage}" in summary), None)
+    return next((summary[at_stage(measure, stage)] for stage in reversed(_stages(summary))
+                 if at_stage(measure, stage) in summary), None)
 
 
 def first_cut(summary: dict, measure: str) -> float | None:
     """`measure` of the first stage that has it (the retrieval's ranking), None if none
     does."""
-    return next((summary[f"{measure}@{stage}"] for stage in _stages(summary)
-                 if f"{measure}@{stage}" in summary), None)
+    return next((summary[at_stage(measure, stage)] for stage in _stages(summary)
+                 if at_stage(measure, stage) in summary), None)
 
 
 def _stages(summary: dict) -> list[str]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from app.views.labels import gold_word
 from engine.documents import Candidate, Question
 from engine.eval.traces import searched_in
-from engine.metrics import is_gold_sentence
+from engine.metrics import at_stage, is_gold_sentence
 from engine.readers.answers import CUT_MARK
 from engine.stages.classify import QUERY
 from engine.text import query_terms, snippet
@@ -332,18 +332,18 @@ def _cut(trace: RunTrace, index: int) -> str:
             f"{'?' if searched is None else f'{searched:,}'} {esc(s.granularity)}, "
             f"{s.seconds:.2f} s")
     m = trace.metrics
-    if f"AR@{s.name}" in m:
-        held = m[f"AR@{s.name}"] > 0
+    if at_stage("AR", s.name) in m:
+        held = m[at_stage("AR", s.name)] > 0
         cell += (f"<br><span class='{'fe-yes' if held else 'fe-no'}'>gold answer "
                  f"{'in' if held else 'out'}</span>")
     if trace.gold is not None and trace.gold.supporting_titles \
-            and f"gold_doc_recall@{s.name}" in m:
+            and at_stage("gold_doc_recall", s.name) in m:
         cell += (f" · {gold_word(trace.gold.judged_only)} documents "
                  f"{m[f'gold_doc_recall@{s.name}']:.2f}")
-    if f"nDCG@10@{s.name}" in m:  # trec_eval's, of the cut's documents
+    if at_stage("nDCG@10", s.name) in m:  # trec_eval's, of the cut's documents
         cell += (f"<br>nDCG@10 {m[f'nDCG@10@{s.name}']:.2f} · RR {m[f'RR@{s.name}']:.2f}"
                  f" · R@4 {m[f'R@4@{s.name}']:.2f}")
-    if f"Judged@10@{s.name}" in m:  # a judged question's: graded, partial judgments
+    if at_stage("Judged@10", s.name) in m:  # a judged question's: graded, partial judgments
         cell += (f" · MAP {m[f'AP@{s.name}']:.2f} · Judged@10 "
                  f"{m[f'Judged@10@{s.name}']:.2f}")
     return cell

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from engine.metrics import at_stage, measure_of
+
 TABLE_METRICS = ("AR@1", "AR@2", "AR@3", "AR@4", "EM", "F1")
 RANKING_COLUMNS = {"nDCG@10": "nDCG@10", "AP": "MAP", "RR": "MRR", "R@100": "R@100",
                    "Judged@10": "Judged@10", "nDCG'@10": "nDCG'@10 (condensed)"}
@@ -42,20 +44,21 @@ def print_summary(summary: dict[str, dict[str, float]]) -> None:
 def print_ranking_measures(summary: dict[str, dict[str, float]]) -> None:
     """Means over the questions of trec_eval's measures of every cut (graded where the
     judgments are); partial judgments named beside them."""
-    rows = [(name, key.removeprefix("nDCG@10@")) for name, s in summary.items()
-            for key in s if key.startswith("nDCG@10@")]
+    rows = [(name, stage) for name, s in summary.items()
+            for measure, stage in map(measure_of, s) if measure == "nDCG@10" and stage]
     if not rows:
         return
     columns = [m for m in RANKING_COLUMNS
-               if any(f"{m}@{stage}" in summary[name] for name, stage in rows)]
+               if any(at_stage(m, stage) in summary[name] for name, stage in rows)]
     out("\nranking measures per cut (trec_eval's, through ir_measures):")
     out("| paradigm | cut | " + " | ".join(RANKING_COLUMNS[m] for m in columns) + " |")
     out("|" + "---|" * (len(columns) + 2))
     for name, stage in rows:
-        values = [summary[name].get(f"{m}@{stage}") for m in columns]
+        values = [summary[name].get(at_stage(m, stage)) for m in columns]
         out(f"| {name} | {stage} | "
              + " | ".join("-" if v is None else f"{v:.3f}" for v in values) + " |")
-    judged = [summary[n][f"Judged@10@{st}"] for n, st in rows if f"Judged@10@{st}" in summary[n]]
+    judged = [summary[n][at_stage("Judged@10", st)] for n, st in rows
+              if at_stage("Judged@10", st) in summary[n]]
     if judged and min(judged) < 1:
         out(f"judgments are partial: as little as {min(judged):.0%} of a cut's top 10 is "
              "judged; nDCG'@10 measures the condensed list (unjudged documents removed)")

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from engine.errors import ConfigError
+from engine.metrics import at_stage
 from engine.trace import FAILED
 
 RESAMPLES = 10_000
@@ -93,10 +94,10 @@ def question_values(row: dict) -> dict[str, float]:
     if row.get("gold_doc_recall") is not None:
         values["gold_doc_recall"] = float(row["gold_doc_recall"])
     # the last stage's cut (a token cap's cut after it has no ranking of its own)
-    sent = next((c for c in reversed(row.get("cuts") or []) if f"RR@{c}" in metrics), None)
+    sent = next((c for c in reversed(row.get("cuts") or []) if at_stage("RR", c) in metrics), None)
     for measure, name in (("nDCG@10", "nDCG@10"), ("RR", "MRR"), ("AP", "MAP")):
-        if sent is not None and f"{measure}@{sent}" in metrics:  # AP: stored since issue 52
-            values[name] = float(metrics[f"{measure}@{sent}"])
+        if sent is not None and at_stage(measure, sent) in metrics:  # AP: stored since issue 52
+            values[name] = float(metrics[at_stage(measure, sent)])
     values["seconds"] = float(sum(row.get("seconds", {}).values()))
     return values
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from engine.documents import with_judgments
+from engine.metrics import at_stage
 from engine.paradigms.base import annotate
 from engine.trace import RunTrace
 
@@ -61,9 +62,9 @@ def remeasured(traces: Iterable[RunTrace], grades: Mapping[str, Mapping[str, int
             continue
         again = annotate(trace, with_judgments(trace.gold, dict(grades[trace.gold.id])))
         cut = next((s.name for s in reversed(again.stages)
-                    if f"{measure}@{s.name}" in again.metrics), None)
+                    if at_stage(measure, s.name) in again.metrics), None)
         if cut is not None:
-            sums.setdefault(trace.paradigm, []).append(again.metrics[f"{measure}@{cut}"])
+            sums.setdefault(trace.paradigm, []).append(again.metrics[at_stage(measure, cut)])
         elif not trace.error and again.gold.supporting_titles:  # ranked nothing (its
             sums.setdefault(trace.paradigm, []).append(0.0)  # classifier skipped): 0
     return {paradigm: sum(values) / len(values) for paradigm, values in sums.items()}

@@ -26,6 +26,7 @@ from engine.errors import ConfigError
 from engine.metrics import (
     answer_in,
     answer_recall_at,
+    at_stage,
     document_ranking,
     exact_match,
     f1_score,
@@ -240,7 +241,7 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
                              if not (own and d == own)]
                     for s in ranked}
         for name, measured in ir_measures_by_stage(rankings, gold.grades, judged).items():
-            metrics.update({f"{measure}@{name}": round(value, 4)
+            metrics.update({at_stage(measure, name): round(value, 4)
                             for measure, value in measured.items()})
     for stage, stage_flags in zip(trace.stages, flags, strict=True):
         if stage.granularity == QUERY:
@@ -248,13 +249,13 @@ def annotate(trace: RunTrace, gold: Question) -> RunTrace:
         # at every cut: does anything the stage kept still hold the answer, and how many
         # of the gold documents survive
         if gold.answers:
-            metrics[f"AR@{stage.name}"] = float(any(stage_flags.answer))
+            metrics[at_stage("AR", stage.name)] = float(any(stage_flags.answer))
         docs = [c.unit.doc_ids for c in stage.candidates]
         if gold.supporting_sentences:  # the sentence-level gold (HotpotQA's): how many held
             held = gold_sentences_held(stage, gold)
-            metrics[f"gold_sent_recall@{stage.name}"] = round(sum(held) / len(held), 4)
+            metrics[at_stage("gold_sent_recall", stage.name)] = round(sum(held) / len(held), 4)
         if gold.supporting_titles:  # a question naming none has no such recall (shown "-")
-            metrics[f"gold_doc_recall@{stage.name}"] = gold_document_recall(
+            metrics[at_stage("gold_doc_recall", stage.name)] = gold_document_recall(
                 docs, gold.supporting_titles, len(docs)) if docs \
                 else 0.0  # a stage that kept nothing keeps no gold
     if trace.answered and gold.answers:

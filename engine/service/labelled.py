@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from engine.metrics import document_ranking, ir_measures_by_stage
+from engine.metrics import at_stage, document_ranking, ir_measures_by_stage
 from engine.stages.classify import QUERY
 from engine.store.labels import Label
 from engine.text import question_key
@@ -46,7 +46,7 @@ def with_label_measures(trace: RunTrace, relevance: dict[str, tuple[str, ...]]) 
         return trace
     rankings = {s.name: document_ranking([c.unit.doc_ids for c in s.candidates])
                 for s in ranked}
-    measured = {f"{PREFIX}{measure}@{stage}": round(value, 4)
+    measured = {PREFIX + at_stage(measure, stage): round(value, 4)
                 for stage, values in ir_measures_by_stage(rankings, relevant).items()
                 for measure, value in values.items()}
     return replace(trace, metrics={**trace.metrics, **measured})
