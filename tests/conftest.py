@@ -243,7 +243,7 @@ def interrupted(explorer, tmp_path, monkeypatch):
     monkeypatch.setattr(EchoParadigm, "run", counting)
     evaluation = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, name="five")
     explorer.wait_for_evaluation(evaluation, 60)
-    store = explorer._evaluations.store
+    store = explorer._evaluation_store.store
     # a killed process leaves its evaluation running, found so by the next start
     store.execute("UPDATE evaluations SET state = 'running', summary = NULL, finished = "
                   "NULL WHERE id = ?", [evaluation])

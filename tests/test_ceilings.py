@@ -183,7 +183,7 @@ def test_the_ceilings_say_how_many_questions_gold_the_corpus_lacks_and_which_hol
     without = Corpus("tiny-less", tuple(d for d in tiny_corpus.documents
                                         if d.id != "Georges Seurat"))
     dataset = read_dataset(qa)
-    gold = gold_coverage(explorer._evaluations, baseline, without, dataset, qa)
+    gold = gold_coverage(explorer._evaluation_store, baseline, without, dataset, qa)
     assert gold == {"corpus": "tiny-less", "questions": 2, "lacking": 2, "none": 2,
                     "holds_it": [f"tiny-less+{qa}"]}
     shown = ceiling_table({**table, "gold": gold})

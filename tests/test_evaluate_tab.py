@@ -180,7 +180,7 @@ def test_an_interrupted_evaluation_shows_its_partial_table_and_resumes_or_goes(i
 
 def test_a_refused_resume_says_why_in_the_progress_line(interrupted):
     explorer, evaluation, _ = interrupted
-    explorer._evaluations.store.execute(
+    explorer._evaluation_store.store.execute(
         "UPDATE evaluations SET corpus_fingerprint = 'f00d' WHERE id = ?", [evaluation])
     said, *_ = evaluate.resume_one(explorer, evaluation)
     assert said.startswith("<div class='fe-error'>") and "fingerprint f00d" in said

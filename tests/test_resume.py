@@ -41,7 +41,7 @@ def test_resume_runs_only_the_questions_it_lacks_with_the_same_configs(interrupt
 
 def test_a_resume_is_refused_with_the_reason(interrupted, tmp_path):
     explorer, evaluation, _ = interrupted
-    store = explorer._evaluations.store
+    store = explorer._evaluation_store.store
     store.execute("UPDATE evaluations SET corpus_fingerprint = 'f00d' WHERE id = ?",
                   [evaluation])
     with pytest.raises(ConfigError, match="searched corpus 'tiny' with fingerprint f00d; the "
@@ -65,7 +65,7 @@ def test_a_finished_but_unmarked_evaluation_resumes_by_finishing(explorer, tmp_p
     """Killed after its last question was stored, before it was marked done."""
     evaluation = explorer.evaluate(qa_file(tmp_path / "qa.jsonl", n=2), ["echo"])
     explorer.wait_for_evaluation(evaluation, 60)
-    store = explorer._evaluations.store
+    store = explorer._evaluation_store.store
     store.execute("UPDATE evaluations SET state = 'interrupted', summary = NULL WHERE id = ?",
                   [evaluation])
     assert explorer.resume_evaluation(evaluation) == evaluation
@@ -77,7 +77,8 @@ def test_remove_deletes_an_evaluation_and_its_runs(interrupted):
     explorer, evaluation, _ = interrupted
     explorer.remove_evaluation(evaluation)
     assert explorer.evaluations() == []
-    assert explorer._evaluations.store.execute("SELECT count(*) FROM evaluation_runs") == [(0,)]
+    runs = explorer._evaluation_store.store.execute("SELECT count(*) FROM evaluation_runs")
+    assert runs == [(0,)]
     with pytest.raises(ConfigError, match=f"No evaluation with id {evaluation}"):
         explorer.remove_evaluation(evaluation)
 

@@ -345,7 +345,7 @@ def test_a_stored_search_resumes_from_its_trials_and_saves_its_winner_as_a_prese
             job.cancel()
 
     job = start_tune(store, _plan(trials=6), questions, corpus, "toy questions",
-                     said=cancel_after_three)
+                     on_status=cancel_after_three)
     job.run()
     tunes = TuneStore(store)
     stored = tunes.get(job.id)

@@ -84,12 +84,12 @@ def tune(args: argparse.Namespace) -> int:
         plan = stored.plan if args.resume is not None else \
             _plan(args, label, judged=unanswered(questions))
         corpus = eval_corpus(dataset, corpus_spec, label)
-        said = _progress(plan.trials)
+        on_status = _progress(plan.trials)
         if args.resume is not None:
-            job = resume_tune(store, args.resume, questions, corpus, said=said)
+            job = resume_tune(store, args.resume, questions, corpus, on_status=on_status)
         else:
             job = start_tune(store, plan, questions, corpus, label, held_out=args.held_out,
-                             name=args.name, preset=args.preset, said=said)
+                             name=args.name, preset=args.preset, on_status=on_status)
         _out(f"search {job.id}: {len(job.search_part)} questions to search, "
              f"{len(job.held_part)} held out; corpus {corpus.name}") if not args.json else None
         job.run()

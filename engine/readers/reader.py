@@ -181,10 +181,10 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
         variants = [answer_prompt(template, question, pairs[:i] + pairs[i + 1:]).prompt
                     for i in range(len(pairs))]
         ablated = generator.ablate(built.prompt, variants, max_new_tokens=max_new_tokens,
-                                   stop=built.stop, **_able(generator, built, question))
+                                   stop=built.stop, **_asks_of(generator, built, question))
         out = ablated.base
     else:
-        asked = _able(generator, built, question)
+        asked = _asks_of(generator, built, question)
         rows = sentence_spans(built.spans, pairs) if sentences and asked.get("spans") else ()
         if rows:
             asked["spans"] = (*built.spans, *(span for _, span, _ in rows))
@@ -207,7 +207,7 @@ def answer(question: str, passages: Sequence[Candidate], config: ReaderConfig,
                  answer=purpose == "answer", ablation=found)
 
 
-def _able(generator: Generator, built: BuiltPrompt, question: str = "",
+def _asks_of(generator: Generator, built: BuiltPrompt, question: str = "",
           spans: bool = True) -> dict:
     """What a call asks of `generator` beyond the prompt, as far as it declares it can:
     attention over the passages' spans (the heatmap), a ban on opening words, the prompt's
@@ -244,7 +244,7 @@ def extract_answer(question: str, long_answer: LLMStep, config: ReaderConfig,
     generator = reader.generator
     built = extract_prompt(question, long_answer.output)
     out = generator.generate(built.prompt, max_new_tokens=config.max_answer_tokens,
-                             stop=built.stop, **_able(generator, built, question, spans=False))
+                             stop=built.stop, **_asks_of(generator, built, question, spans=False))
     return _step("answer", generator, built, out, answer=True)
 
 
@@ -254,7 +254,7 @@ def hyde(question: str, config: ReaderConfig, reader: ReaderModels,
     generator = reader.generator
     built = hyde_prompt(question)
     out = generator.generate(built.prompt, max_new_tokens=max_new_tokens, stop=built.stop,
-                             **_able(generator, built, spans=False))
+                             **_asks_of(generator, built, spans=False))
     return _step("hyde", generator, built, out)
 
 

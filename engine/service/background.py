@@ -91,9 +91,9 @@ class BackgroundJob:
     def prepare_first(self, needs: Sequence[Need], corpus: Corpus) -> bool:
         """Prepare `needs` over `corpus`, saying what it does in `phase`; False when
         cancelled before the end."""
-        return prepare_needs(needs, corpus, self.label, self._cancel, self._said)
+        return prepare_needs(needs, corpus, self.label, self._cancel, self._set_phase)
 
-    def _said(self, phase: str) -> None:
+    def _set_phase(self, phase: str) -> None:
         self.phase = phase
 
 

@@ -77,10 +77,10 @@ class Explorer:
         and limits, and names who made a run, label, judgment or evaluation."""
         self._door, self._audit = door or Door(), AuditLog(store)
         self._door.audit = self._door.audit or self._audit.record
-        self._evaluations = JudgedEvaluations(store)  # measured by the latest judgments
-        self._evaluations.mark_interrupted()  # left running by a process that died
+        self._evaluation_store = JudgedEvaluations(store)  # measured by the latest judgments
+        self._evaluation_store.mark_interrupted()  # left running by a process that died
         self._interrupted = interrupted(sweep_leftovers())  # what such a process was writing
-        self._jobs = EvaluationJobs(self._evaluations,
+        self._jobs = EvaluationJobs(self._evaluation_store,
                                     sent=tracing.send if tracing is not None else None)
         self._corpora = Corpora(preparation, root=corpus_root, idle_seconds=idle_seconds,
                                 in_use=self._jobs.corpora_in_use, preparing=preparing)
@@ -90,9 +90,9 @@ class Explorer:
         self._presets = Presets(store, self.door)
         self._runs = Runs(store, self._corpora, self._annotation.labels, tracing, self.door,
                           self._presets.store)
-        self._evaluating = Evaluations(self._evaluations, self._jobs, self._corpora,
+        self._evaluating = Evaluations(self._evaluation_store, self._jobs, self._corpora,
                                        owner=self.door.name, presets=self._presets.store)
-        self._diagnoses = Diagnoses(self._evaluations, self._corpora)
+        self._diagnoses = Diagnoses(self._evaluation_store, self._corpora)
         self._judging = Judging(store, self.door,
                                 lambda name: self._corpora.preparation(name).corpus)
         self._tuning = Tuning(store, self._evaluating, self._corpora, self.door)

@@ -37,16 +37,16 @@ class TuneJob(BackgroundJob):
     def __init__(self, store: SessionStore, tune_id: int, corpus: Corpus,
                  search_part: Sequence[Question], held_part: Sequence[Question], *,
                  prepare: Sequence[Need] = (), preset: str = "", owner: str = "",
-                 said: Callable[[dict], None] | None = None) -> None:
+                 on_status: Callable[[dict], None] | None = None) -> None:
         """`prepare`: what the paradigms' defaults need that is not prepared yet; `preset`:
-        the name the winner is saved under (default "tune-ID"); `said` is handed the
+        the name the winner is saved under (default "tune-ID"); `on_status` is handed the
         status after every question (the command line's progress line)."""
         self.tunes, self.presets = TuneStore(store), PresetStore(store)
         self.id, self.corpus = tune_id, corpus
         self.plan = self.tunes.get(tune_id).plan
         self.search_part, self.held_part = list(search_part), list(held_part)
         self.prepare, self.preset, self.owner = list(prepare), preset, owner
-        self.said = said
+        self.on_status = on_status
         self.result: dict | None = None
         self.search: dict = {}  # the search's last status (engine.tune.search.Search.status)
         self._saved = ""  # the preset the winner was saved as
@@ -62,7 +62,7 @@ class TuneJob(BackgroundJob):
         self.result = tune(plan, self.search_part, self.held_part, make,
                            done=self.tunes.trials(self.id), on_trial=self._stored,
                            cancelled=self._cancel.is_set, progress=self._progressed,
-                           phase=self._said)
+                           phase=self._set_phase)
         if not self.cancelled and self.result["winner"] is not None:
             self._saved = self._save_winner(self.result["winner"])
 
@@ -94,8 +94,8 @@ class TuneJob(BackgroundJob):
 
     def _progressed(self, status: dict) -> None:
         self.search = status
-        if self.said is not None:
-            self.said(self.status())
+        if self.on_status is not None:
+            self.on_status(self.status())
 
     def status(self) -> dict:
         return {"id": self.id, "state": self.state, "phase": self.phase, "error": self.error,
@@ -105,7 +105,7 @@ class TuneJob(BackgroundJob):
 def start_tune(store: SessionStore, plan: SearchPlan, questions: Sequence[Question],
                corpus: Corpus, dataset: str, *, held_out: float = 0.5, name: str = "",
                owner: str = "", preset: str = "", prepare: Sequence[Need] = (),
-               said: Callable[[dict], None] | None = None) -> TuneJob:
+               on_status: Callable[[dict], None] | None = None) -> TuneJob:
     """A new search of `questions` (split with the plan's seed) over `corpus`, stored;
     its job, not started."""
     if preset:
@@ -119,12 +119,12 @@ def start_tune(store: SessionStore, plan: SearchPlan, questions: Sequence[Questi
         plan=plan, dataset=dataset, corpus=corpus.name, search_ids=[q.id for q in searched],
         held_out_ids=[q.id for q in held], name=name, owner=owner, preset=preset)
     return TuneJob(store, tune_id, corpus, searched, held, prepare=prepare, preset=preset,
-                   owner=owner, said=said)
+                   owner=owner, on_status=on_status)
 
 
 def resume_tune(store: SessionStore, tune_id: int, questions: Sequence[Question],
                 corpus: Corpus, *, owner: str = "", prepare: Sequence[Need] = (),
-                said: Callable[[dict], None] | None = None) -> TuneJob:
+                on_status: Callable[[dict], None] | None = None) -> TuneJob:
     """The job of stored search `tune_id` (interrupted, cancelled or failed) going on from
     its stored trials over the same questions (those of `questions` it names)."""
     tunes = TuneStore(store)
@@ -144,7 +144,7 @@ def resume_tune(store: SessionStore, tune_id: int, questions: Sequence[Question]
     tunes.reopen(tune_id)
     return TuneJob(store, tune_id, corpus, [by_id[i] for i in stored.search_ids],
                    [by_id[i] for i in stored.held_out_ids], prepare=prepare,
-                   preset=stored.preset, owner=owner or stored.owner, said=said)
+                   preset=stored.preset, owner=owner or stored.owner, on_status=on_status)
 
 
 class TuneJobs:
