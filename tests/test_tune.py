@@ -296,6 +296,32 @@ def test_a_pick_without_a_held_out_measure_is_said_and_the_others_get_their_verd
                                                 "the search picked the default itself")
 
 
+def test_a_search_whose_questions_lack_the_measure_picks_nothing_and_says_why(reads):
+    """Issue 67, in the browser: a question set whose search questions had no judgments
+    yet gave trials without nDCG@10, one of them the 'winner' with no measure, and the
+    Tune view failed on every poll. No trial without the measure is a pick; the report
+    says why and what to do, and a stored winner without a measure still draws."""
+    from app.views.tuning import progress_html
+    from engine.tune import tuning
+
+    unjudged = [Question(id=f"q{i}", text=q.text, answers=("x",))
+                for i, q in enumerate(_questions(8))]
+    searched, held = split(unjudged, 0.5, seed=3)
+    plan = _plan(trials=3)
+    result = tuning.tune(plan, searched, held, _make())
+    assert sum(result["trials"].values()) == 3 and result["winner"] is None
+    assert result["note"].startswith("None of the search questions has gold_doc_recall")
+    status = {"id": 1, "dataset": "mine (support)", "corpus": "mine", "state": "done",
+              "questions": {"search": 4, "held_out": 4}, "trials": [], "search": {},
+              "plan": {"measure": "gold_doc_recall", "cost": "reader_tokens", "trials": 3},
+              "error": "", "result": result, "preset": ""}
+    shown = progress_html(status)
+    assert "None of the search questions has gold_doc_recall" in shown and "fe-error" in shown
+    stored = {**result, "winner": {"label": "reads k=2", "measure": None, "cost": 20.0,
+                                   "held_out": None}}
+    assert "(gold_doc_recall -, 20 tokens" in progress_html({**status, "result": stored})
+
+
 def test_each_pick_is_costed_against_its_own_paradigm_s_default(reads):
     """Issue 67: the held-out table showed one default cost for two paradigms. Two
     paradigms whose defaults read 2 and 5 documents cost 45 and 75 reader tokens: each

@@ -58,18 +58,26 @@ def progress_html(status: dict) -> str:
     if winner:
         check = winner.get("held_out") or {}
         head += (f"<br>Winner: <b>{esc(winner['label'])}</b>"
-                 f" ({plan['measure']} {winner['measure']:.3f}, "
+                 f" ({plan['measure']} {_measure(winner['measure'])}, "
                  f"{_cost(winner['cost'], plan['cost'])} on the search questions). "
                  f"On the held-out questions it {esc(check.get('verdict', 'was not checked'))}.")
         if status.get("preset") and status["state"] == "done":
             head += (f" Saved as preset <b>{esc(status['preset'])}</b>: pick it in Explore's "
                      "Preset, or run <code>funnel-engine ask --preset "
                      f"{esc(status['preset'])}</code>.")
+    elif status["state"] == "done" and result.get("note"):
+        head += f"<br><span class='fe-error'>{esc(result['note'])}</span>"
     elif status["state"] == "done":
         head += "<br>No finished trial is within the cost ceiling: raise it, or search longer."
     # a search that failed or was stopped never reads as a success
     kind = {"done": "fe-kept", "running": "fe-progress"}.get(status["state"], "fe-error")
     return f"<div class='{kind}'>{head}</div>"
+
+
+def _measure(value: float | None) -> str:
+    """A measure's value as shown: '-' where it is missing (a search stored before a trial
+    without the measure could be a winner)."""
+    return "-" if value is None else f"{value:.3f}"
 
 
 def trial_rows(status: dict) -> list[list]:

@@ -27,8 +27,10 @@ Make = Callable[[str, dict], Paradigm]
 
 
 def finished(trials: Sequence[Trial]) -> list[Trial]:
-    """The trials that answered every search question."""
-    return [t for t in trials if t.state == COMPLETE]
+    """The trials that answered every search question and have the measure on some of them
+    (a question set whose search questions have no judgments yet has no nDCG@10: a trial
+    of it is not a pick, however cheap)."""
+    return [t for t in trials if t.state == COMPLETE and t.measure() is not None]
 
 
 def front_of(plan: SearchPlan, trials: Sequence[Trial]) -> list[Trial]:
@@ -103,7 +105,18 @@ def report(plan: SearchPlan, trials: Sequence[Trial], held_out: Sequence[dict]) 
                                              "held_out": winner_check},
         "held_out": list(held_out),
         "importance": importance(plan, trials),
+        "note": _unmeasured(plan, trials),
     }
+
+
+def _unmeasured(plan: SearchPlan, trials: Sequence[Trial]) -> str:
+    """Why no trial can be picked when trials completed without the measure; else ''."""
+    complete = [t for t in trials if t.state == COMPLETE]
+    if not complete or finished(trials):
+        return ""
+    return (f"None of the search questions has {plan.measure}: its trials ran but measure "
+            f"nothing. Judge the question set's documents first (Judge), or pick a "
+            "measure its questions have.")
 
 
 def tune(plan: SearchPlan, search_part: Sequence[Question], held_part: Sequence[Question],
