@@ -90,7 +90,7 @@ def test_diagnose_shows_outcomes_flow_and_the_questions_lost_at_a_cut(explorer, 
     assert {"questions (6)", "retrieved (5)", "lost at reranker (3)",
             "kept by reranker (2)", "answered right (2)"} <= set(labels)
     assert segment.value == "flat · lost at reranker"  # the first loss is shown first
-    assert [r[0] for r in rows] == [0, 1, 2] and {r[2] for r in rows} == {"flat"}
+    assert [r[0] for r in rows] == [1, 2, 3] and {r[2] for r in rows} == {"flat"}
     assert (a.value, b.value) == ("flat", "funnel")
 
     # followed on a relevant document: rows stored before that track have it from their
@@ -100,7 +100,7 @@ def test_diagnose_shows_outcomes_flow_and_the_questions_lost_at_a_cut(explorer, 
     funnel_flow = diagnose.show_flow(found, "funnel")
     assert "read, answered wrong (1)" in funnel_flow.data[0].node.label
     right = diagnose.show_segment(explorer, current, found, "funnel · answered right")
-    assert [r[0] for r in right] == [1, 2, 3, 4, 5]
+    assert [r[0] for r in right] == [2, 3, 4, 5, 6]
 
 
 def test_a_segment_row_opens_its_stored_run_in_explore(explorer, prepared):
@@ -108,7 +108,7 @@ def test_a_segment_row_opens_its_stored_run_in_explore(explorer, prepared):
     *_, found, current, _ = diagnose.diagnose(explorer, str(evaluation_id), "answer")
     rows = diagnose.show_segment(explorer, current, found, "flat · lost at reranker")
     opened = diagnose.open_evaluation_run(explorer, 12, current, rows[1])
-    assert "question 1" in opened[0] and "flat" in opened[0]
+    assert "question 2" in opened[0] and "flat" in opened[0]
     assert json.loads(opened[-5])["question"] == "Who painted picture 1?"
 
 
@@ -217,7 +217,7 @@ def test_a_click_on_a_bar_picks_its_segment_as_the_list_does(explorer, prepared)
     picked = diagnose.pick_bar(found, gr.EventData(None, {"segment": "flat · answered right"}))
     assert picked["value"] == "flat · answered right"
     rows = diagnose.show_segment(explorer, current, found, picked["value"])
-    assert [r[0] for r in rows] == [3, 4] and {r[2] for r in rows} == {"flat"}
+    assert [r[0] for r in rows] == [4, 5] and {r[2] for r in rows} == {"flat"}
     for data in ({"segment": "flat · lost at nowhere"}, {"segment": None}, {}):
         assert diagnose.pick_bar(found, gr.EventData(None, data)) == gr.skip()
     assert diagnose.pick_bar(None, gr.EventData(None, {"segment": "flat · answered right"})) \

@@ -90,7 +90,7 @@ def test_an_uploaded_evaluation_runs_reopens_compares_exports_and_opens_a_run(
     assert len(shown) == 12 and shown[-4:-2] == ("Who painted A Sunday Afternoon?", "echo")
     assert shown[-2] == explorer.evaluation(evaluation_id).corpus  # what it searched
     assert shown[-1].selected == "explore"
-    refusal, *rest = explore.open_evaluation_run(explorer, 12, evaluation_id, [9, "q9", "echo"])
+    refusal, *rest = explore.open_evaluation_run(explorer, 12, evaluation_id, [10, "q9", "echo"])
     assert refusal.startswith("<div class='fe-error'>") and "9" in refusal
 
 

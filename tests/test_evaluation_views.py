@@ -6,6 +6,7 @@ from app.views.evaluation import (
     difference_table,
     metric_order,
     paper_table,
+    position_of,
     question_rows,
     recall_at_k_figure,
     recall_latency_figure,
@@ -59,7 +60,9 @@ def test_question_rows_and_plots():
                            "question": "Q?", "answer": "A", "metrics": {"EM": 1.0, "F1": 1.0,
                                                                           "AR@4": 1.0},
                            "seconds": {"dense": 0.25, "answer": 1.0}}])
-    assert rows == [[3, "q3", "flat", "Q?", "A", 1.0, 1.0, 1.0, "", 1.25]]  # no ranking measured
+    # numbered from 1 (stored position 3 is question 4); no ranking measured
+    assert rows == [[4, "q3", "flat", "Q?", "A", 1.0, 1.0, 1.0, "", 1.25]]
+    assert position_of(rows[0][0]) == 3
     lines = recall_at_k_figure(SUMMARY)
     assert [t.name for t in lines.data] == ["flat", "<b>best</b>"]
     assert list(lines.data[0].y) == [0.5, 0.5, 1.0, 1.0]

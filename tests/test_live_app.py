@@ -835,11 +835,11 @@ def test_browser_evaluates_five_questions_and_opens_a_run_in_explore(live_app, b
     page.locator("#fe-eval-open").click()
     page.wait_for_function("document.querySelector('#fe-eval-progress').innerText"
                            ".includes('Evaluation ids are numbers')", timeout=30_000)
-    cell = page.locator("#fe-eval-rows [data-testid=cell-1-3]")  # question 1's text
+    cell = page.locator("#fe-eval-rows [data-testid=cell-1-3]")  # the second question (No. 2)
     question = cell.inner_text().strip()
     cell.click()
     page.wait_for_function("document.querySelector('#fe-notice').innerText"
-                           ".includes('question 1, through flat')", timeout=30_000)
+                           ".includes('question 2, through flat')", timeout=30_000)
     assert page.get_by_role("tab", name="Explore").get_attribute("aria-selected") == "true"
     assert page.locator("#fe-question textarea").input_value() == question
     page.locator("#fe-tables table.fe-table").first.wait_for(timeout=30_000)

@@ -103,8 +103,8 @@ def test_a_sweep_is_stored_as_an_evaluation_of_its_grid_points(explorer, tmp_pat
         "echo k=1/q0", "echo k=1/q1", "echo k=3/q0", "echo k=3/q1"]  # one id per run
     from app.tabs import explore
 
-    opened = explore.open_evaluation_run(explorer, 11, evaluation_id, [1, "q1", "echo k=3"])
-    assert "question 1, through echo k=3" in opened[0]
+    opened = explore.open_evaluation_run(explorer, 11, evaluation_id, [2, "q1", "echo k=3"])
+    assert "question 2, through echo k=3" in opened[0]
     assert opened[-3] == "echo"  # Explore's paradigm choice: the paradigm, not the label
     with pytest.raises(ConfigError, match="k=9 is out of range"):
         explorer.sweep(qa, "echo", {"k": [1, 9]})

@@ -16,6 +16,7 @@ from app.tabs.contents import contents
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
 from app.views import figures
+from app.views.evaluation import position_of
 from app.views.gold import gold_banner
 from app.views.heatmap import heatmap_figure
 from app.views.reader_calls import ablation_table, llm_steps_table
@@ -313,12 +314,12 @@ def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: li
     again over what it searched."""
     if evaluation_id is None or not row:
         return (gr.skip(),) * outputs
-    position, paradigm = row[0], row[2]
-    trace = explorer.evaluation_trace(evaluation_id, int(position), paradigm)
+    number, paradigm = row[0], row[2]
+    trace = explorer.evaluation_trace(evaluation_id, position_of(number), paradigm)
     again = ("an imported pipeline's run: Run answers the question with the paradigm "
              "picked" if "imported" in trace.config else
              "Run runs it again with the options shown")
-    notice = (f"<div class='fe-kept'>Evaluation {evaluation_id}, question {position}, "
+    notice = (f"<div class='fe-kept'>Evaluation {evaluation_id}, question {number}, "
               f"through {esc(paradigm)}: its stored trace ({again}).</div>")
     # an imported pipeline is no choice of the paradigm picker: it keeps its choice
     picked = trace.paradigm if trace.paradigm in PARADIGMS else gr.skip()

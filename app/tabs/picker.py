@@ -26,6 +26,9 @@ PASTE_LIMIT = 25 * MAX_QUESTION_CHARS
 EXAMPLE = "Who painted A Sunday Afternoon on the Island of La Grande Jatte?"
 
 
+Order = Callable[[dict[str, str]], dict[str, str]]
+
+
 @dataclass
 class QuestionPicker:
     question: gr.Textbox
@@ -34,11 +37,12 @@ class QuestionPicker:
     dataset: gr.Dropdown
     picked: gr.Dropdown
     gold_info: gr.Markdown
+    order: Order | None = None  # of the datasets listed (Annotate's: trainable first)
 
     def follow(self, explorer: Explorer, corpus: gr.Dropdown) -> None:
         """The picked question's gold note counted in the corpus the tab searches, again
         whenever that choice changes; a collection's split picked picks its corpus."""
-        corpus_follows(explorer, self.dataset, corpus)
+        corpus_follows(explorer, self.dataset, corpus, self.order)
 
         def note(path, qid, chosen):
             q = next((q for q in explorer.questions(path) if q.id == qid), None) \
@@ -65,7 +69,8 @@ class QuestionPicker:
                   api_visibility="private")
 
 
-def corpus_follows(explorer: Explorer, dataset: gr.Dropdown, corpus: gr.Dropdown) -> None:
+def corpus_follows(explorer: Explorer, dataset: gr.Dropdown, corpus: gr.Dropdown,
+                   order: Order | None = None) -> None:
     """An added collection's split picked in `dataset` picks the corpus it is judged over
     in `corpus` (its judgments name that corpus's documents); any other leaves it. And the
     other way: a corpus picked that has question sets of its own, with a dataset of another
@@ -77,7 +82,8 @@ def corpus_follows(explorer: Explorer, dataset: gr.Dropdown, corpus: gr.Dropdown
 
     def questions_of(chosen, path):
         own = own_question_set(explorer, chosen, path)
-        return gr.skip() if own is None else gr.update(value=own)
+        # listed anew: a question set made after the page was drawn is not among its choices
+        return gr.skip() if own is None else dataset_choices(explorer, order=order, value=own)
 
     dataset.change(judged_over, dataset, corpus, api_visibility="private", queue=False)
     corpus.change(questions_of, [corpus, dataset], dataset, api_visibility="private",
@@ -139,9 +145,6 @@ def gold_markdown(q: Question, held: int, total: int, corpus: str = "the start-u
                  f"documents, so gold-document recall over it cannot reach 1. Choose {offer}"
                  "the `pooled` corpus (every dataset's paragraphs) to search them too.*")
     return text
-
-
-Order = Callable[[dict[str, str]], dict[str, str]]
 
 
 def dataset_choices(explorer: Explorer, first: bool = False, order: Order | None = None,
@@ -273,7 +276,8 @@ def question_picker(explorer: Explorer, prefix: str,
     question.input(typed, [question, gold], [picked, gold, gold_info],
                    api_visibility="private")
     # the gold note: QuestionPicker.follow, once the tab's corpus choice is built
-    return QuestionPicker(question, gold, extra, dataset, picked, gold_info)
+    return QuestionPicker(question, gold, extra, dataset, picked, gold_info,
+                          labelling_order if labelling else None)
 
 
 def target(text: str, gold: Question | None) -> str | Question:

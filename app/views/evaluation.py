@@ -224,19 +224,27 @@ def difference_table(a_name: str, a: dict[str, dict], b_name: str,
 
 
 def question_rows(rows: list[dict]) -> list[list]:
-    """The per-question table: one line per question and paradigm."""
+    """The per-question table: one line per question and paradigm, questions numbered
+    from 1 (`position_of` reads a row's number back as its stored position)."""
     out = []
     for r in rows:
         m = r.get("metrics", {})
         answer = (f"failed: {r['error']}" if r.get("status") == "failed" else
                   "(found no candidates) " + r["answer"] if r.get("status") == "no candidates"
                   else r["answer"])
-        out.append([r.get("position", ""), r.get("question_id", ""), r["paradigm"],
+        position = r.get("position")
+        out.append(["" if position is None else position + 1,  # counted from 1, as people do
+                    r.get("question_id", ""), r["paradigm"],
                     shorten(r["question"], 300), shorten(answer, 300), m.get("EM", ""),
                     round(m["F1"], 3) if "F1" in m else "", m.get("AR@4", ""),
                     round(ndcg, 3) if (ndcg := question_values(r).get("nDCG@10")) is not None
                     else "", round(sum(r.get("seconds", {}).values()), 2)])
     return out
+
+
+def position_of(number) -> int:
+    """The stored position of the per-question row numbered `number` (from 1)."""
+    return int(number) - 1
 
 
 @failsafe
