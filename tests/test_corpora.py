@@ -497,3 +497,23 @@ def test_a_test_collection_added_here_is_a_dataset_judged_over_its_own_corpus(ex
     assert "dev.tsv, line 2: field 'corpus-id': names document 'Nowhere'" in failed.error
     assert "bad-beir" not in {c.name for c in stored_corpora()}
     assert not any(label.startswith("bad-beir") for label in explorer.datasets().values())
+
+
+def test_a_question_set_s_evaluation_reads_its_latest_grades_in_the_process_that_ran_it(
+        explorer, tmp_path):
+    """Issue 67, in the browser: the pool's evaluation, run in this process, was shown
+    from its job's rows as it ended, before any grade: Evaluate's summary had no nDCG@10
+    however much was judged. Once it ended, its status is the stored one, measured again
+    by the grades given since."""
+    source = write_jsonl(tmp_path / "upload.jsonl", tiny_rows())
+    explorer.add_corpus("mine", source, upload=True, original="notes.jsonl")
+    assert settled(explorer, "mine").status == "ready"
+    explorer.judging.add_questions("mine", "support", text="Who painted La Grande Jatte?\n")
+    evaluation = explorer.evaluate("mine (support)", ["echo"])
+    explorer.wait_for_evaluation(evaluation, 30)
+    assert "nDCG@10@overlap" not in explorer.evaluation_status(evaluation)["means"]["echo"]
+    pool, _ = explorer.judging.pool_evaluation(evaluation, 2)
+    unit, _, _ = explorer.judging.to_judge(pool, "ann")
+    explorer.judging.judge(pool, unit.question_id, unit.document_id, 3, "ann")
+    means = explorer.evaluation_status(evaluation)["means"]["echo"]
+    assert means["nDCG@10@overlap"] > 0

@@ -214,9 +214,11 @@ class Evaluations:
             job.wait(timeout)
 
     def evaluation_status(self, evaluation_id: int) -> dict:
-        """A running evaluation's live status, or a stored one's as it ended."""
+        """A running evaluation's live status, or a stored one's as it ended (read from
+        the store even when it ran in this process: a question set's evaluation is measured
+        again there by the judgments given since)."""
         job = self._jobs.get(evaluation_id)
-        if job is not None:
+        if job is not None and job.state == "running":
             return job.status()
         stored = self._store.get(evaluation_id)
         means = stored.summary
