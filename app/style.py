@@ -53,4 +53,9 @@ mark.gold { background: #f6c343; font-weight: bold; }
    in (never scrolled: the line went up with the page); clipped, the page is the scroller */
 .gradio-container { overflow: clip !important; }
 .fe-yes { color: #2e7d32; font-weight: bold; } .fe-no { color: #c62828; font-weight: bold; }
+/* Judge: a unit's text and its whole document keep their paragraphs; the grade keys stay
+   one line each, however long their label */
+.fe-judge-text { white-space: pre-wrap; }
+.fe-judge-whole .fe-judge-text { max-height: 60vh; overflow-y: auto; }
+[id^="fe-judge-"] button, button[id^="fe-judge-"] { white-space: nowrap; }
 """

@@ -30,6 +30,7 @@ from app.errors import refusing
 from app.tabs.base import Refresh, Tab, place_choice
 from app.tabs.corpora import uploaded_path
 from app.tabs.evaluate import POLL_SECONDS
+from app.views.annotation import plural
 from app.views.trace import esc, highlight
 from engine.data.loaders.jsonio import read_text
 from engine.errors import ConfigError
@@ -182,12 +183,13 @@ def llm_judging(explorer: Explorer, pool_id, model, endpoint, limit):
     last = None
     for last in explorer.judging.llm_judge(int(pool_id), model or "smollm2", endpoint or "",
                                            int(limit) if limit else None):
-        yield _said(f"The LLM judge: {last.judged} judged, {last.unreadable} without a "
-                    f"grade, {last.left} left.")
+        yield _said(f"The LLM judge: {plural(last.judged, 'unit')} graded, "
+                    f"{last.unreadable} answered without a grade; {last.left} left to grade.")
     yield _said("The LLM judge has nothing left to judge in this pool." if last is None else
-                f"The LLM judge judged {last.judged} units ({last.unreadable} gave no "
-                f"grade; {last.left} left). Diagnose's Assessors view compares it with a "
-                "person.", "fe-kept")
+                f"The LLM judge graded {plural(last.judged, 'unit')}; "
+                f"{last.unreadable} answered without a grade (asked again next time); "
+                f"{last.left} left to grade. "
+                "Diagnose's Assessors view compares it with a person.", "fe-kept")
 
 
 def build(explorer: Explorer) -> Tab:

@@ -202,7 +202,7 @@ def _search_form(explorer: Explorer) -> _Form:
                                      value=names, label="Paradigms searched together",
                                      scale=3, elem_id="fe-tune-paradigms")
         measure = gr.Dropdown([AUTO, *MEASURES], value=AUTO, label="Measure (up)",
-                              elem_id="fe-tune-measure")
+                              elem_id="fe-tune-measure", scale=2, min_width=340)
         cost = gr.Radio(list(COSTS), value="seconds", label="Cost (down)",
                         elem_id="fe-tune-cost")
     with gr.Row():
