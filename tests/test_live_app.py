@@ -1055,7 +1055,7 @@ def test_browser_tunes_flat_and_explore_runs_the_winner_by_its_preset(live_app, 
                            ".includes('Saved as preset')", timeout=300_000)
     said = page.locator("#fe-tune-progress").inner_text()
     preset = re.search(r"Saved as preset (tune-\d+)", said).group(1)
-    assert "On the held-out questions it" in said
+    assert "On the held-out questions: " in said
     page.locator("#fe-tune-front .js-plotly-plot").wait_for(timeout=30_000)
     assert page.locator("#fe-tune-held-table [role=row].virtual-row").count() == 1
     page.screenshot(path=str(ARTIFACTS / "tune.png"), full_page=True)

@@ -60,7 +60,7 @@ def progress_html(status: dict) -> str:
         head += (f"<br>Winner: <b>{esc(winner['label'])}</b>"
                  f" ({plan['measure']} {_measure(winner['measure'])}, "
                  f"{_cost(winner['cost'], plan['cost'])} on the search questions). "
-                 f"On the held-out questions it {esc(check.get('verdict', 'was not checked'))}.")
+                 f"On the held-out questions: {esc(check.get('verdict', 'not checked'))}.")
         if status.get("preset") and status["state"] == "done":
             head += (f" Saved as preset <b>{esc(status['preset'])}</b>: pick it in Explore's "
                      "Preset, or run <code>funnel-engine ask --preset "

@@ -83,7 +83,7 @@ def held_out_check(plan: SearchPlan, chosen: dict[str, Trial],
                                                    plan.cost)})
         except ConfigError as err:  # no held-out measure (best skipped every retrieval)
             unmeasured.append({**entry, "measured": False, "held": False,
-                               "verdict": f"not checked: {err}"})
+                               "verdict": f"not checked: {str(err).rstrip('.')}"})
     # Holm over the picks that have a measure; the others are said as such, and never stop
     # the rest from their verdicts
     return [*(with_verdicts(comparisons) if comparisons else []), *unmeasured]
