@@ -7,7 +7,8 @@
   the door's role check) against the same app without them;
 - `--users` logged-in users (each their own login, an annotator) asking `--per-user`
   questions each at once, paradigms alternating, saving each run and reloading it: errors,
-  latency and whether every saved run is its user's; next to the same mix without logins.
+  latency, how long the queue took to answer each join, and whether every saved run is its
+  user's; next to the same mix without logins.
 
 Two app.py servers over the same warm data directory run one after the other, never at
 once (2 cores).
@@ -80,11 +81,32 @@ def status_seconds(client, n: int) -> dict:
     return latency_summary(seconds)
 
 
+def asked(client, question: str, paradigm: str) -> tuple[float, float, str]:
+    """(seconds to the answer, seconds until the queue had answered the join, trace JSON):
+    the join is Gradio's POST /queue/join, which must answer at once however busy the
+    workers are (issue 67 saw first runs time out at the client's 20 s waiting for it)."""
+    from gradio_client.utils import Status
+
+    start = time.perf_counter()
+    job = client.submit(question, paradigm, "", api_name="/run")
+    joined = None
+    while not job.done():
+        if joined is None and job.status().code not in (Status.JOINING_QUEUE,
+                                                        Status.STARTING):
+            joined = time.perf_counter() - start
+        time.sleep(0.02)
+    result = job.result()
+    took = time.perf_counter() - start
+    return took, took if joined is None else joined, result
+
+
 def concurrent(server: Server, questions: list[str], users: int, per_user: int,
                logins: bool) -> dict:
     """`users` at once, each (its own login with `logins`) asking `per_user` questions,
     saving and reloading each run; a run reloaded changed, or saved as another's, is an
     error."""
+    joins: list[float] = []
+
     def user(u: int) -> tuple[list[float], list[str], list[int]]:
         seconds, errors, saved = [], [], []
         try:
@@ -94,8 +116,10 @@ def concurrent(server: Server, questions: list[str], users: int, per_user: int,
         for i in range(per_user):
             question = questions[(u * per_user + i) % len(questions)]
             try:
-                took, trace_json = ask(client, question, PARADIGMS[(u + i) % len(PARADIGMS)])
+                took, join, trace_json = asked(client, question,
+                                               PARADIGMS[(u + i) % len(PARADIGMS)])
                 seconds.append(took)
+                joins.append(join)
                 run_id = client.predict(trace_json, f"user {u}", "", api_name="/save_run")
                 saved.append(run_id)
                 if json.loads(client.predict(run_id, api_name="/load_run")) \
@@ -117,7 +141,8 @@ def concurrent(server: Server, questions: list[str], users: int, per_user: int,
     seconds = [s for r, _, _ in results for s in r]
     errors = [e for _, r, _ in results for e in r]
     return {"requests": users * per_user, "errors": len(errors), "error_samples": errors[:3],
-            "wall_s": round(wall, 1), **latency_summary(seconds)}
+            "wall_s": round(wall, 1), **latency_summary(seconds),
+            "queue_join": latency_summary(joins)}
 
 
 def main() -> None:
@@ -169,6 +194,8 @@ def main() -> None:
          ["run median s", round(off["concurrent"]["median_ms"] / 1000, 1),
           round(on["concurrent"]["median_ms"] / 1000, 1),
           f"{on['concurrent']['median_ms'] / off['concurrent']['median_ms']:.2f}x"],
+         ["queue join p95 ms", off["concurrent"]["queue_join"]["p95_ms"],
+          on["concurrent"]["queue_join"]["p95_ms"], ""],
          ["wall s", off["concurrent"]["wall_s"], on["concurrent"]["wall_s"],
           f"{on['concurrent']['wall_s'] / off['concurrent']['wall_s']:.2f}x"]]))
     print(f"login over HTTP: median {on['http login']['median_ms']} ms; argon2id verify "

@@ -88,3 +88,13 @@ def test_the_table_escapes_what_it_shows(data_dir):
                                   ("a<script>",), "bi_encoder")])
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
     assert "a&lt;script&gt;" in html and "data-role='encoder'" in html
+
+
+def test_a_corpus_ready_says_how_many_documents_its_files_gave():
+    """Issue 67, in the browser: 15 HTML pages became 36 documents and nothing said why."""
+    from app.tabs.corpora import ended
+    from engine.service.corpus_rows import CorpusRow
+
+    said = ended([CorpusRow("mydocs", "added", "ready", 36, "abc")], "mydocs")
+    assert "It holds 36 documents (an HTML page gives one per section" in said
+    assert "holds" not in ended([CorpusRow("big", "added", "ready", None, "")], "big")

@@ -242,8 +242,11 @@ def ended(rows: list[CorpusRow], corpus: str | None) -> str:
                            f"{why} Fix it and add it again; the name is free.")
     splits = (f" Its splits are datasets every Dataset choice offers: {esc(row.judged)}."
               if row.judged else "")
+    held = "" if row.documents is None else (
+        f" It holds {row.documents:,} documents (an HTML page gives one per section, a PDF "
+        "one per page).")
     return (f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is ready: every tab's Corpus "
-            f"choice offers it.{splits}</div>")
+            f"choice offers it.{held}{splits}</div>")
 
 
 def remove_asked(explorer: Explorer, corpus: str | None, pending: str | None,
