@@ -17,11 +17,10 @@ once), for the side-by-side cost of reusing the full prompt's states.
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 import time
 
-from bench.common import dev500_questions, markdown_table, run_side_by_side, save
+from bench.common import dev500_questions, markdown_table, opened, run_side_by_side, save
 from engine.data.corpus import load_corpus
 from engine.eval.ablations import agreement_summary
 from engine.models.loading import NATIVE_BF16_FLAGS, cpu_flags, resolve_precision
@@ -76,13 +75,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=200)
     parser.add_argument("--paradigms", nargs="+", default=list(PARADIGMS))
     parser.add_argument("--naive", type=int, default=20)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="ablation")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     corpus = load_corpus("pooled")
     questions = dev500_questions(args.limit)
     paradigms = {name: make_paradigm(name, corpus, {"reader": {"ablation": True}})

@@ -22,12 +22,12 @@ summarisation (mean) and of the whole run (median).
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 
 from bench.common import (
     dev500_questions,
     markdown_table,
+    opened,
     rows_from_traces,
     run_side_by_side,
     save,
@@ -100,11 +100,10 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0,
                         help="defaults: first N of each training file (0: all 200); "
                              "modules: first N dev500 questions (0: 200)")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--from-traces", action="store_true",
                         help="re-score the traces of the last run of this part (current "
                              "metrics) instead of running anything")
-    args = parser.parse_args()
+    args = opened(parser)
     if args.from_traces:
         rows = rescored(args.part)
         summary = summarise(rows)
@@ -113,10 +112,6 @@ def main() -> None:
                                    "variants": VARIANTS[args.part], "summary": summary,
                                    "em_stderr": _em_stderr(rows), "rescored": True})
         return
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("pooled")  # holds every training and dev500 paragraph
     if args.part == "defaults":
         questions, where = training_questions(args.limit), "HotpotQA + MuSiQue train100"

@@ -15,10 +15,9 @@ perfect, the paired difference with its 95% bootstrap interval and McNemar p
 from __future__ import annotations
 
 import argparse
-import logging
 import time
 
-from bench.common import markdown_table, rows_from_traces, save
+from bench.common import markdown_table, opened, rows_from_traces, save
 from engine.data.corpus import load_corpus
 from engine.eval.ceilings import ceiling, cut_stages, label
 from engine.eval.paired import correct_across, paired
@@ -32,13 +31,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", default="ablation_traces")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="ceilings")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     corpus = load_corpus("pooled")
     actual = rows_from_traces(args.traces)
     names = list(dict.fromkeys(r["paradigm"] for r in actual))

@@ -14,11 +14,10 @@ is made active again afterwards unless --keep.
 from __future__ import annotations
 
 import argparse
-import logging
 import tempfile
 from pathlib import Path
 
-from bench.common import markdown_table, save
+from bench.common import markdown_table, opened, save
 from engine.data.corpus import load_corpus
 from engine.documents import Question
 from engine.service.annotation import Annotation
@@ -32,15 +31,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--labels", type=int, default=50)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--keep", action="store_true", help="leave the new version active")
-    args = parser.parse_args()
-    import torch
-
+    args = opened(parser)
     from engine.models.selection_classifier import set_active
 
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
     config = ClassifierConfig()
     base = train_classifier(config)  # cached: the base version, made active
     corpus = load_corpus("pooled")

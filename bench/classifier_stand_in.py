@@ -13,12 +13,11 @@ as is the active trained version, if there is one.
 from __future__ import annotations
 
 import argparse
-import logging
 import math
 import time
 from itertools import groupby
 
-from bench.common import markdown_table, save
+from bench.common import markdown_table, opened, save
 from engine.models.pair_model import INITIAL_SCALE, new_pair_model
 from engine.models.selection_classifier import (
     PairClassifier,
@@ -44,12 +43,7 @@ def scores(classifier, pairs) -> tuple[list[float], list[int]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     config = ClassifierConfig()
     train, held_out = split_questions(load_question_groups(), config.holdout_fraction,
                                       config.seed)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import logging
 import resource
 import statistics
 import subprocess
@@ -14,6 +16,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
+
+
+def opened(parser: argparse.ArgumentParser, threads: int | None = 2) -> argparse.Namespace:
+    """A bench script's opening: its arguments with `--threads` added (torch's CPU threads,
+    default `threads`; None leaves torch's own), torch set to them, the log at WARNING."""
+    parser.add_argument("--threads", type=int, default=threads, help="torch CPU threads")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    return args
 
 
 def peak_rss_mb() -> float:

@@ -17,14 +17,13 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import statistics
 import time
 
 import numpy as np
 
-from bench.common import markdown_table, save
+from bench.common import markdown_table, opened, save
 from bench.dense_throughput import sample_texts
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
@@ -104,13 +103,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sample", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-retrieval", action="store_true")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     load = os.getloadavg()[0]
     speed = throughput(sample_texts(args.sample), args.rounds)
     report = {"threads": args.threads, "load_before": round(load, 2), "throughput": speed}

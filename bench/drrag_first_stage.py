@@ -37,13 +37,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import statistics
 import sys
 import time
 from dataclasses import asdict
 
-from bench.common import ROOT, WARM_UP, dev500_questions, markdown_table, save, training_questions
+from bench.common import (
+    ROOT,
+    WARM_UP,
+    dev500_questions,
+    markdown_table,
+    opened,
+    save,
+    training_questions,
+)
 from bench.drrag_table4 import retrieve
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
@@ -240,7 +247,6 @@ def print_report(report: dict, args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--e2e-limit", type=int, default=25,
                         help="training questions of each file run end to end")
     parser.add_argument("--e2e-k1", type=int, nargs="+", default=list(E2E_K1S))
@@ -256,13 +262,9 @@ def main() -> None:
                         help="report the first N dev500 questions for the old and the "
                              "current default instead")
     parser.add_argument("--out", default="drrag_first_stage", help="bench/results/OUT.json")
-    args = parser.parse_args()
-    import torch
-
+    args = opened(parser)
     from engine.models.selection_classifier import active_version
 
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
     if args.dev500:
         dev500(args)
         return

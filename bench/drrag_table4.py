@@ -29,13 +29,12 @@ per method is not counted.
 from __future__ import annotations
 
 import argparse
-import logging
 import math
 import statistics
 from itertools import islice
 from pathlib import Path
 
-from bench.common import markdown_table, save
+from bench.common import markdown_table, opened, save
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
 from engine.metrics import exact_match, f1_score
@@ -75,7 +74,6 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=200, help="first N questions")
     parser.add_argument("--dataset", default=DEV, help="QA file under the shared data folder")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--answer-k", type=int, default=4, help="k of the EM/F1 runs")
     parser.add_argument("--no-answers", action="store_true", help="retrieval only")
     parser.add_argument("--answers-only", action="store_true", help="EM/F1 only")
@@ -83,14 +81,11 @@ def main() -> None:
     parser.add_argument("--answer-methods", nargs="+", choices=METHODS,
                         help="methods of the EM/F1 runs (default: --methods)")
     parser.add_argument("--out", default="drrag_table4", help="bench/results/OUT.json")
-    args = parser.parse_args()
-    import torch
+    args = opened(parser)
     from tqdm.auto import tqdm
 
     from engine.models.selection_classifier import active_version, shared_classifier
 
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("pooled")
     questions = read_dataset(shared_data_dir() / args.dataset).questions[:args.limit]
     runs = {(m, k): make_paradigm("drrag", corpus, config(m, k)) for k in KS

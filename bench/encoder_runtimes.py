@@ -20,14 +20,20 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import statistics
 import time
 
 import numpy as np
 
-from bench.common import markdown_table, percentile, save, shown_cpu_flags, training_questions
+from bench.common import (
+    markdown_table,
+    opened,
+    percentile,
+    save,
+    shown_cpu_flags,
+    training_questions,
+)
 from bench.dense_precision import pooled_indexes, question_sets, retrieval
 from bench.dense_throughput import sample_texts
 from engine.index.encoding import encode_with
@@ -107,13 +113,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sample", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-retrieval", action="store_true")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     load = os.getloadavg()[0]
     models = encoders()
     speed = throughput(models, sample_texts(args.sample), args.rounds)

@@ -23,12 +23,11 @@ dev500.
 from __future__ import annotations
 
 import argparse
-import logging
 import time
 
 import numpy as np
 
-from bench.common import markdown_table, save
+from bench.common import markdown_table, opened, save
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
 from engine.index.document_scores import DocumentScorer, group_max, group_top2
@@ -150,13 +149,8 @@ def main() -> None:
     parser.add_argument("--first", default=FIRST_STAGE,
                         help="the first stage the pre-rankers' candidates come from")
     parser.add_argument("--prerank-K", type=int, default=10, help="clusters pre-ranked")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="first_stage")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     questions = []
     for name in args.dataset:
         found = read_dataset(shared_data_dir() / name).questions

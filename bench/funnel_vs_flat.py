@@ -21,11 +21,10 @@ Full run traces go to data/bench/funnel_vs_flat_traces.jsonl for bench/postrank_
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 from dataclasses import asdict
 
-from bench.common import dev500_questions, markdown_table, run_side_by_side, save
+from bench.common import dev500_questions, markdown_table, opened, run_side_by_side, save
 from engine.data.corpus import load_corpus
 from engine.eval.summary import summarise
 from engine.paths import data_dir
@@ -46,16 +45,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=200, help="first N dev500 questions")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--out", default="funnel_vs_flat", help="bench/results/OUT.json")
     parser.add_argument("--variants", nargs="+", default=[v[0] for v in VARIANTS],
                         choices=[v[0] for v in VARIANTS])
-    args = parser.parse_args()
+    args = opened(parser, threads=None)
     import torch
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("pooled")  # holds every dev500 paragraph already
     paradigms = {label: make_paradigm(name, corpus, config)
                  for label, name, config in VARIANTS if label in args.variants}

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import statistics
 import sys
 import time
 
 import numpy as np
 
-from bench.common import dev500_questions, markdown_table, save, training_questions
+from bench.common import dev500_questions, markdown_table, opened, save, training_questions
 from engine.data.corpus import load_corpus
 from engine.index.document_scores import group_max
 from engine.metrics import answer_in, has_span_answer
@@ -148,13 +147,8 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=["{}"],
                         help="longrag configs (JSON) run end to end by --parts reader")
     parser.add_argument("--lengths", type=int, nargs="+", default=[500, 1000, 2000, 4000, 8000])
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="longrag_defaults")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     corpus = load_corpus("pooled")
     questions = dev500_questions(args.dev500) if args.dev500 else training_questions(args.limit)
     report = {"questions": len(questions), "threads": args.threads}

@@ -24,12 +24,11 @@ a document cut to fit counts only if at least 32 of its tokens fit, as there.
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 
 import numpy as np
 
-from bench.common import dev500_questions, markdown_table, save
+from bench.common import dev500_questions, markdown_table, opened, save
 from engine.data.corpus import load_corpus
 from engine.documents import Candidate
 from engine.index.document_scores import group_max
@@ -139,12 +138,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096])
     parser.add_argument("--unit-order", action="store_true",
                         help="read a long unit's documents in unit order, not best first")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     corpus = load_corpus("pooled")
     questions = dev500_questions(args.limit)
     report = {}

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 
 from bench.common import (
     dev500_questions,
     markdown_table,
+    opened,
     rows_from_traces,
     run_side_by_side,
     save,
@@ -45,7 +45,6 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=200, help="first N dev500 questions")
     parser.add_argument("--paradigms", nargs="+", default=names(), choices=names())
     parser.add_argument("--config", default="{}", help="JSON: {paradigm: {option: value}}")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--out", default="paradigms_table", help="bench/results/OUT.json")
     parser.add_argument("--ids", nargs="+", default=(),
                         help="only these dev500 question ids (instead of the first --limit)")
@@ -55,11 +54,7 @@ def main() -> None:
                         help="the paradigm the others' paired differences are taken against")
     parser.add_argument("--from-traces", action="store_true",
                         help="re-score the last run's traces (current metrics); run nothing")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     configs = json.loads(args.config)
     if args.from_traces:
         rows = [{k: v for k, v in r.items() if k != "trace"}

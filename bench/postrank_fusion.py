@@ -19,11 +19,10 @@ reports the first `--limit` dev500 questions.
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 import time
 
-from bench.common import markdown_table, save
+from bench.common import markdown_table, opened, save
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
 from engine.metrics import answer_recall_at, has_span_answer, support_recall
@@ -119,13 +118,9 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", choices=tuple(FILES), default="train")
     parser.add_argument("--limit", type=int, default=None, help="first N questions per file")
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    import torch
+    args = opened(parser)
     from tqdm.auto import tqdm
 
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("pooled")
     funnel = make_paradigm("funnel", corpus, {})
     config = funnel.config.reader

@@ -19,11 +19,10 @@ candidate pool: no ranker can do better.
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 import time
 
-from bench.common import markdown_table, save
+from bench.common import markdown_table, opened, save
 from engine.data.corpus import load_corpus
 from engine.data.loaders import read_dataset
 from engine.documents import Candidate
@@ -122,13 +121,7 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=256, help="cross-encoder tokens")
     parser.add_argument("--batch-size", type=int, default=32, help="cross-encoder batch")
     parser.add_argument("--out", default="preranker_recall", help="bench/results/OUT.json")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    args = parser.parse_args()
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser, threads=None)
     dataset = read_dataset(shared_data_dir() / "hotpotqa" / "dev500_contexts.jsonl")
     questions = dataset.questions[: args.limit]
     corpus = load_corpus("pooled")

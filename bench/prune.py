@@ -31,11 +31,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import statistics
 from collections.abc import Sequence
 
-from bench.common import TRAIN_FILES, markdown_table, run_side_by_side, save, shown_cpu_flags
+from bench.common import (
+    TRAIN_FILES,
+    markdown_table,
+    opened,
+    run_side_by_side,
+    save,
+    shown_cpu_flags,
+)
 from engine.eval.paired import bootstrap_interval, mcnemar
 from engine.paths import shared_data_dir
 
@@ -227,12 +233,7 @@ def main() -> None:
     show.add_argument("--paradigms", nargs="+",
                       default=["flat", "funnel", "drrag", "best", "longrag"])
     show.add_argument("--prune", default='{"mode": "budget", "tokens": 150}')
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     choose(args) if args.part == "choose" else report(args)
 
 

@@ -13,11 +13,10 @@ time's.
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 import time
 
-from bench.common import WARM_UP, dev500_questions, markdown_table, save
+from bench.common import WARM_UP, dev500_questions, markdown_table, opened, save
 from engine.data.corpus import load_corpus
 from engine.eval.runner import answer_all
 from engine.paradigms.registry import names
@@ -31,13 +30,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=40)
     parser.add_argument("--paradigm", default="flat", choices=names())
     parser.add_argument("--in-flight", type=int, nargs="+", default=[1, 2, 4, 8])
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="reader_batch")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     paradigm = make_paradigm(args.paradigm, load_corpus("pooled"))
     batcher = shared_generator().batcher
     paradigm.run(WARM_UP)

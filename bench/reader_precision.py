@@ -18,11 +18,10 @@ the HotpotQA ones); `--split dev` reports on the first dev500 questions.
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 import time
 
-from bench.common import markdown_table, save
+from bench.common import markdown_table, opened, save
 from bench.reader_prompts import dev_questions, train_questions
 from engine.documents import Candidate, Document
 from engine.metrics import exact_match, f1_score
@@ -94,12 +93,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", choices=("train", "dev"), default="train")
     parser.add_argument("--limit", type=int, default=None, help="first N questions")
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     items = train_questions() if args.split == "train" else dev_questions()
     items = items[: args.limit] if args.limit else items
     hotpot = [i for i in items if i["dataset"].startswith("hotpotqa")]

@@ -14,12 +14,11 @@ first token paid to a passage's representative tokens).
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 
 import numpy as np
 
-from bench.common import WARM_UP, dev500_questions, markdown_table, percentile, save
+from bench.common import WARM_UP, dev500_questions, markdown_table, opened, percentile, save
 from engine.data.corpus import load_corpus
 from engine.paradigms.registry import names
 from engine.readers.backends import shared_generator
@@ -41,14 +40,10 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=200)
     parser.add_argument("--paradigms", nargs="+", default=names(), choices=names())
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="reader_prefix")
-    args = parser.parse_args()
-    import torch
+    args = opened(parser)
     from tqdm.auto import tqdm
 
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
     corpus = load_corpus("pooled")
     paradigms = {name: make_paradigm(name, corpus) for name in args.paradigms}
     cache = shared_generator().prefix_cache  # every paradigm's default reader

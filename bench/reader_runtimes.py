@@ -30,7 +30,7 @@ import tempfile
 import time
 from dataclasses import replace
 
-from bench.common import dev500_questions, markdown_table, save, shown_cpu_flags
+from bench.common import dev500_questions, markdown_table, opened, save, shown_cpu_flags
 from engine.metrics import exact_match, f1_score
 from engine.models.loading import NATIVE_BF16_FLAGS, cpu_flags
 from engine.paths import data_dir
@@ -240,16 +240,12 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=200)
     parser.add_argument("--longrag", type=int, default=30)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--llama", nargs="*", default=[], help="NAME=PYTHON of a llama.cpp "
                         "build's virtualenv")
     parser.add_argument("--gguf", nargs="*", default=[], help="NAME=PATH of GGUF files")
     parser.add_argument("--out", default="reader_runtimes")
-    args = parser.parse_args()
-    import torch
+    args = opened(parser)
 
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
     config = ReaderConfig()
     generators = runtimes(args.threads)
     traces = flat_reads(args.limit)

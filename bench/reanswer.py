@@ -16,11 +16,10 @@ read and reader tokens for each reading, and the paired differences against own 
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 import time
 
-from bench.common import dev500_questions, markdown_table, save
+from bench.common import dev500_questions, markdown_table, opened, save
 from engine.data.corpus import load_corpus
 from engine.eval.paired import paired
 from engine.eval.summary import row
@@ -39,13 +38,8 @@ def main() -> None:
     parser.add_argument("--readings", nargs="+", default=list(READINGS), choices=READINGS,
                         help="what the reader reads (own is always read: the others are "
                         "paired against it)")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="reanswer")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     corpus = load_corpus("pooled")
     questions = dev500_questions(args.limit)
     table, payload = [], {}

@@ -17,10 +17,9 @@ and the defaults named.
 from __future__ import annotations
 
 import argparse
-import logging
 import time
 
-from bench.common import dev500_questions, markdown_table, save, training_questions
+from bench.common import dev500_questions, markdown_table, opened, save, training_questions
 from engine.data.corpus import load_corpus
 from engine.eval.runner import answer_all
 from engine.eval.summary import row, summarise
@@ -52,13 +51,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=200)
     parser.add_argument("--split", choices=("dev500", "train"), default="dev500")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="sweep_frontier")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     corpus = load_corpus("pooled")
     questions = (dev500_questions(args.limit) if args.split == "dev500"
                  else training_questions()[:args.limit])

@@ -22,11 +22,10 @@ search's winner is compared with each: the difference, its paired bootstrap inte
 from __future__ import annotations
 
 import argparse
-import logging
 import random
 import time
 
-from bench.common import dev500_questions, markdown_table, save
+from bench.common import dev500_questions, markdown_table, opened, save
 from engine.eval.sweep import grid
 from engine.service.store import make_paradigm
 from engine.stages.base import reusing_stages
@@ -104,13 +103,8 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=60)
     parser.add_argument("--max-seconds", type=float, default=None)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="tune_vs_grid")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    logging.basicConfig(level=logging.WARNING)
+    args = opened(parser)
     questions, corpus, measure = questions_and_corpus(args.dataset, args.limit)
     searched, held = split(questions, 0.5, args.seed)
     paradigms = tuple(args.paradigms.split(","))
