@@ -142,7 +142,6 @@ def free_port() -> int:
 def served(prep: Preparation, sessions: Path) -> Iterator[tuple]:
     """(an Explorer over `prep` saving runs in `sessions`, its app served in this process,
     a gradio_client of it); both closed after."""
-    from gradio_client import Client
 
     from app.ui import build_app
     from engine.service.explorer import Explorer
@@ -155,7 +154,7 @@ def served(prep: Preparation, sessions: Path) -> Iterator[tuple]:
     demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
                         quiet=True)
     try:
-        yield explorer, demo, Client(f"http://127.0.0.1:{port}/", verbose=False)
+        yield explorer, demo, gradio_client(f"http://127.0.0.1:{port}/")
     finally:
         demo.close()
         store.close()
@@ -240,3 +239,14 @@ def serves_as(served, one, questions: Sequence[str], *, score_atol: float,
     assert same(served.vectors[rows], one.vectors[rows])
     assert same(served.vectors[-1], one.vectors[-1])
     assert np.allclose(served.vectors @ vector, one.vectors @ vector, atol=score_atol)
+
+
+def gradio_client(url: str, **kwargs):
+    """The real gradio_client on `url`, waiting as long as a loaded machine needs: its
+    default is httpx's 5 s for every request, which a served app on 2 busy cores can miss
+    answering /config (seen in a full CI run); no read limit, as for its event streams."""
+    import httpx
+    from gradio_client import Client
+
+    return Client(url, verbose=False, httpx_kwargs={"timeout": httpx.Timeout(60.0, read=None)},
+                  **kwargs)

@@ -11,9 +11,9 @@ PASSWORDS = {role: f"{role}-password-1" for role in ROLES}
 
 def client_of(url: str, name: str, password: str | None = None):
     """A gradio_client logged in as `name` (by default with its role's password)."""
-    from gradio_client import Client
+    from tests.fakes import gradio_client
 
-    return Client(url + "/", auth=(name, password or PASSWORDS[name]), verbose=False)
+    return gradio_client(url + "/", auth=(name, password or PASSWORDS[name]))
 
 
 def login(url: str, name: str, password: str):

@@ -85,10 +85,8 @@ def test_an_internal_error_is_logged_with_its_traceback_and_named_a_bug(caplog):
     page as a bare "unhashable type: 'slice'" with no log line (Gradio prints tracebacks
     to stderr, outside the log). Every event of the app logs it with its traceback and the
     client reads that it is a bug; a refusal stays one line, generators too."""
-    from gradio_client import Client
-
     from app.errors import log_internal_errors
-    from tests.fakes import free_port
+    from tests.fakes import free_port, gradio_client
 
     def answer(question: str) -> str:
         if question == "refuse":
@@ -108,7 +106,7 @@ def test_an_internal_error_is_logged_with_its_traceback_and_named_a_bug(caplog):
     demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
                         quiet=True)
     try:
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        client = gradio_client(f"http://127.0.0.1:{port}/")
         with caplog.at_level(logging.INFO, logger="app"):
             for api_name in ("/answer", "/stream"):
                 with pytest.raises(Exception, match=r"Internal error in (answer|stream) "

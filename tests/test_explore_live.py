@@ -51,11 +51,10 @@ def slow_index(monkeypatch):
 def echo_app(prepared, tmp_path, slow_index):
     """(url, client) of the whole app served in this process over the tiny corpus; added
     corpora only load (no index is built for them)."""
-    from gradio_client import Client
-
     from app.style import CSS
     from app.ui import build_app
     from engine.service.explorer import Explorer
+    from tests.fakes import gradio_client
 
     explorer = Explorer(*prepared, corpus_root=tmp_path, preparing=corpus_only)
     demo = build_app(explorer)
@@ -64,7 +63,7 @@ def echo_app(prepared, tmp_path, slow_index):
                         quiet=True, css=CSS)
     url = f"http://127.0.0.1:{port}/"
     try:
-        yield url, Client(url, verbose=False)
+        yield url, gradio_client(url)
     finally:
         demo.close()
 

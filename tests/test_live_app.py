@@ -92,7 +92,7 @@ RECEIVER_KEY = "a-key-the-pipeline-sends-0123456789"
 @pytest.fixture(scope="module")
 def live_app(tmp_path_factory, sessions_file, tiny_classifier_base):
     """(url, client) of a running app whose paradigms are all ready."""
-    from gradio_client import Client
+    from tests.fakes import gradio_client
 
     root = tmp_path_factory.mktemp("live")
     _seed_classifiers(root / "data", tiny_classifier_base)
@@ -112,7 +112,7 @@ def live_app(tmp_path_factory, sessions_file, tiny_classifier_base):
                               stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
-        client = _wait_for(lambda: Client(url, verbose=False), 180, server, root)
+        client = _wait_for(lambda: gradio_client(url), 180, server, root)
         _wait_for(lambda: _ready(client), 900, server, root)
         yield url, client
     finally:
