@@ -151,7 +151,7 @@ class EvaluationJob(BackgroundJob):
         """Questions done, seconds so far (or in all, once it ended) and left (at the pace
         so far), running means."""
         now = self._ended if self._ended is not None else time.monotonic()
-        elapsed = self.elapsed()
+        elapsed = now - self._started
         total, answered = self.total, self.done - self.before  # answered by this run
         pace = (now - self._asking) / answered if answered else None
         left = pace * (total - self.done) if pace is not None else None
