@@ -13,7 +13,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refusing
-from app.tabs.base import Refresh
+from app.tabs.base import PRIVATE, Refresh
 from app.views.annotation import agreement_table
 from app.views.trace import esc
 from engine.errors import EngineError
@@ -21,7 +21,6 @@ from engine.judging.measures import is_person
 from engine.service.explorer import Explorer
 from engine.store.judgments import GRADES
 
-PRIVATE = {"api_visibility": "private"}
 OPEN_FIRST = "Diagnose an evaluation of a question set first (its questions judged)."
 
 

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+# a tab's own events: the API has its named endpoints (app.api), so these stay off it
+PRIVATE = {"api_visibility": "private"}
+
 
 @dataclass(frozen=True)
 class Refresh:

@@ -26,7 +26,7 @@ import gradio as gr
 
 from app.errors import refusing
 from app.tabs import assessors, difference, probes
-from app.tabs.base import Refresh, Tab
+from app.tabs.base import PRIVATE, Refresh, Tab
 from app.tabs.explore import ExploreTab, open_evaluation_run
 from app.tabs.sessions import parse_ids
 from app.views.diagnosis import (
@@ -173,7 +173,6 @@ VIEWS = (("Where it is lost", "lost"), ("Flow", "flow"), ("Stage ceilings", "cei
          ("Is the difference real?", "paired"), ("Which questions changed", "changed"),
          ("Corpus coverage", "coverage"), ("Attention vs. ablation", "attention"),
          ("Assessors", "assessors"))
-PRIVATE = {"api_visibility": "private"}
 
 
 @dataclass

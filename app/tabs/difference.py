@@ -12,6 +12,7 @@ from textwrap import shorten
 import gradio as gr
 
 from app.errors import refused_box, refusing
+from app.tabs.base import PRIVATE
 from app.tabs.sessions import parse_ids
 from app.views.diagnosis import THIS_EVALUATION, paired_table
 from app.views.labels import metric_labels
@@ -23,7 +24,6 @@ from engine.service.explorer import Explorer
 
 CHANGE_COLUMNS = ["change", "question", "A", "B", "# in A", "# in B", "question id"]
 QUESTION_CHARS = 300  # a question's start, in a row
-PRIVATE = {"api_visibility": "private"}
 
 
 @refusing()

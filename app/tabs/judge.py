@@ -27,7 +27,7 @@ import gradio as gr
 
 from app.downloads import download
 from app.errors import refusing
-from app.tabs.base import Refresh, Tab, place_choice
+from app.tabs.base import PRIVATE, Refresh, Tab, place_choice
 from app.tabs.corpora import uploaded_path
 from app.tabs.evaluate import POLL_SECONDS
 from app.views.annotation import plural
@@ -44,7 +44,6 @@ from engine.store.judgments import GRADES
 KEYS = {str(grade): f"fe-judge-{grade}" for grade in GRADES} | {"s": "fe-judge-skip",
                                                                  "u": "fe-judge-undo"}
 WHOLE_CHARS = 20_000  # of a whole document shown under its unit
-PRIVATE = {"api_visibility": "private"}  # the tab's events: the API has its own endpoints
 
 
 def pool_choices(explorer: Explorer) -> list[tuple[str, int]]:

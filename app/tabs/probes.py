@@ -12,6 +12,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refusing
+from app.tabs.base import PRIVATE
 from app.views.probes import (
     agreement_table,
     ceiling_figure,
@@ -23,7 +24,6 @@ from engine.errors import EngineError
 from engine.service.explorer import Explorer
 
 POLL_SECONDS = 2.0
-PRIVATE = {"api_visibility": "private"}
 OPEN_FIRST = "Open an evaluation first (pick one and press Diagnose)."
 
 

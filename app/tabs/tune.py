@@ -18,7 +18,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refused_box, refusing
-from app.tabs.base import Refresh, Tab
+from app.tabs.base import PRIVATE, Refresh, Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import corpus_follows, dataset_dropdown
 from app.views.tuning import (
@@ -40,7 +40,6 @@ from engine.service.long_builds import BuildNeeded
 from engine.tune.space import COSTS, MEASURES
 
 POLL_SECONDS = 2.0
-PRIVATE = {"api_visibility": "private"}  # the tab's events: the API has its own endpoints
 AUTO = "auto (nDCG@10 on judged questions, else AR@4)"
 SEARCH_COLUMNS = ["id", "name", "dataset", "corpus", "paradigms", "measure", "cost", "state",
                   "trials", "preset", "by", "created"]
