@@ -15,6 +15,7 @@ import gradio as gr
 from app import api
 from app.errors import log_internal_errors
 from app.login import LoginGate, gradio_auth, who_line, wire_roles
+from app.session_state import lazy_session_configs
 from app.style import CSS
 from app.tabs import (
     annotate,
@@ -90,7 +91,10 @@ def status_update(explorer: Explorer) -> tuple:
 
 def build_app(explorer: Explorer) -> gr.Blocks:
     """The whole app over `explorer` (launch it with `serve`); the lists it reads while it
-    builds are read as a viewer (engine.service.door.BUILDER): no request names a user."""
+    builds are read as a viewer (engine.service.door.BUILDER): no request names a user.
+    Gradio's state of a new session is made lazy here (app.session_state): with this
+    app's thousand blocks a first event would otherwise hold the event loop."""
+    lazy_session_configs()
     with explorer.door.acting_as(BUILDER):
         return _built(explorer)
 
