@@ -75,14 +75,16 @@ def gradio_auth(door: Door) -> Callable:
 class LoginGate:
     """ASGI middleware: 401 to a request without a live session (but the login page's own),
     sessions ended after `session_hours` or when their user is no longer `known`, the login
-    form throttled per client address."""
+    form throttled per client address; both timed by `clock`."""
 
     def __init__(self, app, *, stamp: Callable[[str], str | None],
                  session_hours: float = SESSION_HOURS, ip_failures: int = IP_FAILURES,
                  ip_window: float = IP_WINDOW_SECONDS,
                  upload_mb_per_day: float = UPLOAD_MB_PER_DAY,
-                 refused: Callable[[str, str, str], None] | None = None) -> None:
+                 refused: Callable[[str, str, str], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.app = app
+        self.clock = clock  # seconds: a session's hours, an address's window
         self.stamp = stamp  # a user's session stamp, None for one who cannot log in
         self.refused = refused  # (user, action, why): the door's audit of a refusal
         self.session_seconds = session_hours * 3600
@@ -92,7 +94,7 @@ class LoginGate:
         # session token -> (when its login succeeded, its user's stamp then)
         self._issued: dict[str, tuple[float, str | None]] = {}
         self._failed: dict[str, deque[float]] = {}  # client address -> wrong logins' times
-        self._swept = 0.0
+        self._swept = float("-inf")
         self._lock = threading.Lock()
 
     async def __call__(self, scope, receive, send) -> None:
@@ -141,8 +143,8 @@ class LoginGate:
         if name is None:
             return "", "log in first: open the app's page, or pass auth=(name, password)"
         with self._lock:
-            issued, stamp = self._issued.setdefault(token, (time.time(), self.stamp(name)))
-        if time.time() - issued > self.session_seconds:
+            issued, stamp = self._issued.setdefault(token, (self.clock(), self.stamp(name)))
+        if self.clock() - issued > self.session_seconds:
             tokens.pop(token, None)
             with self._lock:
                 self._issued.pop(token, None)
@@ -170,7 +172,7 @@ class LoginGate:
     def _sweep(self, tokens: dict) -> None:
         """At most once a minute: end every session past its hours, and forget the tokens
         Gradio has forgotten (a logout)."""
-        now = time.time()
+        now = self.clock()
         with self._lock:
             if now - self._swept < 60:
                 return
@@ -232,7 +234,7 @@ class LoginGate:
         """The login form's POST, throttled per address: each attempt counts before its
         check (attempts sent at once count too) and a successful one is taken back."""
         address = (scope.get("client") or ("?", 0))[0]
-        now = time.monotonic()
+        now = self.clock()
         with self._lock:
             failed = self._failed.setdefault(address, deque())
             while failed and now - failed[0] > self.ip_window:
@@ -272,7 +274,7 @@ class LoginGate:
                             if morsel.key.startswith("access-token-"):
                                 name = tokens.get(morsel.value)
                                 self._issued[morsel.value] = (
-                                    time.time(), self.stamp(name) if name else None)
+                                    self.clock(), self.stamp(name) if name else None)
 
 
 API_INFO = re.compile(rb"window\.gradio_api_info = .*?;</script>", re.DOTALL)

@@ -132,6 +132,19 @@ def qa_file(path, n=3) -> str:
     return str(path)
 
 
+class Clock:
+    """A clock a test moves: `clock()` is its seconds, `advance(s)` the time passing."""
+
+    def __init__(self, now: float = 100.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -63,20 +63,23 @@ def test_long_builds_run_one_at_a_time_shortest_first():
 
 
 def test_a_short_build_goes_first_and_the_long_one_pauses_until_it_ends():
-    queue, log = BuildQueue(), []
+    from tests.fakes import Clock
+
+    clock = Clock()
+    queue, log = BuildQueue(clock), []
     training = Build(queue, "training", 2_000, log).start()
     eventually(lambda: training.turn is not None)
     small = Build(queue, "small index", SHORT_SECONDS / 4, log).start()
     eventually(lambda: "small index starts" in log)  # not behind the training
     eventually(lambda: training.turn.state == "paused")
-    time.sleep(0.3)
+    clock.advance(0.3)
     small.end()
     eventually(lambda: training.turn.state == "running")
     training.end()
     assert log == ["training starts", "small index starts", "small index ends",
                    "training ends"]
     # the pause is the training's own record: its pace leaves it out
-    assert training.turn.paused_seconds >= 0.3
+    assert training.turn.paused_seconds == pytest.approx(0.3)
 
 
 def test_the_pace_of_a_build_leaves_out_the_time_it_was_paused():

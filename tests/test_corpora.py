@@ -199,8 +199,10 @@ def test_removing_a_corpus_unloads_and_deletes_it_and_refuses_the_others(explore
 def test_an_idle_corpus_is_released_and_loads_again_on_use(prepared, tmp_path):
     from engine.service.store import process_store
     from engine.units.build import UnitConfig
+    from tests.fakes import Clock
 
-    explorer = Explorer(*prepared, idle_seconds=0.5, preparing=corpus_only)
+    clock = Clock()
+    explorer = Explorer(*prepared, idle_seconds=0.5, preparing=corpus_only, clock=clock)
     explorer.add_corpus("idle", write_jsonl(tmp_path / "i.jsonl", tiny_rows(
         Vienna="Vienna is the capital of Austria.")), upload=True)
     settled(explorer, "idle")
@@ -208,7 +210,10 @@ def test_an_idle_corpus_is_released_and_loads_again_on_use(prepared, tmp_path):
     index = process_store().bm25(corpus, UnitConfig("documents"))
     explorer.run("q", "echo")
     assert next(r for r in explorer.corpora() if r.name == "idle").status == "ready"
-    time.sleep(0.6)
+    clock.advance(0.4)
+    explorer.run("q", "echo")
+    assert next(r for r in explorer.corpora() if r.name == "idle").status == "ready"
+    clock.advance(0.2)
     explorer.run("q", "echo")  # any request releases what has been idle too long
     row = next(r for r in explorer.corpora() if r.name == "idle")
     assert row.status == "not loaded" and row.fingerprint == corpus.fingerprint[:12]

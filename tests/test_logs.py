@@ -15,6 +15,7 @@ import pytest
 
 from engine.errors import ConfigError, log_failure
 from engine.progress import LoggedProgress
+from tests.fakes import Clock
 
 
 def test_a_refusal_is_one_line_and_a_bug_keeps_its_traceback(caplog):
@@ -34,14 +35,6 @@ def test_a_refusal_is_one_line_and_a_bug_keeps_its_traceback(caplog):
                                     "column (give id, title, text)")
     assert bug.levelname == "ERROR" and bug.exc_info[0] is KeyError
     assert "Traceback" in caplog.text and "KeyError: 'missing'" in caplog.text
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_progress_is_logged_at_an_interval_with_its_rate_and_time_left(caplog):

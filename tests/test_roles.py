@@ -103,10 +103,11 @@ def test_work_is_signed_by_the_login_and_only_its_owner_or_an_admin_deletes_it(u
 
 
 def test_wrong_passwords_lock_a_name_out_until_the_window_passes(users_file, monkeypatch):
-    door = _door(users_file, None)
+    from tests.fakes import Clock
+
+    clock = Clock()
+    door = Door(Users(users_file), clock=clock)
     assert door.login("viewer", PASSWORDS["viewer"]).role == "viewer"
-    clock = [1000.0]
-    monkeypatch.setattr(door_module.time, "monotonic", lambda: clock[0])
     for _ in range(door_module.MAX_FAILURES):
         assert door.login("viewer", "wrong-password") is None
     for _ in range(1_000):  # refused without hashing: a thousand take no time
@@ -114,7 +115,7 @@ def test_wrong_passwords_lock_a_name_out_until_the_window_passes(users_file, mon
                                              "wait 30 s"):
             door.login("viewer", PASSWORDS["viewer"])
     assert door.login("admin", PASSWORDS["admin"]) is not None  # another name is not locked
-    clock[0] += door_module.LOCKOUT_SECONDS + 1
+    clock.advance(door_module.LOCKOUT_SECONDS + 1)
     assert door.login("viewer", PASSWORDS["viewer"]).name == "viewer"
 
 
@@ -294,42 +295,35 @@ def _status(url: str, method: str, cookie: str = "") -> int:
 
 @contextlib.contextmanager
 def _gated(users_file, ip_window: float):
-    """(url, door) of a one-button app behind the door and the gate, its sessions ending
-    after two seconds, an address throttled for `ip_window` seconds."""
+    """(url, door, clock) of a one-button app behind the door and the gate, both timed by
+    `clock` (tests.fakes.Clock), its sessions ending after two seconds, an address
+    throttled for `ip_window` seconds."""
     import gradio as gr
 
     from app.login import request_user
     from app.ui import serve
-    from tests.fakes import free_port
+    from tests.fakes import Clock, free_port
 
-    door = Door(Users(users_file), who=request_user)
+    clock = Clock()
+    door = Door(Users(users_file), who=request_user, clock=clock)
     with gr.Blocks() as demo:
         out = gr.Textbox()
         gr.Button("who").click(lambda: door.check("coverage").name, None, out,
                                api_name="whoami")
     port = free_port()
     serve(demo, door, {"session_hours": 2 / 3600, "ip_window": ip_window,
-                       "upload_mb_per_day": 1 / 1024}, server_name="127.0.0.1",
+                       "upload_mb_per_day": 1 / 1024, "clock": clock}, server_name="127.0.0.1",
           server_port=port, prevent_thread_lock=True, quiet=True)
     try:
-        yield f"http://127.0.0.1:{port}", door
+        yield f"http://127.0.0.1:{port}", door, clock
     finally:
         demo.close()
 
 
 @pytest.fixture
-def gated(users_file, monkeypatch):
-    """The gated app, a name locked out for one second and an address for three."""
-    monkeypatch.setattr(door_module, "LOCKOUT_SECONDS", 1.0)
+def gated(users_file):
+    """The gated app, an address throttled for three seconds of its clock."""
     with _gated(users_file, ip_window=3.0) as served:
-        yield served
-
-
-@pytest.fixture
-def gated_wide(users_file):
-    """The gated app, an address throttled for a minute (logins slowed by a loaded
-    machine stay within it)."""
-    with _gated(users_file, ip_window=60.0) as served:
         yield served
 
 
@@ -343,9 +337,7 @@ def _get(opener, url: str) -> int:
 
 @pytest.mark.live
 def test_a_session_ends_at_logout_and_after_its_hours(gated):
-    import time
-
-    url, _ = gated
+    url, _, clock = gated
     status, opener = login(url, "viewer", PASSWORDS["viewer"])
     assert status == 200 and _get(opener, url + "/config") == 200
     cookies = list(opener.jar)
@@ -355,36 +347,39 @@ def test_a_session_ends_at_logout_and_after_its_hours(gated):
     assert replayed and _status(url + "/config", "GET", replayed) == 401  # a cookie replayed
     status, opener = login(url, "viewer", PASSWORDS["viewer"])
     assert _get(opener, url + "/config") == 200
-    time.sleep(2.5)
+    clock.advance(1.5)
+    assert _get(opener, url + "/config") == 200  # within its two seconds
+    clock.advance(1.0)
     assert _get(opener, url + "/config") == 401  # expired
 
 
 @pytest.mark.live
-def test_a_thousand_wrong_passwords_are_throttled_and_the_right_one_works_after(gated):
-    import time
-
+def test_a_thousand_wrong_passwords_are_throttled_and_the_right_one_works_after(
+        gated, monkeypatch):
     from app.login import IP_FAILURES
 
-    url, _ = gated
-    start = time.monotonic()
-    statuses = [login(url, "annotator", f"wrong-{n}")[0] for n in range(1_000)]
-    windows = int((time.monotonic() - start) / 3.0) + 1  # the address's window is 3 s here
+    monkeypatch.setattr(door_module, "LOCKOUT_SECONDS", 1.0)
+    url, _, clock = gated
+    statuses = []
+    for n in range(1_000):  # 10 ms apart on the app's clock: 10 s, 4 of the address's windows
+        statuses.append(login(url, "annotator", f"wrong-{n}")[0])
+        clock.advance(0.01)
     # five hashed, then the name locked out; a wrong one after each lockout, until the
     # address has had its IP_FAILURES wrong logins in a window: every other one answered
     # 429, unhashed
     assert statuses[:6] == [400] * 5 + [429]
-    assert statuses.count(400) <= IP_FAILURES * windows
+    assert 5 < statuses.count(400) <= IP_FAILURES * 4  # the name's lockout ended between
     assert statuses.count(400) + statuses.count(429) == 1_000
-    time.sleep(3.2)
+    clock.advance(3.2)
     status, opener = login(url, "annotator", PASSWORDS["annotator"])
     assert status == 200 and _get(opener, url + "/config") == 200
 
 
 @pytest.mark.live
-def test_wrong_logins_from_one_address_are_throttled_whatever_the_name(gated_wide):
+def test_wrong_logins_from_one_address_are_throttled_whatever_the_name(gated):
     from app.login import IP_FAILURES
 
-    url, _ = gated_wide
+    url, _, _ = gated
     statuses = [login(url, f"nobody{n}", "wrong-password")[0]
                 for n in range(IP_FAILURES + 2)]
     assert statuses[:IP_FAILURES] == [400] * IP_FAILURES and statuses[-2:] == [429, 429]
@@ -472,7 +467,7 @@ def test_a_users_runs_at_once_and_long_jobs_going_are_limited_naming_the_setting
 
 @pytest.mark.live
 def test_what_a_user_uploads_in_a_day_is_limited_naming_the_setting(gated):
-    url, _ = gated
+    url, _, _ = gated
     status, opener = login(url, "annotator", PASSWORDS["annotator"])
 
     def upload(size: int) -> tuple[int, str]:
@@ -621,7 +616,7 @@ def test_a_session_ends_for_good_when_its_user_is_removed_or_changed(tmp_path):
     path = tmp_path / "users.json"
     people = Users(path)
     people.add("ann", "ann-password-1", "viewer")
-    with _gated(path, ip_window=60.0) as (url, _):
+    with _gated(path, ip_window=60.0) as (url, _, _):
         status, old = login(url, "ann", "ann-password-1")
         assert status == 200 and _get(old, url + "/config") == 200
         people.remove("ann")
@@ -664,7 +659,7 @@ def test_the_login_page_names_no_endpoint_and_x_forwarded_for_is_not_trusted(
 
     monkeypatch.setenv("FORWARDED_ALLOW_IPS", "")  # restored after the test
     _trust_proxies([])  # no --trusted-proxy: none
-    with _gated(users_file, ip_window=60.0) as (url, door):
+    with _gated(users_file, ip_window=60.0) as (url, door, _):
         audited = []
         door.audit = audited.append
         with urllib.request.urlopen(url + "/", timeout=30) as answer:

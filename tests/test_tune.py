@@ -430,10 +430,16 @@ def test_the_command_line_tunes_a_collection_and_prints_the_report_as_json(tmp_p
 
 
 def test_the_service_runs_a_search_in_the_background_and_refuses_bad_input(explorer,
-                                                                           tmp_path):
+                                                                           tmp_path,
+                                                                           monkeypatch):
+    import threading
     import time
 
+    from engine.service.tune_jobs import TuneJob
     from tests.fakes import qa_file
+
+    release, work = threading.Event(), TuneJob.work  # the search waits until told to go
+    monkeypatch.setattr(TuneJob, "work", lambda job: (release.wait(60), work(job))[1])
 
     qa = qa_file(tmp_path / "qa.jsonl", n=6)
     tuning = explorer.tuning
@@ -445,6 +451,7 @@ def test_the_service_runs_a_search_in_the_background_and_refuses_bad_input(explo
     tune_id = tuning.tune(qa, ["echo"], trials=3, name="mine")
     with pytest.raises(ConfigError, match=f"Search {tune_id} is still running"):
         tuning.tune(qa, ["echo"], trials=3)
+    release.set()
     deadline = time.monotonic() + 60
     while tuning.tune_status(tune_id)["state"] == "running" and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -104,8 +104,10 @@ class BuildQueue:
     """The process's long builds: one runs at a time, shortest first; a short one pauses a
     long one instead of waiting for it."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock` (seconds) orders turns that arrive with one estimate and times pauses."""
         self._cond = threading.Condition()
+        self._clock = clock
         self._turns: list[Turn] = []  # every turn not done, in arrival order
 
     @contextmanager
@@ -114,7 +116,7 @@ class BuildQueue:
         """Wait for a turn for a build of about `seconds`, run the body, hand over.
         `on_wait(turn)` is called once if it has to wait; `cancelled` set while it waits
         gives the turn up (`Cancelled`)."""
-        turn = Turn(label, max(0.0, float(seconds)), queue=self)
+        turn = Turn(label, max(0.0, float(seconds)), arrived=self._clock(), queue=self)
         with self._cond:
             self._turns.append(turn)
             if not self._may_start(turn) and on_wait is not None:
@@ -154,13 +156,13 @@ class BuildQueue:
         if turn.short:
             return
         with self._cond:
-            began = time.monotonic()
+            began = self._clock()
             while any(t.short and t is not turn and t.state in ("running", "waiting")
                       for t in self._turns):
                 turn.state = "paused"
                 self._cond.wait(0.2)
             turn.state = "running"
-            turn.paused_seconds += time.monotonic() - began
+            turn.paused_seconds += self._clock() - began
 
     # --- what the status line says ----------------------------------------------------------
 

@@ -58,17 +58,19 @@ class Corpora:
     def __init__(self, default: Preparation, *, root: Path | None = None,
                  idle_seconds: float = IDLE_SECONDS,
                  in_use: Callable[[], set[str]] = set,
-                 preparing: Callable[..., Preparation] = Preparation) -> None:
+                 preparing: Callable[..., Preparation] = Preparation,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """`default` prepares the corpus the app started with; `root` is the folder a
         server-side path may be read from (default: the data directory); `in_use` names
         the corpora an evaluation runs over (never released); `preparing(spec, dense=,
-        load=)` makes another corpus's preparation."""
+        load=)` makes another corpus's preparation; `clock` (seconds) times their idling."""
         self.default = corpus_name(default.corpus_spec)
         self.startup = default  # the start-up corpus's preparation, always kept
         self.root = root or data_dir()
         self._idle, self._in_use, self._preparing = idle_seconds, in_use, preparing
+        self._clock = clock
         self._preparations: dict[str, Preparation] = {self.default: default}
-        self._used: dict[str, float] = {self.default: time.monotonic()}
+        self._used: dict[str, float] = {self.default: clock()}
         self._fingerprints: dict[str, str] = {}
         # corpora evaluations made here: name -> (base corpus, QA file, label)
         self._derived: dict[str, tuple[str, str, str]] = {}
@@ -121,7 +123,7 @@ class Corpora:
                 preparation = self._preparing(spec, dense=self._dense and derived is None,
                                               train=False, load=load).start()
                 self._preparations[name] = preparation
-            self._used[name] = time.monotonic()
+            self._used[name] = self._clock()
         if started:
             preparation.wait_quick(LOAD_WAIT_SECONDS)
         self.release_idle()
@@ -238,7 +240,7 @@ class Corpora:
             name = check_name(name, set(self.names()))
             self._preparations[name] = self._preparing(name, dense=self._dense, load=load,
                                                        train=False).start()
-            self._used[name] = time.monotonic()
+            self._used[name] = self._clock()
         logger.info("adding corpus %r from %s", name, original or path)
         return name
 
@@ -295,7 +297,7 @@ class Corpora:
 
     def release_idle(self) -> list[str]:
         """Unload corpora idle for longer than `idle_seconds`; returns their names."""
-        now, released = time.monotonic(), []
+        now, released = self._clock(), []
         with self._lock:
             busy = self._in_use()
             for name, preparation in list(self._preparations.items()):

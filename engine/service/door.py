@@ -178,13 +178,15 @@ def _done(result: object, ok: bool) -> None:
 class Door:
     """The roles' check for one process: `users` (None: no logins), `who` names the user of
     the request being served, `audit` receives admin actions and refusals, `limits` (None:
-    none) is each user's share."""
+    none) is each user's share, `clock` (seconds) times the lockout of a name."""
 
     def __init__(self, users: Users | None = None, *,
                  who: Callable[[], str | None] = _nobody,
                  audit: Callable[[Audited], None] | None = None,
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.users = users
+        self.clock = clock
         self.who = who
         self.audit = audit
         self.limits = limits
@@ -303,7 +305,7 @@ class Door:
             raise NotAllowed("Logins are off: start the app with --users FILE.")
         shown = name if NAME.match(str(name)) else repr(str(name))[:66]  # for the logs
         with self._lock:
-            now = time.monotonic()
+            now = self.clock()
             failures, last = self._failures.get(name, (0, 0.0))
             wait = last + LOCKOUT_SECONDS - now
             locked = failures >= MAX_FAILURES and wait > 0

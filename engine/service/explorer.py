@@ -25,6 +25,7 @@ Gradio callbacks only convert what it returns."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -68,13 +69,15 @@ class Explorer:
     def __init__(self, preparation: Preparation, store: SessionStore, *,
                  corpus_root: Path | None = None, idle_seconds: float = IDLE_SECONDS,
                  preparing: Callable[..., Preparation] = Preparation,
-                 tracing: Tracing | None = None, door: Door | None = None) -> None:
+                 tracing: Tracing | None = None, door: Door | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """`preparation` prepares the corpus the app starts with (the default of every
         request); `corpus_root` is the folder server-side corpus paths may be read from
         (default: the data directory); `preparing` prepares any other corpus
         (engine.service.corpora); `tracing` sends every run (Explore, Compare, re-answer,
         an evaluation's) to an OTLP collector as OpenInference spans; `door` checks roles
-        and limits, and names who made a run, label, judgment or evaluation."""
+        and limits, and names who made a run, label, judgment or evaluation; `clock`
+        (seconds) times how long a corpus has been idle."""
         self._door, self._audit = door or Door(), AuditLog(store)
         self._door.audit = self._door.audit or self._audit.record
         self._evaluation_store = JudgedEvaluations(store)  # measured by the latest judgments
@@ -83,7 +86,8 @@ class Explorer:
         self._jobs = EvaluationJobs(self._evaluation_store,
                                     sent=tracing.send if tracing is not None else None)
         self._corpora = Corpora(preparation, root=corpus_root, idle_seconds=idle_seconds,
-                                in_use=self._jobs.corpora_in_use, preparing=preparing)
+                                in_use=self._jobs.corpora_in_use, preparing=preparing,
+                                clock=clock)
         self._preparation = preparation
         self._annotation = Annotation(lambda name: self._corpora.preparation(name).corpus,
                                       store, self._corpora.loaded_preparations, self.door)
