@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Callable
 from http.cookies import SimpleCookie
 
+from app.tabs.base import PRIVATE
 from engine.errors import EngineError
 from engine.service.door import BUILDER, CLIENT_ADDRESS, Door
 
@@ -395,4 +396,4 @@ def wire_roles(demo, door: Door, line) -> None:
                 *(gr.update(value=name, interactive=False) for _ in boxes))
 
     demo.load(as_role, None, [line, *(c for c, _ in controls), *boxes],
-              api_visibility="private", show_progress="hidden")
+              **PRIVATE, show_progress="hidden")

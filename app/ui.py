@@ -28,7 +28,7 @@ from app.tabs import (
     sessions,
     sweep,
 )
-from app.tabs.base import Tab
+from app.tabs.base import PRIVATE, Tab
 from app.views.trace import esc
 from engine.paradigms.registry import PARADIGMS
 from engine.service.door import BUILDER, Door
@@ -112,10 +112,10 @@ def _built(explorer: Explorer) -> gr.Blocks:
                           elem_classes=["fe-status"]) as status:
             lines = gr.HTML(elem_id="fe-status-lines")
         demo.load(lambda: status_update(explorer), None, [status, lines],
-                  api_visibility="private", show_progress="hidden")
+                  **PRIVATE, show_progress="hidden")
         timer = gr.Timer(STATUS_SECONDS)
         timer.tick(lambda: (*status_update(explorer), gr.Timer(active=not explorer.ready())),
-                   None, [status, lines, timer], api_visibility="private",
+                   None, [status, lines, timer], **PRIVATE,
                    show_progress="hidden")
         shown: list[tuple[gr.Tab, Tab]] = []  # every tab, in order, as built
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.errors import refusing
-from app.tabs.base import Refresh, Tab
+from app.tabs.base import PRIVATE, Refresh, Tab
 from app.tabs.contents import contents
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
@@ -130,22 +130,21 @@ def build(explorer: Explorer) -> Tab:
                      elem_id="fe-pr")
     poll = gr.Timer(POLL_SECONDS, active=False)
 
-    private = {"api_visibility": "private"}
     outputs = [notice, pairs_state, current, asked, card, table]
     for trigger in (find.click, question.submit):
         trigger(partial(find_pairs, explorer), [question, picker.gold, strategy, k, corpus],
-                outputs, **private)
+                outputs, **PRIVATE)
     label_out = [notice, pairs_state, current, card, table, stored]
-    whose.input(partial(labels_view, explorer), whose, stored, **private)
+    whose.input(partial(labels_view, explorer), whose, stored, **PRIVATE)
     for button, value in ((yes, 1), (no, 0), (skip, None)):
         button.click(lambda p, a, q, w, v=value: label(explorer, v, p, a, q, w),
-                     [pairs_state, current, asked, annotator], label_out, **private)
-    export.click(partial(export_labels, explorer), None, download, **private)
-    upload.upload(partial(import_labels, explorer), upload, [notice, stored], **private)
+                     [pairs_state, current, asked, annotator], label_out, **PRIVATE)
+    export.click(partial(export_labels, explorer), None, download, **PRIVATE)
+    upload.upload(partial(import_labels, explorer), upload, [notice, stored], **PRIVATE)
     classifier_outputs = [info, versions, curves, poll]
-    retrain.click(partial(start_retrain, explorer), None, classifier_outputs, **private)
-    poll.tick(partial(refresh, explorer), None, classifier_outputs, **private)
-    activate.click(partial(make_active, explorer), versions, classifier_outputs, **private)
+    retrain.click(partial(start_retrain, explorer), None, classifier_outputs, **PRIVATE)
+    poll.tick(partial(refresh, explorer), None, classifier_outputs, **PRIVATE)
+    activate.click(partial(make_active, explorer), versions, classifier_outputs, **PRIVATE)
     return Tab(corpus=corpus, refresh=Refresh(
         lambda who: (*labels_listing(explorer, who), *refresh(explorer)),
         [stored, whose, *classifier_outputs], [whose]))

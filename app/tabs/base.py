@@ -29,7 +29,7 @@ class Refresh:
     def wire(self, trigger: Callable) -> None:
         """Bind to `trigger` (a gr.Tab's select, the page's load) as a private event: a
         public one would add a /lambda_N endpoint beside the named API (app.api)."""
-        event = trigger(self.fn, self.inputs, self.outputs, api_visibility="private")
+        event = trigger(self.fn, self.inputs, self.outputs, **PRIVATE)
         if self.then is not None:
             self.then.wire(event.then)
 

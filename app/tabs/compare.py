@@ -9,7 +9,7 @@ import gradio as gr
 
 from app.errors import refused_box
 from app.params import config_json, param_panels, show_panels
-from app.tabs.base import Tab
+from app.tabs.base import PRIVATE, Tab
 from app.tabs.contents import contents
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
@@ -134,12 +134,12 @@ def build(explorer: Explorer) -> Tab:
         yield view(traces, errors, "")
 
     chosen.change(lambda names: show_panels(params, names), chosen,
-                  list(params.groups.values()), api_visibility="private")
+                  list(params.groups.values()), **PRIVATE)
     presets.focus(lambda: gr.update(choices=[p.name for p in
                                              explorer.presets.list_presets()]),
-                  None, presets, api_visibility="private")
+                  None, presets, **PRIVATE)
     for trigger in (go.click, question.submit):
         trigger(compare, [question, picker.gold, chosen, presets, equal, budget, corpus,
                           *params.inputs()],
-                [notice, table, timing, finals], api_visibility="private")
+                [notice, table, timing, finals], **PRIVATE)
     return Tab(corpus=corpus)

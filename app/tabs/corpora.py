@@ -10,7 +10,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refused_box, refusing
-from app.tabs.base import Refresh, Tab, place_choice
+from app.tabs.base import PRIVATE, Refresh, Tab, place_choice
 from app.tabs.contents import contents
 from app.views.trace import esc
 from engine.data.ingest import SUFFIXES, megabytes
@@ -182,12 +182,12 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
     outputs = [message, table, timer, removable, *choices]
     serving = [ray, sharded, qdrant, collection, drop_unknown]
     add.click(lambda n, f, *c: added(n, f, True, *c), [name, upload, *serving, *shown],
-              [*outputs, watched], api_visibility="private")
+              [*outputs, watched], **PRIVATE)
     add_path.click(lambda n, p, *c: added(n, p, False, *c), [path_name, path, *serving, *shown],
-                   [*outputs, watched], api_visibility="private")
+                   [*outputs, watched], **PRIVATE)
     remove.click(partial(remove_asked, explorer), [removable, pending, *choices],
-                 [*outputs, pending], api_visibility="private")
-    timer.tick(ticked, [watched, *shown], [*outputs, watched], api_visibility="private")
+                 [*outputs, pending], **PRIVATE)
+    timer.tick(ticked, [watched, *shown], [*outputs, watched], **PRIVATE)
 
     def everything() -> tuple:  # the tab opened: the models too (not on every tick)
         return (*refreshed(explorer, [None] * len(shown)), models_table(explorer.models()))

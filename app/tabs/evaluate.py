@@ -25,7 +25,7 @@ import gradio as gr
 from app.downloads import download
 from app.errors import refused_box, refusing
 from app.params import ParamPanels, config_json, panel_values, param_panels, show_panels
-from app.tabs.base import Refresh, Tab, place_choice
+from app.tabs.base import PRIVATE, Refresh, Tab, place_choice
 from app.tabs.contents import contents, scroll_to
 from app.tabs.corpora import corpus_choice, uploaded_path
 from app.tabs.difference import paired_tables
@@ -278,7 +278,7 @@ def form(explorer: Explorer) -> Form:
                           info="saved paradigms with their options, each listed by its name",
                           elem_id="fe-eval-presets")
     presets.focus(lambda: gr.update(choices=[p.name for p in explorer.presets.list_presets()]),
-                  None, presets, api_visibility="private")
+                  None, presets, **PRIVATE)
     with gr.Row():
         name = gr.Textbox(label="Evaluation name (optional)", scale=2, elem_id="fe-eval-name")
         ray = place_choice("ray", "Ray", "fe-eval-ray", "none: in this process",
@@ -345,39 +345,38 @@ def build(explorer: Explorer, exploring: ExploreTab, tabs: gr.Tabs) -> Tab:
                        elem_id="fe-eval-file")
     message = gr.HTML(elem_id="fe-eval-message")
 
-    private = {"api_visibility": "private"}
     params = entry.params
     entry.paradigms.change(lambda names: show_panels(params, names), entry.paradigms,
-                           list(params.groups.values()), **private)
-    entry.upload.change(upload_notice, entry.upload, entry.dataset, **private)
+                           list(params.groups.values()), **PRIVATE)
+    entry.upload.change(upload_notice, entry.upload, entry.dataset, **PRIVATE)
     started = [progress, current, poll, confirm, *views, stored]
-    start.click(partial(begin, explorer, params, False), entry.inputs(), started, **private)
-    confirm.click(partial(begin, explorer, params, True), entry.inputs(), started, **private)
+    start.click(partial(begin, explorer, params, False), entry.inputs(), started, **PRIVATE)
+    confirm.click(partial(begin, explorer, params, True), entry.inputs(), started, **PRIVATE)
     buttons = [resume, remove]
     shown = partial(actions, explorer)
     poll.tick(partial(follow, explorer), current, [progress, poll, *views, stored],
-              **private).then(shown, current, buttons, **private)
+              **PRIVATE).then(shown, current, buttons, **PRIVATE)
     # in the progress line, which the next poll replaces with how the evaluation ended
-    cancel.click(partial(stop, explorer), current, progress, **private)
+    cancel.click(partial(stop, explorer), current, progress, **PRIVATE)
     # Open and Compare two are under the list, what they show at the top: it is brought up
     reopen.click(partial(open_one, explorer), ids, [progress, current, *views],
-                 **private).then(shown, current, buttons, **private).then(
-        partial(restore_form, explorer, entry), current, entry.restored(), **private).then(
-        None, js=scroll_to("fe-eval-progress"), **private)
-    resume.click(partial(resume_one, explorer), current, [progress, poll, *buttons], **private)
+                 **PRIVATE).then(shown, current, buttons, **PRIVATE).then(
+        partial(restore_form, explorer, entry), current, entry.restored(), **PRIVATE).then(
+        None, js=scroll_to("fe-eval-progress"), **PRIVATE)
+    resume.click(partial(resume_one, explorer), current, [progress, poll, *buttons], **PRIVATE)
     pending = gr.State(None)  # the evaluation a first Remove click asked to confirm
     remove.click(partial(remove_one, explorer), [current, pending],
-                 [progress, current, pending, *buttons, *views, stored], **private)
-    compare.click(partial(compare_two, explorer), ids, views[:3], **private).then(
-        None, js=scroll_to("fe-eval-table"), **private)
-    export.click(partial(export_one, explorer), [ids, fmt], [download, message], **private)
+                 [progress, current, pending, *buttons, *views, stored], **PRIVATE)
+    compare.click(partial(compare_two, explorer), ids, views[:3], **PRIVATE).then(
+        None, js=scroll_to("fe-eval-table"), **PRIVATE)
+    export.click(partial(export_one, explorer), [ids, fmt], [download, message], **PRIVATE)
     opened = exploring.opened(tabs)
 
     def open_row(evaluation_id, evt: gr.SelectData):
         return open_evaluation_run(explorer, len(opened), evaluation_id, evt.row_value)
 
-    views[3].select(open_row, current, opened, **private)
-    stored.select(pick, ids, ids, **private)
+    views[3].select(open_row, current, opened, **PRIVATE)
+    stored.select(pick, ids, ids, **PRIVATE)
     return Tab(corpus=entry.corpus, refresh=Refresh(lambda: listing(explorer), [stored]),
                on_load=True)
 

@@ -11,7 +11,7 @@ import gradio as gr
 from app.errors import refused_box, refusing
 from app.params import config_json, panel_values, param_panels, show_panels
 from app.tabs import reanswer
-from app.tabs.base import Tab
+from app.tabs.base import PRIVATE, Tab
 from app.tabs.contents import contents
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import question_picker, target
@@ -116,33 +116,32 @@ def build(explorer: Explorer) -> ExploreTab:
                trace_state]
     inputs = [question, picker.gold, paradigm, heat_by, corpus, preset, *params.inputs()]
     run_outputs = [*outputs, build_run, save_name, save_notes, saved]
-    private = {"api_visibility": "private"}
     for trigger in (run.click, question.submit, build_run.click):
         # in the browser at once, before the server takes the run (under load it waited
         # ~20 s with the last run's answer on screen): the last run's views go and the
         # notice says a run is under way
-        trigger(None, paradigm, outputs[:-1], js=RUNNING_JS, **private)
+        trigger(None, paradigm, outputs[:-1], js=RUNNING_JS, **PRIVATE)
     # Gradio's queue place and seconds beside the notice only, not a veil over every view
     progress = {"show_progress": "minimal", "show_progress_on": notice}
     for trigger in (run.click, question.submit):
-        trigger(partial(ask, explorer, params.keys(), False), inputs, run_outputs, **private,
+        trigger(partial(ask, explorer, params.keys(), False), inputs, run_outputs, **PRIVATE,
                 **progress)
-        trigger(lambda: ATTRIBUTE_HINT, None, attributed, **private)  # the last run's
+        trigger(lambda: ATTRIBUTE_HINT, None, attributed, **PRIVATE)  # the last run's
     build_run.click(partial(ask, explorer, params.keys(), True), inputs, run_outputs,
-                    **private, **progress)
+                    **PRIVATE, **progress)
     paradigm.change(lambda name: show_panels(params, name), paradigm,
-                    list(params.groups.values()), **private)
+                    list(params.groups.values()), **PRIVATE)
     # a preset picked sets the paradigm and every option as saved; another paradigm picked
     # by hand leaves the preset (its options typed over a preset stay the preset's run)
-    preset.focus(partial(preset_choices, explorer), None, preset, **private)
+    preset.focus(partial(preset_choices, explorer), None, preset, **PRIVATE)
     preset.input(partial(picked_preset, explorer, params), preset,
-                 [paradigm, corpus, *params.inputs()], **private)
-    paradigm.input(lambda: NO_PRESET, None, preset, **private)
-    heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, **private)
+                 [paradigm, corpus, *params.inputs()], **PRIVATE)
+    paradigm.input(lambda: NO_PRESET, None, preset, **PRIVATE)
+    heat_by.change(redraw_heatmap, [trace_state, heat_by], heatmap, **PRIVATE)
     attribute.click(partial(attribute_run, explorer), [trace_state, heat_by],
-                    [attributed, heatmap, tables, trace_state], **private)
+                    [attributed, heatmap, tables, trace_state], **PRIVATE)
     save.click(partial(save_current, explorer), [trace_state, save_name, save_notes],
-               [saved, save_name, save_notes], **private)
+               [saved, save_name, save_notes], **PRIVATE)
     return ExploreTab(corpus=corpus, question=question, paradigm=paradigm, views=outputs)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from app.errors import raising_refusals
+from app.tabs.base import PRIVATE
 from app.views.annotation import SET_ASIDE, trains_note
 from app.views.trace import esc
 from engine.data.corpus import grown_name
@@ -66,7 +67,7 @@ class QuestionPicker:
 
         for event in (self.picked.change, corpus.change):
             event(note, [self.dataset, self.picked, corpus], self.gold_info,
-                  api_visibility="private")
+                  **PRIVATE)
 
 
 def corpus_follows(explorer: Explorer, dataset: gr.Dropdown, corpus: gr.Dropdown,
@@ -85,8 +86,8 @@ def corpus_follows(explorer: Explorer, dataset: gr.Dropdown, corpus: gr.Dropdown
         # listed anew: a question set made after the page was drawn is not among its choices
         return gr.skip() if own is None else dataset_choices(explorer, order=order, value=own)
 
-    dataset.change(judged_over, dataset, corpus, api_visibility="private", queue=False)
-    corpus.change(questions_of, [corpus, dataset], dataset, api_visibility="private",
+    dataset.change(judged_over, dataset, corpus, **PRIVATE, queue=False)
+    corpus.change(questions_of, [corpus, dataset], dataset, **PRIVATE,
                   queue=False)
 
 
@@ -168,7 +169,7 @@ def dataset_dropdown(explorer: Explorer, label: str, first: bool = False,
     dropdown = gr.Dropdown(update["choices"], value=update.get("value"), label=label,
                            info=update["info"], **kwargs)
     dropdown.focus(lambda: dataset_choices(explorer, order=order), None, dropdown,
-                   api_visibility="private", queue=False)
+                   **PRIVATE, queue=False)
     return dropdown
 
 
@@ -271,10 +272,10 @@ def question_picker(explorer: Explorer, prefix: str,
             return gr.skip(), gr.skip(), gr.skip()
         return None, None, ""
 
-    dataset.change(load_dataset, dataset, [picked, trains], api_visibility="private")
-    picked.change(pick, [dataset, picked], [question, gold], api_visibility="private")
+    dataset.change(load_dataset, dataset, [picked, trains], **PRIVATE)
+    picked.change(pick, [dataset, picked], [question, gold], **PRIVATE)
     question.input(typed, [question, gold], [picked, gold, gold_info],
-                   api_visibility="private")
+                   **PRIVATE)
     # the gold note: QuestionPicker.follow, once the tab's corpus choice is built
     return QuestionPicker(question, gold, extra, dataset, picked, gold_info,
                           labelling_order if labelling else None)

@@ -13,6 +13,7 @@ from functools import partial
 import gradio as gr
 
 from app.errors import refusing
+from app.tabs.base import PRIVATE
 from app.tabs.picker import shorten
 from app.views import heatmap
 from app.views.trace import error_box, esc
@@ -102,8 +103,7 @@ def build(explorer: Explorer, trace_state: gr.State) -> None:
             keep_it = gr.Button("Save the re-answered run", scale=1, elem_id="fe-reanswer-save")
         saved = gr.HTML(elem_id="fe-reanswer-saved")
     again = gr.State("")
-    private = {"api_visibility": "private"}
-    trace_state.change(choices, trace_state, [keep, add, oracle, panel], **private)
+    trace_state.change(choices, trace_state, [keep, add, oracle, panel], **PRIVATE)
     go.click(partial(reanswer, explorer), [trace_state, keep, add, oracle],
-             [answers, before, after, again], **private)
-    keep_it.click(partial(save, explorer), [again, name], saved, **private)
+             [answers, before, after, again], **PRIVATE)
+    keep_it.click(partial(save, explorer), [again, name], saved, **PRIVATE)

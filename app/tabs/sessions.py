@@ -10,7 +10,7 @@ import gradio as gr
 
 from app.downloads import download
 from app.errors import refusing
-from app.tabs.base import Refresh, Tab
+from app.tabs.base import PRIVATE, Refresh, Tab
 from app.tabs.contents import contents, scroll_to
 from app.tabs.explore import trace_views
 from app.views import figures
@@ -171,21 +171,21 @@ def build(explorer: Explorer) -> Tab:
         return pick_id(current, evt.row_value[0]) if evt.row_value else current
 
     views = [message, banner, answer, funnel_plot, waterfall_plot, heatmap, tables]
-    refresh.click(partial(listing, explorer), whose, [table, whose], api_visibility="private")
-    whose.input(partial(rows, explorer), whose, table, api_visibility="private")
-    table.select(select_row, ids, ids, api_visibility="private")
+    refresh.click(partial(listing, explorer), whose, [table, whose], **PRIVATE)
+    whose.input(partial(rows, explorer), whose, table, **PRIVATE)
+    table.select(select_row, ids, ids, **PRIVATE)
     for button, show in ((open_, open_run), (compare, compare_runs)):  # shown under the list
-        button.click(partial(show, explorer), ids, views, api_visibility="private").then(
-            None, js=scroll_to("fe-session-message"), api_visibility="private")
+        button.click(partial(show, explorer), ids, views, **PRIVATE).then(
+            None, js=scroll_to("fe-session-message"), **PRIVATE)
     pending = gr.State(None)  # the ids a first Delete click asked to confirm
     delete.click(partial(delete_runs, explorer), [ids, pending, whose],
-                 [message, table, pending], api_visibility="private")
+                 [message, table, pending], **PRIVATE)
     export_button.click(partial(export_runs, explorer), [fmt, ids], [download, message],
-                        api_visibility="private")
+                        **PRIVATE)
     audit_show.click(partial(audit_table, explorer), audit_whose, audit,
-                     api_visibility="private")
+                     **PRIVATE)
     import_button.click(partial(import_pipeline, explorer), [uploads, dataset, label, whose],
-                        [message, table, uploads], api_visibility="private")
+                        [message, table, uploads], **PRIVATE)
     return Tab(refresh=Refresh(partial(listing, explorer), [table, whose], [whose]),
                on_load=True)
 

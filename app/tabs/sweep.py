@@ -17,7 +17,7 @@ import gradio as gr
 
 from app.errors import refused_box, refusing
 from app.tabs import tune
-from app.tabs.base import Tab
+from app.tabs.base import PRIVATE, Tab
 from app.tabs.corpora import corpus_choice
 from app.tabs.picker import corpus_follows, dataset_dropdown
 from app.tabs.sessions import parse_ids
@@ -200,18 +200,17 @@ def _grid(explorer: Explorer) -> gr.Dropdown:
     table = gr.Dataframe(headers=frontier_columns("AR@4"), interactive=False, max_height=360,
                          elem_id="fe-sweep-table")
 
-    private = {"api_visibility": "private"}
     paradigm.change(option_choices, paradigm, [first, first_values, second, second_values],
-                    **private)
+                    **PRIVATE)
     form = [dataset, n, sample, seed, paradigm, first, first_values, second, second_values,
             retrieval_only, others, title, corpus]
     started = [progress, current, poll, confirm, ids]
-    start.click(partial(begin, explorer, False), form, started, **private)
-    confirm.click(partial(begin, explorer, True), form, started, **private)
+    start.click(partial(begin, explorer, False), form, started, **PRIVATE)
+    confirm.click(partial(begin, explorer, True), form, started, **PRIVATE)
     drawn = [message, plot, table, metric]
     poll.tick(partial(follow, explorer), [current, metric], [progress, poll, *drawn],
-              **private)
+              **PRIVATE)
     # .input, not .change: the picker set to the measure drawn does not draw again
     for event in (show.click, ids.submit, metric.input):
-        event(partial(frontier, explorer), [ids, metric], drawn, **private)
+        event(partial(frontier, explorer), [ids, metric], drawn, **PRIVATE)
     return corpus
