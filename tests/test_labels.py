@@ -335,7 +335,7 @@ def test_a_retrain_waits_for_the_first_start_training_and_improves_on_it(
     assert job["waiting_for"].startswith("the first-start training of this classifier")
     assert "task train classifier: training 3/10" in job["waiting_for"]
     release.set()
-    annotation.job.thread.join(20)
+    annotation.retraining.wait(20)
     status = annotation.status()
     job = status["retrain"]
     assert (job["state"], job["before"], job["after"]) == ("done", "first", "retrained")
@@ -410,7 +410,7 @@ def test_a_retrain_takes_its_turn_in_the_build_queue_and_says_its_place(
     assert ("it starts when the builds before it end (how long they take is not known "
             "yet), then takes about 13 min of training") in classifier_html(annotation.status())
     release.set()
-    annotation.job.thread.join(20)
+    annotation.retraining.wait(20)
     assert annotation.status()["retrain"]["state"] == "done"
     preparation.wait(5)
 
@@ -453,5 +453,5 @@ def test_a_short_build_pauses_a_running_retrain_which_says_so(tiny_corpus, tmp_p
     small_done.set()
     _wait_until(lambda: len(steps) > paused_at)
     trained.set()
-    annotation.job.thread.join(20)
+    annotation.retraining.wait(20)
     assert annotation.status()["retrain"]["state"] == "done"

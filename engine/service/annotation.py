@@ -3,7 +3,7 @@
 `Annotation` turns a DR-RAG run into the pairs its classifier judged (disagreements with
 the gold or a stored label first, then the least certain), stores a user's labels in the
 sessions database, and retrains the classifier on the training pairs plus the labels in a
-background thread with progress.
+background job with progress (`Retraining`, an engine.service.background.BackgroundJob).
 
 A retrain first waits, saying what for: the first-start training of this classifier if that
 is under way (the version a retrain improves on and is compared with), then its turn in the
@@ -24,8 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from engine.documents import Corpus, Question
-from engine.errors import ConfigError, EngineError, log_failure
+from engine.errors import ConfigError, EngineError
 from engine.judging.agreement import Agreement, pairwise
+from engine.service.background import FAILED, BackgroundJob
 from engine.service.door import Door
 from engine.service.retrain_job import (
     FIRST_TRAINING,
@@ -143,7 +144,8 @@ class Annotation:
         self._door = door or Door()
         self._preparations = preparations
         self.labels = LabelStore(store)
-        self.job = recorded_job()
+        self.job = recorded_job()  # the last retrain's record; its thread, once started:
+        self.retraining: Retraining | None = None
         self._lock = threading.Lock()
 
     def corpus(self, name: str = "") -> Corpus:
@@ -231,11 +233,9 @@ class Annotation:
             self.job.first_training = self._first_training()
             self.job.own = timed(self.job.first_training)
             record(self.job)
-            self.job.thread = threading.Thread(target=self._retrain_as_set_up,
-                                               args=(self.job,), name="retrain", daemon=True)
-            self.job.thread.start()
+            self.retraining = Retraining(self, self.job).start()
         if wait:
-            self.job.thread.join()
+            self.retraining.wait()
         return self.status()
 
     def _training_input(self, version: str) -> tuple:
@@ -263,35 +263,20 @@ class Annotation:
                 "questions count), then retrain.")
         return usable, set_aside
 
-    def _retrain_as_set_up(self, job: RetrainJob) -> None:
-        """A retrain follows the active version's stored recipe (its base model among it):
-        the operator's set-up, resolved as such (engine.allowed), not a request's."""
-        from engine import allowed
-
-        with allowed.operator_work():
-            self._retrain(job)
-
     def _retrain(self, job: RetrainJob) -> None:
+        """Wait for the first-start training, then for a turn among the long builds, then
+        train (Retraining's work)."""
         from engine.service.builds import BUILDS
 
         def waits(turn) -> None:
             job.turn = turn
 
-        try:
-            self._wait_for_first_training(job)
-            with BUILDS.turn(f"retraining DR-RAG's selection classifier with {job.labels} "
-                             "labels", job.own_seconds(), on_wait=waits) as turn:
-                job.turn, turn.left = turn, job.seconds_left
-                job.waited = time.monotonic() - job.queued
-                self._train(job, turn.progress(job.report))
-        except Exception as err:  # noqa: BLE001 - shown in the Annotate tab
-            log_failure(logger, "retraining the classifier", err)
-            job.state, job.error = "failed", str(err)
-        job.seconds = time.monotonic() - job.started if job.started else 0.0
-        job.phase, job.turn = "", None
-        if job.state != "failed":
-            job.state = "done"  # last: whoever sees "done" sees everything else
-        record(job)
+        self._wait_for_first_training(job)
+        with BUILDS.turn(f"retraining DR-RAG's selection classifier with {job.labels} "
+                         "labels", job.own_seconds(), on_wait=waits) as turn:
+            job.turn, turn.left = turn, job.seconds_left
+            job.waited = time.monotonic() - job.queued
+            self._train(job, turn.progress(job.report))
 
     def _wait_for_first_training(self, job: RetrainJob) -> None:
         """Block while the first-start training of this classifier is under way: the
@@ -384,3 +369,35 @@ def _recipe(version: str):
     if report.get("version") != CLASSIFIER_VERSION:
         return None
     return ClassifierConfig(**report["config"])
+
+
+class Retraining(BackgroundJob):
+    """A retrain's thread (engine.service.background): its work is `Annotation._retrain`,
+    run as the operator's (a retrain follows the active version's stored recipe, its base
+    model among it: the operator's set-up, resolved as such by engine.allowed, not a
+    request's); its end is written into the retrain's record, `job`."""
+
+    kind = "retrain"
+
+    def __init__(self, annotation: Annotation, job: RetrainJob) -> None:
+        super().__init__(0)
+        self.annotation, self.job = annotation, job
+
+    @property
+    def label(self) -> str:
+        return "retraining the classifier"
+
+    def work(self) -> None:
+        from engine import allowed
+
+        with allowed.operator_work():
+            self.annotation._retrain(self.job)
+
+    def finish(self) -> None:
+        job = self.job
+        job.seconds = time.monotonic() - job.started if job.started else 0.0
+        job.phase, job.turn = "", None
+        if self.state == FAILED:
+            job.error = self.error
+        job.state = "failed" if self.state == FAILED else "done"  # last: "done" says all
+        record(job)

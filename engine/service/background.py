@@ -1,4 +1,5 @@
-"""A long job in the background: its lifecycle once, for evaluations and tuning searches.
+"""A long job in the background: its lifecycle once, for evaluations, tuning searches and
+the classifier's retrain (engine.service.annotation.Retraining).
 
 A `BackgroundJob` runs its `work()` in a thread of its own (`start()`) or in the calling one
 (`run()`: the command line), can be cancelled (`cancel()`: the work stops at its next

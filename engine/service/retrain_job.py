@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +53,6 @@ class RetrainJob(Paced):
     turn: Any = field(default=None, repr=False)  # its Turn in BUILDS, once it asked
     paced_from: tuple[float, int] | None = None  # (when, done) of its first progress
     paused_at_pace: float = 0.0  # its turn's paused seconds when the pace began
-    thread: threading.Thread | None = field(default=None, repr=False)
 
     def waiting_for(self) -> str:
         """What it waits for now, as a phrase ("" once it runs)."""
