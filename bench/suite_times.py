@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-MARKERS = ("slow", "live", "browser", "server", "training")
+MARKERS = ("slow", "live", "browser", "server", "training", "docs")
 OUT = "SUITE_TIMES_OUT"
 
 

@@ -12,7 +12,7 @@ from engine.documents import Corpus, Document
 # where browser tests leave their screenshots (docs/shots.py crops the docs' pictures from them)
 ARTIFACTS = Path(os.environ.get("FUNNEL_ARTIFACTS",
                                 Path(__file__).resolve().parent.parent / "test-artifacts"))
-END_TO_END = ("live", "browser", "server", "training")
+END_TO_END = ("live", "browser", "server", "training", "docs")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -28,7 +28,7 @@ from tests.fakes import qa_file, seeded_app
 from tests.test_browser_analysis import QUESTION, shaped, shaped_run
 from tests.test_diagnose_tab import flat_run, funnel_run, store_evaluation
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.docs]  # the docs' pages: .ci/run runs them
 VIEWPORT = {"width": 1400, "height": 900}
 # a view's page: the app's title, status and tabs, the evaluation picked, then one view
 # (the outcomes' bars and questions, the longest here, come to 1,182 px)
