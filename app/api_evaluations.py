@@ -44,7 +44,7 @@ def evaluation_api(explorer: Explorer) -> None:
     def evaluation_status(evaluation_id: int) -> str:
         """{id, state, done, total, seconds, seconds_left, error, means, partial} as JSON
         (partial: it ended before every question ran; its means are of those stored)."""
-        return json.dumps(explorer.evaluation_status(evaluation_id))
+        return json.dumps(explorer.evaluation_status(evaluation_id).asdict())
 
     def resume_evaluation(evaluation_id: int) -> int:
         """Go on with a stored evaluation that ended before every question ran

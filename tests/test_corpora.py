@@ -516,9 +516,9 @@ def test_a_question_set_s_evaluation_reads_its_latest_grades_in_the_process_that
     explorer.judging.add_questions("mine", "support", text="Who painted La Grande Jatte?\n")
     evaluation = explorer.evaluate("mine (support)", ["echo"])
     explorer.wait_for_evaluation(evaluation, 30)
-    assert "nDCG@10@overlap" not in explorer.evaluation_status(evaluation)["means"]["echo"]
+    assert "nDCG@10@overlap" not in explorer.evaluation_status(evaluation).means["echo"]
     pool, _ = explorer.judging.pool_evaluation(evaluation, 2)
     unit, _, _ = explorer.judging.to_judge(pool, "ann")
     explorer.judging.judge(pool, unit.question_id, unit.document_id, 3, "ann")
-    means = explorer.evaluation_status(evaluation)["means"]["echo"]
+    means = explorer.evaluation_status(evaluation).means["echo"]
     assert means["nDCG@10@overlap"] > 0

@@ -39,8 +39,8 @@ def test_a_job_stores_every_question_and_its_summary(evaluations, tiny_corpus, e
     job = EvaluationJob(evaluations, tiny_corpus, _request(name="toy run")).start()
     job.wait(60)
     status = job.status()
-    assert (status["state"], status["done"], status["total"]) == ("done", 3, 3)
-    assert status["seconds_left"] == 0 and status["means"]["echo"]["questions"] == 3
+    assert (status.state, status.done, status.total) == ("done", 3, 3)
+    assert status.seconds_left == 0 and status.means["echo"]["questions"] == 3
     stored = evaluations.get(job.id)
     assert (stored.state, stored.done, stored.name) == ("done", 3, "toy run")
     assert stored.configs == {"echo": {"k": 1, "voice": "plain"}}
@@ -54,9 +54,9 @@ def test_a_finished_evaluation_reports_the_time_it_took_not_the_time_since(evalu
     """Reopened minutes later, "5 of 5 questions in 54 s" must not become "in 248 s"."""
     job = EvaluationJob(evaluations, tiny_corpus, _request()).start()
     job.wait(60)
-    took = job.status()["seconds"]
+    took = job.status().seconds
     time.sleep(1.2)
-    assert job.status()["seconds"] == took
+    assert job.status().seconds == took
     stored = evaluations.get(job.id)
     assert stored.seconds is not None and stored.seconds <= took + 1.0
     time.sleep(1.2)
@@ -75,7 +75,7 @@ def test_cancel_stops_after_the_question_in_flight(evaluations, tiny_corpus, ech
     job = EvaluationJob(evaluations, tiny_corpus, _request())
     job.cancel()  # before it starts: nothing runs, the evaluation is kept as cancelled
     job.run()
-    assert job.status()["state"] == "cancelled" and evaluations.get(job.id).done == 0
+    assert job.status().state == "cancelled" and evaluations.get(job.id).done == 0
 
 
 def test_a_failing_question_is_stored_as_failed_and_the_others_go_on(evaluations,
@@ -135,10 +135,11 @@ def test_a_bad_config_is_refused_before_anything_is_stored(evaluations, tiny_cor
 
 def test_the_status_line_counts_failed_runs_and_questions_not_run():
     from app.views.evaluation import progress_html
+    from engine.service.evaluation_jobs import EvaluationStatus
 
-    line = progress_html({"id": 4, "state": "cancelled", "done": 3, "total": 5,
-                          "seconds": 9.0, "means": {"echo": {"questions": 3, "failed": 1},
-                                                    "flat": {"questions": 3,
-                                                             "no candidates": 2}}})
+    line = progress_html(EvaluationStatus(
+        id=4, state="cancelled", done=3, total=5, seconds=9.0,
+        means={"echo": {"questions": 3, "failed": 1}, "flat": {"questions": 3,
+                                                           "no candidates": 2}}))
     assert ("3 of 5 questions in 9 s; 1 run failed; 2 runs found no candidates; "
             "2 questions not run") in line

@@ -167,7 +167,7 @@ questions = tuple(Question(f"q{i}", "Who painted A Sunday Afternoon?",
 job = EvaluationJob(store, corpus, EvaluationRequest("toy", questions, ("echo",),
                                                      {"echo": {}})).start()
 while True:
-    print(job.status()["done"], flush=True)
+    print(job.status().done, flush=True)
     time.sleep(0.1)
 """
 
@@ -189,9 +189,9 @@ def test_an_evaluation_killed_midway_keeps_its_questions_and_says_it_was_interru
     assert stored.state == "interrupted" and 3 <= stored.done < 200
     assert len(explorer.evaluation_rows(stored.id)) == stored.done  # every finished question
     status = explorer.evaluation_status(stored.id)
-    assert "interrupted" in status["error"]
-    assert "resume it to run the questions it lacks" in status["error"]
-    assert f"{stored.done} of 200 questions" in status["error"]
+    assert "interrupted" in status.error
+    assert "resume it to run the questions it lacks" in status.error
+    assert f"{stored.done} of 200 questions" in status.error
     store.close()
 
 

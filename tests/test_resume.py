@@ -15,9 +15,9 @@ from tests.fakes import qa_file
 def test_an_interrupted_evaluation_shows_its_stored_questions_as_partial(interrupted):
     explorer, evaluation, _ = interrupted
     status = explorer.evaluation_status(evaluation)
-    assert (status["state"], status["done"], status["total"]) == ("interrupted", 2, 5)
-    assert status["partial"] and status["means"]["echo"]["questions"] == 2
-    assert "resume it to run the questions it lacks, or remove it" in status["error"]
+    assert (status.state, status.done, status.total) == ("interrupted", 2, 5)
+    assert status.partial and status.means["echo"]["questions"] == 2
+    assert "resume it to run the questions it lacks, or remove it" in status.error
 
 
 def test_resume_runs_only_the_questions_it_lacks_with_the_same_configs(interrupted):
@@ -27,8 +27,8 @@ def test_resume_runs_only_the_questions_it_lacks_with_the_same_configs(interrupt
     explorer.wait_for_evaluation(evaluation, 60)
     assert asked == ["q0", "q1", "q2", "q3", "q4"]  # q0 and q1 were not asked again
     status = explorer.evaluation_status(evaluation)
-    assert (status["state"], status["done"], status["total"]) == ("done", 5, 5)
-    assert not status["partial"] and status["means"]["echo"]["questions"] == 5
+    assert (status.state, status.done, status.total) == ("done", 5, 5)
+    assert not status.partial and status.means["echo"]["questions"] == 5
     stored = explorer.evaluation(evaluation)
     assert (stored.configs, stored.corpus_fingerprint, stored.name) == (
         before.configs, before.corpus_fingerprint, "five")

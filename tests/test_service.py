@@ -227,8 +227,8 @@ def test_an_evaluation_runs_in_the_background_one_at_a_time(explorer, tmp_path):
     evaluation_id = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, limit=2)
     explorer.wait_for_evaluation(evaluation_id, 30)
     status = explorer.evaluation_status(evaluation_id)
-    assert (status["state"], status["done"], status["total"]) == ("done", 2, 2)
-    assert status["means"]["echo"]["EM"] == 1.0
+    assert (status.state, status.done, status.total) == ("done", 2, 2)
+    assert status.means["echo"]["EM"] == 1.0
     stored = explorer.evaluation(evaluation_id)
     assert stored.corpus == "tiny" and stored.dataset == qa
 
@@ -267,7 +267,7 @@ def test_a_long_build_waits_for_a_confirmation_and_is_prepared_before_the_first_
     assert built == [1]
     confirmed = explorer.evaluate(qa, ["echo"], {"echo": {"k": 3}}, limit=1, build=True)
     explorer.wait_for_evaluation(confirmed, 30)
-    assert built == [1, 3] and explorer.evaluation_status(confirmed)["state"] == "done"
+    assert built == [1, 3] and explorer.evaluation_status(confirmed).state == "done"
 
 
 def test_a_corpus_s_own_progress_leaves_out_the_models_of_the_whole_process():

@@ -48,6 +48,7 @@ from engine.data.ingest import shown_as
 from engine.errors import EngineError
 from engine.eval.exports import FILE_FORMATS
 from engine.paradigms.registry import PARADIGMS
+from engine.service.evaluation_jobs import EvaluationStatus
 from engine.service.explorer import Explorer
 from engine.service.long_builds import BuildNeeded
 from engine.store.evaluations import RESUMABLE
@@ -64,17 +65,17 @@ def listing(explorer: Explorer) -> list[list]:
             for e in explorer.evaluations()]
 
 
-def results(explorer: Explorer, status: dict) -> tuple:
+def results(explorer: Explorer, status: EvaluationStatus) -> tuple:
     """(table, recall plot, latency plot, per-question rows) of an evaluation, from its
     status: a running one's means so far, or a stored one's summary; one that ended before
     every question ran (interrupted, cancelled, failed) marked partial above its table and
     in its plots' titles."""
-    summary = status["means"]
-    note = (f"partial: {status['done']} of {status['total']} questions "
-            f"({status['state']})" if status.get("partial") else "")
+    summary = status.means
+    note = (f"partial: {status.done} of {status.total} questions "
+            f"({status.state})" if status.partial else "")
     return (partial_note(status) + paper_table(summary), recall_at_k_figure(summary, note),
             recall_latency_figure(summary, note),
-            question_rows(explorer.evaluation_rows(status["id"])))
+            question_rows(explorer.evaluation_rows(status.id)))
 
 
 def actions(explorer: Explorer, evaluation_id) -> tuple:
@@ -86,9 +87,9 @@ def actions(explorer: Explorer, evaluation_id) -> tuple:
         status = explorer.evaluation_status(evaluation_id)
     except EngineError:  # removed meanwhile
         return gr.Button(visible=False), gr.Button(visible=False)
-    ended = status["state"] != "running"
-    return (gr.Button(visible=ended and status["state"] in RESUMABLE
-                      and not status.get("imported")), gr.Button(visible=ended))
+    ended = status.state != "running"
+    return (gr.Button(visible=ended and status.state in RESUMABLE and not status.imported),
+            gr.Button(visible=ended))
 
 
 def resume_one(explorer: Explorer, evaluation_id) -> tuple:
@@ -163,7 +164,7 @@ def follow(explorer: Explorer, evaluation_id) -> tuple:
     if evaluation_id is None:
         return gr.skip(), gr.Timer(active=False), *(gr.skip(),) * 5
     status = explorer.evaluation_status(evaluation_id)
-    return (progress_html(status), gr.Timer(active=status["state"] == "running"),
+    return (progress_html(status), gr.Timer(active=status.state == "running"),
             *results(explorer, status), listing(explorer))
 
 

@@ -59,7 +59,7 @@ def follow_ceilings(explorer: Explorer, ceiling_id) -> tuple:
     """(table, plot, ceiling evaluation id, poll timer: on while it runs)."""
     if ceiling_id is None:
         return gr.skip(), gr.skip(), gr.skip(), gr.Timer(active=False)
-    state = explorer.evaluation_status(ceiling_id)["state"]
+    state = explorer.evaluation_status(ceiling_id).state
     running = state == "running"
     if not explorer.evaluation_rows(ceiling_id):
         return (f"<div class='fe-progress'>Ceiling evaluation {ceiling_id} is {state}; no "

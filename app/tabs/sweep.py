@@ -110,7 +110,7 @@ def frontier(explorer: Explorer, ids_text, metric) -> tuple:
     ids = parse_ids(ids_text, "evaluation")
     summaries = {}
     for evaluation_id in ids:
-        means = explorer.evaluation_status(evaluation_id)["means"]
+        means = explorer.evaluation_status(evaluation_id).means
         summaries.update({(label if len(ids) == 1 else f"{label} ({evaluation_id})"): s
                           for label, s in means.items()})
     metric = metric or "AR@4"
@@ -134,7 +134,7 @@ def follow(explorer: Explorer, evaluation_id, metric) -> tuple:
     if evaluation_id is None:
         return gr.skip(), gr.Timer(active=False), *(gr.skip(),) * 4
     status = explorer.evaluation_status(evaluation_id)
-    return (progress_html(status), gr.Timer(active=status["state"] == "running"),
+    return (progress_html(status), gr.Timer(active=status.state == "running"),
             *frontier(explorer, str(evaluation_id), metric))
 
 

@@ -16,6 +16,7 @@ from app.views.labels import final_cut, gold_documents
 from app.views.trace import esc
 from engine.eval.paired import question_values
 from engine.metrics import IR_MEASURES, JUDGED_MEASURES, at_stage, measure_of
+from engine.service.evaluation_jobs import EvaluationStatus
 from engine.service.labelled import PREFIX as LABELLED
 
 KS = (1, 2, 3, 4)
@@ -306,40 +307,40 @@ def recall_latency_figure(summary: dict[str, dict], note: str = "") -> go.Figure
     return fig
 
 
-def progress_html(status: dict) -> str:
+def progress_html(status: EvaluationStatus) -> str:
     """Questions done, time so far and left, and the state, as one line."""
-    done, total = status["done"], status["total"]
-    phase = f" ({esc(status['phase'])})" if status.get("phase") else ""
-    left = status.get("seconds_left")
-    pace = f", about {left:,.0f} s left" if left is not None and status["state"] == "running" \
+    done, total = status.done, status.total
+    phase = f" ({esc(status.phase)})" if status.phase else ""
+    left = status.seconds_left
+    pace = f", about {left:,.0f} s left" if left is not None and status.state == "running" \
         else ""
-    spent = f" in {status['seconds']:,.0f} s" if status.get("seconds") is not None else ""
-    if status.get("imported"):  # stored at once: its own time is in its runs' seconds
+    spent = f" in {status.seconds:,.0f} s" if status.seconds is not None else ""
+    if status.imported:  # stored at once: its own time is in its runs' seconds
         spent = ", imported from another pipeline's files"
-    error = f": {esc(status['error'])}" if status.get("error") else ""
+    error = f": {esc(status.error)}" if status.error else ""
     # an evaluation that ended before every question ran is a warning, never a success
-    kind = {"running": "fe-progress", "done": "fe-kept"}.get(status["state"], "fe-error")
-    means = list((status.get("means") or {}).values())
+    kind = {"running": "fe-progress", "done": "fe-kept"}.get(status.state, "fe-error")
+    means = list((status.means or {}).values())
     counts = [(sum(int(m.get(key, 0)) for m in means), "run", said)
               for key, said in (("failed", "failed"), ("no candidates", "found no "
                                                                         "candidates"))]
-    if status["state"] != "running" and done < total:
+    if status.state != "running" and done < total:
         counts.append((total - done, "question", "not run"))
     said = "".join(f"; {n} {what}{'s' if n != 1 else ''} {verb}"
                    for n, what, verb in counts if n)
-    corpus = f" over corpus '{esc(status['corpus'])}'" if status.get("corpus") else ""
-    return (f"<div class='{kind}'>Evaluation {status['id']}: {esc(status['state'])}, "
+    corpus = f" over corpus '{esc(status.corpus)}'" if status.corpus else ""
+    return (f"<div class='{kind}'>Evaluation {status.id}: {esc(status.state)}, "
             f"{done} of {total} questions{corpus}{phase}{spent}{pace}{said}{error}</div>")
 
 
-def partial_note(status: dict) -> str:
+def partial_note(status: EvaluationStatus) -> str:
     """What the table and plots of an evaluation that ended before every question ran
     stand for (empty for any other): the questions stored, and how to go on."""
-    if not status.get("partial"):
+    if not status.partial:
         return ""
-    done, total = status["done"], status["total"]
-    way = ("Remove it and import the files again" if status.get("imported") else
+    done, total = status.done, status.total
+    way = ("Remove it and import the files again" if status.imported else
            f"Resume runs the {total - done} it lacks; Remove deletes it")
-    return (f"<div class='fe-error fe-partial'>Partial: {esc(status['state'])} after {done} "
+    return (f"<div class='fe-error fe-partial'>Partial: {esc(status.state)} after {done} "
             f"of {total} questions; the figures below are of those {done} only. {way}."
             "</div>")

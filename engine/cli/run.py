@@ -291,10 +291,10 @@ def resume(args: argparse.Namespace) -> int:
             _progress(job.done, job.total)
     _progress_done()
     status = job.status()
-    _out(f"evaluation {stored.id} {status['state']}: {status['done']} of {status['total']} "
+    _out(f"evaluation {stored.id} {status.state}: {status.done} of {status.total} "
          f"questions ({len(missing)} run now), corpus {stored.corpus}")
-    print_summary(status["means"])
-    return 0 if status["state"] == "done" else 1
+    print_summary(status.means)
+    return 0 if status.state == "done" else 1
 
 
 def json_arg(text: str, flag: str = "--config") -> dict:

@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -147,7 +147,7 @@ class EvaluationJob(BackgroundJob):
                            request.cuts[label])
                    for paradigm, label in zip(paradigms, request.paradigms, strict=True)]
 
-    def status(self) -> dict:
+    def status(self) -> EvaluationStatus:
         """Questions done, seconds so far (or in all, once it ended) and left (at the pace
         so far), running means."""
         now = self._ended if self._ended is not None else time.monotonic()
@@ -155,14 +155,39 @@ class EvaluationJob(BackgroundJob):
         total, answered = self.total, self.done - self.before  # answered by this run
         pace = (now - self._asking) / answered if answered else None
         left = pace * (total - self.done) if pace is not None else None
-        return {"id": self.id, "state": self.state, "phase": self.phase,
-                "done": self.done, "total": total,
-                "seconds": round(elapsed, 1),
-                "seconds_left": round(left, 1) if left is not None else None,
-                "error": self.error, "means": summarise(self.rows) if self.rows else {},
-                "corpus": self.corpus.name,  # what was searched, beside every figure
-                # ended before every question ran: its means are of the questions stored
-                "partial": self.state not in ("running", "done") and self.done < total}
+        return EvaluationStatus(
+            id=self.id, state=self.state, phase=self.phase, done=self.done, total=total,
+            seconds=round(elapsed, 1),
+            seconds_left=round(left, 1) if left is not None else None, error=self.error,
+            means=summarise(self.rows) if self.rows else {}, corpus=self.corpus.name,
+            partial=self.state not in ("running", "done") and self.done < total)
+
+
+@dataclass(frozen=True)
+class EvaluationStatus:
+    """An evaluation's progress, live while it runs or as it ended: its `state` (running,
+    done, cancelled, failed, interrupted), what it prepares first (`phase`), questions
+    `done` of `total`, `seconds` so far or in all and `seconds_left` at its pace (None:
+    unknown), its `error`, the running `means` per paradigm, the `corpus` searched (beside
+    every figure), whether it was `imported` (stored at once: its time is its runs'), and
+    whether it is `partial` (ended before every question ran: its means are of those
+    stored). `asdict()` is its JSON form (the API's)."""
+
+    id: int
+    state: str
+    done: int
+    total: int
+    seconds: float | None
+    error: str = ""
+    means: dict = field(default_factory=dict)
+    corpus: str = ""
+    phase: str = ""
+    seconds_left: float | None = None
+    imported: bool = False
+    partial: bool = False
+
+    def asdict(self) -> dict:
+        return asdict(self)
 
 
 class EvaluationJobs:

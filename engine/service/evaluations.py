@@ -23,7 +23,7 @@ from engine.service.datasets import (
     listed_datasets,
     listed_path,
 )
-from engine.service.evaluation_jobs import EvaluationJobs
+from engine.service.evaluation_jobs import EvaluationJobs, EvaluationStatus
 from engine.service.evaluation_request import EvaluationRequest
 from engine.service.preparation import Preparation
 from engine.service.readiness import check_ready
@@ -213,7 +213,7 @@ class Evaluations:
         if job is not None:
             job.wait(timeout)
 
-    def evaluation_status(self, evaluation_id: int) -> dict:
+    def evaluation_status(self, evaluation_id: int) -> EvaluationStatus:
         """A running evaluation's live status, or a stored one's as it ended (read from
         the store even when it ran in this process: a question set's evaluation is measured
         again there by the judgments given since)."""
@@ -226,11 +226,11 @@ class Evaluations:
             from engine.eval.summary import summarise
 
             means = summarise(self._store.rows(stored.id))
-        return {"id": stored.id, "state": stored.state, "phase": "", "done": stored.done,
-                "total": stored.questions, "seconds": stored.seconds, "seconds_left": None,
-                "error": stored.error, "means": means, "corpus": stored.corpus,
-                "imported": stored.code_version == IMPORTED,
-                "partial": stored.state != "done" and stored.done < stored.questions}
+        return EvaluationStatus(
+            id=stored.id, state=stored.state, done=stored.done, total=stored.questions,
+            seconds=stored.seconds, error=stored.error, means=means, corpus=stored.corpus,
+            imported=stored.code_version == IMPORTED,
+            partial=stored.state != "done" and stored.done < stored.questions)
 
     def cancel_evaluation(self, evaluation_id: int) -> None:
         self._jobs.cancel(evaluation_id)

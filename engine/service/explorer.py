@@ -41,7 +41,7 @@ from engine.service.corpus_rows import CorpusRow
 from engine.service.datasets import listed_datasets, listed_questions
 from engine.service.diagnosis import Diagnoses
 from engine.service.door import Door, guarded
-from engine.service.evaluation_jobs import EvaluationJobs
+from engine.service.evaluation_jobs import EvaluationJobs, EvaluationStatus
 from engine.service.evaluations import Evaluations
 from engine.service.imports import Imported
 from engine.service.judged_evaluations import JudgedEvaluations
@@ -281,7 +281,7 @@ class Explorer:
         """What started a stored evaluation, as Evaluate's form takes it (None: no form)."""
         return self._evaluating.evaluation_form(evaluation_id)
 
-    def evaluation_status(self, evaluation_id: int) -> dict:
+    def evaluation_status(self, evaluation_id: int) -> EvaluationStatus:
         """A running evaluation's live status, or a stored one's as it ended."""
         return self._evaluating.evaluation_status(evaluation_id)
 

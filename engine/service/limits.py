@@ -113,7 +113,7 @@ def job_alive(evaluations, corpora, annotation, tuning=None
         if action == "retrain_classifier":
             return annotation.job.state in ("waiting", "running")
         try:
-            return evaluations.evaluation_status(int(result))["state"] == "running"
+            return evaluations.evaluation_status(int(result)).state == "running"
         except Exception:  # noqa: BLE001 - removed since: not going
             return False
 
