@@ -317,6 +317,7 @@ def test_untrained_classifier_names_the_command(data_dir):
         model_location("trained", SELECTION_CLASSIFIER)
 
 
+@pytest.mark.slow  # the packaged bi-encoder loaded and run
 def test_before_any_training_the_stand_in_decides_and_the_run_says_so(tiny_corpus, data_dir):
     from engine.models.selection_classifier import STAND_IN, shared_classifier
     from engine.service.store import make_paradigm
