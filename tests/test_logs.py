@@ -191,9 +191,9 @@ def test_the_server_log_shows_only_our_lines_while_indexes_and_models_load(bare_
 def test_loading_indexes_logs_one_info_line_per_kind_and_corpus(caplog):
     """A session loads an index kind over many settings (unit sizes, grid points): one INFO
     line names the kind and corpus, every load with its settings goes to DEBUG."""
-    from engine.service.store import Store
+    from engine.service.store import LoadedResources
 
-    store = Store()
+    store = LoadedResources()
     caplog.set_level(logging.DEBUG, logger="engine.service.store")
     for settings in ('{"units": 100}', '{"units": 200}', '{"units": 300}'):
         store._get(("bm25", "fingerprint-of-wiki", settings), object)

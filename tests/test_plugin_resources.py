@@ -25,7 +25,7 @@ from engine.api import (
     StageOutput,
 )
 from engine.paradigms import registry
-from engine.service.store import Store, make_paradigm
+from engine.service.store import LoadedResources, make_paradigm
 from engine.units.build import UnitConfig
 
 QUESTION = "Which river flows through Budapest?"
@@ -105,7 +105,7 @@ def test_a_plugin_stages_resources_are_needs_of_the_paradigm_naming_it(added):
 
 def test_the_store_hands_them_loaded_with_the_stand_in_declared(added, tiny_corpus):
     pytest.importorskip("faiss")
-    store = Store()
+    store = LoadedResources()
     store.promise_dense(tiny_corpus, PASSAGES)  # a background build under way
     config = {"reranker": "dense-scores", "retriever": "dense-first", "M": 6, "k": 3}
     paradigm = make_paradigm("flat", tiny_corpus, config, retrieval_only=True, store=store)

@@ -234,7 +234,7 @@ CLASH = RerankerSpec("bm25", "a plugin re-ranker named like a built-in", lambda 
 
 
 def test_a_plugin_reranker_cannot_take_a_built_in_name():
-    """(Store.ranker looks plugins up first: a plugin "bm25" would replace the stored
+    """(LoadedResources.ranker looks plugins up first: a plugin "bm25" would replace the stored
     scores the preparation builds for the built-in one.)"""
     (loaded,) = plugins.load(plugins.RERANKER_GROUP, registry._add_reranker, [
         (EntryPoint("bm25", "tests.test_plugins:CLASH", plugins.RERANKER_GROUP), "pkg")])

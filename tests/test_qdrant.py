@@ -208,9 +208,9 @@ def test_the_store_serves_every_dense_stage_from_qdrant_when_asked(tiny_corpus, 
     from engine.index.qdrant_locations import INSTALL  # noqa: F401  (the extra is installed here)
     from engine.paradigms.flat import FlatConfig
     from engine.service.remote_indexes import InQdrant
-    from engine.service.store import Store, make_paradigm
+    from engine.service.store import LoadedResources, make_paradigm
 
-    served, here = Store(), Store()
+    served, here = LoadedResources(), LoadedResources()
     with pytest.raises(ConfigError, match="neither a server's URL"):
         served.serve_from_qdrant(tiny_corpus, "nowhere://x")
     served.serve_from_qdrant(tiny_corpus, where)

@@ -82,9 +82,9 @@ def test_score_units_of_ray_shards_are_their_search_scores(tiny_corpus, local_ra
 
 @pytest.mark.server
 def test_the_store_serves_a_corpus_from_shards_when_asked(tiny_corpus, local_ray):
-    from engine.service.store import Store
+    from engine.service.store import LoadedResources
 
-    store = Store()
+    store = LoadedResources()
     with pytest.raises(ConfigError, match="shards=0"):
         store.serve_on_ray(tiny_corpus, local_ray, shards=0)
     with pytest.raises(ConfigError, match="not host:port"):

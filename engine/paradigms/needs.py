@@ -4,8 +4,9 @@ resources they declare (engine.paradigms.resources) and the store that loads the
 
 A `Need` is something to prepare before a paradigm's first question; a `Resource` is one
 thing a paradigm runs on, which says what preparing it means (its needs) and loads it from
-a `Store`; a paradigm's `Resources` (a frozen dataclass of them) load into its `Uses`. Where
-a plugin's stage runs is a `StageAt`. Every module of engine/paradigms sits above this one.
+a `ResourceLoader`; a paradigm's `Resources` (a frozen dataclass of them) load into its
+`Uses`. Where a plugin's stage runs is a `StageAt`. Every module of engine/paradigms sits
+above this one.
 """
 
 from __future__ import annotations
@@ -78,9 +79,9 @@ class StageAt:
     bi_encoder: str
 
 
-class Store(Protocol):
+class ResourceLoader(Protocol):
     """Where resources are loaded from: the process's loaded indexes and models
-    (engine.service.store.Store), or a test's own. A plugin's resource loads through it
+    (engine.service.store.LoadedResources), or a test's own. A plugin's resource loads through it
     too."""
 
     def bm25(self, corpus: Corpus, config: UnitConfig) -> Any: ...
@@ -116,7 +117,7 @@ class Resource(ABC):
         """What to prepare so that `load` finds everything loaded."""
 
     @abstractmethod
-    def load(self, corpus: Corpus, store: Store) -> Any:
+    def load(self, corpus: Corpus, store: ResourceLoader) -> Any:
         """The loaded resource from `store` (instant once its needs are prepared). An index
         or a model declares `stand_in` (engine.trace_details.StandIn, None for the real one)."""
 
@@ -150,7 +151,7 @@ class Uses:
 class Resources:
     """Base of a paradigm's frozen dataclass of `Resource | None` fields."""
 
-    def load(self, corpus: Corpus, store: Store) -> Uses:
+    def load(self, corpus: Corpus, store: ResourceLoader) -> Uses:
         """Every resource loaded from `store` for `corpus`, by field name."""
         return Uses({f.name: None if (r := getattr(self, f.name)) is None
                      else r.load(corpus, store) for f in fields(self)})

@@ -12,7 +12,15 @@ from typing import Any
 
 from engine.documents import Corpus
 from engine.errors import ConfigError
-from engine.paradigms.needs import ENCODER, Need, Resource, Resources, StageAt, Store, needs_of
+from engine.paradigms.needs import (
+    ENCODER,
+    Need,
+    Resource,
+    ResourceLoader,
+    Resources,
+    StageAt,
+    needs_of,
+)
 from engine.units.build import UnitConfig
 
 
@@ -43,7 +51,7 @@ def check_resources(spec: Any, what: str) -> None:
     check_declared(spec.resources(StageAt(passages, passages, ENCODER)), whose)
 
 
-def plugin_uses(spec: Any, at: StageAt, corpus: Corpus, store: Store) -> dict[str, Any]:
+def plugin_uses(spec: Any, at: StageAt, corpus: Corpus, store: ResourceLoader) -> dict[str, Any]:
     """The keyword a plugin stage's `make` is handed: `uses`, the resources its spec
     declares for `at` loaded from `store` (None when it declares none for `at`); nothing
     for a spec without `resources`."""

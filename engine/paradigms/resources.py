@@ -9,9 +9,9 @@ paradigm's needs and then running a question loads nothing new into the process-
 (tests/test_prepared_needs.py checks every registered paradigm).
 
 Each `Need` is keyed by what it loads, so two paradigms needing the same index or model
-share one preparation task. What a resource is (`Resource`, `Resources`, `Uses`, the `Store`
-it loads from, `needs_of`) is in engine.paradigms.needs, below this module, and imported from
-here too.
+share one preparation task. What a resource is (`Resource`, `Resources`, `Uses`, the
+`ResourceLoader` it loads from, `needs_of`) is in engine.paradigms.needs, below this module,
+and imported from here too.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from engine.documents import Corpus
 from engine.index.stand_in import SCORES_LABEL, SEARCH_LABEL
 from engine.models.kinds import QUERY_CLASSIFIER, SELECTION_CLASSIFIER, TRAINING_TIMES
-from engine.paradigms.needs import ENCODER, Need, Progress, Resource, StageAt, Store
+from engine.paradigms.needs import ENCODER, Need, Progress, Resource, ResourceLoader, StageAt
 from engine.paradigms.plugin_stages import plugin_needs
 from engine.units.build import UnitConfig
 from engine.units.chunking import Chunker
@@ -70,7 +70,7 @@ class BM25(Resource):
                              f"BM25 over {_describe(self.units)}",
                              build_seconds=build_seconds),)
 
-    def load(self, corpus: Corpus, store: Store):
+    def load(self, corpus: Corpus, store: ResourceLoader):
         return store.bm25(corpus, self.units)
 
 
@@ -84,7 +84,7 @@ class Dense(Resource):
     model: str = ENCODER
 
     def needs(self) -> tuple[Need, ...]:
-        def prepare(corpus: Corpus, progress: Progress, store: Store):
+        def prepare(corpus: Corpus, progress: Progress, store: ResourceLoader):
             try:
                 store.encode_remotely(corpus, self.units, self.model, progress)
                 index = store.dense(corpus, self.units, self.model, progress=progress)
@@ -99,7 +99,7 @@ class Dense(Resource):
 
             return build_seconds(corpus, self.units, self.model)
 
-        def promise(corpus: Corpus, store: Store) -> bool:
+        def promise(corpus: Corpus, store: ResourceLoader) -> bool:
             """Promised when it must be encoded; a cached one only loads, and a question
             arriving first waits for that instead."""
             if not build_seconds(corpus):
@@ -113,7 +113,7 @@ class Dense(Resource):
                      slow=True, build_seconds=build_seconds, stand_in=SEARCH_LABEL,
                      promise=promise))
 
-    def load(self, corpus: Corpus, store: Store):
+    def load(self, corpus: Corpus, store: ResourceLoader):
         return store.dense(corpus, self.units, self.model, stand_in=True)
 
 
@@ -127,7 +127,7 @@ class Encoder(Resource):
         return (self.loading(f"encoder {self.model}", f"encoder {self.model}",
                              per_corpus=False),)
 
-    def load(self, corpus: Corpus, store: Store):
+    def load(self, corpus: Corpus, store: ResourceLoader):
         return store.encoder(self.model)
 
 
@@ -149,7 +149,7 @@ class Clusters(Resource):
         return (self.loading(f"clusters {_units_key(self.units)}", _describe(self.units),
                              build_seconds=build_seconds),)
 
-    def load(self, corpus: Corpus, store: Store):
+    def load(self, corpus: Corpus, store: ResourceLoader):
         return store.clusters(corpus, self.units)
 
 
@@ -177,17 +177,17 @@ class DocumentScores(Resource):
                       slow=dense, stand_in=SCORES_LABEL if dense else "", combines=True)
         return (*parts, scorer)
 
-    def load(self, corpus: Corpus, store: Store):
+    def load(self, corpus: Corpus, store: ResourceLoader):
         return store.documents(corpus, self.how, self.weight, self.passages, self.model,
                                stand_in=True)
 
 
 @dataclass(frozen=True)
 class Ranker(Resource):
-    """A re-ranking stage (engine.service.store.Store.ranker): stored scores ("bi-encoder",
-    "bm25", "hybrid") or a cross-encoder ("trained", an alias, a folder or a hub id). A
-    "trained" cross-encoder that is not trained yet fails with the command that trains it
-    (training takes minutes: never started behind the user's back)."""
+    """A re-ranking stage (engine.service.store.LoadedResources.ranker): stored scores
+    ("bi-encoder", "bm25", "hybrid") or a cross-encoder ("trained", an alias, a folder or a
+    hub id). A "trained" cross-encoder that is not trained yet fails with the command that
+    trains it (training takes minutes: never started behind the user's back)."""
 
     model: str
     passages: UnitConfig
@@ -227,7 +227,7 @@ class Ranker(Resource):
                                 f"{_units_key(self.passages)}", label)
         return (self.loading(key, label),)
 
-    def load(self, corpus: Corpus, store: Store):
+    def load(self, corpus: Corpus, store: ResourceLoader):
         """The stage itself, its model loaded (a cross-encoder) or its scores built."""
         return store.ranker(self.model, corpus, self.passages, bi_encoder=self.bi_encoder,
                             granularity=self.granularity, name=self.name,
@@ -268,7 +268,7 @@ class SentenceScorer(Resource):
             return Encoder(self.bi_encoder).needs()
         return self._ranker().needs()
 
-    def load(self, corpus: Corpus, store: Store):
+    def load(self, corpus: Corpus, store: ResourceLoader):
         from engine.stages.prune import BI_ENCODER, EncoderScorer
 
         if self.model == BI_ENCODER:
@@ -296,7 +296,7 @@ class Retriever(Resource):
                                 f"{key} {self.bi_encoder}", label)
         return (self.loading(key, label),)
 
-    def load(self, corpus: Corpus, store: Store):
+    def load(self, corpus: Corpus, store: ResourceLoader):
         return store.retriever(self.name, corpus, self.passages, self.bi_encoder)
 
 
@@ -317,7 +317,7 @@ class Reader(Resource):
         return (self.loading(f"reader {backend} {c.model} {c.endpoint} {c.precision}",
                              f"reader {c.model}{where}{through}", per_corpus=False),)
 
-    def load(self, corpus: Corpus, store: Store):
+    def load(self, corpus: Corpus, store: ResourceLoader):
         c = self.config
         return store.reader(c.model, c.endpoint, c.precision, c.backend_of().name)
 
@@ -344,7 +344,7 @@ class SelectionClassifier(Resource):
         return (_model_need(f"classifier {self.model}", f"selection classifier '{self.model}'",
                             self, SELECTION_CLASSIFIER),)
 
-    def load(self, corpus: Corpus, store: Store):
+    def load(self, corpus: Corpus, store: ResourceLoader):
         return store.selection_classifier(self.model)
 
 
@@ -360,5 +360,5 @@ class QueryClassifier(Resource):
         return (_model_need(f"query classifier {self.model}",
                             f"query classifier '{self.model}'", self, QUERY_CLASSIFIER),)
 
-    def load(self, corpus: Corpus, store: Store):
+    def load(self, corpus: Corpus, store: ResourceLoader):
         return store.query_classifier(self.model)

@@ -7,9 +7,9 @@ process: changing a stage parameter (K, N, H, M, k) never loads, verifies or hol
 copy of an index: only what the index is built from (the corpus fingerprint, the unit
 config, the encoder) names it. Two threads asking for the same missing index wait for one
 build. Models (the reader, encoders, cross-encoders, classifiers) are loaded once per
-process by their own modules' caches, looked up through the same `Store` by name. Where a
-corpus's dense indexes are served when not here is engine.service.remote_indexes
-(`RayShards`, `InQdrant`).
+process by their own modules' caches, looked up through the same `LoadedResources` by
+name. Where a corpus's dense indexes are served when not here is
+engine.service.remote_indexes (`RayShards`, `InQdrant`).
 
 A dense index the app's background preparation has promised (`promise_dense`) is stood in
 for by BM25 until its build ends, for callers that ask `stand_in=True` (a question's
@@ -57,7 +57,7 @@ class Clusters(NamedTuple):
     assignment: np.ndarray
 
 
-class Store:
+class LoadedResources:
     """Loaded indexes keyed by what they are built from, and the stages made from them; and
     the models a paradigm's resources name, looked up (each loaded once per process by its
     own module's cache)."""
@@ -400,16 +400,16 @@ def _key(config: UnitConfig) -> str:
     return json.dumps({"units": config.key(), "data_dir": str(data_dir())}, sort_keys=True)
 
 
-_SHARED = Store()
+_SHARED = LoadedResources()
 
 
-def process_store() -> Store:
+def process_store() -> LoadedResources:
     """The process's store of loaded indexes and models."""
     return _SHARED
 
 
 def make_paradigm(name: str, corpus: Corpus, config: dict | object | None = None, *,
-                  retrieval_only: bool = False, store: Store | None = None) -> Paradigm:
+                  retrieval_only: bool = False, store: LoadedResources | None = None) -> Paradigm:
     """Paradigm `name` over `corpus`, handed what it uses: its resources loaded from `store`
     (the process's by default) now, once for all its runs. `config`: its config object, or
     a JSON-style dict of options (the defaults if None). `retrieval_only` stops its runs
@@ -418,6 +418,6 @@ def make_paradigm(name: str, corpus: Corpus, config: dict | object | None = None
         config = make_config(name, config)
     paradigm = spec(name).paradigm
     resources = paradigm.resources(config)
-    store = _SHARED if store is None else store  # not `store or`: an empty Store is falsy
+    store = _SHARED if store is None else store  # not `store or`: an empty LoadedResources is falsy
     uses = resources.load(corpus, store) if resources is not None else None
     return paradigm(corpus, config, uses, retrieval_only=retrieval_only)

@@ -8,7 +8,7 @@ Two kinds, named honestly in traces and the UI:
 - a cross-encoder (`CrossEncoderReranker`): each candidate scored as the pair (query,
   "title\ntext") by a sentence-transformers `CrossEncoder` with one output logit, re-sorted
   by that logit (no sigmoid, so confident scores do not tie); handed to the stage loaded
-  (engine.service.store.Store.cross_encoder, once per process). `model` is "trained" (the
+  (engine.service.store.LoadedResources.cross_encoder, once per process). `model` is "trained" (the
   pre-ranker `python -m engine train preranker` caches; never trained at query time), an
   alias of engine.models.loading, a local folder or a hub id.
 """
