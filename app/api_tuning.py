@@ -49,7 +49,7 @@ def tuning_api(explorer: Explorer) -> None:
     def tune_status(tune_id: int) -> str:
         """Search `tune_id`: its state, plan, every trial, the front's trial numbers and,
         once it ended, its report (front, picks, winner, held-out check, importance)."""
-        return json.dumps(explorer.tuning.tune_status(int(tune_id)))
+        return json.dumps(explorer.tuning.tune_status(int(tune_id)).asdict())
 
     def list_tunes() -> str:
         """Every stored search, newest first."""

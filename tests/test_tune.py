@@ -5,7 +5,7 @@ resumed, a cancelled trial dropped, the picks checked on held-out questions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -302,6 +302,7 @@ def test_a_search_whose_questions_lack_the_measure_picks_nothing_and_says_why(re
     Tune view failed on every poll. No trial without the measure is a pick; the report
     says why and what to do, and a stored winner without a measure still draws."""
     from app.views.tuning import progress_html
+    from engine.service.tuning import TuneStatus
     from engine.tune import tuning
 
     unjudged = [Question(id=f"q{i}", text=q.text, answers=("x",))
@@ -311,15 +312,15 @@ def test_a_search_whose_questions_lack_the_measure_picks_nothing_and_says_why(re
     result = tuning.tune(plan, searched, held, _make())
     assert sum(result["trials"].values()) == 3 and result["winner"] is None
     assert result["note"].startswith("None of the search questions has gold_doc_recall")
-    status = {"id": 1, "dataset": "mine (support)", "corpus": "mine", "state": "done",
-              "questions": {"search": 4, "held_out": 4}, "trials": [], "search": {},
-              "plan": {"measure": "gold_doc_recall", "cost": "reader_tokens", "trials": 3},
-              "error": "", "result": result, "preset": ""}
+    status = TuneStatus(id=1, name="", dataset="mine (support)", corpus="mine",
+                        state="done", questions={"search": 4, "held_out": 4},
+                        plan={"measure": "gold_doc_recall", "cost": "reader_tokens",
+                              "trials": 3}, result=result)
     shown = progress_html(status)
     assert "None of the search questions has gold_doc_recall" in shown and "fe-error" in shown
     stored = {**result, "winner": {"label": "reads k=2", "measure": None, "cost": 20.0,
                                    "held_out": None}}
-    assert "(gold_doc_recall -, 20 tokens" in progress_html({**status, "result": stored})
+    assert "(gold_doc_recall -, 20 tokens" in progress_html(replace(status, result=stored))
 
 
 def test_each_pick_is_costed_against_its_own_paradigm_s_default(reads):
@@ -330,6 +331,7 @@ def test_each_pick_is_costed_against_its_own_paradigm_s_default(reads):
 
     from app.views.tuning import held_out_rows
     from engine.paradigms import registry
+    from engine.service.tuning import TuneStatus
     from engine.tune import tuning
 
     deeper = make_dataclass("DeeperConfig", [("k", int, field(default=5)),
@@ -346,8 +348,9 @@ def test_each_pick_is_costed_against_its_own_paradigm_s_default(reads):
     finally:
         registry.unregister("deeper")
     assert checked["reads"]["cost"]["default"] != checked["deeper"]["cost"]["default"]
-    rows = held_out_rows({"plan": {"cost": "reader_tokens"},
-                          "result": {"held_out": list(checked.values())}})
+    rows = held_out_rows(TuneStatus(
+        id=1, name="", dataset="", corpus="", state="done", questions={},
+        plan={"cost": "reader_tokens"}, result={"held_out": list(checked.values())}))
     assert len({row[9].split(" / ")[1] for row in rows}) == 2
 
 
@@ -453,12 +456,12 @@ def test_the_service_runs_a_search_in_the_background_and_refuses_bad_input(explo
         tuning.tune(qa, ["echo"], trials=3)
     release.set()
     deadline = time.monotonic() + 60
-    while tuning.tune_status(tune_id)["state"] == "running" and time.monotonic() < deadline:
+    while tuning.tune_status(tune_id).state == "running" and time.monotonic() < deadline:
         time.sleep(0.2)
     status = tuning.tune_status(tune_id)
-    assert status["state"] == "done" and status["plan"]["measure"] == "AR@4"
-    assert status["questions"] == {"search": 3, "held_out": 3}
-    assert status["front"] and status["result"]["winner"]["held_out"]["n"] == 3
+    assert status.state == "done" and status.plan["measure"] == "AR@4"
+    assert status.questions == {"search": 3, "held_out": 3}
+    assert status.front and status.result["winner"]["held_out"]["n"] == 3
     assert tuning.tunes()[0]["name"] == "mine" and tuning.tunes()[0]["trials"] == "3 of 3"
     assert f"tune-{tune_id}" in [p.name for p in explorer.presets.list_presets()]
     with pytest.raises(ConfigError, match=f"Search {tune_id} is not running here"):

@@ -113,7 +113,7 @@ def follow(explorer: Explorer, tune_id) -> tuple:
     once it ended, with its state and preset) and the views of the search followed."""
     if tune_id is None:
         return gr.Timer(active=False), *(gr.skip(),) * 6
-    running = explorer.tuning.tune_status(tune_id)["state"] == "running"
+    running = explorer.tuning.tune_status(tune_id).state == "running"
     return (gr.Timer(active=running), gr.skip() if running else searches(explorer),
             *shown(explorer, tune_id))
 
@@ -126,7 +126,7 @@ def open_search(explorer: Explorer, text) -> tuple:
     except ValueError:
         raise ConfigError(f"A search id is a number, e.g. 3; got {text!r}.") from None
     views = shown(explorer, tune_id)
-    running = explorer.tuning.tune_status(tune_id)["state"] == "running"
+    running = explorer.tuning.tune_status(tune_id).state == "running"
     return views[0], tune_id, gr.Timer(active=running), *views[1:]
 
 

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from app.views.figures import failsafe, text_figure
 from app.views.trace import esc
+from engine.service.tuning import TuneStatus
 
 TRIAL_COLUMNS = ["#", "paradigm", "settings", "state", "questions", "measure", "cost", "note"]
 IMPORTANCE_COLUMNS = ["paradigm", "option", "share of the measure's variance",
@@ -28,32 +29,32 @@ def _settings(trial: dict) -> str:
                      for k, v in trial["params"].items())
 
 
-def progress_html(status: dict) -> str:
+def progress_html(status: TuneStatus) -> str:
     """One line of where search `status` is, and its outcome once it ended."""
-    plan, trials = status["plan"], status["trials"]
+    plan, trials = status.plan, status.trials
     counted = [t for t in trials if t["state"] != "refused"]
     states = {s: sum(t["state"] == s for t in trials)
               for s in ("complete", "stopped", "failed", "refused")}
-    head = (f"Search {status['id']} ({esc(status['dataset'])} over {esc(status['corpus'])}, "
-            f"{status['questions']['search']} questions searched, "
-            f"{status['questions']['held_out']} held out): <b>{esc(status['state'])}</b>. "
+    head = (f"Search {status.id} ({esc(status.dataset)} over {esc(status.corpus)}, "
+            f"{status.questions['search']} questions searched, "
+            f"{status.questions['held_out']} held out): <b>{esc(status.state)}</b>. "
             f"{len(counted)} of {plan['trials']} trials: {states['complete']} finished, "
             f"{states['stopped']} stopped early, {states['failed']} failed"
             + (f", {states['refused']} setting{'s' if states['refused'] != 1 else ''} "
                "refused (not counted)" if states["refused"] else "") + ".")
-    search = status.get("search") or {}
+    search = status.search or {}
     current = search.get("current")
-    if status["state"] == "running":
-        if status.get("phase") and status["phase"] != "searching":
-            head += f" Now: {esc(status['phase'])}."
+    if status.state == "running":
+        if status.phase and status.phase != "searching":
+            head += f" Now: {esc(status.phase)}."
         elif current:
             head += (f" Now: trial {current['number'] + 1}, {esc(current['label'])}, "
                      f"{current['questions']} questions.")
         if search.get("left") is not None:
             head += f" About {search['left'] / 60:.0f} min left."
-    if status.get("error"):
-        head += f" <span class='fe-error'>{esc(status['error'])}</span>"
-    result = status.get("result") or {}
+    if status.error:
+        head += f" <span class='fe-error'>{esc(status.error)}</span>"
+    result = status.result or {}
     winner = result.get("winner")
     if winner:
         check = winner.get("held_out") or {}
@@ -61,16 +62,16 @@ def progress_html(status: dict) -> str:
                  f" ({plan['measure']} {_measure(winner['measure'])}, "
                  f"{_cost(winner['cost'], plan['cost'])} on the search questions). "
                  f"On the held-out questions: {esc(check.get('verdict', 'not checked'))}.")
-        if status.get("preset") and status["state"] == "done":
-            head += (f" Saved as preset <b>{esc(status['preset'])}</b>: pick it in Explore's "
+        if status.preset and status.state == "done":
+            head += (f" Saved as preset <b>{esc(status.preset)}</b>: pick it in Explore's "
                      "Preset, or run <code>funnel-engine ask --preset "
-                     f"{esc(status['preset'])}</code>.")
-    elif status["state"] == "done" and result.get("note"):
+                     f"{esc(status.preset)}</code>.")
+    elif status.state == "done" and result.get("note"):
         head += f"<br><span class='fe-error'>{esc(result['note'])}</span>"
-    elif status["state"] == "done":
+    elif status.state == "done":
         head += "<br>No finished trial is within the cost ceiling: raise it, or search longer."
     # a search that failed or was stopped never reads as a success
-    kind = {"done": "fe-kept", "running": "fe-progress"}.get(status["state"], "fe-error")
+    kind = {"done": "fe-kept", "running": "fe-progress"}.get(status.state, "fe-error")
     return f"<div class='{kind}'>{head}</div>"
 
 
@@ -80,17 +81,17 @@ def _measure(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def trial_rows(status: dict) -> list[list]:
-    cost = status["plan"]["cost"]
-    front = set(status["front"])
+def trial_rows(status: TuneStatus) -> list[list]:
+    cost = status.plan["cost"]
+    front = set(status.front)
     return [[t["number"] + 1, t["paradigm"], _settings(t),
              t["state"] + (" (front)" if t["number"] in front else ""), t["questions"],
              None if t["measure"] is None else round(t["measure"], 3),
-             _cost(t["cost"], cost), t["note"]] for t in status["trials"]]
+             _cost(t["cost"], cost), t["note"]] for t in status.trials]
 
 
-def importance_rows(status: dict) -> list[list]:
-    result = status.get("result") or {}
+def importance_rows(status: TuneStatus) -> list[list]:
+    result = status.result or {}
     rows = []
     for paradigm, found in (result.get("importance") or {}).items():
         measure, cost = found.get("measure") or {}, found.get("cost") or {}
@@ -101,9 +102,9 @@ def importance_rows(status: dict) -> list[list]:
     return rows
 
 
-def held_out_rows(status: dict) -> list[list]:
-    result = status.get("result") or {}
-    cost = status["plan"]["cost"]
+def held_out_rows(status: TuneStatus) -> list[list]:
+    result = status.result or {}
+    cost = status.plan["cost"]
     return [[c["paradigm"], c["label"], c["pick"], c["default"], c["diff"],
              f"{c['ci'][0]:+.3f} to {c['ci'][1]:+.3f}", c["p"], c.get("p_holm"), c["test"],
              f"{_cost(c['cost']['pick'], cost)} / {_cost(c['cost']['default'], cost)}",
@@ -113,11 +114,11 @@ def held_out_rows(status: dict) -> list[list]:
 
 
 @failsafe
-def front_figure(status: dict) -> go.Figure:
+def front_figure(status: TuneStatus) -> go.Figure:
     """Every trial that ran as its measure against its cost, a colour per paradigm; those
     stopped early hollow (measured on their first questions only); the front drawn."""
-    plan, cost = status["plan"], status["plan"]["cost"]
-    ran = [t for t in status["trials"] if t["measure"] is not None and t["cost"] is not None]
+    plan, cost = status.plan, status.plan["cost"]
+    ran = [t for t in status.trials if t["measure"] is not None and t["cost"] is not None]
     if not ran:
         return text_figure("No trial has finished a question yet.")
     scale = 1000.0 if cost == "seconds" else 1.0
@@ -137,7 +138,7 @@ def front_figure(status: dict) -> go.Figure:
                       f"questions, {t['state']}" for t in own],
                 hovertemplate="%{text}<br>%{x:.3g}, %{y:.3f}<extra></extra>"))
     by_number = {t["number"]: t for t in ran}
-    on = sorted((by_number[n] for n in status["front"] if n in by_number),
+    on = sorted((by_number[n] for n in status.front if n in by_number),
                 key=lambda t: t["cost"])
     fig.add_trace(go.Scatter(x=[t["cost"] * scale for t in on], y=[t["measure"] for t in on],
                              mode="lines", name="front", hoverinfo="skip",

@@ -11,6 +11,7 @@ minutes). The work is engine.tune's; the background job engine.service.tune_jobs
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 
 from engine.documents import unanswered
 from engine.errors import ConfigError
@@ -31,6 +32,34 @@ from engine.tune.tuning import front_of
 
 SEARCH_CONFIRM = ("Confirm to build it before the first trial (the app stays usable), or "
                   "search options that need nothing built.")
+
+
+@dataclass(frozen=True)
+class TuneStatus:
+    """A search as it stands: its `state` (running, done, cancelled, failed), `error`,
+    what it does now (`phase`, and `search`: the live search's own status while it runs),
+    its `plan` (SearchPlan.to_dict), the `preset` its winner was saved as, how many
+    `questions` it searched and held out, every trial (`trials`, as a report shows them),
+    the trial numbers on the current `front`, and its report once done (`result`).
+    `asdict()` is its JSON form (the API's)."""
+
+    id: int
+    name: str
+    dataset: str
+    corpus: str
+    state: str
+    plan: dict
+    questions: dict
+    error: str = ""
+    phase: str = ""
+    search: dict = field(default_factory=dict)
+    preset: str = ""
+    trials: list = field(default_factory=list)
+    front: list = field(default_factory=list)
+    result: dict | None = None
+
+    def asdict(self) -> dict:
+        return asdict(self)
 
 
 @guarded
@@ -101,7 +130,7 @@ class Tuning:
         """Every stored search, newest first, as the list shows it."""
         return [t.row() for t in self.store.list()]
 
-    def tune_status(self, tune_id: int) -> dict:
+    def tune_status(self, tune_id: int) -> TuneStatus:
         """Search `tune_id`: its state, what it does now, its plan, every trial (as a
         report shows it), the current front's trial numbers, and its report once done."""
         stored = self.store.get(tune_id)
@@ -109,16 +138,15 @@ class Tuning:
         trials = self.store.trials(stored.id)
         plan = stored.plan
         live = job.status() if job is not None and stored.state == "running" else {}
-        return {"id": stored.id, "name": stored.name, "dataset": stored.dataset,
-                "corpus": stored.corpus, "state": stored.state,
-                "error": stored.error or live.get("error", ""),
-                "phase": live.get("phase", ""), "search": live.get("search", {}),
-                "plan": plan.to_dict(), "preset": stored.preset,
-                "questions": {"search": len(stored.search_ids),
-                              "held_out": len(stored.held_out_ids)},
-                "trials": [t.to_dict(plan) for t in trials],
-                "front": [t.number for t in front_of(plan, trials)],
-                "result": stored.result}
+        return TuneStatus(
+            id=stored.id, name=stored.name, dataset=stored.dataset, corpus=stored.corpus,
+            state=stored.state, error=stored.error or live.get("error", ""),
+            phase=live.get("phase", ""), search=live.get("search", {}),
+            plan=plan.to_dict(), preset=stored.preset,
+            questions={"search": len(stored.search_ids),
+                       "held_out": len(stored.held_out_ids)},
+            trials=[t.to_dict(plan) for t in trials],
+            front=[t.number for t in front_of(plan, trials)], result=stored.result)
 
     def search_space(self, paradigms: Sequence[str], measure: str = "AR@4") -> list[dict]:
         """The dimensions a search of `paradigms` varies by default for `measure`."""
