@@ -19,6 +19,7 @@ from app.endpoints import endpoint, uploaded
 from app.errors import refused
 from engine.paradigms.registry import DEFAULT, PARADIGMS
 from engine.readers.ablation import agreement, reading_step
+from engine.service.annotation import ClassifierStatus
 from engine.service.explorer import Explorer
 from engine.service.long_builds import BuildNeeded
 from engine.trace import RunTrace
@@ -280,7 +281,7 @@ def _trace(trace_json: str) -> RunTrace:
                       "returned.") from None
 
 
-def _status_json(status: dict) -> str:
+def _status_json(status: ClassifierStatus) -> str:
     versions = [{k: v for k, v in version.items() if k != "heldout_scores"}
-                for version in status["versions"]]
-    return json.dumps({**status, "versions": versions})
+                for version in status.versions]
+    return json.dumps({**asdict(status), "versions": versions})

@@ -55,8 +55,8 @@ def main() -> None:
             made += 1
     positives = sum(x.label for x in annotation.labels.list())
     status = annotation.retrain(wait=True)
-    job = status["retrain"]
-    by_id = {v["id"]: v for v in status["versions"]}
+    job = status.retrain
+    by_id = {v["id"]: v for v in status.versions}
     before, after = by_id[base.name], by_id[job["after"]]
     set_active(job["after"] if args.keep else base.name)  # kept active even if worse
     rows = []

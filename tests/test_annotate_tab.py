@@ -4,13 +4,13 @@ the browser test."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
 from app.tabs import annotate
-from engine.service.annotation import JudgedPair
+from engine.service.annotation import ClassifierStatus, JudgedPair
 
 
 def judged(corpus, first: int, second: int) -> dict:
@@ -59,7 +59,7 @@ def _entry(version: str, auc: float, scores: list) -> dict:
             "heldout_scores": scores}
 
 
-def _status(active: str, **job) -> dict:
+def _status(active: str, **job) -> ClassifierStatus:
     """classifier_status as the service returns it: two versions and a retrain `job`."""
     from engine.service.retrain_job import RetrainJob
 
@@ -67,8 +67,8 @@ def _status(active: str, **job) -> dict:
                  "heldout_auc": auc, "heldout_scores": [], "active": v == active}
                 for v, c, n, auc in (("first", "2025-01-01", 0, 0.766),
                                      ("retrained", "2025-01-02", 3, 0.758))]
-    return {"active": active, "versions": versions, "labels": 3,
-            "retrain": RetrainJob(**job).describe()}
+    return ClassifierStatus(active=active, versions=versions, labels=3,
+                            retrain=RetrainJob(**job).describe())
 
 
 WORSE = {"state": "done", "before": "first", "after": "retrained", "labels": 3,
@@ -138,8 +138,9 @@ def test_a_waiting_retrain_says_what_it_waits_for_and_keeps_polling():
 
     waiting_for = ("the first-start training of this classifier (the version a retrain "
                    "improves on and is compared with): training <C>: 3/10 (30%)")
-    status = _status("first", state="waiting", labels=3, set_aside=2)
-    status["retrain"].update(waiting_for=waiting_for, starts_in=1_200.0)
+    waiting = _status("first", state="waiting", labels=3, set_aside=2)
+    status = replace(waiting, retrain={**waiting.retrain, "waiting_for": waiting_for,
+                                       "starts_in": 1_200.0})
     html = classifier_html(status)
     # the whole wait up front: until it starts, then its own training; the labels counted
     # as the versions table counts them
@@ -147,10 +148,9 @@ def test_a_waiting_retrain_says_what_it_waits_for_and_keeps_polling():
             "<b>about 33 min in all: about 20 min until it starts, then about 13 min of "
             "training</b>") in html
     assert "starts by itself when that ends" in html
-    status["retrain"]["starts_in"] = float("inf")
+    unknown = replace(status, retrain={**status.retrain, "starts_in": float("inf")})
     assert "it starts when the builds before it end (how long they take is not known yet)" \
-        in classifier_html(status)
-    status["retrain"]["starts_in"] = 1_200.0
+        in classifier_html(unknown)
     assert "training &lt;C&gt;: 3/10" in html  # escaped
 
     class Service:
@@ -172,7 +172,7 @@ def test_without_a_version_the_panel_says_what_makes_one(first, said):
     at 65% of that training, with no labels to retrain on, and again after it failed."""
     from app.views.annotation import classifier_html
 
-    status = {**_status("", state="idle"), "versions": [], "first_training": first}
+    status = replace(_status("", state="idle"), versions=[], first_training=first)
     assert said in classifier_html(status)
 
 

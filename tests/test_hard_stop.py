@@ -225,11 +225,11 @@ def test_a_retrain_killed_midway_says_after_a_restart_that_it_was_interrupted(da
     assert writer.stdout.readline().strip() == "training"
     kill(writer)
     store = SessionStore(path)
-    job = Annotation(lambda name: None, store).status()["retrain"]  # a restart
+    job = Annotation(lambda name: None, store).status().retrain  # a restart
     assert job["state"] == "interrupted" and job["labels"] == 3
     assert "while this retrain on 3 labels was training" in job["error"]
     assert "Press Retrain to start it again" in job["error"]
     assert active_version() is None  # nothing of it was kept
-    again = Annotation(lambda name: None, store).status()["retrain"]
+    again = Annotation(lambda name: None, store).status().retrain
     assert again["state"] == "interrupted"  # said until another retrain starts
     store.close()

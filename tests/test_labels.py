@@ -127,7 +127,7 @@ def test_a_retrain_with_no_label_that_can_train_is_refused(tiny_corpus, tmp_path
     annotation.label(held_out, "Budapest", "Danube", 1)
     with pytest.raises(ConfigError, match="None of the 1 stored labels can train"):
         annotation.retrain()
-    assert annotation.status()["retrain"]["state"] != "running"
+    assert annotation.status().retrain["state"] != "running"
     assert annotation.labels.count() == 1  # nothing lost
 
 
@@ -329,15 +329,14 @@ def test_a_retrain_waits_for_the_first_start_training_and_improves_on_it(
     said = classifier_html(annotation.status())
     assert "about 26 min in all: about 13 min until it starts, then about 13 min of " \
            "training" in said
-    job = _wait_until(lambda: annotation.status()["retrain"]["waiting_for"] and
-                      annotation.status()["retrain"])
+    job = _wait_until(lambda: annotation.status().retrain["waiting_for"] and
+                      annotation.status().retrain)
     assert job["state"] == "waiting" and job["done"] == 0
     assert job["waiting_for"].startswith("the first-start training of this classifier")
     assert "task train classifier: training 3/10" in job["waiting_for"]
     release.set()
     annotation.retraining.wait(20)
-    status = annotation.status()
-    job = status["retrain"]
+    job = annotation.status().retrain
     assert (job["state"], job["before"], job["after"]) == ("done", "first", "retrained")
     assert job["waited"] > 0 and job["waiting_for"] == ""
     assert job["compared"]["before"]["id"] == "first"
@@ -397,8 +396,8 @@ def test_a_retrain_takes_its_turn_in_the_build_queue_and_says_its_place(
     _wait_until(lambda: preparation.tasks["dense"].state == "running")
     annotation = _annotation(tiny_corpus, tmp_path, lambda: [preparation])
     annotation.retrain()
-    job = _wait_until(lambda: "number" in annotation.status()["retrain"]["waiting_for"] and
-                      annotation.status()["retrain"])
+    job = _wait_until(lambda: "number" in annotation.status().retrain["waiting_for"] and
+                      annotation.status().retrain)
     assert job["state"] == "waiting"
     assert job["waiting_for"] == ("its turn among the long builds: number 1 in the queue, "
                                   "starts when the builds before it end (running now: "
@@ -411,7 +410,7 @@ def test_a_retrain_takes_its_turn_in_the_build_queue_and_says_its_place(
             "yet), then takes about 13 min of training") in classifier_html(annotation.status())
     release.set()
     annotation.retraining.wait(20)
-    assert annotation.status()["retrain"]["state"] == "done"
+    assert annotation.status().retrain["state"] == "done"
     preparation.wait(5)
 
 
@@ -438,7 +437,7 @@ def test_a_short_build_pauses_a_running_retrain_which_says_so(tiny_corpus, tmp_p
     monkeypatch.setattr(fit_selection_classifier, "train_classifier", slow_train)
     annotation = _annotation(tiny_corpus, tmp_path)
     annotation.retrain()
-    _wait_until(lambda: annotation.status()["retrain"]["state"] == "running")
+    _wait_until(lambda: annotation.status().retrain["state"] == "running")
     small_done = threading.Event()
 
     def small_build():
@@ -446,12 +445,12 @@ def test_a_short_build_pauses_a_running_retrain_which_says_so(tiny_corpus, tmp_p
             small_done.wait(20)
 
     threading.Thread(target=small_build, daemon=True).start()
-    job = _wait_until(lambda: annotation.status()["retrain"]["phase"] and
-                      annotation.status()["retrain"])
+    job = _wait_until(lambda: annotation.status().retrain["phase"] and
+                      annotation.status().retrain)
     assert job["phase"] == "paused while a shorter build runs"
     paused_at = len(steps)  # no step while paused: tests/test_builds.py
     small_done.set()
     _wait_until(lambda: len(steps) > paused_at)
     trained.set()
     annotation.retraining.wait(20)
-    assert annotation.status()["retrain"]["state"] == "done"
+    assert annotation.status().retrain["state"] == "done"

@@ -38,6 +38,7 @@ from app.views.annotation import (
 )
 from app.views.trace import error_box, esc
 from engine.paradigms.drrag import DRRAGParadigm
+from engine.service.annotation import ClassifierStatus
 from engine.service.explorer import Explorer
 from engine.trace import RunTrace
 
@@ -64,14 +65,14 @@ KEYS_JS = """
 """
 
 
-def _version_choices(status: dict) -> gr.Dropdown:
+def _version_choices(status: ClassifierStatus) -> gr.Dropdown:
     """Every version, newest first; chosen: a retrained version kept inactive because it
     is worse (one press of Make active uses it anyway), else the active one."""
-    ids = [v["id"] for v in reversed(status["versions"])]
-    job = status["retrain"]
+    ids = [v["id"] for v in reversed(status.versions)]
+    job = status.retrain
     kept = job["state"] == "done" and not job.get("activated", True) \
-        and job["after"] != status["active"]
-    chosen = job["after"] if kept else status["active"]
+        and job["after"] != status.active
+    chosen = job["after"] if kept else status.active
     return gr.Dropdown(choices=ids, value=chosen if chosen in ids else None)
 
 
@@ -123,7 +124,7 @@ def build(explorer: Explorer) -> Tab:
     info = gr.HTML(classifier_html(status), elem_id="fe-classifier")
     with gr.Row():
         retrain = gr.Button("Retrain with the labels", variant="primary", elem_id="fe-retrain")
-        versions = gr.Dropdown([v["id"] for v in status["versions"]], value=status["active"],
+        versions = gr.Dropdown([v["id"] for v in status.versions], value=status.active,
                                label="Versions", elem_id="fe-versions")
         activate = gr.Button("Make active", elem_id="fe-activate")
     curves = gr.Plot(figures.precision_recall_figure(status), label="Held-out pairs",
@@ -235,7 +236,7 @@ def import_labels(explorer: Explorer, file) -> tuple:
 def refresh(explorer: Explorer) -> tuple:
     """(classifier HTML, versions, precision-recall figure, poll timer)."""
     status = explorer.classifier_status()
-    running = status["retrain"]["state"] in ("waiting", "running")
+    running = status.retrain["state"] in ("waiting", "running")
     return (classifier_html(status), _version_choices(status),
             figures.precision_recall_figure(status), gr.Timer(active=running))
 

@@ -7,7 +7,7 @@ import math
 
 from app.views.trace import error_box, esc
 from engine.progress import duration
-from engine.service.annotation import AUC_DECIMALS, JudgedPair
+from engine.service.annotation import AUC_DECIMALS, ClassifierStatus, JudgedPair
 from engine.store.labels import Label
 
 SET_ASIDE = ("*Labels on HotpotQA dev500 questions and on the training questions held out "
@@ -147,9 +147,9 @@ def whole_wait(job: dict) -> str:
             f"starts, then {own}")
 
 
-def _no_version(status: dict) -> str:
+def _no_version(status: ClassifierStatus) -> str:
     """Why there is no classifier version yet, and what makes one."""
-    first = status.get("first_training") or {}
+    first = status.first_training
     said = esc(first.get("line", ""))
     if first.get("state") in ("waiting", "running"):
         return ("No classifier is trained yet; the first-start training is under way "
@@ -163,13 +163,13 @@ def _no_version(status: dict) -> str:
             "the app, whose first start trains one in the background.")
 
 
-def classifier_html(status: dict) -> str:
+def classifier_html(status: ClassifierStatus) -> str:
     """The retrain's state (what it waits for, its progress, or how it ended), the rule
     that decides which version is active, and every version's held-out figures."""
-    job = status["retrain"]
-    lines = [_retrain_html(job, status.get("active"))]
+    job = status.retrain
+    lines = [_retrain_html(job, status.active)]
     rows = []
-    for v in reversed(status["versions"]):
+    for v in reversed(status.versions):
         m = v["heldout"]
         mark = " <b>(active)</b>" if v["active"] else ""
         aside = f" ({v['labels_set_aside']} set aside)" if v.get("labels_set_aside") else ""

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from app.views.gold import gold_counts, series_colour
 from engine.eval.traces import searched_in
+from engine.service.annotation import ClassifierStatus
 from engine.stages.classify import QUERY
 from engine.trace import RunTrace
 
@@ -182,12 +183,12 @@ def precision_recall(scores: Sequence[Sequence[float]]) -> tuple[list[float], li
 
 
 @failsafe
-def precision_recall_figure(status: dict) -> go.Figure:
+def precision_recall_figure(status: ClassifierStatus) -> go.Figure:
     """Held-out precision/recall of the last retrain's versions before and after, both
     measured on the same held-out pairs (else the two newest versions, each on its own),
     one labelled curve each with its chosen threshold marked in the curve's colour."""
-    compared = status["retrain"].get("compared") or {}
-    labels = {v["id"]: v["labels"] for v in status["versions"]}
+    compared = status.retrain.get("compared") or {}
+    labels = {v["id"]: v["labels"] for v in status.versions}
     if compared.get("after"):
         shown = [(f"{role}: ", entry) for role, entry in (("before", compared.get("before")),
                                                           ("after", compared["after"]))
@@ -195,7 +196,7 @@ def precision_recall_figure(status: dict) -> go.Figure:
         title = (f"The same {compared.get('pairs', 0)} held-out pairs, before and after: "
                  "precision against recall")
     else:
-        shown = [("", version) for version in status["versions"][-2:]]
+        shown = [("", version) for version in status.versions[-2:]]
         title = "Held-out pairs: precision against recall"
     if not shown:
         return text_figure("No classifier trained yet.")

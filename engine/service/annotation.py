@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from engine.documents import Corpus, Question
 from engine.errors import ConfigError, EngineError
@@ -131,6 +131,21 @@ def not_worse(after: dict, before: dict | None) -> bool:
                                                                AUC_DECIMALS)
 
 
+@dataclass(frozen=True)
+class ClassifierStatus:
+    """DR-RAG's selection classifier as the Annotate tab shows it: the `active` version's
+    id (None before any), every version with its held-out figures (`versions`,
+    engine.models.selection_classifier.versions), how many `labels` are stored, the last
+    retrain (`retrain`: RetrainJob.describe) and the first-start training
+    (`first_training`: {state, line}; state "" when no preparation trains it)."""
+
+    active: str | None
+    versions: list
+    labels: int
+    retrain: dict
+    first_training: dict = field(default_factory=lambda: {"state": "", "line": ""})
+
+
 class Annotation:
     """Labels and retraining over the app's corpora and one sessions database."""
 
@@ -193,12 +208,12 @@ class Annotation:
 
     # --- the classifier ------------------------------------------------------------------
 
-    def status(self) -> dict:
+    def status(self) -> ClassifierStatus:
         from engine.models.selection_classifier import active_version, versions
 
-        return {"active": active_version(), "versions": versions(),
-                "labels": self.labels.count(), "retrain": self.job.describe(),
-                "first_training": self._first_training_said()}
+        return ClassifierStatus(active=active_version(), versions=versions(),
+                                labels=self.labels.count(), retrain=self.job.describe(),
+                                first_training=self._first_training_said())
 
     def _first_training_said(self) -> dict:
         """The first-start training of this classifier as the Annotate tab says it:
@@ -209,13 +224,13 @@ class Annotation:
                 return {"state": task.state, "line": task.describe()}
         return {"state": "", "line": ""}
 
-    def activate(self, version: str) -> dict:
+    def activate(self, version: str) -> ClassifierStatus:
         from engine.models.selection_classifier import set_active
 
         set_active(version)
         return self.status()
 
-    def retrain(self, wait: bool = False) -> dict:
+    def retrain(self, wait: bool = False) -> ClassifierStatus:
         """Start retraining on the training pairs plus every stored label (once at a
         time); returns the status. `wait` blocks until it ends (CLI and tests).
 

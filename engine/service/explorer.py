@@ -35,7 +35,7 @@ from engine.documents import Corpus, Question
 from engine.judging.agreement import Agreement
 from engine.paradigms.base import Paradigm
 from engine.service import readiness
-from engine.service.annotation import Annotation, JudgedPair
+from engine.service.annotation import Annotation, ClassifierStatus, JudgedPair
 from engine.service.corpora import IDLE_SECONDS, Corpora
 from engine.service.corpus_rows import CorpusRow
 from engine.service.datasets import listed_datasets, listed_questions
@@ -385,14 +385,14 @@ class Explorer:
         """(labels added, labels already stored) from a labels JSONL export."""
         return self._annotation.labels.import_jsonl(text, filename)
 
-    def classifier_status(self) -> dict:
+    def classifier_status(self) -> ClassifierStatus:
         """The active classifier version, every version's held-out figures, any retrain."""
         return self._annotation.status()
 
-    def retrain_classifier(self) -> dict:
+    def retrain_classifier(self) -> ClassifierStatus:
         return self._annotation.retrain()
 
-    def activate_classifier(self, version: str) -> dict:
+    def activate_classifier(self, version: str) -> ClassifierStatus:
         return self._annotation.activate(version)
 
     door = property(lambda self: self._door)  # who acts, and what their role may do
