@@ -192,10 +192,10 @@ def restore_form(explorer: Explorer, entry: Form, evaluation_id) -> list:
     form = explorer.evaluation_form(evaluation_id) if evaluation_id is not None else None
     if form is None:
         return [gr.skip()] * len(entry.restored())
-    return [gr.update(value=form["dataset"]) if form["dataset"] else gr.skip(),
+    return [gr.update(value=form.dataset) if form.dataset else gr.skip(),
             gr.update(value=None),  # an upload is not kept: its dataset is named above
-            form["limit"], form["sample"], form["seed"], form["paradigms"], form["name"],
-            gr.update(value=form["corpus"]), *panel_values(entry.params, form["configs"])]
+            form.limit, form.sample, form.seed, form.paradigms, form.name,
+            gr.update(value=form.corpus), *panel_values(entry.params, form.configs)]
 
 
 @refusing(outputs=3)

@@ -10,6 +10,7 @@ engine.service.diagnosis.Diagnoses.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from engine.data.collection_store import check_corpus, split_of
@@ -30,6 +31,23 @@ from engine.service.readiness import check_ready
 from engine.store.evaluations import IMPORTED, EvaluationStore, StoredEvaluation
 from engine.store.presets import PresetStore
 from engine.trace import RunTrace
+
+
+@dataclass(frozen=True)
+class EvaluationForm:
+    """What started a stored evaluation, as Evaluate's form takes it: the `dataset` (its
+    listed path; "" when it is no longer listed, as an upload), how its questions were
+    chosen (`limit` first ones, or a `sample` drawn with `seed`), its `paradigms` and their
+    `configs`, its `name` and the `corpus` it searched."""
+
+    dataset: str
+    limit: int
+    sample: int
+    seed: int
+    paradigms: list
+    configs: dict
+    name: str
+    corpus: str
 
 
 class Evaluations:
@@ -252,11 +270,9 @@ class Evaluations:
     def evaluation(self, evaluation_id: int) -> StoredEvaluation:
         return self._store.get(evaluation_id)
 
-    def evaluation_form(self, evaluation_id: int) -> dict | None:
-        """What started a stored evaluation, as Evaluate's form takes it: {dataset (its
-        listed path; "" when it is no longer listed, as an upload), limit, sample, seed,
-        paradigms, configs, name, corpus}; None for what no form starts (a sweep, a
-        ceiling evaluation, an import)."""
+    def evaluation_form(self, evaluation_id: int) -> EvaluationForm | None:
+        """What started a stored evaluation, as Evaluate's form takes it; None for what no
+        form starts (a sweep, a ceiling evaluation, an import)."""
         stored = self._store.get(evaluation_id)
         plan = self._store.plan(evaluation_id) or {}
         if stored.baseline is not None or plan.get("kinds") or stored.code_version == IMPORTED:
@@ -267,9 +283,10 @@ class Evaluations:
             if positions == list(range(len(positions))) else
             {"limit": 0, "sample": len(positions), "seed": 0})
         listed = {label: path for path, label in listed_datasets().items()}
-        return {"dataset": listed.get(stored.dataset, ""), **chosen,
-                "paradigms": list(stored.paradigms), "configs": stored.configs,
-                "name": stored.name, "corpus": stored.corpus}
+        return EvaluationForm(dataset=listed.get(stored.dataset, ""), limit=chosen["limit"],
+                              sample=chosen["sample"], seed=chosen["seed"],
+                              paradigms=list(stored.paradigms), configs=stored.configs,
+                              name=stored.name, corpus=stored.corpus)
 
     def evaluation_rows(self, evaluation_id: int) -> list[dict]:
         """One row per (question, paradigm) of a stored evaluation (engine.eval.summary.row)."""

@@ -42,7 +42,7 @@ from engine.service.datasets import listed_datasets, listed_questions
 from engine.service.diagnosis import Diagnoses
 from engine.service.door import Door, guarded
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationStatus
-from engine.service.evaluations import Evaluations
+from engine.service.evaluations import EvaluationForm, Evaluations
 from engine.service.imports import Imported
 from engine.service.judged_evaluations import JudgedEvaluations
 from engine.service.judging import Judging
@@ -277,7 +277,7 @@ class Explorer:
         """Block until the evaluation started here ends (or `timeout` seconds pass)."""
         self._evaluating.wait_for_evaluation(evaluation_id, timeout)
 
-    def evaluation_form(self, evaluation_id: int) -> dict | None:
+    def evaluation_form(self, evaluation_id: int) -> EvaluationForm | None:
         """What started a stored evaluation, as Evaluate's form takes it (None: no form)."""
         return self._evaluating.evaluation_form(evaluation_id)
 
