@@ -94,14 +94,14 @@ class Explorer:
         self._presets = Presets(store, self.door)
         self._runs = Runs(store, self._corpora, self._annotation.labels, tracing, self.door,
                           self._presets.store)
-        self._evaluating = Evaluations(self._evaluation_store, self._jobs, self._corpora,
+        self._evaluations = Evaluations(self._evaluation_store, self._jobs, self._corpora,
                                        owner=self.door.name, presets=self._presets.store)
         self._diagnoses = Diagnoses(self._evaluation_store, self._corpora)
         self._judging = Judging(store, self.door,
                                 lambda name: self._corpora.preparation(name).corpus)
-        self._tuning = Tuning(store, self._evaluating, self._corpora, self.door)
+        self._tuning = Tuning(store, self._evaluations, self._corpora, self.door)
         if self.door.limits is not None:  # a user's long jobs count until they end
-            self.door.limits.alive = job_alive(self._evaluating, self._corpora,
+            self.door.limits.alive = job_alive(self._evaluations, self._corpora,
                                                self._annotation, self._tuning)
 
     # --- running: engine.service.runs -----------------------------------------------------
@@ -250,7 +250,7 @@ class Explorer:
                  build: bool = False, ray: str = "", dataset_name: str = "",
                  corpus: str = "") -> int:
         """Start evaluating `dataset` through `paradigms` in the background; its id."""
-        return self._evaluating.evaluate(
+        return self._evaluations.evaluate(
             dataset, paradigms, configs, limit=limit, sample=sample, seed=seed, name=name,
             build=build, ray=ray, dataset_name=dataset_name, corpus=corpus)
 
@@ -259,7 +259,7 @@ class Explorer:
               retrieval_only: bool = True, name: str = "", build: bool = False,
               dataset_name: str = "", corpus: str = "") -> int:
         """Start a sweep of `paradigm` over the grid of `options`; its id."""
-        return self._evaluating.sweep(
+        return self._evaluations.sweep(
             dataset, paradigm, options, config, limit=limit, sample=sample, seed=seed,
             retrieval_only=retrieval_only, name=name, build=build,
             dataset_name=dataset_name, corpus=corpus)
@@ -267,55 +267,55 @@ class Explorer:
     def ceilings(self, evaluation_id: int, paradigms: list[str] | None = None,
                  build: bool = False) -> int:
         """Start the ceiling evaluation of stored evaluation `evaluation_id`; its id."""
-        return self._evaluating.ceilings(evaluation_id, paradigms, build)
+        return self._evaluations.ceilings(evaluation_id, paradigms, build)
 
     def resume_evaluation(self, evaluation_id: int, build: bool = False) -> int:
         """Go on with a stored evaluation that ended before every question ran."""
-        return self._evaluating.resume_evaluation(evaluation_id, build)
+        return self._evaluations.resume_evaluation(evaluation_id, build)
 
     def wait_for_evaluation(self, evaluation_id: int, timeout: float | None = None) -> None:
         """Block until the evaluation started here ends (or `timeout` seconds pass)."""
-        self._evaluating.wait_for_evaluation(evaluation_id, timeout)
+        self._evaluations.wait_for_evaluation(evaluation_id, timeout)
 
     def evaluation_form(self, evaluation_id: int) -> EvaluationForm | None:
         """What started a stored evaluation, as Evaluate's form takes it (None: no form)."""
-        return self._evaluating.evaluation_form(evaluation_id)
+        return self._evaluations.evaluation_form(evaluation_id)
 
     def evaluation_status(self, evaluation_id: int) -> EvaluationStatus:
         """A running evaluation's live status, or a stored one's as it ended."""
-        return self._evaluating.evaluation_status(evaluation_id)
+        return self._evaluations.evaluation_status(evaluation_id)
 
     def cancel_evaluation(self, evaluation_id: int) -> None:
-        self._evaluating.cancel_evaluation(evaluation_id)
+        self._evaluations.cancel_evaluation(evaluation_id)
 
     def remove_evaluation(self, evaluation_id: int) -> None:
         """Delete a stored evaluation and its runs (not one running here)."""
-        self._evaluating.remove_evaluation(evaluation_id)
+        self._evaluations.remove_evaluation(evaluation_id)
 
     def evaluations(self) -> list[StoredEvaluation]:
         """Stored evaluations, newest first."""
-        return self._evaluating.evaluations()
+        return self._evaluations.evaluations()
 
     def evaluation(self, evaluation_id: int) -> StoredEvaluation:
-        return self._evaluating.evaluation(evaluation_id)
+        return self._evaluations.evaluation(evaluation_id)
 
     def evaluation_rows(self, evaluation_id: int) -> list[dict]:
         """One row per (question, paradigm) of a stored evaluation."""
-        return self._evaluating.evaluation_rows(evaluation_id)
+        return self._evaluations.evaluation_rows(evaluation_id)
 
     def evaluation_trace(self, evaluation_id: int, position: int, paradigm: str) -> RunTrace:
-        return self._evaluating.evaluation_trace(evaluation_id, position, paradigm)
+        return self._evaluations.evaluation_trace(evaluation_id, position, paradigm)
 
     def evaluation_traces(self, evaluation_id: int) -> list[RunTrace]:
-        return self._evaluating.evaluation_traces(evaluation_id)
+        return self._evaluations.evaluation_traces(evaluation_id)
 
     def export_evaluation(self, evaluation_id: int, fmt: str) -> str:
         """Every run of an evaluation in `fmt` (engine.eval.exports)."""
-        return self._evaluating.export_evaluation(evaluation_id, fmt)
+        return self._evaluations.export_evaluation(evaluation_id, fmt)
 
     def export_evaluation_files(self, evaluation_id: int, fmt: str) -> tuple[dict, str]:
         """({file name: text}, a note) of an evaluation for another tool."""
-        return self._evaluating.export_evaluation_files(evaluation_id, fmt)
+        return self._evaluations.export_evaluation_files(evaluation_id, fmt)
 
     # --- diagnosis: engine.service.diagnosis ----------------------------------------------
 

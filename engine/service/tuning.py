@@ -69,7 +69,7 @@ class Tuning:
     def __init__(self, store: SessionStore, evaluating: Evaluations, corpora: Corpora,
                  door: Door | None = None) -> None:
         self.sessions, self.store = store, TuneStore(store)
-        self._evaluating, self._corpora = evaluating, corpora
+        self._evaluations, self._corpora = evaluating, corpora
         self.door = door or Door()
         self._jobs = TuneJobs()
         self.store.mark_interrupted()  # left running by a process that died
@@ -101,7 +101,7 @@ class Tuning:
                                                  reads=measure not in RETRIEVAL_MEASURES)),
                           measure, cost, ceiling, int(trials), minutes, int(seed),
                           base=dict(configs or {}))
-        preparation = self._evaluating.preparation_for(corpus, dataset, chosen)
+        preparation = self._evaluations.preparation_for(corpus, dataset, chosen)
         pending = self._pending(plan, preparation, build)
         return self._jobs.launch(lambda: start_tune(
             self.sessions, plan, questions, preparation.corpus, dataset_label(dataset),
@@ -113,7 +113,7 @@ class Tuning:
         stored trials, over the same questions and corpus; its id."""
         stored = self.store.get(tune_id)
         chosen = dataset_of(stored.dataset)
-        preparation = self._evaluating.preparation_for(stored.corpus, stored.dataset, chosen)
+        preparation = self._evaluations.preparation_for(stored.corpus, stored.dataset, chosen)
         pending = self._pending(stored.plan, preparation, build)
         return self._jobs.launch(lambda: resume_tune(
             self.sessions, stored.id, chosen.questions, preparation.corpus,
