@@ -28,6 +28,7 @@ from engine.errors import EngineError
 from engine.paradigms.flat import FlatConfig
 from engine.paradigms.funnel import FunnelConfig
 from engine.paradigms.registry import PARADIGMS
+from engine.service.annotation import ClassifierStatus
 from engine.trace import LLMStep, StageResult
 from engine.trace_details import (
     BestChunk,
@@ -419,9 +420,9 @@ def test_precision_recall_points_and_figure():
     version = {"id": "abc", "labels": 3, "threshold": 0.5,
                "heldout": {"recall": 0.5, "precision": 1.0},
                "heldout_scores": [[0.9, 1], [0.2, 0]]}
-    fig = figures.precision_recall_figure({"versions": [version], "retrain": {}})
+    fig = figures.precision_recall_figure(ClassifierStatus(None, [version], 3, {}))
     assert len(fig.data) == 2 and "3 labels" in fig.data[0].name
-    empty = figures.precision_recall_figure({"versions": [], "retrain": {}})
+    empty = figures.precision_recall_figure(ClassifierStatus(None, [], 0, {}))
     assert "No classifier" in empty.layout.annotations[0].text
 
 
@@ -531,14 +532,14 @@ def test_retrain_progress_counts_labels_and_says_how_long_is_left():
 
     job = {"state": "running", "done": 30, "total": 120, "seconds": 60.0, "left": 180.0,
            "labels": 1, "error": "", "before": "", "after": ""}
-    html = classifier_html({"retrain": job, "versions": []})
+    html = classifier_html(ClassifierStatus(None, [], 1, job))
     assert "Retraining on 1 label:" in html and "30/120 (25%)" in html
     assert "about 3 min left" in html and "fe-progress" in html and "fe-error" not in html
     assert "No version is trained yet" in html  # what decides meanwhile
-    against = classifier_html({"retrain": job, "versions": [], "active": "v1"})
+    against = classifier_html(ClassifierStatus("v1", [], 1, job))
     assert "It will be compared with version v1, active meanwhile." in against
-    done = classifier_html({"retrain": {**job, "state": "done", "labels": 3, "after": "v2"},
-                            "versions": []})
+    done = classifier_html(ClassifierStatus(
+        None, [], 3, {**job, "state": "done", "labels": 3, "after": "v2"}))
     assert "on 3 labels: version v2" in done
 
 

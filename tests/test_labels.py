@@ -154,7 +154,7 @@ def test_retrain_adds_a_version_compares_both_on_the_same_pairs_and_can_switch_b
     annotation = Annotation(lambda name: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
     annotation.label("Who devised pointillism?", "Georges Seurat", "Pointillism", 1)
     status = annotation.retrain(wait=True)
-    job = status["retrain"]
+    job = status.retrain
     assert job["state"] == "done" and job["before"] == base.name and job["after"] != base.name
     assert job["done"] == job["total"] > 0 and job["labels"] == 1
     before, after = job["compared"]["before"], job["compared"]["after"]
@@ -164,14 +164,14 @@ def test_retrain_adds_a_version_compares_both_on_the_same_pairs_and_can_switch_b
     assert len(after["heldout_scores"]) == job["compared"]["pairs"] == len(
         before["heldout_scores"])
     assert job["activated"] == not_worse(after, before)
-    assert status["active"] == (job["after"] if job["activated"] else base.name)
-    by_id = {v["id"]: v for v in status["versions"]}
+    assert status.active == (job["after"] if job["activated"] else base.name)
+    by_id = {v["id"]: v for v in status.versions}
     assert by_id[job["after"]]["labels"] == 1 and by_id[base.name]["labels"] == 0
     report = training_report(versions_dir() / job["after"])
     assert report["config"] == stored["config"]  # the recipe it improved on
     assert set(by_id[base.name]["heldout"]) >= {"accuracy", "precision", "recall"}
-    other = job["after"] if status["active"] == base.name else base.name
-    assert annotation.activate(other)["active"] == other
+    other = job["after"] if status.active == base.name else base.name
+    assert annotation.activate(other).active == other
     # a damaged version is never read: refused by name, with the fix
     from engine.errors import ResourceMissingError
     from engine.models.selection_classifier import load_classifier
@@ -266,12 +266,12 @@ def test_a_retrained_version_is_made_active_only_if_its_auc_is_not_lower(
     _version("first", 0.766, same_pairs)  # no active file: "trained" means the newest
     training["auc"] = auc
     status = _annotation(tiny_corpus, tmp_path).retrain(wait=True)
-    job = status["retrain"]
+    job = status.retrain
     assert training["activate"] == [False]  # the service decides, not the training
     assert (job["state"], job["before"], job["after"]) == ("done", "first", "retrained")
     assert job["activated"] is activated
-    assert status["active"] == ("retrained" if activated else "first")
-    assert [v["id"] for v in status["versions"]] == ["first", "retrained"]  # kept either way
+    assert status.active == ("retrained" if activated else "first")
+    assert [v["id"] for v in status.versions] == ["first", "retrained"]  # kept either way
     compared = job["compared"]
     assert (compared["before"]["heldout_auc"], compared["after"]["heldout_auc"]) == (0.766, auc)
     assert not compared["before"]["rescored"]  # the same pairs: its stored figures
@@ -280,9 +280,9 @@ def test_a_retrained_version_is_made_active_only_if_its_auc_is_not_lower(
 def test_a_first_retrain_with_no_version_before_is_made_active(tiny_corpus, tmp_path,
                                                                 training):
     status = _annotation(tiny_corpus, tmp_path).retrain(wait=True)
-    job = status["retrain"]
+    job = status.retrain
     assert job["before"] == "" and job["compared"]["before"] is None
-    assert job["activated"] and status["active"] == "retrained"
+    assert job["activated"] and status.active == "retrained"
 
 
 def _wait_until(check, seconds: float = 20.0):
@@ -319,7 +319,7 @@ def test_a_retrain_waits_for_the_first_start_training_and_improves_on_it(
     preparation.start()
     _wait_until(lambda: task.state == "running")
     annotation = _annotation(tiny_corpus, tmp_path, lambda: [preparation])
-    pressed = annotation.retrain()["retrain"]
+    pressed = annotation.retrain().retrain
     # the whole wait, from the first status on: the first-start training's time left (its
     # estimate: no pace kept yet), then the retrain's own training (the recorded figure)
     assert pressed["waiting_for"].startswith("the first-start training of this classifier")
@@ -373,7 +373,7 @@ def test_a_retrain_counts_the_labels_it_trains_on_apart_from_those_set_aside(
     annotation.label("Which river flows through Budapest?", "Budapest", "Danube", 1)
     held_out = held_out_questions(ClassifierConfig())[0].query
     annotation.label(held_out, "Budapest", "Danube", 1)  # set aside
-    job = annotation.retrain(wait=True)["retrain"]
+    job = annotation.retrain(wait=True).retrain
     assert (job["labels"], job["set_aside"]) == (2, 1)
     assert ("Retrained in" in classifier_html(annotation.status()) and "on 2 labels (1 more "
             "set aside: on held-out or dev500 questions)" in classifier_html(
