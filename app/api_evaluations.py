@@ -9,6 +9,7 @@ bad value and the fix.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 from app.endpoints import endpoint, uploaded
 from app.errors import refused
@@ -44,7 +45,7 @@ def evaluation_api(explorer: Explorer) -> None:
     def evaluation_status(evaluation_id: int) -> str:
         """{id, state, done, total, seconds, seconds_left, error, means, partial} as JSON
         (partial: it ended before every question ran; its means are of those stored)."""
-        return json.dumps(explorer.evaluation_status(evaluation_id).asdict())
+        return json.dumps(asdict(explorer.evaluation_status(evaluation_id)))
 
     def resume_evaluation(evaluation_id: int) -> int:
         """Go on with a stored evaluation that ended before every question ran

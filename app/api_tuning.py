@@ -7,6 +7,7 @@ result to JSON; an engine refusal becomes a gr.Error that names the bad value an
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 from app.endpoints import endpoint
 from app.errors import refused
@@ -49,7 +50,7 @@ def tuning_api(explorer: Explorer) -> None:
     def tune_status(tune_id: int) -> str:
         """Search `tune_id`: its state, plan, every trial, the front's trial numbers and,
         once it ended, its report (front, picks, winner, held-out check, importance)."""
-        return json.dumps(explorer.tuning.tune_status(int(tune_id)).asdict())
+        return json.dumps(asdict(explorer.tuning.tune_status(int(tune_id))))
 
     def list_tunes() -> str:
         """Every stored search, newest first."""

@@ -171,7 +171,7 @@ class EvaluationStatus:
     unknown), its `error`, the running `means` per paradigm, the `corpus` searched (beside
     every figure), whether it was `imported` (stored at once: its time is its runs'), and
     whether it is `partial` (ended before every question ran: its means are of those
-    stored). `asdict()` is its JSON form (the API's)."""
+    stored). `dataclasses.asdict` of it is its JSON form (the API's)."""
 
     id: int
     state: str
@@ -185,9 +185,6 @@ class EvaluationStatus:
     seconds_left: float | None = None
     imported: bool = False
     partial: bool = False
-
-    def asdict(self) -> dict:
-        return asdict(self)
 
 
 class EvaluationJobs:

@@ -11,7 +11,7 @@ minutes). The work is engine.tune's; the background job engine.service.tune_jobs
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from engine.documents import unanswered
 from engine.errors import ConfigError
@@ -41,7 +41,7 @@ class TuneStatus:
     its `plan` (SearchPlan.to_dict), the `preset` its winner was saved as, how many
     `questions` it searched and held out, every trial (`trials`, as a report shows them),
     the trial numbers on the current `front`, and its report once done (`result`).
-    `asdict()` is its JSON form (the API's)."""
+    `dataclasses.asdict` of it is its JSON form (the API's)."""
 
     id: int
     name: str
@@ -57,9 +57,6 @@ class TuneStatus:
     trials: list = field(default_factory=list)
     front: list = field(default_factory=list)
     result: dict | None = None
-
-    def asdict(self) -> dict:
-        return asdict(self)
 
 
 @guarded
