@@ -50,12 +50,49 @@ def browser():
         launched.close()
 
 
+# cache families that hold conversions of the packaged models (SmolLM2's GGUF as
+# safetensors, the reader and MiniLM exported to ONNX), keyed by the model alone
+MODEL_KINDS = ("models", "onnx", "onnx-encoder")
+
+
 @pytest.fixture(autouse=True)
-def data_dir(tmp_path, monkeypatch):
-    """Every test gets its own cache directory, so no test sees another's caches."""
+def data_dir(tmp_path, monkeypatch, models_dir, request):
+    """Every test gets its own cache directory, so no test sees another's caches, but for
+    the packaged models' conversions: those made by earlier tests are linked in (not for a
+    test marked `fresh_data`), and those this test made are kept for the later ones
+    (`share_model_caches`)."""
     path = tmp_path / "data"
     monkeypatch.setenv("FUNNEL_DATA_DIR", str(path))
-    return path
+    if not request.node.get_closest_marker("fresh_data"):
+        share_model_caches(models_dir, path)
+    yield path
+    share_model_caches(path, models_dir, verified=True)
+
+
+def share_model_caches(source: Path, target: Path, verified: bool = False) -> None:
+    """Hard-link into data directory `target` the packaged models' conversions (MODEL_KINDS)
+    that `source` holds and `target` lacks: about 45 s each test reading with the packaged
+    reader would spend converting and exporting them again. Each entry is linked under a
+    temporary name renamed into place; with `verified`, only one that passes its checksums
+    (made whole, and not damaged by the test), as a test's entries are kept for the session.
+    engine.cache never writes into a finished entry, and checks each one it loads."""
+    import shutil
+
+    from engine.cache import CacheInvalid, verify_entry
+
+    for kind in MODEL_KINDS:
+        for entry in sorted((source / "cache" / kind).glob("*/")):
+            final = target / "cache" / kind / entry.name
+            if final.exists() or entry.name.startswith("."):
+                continue
+            if verified:
+                try:
+                    verify_entry(entry)
+                except CacheInvalid:
+                    continue  # damaged by the test: not kept
+            partial = final.with_name(f".{entry.name}.linking")
+            shutil.copytree(entry, partial, copy_function=os.link, dirs_exist_ok=True)
+            partial.rename(final)
 
 
 # what app.main sets for its whole process (engine.allowed's confinement, the umask, Gradio's
@@ -103,6 +140,23 @@ TINY_DOCS = (
 def models_dir(tmp_path_factory):
     """One data directory for model caches, so SmolLM2 is converted once per session."""
     return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session")
+def packaged_caches(models_dir):
+    """`seed(data)`: the packaged models' conversions (SmolLM2's GGUF as safetensors, MiniLM
+    exported to ONNX) linked into data directory `data`, made once per session in the
+    session's model cache: a served app started over `data` loads them instead of making
+    them again (about 25 s of its start). Hard links: nothing writes into a cache entry
+    once it is made (engine.cache builds a new one beside it)."""
+    from engine.models.gguf import smollm2_dir
+    from engine.models.onnx_encoder import onnx_bi_encoder
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FUNNEL_DATA_DIR", str(models_dir))
+        smollm2_dir()
+        onnx_bi_encoder("minilm", "fp32")
+    return lambda data: share_model_caches(models_dir, data)
 
 
 @pytest.fixture

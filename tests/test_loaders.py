@@ -614,7 +614,7 @@ def test_parquet_missing_column_names_row_and_field(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("suffix", [".xml", ".txt", ".tsv", ""])
 def test_unknown_file_suffix(tmp_path: Path, suffix: str) -> None:
-    path = tmp_path / f"data{suffix}"
+    path = tmp_path / f"rows{suffix}"
     path.write_text("id,title,text\n", encoding="utf-8")
     message = format_error(path)
     assert f"unsupported file type {suffix!r}" in message

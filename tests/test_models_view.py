@@ -25,6 +25,7 @@ def by(rows, role, name):
     return found[0]
 
 
+@pytest.mark.fresh_data
 def test_every_role_is_listed_with_your_own_model_as_an_option(data_dir):
     rows = model_rows({})
     roles = {row.role for row in rows}

@@ -101,6 +101,7 @@ def test_export_is_cached_and_a_damaged_one_rebuilt(fresh_encoders, monkeypatch)
 
 
 @pytest.mark.slow
+@pytest.mark.fresh_data
 def test_an_int8_graph_unlike_the_model_is_refused(no_encoders, data_dir, monkeypatch):
     # this test's own data directory: a new export
     monkeypatch.setattr(onnx_encoder, "INT8_COSINE", 0.999999)
@@ -110,6 +111,7 @@ def test_an_int8_graph_unlike_the_model_is_refused(no_encoders, data_dir, monkey
         p.name == "manifest.json" for p in (data_dir / "cache" / "onnx-encoder").rglob("*"))
 
 
+@pytest.mark.fresh_data
 def test_a_failed_fp32_export_falls_back_to_torch(no_encoders, monkeypatch, caplog):
     # this test's own data directory: nothing exported yet
     def broken(*_):

@@ -361,6 +361,7 @@ def test_an_evaluation_job_asks_its_questions_on_ray_and_stores_the_same_runs(
     (["ask", "x", "--config", '{"K": 0}'], "K=0 is out of range; allowed: 1 to 200"),
     (["ask", "x", "--config", "{oops"], "--config is not valid JSON"),
 ])
+@pytest.mark.fresh_data  # its data directory must stay without a cache
 def test_cli_ask_bad_input(args, message, tiny_files, data_dir):
     corpus, _ = tiny_files
     result = _cli([*args, "--corpus", str(corpus)], data_dir)
