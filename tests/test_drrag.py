@@ -398,6 +398,7 @@ def _static_ids(corpus, options: dict, question: str, k: int = 3) -> list[str]:
     return [c.unit.id for c in stage.candidates]
 
 
+@pytest.mark.slow  # MiniLM loaded and the tiny corpus's dense index built
 def test_hybrid_weight_runs_from_bm25_to_dense(tiny_corpus):
     question = "Which artist put tiny coloured points on canvas?"
     bm25 = _static_ids(tiny_corpus, {"retriever": "bm25"}, question)

@@ -78,6 +78,7 @@ def test_the_export_computes_the_torch_models_logits(tiny_lm, tiny_onnx):
     np.testing.assert_allclose(pieces, want, atol=1e-4)
 
 
+@pytest.mark.slow  # the tiny Llama's ONNX export, shared with the test above
 def test_greedy_decoding_says_what_torch_says(tiny_lm, tiny_onnx):
     tokenizer, model = tiny_lm
     torch_side = HFGenerator("tiny", tokenizer, model)
@@ -139,6 +140,7 @@ def test_auto_answers_through_onnx_only_when_nothing_needs_torch():
         ReaderConfig(backend="onnx", precision="bf16")
 
 
+@pytest.mark.slow  # the packaged reader, converted and exported (about 45 s the first time)
 @pytest.mark.usefixtures("shared_models")
 def test_the_packaged_reader_answers_from_the_passage_that_holds_it():
     from engine.readers.backends import shared_generator
