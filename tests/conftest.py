@@ -144,17 +144,19 @@ def models_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def packaged_caches(models_dir):
-    """`seed(data)`: the packaged models' conversions (SmolLM2's GGUF as safetensors, MiniLM
-    exported to ONNX) linked into data directory `data`, made once per session in the
-    session's model cache: a served app started over `data` loads them instead of making
-    them again (about 25 s of its start). Hard links: nothing writes into a cache entry
-    once it is made (engine.cache builds a new one beside it)."""
+    """`seed(data)`: the packaged models' conversions (SmolLM2's GGUF as safetensors, it
+    and MiniLM exported to ONNX) linked into data directory `data`, made once per session
+    in the session's model cache: a served app started over `data` loads them instead of
+    making them again (about 45 s of its start and first answer). Hard links: nothing
+    writes into a cache entry once it is made (engine.cache builds a new one beside it)."""
     from engine.models.gguf import smollm2_dir
     from engine.models.onnx_encoder import onnx_bi_encoder
+    from engine.models.onnx_export import onnx_model_dir
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FUNNEL_DATA_DIR", str(models_dir))
         smollm2_dir()
+        onnx_model_dir("smollm2", "fp32")
         onnx_bi_encoder("minilm", "fp32")
     return lambda data: share_model_caches(models_dir, data)
 

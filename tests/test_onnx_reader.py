@@ -177,3 +177,26 @@ def test_evaluations_read_without_the_heatmap_unless_their_config_asks_for_it():
     # a ceiling reads as the evaluation it comes from: its configs as stored
     ceiling = EvaluationRequest("toy", asked, ("flat",), {"flat": {"k": 2}}, baseline=4)
     assert ceiling.config("flat") == {"k": 2}
+
+
+def test_an_export_of_a_checkpoint_in_the_cache_is_keyed_by_its_place_there(data_dir,
+                                                                          tmp_path,
+                                                                          monkeypatch):
+    """A data directory moved or copied keeps its exports of the checkpoints it converted
+    (the packaged SmolLM2's); a folder elsewhere is keyed by where it is."""
+    import shutil
+
+    from engine.models.onnx_export import fingerprint
+
+    converted = data_dir / "cache" / "models" / "b41f9858"
+    converted.mkdir(parents=True)
+    (converted / "model.safetensors").write_bytes(b"weights")
+    here = fingerprint(converted)
+    assert here["folder"] == "<cache>/models/b41f9858"
+    moved = tmp_path / "moved"
+    shutil.copytree(data_dir, moved)  # copy2: the weights keep their change time
+    monkeypatch.setenv("FUNNEL_DATA_DIR", str(moved))
+    assert fingerprint(moved / "cache" / "models" / "b41f9858") == here
+    elsewhere = tmp_path / "mine"
+    shutil.copytree(converted, elsewhere)
+    assert fingerprint(elsewhere)["folder"] == str(elsewhere.resolve())

@@ -30,6 +30,7 @@ from engine.cache import load_or_build
 from engine.errors import ConfigError, EngineError, ResourceMissingError
 from engine.models.locations import resolve
 from engine.models.pretrained import ALIASES
+from engine.paths import data_dir
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +72,16 @@ def checkpoint_folder(model: str) -> Path:
 
 
 def fingerprint(folder: Path) -> dict:
+    """What identifies a checkpoint folder for its exports: where it is, its weight files'
+    sizes and their latest change. A folder inside the data directory's cache (the
+    packaged SmolLM2 converted from its GGUF) is named by its place in the cache, whose
+    entry names are their own inputs' fingerprints, so a data directory moved, copied or
+    linked elsewhere keeps its exports."""
     files = sorted(p for p in folder.iterdir() if p.suffix in _WEIGHT_SUFFIXES)
-    return {"folder": str(folder.resolve()),
+    resolved, cache = folder.resolve(), (data_dir() / "cache").resolve()
+    where = (f"<cache>/{resolved.relative_to(cache).as_posix()}"
+             if resolved.is_relative_to(cache) else str(resolved))
+    return {"folder": where,
             "files": {p.name: p.stat().st_size for p in files},
             "mtime": max((p.stat().st_mtime_ns for p in files), default=0)}
 
