@@ -123,13 +123,44 @@ def measure(judgments: dict[str, dict[str, int]], run: dict[str, dict[str, float
     found = ir_measures.calc_aggregate(measures, judgments, run)
     return {name: round(float(found[m]), 4) for name, m in zip(MEASURES, measures, strict=True)}
 
+RETRIEVERS = ("bm25", "bm25 k1=0.9 b=0.4", "minilm")
 
-def main() -> None:
-    from engine.data.loaders.collections import read_beir
+
+def measured(collection, retrievers: tuple[str, ...] = RETRIEVERS, k: int = 1000) -> dict:
+    """{retriever: its measures over the collection's queries (the query's own document
+    left out, and nDCG@10 with it kept), its index and per-query seconds}: each of
+    `retrievers` (of RETRIEVERS) ranking whole documents."""
     from engine.documents import Corpus
     from engine.index.bm25 import bm25_index
     from engine.index.dense import dense_index
     from engine.units.build import UnitConfig
+
+    corpus = Corpus(collection.name, collection.documents)
+    documents = UnitConfig("documents")
+    builds = {"bm25": lambda: bm25_index(corpus, documents),
+              "bm25 k1=0.9 b=0.4": lambda: anserini_bm25(corpus, documents),
+              "minilm": lambda: dense_index(corpus, documents, "minilm")}
+    results = {}
+    for name in retrievers:
+        start = time.perf_counter()
+        index = builds[name]()
+        index.search(collection.questions[0].text, 1)  # the encoder loaded, not timed below
+        built = time.perf_counter() - start
+        run, seconds = rankings(index.search, collection.questions, k)
+        start = time.perf_counter()
+        found = measure(collection.judgments, without_identical(run))
+        measure_seconds = time.perf_counter() - start
+        kept = measure(collection.judgments, run)["nDCG@10"]
+        results[name] = {**found, "nDCG@10 query kept": kept,
+                         "index_seconds": round(built, 1),
+                         "seconds_per_100_questions": round(
+                             100 * seconds / len(collection.questions), 2),
+                         "measure_seconds": round(measure_seconds, 2)}
+    return results
+
+
+def main() -> None:
+    from engine.data.loaders.collections import read_beir
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("collection", help="arguana (fetched), or a BEIR folder or zip")
@@ -146,30 +177,10 @@ def main() -> None:
     else:
         collection = read_beir(args.collection, split=args.split,
                                drop_unknown=args.drop_unknown)
-    corpus = Corpus(collection.name, collection.documents)
-    documents = UnitConfig("documents")
-    print(f"{collection.name} ({args.split}): {len(corpus)} documents, "
+    print(f"{collection.name} ({args.split}): {len(collection.documents)} documents, "
           f"{len(collection.questions)} judged questions")
-    retrievers = {"bm25": lambda: bm25_index(corpus, documents),
-                  "bm25 k1=0.9 b=0.4": lambda: anserini_bm25(corpus, documents)}
-    if not args.no_dense:
-        retrievers["minilm"] = lambda: dense_index(corpus, documents, "minilm")
-    results = {}
-    for name, build in retrievers.items():
-        start = time.perf_counter()
-        index = build()
-        index.search(collection.questions[0].text, 1)  # the encoder loaded, not timed below
-        built = time.perf_counter() - start
-        run, seconds = rankings(index.search, collection.questions, args.k)
-        start = time.perf_counter()
-        measured = measure(collection.judgments, without_identical(run))
-        measure_seconds = time.perf_counter() - start
-        kept = measure(collection.judgments, run)["nDCG@10"]
-        results[name] = {**measured, "nDCG@10 query kept": kept,
-                         "index_seconds": round(built, 1),
-                         "seconds_per_100_questions": round(
-                             100 * seconds / len(collection.questions), 2),
-                         "measure_seconds": round(measure_seconds, 2)}
+    names = ("bm25", "bm25 k1=0.9 b=0.4") if args.no_dense else tuple(RETRIEVERS)
+    results = measured(collection, names, args.k)
     published = PUBLISHED.get(collection.name.lower(), {})
     print(f"\n| retriever | {' | '.join(MEASURES)} | nDCG@10, query kept | published nDCG@10 "
           f"| index and load s | s per 100 questions |")
@@ -183,7 +194,7 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"beir_{collection.name}_{args.split}.json"
     out.write_text(json.dumps({"collection": collection.name, "split": args.split,
-                               "documents": len(corpus),
+                               "documents": len(collection.documents),
                                "questions": len(collection.questions),
                                "published": published, **results}, indent=1))
     print(f"\nsaved {out}")
