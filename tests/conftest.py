@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -12,18 +13,21 @@ from engine.documents import Corpus, Document
 # where browser tests leave their screenshots (docs/shots.py crops the docs' pictures from them)
 ARTIFACTS = Path(os.environ.get("FUNNEL_ARTIFACTS",
                                 Path(__file__).resolve().parent.parent / "test-artifacts"))
-END_TO_END = ("live", "browser", "server", "training", "docs")
+END_TO_END = ("live", "browser", "server", "training", "docs", "repro")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """A test using the browser is marked `browser`, and every end-to-end test `slow`, so
-    `-m "not slow"` (the four-minute loop) leaves them all out."""
+    `-m "not slow"` (the inner loop) leaves them all out. The tests of a module marked
+    `early` go first: under pytest-xdist's `--dist loadfile` a module is one worker's
+    unit, and the longest one started last would run on alone after the rest."""
     for item in items:
         if "browser" in item.fixturenames:
             item.add_marker(pytest.mark.browser)
         if any(item.get_closest_marker(name) for name in END_TO_END):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("early") is None)  # stable
 
 
 @pytest.fixture(scope="module")
@@ -66,19 +70,22 @@ def data_dir(tmp_path, monkeypatch, models_dir, request):
     if not request.node.get_closest_marker("fresh_data"):
         share_model_caches(models_dir, path)
     yield path
-    share_model_caches(path, models_dir, verified=True)
+    share_model_caches(path, models_dir, verified=True, unless_naming=tmp_path)
 
 
-def share_model_caches(source: Path, target: Path, verified: bool = False) -> None:
+def share_model_caches(source: Path, target: Path, verified: bool = False,
+                       unless_naming: Path | None = None) -> None:
     """Hard-link into data directory `target` the packaged models' conversions (MODEL_KINDS)
     that `source` holds and `target` lacks: about 45 s each test reading with the packaged
     reader would spend converting and exporting them again. Each entry is linked under a
     temporary name renamed into place; with `verified`, only one that passes its checksums
-    (made whole, and not damaged by the test), as a test's entries are kept for the session.
-    engine.cache never writes into a finished entry, and checks each one it loads."""
+    (made whole, and not damaged by the test), as a test's entries are kept for the session,
+    and none whose key names a folder under `unless_naming` (an export of a model the test
+    made in its own folder, of no use to another test). engine.cache never writes into a
+    finished entry, and checks each one it loads."""
     import shutil
 
-    from engine.cache import CacheInvalid, verify_entry
+    from engine.cache import MANIFEST, CacheInvalid, verify_entry
 
     for kind in MODEL_KINDS:
         for entry in sorted((source / "cache" / kind).glob("*/")):
@@ -90,9 +97,15 @@ def share_model_caches(source: Path, target: Path, verified: bool = False) -> No
                     verify_entry(entry)
                 except CacheInvalid:
                     continue  # damaged by the test: not kept
-            partial = final.with_name(f".{entry.name}.linking")
+                if unless_naming is not None and str(unless_naming) in (
+                        entry / MANIFEST).read_text(encoding="utf-8"):
+                    continue
+            partial = final.with_name(f".{entry.name}.linking-{os.getpid()}")
             shutil.copytree(entry, partial, copy_function=os.link, dirs_exist_ok=True)
-            partial.rename(final)
+            try:
+                partial.rename(final)
+            except OSError:  # another worker linked it first: theirs is the same files
+                shutil.rmtree(partial, ignore_errors=True)
 
 
 # what app.main sets for its whole process (engine.allowed's confinement, the umask, Gradio's
@@ -138,8 +151,24 @@ TINY_DOCS = (
 
 @pytest.fixture(scope="session")
 def models_dir(tmp_path_factory):
-    """One data directory for model caches, so SmolLM2 is converted once per session."""
-    return tmp_path_factory.mktemp("models")
+    """One data directory for model caches, so SmolLM2 is converted once per run: under
+    pytest-xdist every worker's (the parent of the workers' base folders; engine.cache's
+    entries are renamed into place whole, so two workers building one keep the first)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return tmp_path_factory.mktemp("models")
+    shared = tmp_path_factory.getbasetemp().parent / "models"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
+@contextlib.contextmanager
+def exclusive(lock: Path):
+    """Held by one process at a time (pytest-xdist's workers): an flock on file `lock`."""
+    import fcntl
+
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -153,7 +182,8 @@ def packaged_caches(models_dir):
     from engine.models.onnx_encoder import onnx_bi_encoder
     from engine.models.onnx_export import onnx_model_dir
 
-    with pytest.MonkeyPatch.context() as patch:
+    # one worker converts while the other waits, then finds them made
+    with pytest.MonkeyPatch.context() as patch, exclusive(models_dir / ".converting"):
         patch.setenv("FUNNEL_DATA_DIR", str(models_dir))
         smollm2_dir()
         onnx_model_dir("smollm2", "fp32")

@@ -23,7 +23,7 @@ import pytest
 from engine.paradigms.registry import PARADIGMS
 from tests.conftest import ARTIFACTS
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.early]  # minutes as one unit: started first
 
 ROOT = Path(__file__).resolve().parent.parent
 CHOICES = ", ".join(sorted(PARADIGMS))
