@@ -152,7 +152,7 @@ def main() -> None:
     moved = False
     for name in args.checks or found:
         check = found[name]
-        print(f"\n{name}: {check.what}")
+        print(f"\n{name}: {check.what}\n  data: {check.data}")
         available, compute = COMPUTE[name]
         missing = "" if args.list else available()
         if args.list or missing:
@@ -170,8 +170,9 @@ def main() -> None:
                                "missing" if got is None else f"{got:.4f}",
                                f"±{f.tolerance:.3f}", "holds" if ok else "MOVED", f.source]
                               for f, got, ok in rows]
-                             + [[name, "", f"{value:.4f}", "", "not recorded", ""]
-                                for name, value in measured.items() if name not in recorded]))
+                             + [[figure, "", f"{value:.4f}", "", "not recorded", ""]
+                                for figure, value in measured.items()
+                                if figure not in recorded]))
     sys.exit(1 if moved else 0)
 
 
