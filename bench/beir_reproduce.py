@@ -96,13 +96,25 @@ def anserini_bm25(corpus, config):
     return BM25Index(units, retriever)
 
 
+def arguana_folder() -> Path:
+    """Where ArguAna's BEIR files go: the data directory's beir/arguana."""
+    from engine.paths import data_dir
+
+    return data_dir() / "beir" / "arguana"
+
+
+def arguana_present() -> bool:
+    """Whether ArguAna's files are all unpacked in `arguana_folder()` (nothing to fetch)."""
+    folder = arguana_folder()
+    return all((folder / name).is_file() for name in (*GUNZIPPED, "qrels/test.tsv"))
+
+
 def arguana(mirror: str = "") -> Path:
     """The BEIR folder of ArguAna in the data directory, fetched and unpacked where missing."""
-    from engine.paths import data_dir
     from engine.qa_data import fetch_files
 
-    folder = data_dir() / "beir" / "arguana"
-    if all((folder / name).is_file() for name in (*GUNZIPPED, "qrels/test.tsv")):
+    folder = arguana_folder()
+    if arguana_present():
         return folder
     missing = [f for f in ARGUANA_FILES if not (folder / f.path).is_file()]
     fetch_files(missing, folder, mirror or os.environ.get("FUNNEL_DATA_MIRROR", ""))

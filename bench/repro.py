@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FIGURES = Path(__file__).resolve().parent / "figures.toml"
+DEV500 = "HotpotQA dev500"  # as engine.qa_data lists it
 
 
 @dataclass(frozen=True)
@@ -66,11 +67,10 @@ def checks() -> dict[str, Check]:
 
 def hotpotqa_available() -> str:
     """Why the HotpotQA check cannot run here ("" when it can)."""
-    from engine.paths import shared_data_dir
+    from engine.qa_data import dataset_path, how_to_get
 
-    path = shared_data_dir() / "hotpotqa" / "dev500_contexts.jsonl"
-    return "" if path.is_file() else (f"{path} is missing: funnel-engine data fetch "
-                                      "(or FUNNEL_SHARED_DATA naming a copy)")
+    path = dataset_path(DEV500)
+    return "" if path is not None and path.is_file() else f"{path} is missing: {how_to_get()}"
 
 
 def hotpotqa_dev500() -> dict[str, float]:
@@ -95,28 +95,26 @@ def hotpotqa_dev500() -> dict[str, float]:
 def arguana_available() -> str:
     """Why the ArguAna check cannot run here ("" when it can): its files are in the data
     directory, or a local mirror (FUNNEL_DATA_MIRROR) holds their source."""
-    from bench.beir_reproduce import ARGUANA_SOURCE
-    from engine.paths import data_dir
+    from bench.beir_reproduce import ARGUANA_SOURCE, arguana_folder, arguana_present
 
-    if (data_dir() / "beir" / "arguana" / "qrels" / "test.tsv").is_file():
+    if arguana_present():
         return ""
     mirror = os.environ.get("FUNNEL_DATA_MIRROR", "")
     owner_name, commit = ARGUANA_SOURCE
     if mirror and ("://" in mirror or (Path(mirror) / owner_name / commit).is_dir()):
         return ""  # a URL is only tried when fetched
-    return (f"ArguAna is not in {data_dir() / 'beir' / 'arguana'} and FUNNEL_DATA_MIRROR names "
-            f"no copy of {owner_name} at {commit[:8]}: python -m bench.beir_reproduce arguana "
-            "fetches it")
+    return (f"ArguAna is not in {arguana_folder()} and FUNNEL_DATA_MIRROR names no copy of "
+            f"{owner_name} at {commit[:8]}: python -m bench.beir_reproduce arguana fetches it")
 
 
 def arguana() -> dict[str, float]:
     """{"RETRIEVER nDCG@10": value} of BM25 (the engine's k1 and b, and Anserini's) and the
     packaged MiniLM over ArguAna's judged test queries, the query's own document left out."""
-    from bench.beir_reproduce import arguana as arguana_folder
+    from bench.beir_reproduce import arguana as fetched_arguana
     from bench.beir_reproduce import measured
     from engine.data.loaders.collections import read_beir
 
-    collection = read_beir(arguana_folder(), split="test", drop_unknown=True)
+    collection = read_beir(fetched_arguana(), split="test", drop_unknown=True)
     return {f"{name} nDCG@10": found["nDCG@10"]
             for name, found in measured(collection).items()}
 
