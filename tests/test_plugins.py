@@ -43,7 +43,6 @@ def example(tmp_path_factory):
     """The example plugin package installed into a folder of its own, on this process's
     path and its subprocesses' (PYTHONPATH): no other test, nor another pytest-xdist
     worker's processes, sees it (a user who installed it keeps theirs, used as it is)."""
-    import importlib
     from importlib.metadata import PackageNotFoundError, distribution
 
     try:
@@ -56,23 +55,17 @@ def example(tmp_path_factory):
     if not had_it:
         _pip("install", "--no-deps", "--no-build-isolation", "--target", str(target),
              str(EXAMPLE))
-    path = os.environ.get("PYTHONPATH")
-    sys.path.insert(0, str(target))
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(target), path)))
-    importlib.invalidate_caches()
-    try:
-        new = registry.load_plugins()
-        yield {p.name: p for p in new}
-    finally:
-        for name in ADDED:
-            registry.unload_plugin(name)
-        sys.path.remove(str(target))
-        if path is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = path
-        for module in [m for m in sys.modules if m.split(".")[0] == "funnel_example"]:
-            del sys.modules[module]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(target))  # and import caches invalidated
+        patch.setenv("PYTHONPATH", str(target), prepend=os.pathsep)
+        try:
+            new = registry.load_plugins()
+            yield {p.name: p for p in new}
+        finally:
+            for name in ADDED:
+                registry.unload_plugin(name)
+            for module in [m for m in sys.modules if m.split(".")[0] == "funnel_example"]:
+                del sys.modules[module]
 
 
 @pytest.fixture
