@@ -15,7 +15,6 @@ import socket
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -53,21 +52,7 @@ def sessions_file(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("elsewhere") / "runs.duckdb"
 
 
-@contextmanager
-def _data_dir(data: Path):
-    """FUNNEL_DATA_DIR set to `data` for the block, as the app will have it."""
-    before = os.environ.get("FUNNEL_DATA_DIR")
-    os.environ["FUNNEL_DATA_DIR"] = str(data)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("FUNNEL_DATA_DIR")
-        else:
-            os.environ["FUNNEL_DATA_DIR"] = before
-
-
-def _seed_classifiers(data: Path, base: Path) -> None:
+def _seed_classifiers(data: Path, qa: Path, base: Path) -> None:
     """Trained classifiers in the app's data directory, so drrag and best are ready in
     seconds instead of minutes of MiniLM training, both from a tiny BERT: the selection
     classifier in 1 epoch, and the query classifier in 5 at a rate a random model learns at
@@ -78,12 +63,34 @@ def _seed_classifiers(data: Path, base: Path) -> None:
     from engine.train import fit_query_classifier
     from engine.train.fit_selection_classifier import ClassifierConfig, train_classifier
 
-    with _data_dir(data):
+    with pytest.MonkeyPatch.context() as env:  # the app's data and QA folders
+        env.setenv("FUNNEL_DATA_DIR", str(data))
+        env.setenv("FUNNEL_SHARED_DATA", str(qa))
         train_classifier(ClassifierConfig(base_model=str(base), epochs=1, max_length=64))
         tiny = QueryClassifierConfig(epochs=5, learning_rate=3e-3, base_model=str(base))
         load_or_build(KIND, cache_key(QueryClassifierConfig()),
                       lambda out: fit_query_classifier._build(out, tiny),
                       lambda folder: folder)
+
+
+def _qa_folder(root: Path, questions: int = 10) -> Path:
+    """A QA data folder for the app: every listed file of the real one, HotpotQA train100
+    cut to its first `questions` (their 100 paragraphs grow the corpus Evaluate, Sweep and
+    Tune pick it for, and the dense index of that grown corpus is built in seconds, not
+    the half minute train100's 1,000 paragraphs took)."""
+    import shutil
+
+    from engine.paths import shared_data_dir
+    from engine.qa_data import BY_PATH
+
+    source, folder = shared_data_dir(), root / "qa"
+    for path in BY_PATH:  # copied, not linked: the app reads only inside its QA folder
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        if (source / path).is_file() and path != "hotpotqa/train100.json":
+            shutil.copyfile(source / path, folder / path)
+    rows = json.loads((source / "hotpotqa/train100.json").read_text())
+    (folder / "hotpotqa/train100.json").write_text(json.dumps(rows[:questions]))
+    return folder
 
 
 RECEIVER: dict[str, int] = {}  # the port the live app receives OTLP traces on
@@ -97,13 +104,15 @@ def live_app(tmp_path_factory, sessions_file, tiny_classifier_base, packaged_cac
 
     root = tmp_path_factory.mktemp("live")
     packaged_caches(root / "data")
-    _seed_classifiers(root / "data", tiny_classifier_base)
+    qa = _qa_folder(root)
+    _seed_classifiers(root / "data", qa, tiny_classifier_base)
     corpus = root / "tiny.jsonl"
     corpus.write_text("\n".join(json.dumps({"id": t, "title": t, "text": x}) for t, x in DOCS))
     port = _free_port()
     RECEIVER["port"] = _free_port()
     env = {**os.environ, "FUNNEL_DATA_DIR": str(root / "data"), "FUNNEL_PORT": str(port),
            "FUNNEL_CORPUS": str(corpus), "FUNNEL_SESSIONS": str(sessions_file),
+           "FUNNEL_SHARED_DATA": str(qa),
            "FUNNEL_OTLP_RECEIVE": str(RECEIVER["port"]),
            "FUNNEL_OTLP_KEY": f"pipeline:{RECEIVER_KEY}", "OMP_NUM_THREADS": "1",
            # the folder the operator lets requests read QA files from (the tests' own
@@ -764,8 +773,7 @@ def _confirm_build(page, button: str, progress: str) -> None:
 
 def _pick_dataset(page, dropdown: str, name: str = "HotpotQA train100") -> None:
     """A QA file's paragraphs grow the corpus into one whose dense index is built on first
-    use: train100's 1,000 paragraphs take a fifth of dev500's 5,000 to encode, for the same
-    flow."""
+    use (the app's train100 is its first ten questions: `_qa_folder`)."""
     page.locator(f"{dropdown} input").click()
     page.locator(dropdown).get_by_role("option", name=name).click()
 
