@@ -19,6 +19,7 @@ from engine.models.loading import resolve_precision
 from engine.paths import PROJECT_ROOT
 from engine.text import count_tokens
 from engine.units.build import UnitConfig, build_units, index_text
+from tests.fakes import Clock
 
 RIVER_QUESTION = "Which river flows through Budapest?"
 
@@ -324,14 +325,13 @@ def test_another_encoders_build_is_estimated_at_its_own_speed(tiny_corpus, minil
     name = json.dumps(dense.encoder_identity(folder, "auto"), sort_keys=True)
     measured = encoding._RATES[name]
     assert estimate == pytest.approx(sum(count_tokens(t) for t in texts) / measured)
-    real_encode = dense.encode
+    real_encode, clock = dense.encode, Clock()
 
     def slow(texts, *args, **kwargs):  # an encoder that takes 2 s a call...
-        import time
-
-        time.sleep(2.0)
+        clock.advance(2.0)
         return real_encode(texts, *args, **kwargs)
 
+    monkeypatch.setattr(encoding, "clock", clock)
     monkeypatch.setattr(encoding, "encode", slow)
     monkeypatch.setattr(encoding, "_RATES", {})
     # ...is estimated at 2 s or more: the tiny corpus's texts are all in the timed sample

@@ -35,6 +35,7 @@ class BackgroundJob:
     ("evaluation 3"); a subclass does its `work()` and stores its end in `finish()`."""
 
     kind: ClassVar[str] = "job"
+    clock: ClassVar[Callable[[], float]] = staticmethod(time.monotonic)  # a test's moves
 
     def __init__(self, job_id: int) -> None:
         self.id = job_id
@@ -42,7 +43,7 @@ class BackgroundJob:
         self.phase = ""  # what is being prepared before the work itself starts
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
-        self._started = time.monotonic()
+        self._started = self.clock()
         self._ended: float | None = None
 
     @property
@@ -71,7 +72,7 @@ class BackgroundJob:
             log_failure(logger, self.label, err)
             self.state, self.error = FAILED, f"{type(err).__name__}: {err}"
         self.phase = ""
-        self._ended = time.monotonic()
+        self._ended = self.clock()
         self.finish()
 
     @property
@@ -87,7 +88,7 @@ class BackgroundJob:
 
     def elapsed(self) -> float:
         """Seconds so far, or in all once it ended."""
-        return (self._ended if self._ended is not None else time.monotonic()) - self._started
+        return (self._ended if self._ended is not None else self.clock()) - self._started
 
     def prepare_first(self, needs: Sequence[Need], corpus: Corpus) -> bool:
         """Prepare `needs` over `corpus`, saying what it does in `phase`; False when

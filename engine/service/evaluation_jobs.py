@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -103,7 +102,7 @@ class EvaluationJob(BackgroundJob):
     def work(self) -> None:
         """Every chosen question through every paradigm, in the calling thread."""
         self.prepare_first(self.prepare, self.corpus)
-        self.phase, self._asking = "", time.monotonic()
+        self.phase, self._asking = "", self.clock()
         request = self.request
         paradigms = [make_paradigm(request.kind(label), self.corpus, request.config(label),
                                    retrieval_only=request.retrieval_only)
@@ -150,7 +149,7 @@ class EvaluationJob(BackgroundJob):
     def status(self) -> EvaluationStatus:
         """Questions done, seconds so far (or in all, once it ended) and left (at the pace
         so far), running means."""
-        now = self._ended if self._ended is not None else time.monotonic()
+        now = self._ended if self._ended is not None else self.clock()
         elapsed = now - self._started
         total, answered = self.total, self.done - self.before  # answered by this run
         pace = (now - self._asking) / answered if answered else None
