@@ -182,6 +182,7 @@ def _rrf(candidates, *rankings):
             for c in candidates}
 
 
+@pytest.mark.live  # the served app, a dense build and the packaged reader
 def test_the_rrf_reranker_fuses_bm25_and_dense_ranks_through_the_engine(live, tiny_corpus):
     """In flat (its dense top 6 re-ranked by "rrf") and in the example's own paradigm, the
     re-ranker's scores are RRF computed by hand from BM25's ranking (its own search) and the
