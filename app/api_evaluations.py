@@ -16,6 +16,7 @@ from app.errors import refused
 from engine.data.loaders.jsonio import read_text
 from engine.errors import ConfigError
 from engine.paradigms.registry import parse_config
+from engine.results import plain
 from engine.service.explorer import Explorer
 from engine.service.long_builds import BuildNeeded
 
@@ -145,7 +146,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         from. JSON: {id, baseline, state, done, questions, paradigms: {paradigm: {actual:
         {AR@4, EM, F1, gold_doc_recall, runs}, cuts: [{label, means, differences: [{metric,
         a, b, diff, ci, p, p_holm, within_noise, n}]}], pays_most: {metric: label}}}}."""
-        return json.dumps(explorer.ceiling_table(int(evaluation_id)))
+        return json.dumps(plain(explorer.ceiling_table(int(evaluation_id))))
 
     def coverage(evaluation_id: int) -> str:
         """An evaluation's questions and its corpus's passages in one 2-D map of their
@@ -175,8 +176,8 @@ def diagnosis_api(explorer: Explorer) -> None:
         evaluation, or `a` of it against `b` of `other_evaluation_id` on the questions
         both ran. JSON: {a, b, shared, differences: [{metric, a, b, diff, ci, p,
         within_noise, n}]}."""
-        return json.dumps(explorer.paired(evaluation_id, a or "", b or "",
-                                          _other_id(other_evaluation_id)))
+        return json.dumps(plain(explorer.paired(evaluation_id, a or "", b or "",
+                                                _other_id(other_evaluation_id))))
 
     def regressions(evaluation_id: int, a: str = "", b: str = "",
                     other_evaluation_id: str = "", metric: str = "EM") -> str:
@@ -185,9 +186,9 @@ def diagnosis_api(explorer: Explorer) -> None:
         them), regressions first. JSON: {a, b, metric, counts: {improved, regressed,
         stayed right, stayed wrong, same}, questions: [{question_id, question, position_a,
         position_b, a, b, change}]}."""
-        return json.dumps(explorer.regressions(evaluation_id, a or "", b or "",
-                                               _other_id(other_evaluation_id),
-                                               metric or "EM"))
+        return json.dumps(plain(explorer.regressions(evaluation_id, a or "", b or "",
+                                                     _other_id(other_evaluation_id),
+                                                     metric or "EM")))
 
     def sweep(paradigm: str, options_json: str, dataset: str, limit: int = 0,
               sample: int = 0, seed: int = 0, retrieval_only: bool = True,

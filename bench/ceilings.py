@@ -20,7 +20,7 @@ import time
 from bench.common import markdown_table, opened, rows_from_traces, save
 from engine.data.corpus import load_corpus
 from engine.eval.ceilings import ceiling, cut_stages, label
-from engine.eval.paired import correct_across, paired
+from engine.eval.paired import corrected, paired
 from engine.eval.summary import row
 from engine.service.store import make_paradigm
 
@@ -48,7 +48,7 @@ def main() -> None:
             runs = [ceiling(paradigm, r["trace"], n) for r in mine]
             seconds = time.perf_counter() - began
             changed = sum(run is not r["trace"] for run, r in zip(runs, mine, strict=True))
-            diffs = [d.to_dict() for d in paired([row(t) for t in runs], actual_rows)
+            diffs = [d for d in paired([row(t) for t in runs], actual_rows)
                      if d.metric in METRICS]
             result = {"label": labelled, "changed": changed, "runs": len(runs),
                       "seconds": round(seconds, 1), "differences": diffs}
@@ -56,7 +56,9 @@ def main() -> None:
             payload.setdefault(name, []).append(result)
             print(f"{labelled}: {changed} of {len(runs)} runs changed, {seconds:.0f} s",
                   flush=True)
-    correct_across(results)
+    for result, fixed in zip(results, corrected([r["differences"] for r in results]),
+                             strict=True):  # Holm over every cut
+        result["differences"] = [d.to_dict() for d in fixed]
     table = []
     for result in results:
         cells = []

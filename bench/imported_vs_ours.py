@@ -39,10 +39,10 @@ def main() -> None:
     args = parser.parse_args()
 
     from engine.data.loaders.jsonio import read_text
-    from engine.eval.paired import correct_across
     from engine.eval.summary import summarise
+    from engine.results import plain
     from engine.service.datasets import dataset_of
-    from engine.service.diagnosis import outcomes_of, paired_of
+    from engine.service.diagnosis import corrected_across, outcomes_of, paired_of
     from engine.service.imports import import_files
     from engine.store.evaluations import EvaluationStore
     from engine.store.sessions import SessionStore
@@ -73,9 +73,8 @@ def main() -> None:
                     **outcomes_of(evaluations, mine, "answer")}
         support = {**outcomes_of(evaluations, imported.evaluation, "support"),
                    **outcomes_of(evaluations, mine, "support")}
-        pairs = [paired_of(evaluations, imported.evaluation, "llamaindex", name, mine)
-                 for name in paradigms]
-        correct_across(pairs)
+        pairs = corrected_across([paired_of(evaluations, imported.evaluation, "llamaindex",
+                                            name, mine) for name in paradigms])
         store.close()
 
     summary = {**imported.summary, **{p: s for p, s in summarise(ours).items()}}
@@ -94,17 +93,16 @@ def main() -> None:
     print("\nllamaindex minus ours, paired over the shared questions (Holm across 2):")
     table = []
     for pair in pairs:
-        for d in pair["differences"]:
-            if d["metric"] in METRICS:
-                table.append([pair["b"], d["metric"], d["n"], round(d["a"], 3),
-                              round(d["b"], 3), round(d["diff"], 3),
-                              f"[{d['ci'][0]:.3f}, {d['ci'][1]:.3f}]",
-                              "" if d.get("p") is None else f"{d['p']:.3g}",
-                              "" if d.get("p_holm") is None else f"{d['p_holm']:.3g}"])
+        for d in pair.differences:
+            if d.metric in METRICS:
+                table.append([pair.b, d.metric, d.n, round(d.a, 3), round(d.b, 3),
+                              round(d.diff, 3), f"[{d.ci[0]:.3f}, {d.ci[1]:.3f}]",
+                              "" if d.p is None else f"{d.p:.3g}",
+                              "" if d.p_holm is None else f"{d.p_holm:.3g}"])
     print(markdown_table(["vs", "metric", "n", "llamaindex", "ours", "diff", "95% CI", "p",
                           "Holm p"], table))
     found = {"import_seconds": import_seconds, "runs": imported.runs,
-             "outcomes": outcomes, "support": support, "pairs": pairs}
+             "outcomes": outcomes, "support": support, "pairs": plain(pairs)}
     print(f"saved {save('imported_vs_ours', found)}")
 
 

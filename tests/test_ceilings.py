@@ -13,6 +13,7 @@ from engine.documents import Candidate, Question
 from engine.errors import ConfigError
 from engine.eval.ceilings import PERFECT, ceiling, cut_stages, label, perfect
 from engine.paradigms.base import Paradigm
+from engine.results import plain
 from engine.stages.base import run_stage
 from engine.trace import LLMStep
 from engine.units.lazy import document_unit
@@ -127,13 +128,17 @@ def test_a_ceiling_evaluation_is_stored_paired_with_its_baseline_and_refused_whe
     trace = explorer.evaluation_trace(ceilings, 0, label("echo", 1, "overlap"))
     assert trace.stages[0].candidates[0].unit.id == "Georges Seurat"
     table = explorer.ceiling_table(ceilings)
-    echo = table["paradigms"]["echo"]
-    assert table["baseline"] == baseline and echo["actual"]["runs"] == 2
-    (cut,) = echo["cuts"]
-    recall = next(d for d in cut["differences"] if d["metric"] == "gold_doc_recall")
-    assert recall["diff"] >= 0 and cut["means"]["gold_doc_recall"] == 1.0
+    echo = table.paradigms["echo"]
+    assert table.baseline == baseline and echo.actual["runs"] == 2
+    (cut,) = echo.cuts
+    recall = next(d for d in cut.differences if d.metric == "gold_doc_recall")
+    assert recall.diff >= 0 and cut.means["gold_doc_recall"] == 1.0
     # only what gains: the gold documents put first raise their recall and the ranking
-    assert echo["pays_most"] == {"gold_doc_recall": cut["label"], "nDCG@10": cut["label"]}
+    assert echo.pays_most == {"gold_doc_recall": cut.label, "nDCG@10": cut.label}
+    sent = plain(table)  # as the API sends it
+    assert sent["paradigms"]["echo"]["cuts"][0]["label"] == cut.label
+    assert sent["paradigms"]["echo"]["cuts"][0]["differences"] == [
+        d.to_dict() for d in cut.differences]
     with pytest.raises(ConfigError, match="holds ceilings already"):
         explorer.ceilings(ceilings)
     with pytest.raises(ConfigError, match="no ceiling evaluation"):
@@ -172,21 +177,21 @@ def test_the_ceilings_say_how_many_questions_gold_the_corpus_lacks_and_which_hol
     from app.views.probes import ceiling_table
     from engine.data.loaders import read_dataset
     from engine.documents import Corpus
-    from engine.service.diagnosis import gold_coverage
+    from engine.service.diagnosis import GoldCoverage, gold_coverage
 
     qa, baseline, ceilings = _ceilings_of_an_evaluation(explorer, tmp_path)
     table = explorer.ceiling_table(ceilings)
-    assert table["gold"] == {"corpus": "tiny", "questions": 2, "lacking": 0, "none": 0,
-                             "holds_it": []}  # the corpus holds every gold document
+    # the corpus holds every gold document
+    assert table.gold == GoldCoverage("tiny", questions=2, lacking=0, none=0, holds_it=())
     assert "lacks gold" not in ceiling_table(table)
 
     without = Corpus("tiny-less", tuple(d for d in tiny_corpus.documents
                                         if d.id != "Georges Seurat"))
     dataset = read_dataset(qa)
     gold = gold_coverage(explorer._evaluation_store, baseline, without, dataset, qa)
-    assert gold == {"corpus": "tiny-less", "questions": 2, "lacking": 2, "none": 2,
-                    "holds_it": [f"tiny-less+{qa}"]}
-    shown = ceiling_table({**table, "gold": gold})
+    assert gold == GoldCoverage("tiny-less", questions=2, lacking=2, none=2,
+                                holds_it=(f"tiny-less+{qa}",))
+    shown = ceiling_table(replace(table, gold=gold))
     assert ("The corpus 'tiny-less' lacks gold supporting documents of 2 of the 2 "
             "questions") in shown
     assert f"evaluate over 'tiny-less+{qa}', which holds them" in shown

@@ -423,15 +423,16 @@ def test_the_coverage_map_draws_questions_with_no_answer_outcome():
 
 def test_a_judged_evaluations_ceilings_are_drawn_and_told_by_ndcg_and_relevant_documents():
     from app.views.probes import ceiling_figure, ceiling_table
+    from engine.eval.paired import PairedDifference
+    from engine.service.diagnosis import CeilingTable, CutCeiling, ParadigmCeilings
 
-    diff = {"metric": "nDCG@10", "n": 3, "a": 0.9, "b": 0.5, "diff": 0.4, "ci": [0.1, 0.7],
-            "p": None, "within_noise": False}
-    found = {"id": 2, "baseline": 1, "state": "done", "done": 3, "questions": 3,
-             "paradigms": {"flat": {
-                 "actual": {"nDCG@10": 0.5, "gold_doc_recall": 0.3, "runs": 3},
-                 "pays_most": {"nDCG@10": "flat: perfect dense"},
-                 "cuts": [{"label": "flat: perfect dense", "differences": [diff],
-                           "means": {"nDCG@10": 0.9, "gold_doc_recall": 0.6, "runs": 3}}]}}}
+    diff = PairedDifference("nDCG@10", n=3, a=0.9, b=0.5, diff=0.4, ci=(0.1, 0.7), p=None)
+    cut = CutCeiling("flat: perfect dense", {"nDCG@10": 0.9, "gold_doc_recall": 0.6,
+                                             "runs": 3}, (diff,))
+    flat = ParadigmCeilings({"nDCG@10": 0.5, "gold_doc_recall": 0.3, "runs": 3}, (cut,),
+                            {"nDCG@10": "flat: perfect dense"})
+    found = CeilingTable(id=2, baseline=1, state="done", done=3, questions=3,
+                         paradigms={"flat": flat})
     table = ceiling_table(found)
     assert "nDCG@10" in table and "relevant-document recall" in table
     assert "judged relevant first" in table and "gold supporting" not in table

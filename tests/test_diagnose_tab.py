@@ -150,7 +150,7 @@ def test_a_pair_of_evaluations_over_different_corpora_says_so(explorer, prepared
     second = store_evaluation(prepared, [funnel_run], ids=range(3, 9))
     result = explorer.paired(first, "", "", second)
     assert "searched" not in paired_table(result)  # both searched "tiny"
-    warned = paired_table({**result, "b_corpus": "wiki"})
+    warned = paired_table(replace(result, b_corpus="wiki"))
     assert "A searched tiny, B searched wiki: the difference is as much the corpora" in warned
 
 
@@ -263,7 +263,7 @@ def test_the_questions_b_changed_are_listed_and_open_both_runs(explorer, prepare
     message, table, found = difference.list_changes(explorer, evaluation_id, "flat", "funnel",
                                                   "", "AR@4", "")
     rows = table.value["data"]
-    assert found["counts"] == {"improved": 4, "stayed right": 2}
+    assert found.counts == {"improved": 4, "stayed right": 2}
     assert "B = funnel (evaluation 1) against A = flat (evaluation 1) on AR@4" in message
     assert "4 improved, 2 stayed right" in message
     assert table.value["headers"][2:4] == ["A's AR@4", "B's AR@4"]
@@ -271,7 +271,7 @@ def test_the_questions_b_changed_are_listed_and_open_both_runs(explorer, prepare
     _, regressed, on_em = difference.list_changes(explorer, evaluation_id, "flat", "funnel",
                                                 "", "EM", "regressed")
     assert [r[6] for r in regressed.value["data"]] == ["q0"]
-    assert on_em["counts"]["stayed right"] == 5
+    assert on_em.counts["stayed right"] == 5
     none, *_ = difference.list_changes(explorer, evaluation_id, "flat", "funnel", "", "EM",
                                      "improved")
     assert "None improved." in none

@@ -157,21 +157,22 @@ def test_more_than_two_paradigms_get_holm_corrected_p_values():
 
 def test_tables_of_several_comparisons_show_holm_corrected_p():
     from app.views.diagnosis import paired_table
-    from engine.eval.paired import correct_across, holm
+    from engine.eval.paired import PairedDifference, holm
+    from engine.service.diagnosis import PairedComparison, corrected_across
 
-    def result(p: float) -> dict:
-        return {"a": "flat", "b": "flat", "shared": 20, "a_questions": 20, "b_questions": 20,
-                "resamples": 200, "seed": 0, "differences": [
-                    {"metric": "EM", "a": 0.5, "b": 0.3, "diff": 0.2, "ci": [0.05, 0.35],
-                     "p": p, "within_noise": False, "n": 20}]}
+    def result(p: float) -> PairedComparison:
+        em = PairedDifference("EM", 20, 0.5, 0.3, 0.2, (0.05, 0.35), p)
+        seconds = PairedDifference("seconds", 20, 1.0, 1.2, -0.2, (-0.3, -0.1), None)
+        return PairedComparison("1: flat", "2: flat", "tiny", "tiny", 20, 20, 20, 200, 0,
+                                (em, seconds))
 
-    alone = result(0.02)
-    correct_across([alone])  # one comparison: nothing to correct
-    assert "Holm" not in paired_table(alone)
-    several = [result(0.02), result(0.04)]
-    correct_across(several)
-    assert [r["differences"][0]["p_holm"] for r in several] == holm([0.02, 0.04]) == [0.04,
-                                                                                     0.04]
+    [alone] = corrected_across([result(0.02)])  # one comparison: nothing to correct
+    assert alone == result(0.02) and "Holm" not in paired_table(alone)
+    several = corrected_across([result(0.02), result(0.04)])
+    assert [r.differences[0].p_holm for r in several] == holm([0.02, 0.04]) == [0.04, 0.04]
+    assert [r.differences[1].p_holm for r in several] == [None, None]  # no McNemar p
+    assert "p_holm" in several[0].differences[0].to_dict()
+    assert "p_holm" not in several[0].differences[1].to_dict()
     shown = paired_table(several[0])
     assert "<th>Holm p</th>" in shown and "<td>0.04</td>" in shown and "corrects" in shown
 

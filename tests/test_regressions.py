@@ -19,11 +19,13 @@ def test_each_shared_question_is_classed_and_failed_runs_are_left_out():
     b = [_row("q0", 0), _row("q1", 1), _row("q2", 1), _row("q3", 0),
          _row("q4", 0, status="failed")]
     found = changes(a, b, "EM")
-    assert found["counts"] == {"improved": 1, "regressed": 1, "stayed right": 1,
-                               "stayed wrong": 1}
-    assert [q["question_id"] for q in found["questions"]][:2] == ["q0", "q1"]  # worst first
+    assert found.counts == {"improved": 1, "regressed": 1, "stayed right": 1,
+                            "stayed wrong": 1}
+    assert [q.question_id for q in found.questions][:2] == ["q0", "q1"]  # worst first
+    assert (found.questions[0].a, found.questions[0].b, found.questions[0].change) == (
+        1.0, 0.0, "regressed")
     faster = changes([_row("q0", 1, seconds=2.0)], [_row("q0", 1, seconds=0.5)], "seconds")
-    assert faster["counts"] == {"improved": 1}
+    assert faster.counts == {"improved": 1}
 
 
 def test_two_runs_part_at_the_first_cut_whose_candidates_differ():

@@ -18,8 +18,9 @@ from app.views.diagnosis import THIS_EVALUATION, paired_table
 from app.views.labels import metric_labels
 from app.views.trace import compare_table, esc
 from engine.errors import EngineError
-from engine.eval.paired import METRICS, correct_across
+from engine.eval.paired import METRICS
 from engine.eval.regressions import CHANGES, REGRESSED, first_divergence
+from engine.service.diagnosis import Regressions, corrected_across
 from engine.service.explorer import Explorer
 
 CHANGE_COLUMNS = ["change", "question", "A", "B", "# in A", "# in B", "question id"]
@@ -77,17 +78,16 @@ def list_changes(explorer: Explorer, evaluation_id, a, b, other, metric, which) 
                           "evaluation.")
     metric = metric or "EM"
     found = explorer.regressions(evaluation_id, a or "", b or "", other_id, metric)
-    shown = [q for q in found["questions"] if not which or q["change"] == which]
-    counts = ", ".join(f"{n} {change}" for change, n in found["counts"].items())
+    shown = [q for q in found.questions if not which or q.change == which]
+    counts = ", ".join(f"{n} {change}" for change, n in found.counts.items())
     none = f" None {esc(which)}." if which and not shown else ""
     message = (f"<div class='fe-kept'>B = {esc(_side(found, 'b'))} against A = "
                f"{esc(_side(found, 'a'))} on {esc(metric)}, over the "
-               f"{sum(found['counts'].values())} questions both ran: {esc(counts)}."
+               f"{sum(found.counts.values())} questions both ran: {esc(counts)}."
                f"{none} Click a question to see both runs side by side.</div>")
     # a test collection's questions can be whole arguments: the row shows their start
-    rows = [[q["change"], shorten(q["question"], QUESTION_CHARS), round(q["a"], 3),
-             round(q["b"], 3), q["position_a"], q["position_b"], q["question_id"]]
-            for q in shown]
+    rows = [[q.change, shorten(q.question, QUESTION_CHARS), round(q.a, 3), round(q.b, 3),
+             q.position_a, q.position_b, q.question_id] for q in shown]
     headers = ["change", "question", f"A's {metric}", f"B's {metric}", "# in A", "# in B",
                "question id"]
     return message, gr.Dataframe(rows, headers=headers), found
@@ -107,21 +107,21 @@ def metric_choices(explorer: Explorer, evaluation_id, metric) -> object:
     return gr.Dropdown([(labels.get(m, m), m) for m in have], value=value)
 
 
-def _side(found: dict, side: str) -> str:
+def _side(found: Regressions, side: str) -> str:
     """"flat (evaluation 3)"."""
-    return f"{found[side + '_paradigm']} (evaluation {found[side + '_evaluation']})"
+    if side == "a":
+        return f"{found.a_paradigm} (evaluation {found.a_evaluation})"
+    return f"{found.b_paradigm} (evaluation {found.b_evaluation})"
 
 
-def both_runs(explorer: Explorer, found: dict | None, row: list | None) -> str:
+def both_runs(explorer: Explorer, found: Regressions | None, row: list | None) -> str:
     """Both runs of a changed question side by side, from the first cut where their
     candidates part."""
     if not found or not row:
         return ""
     position_a, position_b = row[4], row[5]
-    run_a = explorer.evaluation_trace(found["a_evaluation"], int(position_a),
-                                      found["a_paradigm"])
-    run_b = explorer.evaluation_trace(found["b_evaluation"], int(position_b),
-                                      found["b_paradigm"])
+    run_a = explorer.evaluation_trace(found.a_evaluation, int(position_a), found.a_paradigm)
+    run_b = explorer.evaluation_trace(found.b_evaluation, int(position_b), found.b_paradigm)
     cut = first_divergence(run_a, run_b)
     if cut is not None:
         where = (f"They part at cut {cut + 1} ({esc(_cut_name(run_a, cut))} against "
@@ -157,8 +157,8 @@ def paired_tables(explorer: Explorer, a, b) -> str:
             results.append(explorer.paired(b.id, paradigm, paradigm, a.id))
         except EngineError as err:
             refusals.append(refused_box(err))
-    correct_across(results)  # several paradigms compared: Holm-corrected p beside the raw
-    parts = [*map(paired_table, results), *refusals]
+    # several paradigms compared: Holm-corrected p beside the raw
+    parts = [*map(paired_table, corrected_across(results)), *refusals]
     return "<h4>Is the difference real?</h4>" + "".join(parts) if parts else ""
 
 

@@ -11,6 +11,7 @@ from app.views.figures import failsafe, text_figure
 from app.views.labels import metric_labels, track_label
 from app.views.trace import esc
 from engine.eval import outcomes as oc
+from engine.service.diagnosis import PairedComparison
 
 LOST = ("#f58518", "#e45756", "#b279a2", "#9d755d", "#ffbf79", "#843c39", "#ff9da6",
         "#7b4173", "#d6616b", "#bcbd22")  # a colour per cut lost at, in funnel order
@@ -165,42 +166,40 @@ def _number(value: float, metric: str) -> str:
     return f"{value:+.3f}" if metric != "seconds" else f"{value:+.2f}"
 
 
-def paired_table(result: dict) -> str:
+def paired_table(result: PairedComparison) -> str:
     """A minus B per metric: both values, the difference, its 95% interval, the McNemar p
     and whether it is within noise."""
     rows = []
-    corrected = any("p_holm" in d for d in result["differences"])
+    corrected = any(d.p_holm is not None for d in result.differences)
     # judged questions without answers (no EM): their gold documents are those judged relevant
-    labels = metric_labels(not any(d["metric"] == "EM" for d in result["differences"]))
-    for d in result["differences"]:
-        metric = d["metric"]
-        low, high = d["ci"]
-        more = "slower" if metric == "seconds" else "higher"
-        verdict = ("within noise" if d["within_noise"] else
-                   f"{'A' if d['diff'] > 0 else 'B'} {more}")
-        p = "" if d["p"] is None else f"{d['p']:.3g}"
-        holm = f"<td>{d['p_holm']:.3g}</td>" if "p_holm" in d else (
+    labels = metric_labels(not any(d.metric == "EM" for d in result.differences))
+    for d in result.differences:
+        low, high = d.ci
+        more = "slower" if d.metric == "seconds" else "higher"
+        verdict = "within noise" if d.within_noise else f"{'A' if d.diff > 0 else 'B'} {more}"
+        p = "" if d.p is None else f"{d.p:.3g}"
+        holm = f"<td>{d.p_holm:.3g}</td>" if d.p_holm is not None else (
             "<td></td>" if corrected else "")
-        rows.append(f"<tr class='{'fe-noise' if d['within_noise'] else 'fe-real'}'>"
-                    f"<td>{esc(labels.get(metric, metric))}</td>"
-                    f"<td>{d['a']:.3f}</td><td>{d['b']:.3f}</td>"
-                    f"<td>{_number(d['diff'], metric)}</td>"
-                    f"<td>[{_number(low, metric)}, {_number(high, metric)}]</td>"
-                    f"<td>{p}</td>{holm}<td>{verdict}</td><td>{d['n']}</td></tr>")
+        rows.append(f"<tr class='{'fe-noise' if d.within_noise else 'fe-real'}'>"
+                    f"<td>{esc(labels.get(d.metric, d.metric))}</td>"
+                    f"<td>{d.a:.3f}</td><td>{d.b:.3f}</td>"
+                    f"<td>{_number(d.diff, d.metric)}</td>"
+                    f"<td>[{_number(low, d.metric)}, {_number(high, d.metric)}]</td>"
+                    f"<td>{p}</td>{holm}<td>{verdict}</td><td>{d.n}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in (
         "metric", "A", "B", "A − B", "95% interval", "McNemar p (pass/fail measures)",
         *(["Holm p"] if corrected else []), "", "questions"))
-    shared = result["shared"]
+    shared = result.shared
     only = ""
-    if shared < max(result["a_questions"], result["b_questions"]):
-        only = (f" (A has {result['a_questions']}, B {result['b_questions']}: only the "
+    if shared < max(result.a_questions, result.b_questions):
+        only = (f" (A has {result.a_questions}, B {result.b_questions}: only the "
                 "shared ones are compared)")
-    caption = (f"A = {esc(result['a'])}, B = {esc(result['b'])}: paired over {shared} "
-               f"shared questions{only}; 95% intervals from {result['resamples']:,} paired "
-               f"bootstrap resamples (seed {result['seed']})."
+    caption = (f"A = {esc(result.a)}, B = {esc(result.b)}: paired over {shared} "
+               f"shared questions{only}; 95% intervals from {result.resamples:,} paired "
+               f"bootstrap resamples (seed {result.seed})."
                + (" Several comparisons are shown: Holm p corrects McNemar's p for their "
                   "number." if corrected else ""))
-    a_corpus, b_corpus = result.get("a_corpus"), result.get("b_corpus")
+    a_corpus, b_corpus = result.a_corpus, result.b_corpus
     if a_corpus and b_corpus and a_corpus != b_corpus:
         caption += (f"</p><p class='fe-error'>A searched {esc(a_corpus)}, B searched "
                     f"{esc(b_corpus)}: the difference is as much the corpora's as the "

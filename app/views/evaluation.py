@@ -76,7 +76,7 @@ def metric_order(summary: dict[str, dict], ranking: bool = True) -> list[str]:
             *(at_stage("gold_doc_recall", s) for s in stages)]
     if ranking:
         cuts += [*(at_stage(m, s) for s in stages for m in MEASURES),  # trec_eval's, per cut
-                 *(f"{LABELLED}{m}@{s}" for s in stages for m in IR_MEASURES)]  # Annotate's
+                 *(LABELLED + at_stage(m, s) for s in stages for m in IR_MEASURES)]  # Annotate's
     cuts = [k for k in cuts if k in keys]
     cuts += [k for k in keys if k.startswith(("gold_doc_recall@", "AR@")) and k not in HEAD
              and k not in cuts]  # a cut without seconds (none today): after the known ones

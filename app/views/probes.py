@@ -12,7 +12,8 @@ from app.views.figures import failsafe, text_figure
 from app.views.labels import metric_labels
 from app.views.trace import esc
 from engine.eval import outcomes as oc
-from engine.service.diagnosis import CEILING_METRICS
+from engine.eval.paired import PairedDifference
+from engine.service.diagnosis import CEILING_METRICS, CeilingTable, GoldCoverage
 
 
 def agreement_table(found: dict[str, dict]) -> str:
@@ -49,40 +50,40 @@ def agreement_table(found: dict[str, dict]) -> str:
 CEILING_SHOWN = ("AR@4", "EM", "F1", "nDCG@10")  # the end metrics the chart plots
 
 
-def _judged(found: dict) -> bool:
+def _judged(found: CeilingTable) -> bool:
     """Whether a ceiling table's evaluation is of judged questions without answers (a
     test collection's): no answer measure anywhere."""
-    return not any(m in entry["actual"] for entry in found["paradigms"].values()
+    return not any(m in entry.actual for entry in found.paradigms.values()
                    for m in ("AR@4", "EM"))
 
 
-def ceiling_table(found: dict) -> str:
+def ceiling_table(found: CeilingTable) -> str:
     """Per paradigm: the actual run's means, then each cut made perfect: its means and the
     difference from the actual run with its 95% interval and (Holm-corrected) McNemar p;
     the cut that pays most on each metric in bold."""
     parts = []
     judged = _judged(found)
     labels = metric_labels(judged)
-    for paradigm, entry in found["paradigms"].items():
-        metrics = [m for m in CEILING_METRICS if m in entry["actual"]]
-        best = entry.get("pays_most", {})
+    for paradigm, entry in found.paradigms.items():
+        metrics = [m for m in CEILING_METRICS if m in entry.actual]
         head = "".join(f"<th>{esc(labels.get(m, m))}</th>" for m in metrics)
-        rows = [f"<tr><td>as run</td>{''.join(_mean(entry['actual'], m) for m in metrics)}"
-                f"<td>{entry['actual']['runs']}</td></tr>"]
-        for cut in entry["cuts"]:
-            diffs = {d["metric"]: d for d in cut["differences"]}
-            cells = "".join(_ceiling_cell(cut["means"], diffs.get(m), m,
-                                          best.get(m) == cut["label"]) for m in metrics)
-            name = cut["label"].split(": ", 1)[-1]
-            rows.append(f"<tr><td>{esc(name)}</td>{cells}<td>{cut['means']['runs']}</td></tr>")
+        rows = [f"<tr><td>as run</td>{''.join(_mean(entry.actual, m) for m in metrics)}"
+                f"<td>{entry.actual['runs']}</td></tr>"]
+        for cut in entry.cuts:
+            diffs = {d.metric: d for d in cut.differences}
+            cells = "".join(_ceiling_cell(cut.means, diffs.get(m), m,
+                                          entry.pays_most.get(m) == cut.label)
+                            for m in metrics)
+            name = cut.label.split(": ", 1)[-1]
+            rows.append(f"<tr><td>{esc(name)}</td>{cells}<td>{cut.means['runs']}</td></tr>")
         parts.append(f"<div class='fe-stage'><b>{esc(paradigm)}</b></div><table class='fe-table "
                      f"fe-ceilings'><thead><tr><th>made perfect</th>{head}<th>runs</th></tr>"
                      f"</thead><tbody>{''.join(rows)}</tbody></table>")
-    state = "" if found["state"] == "done" else (
-        f" It is {found['state']}: {found['done']} of {found['questions']} questions so far.")
-    return (_gold_missing(found.get("gold"))
-            + f"<div class='fe-kept'>Ceiling evaluation {found['id']} of evaluation "
-            f"{found['baseline']}: each cut made perfect in turn "
+    state = "" if found.state == "done" else (
+        f" It is {found.state}: {found.done} of {found.questions} questions so far.")
+    return (_gold_missing(found.gold)
+            + f"<div class='fe-kept'>Ceiling evaluation {found.id} of evaluation "
+            f"{found.baseline}: each cut made perfect in turn "
             + ("(the documents judged relevant first, the higher grade first, added where "
                "the stage was not given them), the later stages run as usual (no reader: "
                "the questions have no answers). " if judged else
@@ -98,18 +99,18 @@ def ceiling_table(found: dict) -> str:
             + "".join(parts))
 
 
-def _gold_missing(gold: dict | None) -> str:
+def _gold_missing(gold: GoldCoverage | None) -> str:
     """A warning when the evaluation's corpus lacks some questions' gold documents: a
     perfect cut adds only what the corpus holds, so their ceilings stay low."""
-    if not gold or not gold["lacking"]:
+    if gold is None or not gold.lacking:
         return ""
-    offer = " or ".join(f"'{esc(name)}'" for name in gold["holds_it"])
+    offer = " or ".join(f"'{esc(name)}'" for name in gold.holds_it)
     offer = (f" To measure their ceilings, evaluate over {offer}, which hold"
-             f"{'s' if len(gold['holds_it']) == 1 else ''} them, and compute the ceilings "
+             f"{'s' if len(gold.holds_it) == 1 else ''} them, and compute the ceilings "
              "of that evaluation." if offer else "")
-    return (f"<div class='fe-error'>The corpus '{esc(gold['corpus'])}' lacks gold supporting "
-            f"documents of {gold['lacking']} of the {gold['questions']} questions with "
-            f"supporting documents ({gold['none']} have none of theirs there): a perfect cut "
+    return (f"<div class='fe-error'>The corpus '{esc(gold.corpus)}' lacks gold supporting "
+            f"documents of {gold.lacking} of the {gold.questions} questions with "
+            f"supporting documents ({gold.none} have none of theirs there): a perfect cut "
             "can add only the gold the corpus holds, so their ceilings stay as low as the "
             f"run.{offer}</div>")
 
@@ -118,41 +119,41 @@ def _mean(means: dict, metric: str) -> str:
     return f"<td>{means[metric]:.3f}</td>" if metric in means else "<td>–</td>"
 
 
-def _ceiling_cell(means: dict, d: dict | None, metric: str, best: bool) -> str:
+def _ceiling_cell(means: dict, d: PairedDifference | None, metric: str, best: bool) -> str:
     if d is None or metric not in means:
         return _mean(means, metric)
-    low, high = d["ci"]
-    p = d.get("p_holm", d.get("p"))
+    low, high = d.ci
+    p = d.p_holm if d.p_holm is not None else d.p
     test = f", p {p:.2g}" if p is not None else ""
-    value = f"{means[metric]:.3f} ({d['diff']:+.3f} [{low:+.3f}, {high:+.3f}]{test})"
+    value = f"{means[metric]:.3f} ({d.diff:+.3f} [{low:+.3f}, {high:+.3f}]{test})"
     return f"<td>{'<b>' + value + '</b>' if best else value}</td>"
 
 
 @failsafe
-def ceiling_figure(found: dict) -> go.Figure:
+def ceiling_figure(found: CeilingTable | None) -> go.Figure:
     """Ceiling minus actual per cut made perfect, per paradigm, on AR@4, EM, F1 and
     nDCG@10 (those the run has: a judged evaluation's, nDCG@10 alone), with 95% intervals:
     which stage's improvement pays most."""
-    if not found or not found.get("paradigms"):
+    if found is None or not found.paradigms:
         return text_figure("No ceilings yet.")
     x = [[], []]
     values: dict[str, list] = {m: [] for m in CEILING_SHOWN}
-    for paradigm, entry in found["paradigms"].items():
-        for cut in entry["cuts"]:
+    for paradigm, entry in found.paradigms.items():
+        for cut in entry.cuts:
             x[0].append(paradigm)
-            x[1].append(cut["label"].split(": perfect ", 1)[-1])
-            diffs = {d["metric"]: d for d in cut["differences"]}
+            x[1].append(cut.label.split(": perfect ", 1)[-1])
+            diffs = {d.metric: d for d in cut.differences}
             for metric in CEILING_SHOWN:
                 values[metric].append(diffs.get(metric))
     fig = go.Figure()
     for metric, found_diffs in values.items():
         if not any(found_diffs):
             continue
-        diff = [d["diff"] if d else None for d in found_diffs]
+        diff = [d.diff if d else None for d in found_diffs]
         fig.add_bar(x=x, y=diff, name=metric, error_y={
             "type": "data", "symmetric": False,
-            "array": [d["ci"][1] - d["diff"] if d else 0 for d in found_diffs],
-            "arrayminus": [d["diff"] - d["ci"][0] if d else 0 for d in found_diffs]})
+            "array": [d.ci[1] - d.diff if d else 0 for d in found_diffs],
+            "arrayminus": [d.diff - d.ci[0] if d else 0 for d in found_diffs]})
     fig.update_layout(barmode="group", title="Ceiling minus as run, per cut made perfect "
                       "(95% paired intervals)", yaxis_title="difference", height=420,
                       showlegend=True,  # names the measure, a judged evaluation's one too

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -46,13 +46,18 @@ class PairedDifference:
     diff: float
     ci: tuple[float, float]
     p: float | None  # exact McNemar, binary metrics only
+    p_holm: float | None = None  # p corrected with the other comparisons' (`corrected`)
 
     @property
     def within_noise(self) -> bool:
         return self.ci[0] <= 0.0 <= self.ci[1]
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "ci": list(self.ci), "within_noise": self.within_noise}
+        """As JSON: `p_holm` only where it was corrected, `within_noise` beside."""
+        found = {**asdict(self), "ci": list(self.ci), "within_noise": self.within_noise}
+        if self.p_holm is None:
+            del found["p_holm"]
+        return found
 
 
 def mcnemar(a: Sequence[float], b: Sequence[float]) -> float:
@@ -135,21 +140,17 @@ def paired(rows_a: Sequence[dict], rows_b: Sequence[dict], *,
 def every_pair(rows: Sequence[dict], *, resamples: int = RESAMPLES,
                seed: int = SEED) -> dict[str, dict[str, dict]]:
     """{"A-B": {metric: {diff, ci, p, within_noise, n}}} for every two paradigms of one
-    evaluation's rows, in the order they first appear."""
+    evaluation's rows, in the order they first appear (with `p_holm` where there are
+    several pairs)."""
     names = list(dict.fromkeys(r["paradigm"] for r in rows))
-    out = {}
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            differences = paired([r for r in rows if r["paradigm"] == a],
-                                 [r for r in rows if r["paradigm"] == b],
-                                 resamples=resamples, seed=seed)
-            out[f"{a}-{b}"] = {d.metric: {k: v for k, v in d.to_dict().items()
-                                          if k in ("diff", "ci", "p", "within_noise", "n")}
-                               for d in differences}
-    if len(out) > 1:  # several comparisons: Holm-corrected p-values beside the raw ones
-        for metric in BINARY:
-            _add_holm([tests[metric] for tests in out.values() if metric in tests])
-    return out
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    found = corrected([paired([r for r in rows if r["paradigm"] == a],
+                              [r for r in rows if r["paradigm"] == b],
+                              resamples=resamples, seed=seed) for a, b in pairs])
+    keep = ("diff", "ci", "p", "p_holm", "within_noise", "n")
+    return {f"{a}-{b}": {d.metric: {k: v for k, v in d.to_dict().items() if k in keep}
+                         for d in differences}
+            for (a, b), differences in zip(pairs, found, strict=True)}
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -162,18 +163,20 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return [float(f"{p:.4g}") for p in multipletests(list(p_values), method="holm")[1]]
 
 
-def correct_across(results: Sequence[dict]) -> None:
-    """Add `p_holm` to every McNemar p of several comparisons' results (each a dict with
-    "differences", as engine.service.diagnosis.paired_of gives), corrected per metric for
-    the number of comparisons; one comparison is left as it is."""
-    if len(results) < 2:
-        return
+def corrected(comparisons: Sequence[Sequence[PairedDifference]]
+              ) -> list[tuple[PairedDifference, ...]]:
+    """Several comparisons' differences, each McNemar p beside its Holm correction
+    (`p_holm`) for the number of comparisons, per metric; one comparison is left as it
+    is."""
+    found = [tuple(differences) for differences in comparisons]
+    if len(found) < 2:
+        return found
+    fixed: dict[tuple[int, int], float] = {}
     for metric in BINARY:
-        _add_holm([d for r in results for d in r["differences"] if d["metric"] == metric])
-
-
-def _add_holm(tests: Sequence[dict]) -> None:
-    """Set `p_holm` on each of one metric's tests that has a p, corrected together."""
-    tested = [t for t in tests if t.get("p") is not None]
-    for test, corrected in zip(tested, holm([t["p"] for t in tested]), strict=True):
-        test["p_holm"] = corrected
+        tested = [(i, j) for i, differences in enumerate(found)
+                  for j, d in enumerate(differences) if d.metric == metric and d.p is not None]
+        ps = holm([found[i][j].p for i, j in tested])
+        fixed.update(zip(tested, ps, strict=True))
+    return [tuple(replace(d, p_holm=fixed[i, j]) if (i, j) in fixed else d
+                  for j, d in enumerate(differences))
+            for i, differences in enumerate(found)]

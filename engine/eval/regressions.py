@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from engine.errors import ConfigError
 from engine.eval.paired import BINARY, METRICS, question_values
@@ -23,10 +24,31 @@ IMPROVED, REGRESSED, STAYED_RIGHT, STAYED_WRONG, SAME = (
 CHANGES = (IMPROVED, REGRESSED, STAYED_RIGHT, STAYED_WRONG, SAME)
 
 
-def changes(rows_a: Sequence[dict], rows_b: Sequence[dict], metric: str = "EM") -> dict:
-    """{"metric", "counts": {change: n}, "questions": [{question_id, question, position_a,
-    position_b, a, b, change}]} over the questions both ran, regressions first, then
-    improvements, each by the size of the change."""
+@dataclass(frozen=True)
+class Changed:
+    """One question both runs answered, and how B's `metric` compares with A's."""
+
+    question_id: str
+    question: str
+    position_a: int | None
+    position_b: int | None
+    a: float
+    b: float
+    change: str  # one of CHANGES
+
+
+@dataclass(frozen=True)
+class Changes:
+    """How many shared questions each change has, and the questions, regressions first."""
+
+    metric: str
+    counts: dict[str, int]  # in CHANGES order, only the changes that occur
+    questions: tuple[Changed, ...]
+
+
+def changes(rows_a: Sequence[dict], rows_b: Sequence[dict], metric: str = "EM") -> Changes:
+    """The questions both ran classed on `metric`, regressions first, then improvements,
+    each by the size of the change."""
     if metric not in METRICS:
         raise ConfigError(f"metric={metric!r}: choose one of {', '.join(METRICS)}.")
     a_rows = {r["question_id"]: r for r in rows_a if r.get("status") != FAILED}
@@ -39,17 +61,15 @@ def changes(rows_a: Sequence[dict], rows_b: Sequence[dict], metric: str = "EM") 
         a, b = question_values(a_row).get(metric), question_values(b_row).get(metric)
         if a is None or b is None:
             continue
-        found.append({"question_id": qid, "question": a_row["question"],
-                      "position_a": a_row.get("position"), "position_b": b_row.get("position"),
-                      "a": a, "b": b, "change": _change(a, b, metric)})
+        found.append(Changed(qid, a_row["question"], a_row.get("position"),
+                             b_row.get("position"), a, b, _change(a, b, metric)))
     if not found:
         raise ConfigError(f"No question has {metric} in both runs (they share "
                           f"{len(a_rows.keys() & b_rows.keys())} answered questions).")
     order = {REGRESSED: 0, IMPROVED: 1}
-    found.sort(key=lambda q: (order.get(q["change"], 2), -abs(q["b"] - q["a"])))
-    counts = Counter(q["change"] for q in found)
-    return {"metric": metric, "counts": {c: counts[c] for c in CHANGES if counts[c]},
-            "questions": found}
+    found.sort(key=lambda q: (order.get(q.change, 2), -abs(q.b - q.a)))
+    counts = Counter(q.change for q in found)
+    return Changes(metric, {c: counts[c] for c in CHANGES if counts[c]}, tuple(found))
 
 
 def _change(a: float, b: float, metric: str) -> str:

@@ -9,7 +9,7 @@ evaluation searched.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from engine.documents import Corpus, Dataset, Question
@@ -19,11 +19,12 @@ from engine.eval.paired import (
     METRICS,
     RESAMPLES,
     SEED,
-    correct_across,
+    PairedDifference,
+    corrected,
     paired,
     question_values,
 )
-from engine.eval.regressions import changes
+from engine.eval.regressions import Changed, changes
 from engine.eval.summary import read_gold_doc_recall
 from engine.paradigms.registry import make_config
 from engine.service.corpora import Corpora, check_searched
@@ -65,9 +66,27 @@ def outcomes_of(evaluations: EvaluationStore, evaluation_id: int,
     return {p: found[p] for p in [*ran, *(p for p in found if p not in ran)]}
 
 
+@dataclass(frozen=True)
+class PairedComparison:
+    """A minus B over their shared questions (engine.eval.paired), each side named
+    "evaluation id: paradigm", with the corpus it searched and how many questions it
+    answered."""
+
+    a: str
+    b: str
+    a_corpus: str
+    b_corpus: str
+    shared: int
+    a_questions: int
+    b_questions: int
+    resamples: int
+    seed: int
+    differences: tuple[PairedDifference, ...]
+
+
 def paired_of(evaluations: EvaluationStore, evaluation_id: int, a: str = "", b: str = "",
               other_id: int | None = None, *, resamples: int = RESAMPLES,
-              seed: int = SEED) -> dict:
+              seed: int = SEED) -> PairedComparison:
     """A minus B over their shared questions: paradigms `a` and `b` of one evaluation, or
     `a` of `evaluation_id` and `b` of `other_id` (each may be left empty when its
     evaluation ran one paradigm, or the other names one both ran)."""
@@ -78,23 +97,46 @@ def paired_of(evaluations: EvaluationStore, evaluation_id: int, a: str = "", b: 
         raise ConfigError(f"Evaluations {pair.first.id} and {pair.second.id} share no "
                           f"question id ({len(ids_a)} and {len(ids_b)} questions), so "
                           "nothing can be paired; compare evaluations of the same dataset.")
-    return {"a": f"{pair.first.id}: {pair.a}", "b": f"{pair.second.id}: {pair.b}",
-            "a_corpus": pair.first.corpus, "b_corpus": pair.second.corpus,
-            "shared": len(ids_a & ids_b), "a_questions": len(ids_a),
-            "b_questions": len(ids_b), "resamples": resamples, "seed": seed,
-            "differences": [d.to_dict() for d in paired(pair.rows_a, pair.rows_b,
-                                                        resamples=resamples, seed=seed)]}
+    return PairedComparison(
+        f"{pair.first.id}: {pair.a}", f"{pair.second.id}: {pair.b}", pair.first.corpus,
+        pair.second.corpus, len(ids_a & ids_b), len(ids_a), len(ids_b), resamples, seed,
+        tuple(paired(pair.rows_a, pair.rows_b, resamples=resamples, seed=seed)))
+
+
+def corrected_across(comparisons: Sequence[PairedComparison]) -> list[PairedComparison]:
+    """Several comparisons with each McNemar p Holm-corrected for their number
+    (engine.eval.paired.corrected); one is left as it is."""
+    fixed = corrected([c.differences for c in comparisons])
+    return [replace(c, differences=d) for c, d in zip(comparisons, fixed, strict=True)]
+
+
+@dataclass(frozen=True)
+class Regressions:
+    """The questions B improved, regressed or left as A had them on `metric`
+    (engine.eval.regressions), each side named and its evaluation and paradigm apart (a
+    question's runs are opened by them)."""
+
+    a: str
+    b: str
+    a_evaluation: int
+    b_evaluation: int
+    a_paradigm: str
+    b_paradigm: str
+    metric: str
+    counts: dict[str, int]
+    questions: tuple[Changed, ...]
 
 
 def regressions_of(evaluations: EvaluationStore, evaluation_id: int, a: str = "",
-                   b: str = "", other_id: int | None = None, metric: str = "EM") -> dict:
+                   b: str = "", other_id: int | None = None,
+                   metric: str = "EM") -> Regressions:
     """The questions B improved, regressed or left as A had them on `metric` (A and B as
     `paired_of` takes them): engine.eval.regressions.changes, with both sides named."""
     pair = _paired_rows(evaluations, evaluation_id, a, b, other_id)
-    return {"a": f"{pair.first.id}: {pair.a}", "b": f"{pair.second.id}: {pair.b}",
-            "a_evaluation": pair.first.id, "b_evaluation": pair.second.id,
-            "a_paradigm": pair.a, "b_paradigm": pair.b,
-            **changes(pair.rows_a, pair.rows_b, metric)}
+    found = changes(pair.rows_a, pair.rows_b, metric)
+    return Regressions(f"{pair.first.id}: {pair.a}", f"{pair.second.id}: {pair.b}",
+                       pair.first.id, pair.second.id, pair.a, pair.b, found.metric,
+                       found.counts, found.questions)
 
 
 @dataclass(frozen=True)
@@ -146,8 +188,54 @@ def _only(evaluation, fallback: str) -> str:
 CEILING_METRICS = ("AR@4", "EM", "F1", "nDCG@10", "gold_doc_recall")
 
 
+@dataclass(frozen=True)
+class CutCeiling:
+    """One cut made perfect: its label ("flat: perfect cut 1 (dense)"), its means, and the
+    paired differences ceiling minus actual on each metric."""
+
+    label: str
+    means: dict[str, float]
+    differences: tuple[PairedDifference, ...]
+
+
+@dataclass(frozen=True)
+class ParadigmCeilings:
+    """A paradigm's means as it ran (`actual`), each cut's ceiling, and per metric the cut
+    whose ceiling gains most (none where no cut gains)."""
+
+    actual: dict[str, float]
+    cuts: tuple[CutCeiling, ...]
+    pays_most: dict[str, str]
+
+
+@dataclass(frozen=True)
+class GoldCoverage:
+    """Of an evaluation's questions with supporting documents (`questions`), how many lack
+    some in `corpus` (`lacking`) or all (`none`), and the corpora that would hold them."""
+
+    corpus: str
+    questions: int
+    lacking: int
+    none: int
+    holds_it: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CeilingTable:
+    """A ceiling evaluation against its baseline, per paradigm; `gold`: how many
+    questions' gold its corpus lacks (None while that corpus is not loaded)."""
+
+    id: int
+    baseline: int
+    state: str
+    done: int
+    questions: int
+    paradigms: dict[str, ParadigmCeilings]
+    gold: GoldCoverage | None = None
+
+
 def ceilings_of(evaluations: EvaluationStore, ceiling_id: int,
-                metrics: Sequence[str] = CEILING_METRICS) -> dict:
+                metrics: Sequence[str] = CEILING_METRICS) -> CeilingTable:
     """A ceiling evaluation against its baseline: per paradigm, the baseline's means and,
     per cut made perfect, its means and the paired differences (ceiling minus actual, 95%
     bootstrap interval, McNemar p, Holm-corrected across every cut shown) on `metrics`,
@@ -160,32 +248,33 @@ def ceilings_of(evaluations: EvaluationStore, ceiling_id: int,
     baseline = evaluations.get(ceiling.baseline)
     rows = evaluations.rows(ceiling_id)
     actual = evaluations.rows(baseline.id)
-    out: dict[str, dict] = {}
-    compared = []
-    for label in ceiling.paradigms:
-        paradigm = label.split(":", 1)[0]  # engine.eval.ceilings.label
+    labels = [(label, label.split(":", 1)[0]) for label in ceiling.paradigms]  # its paradigm
+    found = []
+    for label, paradigm in labels:
         mine = [r for r in rows if r["paradigm"] == label]
         theirs = [r for r in actual if r["paradigm"] == paradigm]
-        found = {d.metric: d.to_dict() for d in paired(mine, theirs) if d.metric in metrics}
-        entry = out.setdefault(paradigm, {"actual": _means(theirs, metrics), "cuts": []})
-        result = {"label": label, "means": _means(mine, metrics),
-                  "differences": [found[m] for m in metrics if m in found]}
-        entry["cuts"].append(result)
-        compared.append(result)
-    correct_across(compared)
-    for entry in out.values():
-        entry["pays_most"] = _pays_most(entry["cuts"], metrics)
-    return {"id": ceiling.id, "baseline": baseline.id, "state": ceiling.state,
-            "done": ceiling.done, "questions": ceiling.questions, "paradigms": out}
+        by_metric = {d.metric: d for d in paired(mine, theirs) if d.metric in metrics}
+        found.append(tuple(by_metric[m] for m in metrics if m in by_metric))
+    cuts = [CutCeiling(label, _means([r for r in rows if r["paradigm"] == label], metrics),
+                       differences)
+            for (label, _), differences in zip(labels, corrected(found), strict=True)]
+    out = {}
+    for paradigm in dict.fromkeys(p for _, p in labels):
+        mine = tuple(c for c, (_, p) in zip(cuts, labels, strict=True) if p == paradigm)
+        theirs = [r for r in actual if r["paradigm"] == paradigm]
+        out[paradigm] = ParadigmCeilings(_means(theirs, metrics), mine,
+                                         _pays_most(mine, metrics))
+    return CeilingTable(ceiling.id, baseline.id, ceiling.state, ceiling.done,
+                        ceiling.questions, out)
 
 
-def _pays_most(cuts: list[dict], metrics: Sequence[str]) -> dict[str, str]:
+def _pays_most(cuts: Sequence[CutCeiling], metrics: Sequence[str]) -> dict[str, str]:
     """Per metric, the cut whose ceiling gains most over the run as it was (none where no
     cut gains)."""
     best = {}
     for metric in metrics:
-        gains = [(d["diff"], cut["label"]) for cut in cuts for d in cut["differences"]
-                 if d["metric"] == metric and d["diff"] > 0]
+        gains = [(d.diff, cut.label) for cut in cuts for d in cut.differences
+                 if d.metric == metric and d.diff > 0]
         if gains:
             best[metric] = max(gains)[1]
     return best
@@ -203,7 +292,7 @@ def _means(rows: list[dict], metrics: Sequence[str]) -> dict:
 
 
 def gold_coverage(evaluations: EvaluationStore, evaluation_id: int, corpus: Corpus,
-                  dataset: Dataset, label: str) -> dict:
+                  dataset: Dataset, label: str) -> GoldCoverage:
     """How many of the evaluation's questions with supporting documents have some of them
     missing from `corpus` (`lacking`; `none`: not one of them there), and the corpora that
     would hold them: the corpus plus the dataset's paragraphs (what an evaluation searches
@@ -222,8 +311,8 @@ def gold_coverage(evaluations: EvaluationStore, evaluation_id: int, corpus: Corp
         holds = [grown_name(corpus.name, label)] if lacking(corpus, dataset) else []
         if dataset_path(label) is not None and corpus.name != "pooled":
             holds.append("pooled")
-    return {"corpus": corpus.name, "questions": len(golds), "lacking": short,
-            "none": sum(n == 0 for n in there), "holds_it": holds}
+    return GoldCoverage(corpus.name, len(golds), short, sum(n == 0 for n in there),
+                        tuple(holds))
 
 
 class Diagnoses:
@@ -247,7 +336,7 @@ class Diagnoses:
         return outcomes_of(self._store, evaluation_id, track)
 
     def paired(self, evaluation_id: int, a: str = "", b: str = "",
-               other_id: int | None = None) -> dict:
+               other_id: int | None = None) -> PairedComparison:
         """Paired differences A minus B with bootstrap intervals and McNemar p-values:
         two paradigms of one evaluation, or of two evaluations on their shared questions."""
         return paired_of(self._store, evaluation_id, a, b, other_id)
@@ -262,21 +351,20 @@ class Diagnoses:
         return [m for m in METRICS if m in have]
 
     def regressions(self, evaluation_id: int, a: str = "", b: str = "",
-                    other_id: int | None = None, metric: str = "EM") -> dict:
+                    other_id: int | None = None, metric: str = "EM") -> Regressions:
         """The questions B improved, regressed or left as A had them on `metric` (A and B
         as `paired` takes them), regressions first (engine.eval.regressions)."""
         return regressions_of(self._store, evaluation_id, a, b, other_id, metric)
 
-    def ceiling_table(self, ceiling_id: int) -> dict:
+    def ceiling_table(self, ceiling_id: int) -> CeilingTable:
         """A ceiling evaluation against the evaluation it came from, per paradigm and cut
         (engine.service.diagnosis.ceilings_of), and under `gold` how many questions' gold
         documents its corpus lacks (`gold_coverage`; None while that corpus is not
         loaded)."""
         table = ceilings_of(self._store, ceiling_id)
-        table["gold"] = self.gold_coverage(table["baseline"])
-        return table
+        return replace(table, gold=self.gold_coverage(table.baseline))
 
-    def gold_coverage(self, evaluation_id: int) -> dict | None:
+    def gold_coverage(self, evaluation_id: int) -> GoldCoverage | None:
         """engine.service.diagnosis.gold_coverage of a stored evaluation over the corpus it
         searched, if that corpus is loaded as it was (None otherwise, or for a QA file no
         longer here)."""

@@ -39,7 +39,13 @@ from engine.service.annotation import Annotation, ClassifierStatus, JudgedPair
 from engine.service.corpora import IDLE_SECONDS, Corpora
 from engine.service.corpus_rows import CorpusRow
 from engine.service.datasets import listed_datasets, listed_questions
-from engine.service.diagnosis import Diagnoses
+from engine.service.diagnosis import (
+    CeilingTable,
+    Diagnoses,
+    GoldCoverage,
+    PairedComparison,
+    Regressions,
+)
 from engine.service.door import Door, guarded
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationStatus
 from engine.service.evaluations import EvaluationForm, Evaluations
@@ -328,7 +334,7 @@ class Explorer:
         return self._diagnoses.attribution(evaluation_id, track)
 
     def paired(self, evaluation_id: int, a: str = "", b: str = "",
-               other_id: int | None = None) -> dict:
+               other_id: int | None = None) -> PairedComparison:
         """Paired differences A minus B with bootstrap intervals and McNemar p-values."""
         return self._diagnoses.paired(evaluation_id, a, b, other_id)
 
@@ -337,15 +343,15 @@ class Explorer:
         return self._diagnoses.measured(evaluation_id)
 
     def regressions(self, evaluation_id: int, a: str = "", b: str = "",
-                    other_id: int | None = None, metric: str = "EM") -> dict:
+                    other_id: int | None = None, metric: str = "EM") -> Regressions:
         """The questions B improved, regressed or left as A had them on `metric`."""
         return self._diagnoses.regressions(evaluation_id, a, b, other_id, metric)
 
-    def ceiling_table(self, ceiling_id: int) -> dict:
+    def ceiling_table(self, ceiling_id: int) -> CeilingTable:
         """A ceiling evaluation against the evaluation it came from, per paradigm and cut."""
         return self._diagnoses.ceiling_table(ceiling_id)
 
-    def gold_coverage(self, evaluation_id: int) -> dict | None:
+    def gold_coverage(self, evaluation_id: int) -> GoldCoverage | None:
         """How many questions' gold documents the evaluation's corpus lacks."""
         return self._diagnoses.gold_coverage(evaluation_id)
 
