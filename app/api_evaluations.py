@@ -126,7 +126,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         """Per paradigm of an evaluation, where each question lost the gold `track`
         ("answer" or "support": all supporting documents) as JSON: {paradigm: {cuts,
         counts: {outcome: n}, questions: {outcome: [positions]}, traced, total}}."""
-        return json.dumps(explorer.attribution(evaluation_id, track or "answer"))
+        return json.dumps(plain(explorer.attribution(evaluation_id, track or "answer")))
 
     def ceilings(evaluation_id: int, paradigms: str = "", build: bool = False) -> int:
         """Start the ceiling evaluation of stored evaluation `evaluation_id`: each of its

@@ -82,10 +82,10 @@ def main() -> None:
           f"in {import_seconds:.2f} s, {1000 * import_seconds / imported.runs:.1f} ms/run")
     print("\nWhere the gold answer was lost (questions):")
     for name, found in outcomes.items():
-        print(f"  {name:11} {found['counts']}")
+        print(f"  {name:11} {found.counts}")
     print("\nWhere the supporting documents were lost (questions with them):")
     for name, found in support.items():
-        print(f"  {name:11} {found['counts']}")
+        print(f"  {name:11} {found.counts}")
     print("\nMeans:")
     rows = [[name] + [_mean(summary[name], m) for m in ("EM", "F1", "AR@read")]
             for name in summary]
@@ -102,7 +102,7 @@ def main() -> None:
     print(markdown_table(["vs", "metric", "n", "llamaindex", "ours", "diff", "95% CI", "p",
                           "Holm p"], table))
     found = {"import_seconds": import_seconds, "runs": imported.runs,
-             "outcomes": outcomes, "support": support, "pairs": plain(pairs)}
+             "outcomes": plain(outcomes), "support": plain(support), "pairs": plain(pairs)}
     print(f"saved {save('imported_vs_ours', found)}")
 
 

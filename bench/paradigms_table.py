@@ -94,16 +94,16 @@ def main() -> None:
         print()
         print(paired_table(pairs, args.against))
     save(args.out, {"questions": args.limit, "configs": configs, "summary": summary,
-                    "outcomes": {n: o["counts"] for n, o in outcomes.items()},
+                    "outcomes": {n: o.counts for n, o in outcomes.items()},
                     "paired_against": args.against, "paired": pairs, "ids": list(args.ids),
                     "traces": str(data_dir() / "bench" / f"{args.traces}.jsonl")})
 
 
 def outcome_table(outcomes: dict[str, dict]) -> str:
     """One row per paradigm: the share of its questions in each outcome, funnel order."""
-    order = in_funnel_order(o for found in outcomes.values() for o in found["counts"])
+    order = in_funnel_order(o for found in outcomes.values() for o in found.counts)
     return markdown_table(["paradigm", *order], [
-        [name, *(f"{found['counts'].get(o, 0) / found['total']:.3f}" for o in order)]
+        [name, *(f"{found.counts.get(o, 0) / found.total:.3f}" for o in order)]
         for name, found in outcomes.items()])
 
 

@@ -111,7 +111,7 @@ def test_a_judged_run_has_ranking_measures_and_no_answer_measures():
     assert outcome(missed, "relevant") == "no relevant retrieved"
     rows = [{"paradigm": "flat", "position": i, **row_outcomes(t)}
             for i, t in enumerate((scored, kept, read, missed))]
-    assert attribution(rows, "relevant")["flat"]["counts"] == {
+    assert attribution(rows, "relevant")["flat"].counts == {
         "no relevant retrieved": 1, "relevant lost at reranker": 1,
         "relevant kept to the last cut": 1, "relevant read": 1}
     # no answer to follow: a relevant document is followed when the gold answer is asked

@@ -81,7 +81,7 @@ def test_diagnose_shows_outcomes_flow_and_the_questions_lost_at_a_cut(explorer, 
     assert [v for _, v in track.choices] == ["answer", "support", "relevant"]
     assert f"Evaluation {evaluation_id} (6 of 6 questions, done)" in message
     assert current == evaluation_id
-    assert found["flat"]["counts"] == {"not retrieved": 1, "lost at reranker": 3,
+    assert found["flat"].counts == {"not retrieved": 1, "lost at reranker": 3,
                                        "answered right": 2}
     stacked = {t.name: list(t.y) for t in bars.data}
     assert stacked["lost at reranker"] == [3, 0] and stacked["answered right"] == [2, 5]
@@ -96,7 +96,7 @@ def test_diagnose_shows_outcomes_flow_and_the_questions_lost_at_a_cut(explorer, 
     # followed on a relevant document: rows stored before that track have it from their
     # traces
     relevant = explorer.attribution(evaluation_id, "relevant")
-    assert sum(relevant["flat"]["counts"].values()) == 6
+    assert sum(relevant["flat"].counts.values()) == 6
     funnel_flow = diagnose.show_flow(found, "funnel")
     assert "read, answered wrong (1)" in funnel_flow.data[0].node.label
     right = diagnose.show_segment(explorer, current, found, "funnel · answered right")
@@ -240,8 +240,8 @@ def test_an_imported_pipelines_evaluation_is_diagnosed_and_opens_in_explore(expl
     assert ("done, 3 of 3 questions over corpus 'li (as traced)', imported from another "
             "pipeline's files") in status
     *_, found, current, _ = diagnose.diagnose(explorer, str(imported.evaluation), "support")
-    assert found["li"]["cuts"] == ["BM25Retriever", "SentenceTransformerRerank"]
-    assert found["li"]["total"] == 3
+    assert found["li"].cuts == ("BM25Retriever", "SentenceTransformerRerank")
+    assert found["li"].total == 3
     segment = next(value for _, value in segment_choices(found))
     rows = diagnose.show_segment(explorer, current, found, segment)
     opened = diagnose.open_evaluation_run(explorer, 12, current, rows[0])
@@ -325,7 +325,7 @@ def test_outcomes_stored_under_an_earlier_name_are_read_under_today_s(explorer, 
     rows = EvaluationStore(prepared[1]).rows(evaluation_id)
     assert {r["outcome"]["relevant"] for r in rows} == {"no relevant retrieved",
                                                         "relevant reached the reader"}
-    assert explorer.attribution(evaluation_id, "relevant")["flat"]["counts"] == {
+    assert explorer.attribution(evaluation_id, "relevant")["flat"].counts == {
         "no relevant retrieved": 3, "relevant kept to the last cut": 3}
 
 
@@ -334,8 +334,9 @@ def test_no_two_outcomes_of_the_bars_share_a_colour():
 
     cuts = ["clusters", "documents", "preranker", "passages", "reranker", "qdc", "cis",
             "token cap"]
-    found = {p: {"cuts": cuts, "counts": {f"relevant lost at {c}": 1 for c in half}
-                 | {"no relevant retrieved": 1, "relevant kept to the last cut": 2}}
+    found = {p: oc.Attribution(tuple(cuts), {f"relevant lost at {c}": 1 for c in half}
+                               | {"no relevant retrieved": 1, "relevant kept to the last cut": 2},
+                               {}, 0, 0)
              for p, half in (("funnel", cuts[:4]), ("drrag", cuts[4:]))}
     colours = [bar.marker.color for bar in outcome_bars(found, "relevant").data]
     assert len(colours) == len(cuts) + 2 and len(set(colours)) == len(colours)

@@ -76,12 +76,12 @@ def test_attribution_counts_every_question_once_in_funnel_order_with_its_positio
               run(stage("first", HIT), stage("rerank", HIT), said="Vincent")]
     rows = [{**row(t), "position": i} for i, t in enumerate(traces)]
     found = oc.attribution(rows)["fake"]
-    assert found["cuts"] == ["first", "rerank"]
-    assert list(found["counts"]) == [oc.NOT_RETRIEVED, "lost at rerank", oc.READ_WRONG,
+    assert found.cuts == ("first", "rerank")
+    assert list(found.counts) == [oc.NOT_RETRIEVED, "lost at rerank", oc.READ_WRONG,
                                      oc.RIGHT]
-    assert sum(found["counts"].values()) == found["total"] == 4
-    assert found["questions"]["lost at rerank"] == [0]
-    assert found["questions"][oc.RIGHT] == [2]
+    assert sum(found.counts.values()) == found.total == found.traced == 4
+    assert found.questions["lost at rerank"] == [0]
+    assert found.questions[oc.RIGHT] == [2]
     with pytest.raises(ConfigError, match="track='gold'"):
         oc.attribution(rows, "gold")
 

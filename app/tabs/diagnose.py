@@ -89,7 +89,7 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
     if not found:
         raise EngineError(f"Evaluation {evaluation_id} has no stored question yet.")
     names = list(found)
-    untraced = sum(f["total"] - f["traced"] for f in found.values())
+    untraced = sum(f.total - f.traced for f in found.values())
     skipped = "" if not untraced else (
         f" {untraced} runs are left out: failed runs, and questions without gold"
         + (" or naming no supporting documents." if track != "answer" else "."))

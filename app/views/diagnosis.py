@@ -49,17 +49,17 @@ def lost_cuts(outcomes) -> list[str]:
 
 
 @failsafe
-def outcome_bars(attribution: dict[str, dict], track: str = "answer",
+def outcome_bars(attribution: dict[str, oc.Attribution], track: str = "answer",
                  judged: bool = False) -> go.Figure:
     """One stacked bar per paradigm: its questions by outcome, earliest loss at the bottom."""
     if not attribution:
         return text_figure("Open an evaluation to see where each paradigm loses the answer.")
     names = list(attribution)
-    order = oc.in_funnel_order(o for found in attribution.values() for o in found["counts"])
+    order = oc.in_funnel_order(o for found in attribution.values() for o in found.counts)
     cuts = lost_cuts(order)
     fig = go.Figure([go.Bar(
-        x=names, y=[attribution[n]["counts"].get(o, 0) for n in names], name=o,
-        marker_color=color(o, cuts), text=[attribution[n]["counts"].get(o) or "" for n in names],
+        x=names, y=[attribution[n].counts.get(o, 0) for n in names], name=o,
+        marker_color=color(o, cuts), text=[attribution[n].counts.get(o) or "" for n in names],
         customdata=[segment_value(n, o) for n in names],  # what a click on it opens
         textposition="inside",
         hovertemplate=f"%{{x}}: %{{y}} questions {esc(o)} (click to list them)<extra></extra>")
@@ -72,12 +72,12 @@ def outcome_bars(attribution: dict[str, dict], track: str = "answer",
 
 
 @failsafe
-def outcome_flow(paradigm: str, found: dict | None) -> go.Figure:
+def outcome_flow(paradigm: str, found: oc.Attribution | None) -> go.Figure:
     """A Sankey of one paradigm: all questions -> retrieved -> kept by each later cut ->
     answered right, with each loss leaving the flow where it happened."""
-    if not found or not found["counts"]:
+    if found is None or not found.counts:
         return text_figure("Pick a paradigm of the evaluation to see its flow.")
-    cuts, counts = found["cuts"], found["counts"]
+    cuts, counts = found.cuts, found.counts
     labels: list[str] = []
     colors: list[str] = []
     links: list[tuple[int, int, int]] = []
@@ -121,7 +121,7 @@ def outcome_flow(paradigm: str, found: dict | None) -> go.Figure:
     return fig
 
 
-def _rank(outcome: str, cuts: list[str]) -> int:
+def _rank(outcome: str, cuts: tuple[str, ...]) -> int:
     """How many cuts an outcome passed: -1 before the first, len(cuts) past all."""
     if outcome in BEFORE:
         return -1
@@ -136,10 +136,10 @@ def segment_value(paradigm: str, outcome: str) -> str:
     return f"{paradigm}{SEPARATOR}{outcome}"
 
 
-def segment_choices(attribution: dict[str, dict]) -> list[tuple[str, str]]:
+def segment_choices(attribution: dict[str, oc.Attribution]) -> list[tuple[str, str]]:
     """(label, value) per (paradigm, outcome) segment, as the Dropdown takes them."""
     return [(f"{segment_value(paradigm, o)} ({n})", segment_value(paradigm, o))
-            for paradigm, found in attribution.items() for o, n in found["counts"].items()]
+            for paradigm, found in attribution.items() for o, n in found.counts.items()]
 
 
 def evaluation_label(evaluation) -> str:
@@ -156,10 +156,12 @@ def evaluation_choices(evaluations) -> list[tuple[str, str]]:
     return [(evaluation_label(e), str(e.id)) for e in evaluations]
 
 
-def segment_positions(attribution: dict[str, dict], segment: str) -> tuple[str, list]:
+def segment_positions(attribution: dict[str, oc.Attribution],
+                      segment: str) -> tuple[str, list]:
     """(paradigm, question positions) of a segment value from `segment_choices`."""
     paradigm, _, o = (segment or "").partition(SEPARATOR)
-    return paradigm, attribution.get(paradigm, {}).get("questions", {}).get(o, [])
+    found = attribution.get(paradigm)
+    return paradigm, found.questions.get(o, []) if found is not None else []
 
 
 def _number(value: float, metric: str) -> str:

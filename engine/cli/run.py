@@ -188,7 +188,7 @@ def evaluate(args: argparse.Namespace) -> int:
     _out("\nwhere the gold answer was lost (questions):" if track == "answer" else
          "\nwhere the relevant documents were lost (questions):")
     for name, seen in found.items():
-        _out(f"  {name}: " + ", ".join(f"{o} {n}" for o, n in seen["counts"].items()))
+        _out(f"  {name}: " + ", ".join(f"{o} {n}" for o, n in seen.counts.items()))
     _out(f"\nrows: {out}")
     if args.export:
         folder = Path(args.export[1])
@@ -198,7 +198,7 @@ def evaluate(args: argparse.Namespace) -> int:
             (folder / name).write_text(text, encoding="utf-8")
         _out(f"exported ({args.export[0]}): {folder}")
     if args.json:
-        diagnosed = {name: {**s, "outcomes": found[name]["counts"],
+        diagnosed = {name: {**s, "outcomes": found[name].counts,
                             "corpus": corpus.name if corpus else ""}
                      for name, s in summary.items()}
         if len(summary) > 1:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from engine.documents import Question, Unit
 from engine.errors import ConfigError
@@ -163,16 +164,30 @@ def followed(tracks: Iterable[str], track: str = "answer") -> str:
     return next((t for t in ("answer", "relevant", "support") if t in tracks), track)
 
 
-def attribution(rows: Iterable[dict], track: str = "answer") -> dict[str, dict]:
-    """Per paradigm: its cuts in order, {outcome: count} in that order (every question of
-    the paradigm counted once), and {outcome: [question positions]}."""
+@dataclass(frozen=True)
+class Attribution:
+    """One paradigm's questions by outcome on a track: its cuts in order, {outcome: count}
+    in funnel order, {outcome: [question positions]}, how many runs have an outcome
+    (`traced`) of how many (`total`: a failed run, or a question without gold, has
+    none)."""
+
+    cuts: tuple[str, ...]
+    counts: dict[str, int]
+    questions: dict[str, list]
+    traced: int
+    total: int
+
+
+def attribution(rows: Iterable[dict], track: str = "answer") -> dict[str, Attribution]:
+    """Per paradigm: where each question's gold was lost (every question of the paradigm
+    counted once)."""
     if track not in TRACKS:
         raise ConfigError(f"track={track!r} is not a track; choose one of "
                           f"{', '.join(TRACKS)}.")
     by_paradigm: dict[str, list[dict]] = {}
     for r in rows:
         by_paradigm.setdefault(r["paradigm"], []).append(r)
-    out: dict[str, dict] = {}
+    out: dict[str, Attribution] = {}
     for paradigm, mine in by_paradigm.items():
         chain = list(dict.fromkeys(c for r in mine for c in r.get("cuts", ())))
         outcomes = [r["outcome"][track] for r in mine]
@@ -183,7 +198,6 @@ def attribution(rows: Iterable[dict], track: str = "answer") -> dict[str, dict]:
         for r, o in zip(mine, outcomes, strict=True):
             if o is not None:
                 questions[o].append(r.get("position", r.get("question_id")))
-        out[paradigm] = {"cuts": chain, "counts": {o: counts[o] for o in order},
-                         "questions": questions, "traced": sum(counts.values()),
-                         "total": len(mine)}
+        out[paradigm] = Attribution(tuple(chain), {o: counts[o] for o in order}, questions,
+                                    sum(counts.values()), len(mine))
     return out

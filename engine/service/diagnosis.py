@@ -14,7 +14,14 @@ from pathlib import Path
 
 from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError, EngineError
-from engine.eval.outcomes import TRACKS, attribution, offered, renamed, row_outcomes
+from engine.eval.outcomes import (
+    TRACKS,
+    Attribution,
+    attribution,
+    offered,
+    renamed,
+    row_outcomes,
+)
 from engine.eval.paired import (
     METRICS,
     RESAMPLES,
@@ -58,7 +65,7 @@ def _sentences_filled(row: dict) -> dict:
 
 
 def outcomes_of(evaluations: EvaluationStore, evaluation_id: int,
-                track: str = "answer") -> dict[str, dict]:
+                track: str = "answer") -> dict[str, Attribution]:
     """engine.eval.outcomes.attribution of a stored evaluation, its paradigms in the
     order it ran them."""
     found = attribution(diagnosed_rows(evaluations, evaluation_id), track)
@@ -330,7 +337,8 @@ class Diagnoses:
         (engine.eval.outcomes.offered: a test collection's have no `answer`)."""
         return offered(diagnosed_rows(self._store, evaluation_id))
 
-    def attribution(self, evaluation_id: int, track: str = "answer") -> dict[str, dict]:
+    def attribution(self, evaluation_id: int,
+                    track: str = "answer") -> dict[str, Attribution]:
         """Per paradigm of a stored evaluation: where each question's gold was lost
         (engine.eval.outcomes), its counts in funnel order and the question positions."""
         return outcomes_of(self._store, evaluation_id, track)

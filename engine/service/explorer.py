@@ -32,6 +32,7 @@ from pathlib import Path
 from engine.cache import interrupted, sweep_leftovers
 from engine.data.collection_store import judged_corpus
 from engine.documents import Corpus, Question
+from engine.eval.outcomes import Attribution
 from engine.judging.agreement import Agreement
 from engine.paradigms.base import Paradigm
 from engine.service import readiness
@@ -329,7 +330,8 @@ class Explorer:
         """The tracks a stored evaluation's questions can be followed on."""
         return self._diagnoses.tracks(evaluation_id)
 
-    def attribution(self, evaluation_id: int, track: str = "answer") -> dict[str, dict]:
+    def attribution(self, evaluation_id: int,
+                    track: str = "answer") -> dict[str, Attribution]:
         """Per paradigm: where each question's gold was lost, in funnel order."""
         return self._diagnoses.attribution(evaluation_id, track)
 
