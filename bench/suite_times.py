@@ -7,7 +7,8 @@ contributor runs it.
 Prints, per marker, how many tests carry it and the seconds they took, the CPU seconds the
 suite used (the floor no number of pytest-xdist workers goes under: CPU seconds / 2 on 2
 cores) with the files that used most, and the wall time of both runs (each test's time in
-bench/results/suite_times_{all,fast}.json; under `-n N` each worker's, merged). Run it on an
+bench/results/suite_times_{all,fast}.json; each worker's, merged). pytest's own options
+hold (pyproject.toml: two pytest-xdist workers); `-- -n 0` times one process. Run it on an
 idle machine: every test shares its 2 cores. Loaded by pytest
 (`-p suite_times`) this file is the plugin that times each test.
 """
