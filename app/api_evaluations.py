@@ -167,7 +167,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         compared, same_top, spearman_mean, spearman_median, spearman_runs, answer_changes,
         passages, ablation_seconds, answer_seconds, cost_ratio, tokens_ratio}}; {} when no
         run has an ablation."""
-        return json.dumps(explorer.ablation_agreement(evaluation_id))
+        return json.dumps(plain(explorer.ablation_agreement(evaluation_id)))
 
     def paired(evaluation_id: int, a: str = "", b: str = "",
                other_evaluation_id: str = "") -> str:

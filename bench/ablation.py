@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import asdict
 
 from bench.common import dev500_questions, markdown_table, opened, run_side_by_side, save
 from engine.data.corpus import load_corpus
@@ -107,7 +108,7 @@ def main() -> None:
         pairs = naive[name]
         reuse = statistics.median(a for a, _ in pairs) if pairs else None
         plain = statistics.median(b for _, b in pairs) if pairs else None
-        payload[name] = {**found, "gold_runs": len(tops),
+        payload[name] = {**asdict(found), "gold_runs": len(tops),
                          "attention_top_is_gold": round(statistics.fmean(a for a, _ in tops), 4)
                          if tops else None,
                          "ablation_top_is_gold": round(statistics.fmean(b for _, b in tops), 4)
@@ -115,10 +116,10 @@ def main() -> None:
                          "naive_runs": len(pairs), "reuse_median_s": reuse,
                          "naive_median_s": plain}
         p = payload[name]
-        table.append([name, found["runs"], f"{found['same_top']:.3f}",
-                      f"{found['spearman_mean']:+.3f}", f"{found['answer_changes']:.3f}",
-                      f"{found['answer_seconds']:.2f}", f"{found['ablation_seconds']:.2f}",
-                      f"{found['cost_ratio']:.2f}", f"{found['tokens_ratio']:.2f}",
+        table.append([name, found.runs, f"{found.same_top:.3f}",
+                      f"{found.spearman_mean:+.3f}", f"{found.answer_changes:.3f}",
+                      f"{found.answer_seconds:.2f}", f"{found.ablation_seconds:.2f}",
+                      f"{found.cost_ratio:.2f}", f"{found.tokens_ratio:.2f}",
                       f"{p['attention_top_is_gold']:.3f} / {p['ablation_top_is_gold']:.3f} "
                       f"({len(tops)})" if tops else "-",
                       f"{reuse:.2f} / {plain:.2f}" if pairs else "-"])

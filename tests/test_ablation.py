@@ -147,15 +147,15 @@ def test_an_evaluation_counts_agreement_and_cost_per_paradigm():
     summary = agreement_summary(traces)
     assert list(summary) == ["flat", "funnel"]
     flat = summary["flat"]
-    assert flat["runs"] == flat["compared"] == 2 and flat["same_top"] == 0.5
-    assert flat["spearman_mean"] == pytest.approx(0.25) and flat["answer_changes"] == 0.5
-    assert flat["cost_ratio"] == pytest.approx(0.5) and flat["tokens_ratio"] == 0.3
-    assert summary["funnel"]["same_top"] == 1.0
+    assert flat.runs == flat.compared == 2 and flat.same_top == 0.5
+    assert flat.spearman_mean == pytest.approx(0.25) and flat.answer_changes == 0.5
+    assert flat.cost_ratio == pytest.approx(0.5) and flat.tokens_ratio == 0.3
+    assert summary["funnel"].same_top == 1.0
     # an evaluation's labels (a sweep's points, a ceiling's cuts) keep their runs apart
     labelled = agreement_summary(traces, ["flat: cut 1", "flat: cut 2", "flat: cut 1",
                                           "flat: cut 2", "funnel"])
     assert list(labelled) == ["flat: cut 1", "flat: cut 2", "funnel"]
-    assert labelled["flat: cut 1"]["runs"] == labelled["flat: cut 2"]["runs"] == 1
+    assert labelled["flat: cut 1"].runs == labelled["flat: cut 2"].runs == 1
 
 
 @pytest.fixture(scope="module")

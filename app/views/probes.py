@@ -12,11 +12,12 @@ from app.views.figures import failsafe, text_figure
 from app.views.labels import metric_labels
 from app.views.trace import esc
 from engine.eval import outcomes as oc
+from engine.eval.ablations import AblationAgreement
 from engine.eval.paired import PairedDifference
 from engine.service.diagnosis import CEILING_METRICS, CeilingTable, GoldCoverage
 
 
-def agreement_table(found: dict[str, dict]) -> str:
+def agreement_table(found: dict[str, AblationAgreement]) -> str:
     """Per paradigm: attention against leave-one-out attribution over the runs that carry
     an ablation (engine.eval.ablations), or how to get such runs."""
     if not found:
@@ -32,11 +33,11 @@ def agreement_table(found: dict[str, dict]) -> str:
         return "–" if value is None else f"{value:+.{digits}f}"
 
     rows = "".join(
-        f"<tr><td>{esc(p)}</td><td>{s['runs']}</td><td>{share(s['same_top'])} "
-        f"<small>of {s['compared']}</small></td><td>{number(s['spearman_mean'])} / "
-        f"{number(s['spearman_median'])}</td><td>{share(s['answer_changes'])}</td>"
-        f"<td>{s['passages']:.1f}</td><td>{s['ablation_seconds']:.2f} s <small>"
-        f"({s['cost_ratio']:.2f}× the answer's {s['answer_seconds']:.2f} s)</small></td></tr>"
+        f"<tr><td>{esc(p)}</td><td>{s.runs}</td><td>{share(s.same_top)} "
+        f"<small>of {s.compared}</small></td><td>{number(s.spearman_mean)} / "
+        f"{number(s.spearman_median)}</td><td>{share(s.answer_changes)}</td>"
+        f"<td>{s.passages:.1f}</td><td>{s.ablation_seconds:.2f} s <small>"
+        f"({_ratio(s.cost_ratio)} the answer's {s.answer_seconds:.2f} s)</small></td></tr>"
         for p, s in found.items())
     return ("<table class='fe-table'><thead><tr><th>paradigm</th><th>runs</th>"
             "<th>attention's top passage = the one the answer depends on most</th>"
@@ -45,6 +46,11 @@ def agreement_table(found: dict[str, dict]) -> str:
             f"<tbody>{rows}</tbody></table><small>Leave-one-out: the answer's log-probability "
             "with each passage read left out; attention: the reader's at the answer's first "
             "token (eq3), over the same passages.</small>")
+
+
+def _ratio(value: float | None) -> str:
+    """"2.50×", or "–" where the answer took no measurable time."""
+    return "–" if value is None else f"{value:.2f}×"
 
 
 CEILING_SHOWN = ("AR@4", "EM", "F1", "nDCG@10")  # the end metrics the chart plots

@@ -9,6 +9,7 @@ one passage out changes the answer, and what the ablation cost against the answe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import fmean, median
 
 from engine.readers.ablation import agreement, reading_step
@@ -30,7 +31,29 @@ def run_agreement(trace: RunTrace) -> dict | None:
             "tokens_read": ablation.tokens_read, "prompt_tokens": step.prompt_tokens}
 
 
-def agreement_summary(traces: Sequence[RunTrace], labels: Sequence[str] = ()) -> dict:
+@dataclass(frozen=True)
+class AblationAgreement:
+    """Attention against leave-one-out attribution over one paradigm's runs that carry an
+    ablation: how often attention's top passage is ablation's (`same_top`, over the
+    `compared` runs of two or more passages with attention), Spearman's correlation, the
+    share of runs some single passage's removal changes the answer of, and the cost."""
+
+    runs: int
+    compared: int
+    same_top: float | None
+    spearman_mean: float | None
+    spearman_median: float | None
+    spearman_runs: int
+    answer_changes: float
+    passages: float  # read per run, on average
+    ablation_seconds: float  # per run
+    answer_seconds: float
+    cost_ratio: float | None  # ablation seconds / answer seconds
+    tokens_ratio: float | None  # ablation tokens read / the answer's prompt tokens
+
+
+def agreement_summary(traces: Sequence[RunTrace],
+                      labels: Sequence[str] = ()) -> dict[str, AblationAgreement]:
     """Per paradigm (in the order first met; per label where `labels` name each trace's
     place in its evaluation, a sweep's grid point or a ceiling's cut): runs with an
     ablation, how often attention's
@@ -46,24 +69,23 @@ def agreement_summary(traces: Sequence[RunTrace], labels: Sequence[str] = ()) ->
     return {paradigm: _summary(rows) for paradigm, rows in by.items()}
 
 
-def _summary(rows: list[dict]) -> dict:
+def _summary(rows: list[dict]) -> AblationAgreement:
     tops = [r["same_top"] for r in rows if r["same_top"] is not None]
     rhos = [r["spearman"] for r in rows if r["spearman"] is not None]
     answer_s = fmean(r["answer_seconds"] for r in rows)
     ablation_s = fmean(r["ablation_seconds"] for r in rows)
-    return {
-        "runs": len(rows),
-        "compared": len(tops),
-        "same_top": round(fmean(tops), 4) if tops else None,
-        "spearman_mean": round(fmean(rhos), 4) if rhos else None,
-        "spearman_median": round(median(rhos), 4) if rhos else None,
-        "spearman_runs": len(rhos),
-        "answer_changes": round(fmean(r["changed"] > 0 for r in rows), 4),
-        "passages": round(fmean(r["passages"] for r in rows), 2),
-        "ablation_seconds": round(ablation_s, 4),
-        "answer_seconds": round(answer_s, 4),
-        "cost_ratio": round(ablation_s / answer_s, 3) if answer_s else None,
-        "tokens_ratio": round(fmean(r["tokens_read"] for r in rows)
-                              / fmean(r["prompt_tokens"] for r in rows), 3)
-        if any(r["prompt_tokens"] for r in rows) else None,
-    }
+    return AblationAgreement(
+        runs=len(rows),
+        compared=len(tops),
+        same_top=round(fmean(tops), 4) if tops else None,
+        spearman_mean=round(fmean(rhos), 4) if rhos else None,
+        spearman_median=round(median(rhos), 4) if rhos else None,
+        spearman_runs=len(rhos),
+        answer_changes=round(fmean(r["changed"] > 0 for r in rows), 4),
+        passages=round(fmean(r["passages"] for r in rows), 2),
+        ablation_seconds=round(ablation_s, 4),
+        answer_seconds=round(answer_s, 4),
+        cost_ratio=round(ablation_s / answer_s, 3) if answer_s else None,
+        tokens_ratio=round(fmean(r["tokens_read"] for r in rows)
+                           / fmean(r["prompt_tokens"] for r in rows), 3)
+        if any(r["prompt_tokens"] for r in rows) else None)

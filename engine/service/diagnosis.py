@@ -14,6 +14,7 @@ from pathlib import Path
 
 from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError, EngineError
+from engine.eval.ablations import AblationAgreement, agreement_summary
 from engine.eval.outcomes import (
     TRACKS,
     Attribution,
@@ -429,11 +430,9 @@ class Diagnoses:
         return load_or_build("coverage", key, build, lambda folder: json.loads(
             (folder / "coverage.json").read_text(encoding="utf-8")))
 
-    def ablation_agreement(self, evaluation_id: int) -> dict[str, dict]:
+    def ablation_agreement(self, evaluation_id: int) -> dict[str, AblationAgreement]:
         """Per paradigm of a stored evaluation: attention against leave-one-out attribution
         over its runs that carry an ablation (engine.eval.ablations)."""
-        from engine.eval.ablations import agreement_summary
-
         rows = self._store.rows(evaluation_id)  # the traces' order: each one's label
         return agreement_summary(self._store.traces(evaluation_id),
                                  [r["paradigm"] for r in rows])

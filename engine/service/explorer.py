@@ -32,6 +32,7 @@ from pathlib import Path
 from engine.cache import interrupted, sweep_leftovers
 from engine.data.collection_store import judged_corpus
 from engine.documents import Corpus, Question
+from engine.eval.ablations import AblationAgreement
 from engine.eval.outcomes import Attribution
 from engine.judging.agreement import Agreement
 from engine.paradigms.base import Paradigm
@@ -361,7 +362,7 @@ class Explorer:
         """An evaluation's questions and its corpus's passages in one 2-D map."""
         return self._diagnoses.coverage(evaluation_id)
 
-    def ablation_agreement(self, evaluation_id: int) -> dict[str, dict]:
+    def ablation_agreement(self, evaluation_id: int) -> dict[str, AblationAgreement]:
         """Per paradigm: attention against leave-one-out attribution."""
         return self._diagnoses.ablation_agreement(evaluation_id)
 
