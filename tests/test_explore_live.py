@@ -127,6 +127,7 @@ def test_browser_explore_clears_a_refused_run_saves_once_and_asks_before_a_build
     expect(page.locator("#fe-funnel .js-plotly-plot")).to_have_count(1, timeout=30_000)
     _run(page, "   ")
     expect(notice).to_contain_text("The question is empty", timeout=10_000)
+    assert "Traceback" not in page.content()
     expect(answer).to_have_text("")
     expect(page.locator("#fe-funnel .js-plotly-plot")).to_have_count(0)
     expect(page.locator("#fe-tables")).to_have_text("")

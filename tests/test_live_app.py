@@ -620,32 +620,6 @@ def test_browser_compare_every_paradigm(live_app, browser):
     page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
 
 
-def test_browser_empty_question_gets_a_message(live_app, browser):
-    url, _ = live_app
-    page = browser.new_page()
-    page.goto(url)
-    page.locator("#fe-question textarea").fill("   ")
-    page.locator("#fe-run").click()
-    notice = page.locator("#fe-notice .fe-error")
-    notice.wait_for(timeout=30_000)
-    assert "The question is empty" in notice.inner_text()
-    assert "Traceback" not in page.content()
-
-
-def test_browser_a_huge_question_is_refused_as_the_api_refuses_it(live_app, browser):
-    url, _ = live_app
-    page = browser.new_page()
-    page.goto(url)
-    page.locator("#fe-question textarea").fill(("Seurat painting " * 700)[:9_999] + "?")
-    page.locator("#fe-run").click()
-    notice = page.locator("#fe-notice .fe-error")
-    notice.wait_for(timeout=30_000)
-    # one rule for the UI and the API (test_api_bad_input_gets_a_clear_error), not a cut
-    assert "The question has 10,000 characters; the limit is 8,000. Shorten it." \
-        in notice.inner_text()
-    assert page.locator("#fe-answer").inner_text().strip() == ""
-
-
 def test_browser_drrag_decisions_then_annotate_a_pair_that_survives_a_reload(live_app,
                                                                               browser):
     page = _explore(browser, live_app[0], "DR-RAG", QUESTION)
