@@ -257,19 +257,20 @@ def ceilings_of(evaluations: EvaluationStore, ceiling_id: int,
     rows = evaluations.rows(ceiling_id)
     actual = evaluations.rows(baseline.id)
     labels = [(label, label.split(":", 1)[0]) for label in ceiling.paradigms]  # its paradigm
-    found = []
+    as_run = {p: [r for r in actual if r["paradigm"] == p] for p in dict.fromkeys(
+        p for _, p in labels)}
+    means, found = [], []
     for label, paradigm in labels:
         mine = [r for r in rows if r["paradigm"] == label]
-        theirs = [r for r in actual if r["paradigm"] == paradigm]
-        by_metric = {d.metric: d for d in paired(mine, theirs) if d.metric in metrics}
+        by_metric = {d.metric: d for d in paired(mine, as_run[paradigm])
+                     if d.metric in metrics}
+        means.append(_means(mine, metrics))
         found.append(tuple(by_metric[m] for m in metrics if m in by_metric))
-    cuts = [CutCeiling(label, _means([r for r in rows if r["paradigm"] == label], metrics),
-                       differences)
-            for (label, _), differences in zip(labels, corrected(found), strict=True)]
+    cuts = [CutCeiling(label, mean, differences) for (label, _), mean, differences
+            in zip(labels, means, corrected(found), strict=True)]
     out = {}
-    for paradigm in dict.fromkeys(p for _, p in labels):
+    for paradigm, theirs in as_run.items():
         mine = tuple(c for c, (_, p) in zip(cuts, labels, strict=True) if p == paradigm)
-        theirs = [r for r in actual if r["paradigm"] == paradigm]
         out[paradigm] = ParadigmCeilings(_means(theirs, metrics), mine,
                                          _pays_most(mine, metrics))
     return CeilingTable(ceiling.id, baseline.id, ceiling.state, ceiling.done,
