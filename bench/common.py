@@ -92,9 +92,9 @@ def training_questions(limit: int = 0) -> list:
 def dev500_questions(limit: int = 0) -> list:
     """The first `limit` HotpotQA dev500 questions (all when 0): what is reported."""
     from engine.data.loaders import read_dataset
-    from engine.paths import shared_data_dir
+    from engine.qa_data import dataset_path
 
-    found = read_dataset(shared_data_dir() / "hotpotqa" / "dev500_contexts.jsonl").questions
+    found = read_dataset(dataset_path("HotpotQA dev500")).questions
     return found[:limit] if limit else found
 
 
