@@ -126,7 +126,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         """Per paradigm of an evaluation, where each question lost the gold `track`
         ("answer" or "support": all supporting documents) as JSON: {paradigm: {cuts,
         counts: {outcome: n}, questions: {outcome: [positions]}, traced, total}}."""
-        return json.dumps(plain(explorer.attribution(evaluation_id, track or "answer")))
+        return json.dumps(plain(explorer.diagnoses.attribution(evaluation_id, track or "answer")))
 
     def ceilings(evaluation_id: int, paradigms: str = "", build: bool = False) -> int:
         """Start the ceiling evaluation of stored evaluation `evaluation_id`: each of its
@@ -146,7 +146,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         from. JSON: {id, baseline, state, done, questions, paradigms: {paradigm: {actual:
         {AR@4, EM, F1, gold_doc_recall, runs}, cuts: [{label, means, differences: [{metric,
         a, b, diff, ci, p, p_holm, within_noise, n}]}], pays_most: {metric: label}}}}."""
-        return json.dumps(plain(explorer.ceiling_table(int(evaluation_id))))
+        return json.dumps(plain(explorer.diagnoses.ceiling_table(int(evaluation_id))))
 
     def coverage(evaluation_id: int) -> str:
         """An evaluation's questions and its corpus's passages in one 2-D map of their
@@ -157,7 +157,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         cover, group, outcomes: {paradigm: outcome}, nearest}], passages: [{id, title, x,
         y}], groups: [{group, size, median_cover, far, positions, nearest}], far_below,
         fitted_on, explained}."""
-        return json.dumps(explorer.coverage(int(evaluation_id)))
+        return json.dumps(explorer.diagnoses.coverage(int(evaluation_id)))
 
     def ablation_agreement(evaluation_id: int) -> str:
         """Per paradigm of an evaluation run with reader.ablation: how often attention's
@@ -167,7 +167,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         compared, same_top, spearman_mean, spearman_median, spearman_runs, answer_changes,
         passages, ablation_seconds, answer_seconds, cost_ratio, tokens_ratio}}; {} when no
         run has an ablation."""
-        return json.dumps(plain(explorer.ablation_agreement(evaluation_id)))
+        return json.dumps(plain(explorer.diagnoses.ablation_agreement(evaluation_id)))
 
     def paired(evaluation_id: int, a: str = "", b: str = "",
                other_evaluation_id: str = "") -> str:
@@ -176,7 +176,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         evaluation, or `a` of it against `b` of `other_evaluation_id` on the questions
         both ran. JSON: {a, b, shared, differences: [{metric, a, b, diff, ci, p,
         within_noise, n}]}."""
-        return json.dumps(plain(explorer.paired(evaluation_id, a or "", b or "",
+        return json.dumps(plain(explorer.diagnoses.paired(evaluation_id, a or "", b or "",
                                                 _other_id(other_evaluation_id))))
 
     def regressions(evaluation_id: int, a: str = "", b: str = "",
@@ -186,7 +186,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         them), regressions first. JSON: {a, b, metric, counts: {improved, regressed,
         stayed right, stayed wrong, same}, questions: [{question_id, question, position_a,
         position_b, a, b, change}]}."""
-        return json.dumps(plain(explorer.regressions(evaluation_id, a or "", b or "",
+        return json.dumps(plain(explorer.diagnoses.regressions(evaluation_id, a or "", b or "",
                                                      _other_id(other_evaluation_id),
                                                      metric or "EM")))
 

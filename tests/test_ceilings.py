@@ -127,7 +127,7 @@ def test_a_ceiling_evaluation_is_stored_paired_with_its_baseline_and_refused_whe
     assert stored.configs[label("echo", 1, "overlap")]["k"] == 1
     trace = explorer.evaluation_trace(ceilings, 0, label("echo", 1, "overlap"))
     assert trace.stages[0].candidates[0].unit.id == "Georges Seurat"
-    table = explorer.ceiling_table(ceilings)
+    table = explorer.diagnoses.ceiling_table(ceilings)
     echo = table.paradigms["echo"]
     assert table.baseline == baseline and echo.actual["runs"] == 2
     (cut,) = echo.cuts
@@ -142,7 +142,7 @@ def test_a_ceiling_evaluation_is_stored_paired_with_its_baseline_and_refused_whe
     with pytest.raises(ConfigError, match="holds ceilings already"):
         explorer.ceilings(ceilings)
     with pytest.raises(ConfigError, match="no ceiling evaluation"):
-        explorer.ceiling_table(baseline)
+        explorer.diagnoses.ceiling_table(baseline)
     with pytest.raises(ConfigError, match="'flat' is not a paradigm evaluation"):
         explorer.ceilings(baseline, ["flat"])
 
@@ -180,7 +180,7 @@ def test_the_ceilings_say_how_many_questions_gold_the_corpus_lacks_and_which_hol
     from engine.service.diagnosis import GoldCoverage, gold_coverage
 
     qa, baseline, ceilings = _ceilings_of_an_evaluation(explorer, tmp_path)
-    table = explorer.ceiling_table(ceilings)
+    table = explorer.diagnoses.ceiling_table(ceilings)
     # the corpus holds every gold document
     assert table.gold == GoldCoverage("tiny", questions=2, lacking=0, none=0, holds_it=())
     assert "lacks gold" not in ceiling_table(table)

@@ -95,7 +95,7 @@ def test_diagnose_shows_outcomes_flow_and_the_questions_lost_at_a_cut(explorer, 
 
     # followed on a relevant document: rows stored before that track have it from their
     # traces
-    relevant = explorer.attribution(evaluation_id, "relevant")
+    relevant = explorer.diagnoses.attribution(evaluation_id, "relevant")
     assert sum(relevant["flat"].counts.values()) == 6
     funnel_flow = diagnose.show_flow(found, "funnel")
     assert "read, answered wrong (1)" in funnel_flow.data[0].node.label
@@ -148,7 +148,7 @@ def test_a_pair_of_evaluations_over_different_corpora_says_so(explorer, prepared
 
     first = store_evaluation(prepared, [flat_run])
     second = store_evaluation(prepared, [funnel_run], ids=range(3, 9))
-    result = explorer.paired(first, "", "", second)
+    result = explorer.diagnoses.paired(first, "", "", second)
     assert "searched" not in paired_table(result)  # both searched "tiny"
     warned = paired_table(replace(result, b_corpus="wiki"))
     assert "A searched tiny, B searched wiki: the difference is as much the corpora" in warned
@@ -325,7 +325,7 @@ def test_outcomes_stored_under_an_earlier_name_are_read_under_today_s(explorer, 
     rows = EvaluationStore(prepared[1]).rows(evaluation_id)
     assert {r["outcome"]["relevant"] for r in rows} == {"no relevant retrieved",
                                                         "relevant reached the reader"}
-    assert explorer.attribution(evaluation_id, "relevant")["flat"].counts == {
+    assert explorer.diagnoses.attribution(evaluation_id, "relevant")["flat"].counts == {
         "no relevant retrieved": 3, "relevant kept to the last cut": 3}
 
 

@@ -97,7 +97,7 @@ def test_a_sweep_is_stored_as_an_evaluation_of_its_grid_points(explorer, tmp_pat
     assert {r["outcome"]["answer"] for r in rows} == {"kept to the last cut"}
     trace = explorer.evaluation_trace(evaluation_id, 0, "echo k=1")
     assert trace.paradigm == "echo" and len(trace.stages[0].candidates) == 1
-    assert set(explorer.attribution(evaluation_id)) == {"echo k=3", "echo k=1"}
+    assert set(explorer.diagnoses.attribution(evaluation_id)) == {"echo k=3", "echo k=1"}
     exported = json.loads(explorer.export_evaluation(evaluation_id, "ragchecker"))
     assert sorted(r["query_id"] for r in exported["results"]) == [
         "echo k=1/q0", "echo k=1/q1", "echo k=3/q0", "echo k=3/q1"]  # one id per run

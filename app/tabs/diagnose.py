@@ -77,9 +77,9 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
         raise EngineError("Pick an evaluation from the list.")
     (evaluation_id,) = parse_ids(text, "evaluation")[:1]
     evaluation = explorer.evaluation(evaluation_id)
-    tracks = explorer.tracks(evaluation_id)
+    tracks = explorer.diagnoses.tracks(evaluation_id)
     asked, track = track or "answer", followed(tracks, track or "answer")
-    found = explorer.attribution(evaluation_id, track)
+    found = explorer.diagnoses.attribution(evaluation_id, track)
     judged = "answer" not in tracks and bool(tracks)  # only what can be followed is offered
     why = ""
     if judged:

@@ -33,7 +33,8 @@ def pair(explorer: Explorer, evaluation_id, a, b, other) -> str:
     evaluation picked in `other` (its id; "" for this one)."""
     if evaluation_id is None:
         return refused_box("Open an evaluation first (pick one and press Diagnose).")
-    return paired_table(explorer.paired(evaluation_id, a or "", b or "", _other_id(other)))
+    return paired_table(explorer.diagnoses.paired(evaluation_id, a or "", b or "",
+                                                  _other_id(other)))
 
 
 def _other_id(other) -> int | None:
@@ -77,7 +78,7 @@ def list_changes(explorer: Explorer, evaluation_id, a, b, other, metric, which) 
                           "paradigms in “Is the difference real?”, or B from another "
                           "evaluation.")
     metric = metric or "EM"
-    found = explorer.regressions(evaluation_id, a or "", b or "", other_id, metric)
+    found = explorer.diagnoses.regressions(evaluation_id, a or "", b or "", other_id, metric)
     shown = [q for q in found.questions if not which or q.change == which]
     counts = ", ".join(f"{n} {change}" for change, n in found.counts.items())
     none = f" None {esc(which)}." if which and not shown else ""
@@ -99,7 +100,7 @@ def metric_choices(explorer: Explorer, evaluation_id, metric) -> object:
     nDCG@10."""
     if evaluation_id is None:
         return gr.skip()
-    have = explorer.measured(evaluation_id)
+    have = explorer.diagnoses.measured(evaluation_id)
     if not have:
         return gr.skip()
     value = next(m for m in (metric, "EM", "nDCG@10", have[0]) if m in have)
@@ -154,7 +155,7 @@ def paired_tables(explorer: Explorer, a, b) -> str:
     results, refusals = [], []
     for paradigm in (p for p in a.paradigms if p in b.paradigms):
         try:
-            results.append(explorer.paired(b.id, paradigm, paradigm, a.id))
+            results.append(explorer.diagnoses.paired(b.id, paradigm, paradigm, a.id))
         except EngineError as err:
             refusals.append(refused_box(err))
     # several paradigms compared: Holm-corrected p beside the raw

@@ -65,7 +65,7 @@ def follow_ceilings(explorer: Explorer, ceiling_id) -> tuple:
         return (f"<div class='fe-progress'>Ceiling evaluation {ceiling_id} is {state}; no "
                 "question is finished yet.</div>", gr.Plot(visible=False), ceiling_id,
                 gr.Timer(active=running))
-    found = explorer.ceiling_table(ceiling_id)
+    found = explorer.diagnoses.ceiling_table(ceiling_id)
     return (ceiling_table(found), gr.Plot(ceiling_figure(found), visible=True), ceiling_id,
             gr.Timer(active=running))
 
@@ -76,7 +76,7 @@ def map_coverage(explorer: Explorer, evaluation_id) -> tuple:
     open (computed once, then cached)."""
     if evaluation_id is None:
         raise EngineError(OPEN_FIRST)
-    found = explorer.coverage(evaluation_id)
+    found = explorer.diagnoses.coverage(evaluation_id)
     names = list(dict.fromkeys(p for q in found["questions"] for p in q["outcomes"]))
     first = names[0] if names else ""
     return (coverage_table(found), gr.Plot(coverage_figure(found, first), visible=True),
@@ -92,7 +92,7 @@ def ablation_agreement(explorer: Explorer, evaluation_id) -> str:
     """Attention against leave-one-out attribution, per paradigm of the evaluation open."""
     if evaluation_id is None:
         raise EngineError(OPEN_FIRST)
-    return agreement_table(explorer.ablation_agreement(evaluation_id))
+    return agreement_table(explorer.diagnoses.ablation_agreement(evaluation_id))
 
 
 # --- layout: one function per view, each given the evaluation open (`current`) and its

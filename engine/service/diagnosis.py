@@ -37,6 +37,7 @@ from engine.eval.summary import read_gold_doc_recall
 from engine.paradigms.registry import make_config
 from engine.service.corpora import Corpora, check_searched
 from engine.service.datasets import dataset_label, dataset_of
+from engine.service.door import Door, guarded
 from engine.service.readiness import check_ready
 from engine.store.evaluations import EvaluationStore, StoredEvaluation
 from engine.trace import FAILED
@@ -324,15 +325,19 @@ def gold_coverage(evaluations: EvaluationStore, evaluation_id: int, corpus: Corp
                         tuple(holds))
 
 
+@guarded
 class Diagnoses:
-    """What Diagnose asks of stored evaluations (the Explorer hands its calls here): where
-    each paradigm lost the gold, paired differences and the questions that changed, each
+    """What Diagnose asks of stored evaluations (the Explorer's `diagnoses`): where each
+    paradigm lost the gold, paired differences and the questions that changed, each
     stage's ceiling, the gold the corpus lacks, the coverage map and attention against
-    leave-one-out attribution."""
+    leave-one-out attribution. Each method is an action its door checks (all a viewer's)."""
 
-    def __init__(self, store: EvaluationStore, corpora: Corpora) -> None:
-        """`store` keeps the evaluations; `corpora` loads the corpus each searched."""
+    def __init__(self, store: EvaluationStore, corpora: Corpora,
+                 door: Door | None = None) -> None:
+        """`store` keeps the evaluations; `corpora` loads the corpus each searched; `door`
+        checks each method's role (engine.service.door)."""
         self._store, self._corpora = store, corpora
+        self.door = door or Door()
 
     def tracks(self, evaluation_id: int) -> list[str]:
         """The tracks a stored evaluation's questions can be followed on

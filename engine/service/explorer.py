@@ -12,7 +12,8 @@ documentation are:
 - datasets (engine.service.datasets): the listed QA files and their questions;
 - evaluations (engine.service.evaluations.Evaluations): evaluations, sweeps and ceilings
   run in the background, stored ones read and exported;
-- diagnoses (engine.service.diagnosis.Diagnoses): what Diagnose shows of stored evaluations;
+- diagnoses (engine.service.diagnosis.Diagnoses, the public `diagnoses`): what Diagnose
+  shows of stored evaluations;
 - annotation (engine.service.annotation.Annotation): the selection classifier's judged
   pairs, their labels and its retraining;
 - judging (engine.service.judging.Judging, the public `judging`): question sets, pools and
@@ -32,8 +33,6 @@ from pathlib import Path
 from engine.cache import interrupted, sweep_leftovers
 from engine.data.collection_store import judged_corpus
 from engine.documents import Corpus, Question
-from engine.eval.ablations import AblationAgreement
-from engine.eval.outcomes import Attribution
 from engine.judging.agreement import Agreement
 from engine.paradigms.base import Paradigm
 from engine.service import readiness
@@ -42,11 +41,7 @@ from engine.service.corpora import IDLE_SECONDS, Corpora
 from engine.service.corpus_rows import CorpusRow
 from engine.service.datasets import listed_datasets, listed_questions
 from engine.service.diagnosis import (
-    CeilingTable,
     Diagnoses,
-    GoldCoverage,
-    PairedComparison,
-    Regressions,
 )
 from engine.service.door import Door, guarded
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationStatus
@@ -72,7 +67,8 @@ from engine.trace import RunTrace
 class Explorer:
     """Runs questions through paradigms over prepared corpora; saves and reloads runs;
     evaluates, diagnoses and annotates. Every method hands its call to a collaborator once
-    its door has checked the role (`guarded`); judging is called on its own."""
+    its door has checked the role (`guarded`); `diagnoses`, `judging`, `presets` and
+    `tuning` are called on their own, checked by the same door."""
 
     def __init__(self, preparation: Preparation, store: SessionStore, *,
                  corpus_root: Path | None = None, idle_seconds: float = IDLE_SECONDS,
@@ -104,7 +100,7 @@ class Explorer:
                           self._presets.store)
         self._evaluations = Evaluations(self._evaluation_store, self._jobs, self._corpora,
                                        owner=self.door.name, presets=self._presets.store)
-        self._diagnoses = Diagnoses(self._evaluation_store, self._corpora)
+        self._diagnoses = Diagnoses(self._evaluation_store, self._corpora, self.door)
         self._judging = Judging(store, self.door,
                                 lambda name: self._corpora.preparation(name).corpus)
         self._tuning = Tuning(store, self._evaluations, self._corpora, self.door)
@@ -325,47 +321,6 @@ class Explorer:
         """({file name: text}, a note) of an evaluation for another tool."""
         return self._evaluations.export_evaluation_files(evaluation_id, fmt)
 
-    # --- diagnosis: engine.service.diagnosis ----------------------------------------------
-
-    def tracks(self, evaluation_id: int) -> list[str]:
-        """The tracks a stored evaluation's questions can be followed on."""
-        return self._diagnoses.tracks(evaluation_id)
-
-    def attribution(self, evaluation_id: int,
-                    track: str = "answer") -> dict[str, Attribution]:
-        """Per paradigm: where each question's gold was lost, in funnel order."""
-        return self._diagnoses.attribution(evaluation_id, track)
-
-    def paired(self, evaluation_id: int, a: str = "", b: str = "",
-               other_id: int | None = None) -> PairedComparison:
-        """Paired differences A minus B with bootstrap intervals and McNemar p-values."""
-        return self._diagnoses.paired(evaluation_id, a, b, other_id)
-
-    def measured(self, evaluation_id: int) -> list[str]:
-        """The metrics a stored evaluation's runs have (paired and listed on)."""
-        return self._diagnoses.measured(evaluation_id)
-
-    def regressions(self, evaluation_id: int, a: str = "", b: str = "",
-                    other_id: int | None = None, metric: str = "EM") -> Regressions:
-        """The questions B improved, regressed or left as A had them on `metric`."""
-        return self._diagnoses.regressions(evaluation_id, a, b, other_id, metric)
-
-    def ceiling_table(self, ceiling_id: int) -> CeilingTable:
-        """A ceiling evaluation against the evaluation it came from, per paradigm and cut."""
-        return self._diagnoses.ceiling_table(ceiling_id)
-
-    def gold_coverage(self, evaluation_id: int) -> GoldCoverage | None:
-        """How many questions' gold documents the evaluation's corpus lacks."""
-        return self._diagnoses.gold_coverage(evaluation_id)
-
-    def coverage(self, evaluation_id: int) -> dict:
-        """An evaluation's questions and its corpus's passages in one 2-D map."""
-        return self._diagnoses.coverage(evaluation_id)
-
-    def ablation_agreement(self, evaluation_id: int) -> dict[str, AblationAgreement]:
-        """Per paradigm: attention against leave-one-out attribution."""
-        return self._diagnoses.ablation_agreement(evaluation_id)
-
     # --- annotation: engine.service.annotation --------------------------------------------
 
     def judged_pairs(self, trace: RunTrace) -> list[JudgedPair]:
@@ -404,8 +359,30 @@ class Explorer:
     def activate_classifier(self, version: str) -> ClassifierStatus:
         return self._annotation.activate(version)
 
-    door = property(lambda self: self._door)  # who acts, and what their role may do
-    presets = property(lambda self: self._presets)  # named paradigms with their settings
-    tuning = property(lambda self: self._tuning)  # searches over paradigms' options
-    # question sets, pools, judgments, the LLM judge and agreement (engine.service.judging)
-    judging = property(lambda self: self._judging)
+    # --- the collaborators called on their own, each checked by the same door -----------
+
+    @property
+    def door(self) -> Door:
+        """Who acts, and what their role may do."""
+        return self._door
+
+    @property
+    def diagnoses(self) -> Diagnoses:
+        """What Diagnose shows of stored evaluations (engine.service.diagnosis)."""
+        return self._diagnoses
+
+    @property
+    def presets(self) -> Presets:
+        """Named paradigms with their settings (engine.service.presets)."""
+        return self._presets
+
+    @property
+    def tuning(self) -> Tuning:
+        """Searches over paradigms' options (engine.service.tuning)."""
+        return self._tuning
+
+    @property
+    def judging(self) -> Judging:
+        """Question sets, pools, judgments, the LLM judge and agreement
+        (engine.service.judging)."""
+        return self._judging
