@@ -269,7 +269,7 @@ def _stored_trace(explorer: Explorer, run_id: int, evaluation_id: int, position:
             raise refused(f"evaluation_id={evaluation_id} names an evaluation; give the "
                           "run's question position (as its rows show it, from 0) and "
                           "paradigm too.")
-        return explorer.evaluation_trace(int(evaluation_id), int(position), paradigm)
+        return explorer.evaluations.evaluation_trace(int(evaluation_id), int(position), paradigm)
     return _trace(trace_json)
 
 

@@ -38,7 +38,7 @@ def evaluation_api(explorer: Explorer) -> None:
         (empty: the one the app started with). Returns the evaluation id."""
         configs = parse_config(configs_json)
         names = [p.strip() for p in str(paradigms or "").split(",") if p.strip()]
-        return explorer.evaluate(dataset, names, configs, limit=int(limit),
+        return explorer.evaluations.evaluate(dataset, names, configs, limit=int(limit),
                                  sample=int(sample), seed=int(seed), name=name,
                                  build=bool(build), ray=ray or "",
                                  corpus=corpus or "")
@@ -46,7 +46,7 @@ def evaluation_api(explorer: Explorer) -> None:
     def evaluation_status(evaluation_id: int) -> str:
         """{id, state, done, total, seconds, seconds_left, error, means, partial} as JSON
         (partial: it ended before every question ran; its means are of those stored)."""
-        return json.dumps(asdict(explorer.evaluation_status(evaluation_id)))
+        return json.dumps(asdict(explorer.evaluations.evaluation_status(evaluation_id)))
 
     def resume_evaluation(evaluation_id: int) -> int:
         """Go on with a stored evaluation that ended before every question ran
@@ -54,34 +54,34 @@ def evaluation_api(explorer: Explorer) -> None:
         through the same paradigms and configs, over the corpus it searched (refused with
         the reason if that corpus changed, or it was imported). Returns its id; follow it
         with evaluation_status."""
-        return explorer.resume_evaluation(int(evaluation_id), build=True)
+        return explorer.evaluations.resume_evaluation(int(evaluation_id), build=True)
 
     def remove_evaluation(evaluation_id: int) -> str:
         """Delete a stored evaluation and every run of it (one running here is refused:
         cancel it first). Returns {"removed": its id}."""
-        explorer.remove_evaluation(int(evaluation_id))
+        explorer.evaluations.remove_evaluation(int(evaluation_id))
         return json.dumps({"removed": int(evaluation_id)})
 
     def list_evaluations() -> str:
         """Stored evaluations, newest first, as a JSON list."""
-        return json.dumps([vars(e) for e in explorer.evaluations()])
+        return json.dumps([vars(e) for e in explorer.evaluations.list_evaluations()])
 
     def load_evaluation(evaluation_id: int) -> str:
         """A stored evaluation: its description, summary and per-question rows, as JSON."""
-        stored = explorer.evaluation(evaluation_id)
+        stored = explorer.evaluations.evaluation(evaluation_id)
         return json.dumps({**vars(stored),
-                           "rows": explorer.evaluation_rows(evaluation_id)})
+                           "rows": explorer.evaluations.evaluation_rows(evaluation_id)})
 
     def export_evaluation(evaluation_id: int, fmt: str = "ragas") -> str:
         """Every run of an evaluation as ragas JSONL, RAGChecker JSON or FlashRAG JSONL."""
-        return explorer.export_evaluation(evaluation_id, fmt)
+        return explorer.evaluations.export_evaluation(evaluation_id, fmt)
 
     def export_evaluation_files(evaluation_id: int, fmt: str = "ragas") -> str:
         """Every run of an evaluation as the files a tool reads, as Evaluate's download
         holds them: ragas (a file per paradigm, rows without gold after the rest), trec
         (qrels.txt and a run file per paradigm and stage), ragchecker or flashrag.
         Returns {"files": {name: text}, "note"}."""
-        files, note = explorer.export_evaluation_files(evaluation_id, fmt)
+        files, note = explorer.evaluations.export_evaluation_files(evaluation_id, fmt)
         return json.dumps({"files": files, "note": note})
 
     def import_traces(file: dict, dataset: str = "", label: str = "") -> str:
@@ -137,7 +137,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         it with ceiling_table."""
         names = [n.strip() for n in (paradigms or "").split(",") if n.strip()]
         try:
-            return explorer.ceilings(int(evaluation_id), names or None, bool(build))
+            return explorer.evaluations.ceilings(int(evaluation_id), names or None, bool(build))
         except BuildNeeded as err:
             raise refused(f"{err} Over the API: pass build=True.") from None
 
@@ -202,7 +202,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         paradigms are the grid points ("funnel K=5 N=8"); follow it with
         `evaluation_status`. `corpus` names the corpus searched (empty: the start-up one).
         Returns its id."""
-        return explorer.sweep(dataset, paradigm, parse_config(options_json),
+        return explorer.evaluations.sweep(dataset, paradigm, parse_config(options_json),
                               parse_config(config_json), limit=int(limit),
                               sample=int(sample), seed=int(seed),
                               retrieval_only=bool(retrieval_only), name=name,

@@ -327,8 +327,8 @@ def interrupted(explorer, tmp_path, monkeypatch):
         return real(self, question)
 
     monkeypatch.setattr(EchoParadigm, "run", counting)
-    evaluation = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, name="five")
-    explorer.wait_for_evaluation(evaluation, 60)
+    evaluation = explorer.evaluations.evaluate(qa, ["echo"], {"echo": {"k": 1}}, name="five")
+    explorer.evaluations.wait_for_evaluation(evaluation, 60)
     store = explorer._evaluation_store.store
     # a killed process leaves its evaluation running, found so by the next start
     store.execute("UPDATE evaluations SET state = 'running', summary = NULL, finished = "

@@ -45,10 +45,10 @@ def diagnosed(tmp_path_factory):
 
     def seed(env, explorer, preparation, store, corpus):
         shaped(explorer)
-        echo = explorer.evaluate(qa_file(root / "qa.jsonl", n=3), ["echo"],
+        echo = explorer.evaluations.evaluate(qa_file(root / "qa.jsonl", n=3), ["echo"],
                                  {"echo": {"k": 1}}, name="echo")
-        explorer.wait_for_evaluation(echo, 60)
-        explorer.wait_for_evaluation(explorer.ceilings(echo), 60)
+        explorer.evaluations.wait_for_evaluation(echo, 60)
+        explorer.evaluations.wait_for_evaluation(explorer.evaluations.ceilings(echo), 60)
         explorer.save_run(shaped_run(QUESTION, "funnel"), "funnel, shaped")  # for Sessions
         return store_evaluation((preparation, store), [flat_run, funnel_run],
                                 fingerprint=corpus.fingerprint), echo

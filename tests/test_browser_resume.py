@@ -32,8 +32,8 @@ def served(tmp_path):
             return real(self, question)
 
         env.setattr(EchoParadigm, "run", dies)
-        evaluation = explorer.evaluate(qa_file(tmp_path / "qa.jsonl", n=5), ["echo"])
-        explorer.wait_for_evaluation(evaluation, 60)
+        evaluation = explorer.evaluations.evaluate(qa_file(tmp_path / "qa.jsonl", n=5), ["echo"])
+        explorer.evaluations.wait_for_evaluation(evaluation, 60)
         env.setattr(EchoParadigm, "run", real)
         store.execute("UPDATE evaluations SET state = 'running', summary = NULL, finished = "
                       "NULL WHERE id = ?",

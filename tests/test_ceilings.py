@@ -111,21 +111,21 @@ def test_the_stages_before_the_cut_are_replayed_and_an_unchanged_cut_runs_nothin
 def _ceilings_of_an_evaluation(explorer, tmp_path) -> tuple[str, int, int]:
     """(the QA file, its evaluation through echo, that evaluation's ceilings), both done."""
     qa = qa_file(tmp_path / "qa.jsonl", n=2)
-    baseline = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}})
-    explorer.wait_for_evaluation(baseline, 30)
-    ceilings = explorer.ceilings(baseline)
-    explorer.wait_for_evaluation(ceilings, 30)
+    baseline = explorer.evaluations.evaluate(qa, ["echo"], {"echo": {"k": 1}})
+    explorer.evaluations.wait_for_evaluation(baseline, 30)
+    ceilings = explorer.evaluations.ceilings(baseline)
+    explorer.evaluations.wait_for_evaluation(ceilings, 30)
     return qa, baseline, ceilings
 
 
 def test_a_ceiling_evaluation_is_stored_paired_with_its_baseline_and_refused_where_it_cannot_be(
         explorer, tmp_path):
     _, baseline, ceilings = _ceilings_of_an_evaluation(explorer, tmp_path)
-    stored = explorer.evaluation(ceilings)
+    stored = explorer.evaluations.evaluation(ceilings)
     assert stored.state == "done" and stored.baseline == baseline
     assert stored.paradigms == (label("echo", 1, "overlap"),)
     assert stored.configs[label("echo", 1, "overlap")]["k"] == 1
-    trace = explorer.evaluation_trace(ceilings, 0, label("echo", 1, "overlap"))
+    trace = explorer.evaluations.evaluation_trace(ceilings, 0, label("echo", 1, "overlap"))
     assert trace.stages[0].candidates[0].unit.id == "Georges Seurat"
     table = explorer.diagnoses.ceiling_table(ceilings)
     echo = table.paradigms["echo"]
@@ -140,24 +140,24 @@ def test_a_ceiling_evaluation_is_stored_paired_with_its_baseline_and_refused_whe
     assert sent["paradigms"]["echo"]["cuts"][0]["differences"] == [
         d.to_dict() for d in cut.differences]
     with pytest.raises(ConfigError, match="holds ceilings already"):
-        explorer.ceilings(ceilings)
+        explorer.evaluations.ceilings(ceilings)
     with pytest.raises(ConfigError, match="no ceiling evaluation"):
         explorer.diagnoses.ceiling_table(baseline)
     with pytest.raises(ConfigError, match="'flat' is not a paradigm evaluation"):
-        explorer.ceilings(baseline, ["flat"])
+        explorer.evaluations.ceilings(baseline, ["flat"])
 
 
 def test_diagnose_starts_follows_and_shows_an_evaluations_ceilings(explorer, tmp_path):
     from app.tabs import probes
 
     qa = qa_file(tmp_path / "qa.jsonl", n=2)
-    baseline = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}})
-    explorer.wait_for_evaluation(baseline, 30)
+    baseline = explorer.evaluations.evaluate(qa, ["echo"], {"echo": {"k": 1}})
+    explorer.evaluations.wait_for_evaluation(baseline, 30)
     refused = probes.show_ceilings(explorer, baseline)
     assert f"No ceilings of evaluation {baseline} yet" in refused[0]
     message, _, started, timer = probes.start_ceilings(explorer, baseline)
     assert f"Ceiling evaluation {started} started" in message
-    explorer.wait_for_evaluation(started, 30)
+    explorer.evaluations.wait_for_evaluation(started, 30)
     table, plot, followed, timer = probes.follow_ceilings(explorer, started)
     assert followed == started and "<td>perfect cut 1 (overlap)</td>" in table
     assert "<b>1.000 (+1.000 [+1.000, +1.000])</b>" in table  # gold-document recall pays

@@ -431,11 +431,11 @@ def test_an_evaluation_searches_its_corpus_plus_the_datasets_paragraphs_as_the_c
         "answers_objects": [{"spans": ["Pointille"]}],
         "contexts": [{"id": "0", "title": "Seurat's heron", "is_supporting": True,
                       "paragraph_text": "Seurat's heron was called Pointille."}]}))
-    evaluation = explorer.evaluate(str(qa), ["echo"], corpus="mine")
-    explorer.wait_for_evaluation(evaluation, 30)
-    stored = explorer.evaluation(evaluation)
+    evaluation = explorer.evaluations.evaluate(str(qa), ["echo"], corpus="mine")
+    explorer.evaluations.wait_for_evaluation(evaluation, 30)
+    stored = explorer.evaluations.evaluation(evaluation)
     assert stored.state == "done" and stored.corpus == "mine+heron.jsonl"  # no server path
-    run = explorer.evaluation_trace(evaluation, 0, "echo")
+    run = explorer.evaluations.evaluation_trace(evaluation, 0, "echo")
     assert run.corpus["name"] == stored.corpus
     cli = eval_corpus(read_dataset(qa), "mine", str(qa))  # as `funnel-engine eval` does
     assert (cli.name, cli.fingerprint) == (f"mine+{qa}", stored.corpus_fingerprint)
@@ -454,9 +454,9 @@ def test_an_evaluation_searches_its_corpus_plus_the_datasets_paragraphs_as_the_c
     assert explorer.run("heron", "echo", corpus=f"mine+{qa}").corpus["fingerprint"] == (
         stored.corpus_fingerprint)
     # a corpus that holds the dataset's paragraphs already is searched as it is
-    again = explorer.evaluate(str(qa), ["echo"], corpus=stored.corpus)
-    explorer.wait_for_evaluation(again, 30)
-    assert explorer.evaluation(again).corpus == stored.corpus
+    again = explorer.evaluations.evaluate(str(qa), ["echo"], corpus=stored.corpus)
+    explorer.evaluations.wait_for_evaluation(again, 30)
+    assert explorer.evaluations.evaluation(again).corpus == stored.corpus
     with pytest.raises(ConfigError, match=r"'nowhere.json' is neither a listed dataset"):
         explorer.run("q", "echo", corpus="mine+nowhere.json")
 
@@ -485,16 +485,16 @@ def test_a_test_collection_added_here_is_a_dataset_judged_over_its_own_corpus(ex
     assert explorer.dataset_corpus(test_split) == "tiny-beir"
     assert own_question_set(explorer, "tiny-beir", test_split) is None  # already its own
     assert own_question_set(explorer, "wiki", test_split) is None  # wiki has none
-    evaluation = explorer.evaluate("tiny-beir (test)", ["echo"])
-    explorer.wait_for_evaluation(evaluation, 30)
-    stored = explorer.evaluation(evaluation)
+    evaluation = explorer.evaluations.evaluate("tiny-beir (test)", ["echo"])
+    explorer.evaluations.wait_for_evaluation(evaluation, 30)
+    stored = explorer.evaluations.evaluation(evaluation)
     assert (stored.state, stored.corpus, stored.dataset) == ("done", "tiny-beir",
                                                              "tiny-beir (test)")
     means = stored.summary["echo"]
     assert "EM" not in means and "AR@1" not in means and 0 < means["nDCG@10@overlap"] <= 1
-    assert explorer.evaluation_trace(evaluation, 0, "echo").llm_steps == ()  # no reader
+    assert explorer.evaluations.evaluation_trace(evaluation, 0, "echo").llm_steps == ()  # no reader
     with pytest.raises(ConfigError, match="judged over corpus 'tiny-beir', not 'tiny'"):
-        explorer.evaluate("tiny-beir (test)", ["echo"], corpus="tiny")
+        explorer.evaluations.evaluate("tiny-beir (test)", ["echo"], corpus="tiny")
     bad = tiny_beir(tmp_path / "bad", dev="query-id\tcorpus-id\tscore\nq1\tNowhere\t1\n")
     explorer.add_corpus("bad-beir", str(bad), upload=True)
     failed = settled(explorer, "bad-beir")
@@ -514,11 +514,11 @@ def test_a_question_set_s_evaluation_reads_its_latest_grades_in_the_process_that
     explorer.add_corpus("mine", source, upload=True, original="notes.jsonl")
     assert settled(explorer, "mine").status == "ready"
     explorer.judging.add_questions("mine", "support", text="Who painted La Grande Jatte?\n")
-    evaluation = explorer.evaluate("mine (support)", ["echo"])
-    explorer.wait_for_evaluation(evaluation, 30)
-    assert "nDCG@10@overlap" not in explorer.evaluation_status(evaluation).means["echo"]
+    evaluation = explorer.evaluations.evaluate("mine (support)", ["echo"])
+    explorer.evaluations.wait_for_evaluation(evaluation, 30)
+    assert "nDCG@10@overlap" not in explorer.evaluations.evaluation_status(evaluation).means["echo"]
     pool, _ = explorer.judging.pool_evaluation(evaluation, 2)
     unit, _, _ = explorer.judging.to_judge(pool, "ann")
     explorer.judging.judge(pool, unit.question_id, unit.document_id, 3, "ann")
-    means = explorer.evaluation_status(evaluation).means["echo"]
+    means = explorer.evaluations.evaluation_status(evaluation).means["echo"]
     assert means["nDCG@10@overlap"] > 0

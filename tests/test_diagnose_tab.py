@@ -202,7 +202,7 @@ def test_the_pickers_offer_every_stored_evaluation_by_name_newest_first(explorer
 
 
 def test_an_evaluation_is_offered_with_its_dataset_unless_its_name_says_it(explorer, prepared):
-    stored = explorer.evaluation(store_evaluation(prepared, [flat_run]))
+    stored = explorer.evaluations.evaluation(store_evaluation(prepared, [flat_run]))
     assert " · toy · " not in evaluation_label(stored)  # named "toy: flat" by default
     mine = replace(stored, name="<b>my run</b>", dataset="HotpotQA dev500")
     assert evaluation_label(mine).startswith(f"{stored.id}: <b>my run</b> · HotpotQA dev500 · ")
@@ -236,7 +236,7 @@ def test_an_imported_pipelines_evaluation_is_diagnosed_and_opens_in_explore(expl
         str(shared_data_dir() / "hotpotqa" / "train100.json"), "li")
     from app.views.evaluation import progress_html
 
-    status = progress_html(explorer.evaluation_status(imported.evaluation))
+    status = progress_html(explorer.evaluations.evaluation_status(imported.evaluation))
     assert ("done, 3 of 3 questions over corpus 'li (as traced)', imported from another "
             "pipeline's files") in status
     *_, found, current, _ = diagnose.diagnose(explorer, str(imported.evaluation), "support")

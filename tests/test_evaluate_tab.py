@@ -44,7 +44,7 @@ def test_an_upload_refusal_names_the_file_as_the_user_called_it(explorer, params
     path = uploaded(tmp_path, "{not json\n", "broken.jsonl")
     message, followed, _, confirm, *_ = start(explorer, params, upload=path)
     assert "broken.jsonl" in message and "gradio/3f9a0c1d2e" not in message
-    assert confirm.visible is False and explorer.evaluations() == []
+    assert confirm.visible is False and explorer.evaluations.list_evaluations() == []
 
 
 def test_the_dataset_list_says_when_an_upload_replaces_it(tmp_path):
@@ -58,8 +58,8 @@ def test_an_uploaded_evaluation_runs_reopens_compares_exports_and_opens_a_run(
     path = uploaded(tmp_path, Path(qa_file(tmp_path / "qa.jsonl")).read_text(), "qa.jsonl")
     progress, evaluation_id, *_ = start(explorer, params, upload=path)
     assert f"Evaluation {evaluation_id}" in progress
-    explorer.wait_for_evaluation(evaluation_id, 30)
-    assert explorer.evaluation(evaluation_id).dataset == "qa.jsonl (uploaded)"
+    explorer.evaluations.wait_for_evaluation(evaluation_id, 30)
+    assert explorer.evaluations.evaluation(evaluation_id).dataset == "qa.jsonl (uploaded)"
 
     progress, timer, table, _, _, rows, listing = evaluate.follow(explorer, evaluation_id)
     assert "done, 2 of 2 questions over corpus 'tiny'" in progress and timer.active is False
@@ -88,7 +88,7 @@ def test_an_uploaded_evaluation_runs_reopens_compares_exports_and_opens_a_run(
 
     shown = explore.open_evaluation_run(explorer, 12, evaluation_id, [1, "q0", "echo"])
     assert len(shown) == 12 and shown[-4:-2] == ("Who painted A Sunday Afternoon?", "echo")
-    assert shown[-2] == explorer.evaluation(evaluation_id).corpus  # what it searched
+    assert shown[-2] == explorer.evaluations.evaluation(evaluation_id).corpus  # what it searched
     assert shown[-1].selected == "explore"
     refusal, *rest = explore.open_evaluation_run(explorer, 12, evaluation_id, [10, "q9", "echo"])
     assert refusal.startswith("<div class='fe-error'>") and "9" in refusal
@@ -99,11 +99,11 @@ def test_a_preset_is_evaluated_beside_the_paradigms_and_listed_by_its_name(explo
     explorer.presets.save_preset("loud-one", "echo", '{"k": 1, "voice": "loud"}')
     progress, evaluation_id, *_ = start(explorer, params, dataset=qa_file(tmp_path / "q.jsonl"),
                                         presets=("loud-one",))
-    explorer.wait_for_evaluation(evaluation_id, 30)
-    rows = explorer.evaluation_rows(evaluation_id)
+    explorer.evaluations.wait_for_evaluation(evaluation_id, 30)
+    rows = explorer.evaluations.evaluation_rows(evaluation_id)
     assert {r["paradigm"] for r in rows} == {"echo", "loud-one"}
     assert {r["answer"] for r in rows if r["paradigm"] == "loud-one"} == {"GEORGES SEURAT"}
-    assert explorer.evaluation(evaluation_id).configs["loud-one"]["voice"] == "loud"
+    assert explorer.evaluations.evaluation(evaluation_id).configs["loud-one"]["voice"] == "loud"
 
 
 def test_cancel_with_nothing_running_says_so(explorer):
@@ -161,7 +161,7 @@ def test_an_interrupted_evaluation_shows_its_partial_table_and_resumes_or_goes(i
 
     progress, timer, resume, remove = evaluate.resume_one(explorer, followed)
     assert timer.active is True and resume.visible is False
-    explorer.wait_for_evaluation(evaluation, 60)
+    explorer.evaluations.wait_for_evaluation(evaluation, 60)
     progress, timer, table, *_ = evaluate.follow(explorer, evaluation)
     assert progress.startswith("<div class='fe-kept'>") and "done, 5 of 5" in progress
     assert "Partial" not in table and asked == ["q0", "q1", "q2", "q3", "q4"]
@@ -170,11 +170,11 @@ def test_an_interrupted_evaluation_shows_its_partial_table_and_resumes_or_goes(i
 
     said, kept, pending, *_ = evaluate.remove_one(explorer, evaluation, None)
     assert "Press Remove again to delete evaluation" in said and pending == evaluation
-    assert explorer.evaluations()  # nothing deleted yet
+    assert explorer.evaluations.list_evaluations()  # nothing deleted yet
     said, followed, pending, resume, remove, *views, listing = evaluate.remove_one(
         explorer, evaluation, pending)
     assert f"Removed evaluation {evaluation}" in said and followed is None
-    assert explorer.evaluations() == [] and listing == []
+    assert explorer.evaluations.list_evaluations() == [] and listing == []
     assert evaluate.actions(explorer, evaluation)[0].visible is False
 
 
@@ -190,20 +190,20 @@ def test_opening_an_evaluation_sets_the_form_to_what_started_it(explorer, echo, 
     with gr.Blocks():
         entry = evaluate.form(explorer)
     qa = qa_file(tmp_path / "qa.jsonl", n=3)
-    evaluation_id = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1, "voice": "loud"}},
+    evaluation_id = explorer.evaluations.evaluate(qa, ["echo"], {"echo": {"k": 1, "voice": "loud"}},
                                       sample=2, seed=7, name="mine")
-    explorer.wait_for_evaluation(evaluation_id, 30)
+    explorer.evaluations.wait_for_evaluation(evaluation_id, 30)
     restored = dict(zip(entry.restored(), evaluate.restore_form(explorer, entry,
                                                                 evaluation_id), strict=True))
     # a file that is not a listed dataset is not picked: the dataset picker stays
     assert restored[entry.dataset] == gr.skip()
     assert [restored[w] for w in (entry.limit, entry.sample, entry.seed, entry.paradigms,
                                   entry.name)] == [0, 2, 7, ["echo"], "mine"]
-    assert restored[entry.corpus]["value"] == explorer.evaluation(evaluation_id).corpus
+    assert restored[entry.corpus]["value"] == explorer.evaluations.evaluation(evaluation_id).corpus
     widgets = dict(zip(entry.params.keys(), entry.params.inputs(), strict=True))
     assert restored[widgets[("echo", "k")]]["value"] == 1
     assert restored[widgets[("echo", "voice")]]["value"] == "loud"
     # a sweep is not started from the form: it is left as it is
-    sweep = explorer.sweep(qa, "echo", {"k": [1, 2]})
-    explorer.wait_for_evaluation(sweep, 30)
+    sweep = explorer.evaluations.sweep(qa, "echo", {"k": [1, 2]})
+    explorer.evaluations.wait_for_evaluation(sweep, 30)
     assert all(u == gr.skip() for u in evaluate.restore_form(explorer, entry, sweep))

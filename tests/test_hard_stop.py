@@ -185,10 +185,11 @@ def test_an_evaluation_killed_midway_keeps_its_questions_and_says_it_was_interru
     store = SessionStore(path)
     explorer = Explorer(fake_preparation(tiny_corpus, {"corpus": lambda p: tiny_corpus}),
                         store)  # a restart: the app opens the file again
-    (stored,) = explorer.evaluations()
+    (stored,) = explorer.evaluations.list_evaluations()
     assert stored.state == "interrupted" and 3 <= stored.done < 200
-    assert len(explorer.evaluation_rows(stored.id)) == stored.done  # every finished question
-    status = explorer.evaluation_status(stored.id)
+    # every finished question
+    assert len(explorer.evaluations.evaluation_rows(stored.id)) == stored.done
+    status = explorer.evaluations.evaluation_status(stored.id)
     assert "interrupted" in status.error
     assert "resume it to run the questions it lacks" in status.error
     assert f"{stored.done} of 200 questions" in status.error

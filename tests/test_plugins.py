@@ -125,12 +125,13 @@ def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_ev
     flat = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "reranker": '
                                      '"word-overlap"}', build=True, api_name="/run"))
     assert [s["name"] for s in flat["stages"]] == ["dense", "reranker"]
-    evaluation = explorer.evaluate(qa_file(tmp_path / "qa.jsonl", n=2), ["overlap", "flat"])
+    evaluation = explorer.evaluations.evaluate(qa_file(tmp_path / "qa.jsonl", n=2),
+                                               ["overlap", "flat"])
     deadline = time.monotonic() + 300
-    while explorer.evaluation_status(evaluation).state == "running":
+    while explorer.evaluations.evaluation_status(evaluation).state == "running":
         assert time.monotonic() < deadline
         time.sleep(0.5)
-    status = explorer.evaluation_status(evaluation)
+    status = explorer.evaluations.evaluation_status(evaluation)
     assert (status.state, status.done) == ("done", 2) and set(status.means) == {
         "overlap", "flat"}
     # the plugin's backend reads for a built-in paradigm: its sentence, no model loaded

@@ -14,7 +14,7 @@ from tests.fakes import qa_file
 
 def test_an_interrupted_evaluation_shows_its_stored_questions_as_partial(interrupted):
     explorer, evaluation, _ = interrupted
-    status = explorer.evaluation_status(evaluation)
+    status = explorer.evaluations.evaluation_status(evaluation)
     assert (status.state, status.done, status.total) == ("interrupted", 2, 5)
     assert status.partial and status.means["echo"]["questions"] == 2
     assert "resume it to run the questions it lacks, or remove it" in status.error
@@ -22,21 +22,21 @@ def test_an_interrupted_evaluation_shows_its_stored_questions_as_partial(interru
 
 def test_resume_runs_only_the_questions_it_lacks_with_the_same_configs(interrupted):
     explorer, evaluation, asked = interrupted
-    before = explorer.evaluation(evaluation)
-    assert explorer.resume_evaluation(evaluation) == evaluation
-    explorer.wait_for_evaluation(evaluation, 60)
+    before = explorer.evaluations.evaluation(evaluation)
+    assert explorer.evaluations.resume_evaluation(evaluation) == evaluation
+    explorer.evaluations.wait_for_evaluation(evaluation, 60)
     assert asked == ["q0", "q1", "q2", "q3", "q4"]  # q0 and q1 were not asked again
-    status = explorer.evaluation_status(evaluation)
+    status = explorer.evaluations.evaluation_status(evaluation)
     assert (status.state, status.done, status.total) == ("done", 5, 5)
     assert not status.partial and status.means["echo"]["questions"] == 5
-    stored = explorer.evaluation(evaluation)
+    stored = explorer.evaluations.evaluation(evaluation)
     assert (stored.configs, stored.corpus_fingerprint, stored.name) == (
         before.configs, before.corpus_fingerprint, "five")
-    assert [(r["position"], r["question_id"]) for r in explorer.evaluation_rows(evaluation)] \
-        == [(i, f"q{i}") for i in range(5)]
+    rows = explorer.evaluations.evaluation_rows(evaluation)
+    assert [(r["position"], r["question_id"]) for r in rows] == [(i, f"q{i}") for i in range(5)]
     with pytest.raises(ConfigError, match=f"Evaluation {evaluation} is done: only an "
                                           "interrupted, cancelled or failed evaluation"):
-        explorer.resume_evaluation(evaluation)
+        explorer.evaluations.resume_evaluation(evaluation)
 
 
 def test_a_resume_is_refused_with_the_reason(interrupted, tmp_path):
@@ -46,11 +46,11 @@ def test_a_resume_is_refused_with_the_reason(interrupted, tmp_path):
                   [evaluation])
     with pytest.raises(ConfigError, match="searched corpus 'tiny' with fingerprint f00d; the "
                                           "corpus by that name now has fingerprint"):
-        explorer.resume_evaluation(evaluation)
+        explorer.evaluations.resume_evaluation(evaluation)
     store.execute("UPDATE evaluations SET plan = NULL WHERE id = ?", [evaluation])
     with pytest.raises(ConfigError, match="stored before evaluations kept which questions"):
-        explorer.resume_evaluation(evaluation)
-    assert explorer.evaluation(evaluation).state == "interrupted"  # nothing changed
+        explorer.evaluations.resume_evaluation(evaluation)
+    assert explorer.evaluations.evaluation(evaluation).state == "interrupted"  # nothing changed
 
     from tests.test_traces import LLAMAINDEX
 
@@ -58,29 +58,29 @@ def test_a_resume_is_refused_with_the_reason(interrupted, tmp_path):
         [(LLAMAINDEX.name, LLAMAINDEX.read_text(encoding="utf-8"))],
         "hotpotqa/train100.json", "li")
     with pytest.raises(ConfigError, match="was imported from another pipeline's files"):
-        explorer.resume_evaluation(imported.evaluation)
+        explorer.evaluations.resume_evaluation(imported.evaluation)
 
 
 def test_a_finished_but_unmarked_evaluation_resumes_by_finishing(explorer, tmp_path):
     """Killed after its last question was stored, before it was marked done."""
-    evaluation = explorer.evaluate(qa_file(tmp_path / "qa.jsonl", n=2), ["echo"])
-    explorer.wait_for_evaluation(evaluation, 60)
+    evaluation = explorer.evaluations.evaluate(qa_file(tmp_path / "qa.jsonl", n=2), ["echo"])
+    explorer.evaluations.wait_for_evaluation(evaluation, 60)
     store = explorer._evaluation_store.store
     store.execute("UPDATE evaluations SET state = 'interrupted', summary = NULL WHERE id = ?",
                   [evaluation])
-    assert explorer.resume_evaluation(evaluation) == evaluation
-    stored = explorer.evaluation(evaluation)
+    assert explorer.evaluations.resume_evaluation(evaluation) == evaluation
+    stored = explorer.evaluations.evaluation(evaluation)
     assert (stored.state, stored.summary["echo"]["questions"]) == ("done", 2)
 
 
 def test_remove_deletes_an_evaluation_and_its_runs(interrupted):
     explorer, evaluation, _ = interrupted
-    explorer.remove_evaluation(evaluation)
-    assert explorer.evaluations() == []
+    explorer.evaluations.remove_evaluation(evaluation)
+    assert explorer.evaluations.list_evaluations() == []
     runs = explorer._evaluation_store.store.execute("SELECT count(*) FROM evaluation_runs")
     assert runs == [(0,)]
     with pytest.raises(ConfigError, match=f"No evaluation with id {evaluation}"):
-        explorer.remove_evaluation(evaluation)
+        explorer.evaluations.remove_evaluation(evaluation)
 
 
 def test_the_cli_resumes_a_stored_evaluation(tmp_path, echo, capsys, monkeypatch):

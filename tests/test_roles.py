@@ -17,6 +17,7 @@ import pytest
 from engine.service import door as door_module
 from engine.service.diagnosis import Diagnoses
 from engine.service.door import ACTIONS, BUILDER, EXTRA_ACTIONS, Door, NotAllowed
+from engine.service.evaluations import Evaluations
 from engine.service.explorer import Explorer
 from engine.service.judging import Judging
 from engine.service.presets import Presets
@@ -33,10 +34,11 @@ def _door(users_file, name: str | None, **kwargs) -> Door:
 
 def test_every_public_method_of_the_facades_is_an_action_of_the_table_and_checked():
     """The roles' table names every public method of Explorer and of the collaborators it
-    exposes (Diagnoses, Judging, Presets, Tuning) and nothing else, and each is wrapped by
-    the check (a method added without a role fails at import, one renamed leaves a stale
-    entry here)."""
-    methods = {name: member for cls in (Explorer, Diagnoses, Judging, Presets, Tuning)
+    exposes (Diagnoses, Evaluations, Judging, Presets, Tuning) and nothing else, and each
+    is wrapped by the check (a method added without a role fails at import, one renamed
+    leaves a stale entry here)."""
+    methods = {name: member for cls in (Explorer, Diagnoses, Evaluations, Judging, Presets,
+                                        Tuning)
                for name, member in vars(cls).items()
                if not name.startswith("_") and inspect.isfunction(member)}
     assert set(methods) | set(EXTRA_ACTIONS) == set(ACTIONS)
@@ -168,7 +170,7 @@ ROUTES: dict[str, tuple[str, tuple]] = {
     "remove_corpus": ("remove_corpus", ("no-such-corpus",)),
     "evaluate": ("evaluate", ("no-such-dataset", "echo")),
     "evaluation_status": ("evaluation_status", (999,)),
-    "list_evaluations": ("evaluations", ()),
+    "list_evaluations": ("list_evaluations", ()),
     "load_evaluation": ("evaluation", (999,)),
     "export_evaluation": ("export_evaluation", (999,)),
     "export_evaluation_files": ("export_evaluation_files", (999,)),

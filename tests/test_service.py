@@ -224,25 +224,25 @@ def test_a_model_trained_here_runs_on_its_stand_in_while_training_goes_on(tiny_c
 
 def test_an_evaluation_runs_in_the_background_one_at_a_time(explorer, tmp_path):
     qa = qa_file(tmp_path / "qa.jsonl")
-    evaluation_id = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, limit=2)
-    explorer.wait_for_evaluation(evaluation_id, 30)
-    status = explorer.evaluation_status(evaluation_id)
+    evaluation_id = explorer.evaluations.evaluate(qa, ["echo"], {"echo": {"k": 1}}, limit=2)
+    explorer.evaluations.wait_for_evaluation(evaluation_id, 30)
+    status = explorer.evaluations.evaluation_status(evaluation_id)
     assert (status.state, status.done, status.total) == ("done", 2, 2)
     assert status.means["echo"]["EM"] == 1.0
-    stored = explorer.evaluation(evaluation_id)
+    stored = explorer.evaluations.evaluation(evaluation_id)
     assert stored.corpus == "tiny" and stored.dataset == qa
 
     job = explorer._jobs.get(evaluation_id)
     job.state = "running"  # as if still running: a second one is refused, naming the first
     with pytest.raises(ConfigError, match=f"Evaluation {evaluation_id} is still running"):
-        explorer.evaluate(qa, ["echo"])
+        explorer.evaluations.evaluate(qa, ["echo"])
     job.state = "done"
     with pytest.raises(ConfigError, match="Unknown dataset 'nowhere.jsonl'"):
-        explorer.evaluate("nowhere.jsonl", ["echo"])
+        explorer.evaluations.evaluate("nowhere.jsonl", ["echo"])
     with pytest.raises(ConfigError, match="Unknown paradigm 'nope'"):
-        explorer.evaluate(qa, ["nope"])
+        explorer.evaluations.evaluate(qa, ["nope"])
     with pytest.raises(ConfigError, match="not running here"):
-        explorer.cancel_evaluation(evaluation_id)
+        explorer.evaluations.cancel_evaluation(evaluation_id)
 
 
 def test_a_long_build_waits_for_a_confirmation_and_is_prepared_before_the_first_question(
@@ -260,14 +260,16 @@ def test_a_long_build_waits_for_a_confirmation_and_is_prepared_before_the_first_
     monkeypatch.setattr(EchoParadigm, "needs", classmethod(needs))
     qa = qa_file(tmp_path / "qa.jsonl")
     with pytest.raises(BuildNeeded, match=r"echo index \(k=3\): about 15 min on this machine"):
-        explorer.evaluate(qa, ["echo"], {"echo": {"k": 3}}, limit=1)
-    assert built == [] and explorer.evaluations() == []  # nothing built, nothing stored
-    quick = explorer.evaluate(qa, ["echo"], {"echo": {"k": 1}}, limit=1)  # 5 s: no question
-    explorer.wait_for_evaluation(quick, 30)
+        explorer.evaluations.evaluate(qa, ["echo"], {"echo": {"k": 3}}, limit=1)
+    # nothing built, nothing stored
+    assert built == [] and explorer.evaluations.list_evaluations() == []
+    quick = explorer.evaluations.evaluate(qa, ["echo"], {"echo": {"k": 1}},
+                                          limit=1)  # 5 s: no question
+    explorer.evaluations.wait_for_evaluation(quick, 30)
     assert built == [1]
-    confirmed = explorer.evaluate(qa, ["echo"], {"echo": {"k": 3}}, limit=1, build=True)
-    explorer.wait_for_evaluation(confirmed, 30)
-    assert built == [1, 3] and explorer.evaluation_status(confirmed).state == "done"
+    confirmed = explorer.evaluations.evaluate(qa, ["echo"], {"echo": {"k": 3}}, limit=1, build=True)
+    explorer.evaluations.wait_for_evaluation(confirmed, 30)
+    assert built == [1, 3] and explorer.evaluations.evaluation_status(confirmed).state == "done"
 
 
 def test_a_corpus_s_own_progress_leaves_out_the_models_of_the_whole_process():

@@ -136,12 +136,12 @@ def test_import_stores_trec_run_files_with_a_dataset_as_an_evaluation(explorer, 
     files = [str(dense), str(rerank), str(qrels)]
     message, *_ = sessions.import_pipeline(explorer, files, qa, "mine")
     assert "Stored 2 runs of" in message and "as evaluation 1" in message
-    (stored,) = explorer.evaluations()
+    (stored,) = explorer.evaluations.list_evaluations()
     assert tuple(stored.paradigms) == ("mine",) and stored.done == 2
-    trace = explorer.evaluation_trace(stored.id, 0, "mine")  # the first question
+    trace = explorer.evaluations.evaluation_trace(stored.id, 0, "mine")  # the first question
     assert [s.name for s in trace.stages] == ["dense", "rerank"]
     assert trace.metrics["RR@dense"] == 0.5 and trace.metrics["RR@rerank"] == 1.0
 
     message, *_ = sessions.import_pipeline(explorer, files, "", "mine")
     assert "TREC run files name questions by id: pick the dataset" in message
-    assert len(explorer.evaluations()) == 1
+    assert len(explorer.evaluations.list_evaluations()) == 1

@@ -86,19 +86,19 @@ def test_a_prefix_stable_stage_runs_once_per_question_and_input_within_a_sweep()
 
 def test_a_sweep_is_stored_as_an_evaluation_of_its_grid_points(explorer, tmp_path):
     qa = qa_file(tmp_path / "qa.jsonl", n=2)
-    evaluation_id = explorer.sweep(qa, "echo", {"k": [1, 3]}, {"voice": "loud"})
-    explorer.wait_for_evaluation(evaluation_id, 30)
-    stored = explorer.evaluation(evaluation_id)
+    evaluation_id = explorer.evaluations.sweep(qa, "echo", {"k": [1, 3]}, {"voice": "loud"})
+    explorer.evaluations.wait_for_evaluation(evaluation_id, 30)
+    stored = explorer.evaluations.evaluation(evaluation_id)
     assert stored.state == "done" and stored.paradigms == ("echo k=3", "echo k=1")
     assert stored.configs["echo k=1"] == {"k": 1, "voice": "loud"}
-    rows = explorer.evaluation_rows(evaluation_id)
+    rows = explorer.evaluations.evaluation_rows(evaluation_id)
     assert {r["paradigm"] for r in rows} == {"echo k=3", "echo k=1"}
     assert all("EM" not in r["metrics"] and r["llm_calls"] == 0 for r in rows)  # no reader
     assert {r["outcome"]["answer"] for r in rows} == {"kept to the last cut"}
-    trace = explorer.evaluation_trace(evaluation_id, 0, "echo k=1")
+    trace = explorer.evaluations.evaluation_trace(evaluation_id, 0, "echo k=1")
     assert trace.paradigm == "echo" and len(trace.stages[0].candidates) == 1
     assert set(explorer.diagnoses.attribution(evaluation_id)) == {"echo k=3", "echo k=1"}
-    exported = json.loads(explorer.export_evaluation(evaluation_id, "ragchecker"))
+    exported = json.loads(explorer.evaluations.export_evaluation(evaluation_id, "ragchecker"))
     assert sorted(r["query_id"] for r in exported["results"]) == [
         "echo k=1/q0", "echo k=1/q1", "echo k=3/q0", "echo k=3/q1"]  # one id per run
     from app.tabs import explore
@@ -107,7 +107,7 @@ def test_a_sweep_is_stored_as_an_evaluation_of_its_grid_points(explorer, tmp_pat
     assert "question 2, through echo k=3" in opened[0]
     assert opened[-3] == "echo"  # Explore's paradigm choice: the paradigm, not the label
     with pytest.raises(ConfigError, match="k=9 is out of range"):
-        explorer.sweep(qa, "echo", {"k": [1, 9]})
+        explorer.evaluations.sweep(qa, "echo", {"k": [1, 9]})
 
 
 # --- the Sweep tab's callbacks (app/tabs/sweep.py) without a browser -----------------------
@@ -149,7 +149,7 @@ def test_a_sweep_started_from_the_tab_is_followed_and_its_frontier_plotted(explo
     form = [qa, 2, 0, 0, "echo", "k", "1, 3", sweep.NONE, "", False, "", "echo sweep"]
     progress, evaluation_id, timer, confirm, ids = sweep.begin(explorer, False, *form)
     assert f"Evaluation {evaluation_id}" in progress and ids == str(evaluation_id)
-    explorer.wait_for_evaluation(evaluation_id, 30)
+    explorer.evaluations.wait_for_evaluation(evaluation_id, 30)
     progress, timer, message, plot, table, against = sweep.follow(explorer, evaluation_id,
                                                                   "EM")
     assert "done, 2 of 2" in progress and timer.active is False and against == gr.skip()
@@ -195,8 +195,8 @@ def test_a_sweep_of_judged_questions_is_drawn_and_picked_against_ndcg(explorer, 
                               + "\n" for i, (text, doc) in enumerate(
                                   [("Who painted with dots?", "Seurat"),
                                    ("Which river flows east?", "Danube")])))
-    evaluation_id = explorer.sweep(str(judged), "echo", {"k": [1, 3]})
-    explorer.wait_for_evaluation(evaluation_id, 30)
+    evaluation_id = explorer.evaluations.sweep(str(judged), "echo", {"k": [1, 3]})
+    explorer.evaluations.wait_for_evaluation(evaluation_id, 30)
     message, plot, table, against = sweep.frontier(explorer, str(evaluation_id), "AR@4")
     assert "against nDCG@10 of the last cut instead" in message and "2 points" in message
     assert against["value"] == "nDCG@10" and table.headers[1] == "nDCG@10"

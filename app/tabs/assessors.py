@@ -61,7 +61,7 @@ def choices(explorer: Explorer, evaluation_id) -> tuple:
     judge."""
     if evaluation_id is None:
         return gr.Dropdown([]), gr.Dropdown([])
-    dataset = explorer.evaluation(evaluation_id).dataset
+    dataset = explorer.evaluations.evaluation(evaluation_id).dataset
     found = list(explorer.judging.assessors(dataset)) \
         if explorer.dataset_corpus(dataset) else []
     judges = [a for a in found if not is_person(a)]
@@ -75,7 +75,7 @@ def choices(explorer: Explorer, evaluation_id) -> tuple:
 def compare(explorer: Explorer, evaluation_id, first, second) -> str:
     if evaluation_id is None:
         raise EngineError(OPEN_FIRST)
-    dataset = explorer.evaluation(int(evaluation_id)).dataset
+    dataset = explorer.evaluations.evaluation(int(evaluation_id)).dataset
     if explorer.dataset_corpus(dataset) is None:
         raise EngineError(f"Evaluation {evaluation_id} is of {dataset}, whose gold comes with "
                           "it: no one judges it here. This view compares the assessors of a "

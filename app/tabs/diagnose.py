@@ -71,12 +71,12 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
     evaluation whose questions have no answers (a test collection's) is followed on a
     relevant document when the gold answer is asked for."""
     if not str(text or "").strip():
-        if not explorer.evaluations():
+        if not explorer.evaluations.list_evaluations():
             return ("<div class='fe-progress'>No stored evaluation yet: start one in the "
                     "Evaluate tab, then come back here.</div>", *(gr.skip(),) * 10)
         raise EngineError("Pick an evaluation from the list.")
     (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-    evaluation = explorer.evaluation(evaluation_id)
+    evaluation = explorer.evaluations.evaluation(evaluation_id)
     tracks = explorer.diagnoses.tracks(evaluation_id)
     asked, track = track or "answer", followed(tracks, track or "answer")
     found = explorer.diagnoses.attribution(evaluation_id, track)
@@ -116,7 +116,7 @@ def diagnose(explorer: Explorer, text, track) -> tuple:
 def _segment_rows(explorer: Explorer, evaluation_id: int, paradigm: str,
                   positions: list) -> list[list]:
     wanted = set(positions)
-    return question_rows([r for r in explorer.evaluation_rows(evaluation_id)
+    return question_rows([r for r in explorer.evaluations.evaluation_rows(evaluation_id)
                           if r["paradigm"] == paradigm and r["position"] in wanted])
 
 
@@ -137,7 +137,7 @@ def newest(explorer: Explorer, current) -> str:
     """The evaluation picked when the tab opens: the one picked before while it is still
     stored, else the newest with a stored question (an evaluation's ceilings only when
     nothing else is stored: they are read beside the evaluation they came from)."""
-    stored = explorer.evaluations()
+    stored = explorer.evaluations.list_evaluations()
     if str(current or "").strip() in {str(e.id) for e in stored}:
         return str(current)
     done = [e for e in stored if e.done]
@@ -148,7 +148,7 @@ def newest(explorer: Explorer, current) -> str:
 def pickers(explorer: Explorer, current, other) -> tuple:
     """Both evaluation pickers when the tab opens, listing every stored evaluation newest
     first: (the evaluation diagnosed, B's evaluation for "Is the difference real?")."""
-    stored = explorer.evaluations()
+    stored = explorer.evaluations.list_evaluations()
     choices = evaluation_choices(stored)
     kept = str(other or "") if str(other or "") in {str(e.id) for e in stored} else ""
     return (gr.Dropdown(choices, value=newest(explorer, current) or None),

@@ -49,7 +49,7 @@ def b_choices(explorer: Explorer, evaluation_id, other, b) -> object:
         source = _other_id(other) or evaluation_id
         if source is None:
             return gr.skip()
-        names = list(explorer.evaluation(source).paradigms)
+        names = list(explorer.evaluations.evaluation(source).paradigms)
     except EngineError:  # deleted meanwhile: Pair says so
         return gr.skip()
     return gr.Dropdown(names, value=b if b in names else names[0])
@@ -121,8 +121,9 @@ def both_runs(explorer: Explorer, found: Regressions | None, row: list | None) -
     if not found or not row:
         return ""
     position_a, position_b = row[4], row[5]
-    run_a = explorer.evaluation_trace(found.a_evaluation, int(position_a), found.a_paradigm)
-    run_b = explorer.evaluation_trace(found.b_evaluation, int(position_b), found.b_paradigm)
+    stored = explorer.evaluations
+    run_a = stored.evaluation_trace(found.a_evaluation, int(position_a), found.a_paradigm)
+    run_b = stored.evaluation_trace(found.b_evaluation, int(position_b), found.b_paradigm)
     cut = first_divergence(run_a, run_b)
     if cut is not None:
         where = (f"They part at cut {cut + 1} ({esc(_cut_name(run_a, cut))} against "

@@ -62,7 +62,7 @@ FIRST = ("flat", "funnel")
 def listing(explorer: Explorer) -> list[list]:
     return [[e.id, e.name, e.dataset, ", ".join(e.paradigms), f"{e.done} of {e.questions}",
              e.state, e.corpus, e.code_version, e.created]
-            for e in explorer.evaluations()]
+            for e in explorer.evaluations.list_evaluations()]
 
 
 def results(explorer: Explorer, status: EvaluationStatus) -> tuple:
@@ -75,7 +75,7 @@ def results(explorer: Explorer, status: EvaluationStatus) -> tuple:
             f"({status.state})" if status.partial else "")
     return (partial_note(status) + paper_table(summary), recall_at_k_figure(summary, note),
             recall_latency_figure(summary, note),
-            question_rows(explorer.evaluation_rows(status.id)))
+            question_rows(explorer.evaluations.evaluation_rows(status.id)))
 
 
 def actions(explorer: Explorer, evaluation_id) -> tuple:
@@ -84,7 +84,7 @@ def actions(explorer: Explorer, evaluation_id) -> tuple:
     if evaluation_id is None:
         return gr.Button(visible=False), gr.Button(visible=False)
     try:
-        status = explorer.evaluation_status(evaluation_id)
+        status = explorer.evaluations.evaluation_status(evaluation_id)
     except EngineError:  # removed meanwhile
         return gr.Button(visible=False), gr.Button(visible=False)
     ended = status.state != "running"
@@ -98,11 +98,11 @@ def resume_one(explorer: Explorer, evaluation_id) -> tuple:
     if evaluation_id is None:
         return refused_box("Open an evaluation first."), gr.skip(), gr.skip(), gr.skip()
     try:
-        explorer.resume_evaluation(evaluation_id, build=True)
+        explorer.evaluations.resume_evaluation(evaluation_id, build=True)
     except EngineError as err:
         return refused_box(err), gr.skip(), gr.skip(), gr.skip()
-    return (progress_html(explorer.evaluation_status(evaluation_id)), gr.Timer(active=True),
-            gr.Button(visible=False), gr.Button(visible=False))
+    return (progress_html(explorer.evaluations.evaluation_status(evaluation_id)),
+            gr.Timer(active=True), gr.Button(visible=False), gr.Button(visible=False))
 
 
 def remove_one(explorer: Explorer, evaluation_id, pending) -> tuple:
@@ -112,12 +112,12 @@ def remove_one(explorer: Explorer, evaluation_id, pending) -> tuple:
     if evaluation_id is None:
         return refused_box("Open an evaluation first."), gr.skip(), None, *keep
     if pending != evaluation_id:
-        stored = explorer.evaluation(evaluation_id)
+        stored = explorer.evaluations.evaluation(evaluation_id)
         return (f"<div class='fe-error'>Press Remove again to delete evaluation "
                 f"{evaluation_id} ({esc(stored.name)}) and its {stored.done} stored "
                 "questions' runs for good.</div>", gr.skip(), evaluation_id, *keep)
     try:
-        explorer.remove_evaluation(evaluation_id)
+        explorer.evaluations.remove_evaluation(evaluation_id)
     except EngineError as err:
         return refused_box(err), gr.skip(), None, *keep
     return (f"<div class='fe-kept'>Removed evaluation {evaluation_id}.</div>", None, None,
@@ -144,7 +144,7 @@ def begin(explorer: Explorer, params: ParamPanels, build_first: bool, path, uplo
     try:
         configs = {p: json.loads(config_json(p, params.keys(), list(widgets)))
                    for p in names or []}
-        evaluation_id = explorer.evaluate(
+        evaluation_id = explorer.evaluations.evaluate(
             upload or path or "", [*(names or []), *(presets or [])], configs,
             limit=int(n or 0),
             sample=int(k or 0), seed=int(s or 0), name=title or "", build=build_first,
@@ -154,7 +154,7 @@ def begin(explorer: Explorer, params: ParamPanels, build_first: bool, path, uplo
         message = shown_as(err, Path(upload), Path(upload).name) if upload else err
         return (refused_box(message), gr.skip(), gr.skip(),
                 gr.Button(visible=isinstance(err, BuildNeeded)), *(gr.skip(),) * 5)
-    status = explorer.evaluation_status(evaluation_id)
+    status = explorer.evaluations.evaluation_status(evaluation_id)
     return (progress_html(status), evaluation_id, gr.Timer(active=True),
             gr.Button(visible=False), "", None, None, [], listing(explorer))
 
@@ -163,7 +163,7 @@ def follow(explorer: Explorer, evaluation_id) -> tuple:
     """A poll: (progress, timer, the four result views, the stored list)."""
     if evaluation_id is None:
         return gr.skip(), gr.Timer(active=False), *(gr.skip(),) * 5
-    status = explorer.evaluation_status(evaluation_id)
+    status = explorer.evaluations.evaluation_status(evaluation_id)
     return (progress_html(status), gr.Timer(active=status.state == "running"),
             *results(explorer, status), listing(explorer))
 
@@ -172,7 +172,7 @@ def follow(explorer: Explorer, evaluation_id) -> tuple:
 def stop(explorer: Explorer, evaluation_id) -> str:
     if evaluation_id is None:
         return refused_box("No evaluation is running from this page.")
-    explorer.cancel_evaluation(evaluation_id)
+    explorer.evaluations.cancel_evaluation(evaluation_id)
     return "<div class='fe-kept'>Cancelling after the question in flight…</div>"
 
 
@@ -180,7 +180,7 @@ def stop(explorer: Explorer, evaluation_id) -> str:
 def open_one(explorer: Explorer, text) -> tuple:
     """(progress, followed id, the four result views) of the stored evaluation typed."""
     (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-    status = explorer.evaluation_status(evaluation_id)
+    status = explorer.evaluations.evaluation_status(evaluation_id)
     views = results(explorer, status)
     return (progress_html(status), evaluation_id, *views)
 
@@ -189,7 +189,8 @@ def restore_form(explorer: Explorer, entry: Form, evaluation_id) -> list:
     """The form's updates to what started the evaluation opened (`Form.restored` order),
     so Start runs it again or a variant of it; left as it is for a sweep, ceilings or an
     import, which the form does not start."""
-    form = explorer.evaluation_form(evaluation_id) if evaluation_id is not None else None
+    form = (explorer.evaluations.evaluation_form(evaluation_id)
+            if evaluation_id is not None else None)
     if form is None:
         return [gr.skip()] * len(entry.restored())
     return [gr.update(value=form.dataset) if form.dataset else gr.skip(),
@@ -204,7 +205,7 @@ def compare_two(explorer: Explorer, text) -> tuple:
     chosen_ids = parse_ids(text, "evaluation")
     if len(chosen_ids) < 2:
         raise EngineError("Give two evaluation ids to compare, like 3, 5.")
-    a, b = (explorer.evaluation(i) for i in chosen_ids[:2])
+    a, b = (explorer.evaluations.evaluation(i) for i in chosen_ids[:2])
     both = {f"{e.id}: {paradigm}": metrics for e in (a, b)
             for paradigm, metrics in e.summary.items()}
     return (difference_table(f"{a.id}: {a.name}", a.summary, f"{b.id}: {b.name}", b.summary)
@@ -216,9 +217,9 @@ def compare_two(explorer: Explorer, text) -> tuple:
 def export_one(explorer: Explorer, text, kind) -> tuple:
     """(the exported file, a message) of the evaluation typed, in format `kind`."""
     (evaluation_id,) = parse_ids(text, "evaluation")[:1]
-    files, note = explorer.export_evaluation_files(evaluation_id, kind)
+    files, note = explorer.evaluations.export_evaluation_files(evaluation_id, kind)
     path, what = download(files, f"evaluation_{evaluation_id}_{kind}")
-    corpus = explorer.evaluation(evaluation_id).corpus
+    corpus = explorer.evaluations.evaluation(evaluation_id).corpus
     return (gr.File(str(path), visible=True),
             f"<div class='fe-kept'>Exported evaluation {evaluation_id} as {kind} ({what}"
             f"{'; ' + esc(note) if note else ''}; its runs searched corpus "

@@ -314,7 +314,7 @@ def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: li
     if evaluation_id is None or not row:
         return (gr.skip(),) * outputs
     number, paradigm = row[0], row[2]
-    trace = explorer.evaluation_trace(evaluation_id, position_of(number), paradigm)
+    trace = explorer.evaluations.evaluation_trace(evaluation_id, position_of(number), paradigm)
     again = ("an imported pipeline's run: Run answers the question with the paradigm "
              "picked" if "imported" in trace.config else
              "Run runs it again with the options shown")
@@ -322,7 +322,7 @@ def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: li
               f"through {esc(paradigm)}: its stored trace ({again}).</div>")
     # an imported pipeline is no choice of the paradigm picker: it keeps its choice
     picked = trace.paradigm if trace.paradigm in PARADIGMS else gr.skip()
-    searched = explorer.evaluation(evaluation_id).corpus
+    searched = explorer.evaluations.evaluation(evaluation_id).corpus
     corpus = searched if searched in explorer.corpus_names() else gr.skip()
     return (notice, *trace_views(trace), trace.to_json(), trace.question, picked, corpus,
             gr.Tabs(selected="explore"))

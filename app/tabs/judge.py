@@ -137,21 +137,21 @@ def pooling(explorer: Explorer, dataset, chosen, depth, configs_json=""):
         raise ConfigError("Pick the question set to pool (add one in step 1).")
     if not chosen:
         raise ConfigError("Pick the paradigms to pool, e.g. flat, funnel and best.")
-    evaluation_id = explorer.evaluate(dataset, list(chosen), parse_config(configs_json))
-    status = explorer.evaluation_status(evaluation_id)
+    evaluation_id = explorer.evaluations.evaluate(dataset, list(chosen), parse_config(configs_json))
+    status = explorer.evaluations.evaluation_status(evaluation_id)
     while status.state == "running":
         yield _said(f"Evaluation {evaluation_id} runs {esc(', '.join(chosen))} over "
                     f"{esc(dataset)}: {status.done} of {status.total} questions "
                     "(it goes on if you leave)."), gr.skip()
-        explorer.wait_for_evaluation(evaluation_id, timeout=POLL_SECONDS)
-        status = explorer.evaluation_status(evaluation_id)
+        explorer.evaluations.wait_for_evaluation(evaluation_id, timeout=POLL_SECONDS)
+        status = explorer.evaluations.evaluation_status(evaluation_id)
     if status.state != "done":
         raise ConfigError(f"Evaluation {evaluation_id} {status.state}: "
                           f"{status.error or 'see the Evaluate tab'}.")
     try:
         pool_id, estimate = explorer.judging.pool_evaluation(evaluation_id, int(depth or 5))
     except NothingToPool:  # the evaluation was run for this pool alone: it goes too
-        explorer.remove_evaluation(evaluation_id)
+        explorer.evaluations.remove_evaluation(evaluation_id)
         raise
     yield (_said(f"Pool {pool_id} of evaluation {evaluation_id}: {esc(estimate)}. Its "
                  "nDCG per stage reads your grades in Evaluate and Diagnose.", "fe-kept"),

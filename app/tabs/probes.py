@@ -33,7 +33,7 @@ def start_ceilings(explorer: Explorer, evaluation_id) -> tuple:
     evaluation open have started."""
     if evaluation_id is None:
         raise EngineError(OPEN_FIRST)
-    started = explorer.ceilings(evaluation_id)
+    started = explorer.evaluations.ceilings(evaluation_id)
     return (f"<div class='fe-progress'>Ceiling evaluation {started} started: every cut of "
             f"evaluation {evaluation_id} made perfect in turn. Its table shows here as "
             "questions finish; it is listed with the other evaluations.</div>",
@@ -46,9 +46,10 @@ def show_ceilings(explorer: Explorer, evaluation_id) -> tuple:
     ceilings), as for `follow_ceilings`."""
     if evaluation_id is None:
         raise EngineError(OPEN_FIRST)
-    if explorer.evaluation(evaluation_id).baseline is not None:
+    if explorer.evaluations.evaluation(evaluation_id).baseline is not None:
         return follow_ceilings(explorer, evaluation_id)
-    found = next((e.id for e in explorer.evaluations() if e.baseline == evaluation_id), None)
+    found = next((e.id for e in explorer.evaluations.list_evaluations()
+                  if e.baseline == evaluation_id), None)
     if found is None:
         raise EngineError(f"No ceilings of evaluation {evaluation_id} yet: press \"Compute "
                           "each stage's ceiling\".")
@@ -59,9 +60,9 @@ def follow_ceilings(explorer: Explorer, ceiling_id) -> tuple:
     """(table, plot, ceiling evaluation id, poll timer: on while it runs)."""
     if ceiling_id is None:
         return gr.skip(), gr.skip(), gr.skip(), gr.Timer(active=False)
-    state = explorer.evaluation_status(ceiling_id).state
+    state = explorer.evaluations.evaluation_status(ceiling_id).state
     running = state == "running"
-    if not explorer.evaluation_rows(ceiling_id):
+    if not explorer.evaluations.evaluation_rows(ceiling_id):
         return (f"<div class='fe-progress'>Ceiling evaluation {ceiling_id} is {state}; no "
                 "question is finished yet.</div>", gr.Plot(visible=False), ceiling_id,
                 gr.Timer(active=running))

@@ -90,7 +90,7 @@ def begin(explorer: Explorer, build: bool, dataset, n, sample, seed, paradigm, f
         options = {first: parse_values(first, first_values)} if first else {}
         if second and second != NONE:
             options[second] = parse_values(second, second_values)
-        evaluation_id = explorer.sweep(
+        evaluation_id = explorer.evaluations.sweep(
             dataset or "", paradigm or "", options, parse_config(others or ""),
             limit=int(n or 0), sample=int(sample or 0), seed=int(seed or 0),
             retrieval_only=bool(retrieval_only), name=title or "", build=build,
@@ -98,7 +98,7 @@ def begin(explorer: Explorer, build: bool, dataset, n, sample, seed, paradigm, f
     except EngineError as err:
         return (refused_box(err), gr.skip(), gr.skip(),
                 gr.Button(visible=isinstance(err, BuildNeeded)), gr.skip())
-    return (progress_html(explorer.evaluation_status(evaluation_id)), evaluation_id,
+    return (progress_html(explorer.evaluations.evaluation_status(evaluation_id)), evaluation_id,
             gr.Timer(active=True), gr.Button(visible=False), str(evaluation_id))
 
 
@@ -110,7 +110,7 @@ def frontier(explorer: Explorer, ids_text, metric) -> tuple:
     ids = parse_ids(ids_text, "evaluation")
     summaries = {}
     for evaluation_id in ids:
-        means = explorer.evaluation_status(evaluation_id).means
+        means = explorer.evaluations.evaluation_status(evaluation_id).means
         summaries.update({(label if len(ids) == 1 else f"{label} ({evaluation_id})"): s
                           for label, s in means.items()})
     metric = metric or "AR@4"
@@ -133,7 +133,7 @@ def follow(explorer: Explorer, evaluation_id, metric) -> tuple:
     followed."""
     if evaluation_id is None:
         return gr.skip(), gr.Timer(active=False), *(gr.skip(),) * 4
-    status = explorer.evaluation_status(evaluation_id)
+    status = explorer.evaluations.evaluation_status(evaluation_id)
     return (progress_html(status), gr.Timer(active=status.state == "running"),
             *frontier(explorer, str(evaluation_id), metric))
 

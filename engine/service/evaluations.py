@@ -9,7 +9,6 @@ engine.service.diagnosis.Diagnoses.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from engine.service.datasets import (
     listed_datasets,
     listed_path,
 )
+from engine.service.door import Door, guarded
 from engine.service.evaluation_jobs import EvaluationJobs, EvaluationStatus
 from engine.service.evaluation_request import EvaluationRequest
 from engine.service.preparation import Preparation
@@ -50,23 +50,42 @@ class EvaluationForm:
     corpus: str
 
 
+def preparation_for(corpora: Corpora, corpus: str, dataset: str, chosen: Dataset,
+                    shown: str = "") -> Preparation:
+    """The preparation of what an evaluation (or a tuning search) of `chosen` (read from
+    `dataset`) over `corpus` searches: the corpus plus its paragraphs the corpus lacks,
+    named after a listed dataset, or after the file as the user named it (`shown`, an
+    upload's name without "(uploaded)"), never after a path on the server. An added
+    collection's split is searched over its own corpus (another is refused by name)."""
+    split = split_of(dataset)
+    if split is not None:  # an added collection's split: over its own corpus
+        corpus = (corpus or "").strip() or split.corpus
+        check_corpus(split.label, corpus)
+    listed = listed_path(dataset) is not None
+    label = dataset_label(dataset) if listed else (
+        (shown or "").removesuffix(" (uploaded)").strip() or Path(dataset).name)
+    path = dataset_file(dataset) if listed else Path(dataset)
+    return corpora.for_dataset(corpus, chosen, label, str(path))
+
+
+@guarded
 class Evaluations:
     """Starts evaluations, sweeps and ceilings over prepared corpora; reads stored ones."""
 
     def __init__(self, store: EvaluationStore, jobs: EvaluationJobs, corpora: Corpora,
-                 owner: Callable[[], str] = str, presets: PresetStore | None = None) -> None:
+                 door: Door | None = None, presets: PresetStore | None = None) -> None:
         """`store` keeps the evaluations and their runs; `jobs` runs them in the
-        background; `corpora` prepares the corpus each searches; `owner()` names the user
-        who starts one ("" without logins); `presets`, the named presets an evaluation may
-        run beside the paradigms."""
+        background; `corpora` prepares the corpus each searches; `door` checks each
+        method's role (engine.service.door) and names the user who starts one; `presets`,
+        the named presets an evaluation may run beside the paradigms."""
         self._store, self._jobs, self._corpora = store, jobs, corpora
-        self._owner, self._presets = owner, presets
+        self.door, self._presets = door or Door(), presets
 
     def _start(self, request: EvaluationRequest, preparation: Preparation, build: bool
                ) -> int:
         """Start `request` in the background, recorded as the acting user's; its id."""
         evaluation_id = self._jobs.start(request, preparation, build)
-        owner = self._owner()
+        owner = self.door.name()
         if owner:
             self._store.set_owner(evaluation_id, owner)
         return evaluation_id
@@ -93,7 +112,7 @@ class Evaluations:
 
         ray = allowed.place("ray", ray, "ray", words=("local",))  # an allowed name's address
         chosen = dataset_of(dataset)
-        preparation = self.preparation_for(corpus, dataset, chosen, dataset_name)
+        preparation = preparation_for(self._corpora, corpus, dataset, chosen, dataset_name)
         kinds, configs = self._presets_among(paradigms, dict(configs or {}))
         for paradigm in paradigms:
             check_ready(self._corpora, kinds.get(paradigm, paradigm), preparation)
@@ -121,23 +140,6 @@ class Evaluations:
             configs[name] = {**preset.config, **configs.get(name, {})}
         return kinds, configs
 
-    def preparation_for(self, corpus: str, dataset: str, chosen: Dataset,
-                  shown: str = "") -> Preparation:
-        """The preparation of what an evaluation of `chosen` (read from `dataset`) over
-        `corpus` searches: the corpus plus its paragraphs the corpus lacks, named after a
-        listed dataset, or after the file as the user named it (`shown`, an upload's name
-        without "(uploaded)"), never after a path on the server. An added collection's
-        split is searched over its own corpus (another is refused by name)."""
-        split = split_of(dataset)
-        if split is not None:  # an added collection's split: over its own corpus
-            corpus = (corpus or "").strip() or split.corpus
-            check_corpus(split.label, corpus)
-        listed = listed_path(dataset) is not None
-        label = dataset_label(dataset) if listed else (
-            (shown or "").removesuffix(" (uploaded)").strip() or Path(dataset).name)
-        path = dataset_file(dataset) if listed else Path(dataset)
-        return self._corpora.for_dataset(corpus, chosen, label, str(path))
-
     def sweep(self, dataset: str, paradigm: str, options: dict, config: dict | None = None,
               *, limit: int = 0, sample: int = 0, seed: int = 0,
               retrieval_only: bool = True, name: str = "", build: bool = False,
@@ -148,7 +150,7 @@ class Evaluations:
         from engine.eval.sweep import grid
 
         chosen = dataset_of(dataset)
-        preparation = self.preparation_for(corpus, dataset, chosen, dataset_name)
+        preparation = preparation_for(self._corpora, corpus, dataset, chosen, dataset_name)
         check_ready(self._corpora, paradigm, preparation)
         points = grid(paradigm, options, config)
         request = EvaluationRequest(
@@ -263,7 +265,7 @@ class Evaluations:
 
     # --- stored ---------------------------------------------------------------------------
 
-    def evaluations(self) -> list[StoredEvaluation]:
+    def list_evaluations(self) -> list[StoredEvaluation]:
         """Stored evaluations, newest first."""
         return self._store.list()
 

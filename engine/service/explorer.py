@@ -10,8 +10,8 @@ documentation are:
   in the background, and their rows (engine.service.corpus_rows); whether a paradigm can
   answer over one, and the app's status line (engine.service.readiness);
 - datasets (engine.service.datasets): the listed QA files and their questions;
-- evaluations (engine.service.evaluations.Evaluations): evaluations, sweeps and ceilings
-  run in the background, stored ones read and exported;
+- evaluations (engine.service.evaluations.Evaluations, the public `evaluations`):
+  evaluations, sweeps and ceilings run in the background, stored ones read and exported;
 - diagnoses (engine.service.diagnosis.Diagnoses, the public `diagnoses`): what Diagnose
   shows of stored evaluations;
 - annotation (engine.service.annotation.Annotation): the selection classifier's judged
@@ -44,8 +44,8 @@ from engine.service.diagnosis import (
     Diagnoses,
 )
 from engine.service.door import Door, guarded
-from engine.service.evaluation_jobs import EvaluationJobs, EvaluationStatus
-from engine.service.evaluations import EvaluationForm, Evaluations
+from engine.service.evaluation_jobs import EvaluationJobs
+from engine.service.evaluations import Evaluations
 from engine.service.imports import Imported
 from engine.service.judged_evaluations import JudgedEvaluations
 from engine.service.judging import Judging
@@ -57,7 +57,6 @@ from engine.service.presets import Presets
 from engine.service.runs import Runs
 from engine.service.tuning import Tuning
 from engine.store.audit import AuditLog
-from engine.store.evaluations import StoredEvaluation
 from engine.store.labels import Label
 from engine.store.sessions import SavedRun, SessionStore
 from engine.trace import RunTrace
@@ -67,8 +66,8 @@ from engine.trace import RunTrace
 class Explorer:
     """Runs questions through paradigms over prepared corpora; saves and reloads runs;
     evaluates, diagnoses and annotates. Every method hands its call to a collaborator once
-    its door has checked the role (`guarded`); `diagnoses`, `judging`, `presets` and
-    `tuning` are called on their own, checked by the same door."""
+    its door has checked the role (`guarded`); `diagnoses`, `evaluations`, `judging`,
+    `presets` and `tuning` are called on their own, checked by the same door."""
 
     def __init__(self, preparation: Preparation, store: SessionStore, *,
                  corpus_root: Path | None = None, idle_seconds: float = IDLE_SECONDS,
@@ -99,13 +98,13 @@ class Explorer:
         self._runs = Runs(store, self._corpora, self._annotation.labels, tracing, self.door,
                           self._presets.store)
         self._evaluations = Evaluations(self._evaluation_store, self._jobs, self._corpora,
-                                       owner=self.door.name, presets=self._presets.store)
+                                        self.door, presets=self._presets.store)
         self._diagnoses = Diagnoses(self._evaluation_store, self._corpora, self.door)
         self._judging = Judging(store, self.door,
                                 lambda name: self._corpora.preparation(name).corpus)
-        self._tuning = Tuning(store, self._evaluations, self._corpora, self.door)
+        self._tuning = Tuning(store, self._corpora, self.door)
         if self.door.limits is not None:  # a user's long jobs count until they end
-            self.door.limits.alive = job_alive(self._evaluations, self._corpora,
+            self.door.limits.alive = job_alive(self._evaluation_store, self._corpora,
                                                self._annotation, self._tuning)
 
     # --- running: engine.service.runs -----------------------------------------------------
@@ -247,80 +246,6 @@ class Explorer:
         """The first `limit` questions of a listed dataset."""
         return listed_questions(dataset, limit)
 
-    # --- evaluations: engine.service.evaluations ------------------------------------------
-
-    def evaluate(self, dataset: str, paradigms: list[str], configs: dict | None = None, *,
-                 limit: int = 0, sample: int = 0, seed: int = 0, name: str = "",
-                 build: bool = False, ray: str = "", dataset_name: str = "",
-                 corpus: str = "") -> int:
-        """Start evaluating `dataset` through `paradigms` in the background; its id."""
-        return self._evaluations.evaluate(
-            dataset, paradigms, configs, limit=limit, sample=sample, seed=seed, name=name,
-            build=build, ray=ray, dataset_name=dataset_name, corpus=corpus)
-
-    def sweep(self, dataset: str, paradigm: str, options: dict, config: dict | None = None,
-              *, limit: int = 0, sample: int = 0, seed: int = 0,
-              retrieval_only: bool = True, name: str = "", build: bool = False,
-              dataset_name: str = "", corpus: str = "") -> int:
-        """Start a sweep of `paradigm` over the grid of `options`; its id."""
-        return self._evaluations.sweep(
-            dataset, paradigm, options, config, limit=limit, sample=sample, seed=seed,
-            retrieval_only=retrieval_only, name=name, build=build,
-            dataset_name=dataset_name, corpus=corpus)
-
-    def ceilings(self, evaluation_id: int, paradigms: list[str] | None = None,
-                 build: bool = False) -> int:
-        """Start the ceiling evaluation of stored evaluation `evaluation_id`; its id."""
-        return self._evaluations.ceilings(evaluation_id, paradigms, build)
-
-    def resume_evaluation(self, evaluation_id: int, build: bool = False) -> int:
-        """Go on with a stored evaluation that ended before every question ran."""
-        return self._evaluations.resume_evaluation(evaluation_id, build)
-
-    def wait_for_evaluation(self, evaluation_id: int, timeout: float | None = None) -> None:
-        """Block until the evaluation started here ends (or `timeout` seconds pass)."""
-        self._evaluations.wait_for_evaluation(evaluation_id, timeout)
-
-    def evaluation_form(self, evaluation_id: int) -> EvaluationForm | None:
-        """What started a stored evaluation, as Evaluate's form takes it (None: no form)."""
-        return self._evaluations.evaluation_form(evaluation_id)
-
-    def evaluation_status(self, evaluation_id: int) -> EvaluationStatus:
-        """A running evaluation's live status, or a stored one's as it ended."""
-        return self._evaluations.evaluation_status(evaluation_id)
-
-    def cancel_evaluation(self, evaluation_id: int) -> None:
-        self._evaluations.cancel_evaluation(evaluation_id)
-
-    def remove_evaluation(self, evaluation_id: int) -> None:
-        """Delete a stored evaluation and its runs (not one running here)."""
-        self._evaluations.remove_evaluation(evaluation_id)
-
-    def evaluations(self) -> list[StoredEvaluation]:
-        """Stored evaluations, newest first."""
-        return self._evaluations.evaluations()
-
-    def evaluation(self, evaluation_id: int) -> StoredEvaluation:
-        return self._evaluations.evaluation(evaluation_id)
-
-    def evaluation_rows(self, evaluation_id: int) -> list[dict]:
-        """One row per (question, paradigm) of a stored evaluation."""
-        return self._evaluations.evaluation_rows(evaluation_id)
-
-    def evaluation_trace(self, evaluation_id: int, position: int, paradigm: str) -> RunTrace:
-        return self._evaluations.evaluation_trace(evaluation_id, position, paradigm)
-
-    def evaluation_traces(self, evaluation_id: int) -> list[RunTrace]:
-        return self._evaluations.evaluation_traces(evaluation_id)
-
-    def export_evaluation(self, evaluation_id: int, fmt: str) -> str:
-        """Every run of an evaluation in `fmt` (engine.eval.exports)."""
-        return self._evaluations.export_evaluation(evaluation_id, fmt)
-
-    def export_evaluation_files(self, evaluation_id: int, fmt: str) -> tuple[dict, str]:
-        """({file name: text}, a note) of an evaluation for another tool."""
-        return self._evaluations.export_evaluation_files(evaluation_id, fmt)
-
     # --- annotation: engine.service.annotation --------------------------------------------
 
     def judged_pairs(self, trace: RunTrace) -> list[JudgedPair]:
@@ -370,6 +295,12 @@ class Explorer:
     def diagnoses(self) -> Diagnoses:
         """What Diagnose shows of stored evaluations (engine.service.diagnosis)."""
         return self._diagnoses
+
+    @property
+    def evaluations(self) -> Evaluations:
+        """Evaluations, sweeps and ceilings started in the background; stored ones read
+        and exported (engine.service.evaluations)."""
+        return self._evaluations
 
     @property
     def presets(self) -> Presets:

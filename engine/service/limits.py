@@ -97,7 +97,7 @@ class Limits:
 def job_alive(evaluations, corpora, annotation, tuning=None
               ) -> Callable[[str, object], bool]:
     """Whether the long job an action started is still going: an evaluation, sweep or
-    ceilings running (`evaluations.evaluation_status`), a corpus still preparing
+    ceilings stored as running (`evaluations`, the EvaluationStore), a corpus still preparing
     (`corpora.rows`), the classifier's retrain waiting or running (`annotation.job`), a
     tuning search running (`tuning.store`)."""
 
@@ -113,7 +113,7 @@ def job_alive(evaluations, corpora, annotation, tuning=None
         if action == "retrain_classifier":
             return annotation.job.state in ("waiting", "running")
         try:
-            return evaluations.evaluation_status(int(result)).state == "running"
+            return evaluations.get(int(result)).state == "running"
         except Exception:  # noqa: BLE001 - removed since: not going
             return False
 

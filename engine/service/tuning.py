@@ -19,7 +19,7 @@ from engine.paradigms.registry import make_config
 from engine.service.corpora import Corpora
 from engine.service.datasets import dataset_label, dataset_of
 from engine.service.door import Door, guarded
-from engine.service.evaluations import Evaluations
+from engine.service.evaluations import preparation_for
 from engine.service.long_builds import LONG_BUILD_SECONDS, BuildNeeded, long_builds
 from engine.service.preparation import Preparation
 from engine.service.readiness import check_ready
@@ -63,10 +63,9 @@ class TuneStatus:
 class Tuning:
     """The tuning searches of one sessions database."""
 
-    def __init__(self, store: SessionStore, evaluating: Evaluations, corpora: Corpora,
-                 door: Door | None = None) -> None:
+    def __init__(self, store: SessionStore, corpora: Corpora, door: Door | None = None) -> None:
         self.sessions, self.store = store, TuneStore(store)
-        self._evaluations, self._corpora = evaluating, corpora
+        self._corpora = corpora
         self.door = door or Door()
         self._jobs = TuneJobs()
         self.store.mark_interrupted()  # left running by a process that died
@@ -98,7 +97,7 @@ class Tuning:
                                                  reads=measure not in RETRIEVAL_MEASURES)),
                           measure, cost, ceiling, int(trials), minutes, int(seed),
                           base=dict(configs or {}))
-        preparation = self._evaluations.preparation_for(corpus, dataset, chosen)
+        preparation = preparation_for(self._corpora, corpus, dataset, chosen)
         pending = self._pending(plan, preparation, build)
         return self._jobs.launch(lambda: start_tune(
             self.sessions, plan, questions, preparation.corpus, dataset_label(dataset),
@@ -110,7 +109,7 @@ class Tuning:
         stored trials, over the same questions and corpus; its id."""
         stored = self.store.get(tune_id)
         chosen = dataset_of(stored.dataset)
-        preparation = self._evaluations.preparation_for(stored.corpus, stored.dataset, chosen)
+        preparation = preparation_for(self._corpora, stored.corpus, stored.dataset, chosen)
         pending = self._pending(stored.plan, preparation, build)
         return self._jobs.launch(lambda: resume_tune(
             self.sessions, stored.id, chosen.questions, preparation.corpus,
