@@ -51,7 +51,7 @@ def _runs_api(explorer: Explorer) -> None:
         name list_presets gives), that preset's paradigm and options run instead (those of
         `config_json` over them); the trace's "preset" names it."""
         try:
-            return explorer.run(question, paradigm, config_json, corpus, bool(build),
+            return explorer.runs.run(question, paradigm, config_json, corpus, bool(build),
                                 preset or "").to_json()
         except BuildNeeded as err:
             raise refused(f"{err} Over the API: pass build=True (the fifth argument of "
@@ -60,7 +60,7 @@ def _runs_api(explorer: Explorer) -> None:
     def save_run(trace_json: str, name: str = "", notes: str = "") -> int:
         """Save a trace (as returned by `run`); returns the new run id."""
         trace = _trace(trace_json)
-        return explorer.save_run(trace, name, notes)
+        return explorer.runs.save_run(trace, name, notes)
 
     def reanswer(trace_json: str, passage_ids: str, oracle: bool = False) -> str:
         """Re-answer a run (a trace as `run` returned it) over the units whose ids are in
@@ -75,7 +75,7 @@ def _runs_api(explorer: Explorer) -> None:
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise refused(f"passage_ids={passage_ids!r} is not a JSON list of unit ids; "
                           'give e.g. ["Danube#0", "Vienna#1"].')
-        return explorer.reanswer(trace, ids, bool(oracle)).to_json()
+        return explorer.runs.reanswer(trace, ids, bool(oracle)).to_json()
 
     def ablation(run_id: int = 0, evaluation_id: int = 0, position: int = -1,
                  paradigm: str = "", trace_json: str = "") -> str:
@@ -87,7 +87,7 @@ def _runs_api(explorer: Explorer) -> None:
         agreement: {spearman, same_top, attended, most} or null (no attention), trace}."""
         trace = _stored_trace(explorer, run_id, evaluation_id, position, paradigm,
                               trace_json)
-        attributed = explorer.ablation(trace)
+        attributed = explorer.runs.ablation(trace)
         step = reading_step(attributed)
         found = step.ablation
         agreed = agreement(step.attention, found) if step.attention is not None else None
@@ -98,11 +98,11 @@ def _runs_api(explorer: Explorer) -> None:
 
     def list_runs() -> str:
         """Saved runs, newest first, as a JSON list of {id, name, paradigm, question, ...}."""
-        return json.dumps([vars(r) for r in explorer.saved_runs()])
+        return json.dumps([vars(r) for r in explorer.runs.saved_runs()])
 
     def load_run(run_id: int) -> str:
         """The saved trace JSON of run `run_id`, exactly as saved."""
-        return explorer.load_run(run_id).to_json()
+        return explorer.runs.load_run(run_id).to_json()
 
     def status() -> dict:
         """Preparation progress: {"ready": {paradigm: bool}, "tasks": [line, ...]}."""
@@ -263,7 +263,7 @@ def _stored_trace(explorer: Explorer, run_id: int, evaluation_id: int, position:
                       "saved run), or evaluation_id with position and paradigm, or "
                       "trace_json (what `run` returned).")
     if run_id:
-        return explorer.load_run(int(run_id))
+        return explorer.runs.load_run(int(run_id))
     if evaluation_id:
         if int(position) < 0 or not paradigm:
             raise refused(f"evaluation_id={evaluation_id} names an evaluation; give the "

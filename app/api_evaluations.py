@@ -92,7 +92,7 @@ def evaluation_api(explorer: Explorer) -> None:
         `label` names one pipeline, or prefixes several ("LABEL: name"). Stored whole or
         not at all. Returns {"runs", "evaluation", "sessions", "paradigms"}."""
         path, original = uploaded(file)
-        imported = explorer.import_pipeline([(original, read_text(path))], dataset or "",
+        imported = explorer.runs.import_pipeline([(original, read_text(path))], dataset or "",
                                             label or "")
         return json.dumps({"runs": imported.runs, "evaluation": imported.evaluation,
                            "sessions": list(imported.sessions),

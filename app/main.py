@@ -237,7 +237,7 @@ def _receive(parser: argparse.ArgumentParser, args: argparse.Namespace, explorer
     def save(run, name: str) -> int:
         user = door.users.get(name) if door.logins else User(name, ANNOTATOR, "")
         with door.acting_as(user):  # a run saved as the key's user, their role checked
-            return explorer.save_run(run, f"{run.paradigm}: {shorten(run.question, 60)}")
+            return explorer.runs.save_run(run, f"{run.paradigm}: {shorten(run.question, 60)}")
 
     def refused(name: str) -> str:
         if not door.logins or (door.users.known(name)

@@ -382,7 +382,7 @@ def logged_in_app(users_file, tmp_path_factory):
         store = SessionStore(root / "sessions.duckdb")
         explorer = Explorer(prep, store, door=door)
         with door.acting_as(Users(users_file).get("admin")):
-            trace = explorer.run("Who painted La Grande Jatte?", "echo").to_json()
+            trace = explorer.runs.run("Who painted La Grande Jatte?", "echo").to_json()
         demo = build_app(explorer)
         port = free_port()
         serve(demo, door, server_name="127.0.0.1", server_port=port,

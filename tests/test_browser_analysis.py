@@ -49,8 +49,9 @@ def shaped_run(question, name: str) -> RunTrace:
 
 def shaped(explorer) -> None:
     """Compare's runs of the shaped paradigms come back shaped (shaped_run)."""
-    real_run = explorer.run
-    explorer.run = lambda question, name, *rest, **given: (
+    runs = explorer.runs
+    real_run = runs.run
+    runs.run = lambda question, name, *rest, **given: (
         shaped_run(question, name) if name in SHAPES else real_run(question, name, *rest,
                                                                    **given))
 

@@ -49,7 +49,7 @@ def diagnosed(tmp_path_factory):
                                  {"echo": {"k": 1}}, name="echo")
         explorer.evaluations.wait_for_evaluation(echo, 60)
         explorer.evaluations.wait_for_evaluation(explorer.evaluations.ceilings(echo), 60)
-        explorer.save_run(shaped_run(QUESTION, "funnel"), "funnel, shaped")  # for Sessions
+        explorer.runs.save_run(shaped_run(QUESTION, "funnel"), "funnel, shaped")  # for Sessions
         return store_evaluation((preparation, store), [flat_run, funnel_run],
                                 fingerprint=corpus.fingerprint), echo
 

@@ -70,14 +70,14 @@ def test_an_added_corpus_is_stored_listed_and_searched_per_request(explorer, tmp
     assert stored.name == "mine" and len(stored) == 8
     assert row.fingerprint == stored.fingerprint[:12]
 
-    trace = explorer.run("Georges Seurat heron", "echo", corpus="mine")
+    trace = explorer.runs.run("Georges Seurat heron", "echo", corpus="mine")
     assert trace.corpus["name"] == "mine" and trace.corpus["fingerprint"] == stored.fingerprint
     assert any("heron" in c.unit.text for c in trace.stages[0].candidates)
-    default = explorer.run("Georges Seurat heron", "echo")  # the start-up corpus
+    default = explorer.runs.run("Georges Seurat heron", "echo")  # the start-up corpus
     assert default.corpus["name"] == "tiny"
     assert not any("heron" in c.unit.text for c in default.stages[0].candidates)
     with pytest.raises(ConfigError, match=r"Unknown corpus 'nope'; choose one of tiny, wiki"):
-        explorer.run("q", "echo", corpus="nope")
+        explorer.runs.run("q", "echo", corpus="nope")
 
 
 def test_a_zip_of_text_files_and_a_path_under_the_root_are_corpora(explorer, tmp_path):
@@ -154,7 +154,7 @@ def test_bad_corpora_are_refused_by_name_and_nothing_prepared_is_touched(explore
         assert row.error.startswith(f"{name}.jsonl") and str(uploads) not in row.error
         with pytest.raises(ConfigError, match=rf"Corpus '{name}' could not be read: .*add it "
                                               r"again under this name \(the name is free"):
-            explorer.run("q", "echo", corpus=name)
+            explorer.runs.run("q", "echo", corpus=name)
     twins = uploads / "twins.zip"
     with zipfile.ZipFile(twins, "w") as z:
         z.writestr("a.txt", "one")
@@ -178,11 +178,11 @@ def test_removing_a_corpus_unloads_and_deletes_it_and_refuses_the_others(explore
         Vienna="Vienna is the capital of Austria.")), upload=True)
     explorer.add_corpus("twin", write_jsonl(tmp_path / "t.jsonl", tiny_rows()), upload=True)
     settled(explorer, "gone"), settled(explorer, "twin")
-    corpus = explorer.paradigm("echo", corpus="gone").corpus
+    corpus = explorer.runs.paradigm("echo", corpus="gone").corpus
     index = process_store().bm25(corpus, UnitConfig("documents"))
     tiny = explorer.corpus
     tiny_index = process_store().bm25(tiny, UnitConfig("documents"))
-    assert explorer.paradigm("echo", corpus="twin").corpus.fingerprint == tiny.fingerprint
+    assert explorer.runs.paradigm("echo", corpus="twin").corpus.fingerprint == tiny.fingerprint
     for name, message in {"tiny": "the corpus the app started with", "wiki": "packaged",
                           "nope": "No added corpus is named 'nope'; added ones: gone"}.items():
         with pytest.raises(ConfigError, match=message):
@@ -193,7 +193,7 @@ def test_removing_a_corpus_unloads_and_deletes_it_and_refuses_the_others(explore
     explorer.remove_corpus("twin")  # the start-up corpus, of the same text, keeps its indexes
     assert process_store().bm25(tiny, UnitConfig("documents")) is tiny_index
     with pytest.raises(ConfigError, match="Unknown corpus 'twin'"):
-        explorer.run("q", "echo", corpus="twin")
+        explorer.runs.run("q", "echo", corpus="twin")
 
 
 def test_an_idle_corpus_is_released_and_loads_again_on_use(prepared, tmp_path):
@@ -206,19 +206,19 @@ def test_an_idle_corpus_is_released_and_loads_again_on_use(prepared, tmp_path):
     explorer.add_corpus("idle", write_jsonl(tmp_path / "i.jsonl", tiny_rows(
         Vienna="Vienna is the capital of Austria.")), upload=True)
     settled(explorer, "idle")
-    corpus = explorer.paradigm("echo", corpus="idle").corpus
+    corpus = explorer.runs.paradigm("echo", corpus="idle").corpus
     index = process_store().bm25(corpus, UnitConfig("documents"))
-    explorer.run("q", "echo")
+    explorer.runs.run("q", "echo")
     assert next(r for r in explorer.corpora() if r.name == "idle").status == "ready"
     clock.advance(0.4)
-    explorer.run("q", "echo")
+    explorer.runs.run("q", "echo")
     assert next(r for r in explorer.corpora() if r.name == "idle").status == "ready"
     clock.advance(0.2)
-    explorer.run("q", "echo")  # any request releases what has been idle too long
+    explorer.runs.run("q", "echo")  # any request releases what has been idle too long
     row = next(r for r in explorer.corpora() if r.name == "idle")
     assert row.status == "not loaded" and row.fingerprint == corpus.fingerprint[:12]
     assert "bm25" in row.built and row.answering == ()  # still on disk
-    assert explorer.run("Seurat", "echo", corpus="idle").corpus["name"] == "idle"
+    assert explorer.runs.run("Seurat", "echo", corpus="idle").corpus["name"] == "idle"
     assert process_store().bm25(corpus, UnitConfig("documents")) is not index
     assert next(r for r in explorer.corpora() if r.name == "tiny").status == "ready"
 
@@ -270,15 +270,15 @@ def test_a_run_over_a_corpus_replaced_under_its_name_is_not_re_answered(explorer
     before = write_jsonl(tmp_path / "v1.jsonl", tiny_rows(Vienna="Vienna is on the Danube."))
     explorer.add_corpus("notes", before, upload=True)
     settled(explorer, "notes")
-    run = explorer.run("Georges Seurat painting", "echo", corpus="notes")
-    assert explorer.reanswer(run, ["A Sunday Afternoon"]).corpus["name"] == "notes"
+    run = explorer.runs.run("Georges Seurat painting", "echo", corpus="notes")
+    assert explorer.runs.reanswer(run, ["A Sunday Afternoon"]).corpus["name"] == "notes"
     explorer.remove_corpus("notes")
     after = write_jsonl(tmp_path / "v2.jsonl", tiny_rows(Vienna="Vienna has opera houses."))
     explorer.add_corpus("notes", after, upload=True)
     settled(explorer, "notes")
     with pytest.raises(ConfigError, match=r"This run searched corpus 'notes' as it was "
                                           r"\(fingerprint \w{12}\); it holds other texts now"):
-        explorer.reanswer(run, ["A Sunday Afternoon"])
+        explorer.runs.reanswer(run, ["A Sunday Afternoon"])
     with pytest.raises(ConfigError, match="holds other texts now"):
         explorer.judged_pairs(run)
 
@@ -451,14 +451,14 @@ def test_an_evaluation_searches_its_corpus_plus_the_datasets_paragraphs_as_the_c
     assert explorer.supporting_in_corpus(heron, stored.corpus) == (1, 1)
     assert explorer.supporting_in_corpus(heron, "mine") == (0, 1)
     # by its spec too (a restart's Diagnose or Resume, a corpus typed in a request)
-    assert explorer.run("heron", "echo", corpus=f"mine+{qa}").corpus["fingerprint"] == (
+    assert explorer.runs.run("heron", "echo", corpus=f"mine+{qa}").corpus["fingerprint"] == (
         stored.corpus_fingerprint)
     # a corpus that holds the dataset's paragraphs already is searched as it is
     again = explorer.evaluations.evaluate(str(qa), ["echo"], corpus=stored.corpus)
     explorer.evaluations.wait_for_evaluation(again, 30)
     assert explorer.evaluations.evaluation(again).corpus == stored.corpus
     with pytest.raises(ConfigError, match=r"'nowhere.json' is neither a listed dataset"):
-        explorer.run("q", "echo", corpus="mine+nowhere.json")
+        explorer.runs.run("q", "echo", corpus="mine+nowhere.json")
 
 
 

@@ -231,7 +231,7 @@ def test_an_imported_pipelines_evaluation_is_diagnosed_and_opens_in_explore(expl
     from engine.paths import shared_data_dir
     from tests.test_traces import LLAMAINDEX
 
-    imported = explorer.import_pipeline(
+    imported = explorer.runs.import_pipeline(
         [(LLAMAINDEX.name, LLAMAINDEX.read_text(encoding="utf-8"))],
         str(shared_data_dir() / "hotpotqa" / "train100.json"), "li")
     from app.views.evaluation import progress_html

@@ -58,7 +58,7 @@ def test_a_new_run_clears_the_last_runs_views_at_once_and_says_it_is_under_way(e
 def test_a_question_over_the_limit_is_refused_by_the_one_rule_the_api_follows(explorer):
     text = "Seurat " * 3_000  # 21,000 characters: the UI once cut it and ran, the API refused
     with pytest.raises(ConfigError) as api:
-        explorer.run(text, "echo")
+        explorer.runs.run(text, "echo")
     *_, refused = asked(explorer, text)
     assert f"limit is {MAX_QUESTION_CHARS:,}" in str(api.value)
     assert str(api.value).replace("'", "&#x27;") in refused[0]
@@ -68,17 +68,17 @@ def test_a_question_over_the_limit_is_refused_by_the_one_rule_the_api_follows(ex
 def test_save_clears_name_and_notes_and_the_same_run_is_not_saved_twice(explorer):
     *_, done = asked(explorer, QUESTION)
     message, name, notes = explore.save_current(explorer, done[7], "first", "my notes")
-    run_id = explorer.saved_runs()[0].id
+    run_id = explorer.runs.saved_runs()[0].id
     assert f"Saved as run {run_id}." in message and (name, notes) == ("", "")
     again, name, notes = explore.save_current(explorer, done[7], "", "")
     assert f"already saved as run {run_id} (&#x27;first&#x27;)" in again
-    assert len(explorer.saved_runs()) == 1
+    assert len(explorer.runs.saved_runs()) == 1
     # a new run starts with an empty name and notes: nothing carries over to its save
     start = asked(explorer, QUESTION)[0]
     assert start[-3:] == ("", "", "")
     *_, other = asked(explorer, QUESTION)
     assert "Saved as run" in explore.save_current(explorer, other[7], "second", "")[0]
-    assert [r.notes for r in explorer.saved_runs()] == ["", "my notes"]
+    assert [r.notes for r in explorer.runs.saved_runs()] == ["", "my notes"]
 
 
 @pytest.fixture
@@ -102,10 +102,10 @@ def test_a_run_needing_a_long_build_asks_first_naming_it_and_its_estimate(explor
     built = slow_index
     # a run reads only what is built: a 5-second build is asked about too
     with pytest.raises(BuildNeeded, match=r"echo index \(k=1\): about 5 s on this machine"):
-        explorer.run(QUESTION, "echo", '{"k": 1}')
+        explorer.runs.run(QUESTION, "echo", '{"k": 1}')
     with pytest.raises(BuildNeeded, match=r"echo index \(k=3\): about 15 min on this "
                                           "machine"):
-        explorer.run(QUESTION, "echo", '{"k": 3}')
+        explorer.runs.run(QUESTION, "echo", '{"k": 3}')
     *_, asking = asked(explorer, QUESTION, k=3)
     assert "echo index (k=3): about 15 min on this machine" in asking[0]
     assert "Build and run" in asking[0] and asking[VIEWS] == explore.CLEARED
@@ -117,7 +117,7 @@ def test_a_run_needing_a_long_build_asks_first_naming_it_and_its_estimate(explor
     assert "Building first: echo index (k=3)" in runs[-1][0]
     assert json.loads(runs[-1][7])["config"]["k"] == 3 and runs[-1][8].visible is False
     # built by a run, it is not asked about again in this process
-    assert explorer.run(QUESTION, "echo", '{"k": 3}').answer == "Georges Seurat"
+    assert explorer.runs.run(QUESTION, "echo", '{"k": 3}').answer == "Georges Seurat"
 
 
 def test_a_confirmed_build_takes_its_turn_with_the_other_long_builds(explorer, slow_index):
@@ -130,7 +130,7 @@ def test_a_confirmed_build_takes_its_turn_with_the_other_long_builds(explorer, s
     built, answers = slow_index, []
     with BUILDS.turn("training elsewhere", 1_800):
         run = threading.Thread(target=lambda: answers.append(
-            explorer.run(QUESTION, "echo", '{"k": 3}', build=True).answer))
+            explorer.runs.run(QUESTION, "echo", '{"k": 3}', build=True).answer))
         run.start()
         run.join(1.0)
         assert run.is_alive() and built == []  # waiting for its turn
@@ -147,9 +147,9 @@ def test_another_passage_size_asks_before_its_dense_index_is_built(explorer, mon
         monkeypatch.setitem(encoding.ENCODE_TOKENS_PER_SECOND, precision, 1.0)
     with pytest.raises(BuildNeeded, match=r"dense index \(minilm, 60-token passages\): "
                                           r"about \d+ min on this machine") as needed:
-        explorer.paradigm("flat", '{"passage_tokens": 60}')
+        explorer.runs.paradigm("flat", '{"passage_tokens": 60}')
     assert needed.value.seconds >= 60
-    assert explorer.paradigm("flat", '{"passage_tokens": 60}', build=True).config \
+    assert explorer.runs.paradigm("flat", '{"passage_tokens": 60}', build=True).config \
         .passage_tokens == 60
 
 

@@ -132,13 +132,14 @@ def test_the_app_talks_to_the_engine_through_explorer_methods_only():
     from engine.service.explorer import Explorer
     from engine.service.judging import Judging
     from engine.service.presets import Presets
+    from engine.service.runs import Runs
     from engine.service.tuning import Tuning
 
     def public(cls) -> set[str]:
         return {name for name in dir(cls) if not name.startswith("_")}
 
-    exposed = {"diagnoses": Diagnoses, "evaluations": Evaluations, "judging": Judging,
-               "presets": Presets, "tuning": Tuning}
+    exposed = {"runs": Runs, "diagnoses": Diagnoses, "evaluations": Evaluations,
+               "judging": Judging, "presets": Presets, "tuning": Tuning}
     reached = []
     for path in sorted((ENGINE.parent / "app").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -154,7 +155,8 @@ def test_the_app_talks_to_the_engine_through_explorer_methods_only():
                 reached.append(f"{path.name}:{node.lineno} explorer.{node.value.attr}"
                                f".{node.attr}")
     assert reached == []
-    assert {"save_run", "judged_pairs", "ready", *exposed} <= public(Explorer)
+    assert {"judged_pairs", "ready", *exposed} <= public(Explorer)
+    assert {"run", "save_run"} <= public(Runs)
     assert {"evaluate", "evaluation_rows"} <= public(Evaluations)
 
 

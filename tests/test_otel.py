@@ -80,7 +80,7 @@ def test_every_run_the_explorer_makes_is_sent_once_finished(prepared, monkeypatc
 
     exporter = InMemorySpanExporter()
     explorer = Explorer(*prepared, tracing=Tracing("memory", exporter=exporter))
-    run = explorer.run("Who painted A Sunday Afternoon?", "echo")
+    run = explorer.runs.run("Who painted A Sunday Afternoon?", "echo")
     roots = [s for s in exporter.get_finished_spans() if s.parent is None]
     assert [s.name for s in roots] == ["echo: run"]  # streamed stages are not sent
     assert roots[0].attributes["output.value"] == run.answer

@@ -73,15 +73,15 @@ def test_a_preset_is_its_owners_to_replace_or_remove(tmp_path, users_file, echo)
 
 def test_a_run_by_preset_runs_its_paradigm_and_options_and_its_trace_names_it(explorer):
     explorer.presets.save_preset("loud", "echo", '{"voice": "loud", "k": 1}')
-    trace = explorer.run("Who painted A Sunday Afternoon?", "flat", preset="loud")
+    trace = explorer.runs.run("Who painted A Sunday Afternoon?", "flat", preset="loud")
     assert (trace.paradigm, trace.preset) == ("echo", "loud")
     assert trace.answer == trace.answer.upper() and len(trace.stages[0].candidates) == 1
-    over = explorer.run("Who painted A Sunday Afternoon?", "", '{"k": 2}', preset="loud")
+    over = explorer.runs.run("Who painted A Sunday Afternoon?", "", '{"k": 2}', preset="loud")
     assert len(over.stages[0].candidates) == 2  # the run's own options over the preset's
-    run_id = explorer.save_run(trace, "by preset")
-    assert explorer.load_run(run_id).preset == "loud"  # a saved run says which made it
+    run_id = explorer.runs.save_run(trace, "by preset")
+    assert explorer.runs.load_run(run_id).preset == "loud"  # a saved run says which made it
     with pytest.raises(ConfigError, match="No preset named 'quiet'"):
-        explorer.run("Who painted A Sunday Afternoon?", "echo", preset="quiet")
+        explorer.runs.run("Who painted A Sunday Afternoon?", "echo", preset="quiet")
     assert Preset("ok", "echo", {}).record()["name"] == "ok"
 
 
@@ -92,11 +92,11 @@ def test_a_preset_carries_the_corpus_it_was_made_over(explorer):
 
     saved = explorer.presets.save_preset("over-tiny", "echo", "{}", corpus="tiny")
     assert saved.corpus == "tiny"
-    trace = explorer.run("Who painted A Sunday Afternoon?", "", preset="over-tiny")
+    trace = explorer.runs.run("Who painted A Sunday Afternoon?", "", preset="over-tiny")
     assert trace.corpus.get("name") == "tiny"
     explorer.presets.save_preset("over-gone", "echo", "{}", corpus="no-such-corpus")
     with pytest.raises(ConfigError, match="no-such-corpus"):
-        explorer.run("Who painted A Sunday Afternoon?", "", preset="over-gone")
+        explorer.runs.run("Who painted A Sunday Afternoon?", "", preset="over-gone")
     (back,) = read_presets(explorer.presets.export_presets(["over-tiny"]))
     assert back.corpus == "tiny"
 

@@ -20,7 +20,7 @@ GOLD = Question("q7", "Which river flows through Budapest and Vienna?",
 
 @pytest.fixture
 def run(explorer):
-    trace = explorer.run(GOLD, "echo", '{"k": 3}')
+    trace = explorer.runs.run(GOLD, "echo", '{"k": 3}')
     assert [c.unit.id for c in trace.read] == ["Danube", "Budapest", "Vienna"]
     assert trace.answer == "unknown" and trace.metrics["EM"] == 0.0
     return trace
@@ -45,13 +45,13 @@ def test_only_the_units_chosen_are_read_and_the_change_is_recorded(tiny_corpus):
 
 
 def test_a_re_answered_run_saves_and_reloads_exactly(explorer, run):
-    again = explorer.reanswer(run, ["Vienna"])
+    again = explorer.runs.reanswer(run, ["Vienna"])
     assert again.answer == "unknown" and [c.unit.id for c in again.read] == ["Vienna"]
-    assert explorer.load_run(explorer.save_run(again, "what if")) == again
+    assert explorer.runs.load_run(explorer.runs.save_run(again, "what if")) == again
 
 
 def test_the_oracle_adds_the_gold_supporting_paragraphs(explorer, run):
-    again = explorer.reanswer(run, ["Danube"], oracle=True)
+    again = explorer.runs.reanswer(run, ["Danube"], oracle=True)
     assert [c.unit.id for c in again.read] == ["oracle:Georges Seurat", "Danube"]  # gold first
     assert again.answer == "Georges Seurat"
     assert again.stage(REANSWER).settings["oracle"] == ["Georges Seurat"]
@@ -64,14 +64,14 @@ def test_the_oracle_adds_the_gold_supporting_paragraphs(explorer, run):
 ])
 def test_bad_choices_are_refused_by_name(explorer, run, ids, oracle, message):
     with pytest.raises(ConfigError, match=message):
-        explorer.reanswer(run, ids, oracle)
+        explorer.runs.reanswer(run, ids, oracle)
 
 
 def test_the_oracle_needs_a_dataset_question(explorer):
-    typed = explorer.run("Which river flows through Vienna?", "echo")
+    typed = explorer.runs.run("Which river flows through Vienna?", "echo")
     with pytest.raises(ConfigError, match="gold supporting paragraphs; this run's question"):
-        explorer.reanswer(typed, ["Danube"], oracle=True)
-    assert explorer.reanswer(typed, ["Danube"]).metrics == {}  # no gold: no metrics
+        explorer.runs.reanswer(typed, ["Danube"], oracle=True)
+    assert explorer.runs.reanswer(typed, ["Danube"]).metrics == {}  # no gold: no metrics
 
 
 # --- Explore's re-answer panel (app/tabs/reanswer.py) without a browser ------------------------
@@ -92,10 +92,10 @@ def test_the_panel_offers_what_was_read_and_earlier_candidates_then_re_answers_a
     assert "EM 0" in both.split("Re-answered")[0] and "EM 1" in both.split("Re-answered")[1]
     saved = panel_of.save(explorer, again, "what if")
     run_id = int(re.search(r"as run (\d+)", saved).group(1))
-    assert explorer.load_run(run_id).stage(REANSWER).settings["oracle"] == ["Georges Seurat"]
+    assert explorer.runs.load_run(run_id).stage(REANSWER).settings["oracle"] == ["Georges Seurat"]
     refused, *_ = panel_of.reanswer(explorer, run.to_json(), ["Vienna"], ["Atlantis#9"], False)
     assert "Atlantis#9" in refused and "fe-error" in refused
-    typed = explorer.run("Which river flows through Vienna?", "echo")
+    typed = explorer.runs.run("Which river flows through Vienna?", "echo")
     assert panel_of.choices(typed.to_json())[2].interactive is False
     imported = replace(run, config={"imported": "spans.json"})  # no reader of ours
     assert panel_of.choices(imported.to_json())[3].visible is False

@@ -54,7 +54,7 @@ def test_a_resume_is_refused_with_the_reason(interrupted, tmp_path):
 
     from tests.test_traces import LLAMAINDEX
 
-    imported = explorer.import_pipeline(
+    imported = explorer.runs.import_pipeline(
         [(LLAMAINDEX.name, LLAMAINDEX.read_text(encoding="utf-8"))],
         "hotpotqa/train100.json", "li")
     with pytest.raises(ConfigError, match="was imported from another pipeline's files"):

@@ -97,23 +97,23 @@ def test_background_thread_shows_running_progress_then_ready(tiny_corpus):
 
 
 def test_explorer_runs_streams_and_reuses_paradigms(explorer):
-    traces = list(explorer.stream("seurat painting", "echo", '{"k": 1}'))
+    traces = list(explorer.runs.stream("seurat painting", "echo", '{"k": 1}'))
     assert [len(t.stages) for t in traces] == [1, 1] and traces[-1].answer == "Georges Seurat"
     assert len(traces[-1].stages[0].candidates) == 1
-    assert explorer.paradigm("echo", '{"k": 1}').config == \
-        explorer.paradigm("echo", ' {"k":1} ').config
-    trace = explorer.run("seurat painting", "echo")
-    run_id = explorer.save_run(trace)
-    assert explorer.load_run(run_id) == trace and isinstance(trace, RunTrace)
+    assert explorer.runs.paradigm("echo", '{"k": 1}').config == \
+        explorer.runs.paradigm("echo", ' {"k":1} ').config
+    trace = explorer.runs.run("seurat painting", "echo")
+    run_id = explorer.runs.save_run(trace)
+    assert explorer.runs.load_run(run_id) == trace and isinstance(trace, RunTrace)
 
 
 def test_explorer_refuses_bad_input_clearly(explorer):
     with pytest.raises(ConfigError, match="Unknown paradigm 'nope'.*echo"):
-        explorer.run("q", "nope")
+        explorer.runs.run("q", "nope")
     with pytest.raises(ConfigError, match="question is empty"):
-        explorer.run("   ", "echo")
+        explorer.runs.run("   ", "echo")
     with pytest.raises(ConfigError, match="Unknown option.*K.*Valid options: k"):
-        explorer.run("q", "echo", '{"K": 3}')
+        explorer.runs.run("q", "echo", '{"K": 3}')
     with pytest.raises(ConfigError, match="not valid JSON"):
         parse_config("{K: 3")
     with pytest.raises(ConfigError, match="must be a JSON object"):
@@ -127,7 +127,7 @@ def test_a_paradigm_waiting_for_preparation_says_for_what(prepared, explorer):
                                        state="running", done=10, total=40)
     with pytest.raises(NotReady, match=r"'flat' is not ready yet; waiting for: .*"
                                        r"dense index \(building\)") as refused:
-        explorer.run("q", "flat")
+        explorer.runs.run("q", "flat")
     # no figures that go stale while the notice stays on the page
     assert "10/40" not in str(refused.value) and "lists 'flat' as ready" in str(refused.value)
 
@@ -322,11 +322,11 @@ def test_a_run_reads_only_what_is_built_and_a_viewer_builds_nothing(
         for tokens in (101, 102):
             with pytest.raises(BuildNeeded, match=rf"BM25 over {tokens}-token passages: about "
                                                   r".* on this machine.*an admin builds it"):
-                explorer.run("Who painted it?", "flat",
+                explorer.runs.run("Who painted it?", "flat",
                              json.dumps({"retriever": "bm25", "passage_tokens": tokens}))
         with pytest.raises(NotAllowed, match="build_index needs the admin role; you are a "
                                               "viewer"):
-            explorer.run("Who painted it?", "flat",
+            explorer.runs.run("Who painted it?", "flat",
                          json.dumps({"retriever": "bm25", "passage_tokens": 101}), build=True)
     assert _cache_bytes(data_dir) == before  # nothing built, nothing written
 

@@ -11,7 +11,7 @@ from app.views import heatmap
 
 
 def saved(explorer, *names: str) -> list[int]:
-    return [explorer.save_run(explorer.run("seurat painting", "echo", '{"k": 1}'), name)
+    return [explorer.runs.save_run(explorer.runs.run("seurat painting", "echo", '{"k": 1}'), name)
             for name in names]
 
 
@@ -38,14 +38,14 @@ def test_delete_asks_once_then_deletes_and_a_wrong_id_deletes_nothing(explorer):
     first, second = saved(explorer, "a", "b")
     message, _, pending = sessions.delete_runs(explorer, str(second), None)
     assert f"Press Delete again to delete run {second}" in message and pending == [second]
-    assert len(explorer.saved_runs()) == 2  # nothing deleted yet
+    assert len(explorer.runs.saved_runs()) == 2  # nothing deleted yet
     message, listing, pending = sessions.delete_runs(explorer, str(second), pending)
     assert f"Deleted run {second}." in message and pending is None
     assert [row[0] for row in listing] == [first]
 
     message, _, pending = sessions.delete_runs(explorer, f"{first}, 99", None)
     assert "No saved run 99" in message and pending is None
-    assert [r.id for r in explorer.saved_runs()] == [first]
+    assert [r.id for r in explorer.runs.saved_runs()] == [first]
 
 
 def test_export_names_what_it_exported(explorer):
@@ -69,7 +69,7 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
 
     message, listed, box = sessions.import_pipeline(explorer, [str(LLAMAINDEX)], "", "li")
     assert "Saved 3 runs of li as runs 1–3" in message and len(listed) == 3 and box is None
-    assert [r.paradigm for r in explorer.saved_runs()] == ["li"] * 3
+    assert [r.paradigm for r in explorer.runs.saved_runs()] == ["li"] * 3
     _, _, answer, funnel, _, _, tables = sessions.open_run(explorer, "1")
     assert "BM25Retriever" in tables and "SentenceTransformerRerank" in tables
     assert list(funnel.data[0].y) == ["BM25Retriever (passages)",
@@ -80,7 +80,7 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
     assert "BM25Retriever</b> (passages), by llamaindex-rag: <span" in tables
     assert "? (not in the trace)</span> in, 10 kept" in tables
     assert "10 <small>(its input documents)</small> in, 4 kept" in tables
-    (said,) = heatmap.heatmap_figure(explorer.load_run(1)).layout.annotations
+    (said,) = heatmap.heatmap_figure(explorer.runs.load_run(1)).layout.annotations
     assert "imported from li&#x27;s traces, which carry no reader attention" in said.text
 
     message, *_ = sessions.import_pipeline(explorer, [str(LLAMAINDEX)], "", "li")
@@ -118,7 +118,7 @@ def test_import_saves_a_pipelines_traces_as_runs_that_open_as_funnels(explorer, 
         in message
     message, *_ = sessions.import_pipeline(explorer, None, "", "")
     assert "Upload trace files" in message
-    assert len(explorer.saved_runs()) == 3
+    assert len(explorer.runs.saved_runs()) == 3
 
 
 def test_import_stores_trec_run_files_with_a_dataset_as_an_evaluation(explorer, tmp_path):

@@ -209,9 +209,9 @@ def test_an_imported_run_is_not_answered_again_by_our_reader(explorer):
     (run,) = traced_runs([("ours.json", _otlp_json(_ours()[0]))], label="theirs")
     with pytest.raises(ConfigError, match="run of 'theirs' was imported .*ours.json.* not "
                                           "here to read again. Re-answer a run"):
-        explorer.reanswer(run, [run.stages[0].candidates[0].unit.id])
+        explorer.runs.reanswer(run, [run.stages[0].candidates[0].unit.id])
     with pytest.raises(ConfigError, match="imported .* Attribute a run of one of our"):
-        explorer.ablation(run)
+        explorer.runs.ablation(run)
 
 
 def test_how_many_a_stage_searched_is_what_the_span_or_the_importer_says():

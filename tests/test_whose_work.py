@@ -19,12 +19,13 @@ def test_runs_and_labels_carry_their_user_and_two_peoples_agreement_shows(prepar
     label under another's name is refused."""
     acting = ["annotator"]
     explorer = Explorer(*prepared, door=Door(Users(users_file), who=lambda: acting[0]))
-    run_id = explorer.save_run(explorer.run("Who painted La Grande Jatte?", "echo"), "mine")
-    assert [(r.id, r.owner) for r in explorer.saved_runs()] == [(run_id, "annotator")]
+    run_id = explorer.runs.save_run(explorer.runs.run("Who painted La Grande Jatte?", "echo"),
+                                    "mine")
+    assert [(r.id, r.owner) for r in explorer.runs.saved_runs()] == [(run_id, "annotator")]
     acting[0] = "annotator2"
     with pytest.raises(NotAllowed, match=rf"delete_run of run {run_id} needs the admin role "
                                          r"or its owner \(annotator\); you are annotator2"):
-        explorer.delete_run(run_id)
+        explorer.runs.delete_run(run_id)
     docs = tiny_corpus.documents
     for who, values in (("annotator", (1, 0, 1)), ("annotator2", (1, 1, 1))):
         acting[0] = who
@@ -38,8 +39,8 @@ def test_runs_and_labels_carry_their_user_and_two_peoples_agreement_shows(prepar
     with pytest.raises(NotAllowed, match="Annotator 'bob' is not you"):
         explorer.add_label("q", docs[0].id, docs[1].id, 1, annotator="bob")
     acting[0] = "admin"
-    explorer.delete_run(run_id)
-    assert explorer.saved_runs() == []
+    explorer.runs.delete_run(run_id)
+    assert explorer.runs.saved_runs() == []
     logged = {(e["username"], e["action"], e["allowed"]): e["detail"]
               for e in explorer.audit_log()}
     assert logged["admin", "delete_run", True] == f"run {run_id} of annotator"

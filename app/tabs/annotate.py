@@ -188,7 +188,7 @@ def find_pairs(explorer: Explorer, text, gold, how, k_value, corpus="") -> tuple
 @refusing(shape=_no_pairs)
 def _pairs_found(explorer: Explorer, text, gold, how, k_value, corpus) -> tuple:
     config = {"selection": how, "k": int(k_value), "k1": max(1, int(k_value) // 2)}
-    trace: RunTrace = explorer.run(target(text, gold), DRRAGParadigm.name,
+    trace: RunTrace = explorer.runs.run(target(text, gold), DRRAGParadigm.name,
                                    json.dumps(config), corpus or "")
     pairs = [asdict(p) for p in explorer.judged_pairs(trace)]
     message = ""

@@ -118,7 +118,7 @@ def build(explorer: Explorer) -> Tab:
                 config = "{}" if preset else config_json(name, params.keys(), list(widgets))
                 if equal_budget:
                     config = with_budget(config, int(tokens))
-                traces.append(explorer.run(target(text, gold), name, config, searched or "",
+                traces.append(explorer.runs.run(target(text, gold), name, config, searched or "",
                                            preset=preset))
             except BuildNeeded as err:
                 logger.info("refused: %s: %s", name, err.what)

@@ -246,7 +246,7 @@ def attribute_run(explorer: Explorer, trace_json, heat) -> tuple:
                          "collection's question has no answer to find). Type the question "
                          "to have the reader answer it, then attribute that run."), \
             gr.skip(), gr.skip(), gr.skip()
-    trace = explorer.ablation(trace)
+    trace = explorer.runs.ablation(trace)
     _, _, _, _, heatmap, tables = trace_views(trace, heat)
     ablation = reading_step(trace).ablation
     changed = sum(ablation.changed)
@@ -262,14 +262,14 @@ def _start(explorer: Explorer, question, name: str, config: str, corpus: str,
     """(notice, the run's trace stream); with `build_first`, a build the config still needs
     is named in the notice and made first (BuildNeeded is raised otherwise)."""
     try:
-        return "", explorer.stream(question, name, config, corpus, preset=preset)
+        return "", explorer.runs.stream(question, name, config, corpus, preset=preset)
     except BuildNeeded as needed:
         if not build_first:
             raise
         notice = (f"<div class='fe-stage'>Building first: {esc(needed.what)}. It takes its "
                   "turn with the other long builds (the status line lists them); the "
                   "stages show once it is built, and the other tabs keep answering.</div>")
-        return notice, explorer.stream(question, name, config, corpus, build=True,
+        return notice, explorer.runs.stream(question, name, config, corpus, build=True,
                                        preset=preset)
 
 
@@ -296,7 +296,7 @@ def save_current(explorer: Explorer, trace_json, name, notes) -> tuple:
     if not trace_json:
         return (error_box("Run a question first; there is nothing to save yet."),
                 gr.skip(), gr.skip())
-    run_id = explorer.save_run(RunTrace.from_json(trace_json), name, notes)
+    run_id = explorer.runs.save_run(RunTrace.from_json(trace_json), name, notes)
     return f"<div class='fe-kept'>Saved as run {run_id}.</div>", "", ""
 
 

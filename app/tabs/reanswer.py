@@ -65,7 +65,7 @@ def reanswer(explorer: Explorer, trace_json: str, keep, add, oracle) -> tuple:
     if not trace_json:
         return error_box("Run a question first."), gr.skip(), gr.skip(), gr.skip()
     before = RunTrace.from_json(trace_json)
-    after = explorer.reanswer(before, [*(keep or []), *(add or [])], bool(oracle))
+    after = explorer.runs.reanswer(before, [*(keep or []), *(add or [])], bool(oracle))
     changed = after.stage(REANSWER).details.note
     both = (f"<div class='fe-final-columns'>{_answer(before, 'As run')}"
             f"{_answer(after, f'Re-answered ({esc(changed)})')}</div>")
@@ -77,7 +77,7 @@ def reanswer(explorer: Explorer, trace_json: str, keep, add, oracle) -> tuple:
 def save(explorer: Explorer, trace_json: str, name: str) -> str:
     if not trace_json:
         return error_box("Re-answer first; there is nothing to save yet.")
-    run_id = explorer.save_run(RunTrace.from_json(trace_json), name or "re-answered")
+    run_id = explorer.runs.save_run(RunTrace.from_json(trace_json), name or "re-answered")
     return f"<div class='fe-kept'>Saved the re-answered run as run {run_id}.</div>"
 
 

@@ -33,7 +33,7 @@ EVERYONE = ""  # the "Saved by" filter's value that lists every run
 def rows(explorer: Explorer, whose: str = EVERYONE) -> list[list]:
     """The saved runs' rows, newest first (of user `whose` only, if given)."""
     out = []
-    for r in explorer.saved_runs():
+    for r in explorer.runs.saved_runs():
         if whose and r.owner != whose:
             continue
         m = r.metrics
@@ -45,7 +45,7 @@ def rows(explorer: Explorer, whose: str = EVERYONE) -> list[list]:
 
 def listing(explorer: Explorer, whose: str = EVERYONE) -> tuple:
     """(the rows of `whose` runs, the "Saved by" filter offering everyone who saved one)."""
-    owners = sorted({r.owner for r in explorer.saved_runs() if r.owner})
+    owners = sorted({r.owner for r in explorer.runs.saved_runs() if r.owner})
     whose = whose if whose in owners else EVERYONE
     return rows(explorer, whose), gr.Dropdown(
         choices=[("everyone", EVERYONE), *((o, o) for o in owners)], value=whose)
@@ -203,7 +203,7 @@ def _no_run(box: str, *_) -> tuple:
 def open_run(explorer: Explorer, text) -> tuple:
     """(message, banner, answer, funnel, timing, reader attention, tables) of a saved run."""
     (run_id,) = parse_ids(text)[:1]
-    trace = explorer.load_run(run_id)
+    trace = explorer.runs.load_run(run_id)
     banner, answer, funnel, waterfall, heatmap, tables = trace_views(trace)
     return (f"<div class='fe-kept'>Run {run_id}, reopened from its saved trace.</div>",
             banner, answer, funnel, waterfall, gr.Plot(heatmap, visible=True), tables)
@@ -215,8 +215,8 @@ def compare_runs(explorer: Explorer, text) -> tuple:
     chosen = parse_ids(text)
     if len(chosen) < 2:
         raise EngineError("Give two run ids to compare, like 3, 5.")
-    traces = [explorer.load_run(i) for i in chosen]
-    saved = {r.id: r for r in explorer.saved_runs()}
+    traces = [explorer.runs.load_run(i) for i in chosen]
+    saved = {r.id: r for r in explorer.runs.saved_runs()}
     heads = [run_heading(saved[i], t) for i, t in zip(chosen, traces, strict=True)]
     # two runs' reader attention has no common grid: each shows on Open
     return ("", "", compare_table(traces, heads), figures.compare_funnel_figure(traces),
@@ -235,14 +235,14 @@ def delete_runs(explorer: Explorer, text, pending, whose=EVERYONE) -> tuple:
     a second click on the same ids deletes them (one's own, or anyone's as an admin)."""
     chosen = parse_ids(text)
     if chosen != pending:
-        known = {r.id for r in explorer.saved_runs()}
+        known = {r.id for r in explorer.runs.saved_runs()}
         missing = [i for i in chosen if i not in known]
         if missing:
             raise EngineError(f"No saved run {missing[0]}; pick ids from the list.")
         return (f"<div class='fe-error'>Press Delete again to delete "
                 f"{plural_runs(chosen)} for good.</div>", gr.skip(), chosen)
     for run_id in chosen:
-        explorer.delete_run(run_id)
+        explorer.runs.delete_run(run_id)
     return (f"<div class='fe-kept'>Deleted {plural_runs(chosen)}.</div>",
             rows(explorer, whose), None)
 
@@ -267,7 +267,7 @@ def audit_table(explorer: Explorer, whose="") -> str:
 def export_runs(explorer: Explorer, kind, text) -> tuple:
     """(the exported file, a message): the runs typed, or every saved run."""
     chosen = parse_ids(text) if str(text or "").strip() else None
-    path, what = download(explorer.export_run_files(kind, chosen), f"funnel_runs_{kind}")
+    path, what = download(explorer.runs.export_run_files(kind, chosen), f"funnel_runs_{kind}")
     which = f"runs {text.strip()}" if chosen else "every saved run"
     return str(path), (f"<div class='fe-kept'>Exported {esc(which)} as "
                        f"{esc(EXPORTS[kind])} ({what}).</div>")
@@ -284,7 +284,7 @@ def import_pipeline(explorer: Explorer, uploads, dataset, label, whose=EVERYONE)
     if not paths:
         raise EngineError("Upload trace files or TREC run files first.")
     files = [(path.name, read_text(path)) for path in paths]
-    imported = explorer.import_pipeline(files, dataset or "", label or "")
+    imported = explorer.runs.import_pipeline(files, dataset or "", label or "")
     runs = f"{imported.runs} {'run' if imported.runs == 1 else 'runs'}"
     pipelines = ", ".join(imported.paradigms)
     if imported.evaluation is not None:

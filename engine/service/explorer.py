@@ -1,11 +1,12 @@
 """The engine as the app sees it: one object whose methods are everything the app and the API
 ask of the engine.
 
-`Explorer` is a facade. The app calls its methods only (tests/test_layout.py checks), and
-each method hands the call to the collaborator of its concern, where the work and its
-documentation are:
-- runs (engine.service.runs.Runs): a question through a paradigm, re-answered over other
-  passages or attributed passage by passage; runs saved, exported and imported;
+`Explorer` is a facade. The app calls its methods and those of the collaborators it exposes
+(`explorer.runs.run(...)`; tests/test_layout.py checks); each of its own methods hands the
+call to the collaborator of its concern, where the work and its documentation are:
+- runs (engine.service.runs.Runs, the public `runs`): a question through a paradigm,
+  re-answered over other passages or attributed passage by passage; runs saved, exported
+  and imported;
 - corpora (engine.service.corpora.Corpora): the corpora a request may name, each prepared
   in the background, and their rows (engine.service.corpus_rows); whether a paradigm can
   answer over one, and the app's status line (engine.service.readiness);
@@ -27,14 +28,13 @@ Gradio callbacks only convert what it returns."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.cache import interrupted, sweep_leftovers
 from engine.data.collection_store import judged_corpus
 from engine.documents import Corpus, Question
 from engine.judging.agreement import Agreement
-from engine.paradigms.base import Paradigm
 from engine.service import readiness
 from engine.service.annotation import Annotation, ClassifierStatus, JudgedPair
 from engine.service.corpora import IDLE_SECONDS, Corpora
@@ -46,7 +46,6 @@ from engine.service.diagnosis import (
 from engine.service.door import Door, guarded
 from engine.service.evaluation_jobs import EvaluationJobs
 from engine.service.evaluations import Evaluations
-from engine.service.imports import Imported
 from engine.service.judged_evaluations import JudgedEvaluations
 from engine.service.judging import Judging
 from engine.service.limits import job_alive
@@ -58,7 +57,7 @@ from engine.service.runs import Runs
 from engine.service.tuning import Tuning
 from engine.store.audit import AuditLog
 from engine.store.labels import Label
-from engine.store.sessions import SavedRun, SessionStore
+from engine.store.sessions import SessionStore
 from engine.trace import RunTrace
 
 
@@ -66,8 +65,8 @@ from engine.trace import RunTrace
 class Explorer:
     """Runs questions through paradigms over prepared corpora; saves and reloads runs;
     evaluates, diagnoses and annotates. Every method hands its call to a collaborator once
-    its door has checked the role (`guarded`); `diagnoses`, `evaluations`, `judging`,
-    `presets` and `tuning` are called on their own, checked by the same door."""
+    its door has checked the role (`guarded`); `runs`, `diagnoses`, `evaluations`,
+    `judging`, `presets` and `tuning` are called on their own, checked by the same door."""
 
     def __init__(self, preparation: Preparation, store: SessionStore, *,
                  corpus_root: Path | None = None, idle_seconds: float = IDLE_SECONDS,
@@ -106,63 +105,6 @@ class Explorer:
         if self.door.limits is not None:  # a user's long jobs count until they end
             self.door.limits.alive = job_alive(self._evaluation_store, self._corpora,
                                                self._annotation, self._tuning)
-
-    # --- running: engine.service.runs -----------------------------------------------------
-
-    def paradigm(self, name: str, config_json: str = "", corpus: str = "",
-                 build: bool = False) -> Paradigm:
-        """Paradigm `name` with a JSON config over `corpus`, handed what it uses."""
-        return self._runs.paradigm(name, config_json, corpus, build)
-
-    def stream(self, question: str | Question, name: str, config_json: str = "",
-               corpus: str = "", build: bool = False, preset: str = ""
-               ) -> Iterator[RunTrace]:
-        """The trace after every stage, then the finished one (`preset`: a named one's)."""
-        return self._runs.stream(question, name, config_json, corpus, build, preset)
-
-    def run(self, question: str | Question, name: str, config_json: str = "",
-            corpus: str = "", build: bool = False, preset: str = "") -> RunTrace:
-        """The finished trace of `stream`."""
-        return self._runs.run(question, name, config_json, corpus, build, preset)
-
-    def reanswer(self, trace: RunTrace, unit_ids: list[str], oracle: bool = False
-                 ) -> RunTrace:
-        """`trace`'s reader again over the units `unit_ids` (and the gold, with `oracle`)."""
-        return self._runs.reanswer(trace, unit_ids, oracle)
-
-    def ablation(self, trace: RunTrace) -> RunTrace:
-        """`trace` with leave-one-out attribution on its reader step."""
-        return self._runs.ablation(trace)
-
-    # --- saved runs: engine.service.runs --------------------------------------------------
-
-    def save_run(self, trace: RunTrace, name: str = "", notes: str = "") -> int:
-        """Save `trace` (once); returns the new run's id."""
-        return self._runs.save_run(trace, name, notes)
-
-    def saved_runs(self) -> list[SavedRun]:
-        """Saved runs, newest first."""
-        return self._runs.saved_runs()
-
-    def load_run(self, run_id: int) -> RunTrace:
-        return self._runs.load_run(run_id)
-
-    def delete_run(self, run_id: int) -> None:
-        """Delete saved run `run_id`: one's own, or anyone's as an admin."""
-        self._runs.delete_run(run_id)
-
-    def export_runs(self, fmt: str, run_ids: list[int] | None = None) -> str:
-        """Saved runs (all, or `run_ids`) as JSONL, CSV or an evaluation tool's format."""
-        return self._runs.export_runs(fmt, run_ids)
-
-    def export_run_files(self, fmt: str, run_ids: list[int] | None = None) -> dict[str, str]:
-        """Saved runs' files ({name: text}) in `fmt`."""
-        return self._runs.export_run_files(fmt, run_ids)
-
-    def import_pipeline(self, files: list[tuple[str, str]], dataset: str = "",
-                        label: str = "") -> Imported:
-        """A pipeline's trace or TREC run files stored as an evaluation or as sessions."""
-        return self._runs.import_pipeline(files, dataset, label)
 
     # --- corpora and their preparation: engine.service.corpora, readiness ----------------
 
@@ -290,6 +232,12 @@ class Explorer:
     def door(self) -> Door:
         """Who acts, and what their role may do."""
         return self._door
+
+    @property
+    def runs(self) -> Runs:
+        """Questions run through paradigms, re-answered or attributed; runs saved, exported
+        and imported (engine.service.runs)."""
+        return self._runs
 
     @property
     def diagnoses(self) -> Diagnoses:

@@ -24,7 +24,7 @@ from engine.paradigms.needs import Need
 from engine.paradigms.registry import make_config, parse_config, spec
 from engine.service.corpora import Corpora, check_searched
 from engine.service.datasets import dataset_label, dataset_of, supporting_documents
-from engine.service.door import Door
+from engine.service.door import Door, guarded
 from engine.service.imports import Imported, import_files
 from engine.service.labelled import labelled_relevance, with_label_measures
 from engine.service.long_builds import (
@@ -60,8 +60,10 @@ class Plan(NamedTuple):
     preset: str = ""  # the named preset it runs (engine.store.presets), if any
 
 
+@guarded
 class Runs:
-    """Questions run through paradigms over prepared corpora; runs saved and reloaded."""
+    """Questions run through paradigms over prepared corpora; runs saved and reloaded. Each
+    method is an action its door checks (engine.service.door)."""
 
     def __init__(self, sessions: SessionStore, corpora: Corpora, labels: LabelStore,
                  tracing: Tracing | None = None, door: Door | None = None,
@@ -73,7 +75,7 @@ class Runs:
         run may name."""
         self._sessions, self._corpora, self._labels = sessions, corpora, labels
         self._tracing = tracing
-        self._door = door or Door()
+        self.door = door or Door()
         self._presets = presets
         self._prepared_by_runs: set[tuple[str, str]] = set()  # (corpus fingerprint, need key)
 
@@ -110,7 +112,7 @@ class Runs:
         if long and not build:
             raise BuildNeeded(long, RUN_CONFIRM, "This config needs")
         if long:  # a long build is the server's: confirming one is an admin's to do
-            self._door.check("build_index", ", ".join(label for label, _ in long))
+            self.door.check("build_index", ", ".join(label for label, _ in long))
         estimates = dict(long)
         return Plan(name, preparation.corpus, config,
                     [(need, estimates[need.label]) for need in pending
@@ -157,14 +159,19 @@ class Runs:
         that preset's paradigm and options, `name` ignored). The question is checked first,
         by the one rule of every run, typed or sent over the API
         (engine.paradigms.base.check_question: refused, never cut)."""
-        check_question(question.text if isinstance(question, Question) else question)
-        return self._streamed(self._planned(name, config_json, corpus, build, preset),
-                              question)
+        return self._stream(question, name, config_json, corpus, build, preset)
 
     def run(self, question: str | Question, name: str, config_json: str = "",
             corpus: str = "", build: bool = False, preset: str = "") -> RunTrace:
-        *_, trace = self.stream(question, name, config_json, corpus, build, preset)
+        """The finished trace of `stream` (one run's share taken, not two)."""
+        *_, trace = self._stream(question, name, config_json, corpus, build, preset)
         return trace
+
+    def _stream(self, question: str | Question, name: str, config_json: str,
+                corpus: str, build: bool, preset: str) -> Iterator[RunTrace]:
+        check_question(question.text if isinstance(question, Question) else question)
+        return self._streamed(self._planned(name, config_json, corpus, build, preset),
+                              question)
 
     def reanswer(self, trace: RunTrace, unit_ids: list[str], oracle: bool = False
                  ) -> RunTrace:
@@ -245,7 +252,7 @@ class Runs:
             raise ConfigError(f"This run is already saved as run {run_id} ({saved_name!r}); "
                               "nothing was saved again. Run the question again to save "
                               "another run of it.")
-        return self._sessions.save(trace, name, notes, self._door.name())
+        return self._sessions.save(trace, name, notes, self.door.name())
 
     def saved_runs(self) -> list[SavedRun]:
         """Saved runs, newest first."""
@@ -256,7 +263,7 @@ class Runs:
 
     def delete_run(self, run_id: int) -> None:
         """Delete saved run `run_id`: one's own, or anyone's as an admin."""
-        self._door.owns(self._sessions.owner(run_id), "delete_run", f"run {run_id}")
+        self.door.owns(self._sessions.owner(run_id), "delete_run", f"run {run_id}")
         self._sessions.delete(run_id)
 
     def export_runs(self, fmt: str, run_ids: list[int] | None = None) -> str:
@@ -287,7 +294,7 @@ class Runs:
         imported = import_files(files, self._sessions, dataset=chosen,
                                 dataset_name=dataset_label(dataset) if chosen else "",
                                 label=label, corpus=searched)
-        owner = self._door.name()
+        owner = self.door.name()
         if owner and imported.sessions:
             self._sessions.set_owner(list(imported.sessions), owner)
         if owner and imported.evaluation is not None:
