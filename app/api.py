@@ -106,8 +106,8 @@ def _runs_api(explorer: Explorer) -> None:
 
     def status() -> dict:
         """Preparation progress: {"ready": {paradigm: bool}, "tasks": [line, ...]}."""
-        return {"ready": {p: explorer.ready(p) for p in PARADIGMS},
-                "tasks": explorer.status()}
+        return {"ready": {p: explorer.catalog.ready(p) for p in PARADIGMS},
+                "tasks": explorer.catalog.status()}
 
     endpoint(run, "trace_json", TRACE)
     endpoint(save_run, "run_id", "the saved run's id, which load_run takes")
@@ -129,35 +129,35 @@ def _annotation_api(explorer: Explorer) -> None:
                        annotator: str = "", question_id: str = "", corpus: str = "") -> str:
         """Store label 1 or 0 for documents (d1, d2) of `question` (of `corpus`; empty: the
         start-up one); returns the stored label."""
-        stored = explorer.add_label(question, d1_id, d2_id, label, annotator=annotator,
+        stored = explorer.annotation.add_label(question, d1_id, d2_id, label, annotator=annotator,
                                     question_id=question_id, corpus=corpus)
         return json.dumps({**stored.record(), "id": stored.id})
 
     def list_labels() -> str:
         """Every stored label, newest first, as a JSON list (what an export holds, with ids)."""
-        return json.dumps([{**x.record(), "id": x.id} for x in explorer.labels()])
+        return json.dumps([{**x.record(), "id": x.id} for x in explorer.annotation.labels()])
 
     def annotate_pairs(trace_json: str) -> str:
         """The classifier's judged pairs of a drrag trace (as `run` returns), in labelling
         order, as a JSON list."""
         try:
             trace = RunTrace.from_json(trace_json)
-            return json.dumps([vars(p) for p in explorer.judged_pairs(trace)])
+            return json.dumps([vars(p) for p in explorer.annotation.judged_pairs(trace)])
         except (ValueError, TypeError, KeyError) as err:
             raise refused(f"trace_json is not a run trace ({err}); pass what `run` "
                           "returned.") from None
 
     def retrain() -> str:
         """Start retraining on the training pairs plus the labels; returns classifier_status."""
-        return _status_json(explorer.retrain_classifier())
+        return _status_json(explorer.annotation.retrain_classifier())
 
     def classifier_status() -> str:
         """The active version, every version's held-out figures, the retrain's progress."""
-        return _status_json(explorer.classifier_status())
+        return _status_json(explorer.annotation.classifier_status())
 
     def activate_classifier(version: str) -> str:
         """Make `version` (an id from classifier_status) the active classifier."""
-        return _status_json(explorer.activate_classifier(version))
+        return _status_json(explorer.annotation.activate_classifier(version))
 
     endpoint(annotate_label, "label_json", "JSON text: the stored label {id, question, "
              "question_id, d1_id, d1_title, d1_text, d2_id, ..., label, source, annotator, "
@@ -182,7 +182,7 @@ def _corpora_api(explorer: Explorer) -> None:
         takes them); `drop_unknown` leaves out its judgments of documents its corpus lacks
         instead of refusing it."""
         path, original = uploaded(file)
-        added = explorer.add_corpus(name, path, upload=True, original=original,
+        added = explorer.catalog.add_corpus(name, path, upload=True, original=original,
                                     drop_unknown=bool(drop_unknown))
         return json.dumps({"name": added, "status": "preparing"})
 
@@ -191,11 +191,11 @@ def _corpora_api(explorer: Explorer) -> None:
         not loaded), documents, fingerprint, built, disk_bytes, progress, error, answering
         (the paradigms that can answer over it now), served_by, judged (a test
         collection's splits)}."""
-        return json.dumps([asdict(row) for row in explorer.corpora()])
+        return json.dumps([asdict(row) for row in explorer.catalog.corpora()])
 
     def remove_corpus(name: str) -> str:
         """Remove an added corpus (not the start-up or a packaged one); returns its name."""
-        explorer.remove_corpus(name)
+        explorer.catalog.remove_corpus(name)
         return json.dumps({"removed": name})
 
     endpoint(add_corpus, "corpus_json", 'JSON text: {"name", "status": "preparing"}; '
@@ -221,7 +221,7 @@ def _people_api(explorer: Explorer) -> None:
         exact, kappa}]."""
         return json.dumps([{"first": a, "second": b, "pairs": found.pairs,
                             "exact": found.exact, "kappa": found.kappa}
-                           for a, b, found in explorer.label_agreement()])
+                           for a, b, found in explorer.annotation.label_agreement()])
 
     def audit_log(limit: int = 200, user: str = "") -> str:
         """The latest admin actions and refusals (of `user` only, if given), newest first:

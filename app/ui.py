@@ -45,8 +45,8 @@ def status_summary(explorer: Explorer) -> tuple[str, bool]:
     what failed (it never reads "Ready" over a failure), the paradigms still waiting -
     then those that answer now, what stands in meanwhile, the QA data missing, the
     corpus."""
-    failures = explorer.failures()
-    answering = [p for p in PARADIGMS if explorer.ready(p)]
+    failures = explorer.catalog.failures()
+    answering = [p for p in PARADIGMS if explorer.catalog.ready(p)]
     waiting = [p for p in PARADIGMS if p not in answering]
     news = []
     if failures:
@@ -57,24 +57,24 @@ def status_summary(explorer: Explorer) -> tuple[str, bool]:
         news.append(f"Waiting: {', '.join(waiting)}")
     news.append(f"{'Answering' if failures or waiting else 'Ready'}: {', '.join(answering)}"
                 if answering else "Nothing answers yet (preparing…)")
-    standing_in = explorer.standing_in()  # no paradigm waits for these (readiness)
+    standing_in = explorer.catalog.standing_in()  # no paradigm waits for these (readiness)
     if standing_in:
         news.append("In the background: " + "; ".join(standing_in))
-    note = explorer.datasets_note()
+    note = explorer.catalog.datasets_note()
     if note:
         news.append(note)
-    news.append(f"corpus {explorer.corpus_spec}")
+    news.append(f"corpus {explorer.catalog.corpus_spec}")
     return " · ".join(news), bool(failures)
 
 
 def status_lines(explorer: Explorer) -> str:
     """Every line of the status, unfolded: what failed first, then every task and build
     with how far it has got, what stands in, the QA data missing."""
-    failures = explorer.failures()
+    failures = explorer.catalog.failures()
     lines = [f"<li class='fe-failed'>{esc(line)}</li>" for line in failures]
-    lines += [f"<li>{esc(line)}</li>" for line in explorer.status() if line not in failures]
-    lines += [f"<li>{esc(line)}</li>" for line in explorer.standing_in()]
-    note = explorer.datasets_note()
+    lines += [f"<li>{esc(line)}</li>" for line in explorer.catalog.status() if line not in failures]
+    lines += [f"<li>{esc(line)}</li>" for line in explorer.catalog.standing_in()]
+    note = explorer.catalog.datasets_note()
     if note:
         lines.append(f"<li>{esc(note)}</li>")
     return f"<ul class='fe-status-lines'>{''.join(lines)}</ul>"
@@ -114,7 +114,8 @@ def _built(explorer: Explorer) -> gr.Blocks:
         demo.load(lambda: status_update(explorer), None, [status, lines],
                   **PRIVATE, show_progress="hidden")
         timer = gr.Timer(STATUS_SECONDS)
-        timer.tick(lambda: (*status_update(explorer), gr.Timer(active=not explorer.ready())),
+        timer.tick(lambda: (*status_update(explorer),
+                            gr.Timer(active=not explorer.catalog.ready())),
                    None, [status, lines, timer], **PRIVATE,
                    show_progress="hidden")
         shown: list[tuple[gr.Tab, Tab]] = []  # every tab, in order, as built

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -31,7 +32,7 @@ def test_labelling_moves_on_stores_and_exports_and_a_reimport_adds_nothing(
     assert at == 2 and "Every pair of this question is labelled or skipped" in card
     assert "<b>1</b> stored labels" in stored  # a skip stores nothing
 
-    (label,) = explorer.labels()
+    (label,) = explorer.annotation.labels()
     assert (label.d1_id, label.label, label.annotator, label.question_id) == \
         (tiny_corpus.documents[0].id, 1, "ann", "q1")
     exported = Path(annotate.export_labels(explorer))
@@ -46,7 +47,7 @@ def test_labelling_before_finding_pairs_or_a_bad_import_is_refused(explorer, tmp
     bad.write_text("{not json\n", encoding="utf-8")
     message, _ = annotate.import_labels(explorer, str(bad))
     assert message.startswith("<div class='fe-error'>") and "mine.jsonl" in message
-    assert explorer.labels() == []
+    assert explorer.annotation.labels() == []
 
 
 # --- the classifier panel after a retrain (views over the service's status) --------------
@@ -153,11 +154,11 @@ def test_a_waiting_retrain_says_what_it_waits_for_and_keeps_polling():
         in classifier_html(unknown)
     assert "training &lt;C&gt;: 3/10" in html  # escaped
 
-    class Service:
+    class Annotation:
         def classifier_status(self):
             return status
 
-    *_, timer = annotate.refresh(Service())
+    *_, timer = annotate.refresh(SimpleNamespace(annotation=Annotation()))
     assert timer.active
 
 
@@ -184,7 +185,7 @@ def test_annotate_lists_training_questions_first_and_says_whose_labels_train(exp
     from engine.service.datasets import dataset_questions
 
     dev, train = "hotpotqa/dev500_contexts.jsonl", "hotpotqa/train100.json"
-    if not {dev, train} <= set(explorer.datasets()):
+    if not {dev, train} <= set(explorer.catalog.datasets()):
         pytest.skip("the QA data is not here (funnel-engine data fetch)")
     offered = [path for _, path in picker.dataset_choices(explorer,
                                                           order=labelling_order)["choices"]]

@@ -563,10 +563,10 @@ def test_the_status_says_what_stands_in_while_builds_and_training_go_on():
                 "100-token passages) is built",
                 "1 classifier still training; untrained stand-ins decide meanwhile"]
     failures = []
-    explorer = SimpleNamespace(corpus_spec="wiki<1>", status=lambda: ["corpus: ready"],
-                               standing_in=lambda: standing, failures=lambda: failures,
-                               datasets_note=lambda: "",
-                               ready=lambda name=None: name is not None)
+    explorer = SimpleNamespace(catalog=SimpleNamespace(
+        corpus_spec="wiki<1>", status=lambda: ["corpus: ready"], standing_in=lambda: standing,
+        failures=lambda: failures, datasets_note=lambda: "",
+        ready=lambda name=None: name is not None))
     line, failed = status_summary(explorer)
     assert line.startswith("Ready: " + ", ".join(PARADIGMS)) and not failed
     assert "In the background: BM25 over the same passages stands in" in line
@@ -588,11 +588,11 @@ def test_the_status_is_one_line_with_the_worst_news_first():
     first = next(iter(PARADIGMS))
     failures = ["fetching the QA data: FAILED - No network answers",
                 "train <selection>: FAILED - out of memory"]
-    explorer = SimpleNamespace(
+    explorer = SimpleNamespace(catalog=SimpleNamespace(
         corpus_spec="wiki", failures=lambda: failures, standing_in=lambda: [],
         status=lambda: ["corpus: ready", *failures, "dense index: building 40%"],
         datasets_note=lambda: "Not here yet: HotpotQA dev500 (run `fetch`)",
-        ready=lambda name=None: name == first)
+        ready=lambda name=None: name == first))
     line, failed = status_summary(explorer)
     assert failed and "Ready" not in line
     assert line.startswith("✖ 2 tasks failed: fetching the QA data: FAILED - No network "

@@ -45,7 +45,7 @@ def settled(explorer, name, timeout=30):
     """The corpus's row once its preparation has ended."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        row = next(r for r in explorer.corpora() if r.name == name)
+        row = next(r for r in explorer.catalog.corpora() if r.name == name)
         if row.status != "preparing":
             return row
         time.sleep(0.05)
@@ -58,11 +58,12 @@ def test_an_added_corpus_is_stored_listed_and_searched_per_request(explorer, tmp
 
     source = write_jsonl(tmp_path / "upload.jsonl", tiny_rows(**{
         "Georges Seurat": "Georges Seurat kept a pet heron named Pointille in his studio."}))
-    assert explorer.add_corpus("mine", source, upload=True, original="notes.jsonl") == "mine"
+    assert explorer.catalog.add_corpus("mine", source, upload=True,
+                                       original="notes.jsonl") == "mine"
     row = settled(explorer, "mine")
     assert (row.status, row.origin, row.documents, row.error) == ("ready", "added", 8, "")
     assert row.disk_bytes == stored_path("mine").stat().st_size > 0
-    names = explorer.corpus_names()
+    names = explorer.catalog.corpus_names()
     assert names[0] == "tiny" and {"wiki", "pooled", "mine"} <= set(names)
 
     # the same corpus for the CLI and a restarted app: by name, with the same fingerprint
@@ -86,7 +87,7 @@ def test_a_zip_of_text_files_and_a_path_under_the_root_are_corpora(explorer, tmp
         z.writestr("notes/heron.md", "# The heron\nSeurat kept a heron named Pointille.")
         z.writestr("notes/empty.txt", "   ")
         z.writestr("notes/image.png", b"\x89PNG")
-    explorer.add_corpus("zipped", archive, upload=True)
+    explorer.catalog.add_corpus("zipped", archive, upload=True)
     row = settled(explorer, "zipped")
     assert (row.status, row.documents) == ("ready", 1)
     from engine.data.corpus import load_corpus
@@ -95,7 +96,7 @@ def test_a_zip_of_text_files_and_a_path_under_the_root_are_corpora(explorer, tmp
     assert (doc.id, doc.title) == ("notes/heron", "The heron")
 
     write_jsonl(tmp_path / "allowed" / "server.jsonl", tiny_rows())
-    explorer.add_corpus("server-side", "server.jsonl", upload=False)  # relative to the root
+    explorer.catalog.add_corpus("server-side", "server.jsonl", upload=False)  # relative to the root
     assert settled(explorer, "server-side").status == "ready"
 
 
@@ -104,7 +105,7 @@ def test_bad_corpora_are_refused_by_name_and_nothing_prepared_is_touched(explore
     from engine.data.ingest import corpora_dir
 
     good = write_jsonl(tmp_path / "good.jsonl", tiny_rows())
-    explorer.add_corpus("kept", good, upload=True)
+    explorer.catalog.add_corpus("kept", good, upload=True)
     kept = settled(explorer, "kept")
     before = sorted(p.name for p in corpora_dir().rglob("*"))
 
@@ -119,22 +120,22 @@ def test_bad_corpora_are_refused_by_name_and_nothing_prepared_is_touched(explore
     }
     for (name, source, upload), message in refusals.items():
         with pytest.raises(ConfigError, match=message):
-            explorer.add_corpus(name, source, upload=upload)
+            explorer.catalog.add_corpus(name, source, upload=upload)
     evil = tmp_path / "evil.zip"
     with zipfile.ZipFile(evil, "w") as z:
         z.writestr("ok.txt", "fine")
         z.writestr("../../escape.txt", "out")
     with pytest.raises(ConfigError, match="evil.zip: member '../../escape.txt' points "
                                           "outside the archive's folder; nothing was read"):
-        explorer.add_corpus("x", evil, upload=True)
+        explorer.catalog.add_corpus("x", evil, upload=True)
     linked = tmp_path / "allowed" / "linked"
     linked.mkdir()
     (linked / "secret.txt").symlink_to(tmp_path / "good.jsonl")
     with pytest.raises(ConfigError, match="'secret.txt' in .* links outside the folder"):
-        explorer.add_corpus("x", linked, upload=False)
+        explorer.catalog.add_corpus("x", linked, upload=False)
     monkeypatch.setenv("FUNNEL_MAX_UPLOAD_MB", "0.0001")
     with pytest.raises(ConfigError, match=r"over the 0.0 MB limit .*FUNNEL_MAX_UPLOAD_MB"):
-        explorer.add_corpus("x", good, upload=True)
+        explorer.catalog.add_corpus("x", good, upload=True)
     monkeypatch.delenv("FUNNEL_MAX_UPLOAD_MB")
 
     failing = {  # refused while it is read, in its status
@@ -148,7 +149,7 @@ def test_bad_corpora_are_refused_by_name_and_nothing_prepared_is_touched(explore
     uploads = tmp_path / "gradio" / "3f9a0c1d2e"  # where Gradio keeps an upload
     uploads.mkdir(parents=True)
     for name, (rows, message) in failing.items():
-        explorer.add_corpus(name, write_jsonl(uploads / f"{name}.jsonl", rows), upload=True)
+        explorer.catalog.add_corpus(name, write_jsonl(uploads / f"{name}.jsonl", rows), upload=True)
         row = settled(explorer, name)
         assert row.status == "failed" and message in row.error, row.error
         assert row.error.startswith(f"{name}.jsonl") and str(uploads) not in row.error
@@ -159,13 +160,13 @@ def test_bad_corpora_are_refused_by_name_and_nothing_prepared_is_touched(explore
     with zipfile.ZipFile(twins, "w") as z:
         z.writestr("a.txt", "one")
         z.writestr("a.md", "two")
-    explorer.add_corpus("twins", twins, upload=True)
+    explorer.catalog.add_corpus("twins", twins, upload=True)
     assert settled(explorer, "twins").error == ("twins.zip: members 'a.md' and 'a.txt' would "
                                                 "both be document 'a' (rename one of them)")
     assert sorted(p.name for p in corpora_dir().rglob("*")) == before  # nothing written
     assert settled(explorer, "kept") == kept
     # a failed name is free again
-    explorer.add_corpus("empty", good, upload=True)
+    explorer.catalog.add_corpus("empty", good, upload=True)
     assert settled(explorer, "empty").status == "ready"
 
 
@@ -174,23 +175,24 @@ def test_removing_a_corpus_unloads_and_deletes_it_and_refuses_the_others(explore
     from engine.service.store import process_store
     from engine.units.build import UnitConfig
 
-    explorer.add_corpus("gone", write_jsonl(tmp_path / "g.jsonl", tiny_rows(
+    explorer.catalog.add_corpus("gone", write_jsonl(tmp_path / "g.jsonl", tiny_rows(
         Vienna="Vienna is the capital of Austria.")), upload=True)
-    explorer.add_corpus("twin", write_jsonl(tmp_path / "t.jsonl", tiny_rows()), upload=True)
+    explorer.catalog.add_corpus("twin", write_jsonl(tmp_path / "t.jsonl", tiny_rows()), upload=True)
     settled(explorer, "gone"), settled(explorer, "twin")
     corpus = explorer.runs.paradigm("echo", corpus="gone").corpus
     index = process_store().bm25(corpus, UnitConfig("documents"))
-    tiny = explorer.corpus
+    tiny = explorer.catalog.corpus
     tiny_index = process_store().bm25(tiny, UnitConfig("documents"))
     assert explorer.runs.paradigm("echo", corpus="twin").corpus.fingerprint == tiny.fingerprint
     for name, message in {"tiny": "the corpus the app started with", "wiki": "packaged",
                           "nope": "No added corpus is named 'nope'; added ones: gone"}.items():
         with pytest.raises(ConfigError, match=message):
-            explorer.remove_corpus(name)
-    explorer.remove_corpus("gone")
-    assert not stored_path("gone").exists() and "gone" not in explorer.corpus_names()
+            explorer.catalog.remove_corpus(name)
+    explorer.catalog.remove_corpus("gone")
+    assert not stored_path("gone").exists() and "gone" not in explorer.catalog.corpus_names()
     assert process_store().bm25(corpus, UnitConfig("documents")) is not index  # evicted
-    explorer.remove_corpus("twin")  # the start-up corpus, of the same text, keeps its indexes
+    # the start-up corpus, of the same text, keeps its indexes
+    explorer.catalog.remove_corpus("twin")
     assert process_store().bm25(tiny, UnitConfig("documents")) is tiny_index
     with pytest.raises(ConfigError, match="Unknown corpus 'twin'"):
         explorer.runs.run("q", "echo", corpus="twin")
@@ -203,24 +205,24 @@ def test_an_idle_corpus_is_released_and_loads_again_on_use(prepared, tmp_path):
 
     clock = Clock()
     explorer = Explorer(*prepared, idle_seconds=0.5, preparing=corpus_only, clock=clock)
-    explorer.add_corpus("idle", write_jsonl(tmp_path / "i.jsonl", tiny_rows(
+    explorer.catalog.add_corpus("idle", write_jsonl(tmp_path / "i.jsonl", tiny_rows(
         Vienna="Vienna is the capital of Austria.")), upload=True)
     settled(explorer, "idle")
     corpus = explorer.runs.paradigm("echo", corpus="idle").corpus
     index = process_store().bm25(corpus, UnitConfig("documents"))
     explorer.runs.run("q", "echo")
-    assert next(r for r in explorer.corpora() if r.name == "idle").status == "ready"
+    assert next(r for r in explorer.catalog.corpora() if r.name == "idle").status == "ready"
     clock.advance(0.4)
     explorer.runs.run("q", "echo")
-    assert next(r for r in explorer.corpora() if r.name == "idle").status == "ready"
+    assert next(r for r in explorer.catalog.corpora() if r.name == "idle").status == "ready"
     clock.advance(0.2)
     explorer.runs.run("q", "echo")  # any request releases what has been idle too long
-    row = next(r for r in explorer.corpora() if r.name == "idle")
+    row = next(r for r in explorer.catalog.corpora() if r.name == "idle")
     assert row.status == "not loaded" and row.fingerprint == corpus.fingerprint[:12]
     assert "bm25" in row.built and row.answering == ()  # still on disk
     assert explorer.runs.run("Seurat", "echo", corpus="idle").corpus["name"] == "idle"
     assert process_store().bm25(corpus, UnitConfig("documents")) is not index
-    assert next(r for r in explorer.corpora() if r.name == "tiny").status == "ready"
+    assert next(r for r in explorer.catalog.corpora() if r.name == "tiny").status == "ready"
 
 
 def start_behind(a: Preparation, b: Preparation, running: threading.Event) -> None:
@@ -268,19 +270,19 @@ def test_long_builds_take_turns_across_corpora(tiny_corpus):
 
 def test_a_run_over_a_corpus_replaced_under_its_name_is_not_re_answered(explorer, tmp_path):
     before = write_jsonl(tmp_path / "v1.jsonl", tiny_rows(Vienna="Vienna is on the Danube."))
-    explorer.add_corpus("notes", before, upload=True)
+    explorer.catalog.add_corpus("notes", before, upload=True)
     settled(explorer, "notes")
     run = explorer.runs.run("Georges Seurat painting", "echo", corpus="notes")
     assert explorer.runs.reanswer(run, ["A Sunday Afternoon"]).corpus["name"] == "notes"
-    explorer.remove_corpus("notes")
+    explorer.catalog.remove_corpus("notes")
     after = write_jsonl(tmp_path / "v2.jsonl", tiny_rows(Vienna="Vienna has opera houses."))
-    explorer.add_corpus("notes", after, upload=True)
+    explorer.catalog.add_corpus("notes", after, upload=True)
     settled(explorer, "notes")
     with pytest.raises(ConfigError, match=r"This run searched corpus 'notes' as it was "
                                           r"\(fingerprint \w{12}\); it holds other texts now"):
         explorer.runs.reanswer(run, ["A Sunday Afternoon"])
     with pytest.raises(ConfigError, match="holds other texts now"):
-        explorer.judged_pairs(run)
+        explorer.annotation.judged_pairs(run)
 
 
 @pytest.mark.server
@@ -297,17 +299,17 @@ def test_a_corpus_added_with_a_ray_address_is_encoded_by_ray_workers(explorer, t
         explorer._corpora.add("raw", write_jsonl(tmp_path / "a.jsonl", tiny_rows()),
                               upload=True, ray="local", workers=0)
     with pytest.raises(ConfigError, match="No Ray cluster answers at '127.0.0.1:9'"):
-        explorer.add_corpus("raw", write_jsonl(tmp_path / "b.jsonl", tiny_rows()),
+        explorer.catalog.add_corpus("raw", write_jsonl(tmp_path / "b.jsonl", tiny_rows()),
                             upload=True, ray="127.0.0.1:9")
     with pytest.raises(ConfigError, match="Ray shards needs a Ray address"):
-        explorer.add_corpus("raw", write_jsonl(tmp_path / "c.jsonl", tiny_rows()),
+        explorer.catalog.add_corpus("raw", write_jsonl(tmp_path / "c.jsonl", tiny_rows()),
                             upload=True, shards=2)
     with pytest.raises(ConfigError, match="shards=65 is out of range"):
-        explorer.add_corpus("raw", write_jsonl(tmp_path / "d.jsonl", tiny_rows()),
+        explorer.catalog.add_corpus("raw", write_jsonl(tmp_path / "d.jsonl", tiny_rows()),
                             upload=True, ray="local", shards=65)
-    assert "raw" not in explorer.corpus_names()  # refused before anything was read
+    assert "raw" not in explorer.catalog.corpus_names()  # refused before anything was read
     source = write_jsonl(tmp_path / "ray.jsonl", tiny_rows())
-    explorer.add_corpus("onray", source, upload=True, ray="local")
+    explorer.catalog.add_corpus("onray", source, upload=True, ray="local")
     assert settled(explorer, "onray").status == "ready"
     corpus = explorer._corpora.preparation("onray").corpus
     passages = UnitConfig("passages")
@@ -378,11 +380,11 @@ def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, pre
                             ({"qdrant": "ftp://x"}, "neither a server's URL"),
                             ({"qdrant": where, "collection": "a b"}, "is not 1-200")):
         with pytest.raises(ConfigError, match=named):
-            explorer.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True,
+            explorer.catalog.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True,
                                 **settings)
-    assert "inq" not in explorer.corpus_names()  # refused before anything was read
+    assert "inq" not in explorer.catalog.corpus_names()  # refused before anything was read
     monkeypatch.chdir(tmp_path)  # a relative folder is kept as an absolute one
-    explorer.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True,
+    explorer.catalog.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True,
                         qdrant="qdrant", collection="my.notes")
     row = settled(explorer, "inq")
     corpus = explorer._corpora.preparation("inq").corpus
@@ -393,7 +395,7 @@ def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, pre
         assert isinstance(index, QdrantDenseIndex) and index.index.name == "my.notes"
         assert index.search("Which river flows through capitals?", 1)[0].unit.doc_ids == \
             ("Danube",)
-        assert all(r.served_by == "" for r in explorer.corpora() if r.name != "inq")
+        assert all(r.served_by == "" for r in explorer.catalog.corpora() if r.name != "inq")
         # a restart (a new app over the same data directory) serves it from there again
         process_store().serve_here(corpus)
         process_store().evict(corpus.fingerprint)
@@ -404,9 +406,9 @@ def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, pre
         again = process_store().dense(corpus, FlatConfig().passages())
         assert isinstance(again, QdrantDenseIndex) and again is not index
         # removed, then added again without Qdrant: served here
-        restarted.remove_corpus("inq")
+        restarted.catalog.remove_corpus("inq")
         assert process_store().served_by(corpus.fingerprint, "inq") == ""
-        restarted.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True)
+        restarted.catalog.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True)
         assert settled(restarted, "inq").served_by == ""
         here = process_store().dense(corpus, FlatConfig().passages())
         assert not isinstance(here, QdrantDenseIndex)
@@ -423,7 +425,7 @@ def test_an_evaluation_searches_its_corpus_plus_the_datasets_paragraphs_as_the_c
     from engine.data.corpus import eval_corpus, load_corpus
     from engine.data.loaders import read_dataset
 
-    explorer.add_corpus("mine", write_jsonl(tmp_path / "c.jsonl", tiny_rows()), upload=True)
+    explorer.catalog.add_corpus("mine", write_jsonl(tmp_path / "c.jsonl", tiny_rows()), upload=True)
     assert settled(explorer, "mine").status == "ready"
     qa = tmp_path / "heron.jsonl"
     qa.write_text(json.dumps({
@@ -441,15 +443,15 @@ def test_an_evaluation_searches_its_corpus_plus_the_datasets_paragraphs_as_the_c
     assert (cli.name, cli.fingerprint) == (f"mine+{qa}", stored.corpus_fingerprint)
     assert load_corpus(f"mine+{qa}").fingerprint == stored.corpus_fingerprint  # Ray workers
     assert "Seurat's heron" in cli.by_id and len(cli) == len(load_corpus("mine")) + 1
-    assert stored.corpus in explorer.corpus_names()  # listed while it is loaded
+    assert stored.corpus in explorer.catalog.corpus_names()  # listed while it is loaded
     assert explorer._corpora.preparation(stored.corpus).corpus_spec == f"mine+{qa}"
     # Explore's gold note counts the question's evidence in the corpus chosen
     from engine.documents import Question
 
     heron = Question("q0", "What was Seurat's heron called?", ("Pointille",),
                      supporting_titles=("Seurat's heron",))
-    assert explorer.supporting_in_corpus(heron, stored.corpus) == (1, 1)
-    assert explorer.supporting_in_corpus(heron, "mine") == (0, 1)
+    assert explorer.catalog.supporting_in_corpus(heron, stored.corpus) == (1, 1)
+    assert explorer.catalog.supporting_in_corpus(heron, "mine") == (0, 1)
     # by its spec too (a restart's Diagnose or Resume, a corpus typed in a request)
     assert explorer.runs.run("heron", "echo", corpus=f"mine+{qa}").corpus["fingerprint"] == (
         stored.corpus_fingerprint)
@@ -471,18 +473,18 @@ def test_a_test_collection_added_here_is_a_dataset_judged_over_its_own_corpus(ex
     from engine.data.ingest import stored_corpora
     from tests.test_collection_eval import tiny_beir
 
-    explorer.add_corpus("tiny-beir", str(tiny_beir(tmp_path)), upload=True)
+    explorer.catalog.add_corpus("tiny-beir", str(tiny_beir(tmp_path)), upload=True)
     row = settled(explorer, "tiny-beir")
     assert row.status == "ready" and row.documents == len(TINY_DOCS)
     assert row.judged == "test (2 judged questions), train (1 judged question)"
-    assert {"tiny-beir (test)", "tiny-beir (train)"} <= set(explorer.datasets().values())
-    assert explorer.dataset_corpus("tiny-beir (test)") == "tiny-beir"
-    assert explorer.dataset_corpus("HotpotQA dev500") is None
+    assert {"tiny-beir (test)", "tiny-beir (train)"} <= set(explorer.catalog.datasets().values())
+    assert explorer.catalog.dataset_corpus("tiny-beir (test)") == "tiny-beir"
+    assert explorer.catalog.dataset_corpus("HotpotQA dev500") is None
     # the pickers' other way: the corpus picked, its own question set follows
     from app.tabs.picker import own_question_set
 
     test_split = own_question_set(explorer, "tiny-beir", "hotpotqa/dev500_contexts.jsonl")
-    assert explorer.dataset_corpus(test_split) == "tiny-beir"
+    assert explorer.catalog.dataset_corpus(test_split) == "tiny-beir"
     assert own_question_set(explorer, "tiny-beir", test_split) is None  # already its own
     assert own_question_set(explorer, "wiki", test_split) is None  # wiki has none
     evaluation = explorer.evaluations.evaluate("tiny-beir (test)", ["echo"])
@@ -496,12 +498,12 @@ def test_a_test_collection_added_here_is_a_dataset_judged_over_its_own_corpus(ex
     with pytest.raises(ConfigError, match="judged over corpus 'tiny-beir', not 'tiny'"):
         explorer.evaluations.evaluate("tiny-beir (test)", ["echo"], corpus="tiny")
     bad = tiny_beir(tmp_path / "bad", dev="query-id\tcorpus-id\tscore\nq1\tNowhere\t1\n")
-    explorer.add_corpus("bad-beir", str(bad), upload=True)
+    explorer.catalog.add_corpus("bad-beir", str(bad), upload=True)
     failed = settled(explorer, "bad-beir")
     assert failed.status == "failed"
     assert "dev.tsv, line 2: field 'corpus-id': names document 'Nowhere'" in failed.error
     assert "bad-beir" not in {c.name for c in stored_corpora()}
-    assert not any(label.startswith("bad-beir") for label in explorer.datasets().values())
+    assert not any(label.startswith("bad-beir") for label in explorer.catalog.datasets().values())
 
 
 def test_a_question_set_s_evaluation_reads_its_latest_grades_in_the_process_that_ran_it(
@@ -511,7 +513,7 @@ def test_a_question_set_s_evaluation_reads_its_latest_grades_in_the_process_that
     however much was judged. Once it ended, its status is the stored one, measured again
     by the grades given since."""
     source = write_jsonl(tmp_path / "upload.jsonl", tiny_rows())
-    explorer.add_corpus("mine", source, upload=True, original="notes.jsonl")
+    explorer.catalog.add_corpus("mine", source, upload=True, original="notes.jsonl")
     assert settled(explorer, "mine").status == "ready"
     explorer.judging.add_questions("mine", "support", text="Who painted La Grande Jatte?\n")
     evaluation = explorer.evaluations.evaluate("mine (support)", ["echo"])

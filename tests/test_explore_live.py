@@ -210,13 +210,13 @@ def test_browser_status_is_one_line_worst_news_first_and_stays_as_the_user_left_
     from playwright.sync_api import expect
 
     from engine.paradigms.registry import PARADIGMS
-    from engine.service.explorer import Explorer
+    from engine.service.catalog import Catalog
 
     failures = ["fetching the QA data: FAILED - No network answers for the QA data",
                 "train selection classifier: FAILED - out of memory"]
-    monkeypatch.setattr(Explorer, "failures", lambda self: list(failures))
+    monkeypatch.setattr(Catalog, "failures", lambda self: list(failures))
     # all but echo wait, so the status keeps polling meanwhile
-    monkeypatch.setattr(Explorer, "ready", lambda self, name=None, corpus="": name == "echo")
+    monkeypatch.setattr(Catalog, "ready", lambda self, name=None, corpus="": name == "echo")
     url, _ = echo_app
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto(url)

@@ -172,12 +172,12 @@ def value_set(update: gr.Dropdown) -> str | None:
 
 def test_remove_asks_first_then_every_corpus_choice_drops_it(with_corpora, tmp_path):
     explorer = with_corpora
-    explorer.add_corpus("gone", write_jsonl(tmp_path / "g.jsonl", tiny_rows()), upload=True)
+    explorer.catalog.add_corpus("gone", write_jsonl(tmp_path / "g.jsonl", tiny_rows()), upload=True)
     settled(explorer, "gone")
     tabs = ("gone", "tiny", "gone", "gone", "tiny")  # Explore, Compare, Annotate, ... chose
     *views, pending = corpora.remove_asked(explorer, "gone", None, *tabs)
     assert "Press Remove again to remove corpus <b>gone</b>" in views[0]
-    assert pending == "gone" and "gone" in explorer.corpus_names()  # nothing removed yet
+    assert pending == "gone" and "gone" in explorer.catalog.corpus_names()  # nothing removed yet
     *views, pending = corpora.remove_asked(explorer, "gone", pending, *tabs)
     assert "Removed corpus <b>gone</b>" in views[0] and pending is None
     removable, *choices = views[3:]
@@ -194,7 +194,7 @@ def test_remove_asks_first_then_every_corpus_choice_drops_it(with_corpora, tmp_p
 def test_a_corpus_that_failed_to_load_is_not_offered_for_running_questions(with_corpora,
                                                                           tmp_path):
     explorer = with_corpora
-    explorer.add_corpus("broken", write_jsonl(tmp_path / "b.jsonl", [{"id": "a"}]),
+    explorer.catalog.add_corpus("broken", write_jsonl(tmp_path / "b.jsonl", [{"id": "a"}]),
                         upload=True)
     assert settled(explorer, "broken").status == "failed"
     _, _, _, removable, *choices = corpora.refreshed(explorer, ["broken", "tiny", "broken"])
@@ -213,4 +213,4 @@ def test_a_corpus_that_failed_to_load_is_not_offered_for_running_questions(with_
     assert corpora.refreshed(explorer, ["broken", "tiny", "tiny"])[0] == gr.skip()
     assert all("broken" not in choices_of(c) for c in choices)
     assert [value_set(c) for c in choices] == ["unchanged", "tiny"]  # it falls back
-    assert "broken" not in corpora.offered(explorer.corpora())
+    assert "broken" not in corpora.offered(explorer.catalog.corpora())

@@ -99,9 +99,9 @@ def test_a_build_killed_midway_is_said_after_the_restart(prepared, data_dir):
     folder = data_dir / "cache" / "dense"
     folder.mkdir(parents=True)
     (folder / f".tmp-abc-{host}-{gone}-0123abcd").mkdir()
-    (said,) = Explorer(*prepared).failures()
+    (said,) = Explorer(*prepared).catalog.failures()
     assert said.startswith("a dense build was stopped mid-way when the app last stopped")
-    assert Explorer(*prepared).failures() == []  # said once: swept, it is gone
+    assert Explorer(*prepared).catalog.failures() == []  # said once: swept, it is gone
 
 
 ENCODING = """
@@ -209,7 +209,8 @@ def slow(config, examples, progress, activate=True):
 fit.train_classifier = slow
 Annotation._check_usable_labels = lambda self: (3, 0)  # as if three labels were stored
 annotation = Annotation(lambda name: None, SessionStore(sys.argv[1]))
-annotation.retrain(wait=True)  # killed while training; a retrain that ends first says how
+# killed while training; a retrain that ends first says how
+annotation.retrain_classifier(wait=True)
 print(f"ended {annotation.job.state} before training: {annotation.job.error}", flush=True)
 """
 
@@ -226,11 +227,11 @@ def test_a_retrain_killed_midway_says_after_a_restart_that_it_was_interrupted(da
     assert writer.stdout.readline().strip() == "training"
     kill(writer)
     store = SessionStore(path)
-    job = Annotation(lambda name: None, store).status().retrain  # a restart
+    job = Annotation(lambda name: None, store).classifier_status().retrain  # a restart
     assert job["state"] == "interrupted" and job["labels"] == 3
     assert "while this retrain on 3 labels was training" in job["error"]
     assert "Press Retrain to start it again" in job["error"]
     assert active_version() is None  # nothing of it was kept
-    again = Annotation(lambda name: None, store).status().retrain
+    again = Annotation(lambda name: None, store).classifier_status().retrain
     assert again["state"] == "interrupted"  # said until another retrain starts
     store.close()

@@ -48,7 +48,7 @@ def test_a_labelled_question_is_measured_against_its_labels_beside_its_gold():
 def test_runs_of_a_question_with_labels_carry_the_label_measures(explorer):
     """Label a pair in the store as Annotate does; the next run of the question carries
     `labels:` measures, a run of another question none."""
-    explorer.add_label("seurat painting", "Pointillism", "Georges Seurat", 1)
+    explorer.annotation.add_label("seurat painting", "Pointillism", "Georges Seurat", 1)
     run = explorer.runs.run("seurat painting", "echo", '{"k": 3}')
     labelled = {k: v for k, v in run.metrics.items() if k.startswith("labels:")}
     assert labelled and all(0.0 <= v <= 1.0 for v in labelled.values())

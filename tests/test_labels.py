@@ -106,15 +106,15 @@ def test_judged_pairs_put_disagreements_first_then_the_least_certain(tiny_corpus
 
 def test_labelling_checks_ids_and_values(tiny_corpus, tmp_path):
     annotation = Annotation(lambda name: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
-    stored = annotation.label("Which river?", "Budapest", "Danube", 1, annotator="me")
+    stored = annotation.add_label("Which river?", "Budapest", "Danube", 1, annotator="me")
     assert stored.id > 0 and stored.d2_text == tiny_corpus.by_id["Danube"].text
     with pytest.raises(ConfigError, match="d2_id='Nile' is not a document of corpus 'tiny'"):
-        annotation.label("Which river?", "Budapest", "Nile", 1)
+        annotation.add_label("Which river?", "Budapest", "Nile", 1)
     with pytest.raises(ConfigError, match="label='maybe'"):
-        annotation.label("Which river?", "Budapest", "Danube", "maybe")
+        annotation.add_label("Which river?", "Budapest", "Danube", "maybe")
     with pytest.raises(ConfigError, match="label=2"):
-        annotation.label("Which river?", "Budapest", "Danube", 2)
-    assert annotation.labels.count() == 1
+        annotation.add_label("Which river?", "Budapest", "Danube", 2)
+    assert annotation.label_store.count() == 1
 
 
 def test_a_retrain_with_no_label_that_can_train_is_refused(tiny_corpus, tmp_path):
@@ -122,13 +122,13 @@ def test_a_retrain_with_no_label_that_can_train_is_refused(tiny_corpus, tmp_path
 
     annotation = Annotation(lambda name: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
     with pytest.raises(ConfigError, match="no labels to retrain on"):
-        annotation.retrain()
+        annotation.retrain_classifier()
     held_out = held_out_questions(ClassifierConfig())[0].query
-    annotation.label(held_out, "Budapest", "Danube", 1)
+    annotation.add_label(held_out, "Budapest", "Danube", 1)
     with pytest.raises(ConfigError, match="None of the 1 stored labels can train"):
-        annotation.retrain()
-    assert annotation.status().retrain["state"] != "running"
-    assert annotation.labels.count() == 1  # nothing lost
+        annotation.retrain_classifier()
+    assert annotation.classifier_status().retrain["state"] != "running"
+    assert annotation.label_store.count() == 1  # nothing lost
 
 
 @pytest.mark.training
@@ -152,8 +152,8 @@ def test_retrain_adds_a_version_compares_both_on_the_same_pairs_and_can_switch_b
     write_json_atomic(base / REPORT, {k: v for k, v in stored.items() if k != "heldout_pairs"})
     _remanifest(base, REPORT)  # as it was written then: an intact entry
     annotation = Annotation(lambda name: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"))
-    annotation.label("Who devised pointillism?", "Georges Seurat", "Pointillism", 1)
-    status = annotation.retrain(wait=True)
+    annotation.add_label("Who devised pointillism?", "Georges Seurat", "Pointillism", 1)
+    status = annotation.retrain_classifier(wait=True)
     job = status.retrain
     assert job["state"] == "done" and job["before"] == base.name and job["after"] != base.name
     assert job["done"] == job["total"] > 0 and job["labels"] == 1
@@ -171,7 +171,7 @@ def test_retrain_adds_a_version_compares_both_on_the_same_pairs_and_can_switch_b
     assert report["config"] == stored["config"]  # the recipe it improved on
     assert set(by_id[base.name]["heldout"]) >= {"accuracy", "precision", "recall"}
     other = job["after"] if status.active == base.name else base.name
-    assert annotation.activate(other).active == other
+    assert annotation.activate_classifier(other).active == other
     # a damaged version is never read: refused by name, with the fix
     from engine.errors import ResourceMissingError
     from engine.models.selection_classifier import load_classifier
@@ -253,7 +253,7 @@ def training(monkeypatch, same_pairs):
 def _annotation(tiny_corpus, tmp_path, preparations=tuple) -> Annotation:
     annotation = Annotation(lambda name: tiny_corpus, SessionStore(tmp_path / "runs.duckdb"),
                             preparations)
-    annotation.label("Who devised pointillism?", "Georges Seurat", "Pointillism", 1)
+    annotation.add_label("Who devised pointillism?", "Georges Seurat", "Pointillism", 1)
     return annotation
 
 
@@ -265,7 +265,7 @@ def test_a_retrained_version_is_made_active_only_if_its_auc_is_not_lower(
     .7656 and .7664 both read .766, a tie, and a tie is not worse."""
     _version("first", 0.766, same_pairs)  # no active file: "trained" means the newest
     training["auc"] = auc
-    status = _annotation(tiny_corpus, tmp_path).retrain(wait=True)
+    status = _annotation(tiny_corpus, tmp_path).retrain_classifier(wait=True)
     job = status.retrain
     assert training["activate"] == [False]  # the service decides, not the training
     assert (job["state"], job["before"], job["after"]) == ("done", "first", "retrained")
@@ -279,7 +279,7 @@ def test_a_retrained_version_is_made_active_only_if_its_auc_is_not_lower(
 
 def test_a_first_retrain_with_no_version_before_is_made_active(tiny_corpus, tmp_path,
                                                                 training):
-    status = _annotation(tiny_corpus, tmp_path).retrain(wait=True)
+    status = _annotation(tiny_corpus, tmp_path).retrain_classifier(wait=True)
     job = status.retrain
     assert job["before"] == "" and job["compared"]["before"] is None
     assert job["activated"] and status.active == "retrained"
@@ -319,24 +319,24 @@ def test_a_retrain_waits_for_the_first_start_training_and_improves_on_it(
     preparation.start()
     _wait_until(lambda: task.state == "running")
     annotation = _annotation(tiny_corpus, tmp_path, lambda: [preparation])
-    pressed = annotation.retrain().retrain
+    pressed = annotation.retrain_classifier().retrain
     # the whole wait, from the first status on: the first-start training's time left (its
     # estimate: no pace kept yet), then the retrain's own training (the recorded figure)
     assert pressed["waiting_for"].startswith("the first-start training of this classifier")
     assert (pressed["starts_in"], pressed["takes"]) == (786.0, 786.0)
     from app.views.annotation import classifier_html
 
-    said = classifier_html(annotation.status())
+    said = classifier_html(annotation.classifier_status())
     assert "about 26 min in all: about 13 min until it starts, then about 13 min of " \
            "training" in said
-    job = _wait_until(lambda: annotation.status().retrain["waiting_for"] and
-                      annotation.status().retrain)
+    job = _wait_until(lambda: annotation.classifier_status().retrain["waiting_for"] and
+                      annotation.classifier_status().retrain)
     assert job["state"] == "waiting" and job["done"] == 0
     assert job["waiting_for"].startswith("the first-start training of this classifier")
     assert "task train classifier: training 3/10" in job["waiting_for"]
     release.set()
     annotation.retraining.wait(20)
-    job = annotation.status().retrain
+    job = annotation.classifier_status().retrain
     assert (job["state"], job["before"], job["after"]) == ("done", "first", "retrained")
     assert job["waited"] > 0 and job["waiting_for"] == ""
     assert job["compared"]["before"]["id"] == "first"
@@ -370,14 +370,14 @@ def test_a_retrain_counts_the_labels_it_trains_on_apart_from_those_set_aside(
     from engine.train.fit_selection_classifier import ClassifierConfig, held_out_questions
 
     annotation = _annotation(tiny_corpus, tmp_path)  # one label that trains
-    annotation.label("Which river flows through Budapest?", "Budapest", "Danube", 1)
+    annotation.add_label("Which river flows through Budapest?", "Budapest", "Danube", 1)
     held_out = held_out_questions(ClassifierConfig())[0].query
-    annotation.label(held_out, "Budapest", "Danube", 1)  # set aside
-    job = annotation.retrain(wait=True).retrain
+    annotation.add_label(held_out, "Budapest", "Danube", 1)  # set aside
+    job = annotation.retrain_classifier(wait=True).retrain
     assert (job["labels"], job["set_aside"]) == (2, 1)
-    assert ("Retrained in" in classifier_html(annotation.status()) and "on 2 labels (1 more "
-            "set aside: on held-out or dev500 questions)" in classifier_html(
-                annotation.status()))
+    shown = classifier_html(annotation.classifier_status())
+    assert "Retrained in" in shown and ("on 2 labels (1 more set aside: on held-out or "
+                                        "dev500 questions)") in shown
 
 
 def test_a_retrain_takes_its_turn_in_the_build_queue_and_says_its_place(
@@ -395,9 +395,9 @@ def test_a_retrain_takes_its_turn_in_the_build_queue_and_says_its_place(
     preparation.start()
     _wait_until(lambda: preparation.tasks["dense"].state == "running")
     annotation = _annotation(tiny_corpus, tmp_path, lambda: [preparation])
-    annotation.retrain()
-    job = _wait_until(lambda: "number" in annotation.status().retrain["waiting_for"] and
-                      annotation.status().retrain)
+    annotation.retrain_classifier()
+    job = _wait_until(lambda: "number" in annotation.classifier_status().retrain["waiting_for"] and
+                      annotation.classifier_status().retrain)
     assert job["state"] == "waiting"
     assert job["waiting_for"] == ("its turn among the long builds: number 1 in the queue, "
                                   "starts when the builds before it end (running now: "
@@ -407,10 +407,11 @@ def test_a_retrain_takes_its_turn_in_the_build_queue_and_says_its_place(
 
     assert job["starts_in"] == float("inf") and job["takes"] == 786.0
     assert ("it starts when the builds before it end (how long they take is not known "
-            "yet), then takes about 13 min of training") in classifier_html(annotation.status())
+            "yet), then takes about 13 min of training") in classifier_html(
+                annotation.classifier_status())
     release.set()
     annotation.retraining.wait(20)
-    assert annotation.status().retrain["state"] == "done"
+    assert annotation.classifier_status().retrain["state"] == "done"
     preparation.wait(5)
 
 
@@ -436,8 +437,8 @@ def test_a_short_build_pauses_a_running_retrain_which_says_so(tiny_corpus, tmp_p
 
     monkeypatch.setattr(fit_selection_classifier, "train_classifier", slow_train)
     annotation = _annotation(tiny_corpus, tmp_path)
-    annotation.retrain()
-    _wait_until(lambda: annotation.status().retrain["state"] == "running")
+    annotation.retrain_classifier()
+    _wait_until(lambda: annotation.classifier_status().retrain["state"] == "running")
     small_done = threading.Event()
 
     def small_build():
@@ -445,12 +446,12 @@ def test_a_short_build_pauses_a_running_retrain_which_says_so(tiny_corpus, tmp_p
             small_done.wait(20)
 
     threading.Thread(target=small_build, daemon=True).start()
-    job = _wait_until(lambda: annotation.status().retrain["phase"] and
-                      annotation.status().retrain)
+    job = _wait_until(lambda: annotation.classifier_status().retrain["phase"] and
+                      annotation.classifier_status().retrain)
     assert job["phase"] == "paused while a shorter build runs"
     paused_at = len(steps)  # no step while paused: tests/test_builds.py
     small_done.set()
     _wait_until(lambda: len(steps) > paused_at)
     trained.set()
     annotation.retraining.wait(20)
-    assert annotation.status().retrain["state"] == "done"
+    assert annotation.classifier_status().retrain["state"] == "done"

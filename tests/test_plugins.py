@@ -156,12 +156,12 @@ def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_ev
     assert "Danube" in hashed["stages"][0]["candidates"][0]["unit"]["text"]
     scores = [[c["score"] for c in t["stages"][0]["candidates"]] for t in (hashed, flat)]
     assert scores[0] != scores[1]  # another encoder's cosines
-    rows = [row for row in explorer.models() if row.role.endswith("(plugin)")]
+    rows = [row for row in explorer.catalog.models() if row.role.endswith("(plugin)")]
     assert {(r.name, r.status) for r in rows} == {
         ("overlap", "ready"), ("fusion", "ready"), ("word-overlap", "ready"),
         ("rrf", "ready"), ("title-match", "ready"), ("best-sentence", "ready")}
     # the encoder's row is with the encoders, once:
-    (built,) = [r for r in explorer.models() if r.name == "hashed-words"]
+    (built,) = [r for r in explorer.catalog.models() if r.name == "hashed-words"]
     assert built.source == "plugin" and any("dense index" in t for t in built.built)
 
 
@@ -255,11 +255,11 @@ def test_the_status_line_and_the_models_table_name_a_plugin_left_out(explorer, m
                             "no_such_plugin_module:SPEC",
                             "ModuleNotFoundError: No module named 'no_such_plugin_module'")
     monkeypatch.setattr(registry, "PLUGINS", [*registry.PLUGINS, broken])
-    assert explorer.status()[0] == (
+    assert explorer.catalog.status()[0] == (
         "plugin 'broken' (no_such_plugin_module:SPEC, from broken-package): left out, "
         "ModuleNotFoundError: No module named 'no_such_plugin_module'")
-    assert any("plugin 'broken'" in line for line in explorer.failures())
-    (row,) = [r for r in explorer.models() if r.name == "broken"]
+    assert any("plugin 'broken'" in line for line in explorer.catalog.failures())
+    (row,) = [r for r in explorer.catalog.models() if r.name == "broken"]
     assert row.role == "paradigm (plugin)" and row.status.startswith("left out: Module")
 
 

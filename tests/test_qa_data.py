@@ -136,7 +136,7 @@ def test_a_first_start_fetches_the_data_before_anything_else(tmp_path, empty_qa,
     from engine.store.sessions import SessionStore
 
     store = SessionStore(tmp_path / "s.duckdb")
-    note = Explorer(prep, store).datasets_note()
+    note = Explorer(prep, store).catalog.datasets_note()
     store.close()
     assert "the app's background fetch of it failed (see its line): run `funnel-engine " \
            "data fetch` to try again" in note and "FUNNEL_DATA_MIRROR" in note

@@ -98,9 +98,9 @@ def test_the_ui_offers_it_with_panels_generated_from_its_config(echo):
 
     explorer = MagicMock()
     explorer.door = Door()  # no logins
-    explorer.datasets.return_value = {}
-    explorer.status.return_value = []
-    explorer.ready.return_value = True
+    explorer.catalog.datasets.return_value = {}
+    explorer.catalog.status.return_value = []
+    explorer.catalog.ready.return_value = True
     demo = build_app(explorer)
     components = {c["id"]: c for c in demo.config["components"]}
     radios = [c for c in components.values() if c.get("props", {}).get("elem_id") == "fe-paradigm"]

@@ -15,6 +15,8 @@ import urllib.request
 import pytest
 
 from engine.service import door as door_module
+from engine.service.annotation import Annotation
+from engine.service.catalog import Catalog
 from engine.service.diagnosis import Diagnoses
 from engine.service.door import ACTIONS, BUILDER, EXTRA_ACTIONS, Door, NotAllowed
 from engine.service.evaluations import Evaluations
@@ -35,11 +37,11 @@ def _door(users_file, name: str | None, **kwargs) -> Door:
 
 def test_every_public_method_of_the_facades_is_an_action_of_the_table_and_checked():
     """The roles' table names every public method of Explorer and of the collaborators it
-    exposes (Runs, Diagnoses, Evaluations, Judging, Presets, Tuning) and nothing else, and each
-    is wrapped by the check (a method added without a role fails at import, one renamed
-    leaves a stale entry here)."""
-    methods = {name: member for cls in (Explorer, Runs, Diagnoses, Evaluations, Judging,
-                                        Presets, Tuning)
+    exposes (Catalog, Runs, Evaluations, Diagnoses, Annotation, Judging, Presets, Tuning) and
+    nothing else, and each is wrapped by the check (a method added without a role fails at
+    import, one renamed leaves a stale entry here)."""
+    methods = {name: member for cls in (Explorer, Catalog, Runs, Evaluations, Diagnoses,
+                                        Annotation, Judging, Presets, Tuning)
                for name, member in vars(cls).items()
                if not name.startswith("_") and inspect.isfunction(member)}
     assert set(methods) | set(EXTRA_ACTIONS) == set(ACTIONS)

@@ -119,7 +119,7 @@ def test_explorer_refuses_bad_input_clearly(explorer):
     with pytest.raises(ConfigError, match="must be a JSON object"):
         parse_config("[1, 2]")
     with pytest.raises(ConfigError, match="Unknown dataset 'x.json'"):
-        explorer.questions("x.json")
+        explorer.catalog.questions("x.json")
 
 
 def test_a_paradigm_waiting_for_preparation_says_for_what(prepared, explorer):
@@ -137,13 +137,13 @@ def test_explorer_counts_a_questions_supporting_documents_in_its_corpus(prepared
 
     q = Question("q", "Who painted it?", ("Georges Seurat",),
                  supporting_titles=("Georges Seurat", "Not In This Corpus"))
-    assert explorer.supporting_in_corpus(q) == (1, 2)
-    assert explorer.counted_corpus() == "tiny"
+    assert explorer.catalog.supporting_in_corpus(q) == (1, 2)
+    assert explorer.catalog.counted_corpus() == "tiny"
     # a corpus not loaded: counted in the start-up one, and said so
-    assert explorer.supporting_in_corpus(q, "pooled") == (1, 2)
-    assert explorer.counted_corpus("pooled") == "tiny"
+    assert explorer.catalog.supporting_in_corpus(q, "pooled") == (1, 2)
+    assert explorer.catalog.counted_corpus("pooled") == "tiny"
     loading = Explorer(Preparation("tiny", dense=False), prepared[1])  # no corpus yet
-    assert loading.supporting_in_corpus(q) == (0, 2)
+    assert loading.catalog.supporting_in_corpus(q) == (0, 2)
 
 
 def test_the_plan_is_what_the_registered_paradigms_need_shared_needs_once(echo):
@@ -342,7 +342,7 @@ def test_the_status_line_names_every_added_corpus_still_building(explorer, tiny_
     dense = notes.tasks["dense"]
     dense.state, dense.done, dense.total, dense.started = "running", 100, 400, time.monotonic()
     explorer._corpora._preparations["notes"] = notes
-    (line,) = [s for s in explorer.standing_in() if "notes" in s]
+    (line,) = [s for s in explorer.catalog.standing_in() if "notes" in s]
     assert line.startswith("corpus 'notes' still building: task dense: building 100/400 (25%)")
     dense.state = "ready"
-    assert not [s for s in explorer.standing_in() if "notes" in s]
+    assert not [s for s in explorer.catalog.standing_in() if "notes" in s]

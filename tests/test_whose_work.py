@@ -30,14 +30,14 @@ def test_runs_and_labels_carry_their_user_and_two_peoples_agreement_shows(prepar
     for who, values in (("annotator", (1, 0, 1)), ("annotator2", (1, 1, 1))):
         acting[0] = who
         for other, value in zip((1, 2, 3), values, strict=True):
-            explorer.add_label("q", docs[0].id, docs[other].id, value)
-    assert len(explorer.labels()) == 6
-    ((first, second, agreed),) = explorer.label_agreement()
+            explorer.annotation.add_label("q", docs[0].id, docs[other].id, value)
+    assert len(explorer.annotation.labels()) == 6
+    ((first, second, agreed),) = explorer.annotation.label_agreement()
     assert {first, second} == {"annotator", "annotator2"}
     assert agreed.pairs == 3 and agreed.exact == pytest.approx(2 / 3)
     assert agreed.matrix == ((0, 1), (0, 2)) or agreed.matrix == ((0, 0), (1, 2))
     with pytest.raises(NotAllowed, match="Annotator 'bob' is not you"):
-        explorer.add_label("q", docs[0].id, docs[1].id, 1, annotator="bob")
+        explorer.annotation.add_label("q", docs[0].id, docs[1].id, 1, annotator="bob")
     acting[0] = "admin"
     explorer.runs.delete_run(run_id)
     assert explorer.runs.saved_runs() == []

@@ -120,7 +120,7 @@ def build(explorer: Explorer) -> Tab:
                                  elem_id="fe-labels-import")
         download = gr.File(label="Exported labels", interactive=False, height=90)
     gr.Markdown("### The classifier", elem_id="fe-classifier-head")
-    status = explorer.classifier_status()
+    status = explorer.annotation.classifier_status()
     info = gr.HTML(classifier_html(status), elem_id="fe-classifier")
     with gr.Row():
         retrain = gr.Button("Retrain with the labels", variant="primary", elem_id="fe-retrain")
@@ -154,13 +154,13 @@ def build(explorer: Explorer) -> Tab:
 def labels_view(explorer: Explorer, whose: str = "") -> str:
     """The stored labels (by `whose` only, if given) and every two annotators'
     agreement on the pairs both labelled."""
-    labels = [x for x in explorer.labels() if not whose or x.annotator == whose]
-    return labels_table(labels) + agreement_table(explorer.label_agreement())
+    labels = [x for x in explorer.annotation.labels() if not whose or x.annotator == whose]
+    return labels_table(labels) + agreement_table(explorer.annotation.label_agreement())
 
 
 def labels_listing(explorer: Explorer, whose: str = "") -> tuple:
     """(labels_view, the "Labelled by" filter offering everyone who labelled)."""
-    people = sorted({x.annotator for x in explorer.labels() if x.annotator})
+    people = sorted({x.annotator for x in explorer.annotation.labels() if x.annotator})
     whose = whose if whose in people else ""
     return labels_view(explorer, whose), gr.Dropdown(
         choices=[("everyone", ""), *((p, p) for p in people)], value=whose)
@@ -190,7 +190,7 @@ def _pairs_found(explorer: Explorer, text, gold, how, k_value, corpus) -> tuple:
     config = {"selection": how, "k": int(k_value), "k1": max(1, int(k_value) // 2)}
     trace: RunTrace = explorer.runs.run(target(text, gold), DRRAGParadigm.name,
                                    json.dumps(config), corpus or "")
-    pairs = [asdict(p) for p in explorer.judged_pairs(trace)]
+    pairs = [asdict(p) for p in explorer.annotation.judged_pairs(trace)]
     message = ""
     if not pairs:
         message += error_box("The classifier judged no pair for this question (too few "
@@ -210,7 +210,7 @@ def label(explorer: Explorer, value, pairs, at, question_and_id, who) -> tuple:
                 gr.skip(), gr.skip(), gr.skip())
     if value is not None:
         p = pairs[at]
-        explorer.add_label(question_text, p["d1_id"], p["d2_id"], value,
+        explorer.annotation.add_label(question_text, p["d1_id"], p["d2_id"], value,
                            question_id=qid, annotator=who or "",
                            corpus=searched[0] if searched else "")
         pairs = [*pairs[:at], {**p, "label": value}, *pairs[at + 1:]]
@@ -221,7 +221,7 @@ def label(explorer: Explorer, value, pairs, at, question_and_id, who) -> tuple:
 def export_labels(explorer: Explorer) -> str:
     folder = Path(tempfile.mkdtemp(prefix="fe-labels-"))
     path = folder / "labels.jsonl"
-    path.write_text(explorer.export_labels(), encoding="utf-8")
+    path.write_text(explorer.annotation.export_labels(), encoding="utf-8")
     return str(path)
 
 
@@ -229,13 +229,13 @@ def export_labels(explorer: Explorer) -> str:
           also=(UnicodeDecodeError,))  # not a text file
 def import_labels(explorer: Explorer, file) -> tuple:
     path = Path(file if isinstance(file, str) else file.name)
-    added, known = explorer.import_labels(path.read_text(encoding="utf-8"), path.name)
+    added, known = explorer.annotation.import_labels(path.read_text(encoding="utf-8"), path.name)
     return (f"<div class='fe-kept'>Imported {added} labels from {esc(path.name)}; "
             f"{known} were already stored.</div>", labels_view(explorer))
 
 def refresh(explorer: Explorer) -> tuple:
     """(classifier HTML, versions, precision-recall figure, poll timer)."""
-    status = explorer.classifier_status()
+    status = explorer.annotation.classifier_status()
     running = status.retrain["state"] in ("waiting", "running")
     return (classifier_html(status), _version_choices(status),
             figures.precision_recall_figure(status), gr.Timer(active=running))
@@ -244,17 +244,17 @@ def refresh(explorer: Explorer) -> tuple:
 def _refused_classifier(box: str, explorer: Explorer, *_) -> tuple:
     """A refused Retrain or Make active: the box over the classifier as it is, the
     versions, curves and poll as they were."""
-    return (box + classifier_html(explorer.classifier_status()), gr.skip(), gr.skip(),
+    return (box + classifier_html(explorer.annotation.classifier_status()), gr.skip(), gr.skip(),
             gr.skip())
 
 
 @refusing(shape=_refused_classifier)
 def start_retrain(explorer: Explorer) -> tuple:
-    explorer.retrain_classifier()
+    explorer.annotation.retrain_classifier()
     return refresh(explorer)
 
 
 @refusing(shape=_refused_classifier)
 def make_active(explorer: Explorer, version) -> tuple:
-    explorer.activate_classifier(version or "")
+    explorer.annotation.activate_classifier(version or "")
     return refresh(explorer)

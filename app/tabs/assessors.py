@@ -63,7 +63,7 @@ def choices(explorer: Explorer, evaluation_id) -> tuple:
         return gr.Dropdown([]), gr.Dropdown([])
     dataset = explorer.evaluations.evaluation(evaluation_id).dataset
     found = list(explorer.judging.assessors(dataset)) \
-        if explorer.dataset_corpus(dataset) else []
+        if explorer.catalog.dataset_corpus(dataset) else []
     judges = [a for a in found if not is_person(a)]
     people = [a for a in found if a not in judges]
     first = (people or found or [None])[0]
@@ -76,7 +76,7 @@ def compare(explorer: Explorer, evaluation_id, first, second) -> str:
     if evaluation_id is None:
         raise EngineError(OPEN_FIRST)
     dataset = explorer.evaluations.evaluation(int(evaluation_id)).dataset
-    if explorer.dataset_corpus(dataset) is None:
+    if explorer.catalog.dataset_corpus(dataset) is None:
         raise EngineError(f"Evaluation {evaluation_id} is of {dataset}, whose gold comes with "
                           "it: no one judges it here. This view compares the assessors of a "
                           "question set judged in the Judge tab.")

@@ -30,7 +30,7 @@ def uploaded_path(uploaded) -> str | None:
 def corpus_choice(explorer: Explorer, elem_id: str) -> gr.Dropdown:
     """The corpus a tab's requests search (the start-up one first); the Corpora tab keeps
     its choices current (`offered`: not those that failed to load) from the page's load."""
-    names = explorer.corpus_names()
+    names = explorer.catalog.corpus_names()
     # a corpus removed while a tab still shows it reaches the engine, which says so
     return gr.Dropdown(names, value=names[0], label="Corpus", elem_id=elem_id,
                        allow_custom_value=True,
@@ -100,7 +100,7 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
         "of TREC `topics.*`, `qrels.*` and a `corpus.jsonl`; each of its splits is then a "
         "dataset every *Dataset* choice offers (\"name (test)\"), measured against its "
         "graded judgments.")
-    table = gr.HTML(corpora_table(explorer.corpora()), elem_id="fe-corpora-table")
+    table = gr.HTML(corpora_table(explorer.catalog.corpora()), elem_id="fe-corpora-table")
     with gr.Row():
         upload = gr.File(label="Corpus file", file_types=list(SUFFIXES), type="filepath",
                          elem_id="fe-corpus-file", scale=2)
@@ -141,8 +141,9 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
         info="each is named in the log; unticked, such a judgment refuses the collection "
              "(BEIR's own ArguAna judges 5 documents its corpus lacks)")
     with gr.Row():
-        removable = gr.Dropdown(_added(explorer.corpora()), value=None, label="Added corpus",
-                                scale=2, elem_id="fe-corpus-remove-name")
+        removable = gr.Dropdown(_added(explorer.catalog.corpora()), value=None,
+                                label="Added corpus", scale=2,
+                                elem_id="fe-corpus-remove-name")
         remove = gr.Button("Remove", variant="stop", elem_id="fe-corpus-remove", scale=1)
     pending = gr.State(None)  # the corpus a first Remove click asked to confirm
     message = gr.HTML(elem_id="fe-corpora-message")
@@ -153,7 +154,7 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
         "`reader`): a packaged alias, a model trained here, or a folder, hub id or (the "
         "reader's) OpenAI-compatible endpoint by the name the operator allowed it by "
         "(`--allow FILE`).", elem_id="fe-models-head")
-    models = gr.HTML(models_table(explorer.models()), elem_id="fe-models-table")
+    models = gr.HTML(models_table(explorer.catalog.models()), elem_id="fe-models-table")
 
     watched = gr.State(None)  # the corpus an Add started, told of when it is prepared
 
@@ -190,7 +191,7 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
     timer.tick(ticked, [watched, *shown], [*outputs, watched], **PRIVATE)
 
     def everything() -> tuple:  # the tab opened: the models too (not on every tick)
-        return (*refreshed(explorer, [None] * len(shown)), models_table(explorer.models()))
+        return (*refreshed(explorer, [None] * len(shown)), models_table(explorer.catalog.models()))
 
     return Tab(refresh=Refresh(everything, [*outputs, models]), on_load=True)
 
@@ -212,7 +213,7 @@ def refreshed(explorer: Explorer, current, note: str | None = None,
     dropdown goes on holding a corpus that is gone. `ticked` (the table's timer, which
     ticks while a corpus is prepared): once none is, the message that one is being read
     gives way to how corpus `watched` (the one added last) ended."""
-    rows = explorer.corpora()
+    rows = explorer.catalog.corpora()
     names, removable = offered(rows), _added(rows)
     preparing = any(row.status == "preparing" for row in rows)
     if ticked and note is None and not preparing:
@@ -259,7 +260,7 @@ def remove_asked(explorer: Explorer, corpus: str | None, pending: str | None,
         return (*refreshed(explorer, current,
                            refused_box("Choose an added corpus to remove.")), None)
     if corpus != pending:
-        failed = any(r.name == corpus and r.status == "failed" for r in explorer.corpora())
+        failed = any(r.name == corpus and r.status == "failed" for r in explorer.catalog.corpora())
         what = ("to take it off the list: it failed to load, so nothing of it was stored"
                 if failed else
                 "for good: its stored file is deleted and no tab can search it any more")
@@ -275,7 +276,7 @@ def adding(explorer: Explorer, name: str, source: str, upload: bool, ray: str,
            drop_unknown: bool = False) -> tuple[str, str]:
     """(the message after adding corpus `name` from `source`, shown above the table read
     again, and the corpus's name); refused at once: (why, gr.skip())."""
-    corpus = explorer.add_corpus(name, source, upload=upload, ray=ray, shards=shards,
+    corpus = explorer.catalog.add_corpus(name, source, upload=upload, ray=ray, shards=shards,
                                  qdrant=qdrant, collection=collection,
                                  drop_unknown=drop_unknown)
     return (f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read and "
@@ -285,7 +286,7 @@ def adding(explorer: Explorer, name: str, source: str, upload: bool, ray: str,
 @refusing()
 def removing(explorer: Explorer, corpus: str) -> str:
     """The message after removing `corpus` (refused: why)."""
-    explorer.remove_corpus(corpus)
+    explorer.catalog.remove_corpus(corpus)
     return f"<div class='fe-kept'>Removed corpus <b>{esc(corpus)}</b>.</div>"
 
 

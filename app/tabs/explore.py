@@ -323,6 +323,6 @@ def open_evaluation_run(explorer: Explorer, outputs: int, evaluation_id, row: li
     # an imported pipeline is no choice of the paradigm picker: it keeps its choice
     picked = trace.paradigm if trace.paradigm in PARADIGMS else gr.skip()
     searched = explorer.evaluations.evaluation(evaluation_id).corpus
-    corpus = searched if searched in explorer.corpus_names() else gr.skip()
+    corpus = searched if searched in explorer.catalog.corpus_names() else gr.skip()
     return (notice, *trace_views(trace), trace.to_json(), trace.question, picked, corpus,
             gr.Tabs(selected="explore"))

@@ -55,7 +55,7 @@ def pool_choices(explorer: Explorer) -> list[tuple[str, int]]:
 
 
 def added_corpora(explorer: Explorer) -> list[str]:
-    return [row.name for row in explorer.corpora() if row.origin == "added"]
+    return [row.name for row in explorer.catalog.corpora() if row.origin == "added"]
 
 
 def question_sets(explorer: Explorer) -> list[str]:

@@ -46,24 +46,24 @@ class QuestionPicker:
         corpus_follows(explorer, self.dataset, corpus, self.order)
 
         def note(path, qid, chosen):
-            q = next((q for q in explorer.questions(path) if q.id == qid), None) \
+            q = next((q for q in explorer.catalog.questions(path) if q.id == qid), None) \
                 if path and qid else None
             if q is None:
                 return ""
             chosen = (chosen or "").strip()
-            if q.judged_only and chosen and chosen == explorer.dataset_corpus(path):
+            if q.judged_only and chosen and chosen == explorer.catalog.dataset_corpus(path):
                 # a collection's judgments name its own corpus's documents only (checked
                 # when it was added): nothing to count, loaded or not
-                return judged_markdown(q, explorer.titles(q.supporting_titles, chosen))
-            counted = explorer.counted_corpus(chosen)
-            held, total = explorer.supporting_in_corpus(q, chosen)
+                return judged_markdown(q, explorer.catalog.titles(q.supporting_titles, chosen))
+            counted = explorer.catalog.counted_corpus(chosen)
+            held, total = explorer.catalog.supporting_in_corpus(q, chosen)
             if chosen and counted != chosen:  # not loaded: nothing to count in yet
                 return gold_markdown(q, total, total) + (
                     f"  \n*Corpus {esc(chosen)} is not loaded yet (it loads on its first "
                     f"question); the start-up corpus {esc(counted)} holds {held} of the "
                     f"{total} supporting documents.*")
-            return gold_markdown(q, held, total, corpus=counted,
-                                 grown=grown_name(counted, explorer.datasets().get(path, path)))
+            grown = grown_name(counted, explorer.catalog.datasets().get(path, path))
+            return gold_markdown(q, held, total, corpus=counted, grown=grown)
 
         for event in (self.picked.change, corpus.change):
             event(note, [self.dataset, self.picked, corpus], self.gold_info,
@@ -78,7 +78,7 @@ def corpus_follows(explorer: Explorer, dataset: gr.Dropdown, corpus: gr.Dropdown
     corpus, picks its first question set (HotpotQA over a user's corpus measures nothing);
     a corpus without any leaves the dataset as it is."""
     def judged_over(path):
-        own = explorer.dataset_corpus(path) if path else None
+        own = explorer.catalog.dataset_corpus(path) if path else None
         return gr.update(value=own) if own else gr.skip()
 
     def questions_of(chosen, path):
@@ -94,10 +94,10 @@ def corpus_follows(explorer: Explorer, dataset: gr.Dropdown, corpus: gr.Dropdown
 def own_question_set(explorer: Explorer, corpus: str | None, dataset: str | None) -> str | None:
     """The first question set of `corpus` when `dataset` is not one of its own; None when
     it is, or when `corpus` has none (the dataset then stays as it is)."""
-    if not corpus or (dataset and explorer.dataset_corpus(dataset) == corpus):
+    if not corpus or (dataset and explorer.catalog.dataset_corpus(dataset) == corpus):
         return None
-    return next((path for path in explorer.datasets()
-                 if explorer.dataset_corpus(path) == corpus), None)
+    return next((path for path in explorer.catalog.datasets()
+                 if explorer.catalog.dataset_corpus(path) == corpus), None)
 
 
 HELD, PART, NONE, UNKNOWN = "●", "◐", "○", "·"
@@ -153,10 +153,10 @@ def dataset_choices(explorer: Explorer, first: bool = False, order: Order | None
     """The listed datasets that are here as a dropdown update (the first one picked with
     `first`; in `order`'s order), saying in its info which are missing and the one command
     that fetches them."""
-    datasets = explorer.datasets()
+    datasets = explorer.catalog.datasets()
     datasets = order(datasets) if order is not None else datasets
     return gr.update(choices=[(label, path) for path, label in datasets.items()],
-                     info=explorer.datasets_note() or None, **kwargs,
+                     info=explorer.catalog.datasets_note() or None, **kwargs,
                      **({"value": next(iter(datasets), None)} if first else {}))
 
 
@@ -180,30 +180,30 @@ def questions_update(explorer: Explorer, path, labelling: bool = False) -> tuple
     labels cannot train are marked "held out" and the note says which labels train."""
     if not path:
         return gr.update(choices=[], value=None, info=None), SET_ASIDE if labelling else ""
-    qs = explorer.questions(path)
+    qs = explorer.catalog.questions(path)
     total = len(dataset_questions(path))
     listed = (f"All its {total} questions" if len(qs) == total else
               f"The first {len(qs)} of its {total} questions, in the file's order (a "
               "shorter list opens quickly; Evaluate can run them all)")
     trains = trainable(dataset_questions(path)) if labelling else None
     held = "" if trains is None or not trains else " · held out"
-    note = trains_note(explorer.datasets().get(path, path), total, trains) if labelling \
+    note = trains_note(explorer.catalog.datasets().get(path, path), total, trains) if labelling \
         else ""
 
     def shown(q: Question, mark: str = "") -> str:
         return question_label(q, mark) + (held if held and q.id not in trains else "")
 
-    if explorer.corpus is None:  # nothing to look the evidence up in yet
+    if explorer.catalog.corpus is None:  # nothing to look the evidence up in yet
         return gr.update(choices=[(shown(q), q.id) for q in qs], value=None,
                          info=f"{listed}. The corpus is still loading: pick the dataset "
                               "again to see which questions it can answer"), note
-    own = explorer.dataset_corpus(path) or ""  # a collection's: judged over its corpus
+    own = explorer.catalog.dataset_corpus(path) or ""  # a collection's: judged over its corpus
     if own:  # whose judgments name its documents only (checked when it was added)
         marked = [(evidence_mark(len(q.supporting_titles), len(q.supporting_titles)), q)
                   for q in qs]
         holder = f"its corpus {own}"
     else:
-        marked = [(evidence_mark(*explorer.supporting_in_corpus(q)), q) for q in qs]
+        marked = [(evidence_mark(*explorer.catalog.supporting_in_corpus(q)), q) for q in qs]
         holder = "the start-up corpus"
     whole = sum(mark == HELD for mark, _ in marked)
     relevant = "document judged relevant" if own else "supporting document"
@@ -260,7 +260,7 @@ def question_picker(explorer: Explorer, prefix: str,
         return questions_update(explorer, path, labelling)
 
     def pick(path, qid):
-        q = next((q for q in explorer.questions(path) if q.id == qid), None) \
+        q = next((q for q in explorer.catalog.questions(path) if q.id == qid), None) \
             if path and qid else None
         if q is None:
             return gr.update(), None

@@ -143,7 +143,7 @@ def build(explorer: Explorer) -> Tab:
             with gr.Column(scale=1):
                 dataset = gr.Dropdown(
                     [("none: save traces as runs", "")] + [
-                        (label, label) for label in explorer.datasets().values()],
+                        (label, label) for label in explorer.catalog.datasets().values()],
                     value="", label="Dataset the pipeline answered",
                     info="its gold measures the runs", elem_id="fe-import-dataset")
                 label = gr.Textbox(label="Pipeline name", placeholder="my-pipeline",

@@ -27,7 +27,7 @@ from engine.documents import Corpus, Question
 from engine.errors import ConfigError, EngineError
 from engine.judging.agreement import Agreement, pairwise
 from engine.service.background import FAILED, BackgroundJob
-from engine.service.door import Door
+from engine.service.door import Door, guarded
 from engine.service.retrain_job import (
     FIRST_TRAINING,
     RetrainJob,
@@ -146,8 +146,10 @@ class ClassifierStatus:
     first_training: dict = field(default_factory=lambda: {"state": "", "line": ""})
 
 
+@guarded
 class Annotation:
-    """Labels and retraining over the app's corpora and one sessions database."""
+    """Labels and retraining over the app's corpora and one sessions database; the app
+    and the API call it as `explorer.annotation`, each call checked by `door`."""
 
     def __init__(self, corpus_of, store, preparations=tuple, door: Door | None = None
                  ) -> None:
@@ -156,37 +158,37 @@ class Annotation:
         first-start training and long builds a retrain waits for; `door` names the
         annotator when people log in."""
         self._corpus_of = corpus_of
-        self._door = door or Door()
+        self.door = door or Door()
         self._preparations = preparations
-        self.labels = LabelStore(store)
+        self.label_store = LabelStore(store)
         self.job = recorded_job()  # the last retrain's record; its thread, once started:
         self.retraining: Retraining | None = None
         self._lock = threading.Lock()
 
-    def corpus(self, name: str = "") -> Corpus:
+    def _corpus(self, name: str = "") -> Corpus:
         corpus = self._corpus_of(name)
         if corpus is None:
             raise ConfigError("The corpus is still loading; try again in a moment.")
         return corpus
 
-    def pairs(self, trace: RunTrace) -> list[JudgedPair]:
+    def judged_pairs(self, trace: RunTrace) -> list[JudgedPair]:
         """The judged pairs of a drrag trace with their stored labels (the acting
         annotator's only, when people log in and each has their own)."""
         from engine.service.corpora import check_searched
 
-        corpus = check_searched(trace.corpus, self.corpus(trace.corpus.get("name", "")))
-        labels = self.labels.list(trace.question)
-        annotator = self._door.name()
+        corpus = check_searched(trace.corpus, self._corpus(trace.corpus.get("name", "")))
+        labels = self.label_store.list(trace.question)
+        annotator = self.door.name()
         if annotator:
             labels = [x for x in labels if x.annotator == annotator or x.source == "gold"]
         return judged_pairs(trace, corpus, labels)
 
-    def label(self, question: str, d1_id: str, d2_id: str, value: int, *,
+    def add_label(self, question: str, d1_id: str, d2_id: str, value: int, *,
               question_id: str = "", annotator: str = "", source: str = "human",
               corpus: str = "") -> Label:
         """Store a label for the pair (d1, d2) of `question`; the texts come from `corpus`
         (a name; "": the start-up corpus)."""
-        corpus = self.corpus(corpus)
+        corpus = self._corpus(corpus)
         for name, doc_id in (("d1_id", d1_id), ("d2_id", d2_id)):
             if doc_id not in corpus.by_id:
                 raise ConfigError(f"{name}={doc_id!r} is not a document of corpus "
@@ -198,21 +200,36 @@ class Annotation:
                               "question) or 0 (they do not).") from None
         d1, d2 = corpus.by_id[d1_id], corpus.by_id[d2_id]
         label = Label(question.strip(), d1.id, d1.title, d1.text, d2.id, d2.title, d2.text,
-                      value, source, self._door.signed(annotator, "Annotator"), question_id)
-        return replace(label, id=self.labels.add(label))
+                      value, source, self.door.signed(annotator, "Annotator"), question_id)
+        return replace(label, id=self.label_store.add(label))
 
-    def agreement(self) -> list[tuple[str, str, Agreement]]:
+    def label_agreement(self) -> list[tuple[str, str, Agreement]]:
         """(first, second, their agreement) for every two annotators who labelled a pair
         in common: Cohen's kappa on the pairs both labelled."""
-        return pairwise(by_annotator(self.labels.list()), categories=2)
+        return pairwise(by_annotator(self.label_store.list()), categories=2)
+
+    def labels(self) -> list[Label]:
+        """Every stored label, newest first."""
+        return self.label_store.list()
+
+    def export_labels(self) -> str:
+        return self.label_store.export_jsonl()
+
+    def import_labels(self, text: str, filename: str) -> tuple[int, int]:
+        """(labels added, labels already stored) from a labels JSONL export."""
+        return self.label_store.import_jsonl(text, filename)
 
     # --- the classifier ------------------------------------------------------------------
 
-    def status(self) -> ClassifierStatus:
+    def classifier_status(self) -> ClassifierStatus:
+        """The active classifier version, every version's held-out figures, any retrain."""
+        return self._status()
+
+    def _status(self) -> ClassifierStatus:
         from engine.models.selection_classifier import active_version, versions
 
         return ClassifierStatus(active=active_version(), versions=versions(),
-                                labels=self.labels.count(), retrain=self.job.describe(),
+                                labels=self.label_store.count(), retrain=self.job.describe(),
                                 first_training=self._first_training_said())
 
     def _first_training_said(self) -> dict:
@@ -224,13 +241,13 @@ class Annotation:
                 return {"state": task.state, "line": task.describe()}
         return {"state": "", "line": ""}
 
-    def activate(self, version: str) -> ClassifierStatus:
+    def activate_classifier(self, version: str) -> ClassifierStatus:
         from engine.models.selection_classifier import set_active
 
         set_active(version)
-        return self.status()
+        return self._status()
 
-    def retrain(self, wait: bool = False) -> ClassifierStatus:
+    def retrain_classifier(self, wait: bool = False) -> ClassifierStatus:
         """Start retraining on the training pairs plus every stored label (once at a
         time); returns the status. `wait` blocks until it ends (CLI and tests).
 
@@ -240,7 +257,7 @@ class Annotation:
         """
         with self._lock:
             if self.job.state in ("waiting", "running"):
-                return self.status()
+                return self._status()
             labels, set_aside = self._check_usable_labels()
             self.job = RetrainJob(state="waiting", queued=time.monotonic(), labels=labels,
                                   set_aside=set_aside)
@@ -251,14 +268,14 @@ class Annotation:
             self.retraining = Retraining(self, self.job).start()
         if wait:
             self.retraining.wait()
-        return self.status()
+        return self._status()
 
     def _training_input(self, version: str) -> tuple:
         """(config, labelled pairs) of a retrain that improves on `version`."""
         from engine.store.labels import training_examples
         from engine.train.fit_selection_classifier import ClassifierConfig
 
-        return _recipe(version) or ClassifierConfig(), training_examples(self.labels.list())
+        return _recipe(version) or ClassifierConfig(), training_examples(self.label_store.list())
 
     def _check_usable_labels(self) -> tuple[int, int]:
         """(how many stored labels a retrain trains on, how many it sets aside); a

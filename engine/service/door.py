@@ -2,8 +2,8 @@
 check that enforces it.
 
 `ACTIONS` is the table. An action is the name of a public method of the engine's facades
-(engine.service.explorer.Explorer and the collaborators it exposes: Runs, Diagnoses,
-Evaluations, Judging, Presets and Tuning), classes decorated
+(engine.service.explorer.Explorer and the collaborators it exposes: Catalog, Runs,
+Evaluations, Diagnoses, Annotation, Judging, Presets and Tuning), classes decorated
 with `guarded`, which asks the facade's `Door` before each such method runs, and takes the
 user's share of runs and long jobs (engine.service.limits). Without a users file (`Door()`),
 nobody logs in and everyone may do everything: the app then listens on this machine only.
@@ -44,8 +44,9 @@ MAX_NAMES_KEPT = 10_000  # names with wrong passwords remembered at once
 # the actions whose call returns a stream (a generator) of what they do as they go
 STREAMS = frozenset({"stream", "llm_judge", "generate_questions"})
 # the facades' public properties: what they are, not actions
-PROPERTIES = frozenset({"corpus", "corpus_spec", "runs", "diagnoses", "evaluations",
-                        "judging", "presets", "tuning", "door"})
+PROPERTIES = frozenset({"corpus", "corpus_spec", "catalog", "runs", "diagnoses",
+                        "evaluations", "annotation", "judging", "presets", "tuning",
+                        "door"})
 LOCKOUT_SECONDS = 30.0
 # the client address of the login being checked, as the app's gate sees it (app.login)
 CLIENT_ADDRESS: ContextVar[str] = ContextVar("client_address", default="")
