@@ -234,19 +234,25 @@ def tiny_files(tmp_path):
     return corpus, qa
 
 
-def test_cli_ask_prints_every_stage(tiny_files, models_dir):
+def test_cli_ask_prints_every_stage(tiny_files, shared_models, capsys):
+    """The command's `main` in this process, whose models the module has loaded (the CLI
+    as a process of its own: test_cli_ask_bad_input and the Ray test below)."""
+    from engine.cli.main import main
+
     corpus, _ = tiny_files
-    result = _cli(["ask", QUESTION.text, "--corpus", str(corpus), "--config",
-                   json.dumps(FUNNEL)], models_dir)
-    assert result.returncode == 0, result.stderr[-2000:]
-    out = result.stdout
+    assert main(["ask", QUESTION.text, "--corpus", str(corpus), "--config",
+                 json.dumps(FUNNEL)]) == 0
+    out = capsys.readouterr().out
     for stage in ("stage 1  clusters (clusters)", "stage 2  preranker (documents)",
                   "stage 3  postranker (passages)", "answer:"):
         assert stage in out
 
 
-def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
-                                               tiny_classifier_base):
+def test_cli_eval_writes_rows_and_json_summary(tiny_files, shared_models, tmp_path,
+                                               tiny_classifier_base, capsys):
+    """`eval`'s `main` in this process, as test_cli_ask_prints_every_stage runs `ask`."""
+    from engine.cli.main import main
+
     corpus, qa = tiny_files
     rows = tmp_path / "rows.jsonl"
     drrag = {"k": 3, "k1": 1, "k2": 2, "classifier": str(tiny_classifier_base),
@@ -255,14 +261,12 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, models_dir, tmp_path,
                "reader": {"max_answer_tokens": 8}}
     best = {"classify": False, "M": 6, "k": 2, "reader": {"max_answer_tokens": 8}}
     names = ("funnel", "flat", "longrag", "drrag", "best")
-    result = _cli(["eval", "--dataset", str(qa), "--paradigm", ",".join(names),
-                   "--corpus", str(corpus), "--config",
-                   json.dumps({"funnel": FUNNEL, "flat": FLAT, "longrag": longrag,
-                               "drrag": drrag, "best": best}),
-                   "--out", str(rows), "--json", "--export", "trec", str(tmp_path / "trec")],
-                  models_dir)
-    assert result.returncode == 0, result.stderr[-2000:]
-    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert main(["eval", "--dataset", str(qa), "--paradigm", ",".join(names),
+                 "--corpus", str(corpus), "--config",
+                 json.dumps({"funnel": FUNNEL, "flat": FLAT, "longrag": longrag,
+                             "drrag": drrag, "best": best}),
+                 "--out", str(rows), "--json", "--export", "trec", str(tmp_path / "trec")]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert set(summary) == {*names, "paired"}
     pairs = summary.pop("paired")
     assert len(pairs) == 10 and set(pairs["funnel-flat"]["EM"]) == {
