@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import resource
 import statistics
 import subprocess
@@ -54,9 +55,12 @@ def latency_summary(seconds: Sequence[float]) -> dict[str, float]:
 
 
 def run_child(script: Path, *args: str) -> dict:
-    """Run a bench script in a fresh interpreter (own peak memory); parse its last line."""
+    """Run a bench script in a fresh interpreter (own peak memory); parse its last line.
+    The checkout is on its path, so the script imports `bench` and `engine` from it."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
     out = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
-                         check=False, cwd=ROOT)
+                         check=False, cwd=ROOT, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"{script.name} {' '.join(args)} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])

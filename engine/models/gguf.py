@@ -1,15 +1,20 @@
 """The packaged SmolLM2 GGUF file, dequantised once into a cached safetensors folder.
 
-transformers reads GGUF in ~20 s and ~2 GB of memory; the cached float32 copy loads in well
-under a second. The cache key names the file by size and the sha256 of its first MiB.
+transformers reads GGUF slowly and in ~2 GB of memory; the cached float32 copy loads in well
+under a second. The cache key names the file by size and the sha256 of its first MiB. The
+conversion reads the file's metadata once (`read_once`), where transformers would parse it
+three times and build its tensor-name map once per module: bench/gguf_conversion.py
+measures both ways side by side and checks they make the same tensors
+(docs/benchmarks/engineering.md, "The packaged models' conversions").
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from engine.cache import load_or_build
@@ -52,17 +57,36 @@ def _no_tensor_bar() -> Iterator[None]:
         gguf_utils.tqdm = drawn
 
 
-def convert_gguf(gguf: Path, folder: Path) -> None:
-    """Dequantise `gguf` and save it with its tokenizer as an ordinary checkpoint."""
+@contextmanager
+def read_once() -> Iterator[None]:
+    """Meanwhile, gguf-py's reader and tensor-name map made once per argument: transformers
+    makes a `GGUFReader` for the config, another for the tokenizer and another for the
+    weights (each parses the whole 49k-token vocabulary), and a `TensorNameMap` for each
+    of the model's 397 modules. Both are read-only once made; transformers imports them
+    from `gguf` at each call, so the memoised ones are what it finds."""
+    import gguf
+
+    made = gguf.GGUFReader, gguf.get_tensor_name_map
+    gguf.GGUFReader = functools.lru_cache(maxsize=4)(made[0])
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=16)(made[1])
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = made
+
+
+def convert_gguf(gguf: Path, folder: Path, *, once: bool = True) -> None:
+    """Dequantise `gguf` and save it with its tokenizer as an ordinary checkpoint; `once`
+    reads its metadata once (`read_once`; off only to measure it)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from engine.models.pretrained import quiet_transformers
 
     quiet_transformers()
-    logger.info("Converting %s to safetensors (once; ~20 s)", gguf.name)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    with _no_tensor_bar():
+    logger.info("Converting %s to safetensors (once)", gguf.name)
+    with read_once() if once else nullcontext(), _no_tensor_bar():
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
                                                      dtype=torch.float32)
     # The weights are dequantised now; drop the GGUF marker so the copy saves and loads as
