@@ -7,11 +7,11 @@ result to JSON; an engine refusal becomes a gr.Error that names the bad value an
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 from app.endpoints import endpoint
 from app.errors import refused
 from engine.config import json_object
+from engine.results import plain
 from engine.service.explorer import Explorer
 from engine.service.long_builds import BuildNeeded
 
@@ -50,11 +50,11 @@ def tuning_api(explorer: Explorer) -> None:
     def tune_status(tune_id: int) -> str:
         """Search `tune_id`: its state, plan, every trial, the front's trial numbers and,
         once it ended, its report (front, picks, winner, held-out check, importance)."""
-        return json.dumps(asdict(explorer.tuning.tune_status(int(tune_id))))
+        return json.dumps(plain(explorer.tuning.tune_status(int(tune_id))))
 
     def list_tunes() -> str:
         """Every stored search, newest first."""
-        return json.dumps(explorer.tuning.tunes())
+        return json.dumps(plain(explorer.tuning.tunes()))
 
     def cancel_tune(tune_id: int) -> str:
         """Stop search `tune_id` after the question in flight; its finished trials stay."""

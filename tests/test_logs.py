@@ -160,8 +160,8 @@ def small_gguf(tmp_path):
 def test_a_gguf_read_once_converts_to_the_same_tensors_and_leaves_gguf_py_as_it_was(
         small_gguf, tmp_path):
     """engine.models.gguf.read_once memoises gguf-py's reader and tensor-name map for one
-    conversion (bench/gguf_conversion.py: 12.0 s against 19.4 s for the packaged file); the
-    checkpoint it makes is the one transformers makes alone."""
+    conversion (timed in docs/benchmarks/engineering.md, "The packaged models'
+    conversions"); the checkpoint it makes is the one transformers makes alone."""
     import gguf
     import torch
     from safetensors.torch import load_file

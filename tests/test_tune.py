@@ -450,7 +450,7 @@ def test_the_service_runs_a_search_in_the_background_and_refuses_bad_input(explo
         tuning.tune(qa, ["nope"])
     with pytest.raises(ConfigError, match="The cost ceiling -1 must be above 0"):
         tuning.tune(qa, ["echo"], ceiling=-1)
-    assert [d["name"] for d in tuning.search_space(["echo"])] == ["echo.k", "echo.voice"]
+    assert [d.name for d in tuning.search_space(["echo"])] == ["echo.k", "echo.voice"]
     tune_id = tuning.tune(qa, ["echo"], trials=3, name="mine")
     with pytest.raises(ConfigError, match=f"Search {tune_id} is still running"):
         tuning.tune(qa, ["echo"], trials=3)
@@ -462,7 +462,7 @@ def test_the_service_runs_a_search_in_the_background_and_refuses_bad_input(explo
     assert status.state == "done" and status.plan["measure"] == "AR@4"
     assert status.questions == {"search": 3, "held_out": 3}
     assert status.front and status.result["winner"]["held_out"]["n"] == 3
-    assert tuning.tunes()[0]["name"] == "mine" and tuning.tunes()[0]["trials"] == "3 of 3"
+    assert tuning.tunes()[0].name == "mine" and tuning.tunes()[0].trials == "3 of 3"
     assert f"tune-{tune_id}" in [p.name for p in explorer.presets.list_presets()]
     with pytest.raises(ConfigError, match=f"Search {tune_id} is not running here"):
         tuning.cancel_tune(tune_id)

@@ -153,8 +153,8 @@ def resume(explorer: Explorer, text) -> tuple:
 
 
 def searches(explorer: Explorer) -> gr.Dataframe:
-    rows = [[r[c] if not isinstance(r[c], list) else ", ".join(r[c]) for c in SEARCH_COLUMNS]
-            for r in explorer.tuning.tunes()]
+    rows = [[", ".join(v) if isinstance(v := getattr(r, c), tuple) else v
+             for c in SEARCH_COLUMNS] for r in explorer.tuning.tunes()]
     return gr.Dataframe(rows, headers=SEARCH_COLUMNS)
 
 

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from app.views.figures import failsafe, text_figure
 from app.views.trace import esc
 from engine.service.tuning import TuneStatus
+from engine.tune.space import Dimension
 
 TRIAL_COLUMNS = ["#", "paradigm", "settings", "state", "questions", "measure", "cost", "note"]
 IMPORTANCE_COLUMNS = ["paradigm", "option", "share of the measure's variance",
@@ -154,16 +155,15 @@ def front_figure(status: TuneStatus) -> go.Figure:
     return fig
 
 
-def space_html(dimensions: list[dict]) -> str:
+def space_html(dimensions: list[Dimension]) -> str:
     """The options a search varies, as a short list per paradigm."""
     if not dimensions:
         return "<div class='fe-kept'>Pick at least one paradigm.</div>"
     by_paradigm: dict[str, list[str]] = {}
     for d in dimensions:
-        paradigm, option = d["name"].split(".", 1)
-        shown = (" | ".join(map(str, d["choices"])) if d["kind"] == "choice" else
-                 f"{d['low']:g} to {d['high']:g}" + (" (log)" if d["log"] else ""))
-        by_paradigm.setdefault(paradigm, []).append(f"{esc(option)}: {esc(shown)}")
+        shown = (" | ".join(map(str, d.choices)) if d.kind == "choice" else
+                 f"{d.low:g} to {d.high:g}" + (" (log)" if d.log else ""))
+        by_paradigm.setdefault(d.paradigm, []).append(f"{esc(d.option)}: {esc(shown)}")
     return "<div class='fe-kept'>Searched by default: " + "; ".join(
         f"<b>{esc(p)}</b> {', '.join(opts)}" for p, opts in by_paradigm.items()) + \
         ". Options that need an index built are left out: name them under Options.</div>"

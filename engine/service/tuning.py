@@ -25,9 +25,9 @@ from engine.service.preparation import Preparation
 from engine.service.readiness import check_ready
 from engine.service.tune_jobs import TuneJobs, resume_tune, start_tune
 from engine.store.sessions import SessionStore
-from engine.store.tuning import TuneStore
+from engine.store.tuning import TuneRow, TuneStore
 from engine.tune.search import SearchPlan
-from engine.tune.space import RETRIEVAL_MEASURES, space
+from engine.tune.space import RETRIEVAL_MEASURES, Dimension, space
 from engine.tune.tuning import front_of
 
 SEARCH_CONFIRM = ("Confirm to build it before the first trial (the app stays usable), or "
@@ -122,7 +122,7 @@ class Tuning:
             raise ConfigError(f"Search {tune_id} is not running here.")
         job.cancel()
 
-    def tunes(self) -> list[dict]:
+    def tunes(self) -> list[TuneRow]:
         """Every stored search, newest first, as the list shows it."""
         return [t.row() for t in self.store.list()]
 
@@ -144,10 +144,10 @@ class Tuning:
             trials=[t.to_dict(plan) for t in trials],
             front=[t.number for t in front_of(plan, trials)], result=stored.result)
 
-    def search_space(self, paradigms: Sequence[str], measure: str = "AR@4") -> list[dict]:
+    def search_space(self, paradigms: Sequence[str], measure: str = "AR@4"
+                     ) -> list[Dimension]:
         """The dimensions a search of `paradigms` varies by default for `measure`."""
-        return [d.to_dict() for d in space(list(paradigms),
-                                            reads=measure not in RETRIEVAL_MEASURES)]
+        return space(list(paradigms), reads=measure not in RETRIEVAL_MEASURES)
 
     def _pending(self, plan: SearchPlan, preparation: Preparation, build: bool) -> list:
         """What the paradigms' fixed options need that is not prepared; a long build is

@@ -37,13 +37,32 @@ class StoredTune:
     created: str
     trials: int  # stored so far
 
-    def row(self) -> dict:
+    def row(self) -> TuneRow:
         """What the list of searches shows."""
-        return {"id": self.id, "name": self.name, "dataset": self.dataset,
-                "corpus": self.corpus, "paradigms": list(self.plan.paradigms),
-                "measure": self.plan.measure, "cost": self.plan.cost, "state": self.state,
-                "trials": f"{self.trials} of {self.plan.trials}", "preset": self.preset,
-                "by": self.owner, "created": self.created}
+        return TuneRow(id=self.id, name=self.name, dataset=self.dataset, corpus=self.corpus,
+                       paradigms=tuple(self.plan.paradigms), measure=self.plan.measure,
+                       cost=self.plan.cost, state=self.state,
+                       trials=f"{self.trials} of {self.plan.trials}", preset=self.preset,
+                       by=self.owner, created=self.created)
+
+
+@dataclass(frozen=True)
+class TuneRow:
+    """A stored search as the Tune view's list and the API's `tunes` show it: `trials` as
+    "3 of 12" (stored so far of planned), `by` its owner."""
+
+    id: int
+    name: str
+    dataset: str
+    corpus: str
+    paradigms: tuple[str, ...]
+    measure: str
+    cost: str
+    state: str
+    trials: str
+    preset: str
+    by: str
+    created: str
 
 
 class TuneStore:
