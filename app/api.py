@@ -52,7 +52,7 @@ def _runs_api(explorer: Explorer) -> None:
         `config_json` over them); the trace's "preset" names it."""
         try:
             return explorer.runs.run(question, paradigm, config_json, corpus, bool(build),
-                                preset or "").to_json()
+                                     preset or "").to_json()
         except BuildNeeded as err:
             raise refused(f"{err} Over the API: pass build=True (the fifth argument of "
                           "/run) to build it within this request.") from None
@@ -130,7 +130,7 @@ def _annotation_api(explorer: Explorer) -> None:
         """Store label 1 or 0 for documents (d1, d2) of `question` (of `corpus`; empty: the
         start-up one); returns the stored label."""
         stored = explorer.annotation.add_label(question, d1_id, d2_id, label, annotator=annotator,
-                                    question_id=question_id, corpus=corpus)
+                                               question_id=question_id, corpus=corpus)
         return json.dumps({**stored.record(), "id": stored.id})
 
     def list_labels() -> str:
@@ -183,7 +183,7 @@ def _corpora_api(explorer: Explorer) -> None:
         instead of refusing it."""
         path, original = uploaded(file)
         added = explorer.catalog.add_corpus(name, path, upload=True, original=original,
-                                    drop_unknown=bool(drop_unknown))
+                                            drop_unknown=bool(drop_unknown))
         return json.dumps({"name": added, "status": "preparing"})
 
     def list_corpora() -> str:

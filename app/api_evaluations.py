@@ -39,9 +39,9 @@ def evaluation_api(explorer: Explorer) -> None:
         configs = parse_config(configs_json)
         names = [p.strip() for p in str(paradigms or "").split(",") if p.strip()]
         return explorer.evaluations.evaluate(dataset, names, configs, limit=int(limit),
-                                 sample=int(sample), seed=int(seed), name=name,
-                                 build=bool(build), ray=ray or "",
-                                 corpus=corpus or "")
+                                             sample=int(sample), seed=int(seed), name=name,
+                                             build=bool(build), ray=ray or "",
+                                             corpus=corpus or "")
 
     def evaluation_status(evaluation_id: int) -> str:
         """{id, state, done, total, seconds, seconds_left, error, means, partial} as JSON
@@ -93,7 +93,7 @@ def evaluation_api(explorer: Explorer) -> None:
         not at all. Returns {"runs", "evaluation", "sessions", "paradigms"}."""
         path, original = uploaded(file)
         imported = explorer.runs.import_pipeline([(original, read_text(path))], dataset or "",
-                                            label or "")
+                                                 label or "")
         return json.dumps({"runs": imported.runs, "evaluation": imported.evaluation,
                            "sessions": list(imported.sessions),
                            "paradigms": list(imported.paradigms)})
@@ -177,7 +177,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         both ran. JSON: {a, b, shared, differences: [{metric, a, b, diff, ci, p,
         within_noise, n}]}."""
         return json.dumps(plain(explorer.diagnoses.paired(evaluation_id, a or "", b or "",
-                                                _other_id(other_evaluation_id))))
+                                                          _other_id(other_evaluation_id))))
 
     def regressions(evaluation_id: int, a: str = "", b: str = "",
                     other_evaluation_id: str = "", metric: str = "EM") -> str:
@@ -187,8 +187,8 @@ def diagnosis_api(explorer: Explorer) -> None:
         stayed right, stayed wrong, same}, questions: [{question_id, question, position_a,
         position_b, a, b, change}]}."""
         return json.dumps(plain(explorer.diagnoses.regressions(evaluation_id, a or "", b or "",
-                                                     _other_id(other_evaluation_id),
-                                                     metric or "EM")))
+                                                               _other_id(other_evaluation_id),
+                                                               metric or "EM")))
 
     def sweep(paradigm: str, options_json: str, dataset: str, limit: int = 0,
               sample: int = 0, seed: int = 0, retrieval_only: bool = True,
@@ -203,10 +203,10 @@ def diagnosis_api(explorer: Explorer) -> None:
         `evaluation_status`. `corpus` names the corpus searched (empty: the start-up one).
         Returns its id."""
         return explorer.evaluations.sweep(dataset, paradigm, parse_config(options_json),
-                              parse_config(config_json), limit=int(limit),
-                              sample=int(sample), seed=int(seed),
-                              retrieval_only=bool(retrieval_only), name=name,
-                              build=bool(build), corpus=corpus or "")
+                                          parse_config(config_json), limit=int(limit),
+                                          sample=int(sample), seed=int(seed),
+                                          retrieval_only=bool(retrieval_only), name=name,
+                                          build=bool(build), corpus=corpus or "")
 
     endpoint(attribution, "attribution_json", "JSON text: {paradigm: {cuts, counts: "
              "{outcome: n}, questions: {outcome: [positions]}, traced, total}}")

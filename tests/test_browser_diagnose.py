@@ -46,7 +46,7 @@ def diagnosed(tmp_path_factory):
     def seed(env, explorer, preparation, store, corpus):
         shaped(explorer)
         echo = explorer.evaluations.evaluate(qa_file(root / "qa.jsonl", n=3), ["echo"],
-                                 {"echo": {"k": 1}}, name="echo")
+                                             {"echo": {"k": 1}}, name="echo")
         explorer.evaluations.wait_for_evaluation(echo, 60)
         explorer.evaluations.wait_for_evaluation(explorer.evaluations.ceilings(echo), 60)
         explorer.runs.save_run(shaped_run(QUESTION, "funnel"), "funnel, shaped")  # for Sessions

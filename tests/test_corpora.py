@@ -300,13 +300,13 @@ def test_a_corpus_added_with_a_ray_address_is_encoded_by_ray_workers(explorer, t
                               upload=True, ray="local", workers=0)
     with pytest.raises(ConfigError, match="No Ray cluster answers at '127.0.0.1:9'"):
         explorer.catalog.add_corpus("raw", write_jsonl(tmp_path / "b.jsonl", tiny_rows()),
-                            upload=True, ray="127.0.0.1:9")
+                                    upload=True, ray="127.0.0.1:9")
     with pytest.raises(ConfigError, match="Ray shards needs a Ray address"):
         explorer.catalog.add_corpus("raw", write_jsonl(tmp_path / "c.jsonl", tiny_rows()),
-                            upload=True, shards=2)
+                                    upload=True, shards=2)
     with pytest.raises(ConfigError, match="shards=65 is out of range"):
         explorer.catalog.add_corpus("raw", write_jsonl(tmp_path / "d.jsonl", tiny_rows()),
-                            upload=True, ray="local", shards=65)
+                                    upload=True, ray="local", shards=65)
     assert "raw" not in explorer.catalog.corpus_names()  # refused before anything was read
     source = write_jsonl(tmp_path / "ray.jsonl", tiny_rows())
     explorer.catalog.add_corpus("onray", source, upload=True, ray="local")
@@ -381,11 +381,11 @@ def test_a_corpus_added_with_a_qdrant_collection_is_served_from_it(explorer, pre
                             ({"qdrant": where, "collection": "a b"}, "is not 1-200")):
         with pytest.raises(ConfigError, match=named):
             explorer.catalog.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True,
-                                **settings)
+                                        **settings)
     assert "inq" not in explorer.catalog.corpus_names()  # refused before anything was read
     monkeypatch.chdir(tmp_path)  # a relative folder is kept as an absolute one
     explorer.catalog.add_corpus("inq", write_jsonl(tmp_path / "q.jsonl", rows), upload=True,
-                        qdrant="qdrant", collection="my.notes")
+                                qdrant="qdrant", collection="my.notes")
     row = settled(explorer, "inq")
     corpus = explorer._corpora.preparation("inq").corpus
     try:

@@ -191,7 +191,7 @@ def test_opening_an_evaluation_sets_the_form_to_what_started_it(explorer, echo, 
         entry = evaluate.form(explorer)
     qa = qa_file(tmp_path / "qa.jsonl", n=3)
     evaluation_id = explorer.evaluations.evaluate(qa, ["echo"], {"echo": {"k": 1, "voice": "loud"}},
-                                      sample=2, seed=7, name="mine")
+                                                  sample=2, seed=7, name="mine")
     explorer.evaluations.wait_for_evaluation(evaluation_id, 30)
     restored = dict(zip(entry.restored(), evaluate.restore_form(explorer, entry,
                                                                 evaluation_id), strict=True))

@@ -195,7 +195,7 @@ def test_a_corpus_that_failed_to_load_is_not_offered_for_running_questions(with_
                                                                           tmp_path):
     explorer = with_corpora
     explorer.catalog.add_corpus("broken", write_jsonl(tmp_path / "b.jsonl", [{"id": "a"}]),
-                        upload=True)
+                                upload=True)
     assert settled(explorer, "broken").status == "failed"
     _, _, _, removable, *choices = corpora.refreshed(explorer, ["broken", "tiny", "broken"])
     assert "broken" in choices_of(removable)  # it can still be taken off the list

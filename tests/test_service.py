@@ -323,11 +323,11 @@ def test_a_run_reads_only_what_is_built_and_a_viewer_builds_nothing(
             with pytest.raises(BuildNeeded, match=rf"BM25 over {tokens}-token passages: about "
                                                   r".* on this machine.*an admin builds it"):
                 explorer.runs.run("Who painted it?", "flat",
-                             json.dumps({"retriever": "bm25", "passage_tokens": tokens}))
+                                  json.dumps({"retriever": "bm25", "passage_tokens": tokens}))
         with pytest.raises(NotAllowed, match="build_index needs the admin role; you are a "
                                               "viewer"):
             explorer.runs.run("Who painted it?", "flat",
-                         json.dumps({"retriever": "bm25", "passage_tokens": 101}), build=True)
+                              json.dumps({"retriever": "bm25", "passage_tokens": 101}), build=True)
     assert _cache_bytes(data_dir) == before  # nothing built, nothing written
 
 

@@ -189,7 +189,7 @@ def find_pairs(explorer: Explorer, text, gold, how, k_value, corpus="") -> tuple
 def _pairs_found(explorer: Explorer, text, gold, how, k_value, corpus) -> tuple:
     config = {"selection": how, "k": int(k_value), "k1": max(1, int(k_value) // 2)}
     trace: RunTrace = explorer.runs.run(target(text, gold), DRRAGParadigm.name,
-                                   json.dumps(config), corpus or "")
+                                        json.dumps(config), corpus or "")
     pairs = [asdict(p) for p in explorer.annotation.judged_pairs(trace)]
     message = ""
     if not pairs:
@@ -211,8 +211,8 @@ def label(explorer: Explorer, value, pairs, at, question_and_id, who) -> tuple:
     if value is not None:
         p = pairs[at]
         explorer.annotation.add_label(question_text, p["d1_id"], p["d2_id"], value,
-                           question_id=qid, annotator=who or "",
-                           corpus=searched[0] if searched else "")
+                                      question_id=qid, annotator=who or "",
+                                      corpus=searched[0] if searched else "")
         pairs = [*pairs[:at], {**p, "label": value}, *pairs[at + 1:]]
     at += 1
     return ("", pairs, at, pair_card(question_text, pairs, at), pairs_table(pairs, at),

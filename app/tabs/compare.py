@@ -119,7 +119,7 @@ def build(explorer: Explorer) -> Tab:
                 if equal_budget:
                     config = with_budget(config, int(tokens))
                 traces.append(explorer.runs.run(target(text, gold), name, config, searched or "",
-                                           preset=preset))
+                                                preset=preset))
             except BuildNeeded as err:
                 logger.info("refused: %s: %s", name, err.what)
                 errors.append(f"{name}: these options need a build first - {err.what}. "

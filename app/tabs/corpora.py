@@ -277,8 +277,8 @@ def adding(explorer: Explorer, name: str, source: str, upload: bool, ray: str,
     """(the message after adding corpus `name` from `source`, shown above the table read
     again, and the corpus's name); refused at once: (why, gr.skip())."""
     corpus = explorer.catalog.add_corpus(name, source, upload=upload, ray=ray, shards=shards,
-                                 qdrant=qdrant, collection=collection,
-                                 drop_unknown=drop_unknown)
+                                         qdrant=qdrant, collection=collection,
+                                         drop_unknown=drop_unknown)
     return (f"<div class='fe-kept'>Corpus <b>{esc(corpus)}</b> is being read and "
             "prepared; the table shows how far.</div>", corpus)
 

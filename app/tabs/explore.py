@@ -270,7 +270,7 @@ def _start(explorer: Explorer, question, name: str, config: str, corpus: str,
                   "turn with the other long builds (the status line lists them); the "
                   "stages show once it is built, and the other tabs keep answering.</div>")
         return notice, explorer.runs.stream(question, name, config, corpus, build=True,
-                                       preset=preset)
+                                            preset=preset)
 
 
 def _kept_or_cleared(shown: bool) -> tuple:

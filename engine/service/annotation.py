@@ -184,8 +184,8 @@ class Annotation:
         return judged_pairs(trace, corpus, labels)
 
     def add_label(self, question: str, d1_id: str, d2_id: str, value: int, *,
-              question_id: str = "", annotator: str = "", source: str = "human",
-              corpus: str = "") -> Label:
+                  question_id: str = "", annotator: str = "", source: str = "human",
+                  corpus: str = "") -> Label:
         """Store a label for the pair (d1, d2) of `question`; the texts come from `corpus`
         (a name; "": the start-up corpus)."""
         corpus = self._corpus(corpus)
