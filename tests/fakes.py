@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -263,3 +264,18 @@ def gradio_client(url: str, **kwargs):
 
     return Client(url, verbose=False, httpx_kwargs={"timeout": httpx.Timeout(60.0, read=None)},
                   **kwargs)
+
+
+def upload(page, box: str, path: Path) -> None:
+    """Put `path` into the Gradio file box `box` (an element id) and wait until the box
+    shows it uploaded, clearing what it held first. Gradio shows a file's stem and suffix
+    in two spans, so the box may read "odd .json": the name is matched across that gap."""
+    from playwright.sync_api import expect
+
+    path = Path(path)
+    clear = page.locator(f"#{box} button[aria-label='Clear']")
+    if clear.count():
+        clear.click()
+    page.locator(f"#{box} input[type=file]").set_input_files(str(path))
+    shown = re.compile(rf"{re.escape(path.stem)}\s*{re.escape(path.suffix)}")
+    expect(page.locator(f"#{box}")).to_contain_text(shown, timeout=30_000)

@@ -15,7 +15,7 @@ import zipfile
 import pytest
 
 from tests.conftest import ARTIFACTS
-from tests.fakes import seeded_app
+from tests.fakes import seeded_app, upload
 from tests.test_collection_eval import tiny_beir
 from tests.test_corpora import corpus_only
 
@@ -38,15 +38,7 @@ def served(tmp_path):
 
 
 def add(page, path, name: str) -> None:
-    from playwright.sync_api import expect
-
-    clear = page.locator("#fe-corpus-file button[aria-label='Clear']")
-    if clear.count():
-        clear.click()
-    page.locator("#fe-corpus-file input[type=file]").set_input_files(str(path))
-    # Gradio shows a file's stem and suffix apart: its text may read "badbeir .zip"
-    shown = re.compile(rf"{re.escape(path.stem)}\s*{re.escape(path.suffix)}")
-    expect(page.locator("#fe-corpus-file")).to_contain_text(shown, timeout=30_000)
+    upload(page, "fe-corpus-file", path)
     page.locator("#fe-corpus-name textarea, #fe-corpus-name input").first.fill(name)
     page.locator("#fe-corpus-add").click()
 

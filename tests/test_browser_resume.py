@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tests import test_live_app as live
-from tests.fakes import EchoParadigm, qa_file, seeded_app
+from tests.fakes import EchoParadigm, qa_file, seeded_app, upload
 
 pytestmark = pytest.mark.live
 
@@ -98,8 +98,7 @@ def test_a_trace_file_of_another_shape_is_refused_by_field_in_the_page(served, b
     page.goto(url)
     page.get_by_role("tab", name="Sessions").click()
     page.get_by_text("Import a pipeline's runs").click()
-    page.locator("#fe-import-files input[type=file]").set_input_files(str(odd))
-    expect(page.locator("#fe-import-files")).to_contain_text("odd.json", timeout=30_000)
+    upload(page, "fe-import-files", odd)
     page.locator("#fe-import").click()
     message = page.locator("#fe-session-message")
     expect(message).to_contain_text("field 'resourceSpans': expected a list of resources, "

@@ -18,7 +18,7 @@ import pytest
 
 from engine.paradigms.needs import Need
 from tests.conftest import ARTIFACTS
-from tests.fakes import EchoParadigm
+from tests.fakes import EchoParadigm, upload
 from tests.test_corpora import corpus_only, tiny_rows, write_jsonl
 
 pytestmark = pytest.mark.live
@@ -262,11 +262,7 @@ def test_browser_remove_asks_first_and_no_corpus_choice_keeps_a_removed_or_faile
     table = page.locator("#fe-corpora-table")
     for corpus, rows, state in [("broken", [{"id": "a", "title": "A"}], "failed"),
                                 ("gone", tiny_rows(), "ready")]:
-        upload = page.locator("#fe-corpus-file")
-        if upload.locator("button[aria-label='Clear']").count():
-            upload.locator("button[aria-label='Clear']").click()
-        upload.locator("input[type=file]").set_input_files(
-            write_jsonl(tmp_path / f"{corpus}.jsonl", rows))
+        upload(page, "fe-corpus-file", write_jsonl(tmp_path / f"{corpus}.jsonl", rows))
         page.locator("#fe-corpus-name textarea").fill(corpus)
         page.locator("#fe-corpus-add").click()
         expect(table.locator(f"tr[data-corpus={corpus}] td").nth(2)).to_have_text(

@@ -21,6 +21,7 @@ import pytest
 
 from engine.paradigms.registry import PARADIGMS
 from tests.conftest import ARTIFACTS
+from tests.fakes import upload
 
 pytestmark = [pytest.mark.live, pytest.mark.early]  # minutes as one unit: started first
 
@@ -1124,15 +1125,13 @@ def test_browser_uploads_a_corpus_and_explores_it_while_the_default_still_answer
     expect(table).to_contain_text("started with")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "title": "A"}\n', encoding="utf-8")
-    page.locator("#fe-corpus-file input[type=file]").set_input_files(str(bad))
+    upload(page, "fe-corpus-file", bad)
     page.locator("#fe-corpus-name textarea").fill("broken")
     page.locator("#fe-corpus-add").click()
     expect(table).to_contain_text("field 'text': missing in a corpus row", timeout=60_000)
     expect(table).not_to_contain_text("/tmp/")  # the file as the user named it
 
-    page.locator("#fe-corpus-file button[aria-label='Clear']").click()
-    page.locator("#fe-corpus-file input[type=file]").set_input_files(
-        str(_corpus_file(tmp_path / "beacons.jsonl")))
+    upload(page, "fe-corpus-file", _corpus_file(tmp_path / "beacons.jsonl"))
     page.locator("#fe-corpus-name textarea").fill("beacons")
     page.locator("#fe-corpus-add").click()
     expect(page.locator("#fe-corpora-message")).to_contain_text("Corpus beacons is being read")
