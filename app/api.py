@@ -10,7 +10,6 @@ app.api_evaluations, judging's in app.api_judging, and what every endpoint share
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 from app.api_evaluations import diagnosis_api, evaluation_api
 from app.api_judging import judging_api
@@ -19,6 +18,7 @@ from app.endpoints import endpoint, uploaded
 from app.errors import refused
 from engine.paradigms.registry import DEFAULT, PARADIGMS
 from engine.readers.ablation import agreement, reading_step
+from engine.results import plain
 from engine.service.annotation import ClassifierStatus
 from engine.service.explorer import Explorer
 from engine.service.long_builds import BuildNeeded
@@ -91,9 +91,9 @@ def _runs_api(explorer: Explorer) -> None:
         step = reading_step(attributed)
         found = step.ablation
         agreed = agreement(step.attention, found) if step.attention is not None else None
-        return json.dumps({"ablation": {**asdict(found), "effects": found.effects,
+        return json.dumps({"ablation": {**plain(found), "effects": found.effects,
                                         "changed": found.changed, "most": found.most},
-                           "agreement": asdict(agreed) if agreed else None,
+                           "agreement": plain(agreed) if agreed else None,
                            "trace": attributed.to_dict()})
 
     def list_runs() -> str:
@@ -191,7 +191,7 @@ def _corpora_api(explorer: Explorer) -> None:
         not loaded), documents, fingerprint, built, disk_bytes, progress, error, answering
         (the paradigms that can answer over it now), served_by, judged (a test
         collection's splits)}."""
-        return json.dumps([asdict(row) for row in explorer.catalog.corpora()])
+        return json.dumps([plain(row) for row in explorer.catalog.corpora()])
 
     def remove_corpus(name: str) -> str:
         """Remove an added corpus (not the start-up or a packaged one); returns its name."""
@@ -284,4 +284,4 @@ def _trace(trace_json: str) -> RunTrace:
 def _status_json(status: ClassifierStatus) -> str:
     versions = [{k: v for k, v in version.items() if k != "heldout_scores"}
                 for version in status.versions]
-    return json.dumps({**asdict(status), "versions": versions})
+    return json.dumps({**plain(status), "versions": versions})

@@ -9,7 +9,6 @@ bad value and the fix.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 from app.endpoints import endpoint, uploaded
 from app.errors import refused
@@ -46,7 +45,7 @@ def evaluation_api(explorer: Explorer) -> None:
     def evaluation_status(evaluation_id: int) -> str:
         """{id, state, done, total, seconds, seconds_left, error, means, partial} as JSON
         (partial: it ended before every question ran; its means are of those stored)."""
-        return json.dumps(asdict(explorer.evaluations.evaluation_status(evaluation_id)))
+        return json.dumps(plain(explorer.evaluations.evaluation_status(evaluation_id)))
 
     def resume_evaluation(evaluation_id: int) -> int:
         """Go on with a stored evaluation that ended before every question ran
@@ -157,7 +156,7 @@ def diagnosis_api(explorer: Explorer) -> None:
         cover, group, outcomes: {paradigm: outcome}, nearest}], passages: [{id, title, x,
         y}], groups: [{group, size, median_cover, far, positions, nearest}], far_below,
         fitted_on, explained}."""
-        return json.dumps(explorer.diagnoses.coverage(int(evaluation_id)))
+        return json.dumps(plain(explorer.diagnoses.coverage(int(evaluation_id))))
 
     def ablation_agreement(evaluation_id: int) -> str:
         """Per paradigm of an evaluation run with reader.ablation: how often attention's

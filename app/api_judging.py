@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from dataclasses import asdict
 
 from app.endpoints import endpoint, uploaded
 from engine.data.loaders.jsonio import read_text
 from engine.errors import ConfigError
+from engine.results import plain
 from engine.service.explorer import Explorer
 
 
@@ -85,7 +85,7 @@ def _pools(judging) -> None:
 
     def list_pools(dataset: str = "") -> str:
         """The pools (of question set `dataset` only, if given), newest first."""
-        return json.dumps([asdict(p) for p in judging.pools(dataset or None)])
+        return json.dumps([plain(p) for p in judging.pools(dataset or None)])
 
 
     def next_unit(pool_id: int, assessor: str) -> str:
@@ -93,7 +93,7 @@ def _pools(judging) -> None:
         document_id, title, text, found_by, position} or null, "question", "judged",
         "units"}."""
         unit, question, (judged, units) = judging.to_judge(int(pool_id), assessor)
-        return json.dumps({"unit": None if unit is None else asdict(unit),
+        return json.dumps({"unit": None if unit is None else plain(unit),
                            "question": question, "judged": judged, "units": units})
 
 
@@ -114,7 +114,7 @@ def _pools(judging) -> None:
         """Take back `assessor`'s last judgment of the pool: the judgment taken back, or
         null."""
         undone = judging.undo(int(pool_id), assessor)
-        return json.dumps(None if undone is None else asdict(undone))
+        return json.dumps(None if undone is None else plain(undone))
 
 
     def llm_judge(pool_id: int, model: str = "smollm2", endpoint: str = "",
@@ -125,7 +125,7 @@ def _pools(judging) -> None:
         {"judged", "unreadable", "left"}."""
         ended = deque(judging.llm_judge(int(pool_id), model, endpoint,
                                         int(limit) or None), maxlen=1)
-        return json.dumps(asdict(ended[0]) if ended else
+        return json.dumps(plain(ended[0]) if ended else
                           {"judged": 0, "unreadable": 0, "left": 0})
 
 
@@ -160,8 +160,7 @@ def _judgments(judging) -> None:
         """Two assessors over a stored evaluation of a question set: {"pairs", "exact",
         "kappa", "weighted_kappa", "weighted_ci", "matrix" (rows: first's grade), "scores"
         ({paradigm: [nDCG@10 under first, under second]}), "tau", "p"}."""
-        found = judging.compared(int(evaluation_id), first, second)
-        return json.dumps({**asdict(found.pop("agreement")), **found})
+        return json.dumps(plain(judging.compared(int(evaluation_id), first, second)))
 
     endpoint(export_judgments, "judgments_text", "TREC qrels lines, or JSONL")
     endpoint(import_judgments, "imported_json", 'JSON text: {"imported"}')

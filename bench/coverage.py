@@ -47,7 +47,7 @@ def main() -> None:
         found = asked.setdefault(trace.gold.id, Asked(len(asked), trace.gold, {}))
         found.outcomes[trace.paradigm] = row_outcomes(trace)["outcome"]["answer"]
     start = time.perf_counter()
-    mapped = coverage(index, list(asked.values()))
+    mapped = coverage(index, list(asked.values())).to_dict()  # as the API sends it
     seconds = time.perf_counter() - start
     print(f"{len(asked)} questions over {args.corpus} ({len(index.units):,} passages): "
           f"{seconds:.1f} s; fitted on {mapped['fitted_on']}, the two components explain "

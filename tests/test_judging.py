@@ -437,9 +437,11 @@ def test_two_assessors_over_an_evaluation_read_as_agreement_and_the_order_of_par
                                for who, grades in (("ann", person), ("llm:local:x", judge))
                                for q, docs in grades.items() for d, g in docs.items()])
     found = judging.compared(evaluation, "ann", "llm:local:x")
-    assert found["agreement"].pairs == 6
-    assert found["scores"]["flat"][0] == 1.0 and found["scores"]["best"][1] == 1.0
-    assert found["tau"] < 0  # the judge ranks the paradigms otherwise than the person
+    assert found.agreement.pairs == 6
+    assert found.scores["flat"][0] == 1.0 and found.scores["best"][1] == 1.0
+    assert found.tau < 0  # the judge ranks the paradigms otherwise than the person
+    shown = found.to_dict()  # the API's JSON: the agreement's fields beside the others
+    assert shown["pairs"] == 6 and shown["first"] == "ann" and "agreement" not in shown
     assert judging.assessors("docs (support)") == {"ann": 6, "llm:local:x": 6}
     with pytest.raises(ConfigError, match="'bob' judged nothing of docs \\(support\\); its "
                                           "assessors: ann, llm:local:x"):

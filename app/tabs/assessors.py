@@ -19,6 +19,7 @@ from app.views.trace import esc
 from engine.errors import EngineError
 from engine.judging.measures import is_person
 from engine.service.explorer import Explorer
+from engine.service.judging import AssessorComparison
 from engine.store.judgments import GRADES
 
 OPEN_FIRST = "Diagnose an evaluation of a question set first (its questions judged)."
@@ -28,30 +29,30 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "-" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
-def compared_html(found: dict) -> str:
+def compared_html(found: AssessorComparison) -> str:
     """The two assessors' agreement, grades matrix and the paradigms' scores and order."""
-    agreed, first, second = found["agreement"], esc(found["first"]), esc(found["second"])
+    agreed, first, second = found.agreement, esc(found.first), esc(found.second)
     head = "".join(f"<th>{g} {esc(label)}</th>" for g, label in GRADES.items())
     matrix = "".join(f"<tr><th>{g} {esc(GRADES[g])}</th>"
                      + "".join(f"<td>{n}</td>" for n in row) + "</tr>"
                      for g, row in enumerate(agreed.matrix))
     scores = "".join(f"<tr><td>{esc(p)}</td><td>{_number(a)}</td><td>{_number(b)}</td></tr>"
-                     for p, (a, b) in found["scores"].items())
-    tau = found["tau"]
+                     for p, (a, b) in found.scores.items())
+    tau = found.tau
     order = ("fewer than two paradigms are scored under both" if tau is None else
              "the same order" if _number(tau) == "1.000" else
              "the order changes" if tau < 1 else "")
-    measure = esc(found["measure"])
+    measure = esc(found.measure)
     return (f"<div class='fe-kept' id='fe-diag-assessors-summary'>{agreed.pairs} documents "
             f"judged by both {first} and {second}: exact agreement {_number(agreed.exact)}, "
             f"linear-weighted kappa {agreed.weighted_said()}, kappa {_number(agreed.kappa)}. "
-            f"Paradigms by {measure}: Kendall's tau {_number(tau)} (p {_number(found['p'])}): "
+            f"Paradigms by {measure}: Kendall's tau {_number(tau)} (p {_number(found.p)}): "
             f"{order}.</div>"
             f"<table class='fe-table' id='fe-diag-assessors-matrix'><caption>Grades (rows: "
             f"{first}, columns: {second})</caption><tr><th></th>{head}</tr>{matrix}</table>"
             f"<table class='fe-table' id='fe-diag-assessors-scores'><caption>{measure} at "
             f"each paradigm's last cut, under each one's grades alone, over the "
-            f"{found['questions']} questions both judged</caption><tr><th>"
+            f"{found.questions} questions both judged</caption><tr><th>"
             f"paradigm</th><th>{first}</th><th>{second}</th></tr>{scores}</table>")
 
 

@@ -21,6 +21,7 @@ from app.views.probes import (
     coverage_table,
 )
 from engine.errors import EngineError
+from engine.eval.coverage import CoverageMap
 from engine.service.explorer import Explorer
 
 POLL_SECONDS = 2.0
@@ -78,13 +79,13 @@ def map_coverage(explorer: Explorer, evaluation_id) -> tuple:
     if evaluation_id is None:
         raise EngineError(OPEN_FIRST)
     found = explorer.diagnoses.coverage(evaluation_id)
-    names = list(dict.fromkeys(p for q in found["questions"] for p in q["outcomes"]))
+    names = found.paradigms()
     first = names[0] if names else ""
     return (coverage_table(found), gr.Plot(coverage_figure(found, first), visible=True),
             gr.Dropdown(names, value=first or None), found)
 
 
-def recolour(found: dict | None, paradigm) -> object:
+def recolour(found: CoverageMap | None, paradigm) -> object:
     return coverage_figure(found, paradigm or "") if found else gr.skip()
 
 

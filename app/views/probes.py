@@ -13,6 +13,7 @@ from app.views.labels import metric_labels
 from app.views.trace import esc
 from engine.eval import outcomes as oc
 from engine.eval.ablations import AblationAgreement
+from engine.eval.coverage import CoverageMap
 from engine.eval.paired import PairedDifference
 from engine.service.diagnosis import CEILING_METRICS, CeilingTable, GoldCoverage
 
@@ -171,70 +172,70 @@ FAR_NOTE = "<br>in a group far from the corpus"
 
 
 @failsafe
-def coverage_figure(found: dict, paradigm: str = "") -> go.Figure:
+def coverage_figure(found: CoverageMap, paradigm: str = "") -> go.Figure:
     """The coverage map: a sample of the corpus's passages in grey, the questions coloured
     by `paradigm`'s outcome (the first paradigm's by default), the questions of groups far
     from the corpus ringed in red."""
-    questions = found.get("questions") or []
+    questions = found.questions
     if not questions:
         return text_figure("No questions to map.")
-    paradigm = paradigm or next(iter(questions[0]["outcomes"]), "")
-    far = {p for g in found["groups"] if g["far"] for p in g["positions"]}
+    paradigm = paradigm or next(iter(questions[0].outcomes), "")
+    far = found.far_positions()
     fig = go.Figure()
-    passages = found["passages"]
-    fig.add_scattergl(x=[p["x"] for p in passages], y=[p["y"] for p in passages],
+    passages = found.passages
+    fig.add_scattergl(x=[p.x for p in passages], y=[p.y for p in passages],
                       mode="markers", name="passages (a sample)",
                       marker={"size": 3, "color": "#c7c7c7"},
-                      text=[esc(p["title"]) for p in passages],
+                      text=[esc(p.title) for p in passages],
                       hovertemplate="passage: %{text}<extra></extra>")
-    outcomes = [q["outcomes"].get(paradigm) or "" for q in questions]  # None: no outcome
+    outcomes = [q.outcomes.get(paradigm) or "" for q in questions]  # None: no outcome
     cuts = lost_cuts(o for o in outcomes if o)
     for outcome in oc.in_funnel_order(set(outcomes)):
         shown = [q for q, o in zip(questions, outcomes, strict=True) if o == outcome]
         fig.add_scattergl(
-            x=[q["x"] for q in shown], y=[q["y"] for q in shown], mode="markers",
+            x=[q.x for q in shown], y=[q.y for q in shown], mode="markers",
             name=outcome or "no outcome",
             marker={"size": 9, "color": color(outcome, cuts) if outcome else "#4c78a8",
-                    "line": {"width": [3 if q["position"] in far else 0 for q in shown],
+                    "line": {"width": [3 if q.position in far else 0 for q in shown],
                              "color": "#d62728"}},
-            text=[f"#{q['position']} {esc(q['question'][:90])}<br>nearest passage: "
-                  f"{esc(q['nearest'][0]['title'] if q['nearest'] else '-')} (cosine "
-                  f"{q['cover']:.2f}){FAR_NOTE if q['position'] in far else ''}"
+            text=[f"#{q.position} {esc(q.question[:90])}<br>nearest passage: "
+                  f"{esc(q.nearest[0].title if q.nearest else '-')} (cosine "
+                  f"{q.cover:.2f}){FAR_NOTE if q.position in far else ''}"
                   for q in shown],
             hovertemplate="%{text}<extra>" + esc(outcome) + "</extra>")
-    fitted = found["fitted_on"]
-    share = sum(found["explained"])
+    fitted = found.fitted_on
+    share = sum(found.explained)
     fig.update_layout(
         title={"text": f"Questions ({esc(paradigm)}'s outcome) among the corpus's passages",
                "subtitle": {"text": f"2 principal components of the stored vectors ({share:.0%} "
-                                    f"of their variance), fitted on {fitted['questions']} "
-                                    f"questions and {fitted['passages']:,} of "
-                                    f"{fitted['corpus_passages']:,} passages; red rings: "
+                                    f"of their variance), fitted on {fitted.questions} "
+                                    f"questions and {fitted.passages:,} of "
+                                    f"{fitted.corpus_passages:,} passages; red rings: "
                                     "groups far from every passage"}},
         height=560, xaxis={"title": "component 1"}, yaxis={"title": "component 2"},
         legend={"orientation": "h", "y": -0.15}, margin={"l": 50, "r": 20, "t": 80, "b": 40})
     return fig
 
 
-def coverage_table(found: dict) -> str:
+def coverage_table(found: CoverageMap) -> str:
     """The groups of questions far from the corpus, each with the passages nearest it."""
-    far = [g for g in found["groups"] if g["far"]]
-    by_position = {q["position"]: q for q in found["questions"]}
-    head = (f"<div class='fe-kept'>{len(found['questions'])} questions in "
-            f"{len(found['groups'])} groups; a group is far from the corpus when its "
-            f"questions' median nearest-passage cosine is below {found['far_below']:.3f}, "
+    far = [g for g in found.groups if g.far]
+    by_position = {q.position: q for q in found.questions}
+    head = (f"<div class='fe-kept'>{len(found.questions)} questions in "
+            f"{len(found.groups)} groups; a group is far from the corpus when its "
+            f"questions' median nearest-passage cosine is below {found.far_below:.3f}, "
             "the lower quartile over all questions.</div>")
     if not far:
         return head + "<div class='fe-progress'>No group of questions is far from the corpus."
     rows = []
     for g in far:
-        asked = "<br>".join(f"#{p} {esc(by_position[p]['question'][:120])}"
-                            for p in g["positions"][:5])
-        more = f"<br><small>and {len(g['positions']) - 5} more</small>" \
-            if len(g["positions"]) > 5 else ""
-        near = "<br>".join(f"<b>{esc(n['title'])}</b> ({n['cosine']:.2f}): "
-                           f"{esc(n['text'][:140])}" for n in g["nearest"])
-        rows.append(f"<tr><td>{g['size']}</td><td>{g['median_cover']:.3f}</td>"
+        asked = "<br>".join(f"#{p} {esc(by_position[p].question[:120])}"
+                            for p in g.positions[:5])
+        more = f"<br><small>and {len(g.positions) - 5} more</small>" \
+            if len(g.positions) > 5 else ""
+        near = "<br>".join(f"<b>{esc(n.title)}</b> ({n.cosine:.2f}): "
+                           f"{esc(n.text[:140])}" for n in g.nearest)
+        rows.append(f"<tr><td>{g.size}</td><td>{g.median_cover:.3f}</td>"
                     f"<td>{asked}{more}</td><td>{near}</td></tr>")
     return (head + "<table class='fe-table fe-coverage'><thead><tr><th>questions</th>"
             "<th>median cosine to the nearest passage</th><th>which</th><th>the passages "

@@ -164,7 +164,7 @@ def _agreement(judging, args: argparse.Namespace) -> None:
     over = int(named[1]) if len(named) == 2 and named[0] == "evaluation" \
         and named[1].isdigit() else None
     compared = judging.compared(over, args.first, args.second) if over is not None else None
-    found = compared["agreement"] if compared else \
+    found = compared.agreement if compared else \
         judging.agreement(args.dataset, args.first, args.second)
     _out(f"{found.pairs} documents judged by both; exact agreement {found.exact:.3f}; "
          f"linear-weighted kappa {found.weighted_said()}")
@@ -172,15 +172,15 @@ def _agreement(judging, args: argparse.Namespace) -> None:
     for grade, row in enumerate(found.matrix):
         _out(f"  {grade}: " + " ".join(f"{n:4d}" for n in row))
     if compared:
-        _out(f"{compared['measure']} at each paradigm's last cut over the "
-             f"{compared['questions']} questions both judged ({args.first} / "
+        _out(f"{compared.measure} at each paradigm's last cut over the "
+             f"{compared.questions} questions both judged ({args.first} / "
              f"{args.second}):")
-        for paradigm, (a, b) in compared["scores"].items():
+        for paradigm, (a, b) in compared.scores.items():
             _out(f"  {paradigm}: {_score(a)} / {_score(b)}")
-        tau = compared["tau"]
+        tau = compared.tau
         _out("Kendall's tau of the paradigms' order: " + (
             "- (fewer than two paradigms ranked)" if tau is None else
-            f"{tau:.3f} (p {compared['p']:.3f})"))
+            f"{tau:.3f} (p {compared.p:.3f})"))
 
 
 def _score(value: float | None) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -38,11 +38,110 @@ class Asked:
     outcomes: dict
 
 
+@dataclass(frozen=True)
+class Nearby:
+    """A passage near a question or a group's centre: its id, title, first 300 characters
+    and cosine."""
+
+    id: str
+    title: str
+    text: str
+    cosine: float
+
+
+@dataclass(frozen=True)
+class MappedQuestion:
+    """A question on the map: where it is (`x`, `y`), its `cover` (the cosine of its nearest
+    passage), its k-means `group`, its outcome per paradigm and its nearest passages."""
+
+    position: int
+    question_id: str
+    question: str
+    x: float
+    y: float
+    cover: float
+    group: int
+    outcomes: dict[str, str]
+    nearest: tuple[Nearby, ...]
+
+
+@dataclass(frozen=True)
+class MappedPassage:
+    """A passage drawn on the map."""
+
+    id: str
+    title: str
+    x: float
+    y: float
+
+
+@dataclass(frozen=True)
+class QuestionGroup:
+    """A k-means group of questions: its size, its questions' median cover, whether it is
+    `far` from the corpus, its questions' positions and the passages nearest its centre."""
+
+    group: int
+    size: int
+    median_cover: float
+    far: bool
+    positions: tuple[int, ...]
+    nearest: tuple[Nearby, ...]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What the projection was fitted on: every question, a sample of the passages."""
+
+    questions: int
+    passages: int
+    corpus_passages: int
+
+
+@dataclass(frozen=True)
+class CoverageMap:
+    """The map and the flagged groups (see the module docstring): the groups farthest first;
+    `far_below` the cover a group's median falls under to be far; `explained` the share of
+    variance of each of the two components. `to_dict` is its JSON form (the API's, the
+    cache's), read back by `from_dict`."""
+
+    questions: tuple[MappedQuestion, ...]
+    passages: tuple[MappedPassage, ...]
+    groups: tuple[QuestionGroup, ...]
+    far_below: float
+    fitted_on: Fitted
+    explained: tuple[float, ...]
+
+    def far_positions(self) -> set[int]:
+        """The positions of the questions in groups far from the corpus."""
+        return {p for g in self.groups if g.far for p in g.positions}
+
+    def paradigms(self) -> list[str]:
+        """The paradigms with an outcome on the map, in the order first met."""
+        return list(dict.fromkeys(p for q in self.questions for p in q.outcomes))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CoverageMap:
+        def near(rows) -> tuple[Nearby, ...]:
+            return tuple(Nearby(**n) for n in rows)
+
+        return cls(
+            questions=tuple(MappedQuestion(**{**q, "nearest": near(q["nearest"])})
+                            for q in data["questions"]),
+            passages=tuple(MappedPassage(**p) for p in data["passages"]),
+            groups=tuple(QuestionGroup(**{**g, "positions": tuple(g["positions"]),
+                                          "nearest": near(g["nearest"])})
+                         for g in data["groups"]),
+            far_below=data["far_below"], fitted_on=Fitted(**data["fitted_on"]),
+            explained=tuple(data["explained"]))
+
+
 def coverage(index, asked: Sequence[Asked], *, fit_passages: int = FIT_PASSAGES,
-             shown: int = SHOWN_PASSAGES, seed: int = SEED) -> dict:
+             shown: int = SHOWN_PASSAGES, seed: int = SEED) -> CoverageMap:
     """The map and the flagged groups of `asked` over the dense `index` (an
-    engine.index.dense.DenseIndex: `units`, `vectors`, `encode_queries`, `top`), as a
-    JSON-friendly dict (see the module docstring)."""
+    engine.index.dense.DenseIndex: `units`, `vectors`, `encode_queries`, `top`)."""
     if not asked:
         raise ValueError("no questions to map")
     queries = np.asarray(index.encode_queries([a.question.text for a in asked]),
@@ -69,29 +168,24 @@ def coverage(index, asked: Sequence[Asked], *, fit_passages: int = FIT_PASSAGES,
         centre /= np.linalg.norm(centre) or 1.0
         near_rows, near_scores = index.top(centre, NEAREST)
         median = float(np.median(cover[members]))
-        clusters.append({
-            "group": g, "size": int(len(members)), "median_cover": round(median, 4),
-            "far": bool(median < low and len(asked) >= 4),
-            "positions": [asked[i].position for i in members],
-            "nearest": [_passage(index.units[int(r)], s) for r, s in
-                        zip(near_rows, near_scores, strict=True)]})
-    clusters.sort(key=lambda c: c["median_cover"])
-    return {
-        "questions": [{"position": a.position, "question_id": a.question.id,
-                       "question": a.question.text, "x": round(float(at_q[i, 0]), 4),
-                       "y": round(float(at_q[i, 1]), 4), "cover": round(float(cover[i]), 4),
-                       "group": int(groups[i]), "outcomes": a.outcomes,
-                       "nearest": [_passage(index.units[int(r)], s) for r, s in
-                                   zip(*nearest[i], strict=True)]}
-                      for i, a in enumerate(asked)],
-        "passages": [{"id": index.units[int(r)].id, "title": index.units[int(r)].title,
-                      "x": round(float(at_p[j, 0]), 4), "y": round(float(at_p[j, 1]), 4)}
-                     for j, r in enumerate(drawn)],
-        "groups": clusters, "far_below": round(low, 4),
-        "fitted_on": {"questions": len(asked), "passages": int(len(rows)),
-                      "corpus_passages": total},
-        "explained": [round(float(e), 4) for e in explained],
-    }
+        clusters.append(QuestionGroup(
+            group=g, size=int(len(members)), median_cover=round(median, 4),
+            far=bool(median < low and len(asked) >= 4),
+            positions=tuple(asked[i].position for i in members),
+            nearest=_nearby(index, near_rows, near_scores)))
+    clusters.sort(key=lambda c: c.median_cover)
+    return CoverageMap(
+        questions=tuple(MappedQuestion(
+            position=a.position, question_id=a.question.id, question=a.question.text,
+            x=round(float(at_q[i, 0]), 4), y=round(float(at_q[i, 1]), 4),
+            cover=round(float(cover[i]), 4), group=int(groups[i]), outcomes=dict(a.outcomes),
+            nearest=_nearby(index, *nearest[i])) for i, a in enumerate(asked)),
+        passages=tuple(MappedPassage(index.units[int(r)].id, index.units[int(r)].title,
+                                     round(float(at_p[j, 0]), 4), round(float(at_p[j, 1]), 4))
+                       for j, r in enumerate(drawn)),
+        groups=tuple(clusters), far_below=round(low, 4),
+        fitted_on=Fitted(len(asked), int(len(rows)), total),
+        explained=tuple(round(float(e), 4) for e in explained))
 
 
 def _principal_axes(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -119,6 +213,7 @@ def _groups(vectors: np.ndarray, seed: int) -> np.ndarray:
     return assigned[:, 0].astype(np.int64)
 
 
-def _passage(unit, score) -> dict:
-    return {"id": unit.id, "title": unit.title, "text": unit.text[:300],
-            "cosine": round(float(score), 4)}
+def _nearby(index, rows, scores) -> tuple[Nearby, ...]:
+    return tuple(Nearby(index.units[int(r)].id, index.units[int(r)].title,
+                        index.units[int(r)].text[:300], round(float(score), 4))
+                 for r, score in zip(rows, scores, strict=True))

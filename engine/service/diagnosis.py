@@ -15,6 +15,7 @@ from pathlib import Path
 from engine.documents import Corpus, Dataset, Question
 from engine.errors import ConfigError, EngineError
 from engine.eval.ablations import AblationAgreement, agreement_summary
+from engine.eval.coverage import Asked, CoverageMap, coverage
 from engine.eval.outcomes import (
     TRACKS,
     Attribution,
@@ -394,7 +395,7 @@ class Diagnoses:
         return gold_coverage(self._store, evaluation_id, corpus, dataset,
                              dataset_label(source.dataset))
 
-    def coverage(self, evaluation_id: int) -> dict:
+    def coverage(self, evaluation_id: int) -> CoverageMap:
         """An evaluation's questions and its corpus's passages in one 2-D map, the questions
         far from every passage flagged in groups (engine.eval.coverage), over the dense
         index the app prepared (flat's default); computed once per corpus and evaluation
@@ -402,7 +403,6 @@ class Diagnoses:
         import json
 
         from engine.cache import load_or_build
-        from engine.eval.coverage import Asked, coverage
         from engine.index.dense import DenseIndex
         from engine.service.store import process_store
 
@@ -431,10 +431,11 @@ class Diagnoses:
 
         def build(folder: Path) -> None:
             found = coverage(index, [asked[p] for p in sorted(asked)])
-            (folder / "coverage.json").write_text(json.dumps(found), encoding="utf-8")
+            (folder / "coverage.json").write_text(json.dumps(found.to_dict()),
+                                                  encoding="utf-8")
 
-        return load_or_build("coverage", key, build, lambda folder: json.loads(
-            (folder / "coverage.json").read_text(encoding="utf-8")))
+        return load_or_build("coverage", key, build, lambda folder: CoverageMap.from_dict(
+            json.loads((folder / "coverage.json").read_text(encoding="utf-8"))))
 
     def ablation_agreement(self, evaluation_id: int) -> dict[str, AblationAgreement]:
         """Per paradigm of a stored evaluation: attention against leave-one-out attribution

@@ -14,6 +14,7 @@ import json
 import logging
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
 from functools import partial
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from engine.judging.pools import (
     pool_units,
 )
 from engine.judging.questions import read_question_list
+from engine.results import plain
 from engine.service.door import Door, guarded
 from engine.store.evaluations import EvaluationStore
 from engine.store.judgments import Judgment, JudgmentStore, Pool, PoolUnit
@@ -55,6 +57,31 @@ from engine.store.sessions import SessionStore
 from engine.trace import RunTrace
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AssessorComparison:
+    """Two assessors, `first` and `second`, over stored evaluation `evaluation` of question
+    set `dataset`: their `agreement` on what both judged; each paradigm's `measure` under
+    each one's grades alone over the `questions` both judged (`scores`: paradigm -> (under
+    first, under second), None where unscored); Kendall's `tau` of the two orders of the
+    paradigms and its `p` (None under two paradigms scored by both). `to_dict` is its JSON
+    form (the API's): the agreement's fields beside the others."""
+
+    evaluation: int
+    dataset: str
+    first: str
+    second: str
+    measure: str
+    agreement: Agreement
+    questions: int
+    scores: dict[str, tuple[float | None, float | None]]
+    tau: float | None
+    p: float | None
+
+    def to_dict(self) -> dict:
+        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "agreement"}
+        return {**plain(self.agreement), **plain(found)}
 
 
 @guarded
@@ -303,7 +330,7 @@ class Judging:
         return self.judgments.assessors(self._split(dataset).label)
 
     def compared(self, evaluation_id: int, first: str, second: str,
-                 measure: str = "nDCG@10") -> dict:
+                 measure: str = "nDCG@10") -> AssessorComparison:
         """Two assessors over a stored evaluation of a question set: their agreement on
         what both judged; each paradigm's `measure` (at its last cut) under each one's
         grades alone, over the questions both judged (so that the two means are of the
@@ -324,12 +351,12 @@ class Judging:
             else (None, None)
         if tau is not None and math.isnan(tau):  # one paradigm order tied throughout
             tau = p = None
-        return {"evaluation": stored.id, "dataset": label, "first": first,
-                "second": second, "measure": measure, "agreement": agreement(*grades),
-                "questions": len(both),
-                "scores": {paradigm: (scores[0].get(paradigm), scores[1].get(paradigm))
-                           for paradigm in dict.fromkeys([*scores[0], *scores[1]])},
-                "tau": tau, "p": p}
+        return AssessorComparison(
+            evaluation=stored.id, dataset=label, first=first, second=second, measure=measure,
+            agreement=agreement(*grades), questions=len(both),
+            scores={paradigm: (scores[0].get(paradigm), scores[1].get(paradigm))
+                    for paradigm in dict.fromkeys([*scores[0], *scores[1]])},
+            tau=tau, p=p)
 
     # --- helpers ------------------------------------------------------------------------
 
