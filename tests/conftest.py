@@ -30,6 +30,18 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.get_closest_marker("early") is None)  # stable
 
 
+@pytest.fixture(autouse=True)
+def _pages_closed(request):
+    """A browser test's pages closed once it ends. The browser lasts the module; a page
+    left open goes on answering its app's timers (a running job's progress every 2 s) and
+    drawing while the module's later tests run."""
+    browser = request.getfixturevalue("browser") if "browser" in request.fixturenames \
+        else None
+    yield
+    for context in browser.contexts if browser is not None else ():
+        context.close()
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Headless Debian chromium, one per test module (no sandbox as root; no background calls
