@@ -410,13 +410,13 @@ def test_a_judged_evaluations_plots_show_the_first_and_last_cuts_recall_and_ndcg
 def test_the_coverage_map_draws_questions_with_no_answer_outcome():
     """A judged evaluation's rows have no answer outcome (None): the map drew an error."""
     from app.views.probes import coverage_figure
+    from engine.eval.coverage import CoverageMap, Fitted, MappedPassage, MappedQuestion, Nearby
 
-    found = {"questions": [{"position": 0, "question": "An argument", "x": 0.1, "y": 0.2,
-                            "outcomes": {"flat": None}, "cover": 0.8,
-                            "nearest": [{"title": "d1"}]}],
-             "passages": [{"x": 0.0, "y": 0.0, "title": "d1"}], "groups": [],
-             "explained": [0.5, 0.2],
-             "fitted_on": {"questions": 1, "passages": 1, "corpus_passages": 1}}
+    found = CoverageMap(
+        questions=(MappedQuestion(0, "q0", "An argument", 0.1, 0.2, 0.8, 0, {"flat": None},
+                                  (Nearby("d1", "d1", "", 0.8),)),),
+        passages=(MappedPassage("d1", "d1", 0.0, 0.0),), groups=(), far_below=0.5,
+        fitted_on=Fitted(1, 1, 1), explained=(0.5, 0.2))
     fig = coverage_figure(found, "flat")
     assert [t.name for t in fig.data] == ["passages (a sample)", "no outcome"]
 

@@ -52,7 +52,8 @@ class Nearby:
 @dataclass(frozen=True)
 class MappedQuestion:
     """A question on the map: where it is (`x`, `y`), its `cover` (the cosine of its nearest
-    passage), its k-means `group`, its outcome per paradigm and its nearest passages."""
+    passage), its k-means `group`, its outcome per paradigm (None: a judged evaluation's
+    run has no answer outcome) and its nearest passages."""
 
     position: int
     question_id: str
@@ -61,7 +62,7 @@ class MappedQuestion:
     y: float
     cover: float
     group: int
-    outcomes: dict[str, str]
+    outcomes: dict[str, str | None]
     nearest: tuple[Nearby, ...]
 
 
