@@ -4,6 +4,7 @@ one command that fixes it."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from pathlib import Path
@@ -14,8 +15,9 @@ from engine import qa_data
 from engine.errors import ConfigError
 from engine.paths import PROJECT_ROOT
 
-# the local copy of the QA files beside this checkout (as CI has it)
-LOCAL = PROJECT_ROOT.parent / "shared" / "data"
+# the local copy of the QA files: the folder .ci/run names (FUNNEL_SHARED_DATA), else the one
+# beside this checkout (as CI has it); a clone elsewhere skipped these tests
+LOCAL = Path(os.environ.get("FUNNEL_SHARED_DATA") or PROJECT_ROOT.parent / "shared" / "data")
 needs_local_copy = pytest.mark.skipif(not LOCAL.is_dir(), reason="no local QA data copy")
 
 
