@@ -168,11 +168,15 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
                     gr.skip())
         note, corpus = adding(explorer, new_name, source, upload_it, address,
                               DEFAULT_SHARDS if shards else 0, where, named, bool(drop))
-        if isinstance(corpus, str):  # refused in its read already: say so, not "being read"
-            views = refreshed(explorer, current, ticked=True, watched=corpus)
-            if isinstance(views[0], str):
-                return (*views, None)
-        return (*refreshed(explorer, current, note), corpus)
+        if not isinstance(corpus, str):  # refused at once: why, over the table as it is
+            return (*refreshed(explorer, current, note), corpus)
+        views = refreshed(explorer, current, ticked=True, watched=corpus)
+        if isinstance(views[0], str):  # its read ended already: how, not "being read"
+            return (*views, None)
+        # "being read", and the timer on whatever the table read: a preparation that ended
+        # just after it was read is told by the next tick (the timer was left off, and the
+        # message "being read" for good, when a refused BEIR zip failed that fast)
+        return (note, views[1], gr.Timer(active=True), *views[3:], corpus)
 
     def ticked(corpus: str | None, *current) -> tuple:
         views = refreshed(explorer, current, ticked=True, watched=corpus)
