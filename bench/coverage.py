@@ -25,6 +25,7 @@ from engine.data.corpus import load_corpus
 from engine.eval.coverage import Asked, coverage
 from engine.eval.outcomes import row_outcomes
 from engine.paradigms.registry import make_config
+from engine.results import plain
 from engine.service.store import process_store
 
 
@@ -47,7 +48,7 @@ def main() -> None:
         found = asked.setdefault(trace.gold.id, Asked(len(asked), trace.gold, {}))
         found.outcomes[trace.paradigm] = row_outcomes(trace)["outcome"]["answer"]
     start = time.perf_counter()
-    mapped = coverage(index, list(asked.values())).to_dict()  # as the API sends it
+    mapped = plain(coverage(index, list(asked.values())))  # as the API sends it
     seconds = time.perf_counter() - start
     print(f"{len(asked)} questions over {args.corpus} ({len(index.units):,} passages): "
           f"{seconds:.1f} s; fitted on {mapped['fitted_on']}, the two components explain "

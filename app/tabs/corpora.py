@@ -170,13 +170,14 @@ def build(explorer: Explorer, choices: list[gr.Dropdown]) -> Tab:
                               DEFAULT_SHARDS if shards else 0, where, named, bool(drop))
         if not isinstance(corpus, str):  # refused at once: why, over the table as it is
             return (*refreshed(explorer, current, note), corpus)
-        views = refreshed(explorer, current, ticked=True, watched=corpus)
-        if isinstance(views[0], str):  # its read ended already: how, not "being read"
-            return (*views, None)
+        ended, table, timer, *offered = refreshed(explorer, current, ticked=True,
+                                                  watched=corpus)
+        if isinstance(ended, str):  # its read ended already: how, not "being read"
+            return (ended, table, timer, *offered, None)
         # "being read", and the timer on whatever the table read: a preparation that ended
         # just after it was read is told by the next tick (the timer was left off, and the
         # message "being read" for good, when a refused BEIR zip failed that fast)
-        return (note, views[1], gr.Timer(active=True), *views[3:], corpus)
+        return (note, table, gr.Timer(active=True), *offered, corpus)
 
     def ticked(corpus: str | None, *current) -> tuple:
         views = refreshed(explorer, current, ticked=True, watched=corpus)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -102,8 +102,8 @@ class Fitted:
 class CoverageMap:
     """The map and the flagged groups (see the module docstring): the groups farthest first;
     `far_below` the cover a group's median falls under to be far; `explained` the share of
-    variance of each of the two components. `to_dict` is its JSON form (the API's, the
-    cache's), read back by `from_dict`."""
+    variance of each of the two components. `engine.results.plain` of it is its JSON form
+    (the API's, the cache's), read back by `from_dict`."""
 
     questions: tuple[MappedQuestion, ...]
     passages: tuple[MappedPassage, ...]
@@ -119,9 +119,6 @@ class CoverageMap:
     def paradigms(self) -> list[str]:
         """The paradigms with an outcome on the map, in the order first met."""
         return list(dict.fromkeys(p for q in self.questions for p in q.outcomes))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> CoverageMap:

@@ -36,6 +36,7 @@ from engine.eval.paired import (
 from engine.eval.regressions import Changed, changes
 from engine.eval.summary import read_gold_doc_recall
 from engine.paradigms.registry import make_config
+from engine.results import plain
 from engine.service.corpora import Corpora, check_searched
 from engine.service.datasets import dataset_label, dataset_of
 from engine.service.door import Door, guarded
@@ -431,8 +432,7 @@ class Diagnoses:
 
         def build(folder: Path) -> None:
             found = coverage(index, [asked[p] for p in sorted(asked)])
-            (folder / "coverage.json").write_text(json.dumps(found.to_dict()),
-                                                  encoding="utf-8")
+            (folder / "coverage.json").write_text(json.dumps(plain(found)), encoding="utf-8")
 
         return load_or_build("coverage", key, build, lambda folder: CoverageMap.from_dict(
             json.loads((folder / "coverage.json").read_text(encoding="utf-8"))))
