@@ -236,7 +236,7 @@ def tiny_files(tmp_path):
 
 def test_cli_ask_prints_every_stage(tiny_files, shared_models, capsys):
     """The command's `main` in this process, whose models the module has loaded (the CLI
-    as a process of its own: test_cli_ask_bad_input and the Ray test below)."""
+    as a process of its own: test_cli_ask_bad_input below)."""
     from engine.cli.main import main
 
     corpus, _ = tiny_files
@@ -304,22 +304,41 @@ def test_cli_eval_writes_rows_and_json_summary(tiny_files, shared_models, tmp_pa
                                                                abs=1e-3)
 
 
-def test_cli_eval_on_a_local_ray_cluster_of_two_workers_matches_one_process(
+def test_an_evaluation_on_ray_by_the_cli_and_by_a_job_matches_one_process(
         tiny_files, shared_models, tmp_path, capsys):
     """The same `eval` command in this one process (its models loaded once for the module)
-    and, with --ray local, in a CLI process whose two Ray workers load their own."""
+    and with --ray local --workers 2, then an evaluation job asking its questions on Ray,
+    which stores the runs one process gives. Both on one local cluster of two workers,
+    started once (`connect`, as served index shards keep one), so its workers load the
+    models once; a cluster started and stopped for one build: test_corpora's Ray test."""
     pytest.importorskip("ray")
     from engine.cli.main import main
+    from engine.data.corpus import load_corpus
+    from engine.data.loaders import read_dataset
+    from engine.index.on_ray import LOCAL, connect, disconnect
+    from engine.service.evaluation_jobs import EvaluationJob
+    from engine.service.evaluation_request import EvaluationRequest
+    from engine.store.evaluations import EvaluationStore
+    from engine.store.sessions import SessionStore
 
-    corpus, qa = tiny_files
-    args = ["eval", "--dataset", str(qa), "--paradigm", "funnel,flat", "--corpus", str(corpus),
-            "--config", json.dumps(STEADY), "--json"]
+    corpus_file, qa = tiny_files
+    args = ["eval", "--dataset", str(qa), "--paradigm", "funnel,flat", "--corpus",
+            str(corpus_file), "--config", json.dumps(STEADY), "--json"]
     assert main([*args, "--out", str(tmp_path / "one.jsonl")]) == 0
     printed = {"one": capsys.readouterr().out}
-    result = _cli([*args, "--out", str(tmp_path / "ray.jsonl"), "--ray", "local", "--workers",
-                   "2"], shared_models)
-    assert result.returncode == 0, result.stderr[-2000:]
-    printed["ray"] = result.stdout
+    connect(LOCAL, workers=2)
+    try:
+        assert main([*args, "--out", str(tmp_path / "ray.jsonl"), "--ray", LOCAL,
+                     "--workers", "2"]) == 0
+        printed["ray"] = capsys.readouterr().out
+        corpus, questions = load_corpus(str(corpus_file)), read_dataset(qa).questions
+        store = SessionStore(tmp_path / "sessions.duckdb")
+        evaluations = EvaluationStore(store)
+        request = EvaluationRequest("qa", questions, ("flat",), STEADY, ray=LOCAL, workers=2)
+        job = EvaluationJob(evaluations, corpus, request, corpus_spec=str(corpus_file))
+        job.run()
+    finally:
+        disconnect()
     runs = {}
     for name, stdout in printed.items():
         summary = json.loads(stdout.strip().splitlines()[-1])
@@ -330,25 +349,6 @@ def test_cli_eval_on_a_local_ray_cluster_of_two_workers_matches_one_process(
                       [(r["question_id"], r["paradigm"], r["answer"]) for r in rows])
     assert runs["ray"] == runs["one"]  # the same answers, recall and costs; only timings differ
     assert [q for q, _, _ in runs["one"][1]] == ["q1", "q1", "q2", "q2"]
-
-
-def test_an_evaluation_job_asks_its_questions_on_ray_and_stores_the_same_runs(
-        tiny_files, shared_models, tmp_path):
-    pytest.importorskip("ray")
-    from engine.data.corpus import load_corpus
-    from engine.data.loaders import read_dataset
-    from engine.service.evaluation_jobs import EvaluationJob
-    from engine.service.evaluation_request import EvaluationRequest
-    from engine.store.evaluations import EvaluationStore
-    from engine.store.sessions import SessionStore
-
-    corpus_file, qa = tiny_files
-    corpus, questions = load_corpus(str(corpus_file)), read_dataset(qa).questions
-    store = SessionStore(tmp_path / "sessions.duckdb")
-    evaluations = EvaluationStore(store)
-    request = EvaluationRequest("qa", questions, ("flat",), STEADY, ray="local", workers=1)
-    job = EvaluationJob(evaluations, corpus, request, corpus_spec=str(corpus_file))
-    job.run()
     assert (job.state, job.done) == ("done", 2), job.error
     here = make_paradigm("flat", corpus, STEADY["flat"])
     for position, question in enumerate(questions):
