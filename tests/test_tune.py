@@ -314,8 +314,7 @@ def test_a_search_whose_questions_lack_the_measure_picks_nothing_and_says_why(re
     assert result["note"].startswith("None of the search questions has gold_doc_recall")
     status = TuneStatus(id=1, name="", dataset="mine (support)", corpus="mine",
                         state="done", questions={"search": 4, "held_out": 4},
-                        plan={"measure": "gold_doc_recall", "cost": "reader_tokens",
-                              "trials": 3}, result=result)
+                        plan=plan, result=result)
     shown = progress_html(status)
     assert "None of the search questions has gold_doc_recall" in shown and "fe-error" in shown
     stored = {**result, "winner": {"label": "reads k=2", "measure": None, "cost": 20.0,
@@ -350,7 +349,7 @@ def test_each_pick_is_costed_against_its_own_paradigm_s_default(reads):
     assert checked["reads"]["cost"]["default"] != checked["deeper"]["cost"]["default"]
     rows = held_out_rows(TuneStatus(
         id=1, name="", dataset="", corpus="", state="done", questions={},
-        plan={"cost": "reader_tokens"}, result={"held_out": list(checked.values())}))
+        plan=plan, result={"held_out": list(checked.values())}))
     assert len({row[9].split(" / ")[1] for row in rows}) == 2
 
 
@@ -438,6 +437,7 @@ def test_the_service_runs_a_search_in_the_background_and_refuses_bad_input(explo
     import threading
     import time
 
+    from engine.results import plain
     from engine.service.tune_jobs import TuneJob
     from tests.fakes import qa_file
 
@@ -459,9 +459,12 @@ def test_the_service_runs_a_search_in_the_background_and_refuses_bad_input(explo
     while tuning.tune_status(tune_id).state == "running" and time.monotonic() < deadline:
         time.sleep(0.2)
     status = tuning.tune_status(tune_id)
-    assert status.state == "done" and status.plan["measure"] == "AR@4"
+    assert status.state == "done" and status.plan.measure == "AR@4"
     assert status.questions == {"search": 3, "held_out": 3}
     assert status.front and status.result["winner"]["held_out"]["n"] == 3
+    stored = tuning.store.trials(tune_id)  # the API's JSON: each trial as a report shows it
+    assert plain(status)["trials"] == [t.to_dict(status.plan) for t in stored]
+    assert plain(status)["plan"] == status.plan.to_dict() and len(stored) == 3
     assert tuning.tunes()[0].name == "mine" and tuning.tunes()[0].trials == "3 of 3"
     assert f"tune-{tune_id}" in [p.name for p in explorer.presets.list_presets()]
     with pytest.raises(ConfigError, match=f"Search {tune_id} is not running here"):

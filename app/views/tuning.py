@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from app.views.figures import failsafe, text_figure
 from app.views.trace import esc
 from engine.service.tuning import TuneStatus
+from engine.tune.search import TrialRow
 from engine.tune.space import Dimension
 
 TRIAL_COLUMNS = ["#", "paradigm", "settings", "state", "questions", "measure", "cost", "note"]
@@ -25,21 +26,21 @@ def _cost(value: float | None, cost: str) -> str:
     return f"{value * 1000:,.1f} ms" if cost == "seconds" else f"{value:,.0f} tokens"
 
 
-def _settings(trial: dict) -> str:
+def _settings(trial: TrialRow) -> str:
     return ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-                     for k, v in trial["params"].items())
+                     for k, v in trial.params.items())
 
 
 def progress_html(status: TuneStatus) -> str:
     """One line of where search `status` is, and its outcome once it ended."""
     plan, trials = status.plan, status.trials
-    counted = [t for t in trials if t["state"] != "refused"]
-    states = {s: sum(t["state"] == s for t in trials)
+    counted = [t for t in trials if t.state != "refused"]
+    states = {s: sum(t.state == s for t in trials)
               for s in ("complete", "stopped", "failed", "refused")}
     head = (f"Search {status.id} ({esc(status.dataset)} over {esc(status.corpus)}, "
             f"{status.questions['search']} questions searched, "
             f"{status.questions['held_out']} held out): <b>{esc(status.state)}</b>. "
-            f"{len(counted)} of {plan['trials']} trials: {states['complete']} finished, "
+            f"{len(counted)} of {plan.trials} trials: {states['complete']} finished, "
             f"{states['stopped']} stopped early, {states['failed']} failed"
             + (f", {states['refused']} setting{'s' if states['refused'] != 1 else ''} "
                "refused (not counted)" if states["refused"] else "") + ".")
@@ -49,8 +50,8 @@ def progress_html(status: TuneStatus) -> str:
         if status.phase and status.phase != "searching":
             head += f" Now: {esc(status.phase)}."
         elif current:
-            head += (f" Now: trial {current['number'] + 1}, {esc(current['label'])}, "
-                     f"{current['questions']} questions.")
+            head += (f" Now: trial {current.number + 1}, {esc(current['label'])}, "
+                     f"{current.questions} questions.")
         if search.get("left") is not None:
             head += f" About {search['left'] / 60:.0f} min left."
     if status.error:
@@ -60,8 +61,8 @@ def progress_html(status: TuneStatus) -> str:
     if winner:
         check = winner.get("held_out") or {}
         head += (f"<br>Winner: <b>{esc(winner['label'])}</b>"
-                 f" ({plan['measure']} {_measure(winner['measure'])}, "
-                 f"{_cost(winner['cost'], plan['cost'])} on the search questions). "
+                 f" ({plan.measure} {_measure(winner['measure'])}, "
+                 f"{_cost(winner['cost'], plan.cost)} on the search questions). "
                  f"On the held-out questions: {esc(check.get('verdict', 'not checked'))}.")
         if status.preset and status.state == "done":
             head += (f" Saved as preset <b>{esc(status.preset)}</b>: pick it in Explore's "
@@ -83,12 +84,12 @@ def _measure(value: float | None) -> str:
 
 
 def trial_rows(status: TuneStatus) -> list[list]:
-    cost = status.plan["cost"]
+    cost = status.plan.cost
     front = set(status.front)
-    return [[t["number"] + 1, t["paradigm"], _settings(t),
-             t["state"] + (" (front)" if t["number"] in front else ""), t["questions"],
-             None if t["measure"] is None else round(t["measure"], 3),
-             _cost(t["cost"], cost), t["note"]] for t in status.trials]
+    return [[t.number + 1, t.paradigm, _settings(t),
+             t.state + (" (front)" if t.number in front else ""), t.questions,
+             None if t.measure is None else round(t.measure, 3),
+             _cost(t.cost, cost), t.note] for t in status.trials]
 
 
 def importance_rows(status: TuneStatus) -> list[list]:
@@ -105,7 +106,7 @@ def importance_rows(status: TuneStatus) -> list[list]:
 
 def held_out_rows(status: TuneStatus) -> list[list]:
     result = status.result or {}
-    cost = status.plan["cost"]
+    cost = status.plan.cost
     return [[c["paradigm"], c["label"], c["pick"], c["default"], c["diff"],
              f"{c['ci'][0]:+.3f} to {c['ci'][1]:+.3f}", c["p"], c.get("p_holm"), c["test"],
              f"{_cost(c['cost']['pick'], cost)} / {_cost(c['cost']['default'], cost)}",
@@ -118,38 +119,38 @@ def held_out_rows(status: TuneStatus) -> list[list]:
 def front_figure(status: TuneStatus) -> go.Figure:
     """Every trial that ran as its measure against its cost, a colour per paradigm; those
     stopped early hollow (measured on their first questions only); the front drawn."""
-    plan, cost = status.plan, status.plan["cost"]
-    ran = [t for t in status.trials if t["measure"] is not None and t["cost"] is not None]
+    plan, cost = status.plan, status.plan.cost
+    ran = [t for t in status.trials if t.measure is not None and t.cost is not None]
     if not ran:
         return text_figure("No trial has finished a question yet.")
     scale = 1000.0 if cost == "seconds" else 1.0
     fig = go.Figure()
-    for paradigm in dict.fromkeys(t["paradigm"] for t in ran):
+    for paradigm in dict.fromkeys(t.paradigm for t in ran):
         for finished in (True, False):
-            own = [t for t in ran if t["paradigm"] == paradigm
-                   and (t["state"] == "complete") == finished]
+            own = [t for t in ran if t.paradigm == paradigm
+                   and (t.state == "complete") == finished]
             if not own:
                 continue
             fig.add_trace(go.Scatter(
-                x=[t["cost"] * scale for t in own], y=[t["measure"] for t in own],
+                x=[t.cost * scale for t in own], y=[t.measure for t in own],
                 mode="markers", name=paradigm + ("" if finished else " (stopped early)"),
                 marker={"size": 10 if finished else 8,
                         "symbol": "circle" if finished else "circle-open"},
-                text=[f"trial {t['number'] + 1}: {esc(_settings(t))}<br>{t['questions']} "
-                      f"questions, {t['state']}" for t in own],
+                text=[f"trial {t.number + 1}: {esc(_settings(t))}<br>{t.questions} "
+                      f"questions, {t.state}" for t in own],
                 hovertemplate="%{text}<br>%{x:.3g}, %{y:.3f}<extra></extra>"))
-    by_number = {t["number"]: t for t in ran}
+    by_number = {t.number: t for t in ran}
     on = sorted((by_number[n] for n in status.front if n in by_number),
-                key=lambda t: t["cost"])
-    fig.add_trace(go.Scatter(x=[t["cost"] * scale for t in on], y=[t["measure"] for t in on],
+                key=lambda t: t.cost)
+    fig.add_trace(go.Scatter(x=[t.cost * scale for t in on], y=[t.measure for t in on],
                              mode="lines", name="front", hoverinfo="skip",
                              line={"dash": "dot", "color": "#333"}))
-    if plan.get("ceiling"):
-        fig.add_vline(x=plan["ceiling"] * scale, line={"dash": "dash", "color": "#b00"},
+    if plan.ceiling:
+        fig.add_vline(x=plan.ceiling * scale, line={"dash": "dash", "color": "#b00"},
                       annotation_text="ceiling")
     unit = "ms per question (median)" if cost == "seconds" else "reader tokens per question"
-    fig.update_layout(title=f"{plan['measure']} against cost: every trial, and the front",
-                      xaxis_title=unit, yaxis_title=plan["measure"], height=420,
+    fig.update_layout(title=f"{plan.measure} against cost: every trial, and the front",
+                      xaxis_title=unit, yaxis_title=plan.measure, height=420,
                       yaxis_range=[0, 1.05],  # every measure searched lies in [0, 1]
                       margin={"l": 50, "r": 20, "t": 50, "b": 40})
     return fig

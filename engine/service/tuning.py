@@ -26,7 +26,7 @@ from engine.service.readiness import check_ready
 from engine.service.tune_jobs import TuneJobs, resume_tune, start_tune
 from engine.store.sessions import SessionStore
 from engine.store.tuning import TuneRow, TuneStore
-from engine.tune.search import SearchPlan
+from engine.tune.search import SearchPlan, TrialRow
 from engine.tune.space import RETRIEVAL_MEASURES, Dimension, space
 from engine.tune.tuning import front_of
 
@@ -38,24 +38,24 @@ SEARCH_CONFIRM = ("Confirm to build it before the first trial (the app stays usa
 class TuneStatus:
     """A search as it stands: its `state` (running, done, cancelled, failed), `error`,
     what it does now (`phase`, and `search`: the live search's own status while it runs),
-    its `plan` (SearchPlan.to_dict), the `preset` its winner was saved as, how many
-    `questions` it searched and held out, every trial (`trials`, as a report shows them),
-    the trial numbers on the current `front`, and its report once done (`result`).
-    `dataclasses.asdict` of it is its JSON form (the API's)."""
+    its `plan`, the `preset` its winner was saved as, how many `questions` it searched
+    and held out, every trial as shown (`trials`), the trial numbers on the current
+    `front`, and its report once done (`result`). `engine.results.plain` of it is its
+    JSON form (the API's)."""
 
     id: int
     name: str
     dataset: str
     corpus: str
     state: str
-    plan: dict
+    plan: SearchPlan
     questions: dict
     error: str = ""
     phase: str = ""
     search: dict = field(default_factory=dict)
     preset: str = ""
-    trials: list = field(default_factory=list)
-    front: list = field(default_factory=list)
+    trials: tuple[TrialRow, ...] = ()
+    front: tuple[int, ...] = ()
     result: dict | None = None
 
 
@@ -138,11 +138,11 @@ class Tuning:
             id=stored.id, name=stored.name, dataset=stored.dataset, corpus=stored.corpus,
             state=stored.state, error=stored.error or live.get("error", ""),
             phase=live.get("phase", ""), search=live.get("search", {}),
-            plan=plan.to_dict(), preset=stored.preset,
+            plan=plan, preset=stored.preset,
             questions={"search": len(stored.search_ids),
                        "held_out": len(stored.held_out_ids)},
-            trials=[t.to_dict(plan) for t in trials],
-            front=[t.number for t in front_of(plan, trials)], result=stored.result)
+            trials=tuple(t.shown(plan) for t in trials),
+            front=tuple(t.number for t in front_of(plan, trials)), result=stored.result)
 
     def search_space(self, paradigms: Sequence[str], measure: str = "AR@4"
                      ) -> list[Dimension]:

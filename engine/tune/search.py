@@ -140,17 +140,37 @@ class Trial:
         shown = " ".join(f"{k}={_show(v)}" for k, v in self.params.items())
         return f"{self.paradigm} {shown}".strip()
 
+    def shown(self, plan: SearchPlan) -> TrialRow:
+        """The trial as a report and the Tune view show it under `plan`."""
+        measure, cost = self.measure(), self.cost(plan.cost)
+        return TrialRow(self.number, self.paradigm, self.params, self.config, self.state,
+                        self.seconds, self.note, self.label(), len(self.values),
+                        None if measure is None else round(measure, 4),
+                        None if cost is None else round(cost, 5))
+
     def to_dict(self, plan: SearchPlan | None = None) -> dict:
-        """The stored trial; with `plan`, as a report shows it: its label, questions,
-        measure and cost instead of each question's values."""
-        out = asdict(self)
-        if plan is not None:
-            del out["values"]
-            measure, cost = self.measure(), self.cost(plan.cost)
-            out.update(label=self.label(), questions=len(self.values),
-                       measure=None if measure is None else round(measure, 4),
-                       cost=None if cost is None else round(cost, 5))
-        return out
+        """The stored trial; with `plan`, as a report shows it (`shown`)."""
+        return asdict(self) if plan is None else asdict(self.shown(plan))
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """A trial as shown: its searched values (`params`), whole config, state, seconds and
+    note, with its `label`, how many `questions` it answered, and its mean `measure` and
+    `cost` over them (None before its first question, or where no question has the
+    measure), instead of each question's values."""
+
+    number: int
+    paradigm: str
+    params: dict
+    config: dict
+    state: str
+    seconds: float
+    note: str
+    label: str
+    questions: int
+    measure: float | None
+    cost: float | None
 
 
 class Stop(Exception):
