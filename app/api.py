@@ -226,7 +226,7 @@ def _people_api(explorer: Explorer) -> None:
     def audit_log(limit: int = 200, user: str = "") -> str:
         """The latest admin actions and refusals (of `user` only, if given), newest first:
         an admin's to read."""
-        return json.dumps(explorer.audit_log(int(limit), user or ""))
+        return json.dumps(plain(explorer.audit_log(int(limit), user or "")))
 
     endpoint(label_agreement, "agreement_json", "JSON text: a list of {first, second, pairs, "
              "exact, kappa}: Cohen's kappa of every two annotators on the pairs both "

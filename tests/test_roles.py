@@ -137,13 +137,13 @@ def test_refusals_and_admin_actions_land_in_the_audit_table_and_its_file(users_f
         viewer.check("remove_corpus", "corpus '<script>x</script>'")
     _door(users_file, "admin", audit=log.record).check("evaluate")
     entries = log.entries()
-    assert [(e["username"], e["action"], e["allowed"]) for e in entries] == [
+    assert [(e.username, e.action, e.allowed) for e in entries] == [
         ("admin", "evaluate", True), ("viewer", "remove_corpus", False)]
     lines = [json.loads(line) for line in log.file.read_text().splitlines()]
     assert [line["user"] for line in lines] == ["viewer", "admin"]
     assert lines[0]["detail"] == "corpus '<script>x</script>'"
     assert log.file.stat().st_mode & 0o077 == 0
-    assert [e["action"] for e in log.entries(user="viewer")] == ["remove_corpus"]
+    assert [e.action for e in log.entries(user="viewer")] == ["remove_corpus"]
 
 
 # --- the app with logins, route by route ----------------------------------------------------

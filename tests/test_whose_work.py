@@ -41,7 +41,7 @@ def test_runs_and_labels_carry_their_user_and_two_peoples_agreement_shows(prepar
     acting[0] = "admin"
     explorer.runs.delete_run(run_id)
     assert explorer.runs.saved_runs() == []
-    logged = {(e["username"], e["action"], e["allowed"]): e["detail"]
+    logged = {(e.username, e.action, e.allowed): e.detail
               for e in explorer.audit_log()}
     assert logged["admin", "delete_run", True] == f"run {run_id} of annotator"
     assert logged["annotator2", "delete_run", False] == f"run {run_id}"

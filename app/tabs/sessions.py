@@ -254,9 +254,9 @@ def audit_table(explorer: Explorer, whose="") -> str:
     if not entries:
         return "<div class='fe-stage'>Nothing in the audit log yet.</div>"
     body = "".join(
-        f"<tr><td>{e['happened']}</td><td>{esc(e['username'] or '-')}</td>"
-        f"<td>{esc(e['role'] or '-')}</td><td>{esc(e['action'])}</td>"
-        f"<td>{'done' if e['allowed'] else 'refused'}</td><td>{esc(e['detail'])}</td></tr>"
+        f"<tr><td>{e.happened}</td><td>{esc(e.username or '-')}</td>"
+        f"<td>{esc(e.role or '-')}</td><td>{esc(e.action)}</td>"
+        f"<td>{'done' if e.allowed else 'refused'}</td><td>{esc(e.detail)}</td></tr>"
         for e in entries)
     return ("<table class='fe-table' id='fe-audit-table'><thead><tr><th>when (UTC)</th>"
             "<th>user</th><th>role</th><th>action</th><th></th><th>detail</th></tr></thead>"

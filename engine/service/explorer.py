@@ -47,7 +47,7 @@ from engine.service.preparation import Preparation
 from engine.service.presets import Presets
 from engine.service.runs import Runs
 from engine.service.tuning import Tuning
-from engine.store.audit import AuditLog
+from engine.store.audit import AuditEntry, AuditLog
 from engine.store.sessions import SessionStore
 
 
@@ -96,7 +96,7 @@ class Explorer:
             self.door.limits.alive = job_alive(self._evaluation_store, self._corpora,
                                                self._annotation, self._tuning)
 
-    def audit_log(self, limit: int = 200, user: str = "") -> list[dict]:
+    def audit_log(self, limit: int = 200, user: str = "") -> list[AuditEntry]:
         """The latest admin actions and refusals (of `user` only), newest first: what
         this Explorer's door recorded (engine.store.audit)."""
         return self._audit.entries(limit, user)

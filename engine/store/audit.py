@@ -16,7 +16,6 @@ from engine.store.sessions import SessionStore
 logger = logging.getLogger(__name__)
 
 MAX_DETAIL_CHARS = 500
-FIELDS = ("id", "happened", "username", "role", "action", "allowed", "detail")
 
 
 @dataclass(frozen=True)
@@ -27,6 +26,19 @@ class Audited:
     action: str
     allowed: bool
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """A stored line of the audit log: its `id`, when it `happened` (UTC, to the second),
+    who (`username`, `role`), the `action`, whether it was `allowed`, and its `detail`."""
+    id: int
+    happened: str
+    username: str
+    role: str
+    action: str
+    allowed: bool
+    detail: str
 
 
 class AuditLog:
@@ -59,11 +71,11 @@ class AuditLog:
         except Exception:
             logger.exception("could not write the audit log entry %s", entry)
 
-    def entries(self, limit: int = 200, user: str = "") -> list[dict]:
+    def entries(self, limit: int = 200, user: str = "") -> list[AuditEntry]:
         """The latest `limit` entries (of `user` only, if given), newest first."""
         where, params = ("WHERE username = ?", [user]) if user else ("", [])
         rows = self.store.execute(
             "SELECT id, strftime(happened, '%Y-%m-%d %H:%M:%S'), username, role, action, "
             f"allowed, detail FROM audit {where} ORDER BY id DESC LIMIT ?",
             [*params, max(1, int(limit))])
-        return [dict(zip(FIELDS, row, strict=True)) for row in rows]
+        return [AuditEntry(*row) for row in rows]
