@@ -116,41 +116,48 @@ def _apart(a: dict, b: dict) -> bool:
             or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_evaluate_upload_box_shows_its_whole_prompt(served, browser, width):
-    page = _page(browser, served[0], width, "Evaluate")
+def _at_each_width(page):
+    """Each of WIDTHS in turn, the page resized to it (the layout follows the window, as
+    a user's does when they widen it); yields the width once the page has laid out."""
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 1200})
+        page.wait_for_timeout(500)  # plotly's resize to the panel
+        yield width
+
+
+def test_evaluate_upload_box_shows_its_whole_prompt(served, browser):
+    page = _page(browser, served[0], WIDTHS[0], "Evaluate")
     box = page.locator("#fe-eval-upload")
     box.get_by_text("Click to Upload").wait_for(timeout=30_000)
-    shown = box.bounding_box()  # the block clips what overflows it
-    for text in ("Drop File Here", "- or -", "Click to Upload"):
-        assert _inside(_text_box(page, "#fe-eval-upload", text), shown), (text, shown)
-    page.screenshot(path=str(ARTIFACTS / f"evaluate-form-{width}.png"))
+    for width in _at_each_width(page):
+        shown = box.bounding_box()  # the block clips what overflows it
+        for text in ("Drop File Here", "- or -", "Click to Upload"):
+            assert _inside(_text_box(page, "#fe-eval-upload", text), shown), (
+                width, text, shown)
+        page.screenshot(path=str(ARTIFACTS / f"evaluate-form-{width}.png"))
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_explore_funnel_title_and_subtitle_stand_apart(served, browser, width):
-    page = _page(browser, served[0], width, "Explore")
+def test_explore_funnel_title_and_subtitle_stand_apart(served, browser):
+    page = _page(browser, served[0], WIDTHS[0], "Explore")
     page.locator("#fe-paradigm").get_by_text("Echo (a toy)").click()
     page.locator("#fe-question textarea").fill(QUESTION)  # typed: no gold, so the note
     page.locator("#fe-run").click()
     page.locator("#fe-funnel .js-plotly-plot .g-gtitle").wait_for(timeout=60_000)
-    page.wait_for_timeout(500)  # plotly's resize to the panel
-    title = _text_box(page, "#fe-funnel .g-gtitle", "Candidates per stage")
-    note = _text_box(page, "#fe-funnel .g-gtitle", "gold bars come with a dataset question")
-    label = page.locator("#fe-funnel [data-testid=block-label]").bounding_box()
-    # the note on a line of its own under the title (inline, it ran on from the title's
-    # last word), neither under the panel's label
-    assert note["y"] >= title["y"] + title["height"]
-    assert _apart(title, label) and _apart(note, label)
-    plot = page.locator("#fe-funnel .js-plotly-plot").bounding_box()
-    assert _inside(title, plot) and _inside(note, plot)
-    page.locator("#fe-funnel").screenshot(path=str(ARTIFACTS / f"funnel-title-{width}.png"))
+    for width in _at_each_width(page):
+        title = _text_box(page, "#fe-funnel .g-gtitle", "Candidates per stage")
+        note = _text_box(page, "#fe-funnel .g-gtitle", "gold bars come with a dataset question")
+        label = page.locator("#fe-funnel [data-testid=block-label]").bounding_box()
+        # the note on a line of its own under the title (inline, it ran on from the
+        # title's last word), neither under the panel's label
+        assert note["y"] >= title["y"] + title["height"], width
+        assert _apart(title, label) and _apart(note, label), width
+        plot = page.locator("#fe-funnel .js-plotly-plot").bounding_box()
+        assert _inside(title, plot) and _inside(note, plot), width
+        page.locator("#fe-funnel").screenshot(path=str(ARTIFACTS / f"funnel-title-{width}.png"))
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_compare_timing_legend_fits_and_typed_questions_say_no_gold(served, browser,
-                                                                    width):
-    page = _page(browser, served[0], width, "Compare")
+def test_compare_timing_legend_fits_and_typed_questions_say_no_gold(served, browser):
+    page = _page(browser, served[0], WIDTHS[0], "Compare")
     page.locator("#fe-compare-question textarea").fill(QUESTION)
     page.locator("#fe-compare-run").click()
     page.wait_for_function("document.querySelector('#fe-compare-table').innerText"
@@ -160,18 +167,20 @@ def test_compare_timing_legend_fits_and_typed_questions_say_no_gold(served, brow
     scores = page.locator("#fe-compare-table tr", has_text="EM / F1").locator("td")
     assert scores.all_inner_texts()[1:] == ["no gold"] * (scores.count() - 1) != []
     page.locator("#fe-compare-timing .legend .traces").first.wait_for(timeout=30_000)
-    page.wait_for_timeout(500)
     steps = {s for stages, calls in SHAPES.values()
              for s in (*stages, *(f"LLM: {c}" for c in calls))}
     entries = page.locator("#fe-compare-timing .legend .traces")
-    assert {entries.nth(i).text_content() for i in range(entries.count())} >= steps
-    drawn = page.locator("#fe-compare-timing .main-svg").first.bounding_box()
-    for i in range(entries.count()):
-        assert _inside(entries.nth(i).bounding_box(), drawn), entries.nth(i).text_content()
-    scrollbar = page.locator("#fe-compare-timing .legend .scrollbar")
-    assert scrollbar.count() == 0 or (scrollbar.bounding_box() or {"height": 0})["height"] == 0
-    page.locator("#fe-compare-timing").screenshot(path=str(ARTIFACTS /
-                                                           f"compare-timing-{width}.png"))
+    for width in _at_each_width(page):
+        assert {entries.nth(i).text_content() for i in range(entries.count())} >= steps
+        drawn = page.locator("#fe-compare-timing .main-svg").first.bounding_box()
+        for i in range(entries.count()):
+            assert _inside(entries.nth(i).bounding_box(), drawn), (
+                width, entries.nth(i).text_content())
+        scrollbar = page.locator("#fe-compare-timing .legend .scrollbar")
+        assert scrollbar.count() == 0 or (
+            scrollbar.bounding_box() or {"height": 0})["height"] == 0, width
+        page.locator("#fe-compare-timing").screenshot(path=str(ARTIFACTS /
+                                                               f"compare-timing-{width}.png"))
 
 
 def test_diagnose_picks_evaluations_by_name_and_a_bar_click_lists_its_questions(
