@@ -320,6 +320,9 @@ def test_a_search_whose_questions_lack_the_measure_picks_nothing_and_says_why(re
     stored = {**result, "winner": {"label": "reads k=2", "measure": None, "cost": 20.0,
                                    "held_out": None}}
     assert "(gold_doc_recall -, 20 tokens" in progress_html(replace(status, result=stored))
+    running = replace(status, state="running", result=None, search={
+        "current": {"number": 2, "label": "reads k=2", "questions": 3}, "left": 120})
+    assert "Now: trial 3, reads k=2, 3 questions. About 2 min left." in progress_html(running)
 
 
 def test_each_pick_is_costed_against_its_own_paradigm_s_default(reads):

@@ -50,8 +50,8 @@ def progress_html(status: TuneStatus) -> str:
         if status.phase and status.phase != "searching":
             head += f" Now: {esc(status.phase)}."
         elif current:
-            head += (f" Now: trial {current.number + 1}, {esc(current['label'])}, "
-                     f"{current.questions} questions.")
+            head += (f" Now: trial {current['number'] + 1}, {esc(current['label'])}, "
+                     f"{current['questions']} questions.")
         if search.get("left") is not None:
             head += f" About {search['left'] / 60:.0f} min left."
     if status.error:
