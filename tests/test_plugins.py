@@ -30,6 +30,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "funnel-explorer
 ADDED = ("overlap", "fusion", "word-overlap", "rrf", "title-match", "best-sentence",
          "hashed-words")
 QUESTION = "Which river flows through Budapest?"
+PLUGIN_READER = '"reader": {"backend": "best-sentence"}'  # the example's: no model to run
 
 
 def _pip(*args: str) -> None:
@@ -117,16 +118,21 @@ def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_ev
         live, tmp_path):
     explorer, client = live
     trace = json.loads(client.predict(QUESTION, "overlap", '{"M": 6, "k": 2}', build=True,
-                                      api_name="/run"))
+                                      api_name="/run"))  # read by the packaged reader
     assert [s["name"] for s in trace["stages"]] == ["bm25", "word-overlap"]
     assert len(trace["stages"][-1]["candidates"]) == 2 and trace["llm_calls"] == 1
+    assert trace["llm_steps"][0]["model"] == "smollm2" and trace["answer"]
     assert "Danube" in trace["stages"][-1]["candidates"][0]["unit"]["text"]
-    # the plugin's re-ranker by name in a built-in paradigm's option
+    # the plugin's re-ranker by name in a built-in paradigm's option (the runs after this
+    # read with the plugin's backend: what they test is before the reader)
     flat = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "reranker": '
-                                     '"word-overlap"}', build=True, api_name="/run"))
+                                     f'"word-overlap", {PLUGIN_READER}}}', build=True,
+                                     api_name="/run"))
     assert [s["name"] for s in flat["stages"]] == ["dense", "reranker"]
+    reader = {"reader": {"backend": "best-sentence"}}
     evaluation = explorer.evaluations.evaluate(qa_file(tmp_path / "qa.jsonl", n=2),
-                                               ["overlap", "flat"])
+                                               ["overlap", "flat"],
+                                               {"overlap": reader, "flat": reader})
     deadline = time.monotonic() + 300
     while explorer.evaluations.evaluation_status(evaluation).state == "running":
         assert time.monotonic() < deadline
@@ -147,12 +153,14 @@ def test_a_plugin_paradigm_reranker_and_backend_answer_over_the_api_and_in_an_ev
                        '{"backend": "best-sentence"}}', build=True, api_name="/run")
     # the plugin's first stage in a built-in paradigm: the documents the question names
     titled = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "retriever": '
-                                       '"title-match"}', build=True, api_name="/run"))
+                                       f'"title-match", {PLUGIN_READER}}}', build=True,
+                                       api_name="/run"))
     assert [s["name"] for s in titled["stages"]] == ["title-match", "reranker"]
     assert {c["unit"]["title"] for c in titled["stages"][0]["candidates"]} == {"Budapest"}
     # the plugin's encoder builds a dense index that flat searches (its words, hashed)
     hashed = json.loads(client.predict(QUESTION, "flat", '{"M": 6, "k": 2, "bi_encoder": '
-                                       '"hashed-words"}', build=True, api_name="/run"))
+                                       f'"hashed-words", {PLUGIN_READER}}}', build=True,
+                                       api_name="/run"))
     assert "Danube" in hashed["stages"][0]["candidates"][0]["unit"]["text"]
     scores = [[c["score"] for c in t["stages"][0]["candidates"]] for t in (hashed, flat)]
     assert scores[0] != scores[1]  # another encoder's cosines
@@ -196,8 +204,9 @@ def test_the_rrf_reranker_fuses_bm25_and_dense_ranks_through_the_engine(live, ti
     explorer, client = live
     bm25 = {c.unit.id: c.score for c in bm25_index(tiny_corpus, UnitConfig("passages"))
             .search(QUESTION, 100)}
-    for paradigm, config, k in (("flat", '{"M": 6, "k": 6, "reranker": "rrf"}', 6),
-                                ("fusion", '{"M": 6, "k": 3}', 3)):
+    runs = (("flat", f'{{"M": 6, "k": 6, "reranker": "rrf", {PLUGIN_READER}}}', 6),
+            ("fusion", f'{{"M": 6, "k": 3, {PLUGIN_READER}}}', 3))
+    for paradigm, config, k in runs:
         trace = json.loads(client.predict(QUESTION, paradigm, config, build=True, api_name="/run"))
         first, fused = trace["stages"]
         assert (first["name"], fused["name"]) == ("dense", "reranker" if paradigm == "flat"
