@@ -318,8 +318,19 @@ def test_api_reanswers_a_run_over_other_units_and_the_gold_paragraphs(live_app):
             client.predict(json.dumps(trace), ids, False, api_name="/reanswer")
 
 
+@pytest.fixture(scope="module")
+def stored_evaluation(live_app, tmp_path_factory) -> int:
+    """One stored evaluation of `_qa_file`'s two questions through flat (its reader's
+    leave-one-out ablation on), funnel and best, for the tests that only read a stored
+    evaluation: ablation, coverage and ceilings, attribution and paired differences, and
+    the Diagnose tab (each evaluation of the real reader costs the module seconds)."""
+    configs = json.dumps({"flat": {"reader": {"ablation": True}}})
+    return _evaluated(live_app[1], _qa_file(tmp_path_factory.mktemp("evaluated")),
+                      "flat,funnel,best", configs)
+
+
 def test_api_ablation_of_a_saved_run_an_evaluations_run_and_across_an_evaluation(
-        live_app, tmp_path):
+        live_app, stored_evaluation):
     """`ablation`: leave-one-out attribution of a stored run by the real packaged reader;
     `ablation_agreement`: attention against it over an evaluation run with
     reader.ablation."""
@@ -339,16 +350,15 @@ def test_api_ablation_of_a_saved_run_an_evaluations_run_and_across_an_evaluation
     assert found["trace"]["llm_steps"][0]["ablation"]["passages"] == ablation["passages"]
     assert found["trace"]["stages"] == trace["stages"]  # nothing but the reader ran
 
-    configs = json.dumps({"flat": {"k": 3, "reader": {"ablation": True}}})
-    evaluation_id = _evaluated(client, _qa_file(tmp_path), "flat,funnel", configs)
+    evaluation_id = stored_evaluation
     across = json.loads(client.predict(evaluation_id, api_name="/ablation_agreement"))
-    assert list(across) == ["flat"]  # funnel's reader was not asked
+    assert list(across) == ["flat"]  # funnel's and best's readers were not asked
     assert across["flat"]["runs"] == across["flat"]["compared"] == 2
     assert 0 <= across["flat"]["same_top"] <= 1 and across["flat"]["cost_ratio"] > 0
     # the questions among the corpus's passages, from the dense index's own vectors
     mapped = json.loads(client.predict(evaluation_id, api_name="/coverage"))
     assert [q["position"] for q in mapped["questions"]] == [0, 1]
-    assert set(mapped["questions"][0]["outcomes"]) == {"flat", "funnel"}
+    assert set(mapped["questions"][0]["outcomes"]) == {"flat", "funnel", "best"}
     assert mapped["fitted_on"]["corpus_passages"] == len(mapped["passages"]) > 0
     assert all(-1 <= q["cover"] <= 1 and q["nearest"] for q in mapped["questions"])
     assert json.loads(client.predict(evaluation_id, api_name="/coverage")) == mapped  # cached
@@ -377,13 +387,14 @@ def test_api_ablation_of_a_saved_run_an_evaluations_run_and_across_an_evaluation
             client.predict(*args, api_name="/ablation")
 
 
-def test_api_attribution_and_paired_differences_of_a_stored_evaluation(live_app, tmp_path):
+def test_api_attribution_and_paired_differences_of_a_stored_evaluation(
+        live_app, stored_evaluation):
     from gradio_client.exceptions import AppError
 
     _, client = live_app
-    evaluation_id = _evaluated(client, _qa_file(tmp_path), "flat,funnel")
+    evaluation_id = stored_evaluation
     found = json.loads(client.predict(evaluation_id, "answer", api_name="/attribution"))
-    assert set(found) == {"flat", "funnel"}
+    assert set(found) == {"flat", "funnel", "best"}
     for paradigm in found.values():  # each question once, and its position named
         assert sum(paradigm["counts"].values()) == paradigm["total"] == 2
         assert sorted(p for ps in paradigm["questions"].values() for p in ps) == [0, 1]
@@ -698,7 +709,9 @@ def _explore(browser, url: str, paradigm: str, question: str):
     return page
 
 
-def test_browser_longrag_shows_units_winning_chunks_and_both_reader_turns(live_app, browser):
+def test_browser_longrag_and_then_best_show_their_own_stages_on_one_page(live_app, browser):
+    """LongRAG's units, winning chunks and both reader turns; then, the paradigm switched on
+    the same page, best's modules, and a request it answers without retrieval."""
     page = _explore(browser, live_app[0], "LongRAG", QUESTION)
     tables = page.locator("#fe-tables")
     text = tables.inner_text()
@@ -711,10 +724,13 @@ def test_browser_longrag_shows_units_winning_chunks_and_both_reader_turns(live_a
     assert purposes == ["long answer", "answer"]
     page.screenshot(path=str(ARTIFACTS / "longrag.png"), full_page=True)
 
-
-def test_browser_best_shows_each_module_and_skips_retrieval_for_a_request(live_app, browser):
-    page = _explore(browser, live_app[0], "Best practices", QUESTION)
-    text = page.locator("#fe-tables").inner_text()
+    page.locator("#fe-paradigm").get_by_label(re.compile("Best practices")).check()
+    page.locator("#fe-run").click()
+    page.wait_for_function("document.querySelector('#fe-tables').innerText"
+                           ".includes('classify (query)') && "
+                           "document.querySelector('#fe-answer .fe-answer-box')",
+                           timeout=180_000)
+    text = tables.inner_text()
     assert re.search(r"classify \(query\).*: retrieve", text)
     assert re.search(r"hybrid \(passages\): \d+ in", text)
     assert re.search(r"summary \(passages\).*\n.*sentences kept", text)
@@ -727,7 +743,6 @@ def test_browser_best_shows_each_module_and_skips_retrieval_for_a_request(live_a
                            ".includes('answer without retrieval') && "
                            "document.querySelector('#fe-tables table.fe-llm')",
                            timeout=120_000)  # the stages show first, then the answer
-    tables = page.locator("#fe-tables")
     assert tables.locator("table.fe-table:not(.fe-llm)").count() == 0  # nothing retrieved
     assert tables.locator("table.fe-llm tbody tr").count() == 1  # the generator alone
     page.screenshot(path=str(ARTIFACTS / "best-no-retrieval.png"), full_page=True)
@@ -781,7 +796,9 @@ def test_browser_evaluates_five_questions_and_opens_a_run_in_explore(live_app, b
     first = int(re.search(r"Evaluation (\d+): done",
                           page.locator("#fe-eval-progress").inner_text()).group(1))
 
-    # a second, sampled evaluation; then the two compared, the first reopened and exported
+    # a second, sampled evaluation of flat alone; then the two compared (over flat, the
+    # paradigm both ran), the first reopened and exported
+    page.locator("#fe-eval-paradigms").get_by_label(re.compile("Best practices")).uncheck()
     page.locator("#fe-eval-limit input").fill("0")
     page.locator("#fe-eval-sample input").fill("2")
     page.locator("#fe-eval-seed input").fill("3")
@@ -832,11 +849,11 @@ def test_browser_evaluates_five_questions_and_opens_a_run_in_explore(live_app, b
 
 
 def test_browser_diagnoses_an_evaluation_and_opens_a_question_of_an_outcome_in_explore(
-        live_app, browser, tmp_path):
+        live_app, browser, stored_evaluation):
     from playwright.sync_api import expect
 
-    url, client = live_app
-    evaluation_id = _evaluated(client, _qa_file(tmp_path), "flat,funnel,best")
+    url, _ = live_app
+    evaluation_id = stored_evaluation
     page = browser.new_page(viewport={"width": 1400, "height": 1800})
     page.goto(url)
     page.get_by_role("tab", name="Diagnose").click()
