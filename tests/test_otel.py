@@ -124,30 +124,35 @@ def test_a_failed_run_is_an_errored_chain_naming_what_failed(spans):
 
 # --- span ids stay unique across trainings and restarts -----------------------------------
 
-SPANS_AROUND_TRAININGS = """
-import json, sys
-import torch
-torch.set_num_threads(1)
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from engine.documents import Question
-from engine.models.query_classifier import QueryClassifierConfig
-from engine.service.otel import Tracing
-from engine.train.fit_query_classifier import _fit
-from engine.train.query_data import QueryExample
-from tests.fakes import gold_run, ranked_stage
+def spans_around_trainings() -> list[list[int]]:
+    """[trace id, span id] of each span of three runs sent around two trainings of the query
+    classifier, as the app trains at start and again on Retrain (both seeded alike)."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-exporter = InMemorySpanExporter()
-tracing = Tracing("http://unused", exporter=exporter)
-gold = Question("q1", "Who painted it?", answers=("Georges Seurat",))
-run = gold_run(gold, ranked_stage("dense", ("Georges Seurat", "He painted it.")))
-examples = [QueryExample("Who painted La Grande Jatte?", 1, "knowledge", False),
-            QueryExample("Say hello in French.", 0, "task", False)]
-config = QueryClassifierConfig(epochs=1, batch_size=2, max_length=16)
-tracing.send(run)
-for _ in range(2):  # the app trains at start and again on Retrain, both seeded alike
-    _fit(examples, config)
+    from engine.models.query_classifier import QueryClassifierConfig
+    from engine.service.otel import Tracing
+    from engine.train.fit_query_classifier import _fit
+    from engine.train.query_data import QueryExample
+
+    exporter = InMemorySpanExporter()
+    tracing = Tracing("http://unused", exporter=exporter)
+    gold = Question("q1", "Who painted it?", answers=("Georges Seurat",))
+    run = gold_run(gold, ranked_stage("dense", ("Georges Seurat", "He painted it.")))
+    examples = [QueryExample("Who painted La Grande Jatte?", 1, "knowledge", False),
+                QueryExample("Say hello in French.", 0, "task", False)]
+    config = QueryClassifierConfig(epochs=1, batch_size=2, max_length=16)
     tracing.send(run)
-print(json.dumps([[s.context.trace_id, s.context.span_id] for s in exporter.get_finished_spans()]))
+    for _ in range(2):
+        _fit(examples, config)
+        tracing.send(run)
+    return [[s.context.trace_id, s.context.span_id] for s in exporter.get_finished_spans()]
+
+
+RESTARTED = """
+import json, torch
+torch.set_num_threads(1)
+from tests.test_otel import spans_around_trainings
+print(json.dumps(spans_around_trainings()))
 """
 
 
@@ -155,18 +160,23 @@ print(json.dumps([[s.context.trace_id, s.context.span_id] for s in exporter.get_
 def test_span_ids_never_repeat_across_trainings_and_a_restart():
     """Training seeds its own generators: the global `random` OpenTelemetry draws ids from
     was reseeded by each fit, so runs after two trainings, or after a restart that trained
-    again, reused earlier runs' trace and span ids (and were lost or merged in Phoenix)."""
+    again, reused earlier runs' trace and span ids (and were lost or merged in Phoenix).
+    This process trains twice, then another (a restart) does the same."""
     import subprocess
     import sys
     from pathlib import Path
 
-    pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ids = spans_around_trainings()
+    finally:
+        torch.set_num_threads(threads)
     root = Path(__file__).resolve().parents[1]
-    ids = []
-    for _ in range(2):  # two processes: a restart
-        out = subprocess.run([sys.executable, "-c", SPANS_AROUND_TRAININGS], cwd=root,
-                             capture_output=True, text=True, check=True, timeout=600)
-        ids += json.loads(out.stdout.strip().splitlines()[-1])
+    out = subprocess.run([sys.executable, "-c", RESTARTED], cwd=root, capture_output=True,
+                         text=True, check=True, timeout=600)
+    ids += json.loads(out.stdout.strip().splitlines()[-1])
     traces = {trace for trace, _ in ids}
     assert len(ids) == 2 * 3 * 3  # two processes, three runs, three spans a run
     assert len({span for _, span in ids}) == len(ids)
