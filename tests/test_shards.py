@@ -42,7 +42,11 @@ def local_ray(data_dir):
 
 
 @pytest.mark.server
-def test_two_ray_shards_give_one_index_top_k(tiny_corpus, local_ray, data_dir):
+def test_two_ray_shards_give_one_index_top_k_and_unit_scores(tiny_corpus, local_ray, data_dir):
+    """Also units scored by id (engine.index.unit_scores): their vectors gathered from the
+    shards holding them, as the shards' merged search scores them."""
+    from tests.test_unit_scores import scores_as_searched
+
     one = dense_index(tiny_corpus, PASSAGES, kind="exact")
     sharded = sharded_dense_index(tiny_corpus, PASSAGES, "minilm", local_ray, 2, workers=2,
                                   kind="exact")
@@ -51,6 +55,7 @@ def test_two_ray_shards_give_one_index_top_k(tiny_corpus, local_ray, data_dir):
     assert "2 Ray shards (exact)" in sharded.description
     # the same top k, and rows gathered from the shards that hold them, identical
     serves_as(sharded, one, QUESTIONS, score_atol=1e-6)
+    scores_as_searched(sharded, QUESTIONS, atol=1e-5)
     # the first stage's document scores read the shards as they read one index
     bm25 = None
     for how in ("dense",):
@@ -68,16 +73,6 @@ def test_two_ray_shards_give_one_index_top_k(tiny_corpus, local_ray, data_dir):
     # one process, one Ray cluster: another address is refused, naming both
     with pytest.raises(ConfigError, match="'local'.*'10.0.0.1:6379'"):
         sharded_dense_index(tiny_corpus, PASSAGES, "minilm", "10.0.0.1:6379", 2)
-
-
-@pytest.mark.server
-def test_score_units_of_ray_shards_are_their_search_scores(tiny_corpus, local_ray):
-    """Units scored by id (engine.index.unit_scores): their vectors gathered from the
-    shards holding them, as the shards' merged search scores them."""
-    from tests.test_unit_scores import scores_as_searched
-
-    scores_as_searched(sharded_dense_index(tiny_corpus, PASSAGES, "minilm", local_ray, 2,
-                                           workers=2, kind="exact"), QUESTIONS, atol=1e-5)
 
 
 @pytest.mark.server
