@@ -140,21 +140,30 @@ def test_build_refuses_a_bad_ray_address_and_worker_count(corpus_file, data_dir)
 
 
 @pytest.mark.slow
-def test_build_serves_the_index_from_a_qdrant_collection(corpus_file, data_dir, tmp_path):
+def test_build_serves_the_index_from_a_qdrant_collection(corpus_file, data_dir, tmp_path,
+                                                         monkeypatch, capsys, caplog):
+    """`build`'s `main` in this process (the command as a process of its own: the tests
+    above), so MiniLM is loaded once for the process, not for each command."""
+    import logging
+
+    from engine.cli.main import main
+
     pytest.importorskip("qdrant_client")
     where = tmp_path / "qdrant"
-    result = run("build", "--corpus", str(corpus_file), "--qdrant", str(where),
-                 env_dir=data_dir, FUNNEL_PROGRESS_SECONDS="0")
-    assert result.returncode == 0, result.stderr[-2000:]
+    monkeypatch.setenv("FUNNEL_PROGRESS_SECONDS", "0")
+    with caplog.at_level(logging.INFO, logger="engine"):
+        assert main(["build", "--corpus", str(corpus_file), "--qdrant", str(where)]) == 0
+    said = capsys.readouterr()
     assert re.search(rf"served from Qdrant collection '[\w-]+' at {where} \(\d+ points",
-                     result.stdout), result.stdout
-    assert "Qdrant: writing" in result.stderr
+                     said.out), said.out
+    assert "Qdrant: writing" in caplog.text
     for settings, named in ((["--qdrant", str(where), "--collection", "bad name"],
                              "'bad name' is not 1-200 letters"),
                             (["--collection", "mine"], "Qdrant location '' is neither")):
-        refused = run("build", "--corpus", str(corpus_file), *settings, env_dir=data_dir)
-        assert refused.returncode == 2 and named in refused.stderr, refused.stderr[-500:]
-        assert "passages," not in refused.stdout  # refused before building
+        assert main(["build", "--corpus", str(corpus_file), *settings]) == 2
+        said = capsys.readouterr()
+        assert named in said.err, said.err[-500:]
+        assert "passages," not in said.out  # refused before building
 
 
 def test_data_dir_is_an_option_of_both_entry_points_and_says_its_variable(

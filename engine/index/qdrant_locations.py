@@ -9,6 +9,7 @@ one request at a time), and the client's errors reach the user naming the locati
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -146,8 +147,11 @@ def answering(where: str) -> Iterator[None]:
         raise EngineError(f"Qdrant at {where} failed a request: {err}") from err
 
 
+@atexit.register
 def close_clients() -> None:
-    """Close every client (local mode frees its folder)."""
+    """Close every client (local mode frees its folder); run at exit too: a local-mode
+    client left to its own `__del__` fails as the interpreter shuts down ("sys.meta_path
+    is None")."""
     with _clients_lock:
         for client in _clients.values():
             client.close()
