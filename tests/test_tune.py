@@ -221,8 +221,8 @@ def test_a_search_given_its_stored_trials_goes_on_and_a_cancelled_trial_is_dropp
                      progress=answered.append, cancelled=lambda: len(answered) >= 3).run()
     assert resumed[:5] == first
     assert len(answered) == 3 and len(resumed) < 9  # cancelled within its first new run
-    assert answered[-1]["current"]["questions"] == 3
-    dropped = answered[-1]["current"]["number"]
+    assert answered[-1].current.questions == 3
+    dropped = answered[-1].current.number
     assert dropped not in [t.number for t in resumed]  # the trial in flight is dropped
     assert all(len(t.values) in (4, 12) for t in resumed)
 
@@ -302,8 +302,9 @@ def test_a_search_whose_questions_lack_the_measure_picks_nothing_and_says_why(re
     Tune view failed on every poll. No trial without the measure is a pick; the report
     says why and what to do, and a stored winner without a measure still draws."""
     from app.views.tuning import progress_html
-    from engine.service.tuning import TuneStatus
+    from engine.service.tuning import QuestionSplit, TuneStatus
     from engine.tune import tuning
+    from engine.tune.search import CurrentTrial, SearchProgress
 
     unjudged = [Question(id=f"q{i}", text=q.text, answers=("x",))
                 for i, q in enumerate(_questions(8))]
@@ -313,15 +314,16 @@ def test_a_search_whose_questions_lack_the_measure_picks_nothing_and_says_why(re
     assert sum(result["trials"].values()) == 3 and result["winner"] is None
     assert result["note"].startswith("None of the search questions has gold_doc_recall")
     status = TuneStatus(id=1, name="", dataset="mine (support)", corpus="mine",
-                        state="done", questions={"search": 4, "held_out": 4},
+                        state="done", questions=QuestionSplit(search=4, held_out=4),
                         plan=plan, result=result)
     shown = progress_html(status)
     assert "None of the search questions has gold_doc_recall" in shown and "fe-error" in shown
     stored = {**result, "winner": {"label": "reads k=2", "measure": None, "cost": 20.0,
                                    "held_out": None}}
     assert "(gold_doc_recall -, 20 tokens" in progress_html(replace(status, result=stored))
-    running = replace(status, state="running", result=None, search={
-        "current": {"number": 2, "label": "reads k=2", "questions": 3}, "left": 120})
+    running = replace(status, state="running", result=None, search=SearchProgress(
+        trials=2, of=4, refused=0, current=CurrentTrial(2, "reads k=2", 3), elapsed=60.0,
+        left=120))
     assert "Now: trial 3, reads k=2, 3 questions. About 2 min left." in progress_html(running)
 
 
@@ -333,7 +335,7 @@ def test_each_pick_is_costed_against_its_own_paradigm_s_default(reads):
 
     from app.views.tuning import held_out_rows
     from engine.paradigms import registry
-    from engine.service.tuning import TuneStatus
+    from engine.service.tuning import QuestionSplit, TuneStatus
     from engine.tune import tuning
 
     deeper = make_dataclass("DeeperConfig", [("k", int, field(default=5)),
@@ -351,7 +353,7 @@ def test_each_pick_is_costed_against_its_own_paradigm_s_default(reads):
         registry.unregister("deeper")
     assert checked["reads"]["cost"]["default"] != checked["deeper"]["cost"]["default"]
     rows = held_out_rows(TuneStatus(
-        id=1, name="", dataset="", corpus="", state="done", questions={},
+        id=1, name="", dataset="", corpus="", state="done", questions=QuestionSplit(0, 0),
         plan=plan, result={"held_out": list(checked.values())}))
     assert len({row[9].split(" / ")[1] for row in rows}) == 2
 
@@ -463,7 +465,7 @@ def test_the_service_runs_a_search_in_the_background_and_refuses_bad_input(explo
         time.sleep(0.2)
     status = tuning.tune_status(tune_id)
     assert status.state == "done" and status.plan.measure == "AR@4"
-    assert status.questions == {"search": 3, "held_out": 3}
+    assert (status.questions.search, status.questions.held_out) == (3, 3)
     assert status.front and status.result["winner"]["held_out"]["n"] == 3
     stored = tuning.store.trials(tune_id)  # the API's JSON: each trial as a report shows it
     assert plain(status)["trials"] == [t.to_dict(status.plan) for t in stored]

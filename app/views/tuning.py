@@ -38,22 +38,22 @@ def progress_html(status: TuneStatus) -> str:
     states = {s: sum(t.state == s for t in trials)
               for s in ("complete", "stopped", "failed", "refused")}
     head = (f"Search {status.id} ({esc(status.dataset)} over {esc(status.corpus)}, "
-            f"{status.questions['search']} questions searched, "
-            f"{status.questions['held_out']} held out): <b>{esc(status.state)}</b>. "
+            f"{status.questions.search} questions searched, "
+            f"{status.questions.held_out} held out): <b>{esc(status.state)}</b>. "
             f"{len(counted)} of {plan.trials} trials: {states['complete']} finished, "
             f"{states['stopped']} stopped early, {states['failed']} failed"
             + (f", {states['refused']} setting{'s' if states['refused'] != 1 else ''} "
                "refused (not counted)" if states["refused"] else "") + ".")
-    search = status.search or {}
-    current = search.get("current")
+    search = status.search
+    current = search.current if search is not None else None
     if status.state == "running":
         if status.phase and status.phase != "searching":
             head += f" Now: {esc(status.phase)}."
         elif current:
-            head += (f" Now: trial {current['number'] + 1}, {esc(current['label'])}, "
-                     f"{current['questions']} questions.")
-        if search.get("left") is not None:
-            head += f" About {search['left'] / 60:.0f} min left."
+            head += (f" Now: trial {current.number + 1}, {esc(current.label)}, "
+                     f"{current.questions} questions.")
+        if search is not None and search.left is not None:
+            head += f" About {search.left / 60:.0f} min left."
     if status.error:
         head += f" <span class='fe-error'>{esc(status.error)}</span>"
     result = status.result or {}

@@ -17,13 +17,14 @@ from collections.abc import Callable, Sequence
 from engine.documents import Corpus, Question
 from engine.errors import ConfigError
 from engine.paradigms.needs import Need
+from engine.results import plain
 from engine.service.background import BackgroundJob
 from engine.service.store import make_paradigm
 from engine.store.presets import Preset, PresetStore
 from engine.store.sessions import SessionStore
 from engine.store.tuning import TuneStore
 from engine.tune.held_out import split
-from engine.tune.search import SearchPlan, Trial
+from engine.tune.search import SearchPlan, SearchProgress, Trial
 from engine.tune.tuning import tune
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class TuneJob(BackgroundJob):
         self.prepare, self.preset, self.owner = list(prepare), preset, owner
         self.on_status = on_status
         self.result: dict | None = None
-        self.search: dict = {}  # the search's last status (engine.tune.search.Search.status)
+        self.search: SearchProgress | None = None  # the search's last status
         self._saved = ""  # the preset the winner was saved as
         super().__init__(tune_id)
 
@@ -92,14 +93,15 @@ class TuneJob(BackgroundJob):
     def _stored(self, trial: Trial) -> None:
         self.tunes.add_trial(self.id, trial)
 
-    def _progressed(self, status: dict) -> None:
+    def _progressed(self, status: SearchProgress) -> None:
         self.search = status
         if self.on_status is not None:
             self.on_status(self.status())
 
     def status(self) -> dict:
         return {"id": self.id, "state": self.state, "phase": self.phase, "error": self.error,
-                "search": dict(self.search), "elapsed": round(self.elapsed(), 1)}
+                "search": plain(self.search) if self.search else {},
+                "elapsed": round(self.elapsed(), 1)}
 
 
 def start_tune(store: SessionStore, plan: SearchPlan, questions: Sequence[Question],

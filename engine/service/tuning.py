@@ -11,7 +11,7 @@ minutes). The work is engine.tune's; the background job engine.service.tune_jobs
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from engine.documents import unanswered
 from engine.errors import ConfigError
@@ -26,12 +26,20 @@ from engine.service.readiness import check_ready
 from engine.service.tune_jobs import TuneJobs, resume_tune, start_tune
 from engine.store.sessions import SessionStore
 from engine.store.tuning import TuneRow, TuneStore
-from engine.tune.search import SearchPlan, TrialRow
+from engine.tune.search import SearchPlan, SearchProgress, TrialRow
 from engine.tune.space import RETRIEVAL_MEASURES, Dimension, space
 from engine.tune.tuning import front_of
 
 SEARCH_CONFIRM = ("Confirm to build it before the first trial (the app stays usable), or "
                   "search options that need nothing built.")
+
+
+@dataclass(frozen=True)
+class QuestionSplit:
+    """How many questions a search searched on, and how many it held out."""
+
+    search: int
+    held_out: int
 
 
 @dataclass(frozen=True)
@@ -49,10 +57,10 @@ class TuneStatus:
     corpus: str
     state: str
     plan: SearchPlan
-    questions: dict
+    questions: QuestionSplit
     error: str = ""
     phase: str = ""
-    search: dict = field(default_factory=dict)
+    search: SearchProgress | None = None
     preset: str = ""
     trials: tuple[TrialRow, ...] = ()
     front: tuple[int, ...] = ()
@@ -137,10 +145,9 @@ class Tuning:
         return TuneStatus(
             id=stored.id, name=stored.name, dataset=stored.dataset, corpus=stored.corpus,
             state=stored.state, error=stored.error or live.get("error", ""),
-            phase=live.get("phase", ""), search=live.get("search", {}),
+            phase=live.get("phase", ""), search=job.search if live else None,
             plan=plan, preset=stored.preset,
-            questions={"search": len(stored.search_ids),
-                       "held_out": len(stored.held_out_ids)},
+            questions=QuestionSplit(len(stored.search_ids), len(stored.held_out_ids)),
             trials=tuple(t.shown(plan) for t in trials),
             front=tuple(t.number for t in front_of(plan, trials)), result=stored.result)
 

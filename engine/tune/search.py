@@ -173,6 +173,29 @@ class TrialRow:
     cost: float | None
 
 
+@dataclass(frozen=True)
+class CurrentTrial:
+    """The trial in flight: its `number`, `label`, and how many `questions` it answered."""
+
+    number: int
+    label: str
+    questions: int
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """A running search: the `trials` counted of the budget (`of`), the settings
+    `refused`, the trial in flight (`current`), the seconds `elapsed` and about how many
+    are `left` (None until a trial's pace is known, and no minutes are set)."""
+
+    trials: int
+    of: int
+    refused: int
+    current: CurrentTrial | None
+    elapsed: float
+    left: int | None
+
+
 class Stop(Exception):
     """Cancelled, or out of minutes: the trial in flight is dropped."""
 
@@ -184,10 +207,10 @@ class Search:
                  make: Callable[[str, dict], Paradigm], *, done: Sequence[Trial] = (),
                  on_trial: Callable[[Trial], None] | None = None,
                  cancelled: Callable[[], bool] = lambda: False,
-                 progress: Callable[[dict], None] | None = None) -> None:
+                 progress: Callable[[SearchProgress], None] | None = None) -> None:
         """`make(paradigm, config)` makes a paradigm to run (stopping before the reader
         when the measure does not read); `done`: the trials stored by an earlier run of
-        this search; `progress` is handed a status dict after every question."""
+        this search; `progress` is handed the search's status after every question."""
         if not questions:
             raise ConfigError("The search part holds no questions.")
         self.plan, self.questions, self.make = plan, list(questions), make
@@ -208,7 +231,7 @@ class Search:
         return self.plan.minutes is not None and \
             time.monotonic() - self._started >= self.plan.minutes * 60
 
-    def status(self) -> dict:
+    def status(self) -> SearchProgress:
         """Trials done of the budget, the one in flight, seconds so far and left."""
         elapsed = time.monotonic() - self._started
         ran = [t for t in self.trials if t.state != REFUSED and t.seconds]
@@ -219,12 +242,12 @@ class Search:
             budget = max(0.0, self.plan.minutes * 60 - elapsed)
             left = budget if left is None else min(left, budget)
         current = self._current
-        return {"trials": self.counted(), "of": self.plan.trials,
-                "refused": len(self.trials) - self.counted(),
-                "current": None if current is None else {
-                    "number": current.number, "label": current.label(),
-                    "questions": len(current.values)},
-                "elapsed": round(elapsed, 1), "left": None if left is None else round(left)}
+        return SearchProgress(
+            trials=self.counted(), of=self.plan.trials,
+            refused=len(self.trials) - self.counted(),
+            current=None if current is None else CurrentTrial(
+                current.number, current.label(), len(current.values)),
+            elapsed=round(elapsed, 1), left=None if left is None else round(left))
 
     # --- the loop -------------------------------------------------------------------------
 
