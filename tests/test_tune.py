@@ -302,7 +302,8 @@ def test_a_search_whose_questions_lack_the_measure_picks_nothing_and_says_why(re
     Tune view failed on every poll. No trial without the measure is a pick; the report
     says why and what to do, and a stored winner without a measure still draws."""
     from app.views.tuning import progress_html
-    from engine.service.tuning import QuestionSplit, TuneStatus
+    from engine.service.tuning import TuneStatus
+    from engine.store.tuning import QuestionSplit
     from engine.tune import tuning
     from engine.tune.search import CurrentTrial, SearchProgress
 
@@ -335,7 +336,8 @@ def test_each_pick_is_costed_against_its_own_paradigm_s_default(reads):
 
     from app.views.tuning import held_out_rows
     from engine.paradigms import registry
-    from engine.service.tuning import QuestionSplit, TuneStatus
+    from engine.service.tuning import TuneStatus
+    from engine.store.tuning import QuestionSplit
     from engine.tune import tuning
 
     deeper = make_dataclass("DeeperConfig", [("k", int, field(default=5)),

@@ -11,6 +11,7 @@ import sys
 from engine.cli import EVAL_CORPUS_HELP
 from engine.cli.tables import out as _out
 from engine.errors import ConfigError
+from engine.results import plain
 
 
 def add_parser(sub) -> None:
@@ -133,8 +134,7 @@ def _report(stored, plan) -> dict:
     """A stored search as the report printed (or written as JSON)."""
     return {"tune": stored.id, "state": stored.state, "dataset": stored.dataset,
             "corpus": stored.corpus, "measure": plan.measure, "cost": plan.cost,
-            "ceiling": plan.ceiling, "questions": {"search": len(stored.search_ids),
-                                                   "held_out": len(stored.held_out_ids)},
+            "ceiling": plan.ceiling, "questions": plain(stored.questions()),
             "space": [d.to_dict() for d in plan.dimensions],
             "preset": stored.preset if stored.state == "done" else "",
             **(stored.result or {})}

@@ -25,21 +25,13 @@ from engine.service.preparation import Preparation
 from engine.service.readiness import check_ready
 from engine.service.tune_jobs import TuneJobs, resume_tune, start_tune
 from engine.store.sessions import SessionStore
-from engine.store.tuning import TuneRow, TuneStore
+from engine.store.tuning import QuestionSplit, TuneRow, TuneStore
 from engine.tune.search import SearchPlan, SearchProgress, TrialRow
 from engine.tune.space import RETRIEVAL_MEASURES, Dimension, space
 from engine.tune.tuning import front_of
 
 SEARCH_CONFIRM = ("Confirm to build it before the first trial (the app stays usable), or "
                   "search options that need nothing built.")
-
-
-@dataclass(frozen=True)
-class QuestionSplit:
-    """How many questions a search searched on, and how many it held out."""
-
-    search: int
-    held_out: int
 
 
 @dataclass(frozen=True)
@@ -141,13 +133,12 @@ class Tuning:
         job = self._jobs.get(stored.id)
         trials = self.store.trials(stored.id)
         plan = stored.plan
-        live = job.status() if job is not None and stored.state == "running" else {}
+        live = job if job is not None and stored.state == "running" else None
         return TuneStatus(
             id=stored.id, name=stored.name, dataset=stored.dataset, corpus=stored.corpus,
-            state=stored.state, error=stored.error or live.get("error", ""),
-            phase=live.get("phase", ""), search=job.search if live else None,
-            plan=plan, preset=stored.preset,
-            questions=QuestionSplit(len(stored.search_ids), len(stored.held_out_ids)),
+            state=stored.state, error=stored.error or (live.error if live else ""),
+            phase=live.phase if live else "", search=live.search if live else None,
+            plan=plan, preset=stored.preset, questions=stored.questions(),
             trials=tuple(t.shown(plan) for t in trials),
             front=tuple(t.number for t in front_of(plan, trials)), result=stored.result)
 

@@ -45,6 +45,18 @@ class StoredTune:
                        trials=f"{self.trials} of {self.plan.trials}", preset=self.preset,
                        by=self.owner, created=self.created)
 
+    def questions(self) -> QuestionSplit:
+        """How many questions it searched on, and how many it held out."""
+        return QuestionSplit(len(self.search_ids), len(self.held_out_ids))
+
+
+@dataclass(frozen=True)
+class QuestionSplit:
+    """How many questions a search searched on, and how many it held out."""
+
+    search: int
+    held_out: int
+
 
 @dataclass(frozen=True)
 class TuneRow:
