@@ -11,6 +11,7 @@ import pytest
 
 from engine.documents import Question
 from engine.service.otel import emit
+from tests.conftest import torch_single_thread
 from tests.fakes import gold_run, ranked_stage
 
 
@@ -156,8 +157,11 @@ print(json.dumps(spans_around_trainings()))
 """
 
 
+one_thread = pytest.fixture(torch_single_thread)
+
+
 @pytest.mark.training
-def test_span_ids_never_repeat_across_trainings_and_a_restart():
+def test_span_ids_never_repeat_across_trainings_and_a_restart(one_thread):
     """Training seeds its own generators: the global `random` OpenTelemetry draws ids from
     was reseeded by each fit, so runs after two trainings, or after a restart that trained
     again, reused earlier runs' trace and span ids (and were lost or merged in Phoenix).
@@ -166,13 +170,8 @@ def test_span_ids_never_repeat_across_trainings_and_a_restart():
     import sys
     from pathlib import Path
 
-    torch = pytest.importorskip("torch")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        ids = spans_around_trainings()
-    finally:
-        torch.set_num_threads(threads)
+    pytest.importorskip("torch")
+    ids = spans_around_trainings()
     root = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-c", RESTARTED], cwd=root, capture_output=True,
                          text=True, check=True, timeout=600)
