@@ -49,12 +49,18 @@ class Judgment:
             if not str(getattr(self, name)).strip():
                 raise ConfigError(f"A judgment needs its {name.replace('_', ' ')}; it is "
                                   "empty.")
-        if len(self.assessor) > MAX_ASSESSOR_CHARS:
-            raise ConfigError(f"The assessor's name has {len(self.assessor):,} characters; "
-                              f"the limit is {MAX_ASSESSOR_CHARS}.")
-        if len(self.reasoning) > MAX_REASONING_CHARS:
-            raise ConfigError(f"The reasoning has {len(self.reasoning):,} characters; the "
-                              f"limit is {MAX_REASONING_CHARS:,}.")
+        check_lengths(self.assessor, self.reasoning)
+
+
+def check_lengths(assessor: str, reasoning: str = "") -> None:
+    """A ConfigError where an assessor's name or an LLM judge's reasoning is too long to keep
+    (a judgment's, or a nugget assignment's)."""
+    if len(assessor) > MAX_ASSESSOR_CHARS:
+        raise ConfigError(f"The assessor's name has {len(assessor):,} characters; the limit "
+                          f"is {MAX_ASSESSOR_CHARS}.")
+    if len(reasoning) > MAX_REASONING_CHARS:
+        raise ConfigError(f"The reasoning has {len(reasoning):,} characters; the limit is "
+                          f"{MAX_REASONING_CHARS:,}.")
 
 
 @dataclass(frozen=True)

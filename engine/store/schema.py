@@ -3,7 +3,8 @@
 `SessionStore` applies each once, in a transaction, and records it in `schema_migrations`.
 Saved runs (1-4), classifier labels, stored evaluations (5-7), relevance judgments with
 their pools (8, 9), whose work each is and the audit log (10), named presets (11; their
-corpus, 13) and tuning searches with their trials (12) share the one DuckDB file.
+corpus, 13), tuning searches with their trials (12) and nuggets with the answers'
+assignments to them (14) share the one DuckDB file.
 """
 
 from __future__ import annotations
@@ -196,5 +197,32 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     )),
     (13, "a preset keeps the corpus it was made over (engine/store/presets.py)", (
         "ALTER TABLE presets ADD COLUMN corpus VARCHAR NOT NULL DEFAULT ''",
+    )),
+    (14, "nuggets of a question set's questions, and answers' assignments to them "
+         "(engine/store/nuggets.py)", (
+        "CREATE SEQUENCE nugget_ids START 1",
+        """CREATE TABLE nuggets (
+               id BIGINT PRIMARY KEY DEFAULT nextval('nugget_ids'),
+               collection VARCHAR NOT NULL,
+               question_id VARCHAR NOT NULL,
+               text VARCHAR NOT NULL,
+               importance VARCHAR NOT NULL,
+               author VARCHAR NOT NULL,
+               sources JSON NOT NULL,
+               replaced_by BIGINT,
+               removed BOOLEAN NOT NULL DEFAULT false,
+               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)""",
+        "CREATE SEQUENCE assignment_ids START 1",
+        """CREATE TABLE nugget_assignments (
+               id BIGINT PRIMARY KEY DEFAULT nextval('assignment_ids'),
+               nugget_id BIGINT NOT NULL,
+               evaluation_id BIGINT NOT NULL,
+               question_id VARCHAR NOT NULL,
+               paradigm VARCHAR NOT NULL,
+               assignment VARCHAR NOT NULL,
+               assessor VARCHAR NOT NULL,
+               seconds DOUBLE,
+               reasoning VARCHAR NOT NULL DEFAULT '',
+               created TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)""",
     )),
 )

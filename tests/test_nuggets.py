@@ -1,0 +1,181 @@
+"""Nuggets and the scores of answers judged by them (engine.judging.nuggets)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.errors import ConfigError, DataFormatError
+from engine.judging.nuggets import (
+    assignment_file,
+    gold_nuggets,
+    nugget_file,
+    nugget_scores,
+    read_nugget_file,
+)
+from engine.store.nuggets import Nugget
+
+SET = "mydocs (questions)"
+JUDGED = [("vital", "support"), ("vital", "partial_support"), ("vital", "not_support"),
+          ("okay", "support"), ("okay", "partial_support")]
+
+
+def test_scores_count_partial_support_as_half_but_in_the_strict_forms():
+    scores = nugget_scores(JUDGED)
+    assert (scores.nuggets, scores.vital_nuggets) == (5, 3)
+    assert scores.all == pytest.approx((1 + 0.5 + 0 + 1 + 0.5) / 5)
+    assert scores.all_strict == pytest.approx(2 / 5)
+    assert scores.vital == pytest.approx(1.5 / 3)
+    assert scores.vital_strict == pytest.approx(1 / 3)
+    # vital nuggets weigh 1, okay ones 0.5
+    assert scores.weighted == pytest.approx((1.5 + 0.5 * 1.5) / (3 + 0.5 * 2))
+    assert scores.weighted_strict == pytest.approx((1 + 0.5 * 1) / (3 + 0.5 * 2))
+    assert set(scores.as_row()) == {"nuggets_all", "nuggets_all_strict", "nuggets_vital",
+                                    "nuggets_vital_strict", "nuggets_weighted",
+                                    "nuggets_weighted_strict"}
+
+
+def test_a_question_without_vital_nuggets_has_no_vital_score_and_a_bad_label_is_refused():
+    scores = nugget_scores([("okay", "support"), ("okay", "not_support")])
+    assert (scores.vital, scores.vital_strict) == (None, None)
+    assert scores.weighted == pytest.approx(0.5)  # okay nuggets alone: their mean
+    assert nugget_scores([]).all is None
+    with pytest.raises(ConfigError, match="assignment='yes'.*support .2., partial_support"):
+        nugget_scores([("vital", "yes")])
+
+
+def test_the_track_scorer_reads_our_assignment_file_and_gives_the_same_scores():
+    """castorini's nuggetizer (the TREC RAG track's scorer) reads the assignment file we
+    write and computes All and Vital, strict and not, as we do."""
+    metrics = pytest.importorskip("nuggetizer.core.metrics")
+    nuggets = [Nugget(SET, "q1", f"fact {n}", importance, "ann")
+               for n, (importance, _) in enumerate(JUDGED)]
+    answers = [("q1", "flat", "An answer.", list(zip(nuggets, [lbl for _, lbl in JUDGED],
+                                                     strict=True))),
+               ("q1", "funnel", "Another.", [(n, "support") for n in nuggets])]
+    for line, (_, _, _, judged) in zip(
+            assignment_file(answers, {"q1": "Who?"}).splitlines(), answers, strict=True):
+        record = json.loads(line)
+        theirs = metrics.calculate_nugget_scores(record["qid"], record["nuggets"])
+        ours = nugget_scores([(n.importance, label) for n, label in judged])
+        assert (theirs.all_score, theirs.strict_all_score, theirs.vital_score,
+                theirs.strict_vital_score) == pytest.approx(
+            (ours.all, ours.all_strict, ours.vital, ours.vital_strict))
+        assert record["response_length"] == len(record["answer_text"].split())
+
+
+def test_a_nugget_needs_text_of_at_most_40_words_and_a_known_importance():
+    with pytest.raises(ConfigError, match="'q1' has no text"):
+        Nugget(SET, "q1", "  ", "vital", "ann")
+    with pytest.raises(ConfigError, match="has 41 words.*at most 40"):
+        Nugget(SET, "q1", " ".join(["word"] * 41), "vital", "ann")
+    with pytest.raises(ConfigError, match="importance='must'"):
+        Nugget(SET, "q1", "Seurat painted it", "must", "ann")
+    with pytest.raises(ConfigError, match="needs its author"):
+        Nugget(SET, "q1", "Seurat painted it", "okay", " ")
+
+
+def test_gold_answers_become_vital_nuggets_once_each():
+    found = gold_nuggets(SET, {"q1": ["Georges Seurat", "Georges Seurat ", ""],
+                               "q2": ["Danube"]})
+    assert [(n.question_id, n.text, n.importance, n.author) for n in found] == [
+        ("q1", "Georges Seurat", "vital", "gold"), ("q2", "Danube", "vital", "gold")]
+
+
+def test_a_nugget_file_goes_out_and_comes_back_in_the_tracks_layout():
+    nuggets = [Nugget(SET, "q1", "Seurat devised pointillism", "vital", "ann"),
+               Nugget(SET, "q2", "The Danube flows through Vienna", "okay", "ann"),
+               Nugget(SET, "q1", "He painted La Grande Jatte", "okay", "ann")]
+    text = nugget_file(nuggets, {"q1": "Who devised pointillism?"})
+    first = json.loads(text.splitlines()[0])
+    assert first == {"qid": "q1", "query": "Who devised pointillism?", "nuggets": [
+        {"text": "Seurat devised pointillism", "importance": "vital"},
+        {"text": "He painted La Grande Jatte", "importance": "okay"}]}
+    back = read_nugget_file(text, "n.jsonl", SET, {"q1", "q2"}, "imported")
+    assert sorted((n.question_id, n.text, n.importance) for n in back) == sorted(
+        (n.question_id, n.text, n.importance) for n in nuggets)
+    assert {n.author for n in back} == {"imported"}
+    ok = read_nugget_file('{"qid": "q1", "nuggets": [{"text": "x y", "importance": "ok"}]}',
+                          "n.jsonl", SET, {"q1"}, "imported")
+    assert ok[0].importance == "okay"  # some of the track's tools write "ok"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"qid": "q9", "nuggets": [{"text": "x"}]}', "line 1: field 'qid': names question "
+                                                  "'q9', which the question set"),
+    ('{"qid": "q1", "nuggets": "x"}', "line 1: field 'nuggets': is not a nugget file's"),
+    ('{"qid": "q1", "nuggets": [{"text": ""}]}', "nugget 1: The nugget for question 'q1' "
+                                                 "has no text"),
+    ('{"qid": "q1", "nuggets": [{"text": "x", "importance": "high"}]}',
+     "importance='high'"),
+    ('{"qid": "q1", "nuggets": ["x"]}', "nugget 1: it is not an object"),
+    ('{"qid": "q1", "nuggets": []}', "holds no nuggets"),
+    ('{"qid": "q1", "nuggets": [}', "line 1: invalid JSON"),
+])
+def test_a_bad_nugget_file_is_refused_by_line_and_field(text, message):
+    with pytest.raises(DataFormatError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_nugget_file(text, "n.jsonl", SET, {"q1"}, "imported")
+
+
+@pytest.fixture
+def nuggets(tmp_path):
+    from engine.store.nuggets import NuggetStore
+    from engine.store.sessions import SessionStore
+
+    return NuggetStore(SessionStore(tmp_path / "sessions.duckdb"))
+
+
+def test_an_edit_or_a_merge_replaces_nuggets_and_keeps_what_was_assigned_to_them(nuggets):
+    from engine.store.nuggets import Assignment
+
+    first = nuggets.add(Nugget(SET, "q1", "Seurat devised pointillism", "vital", "ann",
+                               ("Georges Seurat",)))
+    second = nuggets.add(Nugget(SET, "q1", "Signac worked with him", "okay", "ann",
+                                ("Paul Signac",)))
+    other = nuggets.add(Nugget(SET, "q2", "The Danube flows through Vienna", "vital", "bo"))
+    nuggets.assign(Assignment(first, 7, "q1", "flat", "support", "ann", seconds=3.0))
+    edited = nuggets.edit(first, "bo", text="Seurat and Signac devised pointillism")
+    assert [n.id for n in nuggets.nuggets(SET, "q1")] == [second, edited]
+    assert nuggets.nugget(edited).sources == ("Georges Seurat",)
+    assert nuggets.nugget(edited).author == "bo"
+    merged = nuggets.merge([second, edited], "Seurat and Signac devised it", "vital", "ann")
+    assert [(n.id, n.sources) for n in nuggets.nuggets(SET, "q1")] == [
+        (merged, ("Paul Signac", "Georges Seurat"))]
+    assert len(nuggets.nuggets(SET, with_replaced=True)) == 5
+    # the assignment made before the edit still names the text it was made against
+    (kept,) = nuggets.assignments(7)
+    assert kept.nugget_id == first and kept.seconds == 3.0
+    with pytest.raises(ConfigError, match=f"No current nugget with id {first}: it was edited"):
+        nuggets.edit(first, "ann", importance="okay")
+    with pytest.raises(ConfigError, match="different questions cannot be merged"):
+        nuggets.merge([merged, other], "x", "vital", "ann")
+    with pytest.raises(ConfigError, match="needs two nuggets or more"):
+        nuggets.merge([merged, merged], "x", "vital", "ann")
+    assert nuggets.remove(other).text.startswith("The Danube")
+    assert nuggets.nuggets(SET, "q2") == []
+
+
+def test_assignments_are_kept_per_assessor_undone_and_only_for_the_answer_s_question(nuggets):
+    from engine.store.nuggets import Assignment
+
+    nugget_ids = nuggets.add_all([Nugget(SET, "q1", "Seurat", "vital", "gold"),
+                                  Nugget(SET, "q2", "Danube", "vital", "gold")])
+    assert nugget_ids == 2
+    q1, q2 = (n.id for n in nuggets.nuggets(SET))
+    nuggets.assign(Assignment(q1, 7, "q1", "flat", "support", "ann"))
+    nuggets.assign(Assignment(q1, 7, "q1", "flat", "partial_support", "bo"))  # both kept
+    nuggets.assign(Assignment(q2, 7, "q2", "flat", "not_support", "ann"))
+    nuggets.assign(Assignment(q1, 7, "q1", "flat", "not_support", "ann"))  # ann changes it
+    assert nuggets.labels(7, "ann") == {("q1", "flat"): {q1: "not_support"},
+                                        ("q2", "flat"): {q2: "not_support"}}
+    assert nuggets.labels(7, "bo") == {("q1", "flat"): {q1: "partial_support"}}
+    assert nuggets.assessors(7) == {"ann": 3, "bo": 1}
+    undone = nuggets.undo("ann", 7)
+    assert (undone.nugget_id, undone.assignment) == (q1, "not_support")
+    assert nuggets.labels(7, "ann")[("q1", "flat")] == {q1: "support"}
+    assert nuggets.undo("ann", 8) is None
+    with pytest.raises(ConfigError, match="belongs to question 'q2', not to 'q1'"):
+        nuggets.assign(Assignment(q2, 7, "q1", "flat", "support", "ann"))
+    with pytest.raises(ConfigError, match="assignment='supported'"):
+        Assignment(q1, 7, "q1", "flat", "supported", "ann")
