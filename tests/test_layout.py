@@ -133,6 +133,7 @@ def test_the_app_talks_to_the_engine_through_explorer_methods_only():
     from engine.service.evaluations import Evaluations
     from engine.service.explorer import Explorer
     from engine.service.judging import Judging
+    from engine.service.nuggets import Nuggets
     from engine.service.presets import Presets
     from engine.service.runs import Runs
     from engine.service.tuning import Tuning
@@ -142,7 +143,7 @@ def test_the_app_talks_to_the_engine_through_explorer_methods_only():
 
     exposed = {"catalog": Catalog, "runs": Runs, "diagnoses": Diagnoses,
                "evaluations": Evaluations, "annotation": Annotation, "judging": Judging,
-               "presets": Presets, "tuning": Tuning}
+               "nuggets": Nuggets, "presets": Presets, "tuning": Tuning}
     reached = []
     for path in sorted((ENGINE.parent / "app").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -179,3 +179,136 @@ def test_assignments_are_kept_per_assessor_undone_and_only_for_the_answer_s_ques
         nuggets.assign(Assignment(q2, 7, "q1", "flat", "support", "ann"))
     with pytest.raises(ConfigError, match="assignment='supported'"):
         Assignment(q1, 7, "q1", "flat", "supported", "ann")
+
+
+def _answered(paradigm: str, qid: str, question: str, said: str):
+    from engine.documents import Question
+    from engine.trace import LLMStep, RunTrace
+
+    return RunTrace(question, paradigm, {}, (), (LLMStep("answer", "fake", "p", said, 9, 2,
+                                                          0.1, answer=said),),
+                    answer=said, gold=Question(qid, question))
+
+
+def _evaluation_of_a_question_set(data_dir):
+    """A question set of two questions over an added corpus, and one stored evaluation of
+    it by flat and funnel with their answers."""
+    from engine.data.ingest import store
+    from engine.documents import Document
+    from engine.service.judging import Judging
+    from engine.store.evaluations import EvaluationStore
+    from engine.store.sessions import SessionStore
+
+    store("docs", [Document(d, d, d) for d in "ab"], "docs.jsonl")
+    sessions = SessionStore(data_dir / "sessions.duckdb")
+    Judging(sessions).add_questions("docs", "support",
+                                    text="Who devised pointillism?\nWhere is Vienna?\n")
+    said = {("flat", "q1"): "Seurat, with Signac", ("funnel", "q1"): "Monet",
+            ("flat", "q2"): "On the Danube", ("funnel", "q2"): "In Austria, on the Danube"}
+    questions = {"q1": "Who devised pointillism?", "q2": "Where is Vienna?"}
+    runs = [(n, _answered(p, q, questions[q], said[p, q]))
+            for n, q in enumerate(questions) for p in ("flat", "funnel")]
+    evaluation = EvaluationStore(sessions).store_whole(
+        [(n, t, {"paradigm": t.paradigm, "question_id": t.gold.id}) for n, t in runs], {},
+        dataset="docs (support)", paradigms=["flat", "funnel"], configs={}, corpus="docs",
+        corpus_fingerprint="", code_version="test")
+    return sessions, evaluation
+
+
+def test_a_question_set_s_answers_are_assigned_one_at_a_time_and_scored_per_paradigm(
+        data_dir):
+    from engine.service.nuggets import Nuggets
+
+    sessions, evaluation = _evaluation_of_a_question_set(data_dir)
+    service = Nuggets(sessions)
+    seurat = service.add_nugget("docs (support)", "q1", "Seurat  devised it", "vital", "ann")
+    signac = service.add_nugget("docs (support)", "q1", "Signac helped", "okay", "ann")
+    danube = service.add_nugget("docs (support)", "q2", "Vienna is on the Danube", "vital",
+                                "ann")
+    assert service.store.nugget(seurat).text == "Seurat devised it"
+    with pytest.raises(ConfigError, match="Question 'q9' is not one of docs .support."):
+        service.add_nugget("docs (support)", "q9", "x", "vital", "ann")
+    with pytest.raises(ConfigError, match="has no gold answers to make nuggets of"):
+        service.add_gold_nuggets("docs (support)")
+    first = service.to_assign(evaluation, "ann")
+    assert (first.answer.question_id, first.answer.paradigm, first.done, first.answers) == (
+        "q1", "flat", 0, 4)
+    assert [n.id for n in first.nuggets] == [seurat, signac]
+    for qid, paradigm, nugget, label in [
+            ("q1", "flat", seurat, "support"), ("q1", "flat", signac, "support"),
+            ("q1", "funnel", seurat, "not_support"), ("q1", "funnel", signac, "not_support"),
+            ("q2", "flat", danube, "support"), ("q2", "funnel", danube, "partial_support")]:
+        service.assign(evaluation, qid, paradigm, nugget, label, "ann", seconds=2.0)
+    assert service.to_assign(evaluation, "ann").answer is None
+    assert service.to_assign(evaluation, "bo").done == 0  # each assessor's own progress
+    scores = service.nugget_scores(evaluation, "ann")
+    assert scores.unassigned == 0
+    assert scores.per_paradigm["flat"]["vital"] == pytest.approx(1.0)
+    assert scores.per_paradigm["funnel"]["vital"] == pytest.approx((0 + 0.5) / 2)
+    assert scores.per_paradigm["funnel"]["vital_strict"] == pytest.approx(0.0)
+    assert scores.per_paradigm["flat"]["answers"] == 2
+    with pytest.raises(ConfigError, match="no answer of question 'q2' by 'best'"):
+        service.assign(evaluation, "q2", "best", danube, "support", "ann")
+    undone = service.undo_assignment(evaluation, "ann")
+    assert (undone.paradigm, undone.assignment) == ("funnel", "partial_support")
+    later = service.nugget_scores(evaluation, "ann")
+    assert later.unassigned == 1  # counted as not supported
+    assert later.per_paradigm["funnel"]["vital"] == pytest.approx(0.0)
+    # the track's scorer reads the assignment file and agrees, answer by answer
+    metrics = pytest.importorskip("nuggetizer.core.metrics")
+    lines = [json.loads(line) for line in service.export_assignments(evaluation, "ann")
+             .splitlines()]
+    assert [(r["qid"], r["run_id"]) for r in lines] == [
+        ("q1", "flat"), ("q1", "funnel"), ("q2", "flat"), ("q2", "funnel")]
+    theirs = [metrics.calculate_nugget_scores(r["qid"], r["nuggets"]).vital_score
+              for r in lines]
+    assert theirs == [s.vital for _, s in later.per_answer]
+
+
+def test_nuggets_go_out_and_back_in_as_a_nugget_file_and_a_gold_qa_file_seeds_them(
+        data_dir, tmp_path):
+    from engine.service.nuggets import Nuggets
+
+    sessions, evaluation = _evaluation_of_a_question_set(data_dir)
+    service = Nuggets(sessions)
+    service.add_nugget("docs (support)", "q1", "Seurat devised it", "vital", "ann")
+    text = service.export_nuggets("docs (support)")
+    assert json.loads(text)["query"] == "Who devised pointillism?"
+    assert service.import_nuggets("docs (support)", text, "n.jsonl", "bo") == 1
+    assert [n.author for n in service.nuggets("docs (support)", "q1")] == ["ann", "bo"]
+    with pytest.raises(DataFormatError, match="which the question set docs .support. lacks"):
+        service.import_nuggets("docs (support)", text.replace('"q1"', '"q7"'), "n.jsonl",
+                               "bo")
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("\n".join(json.dumps({"question_id": f"h{n}", "question_text": question,
+                                        "answers_objects": [{"spans": [answer]}],
+                                        "contexts": []})
+                            for n, (question, answer) in enumerate(
+                                [("Who painted it?", "Seurat"), ("Which river?", "Danube")])))
+    assert service.add_gold_nuggets(str(qa)) == 2
+    assert service.add_gold_nuggets(str(qa)) == 0  # only for questions without nuggets
+    assert [(n.question_id, n.text, n.author) for n in service.nuggets(str(qa))] == [
+        ("h0", "Seurat", "gold"), ("h1", "Danube", "gold")]
+
+
+def test_an_evaluation_without_answers_or_without_nuggets_is_refused_naming_the_fix(
+        data_dir, tmp_path):
+    from engine.service.nuggets import Nuggets
+    from engine.store.evaluations import EvaluationStore
+    from engine.trace import RunTrace
+
+    sessions, evaluation = _evaluation_of_a_question_set(data_dir)
+    service = Nuggets(sessions)
+    runs = EvaluationStore(sessions).stored_runs(evaluation)
+    retrieval = EvaluationStore(sessions).store_whole(
+        [(n, RunTrace(t.question, t.paradigm, {}, (), gold=t.gold), row)
+         for n, row, t in runs], {}, dataset="docs (support)", paradigms=["flat", "funnel"],
+        configs={}, corpus="docs", corpus_fingerprint="", code_version="test")
+    with pytest.raises(ConfigError, match=f"Evaluation {retrieval} has no stored answers to "
+                                          "judge: it ran retrieval only"):
+        service.stored_answers(retrieval)
+    with pytest.raises(ConfigError, match=f"No question of evaluation {evaluation} has "
+                                          "nuggets yet"):
+        service.to_assign(evaluation, "ann")
+    with pytest.raises(ConfigError, match="type your name in the Assessor box"):
+        service.to_assign(evaluation, " ")

@@ -22,6 +22,7 @@ from engine.service.door import ACTIONS, BUILDER, EXTRA_ACTIONS, Door, NotAllowe
 from engine.service.evaluations import Evaluations
 from engine.service.explorer import Explorer
 from engine.service.judging import Judging
+from engine.service.nuggets import Nuggets
 from engine.service.presets import Presets
 from engine.service.runs import Runs
 from engine.service.tuning import Tuning
@@ -37,11 +38,12 @@ def _door(users_file, name: str | None, **kwargs) -> Door:
 
 def test_every_public_method_of_the_facades_is_an_action_of_the_table_and_checked():
     """The roles' table names every public method of Explorer and of the collaborators it
-    exposes (Catalog, Runs, Evaluations, Diagnoses, Annotation, Judging, Presets, Tuning) and
+    exposes (Catalog, Runs, Evaluations, Diagnoses, Annotation, Judging, Nuggets, Presets,
+    Tuning) and
     nothing else, and each is wrapped by the check (a method added without a role fails at
     import, one renamed leaves a stale entry here)."""
     methods = {name: member for cls in (Explorer, Catalog, Runs, Evaluations, Diagnoses,
-                                        Annotation, Judging, Presets, Tuning)
+                                        Annotation, Judging, Nuggets, Presets, Tuning)
                for name, member in vars(cls).items()
                if not name.startswith("_") and inspect.isfunction(member)}
     assert set(methods) | set(EXTRA_ACTIONS) == set(ACTIONS)

@@ -45,8 +45,8 @@ MAX_NAMES_KEPT = 10_000  # names with wrong passwords remembered at once
 STREAMS = frozenset({"stream", "llm_judge", "generate_questions"})
 # the facades' public properties: what they are, not actions
 PROPERTIES = frozenset({"corpus", "corpus_spec", "catalog", "runs", "diagnoses",
-                        "evaluations", "annotation", "judging", "presets", "tuning",
-                        "door"})
+                        "evaluations", "annotation", "judging", "nuggets", "presets",
+                        "tuning", "door"})
 LOCKOUT_SECONDS = 30.0
 # the client address of the login being checked, as the app's gate sees it (app.login)
 CLIENT_ADDRESS: ContextVar[str] = ContextVar("client_address", default="")
@@ -71,10 +71,13 @@ ACTIONS: dict[str, str] = {
         "document",
         "agreement", "export_judgments", "assessors", "compared", "label_agreement",
         "pairwise_agreement", "list_presets", "export_presets", "tunes", "tune_status",
-        "search_space"), VIEWER),
-    # one's own work: saved runs, labels, judgments
+        "search_space", "nuggets", "export_nuggets", "stored_answers", "nugget_scores",
+        "export_assignments"), VIEWER),
+    # one's own work: saved runs, labels, judgments, nuggets and their assignments
     **dict.fromkeys(("save_run", "delete_run", "add_label", "to_judge", "judge", "undo",
-                     "save_preset", "remove_preset"), ANNOTATOR),
+                     "save_preset", "remove_preset", "add_nugget", "edit_nugget",
+                     "merge_nuggets", "remove_nugget", "to_assign", "assign",
+                     "undo_assignment"), ANNOTATOR),
     # the server's: corpora, long jobs, classifiers, imports, anyone's work
     **dict.fromkeys((
         "add_corpus", "remove_corpus", "evaluate", "sweep", "ceilings", "resume_evaluation",
@@ -82,7 +85,7 @@ ACTIONS: dict[str, str] = {
         "retrain_classifier", "activate_classifier", "add_questions", "add_run_questions",
         "generate_questions", "make_pool", "pool_evaluation", "llm_judge",
         "import_judgments", "audit_log", "import_presets", "tune", "resume_tune",
-        "cancel_tune"), ADMIN),
+        "cancel_tune", "add_gold_nuggets", "import_nuggets"), ADMIN),
     # checked inside an action, not a method of its own: a run confirming a long build
     "build_index": ADMIN,
 }

@@ -18,6 +18,8 @@ documentation are:
 - judging (engine.service.judging.Judging): question sets, pools and relevance judgments;
   stored evaluations of a question set read as measured by its latest judgments
   (engine.service.judged_evaluations);
+- nuggets (engine.service.nuggets.Nuggets): a dataset's nuggets, and stored evaluations'
+  answers assigned and scored by them;
 - presets (engine.service.presets.Presets): named paradigms with their settings;
 - tuning (engine.service.tuning.Tuning): searches over options.
 Its one action of its own is `audit_log`, what its door recorded. A paradigm object is
@@ -42,6 +44,7 @@ from engine.service.evaluations import Evaluations
 from engine.service.judged_evaluations import JudgedEvaluations
 from engine.service.judging import Judging
 from engine.service.limits import job_alive
+from engine.service.nuggets import Nuggets
 from engine.service.otel import Tracing
 from engine.service.preparation import Preparation
 from engine.service.presets import Presets
@@ -55,8 +58,8 @@ from engine.store.sessions import SessionStore
 class Explorer:
     """Runs questions through paradigms over prepared corpora; saves and reloads runs;
     evaluates, diagnoses and annotates, each through the collaborator of its concern
-    (`catalog`, `runs`, `evaluations`, `diagnoses`, `annotation`, `judging`, `presets`,
-    `tuning`), all guarded by the same door, which checks every call's role."""
+    (`catalog`, `runs`, `evaluations`, `diagnoses`, `annotation`, `judging`, `nuggets`,
+    `presets`, `tuning`), all guarded by the same door, which checks every call's role."""
 
     def __init__(self, preparation: Preparation, store: SessionStore, *,
                  corpus_root: Path | None = None, idle_seconds: float = IDLE_SECONDS,
@@ -91,6 +94,7 @@ class Explorer:
         self._diagnoses = Diagnoses(self._evaluation_store, self._corpora, self.door)
         self._judging = Judging(store, self.door,
                                 lambda name: self._corpora.preparation(name).corpus)
+        self._nuggets = Nuggets(store, self.door)
         self._tuning = Tuning(store, self._corpora, self.door)
         if self.door.limits is not None:  # a user's long jobs count until they end
             self.door.limits.alive = job_alive(self._evaluation_store, self._corpora,
@@ -152,3 +156,8 @@ class Explorer:
         """Question sets, pools, judgments, the LLM judge and agreement
         (engine.service.judging)."""
         return self._judging
+
+    @property
+    def nuggets(self) -> Nuggets:
+        """A dataset's nuggets and the answers assigned them (engine.service.nuggets)."""
+        return self._nuggets
