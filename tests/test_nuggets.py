@@ -312,3 +312,39 @@ def test_an_evaluation_without_answers_or_without_nuggets_is_refused_naming_the_
         service.to_assign(evaluation, "ann")
     with pytest.raises(ConfigError, match="type your name in the Assessor box"):
         service.to_assign(evaluation, " ")
+
+
+def test_nuggets_are_written_assigned_and_scored_on_the_command_line(data_dir, tmp_path,
+                                                                     capsys):
+    from engine.cli.main import main
+
+    _, evaluation = _evaluation_of_a_question_set(data_dir)
+    db = ["judge", "--db", str(data_dir / "sessions.duckdb")]
+    assert main([*db, "nuggets", "docs (support)", "--add", "q1", "Seurat devised it",
+                 "--author", "ann"]) == 0
+    assert main([*db, "nuggets", "docs (support)", "--add", "q2", "On the Danube",
+                 "--importance", "okay", "--author", "ann"]) == 0
+    said = capsys.readouterr().out
+    assert "nugget 1 written for question q1" in said
+    assert said.splitlines()[-1] == "2\tq2\tokay\tann\tOn the Danube"
+    assert main([*db, "nuggets", "docs (support)", "--export"]) == 0
+    exported = tmp_path / "nuggets.jsonl"
+    exported.write_text(capsys.readouterr().out)
+    assert [json.loads(line)["qid"] for line in exported.read_text().splitlines()] == [
+        "q1", "q2"]
+    for qid, paradigm, nugget, key in [("q1", "flat", "1", "2"), ("q1", "funnel", "1", "0"),
+                                       ("q2", "flat", "2", "1"), ("q2", "funnel", "2", "2")]:
+        assert main([*db, "assign", str(evaluation), qid, paradigm, nugget, key,
+                     "--assessor", "ann"]) == 0
+    assert "4 of 4 answers assigned by ann" in capsys.readouterr().out.splitlines()[-1]
+    assert main([*db, "scores", str(evaluation)]) == 0
+    said = capsys.readouterr().out
+    # flat: q1 vital supported, q2 okay partial; funnel: q1 not, q2 supported
+    assert "flat\t2\t0.750\t0.500\t1.000\t1.000" in said
+    assert "funnel\t2\t0.500\t0.500\t0.000\t0.000" in said
+    assert main([*db, "scores", str(evaluation), "--export"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["nuggets"][0][
+        "assignment"] == "support"
+    assert main([*db, "assign", str(evaluation), "q1", "flat", "1", "maybe",
+                 "--assessor", "ann"]) == 2
+    assert "assignment='maybe': use support (2)" in capsys.readouterr().err

@@ -2,7 +2,11 @@
 (engine.service.judging): a question set from a list, the saved runs or generated; a pool
 of the paradigms' top documents (run here, or of a stored evaluation); a judgment recorded;
 the LLM judge over a pool; judgments exported and imported as qrels or JSONL; and two
-assessors' agreement, on a question set or over an evaluation with the paradigms' order."""
+assessors' agreement, on a question set or over an evaluation with the paradigms' order.
+Then the answers (engine.service.nuggets): a dataset's nuggets written, made of its gold
+answers, imported and exported as TREC RAG nugget files; one assignment of a nugget to an
+evaluation's answer recorded; an evaluation's nugget scores per paradigm, or its
+assignments as the track's file."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from collections import deque
 from pathlib import Path
 
 from engine.errors import ConfigError
+from engine.judging.nuggets import SCORE_NAMES
 
 
 def _out(line: str = "") -> None:
@@ -77,16 +82,54 @@ def add_parser(sub) -> None:
     agree.add_argument("dataset", help='the question set, or "evaluation ID"')
     agree.add_argument("first")
     agree.add_argument("second")
+    _add_nugget_parsers(steps)
+
+
+def _add_nugget_parsers(steps) -> None:
+    nuggets = steps.add_parser("nuggets", help="a dataset's nuggets: listed, written, made "
+                                               "of its gold answers, imported or exported")
+    nuggets.add_argument("dataset", help='a question set ("corpus (name)"), a listed '
+                                         "dataset or a QA file")
+    nuggets.add_argument("--add", nargs=2, metavar=("QUESTION_ID", "TEXT"),
+                         help="write one nugget for a question")
+    nuggets.add_argument("--importance", default="vital", choices=("vital", "okay"))
+    nuggets.add_argument("--gold", action="store_true",
+                         help="store each gold answer as a vital nugget of its question")
+    nuggets.add_argument("--import", dest="import_file", default="", metavar="FILE",
+                         help="a TREC RAG nugget file (JSONL)")
+    nuggets.add_argument("--export", action="store_true",
+                         help="write them as a TREC RAG nugget file")
+    nuggets.add_argument("--author", default="", help="whose nuggets written or imported")
+    assign = steps.add_parser("assign", help="record whether one answer of an evaluation "
+                                             "holds one nugget")
+    assign.add_argument("evaluation", type=int)
+    assign.add_argument("question_id")
+    assign.add_argument("paradigm")
+    assign.add_argument("nugget", type=int)
+    assign.add_argument("label", help="support (2), partial_support (1) or not_support (0)")
+    assign.add_argument("--assessor", required=True)
+    scores = steps.add_parser("scores", help="an evaluation's nugget scores per paradigm")
+    scores.add_argument("evaluation", type=int)
+    scores.add_argument("--assessor", default="", help="by this assessor's assignments "
+                                                       "(default: everyone's latest)")
+    scores.add_argument("--export", action="store_true",
+                        help="write the assignments as a TREC RAG assignment file")
 
 
 def judge(args: argparse.Namespace) -> int:
     from engine.service.judging import Judging
     from engine.store.sessions import SessionStore
 
+    store = SessionStore(args.db or None)
+    if args.step in NUGGET_STEPS:
+        from engine.service.nuggets import Nuggets
+
+        NUGGET_STEPS[args.step](Nuggets(store), args)
+        return 0
     step = STEPS.get(args.step)
     if step is None:  # argparse allows only the steps below
         raise ConfigError(f"Unknown judge step {args.step!r}.")
-    step(Judging(SessionStore(args.db or None)), args)
+    step(Judging(store), args)
     return 0
 
 
@@ -191,3 +234,53 @@ def _score(value: float | None) -> str:
 STEPS = {"questions": _questions, "from-runs": _from_runs, "generate": _generate,
          "pool": _pool, "record": _record, "export": _export, "import": _import,
          "llm": _llm, "agreement": _agreement}
+
+
+LABEL_KEYS = {"2": "support", "1": "partial_support", "0": "not_support"}
+
+
+def _nuggets(nuggets, args: argparse.Namespace) -> None:
+    from engine.data.loaders.jsonio import read_text
+
+    if args.add:
+        found = nuggets.add_nugget(args.dataset, args.add[0], args.add[1], args.importance,
+                                   args.author)
+        _out(f"nugget {found} written for question {args.add[0]}")
+    if args.gold:
+        _out(f"{nuggets.add_gold_nuggets(args.dataset)} gold answers stored as nuggets")
+    if args.import_file:
+        found = nuggets.import_nuggets(args.dataset, read_text(Path(args.import_file)),
+                                       Path(args.import_file).name, args.author)
+        _out(f"{found} nuggets imported into {args.dataset}")
+    if args.export:
+        sys.stdout.write(nuggets.export_nuggets(args.dataset))
+        return
+    for n in nuggets.nuggets(args.dataset):
+        _out(f"{n.id}\t{n.question_id}\t{n.importance}\t{n.author}\t{n.text}")
+
+
+def _assign(nuggets, args: argparse.Namespace) -> None:
+    label = LABEL_KEYS.get(args.label, args.label)
+    nuggets.assign(args.evaluation, args.question_id, args.paradigm, args.nugget, label,
+                   args.assessor)
+    left = nuggets.to_assign(args.evaluation, args.assessor)
+    _out(f"evaluation {args.evaluation}: {left.done} of {left.answers} answers assigned "
+         f"by {args.assessor}")
+
+
+def _scores(nuggets, args: argparse.Namespace) -> None:
+    if args.export:
+        sys.stdout.write(nuggets.export_assignments(args.evaluation, args.assessor))
+        return
+    found = nuggets.nugget_scores(args.evaluation, args.assessor)
+    _out(f"evaluation {found.evaluation_id} ({found.dataset}), nugget scores by "
+         f"{found.assessor or 'everyone'}'s assignments; {found.unassigned} pairs "
+         "unassigned, counted as not supported")
+    _out("paradigm\tanswers\t" + "\t".join(SCORE_NAMES))
+    for paradigm, means in found.per_paradigm.items():
+        _out(f"{paradigm}\t{means['answers']}\t"
+             + "\t".join(_score(means[name]) for name in SCORE_NAMES))
+
+
+# the steps that judge answers, with the nuggets service
+NUGGET_STEPS = {"nuggets": _nuggets, "assign": _assign, "scores": _scores}
