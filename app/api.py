@@ -13,6 +13,7 @@ import json
 
 from app.api_evaluations import diagnosis_api, evaluation_api
 from app.api_judging import judging_api
+from app.api_nuggets import nuggets_api
 from app.api_tuning import tuning_api
 from app.endpoints import endpoint, uploaded
 from app.errors import refused
@@ -34,6 +35,7 @@ def register(explorer: Explorer) -> None:
     tuning_api(explorer)
     _corpora_api(explorer)
     judging_api(explorer)
+    nuggets_api(explorer)
     _people_api(explorer)
 
 

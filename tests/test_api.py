@@ -30,7 +30,10 @@ ENDPOINTS = {"run", "add_corpus", "list_corpora", "remove_corpus", "save_run", "
              "next_unit", "record_judgment", "undo_judgment", "llm_judge",
              "export_judgments", "import_judgments", "compare_assessors",
              "label_agreement", "audit_log", "list_presets", "save_preset", "tune",
-             "tune_status", "list_tunes", "cancel_tune", "resume_tune"}
+             "tune_status", "list_tunes", "cancel_tune", "resume_tune", "list_nuggets",
+             "add_nugget", "edit_nugget", "merge_nuggets", "remove_nugget",
+             "add_gold_nuggets", "export_nuggets", "import_nuggets", "next_answer",
+             "assign_nugget", "undo_assignment", "nugget_scores", "export_assignments"}
 RETURNS_INT = {"save_run", "evaluate", "sweep", "ceilings", "resume_evaluation", "tune",
                "resume_tune"}  # ids; every other result is JSON
 
@@ -185,6 +188,75 @@ def test_an_evaluation_is_resumed_or_removed_through_the_api(live):
     assert json.loads(client.predict(api_name="/list_evaluations")) == []
     with pytest.raises(AppError, match=f"No evaluation with id {evaluation_id}"):
         client.predict(evaluation_id, api_name="/remove_evaluation")
+
+
+def test_answers_are_judged_by_nuggets_through_the_api(echo, tiny_corpus, tmp_path,
+                                                       shared_data):
+    """Issue 69: nuggets written and imported for a question set, a stored evaluation's
+    answers (an imported pipeline's, say: a question set's own evaluations run retrieval
+    only) assigned them one at a time, undone, scored per paradigm and exported in the TREC
+    RAG track's files."""
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    from engine.data.ingest import store
+    from engine.documents import Document
+    from engine.service.preparation import Preparation
+    from engine.service.tasks import Task
+    from engine.store.evaluations import EvaluationStore
+    from tests.conftest import TINY_DOCS
+    from tests.test_nuggets import _answered
+
+    prep = Preparation("tiny", dense=False)
+    prep.tasks = {"corpus": Task("corpus", "corpus 'tiny'", lambda progress: tiny_corpus)}
+    prep.run()
+    with served(prep, tmp_path / "runs.duckdb") as (explorer, _, client):
+        store("docs", [Document(t, t, x) for t, x in TINY_DOCS], "docs.jsonl")
+        asked = ["Who painted La Grande Jatte?", "Which river flows through Budapest?"]
+        client.predict("docs", "support", "\n".join(asked), api_name="/add_question_set")
+        runs = [(n, _answered("echo", f"q{n + 1}", q, "Seurat")) for n, q in enumerate(asked)]
+        evaluation_id = EvaluationStore(explorer.nuggets.store.store).store_whole(
+            [(n, t, {"paradigm": "echo", "question_id": t.gold.id}) for n, t in runs], {},
+            dataset="docs (support)", paradigms=["echo"], configs={}, corpus="docs",
+            corpus_fingerprint="", code_version="test")
+        _judged_by_nuggets(client, evaluation_id, tmp_path, handle_file, AppError)
+
+
+def _judged_by_nuggets(client, evaluation_id, tmp_path, handle_file, AppError):
+    first = json.loads(client.predict("docs (support)", "q1", "Georges Seurat painted it",
+                                      "vital", "ann", api_name="/add_nugget"))["id"]
+    theirs = tmp_path / "bob.jsonl"
+    theirs.write_text(json.dumps({"qid": "q2", "query": "", "nuggets": [
+        {"text": "The Danube", "importance": "vital"}]}) + "\n")
+    assert json.loads(client.predict("docs (support)", handle_file(str(theirs)), "bob",
+                                     api_name="/import_nuggets")) == {"imported": 1}
+    listed = json.loads(client.predict("docs (support)", "", api_name="/list_nuggets"))
+    assert [(n["question_id"], n["author"]) for n in listed] == [("q1", "ann"), ("q2", "bob")]
+    shown = json.loads(client.predict(evaluation_id, "ann", api_name="/next_answer"))
+    assert (shown["answer"]["question_id"], shown["done"], shown["answers"]) == ("q1", 0, 2)
+    assert [n["id"] for n in shown["nuggets"]] == [first]
+    assigned = json.loads(client.predict(evaluation_id, "q1", "echo", first, "support",
+                                         "ann", 3.0, api_name="/assign_nugget"))
+    assert (assigned["done"], assigned["answers"]) == (1, 2)
+    second = listed[1]["id"]
+    client.predict(evaluation_id, "q2", "echo", second, "partial_support", "ann",
+                   api_name="/assign_nugget")
+    scores = json.loads(client.predict(evaluation_id, "ann", api_name="/nugget_scores"))
+    assert scores["per_paradigm"]["echo"]["vital"] == pytest.approx(0.75)
+    assert scores["per_paradigm"]["echo"]["vital_strict"] == pytest.approx(0.5)
+    lines = client.predict(evaluation_id, "ann", api_name="/export_assignments").splitlines()
+    assert [json.loads(line)["nuggets"][0]["assignment"] for line in lines] == [
+        "support", "partial_support"]
+    undone = json.loads(client.predict(evaluation_id, "ann", api_name="/undo_assignment"))
+    assert undone["assignment"] == "partial_support"
+    with pytest.raises(AppError, match="has 41 words"):
+        client.predict("docs (support)", "q1", " ".join(["word"] * 41), "vital", "ann",
+                       api_name="/add_nugget")
+    with pytest.raises(AppError, match=r"nugget_ids='a, b': give nugget ids"):
+        client.predict("a, b", "x", "vital", "ann", api_name="/merge_nuggets")
+    with pytest.raises(AppError, match="assignment='yes'"):
+        client.predict(evaluation_id, "q1", "echo", first, "yes", "ann",
+                       api_name="/assign_nugget")
 
 
 def test_a_judging_round_is_scripted_through_the_api(live, tmp_path):
