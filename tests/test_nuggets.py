@@ -312,6 +312,16 @@ def test_an_evaluation_without_answers_or_without_nuggets_is_refused_naming_the_
         service.to_assign(evaluation, "ann")
     with pytest.raises(ConfigError, match="type your name in the Assessor box"):
         service.to_assign(evaluation, " ")
+    with pytest.raises(ConfigError, match="Author 'llm:x:y': names starting llm: or "
+                                          "generated: are the judges'"):
+        service.add_nugget("docs (support)", "q1", "Seurat", "vital", "llm:x:y")
+    # a preset's runs are its own answers, under the name the evaluation lists them by
+    preset = EvaluationStore(sessions).store_whole(
+        [(n, t, {**row, "paradigm": f"my-{t.paradigm}"}) for n, row, t in runs], {},
+        dataset="docs (support)", paradigms=["my-flat", "my-funnel"], configs={},
+        corpus="docs", corpus_fingerprint="", code_version="test")
+    assert [a.paradigm for a in service.stored_answers(preset)] == [
+        "my-flat", "my-funnel", "my-flat", "my-funnel"]
 
 
 def test_nuggets_are_written_assigned_and_scored_on_the_command_line(data_dir, tmp_path,

@@ -403,18 +403,19 @@ class Judging:
 
 
     def _assessor(self, name: str) -> str:
-        """Who judges: the logged-in user (another name typed is refused), else the name
-        typed, a person's."""
-        if self.door.user() is not None:
-            return self.door.signed(name, "Assessor")
-        return _typed_assessor(" ".join(str(name or "").split()))
+        return person(self.door, name, "Assessor")
 
 
-def _typed_assessor(name: str) -> str:
+def person(door: Door, name: str, box: str) -> str:
+    """Who judges or writes: the logged-in user (another name typed is refused), else the
+    name typed in the `box` box, a person's (llm: and generated: name the judges)."""
+    if door.user() is not None:
+        return door.signed(name, box)
+    name = " ".join(str(name or "").split())
     if not name:
-        raise ConfigError("Say who is judging: type your name in the Assessor box.")
+        raise ConfigError(f"Say who is judging: type your name in the {box} box.")
     if not is_person(name):
-        raise ConfigError(f"Assessor {name!r}: names starting llm: or generated: are the "
+        raise ConfigError(f"{box} {name!r}: names starting llm: or generated: are the "
                           "judges'; type a person's name.")
     return name
 

@@ -25,6 +25,7 @@ from engine.judging.nuggets import (
 )
 from engine.service.datasets import dataset_label, dataset_of
 from engine.service.door import Door, guarded
+from engine.service.judging import person
 from engine.store.evaluations import EvaluationStore
 from engine.store.nuggets import Assignment, Nugget, NuggetStore
 from engine.store.sessions import SessionStore
@@ -136,9 +137,9 @@ class Nuggets:
         """Evaluation `evaluation_id`'s stored answers (each run a reader answered), in
         question order."""
         evaluation_id = int(evaluation_id)
-        found = [Answer(evaluation_id, position, trace.gold.id, trace.paradigm,
-                        trace.question, trace.answer)
-                 for position, _, trace in self._evaluations.stored_runs(evaluation_id)
+        found = [Answer(evaluation_id, position, trace.gold.id, row["paradigm"],
+                        trace.question, trace.answer)  # a preset's run under its own name
+                 for position, row, trace in self._evaluations.stored_runs(evaluation_id)
                  if trace.answered and trace.gold is not None]
         if not found:
             raise ConfigError(f"Evaluation {evaluation_id} has no stored answers to judge: "
@@ -225,14 +226,8 @@ class Nuggets:
         return held, nuggets
 
     def _author(self, name: str, box: str = "Author") -> str:
-        """Who writes or assigns: the logged-in user (another name typed is refused), else
-        the name typed."""
-        if self.door.user() is not None:
-            return self.door.signed(name, box)
-        name = " ".join(str(name or "").split())
-        if not name:
-            raise ConfigError(f"Say who is judging: type your name in the {box} box.")
-        return name
+        """Who writes or assigns, as a judgment's assessor is named (a person's)."""
+        return person(self.door, name, box)
 
 
 def _means(per_answer: Sequence[tuple[Answer, NuggetScores]]) -> dict[str, dict]:
